@@ -1,0 +1,55 @@
+// Command brim is the single brim binary: agent, master, shim, CLI.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"github.com/opencontainers/runc/libcontainer"
+	_ "github.com/opencontainers/runc/libcontainer/nsenter"
+)
+
+func init() {
+	// libcontainer re-executes this binary as "<argv0> init" inside every new
+	// container; that must be dispatched before anything else runs.
+	if len(os.Args) > 1 && os.Args[1] == "init" {
+		runtime.GOMAXPROCS(1)
+		runtime.LockOSThread()
+		libcontainer.Init() // never returns
+	}
+	// libcontainer starts goroutines that setns() into a container's mount
+	// namespace and never unlock their thread; keep them off the main thread
+	// or the daemon ends up inside a container (PLATFORM.md).
+	runtime.LockOSThread()
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCommand()
+	if err := root.ExecuteContext(ctx); err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			if ee.msg != "" {
+				fmt.Fprintln(os.Stderr, "brim:", ee.msg)
+			}
+			os.Exit(ee.code)
+		}
+		fmt.Fprintln(os.Stderr, "brim:", err)
+		os.Exit(1)
+	}
+}
+
+// exitError makes a subcommand exit with a given code (e.g. the exit code of
+// a container for `--wait`), optionally printing a message.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what brim's build, tests, demo and benchmarks need on a fresh
+# Debian machine, idempotently: Debian packages (only those missing), Go
+# modules, and pinned Go tools under ./bin/tools. Run as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS=(
+  gcc make pkg-config libseccomp-dev   # cgo + libcontainer seccomp
+  busybox-static                       # minimal rootfs for tests and demo
+  runc                                 # baseline for the launch benchmark
+  iproute2 iperf3 stress-ng            # network isolator tests, antagonists
+  clang llvm libbpf-dev bpftool        # `make generate` (BPF objects are committed)
+  linux-perf                           # `perf bench sched pipe` in make bench
+  protobuf-compiler                    # `make generate` (generated code is committed)
+  jq procps util-linux
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "deps: missing Debian packages (${missing[*]}); run as root" >&2
+    exit 1
+  fi
+  echo "deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+go mod download
+
+# Pinned tools, built into ./bin/tools (ignored by git).
+mkdir -p bin/tools
+export GOBIN="$PWD/bin/tools"
+tool() { # name module@version
+  [ -x "bin/tools/$1" ] || go install "$2"
+}
+tool staticcheck honnef.co/go/tools/cmd/staticcheck@v0.8.2
+tool protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+tool protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2

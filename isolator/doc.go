@@ -1,0 +1,12 @@
+// Package isolator defines the Isolator contract that the containerizer runs
+// for every container — prepare, isolate, update, usage, cleanup, recover —
+// and the types that cross it: Limits (what a container may use) and
+// Statistics (what it used). Implementations live in sub-packages:
+// isolator/cgroups (cgroup v1 and v2) and isolator/network (netns, veth,
+// bridge, HTB).
+//
+// Isolators decide no policy: they apply the limits they are given.
+//
+// Sentinels: ErrNotFound (no such container in this isolator),
+// ErrNotSupported (the host lacks what the isolator needs).
+package isolator

@@ -1,0 +1,169 @@
+package isolator
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+var (
+	// ErrNotFound is returned for a container the isolator does not know.
+	ErrNotFound = errors.New("container not found in isolator")
+	// ErrNotSupported is returned when the host lacks a kernel feature the
+	// isolator needs (wrapped with the detail).
+	ErrNotSupported = errors.New("not supported on this host")
+)
+
+// Isolator isolates one aspect of a container. The containerizer calls, for
+// each container: Prepare before the container exists, Isolate once its init
+// process exists, Update any number of times while it runs, Usage to sample
+// it, and Cleanup after it has exited (also after a launch that failed half
+// way: Cleanup must accept a partly prepared container and be idempotent).
+// After an agent restart, Recover is called once with the containers the
+// agent still knows; the isolator drops (cleans up) everything else it finds.
+//
+// Implementations are safe for concurrent use on different containers.
+type Isolator interface {
+	// Name identifies the isolator in logs and errors ("cgroups", "network").
+	Name() string
+	// Prepare sets up isolation for container id and fills in what the
+	// launcher must apply (cgroup path, network namespace path, …).
+	Prepare(ctx context.Context, id string, limits Limits, launch *Launch) error
+	// Isolate is called with the pid of the container's init process, after
+	// the container exists and before the user process runs.
+	Isolate(ctx context.Context, id string, pid int) error
+	// Update applies new limits to a running container.
+	Update(ctx context.Context, id string, limits Limits) error
+	// Usage adds what this isolator measures to stats.
+	Usage(ctx context.Context, id string, stats *Statistics) error
+	// Cleanup removes everything the isolator made for id. Idempotent.
+	Cleanup(ctx context.Context, id string) error
+	// Recover is called after an agent restart with the IDs of the live
+	// containers the agent knows (and their limits); everything else the
+	// isolator finds under its control is an orphan and is removed.
+	Recover(ctx context.Context, known map[string]Limits) error
+}
+
+// QoSClass is a container's service class.
+type QoSClass int
+
+const (
+	// Guaranteed containers run on non-revocable resources.
+	Guaranteed QoSClass = iota
+	// BestEffort containers run on revocable (oversubscribed) resources: low
+	// cpu priority, low network priority, first to be throttled or killed.
+	BestEffort
+)
+
+func (c QoSClass) String() string {
+	if c == BestEffort {
+		return "best-effort"
+	}
+	return "guaranteed"
+}
+
+// Limits are the resources a container may use. Zero means "no limit" for
+// every field except CPUs (which sets the share/weight and is required).
+type Limits struct {
+	// MilliCPUs is the cpu allocation in thousandths of a cpu (the resource
+	// model's fixed point): 1500 = 1.5 cpus. It sets cpu shares/weight.
+	MilliCPUs int64
+	// CPUQuota caps the container at MilliCPUs with a CFS quota when true
+	// (hard limit); otherwise the container may use idle cpu.
+	CPUQuota bool
+	// MemoryBytes is the memory limit (cgroup memory.limit/memory.max).
+	MemoryBytes int64
+	// Pids caps the number of processes/threads.
+	Pids int64
+	// NetBandwidthMbit is the egress and ingress rate limit in Mbit/s; used
+	// only when the container has networking.
+	NetBandwidthMbit int64
+	// Network asks for an own network namespace with an address; without it
+	// the container sees only loopback.
+	Network bool
+	// Class is the QoS class (revocable containers are BestEffort).
+	Class QoSClass
+}
+
+// Launch collects what the isolators tell the launcher during Prepare.
+type Launch struct {
+	// CgroupPath is the container's cgroup path relative to each hierarchy
+	// root, absolute ("/brim/<id>"), for libcontainer's config.
+	CgroupPath string
+	// NetNSPath is a network namespace for the container to join; empty
+	// means a fresh namespace with only loopback.
+	NetNSPath string
+	// Env is added to the container's environment.
+	Env []string
+}
+
+// Statistics is one sample of a container's usage: Mesos's ResourceStatistics
+// fields that this host can provide. Fields an isolator cannot measure stay
+// zero; the Has* flags say which groups are valid.
+type Statistics struct {
+	Timestamp time.Time
+
+	HasCPU           bool
+	CPUUserSeconds   float64
+	CPUSystemSeconds float64
+	CPUUsageNanos    uint64 // total cpu time (cpuacct.usage / cpu.stat usage_usec)
+	CPULimit         float64
+	CPUPeriods       uint64 // nr_periods
+	CPUThrottled     uint64 // nr_throttled
+	CPUThrottledTime time.Duration
+
+	HasMemory     bool
+	MemUsageBytes uint64
+	MemRSSBytes   uint64
+	MemCacheBytes uint64
+	MemLimitBytes uint64
+	MemWorkingSet uint64 // usage − inactive file (cAdvisor's working set)
+	MemMaxUsage   uint64
+	MemOOMKills   uint64 // kills in this cgroup so far
+	MemLimitHit   bool   // failcnt > 0 / events max > 0
+
+	HasPids   bool
+	Pids      uint64
+	PidsLimit uint64
+
+	// Pressure (PSI) where the container has a v2 directory.
+	HasPressure bool
+	CPUPressure PSI
+	MemPressure PSI
+	IOPressure  PSI
+
+	// Network, when the container has its own namespace.
+	HasNet          bool
+	NetRxBytes      uint64
+	NetRxPackets    uint64
+	NetRxDropped    uint64
+	NetRxErrors     uint64
+	NetTxBytes      uint64
+	NetTxPackets    uint64
+	NetTxDropped    uint64
+	NetTxErrors     uint64
+	NetTrafficClass []TrafficControlStatistics
+}
+
+// PSI is one pressure line pair ("some" and "full") of a pressure file.
+type PSI struct {
+	SomeAvg10, SomeAvg60, SomeAvg300 float64
+	SomeTotal                        time.Duration
+	FullAvg10, FullAvg60, FullAvg300 float64
+	FullTotal                        time.Duration
+}
+
+// TrafficControlStatistics are the counters of one tc class (Mesos's
+// TrafficControlStatistics).
+type TrafficControlStatistics struct {
+	ID         string // e.g. "egress", "ingress"
+	Backlog    uint64
+	Bytes      uint64
+	Drops      uint64
+	Overlimits uint64
+	Packets    uint64
+	Qlen       uint64
+	RateBps    uint64
+	RatePps    uint64
+	Requeues   uint64
+}
