@@ -1,0 +1,241 @@
+package resources
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Parse parses resources in the text syntax (see the package doc), e.g.
+// "cpus:2;mem:1024;ports:[31000-32000];cpus(hdfs):1;cpus{REV}:0.5".
+// Repeated entries of one key add up (ranges and sets must then not
+// overlap). The result is normalized; the empty text gives empty Resources.
+//
+// Errors are *ParseError naming the offending token and wrap ErrInvalid
+// (and ErrRevocableReservation for a reserved revocable resource).
+func Parse(text string) (Resources, error) {
+	var out Resources
+	for len(text) > 0 {
+		tok := text
+		if i := strings.IndexByte(text, ';'); i >= 0 {
+			tok, text = text[:i], text[i+1:]
+		} else {
+			text = ""
+		}
+		tok = strings.TrimSpace(tok)
+		if tok == "" {
+			continue // tolerate "cpus:1;" and ";;"
+		}
+		r, perr := parseResource(tok)
+		if perr != nil {
+			return nil, perr
+		}
+		if perr := merge(&out, r, tok); perr != nil {
+			return nil, perr
+		}
+	}
+	return out.normalized(), nil
+}
+
+// MustParse is Parse for tests and constants: it panics on error.
+func MustParse(text string) Resources {
+	r, err := Parse(text)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+func parseResource(tok string) (Resource, *ParseError) {
+	bad := func(err error, format string, args ...any) (Resource, *ParseError) {
+		return Resource{}, &ParseError{Token: tok, Reason: fmt.Sprintf(format, args...), Err: err}
+	}
+	colon := strings.IndexByte(tok, ':')
+	if colon < 0 {
+		return bad(nil, "missing ':' between name and value")
+	}
+	head, val := strings.TrimSpace(tok[:colon]), strings.TrimSpace(tok[colon+1:])
+
+	r := Resource{Role: Unreserved}
+	end := strings.IndexAny(head, "({")
+	if end < 0 {
+		end = len(head)
+	}
+	r.Name = strings.TrimSpace(head[:end])
+	if !validName(r.Name) {
+		if r.Name == "" {
+			return bad(nil, "empty name")
+		}
+		return bad(nil, "invalid name %q", r.Name)
+	}
+	rest := strings.TrimSpace(head[end:])
+	if strings.HasPrefix(rest, "(") {
+		close := strings.IndexByte(rest, ')')
+		if close < 0 {
+			return bad(nil, "missing ')' after role")
+		}
+		inner := rest[1:close]
+		rest = strings.TrimSpace(rest[close+1:])
+		role, principal, dynamic := strings.Cut(inner, ",")
+		r.Role = strings.TrimSpace(role)
+		if why := checkRole(r.Role); why != "" {
+			return bad(nil, "%s", why)
+		}
+		if dynamic {
+			principal = strings.TrimSpace(principal)
+			if r.Role == Unreserved {
+				return bad(nil, "dynamic reservation without a role")
+			}
+			if why := checkPrincipal(principal); why != "" {
+				return bad(nil, "%s", why)
+			}
+			r.Reservation = &Reservation{Principal: principal}
+		}
+	}
+	if strings.HasPrefix(rest, "{REV}") {
+		r.Revocable = true
+		rest = strings.TrimSpace(rest[len("{REV}"):])
+	}
+	if rest != "" {
+		return bad(nil, "unexpected %q after name", rest)
+	}
+	if r.Revocable && r.Role != Unreserved {
+		return bad(ErrRevocableReservation, "revocable resources cannot be reserved")
+	}
+
+	switch {
+	case strings.HasPrefix(val, "["):
+		r.Type = Ranges
+		if !strings.HasSuffix(val, "]") {
+			return bad(nil, "invalid ranges %q: missing ']'", val)
+		}
+		inner := strings.TrimSpace(val[1 : len(val)-1])
+		if inner == "" {
+			return r, nil
+		}
+		r.Ranges = make([]Range, 0, strings.Count(inner, ",")+1)
+		for part := range strings.SplitSeq(inner, ",") {
+			rg, ok := parseRange(part)
+			if !ok {
+				return bad(nil, "invalid range %q", strings.TrimSpace(part))
+			}
+			r.Ranges = append(r.Ranges, rg)
+		}
+		slices.SortFunc(r.Ranges, compareRange)
+		for i := 1; i < len(r.Ranges); i++ {
+			if r.Ranges[i].Begin <= r.Ranges[i-1].End {
+				return bad(nil, "overlapping ranges %s and %s", r.Ranges[i-1], r.Ranges[i])
+			}
+		}
+	case strings.HasPrefix(val, "{"):
+		r.Type = Set
+		if !strings.HasSuffix(val, "}") {
+			return bad(nil, "invalid set %q: missing '}'", val)
+		}
+		inner := strings.TrimSpace(val[1 : len(val)-1])
+		if inner == "" {
+			return r, nil
+		}
+		r.Set = make([]string, 0, strings.Count(inner, ",")+1)
+		for item := range strings.SplitSeq(inner, ",") {
+			item = strings.TrimSpace(item)
+			if why := checkSetItem(item); why != "" {
+				return bad(nil, "%s", why)
+			}
+			r.Set = append(r.Set, item)
+		}
+		slices.Sort(r.Set)
+		for i := 1; i < len(r.Set); i++ {
+			if r.Set[i] == r.Set[i-1] {
+				return bad(nil, "duplicate set item %q", r.Set[i])
+			}
+		}
+	default:
+		r.Type = Scalar
+		v, err := ParseValue(val)
+		if err != nil {
+			why := ""
+			if i := strings.IndexByte(val, '.'); i >= 0 && len(val)-i-1 > 3 && strings.Trim(val[i+1:], "0123456789") == "" {
+				why = ": more than 3 decimal places"
+			}
+			return bad(nil, "invalid scalar %q%s", val, why)
+		}
+		if v < 0 {
+			return bad(nil, "negative scalar %q", val)
+		}
+		r.Scalar = v
+	}
+	return r, nil
+}
+
+// parseRange parses "b-e" or "n" (with optional spaces).
+func parseRange(s string) (Range, bool) {
+	b, e, isRange := strings.Cut(s, "-")
+	begin, err := strconv.ParseUint(strings.TrimSpace(b), 10, 64)
+	if err != nil {
+		return Range{}, false
+	}
+	end := begin
+	if isRange {
+		end, err = strconv.ParseUint(strings.TrimSpace(e), 10, 64)
+		if err != nil || end < begin {
+			return Range{}, false
+		}
+	}
+	return Range{begin, end}, true
+}
+
+// merge adds r (parsed from tok) into out, which holds the resources parsed
+// so far, one entry per key. Type conflicts and overlaps name tok.
+func merge(out *Resources, r Resource, tok string) *ParseError {
+	for i := range *out {
+		o := &(*out)[i]
+		if o.Name != r.Name {
+			continue
+		}
+		if o.Type != r.Type {
+			return &ParseError{Token: tok, Reason: fmt.Sprintf("%s %q was already given as %s", r.Type, r.Name, o.Type)}
+		}
+		if compareKey(o, &r) != 0 {
+			continue
+		}
+		switch r.Type {
+		case Scalar:
+			o.Scalar = addValue(o.Scalar, r.Scalar)
+		case Ranges:
+			for _, rg := range r.Ranges {
+				if j, ok := overlapping(o.Ranges, rg); ok {
+					return &ParseError{Token: tok, Reason: fmt.Sprintf("range %s overlaps %s given earlier", rg, o.Ranges[j])}
+				}
+			}
+			o.Ranges = unionRanges(o.Ranges, r.Ranges)
+		case Set:
+			for _, s := range r.Set {
+				if _, found := slices.BinarySearch(o.Set, s); found {
+					return &ParseError{Token: tok, Reason: fmt.Sprintf("set item %q given earlier", s)}
+				}
+			}
+			o.Set = unionSet(o.Set, r.Set)
+		}
+		return nil
+	}
+	*out = append(*out, r)
+	return nil
+}
+
+// overlapping returns the index of a range in sorted, merged rs that
+// overlaps rg.
+func overlapping(rs []Range, rg Range) (int, bool) {
+	i, _ := slices.BinarySearchFunc(rs, rg.Begin, func(a Range, b uint64) int {
+		if a.End < b {
+			return -1
+		}
+		return 1
+	})
+	// rs[i] is the first range ending at or after rg.Begin.
+	if i < len(rs) && rs[i].Begin <= rg.End {
+		return i, true
+	}
+	return 0, false
+}
