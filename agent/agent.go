@@ -1,0 +1,751 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/brimnode/brim/isolator"
+	"github.com/google/uuid"
+)
+
+// DefaultKillGrace is the grace period between SIGTERM and SIGKILL when
+// Options.KillGrace is zero.
+const DefaultKillGrace = 10 * time.Second
+
+// Options configure an Agent. StateDir, Runtime and Resources are required;
+// later issues add the master link, monitor, estimator and QoS controller
+// here.
+type Options struct {
+	// StateDir holds the agent ID, the lock and the checkpoint (see
+	// docs/operators.md). Created 0700 if missing.
+	StateDir string
+	// Runtime runs the containers (the containerizer).
+	Runtime Runtime
+	// Resources is what the agent may hand out to containers.
+	Resources Resources
+	// KillGrace is the default SIGTERM→SIGKILL grace period.
+	KillGrace time.Duration
+	// Retention bounds how long finished containers (their records and
+	// sandboxes) are kept; the zero value keeps them until destroyed.
+	Retention Retention
+	// Log receives the agent's logs; nil discards them.
+	Log *slog.Logger
+	// Version and CgroupParent are reported by Info.
+	Version      string
+	CgroupParent string
+}
+
+// Retention is the policy for finished containers: keep at most MaxExited
+// of them (newest first) and none longer than MaxAge after it finished.
+// Zero fields do not limit.
+type Retention struct {
+	MaxExited int
+	MaxAge    time.Duration
+}
+
+// ParseRetention parses "N", "DURATION" or "N,DURATION" (e.g. "100,168h").
+func ParseRetention(s string) (Retention, error) {
+	var r Retention
+	if strings.TrimSpace(s) == "" {
+		return r, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		var n int
+		if _, err := fmt.Sscanf(part, "%d", &n); err == nil && fmt.Sprint(n) == part {
+			if n < 0 {
+				return r, fmt.Errorf("%w: retention %q: negative count", ErrInvalidArgument, s)
+			}
+			r.MaxExited = n
+			continue
+		}
+		d, err := time.ParseDuration(part)
+		if err != nil || d < 0 {
+			return r, fmt.Errorf("%w: retention %q: %q is neither a count nor a duration", ErrInvalidArgument, s, part)
+		}
+		r.MaxAge = d
+	}
+	return r, nil
+}
+
+// Spec is a request to run a container.
+type Spec struct {
+	// Name must be unique among the agent's containers; empty: the ID.
+	Name    string
+	Command []string
+	Env     []string // K=V
+	Cwd     string
+	Rootfs  string // absolute directory; empty: the host root, read-only
+	// Resources are accounted against the agent's and set the limits:
+	// cpu shares (and a CFS quota with CPUQuota), memory limit.
+	Resources Resources
+	Pids      int64
+	CPUQuota  bool
+	// Revocable runs the container best-effort (low priority). Until the
+	// estimator exists, revocable containers are accounted against the same
+	// total as the others.
+	Revocable bool
+	Labels    map[string]string
+}
+
+// Update changes a running container's limits; zero fields are unchanged.
+type Update struct {
+	MilliCPUs int64
+	MemMiB    int64
+	Pids      int64
+}
+
+// Info describes the agent.
+type Info struct {
+	ID           string
+	Version      string
+	StateDir     string
+	CgroupParent string
+	Total        Resources
+	Used         Resources
+	Free         Resources
+	Running      int
+	Exited       int
+	StartedAt    time.Time
+}
+
+// Agent is the node agent. Create it with New, then Run it (or Recover and
+// call its methods directly); Close releases it without touching any
+// container. Safe for concurrent use.
+type Agent struct {
+	opts  Options
+	log   *slog.Logger
+	rt    Runtime
+	store *store
+	id    string
+	lock  *os.File
+
+	ctx    context.Context // the agent's lifetime; cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu         sync.Mutex
+	containers map[string]*Container
+	names      map[string]string        // name → id
+	done       map[string]chan struct{} // closed when the container has exited
+	used       Resources
+	started    time.Time
+	closed     bool
+}
+
+// New opens (creating if needed) the state dir, takes its lock and reads or
+// creates the agent ID. It returns an error wrapping ErrAgentRunning when
+// another agent holds the state dir, ErrInvalidArgument for bad options.
+func New(opts Options) (*Agent, error) {
+	if opts.StateDir == "" || !filepath.IsAbs(opts.StateDir) {
+		return nil, fmt.Errorf("%w: state dir %q must be an absolute path", ErrInvalidArgument, opts.StateDir)
+	}
+	if opts.Runtime == nil {
+		return nil, fmt.Errorf("%w: no runtime", ErrInvalidArgument)
+	}
+	if opts.Resources.MilliCPUs <= 0 || opts.Resources.MemMiB <= 0 {
+		return nil, fmt.Errorf("%w: resources %s: need cpus and mem", ErrInvalidArgument, opts.Resources)
+	}
+	if opts.KillGrace <= 0 {
+		opts.KillGrace = DefaultKillGrace
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create state dir: %w", err)
+	}
+	lock, err := lockStateDir(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	id, err := agentID(opts.StateDir)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	st, err := newStore(filepath.Join(opts.StateDir, "checkpoint"))
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Agent{
+		opts:       opts,
+		log:        log.With("component", "agent"),
+		rt:         opts.Runtime,
+		store:      st,
+		id:         id,
+		lock:       lock,
+		ctx:        ctx,
+		cancel:     cancel,
+		containers: map[string]*Container{},
+		names:      map[string]string{},
+		done:       map[string]chan struct{}{},
+		started:    time.Now(),
+	}, nil
+}
+
+// agentID reads the agent ID file, creating it on first start.
+func agentID(stateDir string) (string, error) {
+	p := filepath.Join(stateDir, "agent-id")
+	b, err := os.ReadFile(p)
+	if err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read agent id: %w", err)
+	}
+	id := uuid.NewString()
+	if err := writeFileAtomic(p, []byte(id+"\n")); err != nil {
+		return "", fmt.Errorf("write agent id: %w", err)
+	}
+	return id, nil
+}
+
+// ID returns the agent's ID (stable across restarts with the same state dir).
+func (a *Agent) ID() string { return a.id }
+
+// Close stops the agent's goroutines and releases the state dir. Containers
+// keep running; a new Agent on the same state dir recovers them.
+func (a *Agent) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	a.mu.Unlock()
+	a.cancel()
+	a.wg.Wait()
+	return a.lock.Close()
+}
+
+// Recover reconciles the checkpoint with what the runtime finds: containers
+// the runtime still has are adopted (running ones are watched again, exited
+// ones get their exit status); checkpointed containers that vanished are
+// marked exited with reason "lost"; containers the runtime has but the
+// checkpoint does not are orphans and are destroyed. Call it once, before
+// serving.
+func (a *Agent) Recover(ctx context.Context) error {
+	records, err := a.store.load()
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	infos, err := a.rt.Recover(ctx)
+	if err != nil {
+		return fmt.Errorf("recover runtime: %w", err)
+	}
+	found := make(map[string]*RuntimeInfo, len(infos))
+	for _, in := range infos {
+		found[in.ID] = in
+	}
+	now := time.Now()
+	a.mu.Lock()
+	var watch []string
+	for _, c := range records {
+		in, ok := found[c.ID]
+		delete(found, c.ID)
+		switch {
+		case ok && in.Running:
+			c.State, c.Pid = StateRunning, in.Pid
+			if !in.StartedAt.IsZero() {
+				c.StartedAt = in.StartedAt
+			}
+			if in.SandboxDir != "" {
+				c.SandboxDir = in.SandboxDir
+			}
+			watch = append(watch, c.ID)
+		case ok:
+			if c.State != StateExited || c.Exit == nil {
+				c.State, c.Exit = StateExited, in.Exit
+				if c.Exit == nil {
+					c.Exit = &ExitStatus{Code: -1, Reason: ReasonLost, Message: "exit status unknown", FinishedAt: now}
+				}
+			}
+			if in.SandboxDir != "" {
+				c.SandboxDir = in.SandboxDir
+			}
+		case c.State == StateLaunching:
+			// The launch never completed and nobody was given the ID.
+			a.log.Info("dropping interrupted launch", "id", c.ID, "name", c.Name)
+			if err := a.store.delete(c.ID); err != nil {
+				a.mu.Unlock()
+				return fmt.Errorf("recover: %w", err)
+			}
+			continue
+		case c.State == StateRunning:
+			c.State = StateExited
+			c.Exit = &ExitStatus{Code: -1, Reason: ReasonLost, Message: "container vanished while the agent was down", FinishedAt: now}
+		}
+		a.containers[c.ID] = c
+		a.names[c.Name] = c.ID
+		ch := make(chan struct{})
+		a.done[c.ID] = ch
+		if c.State == StateRunning {
+			a.used = a.used.add(c.Resources())
+		} else {
+			close(ch)
+		}
+		if err := a.store.put(c); err != nil {
+			a.mu.Unlock()
+			return fmt.Errorf("recover: %w", err)
+		}
+		a.log.Info("recovered container", "id", c.ID, "name", c.Name, "state", c.State)
+	}
+	a.mu.Unlock()
+	for _, id := range watch {
+		a.watch(id)
+	}
+	var errs []error
+	for id, in := range found {
+		a.log.Warn("destroying orphan container", "id", id, "running", in.Running)
+		if in.Running {
+			if err := a.rt.Kill(ctx, id, 0); err != nil && !errors.Is(err, ErrNotRunning) && !errors.Is(err, ErrNotFound) {
+				errs = append(errs, fmt.Errorf("kill orphan %s: %w", id, err))
+				continue
+			}
+		}
+		if err := a.rt.Destroy(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+			errs = append(errs, fmt.Errorf("destroy orphan %s: %w", id, err))
+		}
+	}
+	a.collect(ctx)
+	return errors.Join(errs...)
+}
+
+var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`)
+
+func (s *Spec) validate() error {
+	if len(s.Command) == 0 || s.Command[0] == "" {
+		return fmt.Errorf("%w: no command given", ErrInvalidArgument)
+	}
+	if s.Name != "" && !nameRE.MatchString(s.Name) {
+		return fmt.Errorf("%w: name %q: use 1-63 letters, digits, '_', '.', '-', starting with a letter or digit", ErrInvalidArgument, s.Name)
+	}
+	if s.Resources.MilliCPUs <= 0 {
+		return fmt.Errorf("%w: cpus must be positive, got %s", ErrInvalidArgument, FormatMilli(s.Resources.MilliCPUs))
+	}
+	if s.Resources.MemMiB <= 0 {
+		return fmt.Errorf("%w: mem must be positive, got %d MiB", ErrInvalidArgument, s.Resources.MemMiB)
+	}
+	if s.Pids < 0 {
+		return fmt.Errorf("%w: pids must not be negative, got %d", ErrInvalidArgument, s.Pids)
+	}
+	for _, e := range s.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return fmt.Errorf("%w: env %q: want KEY=VALUE", ErrInvalidArgument, e)
+		}
+	}
+	if s.Rootfs != "" {
+		if !filepath.IsAbs(s.Rootfs) {
+			return fmt.Errorf("%w: rootfs %q: must be an absolute path", ErrInvalidArgument, s.Rootfs)
+		}
+		if fi, err := os.Stat(s.Rootfs); err != nil || !fi.IsDir() {
+			return fmt.Errorf("%w: rootfs %q: no such directory", ErrInvalidArgument, s.Rootfs)
+		}
+	}
+	return nil
+}
+
+func newID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Launch checkpoints and starts a container, returning once its process
+// runs. Errors wrap ErrInvalidArgument, ErrNameInUse,
+// ErrInsufficientResources (an *InsufficientResourcesError) or
+// ErrCommandNotFound; a failed launch leaves nothing behind.
+func (a *Agent) Launch(ctx context.Context, spec Spec) (*Container, error) {
+	if err := spec.validate(); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	limits := isolator.Limits{
+		MilliCPUs:   spec.Resources.MilliCPUs,
+		CPUQuota:    spec.CPUQuota,
+		MemoryBytes: spec.Resources.MemMiB << 20,
+		Pids:        spec.Pids,
+	}
+	if spec.Revocable {
+		limits.Class = isolator.BestEffort
+	}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil, fmt.Errorf("run: agent is shutting down")
+	}
+	id := newID()
+	for a.containers[id] != nil {
+		id = newID()
+	}
+	name := spec.Name
+	if name == "" {
+		name = id
+	}
+	if other, ok := a.names[name]; ok {
+		a.mu.Unlock()
+		return nil, fmt.Errorf("run: %w: %q is used by container %s", ErrNameInUse, name, other)
+	}
+	if err := fits(spec.Resources, a.opts.Resources.sub(a.used)); err != nil {
+		a.mu.Unlock()
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	c := &Container{
+		ID: id, Name: name, Command: spec.Command, Env: spec.Env, Cwd: spec.Cwd,
+		Rootfs: spec.Rootfs, Limits: limits, Revocable: spec.Revocable, Labels: spec.Labels,
+		State: StateLaunching, CreatedAt: time.Now().UTC(),
+	}
+	// Checkpoint before launching: after a crash mid-launch the recovery
+	// either adopts the container or drops the record, never leaks.
+	if err := a.store.put(c); err != nil {
+		a.mu.Unlock()
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	a.containers[id] = c
+	a.names[name] = id
+	a.done[id] = make(chan struct{})
+	a.used = a.used.add(spec.Resources)
+	a.mu.Unlock()
+
+	in, err := a.rt.Launch(ctx, LaunchSpec{
+		ID: id, Name: name, Command: spec.Command, Env: spec.Env, Cwd: spec.Cwd,
+		Rootfs: spec.Rootfs, Limits: limits, Labels: spec.Labels,
+	})
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err != nil {
+		delete(a.containers, id)
+		delete(a.names, name)
+		delete(a.done, id)
+		a.used = a.used.sub(spec.Resources)
+		if derr := a.store.delete(id); derr != nil {
+			err = errors.Join(err, derr)
+		}
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	c.State, c.Pid, c.StartedAt, c.SandboxDir = StateRunning, in.Pid, in.StartedAt, in.SandboxDir
+	if c.StartedAt.IsZero() {
+		c.StartedAt = time.Now().UTC()
+	}
+	if err := a.store.put(c); err != nil {
+		// The container runs and the launching record is on disk, so a
+		// restart would adopt it; report the error but keep it.
+		a.log.Error("checkpoint launched container", "id", id, "err", err)
+	}
+	a.log.Info("launched container", "id", id, "name", name, "pid", c.Pid, "resources", spec.Resources)
+	a.watchLocked(id)
+	return c.clone(), nil
+}
+
+func (a *Agent) watch(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.watchLocked(id)
+}
+
+// watchLocked starts the goroutine that records id's exit. Owned by the
+// agent: Close cancels and waits for it.
+func (a *Agent) watchLocked(id string) {
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		st, err := a.rt.Wait(a.ctx, id)
+		if a.ctx.Err() != nil {
+			return // shutting down: the container keeps running
+		}
+		if err != nil {
+			a.log.Warn("wait for container", "id", id, "err", err)
+			st = &ExitStatus{Code: -1, Reason: ReasonLost, Message: err.Error(), FinishedAt: time.Now().UTC()}
+		}
+		a.exited(id, st)
+		a.collect(a.ctx)
+	}()
+}
+
+func (a *Agent) exited(id string, st *ExitStatus) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.containers[id]
+	if c == nil || c.State == StateExited {
+		return
+	}
+	if st.FinishedAt.IsZero() {
+		st.FinishedAt = time.Now().UTC()
+	}
+	c.State, c.Exit = StateExited, st
+	a.used = a.used.sub(c.Resources())
+	if err := a.store.put(c); err != nil {
+		a.log.Error("checkpoint exited container", "id", id, "err", err)
+	}
+	close(a.done[id])
+	a.log.Info("container exited", "id", id, "name", c.Name, "code", st.Code, "signal", st.Signal, "reason", st.Reason)
+}
+
+// resolveLocked finds a container by ID, name or unique ID prefix.
+func (a *Agent) resolveLocked(ref string) (*Container, error) {
+	if c := a.containers[ref]; c != nil {
+		return c, nil
+	}
+	if id, ok := a.names[ref]; ok {
+		return a.containers[id], nil
+	}
+	var match *Container
+	if len(ref) >= 3 {
+		for id, c := range a.containers {
+			if strings.HasPrefix(id, ref) {
+				if match != nil {
+					return nil, fmt.Errorf("%w: %q matches several containers", ErrInvalidArgument, ref)
+				}
+				match = c
+			}
+		}
+	}
+	if match == nil {
+		return nil, &NotFoundError{Ref: ref}
+	}
+	return match, nil
+}
+
+// Get returns a copy of the container with that ID, name or unique ID
+// prefix; errors wrap ErrNotFound.
+func (a *Agent) Get(ref string) (*Container, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c, err := a.resolveLocked(ref)
+	if err != nil {
+		return nil, err
+	}
+	return c.clone(), nil
+}
+
+// List returns copies of every container, oldest first.
+func (a *Agent) List() []*Container {
+	a.mu.Lock()
+	out := make([]*Container, 0, len(a.containers))
+	for _, c := range a.containers {
+		out = append(out, c.clone())
+	}
+	a.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// Wait blocks until the container has exited (or ctx ends, or the agent
+// shuts down) and returns it.
+func (a *Agent) Wait(ctx context.Context, ref string) (*Container, error) {
+	a.mu.Lock()
+	c, err := a.resolveLocked(ref)
+	if err != nil {
+		a.mu.Unlock()
+		return nil, err
+	}
+	id, done := c.ID, a.done[c.ID]
+	a.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait %s: %w", id, ctx.Err())
+	case <-a.ctx.Done():
+		return nil, fmt.Errorf("wait %s: agent is shutting down", id)
+	}
+	return a.Get(id)
+}
+
+// Kill stops a running container: SIGTERM, then SIGKILL after grace (a
+// negative grace uses the agent's default). It returns once the container
+// has exited. Errors wrap ErrNotFound or ErrNotRunning.
+func (a *Agent) Kill(ctx context.Context, ref string, grace time.Duration) (*Container, error) {
+	a.mu.Lock()
+	c, err := a.resolveLocked(ref)
+	if err != nil {
+		a.mu.Unlock()
+		return nil, err
+	}
+	id, state := c.ID, c.State
+	a.mu.Unlock()
+	if state != StateRunning {
+		return nil, fmt.Errorf("kill %s: %w", id, ErrNotRunning)
+	}
+	if grace < 0 {
+		grace = a.opts.KillGrace
+	}
+	if err := a.rt.Kill(ctx, id, grace); err != nil && !errors.Is(err, ErrNotRunning) {
+		return nil, fmt.Errorf("kill %s: %w", id, err)
+	}
+	a.log.Info("killed container", "id", id, "grace", grace)
+	return a.Wait(ctx, id)
+}
+
+// Resize changes a running container's limits. Growing needs free
+// resources. Errors wrap ErrNotFound, ErrNotRunning, ErrInvalidArgument or
+// ErrInsufficientResources.
+func (a *Agent) Resize(ctx context.Context, ref string, u Update) (*Container, error) {
+	if u.MilliCPUs < 0 || u.MemMiB < 0 || u.Pids < 0 {
+		return nil, fmt.Errorf("update: %w: negative value", ErrInvalidArgument)
+	}
+	if u == (Update{}) {
+		return nil, fmt.Errorf("update: %w: nothing to change", ErrInvalidArgument)
+	}
+	// The lock is held across the runtime call (well under a millisecond)
+	// so that accounting and limits change together.
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c, err := a.resolveLocked(ref)
+	if err != nil {
+		return nil, err
+	}
+	if c.State != StateRunning {
+		return nil, fmt.Errorf("update %s: %w", c.ID, ErrNotRunning)
+	}
+	limits := c.Limits
+	if u.MilliCPUs != 0 {
+		limits.MilliCPUs = u.MilliCPUs
+	}
+	if u.MemMiB != 0 {
+		limits.MemoryBytes = u.MemMiB << 20
+	}
+	if u.Pids != 0 {
+		limits.Pids = u.Pids
+	}
+	old := c.Resources()
+	next := Resources{MilliCPUs: limits.MilliCPUs, MemMiB: limits.MemoryBytes >> 20}
+	grow := Resources{MilliCPUs: max(next.MilliCPUs-old.MilliCPUs, 0), MemMiB: max(next.MemMiB-old.MemMiB, 0)}
+	if err := fits(grow, a.opts.Resources.sub(a.used)); err != nil {
+		return nil, fmt.Errorf("update %s: %w", c.ID, err)
+	}
+	if err := a.rt.Update(ctx, c.ID, limits); err != nil {
+		return nil, fmt.Errorf("update %s: %w", c.ID, err)
+	}
+	a.used = a.used.sub(old).add(next)
+	c.Limits = limits
+	if err := a.store.put(c); err != nil {
+		a.log.Error("checkpoint resized container", "id", c.ID, "err", err)
+	}
+	a.log.Info("resized container", "id", c.ID, "resources", next, "pids", limits.Pids)
+	return c.clone(), nil
+}
+
+// Usage samples a running container. Errors wrap ErrNotFound or
+// ErrNotRunning.
+func (a *Agent) Usage(ctx context.Context, ref string) (*Container, *isolator.Statistics, error) {
+	c, err := a.Get(ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.State != StateRunning {
+		return nil, nil, fmt.Errorf("stats %s: %w", c.ID, ErrNotRunning)
+	}
+	st, err := a.rt.Usage(ctx, c.ID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("stats %s: %w", c.ID, err)
+	}
+	return c, st, nil
+}
+
+// Destroy removes a container: its record, cgroups, state and sandbox. A
+// running container needs force (it is then killed without grace).
+// Errors wrap ErrNotFound or ErrRunning.
+func (a *Agent) Destroy(ctx context.Context, ref string, force bool) error {
+	c, err := a.Get(ref)
+	if err != nil {
+		return err
+	}
+	if c.State != StateExited {
+		if !force {
+			return fmt.Errorf("destroy %s: %w (kill it first or use force)", c.ID, ErrRunning)
+		}
+		if _, err := a.Kill(ctx, c.ID, 0); err != nil && !errors.Is(err, ErrNotRunning) {
+			return fmt.Errorf("destroy %s: %w", c.ID, err)
+		}
+	}
+	return a.remove(ctx, c.ID)
+}
+
+func (a *Agent) remove(ctx context.Context, id string) error {
+	if err := a.rt.Destroy(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("destroy %s: %w", id, err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c := a.containers[id]; c != nil {
+		delete(a.names, c.Name)
+	}
+	delete(a.containers, id)
+	delete(a.done, id)
+	if err := a.store.delete(id); err != nil {
+		return fmt.Errorf("destroy %s: %w", id, err)
+	}
+	a.log.Info("destroyed container", "id", id)
+	return nil
+}
+
+// collect applies the retention policy to finished containers.
+func (a *Agent) collect(ctx context.Context) {
+	r := a.opts.Retention
+	if r.MaxExited == 0 && r.MaxAge == 0 {
+		return
+	}
+	var exited []*Container
+	a.mu.Lock()
+	for _, c := range a.containers {
+		if c.State == StateExited {
+			exited = append(exited, c.clone())
+		}
+	}
+	a.mu.Unlock()
+	sort.Slice(exited, func(i, j int) bool { return finished(exited[i]).After(finished(exited[j])) })
+	now := time.Now()
+	for i, c := range exited {
+		if (r.MaxExited > 0 && i >= r.MaxExited) || (r.MaxAge > 0 && now.Sub(finished(c)) > r.MaxAge) {
+			if err := a.remove(ctx, c.ID); err != nil {
+				a.log.Warn("retention: destroy container", "id", c.ID, "err", err)
+			}
+		}
+	}
+}
+
+func finished(c *Container) time.Time {
+	if c.Exit != nil && !c.Exit.FinishedAt.IsZero() {
+		return c.Exit.FinishedAt
+	}
+	return c.CreatedAt
+}
+
+// Info describes the agent and its resource accounting.
+func (a *Agent) Info() Info {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	in := Info{
+		ID: a.id, Version: a.opts.Version, StateDir: a.opts.StateDir, CgroupParent: a.opts.CgroupParent,
+		Total: a.opts.Resources, Used: a.used, Free: a.opts.Resources.sub(a.used), StartedAt: a.started,
+	}
+	for _, c := range a.containers {
+		if c.State == StateExited {
+			in.Exited++
+		} else {
+			in.Running++
+		}
+	}
+	return in
+}

@@ -1,0 +1,298 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func newTestAgent(t *testing.T, rt *fakeRuntime, dir string, res Resources, ret Retention) *Agent {
+	t.Helper()
+	a, err := New(Options{StateDir: dir, Runtime: rt, Resources: res, Retention: ret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+func spec(name string, milli, mem int64) Spec {
+	return Spec{Name: name, Command: []string{"/bin/true"}, Resources: Resources{MilliCPUs: milli, MemMiB: mem}}
+}
+
+func checkpointFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(dir, "checkpoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func TestLaunchAccountingAndErrors(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	rt := newFakeRuntime(t.TempDir())
+	a := newTestAgent(t, rt, dir, Resources{MilliCPUs: 2000, MemMiB: 1024}, Retention{})
+
+	c, err := a.Launch(ctx, spec("web", 1500, 512))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.State != StateRunning || len(c.ID) != 12 || c.Name != "web" {
+		t.Fatalf("launched %+v", c)
+	}
+	if got := a.Info().Free; got != (Resources{MilliCPUs: 500, MemMiB: 512}) {
+		t.Fatalf("free = %v", got)
+	}
+
+	_, err = a.Launch(ctx, spec("big", 4000, 100))
+	var ire *InsufficientResourcesError
+	if !errors.As(err, &ire) || !errors.Is(err, ErrInsufficientResources) {
+		t.Fatalf("want insufficient resources, got %v", err)
+	}
+	if want := "insufficient resources: asked cpus:4, free cpus:0.5"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not contain %q", err, want)
+	}
+
+	if _, err := a.Launch(ctx, spec("web", 100, 10)); !errors.Is(err, ErrNameInUse) || !strings.Contains(err.Error(), `"web"`) {
+		t.Fatalf("duplicate name: got %v", err)
+	}
+	for _, bad := range []Spec{
+		{Command: nil, Resources: Resources{100, 10}},
+		spec("bad name!", 100, 10),
+		spec("x", 0, 10),
+		spec("x", 100, 0),
+		{Name: "x", Command: []string{"a"}, Env: []string{"NOEQUALS"}, Resources: Resources{100, 10}},
+		{Name: "x", Command: []string{"a"}, Rootfs: "/nonexistent-rootfs", Resources: Resources{100, 10}},
+	} {
+		if _, err := a.Launch(ctx, bad); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("spec %+v: want invalid argument, got %v", bad, err)
+		}
+	}
+
+	rt.launchErr = ErrCommandNotFound
+	if _, err := a.Launch(ctx, spec("nocmd", 100, 10)); !errors.Is(err, ErrCommandNotFound) {
+		t.Fatalf("want command not found, got %v", err)
+	}
+	rt.launchErr = nil
+	if got := checkpointFiles(t, dir); len(got) != 1 || got[0] != c.ID+".json" {
+		t.Fatalf("failed launches left checkpoint files: %v", got)
+	}
+	if got := a.Info().Used; got != (Resources{MilliCPUs: 1500, MemMiB: 512}) {
+		t.Fatalf("used = %v after failed launches", got)
+	}
+	if len(a.List()) != 1 {
+		t.Fatalf("list: %d containers", len(a.List()))
+	}
+	if _, err := a.Get("nope"); !errors.Is(err, ErrNotFound) || err.Error() != `container "nope" not found` {
+		t.Fatalf("get unknown: %v", err)
+	}
+}
+
+func TestExitWaitKillResizeDestroy(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	rt := newFakeRuntime(t.TempDir())
+	a := newTestAgent(t, rt, dir, Resources{MilliCPUs: 2000, MemMiB: 1024}, Retention{})
+
+	c, err := a.Launch(ctx, spec("job", 1000, 256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.finish(c.ID, &ExitStatus{Code: 3})
+	w, err := a.Wait(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.State != StateExited || w.Exit == nil || w.Exit.Code != 3 {
+		t.Fatalf("waited: %+v", w)
+	}
+	if got := a.Info().Used; got != (Resources{}) {
+		t.Fatalf("used after exit = %v", got)
+	}
+	if _, err := a.Kill(ctx, c.ID, time.Second); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("kill exited: %v", err)
+	}
+	if _, err := a.Resize(ctx, c.ID, Update{MemMiB: 10}); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("resize exited: %v", err)
+	}
+
+	d, err := a.Launch(ctx, spec("svc", 500, 256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Resize(ctx, d.ID, Update{MilliCPUs: 3000}); !errors.Is(err, ErrInsufficientResources) {
+		t.Fatalf("resize beyond total: %v", err)
+	}
+	r, err := a.Resize(ctx, d.ID[:6], Update{MilliCPUs: 2000, MemMiB: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Limits.MilliCPUs != 2000 || r.Limits.MemoryBytes != 1<<30 || rt.containers[d.ID].limits.MilliCPUs != 2000 {
+		t.Fatalf("resized: %+v", r.Limits)
+	}
+	if got := a.Info().Free; got != (Resources{}) {
+		t.Fatalf("free after resize = %v", got)
+	}
+	if err := a.Destroy(ctx, d.ID, false); !errors.Is(err, ErrRunning) {
+		t.Fatalf("destroy running without force: %v", err)
+	}
+	k, err := a.Kill(ctx, "svc", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Exit == nil || k.Exit.Signal != 9 || k.Exit.Message != "grace 2s" {
+		t.Fatalf("killed: %+v", k.Exit)
+	}
+	for _, id := range []string{c.ID, d.ID} {
+		if err := a.Destroy(ctx, id, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := checkpointFiles(t, dir); len(got) != 0 {
+		t.Fatalf("checkpoint left after destroy: %v", got)
+	}
+	if len(rt.containers) != 0 {
+		t.Fatalf("runtime still has %d containers", len(rt.containers))
+	}
+	// The name is free again.
+	if _, err := a.Launch(ctx, spec("job", 100, 10)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRecover(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	rt := newFakeRuntime(t.TempDir())
+	res := Resources{MilliCPUs: 4000, MemMiB: 4096}
+	a, err := New(Options{StateDir: dir, Runtime: rt, Resources: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id := a.ID()
+	if _, err := New(Options{StateDir: dir, Runtime: rt, Resources: res}); !errors.Is(err, ErrAgentRunning) {
+		t.Fatalf("second agent on the same state dir: %v", err)
+	}
+	running, _ := a.Launch(ctx, spec("running", 1000, 100))
+	exits, _ := a.Launch(ctx, spec("exits", 1000, 100))
+	vanishes, _ := a.Launch(ctx, spec("vanishes", 1000, 100))
+	a.Close() // the agent goes away; containers keep running
+
+	rt.finish(exits.ID, &ExitStatus{Code: 42})
+	rt.mu.Lock()
+	delete(rt.containers, vanishes.ID)
+	rt.mu.Unlock()
+	orphan, _ := rt.Launch(ctx, LaunchSpec{ID: "0123456789ab"})
+	// A launch interrupted after its checkpoint, before the runtime saw it.
+	if err := (&store{dir: filepath.Join(dir, "checkpoint")}).put(&Container{ID: "aaaaaaaaaaaa", Name: "half", State: StateLaunching}); err != nil {
+		t.Fatal(err)
+	}
+
+	b := newTestAgent(t, rt, dir, res, Retention{})
+	if b.ID() != id {
+		t.Fatalf("agent id changed: %s → %s", id, b.ID())
+	}
+	list := b.List()
+	if len(list) != 3 {
+		t.Fatalf("recovered %d containers: %+v", len(list), list)
+	}
+	got := map[string]*Container{}
+	for _, c := range list {
+		got[c.Name] = c
+	}
+	if c := got["running"]; c == nil || c.State != StateRunning || c.ID != running.ID {
+		t.Fatalf("running: %+v", c)
+	}
+	if c := got["exits"]; c == nil || c.State != StateExited || c.Exit.Code != 42 {
+		t.Fatalf("exits: %+v", c)
+	}
+	if c := got["vanishes"]; c == nil || c.State != StateExited || c.Exit.Reason != ReasonLost {
+		t.Fatalf("vanishes: %+v", c)
+	}
+	if len(rt.destroyed) != 1 || rt.destroyed[0] != orphan.ID {
+		t.Fatalf("orphans destroyed: %v", rt.destroyed)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "checkpoint", "aaaaaaaaaaaa.json")); !os.IsNotExist(err) {
+		t.Fatalf("interrupted launch record kept: %v", err)
+	}
+	if got := b.Info().Used; got != (Resources{MilliCPUs: 1000, MemMiB: 100}) {
+		t.Fatalf("used after recovery = %v", got)
+	}
+	// The recovered running container is watched again.
+	rt.finish(running.ID, &ExitStatus{Code: 7})
+	w, err := b.Wait(ctx, running.ID)
+	if err != nil || w.Exit.Code != 7 {
+		t.Fatalf("wait recovered: %+v, %v", w, err)
+	}
+}
+
+func TestRetention(t *testing.T) {
+	ctx := context.Background()
+	rt := newFakeRuntime(t.TempDir())
+	a := newTestAgent(t, rt, t.TempDir(), Resources{MilliCPUs: 4000, MemMiB: 4096}, Retention{MaxExited: 2})
+	var ids []string
+	for i := 0; i < 4; i++ {
+		c, err := a.Launch(ctx, spec("", 100, 10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt.finish(c.ID, &ExitStatus{Code: i})
+		if _, err := a.Wait(ctx, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+		time.Sleep(2 * time.Millisecond) // distinct finish times
+	}
+	a.collect(ctx)
+	list := a.List()
+	if len(list) != 2 || list[0].ID != ids[2] || list[1].ID != ids[3] {
+		t.Fatalf("kept %d: %+v", len(list), list)
+	}
+}
+
+func TestParseRetention(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Retention
+		ok   bool
+	}{
+		{"", Retention{}, true},
+		{"100", Retention{MaxExited: 100}, true},
+		{"24h", Retention{MaxAge: 24 * time.Hour}, true},
+		{"10,1h30m", Retention{MaxExited: 10, MaxAge: 90 * time.Minute}, true},
+		{"-1", Retention{}, false},
+		{"forever", Retention{}, false},
+	} {
+		got, err := ParseRetention(tc.in)
+		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
+			t.Errorf("ParseRetention(%q) = %+v, %v", tc.in, got, err)
+		}
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for m, want := range map[int64]string{0: "0", 1500: "1.5", 2000: "2", 50: "0.05", 1234: "1.234", -250: "-0.25"} {
+		if got := FormatMilli(m); got != want {
+			t.Errorf("FormatMilli(%d) = %q, want %q", m, got, want)
+		}
+	}
+	if got := (Resources{MilliCPUs: 1500, MemMiB: 2048}).String(); got != "cpus:1.5;mem:2048" {
+		t.Errorf("String = %q", got)
+	}
+}

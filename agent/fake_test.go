@@ -1,0 +1,151 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/brimnode/brim/isolator"
+)
+
+// fakeRuntime is an in-memory Runtime for the agent's pure logic. The
+// real containerizer is exercised by the integration tests.
+type fakeRuntime struct {
+	mu         sync.Mutex
+	dir        string
+	containers map[string]*fakeContainer
+	launchErr  error
+	destroyed  []string
+}
+
+type fakeContainer struct {
+	info   RuntimeInfo
+	limits isolator.Limits
+	exit   chan struct{}
+	status *ExitStatus
+}
+
+func newFakeRuntime(dir string) *fakeRuntime {
+	return &fakeRuntime{dir: dir, containers: map[string]*fakeContainer{}}
+}
+
+func (f *fakeRuntime) Launch(_ context.Context, s LaunchSpec) (*RuntimeInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.launchErr != nil {
+		return nil, f.launchErr
+	}
+	if _, ok := f.containers[s.ID]; ok {
+		return nil, fmt.Errorf("launch %s: exists", s.ID)
+	}
+	sb := filepath.Join(f.dir, s.ID)
+	if err := os.MkdirAll(sb, 0o700); err != nil {
+		return nil, err
+	}
+	for _, n := range []string{"stdout", "stderr"} {
+		if err := os.WriteFile(filepath.Join(sb, n), nil, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	c := &fakeContainer{
+		info:   RuntimeInfo{ID: s.ID, Running: true, Pid: 1000 + len(f.containers), StartedAt: time.Now(), SandboxDir: sb},
+		limits: s.Limits,
+		exit:   make(chan struct{}),
+	}
+	f.containers[s.ID] = c
+	in := c.info
+	return &in, nil
+}
+
+// finish makes a running container exit with code.
+func (f *fakeRuntime) finish(id string, st *ExitStatus) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.containers[id]
+	if c == nil || !c.info.Running {
+		return
+	}
+	st.FinishedAt = time.Now()
+	c.info.Running, c.status, c.info.Exit = false, st, st
+	close(c.exit)
+}
+
+func (f *fakeRuntime) get(id string) (*fakeContainer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.containers[id]
+	if c == nil {
+		return nil, fmt.Errorf("fake %s: %w", id, ErrNotFound)
+	}
+	return c, nil
+}
+
+func (f *fakeRuntime) Wait(ctx context.Context, id string) (*ExitStatus, error) {
+	c, err := f.get(id)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-c.exit:
+		st := *c.status
+		return &st, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (f *fakeRuntime) Kill(_ context.Context, id string, grace time.Duration) error {
+	c, err := f.get(id)
+	if err != nil {
+		return err
+	}
+	if !c.info.Running {
+		return ErrNotRunning
+	}
+	f.finish(id, &ExitStatus{Code: 137, Signal: 9, Reason: "killed", Message: fmt.Sprint("grace ", grace)})
+	return nil
+}
+
+func (f *fakeRuntime) Update(_ context.Context, id string, l isolator.Limits) error {
+	c, err := f.get(id)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	c.limits = l
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeRuntime) Usage(_ context.Context, id string) (*isolator.Statistics, error) {
+	c, err := f.get(id)
+	if err != nil {
+		return nil, err
+	}
+	return &isolator.Statistics{Timestamp: time.Now(), HasMemory: true, MemLimitBytes: uint64(c.limits.MemoryBytes)}, nil
+}
+
+func (f *fakeRuntime) Destroy(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.containers[id] == nil {
+		return fmt.Errorf("fake %s: %w", id, ErrNotFound)
+	}
+	delete(f.containers, id)
+	f.destroyed = append(f.destroyed, id)
+	return os.RemoveAll(filepath.Join(f.dir, id))
+}
+
+func (f *fakeRuntime) Recover(context.Context) ([]*RuntimeInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*RuntimeInfo
+	for _, c := range f.containers {
+		in := c.info
+		out = append(out, &in)
+	}
+	return out, nil
+}

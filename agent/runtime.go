@@ -1,0 +1,72 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/brimnode/brim/isolator"
+)
+
+// Runtime runs containers for the agent: the containerizer, adapted in
+// cmd/brim. Methods return errors wrapping ErrNotFound for an unknown ID,
+// ErrCommandNotFound from Launch when the command is missing, ErrNotRunning
+// for Update/Kill of an exited container. Safe for concurrent use.
+type Runtime interface {
+	// Launch starts a container and returns once its user process runs; it
+	// cleans up everything itself when it fails.
+	Launch(ctx context.Context, spec LaunchSpec) (*RuntimeInfo, error)
+	// Wait blocks until the container has exited and returns how.
+	Wait(ctx context.Context, id string) (*ExitStatus, error)
+	// Kill sends SIGTERM, waits up to grace, then SIGKILLs the container.
+	Kill(ctx context.Context, id string, grace time.Duration) error
+	// Update resizes a running container.
+	Update(ctx context.Context, id string, limits isolator.Limits) error
+	// Usage samples a running container.
+	Usage(ctx context.Context, id string) (*isolator.Statistics, error)
+	// Destroy removes an exited container's cgroups, state and sandbox.
+	Destroy(ctx context.Context, id string) error
+	// Recover reattaches to every container the runtime finds after a
+	// restart, running or exited, and returns them.
+	Recover(ctx context.Context) ([]*RuntimeInfo, error)
+}
+
+// LaunchSpec is what the agent asks the Runtime to run.
+type LaunchSpec struct {
+	ID      string
+	Name    string
+	Command []string
+	Env     []string
+	Cwd     string
+	Rootfs  string // empty: the host root, read-only
+	Limits  isolator.Limits
+	Labels  map[string]string
+}
+
+// RuntimeInfo describes a container as the Runtime sees it.
+type RuntimeInfo struct {
+	ID         string
+	Running    bool
+	Pid        int
+	StartedAt  time.Time
+	Exit       *ExitStatus // set once the container has exited
+	SandboxDir string      // holds the "stdout" and "stderr" files
+}
+
+// ExitStatus is how a container ended.
+type ExitStatus struct {
+	Code       int       `json:"code"`
+	Signal     int       `json:"signal,omitempty"`
+	OOMKilled  bool      `json:"oomKilled,omitempty"`
+	Reason     string    `json:"reason,omitempty"` // "memory-limit", "killed", "lost", …
+	Message    string    `json:"message,omitempty"`
+	FinishedAt time.Time `json:"finishedAt"`
+}
+
+// Exit reasons the agent sets itself.
+const (
+	// ReasonLost: the container vanished while the agent was down and its
+	// exit status could not be learned.
+	ReasonLost = "lost"
+	// ReasonMemoryLimit: the container was OOM-killed at its memory limit.
+	ReasonMemoryLimit = "memory-limit"
+)

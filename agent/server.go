@@ -1,0 +1,237 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/brimnode/brim/agent/agentpb"
+	"github.com/brimnode/brim/isolator"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// gcInterval is how often the retention policy runs besides after each exit.
+const gcInterval = time.Minute
+
+// shutdownGrace bounds how long in-flight API calls may finish on shutdown.
+const shutdownGrace = 5 * time.Second
+
+// Run recovers the agent's containers, serves the local API on the unix
+// socket at socketPath until ctx ends, then shuts down without killing any
+// container and closes the agent. Errors wrap ErrAgentRunning when another
+// agent serves the socket.
+func (a *Agent) Run(ctx context.Context, socketPath string) error {
+	defer a.Close()
+	// Listen first: a second agent must fail before it touches anything.
+	l, err := Listen(socketPath)
+	if err != nil {
+		return err
+	}
+	if err := a.Recover(ctx); err != nil {
+		l.Close()
+		return err
+	}
+	srv := grpc.NewServer()
+	agentpb.RegisterAgentServer(srv, NewServer(a))
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	a.log.Info("agent serving", "id", a.id, "socket", socketPath, "resources", a.opts.Resources)
+
+	t := time.NewTicker(gcInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			a.collect(ctx)
+			continue
+		case err := <-errc:
+			return fmt.Errorf("serve %s: %w", socketPath, err)
+		case <-ctx.Done():
+		}
+		break
+	}
+	a.log.Info("agent shutting down; containers keep running")
+	a.cancel() // ends Wait and Logs calls and the exit watchers
+	stopped := make(chan struct{})
+	go func() { srv.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(shutdownGrace):
+		srv.Stop()
+		<-stopped
+	}
+	return nil
+}
+
+// NewServer returns the gRPC service of a (register it with
+// agentpb.RegisterAgentServer).
+func NewServer(a *Agent) agentpb.AgentServer { return &server{a: a} }
+
+type server struct {
+	agentpb.UnimplementedAgentServer
+	a *Agent
+}
+
+// toStatus picks the gRPC code for an agent error; the message stays the
+// error's text, which names the problem.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	code := codes.Internal
+	switch {
+	case errors.Is(err, ErrNotFound):
+		code = codes.NotFound
+	case errors.Is(err, ErrNameInUse):
+		code = codes.AlreadyExists
+	case errors.Is(err, ErrInvalidArgument), errors.Is(err, ErrCommandNotFound):
+		code = codes.InvalidArgument
+	case errors.Is(err, ErrInsufficientResources):
+		code = codes.ResourceExhausted
+	case errors.Is(err, ErrNotRunning), errors.Is(err, ErrRunning):
+		code = codes.FailedPrecondition
+	case errors.Is(err, context.Canceled):
+		code = codes.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		code = codes.DeadlineExceeded
+	}
+	return status.Error(code, err.Error())
+}
+
+func (s *server) Run(ctx context.Context, r *agentpb.RunRequest) (*agentpb.Container, error) {
+	c, err := s.a.Launch(ctx, Spec{
+		Name: r.Name, Command: r.Command, Env: r.Env, Cwd: r.Cwd, Rootfs: r.Rootfs,
+		Resources: Resources{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib},
+		Pids:      r.Pids, CPUQuota: r.CpuQuota, Revocable: r.Revocable, Labels: r.Labels,
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return ToProto(c), nil
+}
+
+func (s *server) List(context.Context, *agentpb.ListRequest) (*agentpb.ListResponse, error) {
+	var out agentpb.ListResponse
+	for _, c := range s.a.List() {
+		out.Containers = append(out.Containers, ToProto(c))
+	}
+	return &out, nil
+}
+
+func (s *server) Get(_ context.Context, r *agentpb.GetRequest) (*agentpb.Container, error) {
+	c, err := s.a.Get(r.Id)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return ToProto(c), nil
+}
+
+func (s *server) Stats(ctx context.Context, r *agentpb.StatsRequest) (*agentpb.Statistics, error) {
+	c, st, err := s.a.Usage(ctx, r.Id)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return statsToProto(c, st), nil
+}
+
+func (s *server) Update(ctx context.Context, r *agentpb.UpdateRequest) (*agentpb.Container, error) {
+	c, err := s.a.Resize(ctx, r.Id, Update{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib, Pids: r.Pids})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return ToProto(c), nil
+}
+
+func (s *server) Kill(ctx context.Context, r *agentpb.KillRequest) (*agentpb.Container, error) {
+	c, err := s.a.Kill(ctx, r.Id, time.Duration(r.GraceNanos))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return ToProto(c), nil
+}
+
+func (s *server) Wait(ctx context.Context, r *agentpb.WaitRequest) (*agentpb.Container, error) {
+	c, err := s.a.Wait(ctx, r.Id)
+	if err != nil {
+		if s.a.ctx.Err() != nil {
+			return nil, status.Error(codes.Unavailable, err.Error())
+		}
+		return nil, toStatus(err)
+	}
+	return ToProto(c), nil
+}
+
+func (s *server) Logs(r *agentpb.LogsRequest, stream agentpb.Agent_LogsServer) error {
+	err := s.a.Logs(stream.Context(), r.Id, r.Follow, func(which int, data []byte) error {
+		ch := &agentpb.LogChunk{Stream: agentpb.LogChunk_STDOUT, Data: data}
+		if which == Stderr {
+			ch.Stream = agentpb.LogChunk_STDERR
+		}
+		return stream.Send(ch)
+	})
+	if err != nil && s.a.ctx.Err() != nil {
+		return status.Error(codes.Unavailable, err.Error())
+	}
+	return toStatus(err)
+}
+
+func (s *server) Destroy(ctx context.Context, r *agentpb.DestroyRequest) (*agentpb.DestroyResponse, error) {
+	if err := s.a.Destroy(ctx, r.Id, r.Force); err != nil {
+		return nil, toStatus(err)
+	}
+	return &agentpb.DestroyResponse{}, nil
+}
+
+func (s *server) AgentInfo(context.Context, *agentpb.AgentInfoRequest) (*agentpb.AgentInfoResponse, error) {
+	in := s.a.Info()
+	return &agentpb.AgentInfoResponse{
+		Id: in.ID, Version: in.Version, StateDir: in.StateDir, CgroupParent: in.CgroupParent,
+		ResourcesTotal: in.Total.String(), ResourcesUsed: in.Used.String(), ResourcesFree: in.Free.String(),
+		ContainersRunning: int32(in.Running), ContainersExited: int32(in.Exited),
+		StartedAtUnixNano: in.StartedAt.UnixNano(),
+	}, nil
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// ToProto converts a container record to its wire form.
+func ToProto(c *Container) *agentpb.Container {
+	p := &agentpb.Container{
+		Id: c.ID, Name: c.Name, State: c.State, Pid: int32(c.Pid), Command: c.Command, Rootfs: c.Rootfs,
+		MilliCpus: c.Limits.MilliCPUs, MemMib: c.Limits.MemoryBytes >> 20, Pids: c.Limits.Pids,
+		Revocable: c.Revocable, CpuQuota: c.Limits.CPUQuota,
+		CreatedAtUnixNano: unixNano(c.CreatedAt), StartedAtUnixNano: unixNano(c.StartedAt),
+		SandboxDir: c.SandboxDir, Labels: c.Labels,
+	}
+	if c.Exit != nil {
+		p.Exit = &agentpb.ExitStatus{
+			Code: int32(c.Exit.Code), Signal: int32(c.Exit.Signal), OomKilled: c.Exit.OOMKilled,
+			Reason: c.Exit.Reason, Message: c.Exit.Message, FinishedAtUnixNano: unixNano(c.Exit.FinishedAt),
+		}
+	}
+	return p
+}
+
+func statsToProto(c *Container, st *isolator.Statistics) *agentpb.Statistics {
+	ts := st.Timestamp
+	if ts.IsZero() {
+		ts = time.Now()
+	}
+	return &agentpb.Statistics{
+		Id: c.ID, TimestampUnixNano: ts.UnixNano(), MilliCpus: c.Limits.MilliCPUs,
+		CpuUsageNanos: st.CPUUsageNanos, CpuUserSeconds: st.CPUUserSeconds, CpuSystemSeconds: st.CPUSystemSeconds,
+		CpuLimit: st.CPULimit, CpuPeriods: st.CPUPeriods, CpuThrottled: st.CPUThrottled,
+		CpuThrottledNanos: int64(st.CPUThrottledTime),
+		MemUsageBytes:     st.MemUsageBytes, MemLimitBytes: st.MemLimitBytes, MemRssBytes: st.MemRSSBytes,
+		MemCacheBytes: st.MemCacheBytes, MemWorkingSetBytes: st.MemWorkingSet, MemMaxUsageBytes: st.MemMaxUsage,
+		MemOomKills: st.MemOOMKills, Pids: st.Pids, PidsLimit: st.PidsLimit,
+	}
+}

@@ -1,0 +1,50 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Listen opens the agent's unix socket at path, root-only: the socket is
+// 0600 and a directory it creates is 0700. A socket file left by a dead
+// agent is replaced; if an agent answers on it, Listen returns an error
+// wrapping ErrAgentRunning. The returned listener removes the socket when
+// closed.
+func Listen(path string) (*net.UnixListener, error) {
+	if path == "" || !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("listen: %w: socket path %q must be absolute", ErrInvalidArgument, path)
+	}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("listen: create socket dir: %w", err)
+		}
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != os.ModeSocket {
+			return nil, fmt.Errorf("listen: %w: %s exists and is not a socket", ErrInvalidArgument, path)
+		}
+		if conn, err := net.DialTimeout("unix", path, 2*time.Second); err == nil {
+			conn.Close()
+			return nil, fmt.Errorf("listen: %w on %s", ErrAgentRunning, path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("listen: remove stale socket: %w", err)
+		}
+	}
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	// The directory keeps others out until the mode is set (when it is ours).
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	l.SetUnlinkOnClose(true)
+	return l, nil
+}

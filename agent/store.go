@@ -1,0 +1,167 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/brimnode/brim/isolator"
+)
+
+// Container states.
+const (
+	StateLaunching = "launching" // checkpointed, launch in progress
+	StateRunning   = "running"
+	StateExited    = "exited"
+)
+
+// Container is the agent's record of one container, checkpointed as JSON in
+// the state dir. Values returned by the Agent are copies.
+type Container struct {
+	ID         string            `json:"id"`
+	Name       string            `json:"name"`
+	Command    []string          `json:"command"`
+	Env        []string          `json:"env,omitempty"`
+	Cwd        string            `json:"cwd,omitempty"`
+	Rootfs     string            `json:"rootfs,omitempty"`
+	Limits     isolator.Limits   `json:"limits"`
+	Revocable  bool              `json:"revocable,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	State      string            `json:"state"`
+	Pid        int               `json:"pid,omitempty"`
+	CreatedAt  time.Time         `json:"createdAt"`
+	StartedAt  time.Time         `json:"startedAt,omitzero"`
+	Exit       *ExitStatus       `json:"exit,omitempty"`
+	SandboxDir string            `json:"sandboxDir,omitempty"`
+}
+
+// Resources returns what the container is accounted for.
+func (c *Container) Resources() Resources {
+	return Resources{MilliCPUs: c.Limits.MilliCPUs, MemMiB: c.Limits.MemoryBytes >> 20}
+}
+
+func (c *Container) clone() *Container {
+	n := *c
+	n.Command = append([]string(nil), c.Command...)
+	n.Env = append([]string(nil), c.Env...)
+	if c.Labels != nil {
+		n.Labels = make(map[string]string, len(c.Labels))
+		for k, v := range c.Labels {
+			n.Labels[k] = v
+		}
+	}
+	if c.Exit != nil {
+		e := *c.Exit
+		n.Exit = &e
+	}
+	return &n
+}
+
+// store is the checkpoint: one JSON file per container under dir, written
+// atomically (temp file, fsync, rename, fsync of the directory) so a crash
+// leaves either the old or the new record, never a torn one.
+type store struct {
+	dir string
+}
+
+func newStore(dir string) (*store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create checkpoint dir: %w", err)
+	}
+	return &store{dir: dir}, nil
+}
+
+func (s *store) path(id string) string { return filepath.Join(s.dir, id+".json") }
+
+func (s *store) put(c *Container) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
+	}
+	if err := writeFileAtomic(s.path(c.ID), b); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+func (s *store) delete(id string) error {
+	if err := os.Remove(s.path(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove checkpoint %s: %w", id, err)
+	}
+	return syncDir(s.dir)
+}
+
+// load reads every record; temp files left by a crash are removed.
+func (s *store) load() ([]*Container, error) {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoint dir: %w", err)
+	}
+	var out []*Container
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			_ = os.Remove(filepath.Join(s.dir, name))
+			continue
+		}
+		if !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("read checkpoint %s: %w", name, err)
+		}
+		var c Container
+		if err := json.Unmarshal(b, &c); err != nil {
+			return nil, fmt.Errorf("parse checkpoint %s: %w", name, err)
+		}
+		if c.ID+".json" != name {
+			return nil, fmt.Errorf("parse checkpoint %s: record has id %q", name, c.ID)
+		}
+		out = append(out, &c)
+	}
+	return out, nil
+}
+
+// writeFileAtomic replaces path with data durably.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after the rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
