@@ -1,0 +1,104 @@
+package network
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strings"
+
+	"github.com/brimnode/brim/isolator"
+)
+
+var (
+	// ErrExist is returned by Prepare for a container that is already
+	// prepared (Cleanup it first).
+	ErrExist = errors.New("container network already prepared")
+	// ErrExhausted is returned by Prepare when the subnet has no free address.
+	ErrExhausted = errors.New("no free address in subnet")
+	// ErrInvalid is returned for a bad Config or container ID.
+	ErrInvalid = errors.New("invalid argument")
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultBridge       = "brim0"
+	DefaultStateDir     = "/var/lib/brim/agent/network"
+	DefaultNetNSDir     = "/run/brim/netns"
+	DefaultHostRateMbit = 10000
+)
+
+// DefaultSubnet is the container subnet when Config.Subnet is unset: a /16
+// (65533 containers) in the private range that Docker and Podman leave alone
+// (they use 172.17/16 and 10.88/16).
+var DefaultSubnet = netip.MustParsePrefix("10.77.0.0/16")
+
+// maxBridgeName leaves room for the IFB suffixes ("-tx", "-rx") within the
+// kernel's 15-byte interface names.
+const maxBridgeName = 12
+
+// Config configures an Isolator. The zero value of every field means its
+// default.
+type Config struct {
+	// Bridge is the host bridge containers attach to (created when missing,
+	// at most 12 bytes). Default brim0.
+	Bridge string
+	// Subnet is the IPv4 container subnet; the bridge takes its first
+	// address (the containers' gateway). Prefix length 16 to 30.
+	Subnet netip.Prefix
+	// StateDir holds the IPAM records (one file per container).
+	StateDir string
+	// NetNSDir holds the containers' netns files (bind mounts of nsfs).
+	NetNSDir string
+	// HostRateMbit is the uplink rate shared by all containers: the ceiling
+	// of best-effort classes and the parent rate that guaranteed classes
+	// take precedence on.
+	HostRateMbit int64
+	// NAT would masquerade container traffic to the outside. Not
+	// implemented: New rejects it with ErrNotSupported.
+	NAT bool
+}
+
+// withDefaults returns c with defaults filled in, or an error wrapping
+// ErrInvalid or isolator.ErrNotSupported.
+func (c Config) withDefaults() (Config, error) {
+	if c.Bridge == "" {
+		c.Bridge = DefaultBridge
+	}
+	if !c.Subnet.IsValid() {
+		c.Subnet = DefaultSubnet
+	}
+	if c.StateDir == "" {
+		c.StateDir = DefaultStateDir
+	}
+	if c.NetNSDir == "" {
+		c.NetNSDir = DefaultNetNSDir
+	}
+	if c.HostRateMbit == 0 {
+		c.HostRateMbit = DefaultHostRateMbit
+	}
+	c.Subnet = c.Subnet.Masked()
+	switch {
+	case len(c.Bridge) > maxBridgeName || strings.ContainsAny(c.Bridge, "/ \t\n:"):
+		return c, fmt.Errorf("bridge name %q (at most %d bytes, no '/', ':' or space): %w", c.Bridge, maxBridgeName, ErrInvalid)
+	case !c.Subnet.Addr().Is4():
+		return c, fmt.Errorf("subnet %s: only IPv4: %w", c.Subnet, ErrInvalid)
+	case c.Subnet.Bits() < 16 || c.Subnet.Bits() > 30:
+		return c, fmt.Errorf("subnet %s: prefix length must be 16 to 30: %w", c.Subnet, ErrInvalid)
+	case !filepath.IsAbs(c.StateDir) || !filepath.IsAbs(c.NetNSDir):
+		return c, fmt.Errorf("state dir %q and netns dir %q must be absolute: %w", c.StateDir, c.NetNSDir, ErrInvalid)
+	case c.HostRateMbit < 0:
+		return c, fmt.Errorf("host rate %d Mbit/s: %w", c.HostRateMbit, ErrInvalid)
+	case c.NAT:
+		return c, fmt.Errorf("nat: %w", isolator.ErrNotSupported)
+	}
+	return c, nil
+}
+
+// checkID rejects container IDs that cannot name a file.
+func checkID(id string) error {
+	if id == "" || id == "." || id == ".." || len(id) > 200 || strings.ContainsAny(id, "/\x00") || strings.HasPrefix(id, ".") {
+		return fmt.Errorf("container id %q: %w", id, ErrInvalid)
+	}
+	return nil
+}

@@ -1,0 +1,30 @@
+// Package network is brim's network isolator: for each container that asks
+// for networking it creates a network namespace (a bind-mounted nsfs file the
+// container joins), a veth pair whose host side is a port of a host bridge
+// (default brim0), an IPv4 address from a configured subnet (IPAM records in
+// the agent's state dir, so an address is never handed out twice, also
+// across agent restarts), loopback, and a default route via the bridge.
+//
+// Bandwidth is shaped with HTB on two host-wide IFB devices next to the
+// bridge, <bridge>-tx (container egress, redirected from the ingress hook of
+// the host-side veth) and <bridge>-rx (container ingress, redirected from its
+// egress hook). Every container has one HTB class on each, under a parent
+// class whose rate is the host's uplink rate (Config.HostRateMbit). A
+// guaranteed container's class has rate = ceil = its limit; a best-effort
+// (revocable) container's class has a minimal rate, ceil = its limit or the
+// uplink, and the lowest priority, so it borrows whatever the guaranteed
+// classes leave idle and yields it as soon as they want it back. Limits
+// change live (one netlink class change per direction).
+//
+// The package owns: the bridge, the two IFB devices, the netns files under
+// Config.NetNSDir, the veths whose names start with its bridge's prefix, its
+// HTB classes and filters, and the IPAM records under Config.StateDir. It
+// never decides policy (limits come from the caller), never logs, never
+// touches links, namespaces or qdiscs it did not create, and does not set up
+// NAT (Config.NAT is rejected with ErrNotSupported: see docs/networking.md).
+//
+// Sentinels: isolator.ErrNotFound (unknown container), ErrExist (Prepare of a
+// container already prepared), ErrExhausted (no free address in the subnet),
+// isolator.ErrNotSupported (not Linux, or a feature this package lacks),
+// ErrInvalid (a bad Config or container ID).
+package network

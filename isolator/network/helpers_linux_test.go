@@ -1,0 +1,278 @@
+//go:build linux
+
+package network
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/brimnode/brim/internal/testutil"
+	"github.com/brimnode/brim/isolator"
+)
+
+// testConfig returns a Config with a unique bridge, a random /24 in
+// 10.128.0.0/9 and private directories.
+func testConfig(t testing.TB, hostMbit int64) Config {
+	t.Helper()
+	testutil.RequireRoot(t)
+	dir := t.TempDir()
+	return Config{
+		Bridge:       testutil.UniqueName("brt"),
+		Subnet:       netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(128 + rand.IntN(128)), byte(rand.IntN(256)), 0}), 24),
+		StateDir:     filepath.Join(dir, "state"),
+		NetNSDir:     filepath.Join(dir, "netns"),
+		HostRateMbit: hostMbit,
+	}
+}
+
+// newTestIsolator returns an Isolator on a fresh bridge, uninstalled on
+// cleanup (which also checks that nothing was left behind).
+func newTestIsolator(t testing.TB, hostMbit int64) *Isolator {
+	t.Helper()
+	cfg := testConfig(t, hostMbit)
+	iso, err := New(cfg)
+	if err != nil {
+		t.Fatalf("new isolator: %v", err)
+	}
+	t.Cleanup(func() { uninstall(t, iso) })
+	return iso
+}
+
+func uninstall(t testing.TB, iso *Isolator) {
+	t.Helper()
+	if err := iso.Uninstall(context.Background()); err != nil {
+		t.Errorf("uninstall: %v", err)
+	}
+	for _, name := range []string{iso.cfg.Bridge, iso.cfg.Bridge + "-tx", iso.cfg.Bridge + "-rx"} {
+		if _, err := netlink.LinkByName(name); err == nil {
+			t.Errorf("link %s left after uninstall", name)
+		}
+	}
+	if l := leftovers(t, iso); len(l) > 0 {
+		t.Errorf("left after uninstall: %v", l)
+	}
+}
+
+// leftovers lists the kernel objects and records of iso's containers that
+// exist while iso has no record of them.
+func leftovers(t testing.TB, iso *Isolator) []string {
+	t.Helper()
+	var out []string
+	live := map[uint32]bool{}
+	iso.mu.Lock()
+	for _, r := range iso.recs {
+		live[r.Index] = true
+	}
+	iso.mu.Unlock()
+	recs, err := iso.store.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, r := range recs {
+		if !live[r.Index] {
+			out = append(out, "record "+id)
+		}
+	}
+	ents, _ := os.ReadDir(iso.cfg.NetNSDir)
+	for _, e := range ents {
+		if _, ok := recs[e.Name()]; !ok {
+			out = append(out, "netns file "+e.Name())
+		}
+	}
+	links, err := netlink.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range links {
+		if rest, ok := strings.CutPrefix(l.Attrs().Name, iso.vethPrefix); ok {
+			var n uint32
+			if _, err := fmt.Sscanf(rest, "%x", &n); err != nil || !live[n] {
+				out = append(out, "link "+l.Attrs().Name)
+			}
+		}
+	}
+	for _, ifb := range []string{iso.cfg.Bridge + "-tx", iso.cfg.Bridge + "-rx"} {
+		l, err := netlink.LinkByName(ifb)
+		if err != nil {
+			continue
+		}
+		classes, _ := netlink.ClassList(l, 0)
+		for _, c := range classes {
+			h := c.Attrs().Handle
+			if m := h & 0xffff; m != 1 && m != defaultMinor && !live[m] {
+				out = append(out, fmt.Sprintf("class %s 1:%x", ifb, m))
+			}
+		}
+		filters, _ := netlink.FilterList(l, rootHandle)
+		for _, f := range filters {
+			if p := uint32(f.Attrs().Priority); !live[p] {
+				out = append(out, fmt.Sprintf("filter %s prio %d", ifb, p))
+			}
+		}
+	}
+	return out
+}
+
+// prepare prepares container id with limits and cleans it up at the end.
+func prepare(t testing.TB, iso *Isolator, id string, limits isolator.Limits) string {
+	t.Helper()
+	limits.Network = true
+	var l isolator.Launch
+	if err := iso.Prepare(context.Background(), id, limits, &l); err != nil {
+		t.Fatalf("prepare %s: %v", id, err)
+	}
+	t.Cleanup(func() {
+		if err := iso.Cleanup(context.Background(), id); err != nil {
+			t.Errorf("cleanup %s: %v", id, err)
+		}
+	})
+	if l.NetNSPath == "" {
+		t.Fatalf("prepare %s: no netns path", id)
+	}
+	return l.NetNSPath
+}
+
+// inNetNS runs fn on a thread in the namespace at path. The thread is
+// discarded afterwards, never returned to the host namespace.
+func inNetNS(path string, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		f, err := os.Open(path)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("setns %s: %w", path, err)
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
+
+func mustAddr(t testing.TB, iso *Isolator, id string) netip.Addr {
+	t.Helper()
+	a, err := iso.Address(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// iperfServer starts a one-shot iperf3 server in the namespace at nsPath,
+// listening on addr, and returns once it listens. It is killed on cleanup.
+func iperfServer(t testing.TB, nsPath string, addr netip.Addr) {
+	t.Helper()
+	testutil.Require(t, haveIperf(), "iperf3 not installed (make deps)")
+	cmd := exec.Command("nsenter", "--net="+nsPath, "iperf3", "-s", "-1", "-B", addr.String())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start iperf3 server: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "Server listening") {
+				ready <- nil
+				for sc.Scan() {
+				}
+				return
+			}
+		}
+		ready <- fmt.Errorf("iperf3 server exited before listening")
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("iperf3 server does not listen")
+	}
+}
+
+func haveIperf() bool {
+	_, err := exec.LookPath("iperf3")
+	return err == nil
+}
+
+// iperfClient runs an iperf3 client in nsPath against server for d and
+// returns the goodput in Mbit/s (received, after the first omitted second).
+// reverse makes the server send.
+func iperfClient(ctx context.Context, nsPath string, server netip.Addr, d time.Duration, reverse bool) (float64, error) {
+	args := []string{"--net=" + nsPath, "iperf3", "-c", server.String(), "-J", "-O", "1", "-t", fmt.Sprint(int(d.Seconds()))}
+	if reverse {
+		args = append(args, "-R")
+	}
+	out, err := exec.CommandContext(ctx, "nsenter", args...).Output()
+	if err != nil {
+		return 0, fmt.Errorf("iperf3 client: %w: %s", err, out)
+	}
+	var res struct {
+		End struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return 0, fmt.Errorf("parse iperf3 output: %w", err)
+	}
+	if res.Error != "" {
+		return 0, fmt.Errorf("iperf3: %s", res.Error)
+	}
+	return res.End.SumReceived.BitsPerSecond / 1e6, nil
+}
+
+// classBytes returns the byte counter of id's class in direction dir
+// ("egress" or "ingress").
+func classBytes(t testing.TB, iso *Isolator, id, dir string) uint64 {
+	t.Helper()
+	var s isolator.Statistics
+	if err := iso.Usage(context.Background(), id, &s); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range s.NetTrafficClass {
+		if c.ID == dir {
+			return c.Bytes
+		}
+	}
+	t.Fatalf("no %s class in %+v", dir, s.NetTrafficClass)
+	return 0
+}
+
+// wireRate measures the rate (Mbit/s) through id's class in dir over d.
+func wireRate(t testing.TB, iso *Isolator, id, dir string, d time.Duration) float64 {
+	t.Helper()
+	b0, t0 := classBytes(t, iso, id, dir), time.Now()
+	time.Sleep(d)
+	b1, t1 := classBytes(t, iso, id, dir), time.Now()
+	return float64(b1-b0) * 8 / t1.Sub(t0).Seconds() / 1e6
+}

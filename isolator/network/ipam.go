@@ -1,0 +1,171 @@
+package network
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/brimnode/brim/isolator"
+)
+
+// record is what the isolator remembers of one container, written to the
+// state dir before any kernel object is made, removed after the last one is
+// gone: a crash at any point leaves a record that Recover or Cleanup uses.
+type record struct {
+	ID string `json:"id"`
+	// Index is the address's offset in the subnet; it also names the
+	// container's HTB classes (minor number), filter priority and veth.
+	Index   uint32          `json:"index"`
+	Address netip.Addr      `json:"address"`
+	Limits  isolator.Limits `json:"limits"`
+}
+
+// store keeps records as one JSON file per container in dir, plus the last
+// index handed out (".last") so that allocation goes round the subnet
+// instead of reusing a just-freed address. Not safe for concurrent use.
+type store struct{ dir string }
+
+const lastFile = ".last"
+
+func (s store) path(id string) string { return filepath.Join(s.dir, id+".json") }
+
+// load returns every record in the store.
+func (s store) load() (map[string]record, error) {
+	ents, err := os.ReadDir(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]record{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read ipam state: %w", err)
+	}
+	recs := make(map[string]record, len(ents))
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("read ipam record: %w", err)
+		}
+		var r record
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("parse ipam record %s: %w", name, err)
+		}
+		if r.ID+".json" != name {
+			return nil, fmt.Errorf("parse ipam record %s: id %q does not match the file name: %w", name, r.ID, ErrInvalid)
+		}
+		recs[r.ID] = r
+	}
+	return recs, nil
+}
+
+// put writes r atomically (temporary file, fsync, rename, fsync of the dir).
+func (s store) put(r record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode ipam record: %w", err)
+	}
+	return s.writeFile(s.path(r.ID), b)
+}
+
+func (s store) writeFile(path string, b []byte) error {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return fmt.Errorf("create ipam state dir: %w", err)
+	}
+	f, err := os.CreateTemp(s.dir, ".tmp-")
+	if err != nil {
+		return fmt.Errorf("write ipam state: %w", err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("write ipam state: %w", err)
+	}
+	d, err := os.Open(s.dir)
+	if err != nil {
+		return fmt.Errorf("sync ipam state dir: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync ipam state dir: %w", err)
+	}
+	return nil
+}
+
+// remove deletes the record of id; a missing record is not an error.
+func (s store) remove(id string) error {
+	if err := os.Remove(s.path(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove ipam record: %w", err)
+	}
+	return nil
+}
+
+// last returns the last index handed out (0 when none).
+func (s store) last() uint32 {
+	b, err := os.ReadFile(filepath.Join(s.dir, lastFile))
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	if err != nil {
+		return 0
+	}
+	return uint32(n)
+}
+
+func (s store) setLast(n uint32) error {
+	return s.writeFile(filepath.Join(s.dir, lastFile), []byte(strconv.FormatUint(uint64(n), 10)))
+}
+
+// indexRange returns the first and last host index containers may take in
+// subnet: the network address (0) is skipped, 1 is the bridge (gateway) and
+// the broadcast address is skipped too.
+func indexRange(subnet netip.Prefix) (first, last uint32) {
+	size := uint64(1) << (32 - subnet.Bits())
+	return 2, uint32(size - 2)
+}
+
+// nextIndex returns the first free index after last, wrapping round
+// [first, max]; ok is false when every index is used.
+func nextIndex(used map[uint32]bool, last, first, max uint32) (idx uint32, ok bool) {
+	if max < first {
+		return 0, false
+	}
+	n := max - first + 1
+	start := first
+	if last >= first && last < max {
+		start = last + 1
+	}
+	for k := uint32(0); k < n; k++ {
+		c := first + (start-first+k)%n
+		if !used[c] {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+// addrAt returns the address at index idx of subnet.
+func addrAt(subnet netip.Prefix, idx uint32) netip.Addr {
+	b := subnet.Masked().Addr().As4()
+	v := binary.BigEndian.Uint32(b[:]) + idx
+	binary.BigEndian.PutUint32(b[:], v)
+	return netip.AddrFrom4(b)
+}

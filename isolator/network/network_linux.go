@@ -1,0 +1,547 @@
+//go:build linux
+
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/brimnode/brim/isolator"
+)
+
+// containerIf is the container's interface name inside its namespace.
+const containerIf = "eth0"
+
+// Isolator is the network isolator. Create it with New. It is safe for
+// concurrent use; calls that change kernel state are serialised.
+type Isolator struct {
+	cfg        Config
+	store      store
+	gw         netip.Addr
+	vethPrefix string
+	bridge     int // link indexes
+	txIFB      int
+	rxIFB      int
+
+	mu   sync.Mutex
+	recs map[string]record
+
+	// failStep, when set (tests only), is called after each step of
+	// Prepare; an error makes Prepare fail there, half-way.
+	failStep func(step string) error
+}
+
+var _ isolator.Isolator = (*Isolator)(nil)
+
+// New returns an Isolator for cfg, creating the bridge (with the subnet's
+// first address) and the two IFB devices when they are missing, and loading
+// the IPAM records in cfg.StateDir. After an agent restart, call Recover.
+// Errors wrap ErrInvalid for a bad cfg and isolator.ErrNotSupported for
+// cfg.NAT.
+func New(cfg Config) (*Isolator, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("configure network isolator: %w", err)
+	}
+	for _, d := range []string{cfg.StateDir, cfg.NetNSDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	st := store{dir: cfg.StateDir}
+	recs, err := st.load()
+	if err != nil {
+		return nil, err
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(cfg.Bridge))
+	i := &Isolator{
+		cfg:        cfg,
+		store:      st,
+		gw:         addrAt(cfg.Subnet, 1),
+		vethPrefix: fmt.Sprintf("bv%08x", h.Sum32()),
+		recs:       recs,
+	}
+	if i.bridge, err = i.ensureBridge(); err != nil {
+		return nil, err
+	}
+	if i.txIFB, err = ensureIFB(cfg.Bridge+"-tx", cfg.HostRateMbit); err != nil {
+		return nil, err
+	}
+	if i.rxIFB, err = ensureIFB(cfg.Bridge+"-rx", cfg.HostRateMbit); err != nil {
+		return nil, err
+	}
+	return i, nil
+}
+
+// Name implements isolator.Isolator.
+func (i *Isolator) Name() string { return "network" }
+
+// Gateway returns the bridge's address, the containers' default gateway.
+func (i *Isolator) Gateway() netip.Addr { return i.gw }
+
+// Address returns the address of container id, or an error wrapping
+// isolator.ErrNotFound when it has no network prepared.
+func (i *Isolator) Address(id string) (netip.Addr, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	r, ok := i.recs[id]
+	if !ok {
+		return netip.Addr{}, fmt.Errorf("address of %s: %w", id, isolator.ErrNotFound)
+	}
+	return r.Address, nil
+}
+
+func (i *Isolator) netnsPath(id string) string { return filepath.Join(i.cfg.NetNSDir, id) }
+
+func (i *Isolator) vethName(index uint32) string {
+	return fmt.Sprintf("%s%04x", i.vethPrefix, index)
+}
+
+func (i *Isolator) ensureBridge() (int, error) {
+	name := i.cfg.Bridge
+	l, err := netlink.LinkByName(name)
+	if isLinkNotFound(err) {
+		la := netlink.NewLinkAttrs()
+		la.Name = name
+		if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: la}); err != nil {
+			return 0, fmt.Errorf("create bridge %s: %w", name, err)
+		}
+		l, err = netlink.LinkByName(name)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("find bridge %s: %w", name, err)
+	}
+	if l.Type() != "bridge" {
+		return 0, fmt.Errorf("link %s is a %s, not a bridge: %w", name, l.Type(), ErrInvalid)
+	}
+	if err := netlink.AddrReplace(l, ipNet(i.gw, i.cfg.Subnet.Bits())); err != nil {
+		return 0, fmt.Errorf("set address of bridge %s: %w", name, err)
+	}
+	if err := netlink.LinkSetUp(l); err != nil {
+		return 0, fmt.Errorf("set bridge %s up: %w", name, err)
+	}
+	return l.Attrs().Index, nil
+}
+
+func ipNet(a netip.Addr, bits int) *netlink.Addr {
+	return &netlink.Addr{IPNet: &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(bits, 32)}}
+}
+
+// Prepare implements isolator.Isolator. With limits.Network it creates the
+// container's namespace, veth, address, route and HTB classes, and sets
+// launch.NetNSPath (and BRIM_CONTAINER_IP in launch.Env); without it, it does
+// nothing and the launcher gives the container a namespace with only
+// loopback. A failure removes whatever was made. Errors wrap ErrExist,
+// ErrExhausted or ErrInvalid.
+func (i *Isolator) Prepare(ctx context.Context, id string, limits isolator.Limits, launch *isolator.Launch) error {
+	if !limits.Network {
+		return nil
+	}
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("prepare network of %s: %w", id, err)
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if _, ok := i.recs[id]; ok {
+		return fmt.Errorf("prepare network of %s: %w", id, ErrExist)
+	}
+	used := make(map[uint32]bool, len(i.recs))
+	for _, r := range i.recs {
+		used[r.Index] = true
+	}
+	first, last := indexRange(i.cfg.Subnet)
+	idx, ok := nextIndex(used, i.store.last(), first, last)
+	if !ok {
+		return fmt.Errorf("prepare network of %s: %s: %w", id, i.cfg.Subnet, ErrExhausted)
+	}
+	r := record{ID: id, Index: idx, Address: addrAt(i.cfg.Subnet, idx), Limits: limits}
+	// The record goes first: whatever happens next, Cleanup and Recover
+	// know what to look for.
+	if err := i.store.put(r); err != nil {
+		return fmt.Errorf("prepare network of %s: %w", id, err)
+	}
+	i.recs[id] = r
+	if err := i.store.setLast(idx); err != nil {
+		err = fmt.Errorf("prepare network of %s: %w", id, err)
+		return errors.Join(err, i.cleanupLocked(id))
+	}
+	if err := i.setup(r); err != nil {
+		err = fmt.Errorf("prepare network of %s: %w", id, err)
+		return errors.Join(err, i.cleanupLocked(id))
+	}
+	launch.NetNSPath = i.netnsPath(id)
+	launch.Env = append(launch.Env, "BRIM_CONTAINER_IP="+r.Address.String())
+	return nil
+}
+
+func (i *Isolator) step(name string) error {
+	if i.failStep == nil {
+		return nil
+	}
+	return i.failStep(name)
+}
+
+// setup makes the kernel objects of r, in an order that Cleanup undoes.
+func (i *Isolator) setup(r record) error {
+	path := i.netnsPath(r.ID)
+	if err := createNetNS(path); err != nil {
+		return err
+	}
+	if err := i.step("netns"); err != nil {
+		return err
+	}
+	ns, err := netns.GetFromPath(path)
+	if err != nil {
+		return fmt.Errorf("open netns: %w", err)
+	}
+	defer ns.Close()
+
+	la := netlink.NewLinkAttrs()
+	la.Name = i.vethName(r.Index)
+	la.MasterIndex = i.bridge
+	la.Flags = net.FlagUp
+	veth := &netlink.Veth{LinkAttrs: la, PeerName: containerIf, PeerNamespace: netlink.NsFd(int(ns))}
+	if err := netlink.LinkAdd(veth); err != nil {
+		return fmt.Errorf("create veth %s: %w", la.Name, err)
+	}
+	if err := i.step("veth"); err != nil {
+		return err
+	}
+
+	nh, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return fmt.Errorf("open netlink in netns: %w", err)
+	}
+	defer nh.Close()
+	lo, err := nh.LinkByName("lo")
+	if err == nil {
+		err = nh.LinkSetUp(lo)
+	}
+	if err != nil {
+		return fmt.Errorf("set loopback up: %w", err)
+	}
+	eth, err := nh.LinkByName(containerIf)
+	if err != nil {
+		return fmt.Errorf("find %s in netns: %w", containerIf, err)
+	}
+	if err := nh.AddrAdd(eth, ipNet(r.Address, i.cfg.Subnet.Bits())); err != nil {
+		return fmt.Errorf("add address %s: %w", r.Address, err)
+	}
+	if err := nh.LinkSetUp(eth); err != nil {
+		return fmt.Errorf("set %s up: %w", containerIf, err)
+	}
+	if err := nh.RouteAdd(&netlink.Route{LinkIndex: eth.Attrs().Index, Gw: i.gw.AsSlice()}); err != nil {
+		return fmt.Errorf("add default route via %s: %w", i.gw, err)
+	}
+	if err := i.step("address"); err != nil {
+		return err
+	}
+	if err := i.shapeVeth(veth.Attrs().Index, r); err != nil {
+		return err
+	}
+	return i.step("shaping")
+}
+
+// Isolate implements isolator.Isolator. The container joined its namespace
+// when it was created: there is nothing left to do.
+func (i *Isolator) Isolate(ctx context.Context, id string, pid int) error { return nil }
+
+// Update implements isolator.Isolator: it changes the container's rate and
+// class live (both directions). It returns an error wrapping
+// isolator.ErrNotFound when the container has no network but limits ask for
+// one; a container without network and limits without it is a no-op.
+func (i *Isolator) Update(ctx context.Context, id string, limits isolator.Limits) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	r, ok := i.recs[id]
+	if !ok {
+		if !limits.Network {
+			return nil
+		}
+		return fmt.Errorf("update network of %s: %w", id, isolator.ErrNotFound)
+	}
+	if err := i.applyLimits(r, limits); err != nil {
+		return fmt.Errorf("update network of %s: %w", id, err)
+	}
+	return nil
+}
+
+// applyLimits sets the classes of r to limits and records them.
+func (i *Isolator) applyLimits(r record, limits isolator.Limits) error {
+	s := classFor(limits, i.cfg.HostRateMbit)
+	for _, ifb := range []int{i.txIFB, i.rxIFB} {
+		if err := setClass(ifb, r.Index, s); err != nil {
+			return fmt.Errorf("change htb class: %w", err)
+		}
+	}
+	limits.Network = true
+	r.Limits = limits
+	if err := i.store.put(r); err != nil {
+		return err
+	}
+	i.recs[r.ID] = r
+	return nil
+}
+
+// Usage implements isolator.Isolator: the interface counters as seen from
+// inside the container (rx = received by the container) and the counters of
+// its HTB classes, "egress" (container → out) and "ingress". A container
+// without network adds nothing.
+func (i *Isolator) Usage(ctx context.Context, id string, stats *isolator.Statistics) error {
+	i.mu.Lock()
+	r, ok := i.recs[id]
+	i.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	ns, err := netns.GetFromPath(i.netnsPath(id))
+	if err != nil {
+		return fmt.Errorf("usage of %s: open netns: %w", id, err)
+	}
+	defer ns.Close()
+	nh, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return fmt.Errorf("usage of %s: open netlink in netns: %w", id, err)
+	}
+	defer nh.Close()
+	eth, err := nh.LinkByName(containerIf)
+	if err != nil {
+		return fmt.Errorf("usage of %s: find %s: %w", id, containerIf, err)
+	}
+	var tcs []isolator.TrafficControlStatistics
+	for _, d := range []struct {
+		name string
+		ifb  int
+	}{{"egress", i.txIFB}, {"ingress", i.rxIFB}} {
+		cs, err := classStats(d.ifb, r.Index)
+		if err != nil {
+			return fmt.Errorf("usage of %s: %s class: %w", id, d.name, err)
+		}
+		t := isolator.TrafficControlStatistics{ID: d.name}
+		if b := cs.Basic; b != nil {
+			t.Bytes, t.Packets = b.Bytes, uint64(b.Packets)
+		}
+		if q := cs.Queue; q != nil {
+			t.Backlog, t.Drops, t.Overlimits = uint64(q.Backlog), uint64(q.Drops), uint64(q.Overlimits)
+			t.Qlen, t.Requeues = uint64(q.Qlen), uint64(q.Requeues)
+		}
+		if e := cs.RateEst; e != nil {
+			t.RateBps, t.RatePps = uint64(e.Bps), uint64(e.Pps)
+		}
+		tcs = append(tcs, t)
+	}
+	s := eth.Attrs().Statistics
+	if s == nil {
+		return fmt.Errorf("usage of %s: no counters on %s", id, containerIf)
+	}
+	stats.HasNet = true
+	stats.NetRxBytes, stats.NetRxPackets, stats.NetRxDropped, stats.NetRxErrors = s.RxBytes, s.RxPackets, s.RxDropped, s.RxErrors
+	stats.NetTxBytes, stats.NetTxPackets, stats.NetTxDropped, stats.NetTxErrors = s.TxBytes, s.TxPackets, s.TxDropped, s.TxErrors
+	stats.NetTrafficClass = tcs
+	return nil
+}
+
+// Cleanup implements isolator.Isolator: it removes the container's classes,
+// selectors, veth, namespace and record. It accepts a half-prepared
+// container and is idempotent; the record stays until everything else is
+// gone, so a failed Cleanup can be retried.
+func (i *Isolator) Cleanup(ctx context.Context, id string) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.cleanupLocked(id)
+}
+
+func (i *Isolator) cleanupLocked(id string) error {
+	r, ok := i.recs[id]
+	if !ok {
+		return nil
+	}
+	var errs []error
+	if err := i.unshape(r.Index); err != nil {
+		errs = append(errs, err)
+	}
+	if err := deleteLink(i.vethName(r.Index)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeNetNS(i.netnsPath(id)); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		if err := i.store.remove(id); err != nil {
+			errs = append(errs, err)
+		} else {
+			delete(i.recs, id)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("clean up network of %s: %w", id, err)
+	}
+	return nil
+}
+
+func deleteLink(name string) error {
+	l, err := netlink.LinkByName(name)
+	if isLinkNotFound(err) {
+		return nil
+	}
+	if err == nil {
+		err = netlink.LinkDel(l)
+	}
+	if err != nil && !isGone(err) {
+		return fmt.Errorf("delete link %s: %w", name, err)
+	}
+	return nil
+}
+
+// Recover implements isolator.Isolator: every recorded container that is not
+// in known (or no longer asks for network) is cleaned up, the classes of the
+// known ones are set to their limits again, and whatever carries this
+// isolator's names without a record — netns files, veths, HTB classes and
+// selectors — is removed.
+func (i *Isolator) Recover(ctx context.Context, known map[string]isolator.Limits) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	var errs []error
+	for id, r := range i.recs {
+		l, ok := known[id]
+		if !ok || !l.Network {
+			if err := i.cleanupLocked(id); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if err := i.restore(r, l); err != nil {
+			errs = append(errs, fmt.Errorf("restore network of %s: %w", id, err))
+		}
+	}
+	if err := i.sweepLocked(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("recover network: %w", err)
+	}
+	return nil
+}
+
+// restore puts back the classes and selectors of a live container (a no-op
+// when they are there) with limits l.
+func (i *Isolator) restore(r record, l isolator.Limits) error {
+	for _, d := range []struct {
+		ifb int
+		off int32
+	}{{i.txIFB, offSrc}, {i.rxIFB, offDst}} {
+		if err := netlink.FilterReplace(selector(d.ifb, r.Index, r.Address, d.off)); err != nil {
+			return fmt.Errorf("add u32 selector: %w", err)
+		}
+	}
+	return i.applyLimits(r, l)
+}
+
+// sweepLocked removes what carries this isolator's names but has no record.
+func (i *Isolator) sweepLocked() error {
+	live := make(map[uint32]bool, len(i.recs))
+	for _, r := range i.recs {
+		live[r.Index] = true
+	}
+	var errs []error
+	ents, err := os.ReadDir(i.cfg.NetNSDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("list netns dir: %w", err))
+	}
+	for _, e := range ents {
+		if _, ok := i.recs[e.Name()]; !ok {
+			if err := removeNetNS(filepath.Join(i.cfg.NetNSDir, e.Name())); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	links, err := netlink.LinkList()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list links: %w", err))
+	}
+	for _, l := range links {
+		name := l.Attrs().Name
+		rest, ok := strings.CutPrefix(name, i.vethPrefix)
+		if !ok || l.Type() != "veth" {
+			continue
+		}
+		if n, err := strconv.ParseUint(rest, 16, 32); err == nil && live[uint32(n)] {
+			continue
+		}
+		if err := deleteLink(name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	stray := map[uint32]bool{}
+	for _, ifb := range []int{i.txIFB, i.rxIFB} {
+		link := &netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Index: ifb}}
+		classes, err := netlink.ClassList(link, 0)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list classes: %w", err))
+		}
+		for _, c := range classes {
+			h := c.Attrs().Handle
+			if minor := h & 0xffff; h>>16 == 1 && minor != 1 && minor != defaultMinor && !live[minor] {
+				stray[minor] = true
+			}
+		}
+		filters, err := netlink.FilterList(link, rootHandle)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list filters: %w", err))
+		}
+		for _, f := range filters {
+			if p := uint32(f.Attrs().Priority); !live[p] {
+				stray[p] = true
+			}
+		}
+	}
+	for minor := range stray {
+		if err := i.unshape(minor); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Uninstall removes every container's network (as Cleanup) and then the
+// bridge and the IFB devices. The Isolator is unusable afterwards. For tests
+// and for taking a node out of service.
+func (i *Isolator) Uninstall(ctx context.Context) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	var errs []error
+	for id := range i.recs {
+		if err := i.cleanupLocked(id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := i.sweepLocked(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, name := range []string{i.cfg.Bridge + "-tx", i.cfg.Bridge + "-rx", i.cfg.Bridge} {
+		if err := deleteLink(name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("uninstall network: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,198 @@
+//go:build linux
+
+package network
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/brimnode/brim/isolator"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+)
+
+// HTB handles on the IFB devices: root qdisc 1:, the uplink class 1:1, the
+// class of unclassified traffic (ARP, anything with a foreign address) 1:ffff,
+// and one class 1:<index> per container. Container indexes are ≤ 0xfffe
+// because the subnet is at least a /16.
+var (
+	rootHandle    = netlink.MakeHandle(1, 0)
+	uplinkHandle  = netlink.MakeHandle(1, 1)
+	defaultHandle = netlink.MakeHandle(1, defaultMinor)
+)
+
+const defaultMinor = 0xffff
+
+// bestEffortLimits classify traffic of no container (ARP, foreign addresses):
+// lowest priority, borrowing only what is idle.
+var bestEffortLimits = isolator.Limits{Class: isolator.BestEffort}
+
+// IPv4 header offsets of the addresses, for u32 keys (relative to the
+// network header).
+const (
+	offSrc = 12
+	offDst = 16
+)
+
+// ensureIFB creates (or reuses) the IFB device name with an HTB root whose
+// uplink class runs at hostMbit, and returns its index.
+func ensureIFB(name string, hostMbit int64) (int, error) {
+	l, err := netlink.LinkByName(name)
+	if isLinkNotFound(err) {
+		la := netlink.NewLinkAttrs()
+		la.Name = name
+		la.TxQLen = 1000 // the IFB default (32) makes HTB leaves drop bursts
+		if err := netlink.LinkAdd(&netlink.Ifb{LinkAttrs: la}); err != nil && !errors.Is(err, unix.EEXIST) {
+			return 0, fmt.Errorf("create ifb %s: %w", name, err)
+		}
+		l, err = netlink.LinkByName(name)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("find ifb %s: %w", name, err)
+	}
+	if l.Type() != "ifb" {
+		return 0, fmt.Errorf("link %s is a %s, not an ifb: %w", name, l.Type(), ErrInvalid)
+	}
+	if err := netlink.LinkSetUp(l); err != nil {
+		return 0, fmt.Errorf("set ifb %s up: %w", name, err)
+	}
+	idx := l.Attrs().Index
+	qds, err := netlink.QdiscList(l)
+	if err != nil {
+		return 0, fmt.Errorf("list qdiscs of %s: %w", name, err)
+	}
+	haveRoot := false
+	for _, q := range qds {
+		if q.Attrs().Parent == netlink.HANDLE_ROOT && q.Attrs().Handle == rootHandle && q.Type() == "htb" {
+			haveRoot = true
+		}
+	}
+	if !haveRoot {
+		q := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: idx, Handle: rootHandle, Parent: netlink.HANDLE_ROOT})
+		q.Defcls = defaultMinor
+		if err := netlink.QdiscReplace(q); err != nil {
+			return 0, fmt.Errorf("add htb to %s: %w", name, err)
+		}
+	}
+	if err := netlink.ClassReplace(htbClass(idx, rootHandle, uplinkHandle, parentFor(hostMbit))); err != nil {
+		return 0, fmt.Errorf("set uplink class on %s: %w", name, err)
+	}
+	unclassified := classFor(bestEffortLimits, hostMbit)
+	if err := netlink.ClassReplace(htbClass(idx, uplinkHandle, defaultHandle, unclassified)); err != nil {
+		return 0, fmt.Errorf("set default class on %s: %w", name, err)
+	}
+	return idx, nil
+}
+
+func htbClass(link int, parent, handle uint32, s classSpec) *netlink.HtbClass {
+	return netlink.NewHtbClass(
+		netlink.ClassAttrs{LinkIndex: link, Parent: parent, Handle: handle},
+		netlink.HtbClassAttrs{Rate: s.Rate, Ceil: s.Ceil, Prio: s.Prio, Quantum: s.Quantum},
+	)
+}
+
+// setClass creates or changes the container's class on one IFB.
+func setClass(ifb int, index uint32, s classSpec) error {
+	return netlink.ClassReplace(htbClass(ifb, uplinkHandle, netlink.MakeHandle(1, uint16(index)), s))
+}
+
+// selector classifies IPv4 packets whose address at off is addr into the
+// container's class; its filter priority is the container's index, which is
+// how it is found again to delete it.
+func selector(ifb int, index uint32, addr netip.Addr, off int32) *netlink.U32 {
+	a := addr.As4()
+	return &netlink.U32{
+		FilterAttrs: netlink.FilterAttrs{LinkIndex: ifb, Parent: rootHandle, Priority: uint16(index), Protocol: unix.ETH_P_IP},
+		ClassId:     netlink.MakeHandle(1, uint16(index)),
+		Sel: &nl.TcU32Sel{
+			Flags: nl.TC_U32_TERMINAL,
+			Keys:  []nl.TcU32Key{{Mask: 0xffffffff, Val: binary.BigEndian.Uint32(a[:]), Off: off}},
+		},
+	}
+}
+
+// redirect sends everything crossing hook (ingress or egress of the host-side
+// veth) to the IFB device ifb, where it is shaped and then sent on.
+func redirect(link int, hook uint32, ifb int) *netlink.U32 {
+	return &netlink.U32{
+		FilterAttrs: netlink.FilterAttrs{LinkIndex: link, Parent: hook, Priority: 1, Protocol: unix.ETH_P_ALL},
+		Actions:     []netlink.Action{netlink.NewMirredAction(ifb)},
+	}
+}
+
+// shapeVeth puts the container's classes and selectors on both IFBs, then
+// redirects the host-side veth's traffic to them.
+func (i *Isolator) shapeVeth(veth int, r record) error {
+	s := classFor(r.Limits, i.cfg.HostRateMbit)
+	for _, d := range []struct {
+		ifb int
+		off int32
+	}{{i.txIFB, offSrc}, {i.rxIFB, offDst}} {
+		if err := setClass(d.ifb, r.Index, s); err != nil {
+			return fmt.Errorf("add htb class: %w", err)
+		}
+		if err := netlink.FilterReplace(selector(d.ifb, r.Index, r.Address, d.off)); err != nil {
+			return fmt.Errorf("add u32 selector: %w", err)
+		}
+	}
+	clsact := &netlink.GenericQdisc{
+		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: veth, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
+		QdiscType:  "clsact",
+	}
+	if err := netlink.QdiscAdd(clsact); err != nil {
+		return fmt.Errorf("add clsact: %w", err)
+	}
+	if err := netlink.FilterAdd(redirect(veth, netlink.HANDLE_MIN_INGRESS, i.txIFB)); err != nil {
+		return fmt.Errorf("redirect egress to ifb: %w", err)
+	}
+	if err := netlink.FilterAdd(redirect(veth, netlink.HANDLE_MIN_EGRESS, i.rxIFB)); err != nil {
+		return fmt.Errorf("redirect ingress to ifb: %w", err)
+	}
+	return nil
+}
+
+// unshape removes the container's selectors and classes from both IFBs;
+// what is already gone is not an error.
+func (i *Isolator) unshape(index uint32) error {
+	var errs []error
+	for _, ifb := range []int{i.txIFB, i.rxIFB} {
+		f := &netlink.U32{FilterAttrs: netlink.FilterAttrs{LinkIndex: ifb, Parent: rootHandle, Priority: uint16(index), Protocol: unix.ETH_P_IP}}
+		if err := netlink.FilterDel(f); err != nil && !isGone(err) {
+			errs = append(errs, fmt.Errorf("delete u32 selector %d: %w", index, err))
+		}
+		c := &netlink.HtbClass{ClassAttrs: netlink.ClassAttrs{LinkIndex: ifb, Parent: uplinkHandle, Handle: netlink.MakeHandle(1, uint16(index))}}
+		if err := netlink.ClassDel(c); err != nil && !isGone(err) {
+			errs = append(errs, fmt.Errorf("delete htb class %d: %w", index, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// classStats returns the counters of the container's class on ifb.
+func classStats(ifb int, index uint32) (*netlink.ClassStatistics, error) {
+	classes, err := netlink.ClassList(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Index: ifb}}, 0)
+	if err != nil {
+		return nil, fmt.Errorf("list classes: %w", err)
+	}
+	want := netlink.MakeHandle(1, uint16(index))
+	for _, c := range classes {
+		if c.Attrs().Handle == want && c.Attrs().Statistics != nil {
+			return c.Attrs().Statistics, nil
+		}
+	}
+	return nil, fmt.Errorf("class 1:%x: %w", index, unix.ENOENT)
+}
+
+// isGone reports a netlink error about an object that does not exist (any
+// more): deleting it is then done.
+func isGone(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) || isLinkNotFound(err)
+}
+
+func isLinkNotFound(err error) bool {
+	var nf netlink.LinkNotFoundError
+	return errors.As(err, &nf)
+}
