@@ -1,0 +1,453 @@
+package allocator
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/brimnode/brim/resources"
+)
+
+// refreshTotals recomputes the cluster totals (and, under meDRF, the node
+// factors η and every weighted allocation) after agents changed.
+func (a *Allocator) refreshTotals() {
+	if !a.dirty {
+		return
+	}
+	a.dirty = false
+	etaChanged := false
+	if a.sorter == SorterMeDRF && len(a.live) > 0 {
+		var sum float64
+		for _, ai := range a.live {
+			sum += score(a.agents[ai])
+		}
+		mean := sum / float64(len(a.live))
+		for _, ai := range a.live {
+			ag := a.agents[ai]
+			if eta := score(ag) / mean; eta != ag.eta {
+				ag.eta = eta
+				etaChanged = true
+			}
+		}
+	} else {
+		for _, ai := range a.live {
+			if ag := a.agents[ai]; ag.eta != 1 {
+				ag.eta = 1
+				etaChanged = true
+			}
+		}
+	}
+	a.totalW = fvec{}
+	for _, ai := range a.live {
+		ag := a.agents[ai]
+		for i := range ag.pools {
+			a.totalW.addScaled(&ag.pools[i].total, ag.eta)
+		}
+	}
+	for d := range a.invW {
+		a.invW[d] = 0
+		if a.totalW[d] > 0 {
+			a.invW[d] = 1 / a.totalW[d]
+		}
+	}
+	if !etaChanged {
+		return
+	}
+	for _, c := range a.clients {
+		if c != nil {
+			c.w = fvec{}
+		}
+	}
+	for _, r := range a.roles {
+		r.w = fvec{}
+	}
+	for _, ai := range a.live {
+		ag := a.agents[ai]
+		for j := range ag.allocs {
+			e := &ag.allocs[j]
+			if e.client < 0 {
+				continue
+			}
+			c := a.clients[e.client]
+			c.w.addScaled(&e.v, ag.eta)
+			a.roles[c.role].w.addScaled(&e.v, ag.eta)
+		}
+	}
+}
+
+func score(ag *agent) float64 {
+	if ag.info.Score > 0 {
+		return ag.info.Score
+	}
+	return 1
+}
+
+func (a *Allocator) clientKey(c *client) float64 {
+	if a.sorter == SorterRandom {
+		return c.key
+	}
+	return c.w.dominant(&a.invW)
+}
+
+func (a *Allocator) roleKey(r *role) float64 {
+	if a.sorter == SorterRandom {
+		return r.key
+	}
+	return r.w.dominant(&a.invW) / r.weight
+}
+
+// buildHeaps rebuilds every sorter from the current shares: O(clients +
+// roles) per cycle, which lets events stay O(1).
+func (a *Allocator) buildHeaps() {
+	if cap(a.clientPos) < len(a.clients) {
+		a.clientPos = make([]int32, len(a.clients), 2*len(a.clients))
+	}
+	a.clientPos = a.clientPos[:len(a.clients)]
+	if cap(a.rolePos) < len(a.roles) {
+		a.rolePos = make([]int32, len(a.roles))
+	}
+	a.rolePos = a.rolePos[:len(a.roles)]
+	a.roleHeap.pos = a.rolePos
+	a.roleHeap.reset()
+	for _, r := range a.roles {
+		h := &r.clients
+		h.pos = a.clientPos
+		h.reset()
+		for _, ci := range r.members {
+			c := a.clients[ci]
+			if c.suppressed {
+				a.clientPos[ci] = -1
+				continue
+			}
+			h.e = append(h.e, entry{key: a.clientKey(c), tie: c.tie, id: ci})
+		}
+		h.init()
+		a.rolePos[r.idx] = -1
+		if h.len() > 0 {
+			a.roleHeap.e = append(a.roleHeap.e, entry{key: a.roleKey(r), tie: r.tie, id: r.idx})
+		}
+	}
+	a.roleHeap.init()
+}
+
+// Allocate runs one allocation cycle and returns the offers, Mesos's way:
+// agents shuffled (meDRF: alternately from the fast and the slow end of the
+// score order); stage 1 serves roles below their quota guarantee, stage 2
+// every role; on each agent roles in sorter order, then the role's
+// frameworks in sorter order, each taking everything still allowed there.
+// Offered resources count as allocated until Recover'd.
+func (a *Allocator) Allocate() []Offer {
+	a.refreshTotals()
+	a.now = a.clock.Now()
+	a.recs = a.recs[:0]
+	a.pieces = a.pieces[:0]
+	a.buildHeaps()
+	a.order = append(a.order[:0], a.live...)
+	a.rng.Shuffle(len(a.order), func(i, j int) { a.order[i], a.order[j] = a.order[j], a.order[i] })
+	if a.sorter == SorterMeDRF {
+		slices.SortStableFunc(a.order, func(x, y int32) int { return cmp.Compare(a.agents[y].eta, a.agents[x].eta) })
+	}
+	a.owedNow = vec{}
+	if a.anyQuota {
+		a.epoch++
+		stage := a.epoch
+		if cap(a.quotaHeap.pos) < len(a.roles) {
+			a.quotaHeap.pos = make([]int32, len(a.roles))
+		}
+		a.quotaHeap.pos = a.quotaHeap.pos[:len(a.roles)]
+		a.quotaHeap.reset()
+		for _, r := range a.roles {
+			a.quotaHeap.pos[r.idx] = -1
+			o := r.owed()
+			a.owedNow.add(&o)
+			if !o.isZero() && r.clients.len() > 0 {
+				r.inStage = stage
+				a.quotaHeap.e = append(a.quotaHeap.e, entry{key: a.roleKey(r), tie: r.tie, id: r.idx})
+			}
+		}
+		if a.quotaHeap.len() > 0 {
+			a.quotaHeap.init()
+			a.runStage(1, stage, &a.quotaHeap)
+			// Shares moved: rebuild the stage 2 role order.
+			for i := range a.roleHeap.e {
+				a.roleHeap.e[i].key = a.roleKey(a.roles[a.roleHeap.e[i].id])
+			}
+			a.roleHeap.init()
+		}
+	}
+	a.runStage(2, 0, &a.roleHeap)
+	return a.emit()
+}
+
+func (a *Allocator) runStage(stage int, mark uint64, rh *minHeap) {
+	if a.sorter != SorterMeDRF {
+		for _, ai := range a.order {
+			if rh.len() == 0 {
+				return
+			}
+			a.allocateAgent(a.agents[ai], stage, mark, rh)
+		}
+		return
+	}
+	// meDRF (seed 002, §2): the framework with the lowest share takes its
+	// odd-numbered allocations from the best remaining node and its
+	// even-numbered ones from the worst.
+	hi, lo := 0, len(a.order)-1
+	for hi <= lo && rh.len() > 0 {
+		head := a.roles[rh.e[0].id].clients.e[0].id
+		var ai int32
+		if a.clients[head].parity%2 == 0 {
+			ai = a.order[hi]
+			hi++
+		} else {
+			ai = a.order[lo]
+			lo--
+		}
+		a.allocateAgent(a.agents[ai], stage, mark, rh)
+	}
+}
+
+// sharedOpen reports whether the unreserved or revocable pool of ag still
+// holds something allocatable.
+func (a *Allocator) sharedOpen(ag *agent) bool {
+	return a.min.allocatable(&ag.pools[0].free) || a.min.allocatable(&ag.pools[1].free)
+}
+
+func (a *Allocator) openFor(ag *agent, r *role) bool {
+	if a.sharedOpen(ag) {
+		return true
+	}
+	for i := 2; i < len(ag.pools); i++ {
+		if p := &ag.pools[i]; p.key.role == r.idx && a.min.allocatable(&p.free) {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Allocator) allocateAgent(ag *agent, stage int, mark uint64, rh *minHeap) {
+	anyReserved := false
+	for i := 2; i < len(ag.pools); i++ {
+		if a.min.allocatable(&ag.pools[i].free) {
+			anyReserved = true
+			break
+		}
+	}
+	if !anyReserved && !a.sharedOpen(ag) {
+		return
+	}
+	a.epoch++
+	ep := a.epoch
+	a.stashR = a.stashR[:0]
+	a.stashC = a.stashC[:0]
+	for rh.len() > 0 && a.sharedOpen(ag) {
+		re := rh.pop()
+		a.stashR = append(a.stashR, re)
+		r := a.roles[re.id]
+		a.visit(r, ep)
+		a.serveRole(ag, r, stage, ep)
+	}
+	nDirect := len(a.stashR)
+	if anyReserved {
+		for i := 2; i < len(ag.pools); i++ {
+			p := &ag.pools[i]
+			r := a.roles[p.key.role]
+			if r.visited == ep || !a.min.allocatable(&p.free) || r.clients.len() == 0 || (stage == 1 && r.inStage != mark) {
+				continue
+			}
+			a.visit(r, ep)
+			a.stashR = append(a.stashR, entry{id: r.idx, key: -1})
+			a.serveRole(ag, r, stage, ep)
+		}
+	}
+	for _, ce := range a.stashC {
+		c := a.clients[ce.id]
+		if c.touched == ep {
+			ce.key = a.keyAfterClient(c, ce.key)
+		}
+		a.roles[c.role].clients.push(ce)
+	}
+	for i, re := range a.stashR {
+		r := a.roles[re.id]
+		if i >= nDirect {
+			// served for its reservations without leaving the heap
+			if r.touched == ep {
+				if p := rh.pos[r.idx]; p >= 0 {
+					rh.fix(int(p), a.keyAfterRole(r, rh.e[p].key))
+				}
+			}
+			continue
+		}
+		if r.touched == ep {
+			re.key = a.keyAfterRole(r, re.key)
+		}
+		rh.push(re)
+	}
+}
+
+func (a *Allocator) visit(r *role, ep uint64) { r.visited = ep }
+
+func (a *Allocator) keyAfterClient(c *client, old float64) float64 {
+	if a.sorter == SorterRandom {
+		c.key = old + a.rng.ExpFloat64()
+		return c.key
+	}
+	return c.w.dominant(&a.invW)
+}
+
+func (a *Allocator) keyAfterRole(r *role, old float64) float64 {
+	if a.sorter == SorterRandom {
+		// Weighted lottery: the next turn of a role arrives after an
+		// exponential time of rate weight (Mesos's random sorter draws
+		// roles with probability proportional to their weight).
+		r.key = old + a.rng.ExpFloat64()/r.weight
+		return r.key
+	}
+	return a.roleKey(r)
+}
+
+func (a *Allocator) serveRole(ag *agent, r *role, stage int, ep uint64) {
+	h := &r.clients
+	for h.len() > 0 && a.openFor(ag, r) {
+		ce := h.pop()
+		a.stashC = append(a.stashC, ce)
+		a.tryOffer(ag, a.clients[ce.id], r, stage, ep)
+	}
+}
+
+// clipUnres limits the unreserved amount offered to role r by its quota
+// limit, by the headroom owed to unsatisfied guarantees (stage 2, and
+// stage 1 for kinds the role has no guarantee for) and, in stage 1, by what
+// the role's guarantee still lacks.
+func (a *Allocator) clipUnres(un *vec, r *role, stage int) {
+	var owed, cons vec
+	if r.guarMask != 0 {
+		owed = r.owed()
+	}
+	if r.limitMask != 0 {
+		cons = r.consumed()
+	}
+	for d := range maxKinds {
+		if un[d] == 0 {
+			continue
+		}
+		if stage == 1 && r.guarMask.has(d) {
+			un[d] = min(un[d], owed[d])
+		} else {
+			surplus := a.freeUnres[d] - a.owedNow[d] + owed[d]
+			un[d] = max(0, min(un[d], surplus))
+		}
+		if r.limitMask.has(d) {
+			un[d] = max(0, min(un[d], r.limit[d]-cons[d]))
+		}
+	}
+}
+
+func (a *Allocator) tryOffer(ag *agent, c *client, r *role, stage int, ep uint64) {
+	f := c.fw
+	if f.whitelist != nil {
+		if _, ok := f.whitelist[ag.id]; !ok {
+			return
+		}
+	}
+	un := ag.pools[0].free
+	if a.anyQuota {
+		a.clipUnres(&un, r, stage)
+	}
+	var rev, resv vec
+	if f.revocable {
+		rev = ag.pools[1].free
+	}
+	hasResv := false
+	for i := 2; i < len(ag.pools); i++ {
+		if p := &ag.pools[i]; p.key.role == r.idx {
+			resv.add(&p.free)
+			hasResv = true
+		}
+	}
+	tot := un
+	tot.add(&rev)
+	tot.add(&resv)
+	if !a.min.allocatable(&tot) {
+		return
+	}
+	if f.hasMin && !f.minFree.le(&tot) {
+		return
+	}
+	if c.filters != nil {
+		if flt, ok := c.filters[ag.idx]; ok {
+			if !a.now.Before(flt.until) {
+				delete(c.filters, ag.idx)
+			} else {
+				nonrev := un
+				nonrev.add(&resv)
+				if nonrev.le(&flt.nonrev) && rev.le(&flt.rev) {
+					return
+				}
+			}
+		}
+	}
+	rec := offerRec{client: c.idx, agent: ag.idx, start: int32(len(a.pieces))}
+	if !un.isZero() {
+		a.pieces = append(a.pieces, piece{pool: 0, v: un})
+		a.give(ag, c.idx, "", 0, &un, nil)
+	}
+	if !rev.isZero() {
+		a.pieces = append(a.pieces, piece{pool: 1, v: rev})
+		a.give(ag, c.idx, "", 1, &rev, nil)
+	}
+	if hasResv {
+		for i := 2; i < len(ag.pools); i++ {
+			if p := &ag.pools[i]; p.key.role == r.idx && !p.free.isZero() {
+				v := p.free
+				a.pieces = append(a.pieces, piece{pool: int32(i), v: v})
+				a.give(ag, c.idx, "", int32(i), &v, nil)
+			}
+		}
+	}
+	if len(ag.other) > 0 {
+		oth := ag.other.Filter(func(x resources.Resource) bool {
+			return (x.Role == "" || x.Role == resources.Unreserved || x.Role == r.name) && (!x.Revocable || f.revocable)
+		})
+		if len(oth) > 0 {
+			ag.other = ag.other.Subtract(oth)
+			a.mergeOther(ag, c.idx, 0, oth)
+			rec.other = oth
+		}
+	}
+	rec.end = int32(len(a.pieces))
+	a.recs = append(a.recs, rec)
+	c.touched, r.touched = ep, ep
+	c.parity++
+}
+
+// emit turns the cycle's records into offers, with every offer's resources
+// carved out of one backing array.
+func (a *Allocator) emit() []Offer {
+	if len(a.recs) == 0 {
+		return nil
+	}
+	n := 0
+	for _, rec := range a.recs {
+		for _, p := range a.pieces[rec.start:rec.end] {
+			for d := range a.kinds {
+				if p.v[d] != 0 {
+					n++
+				}
+			}
+		}
+		n += len(rec.other)
+	}
+	backing := make(resources.Resources, 0, n)
+	offers := make([]Offer, len(a.recs))
+	for i, rec := range a.recs {
+		ag := a.agents[rec.agent]
+		c := a.clients[rec.client]
+		start := len(backing)
+		for _, p := range a.pieces[rec.start:rec.end] {
+			backing = a.appendPool(backing, &ag.pools[p.pool], &p.v)
+		}
+		backing = append(backing, rec.other...)
+		offers[i] = Offer{FrameworkID: c.fw.id, AgentID: ag.id, Role: a.roles[c.role].name, Resources: backing[start:len(backing):len(backing)]}
+	}
+	return offers
+}

@@ -1,0 +1,111 @@
+package allocator
+
+import "math"
+
+// maxKinds bounds the number of distinct scalar resource names one allocator
+// tracks. Fixed-size vectors keep the hot loop free of maps, strings and
+// allocations; Mesos clusters use a handful of scalar names (cpus, mem,
+// disk, gpus, net_bw).
+const maxKinds = 8
+
+// vec is an amount of every scalar kind, in thousandths (resources.Value).
+type vec [maxKinds]int64
+
+// mask has bit d set when dimension d is present (quota, minimum).
+type mask uint16
+
+func (m mask) has(d int) bool { return m&(1<<d) != 0 }
+
+func (v *vec) add(o *vec) {
+	for d := range v {
+		v[d] += o[d]
+	}
+}
+
+func (v *vec) sub(o *vec) {
+	for d := range v {
+		v[d] -= o[d]
+	}
+}
+
+// le reports whether v <= o in every dimension.
+func (v *vec) le(o *vec) bool {
+	for d := range v {
+		if v[d] > o[d] {
+			return false
+		}
+	}
+	return true
+}
+
+func (v *vec) isZero() bool {
+	for d := range v {
+		if v[d] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (v *vec) hasNegative() bool {
+	for d := range v {
+		if v[d] < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// clampMin lowers every dimension of v to at most o (and at least 0).
+func (v *vec) clampMin(o *vec) {
+	for d := range v {
+		if o[d] < v[d] {
+			v[d] = max(o[d], 0)
+		}
+	}
+}
+
+// minimum is the smallest allocatable amount: an amount is allocatable when
+// it reaches the minimum in at least one of the named kinds (Mesos's
+// min_allocatable_resources semantics, "cpus:0.01 OR mem:32").
+type minimum struct {
+	v vec
+	m mask
+}
+
+func (mn *minimum) allocatable(v *vec) bool {
+	for d := range maxKinds {
+		if mn.m.has(d) && v[d] >= mn.v[d] && v[d] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// fvec is a float vector used for (possibly meDRF-weighted) shares.
+type fvec [maxKinds]float64
+
+func (f *fvec) addScaled(v *vec, eta float64) {
+	for d := range f {
+		if v[d] != 0 {
+			f[d] += float64(v[d]) * eta
+		}
+	}
+}
+
+func (f *fvec) subScaled(v *vec, eta float64) {
+	for d := range f {
+		if v[d] != 0 {
+			f[d] -= float64(v[d]) * eta
+		}
+	}
+}
+
+// dominant returns max_d f[d]*inv[d]: the dominant share.
+func (f *fvec) dominant(inv *fvec) float64 {
+	var s float64
+	for d := range f {
+		s = math.Max(s, f[d]*inv[d])
+	}
+	return s
+}
