@@ -31,28 +31,12 @@ func (r Resources) isNormalized() bool {
 				return false
 			}
 		case Ranges:
-			if e.Scalar != 0 || len(e.Set) != 0 {
+			if e.Scalar != 0 || len(e.Set) != 0 || !rangesNormalized(e.Ranges) {
 				return false
-			}
-			for j := 1; j < len(e.Ranges); j++ {
-				p, c := e.Ranges[j-1], e.Ranges[j]
-				if p.End == math.MaxUint64 || c.Begin <= p.End+1 {
-					return false
-				}
-			}
-			for _, rg := range e.Ranges {
-				if rg.Begin > rg.End {
-					return false
-				}
 			}
 		case Set:
-			if e.Scalar != 0 || len(e.Ranges) != 0 {
+			if e.Scalar != 0 || len(e.Ranges) != 0 || !setNormalized(e.Set) {
 				return false
-			}
-			for j := 1; j < len(e.Set); j++ {
-				if e.Set[j-1] >= e.Set[j] {
-					return false
-				}
 			}
 		}
 		if i > 0 && compareKey(&r[i-1], e) >= 0 {
@@ -69,8 +53,15 @@ func (r Resources) normalized() Resources {
 	if r.isNormalized() {
 		return r
 	}
-	out := make(Resources, 0, len(r))
-	for _, e := range r {
+	return normalizeOwned(slices.Clone(r))
+}
+
+// normalizeOwned normalizes r in place and returns it. r's elements may be
+// rewritten, but the Ranges and Set arrays they point to are not: a shallow
+// copy of a caller's value is safe to pass.
+func normalizeOwned(r Resources) Resources {
+	for i := range r {
+		e := &r[i]
 		if e.Role == "" {
 			e.Role = Unreserved
 		}
@@ -79,25 +70,69 @@ func (r Resources) normalized() Resources {
 			e.Ranges, e.Set = nil, nil
 		case Ranges:
 			e.Scalar, e.Set = 0, nil
-			e.Ranges = unionRanges(nil, e.Ranges)
+			if !rangesNormalized(e.Ranges) {
+				e.Ranges = unionRanges(nil, e.Ranges)
+			}
 		case Set:
 			e.Scalar, e.Ranges = 0, nil
-			e.Set = unionSet(nil, e.Set)
+			if !setNormalized(e.Set) {
+				e.Set = unionSet(nil, e.Set)
+			}
 		}
-		out = append(out, e)
 	}
-	slices.SortStableFunc(out, func(a, b Resource) int { return compareKey(&a, &b) })
+	sortKeys(r)
 	n := 0
-	for i := range out {
-		if n > 0 && compareKey(&out[n-1], &out[i]) == 0 {
-			out[n-1] = combine(&out[n-1], &out[i])
+	for i := range r {
+		if r[i].isEmpty() {
 			continue
 		}
-		out[n] = out[i]
+		if n > 0 && compareKey(&r[n-1], &r[i]) == 0 {
+			r[n-1] = combine(&r[n-1], &r[i])
+			continue
+		}
+		r[n] = r[i]
 		n++
 	}
-	out = out[:n]
-	return slices.DeleteFunc(out, func(e Resource) bool { return e.isEmpty() })
+	clear(r[n:]) // drop references for the garbage collector
+	return r[:n]
+}
+
+// rangesNormalized reports whether rs is sorted, merged and valid.
+func rangesNormalized(rs []Range) bool {
+	for j, rg := range rs {
+		if rg.Begin > rg.End {
+			return false
+		}
+		if j > 0 && (rs[j-1].End == math.MaxUint64 || rg.Begin <= rs[j-1].End+1) {
+			return false
+		}
+	}
+	return true
+}
+
+// setNormalized reports whether s is sorted without duplicates.
+func setNormalized(s []string) bool {
+	for j := 1; j < len(s); j++ {
+		if s[j-1] >= s[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// sortKeys sorts r stably by key. Resource is large, so short lists (the
+// usual case) are insertion-sorted through pointers instead of having the
+// comparator copy two structs per call.
+func sortKeys(r Resources) {
+	if len(r) > 16 {
+		slices.SortStableFunc(r, func(a, b Resource) int { return compareKey(&a, &b) })
+		return
+	}
+	for i := 1; i < len(r); i++ {
+		for j := i; j > 0 && compareKey(&r[j-1], &r[j]) > 0; j-- {
+			r[j-1], r[j] = r[j], r[j-1]
+		}
+	}
 }
 
 // capped returns s with capacity equal to its length, so an append by a

@@ -15,7 +15,7 @@ import (
 // Errors are *ParseError naming the offending token and wrap ErrInvalid
 // (and ErrRevocableReservation for a reserved revocable resource).
 func Parse(text string) (Resources, error) {
-	var out Resources
+	out := make(Resources, 0, strings.Count(text, ";")+1)
 	for len(text) > 0 {
 		tok := text
 		if i := strings.IndexByte(text, ';'); i >= 0 {
@@ -35,7 +35,10 @@ func Parse(text string) (Resources, error) {
 			return nil, perr
 		}
 	}
-	return out.normalized(), nil
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return normalizeOwned(out), nil
 }
 
 // MustParse is Parse for tests and constants: it panics on error.
