@@ -1,8 +1,19 @@
-// Package pluginpb is the wire protocol between the brim agent and
-// out-of-process resource estimators and QoS controllers: the generated
-// gRPC code of plugin.proto (committed; `make generate` rebuilds it).
+// Package pluginpb is the protocol between the brim agent and
+// out-of-process resource estimators and QoS controllers.
 //
-// The hand-written host and serve sides live in the packages that own the
-// contracts (estimator, qos); this package holds only the generated code,
-// so plugins in other languages need nothing but plugin.proto.
+// It owns: the generated gRPC code of plugin.proto (committed; `make
+// generate` rebuilds it), the go-plugin handshake (Handshake), the
+// conversion between monitor.Usage and its wire form, and the host-side
+// Supervisor that starts a plugin process, bounds every call with a
+// timeout, detects crashes and hangs and restarts the process with
+// exponential backoff.
+//
+// It never decides anything: the estimator and qos packages own the
+// contracts, the Go serve side (estimator.Serve, qos.Serve) and the
+// fallback policy. Plugins in other languages need only plugin.proto and
+// the handshake described in docs/plugins.md.
+//
+// Sentinels: ErrUnavailable (the plugin is not running: it failed and is
+// waiting for its restart backoff, or could not be started), ErrTimeout (a
+// call exceeded its time limit; the process is killed and restarted).
 package pluginpb

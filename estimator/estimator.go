@@ -1,0 +1,327 @@
+package estimator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/brimnode/brim/monitor"
+	"github.com/brimnode/brim/resources"
+)
+
+var (
+	// ErrUnknown is returned for a name no estimator is registered under.
+	ErrUnknown = errors.New("unknown estimator")
+	// ErrInvalidOption is returned for an option value that does not parse
+	// or is out of range.
+	ErrInvalidOption = errors.New("invalid estimator option")
+	// ErrNotSupported is returned by a factory that cannot run on this host.
+	ErrNotSupported = errors.New("estimator not supported on this host")
+)
+
+// Estimator computes the revocable resources the node may offer now (not
+// counting revocable resources already allocated), from the node's usage.
+// Implementations are called from one goroutine at a time.
+type Estimator interface {
+	Estimate(ctx context.Context, u monitor.Usage) (Estimate, error)
+}
+
+// Estimate is an estimator's result.
+type Estimate struct {
+	// Revocable are the resources to offer, each marked Revocable.
+	Revocable resources.Resources
+	// Explanation says how the figure came about.
+	Explanation Explanation
+}
+
+// Explanation is the terms of an estimate's computation, in order, so an
+// operator can follow the arithmetic.
+type Explanation struct {
+	// Estimator is the name of the estimator that produced it.
+	Estimator string
+	// Summary is one sentence ("slack 1.2 cpus: allocation 3 − p95 usage
+	// 1.5 − margin 0.3").
+	Summary string
+	Terms   []Term
+}
+
+// Term is one named quantity in an explanation.
+type Term struct {
+	Name  string
+	Value float64
+	Unit  string // "cpus", "MiB", "fraction", "s", …
+	Note  string
+}
+
+// String renders the explanation as a small table (brim agent explain).
+func (e Explanation) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "estimator %s: %s\n", e.Estimator, e.Summary)
+	w := 0
+	for _, t := range e.Terms {
+		w = max(w, len(t.Name))
+	}
+	for _, t := range e.Terms {
+		fmt.Fprintf(&b, "  %-*s %12s %-8s %s\n", w, t.Name, strconv.FormatFloat(t.Value, 'f', -1, 64), t.Unit, t.Note)
+	}
+	return b.String()
+}
+
+// Options are an estimator's configuration, from agent flags
+// (--estimator-opt key=value) or a config file. Getters return errors
+// wrapping ErrInvalidOption.
+type Options map[string]string
+
+// Float returns key as a float, or def when unset.
+func (o Options) Float(key string, def float64) (float64, error) {
+	v, ok := o[key]
+	if !ok || v == "" {
+		return def, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption)
+	}
+	return f, nil
+}
+
+// Int returns key as an int, or def when unset.
+func (o Options) Int(key string, def int) (int, error) {
+	v, ok := o[key]
+	if !ok || v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption)
+	}
+	return n, nil
+}
+
+// Duration returns key as a time.Duration ("30s"), or def when unset.
+func (o Options) Duration(key string, def time.Duration) (time.Duration, error) {
+	v, ok := o[key]
+	if !ok || v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption)
+	}
+	return d, nil
+}
+
+// Bool returns key as a bool, or def when unset.
+func (o Options) Bool(key string, def bool) (bool, error) {
+	v, ok := o[key]
+	if !ok || v == "" {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption)
+	}
+	return b, nil
+}
+
+// ParseOptions parses "k=v" pairs (repeated flags) into Options.
+func ParseOptions(kvs []string) (Options, error) {
+	o := Options{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("option %q is not key=value: %w", kv, ErrInvalidOption)
+		}
+		o[k] = v
+	}
+	return o, nil
+}
+
+// Factory builds an estimator from its options. log is already named.
+type Factory func(opts Options, log *slog.Logger) (Estimator, error)
+
+// Registry maps names to estimator factories. Build it in cmd; safe for
+// concurrent use.
+type Registry struct {
+	mu sync.RWMutex
+	m  map[string]Factory
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{m: map[string]Factory{}} }
+
+// RegisterBuiltins registers noop, fixed and usage on r.
+func RegisterBuiltins(r *Registry) {
+	r.Register("noop", NewNoop)
+	r.Register("fixed", NewFixed)
+	r.Register("usage", NewUsage)
+}
+
+// Register adds f under name. It panics on an empty or duplicate name or a
+// name starting with "plugin:" (a programming error in cmd).
+func (r *Registry) Register(name string, f Factory) {
+	if name == "" || f == nil || strings.HasPrefix(name, pluginPrefix) {
+		panic("estimator: Register with an empty name, nil factory or plugin: prefix")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.m[name]; dup {
+		panic("estimator: duplicate Register of " + name)
+	}
+	r.m[name] = f
+}
+
+// Names returns the registered names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, 0, len(r.m))
+	for n := range r.m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// New builds the estimator registered as name; ErrUnknown if none.
+func (r *Registry) New(name string, opts Options, log *slog.Logger) (Estimator, error) {
+	r.mu.RLock()
+	f, ok := r.m[name]
+	r.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("new estimator %q (have %s): %w", name, strings.Join(r.Names(), ", "), ErrUnknown)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	e, err := f(opts, log.With("component", "estimator", "estimator", name))
+	if err != nil {
+		return nil, fmt.Errorf("new estimator %q: %w", name, err)
+	}
+	return e, nil
+}
+
+const pluginPrefix = "plugin:"
+
+// Open builds the estimator named by spec, the value of --estimator: a
+// registered name ("usage") or "plugin:/path/to/bin [args…]" for an
+// out-of-process plugin (options are then passed as plugin options:
+// timeout, min-backoff, max-backoff, history). The caller closes the
+// result if it implements io.Closer (plugins do).
+func Open(r *Registry, spec string, opts Options, log *slog.Logger) (Estimator, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if path, ok := strings.CutPrefix(spec, pluginPrefix); ok {
+		f := strings.Fields(path)
+		if len(f) == 0 {
+			return nil, fmt.Errorf("open estimator %q: empty plugin path: %w", spec, ErrInvalidOption)
+		}
+		cfg, err := pluginConfigFromOptions(opts)
+		if err != nil {
+			return nil, fmt.Errorf("open estimator %q: %w", spec, err)
+		}
+		cfg.Args = f[1:]
+		return NewPlugin(f[0], cfg, log.With("component", "estimator", "estimator", spec)), nil
+	}
+	return r.New(spec, opts, log)
+}
+
+// revocable returns cpus and mem (MiB) as revocable resources.
+func revocable(cpus, memMiB float64) resources.Resources {
+	var r resources.Resources
+	if v := resources.FromFloat(cpus); v > 0 {
+		r = append(r, resources.Resource{Name: resources.CPUs, Type: resources.Scalar, Scalar: v, Revocable: true})
+	}
+	if v := resources.FromFloat(memMiB); v > 0 {
+		r = append(r, resources.Resource{Name: resources.Mem, Type: resources.Scalar, Scalar: v, Revocable: true})
+	}
+	return r
+}
+
+// MarkRevocable returns a copy of r with every resource marked revocable.
+func MarkRevocable(r resources.Resources) resources.Resources {
+	out := make(resources.Resources, len(r))
+	for i, x := range r {
+		x.Revocable = true
+		out[i] = x
+	}
+	return out
+}
+
+const mib = 1 << 20
+
+// Fallback wraps e so that an error is logged and answered with an empty
+// estimate (offer nothing) whose explanation names the failure. The
+// returned estimator never fails unless ctx is done.
+func Fallback(e Estimator, log *slog.Logger) Estimator {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &fallback{e: e, log: log}
+}
+
+type fallback struct {
+	e   Estimator
+	log *slog.Logger
+}
+
+func (f *fallback) Estimate(ctx context.Context, u monitor.Usage) (Estimate, error) {
+	est, err := f.e.Estimate(ctx, u)
+	if err == nil {
+		return est, nil
+	}
+	if ctx.Err() != nil {
+		return Estimate{}, err
+	}
+	f.log.Warn("estimator failed; offering nothing this round", "err", err)
+	return Estimate{Explanation: Explanation{
+		Estimator: "noop",
+		Summary:   "estimator failed, falling back to noop (offer nothing): " + err.Error(),
+	}}, nil
+}
+
+// Close closes the wrapped estimator if it is an io.Closer.
+func (f *fallback) Close() error { return closeIf(f.e) }
+
+// Blocker reports why revocable resources must not be offered now; the
+// empty string means they may. qos.Applier implements it (non-empty while
+// corrections are in force).
+type Blocker interface {
+	Blocking() string
+}
+
+// Guard wraps e so that nothing is offered while b blocks: the estimate is
+// empty and its explanation says why (e is not called).
+func Guard(e Estimator, b Blocker) Estimator { return &guard{e: e, b: b} }
+
+type guard struct {
+	e Estimator
+	b Blocker
+}
+
+func (g *guard) Estimate(ctx context.Context, u monitor.Usage) (Estimate, error) {
+	if why := g.b.Blocking(); why != "" {
+		return Estimate{Explanation: Explanation{
+			Estimator: "guard",
+			Summary:   "offering nothing new while QoS corrections are in force: " + why,
+		}}, nil
+	}
+	return g.e.Estimate(ctx, u)
+}
+
+// Close closes the wrapped estimator if it is an io.Closer.
+func (g *guard) Close() error { return closeIf(g.e) }
+
+func closeIf(e Estimator) error {
+	if c, ok := e.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}

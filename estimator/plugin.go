@@ -1,0 +1,164 @@
+package estimator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/brimnode/brim/monitor"
+	"github.com/brimnode/brim/pluginpb"
+	"github.com/brimnode/brim/resources"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+)
+
+// PluginConfig configures an out-of-process estimator. Zero fields take
+// the defaults.
+type PluginConfig struct {
+	// Args are passed to the plugin executable.
+	Args []string
+	// Timeout bounds one Estimate call; default 5 s. A plugin that takes
+	// longer is treated as hung, killed and restarted.
+	Timeout time.Duration
+	// StartTimeout bounds the plugin's start; default 10 s.
+	StartTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the restart delay after a crash,
+	// hang or failed start (doubling); defaults 1 s and 1 min.
+	MinBackoff, MaxBackoff time.Duration
+	// History is the number of samples per container sent with each call
+	// (the newest); default 60.
+	History int
+}
+
+func pluginConfigFromOptions(o Options) (PluginConfig, error) {
+	var c PluginConfig
+	var errs []error
+	var err error
+	c.Timeout, err = o.Duration("timeout", 0)
+	errs = append(errs, err)
+	c.StartTimeout, err = o.Duration("start-timeout", 0)
+	errs = append(errs, err)
+	c.MinBackoff, err = o.Duration("min-backoff", 0)
+	errs = append(errs, err)
+	c.MaxBackoff, err = o.Duration("max-backoff", 0)
+	errs = append(errs, err)
+	c.History, err = o.Int("history", 0)
+	errs = append(errs, err)
+	return c, errors.Join(errs...)
+}
+
+// Plugin is an estimator running as a separate program (hashicorp/go-plugin
+// over gRPC, protocol pluginpb). It is started on the first call and
+// restarted with backoff when it crashes or hangs; while it is down,
+// Estimate returns an error wrapping pluginpb.ErrUnavailable or
+// pluginpb.ErrTimeout (wrap it with Fallback to offer nothing instead).
+// Safe for concurrent use; the caller closes it.
+type Plugin struct {
+	sup     *pluginpb.Supervisor
+	history int
+}
+
+var _ Estimator = (*Plugin)(nil)
+
+// NewPlugin returns the estimator served by the executable at path. The
+// process starts on the first Estimate.
+func NewPlugin(path string, cfg PluginConfig, log *slog.Logger) *Plugin {
+	if cfg.History <= 0 {
+		cfg.History = 60
+	}
+	return &Plugin{
+		history: cfg.History,
+		sup: pluginpb.NewSupervisor(pluginpb.SupervisorConfig{
+			Path: path, Args: cfg.Args, Name: pluginpb.EstimatorPlugin, Plugin: &grpcPlugin{},
+			Timeout: cfg.Timeout, StartTimeout: cfg.StartTimeout,
+			MinBackoff: cfg.MinBackoff, MaxBackoff: cfg.MaxBackoff,
+		}, log),
+	}
+}
+
+// Estimate implements Estimator by calling the plugin.
+func (p *Plugin) Estimate(ctx context.Context, u monitor.Usage) (Estimate, error) {
+	req := &pluginpb.EstimateRequest{Usage: pluginpb.FromUsage(&u, p.history)}
+	var resp *pluginpb.EstimateResponse
+	err := p.sup.Call(ctx, func(ctx context.Context, c any) error {
+		var err error
+		resp, err = c.(pluginpb.EstimatorClient).Estimate(ctx, req)
+		return err
+	})
+	if err != nil {
+		return Estimate{}, fmt.Errorf("estimate: %w", err)
+	}
+	r, err := resources.Parse(resp.GetRevocable())
+	if err != nil {
+		return Estimate{}, fmt.Errorf("estimate: plugin returned bad resources: %w", err)
+	}
+	return Estimate{Revocable: MarkRevocable(r), Explanation: explanationFromPB(resp.GetExplanation())}, nil
+}
+
+// Restarts returns how many times the plugin process was restarted.
+func (p *Plugin) Restarts() int { return p.sup.Restarts() }
+
+// Close kills the plugin process.
+func (p *Plugin) Close() error { return p.sup.Close() }
+
+// Serve serves e as a brim estimator plugin on stdin/stdout (go-plugin's
+// protocol) and returns when the agent kills the process. Call it from
+// the plugin's main.
+func Serve(e Estimator) {
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: pluginpb.Handshake,
+		Plugins:         plugin.PluginSet{pluginpb.EstimatorPlugin: &grpcPlugin{impl: e}},
+		GRPCServer:      plugin.DefaultGRPCServer,
+	})
+}
+
+// grpcPlugin is the go-plugin definition of an estimator.
+type grpcPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	impl Estimator
+}
+
+func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	pluginpb.RegisterEstimatorServer(s, &server{impl: p.impl})
+	return nil
+}
+
+func (p *grpcPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return pluginpb.NewEstimatorClient(c), nil
+}
+
+type server struct {
+	pluginpb.UnimplementedEstimatorServer
+	impl Estimator
+}
+
+func (s *server) Estimate(ctx context.Context, req *pluginpb.EstimateRequest) (*pluginpb.EstimateResponse, error) {
+	est, err := s.impl.Estimate(ctx, req.GetUsage().ToMonitor())
+	if err != nil {
+		return nil, err
+	}
+	nonrev := make(resources.Resources, len(est.Revocable))
+	for i, r := range est.Revocable {
+		r.Revocable = false
+		nonrev[i] = r
+	}
+	return &pluginpb.EstimateResponse{Revocable: nonrev.String(), Explanation: explanationToPB(est.Explanation)}, nil
+}
+
+func explanationToPB(e Explanation) *pluginpb.Explanation {
+	out := &pluginpb.Explanation{Summary: e.Summary, Terms: make([]*pluginpb.Term, len(e.Terms))}
+	for i, t := range e.Terms {
+		out.Terms[i] = &pluginpb.Term{Name: t.Name, Value: t.Value, Unit: t.Unit, Note: t.Note}
+	}
+	return out
+}
+
+func explanationFromPB(e *pluginpb.Explanation) Explanation {
+	out := Explanation{Estimator: "plugin", Summary: e.GetSummary()}
+	for _, t := range e.GetTerms() {
+		out.Terms = append(out.Terms, Term{Name: t.Name, Value: t.Value, Unit: t.Unit, Note: t.Note})
+	}
+	return out
+}

@@ -1,0 +1,266 @@
+package pluginpb
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+var (
+	// ErrUnavailable is returned when the plugin is not running (waiting
+	// for its restart backoff, or it could not be started).
+	ErrUnavailable = errors.New("plugin unavailable")
+	// ErrTimeout is returned when a call to the plugin exceeded its limit.
+	ErrTimeout = errors.New("plugin call timed out")
+)
+
+// Handshake is the go-plugin handshake every brim plugin must answer: the
+// agent sets BRIM_PLUGIN_MAGIC_COOKIE=brim-oversubscription in the
+// plugin's environment and expects protocol version 1 over gRPC.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  1,
+	MagicCookieKey:   "BRIM_PLUGIN_MAGIC_COOKIE",
+	MagicCookieValue: "brim-oversubscription",
+}
+
+// Plugin names in the go-plugin plugin set.
+const (
+	EstimatorPlugin = "estimator"
+	QoSPlugin       = "qos"
+)
+
+// SupervisorConfig configures a Supervisor. Zero durations take defaults.
+type SupervisorConfig struct {
+	// Path is the plugin executable; Args are its arguments.
+	Path string
+	Args []string
+	// Name is the plugin's name in the set (EstimatorPlugin, QoSPlugin).
+	Name string
+	// Plugin is the go-plugin definition whose GRPCClient returns the
+	// client handed to Call.
+	Plugin plugin.Plugin
+	// Timeout bounds every call; default 5 s. A call that exceeds it is
+	// treated as a hang: the process is killed and restarted.
+	Timeout time.Duration
+	// StartTimeout bounds the plugin's start; default 10 s.
+	StartTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the delay before a restart after a
+	// failure (doubling per consecutive failure); defaults 1 s and 1 min.
+	MinBackoff, MaxBackoff time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Supervisor runs one plugin process and calls it. It starts the process
+// lazily, restarts it with exponential backoff after a crash, a hang or a
+// failed start, and logs every such event. Safe for concurrent use (calls
+// are serialised); Close kills the process.
+type Supervisor struct {
+	cfg SupervisorConfig
+	log *slog.Logger
+
+	mu        sync.Mutex
+	client    *plugin.Client
+	raw       any
+	failures  int
+	nextStart time.Time
+	restarts  int
+	started   bool
+	closed    bool
+}
+
+// NewSupervisor returns a supervisor for cfg; nothing starts until the
+// first Call.
+func NewSupervisor(cfg SupervisorConfig, log *slog.Logger) *Supervisor {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 10 * time.Second
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = time.Second
+	}
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		cfg.MaxBackoff = max(time.Minute, cfg.MinBackoff)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Supervisor{cfg: cfg, log: log.With("plugin", cfg.Path)}
+}
+
+// Restarts returns how many times the process was (re)started after the
+// first start.
+func (s *Supervisor) Restarts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restarts
+}
+
+// Running reports whether the plugin process is running.
+func (s *Supervisor) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.client != nil && !s.client.Exited()
+}
+
+// Call runs fn with the plugin's client (what the Plugin's GRPCClient
+// returned) and a context bounded by the call timeout. It starts the
+// process if it is not running and its backoff has passed, else returns an
+// error wrapping ErrUnavailable. If the process has exited, or fn fails
+// with a timeout (ErrTimeout) or a transport error, the process is killed
+// and a restart is scheduled with backoff. An error the plugin returned
+// itself is passed through and keeps the process.
+func (s *Supervisor) Call(ctx context.Context, fn func(ctx context.Context, client any) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("call %s: %w: closed", s.cfg.Path, ErrUnavailable)
+	}
+	if s.client != nil && s.client.Exited() {
+		s.failLocked("plugin process exited")
+	}
+	if s.client == nil {
+		if now := s.cfg.Now(); now.Before(s.nextStart) {
+			return fmt.Errorf("call %s: %w: restart in %s", s.cfg.Path, ErrUnavailable, s.nextStart.Sub(now).Round(time.Millisecond))
+		}
+		if err := s.startLocked(); err != nil {
+			s.failLocked("start plugin: " + err.Error())
+			return fmt.Errorf("start %s: %w: %w", s.cfg.Path, ErrUnavailable, err)
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	err := fn(cctx, s.raw)
+	if err == nil {
+		s.failures = 0
+		return nil
+	}
+	if ctx.Err() != nil { // the caller gave up: not the plugin's fault
+		return err
+	}
+	switch code := status.Code(err); {
+	case cctx.Err() != nil || code == codes.DeadlineExceeded:
+		s.failLocked(fmt.Sprintf("call timed out after %s", s.cfg.Timeout))
+		return fmt.Errorf("call %s: %w: %w", s.cfg.Path, ErrTimeout, err)
+	case code == codes.Unavailable || code == codes.Canceled || s.client.Exited():
+		s.failLocked("plugin connection failed: " + err.Error())
+		return fmt.Errorf("call %s: %w: %w", s.cfg.Path, ErrUnavailable, err)
+	}
+	return fmt.Errorf("call %s: %w", s.cfg.Path, err)
+}
+
+// Close kills the plugin process; later calls fail with ErrUnavailable.
+func (s *Supervisor) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.client != nil {
+		s.client.Kill()
+		s.client, s.raw = nil, nil
+	}
+	return nil
+}
+
+func (s *Supervisor) startLocked() error {
+	c := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  Handshake,
+		Plugins:          plugin.PluginSet{s.cfg.Name: s.cfg.Plugin},
+		Cmd:              exec.Command(s.cfg.Path, s.cfg.Args...),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		StartTimeout:     s.cfg.StartTimeout,
+		Logger:           newHCLogger(s.log),
+	})
+	rpc, err := c.Client()
+	if err != nil {
+		c.Kill()
+		return err
+	}
+	raw, err := rpc.Dispense(s.cfg.Name)
+	if err != nil {
+		c.Kill()
+		return fmt.Errorf("dispense %s: %w", s.cfg.Name, err)
+	}
+	if s.started {
+		s.restarts++
+	}
+	s.started = true
+	s.client, s.raw = c, raw
+	s.log.Info("plugin started", "restarts", s.restarts)
+	return nil
+}
+
+// failLocked kills the process and schedules the next start.
+func (s *Supervisor) failLocked(why string) {
+	if s.client != nil {
+		s.client.Kill()
+		s.client, s.raw = nil, nil
+	}
+	s.failures++
+	d := s.cfg.MinBackoff << min(s.failures-1, 20)
+	if d > s.cfg.MaxBackoff || d <= 0 {
+		d = s.cfg.MaxBackoff
+	}
+	s.nextStart = s.cfg.Now().Add(d)
+	s.log.Warn("plugin failed; restarting with backoff", "reason", why, "failures", s.failures, "backoff", d)
+}
+
+// newHCLogger routes go-plugin's hclog output (including the plugin's
+// stderr) into log.
+func newHCLogger(log *slog.Logger) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "go-plugin",
+		Level:      hclog.Debug,
+		JSONFormat: true,
+		Output:     &slogWriter{log: log},
+	})
+}
+
+type slogWriter struct{ log *slog.Logger }
+
+func (w *slogWriter) Write(p []byte) (int, error) {
+	for _, line := range bytes.Split(bytes.TrimSpace(p), []byte("\n")) {
+		var e map[string]any
+		if err := json.Unmarshal(line, &e); err != nil {
+			w.log.Debug(string(line))
+			continue
+		}
+		lvl := slog.LevelDebug
+		switch e["@level"] {
+		case "info":
+			lvl = slog.LevelInfo
+		case "warn":
+			lvl = slog.LevelWarn
+		case "error":
+			lvl = slog.LevelError
+		}
+		msg, _ := e["@message"].(string)
+		attrs := make([]any, 0, 2*len(e))
+		for k, v := range e {
+			if k == "@level" || k == "@message" || k == "@timestamp" {
+				continue
+			}
+			attrs = append(attrs, k, v)
+		}
+		w.log.Log(context.Background(), lvl, msg, attrs...)
+	}
+	return len(p), nil
+}
+
+var _ io.Writer = (*slogWriter)(nil)
