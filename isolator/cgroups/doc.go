@@ -1,0 +1,28 @@
+// Package cgroups is brim's cgroup isolator: one cgroup per container under
+// an absolute, configurable parent (default "/brim"), on cgroup v1 (also the
+// v1 side of a hybrid host) and on cgroup v2 (unified).
+//
+// It owns the container groups below its parent in every hierarchy: it
+// creates them with cpu shares/weight, an optional CFS quota, a memory limit
+// and a pids limit; changes those limits while the container runs (live
+// resize); reads usage (cpu, throttling, memory, pids, OOM kills, PSI);
+// freezes and thaws; reports OOM events; and removes the groups (also the
+// unified directory libcontainer adds on a hybrid host) on cleanup and after
+// an agent restart.
+//
+// Computing the file writes is a pure step (Plan), table-tested for v1 and
+// v2; applying them is a thin loop of raw writes. Stats parsers take an
+// io.Reader or a directory and are tested on fixture trees in testdata/.
+//
+// It never kills or moves processes, never writes to a cgroup outside its
+// parent (it creates the parent itself if missing, and on v1 copies
+// cpuset.cpus/mems into it), never decides policy (the QoS controller asks
+// for throttling through SetCPUQuota and Freeze) and never logs.
+//
+// Sentinels: ErrInvalid (bad configuration, container ID or limits),
+// ErrBusy (a group still holds processes on cleanup), ErrMemoryInUse (a
+// memory limit below what the container uses and the kernel cannot
+// reclaim), ErrNotMember (Isolate with a pid outside the group), and the
+// contract's isolator.ErrNotFound (no group for that ID) and
+// isolator.ErrNotSupported (a host without a controller the limits need).
+package cgroups
