@@ -70,3 +70,63 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzArithmetic checks the algebra of Add, Subtract, Contains and Equal on
+// any two values that parse.
+func FuzzArithmetic(f *testing.F) {
+	seeds := [][2]string{
+		{"cpus:1;mem:1024", "cpus:0.5"},
+		{"cpus:1", "cpus:2"},
+		{"ports:[1-100]", "ports:[10-20,50,90-200]"},
+		{"ports:[0-18446744073709551615]", "ports:[1-18446744073709551614]"},
+		{"disks:{a,b,c}", "disks:{b,d}"},
+		{"cpus(hdfs,alice):2;cpus(hdfs):1", "cpus(hdfs):1;cpus{REV}:1"},
+		{"cpus:9223372036854775.807", "cpus:1"},
+		{"cpus:1", "cpus:[1-2]"},
+	}
+	for _, s := range seeds {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, sa, sb string) {
+		a, errA := Parse(sa)
+		b, errB := Parse(sb)
+		if errA != nil || errB != nil {
+			return
+		}
+		sum, diff := a.Add(b), a.Subtract(b)
+		for _, r := range []Resources{sum, diff} {
+			if !r.isNormalized() {
+				t.Fatalf("a=%s b=%s: result %#v is not normalized", a, b, r)
+			}
+			if r.Validate() != nil {
+				continue // a and b use one name with two types
+			}
+			if back, err := Parse(r.String()); err != nil || !back.Equal(r) {
+				t.Fatalf("a=%s b=%s: result %s does not round-trip: %v", a, b, r, err)
+			}
+		}
+		if !sum.Contains(a) || !sum.Contains(b) {
+			t.Fatalf("a=%s b=%s: a+b=%s does not contain both", a, b, sum)
+		}
+		if !sum.Equal(b.Add(a)) {
+			t.Fatalf("a=%s b=%s: a+b != b+a", a, b)
+		}
+		if !a.Contains(diff) {
+			t.Fatalf("a=%s b=%s: a does not contain a-b=%s", a, b, diff)
+		}
+		if !diff.Add(b).Contains(a) {
+			t.Fatalf("a=%s b=%s: (a-b)+b does not contain a", a, b)
+		}
+		if a.Contains(b) {
+			if got := diff.Add(b); !got.Equal(a) {
+				t.Fatalf("a=%s b=%s: a contains b but (a-b)+b = %s", a, b, got)
+			}
+		}
+		if (a.Contains(b) && b.Contains(a)) != a.Equal(b) {
+			t.Fatalf("a=%s b=%s: mutual containment differs from Equal", a, b)
+		}
+		if !sum.Subtract(sum).IsEmpty() {
+			t.Fatalf("a=%s b=%s: (a+b)-(a+b) not empty", a, b)
+		}
+	})
+}

@@ -9,8 +9,8 @@ import (
 
 // Parse parses resources in the text syntax (see the package doc), e.g.
 // "cpus:2;mem:1024;ports:[31000-32000];cpus(hdfs):1;cpus{REV}:0.5".
-// Repeated entries of one key add up (ranges and sets must then not
-// overlap). The result is normalized; the empty text gives empty Resources.
+// Repeated entries of one key add up (their ranges and set items must not
+// overlap, and a scalar sum must stay within MaxValue). The result is normalized; the empty text gives empty Resources.
 //
 // Errors are *ParseError naming the offending token and wrap ErrInvalid
 // (and ErrRevocableReservation for a reserved revocable resource).
@@ -205,7 +205,10 @@ func merge(out *Resources, r Resource, tok string) *ParseError {
 		}
 		switch r.Type {
 		case Scalar:
-			o.Scalar = addValue(o.Scalar, r.Scalar)
+			if o.Scalar > MaxValue-r.Scalar {
+				return &ParseError{Token: tok, Reason: fmt.Sprintf("sum of %q out of range", r.Name)}
+			}
+			o.Scalar += r.Scalar
 		case Ranges:
 			for _, rg := range r.Ranges {
 				if j, ok := overlapping(o.Ranges, rg); ok {

@@ -126,6 +126,7 @@ func TestParseErrors(t *testing.T) {
 		{"ports:[1-18446744073709551616]", "ports:[1-18446744073709551616]", "invalid range", nil},
 		{"ports:[1-10,5-6]", "ports:[1-10,5-6]", "overlapping ranges 1-10 and 5-6", nil},
 		{"ports:[1-10]; ports:[10-12]", "ports:[10-12]", "overlaps 1-10", nil},
+		{"cpus:9223372036854775.807;cpus:0.001", "cpus:0.001", `sum of "cpus" out of range`, nil},
 		{"disks:{a,b", "disks:{a,b", "missing '}'", nil},
 		{"disks:{a,a}", "disks:{a,a}", "duplicate set item", nil},
 		{"disks:{a};disks:{a}", "disks:{a}", "given earlier", nil},
