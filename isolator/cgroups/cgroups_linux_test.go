@@ -39,7 +39,7 @@ func newV1(t *testing.T) (*Isolator, string) {
 // start runs args and moves the process into the given group directories
 // (cgroup.procs of the test's own groups only) before it execs: the shell
 // waits for a line on stdin first. The process is killed on cleanup.
-func start(t *testing.T, dirs []string, args ...string) (*exec.Cmd, func()) {
+func start(t testing.TB, dirs []string, args ...string) (*exec.Cmd, func()) {
 	t.Helper()
 	cmd := exec.Command("sh", append([]string{"-c", `read go; exec "$@"`, "sh"}, args...)...)
 	in, err := cmd.StdinPipe()
@@ -68,7 +68,7 @@ func start(t *testing.T, dirs []string, args ...string) (*exec.Cmd, func()) {
 
 // killAll kills what is left in the test's group directories dirs (the
 // children of a process start ran) and waits until they are empty.
-func killAll(t *testing.T, dirs []string) {
+func killAll(t testing.TB, dirs []string) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
 		var left []int
@@ -101,7 +101,7 @@ func groupDirs(i *Isolator, id string) []string {
 	return dirs
 }
 
-func readTrim(t *testing.T, p string) string {
+func readTrim(t testing.TB, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -111,7 +111,7 @@ func readTrim(t *testing.T, p string) string {
 }
 
 // checkFiles compares cgroup files ("ctrl/file" → value) of id.
-func checkFiles(t *testing.T, i *Isolator, id string, want map[string]string) {
+func checkFiles(t testing.TB, i *Isolator, id string, want map[string]string) {
 	t.Helper()
 	for f, v := range want {
 		ctrl, file, _ := strings.Cut(f, "/")
