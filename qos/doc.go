@@ -1,0 +1,23 @@
+// Package qos owns the QoS controller contract: from the node's usage
+// (monitor.Usage), the corrections that protect non-revocable work from
+// revocable (best-effort) work — THROTTLE / UNTHROTTLE a revocable
+// container's cpu quota, FREEZE / THAW it, KILL it (reason
+// CONTAINER_PREEMPTED). Every correction names the signal that triggered
+// it.
+//
+// It owns: the Controller contract, the Registry of factories, the
+// built-ins (noop, load, interference), the Applier that applies
+// corrections through an Actuator the agent provides and keeps the set of
+// corrections in force (the estimator's Guard reads it: no new revocable
+// offers while any is in force), and the out-of-process plugin host and
+// serve side (hashicorp/go-plugin over gRPC, protocol in package
+// pluginpb).
+//
+// It never estimates revocable resources and never touches cgroups or
+// processes itself: controllers compute, the Applier calls the Actuator.
+//
+// Sentinels: ErrUnknown (no controller registered under a name),
+// ErrInvalidOption (a bad option value), ErrNotSupported. Plugin calls
+// also return errors wrapping pluginpb.ErrUnavailable or
+// pluginpb.ErrTimeout.
+package qos

@@ -1,0 +1,315 @@
+package qos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/brimnode/brim/monitor"
+)
+
+var (
+	// ErrUnknown is returned for a name no controller is registered under.
+	ErrUnknown = errors.New("unknown qos controller")
+	// ErrInvalidOption is returned for an option value that does not parse
+	// or is out of range.
+	ErrInvalidOption = errors.New("invalid qos option")
+	// ErrNotSupported is returned by a factory that cannot run on this host.
+	ErrNotSupported = errors.New("qos controller not supported on this host")
+)
+
+// ReasonPreempted is the terminal status reason of a container killed by
+// a QoS correction.
+const ReasonPreempted = "CONTAINER_PREEMPTED"
+
+// Controller computes the corrections to apply now from the node's usage.
+// It is called from one goroutine at a time, every QoS round (1 s by
+// default) and when the monitor signals new data.
+type Controller interface {
+	Corrections(ctx context.Context, u monitor.Usage) ([]Correction, error)
+}
+
+// Type is the kind of a correction.
+type Type int
+
+const (
+	// Throttle lowers a revocable container's cpu quota to CPUQuota.
+	Throttle Type = iota + 1
+	// Unthrottle restores a revocable container's own cpu limit.
+	Unthrottle
+	// Freeze freezes every process of a revocable container.
+	Freeze
+	// Thaw thaws a frozen container.
+	Thaw
+	// Kill kills a revocable container; its task ends with reason
+	// CONTAINER_PREEMPTED.
+	Kill
+)
+
+var typeNames = [...]string{Throttle: "THROTTLE", Unthrottle: "UNTHROTTLE", Freeze: "FREEZE", Thaw: "THAW", Kill: "KILL"}
+
+// String returns the wire name ("THROTTLE", …).
+func (t Type) String() string {
+	if t > 0 && int(t) < len(typeNames) {
+		return typeNames[t]
+	}
+	return "Type(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Trigger names the signal that caused a correction.
+type Trigger struct {
+	// Signal is "cpu-throttling", "runqueue-p99", "psi-cpu", "psi-memory",
+	// "app-latency", "load", "recovered", or a plugin's own name.
+	Signal string
+	// Victim is the non-revocable container that was hurt, if any.
+	Victim string
+	// Value is the signal's value; Baseline the victim's learned normal;
+	// Threshold the value beyond which the signal counts as degraded.
+	Value, Baseline, Threshold float64
+}
+
+// String renders the trigger for logs and status.
+func (t Trigger) String() string {
+	s := t.Signal
+	if t.Victim != "" {
+		s += " of " + t.Victim
+	}
+	return fmt.Sprintf("%s = %.4g (baseline %.4g, threshold %.4g)", s, t.Value, t.Baseline, t.Threshold)
+}
+
+// Correction is one action on a revocable container.
+type Correction struct {
+	Type        Type
+	ContainerID string
+	// CPUQuota is the new cpu limit in thousandths of a cpu (Throttle).
+	CPUQuota int64
+	// Reason is a human sentence; Trigger the signal behind it.
+	Reason  string
+	Trigger Trigger
+}
+
+// String renders the correction for logs.
+func (c Correction) String() string {
+	s := c.Type.String() + " " + c.ContainerID
+	if c.Type == Throttle {
+		s += fmt.Sprintf(" to %d mcpu", c.CPUQuota)
+	}
+	return s + ": " + c.Trigger.String()
+}
+
+// Options are a controller's configuration, from agent flags
+// (--qos-opt key=value) or a config file. Getters return errors wrapping
+// ErrInvalidOption.
+type Options map[string]string
+
+func (o Options) float(key string, def float64, errs *[]error) float64 {
+	v, ok := o[key]
+	if !ok || v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption))
+	}
+	return f
+}
+
+func (o Options) int(key string, def int, errs *[]error) int {
+	v, ok := o[key]
+	if !ok || v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption))
+	}
+	return n
+}
+
+func (o Options) duration(key string, def time.Duration, errs *[]error) time.Duration {
+	v, ok := o[key]
+	if !ok || v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		*errs = append(*errs, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption))
+	}
+	return d
+}
+
+// ParseOptions parses "k=v" pairs (repeated flags) into Options.
+func ParseOptions(kvs []string) (Options, error) {
+	o := Options{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("option %q is not key=value: %w", kv, ErrInvalidOption)
+		}
+		o[k] = v
+	}
+	return o, nil
+}
+
+// Factory builds a controller from its options. log is already named.
+type Factory func(opts Options, log *slog.Logger) (Controller, error)
+
+// Registry maps names to controller factories. Build it in cmd; safe for
+// concurrent use.
+type Registry struct {
+	mu sync.RWMutex
+	m  map[string]Factory
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{m: map[string]Factory{}} }
+
+// RegisterBuiltins registers noop, load and interference on r.
+func RegisterBuiltins(r *Registry) {
+	r.Register("noop", NewNoop)
+	r.Register("load", NewLoad)
+	r.Register("interference", NewInterference)
+}
+
+// Register adds f under name. It panics on an empty or duplicate name or a
+// name starting with "plugin:".
+func (r *Registry) Register(name string, f Factory) {
+	if name == "" || f == nil || strings.HasPrefix(name, pluginPrefix) {
+		panic("qos: Register with an empty name, nil factory or plugin: prefix")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.m[name]; dup {
+		panic("qos: duplicate Register of " + name)
+	}
+	r.m[name] = f
+}
+
+// Names returns the registered names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, 0, len(r.m))
+	for n := range r.m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// New builds the controller registered as name; ErrUnknown if none.
+func (r *Registry) New(name string, opts Options, log *slog.Logger) (Controller, error) {
+	r.mu.RLock()
+	f, ok := r.m[name]
+	r.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("new qos controller %q (have %s): %w", name, strings.Join(r.Names(), ", "), ErrUnknown)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c, err := f(opts, log.With("component", "qos", "controller", name))
+	if err != nil {
+		return nil, fmt.Errorf("new qos controller %q: %w", name, err)
+	}
+	return c, nil
+}
+
+const pluginPrefix = "plugin:"
+
+// Open builds the controller named by spec, the value of --qos: a
+// registered name ("interference") or "plugin:/path/to/bin [args…]" for an
+// out-of-process plugin (options are then plugin options: timeout,
+// start-timeout, min-backoff, max-backoff, history). The caller closes
+// the result if it implements io.Closer (plugins do).
+func Open(r *Registry, spec string, opts Options, log *slog.Logger) (Controller, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if path, ok := strings.CutPrefix(spec, pluginPrefix); ok {
+		f := strings.Fields(path)
+		if len(f) == 0 {
+			return nil, fmt.Errorf("open qos controller %q: empty plugin path: %w", spec, ErrInvalidOption)
+		}
+		var errs []error
+		cfg := PluginConfig{
+			Args:         f[1:],
+			Timeout:      opts.duration("timeout", 0, &errs),
+			StartTimeout: opts.duration("start-timeout", 0, &errs),
+			MinBackoff:   opts.duration("min-backoff", 0, &errs),
+			MaxBackoff:   opts.duration("max-backoff", 0, &errs),
+			History:      opts.int("history", 0, &errs),
+		}
+		if err := errors.Join(errs...); err != nil {
+			return nil, fmt.Errorf("open qos controller %q: %w", spec, err)
+		}
+		return NewPlugin(f[0], cfg, log.With("component", "qos", "controller", spec)), nil
+	}
+	return r.New(spec, opts, log)
+}
+
+// Fallback wraps c so that an error is logged and answered with no
+// corrections (noop) for that round.
+func Fallback(c Controller, log *slog.Logger) Controller {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &fallback{c: c, log: log}
+}
+
+type fallback struct {
+	c   Controller
+	log *slog.Logger
+}
+
+func (f *fallback) Corrections(ctx context.Context, u monitor.Usage) ([]Correction, error) {
+	cs, err := f.c.Corrections(ctx, u)
+	if err == nil || ctx.Err() != nil {
+		return cs, err
+	}
+	f.log.Warn("qos controller failed; no corrections this round", "err", err)
+	return nil, nil
+}
+
+// Close closes the wrapped controller if it is an io.Closer.
+func (f *fallback) Close() error {
+	if c, ok := f.c.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// Noop never corrects anything.
+type Noop struct{}
+
+var _ Controller = Noop{}
+
+// NewNoop is the noop factory.
+func NewNoop(Options, *slog.Logger) (Controller, error) { return Noop{}, nil }
+
+// Corrections implements Controller.
+func (Noop) Corrections(context.Context, monitor.Usage) ([]Correction, error) { return nil, nil }
+
+// youngestRevocable returns the revocable containers, youngest first (ties
+// by ID, for determinism).
+func youngestRevocable(u *monitor.Usage) []*monitor.ContainerUsage {
+	var out []*monitor.ContainerUsage
+	for i := range u.Containers {
+		if u.Containers[i].Revocable {
+			out = append(out, &u.Containers[i])
+		}
+	}
+	slices.SortFunc(out, func(a, b *monitor.ContainerUsage) int {
+		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
+}

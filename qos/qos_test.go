@@ -1,0 +1,420 @@
+package qos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/isolator"
+	"github.com/brimnode/brim/monitor"
+	"github.com/brimnode/brim/pluginpb"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+var t0 = time.Unix(1_700_000_000, 0)
+
+// node builds a usage snapshot at t0+sec: one latency-critical container
+// "lc" reporting p99 latency lat (application latency) and the given
+// revocable containers, started at t0 + their index seconds (later =
+// younger).
+func node(sec int, lat time.Duration, revocable ...string) monitor.Usage {
+	now := t0.Add(time.Duration(sec) * time.Second)
+	lc := monitor.ContainerUsage{ContainerInfo: monitor.ContainerInfo{ID: "lc", Limits: isolator.Limits{MilliCPUs: 1000}}}
+	lc.Latest.Timestamp = now
+	lc.Latest.AppLatency = &monitor.LatencySummary{P99: lat, Source: "app"}
+	lc.History = monitor.NewRing(2)
+	lc.History.Push(lc.Latest)
+	u := monitor.Usage{Timestamp: now, Host: monitor.HostStatistics{NumCPU: 2}, Containers: []monitor.ContainerUsage{lc}}
+	for i, id := range revocable {
+		u.Containers = append(u.Containers, monitor.ContainerUsage{ContainerInfo: monitor.ContainerInfo{
+			ID: id, Revocable: true, StartedAt: t0.Add(time.Duration(i) * time.Second),
+			Limits: isolator.Limits{MilliCPUs: 1000, Class: isolator.BestEffort}}})
+	}
+	return u
+}
+
+func render(cs []Correction) string {
+	var parts []string
+	for _, c := range cs {
+		s := c.Type.String() + " " + c.ContainerID
+		if c.Type == Throttle {
+			s += fmt.Sprintf("@%d", c.CPUQuota)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func TestInterferenceGradedResponse(t *testing.T) {
+	ic, err := NewInterference(Options{"warmup": "3", "cooldown": "3s", "recover-after": "5s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ic.(*Interference)
+	ms := time.Millisecond
+	be := []string{"be-old", "be-young"}
+	steps := []struct {
+		sec   int
+		lat   time.Duration
+		be    []string
+		want  string
+		level int
+	}{
+		{0, 1 * ms, be, "", LevelNone},
+		{1, 1 * ms, be, "", LevelNone},
+		{2, 1 * ms, be, "", LevelNone},
+		{3, 1800 * time.Microsecond, be, "", LevelNone}, // below 2 × baseline: noise
+		{4, 5 * ms, be, "THROTTLE be-old@200, THROTTLE be-young@200", LevelThrottle},
+		{5, 5 * ms, be, "", LevelThrottle}, // cool-down
+		{7, 5 * ms, be, "FREEZE be-old, FREEZE be-young", LevelFreeze},
+		{8, 1700 * time.Microsecond, be, "", LevelFreeze}, // above exit (baseline + floor), below enter: hysteresis holds
+		{10, 1 * ms, be, "", LevelFreeze},                 // healthy since 10
+		{14, 1 * ms, be, "", LevelFreeze},                 // 4 s < recover-after
+		{15, 1 * ms, be, "THAW be-old, THAW be-young", LevelThrottle},
+		{16, 1 * ms, append(be, "be-new"), "THROTTLE be-new@200", LevelThrottle}, // a newcomer joins the level
+		{20, 1 * ms, append(be, "be-new"), "UNTHROTTLE be-new, UNTHROTTLE be-old, UNTHROTTLE be-young", LevelNone},
+		{21, 9 * ms, be, "THROTTLE be-old@200, THROTTLE be-young@200", LevelThrottle},
+		{24, 9 * ms, be, "FREEZE be-old, FREEZE be-young", LevelFreeze},
+		{27, 9 * ms, be, "", LevelKill}, // the step to the kill level
+		{30, 9 * ms, be, "KILL be-young", LevelKill},
+		{31, 9 * ms, be[:1], "", LevelKill},
+		{33, 9 * ms, be[:1], "KILL be-old", LevelKill},
+		{36, 9 * ms, nil, "", LevelKill},
+	}
+	for _, s := range steps {
+		cs, err := c.Corrections(context.Background(), node(s.sec, s.lat, s.be...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := render(cs); got != s.want || c.Level() != s.level {
+			t.Fatalf("t=%ds lat=%s: corrections %q level %d, want %q level %d", s.sec, s.lat, got, c.Level(), s.want, s.level)
+		}
+		for _, x := range cs {
+			if x.Type == Thaw || x.Type == Unthrottle {
+				if x.Trigger.Signal != SignalRecovered || x.Trigger.Victim != "lc" {
+					t.Fatalf("t=%ds: de-escalation trigger %+v", s.sec, x.Trigger)
+				}
+				continue
+			}
+			tr := x.Trigger
+			if tr.Signal != SignalAppLatency || tr.Victim != "lc" || tr.Value <= tr.Threshold || tr.Baseline < 0.00099 || tr.Baseline > 0.0011 {
+				t.Fatalf("t=%ds: %s trigger %+v", s.sec, x.Type, tr)
+			}
+		}
+	}
+}
+
+func TestInterferenceWarmupAndBaseline(t *testing.T) {
+	c, err := NewInterferenceWith(InterferenceConfig{EnterFactor: 2, ExitFactor: 1.5, Alpha: 0.5, Warmup: 3,
+		Cooldown: time.Second, RecoverAfter: time.Second, ThrottleFraction: 0.5, MinQuota: 10,
+		Floors: map[string]float64{SignalAppLatency: 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := time.Millisecond
+	// During warm-up even a high value only teaches the baseline.
+	for i, l := range []time.Duration{10 * ms, 2 * ms, 2 * ms} {
+		if cs, _ := c.Corrections(context.Background(), node(i, l, "be")); len(cs) != 0 {
+			t.Fatalf("warm-up step %d corrected: %v", i, cs)
+		}
+	}
+	// baseline = 10 → 6 → 4 ms; 7 ms < 8 ms: not degraded, and learned.
+	if cs, _ := c.Corrections(context.Background(), node(3, 7*ms, "be")); len(cs) != 0 {
+		t.Fatalf("7ms corrected: %v", cs)
+	}
+	// baseline 5.5 ms → threshold 11 ms.
+	cs, _ := c.Corrections(context.Background(), node(4, 12*ms, "be"))
+	if render(cs) != "THROTTLE be@500" || cs[0].Trigger.Threshold < 0.0109 || cs[0].Trigger.Threshold > 0.0111 {
+		t.Fatalf("corrections %v trigger %+v", render(cs), cs)
+	}
+}
+
+func TestSignals(t *testing.T) {
+	r := monitor.NewRing(4)
+	var a, b monitor.Statistics
+	a.Timestamp, b.Timestamp = t0, t0.Add(time.Second)
+	a.HasCPU, b.HasCPU = true, true
+	a.CPUPeriods, b.CPUPeriods = 100, 110
+	a.CPUThrottled, b.CPUThrottled = 10, 14
+	a.HasPressure, b.HasPressure = true, true
+	b.CPUPressure.SomeTotal = 250 * time.Millisecond
+	b.MemPressure.SomeTotal = 100 * time.Millisecond
+	b.RunQueue = &monitor.LatencySummary{P99: 3 * time.Millisecond, Source: "ebpf"}
+	r.Push(a)
+	r.Push(b)
+	c := monitor.ContainerUsage{Latest: b, History: r}
+	got := Signals(&c)
+	want := map[string]float64{SignalCPUThrottling: 0.4, SignalPSICPU: 0.25, SignalPSIMemory: 0.1, SignalRunQueueP99: 0.003}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g < v-1e-9 || g > v+1e-9 {
+			t.Errorf("%s = %v %v, want %v", k, g, ok, v)
+		}
+	}
+	if _, ok := got[SignalAppLatency]; ok || len(got) != len(want) {
+		t.Errorf("signals = %v", got)
+	}
+}
+
+func TestLoadYoungestFirst(t *testing.T) {
+	l := NewLoadWith(LoadConfig{Load5: 3, Cooldown: 10 * time.Second})
+	ctx := context.Background()
+	at := func(sec int, load5 float64, be ...string) monitor.Usage {
+		u := node(sec, time.Millisecond, be...)
+		u.Host.Load5 = load5
+		return u
+	}
+	for _, s := range []struct {
+		u    monitor.Usage
+		want string
+	}{
+		{at(0, 2, "a", "b", "c"), ""},
+		{at(1, 4, "a", "b", "c"), "KILL c"},
+		{at(2, 4, "a", "b"), ""}, // cool-down
+		{at(11, 4, "a", "b"), "KILL b"},
+		{at(21, 2.9, "a"), ""},
+		{at(31, 5, "a"), "KILL a"},
+		{at(41, 5), ""},
+	} {
+		cs, err := l.Corrections(ctx, s.u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := render(cs); got != s.want {
+			t.Fatalf("t=%v: %q, want %q", s.u.Timestamp.Sub(t0), got, s.want)
+		}
+		for _, c := range cs {
+			if c.Trigger.Signal != "load" || c.Trigger.Threshold != 3 {
+				t.Fatalf("trigger %+v", c.Trigger)
+			}
+		}
+	}
+	// No thresholds: load5 above the cpu count.
+	l2, err := NewLoad(Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs, _ := l2.Corrections(ctx, at(0, 2.5, "x")); render(cs) != "KILL x" {
+		t.Fatalf("default threshold: %v", render(cs))
+	}
+}
+
+type fakeActuator struct {
+	calls []string
+	fail  map[string]error
+}
+
+func (f *fakeActuator) do(op, id string) error {
+	f.calls = append(f.calls, op+" "+id)
+	return f.fail[op+" "+id]
+}
+func (f *fakeActuator) SetCPUQuota(_ context.Context, id string, m int64) error {
+	return f.do(fmt.Sprintf("quota=%d", m), id)
+}
+func (f *fakeActuator) Freeze(_ context.Context, id string) error { return f.do("freeze", id) }
+func (f *fakeActuator) Thaw(_ context.Context, id string) error   { return f.do("thaw", id) }
+func (f *fakeActuator) Kill(_ context.Context, id, reason string) error {
+	return f.do("kill("+reason+")", id)
+}
+
+func TestApplier(t *testing.T) {
+	boom := errors.New("boom")
+	act := &fakeActuator{fail: map[string]error{"freeze b": boom}}
+	a := NewApplier(act, nil)
+	ctx := context.Background()
+	trig := Trigger{Signal: SignalRunQueueP99, Victim: "lc"}
+	if a.Blocking() != "" {
+		t.Fatal("blocking with nothing in force")
+	}
+	err := a.Apply(ctx, []Correction{
+		{Type: Throttle, ContainerID: "a", CPUQuota: 100, Trigger: trig},
+		{Type: Throttle, ContainerID: "b", CPUQuota: 100, Trigger: trig},
+		{Type: Freeze, ContainerID: "a", Trigger: trig},
+		{Type: Freeze, ContainerID: "b", Trigger: trig},
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v", err)
+	}
+	if got := render(a.Active()); got != "THROTTLE a@100, THROTTLE b@100, FREEZE a" {
+		t.Fatalf("active = %s", got)
+	}
+	if b := a.Blocking(); !strings.Contains(b, "3 correction(s)") || !strings.Contains(b, "runqueue-p99") {
+		t.Fatalf("blocking = %q", b)
+	}
+	// Kill of a frozen container thaws it first and forgets it.
+	if err := a.Apply(ctx, []Correction{{Type: Kill, ContainerID: "a", Trigger: trig}, {Type: Unthrottle, ContainerID: "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := "quota=100 a|quota=100 b|freeze a|freeze b|thaw a|kill(CONTAINER_PREEMPTED) a|quota=0 b"
+	if got := strings.Join(act.calls, "|"); got != want {
+		t.Fatalf("calls = %s\nwant    %s", got, want)
+	}
+	if len(a.Active()) != 0 || a.Blocking() != "" {
+		t.Fatalf("still active: %v", a.Active())
+	}
+	if r := a.Recent(); len(r) != 6 || !errors.Is(r[3].Err, boom) {
+		t.Fatalf("recent = %+v", r)
+	}
+	if err := testutil.CollectAndCompare(a, strings.NewReader(`
+# HELP brim_qos_corrections_total QoS corrections applied, by type and triggering signal.
+# TYPE brim_qos_corrections_total counter
+brim_qos_corrections_total{trigger="runqueue-p99",type="FREEZE"} 1
+brim_qos_corrections_total{trigger="runqueue-p99",type="KILL"} 1
+brim_qos_corrections_total{trigger="runqueue-p99",type="THROTTLE"} 2
+brim_qos_corrections_total{trigger="",type="UNTHROTTLE"} 1
+`), "brim_qos_corrections_total"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	r := NewRegistry()
+	RegisterBuiltins(r)
+	if got := strings.Join(r.Names(), ","); got != "interference,load,noop" {
+		t.Fatalf("names = %s", got)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("duplicate Register did not panic")
+			}
+		}()
+		r.Register("noop", NewNoop)
+	}()
+	if _, err := Open(r, "nope", nil, nil); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("unknown: %v", err)
+	}
+	for _, o := range []Options{{"enter-factor": "1"}, {"alpha": "0"}, {"cooldown": "x"}, {"exit-factor": "3"}} {
+		if _, err := Open(r, "interference", o, nil); !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("%v: %v", o, err)
+		}
+	}
+	if _, err := Open(r, "plugin:/x", Options{"timeout": "never"}, nil); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("plugin options: %v", err)
+	}
+}
+
+func buildBinary(t *testing.T, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("build %s: %v", pkg, err)
+	}
+	return bin
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func testLogger(t *testing.T) *slog.Logger { return slog.New(slog.NewTextHandler(testWriter{t}, nil)) }
+
+func TestPluginRoundTrip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a plugin")
+	}
+	bin := buildBinary(t, "github.com/brimnode/brim/examples/qos-plugin")
+	c, err := Open(NewRegistry(), "plugin:"+bin+" 1.0", nil, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.(*Plugin).Close()
+	ctx := context.Background()
+	u := node(5, time.Millisecond, "old", "young")
+	u.Host.Load1 = 1.5 // 2 cpus: below 2.0
+	if cs, err := c.Corrections(ctx, u); err != nil || len(cs) != 0 {
+		t.Fatalf("low load: %v %v", cs, err)
+	}
+	u.Host.Load1 = 2.5
+	cs, err := c.Corrections(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if render(cs) != "KILL young" || cs[0].Trigger.Signal != "load1" || cs[0].Trigger.Value != 2.5 || cs[0].Trigger.Threshold != 2 {
+		t.Fatalf("high load: %s %+v", render(cs), cs)
+	}
+}
+
+func TestPluginMisbehaves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a plugin")
+	}
+	bin := buildBinary(t, "github.com/brimnode/brim/qos/testdata/badplugin")
+	for _, mode := range []string{"crash", "hang"} {
+		t.Run(mode, func(t *testing.T) {
+			marker := filepath.Join(t.TempDir(), "marker")
+			p := NewPlugin(bin, PluginConfig{Args: []string{mode, marker}, Timeout: 300 * time.Millisecond,
+				MinBackoff: 100 * time.Millisecond}, testLogger(t))
+			defer p.Close()
+			ctx := context.Background()
+			u := node(0, time.Millisecond, "be")
+			_, err := p.Corrections(ctx, u)
+			want := pluginpb.ErrUnavailable
+			if mode == "hang" {
+				want = pluginpb.ErrTimeout
+			}
+			if !errors.Is(err, want) {
+				t.Fatalf("first call: %v, want %v", err, want)
+			}
+			if cs, err := Fallback(p, testLogger(t)).Corrections(ctx, u); err != nil || cs != nil {
+				t.Fatalf("fallback: %v %v", cs, err)
+			}
+			var last error
+			for range 50 {
+				if _, last = p.Corrections(ctx, u); last == nil {
+					break
+				}
+				if !errors.Is(last, pluginpb.ErrUnavailable) {
+					t.Fatalf("while restarting: %v", last)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if last != nil || p.Restarts() != 1 {
+				t.Fatalf("after restart: %v, restarts %d", last, p.Restarts())
+			}
+		})
+	}
+}
+
+// BenchmarkInterference100 measures one interference decision over 50
+// latency-critical and 50 revocable containers with eBPF and PSI signals.
+func BenchmarkInterference100(b *testing.B) {
+	c, err := NewInterference(Options{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	u := monitor.Usage{Timestamp: t0}
+	for i := range 100 {
+		cu := monitor.ContainerUsage{ContainerInfo: monitor.ContainerInfo{ID: fmt.Sprintf("c%03d", i), Revocable: i%2 == 1,
+			Limits: isolator.Limits{MilliCPUs: 500}}, History: monitor.NewRing(300)}
+		for j := range 300 {
+			var s monitor.Statistics
+			s.Timestamp = t0.Add(time.Duration(j) * time.Second)
+			s.HasCPU, s.CPUPeriods, s.CPUThrottled = true, uint64(j*10), uint64(j)
+			s.HasPressure, s.CPUPressure.SomeTotal = true, time.Duration(j)*time.Millisecond
+			s.RunQueue = &monitor.LatencySummary{P99: time.Millisecond}
+			cu.History.Push(s)
+		}
+		cu.Latest, _ = cu.History.Latest()
+		u.Containers = append(u.Containers, cu)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		u.Timestamp = u.Timestamp.Add(time.Second)
+		if _, err := c.Corrections(ctx, u); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
