@@ -15,7 +15,7 @@ import (
 // Errors are *ParseError naming the offending token and wrap ErrInvalid
 // (and ErrRevocableReservation for a reserved revocable resource).
 func Parse(text string) (Resources, error) {
-	out := make(Resources, 0, strings.Count(text, ";")+1)
+	m := merger{out: make(Resources, 0, strings.Count(text, ";")+1)}
 	for len(text) > 0 {
 		tok := text
 		if i := strings.IndexByte(text, ';'); i >= 0 {
@@ -31,14 +31,14 @@ func Parse(text string) (Resources, error) {
 		if perr != nil {
 			return nil, perr
 		}
-		if perr := merge(&out, r, tok); perr != nil {
+		if perr := m.add(r, tok); perr != nil {
 			return nil, perr
 		}
 	}
-	if len(out) == 0 {
+	if len(m.out) == 0 {
 		return nil, nil
 	}
-	return normalizeOwned(out), nil
+	return normalizeOwned(m.out), nil
 }
 
 // MustParse is Parse for tests and constants: it panics on error.
@@ -189,59 +189,129 @@ func parseRange(s string) (Range, bool) {
 	return Range{begin, end}, true
 }
 
-// merge adds r (parsed from tok) into out, which holds the resources parsed
-// so far, one entry per key. Type conflicts and overlaps name tok.
-func merge(out *Resources, r Resource, tok string) *ParseError {
-	for i := range *out {
-		o := &(*out)[i]
+// resKey identifies the entry a resource merges into.
+type resKey struct {
+	name, role, principal string
+	typ                   Type
+	dynamic, revocable    bool
+}
+
+func keyOf(r *Resource) resKey {
+	k := resKey{name: r.Name, role: r.role(), typ: r.Type, revocable: r.Revocable}
+	if r.Reservation != nil {
+		k.dynamic, k.principal = true, r.Reservation.Principal
+	}
+	return k
+}
+
+// smallList is the length up to which linear scans beat maps.
+const smallList = 16
+
+// merger accumulates parsed resources, one entry per key, so that type
+// conflicts and overlaps are reported at the token that causes them. It
+// switches from linear scans to maps for long texts, keeping Parse linear
+// in the number of keys.
+type merger struct {
+	out   Resources
+	keys  map[resKey]int // index in out, once out is long
+	names map[string]int // index in out of the first entry of a name
+}
+
+// find returns the index of r's entry and of the first entry with r's
+// name, or -1.
+func (m *merger) find(r *Resource) (entry, name int) {
+	if m.keys == nil && len(m.out) > smallList {
+		m.keys = make(map[resKey]int, 2*len(m.out))
+		m.names = make(map[string]int, 2*len(m.out))
+		for i := range m.out {
+			m.keys[keyOf(&m.out[i])] = i
+			if _, ok := m.names[m.out[i].Name]; !ok {
+				m.names[m.out[i].Name] = i
+			}
+		}
+	}
+	if m.keys != nil {
+		entry, name = -1, -1
+		if i, ok := m.keys[keyOf(r)]; ok {
+			entry = i
+		}
+		if i, ok := m.names[r.Name]; ok {
+			name = i
+		}
+		return entry, name
+	}
+	entry, name = -1, -1
+	for i := range m.out {
+		o := &m.out[i]
 		if o.Name != r.Name {
 			continue
 		}
-		if o.Type != r.Type {
-			return &ParseError{Token: tok, Reason: fmt.Sprintf("%s %q was already given as %s", r.Type, r.Name, o.Type)}
+		if name < 0 {
+			name = i
 		}
-		if compareKey(o, &r) != 0 {
-			continue
+		if compareKey(o, r) == 0 {
+			return i, name
 		}
-		switch r.Type {
-		case Scalar:
-			if o.Scalar > MaxValue-r.Scalar {
-				return &ParseError{Token: tok, Reason: fmt.Sprintf("sum of %q out of range", r.Name)}
+	}
+	return entry, name
+}
+
+// add merges r (parsed from tok) into m.out.
+func (m *merger) add(r Resource, tok string) *ParseError {
+	entry, first := m.find(&r)
+	if first >= 0 && m.out[first].Type != r.Type {
+		return &ParseError{Token: tok, Reason: fmt.Sprintf("%s %q was already given as %s", r.Type, r.Name, m.out[first].Type)}
+	}
+	if entry < 0 {
+		m.out = append(m.out, r)
+		if m.keys != nil {
+			m.keys[keyOf(&r)] = len(m.out) - 1
+			if first < 0 {
+				m.names[r.Name] = len(m.out) - 1
 			}
-			o.Scalar += r.Scalar
-		case Ranges:
-			for _, rg := range r.Ranges {
-				if j, ok := overlapping(o.Ranges, rg); ok {
-					return &ParseError{Token: tok, Reason: fmt.Sprintf("range %s overlaps %s given earlier", rg, o.Ranges[j])}
-				}
-			}
-			o.Ranges = unionRanges(o.Ranges, r.Ranges)
-		case Set:
-			for _, s := range r.Set {
-				if _, found := slices.BinarySearch(o.Set, s); found {
-					return &ParseError{Token: tok, Reason: fmt.Sprintf("set item %q given earlier", s)}
-				}
-			}
-			o.Set = unionSet(o.Set, r.Set)
 		}
 		return nil
 	}
-	*out = append(*out, r)
+	// The entry's slices were made by parseResource for this text, so they
+	// may be grown in place.
+	o := &m.out[entry]
+	switch r.Type {
+	case Scalar:
+		if o.Scalar > MaxValue-r.Scalar {
+			return &ParseError{Token: tok, Reason: fmt.Sprintf("sum of %q out of range", r.Name)}
+		}
+		o.Scalar += r.Scalar
+	case Ranges:
+		for _, rg := range r.Ranges {
+			i, ok := overlapping(o.Ranges, rg)
+			if ok {
+				return &ParseError{Token: tok, Reason: fmt.Sprintf("range %s overlaps %s given earlier", rg, o.Ranges[i])}
+			}
+			o.Ranges = slices.Insert(o.Ranges, i, rg)
+		}
+	case Set:
+		for _, s := range r.Set {
+			i, found := slices.BinarySearch(o.Set, s)
+			if found {
+				return &ParseError{Token: tok, Reason: fmt.Sprintf("set item %q given earlier", s)}
+			}
+			o.Set = slices.Insert(o.Set, i, s)
+		}
+	}
 	return nil
 }
 
-// overlapping returns the index of a range in sorted, merged rs that
-// overlaps rg.
+// overlapping reports whether rg overlaps a range of rs (sorted and
+// non-overlapping) and returns that range's index, or else the index at
+// which rg would be inserted.
 func overlapping(rs []Range, rg Range) (int, bool) {
+	// rs is sorted by End too, so find the first range ending at or after
+	// rg.Begin.
 	i, _ := slices.BinarySearchFunc(rs, rg.Begin, func(a Range, b uint64) int {
 		if a.End < b {
 			return -1
 		}
 		return 1
 	})
-	// rs[i] is the first range ending at or after rg.Begin.
-	if i < len(rs) && rs[i].Begin <= rg.End {
-		return i, true
-	}
-	return 0, false
+	return i, i < len(rs) && rs[i].Begin <= rg.End
 }

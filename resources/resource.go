@@ -363,16 +363,15 @@ func compareRange(a, b Range) int {
 // used with two types. Errors are *ValidationError wrapping ErrInvalid.
 // r need not be normalized.
 func (r Resources) Validate() error {
+	first := firstOfName(r)
 	for i := range r {
 		if err := r[i].check(); err != nil {
 			return err
 		}
-		for j := range i {
-			if r[j].Name == r[i].Name && r[j].Type != r[i].Type {
-				return &ValidationError{
-					Resource: r[i].String(),
-					Reason:   fmt.Sprintf("type %s conflicts with %s %q", r[i].Type, r[j].Type, r[j].String()),
-				}
+		if j := first(i); r[j].Type != r[i].Type {
+			return &ValidationError{
+				Resource: r[i].String(),
+				Reason:   fmt.Sprintf("type %s conflicts with %s %q", r[i].Type, r[j].Type, r[j].String()),
 			}
 		}
 	}
@@ -387,16 +386,41 @@ func ValidateTask(r Resources) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
+	first := firstOfName(r)
 	for i := range r {
-		for j := range i {
-			if r[j].Name == r[i].Name && r[j].Revocable != r[i].Revocable {
-				return &ValidationError{
-					Resource: r[i].String(),
-					Reason:   fmt.Sprintf("mixes revocable and non-revocable %q", r[i].Name),
-					Err:      ErrMixedRevocable,
-				}
+		if j := first(i); r[j].Revocable != r[i].Revocable {
+			return &ValidationError{
+				Resource: r[i].String(),
+				Reason:   fmt.Sprintf("mixes revocable and non-revocable %q", r[i].Name),
+				Err:      ErrMixedRevocable,
 			}
 		}
 	}
 	return nil
+}
+
+// firstOfName returns a function giving, for each index i of r in
+// increasing order, the index of the first entry with r[i]'s name (i
+// itself if none comes before). Checking each entry against the first of
+// its name finds any conflict, because the entries in between were checked
+// against it too. Long lists use a map instead of a quadratic scan.
+func firstOfName(r Resources) func(i int) int {
+	if len(r) <= smallList {
+		return func(i int) int {
+			for j := range i {
+				if r[j].Name == r[i].Name {
+					return j
+				}
+			}
+			return i
+		}
+	}
+	seen := make(map[string]int, len(r))
+	return func(i int) int {
+		if j, ok := seen[r[i].Name]; ok {
+			return j
+		}
+		seen[r[i].Name] = i
+		return i
+	}
 }
