@@ -181,7 +181,7 @@ func mustAddr(t testing.TB, iso *Isolator, id string) netip.Addr {
 func iperfServer(t testing.TB, nsPath string, addr netip.Addr) {
 	t.Helper()
 	testutil.Require(t, haveIperf(), "iperf3 not installed (make deps)")
-	cmd := exec.Command("nsenter", "--net="+nsPath, "iperf3", "-s", "-1", "-B", addr.String())
+	cmd := exec.Command("nsenter", "--net="+nsPath, "iperf3", "-s", "-1", "--forceflush", "-B", addr.String())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -189,3 +189,118 @@ func TestNewRejects(t *testing.T) {
 		t.Errorf("New with NAT = %v, want ErrNotSupported", err)
 	}
 }
+
+// TestUsage: interface counters (seen from inside) and class counters of
+// both directions account for traffic between two containers.
+func TestUsage(t *testing.T) {
+	iso := newTestIsolator(t, 1000)
+	ctx := context.Background()
+	nsA := prepare(t, iso, "a", isolator.Limits{})
+	nsB := prepare(t, iso, "b", isolator.Limits{NetBandwidthMbit: 500})
+	a := mustAddr(t, iso, "a")
+	const size = 1 << 20
+	var ln net.Listener
+	if err := inNetNS(nsA, func() (err error) {
+		ln, err = net.Listen("tcp4", netip.AddrPortFrom(a, 7001).String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan int64, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- -1
+			return
+		}
+		defer c.Close()
+		n, _ := io.Copy(io.Discard, c)
+		got <- n
+	}()
+	if err := inNetNS(nsB, func() error {
+		c, err := net.Dial("tcp4", netip.AddrPortFrom(a, 7001).String())
+		if err != nil {
+			return err
+		}
+		if _, err := c.Write(make([]byte, size)); err != nil {
+			return err
+		}
+		return c.Close()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-got; n != size {
+		t.Fatalf("a received %d bytes, want %d", n, size)
+	}
+	var sa, sb isolator.Statistics
+	if err := iso.Usage(ctx, "a", &sa); err != nil {
+		t.Fatal(err)
+	}
+	if err := iso.Usage(ctx, "b", &sb); err != nil {
+		t.Fatal(err)
+	}
+	if !sa.HasNet || !sb.HasNet {
+		t.Fatal("HasNet not set")
+	}
+	if sb.NetTxBytes < size || sb.NetTxPackets == 0 || sa.NetRxBytes < size || sa.NetRxPackets == 0 {
+		t.Errorf("interface counters: b tx %d bytes/%d packets, a rx %d bytes/%d packets; want ≥ %d bytes",
+			sb.NetTxBytes, sb.NetTxPackets, sa.NetRxBytes, sa.NetRxPackets, size)
+	}
+	class := func(s isolator.Statistics, id string) isolator.TrafficControlStatistics {
+		for _, c := range s.NetTrafficClass {
+			if c.ID == id {
+				return c
+			}
+		}
+		t.Fatalf("no %s class in %+v", id, s.NetTrafficClass)
+		return isolator.TrafficControlStatistics{}
+	}
+	if c := class(sb, "egress"); c.Bytes < size || c.Packets == 0 {
+		t.Errorf("b's egress class: %+v", c)
+	}
+	if c := class(sa, "ingress"); c.Bytes < size || c.Packets == 0 {
+		t.Errorf("a's ingress class: %+v", c)
+	}
+	if c := class(sa, "egress"); c.Bytes >= size {
+		t.Errorf("a's egress class counted b's data: %+v", c)
+	}
+}
+
+// TestRecoverSweepsOrphans: objects with this isolator's names but no record
+// (a veth, a netns file, an HTB class and selector) are removed by Recover;
+// a live container is kept.
+func TestRecoverSweepsOrphans(t *testing.T) {
+	iso := newTestIsolator(t, 1000)
+	ctx := context.Background()
+	prepare(t, iso, "live", isolator.Limits{NetBandwidthMbit: 10})
+
+	la := netlink.NewLinkAttrs()
+	la.Name = iso.vethName(0x77)
+	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: testutil.UniqueName("brp")}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = deleteLink(la.Name) })
+	if err := createNetNS(iso.netnsPath("orphan")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = removeNetNS(iso.netnsPath("orphan")) })
+	if err := setClass(iso.txIFB, 0x77, classFor(isolator.Limits{}, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.FilterReplace(selector(iso.rxIFB, 0x78, netip.MustParseAddr("192.0.2.1"), offDst)); err != nil {
+		t.Fatal(err)
+	}
+	if l := leftovers(t, iso); len(l) != 4 {
+		t.Fatalf("orphans seen: %v, want 4", l)
+	}
+	if err := iso.Recover(ctx, map[string]isolator.Limits{"live": {Network: true, NetBandwidthMbit: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	if l := leftovers(t, iso); len(l) != 0 {
+		t.Errorf("left after recovery: %v", l)
+	}
+	if _, err := iso.Address("live"); err != nil {
+		t.Errorf("live container: %v", err)
+	}
+}

@@ -1,0 +1,217 @@
+//go:build linux
+
+package network
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/brimnode/brim/isolator"
+)
+
+// tcpGoodput is TCP goodput over wire rate for 1500-byte frames with
+// timestamps (1448 / 1514).
+const tcpGoodput = 0.956
+
+// flow is one iperf3 run between two prepared containers.
+type flow struct {
+	clientNS string
+	server   netip.Addr
+	reverse  bool // the server sends
+}
+
+// start runs the flow for d in the background (the server must be up);
+// wait returns its goodput in Mbit/s.
+func (f flow) start(ctx context.Context, d time.Duration) (wait func() (float64, error)) {
+	type res struct {
+		mbit float64
+		err  error
+	}
+	c := make(chan res, 1)
+	go func() {
+		m, err := iperfClient(ctx, f.clientNS, f.server, d, f.reverse)
+		c <- res{m, err}
+	}()
+	return func() (float64, error) { r := <-c; return r.mbit, r.err }
+}
+
+// shapingPair prepares a client container limited to mbit and an unlimited
+// server container, and starts an iperf3 server in the latter.
+func shapingPair(t testing.TB, iso *Isolator, client string, limits isolator.Limits) flow {
+	t.Helper()
+	nsC := prepare(t, iso, client, limits)
+	srv := client + "-srv"
+	nsS := prepare(t, iso, srv, isolator.Limits{})
+	addr := mustAddr(t, iso, srv)
+	iperfServer(t, nsS, addr)
+	return flow{clientNS: nsC, server: addr}
+}
+
+// measureShaping runs one flow through a container limited to mbit in
+// direction dir and returns the wire rate through its class and the goodput.
+func measureShaping(t testing.TB, iso *Isolator, mbit int64, dir string) (wire, goodput float64) {
+	t.Helper()
+	id := fmt.Sprintf("c%d%s", mbit, dir[:2])
+	f := shapingPair(t, iso, id, isolator.Limits{NetBandwidthMbit: mbit})
+	f.reverse = dir == "ingress"
+	wait := f.start(context.Background(), 4*time.Second)
+	time.Sleep(1200 * time.Millisecond) // past slow start
+	wire = wireRate(t, iso, id, dir, 2*time.Second)
+	goodput, err := wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wire, goodput
+}
+
+// TestShapingAccuracy: at 10, 50 and 200 Mbit/s, in both directions, the
+// wire rate through a container's class is its limit and TCP goodput about
+// 0.956 of it (bounds in the test are loose below: see bench/40-network).
+func TestShapingAccuracy(t *testing.T) {
+	iso := newTestIsolator(t, 1000)
+	for _, mbit := range []int64{10, 50, 200} {
+		for _, dir := range []string{"egress", "ingress"} {
+			t.Run(fmt.Sprintf("%d/%s", mbit, dir), func(t *testing.T) {
+				wire, goodput := measureShaping(t, iso, mbit, dir)
+				t.Logf("limit %d Mbit/s %s: wire %.2f (%.3f), goodput %.2f (%.3f of limit)", mbit, dir, wire, wire/float64(mbit), goodput, goodput/float64(mbit))
+				// Shaping never lets more through than the limit. Below it,
+				// a loaded machine (2 vCPUs shared with parallel builds)
+				// cannot always fill the link: the bench reports exact
+				// figures, the test only catches a broken shaper.
+				if r := wire / float64(mbit); r > 1.05 || r < 0.75 {
+					t.Errorf("wire rate %.2f Mbit/s is %.3f of the %d Mbit/s limit", wire, r, mbit)
+				}
+				if r := goodput / float64(mbit) / tcpGoodput; r > 1.05 || r < 0.7 {
+					t.Errorf("goodput %.2f Mbit/s is %.3f of the expected %.2f", goodput, r, tcpGoodput*float64(mbit))
+				}
+			})
+		}
+	}
+}
+
+// TestLiveResize: changing the limit of a running flow changes its rate, in
+// both directions' classes.
+func TestLiveResize(t *testing.T) {
+	iso := newTestIsolator(t, 1000)
+	ctx := context.Background()
+	f := shapingPair(t, iso, "c", isolator.Limits{NetBandwidthMbit: 50})
+	wait := f.start(ctx, 6*time.Second) // + 1 s omitted
+	time.Sleep(1200 * time.Millisecond)
+	before := wireRate(t, iso, "c", "egress", time.Second)
+	if err := iso.Update(ctx, "c", isolator.Limits{Network: true, NetBandwidthMbit: 10}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	down := wireRate(t, iso, "c", "egress", time.Second)
+	for _, ifb := range []int{iso.txIFB, iso.rxIFB} {
+		if got := classRate(t, ifb, mustIndex(t, iso, "c")); got != 10*mbit {
+			t.Errorf("class rate on ifb %d = %d bit/s, want 10 Mbit/s", ifb, got)
+		}
+	}
+	if err := iso.Update(ctx, "c", isolator.Limits{Network: true, NetBandwidthMbit: 100}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	up := wireRate(t, iso, "c", "egress", time.Second)
+	if _, err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("50 Mbit/s: %.1f, resized to 10: %.1f, resized to 100: %.1f", before, down, up)
+	if down > 10*1.1 || down > before/2 {
+		t.Errorf("after resizing 50 → 10 Mbit/s the rate is %.1f (was %.1f)", down, before)
+	}
+	if up < 2*down || up > 100*1.05 {
+		t.Errorf("after resizing 10 → 100 Mbit/s the rate is %.1f (was %.1f)", up, down)
+	}
+}
+
+// TestBorrowing: on a 100 Mbit/s uplink, a best-effort container borrows what
+// a guaranteed one (60 Mbit/s) leaves idle, yields it when the guaranteed one
+// sends, and gets it back when it stops.
+func TestBorrowing(t *testing.T) {
+	iso := newTestIsolator(t, 100)
+	ctx := context.Background()
+	be := shapingPair(t, iso, "be", isolator.Limits{Class: isolator.BestEffort})
+	g := shapingPair(t, iso, "g", isolator.Limits{NetBandwidthMbit: 60})
+
+	waitBE := be.start(ctx, 9*time.Second) // + 1 s omitted
+	time.Sleep(1200 * time.Millisecond)
+	alone := wireRate(t, iso, "be", "egress", 1500*time.Millisecond)
+
+	waitG := g.start(ctx, 3*time.Second)
+	time.Sleep(1500 * time.Millisecond)
+	shared := wireRates(t, iso, "egress", 1500*time.Millisecond, "g", "be")
+	if _, err := waitG(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	after := wireRate(t, iso, "be", "egress", time.Second)
+	if _, err := waitBE(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("best-effort alone %.1f Mbit/s; with guaranteed: guaranteed %.1f, best-effort %.1f; after %.1f", alone, shared[0], shared[1], after)
+	// Directions, not figures (the bench reports those): without
+	// borrowing, best-effort would get its 1 Mbit/s.
+	if alone < 50 || alone > 105 {
+		t.Errorf("best-effort alone: %.1f Mbit/s, want it to borrow the idle uplink (100)", alone)
+	}
+	if shared[0] < 48 || shared[0] > 63 {
+		t.Errorf("guaranteed beside best-effort: %.1f Mbit/s, want its 60", shared[0])
+	}
+	if shared[1] > 50 || shared[1] > alone || shared[0]+shared[1] > 105 {
+		t.Errorf("best-effort beside guaranteed: %.1f Mbit/s, want at most the 40 left", shared[1])
+	}
+	if after < 50 {
+		t.Errorf("best-effort after the guaranteed flow: %.1f Mbit/s, want the uplink back", after)
+	}
+}
+
+// wireRates measures the rates (Mbit/s) of several containers' classes in
+// dir over the same d.
+func wireRates(t testing.TB, iso *Isolator, dir string, d time.Duration, ids ...string) []float64 {
+	t.Helper()
+	b0 := make([]uint64, len(ids))
+	for k, id := range ids {
+		b0[k] = classBytes(t, iso, id, dir)
+	}
+	t0 := time.Now()
+	time.Sleep(d)
+	el := time.Since(t0).Seconds()
+	out := make([]float64, len(ids))
+	for k, id := range ids {
+		out[k] = float64(classBytes(t, iso, id, dir)-b0[k]) * 8 / el / 1e6
+	}
+	return out
+}
+
+func mustIndex(t testing.TB, iso *Isolator, id string) uint32 {
+	t.Helper()
+	iso.mu.Lock()
+	defer iso.mu.Unlock()
+	r, ok := iso.recs[id]
+	if !ok {
+		t.Fatalf("no record of %s", id)
+	}
+	return r.Index
+}
+
+// classRate returns the configured rate (bit/s) of class 1:index on ifb.
+func classRate(t testing.TB, ifb int, index uint32) uint64 {
+	t.Helper()
+	classes, err := netlink.ClassList(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Index: ifb}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range classes {
+		if h, ok := c.(*netlink.HtbClass); ok && h.Handle == netlink.MakeHandle(1, uint16(index)) {
+			return h.Rate * 8
+		}
+	}
+	t.Fatalf("no class 1:%x on ifb %d", index, ifb)
+	return 0
+}
