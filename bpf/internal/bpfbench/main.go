@@ -1,0 +1,212 @@
+//go:build linux && amd64
+
+// Command bpfbench measures what the eBPF monitor costs, in one run:
+//   - ns per sched_switch and per wakeup, from the kernel's BPF run-time
+//     statistics;
+//   - `perf bench sched pipe` throughput pinned to one CPU, without the
+//     monitor, with it loaded while the benchmark's cgroup is untracked, and
+//     while it is tracked (every switch does the full work), as ratios to the
+//     baseline (alternating runs, medians);
+//   - the reader: one Read of 100 tracked cgroups, as % of one core when
+//     polled every second.
+//
+// It needs root. It creates its cgroups under /brim-bench-<hex> and removes
+// them on exit. The benchmark cgroup gets a large cpu.shares so the figures
+// measure the monitor rather than whatever else shares the CPU.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+
+	"crypto/rand"
+	"encoding/hex"
+
+	"github.com/brimnode/brim/bpf"
+)
+
+const cpuRoot = "/sys/fs/cgroup/cpu"
+
+func main() {
+	rounds := flag.Int("rounds", 5, "alternating runs per configuration")
+	loops := flag.Int("loops", 100000, "perf bench sched pipe loops per run")
+	cpu := flag.Int("cpu", 1, "CPU to pin the pipe benchmark to")
+	flag.Parse()
+	if err := run(*rounds, *loops, *cpu); err != nil {
+		fmt.Fprintln(os.Stderr, "bpfbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(rounds, loops, cpu int) (err error) {
+	perf, err := findPerf()
+	if err != nil {
+		return err
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	parent := "/brim-bench-" + hex.EncodeToString(b[:])
+	pipeCg := parent + "/pipe"
+	if err := os.MkdirAll(filepath.Join(cpuRoot, pipeCg), 0o755); err != nil {
+		return fmt.Errorf("create cgroup: %w", err)
+	}
+	defer func() {
+		if rerr := removeTree(filepath.Join(cpuRoot, parent)); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	if err := os.WriteFile(filepath.Join(cpuRoot, pipeCg, "cpu.shares"), []byte("262144"), 0o644); err != nil {
+		return fmt.Errorf("set shares: %w", err)
+	}
+	pipe := func() (float64, error) { return pipeOps(perf, pipeCg, cpu, loops) }
+
+	// Throughput without / with the monitor, alternating to spread noise.
+	var base, untracked, tracked []float64
+	for r := 0; r < rounds; r++ {
+		v, err := pipe()
+		if err != nil {
+			return err
+		}
+		base = append(base, v)
+		m, err := bpf.Load(bpf.Options{MaxCgroups: 128})
+		if err != nil {
+			return err
+		}
+		v, err = pipe()
+		if err == nil {
+			untracked = append(untracked, v)
+			if _, err = m.Track(pipeCg); err == nil {
+				v, err = pipe()
+				tracked = append(tracked, v)
+			}
+		}
+		if cerr := m.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	mb, mu, mt := median(base), median(untracked), median(tracked)
+	fmt.Printf("perf bench sched pipe, CPU %d, %d loops, median of %d: baseline %.0f ops/s\n", cpu, loops, rounds, mb)
+	fmt.Printf("  monitor loaded, cgroup untracked: %.0f ops/s  ratio %.3f\n", mu, mu/mb)
+	fmt.Printf("  monitor loaded, cgroup tracked:   %.0f ops/s  ratio %.3f  (target >= 0.90)\n", mt, mt/mb)
+
+	// Per-program cost from the kernel's run-time statistics (these add two
+	// clock reads per run, so they are measured in a separate run).
+	m, err := bpf.Load(bpf.Options{MaxCgroups: 128, RunTimeStats: true})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if _, err := m.Track(pipeCg); err != nil {
+		return err
+	}
+	if _, err := pipe(); err != nil {
+		return err
+	}
+	stats, err := m.Stats()
+	if err != nil {
+		return err
+	}
+	for _, s := range stats {
+		target := ""
+		if s.Name == "sched_switch" {
+			target = "  (target <= 150 ns)"
+		}
+		fmt.Printf("  %-20s %6d ns/run over %d runs%s\n", s.Name, s.PerRun().Nanoseconds(), s.RunCount, target)
+	}
+
+	// Reader: 100 tracked cgroups, one Read per second.
+	for i := 0; i < 100; i++ {
+		p := fmt.Sprintf("%s/r%03d", parent, i)
+		if err := os.Mkdir(filepath.Join(cpuRoot, p), 0o755); err != nil {
+			return fmt.Errorf("create cgroup: %w", err)
+		}
+		if _, err := m.Track(p); err != nil {
+			return err
+		}
+	}
+	dst := make(map[uint64]bpf.CgroupStats, 128)
+	const reads = 2000
+	start := time.Now()
+	for i := 0; i < reads; i++ {
+		if err := m.Read(dst); err != nil {
+			return err
+		}
+	}
+	per := time.Since(start) / reads
+	fmt.Printf("reader: %d cgroups, %v per Read = %.4f %% of one core at 1 Hz (target <= 0.1 %%)\n",
+		len(dst), per, 100*per.Seconds())
+	return nil
+}
+
+var opsRe = regexp.MustCompile(`(?m)^\s*([0-9]+) ops/sec`)
+
+// pipeOps runs perf bench sched pipe pinned to cpu inside cgroup cg.
+func pipeOps(perf, cg string, cpu, loops int) (float64, error) {
+	script := fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec taskset -c %d %s bench sched pipe -l %d`,
+		filepath.Join(cpuRoot, cg), cpu, perf, loops)
+	out, err := exec.Command("sh", "-c", script).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("perf bench sched pipe: %w: %s", err, out)
+	}
+	mt := opsRe.FindSubmatch(out)
+	if mt == nil {
+		return 0, fmt.Errorf("perf bench sched pipe: no ops/sec in %q", bytes.TrimSpace(out))
+	}
+	return strconv.ParseFloat(string(mt[1]), 64)
+}
+
+func findPerf() (string, error) {
+	if p, err := exec.LookPath("perf"); err == nil {
+		return p, nil
+	}
+	m, _ := filepath.Glob("/usr/bin/perf_*")
+	if len(m) > 0 {
+		return m[len(m)-1], nil
+	}
+	return "", errors.New("find perf: not installed (make deps installs linux-perf)")
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// removeTree removes the cgroup directory dir and its children, deepest
+// first (cgroup directories can only be removed empty of children).
+func removeTree(dir string) error {
+	var dirs []string
+	_ = filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	var errs []error
+	for i := len(dirs) - 1; i >= 0; i-- {
+		var err error
+		for try := 0; try < 50; try++ {
+			if err = os.Remove(dirs[i]); err == nil || errors.Is(err, os.ErrNotExist) {
+				err = nil
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("remove cgroup: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
