@@ -283,6 +283,8 @@ type Allocator struct {
 	roleIdx  map[string]int32
 	seq      uint64
 	anyQuota bool
+	// orphans: agents holding usage of frameworks not added yet.
+	orphans map[string][]int32
 
 	// cluster totals
 	totalW    fvec // sum of eta*total over agents
@@ -312,9 +314,13 @@ type offerRec struct {
 	other      resources.Resources
 }
 
+// piece is what one offer takes from one pool, with what emit needs to
+// label it (so emit does not touch the agent again).
 type piece struct {
-	pool int32
-	v    vec
+	role      int32 // -1: unreserved
+	revocable bool
+	res       *resources.Reservation
+	v         vec
 }
 
 // New returns an empty allocator. It returns an error wrapping ErrInvalid
@@ -368,8 +374,7 @@ func New(opts Options) (*Allocator, error) {
 		if err != nil {
 			return nil, fmt.Errorf("new allocator: %w", err)
 		}
-		a.min.v[d] = int64(r.Scalar)
-		a.min.m |= 1 << d
+		a.min.set(d, int64(r.Scalar))
 	}
 	a.roleHeap.pos = nil
 	return a, nil
@@ -540,6 +545,12 @@ func (a *Allocator) AddAgent(info AgentInfo, used map[string]resources.Resources
 	}
 	a.placeAgent(ag)
 	for _, u := range uses {
+		if u.c < 0 {
+			if a.orphans == nil {
+				a.orphans = map[string][]int32{}
+			}
+			a.orphans[u.fw] = append(a.orphans[u.fw], ag.idx)
+		}
 		for i, kv := range u.kvs {
 			var oth resources.Resources
 			if i == 0 {
@@ -739,7 +750,6 @@ func (a *Allocator) UpdateAgent(info AgentInfo) ([]Offer, error) {
 	if err := a.setTotals(probe, info); err != nil {
 		return nil, fmt.Errorf("update agent %s: %w", info.ID, err)
 	}
-	a.accountTotals(ag, -1)
 	allocated := make([]vec, len(probe.pools))
 	for _, e := range ag.allocs {
 		allocated[e.pool].add(&e.v)
@@ -748,16 +758,18 @@ func (a *Allocator) UpdateAgent(info AgentInfo) ([]Offer, error) {
 	for pi := range probe.pools {
 		for j := len(ag.allocs) - 1; j >= 0 && !allocated[pi].le(&probe.pools[pi].total); j-- {
 			e := ag.allocs[j]
-			if int(e.pool) != pi {
+			if int(e.pool) != pi || (e.v.isZero() && len(e.other) == 0) {
 				continue
 			}
 			rescinded = append(rescinded, a.entryOffer(ag, &e))
 			allocated[pi].sub(&e.v)
 			v := e.v
 			a.take(ag, j, &v, e.other)
+			ag.allocs[j].other = nil
 		}
 	}
 	ag.dropEmpty()
+	a.accountTotals(ag, -1)
 	oldOtherAlloc := ag.otherTotal.Subtract(ag.other)
 	ag.pools = probe.pools
 	ag.otherTotal = probe.otherTotal
@@ -799,12 +811,12 @@ func (a *Allocator) RemoveAgent(id string) error {
 	ag.allocs = nil
 	a.accountTotals(ag, -1)
 	delete(a.agentIdx, id)
-	a.agents[i] = nil
-	a.freeIdx = append(a.freeIdx, i)
 	last := a.live[len(a.live)-1]
 	a.live[ag.live] = last
 	a.agents[last].live = ag.live
 	a.live = a.live[:len(a.live)-1]
+	a.agents[i] = nil
+	a.freeIdx = append(a.freeIdx, i)
 	for _, c := range a.clients {
 		if c != nil && c.filters != nil {
 			delete(c.filters, i)
@@ -890,7 +902,10 @@ func (a *Allocator) AddFramework(info FrameworkInfo, used map[string]resources.R
 		r.members = append(r.members, c.idx)
 	}
 	// Claim orphan usage.
-	for _, ai := range a.live {
+	for _, ai := range a.orphans[info.ID] {
+		if int(ai) >= len(a.agents) || a.agents[ai] == nil {
+			continue
+		}
 		ag := a.agents[ai]
 		for j := range ag.allocs {
 			e := &ag.allocs[j]
@@ -910,6 +925,7 @@ func (a *Allocator) AddFramework(info FrameworkInfo, used map[string]resources.R
 		}
 		ag.dropEmpty()
 	}
+	delete(a.orphans, info.ID)
 	for _, u := range uses {
 		c := a.clientFor(f, u.kvs)
 		for i, kv := range u.kvs {
@@ -1024,7 +1040,17 @@ func (a *Allocator) RemoveFramework(id string) error {
 // framework is not offered that agent again unless the offer would carry
 // more than what it refused. Errors wrap ErrNotFound, or ErrInsufficient
 // when the framework does not hold res there; nothing changes then.
+//
+// A framework with several roles may hold unreserved resources of an agent
+// in more than one role; Recover then takes them from its roles in any
+// order. RecoverRole names the role (the Offer's Role) and is exact.
 func (a *Allocator) Recover(frameworkID, agentID string, res resources.Resources, refuse *time.Duration) error {
+	return a.RecoverRole(frameworkID, "", agentID, res, refuse)
+}
+
+// RecoverRole is Recover for what the framework holds in one role ("" for
+// any of its roles). Errors wrap ErrNotFound or ErrInsufficient.
+func (a *Allocator) RecoverRole(frameworkID, roleName, agentID string, res resources.Resources, refuse *time.Duration) error {
 	f, ok := a.fws[frameworkID]
 	if !ok {
 		return fmt.Errorf("recover from %s: framework: %w", frameworkID, ErrNotFound)
@@ -1038,7 +1064,17 @@ func (a *Allocator) Recover(frameworkID, agentID string, res resources.Resources
 	if err != nil {
 		return fmt.Errorf("recover from %s on %s: %w", frameworkID, agentID, err)
 	}
-	mine := func(e *allocEntry) bool { return e.client >= 0 && a.clients[e.client].fw == f }
+	ri := int32(-1)
+	if roleName != "" {
+		i, ok := a.roleIdx[roleName]
+		if !ok {
+			return fmt.Errorf("recover from %s: role %s: %w", frameworkID, roleName, ErrNotFound)
+		}
+		ri = i
+	}
+	mine := func(e *allocEntry) bool {
+		return e.client >= 0 && a.clients[e.client].fw == f && (ri < 0 || a.clients[e.client].role == ri)
+	}
 	// validate
 	for _, kv := range kvs {
 		pi := ag.poolIndex(kv.key)
@@ -1304,7 +1340,7 @@ func (a *Allocator) Shares() []RoleShare {
 	a.refreshTotals()
 	out := make([]RoleShare, 0, len(a.roles))
 	for _, r := range a.roles {
-		out = append(out, RoleShare{Role: r.name, Weight: r.weight, Share: r.w.dominant(&a.invW), Allocated: a.vecResources(&r.alloc)})
+		out = append(out, RoleShare{Role: r.name, Weight: r.weight, Share: r.w.dominant(&a.invW, len(a.kinds)), Allocated: a.vecResources(&r.alloc)})
 	}
 	slices.SortFunc(out, func(x, y RoleShare) int { return cmpString(x.Role, y.Role) })
 	return out
@@ -1320,7 +1356,7 @@ func (a *Allocator) FrameworkShares() []FrameworkShare {
 			continue
 		}
 		out = append(out, FrameworkShare{FrameworkID: c.fw.id, Role: a.roles[c.role].name,
-			Share: c.w.dominant(&a.invW), Allocated: a.vecResources(&c.alloc), Suppressed: c.suppressed})
+			Share: c.w.dominant(&a.invW, len(a.kinds)), Allocated: a.vecResources(&c.alloc), Suppressed: c.suppressed})
 	}
 	slices.SortFunc(out, func(x, y FrameworkShare) int {
 		if c := cmpString(x.FrameworkID, y.FrameworkID); c != 0 {

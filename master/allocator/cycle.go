@@ -85,14 +85,14 @@ func (a *Allocator) clientKey(c *client) float64 {
 	if a.sorter == SorterRandom {
 		return c.key
 	}
-	return c.w.dominant(&a.invW)
+	return c.w.dominant(&a.invW, len(a.kinds))
 }
 
 func (a *Allocator) roleKey(r *role) float64 {
 	if a.sorter == SorterRandom {
 		return r.key
 	}
-	return r.w.dominant(&a.invW) / r.weight
+	return r.w.dominant(&a.invW, len(a.kinds)) / r.weight
 }
 
 // buildHeaps rebuilds every sorter from the current shares: O(clients +
@@ -291,7 +291,7 @@ func (a *Allocator) keyAfterClient(c *client, old float64) float64 {
 		c.key = old + a.rng.ExpFloat64()
 		return c.key
 	}
-	return c.w.dominant(&a.invW)
+	return c.w.dominant(&a.invW, len(a.kinds))
 }
 
 func (a *Allocator) keyAfterRole(r *role, old float64) float64 {
@@ -388,18 +388,18 @@ func (a *Allocator) tryOffer(ag *agent, c *client, r *role, stage int, ep uint64
 	}
 	rec := offerRec{client: c.idx, agent: ag.idx, start: int32(len(a.pieces))}
 	if !un.isZero() {
-		a.pieces = append(a.pieces, piece{pool: 0, v: un})
+		a.pieces = append(a.pieces, piece{role: -1, v: un})
 		a.give(ag, c.idx, "", 0, &un, nil)
 	}
 	if !rev.isZero() {
-		a.pieces = append(a.pieces, piece{pool: 1, v: rev})
+		a.pieces = append(a.pieces, piece{role: -1, revocable: true, v: rev})
 		a.give(ag, c.idx, "", 1, &rev, nil)
 	}
 	if hasResv {
 		for i := 2; i < len(ag.pools); i++ {
 			if p := &ag.pools[i]; p.key.role == r.idx && !p.free.isZero() {
 				v := p.free
-				a.pieces = append(a.pieces, piece{pool: int32(i), v: v})
+				a.pieces = append(a.pieces, piece{role: r.idx, res: p.res, v: v})
 				a.give(ag, c.idx, "", int32(i), &v, nil)
 			}
 		}
@@ -427,27 +427,39 @@ func (a *Allocator) emit() []Offer {
 		return nil
 	}
 	n := 0
-	for _, rec := range a.recs {
-		for _, p := range a.pieces[rec.start:rec.end] {
-			for d := range a.kinds {
-				if p.v[d] != 0 {
-					n++
-				}
+	for _, p := range a.pieces {
+		for d := range a.kinds {
+			if p.v[d] != 0 {
+				n++
 			}
 		}
+	}
+	for _, rec := range a.recs {
 		n += len(rec.other)
 	}
-	backing := make(resources.Resources, 0, n)
+	backing := make(resources.Resources, n)
 	offers := make([]Offer, len(a.recs))
+	k := 0
 	for i, rec := range a.recs {
 		ag := a.agents[rec.agent]
 		c := a.clients[rec.client]
-		start := len(backing)
+		start := k
 		for _, p := range a.pieces[rec.start:rec.end] {
-			backing = a.appendPool(backing, &ag.pools[p.pool], &p.v)
+			roleName := resources.Unreserved
+			if p.role >= 0 {
+				roleName = a.roles[p.role].name
+			}
+			for d, name := range a.kinds {
+				if p.v[d] == 0 {
+					continue
+				}
+				r := &backing[k]
+				r.Name, r.Scalar, r.Role, r.Reservation, r.Revocable = name, resources.Value(p.v[d]), roleName, p.res, p.revocable
+				k++
+			}
 		}
-		backing = append(backing, rec.other...)
-		offers[i] = Offer{FrameworkID: c.fw.id, AgentID: ag.id, Role: a.roles[c.role].name, Resources: backing[start:len(backing):len(backing)]}
+		k += copy(backing[k:], rec.other)
+		offers[i] = Offer{FrameworkID: c.fw.id, AgentID: ag.id, Role: a.roles[c.role].name, Resources: backing[start:k:k]}
 	}
 	return offers
 }

@@ -1,6 +1,5 @@
 package allocator
 
-import "math"
 
 // maxKinds bounds the number of distinct scalar resource names one allocator
 // tracks. Fixed-size vectors keep the hot loop free of maps, strings and
@@ -69,13 +68,22 @@ func (v *vec) clampMin(o *vec) {
 // it reaches the minimum in at least one of the named kinds (Mesos's
 // min_allocatable_resources semantics, "cpus:0.01 OR mem:32").
 type minimum struct {
-	v vec
-	m mask
+	v    vec
+	m    mask
+	dims []int // the kinds in m, so the hot check looks at one or two
+}
+
+func (mn *minimum) set(d int, x int64) {
+	if !mn.m.has(d) {
+		mn.dims = append(mn.dims, d)
+	}
+	mn.v[d] += x
+	mn.m |= 1 << d
 }
 
 func (mn *minimum) allocatable(v *vec) bool {
-	for d := range maxKinds {
-		if mn.m.has(d) && v[d] >= mn.v[d] && v[d] > 0 {
+	for _, d := range mn.dims {
+		if v[d] >= mn.v[d] {
 			return true
 		}
 	}
@@ -101,11 +109,14 @@ func (f *fvec) subScaled(v *vec, eta float64) {
 	}
 }
 
-// dominant returns max_d f[d]*inv[d]: the dominant share.
-func (f *fvec) dominant(inv *fvec) float64 {
+// dominant returns max_d f[d]*inv[d] over the first n kinds: the dominant
+// share.
+func (f *fvec) dominant(inv *fvec, n int) float64 {
 	var s float64
-	for d := range f {
-		s = math.Max(s, f[d]*inv[d])
+	for d := range n {
+		if x := f[d] * inv[d]; x > s {
+			s = x
+		}
 	}
 	return s
 }
