@@ -37,6 +37,7 @@ type Forwarder struct {
 	forwarded     Estimate
 	forwardedAt   time.Time
 	haveForwarded bool
+	stale         bool // the last send failed: forward again
 }
 
 // NewForwarder returns a forwarder for cfg (zero fields take defaults).
@@ -56,10 +57,10 @@ func (f *Forwarder) Decide(est Estimate, now time.Time) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.current, f.currentAt = est, now
-	if f.haveForwarded && !f.changed(f.forwarded.Revocable, est.Revocable) {
+	if f.haveForwarded && !f.stale && !f.changed(f.forwarded.Revocable, est.Revocable) {
 		return false
 	}
-	f.forwarded, f.forwardedAt, f.haveForwarded = est, now, true
+	f.forwarded, f.forwardedAt, f.haveForwarded, f.stale = est, now, true, false
 	return true
 }
 
@@ -115,4 +116,12 @@ func (f *Forwarder) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRevocable, prometheus.GaugeValue, cur.Revocable.Scalar(n).Float64(), n, "current")
 		ch <- prometheus.MustNewConstMetric(descRevocable, prometheus.GaugeValue, fwd.Revocable.Scalar(n).Float64(), n, "forwarded")
 	}
+}
+
+// Invalidate makes the next Decide forward whatever it is given (after a
+// failed send).
+func (f *Forwarder) Invalidate() {
+	f.mu.Lock()
+	f.stale = true
+	f.mu.Unlock()
 }
