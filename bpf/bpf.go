@@ -187,3 +187,28 @@ type Options struct {
 }
 
 const defaultCgroupRoot = "/sys/fs/cgroup"
+
+// Interval turns the cumulative statistics of successive Reads into
+// per-interval ones. It is not safe for concurrent use; the zero value is
+// ready.
+type Interval struct {
+	prev map[uint64]CgroupStats
+}
+
+// Next stores in dst (cleared first) each cgroup's change since the previous
+// call — all of its counters the first time it appears, since counters start
+// at zero when a cgroup is tracked — and remembers cur. Cgroups absent from
+// cur are forgotten.
+func (iv *Interval) Next(cur, dst map[uint64]CgroupStats) {
+	clear(dst)
+	if iv.prev == nil {
+		iv.prev = make(map[uint64]CgroupStats, len(cur))
+	}
+	for id, s := range cur {
+		dst[id] = s.Sub(iv.prev[id])
+	}
+	clear(iv.prev)
+	for id, s := range cur {
+		iv.prev[id] = s
+	}
+}

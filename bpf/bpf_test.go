@@ -120,3 +120,22 @@ func TestLayoutDir(t *testing.T) {
 		}
 	}
 }
+
+func TestInterval(t *testing.T) {
+	var iv Interval
+	dst := map[uint64]CgroupStats{7: {Waits: 99}}
+	iv.Next(map[uint64]CgroupStats{1: {Waits: 5, OnCPU: 10}}, dst)
+	if len(dst) != 1 || dst[1] != (CgroupStats{Waits: 5, OnCPU: 10}) {
+		t.Fatalf("first interval = %+v", dst)
+	}
+	iv.Next(map[uint64]CgroupStats{1: {Waits: 8, OnCPU: 30}, 2: {Waits: 1}}, dst)
+	if dst[1] != (CgroupStats{Waits: 3, OnCPU: 20}) || dst[2] != (CgroupStats{Waits: 1}) {
+		t.Fatalf("second interval = %+v", dst)
+	}
+	// 1 disappears and comes back re-tracked (from zero): counted afresh.
+	iv.Next(map[uint64]CgroupStats{2: {Waits: 1}}, dst)
+	iv.Next(map[uint64]CgroupStats{1: {Waits: 2}, 2: {Waits: 4}}, dst)
+	if dst[1] != (CgroupStats{Waits: 2}) || dst[2] != (CgroupStats{Waits: 3}) {
+		t.Fatalf("after re-track = %+v", dst)
+	}
+}

@@ -127,6 +127,13 @@ func run(rounds, loops, cpu int) (err error) {
 	}
 
 	// Reader: 100 tracked cgroups, one Read per second.
+	pipeID, err := bpf.CgroupID(filepath.Join(cpuRoot, pipeCg))
+	if err != nil {
+		return err
+	}
+	if err := m.Untrack(pipeID); err != nil {
+		return err
+	}
 	for i := 0; i < 100; i++ {
 		p := fmt.Sprintf("%s/r%03d", parent, i)
 		if err := os.Mkdir(filepath.Join(cpuRoot, p), 0o755); err != nil {
