@@ -9,7 +9,8 @@ import (
 // (the Statistics struct itself; a sample with network traffic classes or
 // latency summaries owns a few hundred bytes more on the heap). A ring of
 // the default 300 slots (5 minutes at 1 s) costs about 300 × SampleSize
-// per container: ~160 KiB, ~16 MiB for 100 containers.
+// per container: 496 B × 300 ≈ 145 KiB on amd64, ≈ 14.5 MiB for 100
+// containers.
 const SampleSize = int(unsafe.Sizeof(Statistics{}))
 
 // Ring is a bounded history of samples: when full, a push overwrites the
