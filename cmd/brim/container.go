@@ -1,0 +1,646 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/brimnode/brim/agent/agentpb"
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// defaultSocket is where `brim agent` serves its local API.
+const defaultSocket = "/run/brim/agent.sock"
+
+var _ = registerSubcommand(newContainerCommand)
+
+func newContainerCommand() *cobra.Command {
+	var socket string
+	cmd := &cobra.Command{
+		Use:   "container",
+		Short: "Run and manage containers on the local agent (through its unix socket)",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.PersistentFlags().StringVar(&socket, "socket", defaultSocket, "the agent's local API socket")
+	cl := &agentClient{socket: &socket}
+	cmd.AddCommand(
+		newContainerRun(cl), newContainerLs(cl), newContainerInspect(cl), newContainerStats(cl),
+		newContainerUpdate(cl), newContainerKill(cl), newContainerLogs(cl), newContainerWait(cl),
+		newContainerRm(cl),
+	)
+	markUsageErrors(cmd)
+	return cmd
+}
+
+// markUsageErrors makes flag errors exit with status 2, recursively.
+func markUsageErrors(cmd *cobra.Command) {
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return exitError{code: 2, msg: fmt.Sprintf("%s: %v (see --help)", c.CommandPath(), err)}
+	})
+	for _, c := range cmd.Commands() {
+		markUsageErrors(c)
+	}
+}
+
+// usageArgs turns an argument validation error into exit status 2.
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return exitError{code: 2, msg: fmt.Sprintf("%s: %v (see --help)", cmd.CommandPath(), err)}
+		}
+		return nil
+	}
+}
+
+// agentClient connects lazily to the agent's socket.
+type agentClient struct {
+	socket *string
+	conn   *grpc.ClientConn
+}
+
+// dial returns an API client. A dead socket gives a message that says so.
+func (c *agentClient) dial() (agentpb.AgentClient, error) {
+	if c.conn == nil {
+		sock := *c.socket
+		probe, err := net.DialTimeout("unix", sock, 5*time.Second)
+		if err != nil {
+			cause := err
+			var se *os.SyscallError
+			if errors.As(err, &se) {
+				cause = se.Err
+			}
+			return nil, exitError{code: 1, msg: fmt.Sprintf("cannot reach the agent at %s: %v (is brim agent running?)", sock, cause)}
+		}
+		probe.Close()
+		conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil, fmt.Errorf("connect to the agent at %s: %w", sock, err)
+		}
+		c.conn = conn
+	}
+	return agentpb.NewAgentClient(c.conn), nil
+}
+
+// rpcError turns an API error into the CLI's message: the agent's own text,
+// which names the problem.
+func (c *agentClient) rpcError(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	switch st.Code() {
+	case codes.Unavailable:
+		return exitError{code: 1, msg: fmt.Sprintf("cannot reach the agent at %s: %s (is brim agent running?)", *c.socket, st.Message())}
+	case codes.Canceled:
+		return exitError{code: 130, msg: "interrupted"}
+	}
+	return exitError{code: 1, msg: st.Message()}
+}
+
+func newContainerRun(cl *agentClient) *cobra.Command {
+	var (
+		cpus            float64
+		mem, pids       int64
+		revocable, wait bool
+		quota           bool
+		rootfs, name    string
+		cwd             string
+		env, labels     []string
+	)
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- CMD [ARG…]",
+		Short: "Run a container; prints its ID (--wait: exits with its exit code)",
+		Args:  usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			milli, err := milliCPUs(cpus)
+			if err != nil {
+				return exitError{code: 2, msg: err.Error()}
+			}
+			lab := map[string]string{}
+			for _, l := range labels {
+				k, v, ok := strings.Cut(l, "=")
+				if !ok || k == "" {
+					return exitError{code: 2, msg: fmt.Sprintf("--label %q: want KEY=VALUE", l)}
+				}
+				lab[k] = v
+			}
+			api, err := cl.dial()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			c, err := api.Run(ctx, &agentpb.RunRequest{
+				Name: name, Command: args, Env: env, Cwd: cwd, Rootfs: rootfs,
+				MilliCpus: milli, MemMib: mem, Pids: pids, Revocable: revocable, CpuQuota: quota, Labels: lab,
+			})
+			if err != nil {
+				return cl.rpcError(err)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), c.Id)
+			if !wait {
+				return nil
+			}
+			w, err := api.Wait(ctx, &agentpb.WaitRequest{Id: c.Id})
+			if err != nil {
+				return cl.rpcError(err)
+			}
+			return exitFor(w)
+		},
+	}
+	f := cmd.Flags()
+	f.SetInterspersed(false) // everything after the command is its arguments
+	f.Float64Var(&cpus, "cpus", 0.1, "cpus (shares; a hard cap with --cpu-quota), up to 3 decimals")
+	f.Int64Var(&mem, "mem", 128, "memory limit in MiB")
+	f.Int64Var(&pids, "pids", 0, "maximum number of processes (0: no limit)")
+	f.BoolVar(&quota, "cpu-quota", false, "cap the container at --cpus with a CFS quota")
+	f.BoolVar(&revocable, "revocable", false, "run best-effort on revocable resources (low priority)")
+	f.StringVar(&rootfs, "rootfs", "", "root filesystem directory (default: the host root, read-only)")
+	f.StringVar(&name, "name", "", "unique container name (default: its ID)")
+	f.StringVar(&cwd, "cwd", "", "working directory inside the container")
+	f.StringArrayVar(&env, "env", nil, "environment variable KEY=VALUE (repeatable)")
+	f.StringArrayVar(&labels, "label", nil, "label KEY=VALUE (repeatable)")
+	f.BoolVar(&wait, "wait", false, "wait for the container and exit with its exit code")
+	return cmd
+}
+
+func milliCPUs(cpus float64) (int64, error) {
+	m := cpus * 1000
+	if math.IsNaN(m) || m <= 0 || m > math.MaxInt32 {
+		return 0, fmt.Errorf("--cpus %v: must be a positive number", cpus)
+	}
+	if math.Abs(m-math.Round(m)) > 1e-6 {
+		return 0, fmt.Errorf("--cpus %v: at most 3 decimal places", cpus)
+	}
+	return int64(math.Round(m)), nil
+}
+
+// exitCode is the shell-style exit code of an exited container.
+func exitCode(c *agentpb.Container) int {
+	e := c.GetExit()
+	switch {
+	case e == nil:
+		return 1
+	case e.Code != 0:
+		return int(e.Code)
+	case e.Signal != 0:
+		return 128 + int(e.Signal)
+	}
+	return 0
+}
+
+func exitFor(c *agentpb.Container) error {
+	if code := exitCode(c); code != 0 {
+		return exitError{code: code}
+	}
+	return nil
+}
+
+// containerJSON is the stable JSON form of a container (ls --json, inspect).
+type containerJSON struct {
+	ID         string            `json:"id"`
+	Name       string            `json:"name"`
+	State      string            `json:"state"`
+	Pid        int32             `json:"pid,omitempty"`
+	Command    []string          `json:"command"`
+	Rootfs     string            `json:"rootfs,omitempty"`
+	CPUs       float64           `json:"cpus"`
+	MemMiB     int64             `json:"memMiB"`
+	Pids       int64             `json:"pids,omitempty"`
+	CPUQuota   bool              `json:"cpuQuota,omitempty"`
+	Revocable  bool              `json:"revocable,omitempty"`
+	CreatedAt  time.Time         `json:"createdAt"`
+	StartedAt  *time.Time        `json:"startedAt,omitempty"`
+	Exit       *exitJSON         `json:"exit,omitempty"`
+	SandboxDir string            `json:"sandboxDir,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
+}
+
+type exitJSON struct {
+	Code       int32     `json:"code"`
+	Signal     int32     `json:"signal,omitempty"`
+	OOMKilled  bool      `json:"oomKilled,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Message    string    `json:"message,omitempty"`
+	FinishedAt time.Time `json:"finishedAt"`
+}
+
+func timeOf(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+func toJSON(c *agentpb.Container) containerJSON {
+	j := containerJSON{
+		ID: c.Id, Name: c.Name, State: c.State, Pid: c.Pid, Command: c.Command, Rootfs: c.Rootfs,
+		CPUs: float64(c.MilliCpus) / 1000, MemMiB: c.MemMib, Pids: c.Pids, CPUQuota: c.CpuQuota,
+		Revocable: c.Revocable, CreatedAt: timeOf(c.CreatedAtUnixNano), SandboxDir: c.SandboxDir, Labels: c.Labels,
+	}
+	if c.StartedAtUnixNano != 0 {
+		t := timeOf(c.StartedAtUnixNano)
+		j.StartedAt = &t
+	}
+	if e := c.Exit; e != nil {
+		j.Exit = &exitJSON{Code: e.Code, Signal: e.Signal, OOMKilled: e.OomKilled, Reason: e.Reason, Message: e.Message, FinishedAt: timeOf(e.FinishedAtUnixNano)}
+	}
+	return j
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newContainerLs(cl *agentClient) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list", "ps"},
+		Short:   "List the agent's containers (running and finished)",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			api, err := cl.dial()
+			if err != nil {
+				return err
+			}
+			resp, err := api.List(cmd.Context(), &agentpb.ListRequest{})
+			if err != nil {
+				return cl.rpcError(err)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				list := make([]containerJSON, 0, len(resp.Containers))
+				for _, c := range resp.Containers {
+					list = append(list, toJSON(c))
+				}
+				return writeJSON(out, list)
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tSTATE\tPID\tCPUS\tMEM\tCREATED\tEXIT")
+			now := time.Now()
+			for _, c := range resp.Containers {
+				pid, exit := "-", "-"
+				if c.State == "running" && c.Pid != 0 {
+					pid = fmt.Sprint(c.Pid)
+				}
+				if e := c.Exit; e != nil {
+					exit = fmt.Sprint(exitCode(c))
+					if e.Reason != "" {
+						exit += " (" + e.Reason + ")"
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%dMiB\t%s ago\t%s\n", c.Id, c.Name, c.State, pid,
+					fmtCPUs(c.MilliCpus), c.MemMib, humanDuration(now.Sub(timeOf(c.CreatedAtUnixNano))), exit)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func fmtCPUs(milli int64) string {
+	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", float64(milli)/1000), "0"), ".")
+}
+
+func humanDuration(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func newContainerInspect(cl *agentClient) *cobra.Command {
+	return &cobra.Command{
+		Use:   "inspect ID|NAME",
+		Short: "Print a container as JSON",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := cl.dial()
+			if err != nil {
+				return err
+			}
+			c, err := api.Get(cmd.Context(), &agentpb.GetRequest{Id: args[0]})
+			if err != nil {
+				return cl.rpcError(err)
+			}
+			return writeJSON(cmd.OutOrStdout(), toJSON(c))
+		},
+	}
+}
+
+// statsJSON is one computed stats line.
+type statsJSON struct {
+	ID               string  `json:"id"`
+	CPUPercent       float64 `json:"cpuPercent"`
+	CPUs             float64 `json:"cpus"`
+	CPUUsageSeconds  float64 `json:"cpuUsageSeconds"`
+	MemUsageBytes    uint64  `json:"memUsageBytes"`
+	MemLimitBytes    uint64  `json:"memLimitBytes"`
+	Pids             uint64  `json:"pids"`
+	PidsLimit        uint64  `json:"pidsLimit,omitempty"`
+	CPUPeriods       uint64  `json:"cpuPeriods"`
+	CPUThrottled     uint64  `json:"cpuThrottledPeriods"`
+	ThrottledSeconds float64 `json:"cpuThrottledSeconds"`
+	OOMKills         uint64  `json:"oomKills"`
+}
+
+func newContainerStats(cl *agentClient) *cobra.Command {
+	var (
+		watch    bool
+		asJSON   bool
+		interval time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "stats ID|NAME…",
+		Short: "Show containers' cpu, memory, pids and throttling (cpu% over --interval)",
+		Args:  usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if interval <= 0 {
+				return exitError{code: 2, msg: "--interval must be positive"}
+			}
+			api, err := cl.dial()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			sample := func() (map[string]*agentpb.Statistics, error) {
+				m := map[string]*agentpb.Statistics{}
+				for _, id := range args {
+					st, err := api.Stats(ctx, &agentpb.StatsRequest{Id: id})
+					if err != nil {
+						return nil, cl.rpcError(err)
+					}
+					m[id] = st
+				}
+				return m, nil
+			}
+			prev, err := sample()
+			if err != nil {
+				return err
+			}
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(interval):
+				}
+				cur, err := sample()
+				if err != nil {
+					return err
+				}
+				var rows []statsJSON
+				for _, id := range args {
+					rows = append(rows, computeStats(prev[id], cur[id]))
+				}
+				if err := printStats(cmd.OutOrStdout(), rows, asJSON); err != nil {
+					return err
+				}
+				if !watch {
+					return nil
+				}
+				prev = cur
+			}
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&watch, "watch", false, "keep printing every --interval")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	f.DurationVar(&interval, "interval", time.Second, "sampling interval for cpu%")
+	return cmd
+}
+
+func computeStats(a, b *agentpb.Statistics) statsJSON {
+	s := statsJSON{
+		ID: b.Id, CPUs: float64(b.MilliCpus) / 1000, CPUUsageSeconds: float64(b.CpuUsageNanos) / 1e9,
+		MemUsageBytes: b.MemUsageBytes, MemLimitBytes: b.MemLimitBytes, Pids: b.Pids, PidsLimit: b.PidsLimit,
+		CPUPeriods: b.CpuPeriods, CPUThrottled: b.CpuThrottled, ThrottledSeconds: float64(b.CpuThrottledNanos) / 1e9,
+		OOMKills: b.MemOomKills,
+	}
+	if dt := b.TimestampUnixNano - a.TimestampUnixNano; dt > 0 && b.CpuUsageNanos >= a.CpuUsageNanos {
+		s.CPUPercent = math.Round(float64(b.CpuUsageNanos-a.CpuUsageNanos)/float64(dt)*1000) / 10
+	}
+	return s
+}
+
+func printStats(w io.Writer, rows []statsJSON, asJSON bool) error {
+	if asJSON {
+		return writeJSON(w, rows)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tCPU%\tCPUS\tMEM USAGE / LIMIT\tMEM%\tPIDS\tTHROTTLED\tOOM KILLS")
+	for _, r := range rows {
+		memPct := "-"
+		if r.MemLimitBytes > 0 && r.MemLimitBytes < 1<<60 {
+			memPct = fmt.Sprintf("%.1f%%", float64(r.MemUsageBytes)/float64(r.MemLimitBytes)*100)
+		}
+		pids := fmt.Sprint(r.Pids)
+		if r.PidsLimit > 0 {
+			pids += fmt.Sprintf("/%d", r.PidsLimit)
+		}
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%g\t%s / %s\t%s\t%s\t%d/%d periods, %.2fs\t%d\n", r.ID, r.CPUPercent, r.CPUs,
+			mib(r.MemUsageBytes), mib(r.MemLimitBytes), memPct, pids, r.CPUThrottled, r.CPUPeriods, r.ThrottledSeconds, r.OOMKills)
+	}
+	return tw.Flush()
+}
+
+func mib(b uint64) string {
+	if b >= 1<<60 {
+		return "unlimited"
+	}
+	return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20))
+}
+
+func newContainerUpdate(cl *agentClient) *cobra.Command {
+	var (
+		cpus      float64
+		mem, pids int64
+	)
+	cmd := &cobra.Command{
+		Use:   "update [--cpus N] [--mem MiB] [--pids N] ID|NAME",
+		Short: "Resize a running container",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := &agentpb.UpdateRequest{Id: args[0], MemMib: mem, Pids: pids}
+			if cmd.Flags().Changed("cpus") {
+				m, err := milliCPUs(cpus)
+				if err != nil {
+					return exitError{code: 2, msg: err.Error()}
+				}
+				req.MilliCpus = m
+			}
+			if req.MilliCpus == 0 && mem == 0 && pids == 0 {
+				return exitError{code: 2, msg: "update: give at least one of --cpus, --mem, --pids"}
+			}
+			if mem < 0 || pids < 0 {
+				return exitError{code: 2, msg: "update: --mem and --pids must be positive"}
+			}
+			api, err := cl.dial()
+			if err != nil {
+				return err
+			}
+			c, err := api.Update(cmd.Context(), req)
+			if err != nil {
+				return cl.rpcError(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s cpus:%s mem:%dMiB\n", c.Id, fmtCPUs(c.MilliCpus), c.MemMib)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.Float64Var(&cpus, "cpus", 0, "new cpus")
+	f.Int64Var(&mem, "mem", 0, "new memory limit in MiB")
+	f.Int64Var(&pids, "pids", 0, "new pids limit")
+	return cmd
+}
+
+func newContainerKill(cl *agentClient) *cobra.Command {
+	var grace time.Duration
+	cmd := &cobra.Command{
+		Use:   "kill [--grace D] ID|NAME",
+		Short: "Stop a container: SIGTERM, then SIGKILL after the grace period",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g := int64(-1) // the agent's default
+			if cmd.Flags().Changed("grace") {
+				if grace < 0 {
+					return exitError{code: 2, msg: "--grace must not be negative"}
+				}
+				g = int64(grace)
+			}
+			api, err := cl.dial()
+			if err != nil {
+				return err
+			}
+			c, err := api.Kill(cmd.Context(), &agentpb.KillRequest{Id: args[0], GraceNanos: g})
+			if err != nil {
+				return cl.rpcError(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s exited %d\n", c.Id, exitCode(c))
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&grace, "grace", 0, "grace period between SIGTERM and SIGKILL (default: the agent's --kill-grace)")
+	return cmd
+}
+
+func newContainerLogs(cl *agentClient) *cobra.Command {
+	var follow bool
+	cmd := &cobra.Command{
+		Use:   "logs [-f] ID|NAME",
+		Short: "Print a container's stdout and stderr (-f: until it exits)",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := cl.dial()
+			if err != nil {
+				return err
+			}
+			stream, err := api.Logs(cmd.Context(), &agentpb.LogsRequest{Id: args[0], Follow: follow})
+			if err != nil {
+				return cl.rpcError(err)
+			}
+			for {
+				ch, err := stream.Recv()
+				if err == io.EOF {
+					return nil
+				}
+				if err != nil {
+					return cl.rpcError(err)
+				}
+				w := cmd.OutOrStdout()
+				if ch.Stream == agentpb.LogChunk_STDERR {
+					w = cmd.ErrOrStderr()
+				}
+				if _, err := w.Write(ch.Data); err != nil {
+					return err
+				}
+			}
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "stream until the container exits")
+	return cmd
+}
+
+func newContainerWait(cl *agentClient) *cobra.Command {
+	return &cobra.Command{
+		Use:   "wait ID|NAME",
+		Short: "Wait for a container to exit; prints and exits with its exit code",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := cl.dial()
+			if err != nil {
+				return err
+			}
+			c, err := api.Wait(cmd.Context(), &agentpb.WaitRequest{Id: args[0]})
+			if err != nil {
+				return cl.rpcError(err)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), exitCode(c))
+			return exitFor(c)
+		},
+	}
+}
+
+func newContainerRm(cl *agentClient) *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:     "rm [-f] ID|NAME…",
+		Aliases: []string{"destroy"},
+		Short:   "Destroy finished containers (-f: kill running ones first): cgroups, state, sandbox",
+		Args:    usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := cl.dial()
+			if err != nil {
+				return err
+			}
+			var errs []error
+			for _, id := range args {
+				if _, err := api.Destroy(cmd.Context(), &agentpb.DestroyRequest{Id: id, Force: force}); err != nil {
+					errs = append(errs, cl.rpcError(err))
+					continue
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), id)
+			}
+			if len(errs) == 1 {
+				return errs[0]
+			}
+			if len(errs) > 1 {
+				var msgs []string
+				for _, e := range errs {
+					var ee exitError
+					if errors.As(e, &ee) {
+						msgs = append(msgs, ee.msg)
+					} else {
+						msgs = append(msgs, e.Error())
+					}
+				}
+				return exitError{code: 1, msg: strings.Join(msgs, "\nbrim: ")}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "kill a running container first (no grace)")
+	return cmd
+}
