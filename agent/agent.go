@@ -462,6 +462,9 @@ func (a *Agent) watch(id string) {
 // watchLocked starts the goroutine that records id's exit. Owned by the
 // agent: Close cancels and waits for it.
 func (a *Agent) watchLocked(id string) {
+	if a.closed {
+		return // the next agent recovers it
+	}
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()

@@ -296,3 +296,32 @@ func TestFormat(t *testing.T) {
 		t.Errorf("String = %q", got)
 	}
 }
+
+func TestStoreRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	s, err := newStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Container{ID: "abc", Name: "n", Command: []string{"x"}, State: StateExited, Exit: &ExitStatus{Code: 3, Reason: "r"}}
+	if err := s.put(c); err != nil {
+		t.Fatal(err)
+	}
+	// A temp file left by a crash mid-write is ignored and removed.
+	if err := os.WriteFile(filepath.Join(dir, ".abc.json.tmp123"), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.load()
+	if err != nil || len(got) != 1 || got[0].Name != "n" || got[0].Exit.Code != 3 {
+		t.Fatalf("load: %+v %v", got, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "abc.json")); !strings.Contains(string(b), `"version": 1`) {
+		t.Fatalf("record has no version: %s", b)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "new.json"), []byte(`{"version": 99, "id": "new"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.load(); err == nil || !strings.Contains(err.Error(), "new.json") {
+		t.Fatalf("newer record: %v", err)
+	}
+}

@@ -61,6 +61,15 @@ func (c *Container) clone() *Container {
 	return &n
 }
 
+// checkpointVersion is the format of checkpoint records; an agent refuses
+// records newer than it knows rather than misreading them.
+const checkpointVersion = 1
+
+type checkpointRecord struct {
+	Version int `json:"version"`
+	*Container
+}
+
 // store is the checkpoint: one JSON file per container under dir, written
 // atomically (temp file, fsync, rename, fsync of the directory) so a crash
 // leaves either the old or the new record, never a torn one.
@@ -78,7 +87,7 @@ func newStore(dir string) (*store, error) {
 func (s *store) path(id string) string { return filepath.Join(s.dir, id+".json") }
 
 func (s *store) put(c *Container) error {
-	b, err := json.MarshalIndent(c, "", "  ")
+	b, err := json.MarshalIndent(checkpointRecord{Version: checkpointVersion, Container: c}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
 	}
@@ -116,8 +125,12 @@ func (s *store) load() ([]*Container, error) {
 			return nil, fmt.Errorf("read checkpoint %s: %w", name, err)
 		}
 		var c Container
-		if err := json.Unmarshal(b, &c); err != nil {
+		rec := checkpointRecord{Container: &c}
+		if err := json.Unmarshal(b, &rec); err != nil {
 			return nil, fmt.Errorf("parse checkpoint %s: %w", name, err)
+		}
+		if rec.Version > checkpointVersion {
+			return nil, fmt.Errorf("parse checkpoint %s: format version %d is newer than this agent's (%d)", name, rec.Version, checkpointVersion)
 		}
 		if c.ID+".json" != name {
 			return nil, fmt.Errorf("parse checkpoint %s: record has id %q", name, c.ID)
