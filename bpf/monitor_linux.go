@@ -83,7 +83,11 @@ func Load(opts Options) (m *Monitor, err error) {
 	if err := spec.Variables["cgroup_v2"].Set(l.unified); err != nil {
 		return nil, fmt.Errorf("load bpf monitor: set cgroup_v2: %w", err)
 	}
+	if nslots > 1<<16 {
+		return nil, fmt.Errorf("load bpf monitor: MaxCgroups %d above %d", nslots, 1<<16)
+	}
 	spec.Maps["stats"].MaxEntries = uint32(nslots * ncpus)
+	spec.Maps["tracked"].MaxEntries = uint32(nslots)
 
 	m = &Monitor{
 		layout: l,
