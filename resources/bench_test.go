@@ -1,6 +1,9 @@
 package resources
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 const (
 	benchAgent = "cpus:6;mem:18432;disk:10240;ports:[31000-32000];cpus(hdfs):2;mem(hdfs):6144;cpus{REV}:1.5;mem{REV}:2048"
@@ -69,5 +72,41 @@ func BenchmarkContainsUnnormalized(b *testing.B) {
 		if !agent.Contains(task) {
 			b.Fatal("agent does not contain task")
 		}
+	}
+}
+
+// BenchmarkAddVsFloatMap compares Add with the naive representation a
+// float-based model would use (a fresh map[string]float64 per sum), timed
+// in the same run so the ratio survives a noisy machine. It reports
+// "ratio" = Add time / map time (below 1 means Add is faster); ns/op
+// covers one batch of both.
+func BenchmarkAddVsFloatMap(b *testing.B) {
+	a, c := MustParse("cpus:6;mem:18432;disk:10240;net_bw:1000"), MustParse("cpus:0.5;mem:512")
+	fa := map[string]float64{"cpus": 6, "mem": 18432, "disk": 10240, "net_bw": 1000}
+	fc := map[string]float64{"cpus": 0.5, "mem": 512}
+	b.ReportAllocs()
+	const batch = 32 // amortize the clock reads
+	var ours, base time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		for range batch {
+			_ = a.Add(c)
+		}
+		t1 := time.Now()
+		for range batch {
+			out := make(map[string]float64, len(fa)+len(fc))
+			for k, v := range fa {
+				out[k] += v
+			}
+			for k, v := range fc {
+				out[k] += v
+			}
+		}
+		t2 := time.Now()
+		ours += t1.Sub(t0)
+		base += t2.Sub(t1)
+	}
+	if base > 0 {
+		b.ReportMetric(float64(ours)/float64(base), "ratio")
 	}
 }

@@ -35,6 +35,9 @@ func FuzzParse(f *testing.F) {
 		"cpus:0.0001",
 		"cpus(,):1",
 		"disks:{a,a}",
+		// More than smallList entries: the map-based merge path.
+		"a:1;b:1;c:1;d:1;e:1;f:1;g:1;h:1;i:1;j:1;k:1;l:1;m:1;n:1;o:1;p:1;q:1;r:1;" +
+			"a(x):1;ports:[5];ports:[1-3];ports(x,y):[9];disks:{b};disks:{a};a:0.5;q:[1]",
 	} {
 		f.Add(s)
 	}

@@ -10,7 +10,8 @@ import (
 // Parse parses resources in the text syntax (see the package doc), e.g.
 // "cpus:2;mem:1024;ports:[31000-32000];cpus(hdfs):1;cpus{REV}:0.5".
 // Repeated entries of one key add up (their ranges and set items must not
-// overlap, and a scalar sum must stay within MaxValue). The result is normalized; the empty text gives empty Resources.
+// overlap, and a scalar sum must stay within MaxValue). The result is
+// normalized; the empty text gives empty (nil) Resources.
 //
 // Errors are *ParseError naming the offending token and wrap ErrInvalid
 // (and ErrRevocableReservation for a reserved revocable resource).
@@ -74,12 +75,12 @@ func parseResource(tok string) (Resource, *ParseError) {
 	}
 	rest := strings.TrimSpace(head[end:])
 	if strings.HasPrefix(rest, "(") {
-		close := strings.IndexByte(rest, ')')
-		if close < 0 {
+		rparen := strings.IndexByte(rest, ')')
+		if rparen < 0 {
 			return bad(nil, "missing ')' after role")
 		}
-		inner := rest[1:close]
-		rest = strings.TrimSpace(rest[close+1:])
+		inner := rest[1:rparen]
+		rest = strings.TrimSpace(rest[rparen+1:])
 		role, principal, dynamic := strings.Cut(inner, ",")
 		r.Role = strings.TrimSpace(role)
 		if why := checkRole(r.Role); why != "" {
