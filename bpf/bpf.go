@@ -212,3 +212,17 @@ func (iv *Interval) Next(cur, dst map[uint64]CgroupStats) {
 		iv.prev[id] = s
 	}
 }
+
+// CumulativeBuckets returns h in Prometheus form: upper bound in seconds
+// (2^(i+1) ns) -> number of waits at or below it, for every bucket but the
+// last (whose bound is +Inf, implied by the total count). Pass it to
+// prometheus.NewConstHistogram with h.Count() and the sum of waits.
+func (h Histogram) CumulativeBuckets() map[float64]uint64 {
+	out := make(map[float64]uint64, Buckets-1)
+	var cum uint64
+	for i := 0; i < Buckets-1; i++ {
+		cum += h[i]
+		out[math.Ldexp(1, i+1)/1e9] = cum
+	}
+	return out
+}

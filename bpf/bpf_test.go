@@ -139,3 +139,15 @@ func TestInterval(t *testing.T) {
 		t.Fatalf("after re-track = %+v", dst)
 	}
 }
+
+func TestHistogramCumulativeBuckets(t *testing.T) {
+	var h Histogram
+	h[0], h[9], h[Buckets-1] = 1, 2, 4
+	b := h.CumulativeBuckets()
+	if len(b) != Buckets-1 {
+		t.Fatalf("%d buckets, want %d", len(b), Buckets-1)
+	}
+	if b[2e-9] != 1 || b[512e-9] != 1 || b[1024e-9] != 3 || b[math.Ldexp(1, Buckets-1)/1e9] != 3 {
+		t.Errorf("buckets = %v", b)
+	}
+}
