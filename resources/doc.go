@@ -44,6 +44,14 @@
 // 0.0005 cpus is nothing); FromFloat rounds, for values computed by
 // estimators.
 //
+// # Values and encoding
+//
+// Resources is an immutable value type, safe for concurrent reads: every
+// method returns a new value and never modifies its receiver or arguments.
+// Literals need not be normalized (an empty Role reads as "*"); results
+// are. Resources implements encoding.TextMarshaler and TextUnmarshaler with
+// the text syntax, so it encodes as a string in JSON and can back a flag.
+//
 // # Errors
 //
 // Every parse and validation error wraps ErrInvalid; Parse returns

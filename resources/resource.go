@@ -67,11 +67,16 @@ type Reservation struct {
 // Resource is one named quantity, for one role, reservation and
 // revocability. Exactly one of Scalar, Ranges and Set is used, per Type.
 type Resource struct {
-	Name   string
-	Type   Type
+	// Name is the resource's name, e.g. "cpus"; [A-Za-z0-9_./-]+.
+	Name string
+	// Type says which of Scalar, Ranges and Set holds the value.
+	Type Type
+	// Scalar is the amount of a Scalar resource.
 	Scalar Value
+	// Ranges are the inclusive ranges of a Ranges resource.
 	Ranges []Range
-	Set    []string
+	// Set holds the items of a Set resource.
+	Set []string
 	// Role is "*" (Unreserved) or the role the resource is reserved for.
 	// The empty string is read as "*".
 	Role string
