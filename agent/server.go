@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/brimnode/brim/agent/agentpb"
@@ -24,12 +25,20 @@ const shutdownGrace = 5 * time.Second
 // container and closes the agent. Errors wrap ErrAgentRunning when another
 // agent serves the socket.
 func (a *Agent) Run(ctx context.Context, socketPath string) error {
-	defer a.Close()
-	// Listen first: a second agent must fail before it touches anything.
 	l, err := Listen(socketPath)
 	if err != nil {
+		a.Close()
 		return err
 	}
+	return a.Serve(ctx, l)
+}
+
+// Serve is Run on a listener the caller opened (with Listen, before
+// creating anything, so that a second agent fails without side effects).
+// It closes l and the agent when it returns.
+func (a *Agent) Serve(ctx context.Context, l net.Listener) error {
+	defer a.Close()
+	socketPath := l.Addr().String()
 	if err := a.Recover(ctx); err != nil {
 		l.Close()
 		return err
