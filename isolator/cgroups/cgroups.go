@@ -392,7 +392,9 @@ func (i *Isolator) Isolate(ctx context.Context, id string, pid int) error {
 // Update changes the limits of a running container with the fewest writes,
 // in an order the kernel accepts (see Plan). A memory limit the kernel
 // cannot reclaim down to fails with ErrMemoryInUse and leaves the other
-// limits as they were before Update or already applied (not atomic).
+// limits as they were before Update or already applied (not atomic); the
+// next Update then rewrites every file. On v2 the kernel reclaims and, if
+// that is not enough, OOM-kills inside the group instead of refusing.
 // Errors also wrap ErrInvalid, isolator.ErrNotFound and
 // isolator.ErrNotSupported.
 func (i *Isolator) Update(ctx context.Context, id string, limits isolator.Limits) error {

@@ -606,3 +606,50 @@ func TestOOMEventsV2Fixture(t *testing.T) {
 		t.Errorf("OOMEvents(missing) = %v, want ErrNotFound", err)
 	}
 }
+
+// TestConcurrentContainersV1 drives several containers at once (run it
+// with -race): each ends with its own last limits.
+func TestConcurrentContainersV1(t *testing.T) {
+	i, _ := newV1(t)
+	ctx := context.Background()
+	const n, rounds = 4, 50
+	errs := make(chan error, n)
+	for k := 0; k < n; k++ {
+		id := "p" + strconv.Itoa(k)
+		go func() {
+			errs <- func() error {
+				if err := i.Prepare(ctx, id, isolator.Limits{MilliCPUs: 100}, nil); err != nil {
+					return err
+				}
+				for r := 1; r <= rounds; r++ {
+					l := isolator.Limits{MilliCPUs: int64(100 * r), MemoryBytes: int64(r) << 20, Class: isolator.QoSClass(r % 2)}
+					if err := i.Update(ctx, id, l); err != nil {
+						return err
+					}
+					if err := i.SetCPUQuota(ctx, id, int64(r%3)*100); err != nil {
+						return err
+					}
+					var st isolator.Statistics
+					if err := i.Usage(ctx, id, &st); err != nil {
+						return err
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for k := 0; k < n; k++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := 0; k < n; k++ {
+		id := "p" + strconv.Itoa(k)
+		// Last round: 5000 millicpus guaranteed, 50 MiB, throttle 200.
+		checkFiles(t, i, id, map[string]string{"cpu/cpu.shares": "5120", "cpu/cpu.cfs_quota_us": "20000",
+			"memory/memory.limit_in_bytes": strconv.Itoa(50 << 20)})
+		if err := i.Cleanup(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
