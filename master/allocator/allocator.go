@@ -171,17 +171,23 @@ type allocEntry struct {
 }
 
 type agent struct {
-	id    string
-	idx   int32
-	live  int32 // position in Allocator.live
-	info  AgentInfo
-	eta   float64
-	pools []pool // [0] unreserved, [1] revocable, then reservations
+	// Hot fields first: the cycle reads them for every agent, in random
+	// order, so they share cache lines with the inline storage below.
+	pools  []pool // [0] unreserved, [1] revocable, then reservations
+	allocs []allocEntry
+	eta    float64
+	idx    int32
+	live   int32 // position in Allocator.live
+	// poolsInline and allocsInline back pools and allocs until they grow,
+	// keeping an agent in one block of memory.
+	poolsInline  [2]pool
+	allocsInline [2]allocEntry
+	id           string
+	info         AgentInfo
 	// other is the free non-scalar part (ports, sets), never in the hot
 	// loop's arithmetic.
 	other      resources.Resources
 	otherTotal resources.Resources
-	allocs     []allocEntry
 }
 
 type filter struct {
@@ -305,6 +311,7 @@ type Allocator struct {
 	epoch     uint64
 	now       time.Time
 	owedNow   vec // headroom still owed to guarantees, during a cycle
+	sink      int64 // keeps touch's loads alive
 }
 
 type offerRec struct {
@@ -496,7 +503,10 @@ func (a *Allocator) AddAgent(info AgentInfo, used map[string]resources.Resources
 	if _, ok := a.agentIdx[info.ID]; ok {
 		return fmt.Errorf("add agent %s: %w", info.ID, ErrExist)
 	}
-	ag := &agent{id: info.ID, info: info, pools: []pool{{key: poolKey{role: -1}}, {key: poolKey{role: -1, revocable: true}}}}
+	ag := &agent{id: info.ID, info: info}
+	ag.poolsInline = [2]pool{{key: poolKey{role: -1}}, {key: poolKey{role: -1, revocable: true}}}
+	ag.pools = ag.poolsInline[:2:2]
+	ag.allocs = ag.allocsInline[:0:2]
 	if err := a.setTotals(ag, info); err != nil {
 		return fmt.Errorf("add agent %s: %w", info.ID, err)
 	}

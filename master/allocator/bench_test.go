@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/brimnode/brim/resources"
 )
@@ -70,14 +71,18 @@ func BenchmarkCycle(b *testing.B) {
 			a.Allocate() // warm the scratch buffers
 			releaseAll(a)
 			offers := 0
+			var cpu time.Duration
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
+				c0 := cpuTime()
 				offers = len(a.Allocate())
+				cpu += cpuTime() - c0
 				b.StopTimer()
 				releaseAll(a)
 				b.StartTimer()
 			}
+			b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 			b.ReportMetric(float64(offers), "offers/cycle")
 			b.ReportMetric(float64(offers)*float64(b.N)/b.Elapsed().Seconds(), "offers/s")
 		})
@@ -125,14 +130,18 @@ func BenchmarkNaiveCycle(b *testing.B) {
 		b.Run(s.String(), func(b *testing.B) {
 			n := newNaive(s)
 			offers := 0
+			var cpu time.Duration
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
+				c0 := cpuTime()
 				offers = n.allocate()
+				cpu += cpuTime() - c0
 				b.StopTimer()
 				n.reset(s)
 				b.StartTimer()
 			}
+			b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 			b.ReportMetric(float64(offers), "offers/cycle")
 			b.ReportMetric(float64(offers)*float64(b.N)/b.Elapsed().Seconds(), "offers/s")
 		})

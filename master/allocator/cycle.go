@@ -180,9 +180,13 @@ func (a *Allocator) Allocate() []Offer {
 
 func (a *Allocator) runStage(stage int, mark uint64, rh *minHeap) {
 	if a.sorter != SorterMeDRF {
-		for _, ai := range a.order {
+		const ahead = 4
+		for i, ai := range a.order {
 			if rh.len() == 0 {
 				return
+			}
+			if j := i + ahead; j < len(a.order) {
+				a.sink += a.touch(a.agents[a.order[j]])
 			}
 			a.allocateAgent(a.agents[ai], stage, mark, rh)
 		}
@@ -204,6 +208,16 @@ func (a *Allocator) runStage(stage int, mark uint64, rh *minHeap) {
 		}
 		a.allocateAgent(a.agents[ai], stage, mark, rh)
 	}
+}
+
+// touch loads the memory allocateAgent will need for ag a few agents
+// ahead, so the cache misses of the shuffled order overlap with work.
+func (a *Allocator) touch(ag *agent) int64 {
+	x := ag.pools[0].free[0] + ag.pools[1].free[0]
+	if cap(ag.allocs) > 0 {
+		x += int64(ag.allocs[:1][0].pool)
+	}
+	return x
 }
 
 // sharedOpen reports whether the unreserved or revocable pool of ag still

@@ -1,6 +1,5 @@
 package allocator
 
-
 // maxKinds bounds the number of distinct scalar resource names one allocator
 // tracks. Fixed-size vectors keep the hot loop free of maps, strings and
 // allocations; Mesos clusters use a handful of scalar names (cpus, mem,
