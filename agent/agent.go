@@ -136,6 +136,8 @@ type Agent struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	resizeMu sync.Mutex // serialises Resize
+
 	mu         sync.Mutex
 	containers map[string]*Container
 	names      map[string]string        // name → id
@@ -610,18 +612,22 @@ func (a *Agent) Resize(ctx context.Context, ref string, u Update) (*Container, e
 	if u == (Update{}) {
 		return nil, fmt.Errorf("update: %w: nothing to change", ErrInvalidArgument)
 	}
-	// The lock is held across the runtime call (well under a millisecond)
-	// so that accounting and limits change together.
+	// Resizes are serialised; a.mu is not held across the runtime call
+	// (which may wait behind a kill in the containerizer), so the growth is
+	// reserved first and settled afterwards.
+	a.resizeMu.Lock()
+	defer a.resizeMu.Unlock()
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	c, err := a.resolveLocked(ref)
 	if err != nil {
+		a.mu.Unlock()
 		return nil, err
 	}
 	if c.State != StateRunning {
+		a.mu.Unlock()
 		return nil, fmt.Errorf("update %s: %w", c.ID, ErrNotRunning)
 	}
-	limits := c.Limits
+	id, limits := c.ID, c.Limits
 	if u.MilliCPUs != 0 {
 		limits.MilliCPUs = u.MilliCPUs
 	}
@@ -635,10 +641,22 @@ func (a *Agent) Resize(ctx context.Context, ref string, u Update) (*Container, e
 	next := Resources{MilliCPUs: limits.MilliCPUs, MemMiB: limits.MemoryBytes >> 20}
 	grow := Resources{MilliCPUs: max(next.MilliCPUs-old.MilliCPUs, 0), MemMiB: max(next.MemMiB-old.MemMiB, 0)}
 	if err := fits(grow, a.opts.Resources.sub(a.used)); err != nil {
-		return nil, fmt.Errorf("update %s: %w", c.ID, err)
+		a.mu.Unlock()
+		return nil, fmt.Errorf("update %s: %w", id, err)
 	}
-	if err := a.rt.Update(ctx, c.ID, limits); err != nil {
-		return nil, fmt.Errorf("update %s: %w", c.ID, err)
+	a.used = a.used.add(grow)
+	a.mu.Unlock()
+
+	err = a.rt.Update(ctx, id, limits)
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.used = a.used.sub(grow)
+	if err != nil {
+		return nil, fmt.Errorf("update %s: %w", id, err)
+	}
+	if c.State != StateRunning {
+		return nil, fmt.Errorf("update %s: %w", id, ErrNotRunning)
 	}
 	a.used = a.used.sub(old).add(next)
 	c.Limits = limits
