@@ -222,24 +222,31 @@ func haveIperf() bool {
 	return err == nil
 }
 
-// iperfClient runs an iperf3 client in nsPath against server for d and
-// returns the goodput in Mbit/s (received, after the first omitted second).
-// reverse makes the server send.
-func iperfClient(ctx context.Context, nsPath string, server netip.Addr, d time.Duration, reverse bool) (float64, error) {
+// iperfClient runs an iperf3 client in nsPath against server for d (after
+// one omitted second) and returns the goodput in Mbit/s over the intervals
+// that were not omitted, as the client saw them (sender side, or receiver
+// side with reverse, where the server sends). With udpMbit > 0 it sends UDP
+// at that rate instead of TCP.
+func iperfClient(ctx context.Context, nsPath string, server netip.Addr, d time.Duration, reverse bool, udpMbit int) (float64, error) {
 	args := []string{"--net=" + nsPath, "iperf3", "-c", server.String(), "-J", "-O", "1", "-t", fmt.Sprint(int(d.Seconds()))}
 	if reverse {
 		args = append(args, "-R")
+	}
+	if udpMbit > 0 {
+		args = append(args, "-u", "-b", fmt.Sprintf("%dM", udpMbit))
 	}
 	out, err := exec.CommandContext(ctx, "nsenter", args...).Output()
 	if err != nil {
 		return 0, fmt.Errorf("iperf3 client: %w: %s", err, out)
 	}
 	var res struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
+		Intervals []struct {
+			Sum struct {
+				Bytes   float64 `json:"bytes"`
+				Seconds float64 `json:"seconds"`
+				Omitted bool    `json:"omitted"`
+			} `json:"sum"`
+		} `json:"intervals"`
 		Error string `json:"error"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
@@ -248,7 +255,16 @@ func iperfClient(ctx context.Context, nsPath string, server netip.Addr, d time.D
 	if res.Error != "" {
 		return 0, fmt.Errorf("iperf3: %s", res.Error)
 	}
-	return res.End.SumReceived.BitsPerSecond / 1e6, nil
+	var bytes, secs float64
+	for _, iv := range res.Intervals {
+		if !iv.Sum.Omitted {
+			bytes, secs = bytes+iv.Sum.Bytes, secs+iv.Sum.Seconds
+		}
+	}
+	if secs == 0 {
+		return 0, fmt.Errorf("iperf3: no intervals measured")
+	}
+	return bytes * 8 / secs / 1e6, nil
 }
 
 // classBytes returns the byte counter of id's class in direction dir

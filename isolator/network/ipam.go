@@ -67,7 +67,12 @@ func (s store) load() (map[string]record, error) {
 	return recs, nil
 }
 
-// put writes r atomically (temporary file, fsync, rename, fsync of the dir).
+// put writes r atomically (a temporary file renamed over the record).
+//
+// No fsync: the record only has to outlive the agent process, not the
+// machine. The objects it describes (namespaces, links, classes) do not
+// survive a reboot either, and a process crash leaves the page cache intact.
+// This keeps two disk flushes out of every launch.
 func (s store) put(r record) error {
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -85,9 +90,6 @@ func (s store) writeFile(path string, b []byte) error {
 		return fmt.Errorf("write ipam state: %w", err)
 	}
 	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -97,14 +99,6 @@ func (s store) writeFile(path string, b []byte) error {
 	if err != nil {
 		_ = os.Remove(f.Name())
 		return fmt.Errorf("write ipam state: %w", err)
-	}
-	d, err := os.Open(s.dir)
-	if err != nil {
-		return fmt.Errorf("sync ipam state dir: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync ipam state dir: %w", err)
 	}
 	return nil
 }

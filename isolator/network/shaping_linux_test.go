@@ -23,6 +23,7 @@ type flow struct {
 	clientNS string
 	server   netip.Addr
 	reverse  bool // the server sends
+	udpMbit  int  // UDP at this rate instead of TCP
 }
 
 // start runs the flow for d in the background (the server must be up);
@@ -34,7 +35,7 @@ func (f flow) start(ctx context.Context, d time.Duration) (wait func() (float64,
 	}
 	c := make(chan res, 1)
 	go func() {
-		m, err := iperfClient(ctx, f.clientNS, f.server, d, f.reverse)
+		m, err := iperfClient(ctx, f.clientNS, f.server, d, f.reverse, f.udpMbit)
 		c <- res{m, err}
 	}()
 	return func() (float64, error) { r := <-c; return r.mbit, r.err }

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Network isolator (isolator/network), as root:
+#  - the time networking adds to a launch: Prepare with a network against
+#    Prepare without (baseline, same run); target ≤ 5 ms;
+#  - shaping accuracy at 10, 50 and 200 Mbit/s, both directions: wire rate
+#    (HTB class counters) and TCP goodput (iperf3) against the limit
+#    (goodput is expected at 0.956 of the wire rate: header overhead);
+#  - live resize: how long a limit change takes to show on the wire (target
+#    ≤ 100 ms);
+#  - borrowing: a guaranteed container starting while a best-effort one has
+#    borrowed the whole uplink, against the same start on an idle uplink.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+pkg=./isolator/network/
+GO=${GO:-go}
+
+metrics() { # benchmark lines → "name unit=value ..."
+  awk '/^Benchmark/ { line=$1; sub(/-[0-9]+$/, "", line); for (i = 5; i < NF; i += 2) line = line " " $(i+1) "=" $i; print line }'
+}
+get() { # get LINE UNIT
+  tr ' ' '\n' <<<"$1" | awk -F= -v u="$2" '$1 == u { print $2 }'
+}
+
+prep=$($GO test -tags seccomp -run '^$' -bench '^BenchmarkPrepare$' -benchtime 200x "$pkg" | metrics)
+rest=$($GO test -tags seccomp -run '^$' -bench '^Benchmark(Shaping|LiveResize|Borrowing)$' -benchtime 1x -timeout 10m "$pkg" | metrics)
+
+echo "--- time networking adds to Prepare (200 launches, median / p90)"
+none=$(grep '^BenchmarkPrepare/none' <<<"$prep")
+net=$(grep '^BenchmarkPrepare/network' <<<"$prep")
+printf '%-22s %10s %10s %12s\n' "" "median ms" "p90 ms" "cleanup ms"
+printf '%-22s %10.3f %10.3f %12.3f\n' "no network (baseline)" "$(get "$none" prepare-ms)" "$(get "$none" prepare-p90-ms)" "$(get "$none" cleanup-ms)"
+printf '%-22s %10.3f %10.3f %12.3f\n' "network" "$(get "$net" prepare-ms)" "$(get "$net" prepare-p90-ms)" "$(get "$net" cleanup-ms)"
+awk -v a="$(get "$net" prepare-ms)" -v b="$(get "$none" prepare-ms)" 'BEGIN { printf "networking adds %.3f ms to a launch (target 5 ms: %.2f of it)\n", a - b, (a - b) / 5 }'
+
+echo "--- shaping accuracy (wire rate from the HTB class counters, goodput from iperf3)"
+printf '%-8s %-8s %10s %10s %14s %17s\n' "limit" "dir" "wire" "wire/limit" "goodput" "goodput/(0.956×limit)"
+grep '^BenchmarkShaping/' <<<"$rest" | while read -r line; do
+  name=${line%% *}; name=${name#BenchmarkShaping/}
+  printf '%-8s %-8s %10.2f %10.3f %14.2f %17.3f\n' "${name%%/*}" "${name#*/}" \
+    "$(get "$line" wire-Mbit/s)" "$(get "$line" wire/limit)" "$(get "$line" goodput-Mbit/s)" "$(get "$line" goodput/expected)"
+done
+
+echo "--- live resize (effect = extra/missing bytes after the change ÷ rate difference; target 100 ms)"
+grep '^BenchmarkLiveResize/' <<<"$rest" | while read -r line; do
+  name=${line%% *}; name=${name#BenchmarkLiveResize/}
+  printf '%-6s %s ms effect (%s of the target), Update call %s µs\n' "$name" \
+    "$(get "$line" effect-ms)" "$(get "$line" effect/target)" "$(get "$line" update-µs)"
+done
+
+echo "--- borrowing (uplink 100 Mbit/s; guaranteed 60, best-effort unlimited)"
+idle=$(grep '^BenchmarkBorrowing/idle-uplink' <<<"$rest")
+busy=$(grep '^BenchmarkBorrowing/best-effort-borrowing' <<<"$rest")
+echo "guaranteed reaches 90 % of 60 Mbit/s, from its first byte: $(get "$idle" rise-ms) ms on an idle uplink (baseline), $(get "$busy" rise-ms) ms while best-effort borrows"
+awk -v a="$(get "$busy" rise-ms)" -v b="$(get "$idle" rise-ms)" 'BEGIN { if (b > 0) printf "ratio borrowing/idle: %.2f\n", a / b }'
+echo "while both send: guaranteed $(get "$busy" guaranteed-Mbit/s) Mbit/s, best-effort $(get "$busy" best-effort-Mbit/s) Mbit/s"
