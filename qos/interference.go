@@ -81,6 +81,7 @@ type Interference struct {
 	cause        Trigger
 	throttled    map[string]bool
 	frozen       map[string]bool
+	killed       map[string]bool // until they leave the usage
 }
 
 type baseline struct {
@@ -142,6 +143,7 @@ func NewInterferenceWith(c InterferenceConfig) (*Interference, error) {
 		baselines: map[string]map[string]*baseline{},
 		throttled: map[string]bool{},
 		frozen:    map[string]bool{},
+		killed:    map[string]bool{},
 	}, nil
 }
 
@@ -232,22 +234,33 @@ func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Corre
 			delete(ic.frozen, id)
 		}
 	}
+	for id := range ic.killed {
+		if !live[id] {
+			delete(ic.killed, id)
+		}
+	}
 
 	var out []Correction
-	be := youngestRevocable(&u)
+	be := slices.DeleteFunc(youngestRevocable(&u), func(c *monitor.ContainerUsage) bool { return ic.killed[c.ID] })
 	cooled := ic.lastChange.IsZero() || now.Sub(ic.lastChange) >= ic.cfg.Cooldown
+	if worst != nil && len(be) == 0 && ic.level == LevelNone {
+		// Nothing revocable runs: whatever hurts the victim, corrections
+		// cannot help. Do not arm the response for work that arrives later.
+		return nil, nil
+	}
 	if worst != nil {
 		ic.healthySince = time.Time{}
 		switch {
 		case ic.level == LevelNone:
 			ic.step(LevelThrottle, now, *worst)
-		case cooled && ic.level < LevelKill:
+		case cooled && ic.level < LevelKill && len(be) > 0:
 			ic.step(ic.level+1, now, *worst)
 		case cooled && ic.level == LevelKill && len(be) > 0:
 			ic.cause, ic.lastChange = *worst, now
 			c := be[0]
 			delete(ic.throttled, c.ID)
 			delete(ic.frozen, c.ID)
+			ic.killed[c.ID] = true
 			return []Correction{{Type: Kill, ContainerID: c.ID, Trigger: *worst,
 				Reason: fmt.Sprintf("%s still degraded with revocable work frozen: preempting the youngest revocable container", worst.Victim)}}, nil
 		}

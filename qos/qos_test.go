@@ -84,7 +84,8 @@ func TestInterferenceGradedResponse(t *testing.T) {
 		{24, 9 * ms, be, "FREEZE be-old, FREEZE be-young", LevelFreeze},
 		{27, 9 * ms, be, "", LevelKill}, // the step to the kill level
 		{30, 9 * ms, be, "KILL be-young", LevelKill},
-		{31, 9 * ms, be[:1], "", LevelKill},
+		{31, 9 * ms, be, "", LevelKill}, // be-young still listed until the monitor notices: left alone
+		{32, 9 * ms, be[:1], "", LevelKill},
 		{33, 9 * ms, be[:1], "KILL be-old", LevelKill},
 		{36, 9 * ms, nil, "", LevelKill},
 	}
@@ -416,5 +417,27 @@ func BenchmarkInterference100(b *testing.B) {
 		if _, err := c.Corrections(ctx, u); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestInterferenceWithoutRevocableWork(t *testing.T) {
+	c, err := NewInterferenceWith(InterferenceConfig{EnterFactor: 2, ExitFactor: 1.3, Alpha: 0.1, Warmup: 2,
+		Cooldown: time.Second, RecoverAfter: time.Second, ThrottleFraction: 0.5, MinQuota: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 3 {
+		_, _ = c.Corrections(ctx, node(i, time.Millisecond))
+	}
+	// Degraded with nothing revocable: no response is armed.
+	for i := 3; i < 8; i++ {
+		if cs, _ := c.Corrections(ctx, node(i, 10*time.Millisecond)); len(cs) != 0 || c.Level() != LevelNone {
+			t.Fatalf("t=%d: %v level %d", i, render(cs), c.Level())
+		}
+	}
+	// Revocable work arrives while the victim is degraded: first step only.
+	if cs, _ := c.Corrections(ctx, node(8, 10*time.Millisecond, "be")); render(cs) != "THROTTLE be@500" {
+		t.Fatalf("with be: %v", render(cs))
 	}
 }
