@@ -310,7 +310,7 @@ type Allocator struct {
 	pieces    []piece
 	epoch     uint64
 	now       time.Time
-	owedNow   vec // headroom still owed to guarantees, during a cycle
+	owedNow   vec   // headroom still owed to guarantees, during a cycle
 	sink      int64 // keeps touch's loads alive
 }
 
@@ -383,7 +383,6 @@ func New(opts Options) (*Allocator, error) {
 		}
 		a.min.set(d, int64(r.Scalar))
 	}
-	a.roleHeap.pos = nil
 	return a, nil
 }
 
@@ -416,14 +415,14 @@ func (a *Allocator) role(name string) (*role, error) {
 	return r, nil
 }
 
-// piecesOf splits resources into scalar amounts per pool key and the
-// non-scalar rest. forceRevocable marks everything revocable.
+// keyedVec is a scalar amount of one pool.
 type keyedVec struct {
 	key poolKey
-	pr  string
 	v   vec
 }
 
+// split turns resources into scalar amounts per pool key and the
+// non-scalar rest; forceRevocable marks everything revocable.
 func (a *Allocator) split(rs resources.Resources, forceRevocable bool) ([]keyedVec, resources.Resources, error) {
 	var out []keyedVec
 	var other resources.Resources

@@ -459,3 +459,50 @@ func TestRandomSorterGivesEveryoneAShare(t *testing.T) {
 		t.Fatalf("random sorter: %v, want about 1000:2000", got)
 	}
 }
+
+func TestUpdateFramework(t *testing.T) {
+	a, _ := newTest(t, Options{})
+	must(t, a.AddAgent(AgentInfo{ID: "a", Total: resources.MustParse("cpus:1;mem:1024"), Revocable: resources.MustParse("cpus:4")}, nil))
+	addFramework(t, a, "f", "r")
+	if o := a.Allocate(); len(o) != 1 || !o[0].Resources.Revocable().IsEmpty() {
+		t.Fatalf("offers %+v, want no revocable", o)
+	}
+	must(t, a.UpdateFramework(FrameworkInfo{ID: "f", Roles: []string{"r"}, Capabilities: Capabilities{Revocable: true}}))
+	if o := a.Allocate(); len(o) != 1 || o[0].Resources.Revocable().CPUs() != resources.FromInt(4) {
+		t.Fatalf("offers %+v, want the revocable cpus now", o)
+	}
+	if err := a.UpdateFramework(FrameworkInfo{ID: "f", Roles: []string{"other"}}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("role change: %v, want ErrInvalid", err)
+	}
+	if err := a.UpdateFramework(FrameworkInfo{ID: "g", Roles: []string{"r"}}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown framework: %v, want ErrNotFound", err)
+	}
+}
+
+// A framework in two roles is offered in both; RecoverRole returns what it
+// holds in the named one.
+func TestMultiRoleFramework(t *testing.T) {
+	a, _ := newTest(t, Options{})
+	must(t, a.AddAgent(AgentInfo{ID: "a", Total: resources.MustParse("cpus:2;mem:2048;cpus(db):1;mem(db):512")}, nil))
+	addFramework(t, a, "f", "web", "db")
+	offers := a.Allocate()
+	roles := map[string]resources.Resources{}
+	for _, o := range offers {
+		roles[o.Role] = roles[o.Role].Add(o.Resources)
+	}
+	if !roles["db"].Reserved("db").Equal(resources.MustParse("cpus(db):1;mem(db):512")) {
+		t.Fatalf("offers by role %v: db reservation should go to role db", roles)
+	}
+	zero := time.Duration(0)
+	for role, res := range roles {
+		must(t, a.RecoverRole("f", role, "a", res, &zero))
+	}
+	for _, s := range a.FrameworkShares() {
+		if !s.Allocated.IsEmpty() {
+			t.Fatalf("%s/%s still holds %v", s.FrameworkID, s.Role, s.Allocated)
+		}
+	}
+	if err := a.RecoverRole("f", "nope", "a", nil, nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown role: %v, want ErrNotFound", err)
+	}
+}

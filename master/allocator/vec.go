@@ -45,15 +45,6 @@ func (v *vec) isZero() bool {
 	return true
 }
 
-func (v *vec) hasNegative() bool {
-	for d := range v {
-		if v[d] < 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // clampMin lowers every dimension of v to at most o (and at least 0).
 func (v *vec) clampMin(o *vec) {
 	for d := range v {
