@@ -118,6 +118,21 @@ static __always_inline __u64 cpu_cgroup_id(struct task_struct *t)
 	return task_cgroup_id(t, bpf_core_enum_value(enum cgroup_subsys_id, cpu_cgrp_id));
 }
 
+// Bound for a slice charged without a switch-in event: anything larger is a
+// stale slice start, not CPU time.
+#define MAX_UNTRACED_SLICE_NS (1000ULL * 1000 * 1000)
+
+#define SCHED_NORMAL 0
+#define SCHED_BATCH 3
+#define SCHED_IDLE 5
+
+static __always_inline bool is_fair(struct task_struct *t)
+{
+	unsigned int p = t->policy;
+
+	return p == SCHED_NORMAL || p == SCHED_BATCH || p == SCHED_IDLE;
+}
+
 static __always_inline __u32 log2_u64(__u64 v)
 {
 	__u32 r, shift;
@@ -186,10 +201,24 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 
 	if (!cs)
 		return 0;
-	if (cs->cur_slot != NO_SLOT && cs->cur_task == (__u64)prev) {
-		st = stats_of(cs->cur_slot);
-		if (st)
-			st->oncpu_ns += prev->se.sum_exec_runtime - cs->cur_runtime;
+	if (cs->cur_task == (__u64)prev) {
+		if (cs->cur_slot != NO_SLOT) {
+			st = stats_of(cs->cur_slot);
+			if (st)
+				st->oncpu_ns += prev->se.sum_exec_runtime - cs->cur_runtime;
+		}
+	} else if (prev->pid != 0) {
+		// prev got this CPU without a sched_switch event here (seen on
+		// this kernel: about 1 switch in 1000). Nothing was charged for
+		// its slice: charge it whole from the scheduler's own slice start,
+		// which only fair-class tasks maintain.
+		slot = slot_of(cs, cpu_cgroup_id(prev));
+		if (slot != NO_SLOT && is_fair(prev)) {
+			queued = prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime;
+			st = stats_of(slot);
+			if (st && queued < MAX_UNTRACED_SLICE_NS)
+				st->oncpu_ns += queued;
+		}
 	}
 	cs->cur_task = (__u64)next;
 	cs->cur_slot = NO_SLOT;
