@@ -63,6 +63,7 @@ var (
 	descStartTime  = prometheus.NewDesc("container_start_time_seconds", "Start time of the container since unix epoch in seconds.", cLabels, nil)
 	descRunQueue   = prometheus.NewDesc("brim_container_runqueue_latency_seconds", "Run-queue (scheduling) latency of the container over the last interval.", append(cLabels, "percentile", "source"), nil)
 	descAppLatency = prometheus.NewDesc("brim_container_app_latency_seconds", "Latency the application reported through the agent API.", append(cLabels, "percentile"), nil)
+	descRQHist     = prometheus.NewDesc("brim_runqueue_latency_seconds", "Run-queue (scheduling) latency of the container's tasks since it was first seen.", append(cLabels, "source"), nil)
 	descOnCPU      = prometheus.NewDesc("brim_container_oncpu_seconds_total", "On-cpu time measured by the eBPF monitor.", cLabels, nil)
 
 	descSource     = prometheus.NewDesc("brim_monitor_source", "Run-queue latency sources in use (1 per source).", []string{"source"}, nil)
@@ -167,6 +168,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 				v float64
 			}{{"50", rq.P50.Seconds()}, {"99", rq.P99.Seconds()}, {"99.9", rq.P999.Seconds()}} {
 				gauge(descRunQueue, q.v, append(l, q.q, rq.Source)...)
+			}
+			if rq.Buckets != nil {
+				ch <- prometheus.MustNewConstHistogram(descRQHist, rq.Count, rq.Sum.Seconds(), rq.Buckets, append(l, rq.Source)...)
 			}
 		}
 		if s.OnCPU > 0 {

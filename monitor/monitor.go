@@ -21,10 +21,12 @@ type Source interface {
 }
 
 // SignalSource adds signals to the samples of one round (the eBPF monitor
-// fills RunQueue and OnCPU). stats is keyed by container ID; Collect must
-// only modify the entries and must not keep the map.
+// fills RunQueue and OnCPU, finding each container's cgroup through
+// ContainerInfo.CgroupPath). containers are the round's live containers;
+// stats is keyed by container ID. Collect must only modify the entries and
+// keep neither argument.
 type SignalSource interface {
-	Collect(ctx context.Context, stats map[string]*Statistics) error
+	Collect(ctx context.Context, containers []ContainerInfo, stats map[string]*Statistics) error
 }
 
 // HostSource samples node-wide figures.
@@ -201,7 +203,7 @@ func (m *Monitor) Sample(ctx context.Context) error {
 	}
 	m.mu.RUnlock()
 	for _, sig := range signals {
-		if err := sig.Collect(ctx, stats); err != nil {
+		if err := sig.Collect(ctx, live, stats); err != nil {
 			errs = append(errs, fmt.Errorf("collect signals: %w", err))
 		}
 	}

@@ -63,9 +63,13 @@ func (c *fakeClock) now() time.Time { return c.t }
 
 type rqSignal struct{}
 
-func (rqSignal) Collect(_ context.Context, stats map[string]*Statistics) error {
+func (rqSignal) Collect(_ context.Context, infos []ContainerInfo, stats map[string]*Statistics) error {
+	if len(infos) != len(stats) {
+		return errors.New("containers and stats differ")
+	}
 	for _, s := range stats {
-		s.RunQueue = &LatencySummary{P50: time.Millisecond, P99: 5 * time.Millisecond, P999: 9 * time.Millisecond, Source: "ebpf"}
+		s.RunQueue = &LatencySummary{P50: time.Millisecond, P99: 5 * time.Millisecond, P999: 9 * time.Millisecond, Source: "ebpf",
+			Buckets: map[float64]uint64{0.001: 3, 0.01: 9}, Count: 10, Sum: 40 * time.Millisecond}
 	}
 	return nil
 }
@@ -249,6 +253,9 @@ brim_monitor_samples_total 1
 `), "container_cpu_cfs_throttled_periods_total", "container_memory_working_set_bytes",
 		"container_cpu_usage_seconds_total", "brim_monitor_source", "brim_monitor_samples_total"); err != nil {
 		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(c, "brim_runqueue_latency_seconds"); n != 2 {
+		t.Fatalf("run-queue histograms = %d, want one per container", n)
 	}
 	// The registry lints clean and carries the agent's own usage.
 	reg := NewRegistry(m)

@@ -23,6 +23,15 @@ type LatencySummary struct {
 	Source string
 	// Measured is when the summary was taken (for staleness).
 	Measured time.Time
+
+	// Optional cumulative histogram since the container was first seen, in
+	// Prometheus form (exported as brim_runqueue_latency_seconds when set):
+	// upper bound in seconds → waits at or below it (+Inf implied by
+	// Count), the number of waits and their sum. bpf.Histogram's
+	// CumulativeBuckets gives Buckets.
+	Buckets map[float64]uint64
+	Count   uint64
+	Sum     time.Duration
 }
 
 // Statistics is one sample of a container: what its isolators measure plus
