@@ -17,6 +17,9 @@ import (
 // gcInterval is how often the retention policy runs besides after each exit.
 const gcInterval = time.Minute
 
+// handshakeTimeout bounds a new connection's HTTP/2 handshake.
+const handshakeTimeout = 5 * time.Second
+
 // shutdownGrace bounds how long in-flight API calls may finish on shutdown.
 const shutdownGrace = 5 * time.Second
 
@@ -43,7 +46,8 @@ func (a *Agent) Serve(ctx context.Context, l net.Listener) error {
 		l.Close()
 		return err
 	}
-	srv := grpc.NewServer()
+	// A client that connects and never speaks must not hold up shutdown.
+	srv := grpc.NewServer(grpc.ConnectionTimeout(handshakeTimeout))
 	agentpb.RegisterAgentServer(srv, NewServer(a))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
