@@ -95,17 +95,17 @@ func BenchmarkLiveResize(b *testing.B) {
 				idx := mustIndex(b, iso, id)
 				wait := f.start(ctx, 3*time.Second)
 				time.Sleep(1000 * time.Millisecond)
-				bm, tm := rawBytes(b, iso.txIFB, idx), time.Now()
+				bm, tm := rawBytes(b, iso, iso.txIFB, idx), time.Now()
 				time.Sleep(500 * time.Millisecond)
-				b0, t0 := rawBytes(b, iso.txIFB, idx), time.Now()
+				b0, t0 := rawBytes(b, iso, iso.txIFB, idx), time.Now()
 				if err := iso.Update(ctx, id, isolator.Limits{Network: true, NetBandwidthMbit: c.to}); err != nil {
 					b.Fatal(err)
 				}
 				calls = append(calls, time.Since(t0))
 				time.Sleep(time.Until(t0.Add(250 * time.Millisecond)))
-				b1, t1 := rawBytes(b, iso.txIFB, idx), time.Now()
+				b1, t1 := rawBytes(b, iso, iso.txIFB, idx), time.Now()
 				time.Sleep(500 * time.Millisecond)
-				b2, t2 := rawBytes(b, iso.txIFB, idx), time.Now()
+				b2, t2 := rawBytes(b, iso, iso.txIFB, idx), time.Now()
 				if _, err := wait(); err != nil {
 					b.Fatal(err)
 				}
@@ -151,12 +151,12 @@ func BenchmarkBorrowing(b *testing.B) {
 					waitBE = be.start(ctx, 5*time.Second)
 					time.Sleep(1500 * time.Millisecond)
 				}
-				g0 := rawBytes(b, iso.txIFB, gIdx)
+				g0 := rawBytes(b, iso, iso.txIFB, gIdx)
 				waitG := g.start(ctx, 2*time.Second)
 				// The first byte, then 50 ms windows until 90 % of 60 Mbit/s.
 				var first time.Time
 				for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-					if rawBytes(b, iso.txIFB, gIdx) > g0+10000 {
+					if rawBytes(b, iso, iso.txIFB, gIdx) > g0+10000 {
 						first = time.Now()
 						break
 					}
@@ -165,9 +165,9 @@ func BenchmarkBorrowing(b *testing.B) {
 					b.Fatal("the guaranteed flow does not start")
 				}
 				for {
-					w0, t0 := rawBytes(b, iso.txIFB, gIdx), time.Now()
+					w0, t0 := rawBytes(b, iso, iso.txIFB, gIdx), time.Now()
 					time.Sleep(50 * time.Millisecond)
-					w1, t1 := rawBytes(b, iso.txIFB, gIdx), time.Now()
+					w1, t1 := rawBytes(b, iso, iso.txIFB, gIdx), time.Now()
 					if float64(w1-w0)*8/t1.Sub(t0).Seconds() >= 0.9*60*mbit || t1.Sub(first) > 5*time.Second {
 						rise = append(rise, t1.Sub(first))
 						break
@@ -175,9 +175,9 @@ func BenchmarkBorrowing(b *testing.B) {
 				}
 				if busy {
 					time.Sleep(300 * time.Millisecond)
-					gb0, bb0, t0 := rawBytes(b, iso.txIFB, gIdx), rawBytes(b, iso.txIFB, beIdx), time.Now()
+					gb0, bb0, t0 := rawBytes(b, iso, iso.txIFB, gIdx), rawBytes(b, iso, iso.txIFB, beIdx), time.Now()
 					time.Sleep(time.Second)
-					gb1, bb1, t1 := rawBytes(b, iso.txIFB, gIdx), rawBytes(b, iso.txIFB, beIdx), time.Now()
+					gb1, bb1, t1 := rawBytes(b, iso, iso.txIFB, gIdx), rawBytes(b, iso, iso.txIFB, beIdx), time.Now()
 					s := t1.Sub(t0).Seconds()
 					gRate += float64(gb1-gb0) * 8 / s / 1e6
 					beRate += float64(bb1-bb0) * 8 / s / 1e6
@@ -200,9 +200,9 @@ func BenchmarkBorrowing(b *testing.B) {
 	}
 }
 
-func rawBytes(tb testing.TB, ifb int, index uint32) uint64 {
+func rawBytes(tb testing.TB, iso *Isolator, ifb int, index uint32) uint64 {
 	tb.Helper()
-	cs, err := classStats(ifb, index)
+	cs, err := iso.classStats(ifb, index)
 	if err != nil {
 		tb.Fatal(err)
 	}

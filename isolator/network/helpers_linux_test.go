@@ -57,6 +57,7 @@ func uninstall(t testing.TB, iso *Isolator) {
 	if err := iso.Uninstall(context.Background()); err != nil {
 		t.Errorf("uninstall: %v", err)
 	}
+	defer iso.Close()
 	for _, name := range []string{iso.cfg.Bridge, iso.cfg.Bridge + "-tx", iso.cfg.Bridge + "-rx"} {
 		if _, err := netlink.LinkByName(name); err == nil {
 			t.Errorf("link %s left after uninstall", name)

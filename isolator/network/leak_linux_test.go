@@ -144,6 +144,7 @@ func TestLeak(t *testing.T) {
 			// but one of them died meanwhile.
 			extra := []string{"k1", "k2"}
 			killedAgent(t, cfg, extra, id)
+			_ = iso.Close() // this process's isolator is replaced too
 			if iso, err = New(cfg); err != nil {
 				t.Fatal(err)
 			}

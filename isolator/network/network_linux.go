@@ -18,6 +18,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/brimnode/brim/isolator"
 )
@@ -32,7 +33,8 @@ type Isolator struct {
 	store      store
 	gw         netip.Addr
 	vethPrefix string
-	bridge     int // link indexes
+	nl         *netlink.Handle // host namespace; safe for concurrent use
+	bridge     int             // link indexes
 	txIFB      int
 	rxIFB      int
 
@@ -75,13 +77,17 @@ func New(cfg Config) (*Isolator, error) {
 		vethPrefix: fmt.Sprintf("bv%08x", h.Sum32()),
 		recs:       recs,
 	}
+	// One netlink socket for the host namespace instead of one per request.
+	if i.nl, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
+		return nil, fmt.Errorf("open netlink: %w", err)
+	}
 	if i.bridge, err = i.ensureBridge(); err != nil {
 		return nil, err
 	}
-	if i.txIFB, err = ensureIFB(cfg.Bridge+"-tx", cfg.HostRateMbit); err != nil {
+	if i.txIFB, err = i.ensureIFB(cfg.Bridge+"-tx", cfg.HostRateMbit); err != nil {
 		return nil, err
 	}
-	if i.rxIFB, err = ensureIFB(cfg.Bridge+"-rx", cfg.HostRateMbit); err != nil {
+	if i.rxIFB, err = i.ensureIFB(cfg.Bridge+"-rx", cfg.HostRateMbit); err != nil {
 		return nil, err
 	}
 	return i, nil
@@ -113,14 +119,14 @@ func (i *Isolator) vethName(index uint32) string {
 
 func (i *Isolator) ensureBridge() (int, error) {
 	name := i.cfg.Bridge
-	l, err := netlink.LinkByName(name)
+	l, err := i.nl.LinkByName(name)
 	if isLinkNotFound(err) {
 		la := netlink.NewLinkAttrs()
 		la.Name = name
-		if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: la}); err != nil {
+		if err := i.nl.LinkAdd(&netlink.Bridge{LinkAttrs: la}); err != nil {
 			return 0, fmt.Errorf("create bridge %s: %w", name, err)
 		}
-		l, err = netlink.LinkByName(name)
+		l, err = i.nl.LinkByName(name)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("find bridge %s: %w", name, err)
@@ -128,10 +134,10 @@ func (i *Isolator) ensureBridge() (int, error) {
 	if l.Type() != "bridge" {
 		return 0, fmt.Errorf("link %s is a %s, not a bridge: %w", name, l.Type(), ErrInvalid)
 	}
-	if err := netlink.AddrReplace(l, ipNet(i.gw, i.cfg.Subnet.Bits())); err != nil {
+	if err := i.nl.AddrReplace(l, ipNet(i.gw, i.cfg.Subnet.Bits())); err != nil {
 		return 0, fmt.Errorf("set address of bridge %s: %w", name, err)
 	}
-	if err := netlink.LinkSetUp(l); err != nil {
+	if err := i.nl.LinkSetUp(l); err != nil {
 		return 0, fmt.Errorf("set bridge %s up: %w", name, err)
 	}
 	return l.Attrs().Index, nil
@@ -218,7 +224,7 @@ func (i *Isolator) setup(r record) error {
 	la.MasterIndex = i.bridge
 	la.Flags = net.FlagUp
 	veth := &netlink.Veth{LinkAttrs: la, PeerName: containerIf, PeerNamespace: netlink.NsFd(int(ns))}
-	if err := netlink.LinkAdd(veth); err != nil {
+	if err := i.nl.LinkAdd(veth); err != nil {
 		return fmt.Errorf("create veth %s: %w", la.Name, err)
 	}
 	if err := i.step("veth"); err != nil {
@@ -287,7 +293,7 @@ func (i *Isolator) Update(ctx context.Context, id string, limits isolator.Limits
 func (i *Isolator) applyLimits(r record, limits isolator.Limits) error {
 	s := classFor(limits, i.cfg.HostRateMbit)
 	for _, ifb := range []int{i.txIFB, i.rxIFB} {
-		if err := setClass(ifb, r.Index, s); err != nil {
+		if err := i.setClass(ifb, r.Index, s); err != nil {
 			return fmt.Errorf("change htb class: %w", err)
 		}
 	}
@@ -330,7 +336,7 @@ func (i *Isolator) Usage(ctx context.Context, id string, stats *isolator.Statist
 		name string
 		ifb  int
 	}{{"egress", i.txIFB}, {"ingress", i.rxIFB}} {
-		cs, err := classStats(d.ifb, r.Index)
+		cs, err := i.classStats(d.ifb, r.Index)
 		if err != nil {
 			return fmt.Errorf("usage of %s: %s class: %w", id, d.name, err)
 		}
@@ -377,7 +383,7 @@ func (i *Isolator) cleanupLocked(id string) error {
 	if err := i.unshape(r.Index); err != nil {
 		errs = append(errs, err)
 	}
-	if err := deleteLink(i.vethName(r.Index)); err != nil {
+	if err := i.deleteLink(i.vethName(r.Index)); err != nil {
 		errs = append(errs, err)
 	}
 	if err := removeNetNS(i.netnsPath(id)); err != nil {
@@ -396,13 +402,13 @@ func (i *Isolator) cleanupLocked(id string) error {
 	return nil
 }
 
-func deleteLink(name string) error {
-	l, err := netlink.LinkByName(name)
+func (i *Isolator) deleteLink(name string) error {
+	l, err := i.nl.LinkByName(name)
 	if isLinkNotFound(err) {
 		return nil
 	}
 	if err == nil {
-		err = netlink.LinkDel(l)
+		err = i.nl.LinkDel(l)
 	}
 	if err != nil && !isGone(err) {
 		return fmt.Errorf("delete link %s: %w", name, err)
@@ -447,7 +453,7 @@ func (i *Isolator) restore(r record, l isolator.Limits) error {
 		ifb int
 		off int32
 	}{{i.txIFB, offSrc}, {i.rxIFB, offDst}} {
-		if err := netlink.FilterReplace(selector(d.ifb, r.Index, r.Address, d.off)); err != nil {
+		if err := i.nl.FilterReplace(selector(d.ifb, r.Index, r.Address, d.off)); err != nil {
 			return fmt.Errorf("add u32 selector: %w", err)
 		}
 	}
@@ -472,7 +478,7 @@ func (i *Isolator) sweepLocked() error {
 			}
 		}
 	}
-	links, err := netlink.LinkList()
+	links, err := i.nl.LinkList()
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list links: %w", err))
 	}
@@ -485,14 +491,14 @@ func (i *Isolator) sweepLocked() error {
 		if n, err := strconv.ParseUint(rest, 16, 32); err == nil && live[uint32(n)] {
 			continue
 		}
-		if err := deleteLink(name); err != nil {
+		if err := i.deleteLink(name); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	stray := map[uint32]bool{}
 	for _, ifb := range []int{i.txIFB, i.rxIFB} {
 		link := &netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Index: ifb}}
-		classes, err := netlink.ClassList(link, 0)
+		classes, err := i.nl.ClassList(link, 0)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list classes: %w", err))
 		}
@@ -502,7 +508,7 @@ func (i *Isolator) sweepLocked() error {
 				stray[minor] = true
 			}
 		}
-		filters, err := netlink.FilterList(link, rootHandle)
+		filters, err := i.nl.FilterList(link, rootHandle)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list filters: %w", err))
 		}
@@ -518,6 +524,13 @@ func (i *Isolator) sweepLocked() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Close releases the isolator's netlink socket. Containers keep their
+// network; a new Isolator on the same Config takes them over (Recover).
+func (i *Isolator) Close() error {
+	i.nl.Close()
+	return nil
 }
 
 // Uninstall removes every container's network (as Cleanup) and then the
@@ -536,7 +549,7 @@ func (i *Isolator) Uninstall(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	for _, name := range []string{i.cfg.Bridge + "-tx", i.cfg.Bridge + "-rx", i.cfg.Bridge} {
-		if err := deleteLink(name); err != nil {
+		if err := i.deleteLink(name); err != nil {
 			errs = append(errs, err)
 		}
 	}

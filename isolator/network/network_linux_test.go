@@ -280,12 +280,12 @@ func TestRecoverSweepsOrphans(t *testing.T) {
 	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: testutil.UniqueName("brp")}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = deleteLink(la.Name) })
+	t.Cleanup(func() { _ = iso.deleteLink(la.Name) })
 	if err := createNetNS(iso.netnsPath("orphan")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = removeNetNS(iso.netnsPath("orphan")) })
-	if err := setClass(iso.txIFB, 0x77, classFor(isolator.Limits{}, 1000)); err != nil {
+	if err := iso.setClass(iso.txIFB, 0x77, classFor(isolator.Limits{}, 1000)); err != nil {
 		t.Fatal(err)
 	}
 	if err := netlink.FilterReplace(selector(iso.rxIFB, 0x78, netip.MustParseAddr("192.0.2.1"), offDst)); err != nil {

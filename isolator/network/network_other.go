@@ -57,3 +57,6 @@ func (i *Isolator) Recover(ctx context.Context, known map[string]isolator.Limits
 
 // Uninstall is not supported off Linux.
 func (i *Isolator) Uninstall(ctx context.Context) error { return errNS() }
+
+// Close is not supported off Linux.
+func (i *Isolator) Close() error { return errNS() }

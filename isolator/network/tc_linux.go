@@ -39,16 +39,16 @@ const (
 
 // ensureIFB creates (or reuses) the IFB device name with an HTB root whose
 // uplink class runs at hostMbit, and returns its index.
-func ensureIFB(name string, hostMbit int64) (int, error) {
-	l, err := netlink.LinkByName(name)
+func (i *Isolator) ensureIFB(name string, hostMbit int64) (int, error) {
+	l, err := i.nl.LinkByName(name)
 	if isLinkNotFound(err) {
 		la := netlink.NewLinkAttrs()
 		la.Name = name
 		la.TxQLen = 1000 // the IFB default (32) makes HTB leaves drop bursts
-		if err := netlink.LinkAdd(&netlink.Ifb{LinkAttrs: la}); err != nil && !errors.Is(err, unix.EEXIST) {
+		if err := i.nl.LinkAdd(&netlink.Ifb{LinkAttrs: la}); err != nil && !errors.Is(err, unix.EEXIST) {
 			return 0, fmt.Errorf("create ifb %s: %w", name, err)
 		}
-		l, err = netlink.LinkByName(name)
+		l, err = i.nl.LinkByName(name)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("find ifb %s: %w", name, err)
@@ -56,11 +56,11 @@ func ensureIFB(name string, hostMbit int64) (int, error) {
 	if l.Type() != "ifb" {
 		return 0, fmt.Errorf("link %s is a %s, not an ifb: %w", name, l.Type(), ErrInvalid)
 	}
-	if err := netlink.LinkSetUp(l); err != nil {
+	if err := i.nl.LinkSetUp(l); err != nil {
 		return 0, fmt.Errorf("set ifb %s up: %w", name, err)
 	}
 	idx := l.Attrs().Index
-	qds, err := netlink.QdiscList(l)
+	qds, err := i.nl.QdiscList(l)
 	if err != nil {
 		return 0, fmt.Errorf("list qdiscs of %s: %w", name, err)
 	}
@@ -73,15 +73,15 @@ func ensureIFB(name string, hostMbit int64) (int, error) {
 	if !haveRoot {
 		q := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: idx, Handle: rootHandle, Parent: netlink.HANDLE_ROOT})
 		q.Defcls = defaultMinor
-		if err := netlink.QdiscReplace(q); err != nil {
+		if err := i.nl.QdiscReplace(q); err != nil {
 			return 0, fmt.Errorf("add htb to %s: %w", name, err)
 		}
 	}
-	if err := netlink.ClassReplace(htbClass(idx, rootHandle, uplinkHandle, parentFor(hostMbit))); err != nil {
+	if err := i.nl.ClassReplace(htbClass(idx, rootHandle, uplinkHandle, parentFor(hostMbit))); err != nil {
 		return 0, fmt.Errorf("set uplink class on %s: %w", name, err)
 	}
 	unclassified := classFor(bestEffortLimits, hostMbit)
-	if err := netlink.ClassReplace(htbClass(idx, uplinkHandle, defaultHandle, unclassified)); err != nil {
+	if err := i.nl.ClassReplace(htbClass(idx, uplinkHandle, defaultHandle, unclassified)); err != nil {
 		return 0, fmt.Errorf("set default class on %s: %w", name, err)
 	}
 	return idx, nil
@@ -95,8 +95,8 @@ func htbClass(link int, parent, handle uint32, s classSpec) *netlink.HtbClass {
 }
 
 // setClass creates or changes the container's class on one IFB.
-func setClass(ifb int, index uint32, s classSpec) error {
-	return netlink.ClassReplace(htbClass(ifb, uplinkHandle, netlink.MakeHandle(1, uint16(index)), s))
+func (i *Isolator) setClass(ifb int, index uint32, s classSpec) error {
+	return i.nl.ClassReplace(htbClass(ifb, uplinkHandle, netlink.MakeHandle(1, uint16(index)), s))
 }
 
 // selector classifies IPv4 packets whose address at off is addr into the
@@ -131,10 +131,10 @@ func (i *Isolator) shapeVeth(veth int, r record) error {
 		ifb int
 		off int32
 	}{{i.txIFB, offSrc}, {i.rxIFB, offDst}} {
-		if err := setClass(d.ifb, r.Index, s); err != nil {
+		if err := i.setClass(d.ifb, r.Index, s); err != nil {
 			return fmt.Errorf("add htb class: %w", err)
 		}
-		if err := netlink.FilterReplace(selector(d.ifb, r.Index, r.Address, d.off)); err != nil {
+		if err := i.nl.FilterReplace(selector(d.ifb, r.Index, r.Address, d.off)); err != nil {
 			return fmt.Errorf("add u32 selector: %w", err)
 		}
 	}
@@ -142,13 +142,13 @@ func (i *Isolator) shapeVeth(veth int, r record) error {
 		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: veth, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
 		QdiscType:  "clsact",
 	}
-	if err := netlink.QdiscAdd(clsact); err != nil {
+	if err := i.nl.QdiscAdd(clsact); err != nil {
 		return fmt.Errorf("add clsact: %w", err)
 	}
-	if err := netlink.FilterAdd(redirect(veth, netlink.HANDLE_MIN_INGRESS, i.txIFB)); err != nil {
+	if err := i.nl.FilterAdd(redirect(veth, netlink.HANDLE_MIN_INGRESS, i.txIFB)); err != nil {
 		return fmt.Errorf("redirect egress to ifb: %w", err)
 	}
-	if err := netlink.FilterAdd(redirect(veth, netlink.HANDLE_MIN_EGRESS, i.rxIFB)); err != nil {
+	if err := i.nl.FilterAdd(redirect(veth, netlink.HANDLE_MIN_EGRESS, i.rxIFB)); err != nil {
 		return fmt.Errorf("redirect ingress to ifb: %w", err)
 	}
 	return nil
@@ -160,11 +160,11 @@ func (i *Isolator) unshape(index uint32) error {
 	var errs []error
 	for _, ifb := range []int{i.txIFB, i.rxIFB} {
 		f := &netlink.U32{FilterAttrs: netlink.FilterAttrs{LinkIndex: ifb, Parent: rootHandle, Priority: uint16(index), Protocol: unix.ETH_P_IP}}
-		if err := netlink.FilterDel(f); err != nil && !isGone(err) {
+		if err := i.nl.FilterDel(f); err != nil && !isGone(err) {
 			errs = append(errs, fmt.Errorf("delete u32 selector %d: %w", index, err))
 		}
 		c := &netlink.HtbClass{ClassAttrs: netlink.ClassAttrs{LinkIndex: ifb, Parent: uplinkHandle, Handle: netlink.MakeHandle(1, uint16(index))}}
-		if err := netlink.ClassDel(c); err != nil && !isGone(err) {
+		if err := i.nl.ClassDel(c); err != nil && !isGone(err) {
 			errs = append(errs, fmt.Errorf("delete htb class %d: %w", index, err))
 		}
 	}
@@ -172,8 +172,8 @@ func (i *Isolator) unshape(index uint32) error {
 }
 
 // classStats returns the counters of the container's class on ifb.
-func classStats(ifb int, index uint32) (*netlink.ClassStatistics, error) {
-	classes, err := netlink.ClassList(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Index: ifb}}, 0)
+func (i *Isolator) classStats(ifb int, index uint32) (*netlink.ClassStatistics, error) {
+	classes, err := i.nl.ClassList(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Index: ifb}}, 0)
 	if err != nil {
 		return nil, fmt.Errorf("list classes: %w", err)
 	}
