@@ -22,10 +22,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"crypto/rand"
@@ -60,9 +62,23 @@ func run(rounds, loops, cpu int) (err error) {
 	if err := os.MkdirAll(filepath.Join(cpuRoot, pipeCg), 0o755); err != nil {
 		return fmt.Errorf("create cgroup: %w", err)
 	}
+	cleanup := func() error { return removeTree(filepath.Join(cpuRoot, parent)) }
 	defer func() {
-		if rerr := removeTree(filepath.Join(cpuRoot, parent)); rerr != nil && err == nil {
+		if rerr := cleanup(); rerr != nil && err == nil {
 			err = rerr
+		}
+	}()
+	// Leave no cgroup behind: a closed stdout (| head) must not kill us
+	// before the deferred cleanup, an interrupt cleans up and exits.
+	signal.Ignore(syscall.SIGPIPE)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; ok {
+			time.Sleep(200 * time.Millisecond) // let perf, interrupted too, exit
+			_ = cleanup()
+			os.Exit(130)
 		}
 	}()
 	if err := os.WriteFile(filepath.Join(cpuRoot, pipeCg, "cpu.shares"), []byte("262144"), 0o644); err != nil {
