@@ -85,14 +85,22 @@ func TestUsageEstimator(t *testing.T) {
 		{"too few samples: predicted at allocation", nil,
 			[]monitor.ContainerUsage{container("new", false, 2000, 1024, repeat(0.1, 3), 10)},
 			0, 0},
-		{"percentile picks the spikes", Options{"window": "2m", "memory": "false"},
+		{"percentile picks the spikes", Options{"window": "2m", "memory": "false", "recent": "0"},
 			[]monitor.ContainerUsage{container("lc", false, 4000, 4096, spiky, 100)},
 			// p95 of 90×0.5 + 10×3 = 3 → 4 − 3 − 0.4 = 0.6
 			0.6, 0},
 		{"window excludes old samples", Options{"window": "20s", "memory": "false"},
 			[]monitor.ContainerUsage{container("lc", false, 4000, 4096, append(repeat(3.5, 40), repeat(0.5, 20)...), 100)},
 			3.1, 0},
-		{"median", Options{"percentile": "50", "memory": "false"},
+		{"turning busy: the recent mean overrides the window's percentile", Options{"memory": "false"},
+			[]monitor.ContainerUsage{container("lc", false, 4000, 4096, append(repeat(0.5, 57), 3.5, 3.5, 3.5), 100)},
+			// 4 − 3.5 − 0.4
+			0.1, 0},
+		{"recent disabled", Options{"memory": "false", "recent": "0"},
+			[]monitor.ContainerUsage{container("lc", false, 4000, 4096, append(repeat(0.5, 57), 3.5, 3.5, 3.5), 100)},
+			// p95 of 57×0.5 + 3×3.5 interpolates to 0.65 → 4 − 0.65 − 0.4
+			2.95, 0},
+		{"median", Options{"percentile": "50", "memory": "false", "recent": "0"},
 			[]monitor.ContainerUsage{container("lc", false, 4000, 4096, spiky, 100)},
 			3.1, 0},
 	} {

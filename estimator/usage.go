@@ -20,6 +20,7 @@ type UsageConfig struct {
 	Margin        float64       // safety margin, fraction of the non-revocable allocation; default 0.1
 	Cap           float64       // upper bound, fraction of the node's total; default 0.5
 	MinSamples    int           // below this a container is predicted at its allocation; default 10
+	Recent        int           // samples whose mean also bounds the prediction from below; default 3
 	Memory        bool          // also estimate memory; default true
 }
 
@@ -30,8 +31,10 @@ type UsageConfig struct {
 //
 // where A is the non-revocable allocation, P the sum over non-revocable
 // containers of their predicted usage (a high percentile of their usage
-// over the window; the allocation itself for a container with fewer than
-// MinSamples samples), total the node's total and R the revocable
+// over the window, or the mean of the last Recent samples if higher, so a
+// container that turns busy shrinks the estimate within Recent samples
+// rather than (1 − percentile/100) × window; the allocation itself for a
+// container with fewer than MinSamples samples), total the node's total and R the revocable
 // resources already allocated. Memory uses the working set and, by
 // default, the window's maximum. Hysteresis on what is forwarded is the
 // Forwarder's job.
@@ -43,7 +46,7 @@ var _ Estimator = (*Usage)(nil)
 
 // NewUsage is the usage factory. Options: window (duration), percentile,
 // mem-percentile (0–100), margin, cap (fractions 0–1), min-samples,
-// memory (bool).
+// recent (samples; 0 disables), memory (bool).
 func NewUsage(opts Options, _ *slog.Logger) (Estimator, error) {
 	var c UsageConfig
 	var err error
@@ -65,6 +68,8 @@ func NewUsage(opts Options, _ *slog.Logger) (Estimator, error) {
 	errs(e)
 	c.MinSamples, e = opts.Int("min-samples", 10)
 	errs(e)
+	c.Recent, e = opts.Int("recent", 3)
+	errs(e)
 	c.Memory, e = opts.Bool("memory", true)
 	errs(e)
 	if err != nil {
@@ -83,8 +88,8 @@ func NewUsageWith(c UsageConfig) (*Usage, error) {
 		return nil, fmt.Errorf("usage estimator: percentiles must be in (0, 100]: %w", ErrInvalidOption)
 	case c.Margin < 0 || c.Margin >= 1 || c.Cap < 0 || c.Cap > 1:
 		return nil, fmt.Errorf("usage estimator: margin must be in [0, 1) and cap in [0, 1]: %w", ErrInvalidOption)
-	case c.MinSamples < 2:
-		return nil, fmt.Errorf("usage estimator: min-samples must be ≥ 2: %w", ErrInvalidOption)
+	case c.MinSamples < 2 || c.Recent < 0:
+		return nil, fmt.Errorf("usage estimator: min-samples must be ≥ 2 and recent ≥ 0: %w", ErrInvalidOption)
 	}
 	return &Usage{cfg: c}, nil
 }
@@ -117,10 +122,19 @@ func (e *Usage) Estimate(_ context.Context, u monitor.Usage) (Estimate, error) {
 		}
 		pc := Percentile(cpus, e.cfg.Percentile)
 		pm := Percentile(mems, e.cfg.MemPercentile) / mib
+		how := fmt.Sprintf("p%g of %d rates over %s", e.cfg.Percentile, len(cpus), e.cfg.Window)
+		if k := min(e.cfg.Recent, len(cpus)); k > 0 {
+			if m := mean(cpus[len(cpus)-k:]); m > pc {
+				pc, how = m, fmt.Sprintf("mean of the last %d rates (above the p%g over %s)", k, e.cfg.Percentile, e.cfg.Window)
+			}
+			if m := mean(mems[max(0, len(mems)-k):]) / mib; m > pm {
+				pm = m
+			}
+		}
 		cpuP += pc
 		memP += pm
 		terms = append(terms, Term{Name: "predicted cpus " + c.ID, Value: round3(pc), Unit: "cpus",
-			Note: fmt.Sprintf("p%g of %d rates over %s (allocation %g)", e.cfg.Percentile, len(cpus), e.cfg.Window, alloc)})
+			Note: fmt.Sprintf("%s (allocation %g)", how, alloc)})
 	}
 	rev := u.Allocated(true)
 	cpuR, memR := float64(rev.MilliCPUs)/1000, float64(rev.MemoryBytes)/mib
@@ -201,6 +215,17 @@ func Percentile(xs []float64, p float64) float64 {
 	lo := int(math.Floor(rank))
 	hi := min(lo+1, len(s)-1)
 	return s[lo] + (s[hi]-s[lo])*(rank-float64(lo))
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
 }
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
