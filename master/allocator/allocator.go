@@ -208,6 +208,7 @@ type client struct {
 	// suppressed clients are left out of the sorter.
 	suppressed bool
 	touched    uint64
+	visited    uint64
 	filters    map[int32]filter
 }
 
@@ -228,10 +229,12 @@ type role struct {
 	weight  float64
 	members []int32 // clients
 	clients minHeap
-	alloc   vec
-	w       fvec
-	key     float64
-	touched uint64
+	// capClients holds the revocable-capable clients, in the same order.
+	capClients minHeap
+	alloc      vec
+	w          fvec
+	key        float64
+	touched    uint64
 	// quota
 	guar, limit         vec
 	guarMask, limitMask mask
@@ -299,19 +302,27 @@ type Allocator struct {
 	dirty     bool
 
 	// per-cycle scratch, kept to avoid allocations
-	clientPos []int32
-	rolePos   []int32
-	roleHeap  minHeap
-	quotaHeap minHeap
-	order     []int32
-	stashR    []entry
-	stashC    []entry
-	recs      []offerRec
-	pieces    []piece
-	epoch     uint64
-	now       time.Time
-	owedNow   vec   // headroom still owed to guarantees, during a cycle
-	sink      int64 // keeps touch's loads alive
+	clientPos   []int32
+	capPos      []int32
+	rolePos     []int32
+	capRolePos  []int32
+	roleHeap    minHeap
+	capRoleHeap minHeap
+	quotaHeap   minHeap
+	stashCapR   []entry
+	stashCap    []entry
+	touchedC    []int32
+	touchedR    []int32
+	order       []int32
+	stashR      []entry
+	stashC      []entry
+	recs        []offerRec
+	pieces      []piece
+	epoch       uint64
+	now         time.Time
+	owedNow     vec   // headroom still owed to guarantees, during a cycle
+	sink        int64 // keeps touch's loads alive
+	nCapable    int   // active clients taking revocable resources, this cycle
 }
 
 type offerRec struct {

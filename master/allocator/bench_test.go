@@ -166,3 +166,55 @@ func TestNaiveAgrees(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCycleMixed: 50,000 agents with a revocable estimate on every
+// agent and a reservation on every tenth, 1,000 frameworks in 100 roles,
+// one in ten revocable-capable, quota guarantees on five roles, and every
+// framework holding refusal filters on 20 agents.
+func BenchmarkCycleMixed(b *testing.B) {
+	a, _ := newTest(b, Options{})
+	total := resources.MustParse(benchAgent)
+	rev := resources.MustParse("cpus:4;mem:8192")
+	for i := range 50000 {
+		t := total
+		if i%10 == 0 {
+			t = t.Add(resources.MustParse(fmt.Sprintf("cpus(role-%d):2;mem(role-%d):4096", i%100, i%100)))
+		}
+		must(b, a.AddAgent(AgentInfo{ID: fmt.Sprintf("agent-%06d", i), Total: t, Revocable: rev}, nil))
+	}
+	for r := range 100 {
+		must(b, a.SetWeight(fmt.Sprint("role-", r), float64(1+r%3)))
+	}
+	for r := range 5 {
+		must(b, a.SetQuota(fmt.Sprint("role-", r), Quota{Guarantee: resources.MustParse("cpus:2000;mem:8000000")}))
+	}
+	for f := range 1000 {
+		must(b, a.AddFramework(FrameworkInfo{ID: fmt.Sprintf("fw-%04d", f), Roles: []string{fmt.Sprint("role-", f%100)},
+			Capabilities: Capabilities{Revocable: f%10 == 0}}, nil))
+	}
+	// Filters: each framework declines 20 of the agents it is offered.
+	hour := time.Hour
+	declined := map[string]int{}
+	for _, o := range a.Allocate() {
+		if declined[o.FrameworkID] < 20 {
+			declined[o.FrameworkID]++
+			must(b, a.Recover(o.FrameworkID, o.AgentID, o.Resources, &hour))
+		}
+	}
+	releaseAll(a)
+	offers := 0
+	var cpu time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		c0 := cpuTime()
+		offers = len(a.Allocate())
+		cpu += cpuTime() - c0
+		b.StopTimer()
+		releaseAll(a)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(offers), "offers/cycle")
+	b.ReportMetric(float64(offers)*float64(b.N)/b.Elapsed().Seconds(), "offers/s")
+}

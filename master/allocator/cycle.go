@@ -81,52 +81,98 @@ func score(ag *agent) float64 {
 	return 1
 }
 
-func (a *Allocator) clientKey(c *client) float64 {
+// freshKeys stores every client's and role's current sorter key: the
+// dominant share (÷ weight) for drf and medrf, the persisted lottery time
+// for random.
+func (a *Allocator) freshKeys() {
 	if a.sorter == SorterRandom {
-		return c.key
+		return
 	}
-	return c.w.dominant(&a.invW, len(a.kinds))
-}
-
-func (a *Allocator) roleKey(r *role) float64 {
-	if a.sorter == SorterRandom {
-		return r.key
+	n := len(a.kinds)
+	for _, c := range a.clients {
+		if c != nil {
+			c.key = c.w.dominant(&a.invW, n)
+		}
 	}
-	return r.w.dominant(&a.invW, len(a.kinds)) / r.weight
-}
-
-// buildHeaps rebuilds every sorter from the current shares: O(clients +
-// roles) per cycle, which lets events stay O(1).
-func (a *Allocator) buildHeaps() {
-	if cap(a.clientPos) < len(a.clients) {
-		a.clientPos = make([]int32, len(a.clients), 2*len(a.clients))
-	}
-	a.clientPos = a.clientPos[:len(a.clients)]
-	if cap(a.rolePos) < len(a.roles) {
-		a.rolePos = make([]int32, len(a.roles))
-	}
-	a.rolePos = a.rolePos[:len(a.roles)]
-	a.roleHeap.pos = a.rolePos
-	a.roleHeap.reset()
 	for _, r := range a.roles {
-		h := &r.clients
-		h.pos = a.clientPos
+		r.key = r.w.dominant(&a.invW, n) / r.weight
+	}
+}
+
+// nextKey advances a client's or role's key after it was served.
+func (a *Allocator) nextClientKey(c *client) {
+	if a.sorter == SorterRandom {
+		c.key += a.rng.ExpFloat64()
+		return
+	}
+	c.key = c.w.dominant(&a.invW, len(a.kinds))
+}
+
+func (a *Allocator) nextRoleKey(r *role) {
+	if a.sorter == SorterRandom {
+		// Weighted lottery: a role's next turn comes after an exponential
+		// time of rate weight, so it is first with probability
+		// proportional to its weight (Mesos's random sorter).
+		r.key += a.rng.ExpFloat64() / r.weight
+		return
+	}
+	r.key = r.w.dominant(&a.invW, len(a.kinds)) / r.weight
+}
+
+func grow(s []int32, n int) []int32 {
+	if cap(s) < n {
+		s = make([]int32, n, n+n/2)
+	}
+	s = s[:n]
+	for i := range s {
+		s[i] = -1
+	}
+	return s
+}
+
+// buildHeaps rebuilds every sorter from the current keys: O(clients +
+// roles) per cycle, which lets events stay O(1). Besides the role heap and
+// a client heap per role, revocable-capable clients are also kept in heaps
+// of their own so revocable resources left on an agent find a taker
+// without walking every framework.
+func (a *Allocator) buildHeaps() {
+	a.freshKeys()
+	a.clientPos = grow(a.clientPos, len(a.clients))
+	a.capPos = grow(a.capPos, len(a.clients))
+	a.rolePos = grow(a.rolePos, len(a.roles))
+	a.capRolePos = grow(a.capRolePos, len(a.roles))
+	a.roleHeap.pos, a.capRoleHeap.pos = a.rolePos, a.capRolePos
+	a.roleHeap.reset()
+	a.capRoleHeap.reset()
+	a.nCapable = 0
+	for _, r := range a.roles {
+		h, ch := &r.clients, &r.capClients
+		h.pos, ch.pos = a.clientPos, a.capPos
 		h.reset()
+		ch.reset()
 		for _, ci := range r.members {
 			c := a.clients[ci]
 			if c.suppressed {
-				a.clientPos[ci] = -1
 				continue
 			}
-			h.e = append(h.e, entry{key: a.clientKey(c), tie: c.tie, id: ci})
+			e := entry{key: c.key, tie: c.tie, id: ci}
+			h.e = append(h.e, e)
+			if c.fw.revocable {
+				ch.e = append(ch.e, e)
+			}
 		}
 		h.init()
-		a.rolePos[r.idx] = -1
+		ch.init()
+		a.nCapable += ch.len()
 		if h.len() > 0 {
-			a.roleHeap.e = append(a.roleHeap.e, entry{key: a.roleKey(r), tie: r.tie, id: r.idx})
+			a.roleHeap.e = append(a.roleHeap.e, entry{key: r.key, tie: r.tie, id: r.idx})
+		}
+		if ch.len() > 0 {
+			a.capRoleHeap.e = append(a.capRoleHeap.e, entry{key: r.key, tie: r.tie, id: r.idx})
 		}
 	}
 	a.roleHeap.init()
+	a.capRoleHeap.init()
 }
 
 // Allocate runs one allocation cycle and returns the offers, Mesos's way:
@@ -150,28 +196,19 @@ func (a *Allocator) Allocate() []Offer {
 	if a.anyQuota {
 		a.epoch++
 		stage := a.epoch
-		if cap(a.quotaHeap.pos) < len(a.roles) {
-			a.quotaHeap.pos = make([]int32, len(a.roles))
-		}
-		a.quotaHeap.pos = a.quotaHeap.pos[:len(a.roles)]
+		a.quotaHeap.pos = grow(a.quotaHeap.pos, len(a.roles))
 		a.quotaHeap.reset()
 		for _, r := range a.roles {
-			a.quotaHeap.pos[r.idx] = -1
 			o := r.owed()
 			a.owedNow.add(&o)
 			if !o.isZero() && r.clients.len() > 0 {
 				r.inStage = stage
-				a.quotaHeap.e = append(a.quotaHeap.e, entry{key: a.roleKey(r), tie: r.tie, id: r.idx})
+				a.quotaHeap.e = append(a.quotaHeap.e, entry{key: r.key, tie: r.tie, id: r.idx})
 			}
 		}
 		if a.quotaHeap.len() > 0 {
 			a.quotaHeap.init()
 			a.runStage(1, stage, &a.quotaHeap)
-			// Shares moved: rebuild the stage 2 role order.
-			for i := range a.roleHeap.e {
-				a.roleHeap.e[i].key = a.roleKey(a.roles[a.roleHeap.e[i].id])
-			}
-			a.roleHeap.init()
 		}
 	}
 	a.runStage(2, 0, &a.roleHeap)
@@ -180,7 +217,7 @@ func (a *Allocator) Allocate() []Offer {
 
 func (a *Allocator) runStage(stage int, mark uint64, rh *minHeap) {
 	if a.sorter != SorterMeDRF {
-		const ahead = 4
+		const ahead = 4 // agents touched in advance
 		for i, ai := range a.order {
 			if rh.len() == 0 {
 				return
@@ -222,12 +259,16 @@ func (a *Allocator) touch(ag *agent) int64 {
 
 // sharedOpen reports whether the unreserved or revocable pool of ag still
 // holds something allocatable.
-func (a *Allocator) sharedOpen(ag *agent) bool {
-	return a.min.allocatable(&ag.pools[0].free) || a.min.allocatable(&ag.pools[1].free)
+func (a *Allocator) unresOpen(ag *agent) bool { return a.min.allocatable(&ag.pools[0].free) }
+
+func (a *Allocator) revOpen(ag *agent) bool {
+	return a.nCapable > 0 && a.min.allocatable(&ag.pools[1].free)
 }
 
+// openFor reports whether ag still has something allocatable that role r
+// can take in the main pass (its revocable leftovers go to the second).
 func (a *Allocator) openFor(ag *agent, r *role) bool {
-	if a.sharedOpen(ag) {
+	if a.unresOpen(ag) {
 		return true
 	}
 	for i := 2; i < len(ag.pools); i++ {
@@ -238,6 +279,12 @@ func (a *Allocator) openFor(ag *agent, r *role) bool {
 	return false
 }
 
+// allocateAgent offers one agent. Main pass: roles in order, then their
+// clients in order, each taking everything it is allowed, until the
+// unreserved pool is gone; then reservations, straight to their roles;
+// then (stage 2) what is left of the revocable pool, to capable clients in
+// the same order. The order is fixed for the agent, as in Mesos; keys of
+// the clients and roles served move afterwards.
 func (a *Allocator) allocateAgent(ag *agent, stage int, mark uint64, rh *minHeap) {
 	anyReserved := false
 	for i := 2; i < len(ag.pools); i++ {
@@ -246,21 +293,21 @@ func (a *Allocator) allocateAgent(ag *agent, stage int, mark uint64, rh *minHeap
 			break
 		}
 	}
-	if !anyReserved && !a.sharedOpen(ag) {
+	if !anyReserved && !a.unresOpen(ag) && (stage == 1 || !a.revOpen(ag)) {
 		return
 	}
 	a.epoch++
 	ep := a.epoch
-	a.stashR = a.stashR[:0]
-	a.stashC = a.stashC[:0]
-	for rh.len() > 0 && a.sharedOpen(ag) {
+	a.stashR, a.stashC = a.stashR[:0], a.stashC[:0]
+	a.stashCapR, a.stashCap = a.stashCapR[:0], a.stashCap[:0]
+	a.touchedR, a.touchedC = a.touchedR[:0], a.touchedC[:0]
+	for rh.len() > 0 && a.unresOpen(ag) {
 		re := rh.pop()
 		a.stashR = append(a.stashR, re)
 		r := a.roles[re.id]
-		a.visit(r, ep)
+		r.visited = ep
 		a.serveRole(ag, r, stage, ep)
 	}
-	nDirect := len(a.stashR)
 	if anyReserved {
 		for i := 2; i < len(ag.pools); i++ {
 			p := &ag.pools[i]
@@ -268,55 +315,75 @@ func (a *Allocator) allocateAgent(ag *agent, stage int, mark uint64, rh *minHeap
 			if r.visited == ep || !a.min.allocatable(&p.free) || r.clients.len() == 0 || (stage == 1 && r.inStage != mark) {
 				continue
 			}
-			a.visit(r, ep)
-			a.stashR = append(a.stashR, entry{id: r.idx, key: -1})
+			r.visited = ep
 			a.serveRole(ag, r, stage, ep)
 		}
 	}
-	for _, ce := range a.stashC {
-		c := a.clients[ce.id]
-		if c.touched == ep {
-			ce.key = a.keyAfterClient(c, ce.key)
-		}
-		a.roles[c.role].clients.push(ce)
-	}
-	for i, re := range a.stashR {
-		r := a.roles[re.id]
-		if i >= nDirect {
-			// served for its reservations without leaving the heap
-			if r.touched == ep {
-				if p := rh.pos[r.idx]; p >= 0 {
-					rh.fix(int(p), a.keyAfterRole(r, rh.e[p].key))
+	if stage == 2 {
+		for a.capRoleHeap.len() > 0 && a.revOpen(ag) {
+			re := a.capRoleHeap.pop()
+			a.stashCapR = append(a.stashCapR, re)
+			r := a.roles[re.id]
+			h := &r.capClients
+			for h.len() > 0 && a.revOpen(ag) {
+				ce := h.pop()
+				a.stashCap = append(a.stashCap, ce)
+				if c := a.clients[ce.id]; c.visited != ep {
+					c.visited = ep
+					a.tryOffer(ag, c, r, stage, ep)
 				}
 			}
+		}
+	}
+	// New keys for whoever was served, then everything popped goes back
+	// and the served ones are repositioned in the heaps they stayed in.
+	for _, c := range a.touchedC {
+		a.nextClientKey(a.clients[c])
+	}
+	for _, r := range a.touchedR {
+		a.nextRoleKey(a.roles[r])
+	}
+	for _, ce := range a.stashC {
+		c := a.clients[ce.id]
+		ce.key = c.key
+		a.roles[c.role].clients.push(ce)
+	}
+	for _, ce := range a.stashCap {
+		c := a.clients[ce.id]
+		ce.key = c.key
+		a.roles[c.role].capClients.push(ce)
+	}
+	for _, re := range a.stashR {
+		r := a.roles[re.id]
+		if o := r.owed(); stage == 1 && r.touched == ep && o.isZero() {
+			r.inStage = 0 // guarantee met: out of stage 1
 			continue
 		}
-		if r.touched == ep {
-			re.key = a.keyAfterRole(r, re.key)
-		}
+		re.key = r.key
 		rh.push(re)
 	}
-}
-
-func (a *Allocator) visit(r *role, ep uint64) { r.visited = ep }
-
-func (a *Allocator) keyAfterClient(c *client, old float64) float64 {
-	if a.sorter == SorterRandom {
-		c.key = old + a.rng.ExpFloat64()
-		return c.key
+	for _, re := range a.stashCapR {
+		re.key = a.roles[re.id].key
+		a.capRoleHeap.push(re)
 	}
-	return c.w.dominant(&a.invW, len(a.kinds))
-}
-
-func (a *Allocator) keyAfterRole(r *role, old float64) float64 {
-	if a.sorter == SorterRandom {
-		// Weighted lottery: the next turn of a role arrives after an
-		// exponential time of rate weight (Mesos's random sorter draws
-		// roles with probability proportional to their weight).
-		r.key = old + a.rng.ExpFloat64()/r.weight
-		return r.key
+	for _, ci := range a.touchedC {
+		c := a.clients[ci]
+		r := a.roles[c.role]
+		if p := a.clientPos[ci]; p >= 0 && r.clients.e[p].key != c.key {
+			r.clients.fix(int(p), c.key)
+		}
+		if p := a.capPos[ci]; p >= 0 && r.capClients.e[p].key != c.key {
+			r.capClients.fix(int(p), c.key)
+		}
 	}
-	return a.roleKey(r)
+	for _, ri := range a.touchedR {
+		r := a.roles[ri]
+		for _, h := range [...]*minHeap{rh, &a.roleHeap, &a.capRoleHeap} {
+			if p := h.pos[ri]; p >= 0 && h.e[p].key != r.key {
+				h.fix(int(p), r.key)
+			}
+		}
+	}
 }
 
 func (a *Allocator) serveRole(ag *agent, r *role, stage int, ep uint64) {
@@ -324,7 +391,9 @@ func (a *Allocator) serveRole(ag *agent, r *role, stage int, ep uint64) {
 	for h.len() > 0 && a.openFor(ag, r) {
 		ce := h.pop()
 		a.stashC = append(a.stashC, ce)
-		a.tryOffer(ag, a.clients[ce.id], r, stage, ep)
+		c := a.clients[ce.id]
+		c.visited = ep
+		a.tryOffer(ag, c, r, stage, ep)
 	}
 }
 
@@ -430,7 +499,14 @@ func (a *Allocator) tryOffer(ag *agent, c *client, r *role, stage int, ep uint64
 	}
 	rec.end = int32(len(a.pieces))
 	a.recs = append(a.recs, rec)
-	c.touched, r.touched = ep, ep
+	if c.touched != ep {
+		c.touched = ep
+		a.touchedC = append(a.touchedC, c.idx)
+	}
+	if r.touched != ep {
+		r.touched = ep
+		a.touchedR = append(a.touchedR, r.idx)
+	}
 	c.parity++
 }
 
