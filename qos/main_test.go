@@ -11,8 +11,8 @@ import (
 )
 
 // roleEnv makes the test binary act as a workload for the reaction
-// benchmark instead of running tests: "lc" (a latency-sensitive loop that
-// prints its p99 wake-up latency in µs every 100 ms) or "burn" (a cpu
+// benchmark instead of running tests: "lc" (a latency-sensitive request
+// loop that prints its p99 latency in µs every 100 ms) or "burn" (a cpu
 // antagonist).
 const roleEnv = "BRIM_QOS_BENCH_ROLE"
 
@@ -26,22 +26,49 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// latencyLoop sleeps 1 ms at a time and reports the p99 of the oversleep
-// (the time the kernel took to run it again) over each 100 ms window.
+// latencyLoop serves a "request" every 2 ms: a fixed amount of cpu work
+// (calibrated to about 0.5 ms when it starts) whose wall time is the
+// request latency, as cpu contention stretches it. It prints the p99 over
+// each 100 ms window, in µs.
 func latencyLoop() {
 	runtime.GOMAXPROCS(1)
+	work := calibrate(500 * time.Microsecond)
 	var lat []time.Duration
 	window := time.Now()
 	for {
+		time.Sleep(2 * time.Millisecond)
 		t := time.Now()
-		time.Sleep(time.Millisecond)
-		lat = append(lat, time.Since(t)-time.Millisecond)
+		spinN(work)
+		lat = append(lat, time.Since(t))
 		if time.Since(window) >= 100*time.Millisecond {
 			slices.Sort(lat)
 			p99 := lat[min(len(lat)-1, len(lat)*99/100)]
 			fmt.Println(p99.Microseconds())
 			lat, window = lat[:0], time.Now()
 		}
+	}
+}
+
+// calibrate returns the iterations of spinN that take about d (the
+// fastest of several tries, so noise at start does not inflate it).
+func calibrate(d time.Duration) uint64 {
+	const probe = 1 << 16
+	best := time.Duration(1<<63 - 1)
+	for range 20 {
+		t := time.Now()
+		spinN(probe)
+		best = min(best, time.Since(t))
+	}
+	return uint64(float64(probe) * float64(d) / float64(max(best, 1)))
+}
+
+func spinN(n uint64) {
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+	}
+	if x == 0 {
+		sink.Store(x)
 	}
 }
 

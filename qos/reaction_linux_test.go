@@ -192,7 +192,8 @@ type reaction struct {
 // The LC runs at a high weight so the other engineers' load on this shared
 // machine does not drown its latency; the antagonists run at the same
 // weight (a best-effort weight of 10 hurts the LC less than that noise),
-// so the interference is unambiguous.
+// so the interference is unambiguous: the LC's requests (cpu work) get a
+// fraction of a cpu and stretch.
 const (
 	lcShares         = 65536
 	antagonistShares = 65536
@@ -265,6 +266,10 @@ func runReaction(t testing.TB, tickOnly bool) (reaction, error) {
 					for i := range antagonists {
 						n.spawn(fmt.Sprintf("be%d", i), "burn", antagonistShares)
 					}
+					// The agent samples right after a launch (it knows
+					// when it starts a container), so new revocable work
+					// is in the usage before the next tick.
+					_ = mon.Sample(ctx)
 				}
 			case first.IsZero():
 				after = append(after, p99)
