@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/brimnode/brim/isolator"
@@ -25,14 +24,15 @@ type record struct {
 	Index   uint32          `json:"index"`
 	Address netip.Addr      `json:"address"`
 	Limits  isolator.Limits `json:"limits"`
+	// Seq orders allocations, so that after a restart allocation goes on
+	// round the subnet from the newest one instead of reusing a just-freed
+	// address.
+	Seq uint64 `json:"seq"`
 }
 
-// store keeps records as one JSON file per container in dir, plus the last
-// index handed out (".last") so that allocation goes round the subnet
-// instead of reusing a just-freed address. Not safe for concurrent use.
+// store keeps records as one JSON file per container in dir. Not safe for
+// concurrent use.
 type store struct{ dir string }
-
-const lastFile = ".last"
 
 func (s store) path(id string) string { return filepath.Join(s.dir, id+".json") }
 
@@ -111,21 +111,16 @@ func (s store) remove(id string) error {
 	return nil
 }
 
-// last returns the last index handed out (0 when none).
-func (s store) last() uint32 {
-	b, err := os.ReadFile(filepath.Join(s.dir, lastFile))
-	if err != nil {
-		return 0
+// newest returns the index and sequence number of the most recently
+// allocated record (zeros when there is none), where round-robin allocation
+// resumes after a restart.
+func newest(recs map[string]record) (index uint32, seq uint64) {
+	for _, r := range recs {
+		if r.Seq >= seq {
+			index, seq = r.Index, r.Seq
+		}
 	}
-	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
-	if err != nil {
-		return 0
-	}
-	return uint32(n)
-}
-
-func (s store) setLast(n uint32) error {
-	return s.writeFile(filepath.Join(s.dir, lastFile), []byte(strconv.FormatUint(uint64(n), 10)))
+	return index, seq
 }
 
 // indexRange returns the first and last host index containers may take in

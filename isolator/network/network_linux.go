@@ -40,6 +40,8 @@ type Isolator struct {
 
 	mu   sync.Mutex
 	recs map[string]record
+	last uint32 // index and sequence number of the newest allocation
+	seq  uint64
 
 	// failStep, when set (tests only), is called after each step of
 	// Prepare; an error makes Prepare fail there, half-way.
@@ -77,6 +79,7 @@ func New(cfg Config) (*Isolator, error) {
 		vethPrefix: fmt.Sprintf("bv%08x", h.Sum32()),
 		recs:       recs,
 	}
+	i.last, i.seq = newest(recs)
 	// One netlink socket for the host namespace instead of one per request.
 	if i.nl, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
 		return nil, fmt.Errorf("open netlink: %w", err)
@@ -173,21 +176,18 @@ func (i *Isolator) Prepare(ctx context.Context, id string, limits isolator.Limit
 		used[r.Index] = true
 	}
 	first, last := indexRange(i.cfg.Subnet)
-	idx, ok := nextIndex(used, i.store.last(), first, last)
+	idx, ok := nextIndex(used, i.last, first, last)
 	if !ok {
 		return fmt.Errorf("prepare network of %s: %s: %w", id, i.cfg.Subnet, ErrExhausted)
 	}
-	r := record{ID: id, Index: idx, Address: addrAt(i.cfg.Subnet, idx), Limits: limits}
+	r := record{ID: id, Index: idx, Address: addrAt(i.cfg.Subnet, idx), Limits: limits, Seq: i.seq + 1}
 	// The record goes first: whatever happens next, Cleanup and Recover
 	// know what to look for.
 	if err := i.store.put(r); err != nil {
 		return fmt.Errorf("prepare network of %s: %w", id, err)
 	}
 	i.recs[id] = r
-	if err := i.store.setLast(idx); err != nil {
-		err = fmt.Errorf("prepare network of %s: %w", id, err)
-		return errors.Join(err, i.cleanupLocked(id))
-	}
+	i.last, i.seq = idx, r.Seq
 	if err := i.setup(r); err != nil {
 		err = fmt.Errorf("prepare network of %s: %w", id, err)
 		return errors.Join(err, i.cleanupLocked(id))

@@ -113,14 +113,8 @@ func TestStore(t *testing.T) {
 	if err != nil || len(recs) != 0 {
 		t.Fatalf("load of a missing dir = %v, %v", recs, err)
 	}
-	if s.last() != 0 {
-		t.Errorf("last of an empty store = %d", s.last())
-	}
-	r := record{ID: "c1", Index: 7, Address: netip.MustParseAddr("10.0.0.7"), Limits: isolator.Limits{Network: true, NetBandwidthMbit: 50, Class: isolator.BestEffort}}
+	r := record{ID: "c1", Index: 7, Address: netip.MustParseAddr("10.0.0.7"), Limits: isolator.Limits{Network: true, NetBandwidthMbit: 50, Class: isolator.BestEffort}, Seq: 4}
 	if err := s.put(r); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.setLast(7); err != nil {
 		t.Fatal(err)
 	}
 	recs, err = s.load()
@@ -130,8 +124,15 @@ func TestStore(t *testing.T) {
 	if len(recs) != 1 || recs["c1"] != r {
 		t.Errorf("load = %+v, want %+v", recs, r)
 	}
-	if s.last() != 7 {
-		t.Errorf("last = %d, want 7", s.last())
+	if err := s.put(record{ID: "c2", Index: 3, Seq: 9}); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ = s.load()
+	if idx, seq := newest(recs); idx != 3 || seq != 9 {
+		t.Errorf("newest = %d, %d; want 3, 9", idx, seq)
+	}
+	if err := s.remove("c2"); err != nil {
+		t.Fatal(err)
 	}
 	if err := s.remove("c1"); err != nil {
 		t.Fatal(err)
