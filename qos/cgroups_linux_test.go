@@ -1,0 +1,209 @@
+package qos
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/internal/testutil"
+	"github.com/brimnode/brim/isolator"
+	"github.com/brimnode/brim/isolator/cgroups"
+	"github.com/brimnode/brim/monitor"
+)
+
+// cgroupNode runs revocable "burn" processes in groups of the real cgroups
+// isolator, which is also the Actuator (SetCPUQuota, Freeze, Thaw); Kill
+// kills the process the test started.
+type cgroupNode struct {
+	*cgroups.Isolator
+	mu    sync.Mutex
+	ids   []string
+	procs map[string]*exec.Cmd
+}
+
+func (n *cgroupNode) Containers(context.Context) ([]monitor.ContainerInfo, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []monitor.ContainerInfo
+	for i, id := range n.ids {
+		out = append(out, monitor.ContainerInfo{ID: id, Revocable: id != "lc", CgroupPath: n.Path(id),
+			StartedAt: time.Unix(int64(i), 0), Limits: isolator.Limits{MilliCPUs: 1000}})
+	}
+	return out, nil
+}
+
+func (n *cgroupNode) Usage(ctx context.Context, id string) (*isolator.Statistics, error) {
+	var st isolator.Statistics
+	if err := n.Isolator.Usage(ctx, id, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+func (n *cgroupNode) Kill(_ context.Context, id, reason string) error {
+	n.mu.Lock()
+	cmd := n.procs[id]
+	delete(n.procs, id)
+	n.mu.Unlock()
+	if cmd == nil || reason != ReasonPreempted {
+		return errors.New("unexpected kill")
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		return err
+	}
+	// Wait returns once the (thawed) process is dead.
+	if err := cmd.Wait(); err != nil && !errors.As(err, new(*exec.ExitError)) {
+		return err
+	}
+	return nil
+}
+
+func cgroupFile(t *testing.T, ctrl, path, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testutil.CgroupRoot, ctrl, path, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// TestInterferenceOnRealCgroups drives the interference controller and the
+// Applier over real container groups with real processes: the graded
+// response lands in the cgroup files (cfs quota, freezer) and the kill
+// ends the youngest process. Latency is reported synthetically (the
+// application-latency path) on a fake clock, so nothing depends on timing.
+func TestInterferenceOnRealCgroups(t *testing.T) {
+	testutil.RequireRoot(t)
+	iso, err := cgroups.New(cgroups.Config{Parent: testutil.NewCgroupParent(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &cgroupNode{Isolator: iso, procs: map[string]*exec.Cmd{}}
+	ctx := context.Background()
+	for _, id := range []string{"lc", "be0", "be1"} {
+		limits := isolator.Limits{MilliCPUs: 1000}
+		if id != "lc" {
+			limits.Class = isolator.BestEffort
+		}
+		if err := iso.Prepare(ctx, id, limits, &isolator.Launch{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = iso.Cleanup(context.Background(), id) })
+		n.ids = append(n.ids, id)
+		if id == "lc" {
+			continue
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), roleEnv+"=burn")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		n.procs[id] = cmd
+		t.Cleanup(func() {
+			_ = iso.Thaw(context.Background(), id)
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+		for _, ctrl := range []string{"cpu", "cpuacct", "freezer", "memory", "pids"} {
+			dir := filepath.Join(testutil.CgroupRoot, ctrl, iso.Path(id))
+			if _, err := os.Stat(dir); err != nil {
+				continue
+			}
+			if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	now := time.Unix(1_700_000_000, 0)
+	mon := monitor.New(n, monitor.Config{Host: monitor.NoHost, Now: func() time.Time { return now }}, nil)
+	ic, err := NewInterference(Options{"warmup": "3", "cooldown": "3s", "recover-after": "5s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applier := NewApplier(n, nil)
+	round := func(sec int, lat time.Duration) []Correction {
+		t.Helper()
+		now = time.Unix(1_700_000_000+int64(sec), 0)
+		if err := mon.Sample(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := mon.ReportLatency("lc", monitor.LatencySummary{P99: lat}); err != nil {
+			t.Fatal(err)
+		}
+		u := mon.Usage()
+		u.Timestamp = now
+		cs, err := ic.Corrections(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := applier.Apply(ctx, cs); err != nil {
+			t.Fatalf("t=%d: apply %v: %v", sec, cs, err)
+		}
+		for _, c := range cs {
+			if c.Trigger.Signal == "" || (c.Type != Thaw && c.Type != Unthrottle && c.Trigger.Signal != SignalAppLatency) {
+				t.Fatalf("t=%d: %s without its trigger: %+v", sec, c.Type, c.Trigger)
+			}
+		}
+		return cs
+	}
+	ms := time.Millisecond
+	for s := range 3 {
+		if cs := round(s, ms); len(cs) != 0 {
+			t.Fatalf("quiet round %d: %v", s, cs)
+		}
+	}
+	if got := render(round(3, 10*ms)); got != "THROTTLE be0@200, THROTTLE be1@200" {
+		t.Fatalf("degraded: %s", got)
+	}
+	for _, id := range []string{"be0", "be1"} {
+		if q := cgroupFile(t, "cpu", iso.Path(id), "cpu.cfs_quota_us"); q != "20000" {
+			t.Fatalf("%s quota = %s, want 20000 (0.2 cpu of a 100 ms period)", id, q)
+		}
+	}
+	if applier.Blocking() == "" {
+		t.Fatal("no block on revocable offers while throttled")
+	}
+	if got := render(round(6, 10*ms)); got != "FREEZE be0, FREEZE be1" {
+		t.Fatalf("still degraded: %s", got)
+	}
+	for _, id := range []string{"be0", "be1"} {
+		if s := cgroupFile(t, "freezer", iso.Path(id), "freezer.state"); s != "FROZEN" {
+			t.Fatalf("%s freezer = %s", id, s)
+		}
+	}
+	round(9, 10*ms) // the step to the kill level
+	if got := render(round(12, 10*ms)); got != "KILL be1" {
+		t.Fatalf("kill: %s", got)
+	}
+	if _, alive := n.procs["be1"]; alive {
+		t.Fatal("be1 not killed")
+	}
+	n.mu.Lock()
+	n.ids = n.ids[:2] // be1's container is gone
+	n.mu.Unlock()
+	// Recovery: thaw after recover-after, then lift the throttle.
+	round(13, ms)
+	if got := render(round(18, ms)); got != "THAW be0" {
+		t.Fatalf("recovery 1: %s", got)
+	}
+	if s := cgroupFile(t, "freezer", iso.Path("be0"), "freezer.state"); s != "THAWED" {
+		t.Fatalf("be0 freezer = %s", s)
+	}
+	if got := render(round(23, ms)); got != "UNTHROTTLE be0" {
+		t.Fatalf("recovery 2: %s", got)
+	}
+	if q := cgroupFile(t, "cpu", iso.Path("be0"), "cpu.cfs_quota_us"); q != "-1" {
+		t.Fatalf("be0 quota after unthrottle = %s, want -1", q)
+	}
+	if len(applier.Active()) != 0 || applier.Blocking() != "" {
+		t.Fatalf("still in force: %v", applier.Active())
+	}
+}
