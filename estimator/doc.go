@@ -7,7 +7,8 @@
 // built-ins (noop, fixed, usage), the Forwarder that applies hysteresis to
 // what the agent sends to the master, the Guard that offers nothing while
 // QoS corrections are in force, the Fallback that turns a failing
-// estimator into noop, and the out-of-process plugin host and serve side
+// estimator into noop, the agent's loop (Run), and the out-of-process
+// plugin host and serve side
 // (hashicorp/go-plugin over gRPC, protocol in package pluginpb).
 //
 // It never kills, freezes or resizes anything, and never talks to the

@@ -159,7 +159,10 @@ func (m *Monitor) Run(ctx context.Context) error {
 // lets the signal sources add to the samples, samples the host, and
 // notifies subscribers. Containers that went away between listing and
 // sampling are skipped; other per-container errors are counted and joined
-// into the returned error, the other containers are still recorded.
+// into the returned error, the other containers are still recorded. Run
+// calls it every Interval; the agent also calls it right after launching
+// or killing a container, so the QoS loop sees new revocable work at once
+// rather than at the next tick.
 func (m *Monitor) Sample(ctx context.Context) error {
 	m.sampleMu.Lock()
 	defer m.sampleMu.Unlock()

@@ -9,7 +9,8 @@
 // built-ins (noop, load, interference), the Applier that applies
 // corrections through an Actuator the agent provides and keeps the set of
 // corrections in force (the estimator's Guard reads it: no new revocable
-// offers while any is in force), and the out-of-process plugin host and
+// offers while any is in force), the agent's loop (Run: every second and
+// on every monitor notification), and the out-of-process plugin host and
 // serve side (hashicorp/go-plugin over gRPC, protocol in package
 // pluginpb).
 //
