@@ -135,7 +135,7 @@ func BenchmarkNaiveCycle(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				c0 := cpuTime()
-				offers = n.allocate()
+				offers = len(n.allocate())
 				cpu += cpuTime() - c0
 				b.StopTimer()
 				n.reset(s)
@@ -156,13 +156,13 @@ func TestNaiveAgrees(t *testing.T) {
 	a := newBenchAllocator(t, s)
 	got := countByFramework(a.Allocate())
 	n := newNaive(s)
-	n.allocate()
-	for _, r := range n.roles {
-		for id, alloc := range r.fws {
-			want := int(alloc["cpus"]/16 + 0.5)
-			if got[id] != want {
-				t.Errorf("%s: allocator %d agents, naive %d", id, got[id], want)
-			}
+	want := countByFramework(n.allocate())
+	if len(want) != s.frameworks {
+		t.Fatalf("naive served %d frameworks, want %d", len(want), s.frameworks)
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s: allocator %d agents, naive %d", id, got[id], w)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"math"
 	"math/rand/v2"
+
+	"github.com/brimnode/brim/resources"
 )
 
 // naive is the baseline the benchmark compares against: the same
@@ -60,10 +62,11 @@ func (n *naive) share(alloc map[string]float64) float64 {
 	return s
 }
 
-// allocate runs one cycle and returns the number of offers.
-func (n *naive) allocate() int {
+// allocate runs one cycle and returns the offers, built the plain way (one
+// resources.Resources per offer).
+func (n *naive) allocate() []Offer {
 	order := n.rng.Perm(len(n.agents))
-	offers := 0
+	var offers []Offer
 	for _, i := range order {
 		ag := &n.agents[i]
 		if ag.free["cpus"] < 0.01 && ag.free["mem"] < 32 {
@@ -76,19 +79,26 @@ func (n *naive) allocate() int {
 			}
 		}
 		heap.Init(roles)
-		r := n.roles[heap.Pop(roles).(userShare).user]
+		roleName := heap.Pop(roles).(userShare).user
+		r := n.roles[roleName]
 		fws := &naiveHeap{}
 		for id, alloc := range r.fws {
 			*fws = append(*fws, userShare{id, n.share(alloc)})
 		}
 		heap.Init(fws)
-		fw := r.fws[heap.Pop(fws).(userShare).user]
+		fwID := heap.Pop(fws).(userShare).user
+		fw := r.fws[fwID]
+		var res resources.Resources
 		for name, v := range ag.free {
+			if v == 0 {
+				continue
+			}
+			res = append(res, resources.Resource{Name: name, Type: resources.Scalar, Scalar: resources.FromFloat(v), Role: resources.Unreserved})
 			fw[name] += v
 			r.alloc[name] += v
 			ag.free[name] = 0
 		}
-		offers++
+		offers = append(offers, Offer{FrameworkID: fwID, AgentID: ag.id, Role: roleName, Resources: res})
 	}
 	return offers
 }
