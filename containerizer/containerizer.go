@@ -1,0 +1,256 @@
+package containerizer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/brimnode/brim/executor"
+	"github.com/brimnode/brim/isolator"
+)
+
+// Sentinel errors; match them with errors.Is.
+var (
+	// ErrNotFound is returned for a container ID the containerizer does
+	// not know.
+	ErrNotFound = errors.New("container not found")
+	// ErrExist is returned by Launch for an ID already in use.
+	ErrExist = errors.New("container already exists")
+	// ErrNotRunning is returned for an operation that needs a running
+	// container after it has exited.
+	ErrNotRunning = errors.New("container not running")
+	// ErrCommandNotFound is returned by Launch when the command does not
+	// exist (or is not executable) in the container's root filesystem.
+	ErrCommandNotFound = executor.ErrCommandNotFound
+	// ErrNotSupported is returned on hosts that cannot run containers.
+	ErrNotSupported = executor.ErrNotSupported
+)
+
+// DefaultKillGrace is the time a container gets between SIGTERM and
+// SIGKILL when Config.KillGrace is zero.
+const DefaultKillGrace = 3 * time.Second
+
+// Config configures a Containerizer.
+type Config struct {
+	// StateDir holds the containers' directories and libcontainer's state
+	// (e.g. /var/lib/brim/agent). Required, absolute.
+	StateDir string
+	// Isolators prepare, isolate, resize, measure and clean up containers;
+	// one of them must set the cgroup path (isolator/cgroups).
+	Isolators []isolator.Isolator
+	// ShimBinary is the brim binary started as `brim shim`; default
+	// os.Executable().
+	ShimBinary string
+	// KillGrace is the default grace period of Kill; default
+	// DefaultKillGrace.
+	KillGrace time.Duration
+	// Log receives the containerizer's log; default discards.
+	Log *slog.Logger
+}
+
+// Spec describes a container to launch.
+type Spec struct {
+	// ID is unique on the host: letters, digits and _ + - . only.
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+	// Command is the user process; Command[0] is looked up in PATH (from
+	// Env, or the default PATH) in the root filesystem.
+	Command []string `json:"command"`
+	Env     []string `json:"env,omitempty"`
+	Cwd     string   `json:"cwd,omitempty"`
+	// Rootfs is a root filesystem directory, mounted read-only; "" runs on
+	// the host root, read-only, with a private /tmp.
+	Rootfs string            `json:"rootfs,omitempty"`
+	Limits isolator.Limits   `json:"limits"`
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// State is a container's lifecycle state.
+type State string
+
+// States.
+const (
+	StateRunning State = "running"
+	StateExited  State = "exited"
+)
+
+// ExitStatus records how a container ended: exit code or signal, and
+// whether the memory limit was hit (OOMKilled, Reason "memory-limit").
+type ExitStatus = executor.ExitStatus
+
+// Reasons in ExitStatus.Reason.
+const (
+	ReasonMemoryLimit = executor.ReasonMemoryLimit
+	ReasonKilled      = executor.ReasonKilled
+	ReasonShimLost    = executor.ReasonShimLost
+)
+
+// Info describes a container.
+type Info struct {
+	ID, Name   string
+	Spec       Spec
+	State      State
+	Pid        int // the init's pid on the host
+	ShimPid    int
+	StartedAt  time.Time
+	Exit       *ExitStatus // set once State is StateExited
+	SandboxDir string
+}
+
+// Containerizer launches and supervises containers. It is safe for
+// concurrent use. Dropping it (or the agent dying) leaves the containers
+// running; a new Containerizer on the same StateDir reattaches with
+// Recover.
+type Containerizer struct {
+	cfg      Config
+	log      *slog.Logger
+	dir      string // StateDir/containers
+	runcRoot string // StateDir/runc
+
+	mu         sync.Mutex
+	containers map[string]*container
+}
+
+// container is the in-memory record of one container; fields other than
+// exit and destroying are fixed once it is in the map.
+type container struct {
+	spec      Spec
+	dir       string
+	pid       int
+	shimPid   int
+	startedAt time.Time
+	// shimDone is closed when a shim this process started has been reaped;
+	// nil for recovered shims (not our children).
+	shimDone chan struct{}
+
+	mu         sync.Mutex
+	exit       *ExitStatus
+	destroying bool
+}
+
+// record is config.json: what was launched.
+type record struct {
+	Version    int       `json:"version"`
+	Spec       Spec      `json:"spec"`
+	CgroupPath string    `json:"cgroup_path,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+const (
+	recordVersion = 1
+	recordFile    = "config.json"
+	shimPidFile   = "shim.pid"
+)
+
+// New returns a Containerizer keeping its state under cfg.StateDir. It
+// does not look at existing containers: call Recover for that.
+func New(cfg Config) (*Containerizer, error) {
+	if cfg.StateDir == "" || !filepath.IsAbs(cfg.StateDir) {
+		return nil, fmt.Errorf("new containerizer: state dir %q is not absolute", cfg.StateDir)
+	}
+	if cfg.ShimBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("new containerizer: find shim binary: %w", err)
+		}
+		cfg.ShimBinary = exe
+	}
+	if cfg.KillGrace == 0 {
+		cfg.KillGrace = DefaultKillGrace
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	c := &Containerizer{
+		cfg:        cfg,
+		log:        cfg.Log.With("component", "containerizer"),
+		dir:        filepath.Join(cfg.StateDir, "containers"),
+		runcRoot:   filepath.Join(cfg.StateDir, "runc"),
+		containers: make(map[string]*container),
+	}
+	for _, d := range []string{c.dir, c.runcRoot} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return nil, fmt.Errorf("new containerizer: %w", err)
+		}
+	}
+	return c, nil
+}
+
+func (c *Containerizer) get(id string) (*container, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ct, ok := c.containers[id]
+	if !ok || ct == nil {
+		return nil, fmt.Errorf("container %q: %w", id, ErrNotFound)
+	}
+	return ct, nil
+}
+
+// exitStatus returns the container's exit status if it has exited (cached,
+// or from exit.json), nil while it runs.
+func (ct *container) exitStatus() *ExitStatus {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	if ct.exit == nil {
+		if st, err := executor.ReadExit(ct.dir); err == nil {
+			ct.exit = st
+		}
+	}
+	return ct.exit
+}
+
+func (ct *container) setExit(st *ExitStatus) {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	if ct.exit == nil {
+		ct.exit = st
+	}
+}
+
+func (ct *container) info() *Info {
+	ct.mu.Lock()
+	spec := ct.spec
+	ct.mu.Unlock()
+	info := &Info{
+		ID: spec.ID, Name: spec.Name, Spec: spec,
+		State: StateRunning, Pid: ct.pid, ShimPid: ct.shimPid, StartedAt: ct.startedAt,
+		SandboxDir: filepath.Join(ct.dir, executor.SandboxDir),
+	}
+	if st := ct.exitStatus(); st != nil {
+		info.State = StateExited
+		info.Exit = st
+	}
+	return info
+}
+
+func writeRecord(dir string, rec *record) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", recordFile, err)
+	}
+	tmp := filepath.Join(dir, "."+recordFile+".tmp")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", recordFile, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, recordFile)); err != nil {
+		return fmt.Errorf("write %s: %w", recordFile, err)
+	}
+	return nil
+}
+
+func readRecord(dir string) (*record, error) {
+	data, err := os.ReadFile(filepath.Join(dir, recordFile))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", recordFile, err)
+	}
+	var rec record
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", filepath.Join(dir, recordFile), err)
+	}
+	return &rec, nil
+}

@@ -1,0 +1,345 @@
+package containerizer
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/executor"
+	"github.com/brimnode/brim/internal/testutil"
+	"github.com/brimnode/brim/isolator"
+)
+
+func TestLaunchExitCodeAndDestroy(t *testing.T) {
+	// A state dir long enough that the control socket's path exceeds
+	// sun_path (108 bytes): the shim and the client must cope.
+	long := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
+	e := newEnv(t, long)
+	info := e.launch(Spec{
+		Command: []string{"/bin/sh", "-c", "echo out; echo err >&2; exit 7"},
+		Limits:  isolator.Limits{MilliCPUs: 100},
+	})
+	if info.State != StateRunning || info.Pid <= 0 || info.ShimPid <= 0 {
+		t.Fatalf("after launch: %+v", info)
+	}
+	if got := e.iso.count(e.iso.isolated, info.ID); got != info.Pid {
+		t.Errorf("Isolate got pid %d, want the init %d", got, info.Pid)
+	}
+	st := e.wait(info.ID)
+	if st.Code != 7 || st.Signal != "" || st.OOMKilled {
+		t.Errorf("exit status = %+v, want code 7", st)
+	}
+	if got := readSandbox(t, info, "stdout"); got != "out\n" {
+		t.Errorf("stdout = %q", got)
+	}
+	if got := readSandbox(t, info, "stderr"); got != "err\n" {
+		t.Errorf("stderr = %q", got)
+	}
+	got, err := e.c.Get(context.Background(), info.ID)
+	if err != nil || got.State != StateExited || got.Exit == nil || got.Exit.Code != 7 {
+		t.Errorf("Get after exit = %+v, %v", got, err)
+	}
+	if err := e.c.Signal(context.Background(), info.ID, syscall.SIGTERM); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Signal after exit: %v, want ErrNotRunning", err)
+	}
+	if err := e.c.Destroy(context.Background(), info.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.assertGone(info.ID, info.ShimPid)
+	if n := e.iso.count(e.iso.cleaned, info.ID); n == 0 {
+		t.Error("isolator Cleanup not called")
+	}
+	if _, err := e.c.Get(context.Background(), info.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get after Destroy: %v, want ErrNotFound", err)
+	}
+}
+
+func TestDefaultFilesystemAndHardening(t *testing.T) {
+	e := newEnv(t, "")
+	marker := filepath.Join(os.TempDir(), testutil.UniqueName("brim-marker"))
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(marker) })
+	script := strings.Join([]string{
+		`echo pid=$$`,
+		`touch /etc/brim-test 2>/dev/null && echo root=rw || echo root=ro`,
+		`touch /usr/brim-test 2>/dev/null && echo usr=rw || echo usr=ro`,
+		`echo hi > /tmp/f && echo tmp=$(cat /tmp/f)`,
+		`test -e ` + marker + ` && echo hosttmp=visible || echo hosttmp=private`,
+		`echo from-container > /mnt/sandbox/hello && echo sandbox=ok`,
+		`grep -E '^(NoNewPrivs|Seccomp|CapEff):' /proc/self/status | tr -d '\t' | tr ':' '='`,
+		`test -w /proc/sys/kernel/hostname && echo procsys=rw || echo procsys=ro`,
+		`echo hostname=$(hostname)`,
+	}, "\n")
+	info := e.launch(Spec{Command: []string{"sh", "-c", script}, Limits: isolator.Limits{MilliCPUs: 100}})
+	if st := e.wait(info.ID); st.Code != 0 {
+		t.Fatalf("exit %+v; stderr: %s", st, readSandbox(t, info, "stderr"))
+	}
+	out := readSandbox(t, info, "stdout")
+	want := []string{
+		"pid=1", "root=ro", "usr=ro", "tmp=hi", "hosttmp=private", "sandbox=ok",
+		"NoNewPrivs=1", "CapEff=0000000020000420", // AUDIT_WRITE, NET_BIND_SERVICE, KILL
+		"procsys=ro", "hostname=" + info.ID,
+	}
+	if executor.SeccompEnabled {
+		want = append(want, "Seccomp=2")
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w+"\n") {
+			t.Errorf("container output lacks %q:\n%s", w, out)
+		}
+	}
+	if got := readSandbox(t, info, "hello"); got != "from-container\n" {
+		t.Errorf("sandbox file = %q", got)
+	}
+}
+
+func TestSeccompDeniesDangerousSyscalls(t *testing.T) {
+	testutil.SkipUnless(t, executor.SeccompEnabled, "built without the seccomp tag")
+	e := newEnv(t, "")
+	// unshare(1) with -U asks for a user namespace: denied by the profile
+	// even though it needs no capability.
+	info := e.launch(Spec{
+		Command: []string{"sh", "-c", "unshare -U true 2>&1; echo rc=$?"},
+		Limits:  isolator.Limits{MilliCPUs: 100},
+	})
+	e.wait(info.ID)
+	out := readSandbox(t, info, "stdout")
+	if !strings.Contains(out, "Operation not permitted") || strings.Contains(out, "rc=0") {
+		t.Errorf("unshare -U in a container: %q, want EPERM", out)
+	}
+}
+
+func TestRootfsDirectory(t *testing.T) {
+	e := newEnv(t, "")
+	root := busyboxRootfs(t)
+	info := e.launch(Spec{
+		Command: []string{"sh", "-c", "ls /bin/busybox && touch /bin/x 2>/dev/null || echo ro; echo ok > /mnt/sandbox/f; exit 5"},
+		Rootfs:  root,
+		Limits:  isolator.Limits{MilliCPUs: 100},
+	})
+	if st := e.wait(info.ID); st.Code != 5 {
+		t.Fatalf("exit %+v; stderr: %s", st, readSandbox(t, info, "stderr"))
+	}
+	if out := readSandbox(t, info, "stdout"); out != "/bin/busybox\nro\n" {
+		t.Errorf("stdout = %q", out)
+	}
+	if got := readSandbox(t, info, "f"); got != "ok\n" {
+		t.Errorf("sandbox file = %q", got)
+	}
+}
+
+func TestKillWithGrace(t *testing.T) {
+	e := newEnv(t, "")
+	trap := e.launch(Spec{
+		Command: []string{"sh", "-c", "trap 'echo bye; exit 0' TERM; echo ready; while :; do sleep 0.05; done"},
+		Limits:  isolator.Limits{MilliCPUs: 100},
+	})
+	ignore := e.launch(Spec{Command: []string{"sleep", "1000"}, Limits: isolator.Limits{MilliCPUs: 100}})
+
+	ctx := context.Background()
+	waitFor(t, func() bool { return strings.Contains(readSandbox(t, trap, "stdout"), "ready") })
+	// A generous grace: the trap must end it, not the SIGKILL.
+	if err := e.c.Kill(ctx, trap.ID, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	st := e.wait(trap.ID)
+	if st.Code != 0 || st.Signal != "" || st.Reason != ReasonKilled {
+		t.Errorf("trapping task: %+v, want code 0 reason killed", st)
+	}
+	if out := readSandbox(t, trap, "stdout"); !strings.Contains(out, "bye") {
+		t.Errorf("trap did not run: %q", out)
+	}
+
+	// sleep as pid 1 has no handler: SIGTERM is ignored, SIGKILL follows.
+	if err := e.c.Kill(ctx, ignore.ID, 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	st = e.wait(ignore.ID)
+	if st.Signal != "SIGKILL" || st.Code != 137 || st.Reason != ReasonKilled {
+		t.Errorf("ignoring task: %+v, want SIGKILL", st)
+	}
+	if err := e.c.Kill(ctx, ignore.ID, 0); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("second Kill: %v, want ErrNotRunning", err)
+	}
+}
+
+func TestOOMKillReportsMemoryLimit(t *testing.T) {
+	e := newEnv(t, "")
+	info := e.launch(Spec{
+		// tail buffers /dev/zero looking for a newline that never comes.
+		Command: []string{"tail", "/dev/zero"},
+		Limits:  isolator.Limits{MilliCPUs: 100, MemoryBytes: 32 << 20},
+	})
+	st := e.wait(info.ID)
+	if !st.OOMKilled || st.Reason != ReasonMemoryLimit || st.Signal != "SIGKILL" {
+		t.Errorf("exit status = %+v, want OOM kill with reason %q", st, ReasonMemoryLimit)
+	}
+}
+
+func TestCommandNotFoundLeavesNothing(t *testing.T) {
+	e := newEnv(t, "")
+	for _, cmd := range [][]string{{"/no/such/binary"}, {"brim-no-such-command"}, {"/etc/passwd"}} {
+		id := testutil.UniqueName("nf")
+		_, err := e.c.Launch(context.Background(), Spec{ID: id, Command: cmd, Limits: isolator.Limits{MilliCPUs: 100}})
+		if !errors.Is(err, ErrCommandNotFound) {
+			t.Errorf("launch %q: %v, want ErrCommandNotFound", cmd, err)
+		}
+		e.assertGone(id, 0)
+		if n := e.iso.count(e.iso.prepared, id); n != 0 {
+			t.Errorf("launch %q prepared isolators", cmd)
+		}
+	}
+	// In a rootfs the lookup happens there, not on the host.
+	root := busyboxRootfs(t)
+	_, err := e.c.Launch(context.Background(), Spec{ID: testutil.UniqueName("nf"), Command: []string{"bash"}, Rootfs: root})
+	if !errors.Is(err, ErrCommandNotFound) {
+		t.Errorf("bash in busybox rootfs: %v, want ErrCommandNotFound", err)
+	}
+	if infos, _ := e.c.List(context.Background()); len(infos) != 0 {
+		t.Errorf("containers left: %v", infos)
+	}
+}
+
+func TestDuplicateID(t *testing.T) {
+	e := newEnv(t, "")
+	info := e.launch(Spec{Command: []string{"sleep", "1000"}, Limits: isolator.Limits{MilliCPUs: 100}})
+	_, err := e.c.Launch(context.Background(), Spec{ID: info.ID, Command: []string{"true"}})
+	if !errors.Is(err, ErrExist) {
+		t.Fatalf("second launch of %s: %v, want ErrExist", info.ID, err)
+	}
+	// The failed launch must not have touched the running container.
+	if got, err := e.c.Get(context.Background(), info.ID); err != nil || got.State != StateRunning {
+		t.Fatalf("original container after duplicate launch: %+v, %v", got, err)
+	}
+}
+
+func TestUpdateAndUsage(t *testing.T) {
+	e := newEnv(t, "")
+	info := e.launch(Spec{Command: []string{"sleep", "1000"}, Limits: isolator.Limits{MilliCPUs: 100, MemoryBytes: 64 << 20}})
+	ctx := context.Background()
+	if err := e.c.Update(ctx, info.ID, isolator.Limits{MilliCPUs: 200, MemoryBytes: 128 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(e.iso.memDir(info.ID), "memory.limit_in_bytes"))
+	if err != nil || strings.TrimSpace(string(data)) != "134217728" {
+		t.Errorf("memory limit after Update = %q, %v", data, err)
+	}
+	stats, err := e.c.Usage(ctx, info.ID)
+	if err != nil || !stats.HasMemory || stats.MemUsageBytes == 0 {
+		t.Errorf("Usage = %+v, %v", stats, err)
+	}
+	got, _ := e.c.Get(ctx, info.ID)
+	if got.Spec.Limits.MemoryBytes != 128<<20 {
+		t.Errorf("recorded limits = %+v", got.Spec.Limits)
+	}
+}
+
+// TestRecoverAfterAgentDeath simulates an agent killed with -9: its
+// Containerizer is dropped while shims run on; a new one on the same state
+// dir must reattach.
+func TestRecoverAfterAgentDeath(t *testing.T) {
+	e := newEnv(t, "")
+	ctx := context.Background()
+	limits := isolator.Limits{MilliCPUs: 100, MemoryBytes: 64 << 20}
+	running := e.launch(Spec{ID: testutil.UniqueName("run"), Command: []string{"sleep", "1000"}, Limits: limits})
+	exits := e.launch(Spec{
+		ID:      testutil.UniqueName("exit"),
+		Command: []string{"sh", "-c", "while [ ! -e /mnt/sandbox/go ]; do sleep 0.02; done; exit 3"},
+		Limits:  limits,
+	})
+	lost := e.launch(Spec{ID: testutil.UniqueName("lost"), Command: []string{"sleep", "1000"}, Limits: limits})
+	// The agent "dies" (its Containerizer is dropped below). Meanwhile one
+	// container exits and one shim is killed, so that its container loses
+	// its exit status.
+	if got, _ := e.c.Get(ctx, exits.ID); got.State != StateRunning {
+		t.Fatalf("container %s ended early: %+v", exits.ID, got.Exit)
+	}
+	if err := os.WriteFile(filepath.Join(exits.SandboxDir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		_, err := executor.ReadExit(filepath.Join(e.stateDir, "containers", exits.ID))
+		return err == nil
+	})
+	if err := syscall.Kill(lost.ShimPid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return !shimAlive(lost.ShimPid, filepath.Join(e.stateDir, "containers", lost.ID)) })
+	// And a launch died before recording anything: an orphan directory.
+	orphan := filepath.Join(e.stateDir, "containers", "orphan-1")
+	if err := os.MkdirAll(filepath.Join(orphan, "sandbox"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	e.c = e.newContainerizer()
+	infos, err := e.c.Recover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]*Info{}
+	for _, info := range infos {
+		byID[info.ID] = info
+	}
+	if len(byID) != 3 {
+		t.Errorf("recovered %d containers, want 3: %v", len(byID), infos)
+	}
+	if got := byID[running.ID]; got == nil || got.State != StateRunning || got.Pid != running.Pid || got.ShimPid != running.ShimPid {
+		t.Errorf("running container recovered as %+v, want running pid %d", got, running.Pid)
+	}
+	if got := byID[exits.ID]; got == nil || got.State != StateExited || got.Exit == nil || got.Exit.Code != 3 {
+		t.Errorf("exited container recovered as %+v, want exit code 3", got)
+	}
+	if got := byID[lost.ID]; got == nil || got.State != StateExited || got.Exit == nil || got.Exit.Reason != ReasonShimLost {
+		t.Errorf("container of the killed shim recovered as %+v, want reason %q", got, ReasonShimLost)
+	}
+	if _, err := os.Stat(filepath.Join("/proc", itoa(lost.Pid))); err == nil {
+		if data, _ := os.ReadFile(filepath.Join("/proc", itoa(lost.Pid), "cmdline")); strings.HasPrefix(string(data), "sleep") {
+			t.Errorf("init %d of the lost container still runs", lost.Pid)
+		}
+	}
+	if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("orphan directory not removed: %v", err)
+	}
+	if len(e.iso.known) != 3 {
+		t.Errorf("isolator Recover got %v, want the 3 containers", e.iso.known)
+	}
+	if got := e.iso.known[running.ID]; got != limits {
+		t.Errorf("isolator Recover limits = %+v, want %+v", got, limits)
+	}
+
+	// The new containerizer controls the surviving container.
+	if err := e.c.Kill(ctx, running.ID, -1); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.wait(running.ID); st.Signal != "SIGKILL" {
+		t.Errorf("recovered container after Kill: %+v", st)
+	}
+	for _, info := range []*Info{running, exits, lost} {
+		if err := e.c.Destroy(ctx, info.ID); err != nil {
+			t.Error(err)
+		}
+		e.assertGone(info.ID, info.ShimPid)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// waitFor polls cond until it holds (no deadline decides the test's
+// outcome: the suite's timeout bounds it).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

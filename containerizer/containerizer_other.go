@@ -1,0 +1,29 @@
+//go:build !linux
+
+package containerizer
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Launch returns an error wrapping ErrNotSupported: containers need Linux.
+func (c *Containerizer) Launch(ctx context.Context, spec Spec) (*Info, error) {
+	return nil, fmt.Errorf("launch %s: %w", spec.ID, ErrNotSupported)
+}
+
+// Recover returns an error wrapping ErrNotSupported: containers need Linux.
+func (c *Containerizer) Recover(ctx context.Context) ([]*Info, error) {
+	return nil, fmt.Errorf("recover: %w", ErrNotSupported)
+}
+
+func (c *Containerizer) teardown(ctx context.Context, ct *container) error {
+	return ErrNotSupported
+}
+
+func (c *Containerizer) markLost(ct *container) (*ExitStatus, error) {
+	return nil, ErrNotSupported
+}
+
+func waitShim(ctx context.Context, ct *container, d time.Duration) bool { return true }

@@ -1,0 +1,30 @@
+// Package containerizer owns the lifecycle of brim's containers on one
+// host: it validates a launch, creates the container's directory and
+// sandbox, asks the isolators to prepare (cgroups, network), starts the
+// container's shim (package executor, `brim shim`) detached from the agent,
+// calls the isolators' Isolate between the creation of the container's init
+// and the exec of the user process, and afterwards waits for, signals,
+// kills (SIGTERM, a grace period, then SIGKILL of the whole container),
+// resizes, samples, lists and destroys containers. After an agent restart,
+// Recover reattaches to the shims that are still running, reports the
+// containers that exited meanwhile with their exit status, and removes the
+// orphans of launches that never completed.
+//
+// Layout under Config.StateDir:
+//
+//	containers/<id>/config.json  what was launched (Spec, cgroup path, start time)
+//	containers/<id>/bundle.json  what the shim runs (executor.Bundle)
+//	containers/<id>/sandbox/     stdout, stderr; /mnt/sandbox in the container
+//	containers/<id>/exit.json    how it ended, written by the shim
+//	containers/<id>/shim.sock    the shim's control socket
+//	containers/<id>/shim.pid     the shim's pid; shim.log its log
+//	runc/<id>/                   libcontainer's state
+//
+// It never writes cgroup files itself (the isolators do) and never talks to
+// the master. It logs through the Config's logger.
+//
+// Sentinels: ErrNotFound (unknown id), ErrExist (duplicate id),
+// ErrNotRunning (the container has exited), ErrCommandNotFound (the command
+// does not exist in the container's root filesystem; nothing is left
+// behind), ErrNotSupported (non-Linux hosts).
+package containerizer

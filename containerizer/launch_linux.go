@@ -1,0 +1,346 @@
+package containerizer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+
+	"github.com/brimnode/brim/executor"
+	"github.com/brimnode/brim/isolator"
+)
+
+// Launch starts a container and returns once its user process runs (the
+// init has been released to exec it). On any failure it removes
+// everything it made — shim, container, isolators' state, directory — and
+// returns the error: ErrExist for a duplicate ID, ErrCommandNotFound when
+// the command does not exist in the root filesystem (checked before
+// anything is created).
+func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr error) {
+	if err := validateSpec(&spec); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.ID, err)
+	}
+	id := spec.ID
+	c.mu.Lock()
+	if _, ok := c.containers[id]; ok {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("launch %s: %w", id, ErrExist)
+	}
+	c.containers[id] = nil // reserved: get() reports ErrNotFound meanwhile
+	c.mu.Unlock()
+
+	dir := filepath.Join(c.dir, id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		c.unreserve(id)
+		if errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("launch %s: %w (a directory from a container not recovered)", id, ErrExist)
+		}
+		return nil, fmt.Errorf("launch %s: %w", id, err)
+	}
+	ct := &container{spec: spec, dir: dir}
+	defer func() {
+		if retErr != nil {
+			c.teardown(context.WithoutCancel(ctx), ct)
+			c.unreserve(id)
+		}
+	}()
+
+	if err := os.Mkdir(filepath.Join(dir, executor.SandboxDir), 0o755); err != nil {
+		return nil, fmt.Errorf("launch %s: create sandbox: %w", id, err)
+	}
+	rec := record{Version: recordVersion, Spec: spec, CreatedAt: time.Now()}
+	if err := writeRecord(dir, &rec); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", id, err)
+	}
+	var launch isolator.Launch
+	for _, iso := range c.cfg.Isolators {
+		if err := iso.Prepare(ctx, id, spec.Limits, &launch); err != nil {
+			return nil, fmt.Errorf("launch %s: prepare %s: %w", id, iso.Name(), err)
+		}
+	}
+	if launch.CgroupPath == "" || !filepath.IsAbs(launch.CgroupPath) {
+		// Never let libcontainer pick a path relative to our own cgroup.
+		return nil, fmt.Errorf("launch %s: no isolator set an absolute cgroup path (got %q)", id, launch.CgroupPath)
+	}
+	rec.CgroupPath = launch.CgroupPath
+	if err := writeRecord(dir, &rec); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", id, err)
+	}
+	bundle := &executor.Bundle{
+		Version:    executor.BundleVersion,
+		ID:         id,
+		Args:       spec.Command,
+		Env:        append(append([]string(nil), spec.Env...), launch.Env...),
+		Cwd:        spec.Cwd,
+		Rootfs:     spec.Rootfs,
+		CgroupPath: launch.CgroupPath,
+		NetNSPath:  launch.NetNSPath,
+		StateRoot:  c.runcRoot,
+	}
+	if err := executor.WriteBundle(dir, bundle); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", id, err)
+	}
+	if err := c.startShim(ctx, ct); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", id, err)
+	}
+
+	c.mu.Lock()
+	c.containers[id] = ct
+	c.mu.Unlock()
+	c.log.Info("container launched", "id", id, "pid", ct.pid, "shim_pid", ct.shimPid)
+	return ct.info(), nil
+}
+
+// startShim starts `brim shim` detached (own session, own mount namespace,
+// stdio to shim.log) and runs the launch handshake: "created" → Isolate →
+// go-ahead → "running".
+func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr error) {
+	reportR, reportW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("start shim: %w", err)
+	}
+	defer reportR.Close()
+	goR, goW, err := os.Pipe()
+	if err != nil {
+		reportW.Close()
+		return fmt.Errorf("start shim: %w", err)
+	}
+	defer goW.Close() // EOF aborts a shim still waiting for the go-ahead
+	logf, err := os.OpenFile(filepath.Join(ct.dir, executor.ShimLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		reportW.Close()
+		goR.Close()
+		return fmt.Errorf("start shim: %w", err)
+	}
+	cmd := exec.Command(c.cfg.ShimBinary, "shim", "--bundle", ct.dir, "--handshake")
+	cmd.Dir = ct.dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{reportW, goR} // fds 3 and 4: executor.ReportFD, GoFD
+	// Own session: no signal aimed at the agent's process group reaches
+	// it. Own mount namespace: the host root is assembled there.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWNS}
+	err = cmd.Start()
+	reportW.Close()
+	goR.Close()
+	logf.Close()
+	if err != nil {
+		return fmt.Errorf("start shim: %w", err)
+	}
+	ct.shimPid = cmd.Process.Pid
+	ct.shimDone = make(chan struct{})
+	// Reap the shim whenever it ends; if the agent dies first, the shim is
+	// reparented and carries on.
+	go func() { _ = cmd.Wait(); close(ct.shimDone) }()
+	if err := os.WriteFile(filepath.Join(ct.dir, shimPidFile), []byte(strconv.Itoa(ct.shimPid)), 0o600); err != nil {
+		return fmt.Errorf("record shim pid: %w", err)
+	}
+
+	stop := context.AfterFunc(ctx, func() { _ = reportR.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	reports := executor.NewReportReader(reportR)
+	next := func(want string) (*executor.Report, error) {
+		rep, err := reports.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("wait for shim: %w", ctx.Err())
+			}
+			return nil, fmt.Errorf("shim exited during launch (see %s): %w", filepath.Join(ct.dir, executor.ShimLogFile), err)
+		}
+		if err := rep.Err(); err != nil {
+			return nil, err
+		}
+		if rep.Event != want {
+			return nil, fmt.Errorf("shim reported %q, want %q", rep.Event, want)
+		}
+		return rep, nil
+	}
+	rep, err := next(executor.EventCreated)
+	if err != nil {
+		return err
+	}
+	ct.pid = rep.Pid
+	for _, iso := range c.cfg.Isolators {
+		if err := iso.Isolate(ctx, ct.spec.ID, ct.pid); err != nil {
+			return fmt.Errorf("isolate %s: %w", iso.Name(), err)
+		}
+	}
+	if _, err := goW.Write([]byte{1}); err != nil {
+		return fmt.Errorf("release shim: %w", err)
+	}
+	if _, err := next(executor.EventRunning); err != nil {
+		return err
+	}
+	ct.startedAt = time.Now()
+	return nil
+}
+
+func (c *Containerizer) unreserve(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ct, ok := c.containers[id]; ok && ct == nil {
+		delete(c.containers, id)
+	}
+}
+
+// teardown removes everything of a container that is not running (or
+// whose launch failed): the shim (waited for, killed if it lingers), the
+// libcontainer state, the isolators' state and the directory.
+func (c *Containerizer) teardown(ctx context.Context, ct *container) error {
+	id := ct.spec.ID
+	var errs []error
+	if ct.shimPid > 0 {
+		if !waitShim(ctx, ct, 5*time.Second) {
+			c.log.Warn("shim did not exit: killing it", "id", id, "shim_pid", ct.shimPid)
+			if shimAlive(ct.shimPid, ct.dir) {
+				_ = syscall.Kill(ct.shimPid, syscall.SIGKILL)
+			}
+			waitShim(ctx, ct, 5*time.Second)
+		}
+	}
+	if err := c.destroyRuncState(id); err != nil {
+		errs = append(errs, err)
+	}
+	for i := len(c.cfg.Isolators) - 1; i >= 0; i-- {
+		iso := c.cfg.Isolators[i]
+		if err := iso.Cleanup(ctx, id); err != nil {
+			errs = append(errs, fmt.Errorf("cleanup %s: %w", iso.Name(), err))
+		}
+	}
+	if err := removeContainerDir(ct.dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		c.log.Warn("tear down container", "id", id, "err", err)
+		return err
+	}
+	return nil
+}
+
+// destroyRuncState kills and destroys what libcontainer still knows of id
+// (a container whose shim died). No state is not an error.
+func (c *Containerizer) destroyRuncState(id string) error {
+	lc, err := libcontainer.Load(c.runcRoot, id)
+	if err != nil {
+		if errors.Is(err, libcontainer.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("load runc state of %s: %w", id, err)
+	}
+	if st, err := lc.Status(); err == nil && st != libcontainer.Stopped {
+		_ = lc.Signal(syscall.SIGKILL)
+		if s, err := lc.State(); err == nil {
+			waitPidGone(s.InitProcessPid, 5*time.Second)
+		}
+	}
+	if err := lc.Destroy(); err != nil {
+		return fmt.Errorf("destroy runc state of %s: %w", id, err)
+	}
+	return nil
+}
+
+// waitShim waits up to d for the shim to exit; true if it is gone.
+func waitShim(ctx context.Context, ct *container, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	if ct.shimDone != nil {
+		select {
+		case <-ct.shimDone:
+			return true
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+	// A recovered shim is not our child: poll.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for shimAlive(ct.shimPid, ct.dir) {
+		select {
+		case <-tick.C:
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// shimAlive reports whether pid is a live (not zombie) shim of dir; the
+// command line check guards against pid reuse.
+func shimAlive(pid int, dir string) bool {
+	if pid <= 0 {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	if i := lastIndexByte(stat, ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
+		return false
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	return containsArg(cmdline, "shim") && containsArg(cmdline, dir)
+}
+
+func lastIndexByte(b []byte, c byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+func containsArg(cmdline []byte, arg string) bool {
+	start := 0
+	for i, ch := range cmdline {
+		if ch == 0 {
+			if string(cmdline[start:i]) == arg {
+				return true
+			}
+			start = i + 1
+		}
+	}
+	return false
+}
+
+// waitPidGone polls until pid no longer exists (or is a zombie), up to d.
+func waitPidGone(pid int, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for pid > 0 && time.Now().Before(deadline) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return
+		}
+		if i := lastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// removeContainerDir removes a container directory. The rootfs mount point
+// must be an empty directory (the host root is bound onto it only inside
+// the shim's mount namespace): if it is not, nothing is removed rather
+// than risking a recursive delete through a mount.
+func removeContainerDir(dir string) error {
+	if err := os.Remove(filepath.Join(dir, executor.RootfsDir)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove container dir: rootfs mount point: %w", err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove container dir: %w", err)
+	}
+	return nil
+}

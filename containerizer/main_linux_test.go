@@ -1,0 +1,284 @@
+package containerizer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/internal/testutil"
+	"github.com/brimnode/brim/isolator"
+)
+
+// shimBinary is the brim binary the tests start as the shim: $BRIM_BINARY
+// (set by the Makefile) or one built by TestMain.
+var shimBinary string
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		shimBinary = os.Getenv("BRIM_BINARY")
+		if shimBinary == "" && os.Geteuid() == 0 {
+			tmp, err := os.MkdirTemp("", "brim-containerizer-test")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			defer os.RemoveAll(tmp)
+			shimBinary = filepath.Join(tmp, "brim")
+			cmd := exec.Command("go", "build", "-tags", "seccomp", "-o", shimBinary, "./cmd/brim")
+			cmd.Dir = ".."
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			if err := cmd.Run(); err != nil {
+				fmt.Fprintln(os.Stderr, "build brim for the shim:", err)
+				return 1
+			}
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// cgroupIsolator is a test-only stand-in for isolator/cgroups: it creates
+// the container's memory cgroup under a test parent with the memory limit
+// and reads memory usage. libcontainer creates and joins the other
+// controllers' groups at the same path.
+type cgroupIsolator struct {
+	parent string
+
+	mu       sync.Mutex
+	prepared map[string]int
+	isolated map[string]int // pid
+	cleaned  map[string]int
+	known    map[string]isolator.Limits
+}
+
+var _ isolator.Isolator = (*cgroupIsolator)(nil)
+
+func newCgroupIsolator(t testing.TB) *cgroupIsolator {
+	return &cgroupIsolator{
+		parent:   testutil.NewCgroupParent(t),
+		prepared: map[string]int{}, isolated: map[string]int{}, cleaned: map[string]int{},
+	}
+}
+
+func (i *cgroupIsolator) Name() string { return "test-cgroups" }
+
+func (i *cgroupIsolator) path(id string) string { return i.parent + "/" + id }
+
+func (i *cgroupIsolator) memDir(id string) string {
+	return filepath.Join(testutil.CgroupRoot, "memory", i.path(id))
+}
+
+func (i *cgroupIsolator) Prepare(ctx context.Context, id string, l isolator.Limits, launch *isolator.Launch) error {
+	i.mu.Lock()
+	i.prepared[id]++
+	i.mu.Unlock()
+	if err := os.MkdirAll(i.memDir(id), 0o755); err != nil {
+		return err
+	}
+	if err := i.setMemory(id, l.MemoryBytes); err != nil {
+		return err
+	}
+	launch.CgroupPath = i.path(id)
+	return nil
+}
+
+func (i *cgroupIsolator) setMemory(id string, bytes int64) error {
+	if bytes <= 0 {
+		return nil
+	}
+	v := []byte(strconv.FormatInt(bytes, 10))
+	limit := filepath.Join(i.memDir(id), "memory.limit_in_bytes")
+	memsw := filepath.Join(i.memDir(id), "memory.memsw.limit_in_bytes")
+	if _, err := os.Stat(memsw); err != nil {
+		return os.WriteFile(limit, v, 0)
+	}
+	// memsw ≥ limit at all times: shrink the limit first, grow memsw first.
+	if err := os.WriteFile(limit, v, 0); err != nil {
+		if err := os.WriteFile(memsw, v, 0); err != nil {
+			return err
+		}
+		return os.WriteFile(limit, v, 0)
+	}
+	return os.WriteFile(memsw, v, 0)
+}
+
+func (i *cgroupIsolator) Isolate(ctx context.Context, id string, pid int) error {
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+		return fmt.Errorf("isolate %s: init %d: %w", id, pid, err)
+	}
+	i.mu.Lock()
+	i.isolated[id] = pid
+	i.mu.Unlock()
+	return nil
+}
+
+func (i *cgroupIsolator) Update(ctx context.Context, id string, l isolator.Limits) error {
+	return i.setMemory(id, l.MemoryBytes)
+}
+
+func (i *cgroupIsolator) Usage(ctx context.Context, id string, s *isolator.Statistics) error {
+	data, err := os.ReadFile(filepath.Join(i.memDir(id), "memory.usage_in_bytes"))
+	if err != nil {
+		return fmt.Errorf("usage %s: %w", id, isolator.ErrNotFound)
+	}
+	s.HasMemory = true
+	s.MemUsageBytes, err = strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	return err
+}
+
+func (i *cgroupIsolator) Cleanup(ctx context.Context, id string) error {
+	i.mu.Lock()
+	i.cleaned[id]++
+	i.mu.Unlock()
+	dirs, _ := filepath.Glob(filepath.Join(testutil.CgroupRoot, "*", i.path(id)))
+	for _, d := range dirs {
+		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (i *cgroupIsolator) Recover(ctx context.Context, known map[string]isolator.Limits) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.known = known
+	return nil
+}
+
+func (i *cgroupIsolator) count(m map[string]int, id string) int {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return m[id]
+}
+
+// env is one test's containerizer with its state dir and isolator.
+type env struct {
+	t        *testing.T
+	stateDir string
+	iso      *cgroupIsolator
+	c        *Containerizer
+}
+
+func newEnv(t *testing.T, stateDir string) *env {
+	t.Helper()
+	testutil.RequireRoot(t)
+	if stateDir == "" {
+		stateDir = t.TempDir()
+	}
+	e := &env{t: t, stateDir: stateDir, iso: newCgroupIsolator(t)}
+	e.c = e.newContainerizer()
+	// Runs before the cgroup parent's cleanup (registered earlier): no
+	// container may outlive its test.
+	t.Cleanup(func() { e.destroyAll() })
+	return e
+}
+
+func (e *env) newContainerizer() *Containerizer {
+	e.t.Helper()
+	c, err := New(Config{
+		StateDir:   e.stateDir,
+		Isolators:  []isolator.Isolator{e.iso},
+		ShimBinary: shimBinary,
+		KillGrace:  2 * time.Second,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+func (e *env) destroyAll() {
+	ctx := context.Background()
+	infos, _ := e.c.List(ctx)
+	for _, info := range infos {
+		if err := e.c.Destroy(ctx, info.ID); err != nil {
+			e.t.Errorf("cleanup: %v", err)
+		}
+	}
+}
+
+func (e *env) launch(spec Spec) *Info {
+	e.t.Helper()
+	if spec.ID == "" {
+		spec.ID = testutil.UniqueName("ct")
+	}
+	info, err := e.c.Launch(context.Background(), spec)
+	if err != nil {
+		e.t.Fatalf("launch %s: %v", spec.ID, err)
+	}
+	return info
+}
+
+func (e *env) wait(id string) *ExitStatus {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := e.c.Wait(ctx, id)
+	if err != nil {
+		e.t.Fatalf("wait %s: %v", id, err)
+	}
+	return st
+}
+
+// assertGone checks that nothing of container id is left: directory,
+// libcontainer state, cgroups, shim process.
+func (e *env) assertGone(id string, shimPid int) {
+	e.t.Helper()
+	for _, p := range []string{filepath.Join(e.stateDir, "containers", id), filepath.Join(e.stateDir, "runc", id)} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			e.t.Errorf("%s still exists (stat: %v)", p, err)
+		}
+	}
+	if dirs, _ := filepath.Glob(filepath.Join(testutil.CgroupRoot, "*", e.iso.path(id))); len(dirs) > 0 {
+		e.t.Errorf("cgroups left: %v", dirs)
+	}
+	if shimPid > 0 {
+		if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", shimPid)); err == nil && strings.Contains(string(data), id) {
+			e.t.Errorf("shim %d still running: %q", shimPid, data)
+		}
+	}
+}
+
+func readSandbox(t *testing.T, info *Info, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(info.SandboxDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// busyboxRootfs builds a minimal root filesystem from busybox-static.
+func busyboxRootfs(t testing.TB) string {
+	t.Helper()
+	bb, err := exec.LookPath("busybox")
+	testutil.Require(t, err == nil, "busybox-static not installed (make deps)")
+	root := filepath.Join(t.TempDir(), "rootfs")
+	for _, d := range []string{"bin", "proc", "dev", "sys", "tmp", "etc"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(bb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "bin", "busybox"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, app := range []string{"sh", "sleep", "ls", "cat", "echo", "touch", "true"} {
+		if err := os.Symlink("busybox", filepath.Join(root, "bin", app)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}

@@ -1,0 +1,166 @@
+package containerizer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/brimnode/brim/executor"
+	"github.com/brimnode/brim/isolator"
+)
+
+// Recover reattaches to the containers under the state dir after an agent
+// restart: live shims are asked for their state, containers that exited
+// meanwhile are reported with the status their shim recorded, containers
+// whose shim died without recording one are killed and reported with
+// reason "shim-lost", and orphans (directories of launches that never
+// completed, libcontainer state without a directory) are removed. Then
+// every isolator's Recover runs with the containers kept (running or
+// exited, until Destroy). It returns every known container.
+func (c *Containerizer) Recover(ctx context.Context) ([]*Info, error) {
+	entries, err := os.ReadDir(c.dir)
+	if err != nil {
+		return nil, fmt.Errorf("recover: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || !executor.ValidID(e.Name()) {
+			continue
+		}
+		id := e.Name()
+		c.mu.Lock()
+		_, known := c.containers[id]
+		c.mu.Unlock()
+		if known {
+			continue
+		}
+		if err := c.recoverOne(ctx, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := c.removeOrphanRuncState(); err != nil {
+		errs = append(errs, err)
+	}
+
+	known := make(map[string]isolator.Limits)
+	c.mu.Lock()
+	for id, ct := range c.containers {
+		if ct != nil {
+			ct.mu.Lock()
+			known[id] = ct.spec.Limits
+			ct.mu.Unlock()
+		}
+	}
+	c.mu.Unlock()
+	for _, iso := range c.cfg.Isolators {
+		if err := iso.Recover(ctx, known); err != nil {
+			errs = append(errs, fmt.Errorf("recover %s: %w", iso.Name(), err))
+		}
+	}
+	infos, _ := c.List(ctx)
+	if err := errors.Join(errs...); err != nil {
+		return infos, fmt.Errorf("recover: %w", err)
+	}
+	return infos, nil
+}
+
+func (c *Containerizer) recoverOne(ctx context.Context, id string) error {
+	dir := filepath.Join(c.dir, id)
+	ct := &container{dir: dir, shimPid: readShimPid(dir)}
+	rec, err := readRecord(dir)
+	if err == nil && rec.Spec.ID != id {
+		err = fmt.Errorf("record is for %q", rec.Spec.ID)
+	}
+	if err != nil {
+		// A launch that died before recording what it launched.
+		ct.spec.ID = id
+		c.log.Warn("removing orphan container", "id", id, "err", err)
+		if shimAlive(ct.shimPid, dir) {
+			_ = syscall.Kill(ct.shimPid, syscall.SIGKILL)
+		}
+		if err := c.teardown(ctx, ct); err != nil {
+			return fmt.Errorf("remove orphan %s: %w", id, err)
+		}
+		return nil
+	}
+	ct.spec = rec.Spec
+	ct.startedAt = rec.CreatedAt
+	if st := ct.exitStatus(); st == nil {
+		s, err := executor.NewClient(dir).State(ctx)
+		switch {
+		case err == nil:
+			ct.pid, ct.shimPid, ct.startedAt = s.Pid, s.ShimPid, s.StartedAt
+			if s.Exit != nil {
+				ct.setExit(s.Exit)
+			}
+		case errors.Is(err, executor.ErrShimGone):
+			if _, err := c.exitOfGoneShim(ctx, ct); err != nil {
+				return fmt.Errorf("recover %s: %w", id, err)
+			}
+		default:
+			return fmt.Errorf("recover %s: %w", id, err)
+		}
+	}
+	c.mu.Lock()
+	c.containers[id] = ct
+	c.mu.Unlock()
+	return nil
+}
+
+// markLost kills what is left of a container whose shim died without
+// recording an exit status, and records one with ReasonShimLost.
+func (c *Containerizer) markLost(ct *container) (*ExitStatus, error) {
+	id := ct.spec.ID
+	c.log.Warn("shim lost: killing what is left of the container", "id", id, "shim_pid", ct.shimPid)
+	if err := c.destroyRuncState(id); err != nil {
+		return nil, err
+	}
+	st := &ExitStatus{
+		Code:       128 + int(syscall.SIGKILL),
+		Signal:     "SIGKILL",
+		Reason:     ReasonShimLost,
+		Message:    "the shim died without recording the exit status; the container was killed",
+		FinishedAt: time.Now(),
+	}
+	if err := executor.WriteExit(ct.dir, st); err != nil {
+		return nil, err
+	}
+	ct.setExit(st)
+	return st, nil
+}
+
+// removeOrphanRuncState destroys libcontainer containers that have no
+// container directory (the agent died between their creation and ours).
+func (c *Containerizer) removeOrphanRuncState() error {
+	entries, err := os.ReadDir(c.runcRoot)
+	if err != nil {
+		return fmt.Errorf("read runc state: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		id := e.Name()
+		if _, err := os.Stat(filepath.Join(c.dir, id)); err == nil {
+			continue
+		}
+		c.log.Warn("removing orphan runc container", "id", id)
+		if err := c.destroyRuncState(id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func readShimPid(dir string) int {
+	data, err := os.ReadFile(filepath.Join(dir, shimPidFile))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	return pid
+}

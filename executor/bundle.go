@@ -1,0 +1,237 @@
+package executor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Sentinel errors; match them with errors.Is.
+var (
+	// ErrNotRunning is returned for an operation that needs a running
+	// container (Signal) after the container has exited.
+	ErrNotRunning = errors.New("container not running")
+	// ErrShimGone is returned by Dial and the Client methods when no shim
+	// answers on the control socket (the shim has exited or died).
+	ErrShimGone = errors.New("shim not running")
+	// ErrCommandNotFound is returned when the command to run does not exist
+	// (or is not executable) in the container's root filesystem.
+	ErrCommandNotFound = errors.New("command not found in the container's root filesystem")
+	// ErrNotSupported is returned by the shim on hosts other than Linux.
+	ErrNotSupported = errors.New("not supported on this host")
+)
+
+// Names of the files in a container directory. The containerizer creates
+// the directory, the sandbox and BundleFile; the shim writes the rest.
+const (
+	// BundleFile is the JSON Bundle the shim runs.
+	BundleFile = "bundle.json"
+	// ExitFile is the ExitStatus the shim writes atomically once the
+	// container has exited and been destroyed.
+	ExitFile = "exit.json"
+	// SocketFile is the shim's control socket.
+	SocketFile = "shim.sock"
+	// ShimLogFile receives the shim's own stdout and stderr.
+	ShimLogFile = "shim.log"
+	// SandboxDir is the sandbox directory, mounted at SandboxMountPoint.
+	SandboxDir = "sandbox"
+	// RootfsDir is the mount point the shim assembles the host root on
+	// (only in its private mount namespace) when the bundle has no rootfs.
+	RootfsDir = "rootfs"
+	// StdoutFile and StderrFile are the container's output, in the sandbox.
+	StdoutFile = "stdout"
+	StderrFile = "stderr"
+	// SandboxMountPoint is where the sandbox appears inside the container.
+	SandboxMountPoint = "/mnt/sandbox"
+)
+
+// Bundle is what the shim runs: written by the containerizer into
+// <dir>/bundle.json before it starts `brim shim --id ID --bundle DIR`.
+type Bundle struct {
+	// Version of the bundle format; BundleVersion.
+	Version int `json:"version"`
+	// ID is the container ID (libcontainer's ID; [A-Za-z0-9_+.-]+).
+	ID string `json:"id"`
+	// Args is the user command; Args[0] is resolved with PATH from Env
+	// inside the container.
+	Args []string `json:"args"`
+	Env  []string `json:"env,omitempty"`
+	// Cwd inside the container; "/" when empty.
+	Cwd string `json:"cwd,omitempty"`
+	// Rootfs is a root filesystem directory on the host, mounted
+	// read-only; empty means the host root, read-only.
+	Rootfs string `json:"rootfs,omitempty"`
+	// Hostname inside the container (the UTS namespace); ID when empty.
+	Hostname string `json:"hostname,omitempty"`
+	// CgroupPath is the absolute cgroup path the isolators prepared
+	// (e.g. "/brim/<id>"). Required: relative or empty paths are refused.
+	CgroupPath string `json:"cgroup_path"`
+	// NetNSPath is a network namespace to join; empty means a new one with
+	// only loopback.
+	NetNSPath string `json:"netns_path,omitempty"`
+	// StateRoot is libcontainer's state directory (shared by containers).
+	StateRoot string `json:"state_root"`
+	// NoSeccomp disables the default seccomp profile.
+	NoSeccomp bool `json:"no_seccomp,omitempty"`
+}
+
+// BundleVersion is the current Bundle format.
+const BundleVersion = 1
+
+// Validate checks the fields the shim relies on.
+func (b *Bundle) Validate() error {
+	switch {
+	case b.Version != BundleVersion:
+		return fmt.Errorf("bundle version %d: want %d", b.Version, BundleVersion)
+	case !validID(b.ID):
+		return fmt.Errorf("invalid container id %q", b.ID)
+	case len(b.Args) == 0 || b.Args[0] == "":
+		return errors.New("empty command")
+	case !filepath.IsAbs(b.CgroupPath) || filepath.Clean(b.CgroupPath) == "/":
+		// An empty or relative path would land under the caller's own cgroup.
+		return fmt.Errorf("cgroup path %q is not an absolute path below the root", b.CgroupPath)
+	case !filepath.IsAbs(b.StateRoot):
+		return fmt.Errorf("state root %q is not absolute", b.StateRoot)
+	case b.Rootfs != "" && !filepath.IsAbs(b.Rootfs):
+		return fmt.Errorf("rootfs %q is not absolute", b.Rootfs)
+	}
+	return nil
+}
+
+// validID mirrors libcontainer's ID rule, and keeps IDs usable as file names.
+func validID(id string) bool {
+	if id == "" || id == "." || id == ".." || len(id) > 200 {
+		return false
+	}
+	for _, r := range id {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+			r == '_' || r == '-' || r == '.' || r == '+'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidID reports whether id is acceptable as a container ID.
+func ValidID(id string) bool { return validID(id) }
+
+// WriteBundle writes b into dir atomically.
+func WriteBundle(dir string, b *Bundle) error {
+	return writeJSONAtomic(filepath.Join(dir, BundleFile), b)
+}
+
+// ReadBundle reads dir's Bundle.
+func ReadBundle(dir string) (*Bundle, error) {
+	var b Bundle
+	if err := readJSON(filepath.Join(dir, BundleFile), &b); err != nil {
+		return nil, err
+	}
+	return &b, nil
+}
+
+// ExitStatus records how a container ended.
+type ExitStatus struct {
+	// Code is the exit code of the container's init process, or 128+n when
+	// it was killed by signal n.
+	Code int `json:"code"`
+	// Signal names the signal that killed the init ("SIGKILL"), if any.
+	Signal string `json:"signal,omitempty"`
+	// OOMKilled is true when the kernel's OOM killer killed a process of
+	// the container (because of the container's memory limit).
+	OOMKilled bool `json:"oom_killed,omitempty"`
+	// Reason is a machine-readable cause: ReasonMemoryLimit, ReasonKilled,
+	// ReasonShimLost, or empty for a plain exit.
+	Reason string `json:"reason,omitempty"`
+	// Message is a human explanation.
+	Message string `json:"message,omitempty"`
+	// FinishedAt is when the shim saw the init exit.
+	FinishedAt time.Time `json:"finished_at"`
+}
+
+// Reasons in ExitStatus.Reason.
+const (
+	// ReasonMemoryLimit: the memory limit was hit and the OOM killer ran.
+	ReasonMemoryLimit = "memory-limit"
+	// ReasonKilled: the container was killed on request (Kill).
+	ReasonKilled = "killed"
+	// ReasonShimLost: the shim died without recording the exit status; the
+	// containerizer killed what was left of the container.
+	ReasonShimLost = "shim-lost"
+)
+
+// WriteExit writes st as dir's exit.json atomically.
+func WriteExit(dir string, st *ExitStatus) error {
+	return writeJSONAtomic(filepath.Join(dir, ExitFile), st)
+}
+
+// ReadExit reads dir's exit.json; the error wraps fs.ErrNotExist when the
+// container has not exited (or its shim died before recording it).
+func ReadExit(dir string) (*ExitStatus, error) {
+	var st ExitStatus
+	if err := readJSON(filepath.Join(dir, ExitFile), &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+func writeJSONAtomic(path string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err = tmp.Write(data); err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func readJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", filepath.Base(path), err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode %s: %w", path, err)
+	}
+	return nil
+}
+
+// defaultPath is the PATH of a container whose Env sets none.
+const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+func withPath(env []string) []string {
+	for _, e := range env {
+		if len(e) >= 5 && e[:5] == "PATH=" {
+			return env
+		}
+	}
+	return append(append([]string(nil), env...), defaultPath)
+}
+
+// PathOf returns the PATH value of env, or the default container PATH.
+func PathOf(env []string) string {
+	for _, e := range withPath(env) {
+		if len(e) >= 5 && e[:5] == "PATH=" {
+			return e[5:]
+		}
+	}
+	return ""
+}

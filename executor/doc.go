@@ -1,0 +1,25 @@
+// Package executor is the per-container shim (`brim shim`): one process per
+// container, started detached by the containerizer, that owns the
+// libcontainer container, reaps its init process, records how it ended in
+// the container's directory (exit.json, written atomically) and serves a
+// small versioned JSON control protocol on a unix socket (State, Signal,
+// Kill with a grace period, Wait). A shim and its container keep running
+// when the agent dies; a new agent reattaches with Dial or, once the shim is
+// gone, learns the outcome from ReadExit.
+//
+// The package owns the container directory layout (Bundle, file names), the
+// libcontainer configuration (host root read-only or a rootfs directory, a
+// private /tmp, the sandbox at /mnt/sandbox, namespaces pid/mount/ipc/uts/net,
+// runc's default capabilities, masked and read-only /proc paths,
+// no_new_privileges, and a default seccomp profile when built with the
+// seccomp tag), and both ends of the control protocol.
+//
+// It never creates or writes cgroup files (the isolators do; libcontainer
+// only joins the prepared cgroup and applies device rules), never talks to
+// the master and never logs outside the shim process (Run takes a logger).
+//
+// Sentinels: ErrNotRunning (the container has already exited),
+// ErrShimGone (no shim answers on the control socket), ErrCommandNotFound
+// (the command does not exist in the container's root filesystem),
+// ErrNotSupported (non-Linux builds).
+package executor

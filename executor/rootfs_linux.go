@@ -1,0 +1,65 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// prepareHostRoot assembles the host root as a container rootfs in the
+// shim's private mount namespace: / recursively bound onto <dir>/rootfs,
+// a small tmpfs on /mnt holding the sandbox mount point, then everything
+// made read-only with mount_setattr(AT_RECURSIVE) (a bind's "ro" covers
+// only its top mount). libcontainer then adds /proc, /dev, /sys, a private
+// /tmp and the sandbox, and pivots into it. The host root itself cannot be
+// the rootfs: pivot_root fails with EBUSY.
+func prepareHostRoot(dir string) (string, error) {
+	if err := requirePrivateMountNS(); err != nil {
+		return "", err
+	}
+	// Nothing done below may propagate back to the host.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return "", fmt.Errorf("make mounts private: %w", err)
+	}
+	root := filepath.Join(dir, RootfsDir)
+	if err := os.Mkdir(root, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("create rootfs mount point: %w", err)
+	}
+	if err := unix.Mount("/", root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return "", fmt.Errorf("bind host root: %w", err)
+	}
+	mnt := filepath.Join(root, "mnt")
+	if fi, err := os.Stat(mnt); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("host root has no /mnt directory for the sandbox: %w", errors.Join(err, os.ErrNotExist))
+	}
+	if err := unix.Mount("tmpfs", mnt, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=755,size=16k"); err != nil {
+		return "", fmt.Errorf("mount tmpfs on /mnt: %w", err)
+	}
+	if err := os.Mkdir(filepath.Join(mnt, filepath.Base(SandboxMountPoint)), 0o755); err != nil {
+		return "", fmt.Errorf("create sandbox mount point: %w", err)
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(-1, root, unix.AT_RECURSIVE, &attr); err != nil {
+		return "", fmt.Errorf("make rootfs read-only: %w", err)
+	}
+	return root, nil
+}
+
+// requirePrivateMountNS refuses to build mounts in the mount namespace of
+// the process that started the shim (the host's, normally).
+func requirePrivateMountNS() error {
+	var self, parent unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/mnt", &self); err != nil {
+		return fmt.Errorf("stat mount namespace: %w", err)
+	}
+	if err := unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", os.Getppid()), &parent); err != nil {
+		return fmt.Errorf("stat parent's mount namespace: %w", err)
+	}
+	if self.Ino == parent.Ino && self.Dev == parent.Dev {
+		return errors.New("the shim shares its parent's mount namespace: start it with CLONE_NEWNS")
+	}
+	return nil
+}

@@ -1,0 +1,491 @@
+package executor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"golang.org/x/sys/unix"
+)
+
+// RunOptions configure Run.
+type RunOptions struct {
+	// Dir is the container directory holding bundle.json and the sandbox.
+	Dir string
+	// Report receives the launch reports (see ReportFD); nil for none.
+	Report io.WriteCloser
+	// GoAhead is read for one byte between "created" and exec (see GoFD);
+	// nil starts the user process at once.
+	GoAhead io.ReadCloser
+	// Log receives the shim's own log.
+	Log *slog.Logger
+}
+
+// Run is `brim shim`: it creates the container described by the bundle in
+// opts.Dir, runs its process, serves the control socket, and returns once
+// the container has exited, its status is in exit.json and the container is
+// destroyed. With the host root (no rootfs in the bundle) it must run in a
+// private mount namespace: the containerizer starts it with CLONE_NEWNS. ctx only bounds the launch; once the container runs, the
+// shim stays until it exits (shutting the agent down never stops it).
+func Run(ctx context.Context, opts RunOptions) error {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &shim{dir: opts.Dir, log: log, done: make(chan struct{}), shimPid: os.Getpid()}
+	err := s.launch(ctx, opts)
+	if opts.Report != nil {
+		if err != nil {
+			rep := Report{Event: EventError, Error: err.Error()}
+			if errors.Is(err, ErrCommandNotFound) {
+				rep.Kind = kindCommandNotFound
+			}
+			_ = writeReport(opts.Report, rep)
+		}
+		opts.Report.Close()
+	}
+	if opts.GoAhead != nil {
+		opts.GoAhead.Close()
+	}
+	if err != nil {
+		return err
+	}
+	return s.supervise()
+}
+
+type shim struct {
+	dir     string
+	log     *slog.Logger
+	bundle  *Bundle
+	shimPid int
+
+	container *libcontainer.Container
+	process   *libcontainer.Process
+	pid       int
+	startedAt time.Time
+	memPath   string // memory cgroup directory, for the OOM counter
+
+	ln       net.Listener
+	handlers sync.WaitGroup
+	killed   atomic.Bool
+	oomSeen  atomic.Bool
+
+	done chan struct{} // closed once exit is set and exit.json written
+	exit *ExitStatus
+}
+
+func (s *shim) launch(ctx context.Context, opts RunOptions) (retErr error) {
+	b, err := ReadBundle(s.dir)
+	if err != nil {
+		return err
+	}
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	s.bundle = b
+	s.log = s.log.With("id", b.ID)
+
+	rootfs := b.Rootfs
+	if rootfs == "" {
+		if rootfs, err = prepareHostRoot(s.dir); err != nil {
+			return err
+		}
+	}
+	if err := s.listen(); err != nil {
+		return err
+	}
+	defer func() {
+		if retErr != nil {
+			s.ln.Close()
+			_ = os.Remove(filepath.Join(s.dir, SocketFile))
+		}
+	}()
+
+	cfg, err := libcontainerConfig(b, s.dir, rootfs)
+	if err != nil {
+		return err
+	}
+	stdio, err := openStdio(filepath.Join(s.dir, SandboxDir))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, f := range stdio {
+			f.Close()
+		}
+	}()
+
+	c, err := libcontainer.Create(b.StateRoot, b.ID, cfg)
+	if err != nil {
+		return fmt.Errorf("create container: %w", err)
+	}
+	defer func() {
+		if retErr != nil {
+			s.abort()
+		}
+	}()
+	s.container = c
+	p := &libcontainer.Process{
+		Args:   b.Args,
+		Env:    withPath(b.Env),
+		Cwd:    b.Cwd,
+		Stdin:  stdio[0],
+		Stdout: stdio[1],
+		Stderr: stdio[2],
+		Init:   true,
+	}
+	if p.Cwd == "" {
+		p.Cwd = "/"
+	}
+	if err := c.Start(p); err != nil {
+		if isCommandNotFound(err) {
+			return fmt.Errorf("start %s: %w: %w", b.Args[0], ErrCommandNotFound, err)
+		}
+		return fmt.Errorf("start container: %w", err)
+	}
+	s.process = p
+	if s.pid, err = p.Pid(); err != nil {
+		return fmt.Errorf("container pid: %w", err)
+	}
+	if st, err := c.State(); err == nil {
+		s.memPath = st.CgroupPaths["memory"]
+		if s.memPath == "" {
+			s.memPath = st.CgroupPaths[""] // cgroup v2
+		}
+	}
+	if oom, err := c.NotifyOOM(); err == nil {
+		go func() {
+			if _, ok := <-oom; ok {
+				s.oomSeen.Store(true)
+			}
+		}()
+	}
+
+	if opts.Report != nil {
+		if err := writeReport(opts.Report, Report{Event: EventCreated, Pid: s.pid}); err != nil {
+			return fmt.Errorf("report created: %w", err)
+		}
+	}
+	if opts.GoAhead != nil {
+		if err := readGoAhead(ctx, opts.GoAhead); err != nil {
+			return err
+		}
+	}
+	if err := c.Exec(); err != nil {
+		return fmt.Errorf("exec user process: %w", err)
+	}
+	s.startedAt = time.Now()
+	if opts.Report != nil {
+		if err := writeReport(opts.Report, Report{Event: EventRunning, Pid: s.pid}); err != nil {
+			// The containerizer gave up on us: nobody will supervise this.
+			return fmt.Errorf("report running: %w", err)
+		}
+	}
+	s.log.Info("container running", "pid", s.pid)
+	return nil
+}
+
+// readGoAhead waits for the containerizer's go-ahead byte; EOF (the
+// containerizer gave up or died) aborts the launch.
+func readGoAhead(ctx context.Context, r io.Reader) error {
+	ch := make(chan error, 1)
+	go func() {
+		var b [1]byte
+		_, err := io.ReadFull(r, b[:])
+		ch <- err
+	}()
+	select {
+	case err := <-ch:
+		if err != nil {
+			return fmt.Errorf("wait for go-ahead: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for go-ahead: %w", ctx.Err())
+	}
+}
+
+// abort kills and destroys a container whose launch failed.
+func (s *shim) abort() {
+	if s.container == nil {
+		return
+	}
+	if s.process != nil {
+		_ = s.container.Signal(unix.SIGKILL)
+		_, _ = s.process.Wait()
+	}
+	if err := s.container.Destroy(); err != nil {
+		s.log.Warn("destroy container after failed launch", "err", err)
+	}
+}
+
+// isCommandNotFound recognises the init's failed lookup of argv[0], which
+// crosses the process boundary only as text (exec.LookPath's errors).
+func isCommandNotFound(err error) bool {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, exec.ErrNotFound.Error()) ||
+		strings.Contains(msg, "exec: \"") && (strings.Contains(msg, "no such file or directory") ||
+			strings.Contains(msg, "permission denied") || strings.Contains(msg, "is a directory"))
+}
+
+func openStdio(sandbox string) ([3]*os.File, error) {
+	var files [3]*os.File
+	var err error
+	if files[0], err = os.Open(os.DevNull); err != nil {
+		return files, fmt.Errorf("open stdin: %w", err)
+	}
+	for i, name := range []string{StdoutFile, StderrFile} {
+		files[i+1], err = os.OpenFile(filepath.Join(sandbox, name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			for _, f := range files {
+				if f != nil {
+					f.Close()
+				}
+			}
+			return files, fmt.Errorf("open %s: %w", name, err)
+		}
+	}
+	return files, nil
+}
+
+// supervise serves the control socket, reaps the container, records how it
+// ended and destroys it.
+func (s *shim) supervise() error {
+	go s.serve()
+
+	ps, err := s.process.Wait()
+	if ps == nil {
+		s.log.Error("wait for container init", "err", err)
+	}
+	st := exitStatus(ps)
+	if n := readOOMKills(s.memPath); n > 0 || s.oomSeen.Load() && n < 0 {
+		st.OOMKilled = true
+		st.Reason = ReasonMemoryLimit
+		st.Message = "the container hit its memory limit and the OOM killer ran"
+	} else if s.killed.Load() {
+		st.Reason = ReasonKilled
+		st.Message = "killed on request"
+	}
+	if err := s.container.Destroy(); err != nil {
+		// The init is gone: the pid namespace and its processes with it.
+		s.log.Warn("destroy container", "err", err)
+	}
+	if err := WriteExit(s.dir, st); err != nil {
+		s.log.Error("record exit status", "err", err)
+	}
+	s.exit = st
+	close(s.done)
+	s.log.Info("container exited", "code", st.Code, "signal", st.Signal, "reason", st.Reason)
+
+	// Let pending Wait/Kill callers read their answers, then go.
+	waited := make(chan struct{})
+	go func() { s.handlers.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(2 * time.Second):
+	}
+	s.ln.Close()
+	if err := os.Remove(filepath.Join(s.dir, SocketFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.log.Warn("remove control socket", "err", err)
+	}
+	return nil
+}
+
+func exitStatus(ps *os.ProcessState) *ExitStatus {
+	st := &ExitStatus{FinishedAt: time.Now(), Code: -1}
+	if ps == nil {
+		st.Message = "lost track of the container's init process"
+		return st
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	switch {
+	case !ok:
+		st.Code = ps.ExitCode()
+	case ws.Signaled():
+		st.Code = 128 + int(ws.Signal())
+		st.Signal = unix.SignalName(ws.Signal())
+	default:
+		st.Code = ws.ExitStatus()
+	}
+	return st
+}
+
+// readOOMKills returns the memory cgroup's OOM kill count, -1 if unknown.
+func readOOMKills(dir string) int {
+	if dir == "" {
+		return -1
+	}
+	for _, name := range []string{"memory.oom_control", "memory.events"} { // v1, v2
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), " "); ok && k == "oom_kill" {
+				if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+					return n
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// listen binds the control socket (through /proc/self/fd when the path is
+// longer than sun_path allows).
+func (s *shim) listen() error {
+	path := filepath.Join(s.dir, SocketFile)
+	_ = os.Remove(path) // a stale socket from a previous shim of this dir
+	addr := path
+	closeDir := func() {}
+	if len(path) > maxSocketPath {
+		var err error
+		if addr, closeDir, err = shortSocketPath(s.dir); err != nil {
+			return fmt.Errorf("listen on control socket: %w", err)
+		}
+	}
+	defer closeDir()
+	ln, err := net.Listen("unix", addr)
+	if err != nil {
+		return fmt.Errorf("listen on control socket: %w", err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false) // the name may be a /proc path
+	s.ln = ln
+	return nil
+}
+
+func (s *shim) serve() {
+	for {
+		conn, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.handlers.Add(1)
+		go func() {
+			defer s.handlers.Done()
+			defer conn.Close()
+			s.handle(conn)
+		}()
+	}
+}
+
+func (s *shim) handle(conn net.Conn) {
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	if err != nil {
+		return
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	var req request
+	resp := response{V: ProtocolVersion}
+	if err := json.Unmarshal(line, &req); err != nil {
+		resp.Error = "decode request: " + err.Error()
+	} else if req.V != ProtocolVersion {
+		resp.Error = fmt.Sprintf("protocol version %d not supported (want %d)", req.V, ProtocolVersion)
+	} else {
+		s.do(conn, &req, &resp)
+	}
+	_ = json.NewEncoder(conn).Encode(resp)
+}
+
+func (s *shim) do(conn net.Conn, req *request, resp *response) {
+	switch req.Op {
+	case opState:
+	case opSignal:
+		if s.exited() {
+			resp.Error, resp.ErrorKind = "container has exited", errKindNotRunning
+			break
+		}
+		if err := s.container.Signal(syscall.Signal(req.Signal)); err != nil {
+			if errors.Is(err, libcontainer.ErrNotRunning) {
+				resp.Error, resp.ErrorKind = err.Error(), errKindNotRunning
+			} else {
+				resp.Error = err.Error()
+			}
+		}
+	case opKill:
+		go s.kill(time.Duration(req.GraceNanos))
+		s.waitOrHangup(conn)
+	case opWait:
+		s.waitOrHangup(conn)
+	default:
+		resp.Error = fmt.Sprintf("unknown operation %q", req.Op)
+	}
+	resp.State = s.state()
+}
+
+// waitOrHangup blocks until the container exits or the client hangs up.
+func (s *shim) waitOrHangup(conn net.Conn) {
+	hup := make(chan struct{})
+	go func() {
+		// A client sends one request: any read result means it went away.
+		var b [1]byte
+		_, _ = conn.Read(b[:])
+		close(hup)
+	}()
+	select {
+	case <-s.done:
+	case <-hup:
+	}
+}
+
+// kill sends SIGTERM, waits up to grace, then SIGKILL: with its own pid
+// namespace, killing the init kills every process of the container.
+func (s *shim) kill(grace time.Duration) {
+	if s.exited() {
+		return
+	}
+	s.killed.Store(true)
+	if grace > 0 {
+		if err := s.container.Signal(unix.SIGTERM); err == nil {
+			t := time.NewTimer(grace)
+			defer t.Stop()
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+			}
+		}
+	}
+	if err := s.container.Signal(unix.SIGKILL); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
+		s.log.Warn("kill container", "err", err)
+	}
+}
+
+func (s *shim) exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *shim) state() *ShimState {
+	st := &ShimState{ID: s.bundle.ID, Status: StatusRunning, Pid: s.pid, ShimPid: s.shimPid, StartedAt: s.startedAt}
+	if s.exited() {
+		st.Status = StatusExited
+		st.Exit = s.exit
+	}
+	return st
+}

@@ -1,0 +1,78 @@
+package executor
+
+import (
+	"fmt"
+	"path/filepath"
+
+	// Registers the cgroup device-rule managers; without it every start
+	// fails with "cgroup manager is not configured to set device rules".
+	_ "github.com/opencontainers/cgroups/devices"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/opencontainers/runc/libcontainer/specconv"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// runtimeSpec builds the OCI spec of a bundle: runc's defaults (`runc
+// spec`: capabilities AUDIT_WRITE, KILL, NET_BIND_SERVICE; masked and
+// read-only /proc and /sys paths; no_new_privileges; device rules), a
+// read-only root, a private /tmp and the sandbox at /mnt/sandbox.
+// rootfs is the directory libcontainer pivots into.
+func runtimeSpec(b *Bundle, dir, rootfs string) *specs.Spec {
+	spec := specconv.Example()
+	spec.Root = &specs.Root{Path: rootfs, Readonly: true}
+	spec.Hostname = b.Hostname
+	if spec.Hostname == "" {
+		spec.Hostname = b.ID
+	}
+	p := spec.Process
+	p.Terminal = false
+	p.Args = b.Args
+	p.Env = withPath(b.Env)
+	p.Cwd = b.Cwd
+	if p.Cwd == "" {
+		p.Cwd = "/"
+	}
+	p.Rlimits = nil // inherit the shim's
+
+	spec.Mounts = append(spec.Mounts,
+		specs.Mount{
+			Destination: "/tmp", Type: "tmpfs", Source: "tmpfs",
+			Options: []string{"nosuid", "nodev", "mode=1777"},
+		},
+		specs.Mount{
+			Destination: SandboxMountPoint, Type: "bind",
+			Source:  filepath.Join(dir, SandboxDir),
+			Options: []string{"rbind", "rw", "nosuid", "nodev"},
+		},
+	)
+	l := spec.Linux
+	l.CgroupsPath = b.CgroupPath
+	l.MaskedPaths = append(l.MaskedPaths, "/sys/devices/virtual/powercap")
+	for i := range l.Namespaces {
+		if l.Namespaces[i].Type == specs.NetworkNamespace {
+			l.Namespaces[i].Path = b.NetNSPath
+		}
+	}
+	if !b.NoSeccomp {
+		l.Seccomp = defaultSeccomp()
+	}
+	return spec
+}
+
+// libcontainerConfig converts the bundle's spec for libcontainer. Its
+// cgroup config carries only the device rules: the isolators own every
+// other cgroup setting, and libcontainer merely joins the group.
+func libcontainerConfig(b *Bundle, dir, rootfs string) (*configs.Config, error) {
+	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
+		CgroupName: b.ID,
+		Spec:       runtimeSpec(b, dir, rootfs),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("convert spec: %w", err)
+	}
+	if cfg.Cgroups == nil || cfg.Cgroups.Path != b.CgroupPath || !filepath.IsAbs(cfg.Cgroups.Path) {
+		return nil, fmt.Errorf("cgroup path %q not honoured", b.CgroupPath)
+	}
+	cfg.Cgroups.Resources.SkipDevices = false
+	return cfg, nil
+}
