@@ -513,7 +513,7 @@ func (a *Allocator) AddAgent(info AgentInfo, used map[string]resources.Resources
 	if _, ok := a.agentIdx[info.ID]; ok {
 		return fmt.Errorf("add agent %s: %w", info.ID, ErrExist)
 	}
-	ag := &agent{id: info.ID, info: info}
+	ag := &agent{id: info.ID, info: info, eta: 1}
 	ag.poolsInline = [2]pool{{key: poolKey{role: -1}}, {key: poolKey{role: -1, revocable: true}}}
 	ag.pools = ag.poolsInline[:2:2]
 	ag.allocs = ag.allocsInline[:0:2]
@@ -801,6 +801,28 @@ func (a *Allocator) UpdateAgent(info AgentInfo) ([]Offer, error) {
 	ag.info = info
 	a.accountTotals(ag, +1)
 	return rescinded, nil
+}
+
+// UpdateRevocable replaces only an agent's revocable resources (a new
+// estimate from its resource estimator), keeping everything else,
+// dynamic reservations included. Like UpdateAgent it returns the
+// revocable allocations that no longer fit, already taken back. Errors
+// wrap ErrNotFound or ErrInvalid.
+func (a *Allocator) UpdateRevocable(agentID string, revocable resources.Resources) ([]Offer, error) {
+	i, ok := a.agentIdx[agentID]
+	if !ok {
+		return nil, fmt.Errorf("update revocable of %s: %w", agentID, ErrNotFound)
+	}
+	ag := a.agents[i]
+	info := ag.info
+	info.Total = ag.otherTotal.NonRevocable()
+	for pi := range ag.pools {
+		if pi != 1 {
+			info.Total = a.appendPool(info.Total, &ag.pools[pi], &ag.pools[pi].total)
+		}
+	}
+	info.Revocable = revocable
+	return a.UpdateAgent(info)
 }
 
 // entryOffer describes an allocation entry as an Offer.

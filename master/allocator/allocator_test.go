@@ -506,3 +506,32 @@ func TestMultiRoleFramework(t *testing.T) {
 		t.Fatalf("unknown role: %v, want ErrNotFound", err)
 	}
 }
+
+// A new revocable estimate keeps dynamic reservations and takes back only
+// the revocable allocations that no longer fit.
+func TestUpdateRevocable(t *testing.T) {
+	a, _ := newTest(t, Options{})
+	must(t, a.AddAgent(AgentInfo{ID: "a", Total: resources.MustParse("cpus:4;mem:4096;ports:[31000-31009]"), Revocable: resources.MustParse("cpus:2")}, nil))
+	must(t, a.Reserve("a", "db", "ops", resources.MustParse("cpus:1;mem:1024")))
+	must(t, a.AddFramework(FrameworkInfo{ID: "rev", Roles: []string{"web"}, Capabilities: Capabilities{Revocable: true}}, nil))
+	o := a.Allocate()
+	if len(o) != 1 || o[0].Resources.Revocable().CPUs() != resources.FromInt(2) {
+		t.Fatalf("offers %+v, want one with 2 revocable cpus", o)
+	}
+	rescinded, err := a.UpdateRevocable("a", resources.MustParse("cpus:1"))
+	must(t, err)
+	if len(rescinded) != 1 || !rescinded[0].Resources.Equal(revocable(resources.MustParse("cpus:2"))) {
+		t.Fatalf("rescinded %+v, want the 2 revocable cpus", rescinded)
+	}
+	if o := a.Allocate(); len(o) != 1 || !o[0].Resources.Equal(revocable(resources.MustParse("cpus:1"))) {
+		t.Fatalf("offers %+v, want the new estimate", o)
+	}
+	addFramework(t, a, "db", "db")
+	want, _ := resources.MustParse("cpus:1;mem:1024").Reserve("db", "ops")
+	if o := a.Allocate(); len(o) != 1 || !o[0].Resources.Equal(want) {
+		t.Fatalf("offers %+v, want the dynamic reservation kept: %v", o, want)
+	}
+	if _, err := a.UpdateRevocable("nope", nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown agent: %v", err)
+	}
+}

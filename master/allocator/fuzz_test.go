@@ -202,7 +202,13 @@ func (w *world) step(o *ops) {
 		ag := ags[o.next(len(ags))]
 		nonrev := w.totals[ag].NonRevocable()
 		rev := revocable(resources.MustParse(fmt.Sprintf("cpus:%d", o.next(3))))
-		rescinded, err := w.a.UpdateAgent(AgentInfo{ID: ag, Total: nonrev, Revocable: rev})
+		var rescinded []Offer
+		var err error
+		if o.next(2) == 0 {
+			rescinded, err = w.a.UpdateRevocable(ag, rev)
+		} else {
+			rescinded, err = w.a.UpdateAgent(AgentInfo{ID: ag, Total: nonrev, Revocable: rev})
+		}
 		must(t, err)
 		w.totals[ag] = nonrev.Add(rev)
 		for _, r := range rescinded {
