@@ -1,0 +1,18 @@
+// Package master is brim's master service: the registry of agents,
+// frameworks, tasks and outstanding offers; the hierarchical DRF allocator
+// (package master/allocator) wired in and driven by a periodic cycle and by
+// events; offer validation (ACCEPT with LAUNCH/RESERVE/UNRESERVE, DECLINE
+// with filters, REVIVE, SUPPRESS, KILL, ACKNOWLEDGE, RECONCILE); agent
+// health (missed heartbeats → unreachable → tasks LOST); framework failover;
+// and the gRPC services of package masterlinkpb (AgentLink for agents,
+// Scheduler for frameworks).
+//
+// It never launches containers (agents do) and never decides allocation
+// itself (the allocator does). The Master serializes every allocator call
+// under one mutex; sends to streams never block under it.
+//
+// Sentinels: ErrInvalid, ErrNotFound, ErrStaleOffer, ErrInsufficient,
+// ErrUnauthenticated, ErrForbidden, ErrClosed. The gRPC handlers map them
+// to codes.InvalidArgument, NotFound, FailedPrecondition, ResourceExhausted,
+// Unauthenticated, PermissionDenied and Unavailable.
+package master

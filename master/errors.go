@@ -1,0 +1,23 @@
+package master
+
+import "errors"
+
+// Sentinel errors. Callers test them with errors.Is; the gRPC and HTTP
+// boundaries map them to wire codes.
+var (
+	// ErrInvalid: a malformed request (bad resources, task ID, operation).
+	ErrInvalid = errors.New("invalid argument")
+	// ErrNotFound: an unknown framework, agent, task or offer.
+	ErrNotFound = errors.New("not found")
+	// ErrStaleOffer: an offer ID that is forged, was rescinded or already
+	// used, or belongs to another framework.
+	ErrStaleOffer = errors.New("unknown or stale offer")
+	// ErrInsufficient: the operation asks for more than available.
+	ErrInsufficient = errors.New("insufficient resources")
+	// ErrUnauthenticated and ErrForbidden: operator API authentication and
+	// ACL failures.
+	ErrUnauthenticated = errors.New("unauthenticated")
+	ErrForbidden       = errors.New("not permitted")
+	// ErrClosed: the master has been closed.
+	ErrClosed = errors.New("master closed")
+)

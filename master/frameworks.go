@@ -1,0 +1,546 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/brimnode/brim/master/allocator"
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/resources"
+	"github.com/google/uuid"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// RegisterGRPC registers the master's AgentLink and Scheduler services.
+func (m *Master) RegisterGRPC(s *grpc.Server) {
+	pb.RegisterAgentLinkServer(s, agentLink{m: m})
+	pb.RegisterSchedulerServer(s, schedulerAPI{m: m})
+}
+
+// toStatus maps the package's sentinels to gRPC codes.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	var c codes.Code
+	switch {
+	case errors.Is(err, ErrInvalid), errors.Is(err, allocator.ErrInvalid), errors.Is(err, resources.ErrInvalid),
+		errors.Is(err, allocator.ErrRevocable), errors.Is(err, resources.ErrMixedRevocable),
+		errors.Is(err, resources.ErrRevocableReservation):
+		c = codes.InvalidArgument
+	case errors.Is(err, ErrStaleOffer):
+		c = codes.FailedPrecondition
+	case errors.Is(err, ErrNotFound), errors.Is(err, allocator.ErrNotFound):
+		c = codes.NotFound
+	case errors.Is(err, ErrInsufficient), errors.Is(err, allocator.ErrInsufficient):
+		c = codes.ResourceExhausted
+	case errors.Is(err, ErrUnauthenticated):
+		c = codes.Unauthenticated
+	case errors.Is(err, ErrForbidden):
+		c = codes.PermissionDenied
+	case errors.Is(err, ErrClosed):
+		c = codes.Unavailable
+	default:
+		c = codes.Internal
+	}
+	return status.Error(c, err.Error())
+}
+
+type schedulerAPI struct {
+	pb.UnimplementedSchedulerServer
+	m *Master
+}
+
+// Subscribe registers or fails over a framework and streams its events.
+func (s schedulerAPI) Subscribe(req *pb.SubscribeRequest, stream pb.Scheduler_SubscribeServer) error {
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	c := newConn[*pb.Event](cancel)
+	id, err := s.m.subscribe(req, c)
+	if err != nil {
+		return toStatus(err)
+	}
+	defer s.m.frameworkGone(id, c)
+	hb := time.NewTicker(s.m.opts.HeartbeatInterval)
+	defer hb.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if stream.Context().Err() != nil {
+				return nil
+			}
+			return status.Error(codes.Unavailable, "framework stream closed by the master")
+		case ev := <-c.ch:
+			if err := stream.Send(ev); err != nil {
+				return err
+			}
+		case <-hb.C:
+			if err := stream.Send(&pb.Event{Event: &pb.Event_Heartbeat{Heartbeat: &pb.Heartbeat{}}}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (m *Master) subscribe(req *pb.SubscribeRequest, c *conn[*pb.Event]) (string, error) {
+	fi := req.GetFramework()
+	if fi == nil {
+		return "", fmt.Errorf("subscribe: no framework info: %w", ErrInvalid)
+	}
+	roles := fi.Roles
+	if len(roles) == 0 {
+		roles = []string{DefaultRole}
+	}
+	for _, r := range roles {
+		if _, err := resources.Resources(nil).Reserve(r, "x"); err != nil {
+			return "", fmt.Errorf("subscribe: role %q: %w", r, ErrInvalid)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id := fi.Id
+	if id == "" {
+		id = uuid.NewString()
+	}
+	failover := time.Duration(fi.FailoverTimeoutNanos)
+	if failover <= 0 {
+		failover = m.opts.FailoverTimeout
+	}
+	f := m.frameworks[id]
+	if f != nil {
+		// Failover: the new stream replaces the old one, outstanding offers
+		// go back, the tasks stay.
+		if f.conn != nil {
+			f.conn.cancel()
+		}
+		for _, o := range f.offers {
+			m.rescindLocked(o, nil)
+		}
+		f.conn, f.name, f.failover, f.revocable, f.principal = c, fi.Name, failover, fi.Revocable, fi.Principal
+		m.alloc.Revive(id)
+		m.log.Info("framework failed over", "framework", id, "name", fi.Name)
+	} else {
+		f = &frameworkEntry{id: id, name: fi.Name, principal: fi.Principal, roles: roles, revocable: fi.Revocable,
+			failover: failover, conn: c, tasks: map[string]*taskEntry{}, offers: map[string]*offerEntry{}}
+		used := map[string]resources.Resources{}
+		for _, t := range m.tasks {
+			if t.fw == id {
+				f.tasks[t.info.TaskId] = t
+				if t.role == "" && len(roles) == 1 {
+					t.role = roles[0]
+				}
+			}
+		}
+		_ = used // usage held by the allocator since the agents re-registered
+		if err := m.alloc.AddFramework(allocator.FrameworkInfo{
+			ID: id, Roles: roles, Capabilities: allocator.Capabilities{Revocable: fi.Revocable},
+			SuppressedRoles: req.SuppressedRoles,
+		}, nil); err != nil {
+			return "", fmt.Errorf("subscribe %s: %w", id, err)
+		}
+		m.frameworks[id] = f
+		m.knownFWs[id] = roles
+		if m.store != nil {
+			if err := m.store.PutFramework(id, roles); err != nil {
+				m.log.Warn("persist framework", "framework", id, "err", err)
+			}
+		}
+		m.log.Info("framework subscribed", "framework", id, "name", fi.Name, "roles", roles)
+	}
+	c.send(&pb.Event{Event: &pb.Event_Subscribed{Subscribed: &pb.Subscribed{FrameworkId: id, HeartbeatIntervalNanos: int64(m.opts.HeartbeatInterval)}}})
+	// Updates the framework may have missed: the latest status of every
+	// task (the agent also retries unacknowledged ones).
+	for _, t := range f.tasks {
+		if t.status != nil {
+			c.send(&pb.Event{Event: &pb.Event_Update{Update: t.status}})
+		}
+	}
+	m.trigger()
+	return id, nil
+}
+
+// frameworkGone handles the end of a framework's stream: its offers go
+// back and it gets no new ones until it re-subscribes or times out.
+func (m *Master) frameworkGone(id string, c *conn[*pb.Event]) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.frameworks[id]
+	if f == nil || f.conn != c {
+		return
+	}
+	f.conn = nil
+	f.disconnectedAt = time.Now()
+	for _, o := range f.offers {
+		m.rescindLocked(o, nil)
+	}
+	m.alloc.Suppress(id)
+	m.log.Info("framework disconnected", "framework", id, "failover_timeout", f.failover)
+}
+
+func (m *Master) framework(id string) (*frameworkEntry, error) {
+	f := m.frameworks[id]
+	if f == nil {
+		return nil, fmt.Errorf("framework %q: %w", id, ErrNotFound)
+	}
+	return f, nil
+}
+
+func refuseOf(fl *pb.Filters) *time.Duration {
+	if fl == nil || fl.RefuseSeconds < 0 {
+		return nil
+	}
+	d := time.Duration(fl.RefuseSeconds * float64(time.Second))
+	return &d
+}
+
+// Accept applies operations to offers of one agent. Everything is
+// validated before anything changes: a forged or stale offer, a task
+// outside the offer, a bad operation all return errors and leave the
+// offers outstanding.
+func (s schedulerAPI) Accept(_ context.Context, req *pb.AcceptRequest) (*pb.Empty, error) {
+	return &pb.Empty{}, toStatus(s.m.Accept(req))
+}
+
+// Accept is the ACCEPT call; see schedulerAPI.Accept. Errors wrap
+// ErrNotFound, ErrStaleOffer, ErrInvalid or ErrInsufficient.
+func (m *Master) Accept(req *pb.AcceptRequest) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f, err := m.framework(req.FrameworkId)
+	if err != nil {
+		return err
+	}
+	if len(req.OfferIds) == 0 {
+		return fmt.Errorf("accept: no offer: %w", ErrInvalid)
+	}
+	var offers []*offerEntry
+	var agentID string
+	byRole := map[string]resources.Resources{}
+	seen := map[string]bool{}
+	for _, oid := range req.OfferIds {
+		o := f.offers[oid]
+		if o == nil || seen[oid] {
+			return fmt.Errorf("accept offer %q: %w", oid, ErrStaleOffer)
+		}
+		seen[oid] = true
+		if agentID != "" && o.agent != agentID {
+			return fmt.Errorf("accept: offers of agents %s and %s: %w", agentID, o.agent, ErrInvalid)
+		}
+		agentID = o.agent
+		offers = append(offers, o)
+		byRole[o.role] = byRole[o.role].Add(o.res)
+	}
+	ag := m.agents[agentID]
+	if ag == nil || ag.conn == nil {
+		return fmt.Errorf("accept: agent %s is gone: %w", agentID, ErrStaleOffer)
+	}
+	// Validate every operation against what remains of the offers.
+	type launch struct {
+		ti   *pb.TaskInfo
+		res  resources.Resources
+		role string
+	}
+	type reservation struct {
+		res     resources.Resources // reserved form
+		reserve bool
+	}
+	var launches []launch
+	var reservations []reservation
+	ids := map[string]bool{}
+	remaining := map[string]resources.Resources{}
+	for r, v := range byRole {
+		remaining[r] = v
+	}
+	take := func(want resources.Resources) (string, error) {
+		for _, r := range sortedRoles(remaining) {
+			if remaining[r].Contains(want) {
+				remaining[r] = remaining[r].Subtract(want)
+				return r, nil
+			}
+		}
+		return "", fmt.Errorf("%s is not in the offers: %w", want, ErrInsufficient)
+	}
+	for i, op := range req.Operations {
+		switch x := op.Op.(type) {
+		case *pb.Operation_Launch_:
+			for _, ti := range x.Launch.GetTasks() {
+				if !taskIDRE.MatchString(ti.TaskId) {
+					return fmt.Errorf("operation %d: task ID %q: must match %s: %w", i, ti.TaskId, taskIDRE, ErrInvalid)
+				}
+				if m.tasks[ti.TaskId] != nil || ids[ti.TaskId] {
+					return fmt.Errorf("operation %d: task ID %q is in use: %w", i, ti.TaskId, ErrInvalid)
+				}
+				if len(ti.Command) == 0 {
+					return fmt.Errorf("operation %d: task %s: no command: %w", i, ti.TaskId, ErrInvalid)
+				}
+				res, err := resources.Parse(ti.Resources)
+				if err != nil {
+					return fmt.Errorf("operation %d: task %s: %w: %w", i, ti.TaskId, ErrInvalid, err)
+				}
+				if err := resources.ValidateTask(res); err != nil {
+					return fmt.Errorf("operation %d: task %s: %w: %w", i, ti.TaskId, ErrInvalid, err)
+				}
+				if res.IsEmpty() {
+					return fmt.Errorf("operation %d: task %s: no resources: %w", i, ti.TaskId, ErrInvalid)
+				}
+				role, err := take(res)
+				if err != nil {
+					return fmt.Errorf("operation %d: task %s: %w", i, ti.TaskId, err)
+				}
+				ids[ti.TaskId] = true
+				launches = append(launches, launch{ti: ti, res: res, role: role})
+			}
+		case *pb.Operation_Reserve_:
+			res, err := resources.Parse(x.Reserve.Resources)
+			if err != nil {
+				return fmt.Errorf("operation %d: reserve: %w: %w", i, ErrInvalid, err)
+			}
+			for _, e := range res {
+				if e.Revocable {
+					return fmt.Errorf("operation %d: reserve %s: %w", i, e.String(), resources.ErrRevocableReservation)
+				}
+				if e.Reservation == nil || !roleIn(e.Role, f.roles) {
+					return fmt.Errorf("operation %d: reserve %s: needs a dynamic reservation for one of the framework's roles: %w", i, e.String(), ErrInvalid)
+				}
+			}
+			if _, err := take(res.Unreserve()); err != nil {
+				return fmt.Errorf("operation %d: reserve: %w", i, err)
+			}
+			reservations = append(reservations, reservation{res: res, reserve: true})
+		case *pb.Operation_Unreserve_:
+			res, err := resources.Parse(x.Unreserve.Resources)
+			if err != nil {
+				return fmt.Errorf("operation %d: unreserve: %w: %w", i, ErrInvalid, err)
+			}
+			for _, e := range res {
+				if e.Reservation == nil {
+					return fmt.Errorf("operation %d: unreserve %s: not dynamically reserved: %w", i, e.String(), ErrInvalid)
+				}
+			}
+			if _, err := take(res); err != nil {
+				return fmt.Errorf("operation %d: unreserve: %w", i, err)
+			}
+			reservations = append(reservations, reservation{res: res})
+		default:
+			return fmt.Errorf("operation %d: unknown operation: %w", i, ErrInvalid)
+		}
+	}
+	// Apply: the offers are used up; what is not launched goes back.
+	for _, o := range offers {
+		delete(m.offers, o.id)
+		delete(f.offers, o.id)
+	}
+	refuse := refuseOf(req.Filters)
+	for role, res := range remaining {
+		if !res.IsEmpty() {
+			if err := m.alloc.RecoverRole(f.id, role, agentID, res, refuse); err != nil {
+				m.log.Warn("recover unused offer", "framework", f.id, "err", err)
+			}
+		}
+	}
+	for _, rv := range reservations {
+		plain := rv.res.Unreserve()
+		role := rv.res[0].Role
+		zero := time.Duration(0)
+		if rv.reserve {
+			_ = m.alloc.RecoverRole(f.id, "", agentID, plain, &zero)
+			if err := m.alloc.Reserve(agentID, role, rv.res[0].Reservation.Principal, plain); err != nil {
+				m.log.Warn("reserve", "agent", agentID, "err", err)
+				continue
+			}
+			m.reservations[agentID] = m.reservations[agentID].Add(rv.res)
+		} else {
+			_ = m.alloc.RecoverRole(f.id, "", agentID, rv.res, &zero)
+			if err := m.alloc.Unreserve(agentID, rv.res); err != nil {
+				m.log.Warn("unreserve", "agent", agentID, "err", err)
+				continue
+			}
+			m.reservations[agentID] = m.reservations[agentID].Subtract(rv.res)
+		}
+		m.persistReservationsLocked(agentID)
+	}
+	for _, l := range launches {
+		ti := l.ti
+		ti.AgentId, ti.FrameworkId = agentID, f.id
+		ti.Resources = l.res.String()
+		t := &taskEntry{info: ti, fw: f.id, agent: agentID, role: l.role, res: l.res}
+		m.tasks[ti.TaskId] = t
+		f.tasks[ti.TaskId] = t
+		ag.tasks[ti.TaskId] = t
+		m.setTaskStatusLocked(t, &pb.TaskStatus{TaskId: ti.TaskId, AgentId: agentID, FrameworkId: f.id, State: pb.TaskState_TASK_STAGING})
+		ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Run{Run: &pb.RunTask{Task: ti}}})
+		m.cycles.launches++
+	}
+	m.trigger()
+	return nil
+}
+
+func (m *Master) persistReservationsLocked(agentID string) {
+	if m.store == nil {
+		return
+	}
+	if err := m.store.PutReservations(agentID, m.reservations[agentID]); err != nil {
+		m.log.Warn("persist reservations", "agent", agentID, "err", err)
+	}
+}
+
+func roleIn(r string, roles []string) bool {
+	for _, x := range roles {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedRoles(m map[string]resources.Resources) []string {
+	out := make([]string, 0, len(m))
+	for r := range m {
+		out = append(out, r)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// Decline gives offers back with an optional refusal filter.
+func (s schedulerAPI) Decline(_ context.Context, req *pb.DeclineRequest) (*pb.Empty, error) {
+	m := s.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f, err := m.framework(req.FrameworkId)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	for _, oid := range req.OfferIds {
+		if f.offers[oid] == nil {
+			return nil, toStatus(fmt.Errorf("decline offer %q: %w", oid, ErrStaleOffer))
+		}
+	}
+	refuse := refuseOf(req.Filters)
+	for _, oid := range req.OfferIds {
+		o := f.offers[oid]
+		delete(m.offers, oid)
+		delete(f.offers, oid)
+		if err := m.alloc.RecoverRole(f.id, o.role, o.agent, o.res, refuse); err != nil {
+			m.log.Warn("recover declined offer", "offer", oid, "err", err)
+		}
+	}
+	return &pb.Empty{}, nil
+}
+
+// Revive clears the framework's filters and unsuppresses its roles.
+func (s schedulerAPI) Revive(_ context.Context, req *pb.ReviveRequest) (*pb.Empty, error) {
+	m := s.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.framework(req.FrameworkId); err != nil {
+		return nil, toStatus(err)
+	}
+	m.alloc.Revive(req.FrameworkId, req.Roles...)
+	m.trigger()
+	return &pb.Empty{}, nil
+}
+
+// Suppress stops offers to the framework's roles until Revive.
+func (s schedulerAPI) Suppress(_ context.Context, req *pb.SuppressRequest) (*pb.Empty, error) {
+	m := s.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.framework(req.FrameworkId); err != nil {
+		return nil, toStatus(err)
+	}
+	m.alloc.Suppress(req.FrameworkId, req.Roles...)
+	return &pb.Empty{}, nil
+}
+
+// Kill asks the task's agent to kill it. An unknown task gets a LOST
+// update, as in Mesos.
+func (s schedulerAPI) Kill(_ context.Context, req *pb.KillRequest) (*pb.Empty, error) {
+	m := s.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f, err := m.framework(req.FrameworkId)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	t := f.tasks[req.TaskId]
+	if t == nil {
+		f.conn.send(&pb.Event{Event: &pb.Event_Update{Update: &pb.TaskStatus{
+			TaskId: req.TaskId, FrameworkId: f.id, State: pb.TaskState_TASK_LOST,
+			Reason: ReasonReconciliation, Message: "unknown task", TimestampUnixNano: time.Now().UnixNano(),
+		}}})
+		return &pb.Empty{}, nil
+	}
+	ag := m.agents[t.agent]
+	if ag == nil || ag.conn == nil {
+		return nil, toStatus(fmt.Errorf("kill %s: agent %s is disconnected: %w", req.TaskId, t.agent, ErrClosed))
+	}
+	ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Kill{Kill: &pb.KillTask{TaskId: t.info.TaskId, FrameworkId: f.id}}})
+	return &pb.Empty{}, nil
+}
+
+// Acknowledge forwards a framework's acknowledgement to the agent and
+// forgets a task whose terminal update is acknowledged.
+func (s schedulerAPI) Acknowledge(_ context.Context, req *pb.AcknowledgeRequest) (*pb.Empty, error) {
+	m := s.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f, err := m.framework(req.FrameworkId)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if req.Uuid == "" {
+		return nil, toStatus(fmt.Errorf("acknowledge %s: empty uuid: %w", req.TaskId, ErrInvalid))
+	}
+	t := f.tasks[req.TaskId]
+	agentID := req.AgentId
+	if t != nil {
+		agentID = t.agent
+	}
+	if ag := m.agents[agentID]; ag != nil {
+		ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Ack{Ack: &pb.StatusAck{TaskId: req.TaskId, Uuid: req.Uuid}}})
+	}
+	if t != nil && terminal(t.state) && t.status != nil && t.status.Uuid == req.Uuid {
+		m.forgetTaskLocked(t)
+	}
+	return &pb.Empty{}, nil
+}
+
+// Reconcile sends the latest known state of the named tasks (all when
+// none is named); unknown tasks are reported LOST.
+func (s schedulerAPI) Reconcile(_ context.Context, req *pb.ReconcileRequest) (*pb.Empty, error) {
+	m := s.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f, err := m.framework(req.FrameworkId)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	ids := req.TaskIds
+	if len(ids) == 0 {
+		for id := range f.tasks {
+			ids = append(ids, id)
+		}
+	}
+	for _, id := range ids {
+		st := &pb.TaskStatus{TaskId: id, FrameworkId: f.id, Reason: ReasonReconciliation, TimestampUnixNano: time.Now().UnixNano()}
+		if t := f.tasks[id]; t != nil {
+			st.AgentId, st.State = t.agent, t.state
+			if t.status != nil {
+				st.HasExitCode, st.ExitCode, st.Message = t.status.HasExitCode, t.status.ExitCode, t.status.Message
+			}
+		} else {
+			st.State, st.Message = pb.TaskState_TASK_LOST, "unknown task"
+		}
+		f.conn.send(&pb.Event{Event: &pb.Event_Update{Update: st}})
+	}
+	return &pb.Empty{}, nil
+}

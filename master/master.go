@@ -1,0 +1,500 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/brimnode/brim/master/allocator"
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/resources"
+	"github.com/google/uuid"
+)
+
+// Defaults of Options (Mesos's figures where Mesos has one).
+const (
+	DefaultAllocationInterval  = time.Second
+	DefaultHeartbeatInterval   = 15 * time.Second
+	DefaultMaxMissedHeartbeats = 5
+	DefaultFailoverTimeout     = time.Minute
+	// DefaultRole is the role of a framework that names none ("*" is
+	// reserved for unreserved resources).
+	DefaultRole = "default"
+)
+
+// Task status reasons the master sets itself.
+const (
+	ReasonAgentUnreachable = "AGENT_UNREACHABLE"
+	ReasonAgentRemoved     = "AGENT_REMOVED"
+	ReasonUnknownOnAgent   = "TASK_UNKNOWN_ON_AGENT"
+	ReasonFrameworkRemoved = "FRAMEWORK_REMOVED"
+	ReasonReconciliation   = "RECONCILIATION"
+	ReasonInvalidTask      = "INVALID_TASK"
+)
+
+// Options configure a Master. The zero value is valid.
+type Options struct {
+	// Allocator configures the DRF allocator.
+	Allocator allocator.Options
+	// AllocationInterval is the period of the allocation cycle; events
+	// (new agent, framework, recovered resources) also start one.
+	AllocationInterval time.Duration
+	// HeartbeatInterval is how often agents send heartbeats;
+	// MaxMissedHeartbeats missed in a row make an agent unreachable.
+	HeartbeatInterval   time.Duration
+	MaxMissedHeartbeats int
+	// OfferTimeout rescinds offers not used in time; 0 never does.
+	OfferTimeout time.Duration
+	// FailoverTimeout is how long a disconnected framework keeps its tasks
+	// when it asked for none itself.
+	FailoverTimeout time.Duration
+	// Store persists what must survive a restart; nil keeps nothing.
+	Store Store
+	// Log receives the master's logs; nil discards them.
+	Log *slog.Logger
+}
+
+// Store persists the master's durable state. Implemented by *BoltStore.
+type Store interface {
+	Load() (*Persisted, error)
+	PutAgent(id, hostname string) error
+	PutFramework(id string, roles []string) error
+	DeleteFramework(id string) error
+	PutReservations(agentID string, res resources.Resources) error
+	PutQuota(role string, q allocator.Quota) error
+	PutWeight(role string, w float64) error
+}
+
+// Persisted is what a Store holds.
+type Persisted struct {
+	Agents       map[string]string   // id → hostname
+	Frameworks   map[string][]string // id → roles
+	Reservations map[string]resources.Resources
+	Quota        map[string]allocator.Quota
+	Weights      map[string]float64
+}
+
+var taskIDRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`)
+
+// Master is the master service. Create it with New, run its loops with Run,
+// serve its gRPC services with RegisterGRPC. Safe for concurrent use.
+type Master struct {
+	opts  Options
+	log   *slog.Logger
+	alloc *allocator.Allocator
+	store Store
+
+	kick chan struct{} // starts an allocation cycle
+
+	mu           sync.Mutex
+	agents       map[string]*agentEntry
+	frameworks   map[string]*frameworkEntry
+	tasks        map[string]*taskEntry
+	offers       map[string]*offerEntry
+	reservations map[string]resources.Resources // agent → dynamic reservations
+	quota        map[string]allocator.Quota
+	weights      map[string]float64
+	knownFWs     map[string][]string // persisted framework → roles
+	started      time.Time
+	cycles       cycleStats
+}
+
+type cycleStats struct {
+	count    int
+	last     time.Duration
+	durs     []time.Duration // ring of recent cycle durations
+	next     int
+	offers   int
+	launches int
+}
+
+type agentEntry struct {
+	id, hostname string
+	total        resources.Resources
+	revocable    resources.Resources
+	attributes   map[string]string
+	conn         *conn[*pb.MasterMessage]
+	lastSeen     time.Time
+	unreachable  bool
+	inAllocator  bool
+	tasks        map[string]*taskEntry
+	lost         map[string]bool // tasks declared LOST while unreachable
+}
+
+type frameworkEntry struct {
+	id, name, principal string
+	roles               []string
+	revocable           bool
+	failover            time.Duration
+	conn                *conn[*pb.Event]
+	disconnectedAt      time.Time
+	tasks               map[string]*taskEntry
+	offers              map[string]*offerEntry
+}
+
+type taskEntry struct {
+	info      *pb.TaskInfo
+	fw, agent string
+	role      string
+	res       resources.Resources
+	state     pb.TaskState
+	status    *pb.TaskStatus // latest
+	recovered bool           // resources given back to the allocator
+}
+
+type offerEntry struct {
+	id, fw, agent, role string
+	res                 resources.Resources
+	created             time.Time
+}
+
+// conn is one live stream: messages are queued without blocking; a full
+// queue ends the stream (the peer is too slow and will reconnect).
+type conn[T any] struct {
+	ch     chan T
+	cancel context.CancelFunc
+}
+
+func newConn[T any](cancel context.CancelFunc) *conn[T] {
+	return &conn[T]{ch: make(chan T, 4096), cancel: cancel}
+}
+
+func (c *conn[T]) send(m T) bool {
+	if c == nil {
+		return false
+	}
+	select {
+	case c.ch <- m:
+		return true
+	default:
+		c.cancel()
+		return false
+	}
+}
+
+// New returns a master; with a Store it loads the persisted state
+// (reservations, quota and weights are applied as agents register).
+func New(opts Options) (*Master, error) {
+	if opts.AllocationInterval <= 0 {
+		opts.AllocationInterval = DefaultAllocationInterval
+	}
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if opts.MaxMissedHeartbeats <= 0 {
+		opts.MaxMissedHeartbeats = DefaultMaxMissedHeartbeats
+	}
+	if opts.FailoverTimeout <= 0 {
+		opts.FailoverTimeout = DefaultFailoverTimeout
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	a, err := allocator.New(opts.Allocator)
+	if err != nil {
+		return nil, fmt.Errorf("create allocator: %w", err)
+	}
+	m := &Master{
+		opts:         opts,
+		log:          log.With("component", "master"),
+		alloc:        a,
+		store:        opts.Store,
+		kick:         make(chan struct{}, 1),
+		agents:       map[string]*agentEntry{},
+		frameworks:   map[string]*frameworkEntry{},
+		tasks:        map[string]*taskEntry{},
+		offers:       map[string]*offerEntry{},
+		reservations: map[string]resources.Resources{},
+		quota:        map[string]allocator.Quota{},
+		weights:      map[string]float64{},
+		knownFWs:     map[string][]string{},
+		started:      time.Now(),
+	}
+	if m.store != nil {
+		p, err := m.store.Load()
+		if err != nil {
+			return nil, fmt.Errorf("load master state: %w", err)
+		}
+		for id, roles := range p.Frameworks {
+			m.knownFWs[id] = roles
+		}
+		for id, r := range p.Reservations {
+			m.reservations[id] = r
+		}
+		for role, q := range p.Quota {
+			if err := m.alloc.SetQuota(role, q); err != nil {
+				return nil, fmt.Errorf("restore quota of %s: %w", role, err)
+			}
+			m.quota[role] = q
+		}
+		for role, w := range p.Weights {
+			if err := m.alloc.SetWeight(role, w); err != nil {
+				return nil, fmt.Errorf("restore weight of %s: %w", role, err)
+			}
+			m.weights[role] = w
+		}
+	}
+	return m, nil
+}
+
+// Run drives the allocation cycle, agent health checks, offer timeouts and
+// framework failover timeouts until ctx is cancelled.
+func (m *Master) Run(ctx context.Context) error {
+	alloc := time.NewTicker(m.opts.AllocationInterval)
+	defer alloc.Stop()
+	checkEvery := m.opts.HeartbeatInterval / 2
+	if checkEvery > time.Second {
+		checkEvery = time.Second
+	}
+	check := time.NewTicker(checkEvery)
+	defer check.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			m.mu.Lock()
+			for _, ag := range m.agents {
+				if ag.conn != nil {
+					ag.conn.cancel()
+				}
+			}
+			for _, f := range m.frameworks {
+				if f.conn != nil {
+					f.conn.cancel()
+				}
+			}
+			m.mu.Unlock()
+			return nil
+		case <-alloc.C:
+			m.allocate()
+		case <-m.kick:
+			m.allocate()
+		case <-check.C:
+			m.checkTimeouts(time.Now())
+		}
+	}
+}
+
+// trigger asks for an allocation cycle soon.
+func (m *Master) trigger() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// allocate runs one cycle and sends the offers.
+func (m *Master) allocate() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	start := time.Now()
+	offers := m.alloc.Allocate()
+	byFW := map[string][]*pb.Offer{}
+	for _, o := range offers {
+		f := m.frameworks[o.FrameworkID]
+		ag := m.agents[o.AgentID]
+		if f == nil || f.conn == nil || ag == nil || ag.conn == nil {
+			zero := time.Duration(0)
+			_ = m.alloc.RecoverRole(o.FrameworkID, o.Role, o.AgentID, o.Resources, &zero)
+			continue
+		}
+		e := &offerEntry{id: uuid.NewString(), fw: o.FrameworkID, agent: o.AgentID, role: o.Role, res: o.Resources, created: start}
+		m.offers[e.id] = e
+		f.offers[e.id] = e
+		byFW[f.id] = append(byFW[f.id], &pb.Offer{Id: e.id, FrameworkId: f.id, AgentId: ag.id, Hostname: ag.hostname, Role: o.Role, Resources: o.Resources.String()})
+	}
+	for id, os := range byFW {
+		m.frameworks[id].conn.send(&pb.Event{Event: &pb.Event_Offers{Offers: &pb.Offers{Offers: os}}})
+	}
+	d := time.Since(start)
+	m.cycles.count++
+	m.cycles.last = d
+	m.cycles.offers += len(offers)
+	if len(m.cycles.durs) < 1024 {
+		m.cycles.durs = append(m.cycles.durs, d)
+	} else {
+		m.cycles.durs[m.cycles.next] = d
+		m.cycles.next = (m.cycles.next + 1) % len(m.cycles.durs)
+	}
+}
+
+// CycleStats reports the number of allocation cycles run, offers made,
+// tasks launched, and the p50 and p99 of the recent cycles' durations.
+func (m *Master) CycleStats() (cycles, offers, launches int, p50, p99 time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := append([]time.Duration(nil), m.cycles.durs...)
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	if len(d) > 0 {
+		p50 = d[len(d)/2]
+		p99 = d[min(len(d)-1, len(d)*99/100)]
+	}
+	return m.cycles.count, m.cycles.offers, m.cycles.launches, p50, p99
+}
+
+// checkTimeouts marks silent agents unreachable, rescinds expired offers
+// and removes frameworks whose failover timeout passed.
+func (m *Master) checkTimeouts(now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	limit := m.opts.HeartbeatInterval * time.Duration(m.opts.MaxMissedHeartbeats)
+	for _, ag := range m.agents {
+		if !ag.unreachable && now.Sub(ag.lastSeen) > limit {
+			m.log.Warn("agent unreachable", "agent", ag.id, "silent", now.Sub(ag.lastSeen).Round(time.Millisecond))
+			m.markUnreachableLocked(ag)
+		}
+	}
+	if m.opts.OfferTimeout > 0 {
+		for _, o := range m.offers {
+			if now.Sub(o.created) > m.opts.OfferTimeout {
+				m.rescindLocked(o, nil)
+			}
+		}
+	}
+	for _, f := range m.frameworks {
+		if f.conn == nil && now.Sub(f.disconnectedAt) > f.failover {
+			m.log.Info("framework failover timeout", "framework", f.id)
+			m.removeFrameworkLocked(f)
+		}
+	}
+}
+
+// rescindLocked withdraws an offer, tells its framework and gives the
+// resources back with the given refusal (nil: none).
+func (m *Master) rescindLocked(o *offerEntry, refuse *time.Duration) {
+	delete(m.offers, o.id)
+	if refuse == nil {
+		zero := time.Duration(0)
+		refuse = &zero
+	}
+	if f := m.frameworks[o.fw]; f != nil {
+		delete(f.offers, o.id)
+		f.conn.send(&pb.Event{Event: &pb.Event_Rescind{Rescind: &pb.Rescind{OfferId: o.id}}})
+	}
+	if err := m.alloc.RecoverRole(o.fw, o.role, o.agent, o.res, refuse); err != nil {
+		m.log.Debug("recover rescinded offer", "offer", o.id, "err", err)
+	}
+	m.trigger()
+}
+
+// markUnreachableLocked removes an agent from allocation and declares its
+// tasks LOST.
+func (m *Master) markUnreachableLocked(ag *agentEntry) {
+	ag.unreachable = true
+	if ag.conn != nil {
+		ag.conn.cancel()
+		ag.conn = nil
+	}
+	m.dropAgentFromAllocatorLocked(ag)
+	for id, t := range ag.tasks {
+		if !terminal(t.state) {
+			ag.lost[id] = true
+		}
+		m.setTaskStatusLocked(t, &pb.TaskStatus{
+			TaskId: id, AgentId: ag.id, FrameworkId: t.fw, State: pb.TaskState_TASK_LOST,
+			Reason:  ReasonAgentUnreachable,
+			Message: fmt.Sprintf("agent %s missed %d heartbeats", ag.id, m.opts.MaxMissedHeartbeats),
+		})
+		m.forgetTaskLocked(t)
+	}
+}
+
+// dropAgentFromAllocatorLocked rescinds the agent's offers and removes it
+// from the allocator (its tasks stay in the registry).
+func (m *Master) dropAgentFromAllocatorLocked(ag *agentEntry) {
+	for _, o := range m.offers {
+		if o.agent == ag.id {
+			delete(m.offers, o.id)
+			if f := m.frameworks[o.fw]; f != nil {
+				delete(f.offers, o.id)
+				f.conn.send(&pb.Event{Event: &pb.Event_Rescind{Rescind: &pb.Rescind{OfferId: o.id}}})
+			}
+		}
+	}
+	if ag.inAllocator {
+		if err := m.alloc.RemoveAgent(ag.id); err != nil {
+			m.log.Warn("remove agent from allocator", "agent", ag.id, "err", err)
+		}
+		ag.inAllocator = false
+	}
+	for _, t := range ag.tasks {
+		t.recovered = true // the allocator forgot them with the agent
+	}
+}
+
+func terminal(s pb.TaskState) bool {
+	switch s {
+	case pb.TaskState_TASK_FINISHED, pb.TaskState_TASK_FAILED, pb.TaskState_TASK_KILLED,
+		pb.TaskState_TASK_LOST, pb.TaskState_TASK_GONE:
+		return true
+	}
+	return false
+}
+
+// setTaskStatusLocked records a status, gives a newly terminal task's
+// resources back to the allocator, and forwards the status to the
+// framework.
+func (m *Master) setTaskStatusLocked(t *taskEntry, st *pb.TaskStatus) {
+	if st.TimestampUnixNano == 0 {
+		st.TimestampUnixNano = time.Now().UnixNano()
+	}
+	t.state = st.State
+	t.status = st
+	if terminal(st.State) && !t.recovered {
+		t.recovered = true
+		if ag := m.agents[t.agent]; ag != nil && ag.inAllocator {
+			zero := time.Duration(0)
+			if err := m.alloc.RecoverRole(t.fw, t.role, t.agent, t.res, &zero); err != nil {
+				m.log.Warn("recover task resources", "task", t.info.TaskId, "err", err)
+			}
+			m.trigger()
+		}
+	}
+	if f := m.frameworks[t.fw]; f != nil {
+		f.conn.send(&pb.Event{Event: &pb.Event_Update{Update: st}})
+	}
+}
+
+// forgetTaskLocked removes a task from the registry.
+func (m *Master) forgetTaskLocked(t *taskEntry) {
+	delete(m.tasks, t.info.TaskId)
+	if ag := m.agents[t.agent]; ag != nil {
+		delete(ag.tasks, t.info.TaskId)
+	}
+	if f := m.frameworks[t.fw]; f != nil {
+		delete(f.tasks, t.info.TaskId)
+	}
+}
+
+// removeFrameworkLocked kills the framework's tasks, rescinds its offers
+// and forgets it.
+func (m *Master) removeFrameworkLocked(f *frameworkEntry) {
+	for _, o := range f.offers {
+		m.rescindLocked(o, nil)
+	}
+	for _, t := range f.tasks {
+		if ag := m.agents[t.agent]; ag != nil && !terminal(t.state) {
+			ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Kill{Kill: &pb.KillTask{TaskId: t.info.TaskId, FrameworkId: f.id}}})
+		}
+		m.forgetTaskLocked(t)
+	}
+	if f.conn != nil {
+		f.conn.cancel()
+	}
+	if err := m.alloc.RemoveFramework(f.id); err != nil {
+		m.log.Warn("remove framework from allocator", "framework", f.id, "err", err)
+	}
+	delete(m.frameworks, f.id)
+	delete(m.knownFWs, f.id)
+	if m.store != nil {
+		if err := m.store.DeleteFramework(f.id); err != nil {
+			m.log.Warn("persist framework removal", "framework", f.id, "err", err)
+		}
+	}
+	m.trigger()
+}

@@ -1,0 +1,433 @@
+package master_test
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/masterlink"
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/resources"
+	"github.com/brimnode/brim/scheduler"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// fakeRunner is an in-memory TaskRunner: tasks "run" until the test
+// finishes or kills them. It stands in for the agent so these tests cover
+// the protocol; integration/ covers real containers.
+type fakeRunner struct {
+	mu     sync.Mutex
+	client *masterlink.Client
+	tasks  map[string]*masterlink.TaskSnapshot
+	// autoExit, when set, finishes every task right after RUNNING.
+	autoExit *int
+}
+
+func newFakeRunner() *fakeRunner { return &fakeRunner{tasks: map[string]*masterlink.TaskSnapshot{}} }
+
+func (r *fakeRunner) LaunchTask(_ context.Context, t masterlink.Task) error {
+	r.mu.Lock()
+	r.tasks[t.ID] = &masterlink.TaskSnapshot{Task: t, State: pb.TaskState_TASK_RUNNING}
+	c, exit := r.client, r.autoExit
+	r.mu.Unlock()
+	if err := c.Update(masterlink.Status{TaskID: t.ID, State: pb.TaskState_TASK_STARTING}); err != nil {
+		return err
+	}
+	if err := c.Update(masterlink.Status{TaskID: t.ID, State: pb.TaskState_TASK_RUNNING}); err != nil {
+		return err
+	}
+	if exit != nil {
+		return r.finish(t.ID, *exit)
+	}
+	return nil
+}
+
+func (r *fakeRunner) finish(id string, code int) error {
+	r.mu.Lock()
+	st := pb.TaskState_TASK_FINISHED
+	if code != 0 {
+		st = pb.TaskState_TASK_FAILED
+	}
+	r.tasks[id].State = st
+	c := r.client
+	r.mu.Unlock()
+	return c.Update(masterlink.Status{TaskID: id, State: st, ExitCode: &code, Reason: "COMMAND_EXITED"})
+}
+
+func (r *fakeRunner) KillTask(_ context.Context, id string) error {
+	r.mu.Lock()
+	t := r.tasks[id]
+	if t != nil {
+		t.State = pb.TaskState_TASK_KILLED
+	}
+	c := r.client
+	r.mu.Unlock()
+	if t == nil {
+		return nil
+	}
+	return c.Update(masterlink.Status{TaskID: id, State: pb.TaskState_TASK_KILLED, Reason: "KILLED_BY_FRAMEWORK"})
+}
+
+func (r *fakeRunner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []masterlink.TaskSnapshot
+	for _, t := range r.tasks {
+		out = append(out, *t)
+	}
+	return out, nil
+}
+
+type cluster struct {
+	t      *testing.T
+	m      *master.Master
+	addr   string
+	cancel context.CancelFunc
+}
+
+func newCluster(t *testing.T, opts master.Options) *cluster {
+	t.Helper()
+	if opts.AllocationInterval == 0 {
+		opts.AllocationInterval = 50 * time.Millisecond
+	}
+	if opts.HeartbeatInterval == 0 {
+		opts.HeartbeatInterval = 100 * time.Millisecond
+	}
+	m, err := master.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	m.RegisterGRPC(srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = srv.Serve(l) }()
+	go func() { defer wg.Done(); _ = m.Run(ctx) }()
+	t.Cleanup(func() { cancel(); srv.Stop(); wg.Wait() })
+	return &cluster{t: t, m: m, addr: l.Addr().String(), cancel: cancel}
+}
+
+// startAgent runs a masterlink client with a fake runner until stopped.
+func (c *cluster) startAgent(dir string, r *fakeRunner) (stop func()) {
+	c.t.Helper()
+	cl, err := masterlink.New(masterlink.Options{Master: c.addr, StateDir: dir, Resources: resources.MustParse("cpus:4;mem:4096"),
+		Runner: r, RetryMin: 100 * time.Millisecond, RetryMax: time.Second, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.client = cl
+	r.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = cl.Run(ctx) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	c.t.Cleanup(stop)
+	return stop
+}
+
+// framework is a test framework that launches the tasks it is told to on
+// the first offers and records every update it sees.
+type framework struct {
+	d       *scheduler.Driver
+	offers  chan []*pb.Offer
+	updates chan *pb.TaskStatus
+	// subscribed is closed on the first subscription.
+	subscribed chan struct{}
+}
+
+func (c *cluster) startFramework(name string, roles ...string) *framework {
+	c.t.Helper()
+	d, err := scheduler.New(scheduler.Options{Master: c.addr, Name: name, Roles: roles, FailoverTimeout: time.Minute})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	f := &framework{d: d, offers: make(chan []*pb.Offer, 100), updates: make(chan *pb.TaskStatus, 100), subscribed: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = d.Run(ctx, scheduler.Callbacks{
+			Subscribed: func(context.Context, string) {
+				select {
+				case <-f.subscribed:
+				default:
+					close(f.subscribed)
+				}
+			},
+			Offers: func(_ context.Context, os []*pb.Offer) { f.offers <- os },
+			Update: func(_ context.Context, st *pb.TaskStatus) { f.updates <- st },
+		})
+	}()
+	c.t.Cleanup(func() { cancel(); <-done; d.Close() })
+	return f
+}
+
+func (f *framework) nextOffers(t *testing.T) []*pb.Offer {
+	t.Helper()
+	select {
+	case os := <-f.offers:
+		return os
+	case <-time.After(30 * time.Second):
+		t.Fatal("no offers")
+		return nil
+	}
+}
+
+func (f *framework) nextUpdate(t *testing.T) *pb.TaskStatus {
+	t.Helper()
+	select {
+	case st := <-f.updates:
+		return st
+	case <-time.After(30 * time.Second):
+		t.Fatal("no update")
+		return nil
+	}
+}
+
+func (f *framework) expectStates(t *testing.T, task string, want ...pb.TaskState) *pb.TaskStatus {
+	t.Helper()
+	var last *pb.TaskStatus
+	for _, w := range want {
+		st := f.nextUpdate(t)
+		if st.TaskId != task || st.State != w {
+			t.Fatalf("update %s %s (%s), want %s %s", st.TaskId, st.State, st.Message, task, w)
+		}
+		last = st
+	}
+	return last
+}
+
+func launch(t *testing.T, f *framework, o *pb.Offer, id, res string) {
+	t.Helper()
+	err := f.d.Launch(context.Background(), []string{o.Id}, []*pb.TaskInfo{{TaskId: id, Resources: res, Command: []string{"true"}}}, 0)
+	if err != nil {
+		t.Fatalf("launch %s: %v", id, err)
+	}
+}
+
+func TestTaskLifecycle(t *testing.T) {
+	c := newCluster(t, master.Options{})
+	r := newFakeRunner()
+	code := 3
+	r.autoExit = &code
+	c.startAgent(t.TempDir(), r)
+	f := c.startFramework("fw")
+	os := f.nextOffers(t)
+	if got := resources.MustParse(os[0].Resources); !got.Equal(resources.MustParse("cpus:4;mem:4096")) {
+		t.Fatalf("offer %s, want the whole agent", os[0].Resources)
+	}
+	launch(t, f, os[0], "t1", "cpus:1;mem:128")
+	last := f.expectStates(t, "t1", pb.TaskState_TASK_STAGING, pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING, pb.TaskState_TASK_FAILED)
+	if !last.HasExitCode || last.ExitCode != 3 {
+		t.Fatalf("exit code %v %d, want 3", last.HasExitCode, last.ExitCode)
+	}
+}
+
+func TestKill(t *testing.T) {
+	c := newCluster(t, master.Options{})
+	r := newFakeRunner()
+	c.startAgent(t.TempDir(), r)
+	f := c.startFramework("fw")
+	launch(t, f, f.nextOffers(t)[0], "t1", "cpus:1;mem:128")
+	f.expectStates(t, "t1", pb.TaskState_TASK_STAGING, pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING)
+	if err := f.d.Kill(context.Background(), "t1"); err != nil {
+		t.Fatal(err)
+	}
+	f.expectStates(t, "t1", pb.TaskState_TASK_KILLED)
+}
+
+func TestStaleAndForgedOffers(t *testing.T) {
+	c := newCluster(t, master.Options{})
+	c.startAgent(t.TempDir(), newFakeRunner())
+	f := c.startFramework("fw")
+	o := f.nextOffers(t)[0]
+	ctx := context.Background()
+	task := []*pb.TaskInfo{{TaskId: "t1", Resources: "cpus:1;mem:128", Command: []string{"true"}}}
+	cases := []struct {
+		name   string
+		offers []string
+		tasks  []*pb.TaskInfo
+		code   codes.Code
+	}{
+		{"forged offer", []string{"forged"}, task, codes.FailedPrecondition},
+		{"more than offered", []string{o.Id}, []*pb.TaskInfo{{TaskId: "t1", Resources: "cpus:5;mem:128", Command: []string{"true"}}}, codes.ResourceExhausted},
+		{"mixed revocable", []string{o.Id}, []*pb.TaskInfo{{TaskId: "t1", Resources: "cpus:1;cpus{REV}:1", Command: []string{"true"}}}, codes.InvalidArgument},
+		{"bad task id", []string{o.Id}, []*pb.TaskInfo{{TaskId: "../x", Resources: "cpus:1", Command: []string{"true"}}}, codes.InvalidArgument},
+		{"malformed resources", []string{o.Id}, []*pb.TaskInfo{{TaskId: "t1", Resources: "cpus:lots", Command: []string{"true"}}}, codes.InvalidArgument},
+		{"duplicate task", []string{o.Id}, append(task, task...), codes.InvalidArgument},
+		{"offer twice", []string{o.Id, o.Id}, task, codes.FailedPrecondition},
+	}
+	for _, tc := range cases {
+		err := f.d.Launch(ctx, tc.offers, tc.tasks, 0)
+		if status.Code(err) != tc.code {
+			t.Errorf("%s: %v, want %s", tc.name, err, tc.code)
+		}
+	}
+	// No side effects: the offer is still valid and whole.
+	launch(t, f, o, "t1", "cpus:4;mem:4096")
+	if err := f.d.Launch(ctx, []string{o.Id}, task, 0); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("reused offer: %v, want FailedPrecondition", err)
+	}
+}
+
+func TestLinkCutDeliversEveryUpdateOnce(t *testing.T) {
+	c := newCluster(t, master.Options{MaxMissedHeartbeats: 1000})
+	dir := t.TempDir()
+	r := newFakeRunner()
+	stop := c.startAgent(dir, r)
+	f := c.startFramework("fw")
+	os := f.nextOffers(t)
+	launch(t, f, os[0], "a", "cpus:1;mem:128")
+	f.expectStates(t, "a", pb.TaskState_TASK_STAGING, pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING)
+	for _, id := range []string{"b", "c"} {
+		o := f.nextOffers(t)
+		launch(t, f, o[0], id, "cpus:1;mem:128")
+		f.expectStates(t, id, pb.TaskState_TASK_STAGING, pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING)
+	}
+	stop() // the link is cut (the agent's client is gone; its checkpoint stays)
+	for i, id := range []string{"a", "b", "c"} {
+		if err := r.finish(id, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.startAgent(dir, r) // same state dir: same agent ID, pending updates
+	seen := map[string]int{}
+	for len(seen) < 3 {
+		st := f.nextUpdate(t)
+		if !masterTerminal(st.State) {
+			t.Fatalf("unexpected update %s %s", st.TaskId, st.State)
+		}
+		seen[st.TaskId]++
+		if seen[st.TaskId] > 1 {
+			t.Fatalf("update of %s delivered twice", st.TaskId)
+		}
+	}
+	// The duplicates the agent may resend are dropped by the driver: a
+	// reconcile afterwards reports nothing unexpected.
+	select {
+	case st := <-f.updates:
+		t.Fatalf("extra update %s %s", st.TaskId, st.State)
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+func masterTerminal(s pb.TaskState) bool {
+	return s == pb.TaskState_TASK_FINISHED || s == pb.TaskState_TASK_FAILED || s == pb.TaskState_TASK_KILLED
+}
+
+func TestUnreachableAgentTasksLost(t *testing.T) {
+	c := newCluster(t, master.Options{HeartbeatInterval: 50 * time.Millisecond, MaxMissedHeartbeats: 3})
+	r := newFakeRunner()
+	stop := c.startAgent(t.TempDir(), r)
+	f := c.startFramework("fw")
+	launch(t, f, f.nextOffers(t)[0], "t1", "cpus:1;mem:128")
+	f.expectStates(t, "t1", pb.TaskState_TASK_STAGING, pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING)
+	stop()
+	st := f.expectStates(t, "t1", pb.TaskState_TASK_LOST)
+	if st.Reason != master.ReasonAgentUnreachable {
+		t.Fatalf("reason %q, want %q", st.Reason, master.ReasonAgentUnreachable)
+	}
+}
+
+func TestAgentBackWithinTimeoutKeepsTasks(t *testing.T) {
+	c := newCluster(t, master.Options{HeartbeatInterval: 100 * time.Millisecond, MaxMissedHeartbeats: 100})
+	dir := t.TempDir()
+	r := newFakeRunner()
+	stop := c.startAgent(dir, r)
+	f := c.startFramework("fw")
+	launch(t, f, f.nextOffers(t)[0], "t1", "cpus:1;mem:128")
+	f.expectStates(t, "t1", pb.TaskState_TASK_STAGING, pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING)
+	stop()
+	c.startAgent(dir, r)
+	if err := f.d.Reconcile(context.Background(), "t1"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		st := f.nextUpdate(t)
+		if st.TaskId == "t1" && st.Reason == master.ReasonReconciliation {
+			if st.State != pb.TaskState_TASK_RUNNING {
+				t.Fatalf("reconciled state %s, want RUNNING", st.State)
+			}
+			break
+		}
+	}
+}
+
+func TestDRFSharesTwoFrameworks(t *testing.T) {
+	c := newCluster(t, master.Options{})
+	// Seed 000's example scaled: A wants ⟨1 cpu, 1024 MiB⟩ per task, B
+	// wants ⟨3 cpus, 256 MiB⟩. 12 cpus and 12 GiB in all. Both frameworks
+	// are there before the agents, so that both want resources from the
+	// start.
+	a := c.startFramework("a", "ra")
+	b := c.startFramework("b", "rb")
+	<-a.subscribed
+	<-b.subscribed
+	for i := 0; i < 3; i++ {
+		c.startAgent(t.TempDir(), newFakeRunner())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	n := map[string]int{}
+	var mu sync.Mutex
+	run := func(name string, f *framework, res resources.Resources) {
+		defer wg.Done()
+		for i := 0; ctx.Err() == nil; {
+			var os []*pb.Offer
+			select {
+			case os = <-f.offers:
+			case <-time.After(2 * time.Second):
+				return // no more offers: the cluster is full for this framework
+			}
+			for _, o := range os {
+				have := resources.MustParse(o.Resources)
+				var tasks []*pb.TaskInfo
+				for have.Contains(res) {
+					tasks = append(tasks, &pb.TaskInfo{TaskId: name + "-" + itoa(i), Resources: res.String(), Command: []string{"true"}})
+					have = have.Subtract(res)
+					i++
+				}
+				_ = f.d.Launch(ctx, []string{o.Id}, tasks, 1)
+				mu.Lock()
+				n[name] += len(tasks)
+				mu.Unlock()
+			}
+		}
+	}
+	wg.Add(2)
+	go run("a", a, resources.MustParse("cpus:1;mem:1024"))
+	go run("b", b, resources.MustParse("cpus:3;mem:256"))
+	wg.Wait()
+	// DRF: the dominant shares (A: mem, B: cpus) end up equal within
+	// one of B's tasks (0.25): progressive filling gives A 6 tasks (6 GiB,
+	// 0.5) and B 2 (6 cpus, 0.5).
+	if n["a"] == 0 || n["b"] == 0 {
+		t.Fatalf("tasks launched: %v", n)
+	}
+	shareA := float64(n["a"]*1024) / (3 * 4096)
+	shareB := float64(n["b"]*3) / 12
+	if d := shareA - shareB; d > 0.26 || d < -0.26 {
+		t.Fatalf("dominant shares A %.2f B %.2f (tasks %v): not DRF", shareA, shareB, n)
+	}
+}
+
+func itoa(i int) string {
+	const digits = "0123456789"
+	if i < 10 {
+		return digits[i : i+1]
+	}
+	return itoa(i/10) + digits[i%10:i%10+1]
+}

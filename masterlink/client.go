@@ -1,0 +1,461 @@
+package masterlink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/resources"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// Defaults of Options: Mesos's status update retry figures and a short
+// reconnect backoff.
+const (
+	DefaultRetryMin     = 10 * time.Second
+	DefaultRetryMax     = 10 * time.Minute
+	DefaultReconnectMin = 500 * time.Millisecond
+	DefaultReconnectMax = 10 * time.Second
+)
+
+// Task is a task the master asks the agent to run.
+type Task struct {
+	ID          string
+	FrameworkID string
+	Name        string
+	Resources   resources.Resources
+	Command     []string
+	Env         []string
+	Labels      map[string]string
+}
+
+// TaskSnapshot is a task the agent runs (or ran), reported when it
+// (re)registers.
+type TaskSnapshot struct {
+	Task  Task
+	State pb.TaskState
+}
+
+// Status is one state transition of a task, reported with Client.Update.
+type Status struct {
+	TaskID  string
+	State   pb.TaskState
+	Reason  string
+	Message string
+	// ExitCode is set for tasks whose command exited.
+	ExitCode *int
+}
+
+// TaskRunner runs tasks for the Client: the agent, adapted in cmd/brim.
+// It reports every state change of its tasks with Client.Update.
+type TaskRunner interface {
+	// LaunchTask starts a task; an error makes the Client report it
+	// FAILED.
+	LaunchTask(ctx context.Context, t Task) error
+	// KillTask stops a task; it later reports it KILLED.
+	KillTask(ctx context.Context, taskID string) error
+	// Tasks lists the tasks the runner knows.
+	Tasks(ctx context.Context) ([]TaskSnapshot, error)
+}
+
+// Options configure a Client.
+type Options struct {
+	// Master is the master's address, host:port.
+	Master string
+	// StateDir keeps the agent ID the master gave and the status updates
+	// not yet acknowledged (under StateDir/masterlink).
+	StateDir  string
+	Hostname  string
+	Resources resources.Resources
+	Revocable resources.Resources
+	Runner    TaskRunner
+	// RetryMin and RetryMax bound the exponential backoff of status update
+	// retries.
+	RetryMin, RetryMax time.Duration
+	// ReconnectMin and ReconnectMax bound the reconnect backoff.
+	ReconnectMin, ReconnectMax time.Duration
+	// DialOptions are added to the gRPC dial; default insecure.
+	DialOptions []grpc.DialOption
+	Log         *slog.Logger
+}
+
+// Client is the agent side of masterlink: it registers the agent (its ID
+// persisted in the state dir), re-registers with its tasks after any
+// break, sends heartbeats, runs the master's commands on the TaskRunner,
+// and delivers status updates at least once: each is checkpointed before
+// Update returns and resent with exponential backoff until acknowledged,
+// one in flight per task, in order. Safe for concurrent use.
+type Client struct {
+	opts Options
+	log  *slog.Logger
+	dir  string
+
+	mu        sync.Mutex
+	id        string
+	queues    map[string]*queue
+	revocable resources.Resources
+	send      func(*pb.AgentMessage) error // nil while disconnected
+	wake      chan struct{}
+	connected bool
+	wg        sync.WaitGroup
+}
+
+// New loads the client's state from opts.StateDir.
+func New(opts Options) (*Client, error) {
+	if opts.Master == "" || opts.StateDir == "" || opts.Runner == nil {
+		return nil, errors.New("new masterlink client: master, state dir and runner are required")
+	}
+	if opts.RetryMin <= 0 {
+		opts.RetryMin = DefaultRetryMin
+	}
+	if opts.RetryMax < opts.RetryMin {
+		opts.RetryMax = max(DefaultRetryMax, opts.RetryMin)
+	}
+	if opts.ReconnectMin <= 0 {
+		opts.ReconnectMin = DefaultReconnectMin
+	}
+	if opts.ReconnectMax < opts.ReconnectMin {
+		opts.ReconnectMax = max(DefaultReconnectMax, opts.ReconnectMin)
+	}
+	if opts.Hostname == "" {
+		opts.Hostname, _ = os.Hostname()
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	dir := filepath.Join(opts.StateDir, "masterlink")
+	if err := os.MkdirAll(filepath.Join(dir, "updates"), 0o700); err != nil {
+		return nil, fmt.Errorf("create masterlink state: %w", err)
+	}
+	c := &Client{opts: opts, log: log.With("component", "masterlink"), dir: dir, revocable: opts.Revocable,
+		queues: map[string]*queue{}, wake: make(chan struct{}, 1)}
+	b, err := os.ReadFile(filepath.Join(dir, "agent-id"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read agent id: %w", err)
+	}
+	c.id = strings.TrimSpace(string(b))
+	qs, err := loadQueues(filepath.Join(dir, "updates"))
+	if err != nil {
+		return nil, err
+	}
+	c.queues = qs
+	return c, nil
+}
+
+// AgentID returns the ID the master gave the agent ("" before the first
+// registration).
+func (c *Client) AgentID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.id
+}
+
+// Connected reports whether the client is registered on a live stream.
+func (c *Client) Connected() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.connected
+}
+
+// Update checkpoints a status update and queues it for delivery. A repeat
+// of the task's latest state is ignored, so runners may report again
+// after a restart.
+func (c *Client) Update(st Status) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.queues[st.TaskID]
+	if q == nil {
+		q = &queue{TaskID: st.TaskID}
+		c.queues[st.TaskID] = q
+	}
+	if q.Last == st.State {
+		return nil
+	}
+	u := newUpdate(st)
+	q.Pending = append(q.Pending, u)
+	q.Last = st.State
+	if err := q.save(filepath.Join(c.dir, "updates")); err != nil {
+		q.Pending = q.Pending[:len(q.Pending)-1]
+		return fmt.Errorf("checkpoint status of %s: %w", st.TaskID, err)
+	}
+	c.poke()
+	return nil
+}
+
+// SetRevocable sends the agent's oversubscribed resources when they
+// change.
+func (c *Client) SetRevocable(res resources.Resources) error {
+	c.mu.Lock()
+	if c.revocable.Equal(res) {
+		c.mu.Unlock()
+		return nil
+	}
+	c.revocable = res
+	send := c.send
+	c.mu.Unlock()
+	if send == nil {
+		return nil // sent with the next Register
+	}
+	return send(&pb.AgentMessage{Msg: &pb.AgentMessage_Oversubscribed{Oversubscribed: &pb.Oversubscribed{Revocable: res.String()}}})
+}
+
+func (c *Client) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run connects to the master and serves the link until ctx is cancelled,
+// reconnecting with backoff. It waits for the task launches it started.
+func (c *Client) Run(ctx context.Context) error {
+	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, c.opts.DialOptions...)
+	cc, err := grpc.NewClient(c.opts.Master, dial...)
+	if err != nil {
+		return fmt.Errorf("dial master %s: %w", c.opts.Master, err)
+	}
+	defer cc.Close()
+	defer c.wg.Wait()
+	api := pb.NewAgentLinkClient(cc)
+	backoff := c.opts.ReconnectMin
+	for {
+		registered, err := c.session(ctx, api)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if registered {
+			backoff = c.opts.ReconnectMin
+		}
+		c.log.Warn("master link down", "master", c.opts.Master, "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, c.opts.ReconnectMax)
+	}
+}
+
+// session runs one stream: register, then serve until it breaks.
+func (c *Client) session(ctx context.Context, api pb.AgentLinkClient) (bool, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := api.Connect(sctx)
+	if err != nil {
+		return false, fmt.Errorf("connect: %w", err)
+	}
+	snaps, err := c.opts.Runner.Tasks(ctx)
+	if err != nil {
+		return false, fmt.Errorf("list tasks: %w", err)
+	}
+	c.mu.Lock()
+	reg := &pb.Register{AgentId: c.id, Hostname: c.opts.Hostname, Resources: c.opts.Resources.String(), Revocable: c.revocable.String()}
+	c.mu.Unlock()
+	for _, s := range snaps {
+		reg.Tasks = append(reg.Tasks, &pb.TaskSnapshot{Task: taskToProto(s.Task), State: s.State})
+	}
+	var sendMu sync.Mutex
+	send := func(m *pb.AgentMessage) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return stream.Send(m)
+	}
+	if err := send(&pb.AgentMessage{Msg: &pb.AgentMessage_Register{Register: reg}}); err != nil {
+		return false, fmt.Errorf("register: %w", err)
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		return false, fmt.Errorf("register: %w", err)
+	}
+	r := first.GetRegistered()
+	if r == nil {
+		return false, errors.New("register: master did not answer with registered")
+	}
+	if err := c.setID(r.AgentId); err != nil {
+		return false, err
+	}
+	c.log.Info("registered with master", "master", c.opts.Master, "agent", r.AgentId, "tasks", len(reg.Tasks))
+	for _, id := range r.Kill {
+		c.kill(ctx, id)
+	}
+	c.mu.Lock()
+	c.send, c.connected = send, true
+	for _, q := range c.queues {
+		q.inflight = "" // resend every head on the new stream
+	}
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.send, c.connected = nil, false
+		c.mu.Unlock()
+	}()
+	c.poke()
+
+	hb := time.Duration(r.HeartbeatIntervalNanos)
+	if hb <= 0 {
+		hb = 15 * time.Second
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); c.heartbeats(sctx, send, hb) }()
+	go func() { defer wg.Done(); c.deliver(sctx, send) }()
+	defer wg.Wait()
+	defer cancel()
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			return true, err
+		}
+		switch x := msg.Msg.(type) {
+		case *pb.MasterMessage_Run:
+			c.launch(ctx, x.Run.GetTask())
+		case *pb.MasterMessage_Kill:
+			c.kill(ctx, x.Kill.TaskId)
+		case *pb.MasterMessage_Ack:
+			c.ack(x.Ack.TaskId, x.Ack.Uuid)
+		case *pb.MasterMessage_Update:
+			c.log.Warn("resource update of a task is not supported yet", "task", x.Update.TaskId)
+		}
+	}
+}
+
+func (c *Client) setID(id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id == c.id {
+		return nil
+	}
+	if err := writeFileAtomic(filepath.Join(c.dir, "agent-id"), []byte(id+"\n")); err != nil {
+		return fmt.Errorf("persist agent id: %w", err)
+	}
+	c.id = id
+	return nil
+}
+
+func (c *Client) heartbeats(ctx context.Context, send func(*pb.AgentMessage) error, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := send(&pb.AgentMessage{Msg: &pb.AgentMessage_Heartbeat{Heartbeat: &pb.Heartbeat{}}}); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// deliver sends the head of every task's queue when none is in flight or
+// its retry is due.
+func (c *Client) deliver(ctx context.Context, send func(*pb.AgentMessage) error) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		var out []*pb.TaskStatus
+		now := time.Now()
+		next := now.Add(time.Hour)
+		c.mu.Lock()
+		for _, q := range c.queues {
+			if len(q.Pending) == 0 {
+				continue
+			}
+			h := q.Pending[0]
+			if q.inflight != h.UUID || !now.Before(q.retryAt) {
+				if q.inflight == h.UUID {
+					q.backoff = min(q.backoff*2, c.opts.RetryMax)
+				} else {
+					q.backoff = c.opts.RetryMin
+				}
+				q.inflight, q.retryAt = h.UUID, now.Add(q.backoff)
+				out = append(out, h.proto(q.TaskID, c.id))
+			}
+			if q.retryAt.Before(next) {
+				next = q.retryAt
+			}
+		}
+		c.mu.Unlock()
+		for _, st := range out {
+			if err := send(&pb.AgentMessage{Msg: &pb.AgentMessage_Status{Status: st}}); err != nil {
+				return
+			}
+		}
+		t.Reset(time.Until(next))
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wake:
+		case <-t.C:
+		}
+	}
+}
+
+// ack drops an acknowledged update and lets the next one go.
+func (c *Client) ack(taskID, id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.queues[taskID]
+	if q == nil || len(q.Pending) == 0 || q.Pending[0].UUID != id {
+		return // a duplicate acknowledgement
+	}
+	q.Pending = q.Pending[1:]
+	q.inflight = ""
+	if err := q.save(filepath.Join(c.dir, "updates")); err != nil {
+		c.log.Warn("checkpoint acknowledgement", "task", taskID, "err", err)
+	}
+	c.poke()
+}
+
+func (c *Client) launch(ctx context.Context, ti *pb.TaskInfo) {
+	if ti == nil {
+		return
+	}
+	t, err := taskFromProto(ti)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if err == nil {
+			err = c.opts.Runner.LaunchTask(ctx, t)
+		}
+		if err != nil {
+			c.log.Warn("launch task", "task", ti.TaskId, "err", err)
+			if uerr := c.Update(Status{TaskID: ti.TaskId, State: pb.TaskState_TASK_FAILED, Reason: "LAUNCH_FAILED", Message: err.Error()}); uerr != nil {
+				c.log.Error("report launch failure", "task", ti.TaskId, "err", uerr)
+			}
+		}
+	}()
+}
+
+func (c *Client) kill(ctx context.Context, id string) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if err := c.opts.Runner.KillTask(ctx, id); err != nil {
+			c.log.Warn("kill task", "task", id, "err", err)
+		}
+	}()
+}
+
+func taskToProto(t Task) *pb.TaskInfo {
+	return &pb.TaskInfo{TaskId: t.ID, FrameworkId: t.FrameworkID, Name: t.Name, Resources: t.Resources.String(),
+		Command: t.Command, Env: t.Env, Labels: t.Labels}
+}
+
+func taskFromProto(ti *pb.TaskInfo) (Task, error) {
+	res, err := resources.Parse(ti.Resources)
+	if err != nil {
+		return Task{}, fmt.Errorf("task %s: resources: %w", ti.TaskId, err)
+	}
+	return Task{ID: ti.TaskId, FrameworkID: ti.FrameworkId, Name: ti.Name, Resources: res, Command: ti.Command, Env: ti.Env, Labels: ti.Labels}, nil
+}

@@ -1,0 +1,14 @@
+// Package masterlink is the agent side of the agent↔master protocol
+// (package masterlinkpb): Client registers the agent with the master
+// (persisting the agent ID the master assigns), re-registers with its
+// running tasks after any break, sends heartbeats and oversubscribed
+// resources, runs the master's run/kill commands on a TaskRunner, and
+// delivers task status updates at least once: checkpointed before Update
+// returns, one in flight per task, resent with exponential backoff until
+// the framework's acknowledgement comes back, identified by UUID so that
+// the framework can drop duplicates.
+//
+// It never runs containers itself (the TaskRunner does) and never decides
+// anything about allocation. The master side lives in package master.
+// Errors are wrapped with %w; there are no sentinels of its own.
+package masterlink

@@ -1,0 +1,13 @@
+// Package scheduler is the Go SDK for brim frameworks: Driver subscribes to
+// the master (re-subscribing with the same framework ID after a break, so
+// the framework keeps its tasks within its failover timeout), delivers
+// offers, rescinds and task status updates to Callbacks, drops duplicate
+// updates (by UUID) and acknowledges every update that carries one after
+// its callback returns. Calls: Accept, Launch, Decline, Revive, Suppress,
+// Kill, Reconcile.
+//
+// It owns no resources and never talks to agents. Errors from calls are the
+// master's gRPC status errors (codes.InvalidArgument for a bad operation,
+// codes.FailedPrecondition for a stale offer, codes.NotFound for an unknown
+// framework); ErrNotSubscribed before the first subscription.
+package scheduler

@@ -1,0 +1,285 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// ErrNotSubscribed: a call before the driver subscribed.
+var ErrNotSubscribed = errors.New("framework not subscribed")
+
+// Options configure a Driver.
+type Options struct {
+	// Master is the master's address, host:port.
+	Master string
+	Name   string
+	// Roles default to the master's default role ("default").
+	Roles []string
+	// Revocable asks for revocable (oversubscribed) resources.
+	Revocable bool
+	// FrameworkID fails over an existing framework.
+	FrameworkID     string
+	FailoverTimeout time.Duration
+	Principal       string
+	// DialOptions are added to the gRPC dial; default insecure.
+	DialOptions []grpc.DialOption
+	Log         *slog.Logger
+}
+
+// Callbacks receive the driver's events, one at a time, from Run's
+// goroutine. Nil callbacks are skipped (an unhandled offer is declined).
+type Callbacks struct {
+	Subscribed func(ctx context.Context, frameworkID string)
+	Offers     func(ctx context.Context, offers []*pb.Offer)
+	Rescind    func(ctx context.Context, offerID string)
+	// Update gets each status update once; it is acknowledged when the
+	// callback returns.
+	Update func(ctx context.Context, st *pb.TaskStatus)
+	// Error gets errors the master reports on the stream.
+	Error func(ctx context.Context, msg string)
+}
+
+// Driver is a framework's connection to the master. Safe for concurrent
+// use; Run owns the subscription, the other methods may be called from
+// callbacks or other goroutines.
+type Driver struct {
+	opts Options
+	log  *slog.Logger
+	cc   *grpc.ClientConn
+	api  pb.SchedulerClient
+
+	mu   sync.Mutex
+	id   string
+	seen map[string]bool
+}
+
+// New dials the master (lazily: no I/O until Run). Close releases it.
+func New(opts Options) (*Driver, error) {
+	if opts.Master == "" {
+		return nil, errors.New("new scheduler: no master address")
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts.DialOptions...)
+	cc, err := grpc.NewClient(opts.Master, dial...)
+	if err != nil {
+		return nil, fmt.Errorf("dial master %s: %w", opts.Master, err)
+	}
+	return &Driver{opts: opts, log: log.With("component", "scheduler"), cc: cc, api: pb.NewSchedulerClient(cc),
+		id: opts.FrameworkID, seen: map[string]bool{}}, nil
+}
+
+// Close closes the connection to the master. The framework stays
+// registered until its failover timeout.
+func (d *Driver) Close() error { return d.cc.Close() }
+
+// FrameworkID returns the framework's ID ("" before the first
+// subscription).
+func (d *Driver) FrameworkID() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.id
+}
+
+// Run subscribes and delivers events to cb until ctx is cancelled,
+// re-subscribing with the framework ID after a broken stream. It returns
+// early only for errors a retry cannot fix (InvalidArgument,
+// PermissionDenied, Unauthenticated).
+func (d *Driver) Run(ctx context.Context, cb Callbacks) error {
+	backoff := 200 * time.Millisecond
+	for {
+		subscribed, err := d.session(ctx, cb)
+		if ctx.Err() != nil {
+			return nil
+		}
+		switch status.Code(err) {
+		case codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated:
+			return fmt.Errorf("subscribe: %w", err)
+		}
+		if subscribed {
+			backoff = 200 * time.Millisecond
+		}
+		d.log.Warn("subscription broken", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (d *Driver) session(ctx context.Context, cb Callbacks) (bool, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	roles := d.opts.Roles // none: the master's default role
+	stream, err := d.api.Subscribe(sctx, &pb.SubscribeRequest{Framework: &pb.FrameworkInfo{
+		Id: d.FrameworkID(), Name: d.opts.Name, Roles: roles, Revocable: d.opts.Revocable,
+		FailoverTimeoutNanos: int64(d.opts.FailoverTimeout), Principal: d.opts.Principal,
+	}}, grpc.WaitForReady(true))
+	if err != nil {
+		return false, err
+	}
+	subscribed := false
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			return subscribed, err
+		}
+		switch x := ev.Event.(type) {
+		case *pb.Event_Subscribed:
+			subscribed = true
+			d.mu.Lock()
+			d.id = x.Subscribed.FrameworkId
+			d.mu.Unlock()
+			if cb.Subscribed != nil {
+				cb.Subscribed(ctx, x.Subscribed.FrameworkId)
+			}
+		case *pb.Event_Offers:
+			if cb.Offers != nil {
+				cb.Offers(ctx, x.Offers.Offers)
+			} else {
+				ids := make([]string, 0, len(x.Offers.Offers))
+				for _, o := range x.Offers.Offers {
+					ids = append(ids, o.Id)
+				}
+				if err := d.Decline(ctx, ids, -1); err != nil {
+					d.log.Debug("decline unhandled offers", "err", err)
+				}
+			}
+		case *pb.Event_Rescind:
+			if cb.Rescind != nil {
+				cb.Rescind(ctx, x.Rescind.OfferId)
+			}
+		case *pb.Event_Update:
+			d.update(ctx, cb, x.Update)
+		case *pb.Event_Error:
+			if cb.Error != nil {
+				cb.Error(ctx, x.Error.Message)
+			}
+		case *pb.Event_Heartbeat:
+		}
+	}
+}
+
+// update delivers an update once and acknowledges it (again for a
+// duplicate: the first acknowledgement may have been lost).
+func (d *Driver) update(ctx context.Context, cb Callbacks, st *pb.TaskStatus) {
+	dup := false
+	if st.Uuid != "" {
+		d.mu.Lock()
+		dup = d.seen[st.Uuid]
+		d.seen[st.Uuid] = true
+		d.mu.Unlock()
+	}
+	if !dup && cb.Update != nil {
+		cb.Update(ctx, st)
+	}
+	if st.Uuid != "" {
+		if err := d.Acknowledge(ctx, st.AgentId, st.TaskId, st.Uuid); err != nil {
+			d.log.Debug("acknowledge", "task", st.TaskId, "err", err)
+		}
+	}
+}
+
+func (d *Driver) fid() (string, error) {
+	id := d.FrameworkID()
+	if id == "" {
+		return "", ErrNotSubscribed
+	}
+	return id, nil
+}
+
+func filters(refuseSeconds float64) *pb.Filters { return &pb.Filters{RefuseSeconds: refuseSeconds} }
+
+// Accept applies operations to offers of one agent; what the operations
+// do not use is declined for refuseSeconds (negative: the master's
+// default).
+func (d *Driver) Accept(ctx context.Context, offerIDs []string, ops []*pb.Operation, refuseSeconds float64) error {
+	id, err := d.fid()
+	if err != nil {
+		return err
+	}
+	_, err = d.api.Accept(ctx, &pb.AcceptRequest{FrameworkId: id, OfferIds: offerIDs, Operations: ops, Filters: filters(refuseSeconds)})
+	return err
+}
+
+// Launch is Accept with one LAUNCH operation.
+func (d *Driver) Launch(ctx context.Context, offerIDs []string, tasks []*pb.TaskInfo, refuseSeconds float64) error {
+	return d.Accept(ctx, offerIDs, []*pb.Operation{{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: tasks}}}}, refuseSeconds)
+}
+
+// Decline returns offers; they are not offered again for refuseSeconds
+// (negative: the master's default).
+func (d *Driver) Decline(ctx context.Context, offerIDs []string, refuseSeconds float64) error {
+	id, err := d.fid()
+	if err != nil {
+		return err
+	}
+	_, err = d.api.Decline(ctx, &pb.DeclineRequest{FrameworkId: id, OfferIds: offerIDs, Filters: filters(refuseSeconds)})
+	return err
+}
+
+// Revive clears filters and unsuppresses roles (all when none named).
+func (d *Driver) Revive(ctx context.Context, roles ...string) error {
+	id, err := d.fid()
+	if err != nil {
+		return err
+	}
+	_, err = d.api.Revive(ctx, &pb.ReviveRequest{FrameworkId: id, Roles: roles})
+	return err
+}
+
+// Suppress stops offers for roles (all when none named) until Revive.
+func (d *Driver) Suppress(ctx context.Context, roles ...string) error {
+	id, err := d.fid()
+	if err != nil {
+		return err
+	}
+	_, err = d.api.Suppress(ctx, &pb.SuppressRequest{FrameworkId: id, Roles: roles})
+	return err
+}
+
+// Kill asks for a task to be killed; a KILLED update follows.
+func (d *Driver) Kill(ctx context.Context, taskID string) error {
+	id, err := d.fid()
+	if err != nil {
+		return err
+	}
+	_, err = d.api.Kill(ctx, &pb.KillRequest{FrameworkId: id, TaskId: taskID})
+	return err
+}
+
+// Acknowledge acknowledges a status update (Run does it itself).
+func (d *Driver) Acknowledge(ctx context.Context, agentID, taskID, uuid string) error {
+	id, err := d.fid()
+	if err != nil {
+		return err
+	}
+	_, err = d.api.Acknowledge(ctx, &pb.AcknowledgeRequest{FrameworkId: id, AgentId: agentID, TaskId: taskID, Uuid: uuid})
+	return err
+}
+
+// Reconcile asks for the latest state of tasks (all when none named), sent
+// as updates.
+func (d *Driver) Reconcile(ctx context.Context, taskIDs ...string) error {
+	id, err := d.fid()
+	if err != nil {
+		return err
+	}
+	_, err = d.api.Reconcile(ctx, &pb.ReconcileRequest{FrameworkId: id, TaskIds: taskIDs})
+	return err
+}
