@@ -16,7 +16,7 @@ PARENT=/brim-demo-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
 AGENT_PID=
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-c() { echo "\$ brim container $*" >&2; "$BRIM" container --socket "$SOCK" "$@"; }
+c() { echo "\$ brim container $(printf '%q ' "$@")" >&2; "$BRIM" container --socket "$SOCK" "$@"; }
 
 cleanup() {
   set +e

@@ -101,6 +101,17 @@ func TestResize(t *testing.T) {
 	if c.CPUs != 1.5 || c.MemMiB != 256 {
 		t.Fatalf("inspect after update: %s", sprint(c))
 	}
+	// A revocable container runs best-effort: 10 shares per cpu (the
+	// kernel may round what it reads back), not 1024.
+	rev := a.run("--revocable", "--cpus", "0.2", "--", "sleep", "600")
+	if got, _ := strconv.Atoi(a.cgroupFile("cpu", rev, "cpu.shares")); got < 2 || got > 10 {
+		t.Fatalf("revocable cpu.shares = %d, want about 2", got)
+	}
+	if c := a.inspect(rev); !strings.Contains(a.mustBrim("container", "inspect", rev), `"revocable": true`) || c.CPUs != 0.2 {
+		t.Fatalf("revocable inspect: %s", sprint(c))
+	}
+	a.mustBrim("container", "rm", "-f", rev)
+	a.assertGone(rev)
 	// Growing beyond the agent's resources is refused and changes nothing.
 	r := a.brim("container", "update", "--cpus", "3", id)
 	if r.code != 1 || !strings.Contains(r.stderr, "insufficient resources: asked cpus:1.5, free cpus:0.5") {
