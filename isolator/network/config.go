@@ -18,12 +18,17 @@ var (
 	ErrExhausted = errors.New("no free address in subnet")
 	// ErrInvalid is returned for a bad Config or container ID.
 	ErrInvalid = errors.New("invalid argument")
+	// ErrLocked is returned by New when another Isolator (in this or
+	// another process) holds the state dir.
+	ErrLocked = errors.New("network state dir in use")
 )
 
 // Defaults for the zero fields of Config.
 const (
-	DefaultBridge       = "brim0"
-	DefaultStateDir     = "/var/lib/brim/agent/network"
+	DefaultBridge   = "brim0"
+	DefaultStateDir = "/var/lib/brim/agent/network"
+	// DefaultNetNSDir is the parent of the default netns dir,
+	// DefaultNetNSDir/<bridge>: the isolator of a bridge owns its directory.
 	DefaultNetNSDir     = "/run/brim/netns"
 	DefaultHostRateMbit = 10000
 )
@@ -46,9 +51,12 @@ type Config struct {
 	// Subnet is the IPv4 container subnet; the bridge takes its first
 	// address (the containers' gateway). Prefix length 16 to 30.
 	Subnet netip.Prefix
-	// StateDir holds the IPAM records (one file per container).
+	// StateDir holds the IPAM records (one file per container) and a lock:
+	// one Isolator at a time per state dir. Default DefaultStateDir.
 	StateDir string
-	// NetNSDir holds the containers' netns files (bind mounts of nsfs).
+	// NetNSDir holds the containers' netns files (bind mounts of nsfs),
+	// named by container ID. The isolator owns it: Recover removes any file
+	// there it has no record of. Default DefaultNetNSDir/<Bridge>.
 	NetNSDir string
 	// HostRateMbit is the uplink rate shared by all containers: the ceiling
 	// of best-effort classes and the parent rate that guaranteed classes
@@ -72,7 +80,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.StateDir = DefaultStateDir
 	}
 	if c.NetNSDir == "" {
-		c.NetNSDir = DefaultNetNSDir
+		c.NetNSDir = filepath.Join(DefaultNetNSDir, c.Bridge)
 	}
 	if c.HostRateMbit == 0 {
 		c.HostRateMbit = DefaultHostRateMbit

@@ -26,5 +26,6 @@
 // Sentinels: isolator.ErrNotFound (unknown container), ErrExist (Prepare of a
 // container already prepared), ErrExhausted (no free address in the subnet),
 // isolator.ErrNotSupported (not Linux, or a feature this package lacks),
-// ErrInvalid (a bad Config or container ID).
+// ErrInvalid (a bad Config or container ID), ErrLocked (another Isolator
+// holds the state dir: one Isolator per bridge and state dir).
 package network

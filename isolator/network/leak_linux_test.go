@@ -142,9 +142,13 @@ func TestLeak(t *testing.T) {
 			// The agent is killed during a Prepare while it runs live
 			// containers plus two more; its successor knows the live ones
 			// but one of them died meanwhile.
+			// The child agent takes over this process's isolator (and its
+			// state dir lock), then dies; a third one recovers.
 			extra := []string{"k1", "k2"}
+			if err := iso.Close(); err != nil {
+				t.Fatal(err)
+			}
 			killedAgent(t, cfg, extra, id)
-			_ = iso.Close() // this process's isolator is replaced too
 			if iso, err = New(cfg); err != nil {
 				t.Fatal(err)
 			}

@@ -34,6 +34,7 @@ type Isolator struct {
 	gw         netip.Addr
 	vethPrefix string
 	nl         *netlink.Handle // host namespace; safe for concurrent use
+	lock       *os.File        // flock on <StateDir>/.lock
 	bridge     int             // link indexes
 	txIFB      int
 	rxIFB      int
@@ -53,8 +54,9 @@ var _ isolator.Isolator = (*Isolator)(nil)
 // New returns an Isolator for cfg, creating the bridge (with the subnet's
 // first address) and the two IFB devices when they are missing, and loading
 // the IPAM records in cfg.StateDir. After an agent restart, call Recover.
-// Errors wrap ErrInvalid for a bad cfg and isolator.ErrNotSupported for
-// cfg.NAT.
+// The caller closes it (Close). Errors wrap ErrInvalid for a bad cfg,
+// ErrLocked when another Isolator holds cfg.StateDir, and
+// isolator.ErrNotSupported for cfg.NAT.
 func New(cfg Config) (*Isolator, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -65,6 +67,36 @@ func New(cfg Config) (*Isolator, error) {
 			return nil, fmt.Errorf("create %s: %w", d, err)
 		}
 	}
+	lock, err := lockDir(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	i, err := newLocked(cfg, lock)
+	if err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
+	return i, nil
+}
+
+// lockDir takes an exclusive flock on dir/.lock; the kernel drops it when
+// the process dies, so a killed agent never leaves it behind.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open state lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("lock %s: %w", dir, ErrLocked)
+		}
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	return f, nil
+}
+
+func newLocked(cfg Config, lock *os.File) (*Isolator, error) {
 	st := store{dir: cfg.StateDir}
 	recs, err := st.load()
 	if err != nil {
@@ -78,6 +110,7 @@ func New(cfg Config) (*Isolator, error) {
 		gw:         addrAt(cfg.Subnet, 1),
 		vethPrefix: fmt.Sprintf("bv%08x", h.Sum32()),
 		recs:       recs,
+		lock:       lock,
 	}
 	i.last, i.seq = newest(recs)
 	// One netlink socket for the host namespace instead of one per request.
@@ -85,12 +118,15 @@ func New(cfg Config) (*Isolator, error) {
 		return nil, fmt.Errorf("open netlink: %w", err)
 	}
 	if i.bridge, err = i.ensureBridge(); err != nil {
+		i.nl.Close()
 		return nil, err
 	}
 	if i.txIFB, err = i.ensureIFB(cfg.Bridge+"-tx", cfg.HostRateMbit); err != nil {
+		i.nl.Close()
 		return nil, err
 	}
 	if i.rxIFB, err = i.ensureIFB(cfg.Bridge+"-rx", cfg.HostRateMbit); err != nil {
+		i.nl.Close()
 		return nil, err
 	}
 	return i, nil
@@ -526,11 +562,12 @@ func (i *Isolator) sweepLocked() error {
 	return errors.Join(errs...)
 }
 
-// Close releases the isolator's netlink socket. Containers keep their
-// network; a new Isolator on the same Config takes them over (Recover).
+// Close releases the isolator's netlink socket and its state dir lock.
+// Containers keep their network; a new Isolator on the same Config takes
+// them over (Recover).
 func (i *Isolator) Close() error {
 	i.nl.Close()
-	return nil
+	return i.lock.Close()
 }
 
 // Uninstall removes every container's network (as Cleanup) and then the

@@ -5,6 +5,7 @@ package network
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -187,6 +188,73 @@ func TestNewRejects(t *testing.T) {
 	cfg.NAT = true
 	if _, err := New(cfg); !errors.Is(err, isolator.ErrNotSupported) {
 		t.Errorf("New with NAT = %v, want ErrNotSupported", err)
+	}
+}
+
+// TestStateDirLock: one Isolator per state dir; Close hands it over.
+func TestStateDirLock(t *testing.T) {
+	cfg := testConfig(t, 1000)
+	first, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(cfg); !errors.Is(err, ErrLocked) {
+		_ = first.Uninstall(context.Background())
+		t.Fatalf("second New on the same state dir = %v, want ErrLocked", err)
+	}
+	var l isolator.Launch
+	err = first.Prepare(context.Background(), "c", isolator.Limits{Network: true}, &l)
+	if cerr := first.Close(); cerr != nil {
+		t.Fatal(cerr)
+	}
+	next, nerr := New(cfg)
+	if nerr != nil {
+		t.Fatalf("New after Close: %v", nerr)
+	}
+	t.Cleanup(func() { uninstall(t, next) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := next.Address("c"); err != nil {
+		t.Errorf("the successor does not know c: %v", err)
+	}
+}
+
+// TestConcurrent: Prepare, Update, Usage and Cleanup of several containers
+// at once (run with -race).
+func TestConcurrent(t *testing.T) {
+	iso := newTestIsolator(t, 1000)
+	ctx := context.Background()
+	errc := make(chan error, 8)
+	for n := range 8 {
+		go func() {
+			errc <- func() error {
+				id := fmt.Sprintf("c%d", n)
+				var l isolator.Launch
+				if err := iso.Prepare(ctx, id, isolator.Limits{Network: true, NetBandwidthMbit: 10}, &l); err != nil {
+					return err
+				}
+				if err := iso.Update(ctx, id, isolator.Limits{Network: true, NetBandwidthMbit: 20}); err != nil {
+					return err
+				}
+				var s isolator.Statistics
+				if err := iso.Usage(ctx, id, &s); err != nil {
+					return err
+				}
+				if !s.HasNet || len(s.NetTrafficClass) != 2 {
+					return fmt.Errorf("usage of %s: %+v", id, s)
+				}
+				return iso.Cleanup(ctx, id)
+			}()
+		}()
+	}
+	for range 8 {
+		if err := <-errc; err != nil {
+			t.Error(err)
+		}
+	}
+	if l := leftovers(t, iso); len(l) > 0 {
+		t.Errorf("left behind: %v", l)
 	}
 }
 

@@ -13,7 +13,7 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Bridge != DefaultBridge || c.Subnet != DefaultSubnet || c.StateDir != DefaultStateDir || c.NetNSDir != DefaultNetNSDir || c.HostRateMbit != DefaultHostRateMbit {
+	if c.Bridge != DefaultBridge || c.Subnet != DefaultSubnet || c.StateDir != DefaultStateDir || c.NetNSDir != DefaultNetNSDir+"/"+DefaultBridge || c.HostRateMbit != DefaultHostRateMbit {
 		t.Errorf("defaults: %+v", c)
 	}
 	c, err = Config{Subnet: netip.MustParsePrefix("10.1.2.3/24")}.withDefaults()
