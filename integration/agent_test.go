@@ -194,3 +194,20 @@ func TestRootfs(t *testing.T) {
 		t.Fatalf("missing command in rootfs: %d %q", r.code, r.stderr)
 	}
 }
+
+// TestRetention: with --sandbox-retention 1 only the newest finished
+// container is kept; the older one is destroyed with its sandbox.
+func TestRetention(t *testing.T) {
+	a := startAgent(t, "--sandbox-retention", "1")
+	first := strings.TrimSpace(a.brim("container", "run", "--wait", "--", "true").stdout)
+	firstSandbox := filepath.Dir(a.inspect(first).SandboxDir)
+	second := strings.TrimSpace(a.brim("container", "run", "--wait", "--", "true").stdout)
+	eventually(t, "the older container is collected", func() bool {
+		l := a.list()
+		return len(l) == 1 && l[0].ID == second
+	})
+	a.assertGone(first)
+	if _, err := os.Stat(firstSandbox); !os.IsNotExist(err) {
+		t.Fatalf("sandbox of %s remains: %v", first, err)
+	}
+}
