@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/isolator"
+	"github.com/brimnode/brim/monitor"
 	"github.com/google/uuid"
 )
 
@@ -138,13 +140,14 @@ type Agent struct {
 
 	resizeMu sync.Mutex // serialises Resize
 
-	mu         sync.Mutex
-	containers map[string]*Container
-	names      map[string]string        // name → id
-	done       map[string]chan struct{} // closed when the container has exited
-	used       Resources
-	started    time.Time
-	closed     bool
+	mu          sync.Mutex
+	containers  map[string]*Container
+	names       map[string]string        // name → id
+	done        map[string]chan struct{} // closed when the container has exited
+	killReasons map[string][2]string     // id → reason, message of a pending kill
+	used        Resources
+	started     time.Time
+	closed      bool
 }
 
 // New opens (creating if needed) the state dir, takes its lock and reads or
@@ -186,18 +189,19 @@ func New(opts Options) (*Agent, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Agent{
-		opts:       opts,
-		log:        log.With("component", "agent"),
-		rt:         opts.Runtime,
-		store:      st,
-		id:         id,
-		lock:       lock,
-		ctx:        ctx,
-		cancel:     cancel,
-		containers: map[string]*Container{},
-		names:      map[string]string{},
-		done:       map[string]chan struct{}{},
-		started:    time.Now(),
+		opts:        opts,
+		log:         log.With("component", "agent"),
+		rt:          opts.Runtime,
+		store:       st,
+		id:          id,
+		lock:        lock,
+		ctx:         ctx,
+		cancel:      cancel,
+		containers:  map[string]*Container{},
+		names:       map[string]string{},
+		done:        map[string]chan struct{}{},
+		killReasons: map[string][2]string{},
+		started:     time.Now(),
 	}, nil
 }
 
@@ -493,6 +497,12 @@ func (a *Agent) exited(id string, st *ExitStatus) {
 	if st.FinishedAt.IsZero() {
 		st.FinishedAt = time.Now().UTC()
 	}
+	if r, ok := a.killReasons[id]; ok {
+		delete(a.killReasons, id)
+		if st.Reason == "" || st.Reason == ReasonKilled {
+			st.Reason, st.Message = r[0], r[1]
+		}
+	}
 	c.State, c.Exit = StateExited, st
 	a.used = a.used.sub(c.Resources())
 	if err := a.store.put(c); err != nil {
@@ -581,6 +591,13 @@ func (a *Agent) Wait(ctx context.Context, ref string) (*Container, error) {
 // negative grace uses the agent's default). It returns once the container
 // has exited. Errors wrap ErrNotFound or ErrNotRunning.
 func (a *Agent) Kill(ctx context.Context, ref string, grace time.Duration) (*Container, error) {
+	return a.KillWithReason(ctx, ref, grace, "", "")
+}
+
+// KillWithReason is Kill that records reason and message as the
+// container's exit reason (e.g. "preempted" for a QoS kill) unless the
+// container ended otherwise (OOM, its own exit) first.
+func (a *Agent) KillWithReason(ctx context.Context, ref string, grace time.Duration, reason, message string) (*Container, error) {
 	a.mu.Lock()
 	c, err := a.resolveLocked(ref)
 	if err != nil {
@@ -588,6 +605,9 @@ func (a *Agent) Kill(ctx context.Context, ref string, grace time.Duration) (*Con
 		return nil, err
 	}
 	id, state := c.ID, c.State
+	if state == StateRunning && reason != "" {
+		a.killReasons[id] = [2]string{reason, message}
+	}
 	a.mu.Unlock()
 	if state != StateRunning {
 		return nil, fmt.Errorf("kill %s: %w", id, ErrNotRunning)
@@ -596,9 +616,12 @@ func (a *Agent) Kill(ctx context.Context, ref string, grace time.Duration) (*Con
 		grace = a.opts.KillGrace
 	}
 	if err := a.rt.Kill(ctx, id, grace); err != nil && !errors.Is(err, ErrNotRunning) {
+		a.mu.Lock()
+		delete(a.killReasons, id)
+		a.mu.Unlock()
 		return nil, fmt.Errorf("kill %s: %w", id, err)
 	}
-	a.log.Info("killed container", "id", id, "grace", grace)
+	a.log.Info("killed container", "id", id, "grace", grace, "reason", reason)
 	return a.Wait(ctx, id)
 }
 
@@ -667,9 +690,9 @@ func (a *Agent) Resize(ctx context.Context, ref string, u Update) (*Container, e
 	return c.clone(), nil
 }
 
-// Usage samples a running container. Errors wrap ErrNotFound or
-// ErrNotRunning.
-func (a *Agent) Usage(ctx context.Context, ref string) (*Container, *isolator.Statistics, error) {
+// Stats samples a running container and returns it with the sample.
+// Errors wrap ErrNotFound or ErrNotRunning.
+func (a *Agent) Stats(ctx context.Context, ref string) (*Container, *isolator.Statistics, error) {
 	c, err := a.Get(ref)
 	if err != nil {
 		return nil, nil, err
@@ -770,3 +793,31 @@ func (a *Agent) Info() Info {
 	}
 	return in
 }
+
+// Containers lists the running containers (monitor.Source).
+func (a *Agent) Containers(context.Context) ([]monitor.ContainerInfo, error) {
+	var out []monitor.ContainerInfo
+	for _, c := range a.List() {
+		if c.State != StateRunning {
+			continue
+		}
+		cg := ""
+		if a.opts.CgroupParent != "" {
+			cg = path.Join(a.opts.CgroupParent, c.ID)
+		}
+		out = append(out, monitor.ContainerInfo{
+			ID: c.ID, Name: c.Name, CgroupPath: cg, Limits: c.Limits, Revocable: c.Revocable,
+			StartedAt: c.StartedAt, Labels: c.Labels,
+		})
+	}
+	return out, nil
+}
+
+// Usage samples a running container by ID (monitor.Source). Errors wrap
+// ErrNotFound or ErrNotRunning.
+func (a *Agent) Usage(ctx context.Context, id string) (*isolator.Statistics, error) {
+	_, st, err := a.Stats(ctx, id)
+	return st, err
+}
+
+var _ monitor.Source = (*Agent)(nil)

@@ -325,3 +325,37 @@ func TestStoreRoundTrip(t *testing.T) {
 		t.Fatalf("newer record: %v", err)
 	}
 }
+
+func TestKillWithReasonAndMonitorSource(t *testing.T) {
+	ctx := context.Background()
+	rt := newFakeRuntime(t.TempDir())
+	a, err := New(Options{StateDir: t.TempDir(), Runtime: rt, Resources: Resources{MilliCPUs: 1000, MemMiB: 100}, CgroupParent: "/brim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := a.Launch(ctx, Spec{Name: "be", Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}, Revocable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := a.Containers(ctx)
+	if err != nil || len(infos) != 1 || infos[0].CgroupPath != "/brim/"+c.ID || !infos[0].Revocable {
+		t.Fatalf("Containers = %+v, %v", infos, err)
+	}
+	if st, err := a.Usage(ctx, c.ID); err != nil || st.MemLimitBytes != 10<<20 {
+		t.Fatalf("Usage = %+v, %v", st, err)
+	}
+	k, err := a.KillWithReason(ctx, "be", 0, "preempted", "qos: interference")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Exit.Reason != "preempted" || k.Exit.Message != "qos: interference" {
+		t.Fatalf("exit = %+v", k.Exit)
+	}
+	if infos, _ := a.Containers(ctx); len(infos) != 0 {
+		t.Fatalf("exited container listed: %+v", infos)
+	}
+}

@@ -69,4 +69,6 @@ const (
 	ReasonLost = "lost"
 	// ReasonMemoryLimit: the container was OOM-killed at its memory limit.
 	ReasonMemoryLimit = "memory-limit"
+	// ReasonKilled: the container was killed on request.
+	ReasonKilled = "killed"
 )

@@ -143,7 +143,7 @@ func (s *server) Get(_ context.Context, r *agentpb.GetRequest) (*agentpb.Contain
 }
 
 func (s *server) Stats(ctx context.Context, r *agentpb.StatsRequest) (*agentpb.Statistics, error) {
-	c, st, err := s.a.Usage(ctx, r.Id)
+	c, st, err := s.a.Stats(ctx, r.Id)
 	if err != nil {
 		return nil, toStatus(err)
 	}
