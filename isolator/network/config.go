@@ -6,8 +6,6 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
-
-	"github.com/brimnode/brim/isolator"
 )
 
 var (
@@ -62,13 +60,14 @@ type Config struct {
 	// of best-effort classes and the parent rate that guaranteed classes
 	// take precedence on.
 	HostRateMbit int64
-	// NAT would masquerade container traffic to the outside. Not
-	// implemented: New rejects it with ErrNotSupported.
+	// NAT masquerades what containers send to anything but the bridge
+	// (an nftables table "brim-<bridge>") and turns on IPv4 forwarding in
+	// the host namespace. Off by default.
 	NAT bool
 }
 
 // withDefaults returns c with defaults filled in, or an error wrapping
-// ErrInvalid or isolator.ErrNotSupported.
+// ErrInvalid.
 func (c Config) withDefaults() (Config, error) {
 	if c.Bridge == "" {
 		c.Bridge = DefaultBridge
@@ -97,8 +96,6 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("state dir %q and netns dir %q must be absolute: %w", c.StateDir, c.NetNSDir, ErrInvalid)
 	case c.HostRateMbit < 0:
 		return c, fmt.Errorf("host rate %d Mbit/s: %w", c.HostRateMbit, ErrInvalid)
-	case c.NAT:
-		return c, fmt.Errorf("nat: %w", isolator.ErrNotSupported)
 	}
 	return c, nil
 }

@@ -19,13 +19,14 @@
 // The package owns: the bridge, the two IFB devices, the netns files under
 // Config.NetNSDir, the veths whose names start with its bridge's prefix, its
 // HTB classes and filters, and the IPAM records under Config.StateDir. It
-// never decides policy (limits come from the caller), never logs, never
-// touches links, namespaces or qdiscs it did not create, and does not set up
-// NAT (Config.NAT is rejected with ErrNotSupported: see docs/networking.md).
+// never decides policy (limits come from the caller), never logs, and never
+// touches links, namespaces or qdiscs it did not create. With Config.NAT it
+// also owns the nftables table "brim-<bridge>" (masquerade of the subnet)
+// and turns IPv4 forwarding on.
 //
 // Sentinels: isolator.ErrNotFound (unknown container), ErrExist (Prepare of a
 // container already prepared), ErrExhausted (no free address in the subnet),
-// isolator.ErrNotSupported (not Linux, or a feature this package lacks),
+// isolator.ErrNotSupported (not Linux),
 // ErrInvalid (a bad Config or container ID), ErrLocked (another Isolator
 // holds the state dir: one Isolator per bridge and state dir).
 package network

@@ -35,6 +35,7 @@ type Isolator struct {
 	vethPrefix string
 	nl         *netlink.Handle // host namespace; safe for concurrent use
 	lock       *os.File        // flock on <StateDir>/.lock
+	hostNS     netns.NsHandle  // the namespace New ran in (for nftables)
 	bridge     int             // link indexes
 	txIFB      int
 	rxIFB      int
@@ -54,9 +55,11 @@ var _ isolator.Isolator = (*Isolator)(nil)
 // New returns an Isolator for cfg, creating the bridge (with the subnet's
 // first address) and the two IFB devices when they are missing, and loading
 // the IPAM records in cfg.StateDir. After an agent restart, call Recover.
-// The caller closes it (Close). Errors wrap ErrInvalid for a bad cfg,
-// ErrLocked when another Isolator holds cfg.StateDir, and
-// isolator.ErrNotSupported for cfg.NAT.
+// With cfg.NAT it installs the NAT table; without, it removes one left by an
+// earlier run. Call it on a thread in the host network namespace (any
+// goroutine of the agent): the isolator works in the namespace New ran in.
+// The caller closes it (Close). Errors wrap ErrInvalid for a bad cfg and
+// ErrLocked when another Isolator holds cfg.StateDir.
 func New(cfg Config) (*Isolator, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -114,22 +117,42 @@ func newLocked(cfg Config, lock *os.File) (*Isolator, error) {
 	}
 	i.last, i.seq = newest(recs)
 	// One netlink socket for the host namespace instead of one per request.
-	if i.nl, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
+	if i.hostNS, err = netns.Get(); err != nil {
+		return nil, fmt.Errorf("open host netns: %w", err)
+	}
+	if i.nl, err = netlink.NewHandleAt(i.hostNS, unix.NETLINK_ROUTE); err != nil {
+		i.hostNS.Close()
 		return nil, fmt.Errorf("open netlink: %w", err)
 	}
 	if i.bridge, err = i.ensureBridge(); err != nil {
-		i.nl.Close()
+		i.release()
 		return nil, err
 	}
 	if i.txIFB, err = i.ensureIFB(cfg.Bridge+"-tx", cfg.HostRateMbit); err != nil {
-		i.nl.Close()
+		i.release()
 		return nil, err
 	}
 	if i.rxIFB, err = i.ensureIFB(cfg.Bridge+"-rx", cfg.HostRateMbit); err != nil {
-		i.nl.Close()
+		i.release()
+		return nil, err
+	}
+	if cfg.NAT {
+		err = i.setupNAT()
+	} else {
+		err = i.removeNAT() // NAT turned off since the last run
+	}
+	if err != nil {
+		i.release()
 		return nil, err
 	}
 	return i, nil
+}
+
+// release closes the sockets and handles of a New that failed half-way
+// (the state dir lock is New's to close).
+func (i *Isolator) release() {
+	i.nl.Close()
+	i.hostNS.Close()
 }
 
 // Name implements isolator.Isolator.
@@ -566,12 +589,12 @@ func (i *Isolator) sweepLocked() error {
 // Containers keep their network; a new Isolator on the same Config takes
 // them over (Recover).
 func (i *Isolator) Close() error {
-	i.nl.Close()
+	i.release()
 	return i.lock.Close()
 }
 
 // Uninstall removes every container's network (as Cleanup) and then the
-// bridge and the IFB devices. The Isolator is unusable afterwards. For tests
+// bridge, the IFB devices and the NAT table. The Isolator is unusable afterwards. For tests
 // and for taking a node out of service.
 func (i *Isolator) Uninstall(ctx context.Context) error {
 	i.mu.Lock()
@@ -589,6 +612,9 @@ func (i *Isolator) Uninstall(ctx context.Context) error {
 		if err := i.deleteLink(name); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := i.removeNAT(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("uninstall network: %w", err)

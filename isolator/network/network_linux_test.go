@@ -9,11 +9,15 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 
 	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/isolator"
@@ -94,6 +98,16 @@ func TestReachability(t *testing.T) {
 		slices.Sort(names)
 		if !slices.Equal(names, []string{"eth0", "lo"}) {
 			t.Errorf("links in %s: %v, want eth0 and lo", ns, names)
+		}
+		var v6 []byte
+		if err := inNetNS(ns, func() (err error) {
+			v6, err = os.ReadFile("/proc/sys/net/ipv6/conf/eth0/disable_ipv6")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(string(v6)) != "1" {
+			t.Errorf("ipv6 on eth0 in %s: disable_ipv6 = %q, want 1", ns, v6)
 		}
 	}
 }
@@ -181,14 +195,126 @@ func TestSubnetExhausted(t *testing.T) {
 	}
 }
 
-// TestNew rejects what it cannot run.
-func TestNewRejects(t *testing.T) {
-	testutil.RequireRoot(t)
+// TestNAT: with NAT on, a container reaches an address outside its subnet
+// and is seen there as the host. Everything runs in namespaces the test
+// makes: "host" holds the bridge and the NAT table, "outside" is reached
+// through a veth from "host".
+func TestNAT(t *testing.T) {
+	hostPath, outPath := "/run/netns/"+testutil.NewNetNS(t), "/run/netns/"+testutil.NewNetNS(t)
 	cfg := testConfig(t, 1000)
 	cfg.NAT = true
-	if _, err := New(cfg); !errors.Is(err, isolator.ErrNotSupported) {
-		t.Errorf("New with NAT = %v, want ErrNotSupported", err)
+	var iso *Isolator
+	if err := inNetNS(hostPath, func() (err error) {
+		iso, err = New(cfg)
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := iso.Uninstall(context.Background()); err != nil {
+			t.Errorf("uninstall: %v", err)
+		}
+		if natTables(t, iso) != 0 {
+			t.Error("nat table left after uninstall")
+		}
+		_ = iso.Close()
+	})
+
+	hostNS, err := netns.GetFromPath(hostPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostNS.Close()
+	outNS, err := netns.GetFromPath(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outNS.Close()
+	hh, err := netlink.NewHandleAt(hostNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hh.Close()
+	oh, err := netlink.NewHandleAt(outNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oh.Close()
+	la := netlink.NewLinkAttrs()
+	la.Name = "up0"
+	if err := hh.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "wan0", PeerNamespace: netlink.NsFd(int(outNS))}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []struct {
+		h    *netlink.Handle
+		name string
+		addr string
+	}{{hh, "up0", "192.0.2.2"}, {oh, "wan0", "192.0.2.1"}, {oh, "lo", ""}} {
+		l, err := e.h.LinkByName(e.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.addr != "" {
+			if err := e.h.AddrAdd(l, ipNet(netip.MustParseAddr(e.addr), 24)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.h.LinkSetUp(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	nsC := prepare(t, iso, "c", isolator.Limits{})
+	var ln net.Listener
+	if err := inNetNS(outPath, func() (err error) {
+		ln, err = net.Listen("tcp4", "192.0.2.1:7100")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			peer <- err.Error()
+			return
+		}
+		peer <- c.RemoteAddr().(*net.TCPAddr).IP.String()
+		c.Close()
+	}()
+	if err := inNetNS(nsC, func() error {
+		c, err := net.DialTimeout("tcp4", "192.0.2.1:7100", 10*time.Second)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}); err != nil {
+		t.Fatalf("container dials outside: %v", err)
+	}
+	if got := <-peer; got != "192.0.2.2" {
+		t.Errorf("outside sees the container as %s, want the host's 192.0.2.2", got)
+	}
+}
+
+// natTables counts iso's NAT tables in its host namespace.
+func natTables(t *testing.T, iso *Isolator) int {
+	t.Helper()
+	c, err := iso.nftConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, tb := range tables {
+		if tb.Name == iso.natTable().Name {
+			n++
+		}
+	}
+	return n
 }
 
 // TestStateDirLock: one Isolator per state dir; Close hands it over.

@@ -33,7 +33,6 @@ func TestConfigInvalid(t *testing.T) {
 		"too small":     {Config{Subnet: netip.MustParsePrefix("10.0.0.0/31")}, ErrInvalid},
 		"relative dir":  {Config{StateDir: "state"}, ErrInvalid},
 		"negative rate": {Config{HostRateMbit: -1}, ErrInvalid},
-		"nat":           {Config{NAT: true}, isolator.ErrNotSupported},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := tc.cfg.withDefaults(); !errors.Is(err, tc.want) {
