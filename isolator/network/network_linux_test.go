@@ -219,6 +219,9 @@ func TestNAT(t *testing.T) {
 		}
 		_ = iso.Close()
 	})
+	if natTables(t, iso) != 1 {
+		t.Fatal("no nat table")
+	}
 
 	hostNS, err := netns.GetFromPath(hostPath)
 	if err != nil {
