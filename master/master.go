@@ -328,13 +328,18 @@ func (m *Master) allocate() {
 func (m *Master) CycleStats() (cycles, offers, launches int, p50, p99 time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	p50, p99 = m.cyclePercentilesLocked()
+	return m.cycles.count, m.cycles.offers, m.cycles.launches, p50, p99
+}
+
+func (m *Master) cyclePercentilesLocked() (p50, p99 time.Duration) {
 	d := append([]time.Duration(nil), m.cycles.durs...)
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	if len(d) > 0 {
 		p50 = d[len(d)/2]
 		p99 = d[min(len(d)-1, len(d)*99/100)]
 	}
-	return m.cycles.count, m.cycles.offers, m.cycles.launches, p50, p99
+	return p50, p99
 }
 
 // checkTimeouts marks silent agents unreachable, rescinds expired offers

@@ -73,7 +73,10 @@ type Options struct {
 	Master string
 	// StateDir keeps the agent ID the master gave and the status updates
 	// not yet acknowledged (under StateDir/masterlink).
-	StateDir  string
+	StateDir string
+	// AgentID is the ID to register with the first time (empty: the
+	// master assigns one); afterwards the persisted ID is used.
+	AgentID   string
 	Hostname  string
 	Resources resources.Resources
 	Revocable resources.Resources
@@ -144,6 +147,9 @@ func New(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("read agent id: %w", err)
 	}
 	c.id = strings.TrimSpace(string(b))
+	if c.id == "" {
+		c.id = opts.AgentID
+	}
 	qs, err := loadQueues(filepath.Join(dir, "updates"))
 	if err != nil {
 		return nil, err

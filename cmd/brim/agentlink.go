@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/masterlink"
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/resources"
+)
+
+// Labels the task runner puts on the containers it launches for the
+// master; they let a restarted agent report its tasks.
+const (
+	labelTask      = "brim.task"
+	labelFramework = "brim.framework"
+	labelResources = "brim.resources"
+	labelTaskName  = "brim.task-name"
+)
+
+// Status reasons of the agent side.
+const (
+	reasonCommandExited  = "COMMAND_EXITED"
+	reasonMemoryLimit    = "CONTAINER_LIMITATION_MEMORY"
+	reasonKilled         = "KILLED_BY_FRAMEWORK"
+	reasonContainerLost  = "CONTAINER_LOST"
+	reasonInvalidTaskRes = "INVALID_RESOURCES"
+)
+
+// taskRunner runs the master's tasks as agent containers
+// (masterlink.TaskRunner). A task is a container named after the task ID.
+type taskRunner struct {
+	a   *agent.Agent
+	log *slog.Logger
+	ctx context.Context // ends watchers when the agent shuts down
+
+	mu     sync.Mutex
+	link   *masterlink.Client
+	killed map[string]bool
+	wg     sync.WaitGroup
+}
+
+var _ masterlink.TaskRunner = (*taskRunner)(nil)
+
+func (r *taskRunner) update(st masterlink.Status) {
+	if err := r.link.Update(st); err != nil {
+		r.log.Error("record task status", "task", st.TaskID, "state", st.State, "err", err)
+	}
+}
+
+// agentResourcesOf turns a task's resources into the agent's limits.
+func agentResourcesOf(res resources.Resources) (agent.Resources, bool, error) {
+	rev := !res.Revocable().IsEmpty()
+	if rev && !res.NonRevocable().IsEmpty() {
+		return agent.Resources{}, false, fmt.Errorf("task mixes revocable and non-revocable resources")
+	}
+	flat := res.Flatten()
+	out := agent.Resources{MilliCPUs: int64(flat.CPUs()), MemMiB: int64(flat.Mem()) / 1000}
+	if out.MilliCPUs <= 0 || out.MemMiB <= 0 {
+		return agent.Resources{}, false, fmt.Errorf("task needs cpus and mem, has %s", res)
+	}
+	return out, rev, nil
+}
+
+func (r *taskRunner) LaunchTask(ctx context.Context, t masterlink.Task) error {
+	r.update(masterlink.Status{TaskID: t.ID, State: pb.TaskState_TASK_STARTING})
+	ar, rev, err := agentResourcesOf(t.Resources)
+	if err != nil {
+		return err
+	}
+	labels := map[string]string{}
+	for k, v := range t.Labels {
+		labels[k] = v
+	}
+	labels[labelTask], labels[labelFramework], labels[labelResources], labels[labelTaskName] = t.ID, t.FrameworkID, t.Resources.String(), t.Name
+	c, err := r.a.Launch(ctx, agent.Spec{Name: t.ID, Command: t.Command, Env: t.Env, Resources: ar, Revocable: rev, Labels: labels})
+	if err != nil {
+		return err
+	}
+	r.update(masterlink.Status{TaskID: t.ID, State: pb.TaskState_TASK_RUNNING, Message: fmt.Sprintf("container %s pid %d", c.ID, c.Pid)})
+	r.watch(t.ID)
+	return nil
+}
+
+// watch reports the task's end.
+func (r *taskRunner) watch(id string) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		c, err := r.a.Wait(r.ctx, id)
+		if r.ctx.Err() != nil {
+			return // the agent is shutting down; the next one reports it
+		}
+		if err != nil {
+			r.update(masterlink.Status{TaskID: id, State: pb.TaskState_TASK_LOST, Reason: reasonContainerLost, Message: err.Error()})
+			return
+		}
+		r.update(r.terminal(c))
+	}()
+}
+
+// terminal maps an exited container to the task's final status.
+func (r *taskRunner) terminal(c *agent.Container) masterlink.Status {
+	id := c.Labels[labelTask]
+	st := masterlink.Status{TaskID: id, State: pb.TaskState_TASK_FAILED, Reason: reasonCommandExited}
+	e := c.Exit
+	if e == nil {
+		st.State, st.Reason, st.Message = pb.TaskState_TASK_LOST, reasonContainerLost, "exit status unknown"
+		return st
+	}
+	code := e.Code
+	st.ExitCode = &code
+	r.mu.Lock()
+	killed := r.killed[id]
+	r.mu.Unlock()
+	switch {
+	case killed:
+		st.State, st.Reason, st.Message = pb.TaskState_TASK_KILLED, reasonKilled, "killed"
+	case e.OOMKilled || e.Reason == agent.ReasonMemoryLimit:
+		st.Reason, st.Message = reasonMemoryLimit, "memory limit exceeded"
+	case e.Reason == agent.ReasonLost:
+		st.State, st.Reason, st.Message, st.ExitCode = pb.TaskState_TASK_LOST, reasonContainerLost, e.Message, nil
+	case e.Code == 0 && e.Signal == 0:
+		st.State, st.Message = pb.TaskState_TASK_FINISHED, "command exited with code 0"
+	case e.Signal != 0:
+		st.Message = fmt.Sprintf("command killed by signal %d", e.Signal)
+	default:
+		st.Message = fmt.Sprintf("command exited with code %d", e.Code)
+	}
+	if e.Message != "" && st.State == pb.TaskState_TASK_FAILED {
+		st.Message += ": " + e.Message
+	}
+	return st
+}
+
+func (r *taskRunner) KillTask(ctx context.Context, id string) error {
+	r.mu.Lock()
+	r.killed[id] = true
+	r.mu.Unlock()
+	if _, err := r.a.Kill(ctx, id, 0); err != nil {
+		if errors.Is(err, agent.ErrNotFound) {
+			r.update(masterlink.Status{TaskID: id, State: pb.TaskState_TASK_LOST, Reason: reasonContainerLost, Message: "no such task on this agent"})
+			return nil
+		}
+		if errors.Is(err, agent.ErrNotRunning) {
+			return nil // its end is reported by the watcher
+		}
+		return err
+	}
+	return nil
+}
+
+func (r *taskRunner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
+	var out []masterlink.TaskSnapshot
+	for _, c := range r.a.List() {
+		id := c.Labels[labelTask]
+		if id == "" {
+			continue
+		}
+		res, err := resources.Parse(c.Labels[labelResources])
+		if err != nil {
+			continue
+		}
+		s := masterlink.TaskSnapshot{Task: masterlink.Task{ID: id, FrameworkID: c.Labels[labelFramework], Name: c.Labels[labelTaskName],
+			Resources: res, Command: c.Command, Env: c.Env}, State: pb.TaskState_TASK_RUNNING}
+		switch c.State {
+		case agent.StateLaunching:
+			s.State = pb.TaskState_TASK_STARTING
+		case agent.StateExited:
+			s.State = r.terminal(c).State
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// adopt reports the end of tasks that exited while the agent was down and
+// watches the running ones again. Called once, after the agent recovered.
+func (r *taskRunner) adopt() {
+	for _, c := range r.a.List() {
+		id := c.Labels[labelTask]
+		if id == "" {
+			continue
+		}
+		if c.State == agent.StateExited {
+			r.update(r.terminal(c))
+		} else {
+			r.watch(id)
+		}
+	}
+}
+
+// linkOptions are the master link flags shared by `brim dev` and, later,
+// `brim agent --master`.
+type linkOptions struct {
+	master             string
+	retryMin, retryMax time.Duration
+}
+
+// runAgentLink connects a recovered agent to the master and serves the
+// link until ctx ends. total is what the agent offers.
+func runAgentLink(ctx context.Context, a *agent.Agent, total agent.Resources, stateDir string, lo linkOptions, log *slog.Logger) error {
+	res, err := resources.Parse(fmt.Sprintf("cpus:%s;mem:%d", agent.FormatMilli(total.MilliCPUs), total.MemMiB))
+	if err != nil {
+		return fmt.Errorf("agent resources: %w", err)
+	}
+	r := &taskRunner{a: a, log: log.With("component", "tasks"), ctx: ctx, killed: map[string]bool{}}
+	defer r.wg.Wait()
+	link, err := masterlink.New(masterlink.Options{
+		Master: lo.master, StateDir: stateDir, AgentID: a.ID(), Resources: res, Runner: r,
+		RetryMin: lo.retryMin, RetryMax: lo.retryMax, Log: log,
+	})
+	if err != nil {
+		return err
+	}
+	r.link = link
+	r.adopt()
+	return link.Run(ctx)
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/agent/agentpb"
+	"github.com/brimnode/brim/containerizer"
+	"github.com/brimnode/brim/isolator"
+	"github.com/brimnode/brim/isolator/cgroups"
+	"github.com/brimnode/brim/masterlink"
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+)
+
+const defaultDevStateDir = "/var/lib/brim/dev"
+
+var _ = registerSubcommand(newDevCommand)
+
+func newDevCommand() *cobra.Command {
+	var (
+		mf                   masterFlags
+		base, socket, parent string
+		resText, join        string
+		logLevel, logFormat  string
+		killGrace            time.Duration
+		lo                   linkOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a master and an agent in one process: the quick start",
+		Long: `Run a master (on --listen) and an agent linked to it in one process, with
+their state under --state-dir (master/ and agent/). With --join ADDR, run only
+the agent, linked to the master at ADDR: several "brim dev --join" processes
+with their own --state-dir and --cgroup-parent make a cluster on one host.
+Frameworks connect to --listen: brim run --master ADDR -- CMD…`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(cmd.ErrOrStderr(), logLevel, logFormat)
+			if err != nil {
+				return exitError{code: 2, msg: err.Error()}
+			}
+			if !path.IsAbs(base) {
+				return exitError{code: 2, msg: fmt.Sprintf("--state-dir %q: must be an absolute path", base)}
+			}
+			total, err := agentResources(resText)
+			if err != nil {
+				return exitError{code: 2, msg: err.Error()}
+			}
+			cgParent, err := cgroupParent(parent)
+			if err != nil {
+				return exitError{code: 2, msg: err.Error()}
+			}
+			if os.Geteuid() != 0 {
+				return exitError{code: 1, msg: "brim dev runs containers and must run as root"}
+			}
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			lo.master = join
+			var waitMaster func() error
+			if join == "" {
+				mf.stateDir = filepath.Join(base, "master")
+				_, addr, wait, err := startMaster(ctx, &mf, log)
+				if err != nil {
+					return err
+				}
+				waitMaster = wait
+				lo.master = addr.String()
+			}
+			if socket == "" {
+				socket = filepath.Join(base, "agent.sock")
+			}
+			agentErr := runLinkedAgent(ctx, filepath.Join(base, "agent"), socket, cgParent, total, killGrace, lo, log)
+			cancel()
+			if waitMaster != nil {
+				agentErr = errors.Join(agentErr, waitMaster())
+			}
+			return agentErr
+		},
+	}
+	mf.register(cmd, "")
+	f := cmd.Flags()
+	f.StringVar(&base, "state-dir", defaultDevStateDir, "state of the master (DIR/master) and the agent (DIR/agent)")
+	f.StringVar(&socket, "socket", "", "unix socket of the agent's local API (default STATE-DIR/agent.sock)")
+	f.StringVar(&parent, "cgroup-parent", "brim-dev", "cgroup under which containers' cgroups are made")
+	f.StringVar(&resText, "resources", "", `resources the agent offers, e.g. "cpus:2;mem:2048" (default: the host's cpus and memory minus 1 GiB)`)
+	f.StringVar(&join, "join", "", "run only the agent, linked to the master at this address")
+	f.DurationVar(&killGrace, "kill-grace", 5*time.Second, "grace period between SIGTERM and SIGKILL")
+	f.DurationVar(&lo.retryMin, "status-retry-min", masterlink.DefaultRetryMin, "first retry of an unacknowledged status update (doubles each time)")
+	f.DurationVar(&lo.retryMax, "status-retry-max", masterlink.DefaultRetryMax, "longest wait between status update retries")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&logFormat, "log-format", "text", "text or json")
+	markUsageErrors(cmd)
+	return cmd
+}
+
+// runLinkedAgent runs an agent serving its local API on socket and linked
+// to the master, until ctx ends. Containers keep running afterwards.
+func runLinkedAgent(ctx context.Context, stateDir, socket, cgParent string, total agent.Resources, killGrace time.Duration, lo linkOptions, log *slog.Logger) error {
+	routeLogrus(log)
+	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
+		return fmt.Errorf("create socket dir: %w", err)
+	}
+	l, err := agent.Listen(socket)
+	if err != nil {
+		return err
+	}
+	cg, err := cgroups.New(cgroups.Config{Parent: cgParent})
+	if err != nil {
+		l.Close()
+		return fmt.Errorf("cgroup isolator: %w", err)
+	}
+	cz, err := containerizer.New(containerizer.Config{StateDir: stateDir, Isolators: []isolator.Isolator{cg}, KillGrace: killGrace, Log: log})
+	if err != nil {
+		l.Close()
+		return fmt.Errorf("containerizer: %w", err)
+	}
+	ret, _ := agent.ParseRetention(defaultRetention)
+	a, err := agent.New(agent.Options{StateDir: stateDir, Runtime: runtimeAdapter{cz}, Resources: total, KillGrace: killGrace,
+		Retention: ret, Log: log, Version: version, CgroupParent: cgParent})
+	if err != nil {
+		l.Close()
+		return err
+	}
+	actx, stopAgent := context.WithCancel(context.Background())
+	defer stopAgent()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var serveErr error
+	go func() { defer wg.Done(); serveErr = a.Serve(actx, l) }()
+	// Serve recovers the containers before it answers on the socket: the
+	// link starts once the agent answers, so it reports recovered tasks.
+	if err := waitAgentReady(ctx, socket); err != nil {
+		stopAgent()
+		wg.Wait()
+		return errors.Join(err, serveErr)
+	}
+	linkErr := runAgentLink(ctx, a, total, stateDir, lo, log)
+	stopAgent()
+	wg.Wait()
+	return errors.Join(linkErr, serveErr)
+}
+
+// waitAgentReady waits until the agent at socket answers AgentInfo.
+func waitAgentReady(ctx context.Context, socket string) error {
+	cl := &agentClient{socket: &socket}
+	api, err := cl.dial()
+	if err != nil {
+		return err
+	}
+	defer cl.conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if _, err := api.AgentInfo(ctx, &agentpb.AgentInfoRequest{}, grpc.WaitForReady(true)); err != nil {
+		return fmt.Errorf("wait for the agent to recover: %w", err)
+	}
+	return nil
+}

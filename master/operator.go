@@ -1,0 +1,303 @@
+package master
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/brimnode/brim/master/allocator"
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/resources"
+)
+
+// State is the master's state as GET /state reports it.
+type State struct {
+	StartedAt  time.Time             `json:"startedAt"`
+	Agents     []AgentState          `json:"agents"`
+	Frameworks []FrameworkState      `json:"frameworks"`
+	Tasks      []TaskState           `json:"tasks"`
+	Offers     []OfferState          `json:"offers"`
+	Roles      []RoleState           `json:"roles"`
+	Shares     []FrameworkShareState `json:"frameworkShares"`
+	Quota      map[string]QuotaState `json:"quota"`
+	Weights    map[string]float64    `json:"weights"`
+	// Cycles: allocation cycles run, offers made, tasks launched, and the
+	// recent cycles' p50 and p99 in milliseconds.
+	Cycles map[string]float64 `json:"cycles"`
+}
+
+// AgentState is one agent in State.
+type AgentState struct {
+	ID          string `json:"id"`
+	Hostname    string `json:"hostname"`
+	Resources   string `json:"resources"`
+	Revocable   string `json:"revocable,omitempty"`
+	Reserved    string `json:"reserved,omitempty"`
+	Connected   bool   `json:"connected"`
+	Unreachable bool   `json:"unreachable,omitempty"`
+	Tasks       int    `json:"tasks"`
+}
+
+// FrameworkState is one framework in State.
+type FrameworkState struct {
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	Roles     []string `json:"roles"`
+	Connected bool     `json:"connected"`
+	Tasks     int      `json:"tasks"`
+	Offers    int      `json:"offers"`
+}
+
+// TaskState is one task in State.
+type TaskState struct {
+	ID          string `json:"id"`
+	FrameworkID string `json:"frameworkId"`
+	AgentID     string `json:"agentId"`
+	State       string `json:"state"`
+	Resources   string `json:"resources"`
+	Reason      string `json:"reason,omitempty"`
+	Message     string `json:"message,omitempty"`
+}
+
+// OfferState is one outstanding offer in State.
+type OfferState struct {
+	ID          string `json:"id"`
+	FrameworkID string `json:"frameworkId"`
+	AgentID     string `json:"agentId"`
+	Role        string `json:"role"`
+	Resources   string `json:"resources"`
+}
+
+// RoleState is a role's DRF share in State.
+type RoleState struct {
+	Role      string  `json:"role"`
+	Weight    float64 `json:"weight"`
+	Share     float64 `json:"share"`
+	Allocated string  `json:"allocated"`
+}
+
+// FrameworkShareState is a framework's DRF share in one role.
+type FrameworkShareState struct {
+	FrameworkID string  `json:"frameworkId"`
+	Role        string  `json:"role"`
+	Share       float64 `json:"share"`
+	Allocated   string  `json:"allocated"`
+}
+
+// QuotaState is a role's quota in State.
+type QuotaState struct {
+	Guarantee string `json:"guarantee,omitempty"`
+	Limit     string `json:"limit,omitempty"`
+}
+
+// State returns a snapshot of the master's state.
+func (m *Master) State() State {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := State{StartedAt: m.started, Quota: map[string]QuotaState{}, Weights: map[string]float64{}}
+	for _, ag := range m.agents {
+		st.Agents = append(st.Agents, AgentState{ID: ag.id, Hostname: ag.hostname, Resources: ag.total.String(), Revocable: ag.revocable.String(),
+			Reserved: m.reservations[ag.id].String(), Connected: ag.conn != nil, Unreachable: ag.unreachable, Tasks: len(ag.tasks)})
+	}
+	sort.Slice(st.Agents, func(i, j int) bool { return st.Agents[i].ID < st.Agents[j].ID })
+	for _, f := range m.frameworks {
+		st.Frameworks = append(st.Frameworks, FrameworkState{ID: f.id, Name: f.name, Roles: f.roles, Connected: f.conn != nil, Tasks: len(f.tasks), Offers: len(f.offers)})
+	}
+	sort.Slice(st.Frameworks, func(i, j int) bool { return st.Frameworks[i].ID < st.Frameworks[j].ID })
+	for _, t := range m.tasks {
+		ts := TaskState{ID: t.info.TaskId, FrameworkID: t.fw, AgentID: t.agent, State: stateName(t.state), Resources: t.res.String()}
+		if t.status != nil {
+			ts.Reason, ts.Message = t.status.Reason, t.status.Message
+		}
+		st.Tasks = append(st.Tasks, ts)
+	}
+	sort.Slice(st.Tasks, func(i, j int) bool { return st.Tasks[i].ID < st.Tasks[j].ID })
+	for _, o := range m.offers {
+		st.Offers = append(st.Offers, OfferState{ID: o.id, FrameworkID: o.fw, AgentID: o.agent, Role: o.role, Resources: o.res.String()})
+	}
+	sort.Slice(st.Offers, func(i, j int) bool { return st.Offers[i].ID < st.Offers[j].ID })
+	for _, r := range m.alloc.Shares() {
+		st.Roles = append(st.Roles, RoleState{Role: r.Role, Weight: r.Weight, Share: r.Share, Allocated: r.Allocated.String()})
+	}
+	for _, s := range m.alloc.FrameworkShares() {
+		st.Shares = append(st.Shares, FrameworkShareState{FrameworkID: s.FrameworkID, Role: s.Role, Share: s.Share, Allocated: s.Allocated.String()})
+	}
+	for r, q := range m.quota {
+		st.Quota[r] = QuotaState{Guarantee: q.Guarantee.String(), Limit: q.Limit.String()}
+	}
+	for r, w := range m.weights {
+		st.Weights[r] = w
+	}
+	p50, p99 := m.cyclePercentilesLocked()
+	st.Cycles = map[string]float64{"count": float64(m.cycles.count), "offers": float64(m.cycles.offers),
+		"launches": float64(m.cycles.launches), "p50Ms": p50.Seconds() * 1000, "p99Ms": p99.Seconds() * 1000}
+	return st
+}
+
+// Reserve dynamically reserves resources of an agent for the roles named
+// in res ("cpus(ads):1;mem(ads):512"), on behalf of principal. Offers of
+// the agent are rescinded when they hold what is asked. Errors wrap
+// ErrInvalid, ErrNotFound (unknown agent) or ErrInsufficient.
+func (m *Master) Reserve(agentID, principal string, res resources.Resources) error {
+	byRole, err := reservationRequest(res, principal, false)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ag := m.agents[agentID]
+	if ag == nil || !ag.inAllocator {
+		return fmt.Errorf("reserve on agent %q: %w", agentID, ErrNotFound)
+	}
+	for _, role := range sortedRoles(byRole) {
+		plain := byRole[role].Unreserve()
+		err := m.alloc.Reserve(agentID, role, principal, plain)
+		if errors.Is(err, allocator.ErrInsufficient) {
+			for _, o := range m.offers {
+				if o.agent == agentID {
+					m.rescindLocked(o, nil)
+				}
+			}
+			err = m.alloc.Reserve(agentID, role, principal, plain)
+		}
+		if err != nil {
+			return fmt.Errorf("reserve %s on %s: %w", plain, agentID, mapAllocErr(err))
+		}
+		r, _ := plain.Reserve(role, principal)
+		m.reservations[agentID] = m.reservations[agentID].Add(r)
+	}
+	m.persistReservationsLocked(agentID)
+	m.trigger()
+	return nil
+}
+
+// Unreserve releases dynamic reservations made by Reserve. Errors wrap
+// ErrInvalid, ErrNotFound or ErrInsufficient (not reserved, or in use).
+func (m *Master) Unreserve(agentID, principal string, res resources.Resources) error {
+	byRole, err := reservationRequest(res, principal, true)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ag := m.agents[agentID]
+	if ag == nil || !ag.inAllocator {
+		return fmt.Errorf("unreserve on agent %q: %w", agentID, ErrNotFound)
+	}
+	for _, role := range sortedRoles(byRole) {
+		r := byRole[role]
+		if !m.reservations[agentID].Contains(r) {
+			return fmt.Errorf("unreserve %s on %s: not reserved: %w", r, agentID, ErrInsufficient)
+		}
+		err := m.alloc.Unreserve(agentID, r)
+		if errors.Is(err, allocator.ErrInsufficient) {
+			for _, o := range m.offers {
+				if o.agent == agentID {
+					m.rescindLocked(o, nil)
+				}
+			}
+			err = m.alloc.Unreserve(agentID, r)
+		}
+		if err != nil {
+			return fmt.Errorf("unreserve %s on %s: %w", r, agentID, mapAllocErr(err))
+		}
+		m.reservations[agentID] = m.reservations[agentID].Subtract(r)
+	}
+	m.persistReservationsLocked(agentID)
+	m.trigger()
+	return nil
+}
+
+// reservationRequest checks a /reserve or /unreserve body and groups it by
+// role, in reserved form (principal attached).
+func reservationRequest(res resources.Resources, principal string, unreserve bool) (map[string]resources.Resources, error) {
+	if res.IsEmpty() {
+		return nil, fmt.Errorf("no resources: %w", ErrInvalid)
+	}
+	if principal == "" {
+		principal = "anonymous"
+	}
+	out := map[string]resources.Resources{}
+	for _, e := range res {
+		if e.Revocable {
+			return nil, fmt.Errorf("%s: %w", e.String(), resources.ErrRevocableReservation)
+		}
+		if e.Role == resources.Unreserved || e.Role == "" {
+			return nil, fmt.Errorf("%s: name a role, e.g. cpus(ads):1: %w", e.String(), ErrInvalid)
+		}
+		if e.Type != resources.Scalar {
+			return nil, fmt.Errorf("%s: only scalars can be reserved: %w", e.String(), ErrInvalid)
+		}
+		p := principal
+		if e.Reservation != nil {
+			if unreserve {
+				p = e.Reservation.Principal
+			} else if e.Reservation.Principal != principal {
+				return nil, fmt.Errorf("%s: principal %q is not the caller %q: %w", e.String(), e.Reservation.Principal, principal, ErrForbidden)
+			}
+		}
+		plain := resources.Resources{e}.Unreserve()
+		plain[0].Role, plain[0].Reservation = resources.Unreserved, nil
+		r, err := plain.Reserve(e.Role, p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", e.String(), ErrInvalid, err)
+		}
+		out[e.Role] = out[e.Role].Add(r)
+	}
+	return out, nil
+}
+
+func mapAllocErr(err error) error {
+	switch {
+	case errors.Is(err, allocator.ErrInsufficient):
+		return fmt.Errorf("%w: %w", ErrInsufficient, err)
+	case errors.Is(err, allocator.ErrNotFound):
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case errors.Is(err, allocator.ErrInvalid), errors.Is(err, allocator.ErrRevocable):
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return err
+}
+
+// SetQuota sets (an empty Quota clears) a role's quota. Errors wrap
+// ErrInvalid.
+func (m *Master) SetQuota(role string, q allocator.Quota) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.alloc.SetQuota(role, q); err != nil {
+		return fmt.Errorf("set quota of %s: %w", role, mapAllocErr(err))
+	}
+	if q.Guarantee.IsEmpty() && q.Limit.IsEmpty() {
+		delete(m.quota, role)
+	} else {
+		m.quota[role] = q
+	}
+	if m.store != nil {
+		if err := m.store.PutQuota(role, q); err != nil {
+			return fmt.Errorf("persist quota of %s: %w", role, err)
+		}
+	}
+	m.trigger()
+	return nil
+}
+
+// SetWeight sets a role's weight. Errors wrap ErrInvalid.
+func (m *Master) SetWeight(role string, w float64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.alloc.SetWeight(role, w); err != nil {
+		return fmt.Errorf("set weight of %s: %w", role, mapAllocErr(err))
+	}
+	m.weights[role] = w
+	if m.store != nil {
+		if err := m.store.PutWeight(role, w); err != nil {
+			return fmt.Errorf("persist weight of %s: %w", role, err)
+		}
+	}
+	m.trigger()
+	return nil
+}
+
+// stateName is the short name of a task state ("RUNNING").
+func stateName(s pb.TaskState) string { return s.String()[len("TASK_"):] }
