@@ -88,9 +88,17 @@ type cluster struct {
 	m      *master.Master
 	addr   string
 	cancel context.CancelFunc
+	stop   func()
 }
 
 func newCluster(t *testing.T, opts master.Options) *cluster {
+	t.Helper()
+	return newClusterAt(t, opts, "127.0.0.1:0")
+}
+
+// newClusterAt starts a master listening on addr; stop ends it (also at
+// cleanup).
+func newClusterAt(t *testing.T, opts master.Options, addr string) *cluster {
 	t.Helper()
 	if opts.AllocationInterval == 0 {
 		opts.AllocationInterval = 50 * time.Millisecond
@@ -102,7 +110,7 @@ func newCluster(t *testing.T, opts master.Options) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +121,10 @@ func newCluster(t *testing.T, opts master.Options) *cluster {
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = srv.Serve(l) }()
 	go func() { defer wg.Done(); _ = m.Run(ctx) }()
-	t.Cleanup(func() { cancel(); srv.Stop(); wg.Wait() })
-	return &cluster{t: t, m: m, addr: l.Addr().String(), cancel: cancel}
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); srv.Stop(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return &cluster{t: t, m: m, addr: l.Addr().String(), cancel: cancel, stop: stop}
 }
 
 // startAgent runs a masterlink client with a fake runner until stopped.
