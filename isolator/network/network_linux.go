@@ -512,8 +512,8 @@ func (i *Isolator) restore(r record, l isolator.Limits) error {
 		ifb int
 		off int32
 	}{{i.txIFB, offSrc}, {i.rxIFB, offDst}} {
-		if err := i.nl.FilterReplace(selector(d.ifb, r.Index, r.Address, d.off)); err != nil {
-			return fmt.Errorf("add u32 selector: %w", err)
+		if err := i.setSelector(d.ifb, r.Index, r.Address, d.off); err != nil {
+			return err
 		}
 	}
 	return i.applyLimits(r, l)

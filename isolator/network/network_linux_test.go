@@ -501,3 +501,43 @@ func TestRecoverSweepsOrphans(t *testing.T) {
 		t.Errorf("live container: %v", err)
 	}
 }
+
+// TestRecoverTwice: recovering again leaves one selector per container and
+// direction, and the container's traffic classified.
+func TestRecoverTwice(t *testing.T) {
+	iso := newTestIsolator(t, 1000)
+	ctx := context.Background()
+	prepare(t, iso, "c", isolator.Limits{NetBandwidthMbit: 10})
+	idx := mustIndex(t, iso, "c")
+	count := func() int {
+		t.Helper()
+		n := 0
+		for _, ifb := range []int{iso.txIFB, iso.rxIFB} {
+			fs, err := netlink.FilterList(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Index: ifb}}, rootHandle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range fs {
+				if u, ok := f.(*netlink.U32); ok && uint32(f.Attrs().Priority) == idx && u.ClassId != 0 {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("after Prepare: %d selectors, want 2", n)
+	}
+	known := map[string]isolator.Limits{"c": {Network: true, NetBandwidthMbit: 20}}
+	for range 2 {
+		if err := iso.Recover(ctx, known); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(); n != 2 {
+		t.Errorf("after two recoveries: %d selectors, want 2", n)
+	}
+	if got := classRate(t, iso.rxIFB, idx); got != 20*mbit {
+		t.Errorf("class rate after recovery: %d, want 20 Mbit/s", got)
+	}
+}

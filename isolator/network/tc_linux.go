@@ -114,6 +114,28 @@ func selector(ifb int, index uint32, addr netip.Addr, off int32) *netlink.U32 {
 	}
 }
 
+// setSelector makes the container's selector on ifb the only filter at its
+// priority: a u32 filter added without a handle is added beside an existing
+// one, never replaces it, so whatever is there is deleted first.
+func (i *Isolator) setSelector(ifb int, index uint32, addr netip.Addr, off int32) error {
+	if err := i.delSelector(ifb, index); err != nil {
+		return err
+	}
+	if err := i.nl.FilterAdd(selector(ifb, index, addr, off)); err != nil {
+		return fmt.Errorf("add u32 selector %d: %w", index, err)
+	}
+	return nil
+}
+
+// delSelector deletes every filter at the container's priority on ifb.
+func (i *Isolator) delSelector(ifb int, index uint32) error {
+	f := &netlink.U32{FilterAttrs: netlink.FilterAttrs{LinkIndex: ifb, Parent: rootHandle, Priority: uint16(index), Protocol: unix.ETH_P_IP}}
+	if err := i.nl.FilterDel(f); err != nil && !isGone(err) {
+		return fmt.Errorf("delete u32 selector %d: %w", index, err)
+	}
+	return nil
+}
+
 // redirect sends everything crossing hook (ingress or egress of the host-side
 // veth) to the IFB device ifb, where it is shaped and then sent on.
 func redirect(link int, hook uint32, ifb int) *netlink.U32 {
@@ -134,8 +156,8 @@ func (i *Isolator) shapeVeth(veth int, r record) error {
 		if err := i.setClass(d.ifb, r.Index, s); err != nil {
 			return fmt.Errorf("add htb class: %w", err)
 		}
-		if err := i.nl.FilterReplace(selector(d.ifb, r.Index, r.Address, d.off)); err != nil {
-			return fmt.Errorf("add u32 selector: %w", err)
+		if err := i.setSelector(d.ifb, r.Index, r.Address, d.off); err != nil {
+			return err
 		}
 	}
 	clsact := &netlink.GenericQdisc{
@@ -159,9 +181,8 @@ func (i *Isolator) shapeVeth(veth int, r record) error {
 func (i *Isolator) unshape(index uint32) error {
 	var errs []error
 	for _, ifb := range []int{i.txIFB, i.rxIFB} {
-		f := &netlink.U32{FilterAttrs: netlink.FilterAttrs{LinkIndex: ifb, Parent: rootHandle, Priority: uint16(index), Protocol: unix.ETH_P_IP}}
-		if err := i.nl.FilterDel(f); err != nil && !isGone(err) {
-			errs = append(errs, fmt.Errorf("delete u32 selector %d: %w", index, err))
+		if err := i.delSelector(ifb, index); err != nil {
+			errs = append(errs, err)
 		}
 		c := &netlink.HtbClass{ClassAttrs: netlink.ClassAttrs{LinkIndex: ifb, Parent: uplinkHandle, Handle: netlink.MakeHandle(1, uint16(index))}}
 		if err := i.nl.ClassDel(c); err != nil && !isGone(err) {
