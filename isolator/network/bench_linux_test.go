@@ -67,7 +67,7 @@ func BenchmarkShaping(b *testing.B) {
 			b.Run(fmt.Sprintf("%d/%s", mbit, dir), func(b *testing.B) {
 				var wire, good float64
 				for n := 0; n < b.N; n++ {
-					w, g := measureShaping(b, iso, mbit, dir)
+					w, g := measureShaping(b, iso, fmt.Sprintf("c%d%s%d", mbit, dir[:2], n), mbit, dir)
 					wire, good = wire+w, good+g
 				}
 				wire, good = wire/float64(b.N), good/float64(b.N)

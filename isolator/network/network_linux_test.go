@@ -541,3 +541,46 @@ func TestRecoverTwice(t *testing.T) {
 		t.Errorf("class rate after recovery: %d, want 20 Mbit/s", got)
 	}
 }
+
+// TestUpdateClass: a container moved between guaranteed and best-effort
+// gets the class parameters of its new QoS class on both IFBs.
+func TestUpdateClass(t *testing.T) {
+	iso := newTestIsolator(t, 1000)
+	ctx := context.Background()
+	prepare(t, iso, "c", isolator.Limits{NetBandwidthMbit: 10})
+	idx := mustIndex(t, iso, "c")
+	for _, l := range []isolator.Limits{
+		{Network: true, NetBandwidthMbit: 10, Class: isolator.BestEffort},
+		{Network: true, NetBandwidthMbit: 30},
+	} {
+		if err := iso.Update(ctx, "c", l); err != nil {
+			t.Fatal(err)
+		}
+		want := classFor(l, 1000)
+		for _, ifb := range []int{iso.txIFB, iso.rxIFB} {
+			classes, err := netlink.ClassList(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Index: ifb}}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, c := range classes {
+				if h, ok := c.(*netlink.HtbClass); ok && h.Handle == netlink.MakeHandle(1, uint16(idx)) {
+					found = true
+					if h.Rate*8 != want.Rate || h.Ceil*8 != want.Ceil || h.Prio != want.Prio {
+						t.Errorf("%v: class rate %d ceil %d prio %d, want %+v", l.Class, h.Rate*8, h.Ceil*8, h.Prio, want)
+					}
+				}
+			}
+			if !found {
+				t.Fatalf("no class 1:%x", idx)
+			}
+		}
+	}
+	recs, err := iso.store.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := recs["c"].Limits; got.NetBandwidthMbit != 30 || got.Class != isolator.Guaranteed {
+		t.Errorf("recorded limits %+v", got)
+	}
+}
