@@ -19,6 +19,7 @@ import (
 
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/monitor"
+	"github.com/brimnode/brim/qos"
 	"github.com/google/uuid"
 )
 
@@ -26,9 +27,8 @@ import (
 // Options.KillGrace is zero.
 const DefaultKillGrace = 10 * time.Second
 
-// Options configure an Agent. StateDir, Runtime and Resources are required;
-// later issues add the master link, monitor, estimator and QoS controller
-// here.
+// Options configure an Agent. StateDir, Runtime and Resources are
+// required.
 type Options struct {
 	// StateDir holds the agent ID, the lock and the checkpoint (see
 	// docs/operators.md). Created 0700 if missing.
@@ -47,6 +47,11 @@ type Options struct {
 	// Version and CgroupParent are reported by Info.
 	Version      string
 	CgroupParent string
+	// Oversub runs the monitor, estimator and QoS controller and admits
+	// revocable containers against the revocable pool. nil: none of them,
+	// and revocable containers are accounted against Resources like the
+	// others.
+	Oversub *Oversub
 }
 
 // Retention is the policy for finished containers: keep at most MaxExited
@@ -95,9 +100,9 @@ type Spec struct {
 	Resources Resources
 	Pids      int64
 	CPUQuota  bool
-	// Revocable runs the container best-effort (low priority). Until the
-	// estimator exists, revocable containers are accounted against the same
-	// total as the others.
+	// Revocable runs the container best-effort (low priority). With
+	// Options.Oversub it is admitted against the revocable pool (see
+	// Oversub), otherwise against the same total as the others.
 	Revocable bool
 	Labels    map[string]string
 }
@@ -121,6 +126,8 @@ type Info struct {
 	Running      int
 	Exited       int
 	StartedAt    time.Time
+	// Oversub is the oversubscription status; nil without it.
+	Oversub *Oversubscription
 }
 
 // Agent is the node agent. Create it with New, then Run it (or Recover and
@@ -145,8 +152,10 @@ type Agent struct {
 	names       map[string]string        // name → id
 	done        map[string]chan struct{} // closed when the container has exited
 	killReasons map[string][2]string     // id → reason, message of a pending kill
-	used        Resources
+	used        Resources                // by non-revocable containers (all without oversub)
+	usedRev     Resources                // by revocable containers, with oversub
 	started     time.Time
+	over        *oversub // nil without Options.Oversub
 	closed      bool
 }
 
@@ -188,7 +197,7 @@ func New(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Agent{
+	a := &Agent{
 		opts:        opts,
 		log:         log.With("component", "agent"),
 		rt:          opts.Runtime,
@@ -202,7 +211,41 @@ func New(opts Options) (*Agent, error) {
 		done:        map[string]chan struct{}{},
 		killReasons: map[string][2]string{},
 		started:     time.Now(),
-	}, nil
+	}
+	if opts.Oversub != nil {
+		a.over = newOversub(a, *opts.Oversub)
+	}
+	return a, nil
+}
+
+// revocablePool reports whether revocable containers are accounted in the
+// revocable pool (with oversubscription) rather than against Resources.
+func (a *Agent) revocablePool(revocable bool) bool { return revocable && a.over != nil }
+
+// chargeLocked adds r to the pool the container draws from.
+func (a *Agent) chargeLocked(revocable bool, r Resources) {
+	if a.revocablePool(revocable) {
+		a.usedRev = a.usedRev.add(r)
+		return
+	}
+	a.used = a.used.add(r)
+}
+
+// unchargeLocked gives r back to its pool.
+func (a *Agent) unchargeLocked(revocable bool, r Resources) {
+	if a.revocablePool(revocable) {
+		a.usedRev = a.usedRev.sub(r)
+		return
+	}
+	a.used = a.used.sub(r)
+}
+
+// admitLocked checks that ask fits in the container's pool.
+func (a *Agent) admitLocked(revocable bool, ask Resources) error {
+	if a.revocablePool(revocable) {
+		return a.over.admit(ask, a.usedRev)
+	}
+	return fits(ask, a.opts.Resources.sub(a.used))
 }
 
 // agentID reads the agent ID file, creating it on first start.
@@ -303,7 +346,7 @@ func (a *Agent) Recover(ctx context.Context) error {
 		ch := make(chan struct{})
 		a.done[c.ID] = ch
 		if c.State == StateRunning {
-			a.used = a.used.add(c.Resources())
+			a.chargeLocked(c.Revocable, c.Resources())
 		} else {
 			close(ch)
 		}
@@ -376,9 +419,18 @@ func newID() string {
 
 // Launch checkpoints and starts a container, returning once its process
 // runs. Errors wrap ErrInvalidArgument, ErrNameInUse,
-// ErrInsufficientResources (an *InsufficientResourcesError) or
+// ErrInsufficientResources (an *InsufficientResourcesError; its Pool is
+// "revocable" for a revocable container refused by the revocable pool) or
 // ErrCommandNotFound; a failed launch leaves nothing behind.
 func (a *Agent) Launch(ctx context.Context, spec Spec) (*Container, error) {
+	c, err := a.launch(ctx, spec)
+	if err == nil {
+		a.sample()
+	}
+	return c, err
+}
+
+func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	if err := spec.validate(); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
@@ -408,7 +460,7 @@ func (a *Agent) Launch(ctx context.Context, spec Spec) (*Container, error) {
 		a.mu.Unlock()
 		return nil, fmt.Errorf("run: %w: %q is used by container %s", ErrNameInUse, name, other)
 	}
-	if err := fits(spec.Resources, a.opts.Resources.sub(a.used)); err != nil {
+	if err := a.admitLocked(spec.Revocable, spec.Resources); err != nil {
 		a.mu.Unlock()
 		return nil, fmt.Errorf("run: %w", err)
 	}
@@ -426,7 +478,7 @@ func (a *Agent) Launch(ctx context.Context, spec Spec) (*Container, error) {
 	a.containers[id] = c
 	a.names[name] = id
 	a.done[id] = make(chan struct{})
-	a.used = a.used.add(spec.Resources)
+	a.chargeLocked(spec.Revocable, spec.Resources)
 	a.mu.Unlock()
 
 	in, err := a.rt.Launch(ctx, LaunchSpec{
@@ -439,7 +491,7 @@ func (a *Agent) Launch(ctx context.Context, spec Spec) (*Container, error) {
 		delete(a.containers, id)
 		delete(a.names, name)
 		delete(a.done, id)
-		a.used = a.used.sub(spec.Resources)
+		a.unchargeLocked(spec.Revocable, spec.Resources)
 		if derr := a.store.delete(id); derr != nil {
 			err = errors.Join(err, derr)
 		}
@@ -483,6 +535,7 @@ func (a *Agent) watchLocked(id string) {
 			st = &ExitStatus{Code: -1, Reason: ReasonLost, Message: err.Error(), FinishedAt: time.Now().UTC()}
 		}
 		a.exited(id, st)
+		a.sample()
 		a.collect(a.ctx)
 	}()
 }
@@ -504,7 +557,7 @@ func (a *Agent) exited(id string, st *ExitStatus) {
 		}
 	}
 	c.State, c.Exit = StateExited, st
-	a.used = a.used.sub(c.Resources())
+	a.unchargeLocked(c.Revocable, c.Resources())
 	if err := a.store.put(c); err != nil {
 		a.log.Error("checkpoint exited container", "id", id, "err", err)
 	}
@@ -615,6 +668,14 @@ func (a *Agent) KillWithReason(ctx context.Context, ref string, grace time.Durat
 	if grace < 0 {
 		grace = a.opts.KillGrace
 	}
+	if a.over != nil && a.over.frozen(id) {
+		// A frozen process cannot die: thaw it (the QoS correction ends
+		// with the container).
+		if err := a.over.applier.Apply(ctx, []qos.Correction{{Type: qos.Thaw, ContainerID: id,
+			Reason: "thaw before kill", Trigger: qos.Trigger{Signal: "kill"}}}); err != nil {
+			a.log.Warn("thaw before kill", "id", id, "err", err)
+		}
+	}
 	if err := a.rt.Kill(ctx, id, grace); err != nil && !errors.Is(err, ErrNotRunning) {
 		a.mu.Lock()
 		delete(a.killReasons, id)
@@ -663,25 +724,27 @@ func (a *Agent) Resize(ctx context.Context, ref string, u Update) (*Container, e
 	old := c.Resources()
 	next := Resources{MilliCPUs: limits.MilliCPUs, MemMiB: limits.MemoryBytes >> 20}
 	grow := Resources{MilliCPUs: max(next.MilliCPUs-old.MilliCPUs, 0), MemMiB: max(next.MemMiB-old.MemMiB, 0)}
-	if err := fits(grow, a.opts.Resources.sub(a.used)); err != nil {
+	rev := c.Revocable
+	if err := a.admitLocked(rev, grow); err != nil && grow != (Resources{}) {
 		a.mu.Unlock()
 		return nil, fmt.Errorf("update %s: %w", id, err)
 	}
-	a.used = a.used.add(grow)
+	a.chargeLocked(rev, grow)
 	a.mu.Unlock()
 
 	err = a.rt.Update(ctx, id, limits)
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.used = a.used.sub(grow)
+	a.unchargeLocked(rev, grow)
 	if err != nil {
 		return nil, fmt.Errorf("update %s: %w", id, err)
 	}
 	if c.State != StateRunning {
 		return nil, fmt.Errorf("update %s: %w", id, ErrNotRunning)
 	}
-	a.used = a.used.sub(old).add(next)
+	a.unchargeLocked(rev, old)
+	a.chargeLocked(rev, next)
 	c.Limits = limits
 	if err := a.store.put(c); err != nil {
 		a.log.Error("checkpoint resized container", "id", c.ID, "err", err)
@@ -790,6 +853,10 @@ func (a *Agent) Info() Info {
 		} else {
 			in.Running++
 		}
+	}
+	if a.over != nil {
+		st := a.over.status(a.usedRev)
+		in.Oversub = &st
 	}
 	return in
 }

@@ -34,6 +34,10 @@ var (
 type InsufficientResourcesError struct {
 	Asked Resources // what the request needs (only the short resources set)
 	Free  Resources // what was free of those resources
+	// Pool is "revocable" for the revocable pool, empty for the agent's
+	// own resources; Why explains the pool's size (the estimate).
+	Pool string
+	Why  string
 }
 
 func (e *InsufficientResourcesError) Error() string {
@@ -46,7 +50,18 @@ func (e *InsufficientResourcesError) Error() string {
 		asked = append(asked, fmt.Sprintf("mem:%d", e.Asked.MemMiB))
 		free = append(free, fmt.Sprintf("mem:%d", e.Free.MemMiB))
 	}
-	return fmt.Sprintf("insufficient resources: asked %s, free %s", strings.Join(asked, ";"), strings.Join(free, ";"))
+	what := "resources"
+	if e.Pool != "" {
+		what = e.Pool + " resources"
+	}
+	msg := fmt.Sprintf("insufficient %s: asked %s, free %s", what, strings.Join(asked, ";"), strings.Join(free, ";"))
+	if len(asked) == 0 {
+		msg = fmt.Sprintf("insufficient %s", what)
+	}
+	if e.Why != "" {
+		msg += " (" + e.Why + ")"
+	}
+	return msg
 }
 
 // Is makes errors.Is(err, ErrInsufficientResources) true.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/brimnode/brim/agent/agentpb"
 	"github.com/brimnode/brim/isolator"
+	"github.com/brimnode/brim/qos"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -45,6 +46,9 @@ func (a *Agent) Serve(ctx context.Context, l net.Listener) error {
 	if err := a.Recover(ctx); err != nil {
 		l.Close()
 		return err
+	}
+	if a.over != nil {
+		a.over.start(a)
 	}
 	// A client that connects and never speaks must not hold up shutdown.
 	srv := grpc.NewServer(grpc.ConnectionTimeout(handshakeTimeout))
@@ -104,7 +108,7 @@ func toStatus(err error) error {
 		code = codes.InvalidArgument
 	case errors.Is(err, ErrInsufficientResources):
 		code = codes.ResourceExhausted
-	case errors.Is(err, ErrNotRunning), errors.Is(err, ErrRunning):
+	case errors.Is(err, ErrNotRunning), errors.Is(err, ErrRunning), errors.Is(err, ErrNotSupported):
 		code = codes.FailedPrecondition
 	case errors.Is(err, context.Canceled):
 		code = codes.Canceled
@@ -200,12 +204,76 @@ func (s *server) Destroy(ctx context.Context, r *agentpb.DestroyRequest) (*agent
 
 func (s *server) AgentInfo(context.Context, *agentpb.AgentInfoRequest) (*agentpb.AgentInfoResponse, error) {
 	in := s.a.Info()
-	return &agentpb.AgentInfoResponse{
+	out := &agentpb.AgentInfoResponse{
 		Id: in.ID, Version: in.Version, StateDir: in.StateDir, CgroupParent: in.CgroupParent,
 		ResourcesTotal: in.Total.String(), ResourcesUsed: in.Used.String(), ResourcesFree: in.Free.String(),
 		ContainersRunning: int32(in.Running), ContainersExited: int32(in.Exited),
 		StartedAtUnixNano: in.StartedAt.UnixNano(),
-	}, nil
+	}
+	if o := in.Oversub; o != nil {
+		out.Estimator, out.QosController, out.RunqueueSource = o.Estimator, o.QoS, o.RunQueueSource
+		out.RevocableTotal, out.RevocableUsed, out.RevocableFree = o.Pool.String(), o.Used.String(), o.Free.String()
+		out.CorrectionsActive = int32(len(o.Active))
+	}
+	return out, nil
+}
+
+func (s *server) Explain(context.Context, *agentpb.ExplainRequest) (*agentpb.ExplainResponse, error) {
+	o, ok := s.a.Oversubscription()
+	if !ok {
+		return &agentpb.ExplainResponse{}, nil
+	}
+	out := &agentpb.ExplainResponse{
+		Enabled: true, Current: estimateToProto(o.Current), Blocking: o.Blocking,
+		RevocableTotal: o.Pool.String(), RevocableUsed: o.Used.String(), RevocableFree: o.Free.String(),
+		QosController: o.QoS, RunqueueSource: o.RunQueueSource,
+	}
+	if o.HasForwarded {
+		out.Forwarded = estimateToProto(o.Forwarded)
+	}
+	for _, c := range o.Active {
+		out.Active = append(out.Active, correctionToProto(c))
+	}
+	for _, c := range o.Recent {
+		p := correctionToProto(c.Correction)
+		p.AtUnixNano = unixNano(c.At)
+		if c.Err != nil {
+			p.Error = c.Err.Error()
+		}
+		out.Recent = append(out.Recent, p)
+	}
+	return out, nil
+}
+
+func (s *server) ReportLatency(_ context.Context, r *agentpb.ReportLatencyRequest) (*agentpb.ReportLatencyResponse, error) {
+	err := s.a.ReportLatency(r.Id, LatencyReport{
+		P50: time.Duration(r.P50Nanos), P99: time.Duration(r.P99Nanos), P999: time.Duration(r.P999Nanos),
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &agentpb.ReportLatencyResponse{}, nil
+}
+
+func estimateToProto(e Estimate) *agentpb.Estimate {
+	p := &agentpb.Estimate{
+		Estimator: e.Explanation.Estimator, Summary: e.Explanation.Summary,
+		Revocable: e.Revocable.String(), ComputedAtUnixNano: unixNano(e.At),
+	}
+	for _, t := range e.Explanation.Terms {
+		p.Terms = append(p.Terms, &agentpb.Term{Name: t.Name, Value: t.Value, Unit: t.Unit, Note: t.Note})
+	}
+	return p
+}
+
+func correctionToProto(c qos.Correction) *agentpb.Correction {
+	return &agentpb.Correction{
+		Type: c.Type.String(), ContainerId: c.ContainerID, CpuQuotaMilli: c.CPUQuota, Reason: c.Reason,
+		Trigger: &agentpb.Trigger{
+			Signal: c.Trigger.Signal, Victim: c.Trigger.Victim, Value: c.Trigger.Value,
+			Baseline: c.Trigger.Baseline, Threshold: c.Trigger.Threshold,
+		},
+	}
 }
 
 func unixNano(t time.Time) int64 {

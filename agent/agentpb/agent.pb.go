@@ -1210,8 +1210,19 @@ type AgentInfoResponse struct {
 	ContainersRunning int32                  `protobuf:"varint,8,opt,name=containers_running,json=containersRunning,proto3" json:"containers_running,omitempty"`
 	ContainersExited  int32                  `protobuf:"varint,9,opt,name=containers_exited,json=containersExited,proto3" json:"containers_exited,omitempty"`
 	StartedAtUnixNano int64                  `protobuf:"varint,10,opt,name=started_at_unix_nano,json=startedAtUnixNano,proto3" json:"started_at_unix_nano,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Oversubscription (empty when the agent runs without it).
+	Estimator     string `protobuf:"bytes,11,opt,name=estimator,proto3" json:"estimator,omitempty"`
+	QosController string `protobuf:"bytes,12,opt,name=qos_controller,json=qosController,proto3" json:"qos_controller,omitempty"`
+	// revocable_total is the revocable pool (what the estimator offers plus
+	// the revocable resources already in use), used and free its accounting.
+	RevocableTotal    string `protobuf:"bytes,13,opt,name=revocable_total,json=revocableTotal,proto3" json:"revocable_total,omitempty"`
+	RevocableUsed     string `protobuf:"bytes,14,opt,name=revocable_used,json=revocableUsed,proto3" json:"revocable_used,omitempty"`
+	RevocableFree     string `protobuf:"bytes,15,opt,name=revocable_free,json=revocableFree,proto3" json:"revocable_free,omitempty"`
+	CorrectionsActive int32  `protobuf:"varint,16,opt,name=corrections_active,json=correctionsActive,proto3" json:"corrections_active,omitempty"`
+	// runqueue_source: "ebpf", "schedstat-mean" or empty.
+	RunqueueSource string `protobuf:"bytes,17,opt,name=runqueue_source,json=runqueueSource,proto3" json:"runqueue_source,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *AgentInfoResponse) Reset() {
@@ -1312,6 +1323,639 @@ func (x *AgentInfoResponse) GetStartedAtUnixNano() int64 {
 		return x.StartedAtUnixNano
 	}
 	return 0
+}
+
+func (x *AgentInfoResponse) GetEstimator() string {
+	if x != nil {
+		return x.Estimator
+	}
+	return ""
+}
+
+func (x *AgentInfoResponse) GetQosController() string {
+	if x != nil {
+		return x.QosController
+	}
+	return ""
+}
+
+func (x *AgentInfoResponse) GetRevocableTotal() string {
+	if x != nil {
+		return x.RevocableTotal
+	}
+	return ""
+}
+
+func (x *AgentInfoResponse) GetRevocableUsed() string {
+	if x != nil {
+		return x.RevocableUsed
+	}
+	return ""
+}
+
+func (x *AgentInfoResponse) GetRevocableFree() string {
+	if x != nil {
+		return x.RevocableFree
+	}
+	return ""
+}
+
+func (x *AgentInfoResponse) GetCorrectionsActive() int32 {
+	if x != nil {
+		return x.CorrectionsActive
+	}
+	return 0
+}
+
+func (x *AgentInfoResponse) GetRunqueueSource() string {
+	if x != nil {
+		return x.RunqueueSource
+	}
+	return ""
+}
+
+type ExplainRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainRequest) Reset() {
+	*x = ExplainRequest{}
+	mi := &file_agent_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainRequest) ProtoMessage() {}
+
+func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
+func (*ExplainRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{17}
+}
+
+type Term struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         float64                `protobuf:"fixed64,2,opt,name=value,proto3" json:"value,omitempty"`
+	Unit          string                 `protobuf:"bytes,3,opt,name=unit,proto3" json:"unit,omitempty"`
+	Note          string                 `protobuf:"bytes,4,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Term) Reset() {
+	*x = Term{}
+	mi := &file_agent_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Term) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Term) ProtoMessage() {}
+
+func (x *Term) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Term.ProtoReflect.Descriptor instead.
+func (*Term) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Term) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Term) GetValue() float64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+func (x *Term) GetUnit() string {
+	if x != nil {
+		return x.Unit
+	}
+	return ""
+}
+
+func (x *Term) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+type Estimate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// estimator that produced it ("guard" while QoS corrections block offers).
+	Estimator string  `protobuf:"bytes,1,opt,name=estimator,proto3" json:"estimator,omitempty"`
+	Summary   string  `protobuf:"bytes,2,opt,name=summary,proto3" json:"summary,omitempty"`
+	Terms     []*Term `protobuf:"bytes,3,rep,name=terms,proto3" json:"terms,omitempty"`
+	// revocable resources offered, Mesos text syntax ("cpus{REV}:1.5").
+	Revocable          string `protobuf:"bytes,4,opt,name=revocable,proto3" json:"revocable,omitempty"`
+	ComputedAtUnixNano int64  `protobuf:"varint,5,opt,name=computed_at_unix_nano,json=computedAtUnixNano,proto3" json:"computed_at_unix_nano,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *Estimate) Reset() {
+	*x = Estimate{}
+	mi := &file_agent_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Estimate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Estimate) ProtoMessage() {}
+
+func (x *Estimate) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Estimate.ProtoReflect.Descriptor instead.
+func (*Estimate) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Estimate) GetEstimator() string {
+	if x != nil {
+		return x.Estimator
+	}
+	return ""
+}
+
+func (x *Estimate) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *Estimate) GetTerms() []*Term {
+	if x != nil {
+		return x.Terms
+	}
+	return nil
+}
+
+func (x *Estimate) GetRevocable() string {
+	if x != nil {
+		return x.Revocable
+	}
+	return ""
+}
+
+func (x *Estimate) GetComputedAtUnixNano() int64 {
+	if x != nil {
+		return x.ComputedAtUnixNano
+	}
+	return 0
+}
+
+type Trigger struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Signal string                 `protobuf:"bytes,1,opt,name=signal,proto3" json:"signal,omitempty"`
+	// victim is the non-revocable container that was hurt, if any.
+	Victim        string  `protobuf:"bytes,2,opt,name=victim,proto3" json:"victim,omitempty"`
+	Value         float64 `protobuf:"fixed64,3,opt,name=value,proto3" json:"value,omitempty"`
+	Baseline      float64 `protobuf:"fixed64,4,opt,name=baseline,proto3" json:"baseline,omitempty"`
+	Threshold     float64 `protobuf:"fixed64,5,opt,name=threshold,proto3" json:"threshold,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Trigger) Reset() {
+	*x = Trigger{}
+	mi := &file_agent_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Trigger) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Trigger) ProtoMessage() {}
+
+func (x *Trigger) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Trigger.ProtoReflect.Descriptor instead.
+func (*Trigger) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *Trigger) GetSignal() string {
+	if x != nil {
+		return x.Signal
+	}
+	return ""
+}
+
+func (x *Trigger) GetVictim() string {
+	if x != nil {
+		return x.Victim
+	}
+	return ""
+}
+
+func (x *Trigger) GetValue() float64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+func (x *Trigger) GetBaseline() float64 {
+	if x != nil {
+		return x.Baseline
+	}
+	return 0
+}
+
+func (x *Trigger) GetThreshold() float64 {
+	if x != nil {
+		return x.Threshold
+	}
+	return 0
+}
+
+type Correction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// type: THROTTLE, UNTHROTTLE, FREEZE, THAW or KILL.
+	Type          string   `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	ContainerId   string   `protobuf:"bytes,2,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
+	CpuQuotaMilli int64    `protobuf:"varint,3,opt,name=cpu_quota_milli,json=cpuQuotaMilli,proto3" json:"cpu_quota_milli,omitempty"`
+	Reason        string   `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Trigger       *Trigger `protobuf:"bytes,5,opt,name=trigger,proto3" json:"trigger,omitempty"`
+	// at and error are set for applied corrections (recent).
+	AtUnixNano    int64  `protobuf:"varint,6,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	Error         string `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Correction) Reset() {
+	*x = Correction{}
+	mi := &file_agent_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Correction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Correction) ProtoMessage() {}
+
+func (x *Correction) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Correction.ProtoReflect.Descriptor instead.
+func (*Correction) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *Correction) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *Correction) GetContainerId() string {
+	if x != nil {
+		return x.ContainerId
+	}
+	return ""
+}
+
+func (x *Correction) GetCpuQuotaMilli() int64 {
+	if x != nil {
+		return x.CpuQuotaMilli
+	}
+	return 0
+}
+
+func (x *Correction) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Correction) GetTrigger() *Trigger {
+	if x != nil {
+		return x.Trigger
+	}
+	return nil
+}
+
+func (x *Correction) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
+func (x *Correction) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type ExplainResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Enabled bool                   `protobuf:"varint,1,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	Current *Estimate              `protobuf:"bytes,2,opt,name=current,proto3" json:"current,omitempty"`
+	// forwarded is the last estimate sent on (to the master); unset before
+	// the first.
+	Forwarded *Estimate `protobuf:"bytes,3,opt,name=forwarded,proto3" json:"forwarded,omitempty"`
+	// blocking says why no new revocable resources are offered, if so.
+	Blocking       string        `protobuf:"bytes,4,opt,name=blocking,proto3" json:"blocking,omitempty"`
+	RevocableTotal string        `protobuf:"bytes,5,opt,name=revocable_total,json=revocableTotal,proto3" json:"revocable_total,omitempty"`
+	RevocableUsed  string        `protobuf:"bytes,6,opt,name=revocable_used,json=revocableUsed,proto3" json:"revocable_used,omitempty"`
+	RevocableFree  string        `protobuf:"bytes,7,opt,name=revocable_free,json=revocableFree,proto3" json:"revocable_free,omitempty"`
+	QosController  string        `protobuf:"bytes,8,opt,name=qos_controller,json=qosController,proto3" json:"qos_controller,omitempty"`
+	Active         []*Correction `protobuf:"bytes,9,rep,name=active,proto3" json:"active,omitempty"`
+	Recent         []*Correction `protobuf:"bytes,10,rep,name=recent,proto3" json:"recent,omitempty"`
+	RunqueueSource string        `protobuf:"bytes,11,opt,name=runqueue_source,json=runqueueSource,proto3" json:"runqueue_source,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ExplainResponse) Reset() {
+	*x = ExplainResponse{}
+	mi := &file_agent_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainResponse) ProtoMessage() {}
+
+func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
+func (*ExplainResponse) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ExplainResponse) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *ExplainResponse) GetCurrent() *Estimate {
+	if x != nil {
+		return x.Current
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetForwarded() *Estimate {
+	if x != nil {
+		return x.Forwarded
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetBlocking() string {
+	if x != nil {
+		return x.Blocking
+	}
+	return ""
+}
+
+func (x *ExplainResponse) GetRevocableTotal() string {
+	if x != nil {
+		return x.RevocableTotal
+	}
+	return ""
+}
+
+func (x *ExplainResponse) GetRevocableUsed() string {
+	if x != nil {
+		return x.RevocableUsed
+	}
+	return ""
+}
+
+func (x *ExplainResponse) GetRevocableFree() string {
+	if x != nil {
+		return x.RevocableFree
+	}
+	return ""
+}
+
+func (x *ExplainResponse) GetQosController() string {
+	if x != nil {
+		return x.QosController
+	}
+	return ""
+}
+
+func (x *ExplainResponse) GetActive() []*Correction {
+	if x != nil {
+		return x.Active
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetRecent() []*Correction {
+	if x != nil {
+		return x.Recent
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetRunqueueSource() string {
+	if x != nil {
+		return x.RunqueueSource
+	}
+	return ""
+}
+
+type ReportLatencyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	P50Nanos      int64                  `protobuf:"varint,2,opt,name=p50_nanos,json=p50Nanos,proto3" json:"p50_nanos,omitempty"`
+	P99Nanos      int64                  `protobuf:"varint,3,opt,name=p99_nanos,json=p99Nanos,proto3" json:"p99_nanos,omitempty"`
+	P999Nanos     int64                  `protobuf:"varint,4,opt,name=p999_nanos,json=p999Nanos,proto3" json:"p999_nanos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportLatencyRequest) Reset() {
+	*x = ReportLatencyRequest{}
+	mi := &file_agent_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportLatencyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportLatencyRequest) ProtoMessage() {}
+
+func (x *ReportLatencyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportLatencyRequest.ProtoReflect.Descriptor instead.
+func (*ReportLatencyRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ReportLatencyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ReportLatencyRequest) GetP50Nanos() int64 {
+	if x != nil {
+		return x.P50Nanos
+	}
+	return 0
+}
+
+func (x *ReportLatencyRequest) GetP99Nanos() int64 {
+	if x != nil {
+		return x.P99Nanos
+	}
+	return 0
+}
+
+func (x *ReportLatencyRequest) GetP999Nanos() int64 {
+	if x != nil {
+		return x.P999Nanos
+	}
+	return 0
+}
+
+type ReportLatencyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportLatencyResponse) Reset() {
+	*x = ReportLatencyResponse{}
+	mi := &file_agent_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportLatencyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportLatencyResponse) ProtoMessage() {}
+
+func (x *ReportLatencyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportLatencyResponse.ProtoReflect.Descriptor instead.
+func (*ReportLatencyResponse) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{24}
 }
 
 var File_agent_proto protoreflect.FileDescriptor
@@ -1431,7 +2075,7 @@ const file_agent_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\"\x11\n" +
 	"\x0fDestroyResponse\"\x12\n" +
-	"\x10AgentInfoRequest\"\x83\x03\n" +
+	"\x10AgentInfoRequest\"\x97\x05\n" +
 	"\x11AgentInfoResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12'\n" +
@@ -1443,7 +2087,62 @@ const file_agent_proto_rawDesc = "" +
 	"\x12containers_running\x18\b \x01(\x05R\x11containersRunning\x12+\n" +
 	"\x11containers_exited\x18\t \x01(\x05R\x10containersExited\x12/\n" +
 	"\x14started_at_unix_nano\x18\n" +
-	" \x01(\x03R\x11startedAtUnixNano2\x98\x05\n" +
+	" \x01(\x03R\x11startedAtUnixNano\x12\x1c\n" +
+	"\testimator\x18\v \x01(\tR\testimator\x12%\n" +
+	"\x0eqos_controller\x18\f \x01(\tR\rqosController\x12'\n" +
+	"\x0frevocable_total\x18\r \x01(\tR\x0erevocableTotal\x12%\n" +
+	"\x0erevocable_used\x18\x0e \x01(\tR\rrevocableUsed\x12%\n" +
+	"\x0erevocable_free\x18\x0f \x01(\tR\rrevocableFree\x12-\n" +
+	"\x12corrections_active\x18\x10 \x01(\x05R\x11correctionsActive\x12'\n" +
+	"\x0frunqueue_source\x18\x11 \x01(\tR\x0erunqueueSource\"\x10\n" +
+	"\x0eExplainRequest\"X\n" +
+	"\x04Term\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value\x12\x12\n" +
+	"\x04unit\x18\x03 \x01(\tR\x04unit\x12\x12\n" +
+	"\x04note\x18\x04 \x01(\tR\x04note\"\xbe\x01\n" +
+	"\bEstimate\x12\x1c\n" +
+	"\testimator\x18\x01 \x01(\tR\testimator\x12\x18\n" +
+	"\asummary\x18\x02 \x01(\tR\asummary\x12)\n" +
+	"\x05terms\x18\x03 \x03(\v2\x13.brim.agent.v1.TermR\x05terms\x12\x1c\n" +
+	"\trevocable\x18\x04 \x01(\tR\trevocable\x121\n" +
+	"\x15computed_at_unix_nano\x18\x05 \x01(\x03R\x12computedAtUnixNano\"\x89\x01\n" +
+	"\aTrigger\x12\x16\n" +
+	"\x06signal\x18\x01 \x01(\tR\x06signal\x12\x16\n" +
+	"\x06victim\x18\x02 \x01(\tR\x06victim\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\x01R\x05value\x12\x1a\n" +
+	"\bbaseline\x18\x04 \x01(\x01R\bbaseline\x12\x1c\n" +
+	"\tthreshold\x18\x05 \x01(\x01R\tthreshold\"\xed\x01\n" +
+	"\n" +
+	"Correction\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12!\n" +
+	"\fcontainer_id\x18\x02 \x01(\tR\vcontainerId\x12&\n" +
+	"\x0fcpu_quota_milli\x18\x03 \x01(\x03R\rcpuQuotaMilli\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x120\n" +
+	"\atrigger\x18\x05 \x01(\v2\x16.brim.agent.v1.TriggerR\atrigger\x12 \n" +
+	"\fat_unix_nano\x18\x06 \x01(\x03R\n" +
+	"atUnixNano\x12\x14\n" +
+	"\x05error\x18\a \x01(\tR\x05error\"\xde\x03\n" +
+	"\x0fExplainResponse\x12\x18\n" +
+	"\aenabled\x18\x01 \x01(\bR\aenabled\x121\n" +
+	"\acurrent\x18\x02 \x01(\v2\x17.brim.agent.v1.EstimateR\acurrent\x125\n" +
+	"\tforwarded\x18\x03 \x01(\v2\x17.brim.agent.v1.EstimateR\tforwarded\x12\x1a\n" +
+	"\bblocking\x18\x04 \x01(\tR\bblocking\x12'\n" +
+	"\x0frevocable_total\x18\x05 \x01(\tR\x0erevocableTotal\x12%\n" +
+	"\x0erevocable_used\x18\x06 \x01(\tR\rrevocableUsed\x12%\n" +
+	"\x0erevocable_free\x18\a \x01(\tR\rrevocableFree\x12%\n" +
+	"\x0eqos_controller\x18\b \x01(\tR\rqosController\x121\n" +
+	"\x06active\x18\t \x03(\v2\x19.brim.agent.v1.CorrectionR\x06active\x121\n" +
+	"\x06recent\x18\n" +
+	" \x03(\v2\x19.brim.agent.v1.CorrectionR\x06recent\x12'\n" +
+	"\x0frunqueue_source\x18\v \x01(\tR\x0erunqueueSource\"\x7f\n" +
+	"\x14ReportLatencyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
+	"\tp50_nanos\x18\x02 \x01(\x03R\bp50Nanos\x12\x1b\n" +
+	"\tp99_nanos\x18\x03 \x01(\x03R\bp99Nanos\x12\x1d\n" +
+	"\n" +
+	"p999_nanos\x18\x04 \x01(\x03R\tp999Nanos\"\x17\n" +
+	"\x15ReportLatencyResponse2\xbe\x06\n" +
 	"\x05Agent\x12:\n" +
 	"\x03Run\x12\x19.brim.agent.v1.RunRequest\x1a\x18.brim.agent.v1.Container\x12?\n" +
 	"\x04List\x12\x1a.brim.agent.v1.ListRequest\x1a\x1b.brim.agent.v1.ListResponse\x12:\n" +
@@ -1454,7 +2153,9 @@ const file_agent_proto_rawDesc = "" +
 	"\x04Wait\x12\x1a.brim.agent.v1.WaitRequest\x1a\x18.brim.agent.v1.Container\x12=\n" +
 	"\x04Logs\x12\x1a.brim.agent.v1.LogsRequest\x1a\x17.brim.agent.v1.LogChunk0\x01\x12H\n" +
 	"\aDestroy\x12\x1d.brim.agent.v1.DestroyRequest\x1a\x1e.brim.agent.v1.DestroyResponse\x12N\n" +
-	"\tAgentInfo\x12\x1f.brim.agent.v1.AgentInfoRequest\x1a .brim.agent.v1.AgentInfoResponseB(Z&github.com/brimnode/brim/agent/agentpbb\x06proto3"
+	"\tAgentInfo\x12\x1f.brim.agent.v1.AgentInfoRequest\x1a .brim.agent.v1.AgentInfoResponse\x12H\n" +
+	"\aExplain\x12\x1d.brim.agent.v1.ExplainRequest\x1a\x1e.brim.agent.v1.ExplainResponse\x12Z\n" +
+	"\rReportLatency\x12#.brim.agent.v1.ReportLatencyRequest\x1a$.brim.agent.v1.ReportLatencyResponseB(Z&github.com/brimnode/brim/agent/agentpbb\x06proto3"
 
 var (
 	file_agent_proto_rawDescOnce sync.Once
@@ -1469,60 +2170,78 @@ func file_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_agent_proto_goTypes = []any{
-	(LogChunk_Stream)(0),      // 0: brim.agent.v1.LogChunk.Stream
-	(*RunRequest)(nil),        // 1: brim.agent.v1.RunRequest
-	(*ExitStatus)(nil),        // 2: brim.agent.v1.ExitStatus
-	(*Container)(nil),         // 3: brim.agent.v1.Container
-	(*ListRequest)(nil),       // 4: brim.agent.v1.ListRequest
-	(*ListResponse)(nil),      // 5: brim.agent.v1.ListResponse
-	(*GetRequest)(nil),        // 6: brim.agent.v1.GetRequest
-	(*StatsRequest)(nil),      // 7: brim.agent.v1.StatsRequest
-	(*Statistics)(nil),        // 8: brim.agent.v1.Statistics
-	(*UpdateRequest)(nil),     // 9: brim.agent.v1.UpdateRequest
-	(*KillRequest)(nil),       // 10: brim.agent.v1.KillRequest
-	(*WaitRequest)(nil),       // 11: brim.agent.v1.WaitRequest
-	(*LogsRequest)(nil),       // 12: brim.agent.v1.LogsRequest
-	(*LogChunk)(nil),          // 13: brim.agent.v1.LogChunk
-	(*DestroyRequest)(nil),    // 14: brim.agent.v1.DestroyRequest
-	(*DestroyResponse)(nil),   // 15: brim.agent.v1.DestroyResponse
-	(*AgentInfoRequest)(nil),  // 16: brim.agent.v1.AgentInfoRequest
-	(*AgentInfoResponse)(nil), // 17: brim.agent.v1.AgentInfoResponse
-	nil,                       // 18: brim.agent.v1.RunRequest.LabelsEntry
-	nil,                       // 19: brim.agent.v1.Container.LabelsEntry
+	(LogChunk_Stream)(0),          // 0: brim.agent.v1.LogChunk.Stream
+	(*RunRequest)(nil),            // 1: brim.agent.v1.RunRequest
+	(*ExitStatus)(nil),            // 2: brim.agent.v1.ExitStatus
+	(*Container)(nil),             // 3: brim.agent.v1.Container
+	(*ListRequest)(nil),           // 4: brim.agent.v1.ListRequest
+	(*ListResponse)(nil),          // 5: brim.agent.v1.ListResponse
+	(*GetRequest)(nil),            // 6: brim.agent.v1.GetRequest
+	(*StatsRequest)(nil),          // 7: brim.agent.v1.StatsRequest
+	(*Statistics)(nil),            // 8: brim.agent.v1.Statistics
+	(*UpdateRequest)(nil),         // 9: brim.agent.v1.UpdateRequest
+	(*KillRequest)(nil),           // 10: brim.agent.v1.KillRequest
+	(*WaitRequest)(nil),           // 11: brim.agent.v1.WaitRequest
+	(*LogsRequest)(nil),           // 12: brim.agent.v1.LogsRequest
+	(*LogChunk)(nil),              // 13: brim.agent.v1.LogChunk
+	(*DestroyRequest)(nil),        // 14: brim.agent.v1.DestroyRequest
+	(*DestroyResponse)(nil),       // 15: brim.agent.v1.DestroyResponse
+	(*AgentInfoRequest)(nil),      // 16: brim.agent.v1.AgentInfoRequest
+	(*AgentInfoResponse)(nil),     // 17: brim.agent.v1.AgentInfoResponse
+	(*ExplainRequest)(nil),        // 18: brim.agent.v1.ExplainRequest
+	(*Term)(nil),                  // 19: brim.agent.v1.Term
+	(*Estimate)(nil),              // 20: brim.agent.v1.Estimate
+	(*Trigger)(nil),               // 21: brim.agent.v1.Trigger
+	(*Correction)(nil),            // 22: brim.agent.v1.Correction
+	(*ExplainResponse)(nil),       // 23: brim.agent.v1.ExplainResponse
+	(*ReportLatencyRequest)(nil),  // 24: brim.agent.v1.ReportLatencyRequest
+	(*ReportLatencyResponse)(nil), // 25: brim.agent.v1.ReportLatencyResponse
+	nil,                           // 26: brim.agent.v1.RunRequest.LabelsEntry
+	nil,                           // 27: brim.agent.v1.Container.LabelsEntry
 }
 var file_agent_proto_depIdxs = []int32{
-	18, // 0: brim.agent.v1.RunRequest.labels:type_name -> brim.agent.v1.RunRequest.LabelsEntry
+	26, // 0: brim.agent.v1.RunRequest.labels:type_name -> brim.agent.v1.RunRequest.LabelsEntry
 	2,  // 1: brim.agent.v1.Container.exit:type_name -> brim.agent.v1.ExitStatus
-	19, // 2: brim.agent.v1.Container.labels:type_name -> brim.agent.v1.Container.LabelsEntry
+	27, // 2: brim.agent.v1.Container.labels:type_name -> brim.agent.v1.Container.LabelsEntry
 	3,  // 3: brim.agent.v1.ListResponse.containers:type_name -> brim.agent.v1.Container
 	0,  // 4: brim.agent.v1.LogChunk.stream:type_name -> brim.agent.v1.LogChunk.Stream
-	1,  // 5: brim.agent.v1.Agent.Run:input_type -> brim.agent.v1.RunRequest
-	4,  // 6: brim.agent.v1.Agent.List:input_type -> brim.agent.v1.ListRequest
-	6,  // 7: brim.agent.v1.Agent.Get:input_type -> brim.agent.v1.GetRequest
-	7,  // 8: brim.agent.v1.Agent.Stats:input_type -> brim.agent.v1.StatsRequest
-	9,  // 9: brim.agent.v1.Agent.Update:input_type -> brim.agent.v1.UpdateRequest
-	10, // 10: brim.agent.v1.Agent.Kill:input_type -> brim.agent.v1.KillRequest
-	11, // 11: brim.agent.v1.Agent.Wait:input_type -> brim.agent.v1.WaitRequest
-	12, // 12: brim.agent.v1.Agent.Logs:input_type -> brim.agent.v1.LogsRequest
-	14, // 13: brim.agent.v1.Agent.Destroy:input_type -> brim.agent.v1.DestroyRequest
-	16, // 14: brim.agent.v1.Agent.AgentInfo:input_type -> brim.agent.v1.AgentInfoRequest
-	3,  // 15: brim.agent.v1.Agent.Run:output_type -> brim.agent.v1.Container
-	5,  // 16: brim.agent.v1.Agent.List:output_type -> brim.agent.v1.ListResponse
-	3,  // 17: brim.agent.v1.Agent.Get:output_type -> brim.agent.v1.Container
-	8,  // 18: brim.agent.v1.Agent.Stats:output_type -> brim.agent.v1.Statistics
-	3,  // 19: brim.agent.v1.Agent.Update:output_type -> brim.agent.v1.Container
-	3,  // 20: brim.agent.v1.Agent.Kill:output_type -> brim.agent.v1.Container
-	3,  // 21: brim.agent.v1.Agent.Wait:output_type -> brim.agent.v1.Container
-	13, // 22: brim.agent.v1.Agent.Logs:output_type -> brim.agent.v1.LogChunk
-	15, // 23: brim.agent.v1.Agent.Destroy:output_type -> brim.agent.v1.DestroyResponse
-	17, // 24: brim.agent.v1.Agent.AgentInfo:output_type -> brim.agent.v1.AgentInfoResponse
-	15, // [15:25] is the sub-list for method output_type
-	5,  // [5:15] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	19, // 5: brim.agent.v1.Estimate.terms:type_name -> brim.agent.v1.Term
+	21, // 6: brim.agent.v1.Correction.trigger:type_name -> brim.agent.v1.Trigger
+	20, // 7: brim.agent.v1.ExplainResponse.current:type_name -> brim.agent.v1.Estimate
+	20, // 8: brim.agent.v1.ExplainResponse.forwarded:type_name -> brim.agent.v1.Estimate
+	22, // 9: brim.agent.v1.ExplainResponse.active:type_name -> brim.agent.v1.Correction
+	22, // 10: brim.agent.v1.ExplainResponse.recent:type_name -> brim.agent.v1.Correction
+	1,  // 11: brim.agent.v1.Agent.Run:input_type -> brim.agent.v1.RunRequest
+	4,  // 12: brim.agent.v1.Agent.List:input_type -> brim.agent.v1.ListRequest
+	6,  // 13: brim.agent.v1.Agent.Get:input_type -> brim.agent.v1.GetRequest
+	7,  // 14: brim.agent.v1.Agent.Stats:input_type -> brim.agent.v1.StatsRequest
+	9,  // 15: brim.agent.v1.Agent.Update:input_type -> brim.agent.v1.UpdateRequest
+	10, // 16: brim.agent.v1.Agent.Kill:input_type -> brim.agent.v1.KillRequest
+	11, // 17: brim.agent.v1.Agent.Wait:input_type -> brim.agent.v1.WaitRequest
+	12, // 18: brim.agent.v1.Agent.Logs:input_type -> brim.agent.v1.LogsRequest
+	14, // 19: brim.agent.v1.Agent.Destroy:input_type -> brim.agent.v1.DestroyRequest
+	16, // 20: brim.agent.v1.Agent.AgentInfo:input_type -> brim.agent.v1.AgentInfoRequest
+	18, // 21: brim.agent.v1.Agent.Explain:input_type -> brim.agent.v1.ExplainRequest
+	24, // 22: brim.agent.v1.Agent.ReportLatency:input_type -> brim.agent.v1.ReportLatencyRequest
+	3,  // 23: brim.agent.v1.Agent.Run:output_type -> brim.agent.v1.Container
+	5,  // 24: brim.agent.v1.Agent.List:output_type -> brim.agent.v1.ListResponse
+	3,  // 25: brim.agent.v1.Agent.Get:output_type -> brim.agent.v1.Container
+	8,  // 26: brim.agent.v1.Agent.Stats:output_type -> brim.agent.v1.Statistics
+	3,  // 27: brim.agent.v1.Agent.Update:output_type -> brim.agent.v1.Container
+	3,  // 28: brim.agent.v1.Agent.Kill:output_type -> brim.agent.v1.Container
+	3,  // 29: brim.agent.v1.Agent.Wait:output_type -> brim.agent.v1.Container
+	13, // 30: brim.agent.v1.Agent.Logs:output_type -> brim.agent.v1.LogChunk
+	15, // 31: brim.agent.v1.Agent.Destroy:output_type -> brim.agent.v1.DestroyResponse
+	17, // 32: brim.agent.v1.Agent.AgentInfo:output_type -> brim.agent.v1.AgentInfoResponse
+	23, // 33: brim.agent.v1.Agent.Explain:output_type -> brim.agent.v1.ExplainResponse
+	25, // 34: brim.agent.v1.Agent.ReportLatency:output_type -> brim.agent.v1.ReportLatencyResponse
+	23, // [23:35] is the sub-list for method output_type
+	11, // [11:23] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_agent_proto_init() }
@@ -1536,7 +2255,7 @@ func file_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_proto_rawDesc), len(file_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

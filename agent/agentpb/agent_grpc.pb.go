@@ -23,16 +23,18 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Agent_Run_FullMethodName       = "/brim.agent.v1.Agent/Run"
-	Agent_List_FullMethodName      = "/brim.agent.v1.Agent/List"
-	Agent_Get_FullMethodName       = "/brim.agent.v1.Agent/Get"
-	Agent_Stats_FullMethodName     = "/brim.agent.v1.Agent/Stats"
-	Agent_Update_FullMethodName    = "/brim.agent.v1.Agent/Update"
-	Agent_Kill_FullMethodName      = "/brim.agent.v1.Agent/Kill"
-	Agent_Wait_FullMethodName      = "/brim.agent.v1.Agent/Wait"
-	Agent_Logs_FullMethodName      = "/brim.agent.v1.Agent/Logs"
-	Agent_Destroy_FullMethodName   = "/brim.agent.v1.Agent/Destroy"
-	Agent_AgentInfo_FullMethodName = "/brim.agent.v1.Agent/AgentInfo"
+	Agent_Run_FullMethodName           = "/brim.agent.v1.Agent/Run"
+	Agent_List_FullMethodName          = "/brim.agent.v1.Agent/List"
+	Agent_Get_FullMethodName           = "/brim.agent.v1.Agent/Get"
+	Agent_Stats_FullMethodName         = "/brim.agent.v1.Agent/Stats"
+	Agent_Update_FullMethodName        = "/brim.agent.v1.Agent/Update"
+	Agent_Kill_FullMethodName          = "/brim.agent.v1.Agent/Kill"
+	Agent_Wait_FullMethodName          = "/brim.agent.v1.Agent/Wait"
+	Agent_Logs_FullMethodName          = "/brim.agent.v1.Agent/Logs"
+	Agent_Destroy_FullMethodName       = "/brim.agent.v1.Agent/Destroy"
+	Agent_AgentInfo_FullMethodName     = "/brim.agent.v1.Agent/AgentInfo"
+	Agent_Explain_FullMethodName       = "/brim.agent.v1.Agent/Explain"
+	Agent_ReportLatency_FullMethodName = "/brim.agent.v1.Agent/ReportLatency"
 )
 
 // AgentClient is the client API for Agent service.
@@ -61,6 +63,13 @@ type AgentClient interface {
 	Destroy(ctx context.Context, in *DestroyRequest, opts ...grpc.CallOption) (*DestroyResponse, error)
 	// AgentInfo describes the agent: ID, resources, versions.
 	AgentInfo(ctx context.Context, in *AgentInfoRequest, opts ...grpc.CallOption) (*AgentInfoResponse, error)
+	// Explain returns the current revocable estimate with the terms of its
+	// computation, the last estimate forwarded, and the QoS corrections in
+	// force and recently applied, each naming its trigger.
+	Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*ExplainResponse, error)
+	// ReportLatency records a latency the application in a container
+	// measured; the QoS controller compares it with the container's baseline.
+	ReportLatency(ctx context.Context, in *ReportLatencyRequest, opts ...grpc.CallOption) (*ReportLatencyResponse, error)
 }
 
 type agentClient struct {
@@ -180,6 +189,26 @@ func (c *agentClient) AgentInfo(ctx context.Context, in *AgentInfoRequest, opts 
 	return out, nil
 }
 
+func (c *agentClient) Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*ExplainResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExplainResponse)
+	err := c.cc.Invoke(ctx, Agent_Explain_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentClient) ReportLatency(ctx context.Context, in *ReportLatencyRequest, opts ...grpc.CallOption) (*ReportLatencyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportLatencyResponse)
+	err := c.cc.Invoke(ctx, Agent_ReportLatency_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServer is the server API for Agent service.
 // All implementations must embed UnimplementedAgentServer
 // for forward compatibility.
@@ -206,6 +235,13 @@ type AgentServer interface {
 	Destroy(context.Context, *DestroyRequest) (*DestroyResponse, error)
 	// AgentInfo describes the agent: ID, resources, versions.
 	AgentInfo(context.Context, *AgentInfoRequest) (*AgentInfoResponse, error)
+	// Explain returns the current revocable estimate with the terms of its
+	// computation, the last estimate forwarded, and the QoS corrections in
+	// force and recently applied, each naming its trigger.
+	Explain(context.Context, *ExplainRequest) (*ExplainResponse, error)
+	// ReportLatency records a latency the application in a container
+	// measured; the QoS controller compares it with the container's baseline.
+	ReportLatency(context.Context, *ReportLatencyRequest) (*ReportLatencyResponse, error)
 	mustEmbedUnimplementedAgentServer()
 }
 
@@ -245,6 +281,12 @@ func (UnimplementedAgentServer) Destroy(context.Context, *DestroyRequest) (*Dest
 }
 func (UnimplementedAgentServer) AgentInfo(context.Context, *AgentInfoRequest) (*AgentInfoResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AgentInfo not implemented")
+}
+func (UnimplementedAgentServer) Explain(context.Context, *ExplainRequest) (*ExplainResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Explain not implemented")
+}
+func (UnimplementedAgentServer) ReportLatency(context.Context, *ReportLatencyRequest) (*ReportLatencyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportLatency not implemented")
 }
 func (UnimplementedAgentServer) mustEmbedUnimplementedAgentServer() {}
 func (UnimplementedAgentServer) testEmbeddedByValue()               {}
@@ -440,6 +482,42 @@ func _Agent_AgentInfo_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Agent_Explain_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExplainRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).Explain(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_Explain_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).Explain(ctx, req.(*ExplainRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Agent_ReportLatency_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportLatencyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).ReportLatency(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_ReportLatency_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).ReportLatency(ctx, req.(*ReportLatencyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Agent_ServiceDesc is the grpc.ServiceDesc for Agent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -482,6 +560,14 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AgentInfo",
 			Handler:    _Agent_AgentInfo_Handler,
+		},
+		{
+			MethodName: "Explain",
+			Handler:    _Agent_Explain_Handler,
+		},
+		{
+			MethodName: "ReportLatency",
+			Handler:    _Agent_ReportLatency_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,406 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/brimnode/brim/estimator"
+	"github.com/brimnode/brim/monitor"
+	"github.com/brimnode/brim/qos"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Oversub configures oversubscription in the agent: the monitor sampling
+// the containers, the resource estimator offering revocable resources, and
+// the QoS controller protecting non-revocable work from revocable work.
+// Zero fields take the defaults.
+//
+// With Oversub set, revocable containers are admitted against the
+// revocable pool — what the estimator currently offers plus the revocable
+// resources already in use — and no longer count against the agent's
+// (non-revocable) Resources. Without a master the local estimate is the
+// pool; with a Forward function (the master link) it is the larger of the
+// current estimate and the last one forwarded, since the master allocates
+// from what was forwarded.
+type Oversub struct {
+	// MonitorInterval is the sampling interval; default 1 s.
+	MonitorInterval time.Duration
+	// Signals add to each sample (the run-queue latency source).
+	Signals []monitor.SignalSource
+	// Host samples node-wide figures; nil: gopsutil.
+	Host monitor.HostSource
+
+	// Estimator computes the revocable resources; nil: noop.
+	// EstimatorName names it in errors and status ("fixed").
+	Estimator     estimator.Estimator
+	EstimatorName string
+	// EstimatorInterval is the estimator's check interval; default 15 s.
+	EstimatorInterval time.Duration
+	// Forward sends an estimate on (to the master) when the Forwarder's
+	// hysteresis lets it through; nil keeps estimates local.
+	Forward estimator.ForwardFunc
+
+	// Controller computes QoS corrections; nil: noop. QoSName names it.
+	Controller qos.Controller
+	QoSName    string
+	// QoSInterval is the QoS round interval (rounds also run on every
+	// monitor notification); default 1 s.
+	QoSInterval time.Duration
+	// Cgroups throttles, freezes and thaws containers (the cgroups
+	// isolator); kills go through the agent. nil: such corrections fail
+	// with an error wrapping ErrNotSupported.
+	Cgroups CgroupActuator
+
+	// RunQueueSource names the run-queue latency source in Info ("ebpf",
+	// "schedstat-mean"); informational.
+	RunQueueSource string
+}
+
+// CgroupActuator changes a running container's cgroups for QoS
+// corrections: *cgroups.Isolator implements it. SetCPUQuota with milli = 0
+// restores the container's own limit.
+type CgroupActuator interface {
+	SetCPUQuota(ctx context.Context, id string, milli int64) error
+	Freeze(ctx context.Context, id string) error
+	Thaw(ctx context.Context, id string) error
+}
+
+// Estimate is the estimator's latest result as the agent holds it.
+type Estimate struct {
+	estimator.Estimate
+	// At is when it was computed; zero before the first.
+	At time.Time
+	// InUse are the revocable resources allocated when it was computed
+	// (the estimate does not count them).
+	InUse Resources
+}
+
+// Offered is the estimate's revocable resources in the agent's units.
+func (e Estimate) Offered() Resources { return resourcesOf(e.Estimate) }
+
+// Oversubscription is the oversubscription status: the estimate, the
+// revocable pool and the QoS corrections.
+type Oversubscription struct {
+	Estimator, QoS string
+	// Current is the latest estimate; Forwarded the last one sent on
+	// (HasForwarded false before the first).
+	Current      Estimate
+	Forwarded    Estimate
+	HasForwarded bool
+	// Blocking says why no new revocable resources are offered or
+	// admitted (QoS corrections in force); empty otherwise.
+	Blocking string
+	// Pool is the revocable pool; Used what revocable containers hold;
+	// Free what a new revocable container may take.
+	Pool, Used, Free Resources
+	// Active are the corrections in force; Recent the last applied.
+	Active []qos.Correction
+	Recent []qos.Applied
+	// RunQueueSource names the run-queue latency source.
+	RunQueueSource string
+}
+
+// oversub is the agent's oversubscription machinery.
+type oversub struct {
+	cfg     Oversub
+	mon     *monitor.Monitor
+	applier *qos.Applier
+	fwd     *estimator.Forwarder
+	est     *recorder
+	ctrl    qos.Controller
+	reg     *prometheus.Registry
+}
+
+// recorder wraps the guarded estimator and keeps its latest estimate with
+// the revocable resources in use that it saw, and the last one forwarded.
+type recorder struct {
+	e       estimator.Estimator
+	forward estimator.ForwardFunc
+
+	mu        sync.Mutex
+	cur, sent Estimate
+	hasSent   bool
+}
+
+func (r *recorder) Estimate(ctx context.Context, u monitor.Usage) (estimator.Estimate, error) {
+	est, err := r.e.Estimate(ctx, u)
+	if err != nil {
+		return est, err
+	}
+	inUse := u.Allocated(true)
+	at := u.Timestamp
+	if at.IsZero() {
+		at = time.Now()
+	}
+	r.mu.Lock()
+	r.cur = Estimate{Estimate: est, At: at, InUse: Resources{MilliCPUs: inUse.MilliCPUs, MemMiB: inUse.MemoryBytes >> 20}}
+	r.mu.Unlock()
+	return est, nil
+}
+
+// send is the loop's ForwardFunc: it records the estimate as forwarded
+// (it is the one just computed) and calls the configured Forward.
+func (r *recorder) send(ctx context.Context, est estimator.Estimate) error {
+	r.mu.Lock()
+	r.sent, r.hasSent = r.cur, true
+	r.mu.Unlock()
+	if r.forward == nil {
+		return nil
+	}
+	return r.forward(ctx, est)
+}
+
+func (r *recorder) snapshot() (cur, sent Estimate, hasSent bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur, r.sent, r.hasSent
+}
+
+// newOversub builds the monitor, applier, estimator loop state and metrics
+// registry over a.
+func newOversub(a *Agent, cfg Oversub) *oversub {
+	if cfg.MonitorInterval <= 0 {
+		cfg.MonitorInterval = time.Second
+	}
+	if cfg.EstimatorInterval <= 0 {
+		cfg.EstimatorInterval = estimator.DefaultInterval
+	}
+	if cfg.QoSInterval <= 0 {
+		cfg.QoSInterval = time.Second
+	}
+	if cfg.Estimator == nil {
+		cfg.Estimator, cfg.EstimatorName = estimator.Noop{}, "noop"
+	}
+	if cfg.Controller == nil {
+		cfg.Controller, cfg.QoSName = qos.Noop{}, "noop"
+	}
+	total := a.opts.Resources
+	mon := monitor.New(a, monitor.Config{
+		Interval: cfg.MonitorInterval,
+		Total:    monitor.Capacity{MilliCPUs: total.MilliCPUs, MemoryBytes: total.MemMiB << 20},
+		Host:     cfg.Host,
+		Signals:  cfg.Signals,
+	}, a.log)
+	o := &oversub{cfg: cfg, mon: mon, fwd: estimator.NewForwarder(estimator.ForwarderConfig{}), ctrl: cfg.Controller}
+	o.applier = qos.NewApplier(actuator{a: a, cg: cfg.Cgroups}, a.log)
+	o.est = &recorder{
+		e:       estimator.Fallback(estimator.Guard(cfg.Estimator, o.applier), a.log.With("component", "estimator")),
+		forward: cfg.Forward,
+	}
+	o.reg = monitor.NewRegistry(mon)
+	o.reg.MustRegister(o.fwd, o.applier)
+	return o
+}
+
+// start samples once, computes the first estimate (so that revocable
+// launches right after start see a pool) and starts the monitor,
+// estimator and QoS loops, owned by the agent.
+func (o *oversub) start(a *Agent) {
+	ctx := a.ctx
+	if err := o.mon.Sample(ctx); err != nil {
+		a.log.Warn("first monitor round", "err", err)
+	}
+	if est, err := o.est.Estimate(ctx, o.mon.Usage()); err == nil && o.fwd.Decide(est, time.Now()) {
+		if err := o.est.send(ctx, est); err != nil {
+			a.log.Warn("forward estimate", "err", err)
+			o.fwd.Invalidate()
+		}
+	}
+	log := a.log
+	loops := []func() error{
+		func() error { return o.mon.Run(ctx) },
+		func() error {
+			return estimator.Run(ctx, o.mon, o.est, o.fwd, o.cfg.EstimatorInterval, o.est.send, log.With("component", "estimator"))
+		},
+		func() error {
+			return qos.Run(ctx, o.mon, o.ctrl, o.applier, qos.LoopConfig{Interval: o.cfg.QoSInterval}, log.With("component", "qos"))
+		},
+	}
+	for _, run := range loops {
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			if err := run(); err != nil && !errors.Is(err, context.Canceled) {
+				log.Error("oversubscription loop ended", "err", err)
+			}
+		}()
+	}
+	a.log.Info("oversubscription running", "estimator", o.cfg.EstimatorName, "qos", o.cfg.QoSName,
+		"monitor_interval", o.cfg.MonitorInterval, "estimator_interval", o.cfg.EstimatorInterval,
+		"qos_interval", o.cfg.QoSInterval, "runqueue_source", o.cfg.RunQueueSource)
+}
+
+// pool returns the revocable pool: the current estimate plus the revocable
+// resources it saw in use (with a master, the larger of that and the same
+// for the last forwarded estimate), and why admission is blocked.
+func (o *oversub) pool() (Resources, string, Estimate) {
+	cur, sent, hasSent := o.est.snapshot()
+	p := cur.Offered().add(cur.InUse)
+	if o.cfg.Forward != nil && hasSent {
+		s := sent.Offered().add(sent.InUse)
+		p = Resources{MilliCPUs: max(p.MilliCPUs, s.MilliCPUs), MemMiB: max(p.MemMiB, s.MemMiB)}
+	}
+	return p, o.applier.Blocking(), cur
+}
+
+// admit checks that a revocable container asking ask fits in the pool
+// beside used (the revocable resources held now).
+func (o *oversub) admit(ask, used Resources) error {
+	p, blocking, cur := o.pool()
+	if blocking != "" {
+		return &InsufficientResourcesError{Asked: ask, Free: Resources{}, Pool: "revocable",
+			Why: "no revocable admission while QoS corrections are in force: " + blocking}
+	}
+	free := p.sub(used)
+	if err := fits(ask, free); err != nil {
+		var ie *InsufficientResourcesError
+		if errors.As(err, &ie) {
+			ie.Pool = "revocable"
+			ie.Why = fmt.Sprintf("revocable pool %s, in use %s; estimator %s: %s", p, used, o.cfg.EstimatorName, cur.Explanation.Summary)
+		}
+		return err
+	}
+	return nil
+}
+
+func (o *oversub) status(used Resources) Oversubscription {
+	p, blocking, _ := o.pool()
+	cur, sent, hasSent := o.est.snapshot()
+	return Oversubscription{
+		Estimator: o.cfg.EstimatorName, QoS: o.cfg.QoSName,
+		Current: cur, Forwarded: sent, HasForwarded: hasSent, Blocking: blocking,
+		Pool: p, Used: used, Free: p.sub(used),
+		Active: o.applier.Active(), Recent: o.applier.Recent(),
+		RunQueueSource: o.cfg.RunQueueSource,
+	}
+}
+
+// frozen reports whether a QoS correction keeps container id frozen.
+func (o *oversub) frozen(id string) bool {
+	for _, c := range o.applier.Active() {
+		if c.ContainerID == id && c.Type == qos.Freeze {
+			return true
+		}
+	}
+	return false
+}
+
+func resourcesOf(e estimator.Estimate) Resources {
+	r := e.Revocable.Revocable()
+	return Resources{MilliCPUs: int64(r.CPUs()), MemMiB: int64(r.Mem()) / 1000}
+}
+
+// actuator applies QoS corrections: cgroup changes through the cgroups
+// isolator, kills through the agent (so the exit reason is recorded).
+type actuator struct {
+	a  *Agent
+	cg CgroupActuator
+}
+
+var _ qos.Actuator = actuator{}
+
+func (x actuator) SetCPUQuota(ctx context.Context, id string, milli int64) error {
+	if x.cg == nil {
+		return fmt.Errorf("set cpu quota of %s: %w", id, ErrNotSupported)
+	}
+	return x.cg.SetCPUQuota(ctx, id, milli)
+}
+
+func (x actuator) Freeze(ctx context.Context, id string) error {
+	if x.cg == nil {
+		return fmt.Errorf("freeze %s: %w", id, ErrNotSupported)
+	}
+	return x.cg.Freeze(ctx, id)
+}
+
+func (x actuator) Thaw(ctx context.Context, id string) error {
+	if x.cg == nil {
+		return fmt.Errorf("thaw %s: %w", id, ErrNotSupported)
+	}
+	return x.cg.Thaw(ctx, id)
+}
+
+func (x actuator) Kill(ctx context.Context, id, reason string) error {
+	// Grace 0: at once. KillWithReason returns once the container exited.
+	_, err := x.a.KillWithReason(ctx, id, 0, reason, "preempted by the QoS controller to protect non-revocable work")
+	return err
+}
+
+// Oversubscription returns the oversubscription status: the current and
+// last forwarded estimate, the revocable pool and its use, and the QoS
+// corrections. ok is false when the agent runs without oversubscription.
+func (a *Agent) Oversubscription() (st Oversubscription, ok bool) {
+	if a.over == nil {
+		return Oversubscription{}, false
+	}
+	a.mu.Lock()
+	used := a.usedRev
+	a.mu.Unlock()
+	return a.over.status(used), true
+}
+
+// Metrics returns the Prometheus registry of the monitor, the estimator's
+// forwarder and the QoS applier (serve it with monitor.Handler; register
+// more collectors on it), or nil without oversubscription.
+func (a *Agent) Metrics() *prometheus.Registry {
+	if a.over == nil {
+		return nil
+	}
+	return a.over.reg
+}
+
+// LatencyReport is a latency the application in a container measured over
+// its last window.
+type LatencyReport struct {
+	P50, P99, P999 time.Duration
+}
+
+// ReportLatency records a latency the application in container ref
+// measured; the QoS controller compares it with the container's baseline
+// (signal app-latency). Errors wrap ErrNotFound, ErrNotRunning,
+// ErrInvalidArgument or ErrNotSupported (no oversubscription).
+func (a *Agent) ReportLatency(ref string, l LatencyReport) error {
+	if l.P99 <= 0 || l.P50 < 0 || l.P999 < 0 || (l.P50 > l.P99) || (l.P999 != 0 && l.P999 < l.P99) {
+		return fmt.Errorf("report latency: %w: want 0 ≤ p50 ≤ p99 ≤ p999 and p99 > 0, got p50 %s p99 %s p999 %s",
+			ErrInvalidArgument, l.P50, l.P99, l.P999)
+	}
+	c, err := a.Get(ref)
+	if err != nil {
+		return fmt.Errorf("report latency: %w", err)
+	}
+	if c.State != StateRunning {
+		return fmt.Errorf("report latency %s: %w", c.ID, ErrNotRunning)
+	}
+	if a.over == nil {
+		return fmt.Errorf("report latency %s: %w: the agent runs without a monitor", c.ID, ErrNotSupported)
+	}
+	if l.P999 == 0 {
+		l.P999 = l.P99
+	}
+	err = a.over.mon.ReportLatency(c.ID, monitor.LatencySummary{P50: l.P50, P99: l.P99, P999: l.P999, Source: "app", Measured: time.Now()})
+	if errors.Is(err, monitor.ErrNotFound) {
+		// Launched since the last round: sample now and retry once.
+		if serr := a.over.mon.Sample(a.ctx); serr != nil {
+			a.log.Debug("monitor round", "err", serr)
+		}
+		err = a.over.mon.ReportLatency(c.ID, monitor.LatencySummary{P50: l.P50, P99: l.P99, P999: l.P999, Source: "app", Measured: time.Now()})
+	}
+	if err != nil {
+		return fmt.Errorf("report latency %s: %w", c.ID, errors.Join(ErrNotRunning, err))
+	}
+	return nil
+}
+
+// sample runs a monitor round after a launch or an exit so that the QoS
+// loop sees new revocable work at once rather than at the next tick.
+func (a *Agent) sample() {
+	if a.over == nil || a.ctx.Err() != nil {
+		return
+	}
+	if err := a.over.mon.Sample(a.ctx); err != nil && a.ctx.Err() == nil {
+		a.log.Debug("monitor round after change", "err", err)
+	}
+}

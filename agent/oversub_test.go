@@ -1,0 +1,202 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/estimator"
+	"github.com/brimnode/brim/monitor"
+	"github.com/brimnode/brim/qos"
+)
+
+// fakeCgroups records the QoS cgroup changes.
+type fakeCgroups struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (f *fakeCgroups) record(s string) {
+	f.mu.Lock()
+	f.calls = append(f.calls, s)
+	f.mu.Unlock()
+}
+
+func (f *fakeCgroups) SetCPUQuota(_ context.Context, id string, milli int64) error {
+	f.record("quota " + id + " " + FormatMilli(milli))
+	return nil
+}
+func (f *fakeCgroups) Freeze(_ context.Context, id string) error { f.record("freeze " + id); return nil }
+func (f *fakeCgroups) Thaw(_ context.Context, id string) error   { f.record("thaw " + id); return nil }
+
+func (f *fakeCgroups) String() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return strings.Join(f.calls, ", ")
+}
+
+// newOversubAgent returns a recovered agent with oversubscription whose
+// first estimate is computed (the loops run at long intervals).
+func newOversubAgent(t *testing.T, est estimator.Estimator, name string, cg CgroupActuator) *Agent {
+	t.Helper()
+	a, err := New(Options{
+		StateDir: t.TempDir(), Runtime: newFakeRuntime(t.TempDir()),
+		Resources: Resources{MilliCPUs: 2000, MemMiB: 1000}, CgroupParent: "/brim",
+		Oversub: &Oversub{
+			Host: monitor.NoHost, Estimator: est, EstimatorName: name, Cgroups: cg,
+			MonitorInterval: time.Hour, EstimatorInterval: time.Hour, QoSInterval: time.Hour,
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	if err := a.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a.over.start(a)
+	return a
+}
+
+func fixed(t *testing.T, res string) estimator.Estimator {
+	t.Helper()
+	e, err := estimator.NewFixed(estimator.Options{"resources": res}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestRevocableAdmission(t *testing.T) {
+	ctx := context.Background()
+	a := newOversubAgent(t, fixed(t, "cpus:1;mem:200"), "fixed", nil)
+	be := Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 600, MemMiB: 100}, Revocable: true}
+	if _, err := a.Launch(ctx, be); err != nil {
+		t.Fatal(err)
+	}
+	// The pool is the estimate plus what revocable containers hold: 0.4
+	// cpus are left whether or not the estimator has run since.
+	_, err := a.Launch(ctx, be)
+	var ie *InsufficientResourcesError
+	if !errors.As(err, &ie) || !errors.Is(err, ErrInsufficientResources) || ie.Pool != "revocable" ||
+		ie.Free.MilliCPUs != 400 || !strings.Contains(err.Error(), "insufficient revocable resources: asked cpus:0.6, free cpus:0.4") {
+		t.Fatalf("second revocable launch: %v", err)
+	}
+	// Revocable containers do not use the agent's own resources.
+	if _, err := a.Launch(ctx, Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 2000, MemMiB: 1000}}); err != nil {
+		t.Fatalf("non-revocable launch of the whole node beside a revocable one: %v", err)
+	}
+	in := a.Info()
+	if in.Used != (Resources{2000, 1000}) || in.Oversub == nil || in.Oversub.Used != (Resources{600, 100}) ||
+		in.Oversub.Pool != (Resources{1000, 200}) || in.Oversub.Free != (Resources{400, 100}) {
+		t.Fatalf("info = %+v oversub %+v", in, in.Oversub)
+	}
+	// After a new estimate (which subtracts the revocable in use) the pool
+	// is unchanged.
+	if _, err := a.over.est.Estimate(ctx, a.over.mon.Usage()); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := a.Oversubscription(); st.Pool != (Resources{1000, 200}) || st.Current.Offered() != (Resources{400, 100}) {
+		t.Fatalf("after re-estimate: pool %s offered %s", st.Pool, st.Current.Offered())
+	}
+	// Growing a revocable container is checked against the pool too.
+	c := a.List()[0]
+	if _, err := a.Resize(ctx, c.ID, Update{MilliCPUs: 1100}); !errors.As(err, &ie) || ie.Pool != "revocable" {
+		t.Fatalf("resize beyond the pool: %v", err)
+	}
+	if _, err := a.Resize(ctx, c.ID, Update{MilliCPUs: 1000}); err != nil {
+		t.Fatalf("resize within the pool: %v", err)
+	}
+}
+
+func TestRevocableRefusedWithNoop(t *testing.T) {
+	a := newOversubAgent(t, nil, "", nil)
+	_, err := a.Launch(context.Background(), Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}, Revocable: true})
+	if !errors.Is(err, ErrInsufficientResources) || !strings.Contains(err.Error(), "estimator noop") ||
+		!strings.Contains(err.Error(), "never offers revocable resources") {
+		t.Fatalf("revocable launch with noop: %v", err)
+	}
+	if len(a.List()) != 0 {
+		t.Fatalf("refused launch left a record: %+v", a.List())
+	}
+}
+
+func TestCorrectionsBlockAdmissionAndKillThaws(t *testing.T) {
+	ctx := context.Background()
+	cg := &fakeCgroups{}
+	a := newOversubAgent(t, fixed(t, "cpus:1;mem:200"), "fixed", cg)
+	c, err := a.Launch(ctx, Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}, Revocable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trig := qos.Trigger{Signal: qos.SignalAppLatency, Victim: "lc", Value: 0.004, Baseline: 0.001, Threshold: 0.002}
+	if err := a.over.applier.Apply(ctx, []qos.Correction{{Type: qos.Freeze, ContainerID: c.ID, Reason: "test", Trigger: trig}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Launch(ctx, Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}, Revocable: true})
+	if !errors.Is(err, ErrInsufficientResources) || !strings.Contains(err.Error(), "QoS corrections are in force") {
+		t.Fatalf("revocable launch during a freeze: %v", err)
+	}
+	st, _ := a.Oversubscription()
+	if len(st.Active) != 1 || st.Active[0].Trigger != trig || st.Blocking == "" {
+		t.Fatalf("status = %+v", st)
+	}
+	// The QoS kill goes through the agent with reason CONTAINER_PREEMPTED
+	// and thaws the container first.
+	if err := a.over.applier.Apply(ctx, []qos.Correction{{Type: qos.Kill, ContainerID: c.ID, Reason: "test", Trigger: trig}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.Get(c.ID)
+	if err != nil || got.Exit == nil || got.Exit.Reason != qos.ReasonPreempted {
+		t.Fatalf("killed container = %+v, %v", got, err)
+	}
+	if calls := cg.String(); !strings.HasPrefix(calls, "freeze "+c.ID+", thaw "+c.ID) {
+		t.Fatalf("cgroup calls = %s", calls)
+	}
+	if st, _ := a.Oversubscription(); len(st.Active) != 0 || st.Used != (Resources{}) {
+		t.Fatalf("after kill: %+v", st)
+	}
+}
+
+func TestReportLatency(t *testing.T) {
+	ctx := context.Background()
+	a := newOversubAgent(t, nil, "", nil)
+	c, err := a.Launch(ctx, Spec{Name: "lc", Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.ReportLatency("lc", LatencyReport{P50: time.Millisecond, P99: 3 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.over.mon.Sample(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cu := a.over.mon.Usage()
+	u := cu.Container(c.ID)
+	if u == nil || u.Latest.AppLatency == nil || u.Latest.AppLatency.P99 != 3*time.Millisecond || u.Latest.AppLatency.Source != "app" {
+		t.Fatalf("usage after report = %+v", u)
+	}
+	if err := a.ReportLatency("lc", LatencyReport{P50: 2 * time.Millisecond, P99: time.Millisecond}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("p50 > p99: %v", err)
+	}
+	if err := a.ReportLatency("nope", LatencyReport{P99: time.Millisecond}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown container: %v", err)
+	}
+	plain, err := New(Options{StateDir: t.TempDir(), Runtime: newFakeRuntime(t.TempDir()), Resources: Resources{MilliCPUs: 1000, MemMiB: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, err := plain.Launch(ctx, Spec{Name: "lc", Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.ReportLatency("lc", LatencyReport{P99: time.Millisecond}); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("without oversubscription: %v", err)
+	}
+	if _, ok := plain.Oversubscription(); ok || plain.Metrics() != nil {
+		t.Fatal("oversubscription status without oversubscription")
+	}
+}
