@@ -107,6 +107,7 @@ func (m *Master) registerAgent(reg *pb.Register, c *conn[*pb.MasterMessage]) (st
 	}
 	ag.hostname, ag.total, ag.revocable, ag.attributes = reg.Hostname, total, rev, reg.Attributes
 	ag.conn, ag.lastSeen, ag.unreachable = c, time.Now(), false
+	delete(m.awaited, id)
 
 	// Reconcile: what the agent runs against what the master knows.
 	var kill []string

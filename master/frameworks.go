@@ -472,6 +472,9 @@ func (s schedulerAPI) Kill(_ context.Context, req *pb.KillRequest) (*pb.Empty, e
 		return nil, toStatus(err)
 	}
 	t := f.tasks[req.TaskId]
+	if t == nil && len(m.awaited) > 0 {
+		return nil, toStatus(fmt.Errorf("kill %s: unknown until the agents of the previous run re-register: %w", req.TaskId, ErrClosed))
+	}
 	if t == nil {
 		f.conn.send(&pb.Event{Event: &pb.Event_Update{Update: &pb.TaskStatus{
 			TaskId: req.TaskId, FrameworkId: f.id, State: pb.TaskState_TASK_LOST,
@@ -515,7 +518,9 @@ func (s schedulerAPI) Acknowledge(_ context.Context, req *pb.AcknowledgeRequest)
 }
 
 // Reconcile sends the latest known state of the named tasks (all when
-// none is named); unknown tasks are reported LOST.
+// none is named); unknown tasks are reported LOST, except after a master
+// restart while agents of the previous run have not re-registered (their
+// re-registration reports the tasks).
 func (s schedulerAPI) Reconcile(_ context.Context, req *pb.ReconcileRequest) (*pb.Empty, error) {
 	m := s.m
 	m.mu.Lock()
@@ -538,6 +543,9 @@ func (s schedulerAPI) Reconcile(_ context.Context, req *pb.ReconcileRequest) (*p
 				st.HasExitCode, st.ExitCode, st.Message = t.status.HasExitCode, t.status.ExitCode, t.status.Message
 			}
 		} else {
+			if len(m.awaited) > 0 {
+				continue // it may be on an agent that has not re-registered yet
+			}
 			st.State, st.Message = pb.TaskState_TASK_LOST, "unknown task"
 		}
 		f.conn.send(&pb.Event{Event: &pb.Event_Update{Update: st}})

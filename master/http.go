@@ -140,35 +140,25 @@ func matches(list []string, v string) bool {
 }
 
 // HTTPHandler serves the operator API: GET /state, POST /reserve and
-// /unreserve, GET/POST /quota, GET/POST /weights. With a nil Authorizer
-// requests are not authenticated and the principal is "anonymous".
+// /unreserve, GET/POST /quota, GET/POST /weights. Reads are open (like
+// Mesos's default, authenticate_http_readonly=false); changes are
+// authenticated and authorized by auth. With a nil Authorizer nothing is
+// authenticated and the principal is "anonymous".
 // Status codes follow Mesos: 200, 400 bad arguments, 401 unauthenticated,
 // 403 not permitted, 409 insufficient resources.
 func (m *Master) HTTPHandler(auth Authorizer) http.Handler {
 	mux := http.NewServeMux()
 	h := &httpAPI{m: m, auth: auth}
 	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) {
-		if _, err := h.principal(r); err != nil {
-			h.fail(w, err)
-			return
-		}
 		writeJSON(w, http.StatusOK, m.State())
 	})
 	mux.HandleFunc("POST /reserve", h.reservation(false))
 	mux.HandleFunc("POST /unreserve", h.reservation(true))
 	mux.HandleFunc("GET /quota", func(w http.ResponseWriter, r *http.Request) {
-		if _, err := h.principal(r); err != nil {
-			h.fail(w, err)
-			return
-		}
 		writeJSON(w, http.StatusOK, m.State().Quota)
 	})
 	mux.HandleFunc("POST /quota", h.setQuota)
 	mux.HandleFunc("GET /weights", func(w http.ResponseWriter, r *http.Request) {
-		if _, err := h.principal(r); err != nil {
-			h.fail(w, err)
-			return
-		}
 		writeJSON(w, http.StatusOK, m.State().Weights)
 	})
 	mux.HandleFunc("POST /weights", h.setWeights)

@@ -100,6 +100,10 @@ type Master struct {
 	quota        map[string]allocator.Quota
 	weights      map[string]float64
 	knownFWs     map[string][]string // persisted framework → roles
+	// awaited are agents of the previous run not yet re-registered: until
+	// they are back (or the agent timeout passes) unknown tasks may be
+	// theirs, so reconciliation does not call them LOST.
+	awaited map[string]bool
 	started      time.Time
 	cycles       cycleStats
 }
@@ -214,12 +218,16 @@ func New(opts Options) (*Master, error) {
 		quota:        map[string]allocator.Quota{},
 		weights:      map[string]float64{},
 		knownFWs:     map[string][]string{},
+		awaited:      map[string]bool{},
 		started:      time.Now(),
 	}
 	if m.store != nil {
 		p, err := m.store.Load()
 		if err != nil {
 			return nil, fmt.Errorf("load master state: %w", err)
+		}
+		for id := range p.Agents {
+			m.awaited[id] = true
 		}
 		for id, roles := range p.Frameworks {
 			m.knownFWs[id] = roles
@@ -348,6 +356,10 @@ func (m *Master) checkTimeouts(now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	limit := m.opts.HeartbeatInterval * time.Duration(m.opts.MaxMissedHeartbeats)
+	if len(m.awaited) > 0 && now.Sub(m.started) > limit {
+		m.log.Warn("agents of the previous run did not come back", "count", len(m.awaited))
+		clear(m.awaited)
+	}
 	for _, ag := range m.agents {
 		if !ag.unreachable && now.Sub(ag.lastSeen) > limit {
 			m.log.Warn("agent unreachable", "agent", ag.id, "silent", now.Sub(ag.lastSeen).Round(time.Millisecond))
