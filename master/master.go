@@ -104,8 +104,8 @@ type Master struct {
 	// they are back (or the agent timeout passes) unknown tasks may be
 	// theirs, so reconciliation does not call them LOST.
 	awaited map[string]bool
-	started      time.Time
-	cycles       cycleStats
+	started time.Time
+	cycles  cycleStats
 }
 
 type cycleStats struct {
