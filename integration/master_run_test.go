@@ -256,8 +256,22 @@ func TestMasterOperatorHTTP(t *testing.T) {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}
-	if got := post("/quota", "ops", `{"role":"ads","guarantee":"cpus:0.5","limit":"cpus:2"}`); got != 200 {
-		t.Fatalf("set quota: %d", got)
+	// The same through the CLI.
+	auth := []string{"--master", m.Addr, "--principal", "ops", "--secret", "s3cret"}
+	if r := runBrim(t, "reserve", "--master", m.Addr, "--agent", agentID, "cpus(ads):0.5"); r.code != 1 || !strings.Contains(r.stderr, "401") {
+		t.Errorf("brim reserve without credentials: exit %d: %s", r.code, r.stderr)
+	}
+	if r := runBrim(t, append([]string{"reserve", "--agent", agentID, "cpus(ads):64"}, auth...)...); r.code != 1 || !strings.Contains(r.stderr, "409") {
+		t.Errorf("brim reserve too much: exit %d: %s", r.code, r.stderr)
+	}
+	if r := runBrim(t, append([]string{"quota", "--role", "ads", "--guarantee", "cpus:0.5", "--limit", "cpus:2"}, auth...)...); r.code != 0 {
+		t.Fatalf("brim quota: exit %d: %s", r.code, r.stderr)
+	}
+	if r := runBrim(t, append([]string{"weights", "ads=2"}, auth...)...); r.code != 0 {
+		t.Fatalf("brim weights: exit %d: %s", r.code, r.stderr)
+	}
+	if r := runBrim(t, "state", "--master", m.Addr); r.code != 0 || !strings.Contains(r.stdout, "cpus(ads,ops):1") {
+		t.Fatalf("brim state: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// A running task across the master restart.
 	run := startRun(t, m.Addr, "--task-id", "survivor", "--failover-timeout", "5m", "--", "sleep", "300")
