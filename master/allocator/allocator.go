@@ -178,6 +178,12 @@ type agent struct {
 	eta    float64
 	idx    int32
 	live   int32 // position in Allocator.live
+	// idle: the last walk of this agent offered nothing; valid while
+	// idleGen is the allocator's framework generation, before idleUntil,
+	// and until the agent's resources change.
+	idle      bool
+	idleGen   uint64
+	idleUntil time.Time
 	// poolsInline and allocsInline back pools and allocs until they grow,
 	// keeping an agent in one block of memory.
 	poolsInline  [2]pool
@@ -322,7 +328,13 @@ type Allocator struct {
 	now         time.Time
 	owedNow     vec   // headroom still owed to guarantees, during a cycle
 	sink        int64 // keeps touch's loads alive
-	nCapable    int   // active clients taking revocable resources, this cycle
+	// gen changes whenever a framework may start taking what it refused
+	// before (added, updated, revived, quota changed); see agent.idle.
+	gen         uint64
+	filterUntil time.Time // earliest expiry of the filters met on this agent
+	noIdle      bool      // tests: disable the idle-agent shortcut
+	idleSkips   uint64    // agents skipped by the shortcut, for tests
+	nCapable    int       // active clients taking revocable resources, this cycle
 }
 
 type offerRec struct {
@@ -654,6 +666,7 @@ func (a *Allocator) placeAgent(ag *agent) {
 // accountTotals adds (sign +1) or removes (-1) ag's totals and free
 // resources from the cluster sums.
 func (a *Allocator) accountTotals(ag *agent, sign int) {
+	ag.idle = false
 	for i := range ag.pools {
 		p := &ag.pools[i]
 		if sign > 0 {
@@ -725,6 +738,7 @@ func (a *Allocator) give(ag *agent, c int32, fw string, pi int32, v *vec, other 
 
 // take returns v (and other) of allocation entry i of ag to the agent.
 func (a *Allocator) take(ag *agent, i int, v *vec, other resources.Resources) {
+	ag.idle = false
 	e := &ag.allocs[i]
 	p := &ag.pools[e.pool]
 	e.v.sub(v)
@@ -922,6 +936,7 @@ func (a *Allocator) AddFramework(info FrameworkInfo, used map[string]resources.R
 		uses = append(uses, u)
 	}
 	a.fws[info.ID] = f
+	a.gen++
 	for _, rn := range info.Roles {
 		r, _ := a.role(rn)
 		if slices.ContainsFunc(f.clients, func(c int32) bool { return a.clients[c].role == r.idx }) {
@@ -1035,6 +1050,7 @@ func (a *Allocator) UpdateFramework(info FrameworkInfo) error {
 	if err := a.setFrameworkInfo(f, info); err != nil {
 		return fmt.Errorf("update framework %s: %w", info.ID, err)
 	}
+	a.gen++
 	for _, c := range f.clients {
 		cl := a.clients[c]
 		cl.suppressed = slices.Contains(info.SuppressedRoles, a.roles[cl.role].name)
@@ -1218,6 +1234,7 @@ func (a *Allocator) Revive(frameworkID string, roles ...string) {
 		c.suppressed = false
 		c.filters = nil
 	})
+	a.gen++
 }
 
 func (a *Allocator) eachClient(frameworkID string, roles []string, fn func(*client)) {
@@ -1271,6 +1288,7 @@ func (a *Allocator) SetQuota(roleName string, q Quota) error {
 		}
 	}
 	r.guar, r.guarMask, r.limit, r.limitMask, r.quota = g, gm, l, lm, q
+	a.gen++
 	a.anyQuota = false
 	for _, x := range a.roles {
 		if x.guarMask != 0 || x.limitMask != 0 {

@@ -218,3 +218,41 @@ func BenchmarkCycleMixed(b *testing.B) {
 	b.ReportMetric(float64(offers), "offers/cycle")
 	b.ReportMetric(float64(offers)*float64(b.N)/b.Elapsed().Seconds(), "offers/s")
 }
+
+// BenchmarkCycleAllDeclined: 2,000 agents, 100 frameworks, every agent
+// refused by every framework with a long filter (frameworks with no work:
+// Mesos's classic pathology, where each cycle walks every framework on
+// every agent). idle=off is that walk; idle=on the same cycle with the
+// idle-agent shortcut, O(agents).
+func BenchmarkCycleAllDeclined(b *testing.B) {
+	for _, noIdle := range []bool{true, false} {
+		name := "idle=on"
+		if noIdle {
+			name = "idle=off"
+		}
+		b.Run(name, func(b *testing.B) {
+			a := newBenchAllocator(b, benchSize{agents: 2000, frameworks: 100, roles: 10})
+			a.noIdle = noIdle
+			// Every framework refuses every agent for an hour.
+			until := a.clock.Now().Add(time.Hour)
+			for _, c := range a.clients {
+				c.filters = make(map[int32]filter, len(a.live))
+				for _, ai := range a.live {
+					c.filters[ai] = filter{until: until, nonrev: a.agents[ai].pools[0].total}
+				}
+			}
+			a.Allocate() // the first walk marks the agents idle
+			var cpu time.Duration
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				c0 := cpuTime()
+				if n := len(a.Allocate()); n != 0 {
+					b.Fatalf("%d offers, want none", n)
+				}
+				cpu += cpuTime() - c0
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+		})
+	}
+}

@@ -3,6 +3,7 @@ package allocator
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/brimnode/brim/resources"
 )
@@ -296,8 +297,13 @@ func (a *Allocator) allocateAgent(ag *agent, stage int, mark uint64, rh *minHeap
 	if !anyReserved && !a.unresOpen(ag) && (stage == 1 || !a.revOpen(ag)) {
 		return
 	}
+	if ag.idle && ag.idleGen == a.gen && a.now.Before(ag.idleUntil) {
+		a.idleSkips++
+		return // every framework passed on it last time, and nothing changed
+	}
 	a.epoch++
 	ep := a.epoch
+	a.filterUntil = time.Time{}
 	a.stashR, a.stashC = a.stashR[:0], a.stashC[:0]
 	a.stashCapR, a.stashCap = a.stashCapR[:0], a.stashCap[:0]
 	a.touchedR, a.touchedC = a.touchedR[:0], a.touchedC[:0]
@@ -333,6 +339,20 @@ func (a *Allocator) allocateAgent(ag *agent, stage int, mark uint64, rh *minHeap
 					a.tryOffer(ag, c, r, stage, ep)
 				}
 			}
+		}
+	}
+	if len(a.touchedC) == 0 && !a.anyQuota && !a.noIdle {
+		// Nobody took anything: every active client was tried on every
+		// open pool and refused it (filter, whitelist, minimum free,
+		// size). Until a filter expires, the agent's free resources
+		// change or the set of frameworks does, the answer is the same,
+		// so later cycles skip the agent (the classic all-frameworks-
+		// decline case stays O(agents)). Quota is excluded: headroom
+		// depends on other agents.
+		ag.idle, ag.idleGen = true, a.gen
+		ag.idleUntil = a.filterUntil
+		if ag.idleUntil.IsZero() {
+			ag.idleUntil = a.now.Add(100 * 365 * 24 * time.Hour)
 		}
 	}
 	// New keys for whoever was served, then everything popped goes back
@@ -464,6 +484,9 @@ func (a *Allocator) tryOffer(ag *agent, c *client, r *role, stage int, ep uint64
 				nonrev := un
 				nonrev.add(&resv)
 				if nonrev.le(&flt.nonrev) && rev.le(&flt.rev) {
+					if a.filterUntil.IsZero() || flt.until.Before(a.filterUntil) {
+						a.filterUntil = flt.until
+					}
 					return
 				}
 			}

@@ -43,6 +43,7 @@ type world struct {
 	held   map[string]map[string]resources.Resources // agent -> "fw/role" -> held
 	fws    map[string]FrameworkInfo
 	limits map[string]resources.Resources
+	log    []string // every offer made, in order
 }
 
 func newWorld(t testing.TB, sorter string, seed int64) *world {
@@ -271,7 +272,9 @@ func (w *world) allocate() {
 		}
 		k := o.FrameworkID + "/" + o.Role
 		h[k] = h[k].Add(o.Resources)
+		w.log = append(w.log, fmt.Sprintf("%s %s %s %s", o.FrameworkID, o.AgentID, o.Role, o.Resources))
 	}
+	w.log = append(w.log, "--")
 	w.checkFits()
 	// Quota limits: allocation never grows a role past its limit.
 	for role, limit := range w.limits {
@@ -327,16 +330,57 @@ func (w *world) checkFits() {
 	}
 }
 
-func runOps(t testing.TB, data []byte, sorter string) {
+func runOps(t testing.TB, data []byte, sorter string) *world {
+	return runOpsWith(t, data, sorter, false)
+}
+
+func runOpsWith(t testing.TB, data []byte, sorter string, noIdle bool) *world {
 	// The ledger's checks are quadratic in the sequence length; longer
 	// inputs add nothing the fuzzer cannot reach with shorter ones.
 	data = data[:min(len(data), 2048)]
 	w := newWorld(t, sorter, 1+int64(len(data)))
+	w.a.noIdle = noIdle
 	o := &ops{b: data}
 	for !o.done() {
 		w.step(o)
 	}
 	w.allocate()
+	return w
+}
+
+// TestIdleShortcutIsInvisible: skipping agents every framework passed on
+// changes no offer. The same random sequences run with and without the
+// shortcut must produce identical offer logs.
+func TestIdleShortcutIsInvisible(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 2026))
+	skipped := 0
+	for range 150 {
+		data := make([]byte, 100+r.IntN(900))
+		for j := range data {
+			// bias towards allocate (5, 6) and decline (7)
+			data[j] = byte(r.UintN(256))
+			if r.IntN(3) == 0 {
+				data[j] = byte(5 + r.IntN(3))
+			}
+		}
+		for _, s := range []string{SorterDRF, SorterRandom, SorterMeDRF} {
+			with := runOpsWith(t, data, s, false)
+			without := runOpsWith(t, data, s, true)
+			if !slices.Equal(with.log, without.log) {
+				for i := range min(len(with.log), len(without.log)) {
+					if with.log[i] != without.log[i] {
+						t.Fatalf("%s: offer %d differs: %q with the shortcut, %q without", s, i, with.log[i], without.log[i])
+					}
+				}
+				t.Fatalf("%s: %d offers with the shortcut, %d without", s, len(with.log), len(without.log))
+			}
+			skipped += int(with.a.idleSkips)
+		}
+	}
+	if skipped == 0 {
+		t.Fatal("no agent ever went idle: the test does not exercise the shortcut")
+	}
+	t.Logf("%d agents skipped by the shortcut", skipped)
 }
 
 // TestRandomEventSequences runs thousands of random event sequences
