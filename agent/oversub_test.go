@@ -29,8 +29,11 @@ func (f *fakeCgroups) SetCPUQuota(_ context.Context, id string, milli int64) err
 	f.record("quota " + id + " " + FormatMilli(milli))
 	return nil
 }
-func (f *fakeCgroups) Freeze(_ context.Context, id string) error { f.record("freeze " + id); return nil }
-func (f *fakeCgroups) Thaw(_ context.Context, id string) error   { f.record("thaw " + id); return nil }
+func (f *fakeCgroups) Freeze(_ context.Context, id string) error {
+	f.record("freeze " + id)
+	return nil
+}
+func (f *fakeCgroups) Thaw(_ context.Context, id string) error { f.record("thaw " + id); return nil }
 
 func (f *fakeCgroups) String() string {
 	f.mu.Lock()

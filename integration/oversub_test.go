@@ -47,21 +47,26 @@ type explainOut struct {
 			Value float64 `json:"value"`
 		} `json:"terms"`
 	} `json:"current"`
-	RevocableTotal string `json:"revocableTotal"`
-	RevocableUsed  string `json:"revocableUsed"`
-	RevocableFree  string `json:"revocableFree"`
-	RunQueueSource string `json:"runqueueSource"`
-	Active         []struct {
-		Type      string `json:"type"`
-		Container string `json:"container"`
-		Trigger   struct {
-			Signal    string  `json:"signal"`
-			Victim    string  `json:"victim"`
-			Value     float64 `json:"value"`
-			Baseline  float64 `json:"baseline"`
-			Threshold float64 `json:"threshold"`
-		} `json:"trigger"`
-	} `json:"active"`
+	RevocableTotal string          `json:"revocableTotal"`
+	RevocableUsed  string          `json:"revocableUsed"`
+	RevocableFree  string          `json:"revocableFree"`
+	RunQueueSource string          `json:"runqueueSource"`
+	Active         []correctionOut `json:"active"`
+	Recent         []correctionOut `json:"recent"`
+}
+
+type correctionOut struct {
+	Type      string `json:"type"`
+	Container string `json:"container"`
+	Reason    string `json:"reason"`
+	Error     string `json:"error"`
+	Trigger   struct {
+		Signal    string  `json:"signal"`
+		Victim    string  `json:"victim"`
+		Value     float64 `json:"value"`
+		Baseline  float64 `json:"baseline"`
+		Threshold float64 `json:"threshold"`
+	} `json:"trigger"`
 }
 
 func (a *agentProc) explain() explainOut {
