@@ -535,3 +535,45 @@ func TestUpdateRevocable(t *testing.T) {
 		t.Fatalf("unknown agent: %v", err)
 	}
 }
+
+// Seed 000: offered-but-unanswered resources count toward the framework's
+// share, so sitting on offers costs it the next agents.
+func TestOutstandingOffersCountTowardShare(t *testing.T) {
+	a, _ := newTest(t, Options{})
+	addAgents(t, a, 4, "cpus:4;mem:4096")
+	addFramework(t, a, "slow", "r")
+	addFramework(t, a, "fast", "r")
+	a.Suppress("fast")
+	if got := countByFramework(a.Allocate()); got["slow"] != 4 {
+		t.Fatalf("first cycle %v, want all 4 agents to slow", got)
+	}
+	a.Revive("fast")
+	for i := range 3 {
+		must(t, a.AddAgent(AgentInfo{ID: fmt.Sprint("new-", i), Total: resources.MustParse("cpus:4;mem:4096")}, nil))
+	}
+	// slow has not answered its 4 offers: every new agent goes to fast.
+	if got := countByFramework(a.Allocate()); got["fast"] != 3 || got["slow"] != 0 {
+		t.Fatalf("second cycle %v, want the 3 new agents to fast", got)
+	}
+}
+
+// The same seed gives the same cycle (agent shuffle, random sorter).
+func TestSeedReproducible(t *testing.T) {
+	run := func() []Offer {
+		a, _ := newTest(t, Options{Sorter: SorterRandom, Seed: 99})
+		addAgents(t, a, 200, "cpus:1;mem:1024")
+		for i := range 5 {
+			addFramework(t, a, fmt.Sprint("f", i), fmt.Sprint("r", i%2))
+		}
+		return a.Allocate()
+	}
+	x, y := run(), run()
+	if len(x) != len(y) {
+		t.Fatalf("%d vs %d offers", len(x), len(y))
+	}
+	for i := range x {
+		if x[i].FrameworkID != y[i].FrameworkID || x[i].AgentID != y[i].AgentID {
+			t.Fatalf("offer %d: %s/%s vs %s/%s", i, x[i].FrameworkID, x[i].AgentID, y[i].FrameworkID, y[i].AgentID)
+		}
+	}
+}
