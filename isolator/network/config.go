@@ -29,6 +29,7 @@ const (
 	// DefaultNetNSDir/<bridge>: the isolator of a bridge owns its directory.
 	DefaultNetNSDir     = "/run/brim/netns"
 	DefaultHostRateMbit = 10000
+	DefaultSpares       = 2
 )
 
 // DefaultSubnet is the container subnet when Config.Subnet is unset: a /16
@@ -60,6 +61,11 @@ type Config struct {
 	// of best-effort classes and the parent rate that guaranteed classes
 	// take precedence on.
 	HostRateMbit int64
+	// Spares is how many namespaces with their veth pair the isolator keeps
+	// made ahead of launches (they take ~2 ms of a Prepare's ~3.5 ms); it
+	// makes them in New, Cleanup and Recover. Default DefaultSpares; a
+	// negative value keeps none.
+	Spares int
 	// NAT masquerades what containers send to anything but the bridge
 	// (an nftables table "brim-<bridge>") and turns on IPv4 forwarding in
 	// the host namespace. Off by default.
@@ -83,6 +89,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.HostRateMbit == 0 {
 		c.HostRateMbit = DefaultHostRateMbit
+	}
+	if c.Spares == 0 {
+		c.Spares = DefaultSpares
 	}
 	c.Subnet = c.Subnet.Masked()
 	switch {

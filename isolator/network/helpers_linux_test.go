@@ -94,11 +94,16 @@ func leftovers(t testing.TB, iso *Isolator) []string {
 			out = append(out, "netns file "+e.Name())
 		}
 	}
-	links, err := netlink.LinkList()
+	links, err := dump(netlink.LinkList)
 	if err != nil {
 		t.Fatal(err)
 	}
+	iso.mu.Lock()
+	defer iso.mu.Unlock()
 	for _, l := range links {
+		if iso.isSpare(l.Attrs().Name) {
+			continue
+		}
 		if rest, ok := strings.CutPrefix(l.Attrs().Name, iso.vethPrefix); ok {
 			var n uint32
 			if _, err := fmt.Sscanf(rest, "%x", &n); err != nil || !live[n] {
@@ -111,14 +116,14 @@ func leftovers(t testing.TB, iso *Isolator) []string {
 		if err != nil {
 			continue
 		}
-		classes, _ := netlink.ClassList(l, 0)
+		classes, _ := dump(func() ([]netlink.Class, error) { return netlink.ClassList(l, 0) })
 		for _, c := range classes {
 			h := c.Attrs().Handle
 			if m := h & 0xffff; m != 1 && m != defaultMinor && !live[m] {
 				out = append(out, fmt.Sprintf("class %s 1:%x", ifb, m))
 			}
 		}
-		filters, _ := netlink.FilterList(l, rootHandle)
+		filters, _ := dump(func() ([]netlink.Filter, error) { return netlink.FilterList(l, rootHandle) })
 		for _, f := range filters {
 			if p := uint32(f.Attrs().Priority); !live[p] {
 				out = append(out, fmt.Sprintf("filter %s prio %d", ifb, p))

@@ -102,7 +102,14 @@ func killedAgent(t *testing.T, cfg Config, prepared []string, crash string) {
 // recovers with the containers it still knows) leave nothing behind but the
 // live containers' objects; after the last Cleanup, nothing at all.
 func TestLeak(t *testing.T) {
+	for _, spares := range []int{DefaultSpares, -1} {
+		t.Run(fmt.Sprintf("spares=%d", spares), func(t *testing.T) { leakTest(t, spares) })
+	}
+}
+
+func leakTest(t *testing.T, spares int) {
 	cfg := testConfig(t, 1000)
+	cfg.Spares = spares
 	iso, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -12,43 +12,65 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// createNetNS makes a new network namespace and bind-mounts it on path (which
-// must not exist), like `ip netns add`. Inside it, IPv6 is disabled: brim
-// hands out IPv4 addresses and shapes IPv4, and link-local IPv6 between
-// containers would bypass the classifiers.
-func createNetNS(path string) error {
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
-	if err != nil {
-		return fmt.Errorf("create netns file: %w", err)
+// newNetNS makes a new network namespace and returns an open file on it (the
+// namespace lives as long as the file or a bind mount of it). Inside it,
+// IPv6 is disabled: brim hands out IPv4 addresses and shapes IPv4, and
+// link-local IPv6 between containers would bypass the classifiers.
+func newNetNS() (*os.File, error) {
+	type result struct {
+		f   *os.File
+		err error
 	}
-	_ = f.Close()
-	errc := make(chan error, 1)
+	c := make(chan result, 1)
 	go func() {
 		// The thread is never unlocked: it ends with this goroutine (Go
 		// terminates a thread whose goroutine exits locked), so it never has
 		// to be moved back to the host namespace.
 		runtime.LockOSThread()
-		errc <- func() error {
+		f, err := func() (*os.File, error) {
 			if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-				return fmt.Errorf("unshare netns: %w", err)
+				return nil, fmt.Errorf("unshare netns: %w", err)
 			}
 			for _, p := range []string{"/proc/sys/net/ipv6/conf/all/disable_ipv6", "/proc/sys/net/ipv6/conf/default/disable_ipv6"} {
 				if err := os.WriteFile(p, []byte("1"), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return fmt.Errorf("disable ipv6: %w", err)
+					return nil, fmt.Errorf("disable ipv6: %w", err)
 				}
 			}
-			src := fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid())
-			if err := unix.Mount(src, path, "none", unix.MS_BIND, ""); err != nil {
-				return fmt.Errorf("bind-mount netns: %w", err)
+			f, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+			if err != nil {
+				return nil, fmt.Errorf("open netns: %w", err)
 			}
-			return nil
+			return f, nil
 		}()
+		c <- result{f, err}
 	}()
-	if err := <-errc; err != nil {
+	r := <-c
+	return r.f, r.err
+}
+
+// bindNetNS bind-mounts the namespace ns on path (which must not exist), like
+// `ip netns add`.
+func bindNetNS(ns *os.File, path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if err != nil {
+		return fmt.Errorf("create netns file: %w", err)
+	}
+	_ = f.Close()
+	if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", ns.Fd()), path, "none", unix.MS_BIND, ""); err != nil {
 		_ = os.Remove(path)
-		return err
+		return fmt.Errorf("bind-mount netns: %w", err)
 	}
 	return nil
+}
+
+// createNetNS makes a new network namespace bind-mounted on path.
+func createNetNS(path string) error {
+	ns, err := newNetNS()
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	return bindNetNS(ns, path)
 }
 
 // removeNetNS unmounts and removes the netns file at path; a missing file is

@@ -40,10 +40,16 @@ type Isolator struct {
 	txIFB      int
 	rxIFB      int
 
-	mu   sync.Mutex
-	recs map[string]record
-	last uint32 // index and sequence number of the newest allocation
-	seq  uint64
+	mu      sync.Mutex
+	recs    map[string]record
+	last    uint32 // index and sequence number of the newest allocation
+	seq     uint64
+	spares  []*spare
+	pending map[string]bool // host-side names of spares being made
+	closed  bool            // Close or Uninstall: no more spares
+
+	refillc    chan struct{} // wakes the refiller (startRefiller)
+	refillDone chan struct{}
 
 	// failStep, when set (tests only), is called after each step of
 	// Prepare; an error makes Prepare fail there, half-way.
@@ -114,6 +120,7 @@ func newLocked(cfg Config, lock *os.File) (*Isolator, error) {
 		vethPrefix: fmt.Sprintf("bv%08x", h.Sum32()),
 		recs:       recs,
 		lock:       lock,
+		pending:    map[string]bool{},
 	}
 	i.last, i.seq = newest(recs)
 	// One netlink socket for the host namespace instead of one per request.
@@ -145,6 +152,8 @@ func newLocked(cfg Config, lock *os.File) (*Isolator, error) {
 		i.release()
 		return nil, err
 	}
+	i.refill()
+	i.startRefiller()
 	return i, nil
 }
 
@@ -263,28 +272,61 @@ func (i *Isolator) step(name string) error {
 	return i.failStep(name)
 }
 
-// setup makes the kernel objects of r, in an order that Cleanup undoes.
+// setup makes the kernel objects of r, in an order that Cleanup undoes. It
+// uses a spare namespace and veth when there is one (i.mu is held).
 func (i *Isolator) setup(r record) error {
-	path := i.netnsPath(r.ID)
-	if err := createNetNS(path); err != nil {
+	name := i.vethName(r.Index)
+	var nsf *os.File
+	var host netlink.Link
+	if sp := i.takeSpare(); sp != nil {
+		// Renamed first, so that Cleanup finds it by its name whatever
+		// fails next.
+		nsf = sp.ns
+		l, err := i.nl.LinkByName(sp.host)
+		if err == nil {
+			err = i.nl.LinkSetName(l, name)
+		}
+		if err != nil {
+			_ = i.deleteLink(sp.host)
+			_ = nsf.Close()
+			return fmt.Errorf("rename veth %s to %s: %w", sp.host, name, err)
+		}
+		host = l
+	} else {
+		var err error
+		if nsf, err = newNetNS(); err != nil {
+			return err
+		}
+	}
+	// Once bind-mounted, the mount holds the namespace (and a spare's veth
+	// pair in it); before, closing the file destroys them.
+	defer nsf.Close()
+	if err := bindNetNS(nsf, i.netnsPath(r.ID)); err != nil {
 		return err
 	}
 	if err := i.step("netns"); err != nil {
 		return err
 	}
-	ns, err := netns.GetFromPath(path)
-	if err != nil {
-		return fmt.Errorf("open netns: %w", err)
-	}
-	defer ns.Close()
+	ns := netns.NsHandle(int(nsf.Fd()))
 
-	la := netlink.NewLinkAttrs()
-	la.Name = i.vethName(r.Index)
-	la.MasterIndex = i.bridge
-	la.Flags = net.FlagUp
-	veth := &netlink.Veth{LinkAttrs: la, PeerName: containerIf, PeerNamespace: netlink.NsFd(int(ns))}
-	if err := i.nl.LinkAdd(veth); err != nil {
-		return fmt.Errorf("create veth %s: %w", la.Name, err)
+	if host != nil {
+		err := i.nl.LinkSetMasterByIndex(host, i.bridge)
+		if err == nil {
+			err = i.nl.LinkSetUp(host)
+		}
+		if err != nil {
+			return fmt.Errorf("attach veth %s to %s: %w", name, i.cfg.Bridge, err)
+		}
+	} else {
+		la := netlink.NewLinkAttrs()
+		la.Name = name
+		la.MasterIndex = i.bridge
+		la.Flags = net.FlagUp
+		veth := &netlink.Veth{LinkAttrs: la, PeerName: containerIf, PeerNamespace: netlink.NsFd(int(ns))}
+		if err := i.nl.LinkAdd(veth); err != nil {
+			return fmt.Errorf("create veth %s: %w", name, err)
+		}
+		host = veth
 	}
 	if err := i.step("veth"); err != nil {
 		return err
@@ -318,7 +360,7 @@ func (i *Isolator) setup(r record) error {
 	if err := i.step("address"); err != nil {
 		return err
 	}
-	if err := i.shapeVeth(veth.Attrs().Index, r); err != nil {
+	if err := i.shapeVeth(host.Attrs().Index, r); err != nil {
 		return err
 	}
 	return i.step("shaping")
@@ -430,7 +472,9 @@ func (i *Isolator) Usage(ctx context.Context, id string, stats *isolator.Statist
 func (i *Isolator) Cleanup(ctx context.Context, id string) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	return i.cleanupLocked(id)
+	err := i.cleanupLocked(id)
+	i.askRefill()
+	return err
 }
 
 func (i *Isolator) cleanupLocked(id string) error {
@@ -483,6 +527,7 @@ func (i *Isolator) deleteLink(name string) error {
 func (i *Isolator) Recover(ctx context.Context, known map[string]isolator.Limits) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	defer i.askRefill()
 	var errs []error
 	for id, r := range i.recs {
 		l, ok := known[id]
@@ -537,14 +582,14 @@ func (i *Isolator) sweepLocked() error {
 			}
 		}
 	}
-	links, err := i.nl.LinkList()
+	links, err := dump(i.nl.LinkList)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list links: %w", err))
 	}
 	for _, l := range links {
 		name := l.Attrs().Name
 		rest, ok := strings.CutPrefix(name, i.vethPrefix)
-		if !ok || l.Type() != "veth" {
+		if !ok || l.Type() != "veth" || i.isSpare(name) {
 			continue
 		}
 		if n, err := strconv.ParseUint(rest, 16, 32); err == nil && live[uint32(n)] {
@@ -557,7 +602,7 @@ func (i *Isolator) sweepLocked() error {
 	stray := map[uint32]bool{}
 	for _, ifb := range []int{i.txIFB, i.rxIFB} {
 		link := &netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Index: ifb}}
-		classes, err := i.nl.ClassList(link, 0)
+		classes, err := dump(func() ([]netlink.Class, error) { return i.nl.ClassList(link, 0) })
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list classes: %w", err))
 		}
@@ -567,7 +612,7 @@ func (i *Isolator) sweepLocked() error {
 				stray[minor] = true
 			}
 		}
-		filters, err := i.nl.FilterList(link, rootHandle)
+		filters, err := dump(func() ([]netlink.Filter, error) { return i.nl.FilterList(link, rootHandle) })
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list filters: %w", err))
 		}
@@ -589,6 +634,7 @@ func (i *Isolator) sweepLocked() error {
 // Containers keep their network; a new Isolator on the same Config takes
 // them over (Recover).
 func (i *Isolator) Close() error {
+	i.stopRefiller()
 	i.release()
 	return i.lock.Close()
 }
@@ -597,6 +643,7 @@ func (i *Isolator) Close() error {
 // bridge, the IFB devices and the NAT table. The Isolator is unusable afterwards. For tests
 // and for taking a node out of service.
 func (i *Isolator) Uninstall(ctx context.Context) error {
+	i.stopRefiller()
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	var errs []error

@@ -87,7 +87,7 @@ func TestReachability(t *testing.T) {
 	for _, ns := range []string{nsA, nsB} {
 		var names []string
 		if err := inNetNS(ns, func() error {
-			links, err := netlink.LinkList()
+			links, err := dump(netlink.LinkList)
 			for _, l := range links {
 				names = append(names, l.Attrs().Name)
 			}
@@ -118,10 +118,22 @@ func TestReachability(t *testing.T) {
 func TestNoNetwork(t *testing.T) {
 	iso := newTestIsolator(t, 1000)
 	ctx := context.Background()
-	before, err := netlink.LinkList()
-	if err != nil {
-		t.Fatal(err)
+	// Only this isolator's links: other tests on the machine add theirs.
+	ours := func() []string {
+		links, err := dump(netlink.LinkList)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, l := range links {
+			if strings.HasPrefix(l.Attrs().Name, iso.vethPrefix) {
+				names = append(names, l.Attrs().Name)
+			}
+		}
+		slices.Sort(names)
+		return names
 	}
+	before := ours()
 	var l isolator.Launch
 	if err := iso.Prepare(ctx, "none", isolator.Limits{NetBandwidthMbit: 10}, &l); err != nil {
 		t.Fatal(err)
@@ -129,12 +141,11 @@ func TestNoNetwork(t *testing.T) {
 	if l.NetNSPath != "" || len(l.Env) != 0 {
 		t.Errorf("launch = %+v, want nothing", l)
 	}
-	after, err := netlink.LinkList()
-	if err != nil {
-		t.Fatal(err)
+	if after := ours(); !slices.Equal(before, after) {
+		t.Errorf("links before %v, after %v", before, after)
 	}
-	if len(after) != len(before) {
-		t.Errorf("links before %d, after %d", len(before), len(after))
+	if ents, _ := os.ReadDir(iso.cfg.NetNSDir); len(ents) != 0 {
+		t.Errorf("netns files: %v", ents)
 	}
 	if recs, _ := iso.store.load(); len(recs) != 0 {
 		t.Errorf("records: %v", recs)
@@ -513,7 +524,9 @@ func TestRecoverTwice(t *testing.T) {
 		t.Helper()
 		n := 0
 		for _, ifb := range []int{iso.txIFB, iso.rxIFB} {
-			fs, err := netlink.FilterList(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Index: ifb}}, rootHandle)
+			fs, err := dump(func() ([]netlink.Filter, error) {
+				return netlink.FilterList(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Index: ifb}}, rootHandle)
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -558,7 +571,9 @@ func TestUpdateClass(t *testing.T) {
 		}
 		want := classFor(l, 1000)
 		for _, ifb := range []int{iso.txIFB, iso.rxIFB} {
-			classes, err := netlink.ClassList(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Index: ifb}}, 0)
+			classes, err := dump(func() ([]netlink.Class, error) {
+				return netlink.ClassList(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Index: ifb}}, 0)
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -218,7 +218,9 @@ func mustIndex(t testing.TB, iso *Isolator, id string) uint32 {
 // classRate returns the configured rate (bit/s) of class 1:index on ifb.
 func classRate(t testing.TB, ifb int, index uint32) uint64 {
 	t.Helper()
-	classes, err := netlink.ClassList(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Index: ifb}}, 0)
+	classes, err := dump(func() ([]netlink.Class, error) {
+		return netlink.ClassList(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Index: ifb}}, 0)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

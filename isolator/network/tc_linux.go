@@ -60,7 +60,7 @@ func (i *Isolator) ensureIFB(name string, hostMbit int64) (int, error) {
 		return 0, fmt.Errorf("set ifb %s up: %w", name, err)
 	}
 	idx := l.Attrs().Index
-	qds, err := i.nl.QdiscList(l)
+	qds, err := dump(func() ([]netlink.Qdisc, error) { return i.nl.QdiscList(l) })
 	if err != nil {
 		return 0, fmt.Errorf("list qdiscs of %s: %w", name, err)
 	}
@@ -194,7 +194,9 @@ func (i *Isolator) unshape(index uint32) error {
 
 // classStats returns the counters of the container's class on ifb.
 func (i *Isolator) classStats(ifb int, index uint32) (*netlink.ClassStatistics, error) {
-	classes, err := i.nl.ClassList(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Index: ifb}}, 0)
+	classes, err := dump(func() ([]netlink.Class, error) {
+		return i.nl.ClassList(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Index: ifb}}, 0)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list classes: %w", err)
 	}
@@ -211,6 +213,17 @@ func (i *Isolator) classStats(ifb int, index uint32) (*netlink.ClassStatistics, 
 // more): deleting it is then done.
 func isGone(err error) bool {
 	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) || isLinkNotFound(err)
+}
+
+// dump runs a netlink dump again when the kernel reports that concurrent
+// changes (links, classes being added elsewhere) interrupted it.
+func dump[T any](f func() (T, error)) (T, error) {
+	for try := 0; ; try++ {
+		v, err := f()
+		if !errors.Is(err, netlink.ErrDumpInterrupted) || try == 9 {
+			return v, err
+		}
+	}
 }
 
 func isLinkNotFound(err error) bool {
