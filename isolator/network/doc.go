@@ -16,6 +16,12 @@
 // classes leave idle and yields it as soon as they want it back. Limits
 // change live (one netlink class change per direction).
 //
+// To keep namespace creation off the launch path, the isolator keeps a few
+// spare namespaces with their veth pair made ahead (Config.Spares), held by
+// open files only, so they vanish with the process; one goroutine refills
+// them after a launch takes one, owned by the Isolator and stopped by Close
+// or Uninstall.
+//
 // The package owns: the bridge, the two IFB devices, the netns files under
 // Config.NetNSDir, the veths whose names start with its bridge's prefix, its
 // HTB classes and filters, and the IPAM records under Config.StateDir. It

@@ -26,8 +26,10 @@ import (
 // containerIf is the container's interface name inside its namespace.
 const containerIf = "eth0"
 
-// Isolator is the network isolator. Create it with New. It is safe for
-// concurrent use; calls that change kernel state are serialised.
+// Isolator is the network isolator. Create it with New; the caller closes it
+// with Close (containers keep their network) or Uninstall (everything goes).
+// It is safe for concurrent use; calls that change kernel state are
+// serialised.
 type Isolator struct {
 	cfg        Config
 	store      store
