@@ -57,12 +57,20 @@ type Isolator struct {
 	mu     sync.Mutex
 	feat   Features
 	groups map[string]*group
+
+	bufs sync.Pool // *[]byte for reading stat files
 }
 
 // group is brim's record of one container group.
 type group struct {
 	mu   sync.Mutex
 	spec *Spec // nil: unknown (found on disk, or a write failed half way)
+
+	// files keeps the group's stat files open for Usage (nil until the
+	// first Usage); Cleanup closes them.
+	files  *fdSource
+	layout statLayout
+	gone   bool // removed by Cleanup: the record is stale
 }
 
 var _ isolator.Isolator = (*Isolator)(nil)
@@ -474,36 +482,52 @@ func (i *Isolator) Usage(ctx context.Context, id string, stats *isolator.Statist
 	if g == nil {
 		return fmt.Errorf("usage of %s: %w", id, isolator.ErrNotFound)
 	}
-	p, f := i.Path(id), i.Features()
-	var err error
-	if i.version == V2 {
-		err = ReadV2Stats(i.dir("", p), f, stats)
-	} else {
-		dirs := make(map[string]string)
-		for _, c := range []string{"cpu", "cpuacct", "memory", "pids"} {
-			if exists(filepath.Join(i.root, c)) {
-				dirs[c] = i.dir(c, p)
-			}
-		}
-		err = ReadV1Stats(dirs, stats)
-		if err == nil && i.unified != "" {
-			err = ReadPressure(filepath.Join(i.unified, p), stats)
-		}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.gone {
+		return fmt.Errorf("usage of %s: %w", id, isolator.ErrNotFound)
 	}
-	if errors.Is(err, fs.ErrNotExist) {
+	if g.files == nil {
+		paths, l := i.statPaths(i.Path(id))
+		g.files, g.layout = newFDSource(paths, l.v2), l
+	}
+	bufp, _ := i.bufs.Get().(*[]byte)
+	if bufp == nil {
+		b := make([]byte, 8<<10)
+		bufp = &b
+	}
+	g.files.buf = bufp
+	orig := *stats
+	var lim *specLimits // nil: read the limit files
+	if g.spec != nil {
+		l := limitsOf(g.spec)
+		lim = &l
+	}
+	err := fillStats(g.files, g.layout, lim, stats)
+	if errors.Is(err, syscall.ENODEV) {
+		// The group was removed, and maybe made again, under the open
+		// descriptors: reopen.
+		g.files.close()
+		*stats = orig
+		err = fillStats(g.files, g.layout, lim, stats)
+	}
+	g.files.buf = nil
+	i.bufs.Put(bufp)
+	if err != nil {
+		g.files.close() // do not hold a removed group's files
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENODEV) {
 		return fmt.Errorf("usage of %s: %w: %w", id, isolator.ErrNotFound, err)
 	}
 	if err != nil {
 		return fmt.Errorf("usage of %s: %w", id, err)
 	}
-	g.mu.Lock()
 	if g.spec != nil {
 		stats.CPULimit = float64(g.spec.Limits.MilliCPUs) / 1000
 		if q := quotaMicros(*g.spec); q > 0 {
 			stats.CPULimit = float64(q) / CFSPeriodMicros
 		}
 	}
-	g.mu.Unlock()
 	if stats.Timestamp.IsZero() {
 		stats.Timestamp = time.Now()
 	}
@@ -582,9 +606,15 @@ func (i *Isolator) Cleanup(ctx context.Context, id string) error {
 	if g != nil {
 		g.mu.Lock()
 		defer g.mu.Unlock()
+		if g.files != nil {
+			g.files.close()
+		}
 	}
 	if err := i.remove(ctx, i.Path(id)); err != nil {
 		return fmt.Errorf("cleanup %s: %w", id, err)
+	}
+	if g != nil {
+		g.gone = true
 	}
 	i.mu.Lock()
 	if i.groups[id] == g {

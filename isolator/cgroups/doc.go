@@ -13,6 +13,10 @@
 // Computing the file writes is a pure step (Plan), table-tested for v1 and
 // v2; applying them is a thin loop of raw writes. Stats parsers take an
 // io.Reader or a directory and are tested on fixture trees in testdata/.
+// Usage keeps each group's stat files open from its first call until
+// Cleanup and rereads them with pread (opening a kernfs file costs about
+// 20× a read); the limits brim wrote are taken from its record rather
+// than read back. About a dozen descriptors are held per sampled group.
 //
 // It never kills or moves processes, never writes to a cgroup outside its
 // parent (it creates the parent itself if missing, and on v1 copies
