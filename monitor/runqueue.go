@@ -34,8 +34,10 @@ const SourceSchedstatMean = bpf.SourceSchedstat + "-mean"
 // OpenRunQueueSource returns the eBPF monitor loaded with opts or, when
 // disableBPF is set or BPF cannot be used here, the schedstat fallback; the
 // reason for falling back is logged (log may be nil). The caller closes the
-// source. It fails only if neither can be opened. The agent's --no-bpf
-// flag sets disableBPF.
+// source. It fails only if neither can be opened; the error joins both
+// causes (the BPF one wraps bpf.ErrNotSupported when BPF is unusable
+// here). The agent's --no-bpf flag sets disableBPF; the fallback is then
+// logged at Info, otherwise at Warn.
 func OpenRunQueueSource(disableBPF bool, opts bpf.Options, log *slog.Logger) (RunQueueSource, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -56,7 +58,11 @@ func OpenRunQueueSource(disableBPF bool, opts bpf.Options, log *slog.Logger) (Ru
 	if err != nil {
 		return nil, fmt.Errorf("open run-queue source: %w", errors.Join(bpfErr, err))
 	}
-	log.Warn("run-queue latency from schedstat (mean waits, no distribution)", "source", fb.Source(), "reason", bpfErr)
+	level := slog.LevelWarn
+	if disableBPF {
+		level = slog.LevelInfo
+	}
+	log.Log(context.Background(), level, "run-queue latency from schedstat (mean waits, no distribution)", "source", fb.Source(), "reason", bpfErr)
 	return fb, nil
 }
 
