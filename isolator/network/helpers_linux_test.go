@@ -152,23 +152,38 @@ func prepare(t testing.TB, iso *Isolator, id string, limits isolator.Limits) str
 	return l.NetNSPath
 }
 
-// inNetNS runs fn on a thread in the namespace at path. The thread is
-// discarded afterwards, never returned to the host namespace.
+// inNetNS runs fn on a thread in the namespace at path, then moves the
+// thread back.
 func inNetNS(path string, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		defer orig.Close()
 		f, err := os.Open(path)
 		if err != nil {
+			runtime.UnlockOSThread()
 			errc <- err
 			return
 		}
 		defer f.Close()
 		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("setns %s: %w", path, err)
 			return
 		}
-		errc <- fn()
+		err = fn()
+		// Back to the original namespace; on failure the thread stays
+		// locked and is discarded with the goroutine.
+		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
 	}()
 	return <-errc
 }

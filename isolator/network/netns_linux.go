@@ -23,10 +23,14 @@ func newNetNS() (*os.File, error) {
 	}
 	c := make(chan result, 1)
 	go func() {
-		// The thread is never unlocked: it ends with this goroutine (Go
-		// terminates a thread whose goroutine exits locked), so it never has
-		// to be moved back to the host namespace.
 		runtime.LockOSThread()
+		orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			runtime.UnlockOSThread()
+			c <- result{nil, fmt.Errorf("open current netns: %w", err)}
+			return
+		}
+		defer orig.Close()
 		f, err := func() (*os.File, error) {
 			if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 				return nil, fmt.Errorf("unshare netns: %w", err)
@@ -42,6 +46,12 @@ func newNetNS() (*os.File, error) {
 			}
 			return f, nil
 		}()
+		// Back to where the thread was; if that fails the thread stays
+		// locked and Go ends it with this goroutine (or, on the main
+		// thread, never schedules anything on it again).
+		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err == nil {
+			runtime.UnlockOSThread()
+		}
 		c <- result{f, err}
 	}()
 	r := <-c

@@ -52,6 +52,7 @@ type Isolator struct {
 
 	refillc    chan struct{} // wakes the refiller (startRefiller)
 	refillDone chan struct{}
+	closeOnce  sync.Once
 
 	// failStep, when set (tests only), is called after each step of
 	// Prepare; an error makes Prepare fail there, half-way.
@@ -369,8 +370,28 @@ func (i *Isolator) setup(r record) error {
 }
 
 // Isolate implements isolator.Isolator. The container joined its namespace
-// when it was created: there is nothing left to do.
-func (i *Isolator) Isolate(ctx context.Context, id string, pid int) error { return nil }
+// when it was created; Isolate checks that pid is in it, so a launcher that
+// ignored Launch.NetNSPath fails the launch instead of running a container
+// without its network. A container without network is not checked.
+func (i *Isolator) Isolate(ctx context.Context, id string, pid int) error {
+	i.mu.Lock()
+	_, ok := i.recs[id]
+	i.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	var want, got unix.Stat_t
+	if err := unix.Stat(i.netnsPath(id), &want); err != nil {
+		return fmt.Errorf("isolate network of %s: %w", id, err)
+	}
+	if err := unix.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &got); err != nil {
+		return fmt.Errorf("isolate network of %s: %w", id, err)
+	}
+	if got.Dev != want.Dev || got.Ino != want.Ino {
+		return fmt.Errorf("isolate network of %s: pid %d is not in %s: %w", id, pid, i.netnsPath(id), ErrInvalid)
+	}
+	return nil
+}
 
 // Update implements isolator.Isolator: it changes the container's rate and
 // class live (both directions). It returns an error wrapping
@@ -637,8 +658,12 @@ func (i *Isolator) sweepLocked() error {
 // them over (Recover).
 func (i *Isolator) Close() error {
 	i.stopRefiller()
-	i.release()
-	return i.lock.Close()
+	var err error
+	i.closeOnce.Do(func() {
+		i.release()
+		err = i.lock.Close()
+	})
+	return err
 }
 
 // Uninstall removes every container's network (as Cleanup) and then the

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -597,5 +598,39 @@ func TestUpdateClass(t *testing.T) {
 	}
 	if got := recs["c"].Limits; got.NetBandwidthMbit != 30 || got.Class != isolator.Guaranteed {
 		t.Errorf("recorded limits %+v", got)
+	}
+}
+
+// TestIsolate: Isolate accepts a process inside the container's namespace
+// and refuses one outside it.
+func TestIsolate(t *testing.T) {
+	iso := newTestIsolator(t, 1000)
+	ctx := context.Background()
+	ns := prepare(t, iso, "c", isolator.Limits{})
+	// Forked from a thread inside the namespace, the child starts in it.
+	cmd := exec.Command("sleep", "60")
+	if err := inNetNS(ns, cmd.Start); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	if err := iso.Isolate(ctx, "c", cmd.Process.Pid); err != nil {
+		t.Errorf("Isolate of a process in the namespace: %v", err)
+	}
+	outside := exec.Command("sleep", "60")
+	if err := outside.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = outside.Process.Kill()
+		_ = outside.Wait()
+	})
+	if err := iso.Isolate(ctx, "c", outside.Process.Pid); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Isolate of a process outside = %v, want ErrInvalid", err)
+	}
+	if err := iso.Isolate(ctx, "no-network", outside.Process.Pid); err != nil {
+		t.Errorf("Isolate of a container without network = %v", err)
 	}
 }
