@@ -32,7 +32,8 @@
 //
 // Sentinels: isolator.ErrNotFound (unknown container), ErrExist (Prepare of a
 // container already prepared), ErrExhausted (no free address in the subnet),
-// isolator.ErrNotSupported (not Linux),
-// ErrInvalid (a bad Config or container ID), ErrLocked (another Isolator
-// holds the state dir: one Isolator per bridge and state dir).
+// isolator.ErrNotSupported (not Linux), ErrInvalid (a bad Config or
+// container ID; Isolate of a process outside the container's namespace),
+// ErrLocked (another Isolator holds the state dir: one Isolator per bridge
+// and state dir).
 package network
