@@ -112,6 +112,9 @@ type Containerizer struct {
 	dir      string // StateDir/containers
 	runcRoot string // StateDir/runc
 
+	// shimExe is a sealed memfd copy of ShimBinary (nil: run the file).
+	shimExe *os.File
+
 	mu         sync.Mutex
 	containers map[string]*container
 }
@@ -178,7 +181,22 @@ func New(cfg Config) (*Containerizer, error) {
 			return nil, fmt.Errorf("new containerizer: %w", err)
 		}
 	}
+	if exe, err := cloneShimBinary(cfg.ShimBinary, cfg.StateDir); err == nil {
+		c.shimExe = exe
+	} else {
+		c.log.Warn("running shims from the binary file: each start seals its own copy", "err", err)
+	}
 	return c, nil
+}
+
+// Close releases the containerizer's resources (the sealed copy of the
+// shim binary). Containers and their shims keep running. Close does not
+// wait for calls in flight; call it once they are done.
+func (c *Containerizer) Close() error {
+	if c.shimExe != nil {
+		return c.shimExe.Close()
+	}
+	return nil
 }
 
 func (c *Containerizer) get(id string) (*container, error) {

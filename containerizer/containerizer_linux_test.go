@@ -17,10 +17,16 @@ import (
 )
 
 func TestLaunchExitCodeAndDestroy(t *testing.T) {
+	for name, shim := range map[string]string{"brim": shimBinary, "brim-shim": smallShimBinary} {
+		t.Run("shim="+name, func(t *testing.T) { testLaunchExitCodeAndDestroy(t, shim) })
+	}
+}
+
+func testLaunchExitCodeAndDestroy(t *testing.T, shim string) {
 	// A state dir long enough that the control socket's path exceeds
 	// sun_path (108 bytes): the shim and the client must cope.
 	long := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
-	e := newEnv(t, long)
+	e := newEnvWithShim(t, long, shim)
 	info := e.launch(Spec{
 		Command: []string{"/bin/sh", "-c", "echo out; echo err >&2; exit 7"},
 		Limits:  isolator.Limits{MilliCPUs: 100},

@@ -5,6 +5,7 @@ package containerizer
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -27,3 +28,5 @@ func (c *Containerizer) markLost(ct *container) (*ExitStatus, error) {
 }
 
 func waitShim(ctx context.Context, ct *container, d time.Duration) bool { return true }
+
+func cloneShimBinary(path, tmpDir string) (*os.File, error) { return nil, ErrNotSupported }

@@ -119,13 +119,20 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 		goR.Close()
 		return fmt.Errorf("start shim: %w", err)
 	}
-	cmd := exec.Command(c.cfg.ShimBinary, "shim", "--bundle", ct.dir, "--handshake")
+	path, argv0 := c.shimCommand()
+	cmd := exec.Command(path, "shim", "--bundle", ct.dir, "--handshake")
+	cmd.Args[0] = argv0
 	cmd.Dir = ct.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{reportW, goR} // fds 3 and 4: executor.ReportFD, GoFD
 	// Own session: no signal aimed at the agent's process group reaches
-	// it. Own mount namespace: the host root is assembled there.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWNS}
+	// it. Own mount namespace when the host root is assembled there (with
+	// a rootfs directory libcontainer needs none; copying the mount table
+	// costs launch time).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if ct.spec.Rootfs == "" {
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNS
+	}
 	err = cmd.Start()
 	reportW.Close()
 	goR.Close()

@@ -18,26 +18,36 @@ import (
 )
 
 // shimBinary is the brim binary the tests start as the shim: $BRIM_BINARY
-// (set by the Makefile) or one built by TestMain.
-var shimBinary string
+// (set by the Makefile) or one built by TestMain. smallShimBinary is the
+// shim-only binary (executor/cmd/brim-shim): $BRIM_SHIM_BINARY or built.
+var shimBinary, smallShimBinary string
 
 func TestMain(m *testing.M) {
 	code := func() int {
 		shimBinary = os.Getenv("BRIM_BINARY")
-		if shimBinary == "" && os.Geteuid() == 0 {
+		smallShimBinary = os.Getenv("BRIM_SHIM_BINARY")
+		if os.Geteuid() == 0 && (shimBinary == "" || smallShimBinary == "") {
 			tmp, err := os.MkdirTemp("", "brim-containerizer-test")
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
 			}
 			defer os.RemoveAll(tmp)
-			shimBinary = filepath.Join(tmp, "brim")
-			cmd := exec.Command("go", "build", "-tags", "seccomp", "-o", shimBinary, "./cmd/brim")
-			cmd.Dir = ".."
-			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-			if err := cmd.Run(); err != nil {
-				fmt.Fprintln(os.Stderr, "build brim for the shim:", err)
-				return 1
+			for _, b := range []struct {
+				path *string
+				pkg  string
+			}{{&shimBinary, "./cmd/brim"}, {&smallShimBinary, "./executor/cmd/brim-shim"}} {
+				if *b.path != "" {
+					continue
+				}
+				*b.path = filepath.Join(tmp, filepath.Base(b.pkg))
+				cmd := exec.Command("go", "build", "-tags", "seccomp", "-o", *b.path, b.pkg)
+				cmd.Dir = ".."
+				cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+				if err := cmd.Run(); err != nil {
+					fmt.Fprintf(os.Stderr, "build %s for the shim: %v\n", b.pkg, err)
+					return 1
+				}
 			}
 		}
 		return m.Run()
@@ -162,19 +172,25 @@ func (i *cgroupIsolator) count(m map[string]int, id string) int {
 
 // env is one test's containerizer with its state dir and isolator.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	stateDir string
+	shim     string
 	iso      *cgroupIsolator
 	c        *Containerizer
 }
 
-func newEnv(t *testing.T, stateDir string) *env {
+func newEnv(t testing.TB, stateDir string) *env {
+	t.Helper()
+	return newEnvWithShim(t, stateDir, shimBinary)
+}
+
+func newEnvWithShim(t testing.TB, stateDir, shim string) *env {
 	t.Helper()
 	testutil.RequireRoot(t)
 	if stateDir == "" {
 		stateDir = t.TempDir()
 	}
-	e := &env{t: t, stateDir: stateDir, iso: newCgroupIsolator(t)}
+	e := &env{t: t, stateDir: stateDir, shim: shim, iso: newCgroupIsolator(t)}
 	e.c = e.newContainerizer()
 	// Runs before the cgroup parent's cleanup (registered earlier): no
 	// container may outlive its test.
@@ -187,7 +203,7 @@ func (e *env) newContainerizer() *Containerizer {
 	c, err := New(Config{
 		StateDir:   e.stateDir,
 		Isolators:  []isolator.Isolator{e.iso},
-		ShimBinary: shimBinary,
+		ShimBinary: e.shim,
 		KillGrace:  2 * time.Second,
 	})
 	if err != nil {
@@ -248,7 +264,7 @@ func (e *env) assertGone(id string, shimPid int) {
 	}
 }
 
-func readSandbox(t *testing.T, info *Info, name string) string {
+func readSandbox(t testing.TB, info *Info, name string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(info.SandboxDir, name))
 	if err != nil {

@@ -188,9 +188,9 @@ func writeJSONAtomic(path string, v any) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err = tmp.Write(data); err == nil {
-		err = tmp.Sync()
-	}
+	// No fsync: the rename is atomic against a crash of the process, and
+	// a crash of the machine ends its containers anyway.
+	_, err = tmp.Write(data)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

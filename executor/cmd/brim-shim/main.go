@@ -1,0 +1,68 @@
+// Command brim-shim is the container shim alone: the same code and command
+// line as `brim shim` (package executor), in a binary that links nothing
+// else. Every container start executes the shim binary twice (the shim,
+// then libcontainer's "init" re-exec inside the new namespaces), and each
+// exec of the full brim binary pays for the start-up of every package
+// linked into it (gRPC, protobuf, Prometheus, …: about 4 ms idle, several
+// times that on a loaded host). With this binary a launch matches `runc
+// run -d` (bench/10-launch.bench.sh); point containerizer.Config.ShimBinary
+// at it. Usage: brim-shim shim --bundle DIR [--handshake].
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"github.com/opencontainers/runc/libcontainer"
+	_ "github.com/opencontainers/runc/libcontainer/nsenter"
+
+	"github.com/brimnode/brim/executor"
+)
+
+func init() {
+	// libcontainer re-executes this binary as "<argv0> init" inside every
+	// new container: dispatch before anything else runs.
+	if len(os.Args) > 1 && os.Args[1] == "init" {
+		runtime.GOMAXPROCS(1)
+		runtime.LockOSThread()
+		libcontainer.Init() // never returns
+	}
+	// Keep libcontainer's setns goroutines off the main thread
+	// (PLATFORM.md).
+	runtime.LockOSThread()
+}
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] != "shim" {
+		fmt.Fprintln(os.Stderr, "usage: brim-shim shim --bundle DIR [--handshake]")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet("shim", flag.ExitOnError)
+	dir := fs.String("bundle", "", "container directory holding "+executor.BundleFile)
+	handshake := fs.Bool("handshake", false, "report on fd 3 and wait for the go-ahead on fd 4")
+	_ = fs.Parse(os.Args[2:])
+	if *dir == "" {
+		fmt.Fprintln(os.Stderr, "brim-shim: --bundle is required")
+		os.Exit(2)
+	}
+	// The container outlives signals to the shim: only its exit ends the
+	// shim. Handled, not ignored: ignored dispositions would be inherited
+	// by the container's processes.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "shim")
+	opts := executor.RunOptions{Dir: *dir, Log: log}
+	if *handshake {
+		opts.Report = os.NewFile(executor.ReportFD, "report")
+		opts.GoAhead = os.NewFile(executor.GoFD, "go-ahead")
+	}
+	if err := executor.Run(context.Background(), opts); err != nil {
+		fmt.Fprintln(os.Stderr, "brim-shim:", err)
+		os.Exit(1)
+	}
+}
