@@ -19,7 +19,6 @@ import (
 
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/monitor"
-	"github.com/brimnode/brim/qos"
 	"github.com/google/uuid"
 )
 
@@ -669,10 +668,10 @@ func (a *Agent) KillWithReason(ctx context.Context, ref string, grace time.Durat
 		grace = a.opts.KillGrace
 	}
 	if a.over != nil && a.over.frozen(id) {
-		// A frozen process cannot die: thaw it (the QoS correction ends
-		// with the container).
-		if err := a.over.applier.Apply(ctx, []qos.Correction{{Type: qos.Thaw, ContainerID: id,
-			Reason: "thaw before kill", Trigger: qos.Trigger{Signal: "kill"}}}); err != nil {
+		// A frozen process cannot die: thaw it. The freeze stays recorded
+		// until the container is gone (the QoS loop prunes it), so a QoS
+		// kill, which thaws first itself, and a user's kill look alike.
+		if err := a.over.thaw(ctx, id); err != nil {
 			a.log.Warn("thaw before kill", "id", id, "err", err)
 		}
 	}

@@ -288,6 +288,14 @@ func (o *oversub) frozen(id string) bool {
 	return false
 }
 
+// thaw thaws a container frozen by a QoS correction before it is killed.
+func (o *oversub) thaw(ctx context.Context, id string) error {
+	if o.cfg.Cgroups == nil {
+		return fmt.Errorf("thaw %s: %w", id, ErrNotSupported)
+	}
+	return o.cfg.Cgroups.Thaw(ctx, id)
+}
+
 func resourcesOf(e estimator.Estimate) Resources {
 	r := e.Revocable.Revocable()
 	return Resources{MilliCPUs: int64(r.CPUs()), MemMiB: int64(r.Mem()) / 1000}

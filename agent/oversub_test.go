@@ -162,6 +162,27 @@ func TestCorrectionsBlockAdmissionAndKillThaws(t *testing.T) {
 	if st, _ := a.Oversubscription(); len(st.Active) != 0 || st.Used != (Resources{}) {
 		t.Fatalf("after kill: %+v", st)
 	}
+	// An operator's kill of a frozen container thaws it first, without
+	// recording a correction.
+	a.over.applier.Forget(c.ID)
+	c2, err := a.Launch(ctx, Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}, Revocable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.over.applier.Apply(ctx, []qos.Correction{{Type: qos.Freeze, ContainerID: c2.ID, Reason: "test", Trigger: trig}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Kill(ctx, c2.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if calls := cg.String(); !strings.HasSuffix(calls, "freeze "+c2.ID+", thaw "+c2.ID) {
+		t.Fatalf("cgroup calls = %s", calls)
+	}
+	for _, r := range a.over.applier.Recent() {
+		if r.Type == qos.Thaw {
+			t.Fatalf("thaw before an operator's kill recorded as a correction: %+v", r)
+		}
+	}
 }
 
 func TestReportLatency(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,7 +44,11 @@ while (1) {
 // would not do: revocable containers run in SCHED_IDLE groups, cpu.idle=1,
 // which an LC waking up preempts at once; their cpu use is invisible in an
 // LC's latency on this kernel, see docs/oversubscription.md.)
-const antagonistScript = `while :; do dd if=/dev/zero of=/mnt/sandbox/junk bs=1M count=64 conv=fsync 2>/dev/null; done`
+// They are launched idle before the LC (a correction in force refuses new
+// revocable launches, and this shared machine's noise may trigger one as
+// soon as revocable work exists) and start writing together when the test
+// creates /mnt/sandbox/go in their sandboxes.
+const antagonistScript = `while [ ! -e /mnt/sandbox/go ]; do sleep 0.05; done; while :; do dd if=/dev/zero of=/mnt/sandbox/junk bs=1M count=64 conv=fsync 2>/dev/null; done`
 
 // lcReporter tails the LC's stdout and reports each window's latency
 // through the agent API, as an application would; it keeps the p99s.
@@ -136,10 +141,10 @@ func (r *lcReporter) lastMedian(n int) time.Duration {
 }
 
 // Bounds of TestQoSInterference, relative to the LC's solo median p99
-// (b): degraded above max(3b, b+2ms); recovered at or below
-// max(2b, b+3ms). Measured here: solo 0.8–5 ms (the disk is shared with
-// other builds), contended 25–50 ms.
-func degradedBound(b time.Duration) time.Duration  { return max(3*b, b+2*time.Millisecond) }
+// (b): degraded above max(2b, b+2ms) (the controller's default enter
+// factor); recovered at or below max(2b, b+3ms). Measured here: solo
+// 3–8 ms (the disk is shared with other builds), contended 17–40 ms.
+func degradedBound(b time.Duration) time.Duration  { return max(2*b, b+2*time.Millisecond) }
 func recoveredBound(b time.Duration) time.Duration { return max(2*b, b+3*time.Millisecond) }
 
 // TestQoSInterference runs a latency-critical container that reports its
@@ -156,10 +161,21 @@ func TestQoSInterference(t *testing.T) {
 			if mode == "interference" {
 				// Short warm-up and cool-down; no de-escalation during the
 				// test (thawing would bring the interference back).
-				args = append(args, "--qos-opt", "warmup=5", "--qos-opt", "cooldown=1s", "--qos-opt", "recover-after=10m")
+				// Floors well above this machine's noise (p99 spikes of
+				// 10 ms from other builds) and below the disk flood's effect.
+				args = append(args, "--qos-opt", "warmup=5", "--qos-opt", "cooldown=1s", "--qos-opt", "recover-after=10m",
+					"--qos-opt", "floor-app-latency=0.008", "--qos-opt", "floor-runqueue-p99=0.02")
 			}
+			// Flush what earlier tests (and the previous subtest's
+			// antagonists) left dirty, so the solo baseline is not measured
+			// during their writeback.
+			syscall.Sync()
 			a := startAgent(t, args...)
 			api := apiClient(t, a)
+			var bes []string
+			for i := range 2 {
+				bes = append(bes, a.run("--name", fmt.Sprintf("be%d", i), "--revocable", "--cpus", "0.5", "--mem", "64", "--", "sh", "-c", antagonistScript))
+			}
 			lc := a.run("--name", "lc", "--cpus", "0.5", "--mem", "64", "--", "perl", "-e", lcScript)
 			stdout := filepath.Join(a.inspect(lc).SandboxDir, "stdout")
 
@@ -169,24 +185,33 @@ func TestQoSInterference(t *testing.T) {
 			wg.Add(1)
 			go func() { defer wg.Done(); rep.run(ctx, t, api, lc, stdout) }()
 			t.Cleanup(func() { cancel(); wg.Wait() })
+			// Stop the antagonists before the next test and flush what they
+			// wrote (the harness then removes the containers).
+			t.Cleanup(func() {
+				for _, id := range bes {
+					a.brim("container", "rm", "-f", id)
+				}
+				syscall.Sync()
+			})
 
 			// Solo: 4 s of windows give the baseline (and the
 			// controller's warm-up).
 			eventually(t, "the LC reports 20 windows", func() bool { return rep.windows() >= 20 })
 			solo, _ := rep.medianSince(0)
-			onset := rep.windows()
-			var bes []string
-			for i := range 2 {
-				bes = append(bes, a.run("--name", fmt.Sprintf("be%d", i), "--revocable", "--cpus", "0.5", "--mem", "64", "--", "sh", "-c", antagonistScript))
+			for _, id := range bes {
+				if err := os.WriteFile(filepath.Join(a.inspect(id).SandboxDir, "go"), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
-			var contended time.Duration
-			eventually(t, fmt.Sprintf("the LC's p99 degrades beyond %v (solo %v)", degradedBound(solo), solo), func() bool {
-				contended = rep.lastMedian(10)
-				return rep.windows() >= onset+10 && contended > degradedBound(solo)
-			})
-			t.Logf("lc p99: solo %v, contended %v", solo, contended)
+			onset := rep.windows()
 
 			if mode == "noop" {
+				var contended time.Duration
+				eventually(t, fmt.Sprintf("the LC's p99 degrades beyond %v (solo %v)", degradedBound(solo), solo), func() bool {
+					contended = rep.lastMedian(10)
+					return rep.windows() >= onset+10 && contended > degradedBound(solo)
+				})
+				t.Logf("lc p99: solo %v, contended %v", solo, contended)
 				// 3 s more of degraded windows: still no correction.
 				more := rep.windows() + 15
 				eventually(t, "15 more windows", func() bool { return rep.windows() >= more })
@@ -203,12 +228,16 @@ func TestQoSInterference(t *testing.T) {
 				return
 			}
 
+			// The controller reacts at twice the LC's learned baseline, so
+			// the LC may never reach the noop run's degradation.
 			var ex explainOut
 			eventually(t, "a QoS correction", func() bool {
 				ex = a.explain()
 				return len(ex.Recent) > 0
 			})
 			corrected := rep.windows()
+			contended, _ := rep.medianSince(onset)
+			t.Logf("first correction %d windows after the antagonists started", corrected-onset)
 			var recovered time.Duration
 			eventually(t, fmt.Sprintf("the LC's p99 returns within %v (solo %v)", recoveredBound(solo), solo), func() bool {
 				recovered = rep.lastMedian(10)
@@ -217,22 +246,21 @@ func TestQoSInterference(t *testing.T) {
 			ex = a.explain()
 			t.Logf("lc p99: solo %v, contended %v, corrected %v (bound %v), %d windows after the first correction",
 				solo, contended, recovered, recoveredBound(solo), rep.windows()-corrected)
-			byLC := false
+			// Every correction acts on an antagonist and names its trigger:
+			// a signal of the LC (the only non-revocable container) beyond
+			// its threshold, above the LC's learned baseline. The signal is
+			// the reported latency (app-latency) or the LC's run-queue
+			// latency measured by the eBPF monitor (runqueue-p99), whichever
+			// degraded first.
 			for _, c := range ex.Recent {
 				t.Logf("correction %s %s: signal %s value %.4g baseline %.4g threshold %.4g victim %s (%s)",
 					c.Type, c.Container, c.Trigger.Signal, c.Trigger.Value, c.Trigger.Baseline, c.Trigger.Threshold, c.Trigger.Victim, c.Reason)
-				if c.Trigger.Signal == "" || c.Reason == "" || !slices.Contains(bes, c.Container) {
-					t.Errorf("correction without a trigger or of a non-revocable container: %+v", c)
+				if c.Error != "" || c.Reason == "" || !slices.Contains(bes, c.Container) {
+					t.Errorf("failed correction, or of a non-revocable container: %+v", c)
 				}
-				if c.Trigger.Signal != "recovered" && c.Trigger.Value <= c.Trigger.Threshold {
-					t.Errorf("correction whose trigger is not beyond its threshold: %+v", c)
+				if c.Trigger.Victim != lc || c.Trigger.Signal == "" || c.Trigger.Value <= c.Trigger.Threshold || c.Trigger.Threshold <= c.Trigger.Baseline {
+					t.Errorf("correction whose trigger is not the LC's degraded signal: %+v", c)
 				}
-				if c.Trigger.Signal == "app-latency" && c.Trigger.Victim == lc && c.Trigger.Baseline > 0 {
-					byLC = true
-				}
-			}
-			if !byLC {
-				t.Errorf("no correction names the LC's reported latency as its trigger: %+v", ex.Recent)
 			}
 			// The disk flood stops only when the antagonists stop: each is
 			// frozen or killed (preempted), not merely throttled.
@@ -249,7 +277,7 @@ func TestQoSInterference(t *testing.T) {
 			if stopped == 0 {
 				t.Errorf("no antagonist frozen or preempted: %+v", ex.Recent)
 			}
-			if text := a.mustBrim("agent", "explain"); !strings.Contains(text, "app-latency") {
+			if text := a.mustBrim("agent", "explain"); !strings.Contains(text, ex.Recent[0].Trigger.Signal) || !strings.Contains(text, lc) {
 				t.Errorf("brim agent explain does not show the trigger:\n%s", text)
 			}
 		})
