@@ -117,10 +117,10 @@ type oversub struct {
 // recorder wraps the guarded estimator and keeps its latest estimate with
 // the revocable resources in use that it saw, and the last one forwarded.
 type recorder struct {
-	e       estimator.Estimator
-	forward estimator.ForwardFunc
+	e estimator.Estimator
 
 	mu        sync.Mutex
+	forward   estimator.ForwardFunc
 	cur, sent Estimate
 	hasSent   bool
 }
@@ -146,11 +146,18 @@ func (r *recorder) Estimate(ctx context.Context, u monitor.Usage) (estimator.Est
 func (r *recorder) send(ctx context.Context, est estimator.Estimate) error {
 	r.mu.Lock()
 	r.sent, r.hasSent = r.cur, true
+	forward := r.forward
 	r.mu.Unlock()
-	if r.forward == nil {
+	if forward == nil {
 		return nil
 	}
-	return r.forward(ctx, est)
+	return forward(ctx, est)
+}
+
+func (r *recorder) forwarding() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.forward != nil
 }
 
 func (r *recorder) snapshot() (cur, sent Estimate, hasSent bool) {
@@ -239,7 +246,7 @@ func (o *oversub) start(a *Agent) {
 func (o *oversub) pool() (Resources, string, Estimate) {
 	cur, sent, hasSent := o.est.snapshot()
 	p := cur.Offered().add(cur.InUse)
-	if o.cfg.Forward != nil && hasSent {
+	if hasSent && o.est.forwarding() {
 		s := sent.Offered().add(sent.InUse)
 		p = Resources{MilliCPUs: max(p.MilliCPUs, s.MilliCPUs), MemMiB: max(p.MemMiB, s.MemMiB)}
 	}
@@ -348,6 +355,20 @@ func (a *Agent) Oversubscription() (st Oversubscription, ok bool) {
 	used := a.usedRev
 	a.mu.Unlock()
 	return a.over.status(used), true
+}
+
+// SetForward sets (or with nil clears) the function the estimator loop
+// sends estimates on with, e.g. once the master link is up; the next
+// check forwards the current estimate whatever the hysteresis says. It
+// does nothing without oversubscription.
+func (a *Agent) SetForward(f estimator.ForwardFunc) {
+	if a.over == nil {
+		return
+	}
+	a.over.est.mu.Lock()
+	a.over.est.forward = f
+	a.over.est.mu.Unlock()
+	a.over.fwd.Invalidate()
 }
 
 // Metrics returns the Prometheus registry of the monitor, the estimator's

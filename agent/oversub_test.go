@@ -224,3 +224,59 @@ func TestReportLatency(t *testing.T) {
 		t.Fatal("oversubscription status without oversubscription")
 	}
 }
+
+func TestSetForward(t *testing.T) {
+	ctx := context.Background()
+	a, err := New(Options{
+		StateDir: t.TempDir(), Runtime: newFakeRuntime(t.TempDir()),
+		Resources: Resources{MilliCPUs: 2000, MemMiB: 1000},
+		Oversub: &Oversub{
+			Host: monitor.NoHost, Estimator: fixed(t, "cpus:1;mem:200"), EstimatorName: "fixed",
+			MonitorInterval: time.Hour, EstimatorInterval: 10 * time.Millisecond, QoSInterval: time.Hour,
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.over.start(a)
+	// Without a forward function the estimate is kept locally.
+	if st, _ := a.Oversubscription(); !st.HasForwarded || st.Forwarded.Offered() != (Resources{1000, 200}) {
+		t.Fatalf("status before SetForward: %+v", st)
+	}
+	sent := make(chan estimator.Estimate, 16)
+	a.SetForward(func(_ context.Context, e estimator.Estimate) error {
+		select {
+		case sent <- e:
+		default:
+		}
+		return nil
+	})
+	// The next check forwards the unchanged estimate (hysteresis reset).
+	select {
+	case e := <-sent:
+		if resourcesOf(e) != (Resources{1000, 200}) {
+			t.Fatalf("forwarded %s", e.Revocable)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("nothing forwarded after SetForward")
+	}
+	// Launching revocable work changes the estimate, which is forwarded.
+	if _, err := a.Launch(ctx, Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 600, MemMiB: 100}, Revocable: true}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case e := <-sent:
+			if resourcesOf(e) == (Resources{400, 100}) {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the smaller estimate was never forwarded")
+		}
+	}
+}
