@@ -1,9 +1,12 @@
 package containerizer
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -347,5 +350,77 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached within a minute")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRecoverAfterAgentKill9 runs the "agent" in another process, kills it
+// with SIGKILL, and recovers its containers here: the shims are no longer
+// anyone's children we could wait for.
+func TestRecoverAfterAgentKill9(t *testing.T) {
+	e := newEnv(t, "")
+	ctx := context.Background()
+	live, ends := testutil.UniqueName("live"), testutil.UniqueName("ends")
+	scripts, _ := json.Marshal(map[string]string{
+		live: "exec sleep 1000",
+		ends: "while [ ! -e /mnt/sandbox/go ]; do sleep 0.02; done; exit 4",
+	})
+	agent := exec.Command(os.Args[0], "-test.run=^$")
+	agent.Env = append(os.Environ(), agentHelperEnv+"="+string(scripts),
+		"BRIM_TEST_STATE_DIR="+e.stateDir, "BRIM_TEST_CGROUP_PARENT="+e.iso.parent, "BRIM_TEST_SHIM="+e.shim)
+	// Whatever happens, what the helper launched is recovered and
+	// destroyed by the env's cleanup.
+	t.Cleanup(func() { _, _ = e.c.Recover(ctx) })
+	agent.Stderr = os.Stderr
+	out, err := agent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		_ = agent.Process.Kill()
+		_ = agent.Wait()
+		t.Fatalf("agent helper: %q, %v", line, err)
+	}
+	if err := agent.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = agent.Wait()
+
+	// While no agent runs, one container finishes.
+	endsDir := filepath.Join(e.stateDir, "containers", ends)
+	if err := os.WriteFile(filepath.Join(endsDir, executor.SandboxDir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, err := executor.ReadExit(endsDir); return err == nil })
+
+	infos, err := e.c.Recover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 2 {
+		t.Fatalf("recovered %v, want 2 containers", infos)
+	}
+	byID := map[string]*Info{infos[0].ID: infos[0], infos[1].ID: infos[1]}
+	if got := byID[live]; got == nil || got.State != StateRunning || got.Pid <= 0 {
+		t.Errorf("live container recovered as %+v", got)
+	}
+	if got := byID[ends]; got == nil || got.State != StateExited || got.Exit.Code != 4 {
+		t.Errorf("ended container recovered as %+v, want exit code 4", got)
+	}
+	// Kill with grace through the recovered shim, then clean up.
+	if err := e.c.Kill(ctx, live, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.wait(live); st.Signal != "SIGKILL" {
+		t.Errorf("live container after Kill: %+v", st)
+	}
+	for _, info := range infos {
+		if err := e.c.Destroy(ctx, info.ID); err != nil {
+			t.Fatal(err)
+		}
+		e.assertGone(info.ID, info.ShimPid)
 	}
 }

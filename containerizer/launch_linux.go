@@ -55,10 +55,9 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 	if err := os.Mkdir(filepath.Join(dir, executor.SandboxDir), 0o755); err != nil {
 		return nil, fmt.Errorf("launch %s: create sandbox: %w", id, err)
 	}
+	// config.json is written once the isolators are prepared; a directory
+	// without it is an orphan to Recover, which cleans up the isolators.
 	rec := record{Version: recordVersion, Spec: spec, CreatedAt: time.Now()}
-	if err := writeRecord(dir, &rec); err != nil {
-		return nil, fmt.Errorf("launch %s: %w", id, err)
-	}
 	var launch isolator.Launch
 	for _, iso := range c.cfg.Isolators {
 		if err := iso.Prepare(ctx, id, spec.Limits, &launch); err != nil {

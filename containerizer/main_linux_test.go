@@ -2,6 +2,7 @@ package containerizer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -23,6 +24,9 @@ import (
 var shimBinary, smallShimBinary string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(agentHelperEnv) != "" {
+		os.Exit(runAgentHelper())
+	}
 	code := func() int {
 		shimBinary = os.Getenv("BRIM_BINARY")
 		smallShimBinary = os.Getenv("BRIM_SHIM_BINARY")
@@ -297,4 +301,36 @@ func busyboxRootfs(t testing.TB) string {
 		}
 	}
 	return root
+}
+
+// agentHelperEnv makes the test binary act as an agent (runAgentHelper)
+// that a test kills with SIGKILL.
+const agentHelperEnv = "BRIM_TEST_AGENT_HELPER"
+
+// runAgentHelper launches the containers in $BRIM_TEST_AGENT_HELPER (a
+// JSON object: id → sh -c script) with a Containerizer on
+// $BRIM_TEST_STATE_DIR, prints "ready" and blocks until killed.
+func runAgentHelper() int {
+	iso := &cgroupIsolator{
+		parent:   os.Getenv("BRIM_TEST_CGROUP_PARENT"),
+		prepared: map[string]int{}, isolated: map[string]int{}, cleaned: map[string]int{},
+	}
+	c, err := New(Config{StateDir: os.Getenv("BRIM_TEST_STATE_DIR"), Isolators: []isolator.Isolator{iso}, ShimBinary: os.Getenv("BRIM_TEST_SHIM")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var scripts map[string]string
+	if err := json.Unmarshal([]byte(os.Getenv(agentHelperEnv)), &scripts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for id, cmd := range scripts {
+		if _, err := c.Launch(context.Background(), Spec{ID: id, Command: []string{"sh", "-c", cmd}, Limits: isolator.Limits{MilliCPUs: 100}}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	fmt.Println("ready")
+	select {}
 }

@@ -162,20 +162,6 @@ func (s *shim) launch(ctx context.Context, opts RunOptions) (retErr error) {
 	if s.pid, err = p.Pid(); err != nil {
 		return fmt.Errorf("container pid: %w", err)
 	}
-	if st, err := c.State(); err == nil {
-		s.memPath = st.CgroupPaths["memory"]
-		if s.memPath == "" {
-			s.memPath = st.CgroupPaths[""] // cgroup v2
-		}
-	}
-	if oom, err := c.NotifyOOM(); err == nil {
-		go func() {
-			if _, ok := <-oom; ok {
-				s.oomSeen.Store(true)
-			}
-		}()
-	}
-
 	if opts.Report != nil {
 		if err := writeReport(opts.Report, Report{Event: EventCreated, Pid: s.pid}); err != nil {
 			return fmt.Errorf("report created: %w", err)
@@ -195,6 +181,21 @@ func (s *shim) launch(ctx context.Context, opts RunOptions) (retErr error) {
 			// The containerizer gave up on us: nobody will supervise this.
 			return fmt.Errorf("report running: %w", err)
 		}
+	}
+	// Off the launch path: the OOM watch only backs up the oom_kill
+	// counter read at exit.
+	if st, err := c.State(); err == nil {
+		s.memPath = st.CgroupPaths["memory"]
+		if s.memPath == "" {
+			s.memPath = st.CgroupPaths[""] // cgroup v2
+		}
+	}
+	if oom, err := c.NotifyOOM(); err == nil {
+		go func() {
+			if _, ok := <-oom; ok {
+				s.oomSeen.Store(true)
+			}
+		}()
 	}
 	s.log.Info("container running", "pid", s.pid)
 	return nil

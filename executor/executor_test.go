@@ -1,0 +1,185 @@
+package executor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestBundleValidate(t *testing.T) {
+	good := Bundle{Version: BundleVersion, ID: "web-1.a_b+c", Args: []string{"sh"}, CgroupPath: "/brim/web-1", StateRoot: "/var/lib/brim/runc"}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("valid bundle: %v", err)
+	}
+	for name, mutate := range map[string]func(*Bundle){
+		"version":         func(b *Bundle) { b.Version = 99 },
+		"empty id":        func(b *Bundle) { b.ID = "" },
+		"id with slash":   func(b *Bundle) { b.ID = "a/b" },
+		"id dotdot":       func(b *Bundle) { b.ID = ".." },
+		"no command":      func(b *Bundle) { b.Args = nil },
+		"empty argv0":     func(b *Bundle) { b.Args = []string{""} },
+		"relative cgroup": func(b *Bundle) { b.CgroupPath = "brim/x" },
+		"empty cgroup":    func(b *Bundle) { b.CgroupPath = "" },
+		"root cgroup":     func(b *Bundle) { b.CgroupPath = "/" },
+		"relative state":  func(b *Bundle) { b.StateRoot = "runc" },
+		"relative rootfs": func(b *Bundle) { b.Rootfs = "rootfs" },
+	} {
+		b := good
+		b.Args = append([]string(nil), good.Args...)
+		mutate(&b)
+		if err := b.Validate(); err == nil {
+			t.Errorf("%s: Validate accepted %+v", name, b)
+		}
+	}
+}
+
+func TestBundleAndExitFiles(t *testing.T) {
+	dir := t.TempDir()
+	b := &Bundle{Version: BundleVersion, ID: "x", Args: []string{"true"}, Env: []string{"A=1"}, CgroupPath: "/brim/x", StateRoot: "/r"}
+	if err := WriteBundle(dir, b); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadBundle(dir)
+	if err != nil || got.ID != "x" || got.Env[0] != "A=1" {
+		t.Fatalf("ReadBundle = %+v, %v", got, err)
+	}
+	if _, err := ReadExit(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("ReadExit before exit: %v, want fs.ErrNotExist", err)
+	}
+	st := &ExitStatus{Code: 137, Signal: "SIGKILL", OOMKilled: true, Reason: ReasonMemoryLimit, FinishedAt: time.Unix(1700000000, 0).UTC()}
+	if err := WriteExit(dir, st); err != nil {
+		t.Fatal(err)
+	}
+	got2, err := ReadExit(dir)
+	if err != nil || *got2 != *st {
+		t.Fatalf("ReadExit = %+v, %v; want %+v", got2, err, st)
+	}
+	// Atomic writes leave no temporaries behind.
+	if m, _ := filepath.Glob(filepath.Join(dir, ".*")); len(m) != 0 {
+		t.Errorf("temporary files left: %v", m)
+	}
+}
+
+func TestPathOf(t *testing.T) {
+	if got := PathOf([]string{"A=1"}); got != defaultPath[len("PATH="):] {
+		t.Errorf("default PATH = %q", got)
+	}
+	if got := PathOf([]string{"PATH=/x:/y"}); got != "/x:/y" {
+		t.Errorf("PATH = %q", got)
+	}
+}
+
+func TestReportErr(t *testing.T) {
+	r := &Report{Event: EventError, Error: "exec: \"x\": executable file not found in $PATH", Kind: kindCommandNotFound}
+	if err := r.Err(); !errors.Is(err, ErrCommandNotFound) {
+		t.Errorf("command-not-found report: %v", err)
+	}
+	if err := (&Report{Event: EventError, Error: "boom"}).Err(); err == nil || errors.Is(err, ErrCommandNotFound) {
+		t.Errorf("plain error report: %v", err)
+	}
+	if err := (&Report{Event: EventRunning}).Err(); err != nil {
+		t.Errorf("running report: %v", err)
+	}
+	rr := NewReportReader(strings.NewReader(`{"event":"created","pid":42}` + "\n"))
+	if rep, err := rr.Next(); err != nil || rep.Pid != 42 {
+		t.Fatalf("Next = %+v, %v", rep, err)
+	}
+	if _, err := rr.Next(); err == nil {
+		t.Error("Next at EOF: no error")
+	}
+}
+
+// fakeShim answers every request on dir's socket with resp.
+func fakeShim(t *testing.T, dir string, resp func(request) response) {
+	t.Helper()
+	ln, err := net.Listen("unix", filepath.Join(dir, SocketFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			line, err := bufio.NewReader(conn).ReadBytes('\n')
+			if err == nil {
+				var req request
+				_ = json.Unmarshal(line, &req)
+				_ = json.NewEncoder(conn).Encode(resp(req))
+			}
+			conn.Close()
+		}
+	}()
+}
+
+func TestClient(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if _, err := NewClient(dir).State(ctx); !errors.Is(err, ErrShimGone) {
+		t.Fatalf("State without a shim: %v, want ErrShimGone", err)
+	}
+	fakeShim(t, dir, func(req request) response {
+		switch {
+		case req.V != ProtocolVersion:
+			return response{V: ProtocolVersion, Error: "bad version"}
+		case req.Op == opSignal && req.Signal == int(syscall.SIGUSR1):
+			return response{V: ProtocolVersion, Error: "container has exited", ErrorKind: errKindNotRunning, State: &ShimState{Status: StatusExited}}
+		case req.Op == opWait:
+			return response{V: ProtocolVersion + 1}
+		}
+		return response{V: ProtocolVersion, State: &ShimState{ID: "x", Status: StatusRunning, Pid: 7}}
+	})
+	c := NewClient(dir)
+	if s, err := c.State(ctx); err != nil || s.Pid != 7 || s.Status != StatusRunning {
+		t.Errorf("State = %+v, %v", s, err)
+	}
+	if err := c.Signal(ctx, syscall.SIGUSR1); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Signal to an exited container: %v, want ErrNotRunning", err)
+	}
+	if _, err := c.Wait(ctx); err == nil || !strings.Contains(err.Error(), "protocol version") {
+		t.Errorf("Wait against another protocol version: %v", err)
+	}
+}
+
+func TestClientLongPath(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), strings.Repeat("x", 100))
+	if len(filepath.Join(dir, SocketFile)) <= maxSocketPath {
+		t.Fatal("path not long enough for the test")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	short, closeDir, err := shortSocketPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", short)
+	closeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = bufio.NewReader(conn).ReadBytes('\n')
+		_ = json.NewEncoder(conn).Encode(response{V: ProtocolVersion, State: &ShimState{ID: "long"}})
+	}()
+	if s, err := NewClient(dir).State(context.Background()); err != nil || s.ID != "long" {
+		t.Fatalf("State over a long path = %+v, %v", s, err)
+	}
+}
