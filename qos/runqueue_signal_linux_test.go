@@ -32,6 +32,11 @@ func (n *rqNode) Containers(ctx context.Context) ([]monitor.ContainerInfo, error
 	return cs, err
 }
 
+// lcLoop is the latency-critical workload: a single-threaded shell (its
+// own threads do not queue behind each other) that computes for about
+// 4 ms and sleeps 5 ms, over and over.
+const lcLoop = `while :; do i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done; sleep 0.005; done`
+
 // startPinned runs argv pinned to cpu (in its own process group, with
 // the environment env added), moves it into every v1 group of container
 // id, and kills the group on cleanup.
@@ -68,9 +73,8 @@ func startPinned(t *testing.T, iso *cgroups.Isolator, id string, cpu int, env st
 
 // TestRunQueueSignalThrottles drives the interference controller with
 // run-queue latency as its only signal, end to end on real kernel objects:
-// a latency-critical loop ("lc": a single-threaded shell waking every
-// 5 ms, so its own threads do not queue behind each other) runs in a
-// container group of the cgroups isolator, pinned to one CPU; the monitor samples it with the
+// a latency-critical loop (lcLoop) runs in a container group of the
+// cgroups isolator, pinned to one CPU; the monitor samples it with the
 // eBPF run-queue signal while the controller learns its baseline; then a
 // CPU antagonist starts in a revocable container pinned to the same CPU.
 // The controller must throttle the antagonist, naming the run-queue signal
@@ -89,7 +93,7 @@ func TestRunQueueSignalThrottles(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := &rqNode{cgroupNode: &cgroupNode{Isolator: iso, procs: map[string]*exec.Cmd{}}}
-	limits := map[string]isolator.Limits{"lc": {MilliCPUs: 1000}, "be": {MilliCPUs: 4000}}
+	limits := map[string]isolator.Limits{"lc": {MilliCPUs: 1000}, "be": {MilliCPUs: 16000}}
 	for id, l := range limits {
 		if err := iso.Prepare(ctx, id, l, &isolator.Launch{}); err != nil {
 			t.Fatal(err)
@@ -101,7 +105,7 @@ func TestRunQueueSignalThrottles(t *testing.T) {
 		t.Fatalf("weigh the test parent: %v", err)
 	}
 	n.ids = []string{"lc"}
-	startPinned(t, iso, "lc", 1, "", "sh", "-c", "while :; do sleep 0.005; done")
+	startPinned(t, iso, "lc", 1, "", "sh", "-c", lcLoop)
 
 	rq, err := monitor.OpenRunQueueSource(false, bpf.Options{MaxCgroups: 16}, nil)
 	if err != nil {
@@ -116,8 +120,8 @@ func TestRunQueueSignalThrottles(t *testing.T) {
 
 	n.limits = limits
 	// Run-queue p99 is the only signal: the others' floors are out of
-	// reach. Throttle to 0.05 × 4 cpus = 0.2 cpu.
-	opts := Options{"warmup": "5", "cooldown": "3s", "throttle-fraction": "0.05"}
+	// reach. Throttle to 0.0125 × 16 cpus = 0.2 cpu.
+	opts := Options{"warmup": "5", "cooldown": "3s", "throttle-fraction": "0.0125"}
 	for _, s := range []string{SignalCPUThrottling, SignalPSICPU, SignalPSIMemory, SignalAppLatency} {
 		opts["floor-"+s] = "1e9"
 	}
