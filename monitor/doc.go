@@ -9,6 +9,11 @@
 // run-queue reader, application-reported latency) add to each sample, and
 // the Prometheus collector.
 //
+// RunQueueSignal is the SignalSource of run-queue latency and on-CPU time
+// over the eBPF monitor or the schedstat fallback (OpenRunQueueSource picks
+// one and logs why); with the fallback the three quantiles are the
+// interval's mean wait and Source says "schedstat-mean".
+//
 // It never acts on what it sees: it does not resize, freeze or kill
 // anything, and it reads containers only through the Source it is given
 // (the agent adapts the containerizer to it).
