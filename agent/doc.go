@@ -5,16 +5,29 @@
 // restart (including kill -9), and the local API (gRPC on a root-only unix
 // socket, see agentpb) that `brim container …` talks to.
 //
+// With Options.Oversub it also runs oversubscription (oversub.go): the
+// monitor over its own containers, the resource estimator loop (the
+// revocable pool that revocable containers are admitted against, the
+// estimate forwarded to the master through Oversub.Forward or SetForward),
+// the QoS loop whose corrections it applies (throttle, freeze and thaw
+// through the CgroupActuator it is given, kill through KillWithReason with
+// reason CONTAINER_PREEMPTED), application latency reports
+// (ReportLatency), the oversubscription status (Oversubscription, `brim
+// agent explain`) and the Prometheus registry (Metrics).
+//
 // It never touches cgroups, processes or mounts itself: everything that runs
-// or isolates a container goes through the Runtime it is given (the
-// containerizer, wired in cmd/brim). Shutting the agent down never kills a
-// container; only Kill and Destroy do.
+// or isolates a container goes through the Runtime (the containerizer) or
+// the CgroupActuator (the cgroups isolator) it is given, wired in cmd/brim;
+// it names no concrete estimator or QoS controller. Shutting the agent down
+// never kills a container; only Kill, Destroy and QoS kills do.
 //
 // Sentinels: ErrNotFound (no such container), ErrNameInUse (duplicate name),
 // ErrInsufficientResources (wrapped by *InsufficientResourcesError, which
-// names the resource), ErrInvalidArgument (bad request), ErrCommandNotFound
+// names the resource and, for revocable containers, the revocable pool), ErrInvalidArgument (bad request), ErrCommandNotFound
 // (the command does not exist in the container's root filesystem),
 // ErrNotRunning (the container has exited), ErrRunning (destroy of a running
 // container without force), ErrAgentRunning (another agent serves the socket
-// or uses the state dir), ErrNotSupported (the host cannot run the agent).
+// or uses the state dir), ErrNotSupported (the host cannot run the agent;
+// ReportLatency without oversubscription; a QoS correction without a
+// CgroupActuator).
 package agent

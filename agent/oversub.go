@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -184,17 +185,22 @@ func newOversub(a *Agent, cfg Oversub) *oversub {
 	if cfg.Controller == nil {
 		cfg.Controller, cfg.QoSName = qos.Noop{}, "noop"
 	}
+	// The monitor and the applier name their own components.
+	base := a.opts.Log
+	if base == nil {
+		base = slog.New(slog.DiscardHandler)
+	}
 	total := a.opts.Resources
 	mon := monitor.New(a, monitor.Config{
 		Interval: cfg.MonitorInterval,
 		Total:    monitor.Capacity{MilliCPUs: total.MilliCPUs, MemoryBytes: total.MemMiB << 20},
 		Host:     cfg.Host,
 		Signals:  cfg.Signals,
-	}, a.log)
+	}, base)
 	o := &oversub{cfg: cfg, mon: mon, fwd: estimator.NewForwarder(estimator.ForwarderConfig{}), ctrl: cfg.Controller}
-	o.applier = qos.NewApplier(actuator{a: a, cg: cfg.Cgroups}, a.log)
+	o.applier = qos.NewApplier(actuator{a: a, cg: cfg.Cgroups}, base)
 	o.est = &recorder{
-		e:       estimator.Fallback(estimator.Guard(cfg.Estimator, o.applier), a.log.With("component", "estimator")),
+		e:       estimator.Fallback(estimator.Guard(cfg.Estimator, o.applier), base.With("component", "estimator")),
 		forward: cfg.Forward,
 	}
 	o.reg = monitor.NewRegistry(mon)
@@ -216,7 +222,10 @@ func (o *oversub) start(a *Agent) {
 			o.fwd.Invalidate()
 		}
 	}
-	log := a.log
+	log := a.opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	loops := []func() error{
 		func() error { return o.mon.Run(ctx) },
 		func() error {

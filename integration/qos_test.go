@@ -277,6 +277,12 @@ func TestQoSInterference(t *testing.T) {
 			if stopped == 0 {
 				t.Errorf("no antagonist frozen or preempted: %+v", ex.Recent)
 			}
+			if len(ex.Active) > 0 {
+				info := a.mustBrim("agent", "info")
+				if !strings.Contains(info, "correction") || !strings.Contains(info, ex.Active[0].Type+" "+ex.Active[0].Container) {
+					t.Errorf("brim agent info does not list the corrections in force:\n%s", info)
+				}
+			}
 			if text := a.mustBrim("agent", "explain"); !strings.Contains(text, ex.Recent[0].Trigger.Signal) || !strings.Contains(text, lc) {
 				t.Errorf("brim agent explain does not show the trigger:\n%s", text)
 			}

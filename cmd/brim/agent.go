@@ -160,7 +160,7 @@ func newAgentInfo(socket *string) *cobra.Command {
 	cl := &agentClient{socket: socket}
 	return &cobra.Command{
 		Use:   "info",
-		Short: "Describe the running agent: ID, resources total/used/free",
+		Short: "Describe the running agent: ID, resources total/used/free, revocable pool, estimate, corrections in force",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			api, err := cl.dial()
@@ -179,6 +179,21 @@ func newAgentInfo(socket *string) *cobra.Command {
 				fmt.Fprintf(tw, "estimator\t%s\nqos controller\t%s\nrun-queue source\t%s\n", in.Estimator, in.QosController, orNone(in.RunqueueSource))
 				fmt.Fprintf(tw, "revocable total\t%s\nrevocable used\t%s\nrevocable free\t%s\n", in.RevocableTotal, in.RevocableUsed, in.RevocableFree)
 				fmt.Fprintf(tw, "corrections active\t%d\n", in.CorrectionsActive)
+				ex, err := api.Explain(cmd.Context(), &agentpb.ExplainRequest{})
+				if err != nil {
+					return cl.rpcError(err)
+				}
+				if e := ex.Current; e != nil {
+					fmt.Fprintf(tw, "revocable estimate\t%s (%s: %s)\n", orNone(e.Revocable), e.Estimator, e.Summary)
+				}
+				for _, c := range ex.Active {
+					t := c.Trigger
+					if t == nil {
+						t = &agentpb.Trigger{}
+					}
+					fmt.Fprintf(tw, "correction\t%s %s: %s %.4g (baseline %.4g, threshold %.4g) of %s\n",
+						c.Type, c.ContainerId, t.Signal, t.Value, t.Baseline, t.Threshold, orNone(t.Victim))
+				}
 			}
 			return tw.Flush()
 		},
