@@ -213,6 +213,7 @@ func newOversub(a *Agent, cfg Oversub) *oversub {
 // estimator and QoS loops, owned by the agent.
 func (o *oversub) start(a *Agent) {
 	ctx := a.ctx
+	o.reset(a)
 	if err := o.mon.Sample(ctx); err != nil {
 		a.log.Warn("first monitor round", "err", err)
 	}
@@ -247,6 +248,26 @@ func (o *oversub) start(a *Agent) {
 	a.log.Info("oversubscription running", "estimator", o.cfg.EstimatorName, "qos", o.cfg.QoSName,
 		"monitor_interval", o.cfg.MonitorInterval, "estimator_interval", o.cfg.EstimatorInterval,
 		"qos_interval", o.cfg.QoSInterval, "runqueue_source", o.cfg.RunQueueSource)
+}
+
+// reset lifts any correction a previous agent left on the revocable
+// containers it recovered (thaw, own cpu limit): corrections do not
+// survive a restart, since the controller that made them, and its
+// baselines, did not. If the interference persists, the new controller
+// corrects again once it has learned the victims' baselines.
+func (o *oversub) reset(a *Agent) {
+	if o.cfg.Cgroups == nil {
+		return
+	}
+	for _, c := range a.List() {
+		if c.State != StateRunning || !c.Revocable {
+			continue
+		}
+		err := errors.Join(o.cfg.Cgroups.Thaw(a.ctx, c.ID), o.cfg.Cgroups.SetCPUQuota(a.ctx, c.ID, 0))
+		if err != nil {
+			a.log.Warn("lift corrections of a recovered revocable container", "id", c.ID, "err", err)
+		}
+	}
 }
 
 // pool returns the revocable pool: the current estimate plus the revocable

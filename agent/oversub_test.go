@@ -280,3 +280,51 @@ func TestSetForward(t *testing.T) {
 		}
 	}
 }
+
+func TestRestartLiftsCorrections(t *testing.T) {
+	ctx := context.Background()
+	dir, rt := t.TempDir(), newFakeRuntime(t.TempDir())
+	opts := func(cg CgroupActuator) Options {
+		return Options{StateDir: dir, Runtime: rt, Resources: Resources{MilliCPUs: 2000, MemMiB: 1000},
+			Oversub: &Oversub{Host: monitor.NoHost, Estimator: fixed(t, "cpus:1;mem:200"), EstimatorName: "fixed", Cgroups: cg,
+				MonitorInterval: time.Hour, EstimatorInterval: time.Hour, QoSInterval: time.Hour}}
+	}
+	a, err := New(opts(&fakeCgroups{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.over.start(a)
+	be, err := a.Launch(ctx, Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 300, MemMiB: 50}, Revocable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Launch(ctx, Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 300, MemMiB: 50}}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+
+	cg := &fakeCgroups{}
+	b, err := New(opts(cg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.over.start(b)
+	// Only the revocable container is touched, and its pool accounting
+	// is recovered.
+	if got, want := cg.String(), "thaw "+be.ID+", quota "+be.ID+" 0"; got != want {
+		t.Fatalf("cgroup calls at start = %q, want %q", got, want)
+	}
+	if st, _ := b.Oversubscription(); st.Used != (Resources{300, 50}) || st.Free != (Resources{700, 150}) {
+		t.Fatalf("recovered pool: %+v", st)
+	}
+	if in := b.Info(); in.Used != (Resources{300, 50}) {
+		t.Fatalf("recovered non-revocable use: %s", in.Used)
+	}
+}
