@@ -113,6 +113,7 @@ type oversub struct {
 	est     *recorder
 	ctrl    qos.Controller
 	reg     *prometheus.Registry
+	kick    chan struct{} // a monitor round is wanted (sample)
 }
 
 // recorder wraps the guarded estimator and keeps its latest estimate with
@@ -197,7 +198,8 @@ func newOversub(a *Agent, cfg Oversub) *oversub {
 		Host:     cfg.Host,
 		Signals:  cfg.Signals,
 	}, base)
-	o := &oversub{cfg: cfg, mon: mon, fwd: estimator.NewForwarder(estimator.ForwarderConfig{}), ctrl: cfg.Controller}
+	o := &oversub{cfg: cfg, mon: mon, fwd: estimator.NewForwarder(estimator.ForwarderConfig{}), ctrl: cfg.Controller,
+		kick: make(chan struct{}, 1)}
 	o.applier = qos.NewApplier(actuator{a: a, cg: cfg.Cgroups}, base)
 	o.est = &recorder{
 		e:       estimator.Fallback(estimator.Guard(cfg.Estimator, o.applier), base.With("component", "estimator")),
@@ -229,6 +231,7 @@ func (o *oversub) start(a *Agent) {
 	}
 	loops := []func() error{
 		func() error { return o.mon.Run(ctx) },
+		func() error { return o.sampler(ctx, a.log) },
 		func() error {
 			return estimator.Run(ctx, o.mon, o.est, o.fwd, o.cfg.EstimatorInterval, o.est.send, log.With("component", "estimator"))
 		},
@@ -453,13 +456,31 @@ func (a *Agent) ReportLatency(ref string, l LatencyReport) error {
 	return nil
 }
 
-// sample runs a monitor round after a launch or an exit so that the QoS
-// loop sees new revocable work at once rather than at the next tick.
+// sample asks for a monitor round after a launch or an exit so that the
+// QoS loop sees new revocable work at once rather than at the next tick.
+// It does not wait: the round runs on the agent's sampler goroutine
+// (requests coalesce), so a launch does not pay for sampling every
+// container.
 func (a *Agent) sample() {
-	if a.over == nil || a.ctx.Err() != nil {
+	if a.over == nil {
 		return
 	}
-	if err := a.over.mon.Sample(a.ctx); err != nil && a.ctx.Err() == nil {
-		a.log.Debug("monitor round after change", "err", err)
+	select {
+	case a.over.kick <- struct{}{}:
+	default: // a round is already pending
+	}
+}
+
+// sampler runs the rounds sample asks for until ctx ends.
+func (o *oversub) sampler(ctx context.Context, log *slog.Logger) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-o.kick:
+		}
+		if err := o.mon.Sample(ctx); err != nil && ctx.Err() == nil {
+			log.Debug("monitor round after a launch or an exit", "err", err)
+		}
 	}
 }
