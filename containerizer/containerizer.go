@@ -49,6 +49,11 @@ type Config struct {
 	// KillGrace is the default grace period of Kill; default
 	// DefaultKillGrace.
 	KillGrace time.Duration
+	// WarmShims is how many shims are kept started ahead of launches,
+	// each waiting for a container: a launch that finds one skips the
+	// shim's process start-up (a burst of launches falls back to cold
+	// starts). 0 means 1; negative means none.
+	WarmShims int
 	// Log receives the containerizer's log; default discards.
 	Log *slog.Logger
 }
@@ -115,6 +120,12 @@ type Containerizer struct {
 	// shimExe is a sealed memfd copy of ShimBinary (nil: run the file).
 	shimExe *os.File
 
+	poolMu     sync.Mutex
+	warm       []*shimProc
+	filling    int
+	poolClosed bool
+	poolWG     sync.WaitGroup
+
 	mu         sync.Mutex
 	containers map[string]*container
 }
@@ -169,6 +180,12 @@ func New(cfg Config) (*Containerizer, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	switch {
+	case cfg.WarmShims == 0:
+		cfg.WarmShims = 1
+	case cfg.WarmShims < 0:
+		cfg.WarmShims = 0
+	}
 	c := &Containerizer{
 		cfg:        cfg,
 		log:        cfg.Log.With("component", "containerizer"),
@@ -186,13 +203,15 @@ func New(cfg Config) (*Containerizer, error) {
 	} else {
 		c.log.Warn("running shims from the binary file: each start seals its own copy", "err", err)
 	}
+	c.refill()
 	return c, nil
 }
 
-// Close releases the containerizer's resources (the sealed copy of the
-// shim binary). Containers and their shims keep running. Close does not
-// wait for calls in flight; call it once they are done.
+// Close releases the containerizer's resources: the warm shims (never
+// given a container) and the sealed copy of the shim binary. Containers
+// and their shims keep running. Call it once no call is in flight.
 func (c *Containerizer) Close() error {
+	c.closePool()
 	if c.shimExe != nil {
 		return c.shimExe.Close()
 	}

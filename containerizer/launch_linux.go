@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,53 +98,28 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 	return ct.info(), nil
 }
 
-// startShim starts `brim shim` detached (own session, own mount namespace,
-// stdio to shim.log) and runs the launch handshake: "created" → Isolate →
-// go-ahead → "running".
+// startShim hands the container to a warm shim (or starts a cold one:
+// `brim shim --bundle DIR`, detached) and runs the launch handshake:
+// "created" → Isolate → go-ahead → "running".
 func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr error) {
-	reportR, reportW, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("start shim: %w", err)
+	sp := c.takeWarm()
+	if sp != nil {
+		if _, err := io.WriteString(sp.goW, ct.dir+"\n"); err != nil {
+			c.log.Warn("warm shim gone: starting a cold one", "err", err)
+			sp.discard()
+			sp = nil
+		}
 	}
+	if sp == nil {
+		var err error
+		if sp, err = c.spawnShim(ct.dir, ct.spec.Rootfs == ""); err != nil {
+			return err
+		}
+	}
+	reportR, goW := sp.reportR, sp.goW
 	defer reportR.Close()
-	goR, goW, err := os.Pipe()
-	if err != nil {
-		reportW.Close()
-		return fmt.Errorf("start shim: %w", err)
-	}
 	defer goW.Close() // EOF aborts a shim still waiting for the go-ahead
-	logf, err := os.OpenFile(filepath.Join(ct.dir, executor.ShimLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		reportW.Close()
-		goR.Close()
-		return fmt.Errorf("start shim: %w", err)
-	}
-	path, argv0 := c.shimCommand()
-	cmd := exec.Command(path, "shim", "--bundle", ct.dir, "--handshake")
-	cmd.Args[0] = argv0
-	cmd.Dir = ct.dir
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.ExtraFiles = []*os.File{reportW, goR} // fds 3 and 4: executor.ReportFD, GoFD
-	// Own session: no signal aimed at the agent's process group reaches
-	// it. Own mount namespace when the host root is assembled there (with
-	// a rootfs directory libcontainer needs none; copying the mount table
-	// costs launch time).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if ct.spec.Rootfs == "" {
-		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNS
-	}
-	err = cmd.Start()
-	reportW.Close()
-	goR.Close()
-	logf.Close()
-	if err != nil {
-		return fmt.Errorf("start shim: %w", err)
-	}
-	ct.shimPid = cmd.Process.Pid
-	ct.shimDone = make(chan struct{})
-	// Reap the shim whenever it ends; if the agent dies first, the shim is
-	// reparented and carries on.
-	go func() { _ = cmd.Wait(); close(ct.shimDone) }()
+	ct.shimPid, ct.shimDone = sp.pid, sp.done
 	if err := os.WriteFile(filepath.Join(ct.dir, shimPidFile), []byte(strconv.Itoa(ct.shimPid)), 0o600); err != nil {
 		return fmt.Errorf("record shim pid: %w", err)
 	}
@@ -185,6 +161,135 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 	}
 	ct.startedAt = time.Now()
 	return nil
+}
+
+// shimProc is a started shim and our ends of its handshake pipes.
+type shimProc struct {
+	pid     int
+	reportR *os.File
+	goW     *os.File
+	done    chan struct{} // closed once the shim has been reaped
+}
+
+// spawnShim starts a shim detached: own session (no signal aimed at the
+// agent's process group reaches it), stdio to files, reaped by a goroutine
+// whenever it ends (if the agent dies first, it is reparented and carries
+// on). dir "" starts a warm shim that waits for its directory on the
+// go-ahead pipe. newNS gives it its own mount namespace, where the host
+// root is assembled (warm shims always get one).
+func (c *Containerizer) spawnShim(dir string, newNS bool) (*shimProc, error) {
+	reportR, reportW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start shim: %w", err)
+	}
+	goR, goW, err := os.Pipe()
+	if err != nil {
+		reportR.Close()
+		reportW.Close()
+		return nil, fmt.Errorf("start shim: %w", err)
+	}
+	defer reportW.Close()
+	defer goR.Close()
+	path, argv0 := c.shimCommand()
+	cmd := exec.Command(path, "shim", "--handshake")
+	cmd.Args[0] = argv0
+	cmd.Dir = c.dir
+	if dir != "" {
+		cmd.Args = append(cmd.Args, "--bundle", dir)
+		cmd.Dir = dir
+		logf, err := os.OpenFile(filepath.Join(dir, executor.ShimLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			reportR.Close()
+			goW.Close()
+			return nil, fmt.Errorf("start shim: %w", err)
+		}
+		defer logf.Close()
+		cmd.Stdout, cmd.Stderr = logf, logf
+	}
+	cmd.ExtraFiles = []*os.File{reportW, goR} // fds 3 and 4: executor.ReportFD, GoFD
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if newNS || dir == "" {
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNS
+	}
+	if err := cmd.Start(); err != nil {
+		reportR.Close()
+		goW.Close()
+		return nil, fmt.Errorf("start shim: %w", err)
+	}
+	sp := &shimProc{pid: cmd.Process.Pid, reportR: reportR, goW: goW, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(sp.done) }()
+	return sp, nil
+}
+
+// discard ends a warm shim that was never given a container: EOF on its
+// pipe makes it exit; it is killed if it lingers.
+func (sp *shimProc) discard() {
+	sp.goW.Close()
+	sp.reportR.Close()
+	select {
+	case <-sp.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(sp.pid, syscall.SIGKILL)
+		<-sp.done
+	}
+}
+
+// takeWarm returns a live warm shim, or nil, and starts a replacement.
+func (c *Containerizer) takeWarm() *shimProc {
+	var sp *shimProc
+	c.poolMu.Lock()
+	for len(c.warm) > 0 && sp == nil {
+		sp, c.warm = c.warm[0], c.warm[1:]
+		select {
+		case <-sp.done: // died while waiting
+			go sp.discard()
+			sp = nil
+		default:
+		}
+	}
+	c.poolMu.Unlock()
+	c.refill()
+	return sp
+}
+
+// refill starts warm shims in the background up to Config.WarmShims.
+func (c *Containerizer) refill() {
+	c.poolMu.Lock()
+	defer c.poolMu.Unlock()
+	for !c.poolClosed && len(c.warm)+c.filling < c.cfg.WarmShims {
+		c.filling++
+		c.poolWG.Add(1)
+		go func() {
+			defer c.poolWG.Done()
+			sp, err := c.spawnShim("", true)
+			c.poolMu.Lock()
+			c.filling--
+			if err == nil && !c.poolClosed {
+				c.warm = append(c.warm, sp)
+				sp = nil
+			}
+			c.poolMu.Unlock()
+			if err != nil {
+				c.log.Warn("start warm shim", "err", err)
+			}
+			if sp != nil {
+				sp.discard()
+			}
+		}()
+	}
+}
+
+// closePool stops the warm shims.
+func (c *Containerizer) closePool() {
+	c.poolMu.Lock()
+	c.poolClosed = true
+	warm := c.warm
+	c.warm = nil
+	c.poolMu.Unlock()
+	c.poolWG.Wait()
+	for _, sp := range warm {
+		sp.discard()
+	}
 }
 
 func (c *Containerizer) unreserve(id string) {
@@ -297,7 +402,12 @@ func shimAlive(pid int, dir string) bool {
 	if err != nil {
 		return false
 	}
-	return containsArg(cmdline, "shim") && containsArg(cmdline, dir)
+	if !containsArg(cmdline, "shim") {
+		return false
+	}
+	// Cold shims carry their directory in argv; warm ones move into it.
+	cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+	return containsArg(cmdline, dir) || cwd == dir
 }
 
 func lastIndexByte(b []byte, c byte) int {

@@ -181,6 +181,7 @@ type env struct {
 	shim     string
 	iso      *cgroupIsolator
 	c        *Containerizer
+	all      []*Containerizer // closed on cleanup
 }
 
 func newEnv(t testing.TB, stateDir string) *env {
@@ -195,6 +196,11 @@ func newEnvWithShim(t testing.TB, stateDir, shim string) *env {
 		stateDir = t.TempDir()
 	}
 	e := &env{t: t, stateDir: stateDir, shim: shim, iso: newCgroupIsolator(t)}
+	t.Cleanup(func() {
+		for _, c := range e.all {
+			c.Close()
+		}
+	})
 	e.c = e.newContainerizer()
 	// Runs before the cgroup parent's cleanup (registered earlier): no
 	// container may outlive its test.
@@ -213,6 +219,7 @@ func (e *env) newContainerizer() *Containerizer {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.all = append(e.all, c)
 	return c
 }
 

@@ -26,6 +26,10 @@ import (
 // RunOptions configure Run.
 type RunOptions struct {
 	// Dir is the container directory holding bundle.json and the sandbox.
+	// Empty makes a warm shim: it reads the directory (one line) from
+	// GoAhead before anything else, moves into it and logs to its
+	// shim.log. A warm shim is started ahead of launches to take its
+	// process start-up off the launch path.
 	Dir string
 	// Report receives the launch reports (see ReportFD); nil for none.
 	Report io.WriteCloser
@@ -48,7 +52,29 @@ func Run(ctx context.Context, opts RunOptions) error {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &shim{dir: opts.Dir, log: log, done: make(chan struct{}), shimPid: os.Getpid()}
-	err := s.launch(ctx, opts)
+	var goAhead io.Reader
+	if opts.GoAhead != nil {
+		goAhead = opts.GoAhead
+	}
+	var err error
+	if opts.Dir == "" {
+		// A warm shim: started ahead of any launch, it learns its
+		// container directory first.
+		if opts.GoAhead == nil || opts.Report == nil {
+			return errors.New("run shim: no container directory and no handshake")
+		}
+		br := bufio.NewReader(opts.GoAhead)
+		goAhead = br
+		s.dir, err = adoptDir(br)
+		if err != nil {
+			// EOF: the containerizer closed the pool or died; nothing
+			// to report to anyone.
+			opts.Report.Close()
+			opts.GoAhead.Close()
+			return err
+		}
+	}
+	err = s.launch(ctx, opts.Report, goAhead)
 	if opts.Report != nil {
 		if err != nil {
 			rep := Report{Event: EventError, Error: err.Error()}
@@ -89,7 +115,34 @@ type shim struct {
 	exit *ExitStatus
 }
 
-func (s *shim) launch(ctx context.Context, opts RunOptions) (retErr error) {
+// adoptDir reads a warm shim's container directory from r, moves into it
+// and sends its own output to the directory's shim.log.
+func adoptDir(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", fmt.Errorf("wait for a container: %w", err)
+	}
+	dir := strings.TrimSpace(line)
+	if !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("container directory %q is not absolute", dir)
+	}
+	if err := os.Chdir(dir); err != nil {
+		return "", fmt.Errorf("enter container directory: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ShimLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("open shim log: %w", err)
+	}
+	defer f.Close()
+	for _, fd := range []int{1, 2} {
+		if err := unix.Dup3(int(f.Fd()), fd, 0); err != nil {
+			return "", fmt.Errorf("redirect output to shim log: %w", err)
+		}
+	}
+	return dir, nil
+}
+
+func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) (retErr error) {
 	b, err := ReadBundle(s.dir)
 	if err != nil {
 		return err
@@ -162,13 +215,13 @@ func (s *shim) launch(ctx context.Context, opts RunOptions) (retErr error) {
 	if s.pid, err = p.Pid(); err != nil {
 		return fmt.Errorf("container pid: %w", err)
 	}
-	if opts.Report != nil {
-		if err := writeReport(opts.Report, Report{Event: EventCreated, Pid: s.pid}); err != nil {
+	if report != nil {
+		if err := writeReport(report, Report{Event: EventCreated, Pid: s.pid}); err != nil {
 			return fmt.Errorf("report created: %w", err)
 		}
 	}
-	if opts.GoAhead != nil {
-		if err := readGoAhead(ctx, opts.GoAhead); err != nil {
+	if goAhead != nil {
+		if err := readGoAhead(ctx, goAhead); err != nil {
 			return err
 		}
 	}
@@ -176,8 +229,8 @@ func (s *shim) launch(ctx context.Context, opts RunOptions) (retErr error) {
 		return fmt.Errorf("exec user process: %w", err)
 	}
 	s.startedAt = time.Now()
-	if opts.Report != nil {
-		if err := writeReport(opts.Report, Report{Event: EventRunning, Pid: s.pid}); err != nil {
+	if report != nil {
+		if err := writeReport(report, Report{Event: EventRunning, Pid: s.pid}); err != nil {
 			// The containerizer gave up on us: nobody will supervise this.
 			return fmt.Errorf("report running: %w", err)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 
@@ -10,7 +11,8 @@ import (
 )
 
 // The per-container shim, started detached by the containerizer (never by
-// hand): `brim shim --bundle DIR [--handshake]`.
+// hand): `brim shim --bundle DIR [--handshake]`, or `brim shim --handshake`
+// for a warm shim that reads its directory from fd 4.
 var _ = registerSubcommand(func() *cobra.Command {
 	var (
 		dir       string
@@ -22,6 +24,9 @@ var _ = registerSubcommand(func() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" && !handshake {
+				return errors.New("shim: --bundle is required without --handshake")
+			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "shim")
 			opts := executor.RunOptions{Dir: dir, Log: log}
 			if handshake {
@@ -33,8 +38,7 @@ var _ = registerSubcommand(func() *cobra.Command {
 			return executor.Run(context.WithoutCancel(cmd.Context()), opts)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "bundle", "", "container directory holding "+executor.BundleFile)
+	cmd.Flags().StringVar(&dir, "bundle", "", "container directory holding "+executor.BundleFile+" (empty: read from fd 4)")
 	cmd.Flags().BoolVar(&handshake, "handshake", false, "report on fd 3 and wait for the go-ahead on fd 4")
-	_ = cmd.MarkFlagRequired("bundle")
 	return cmd
 })

@@ -6,7 +6,8 @@
 // linked into it (gRPC, protobuf, Prometheus, …: about 4 ms idle, several
 // times that on a loaded host). With this binary a launch matches `runc
 // run -d` (bench/10-launch.bench.sh); point containerizer.Config.ShimBinary
-// at it. Usage: brim-shim shim --bundle DIR [--handshake].
+// at it. Usage: brim-shim shim --bundle DIR [--handshake], or
+// brim-shim shim --handshake for a warm shim.
 package main
 
 import (
@@ -44,11 +45,11 @@ func main() {
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("shim", flag.ExitOnError)
-	dir := fs.String("bundle", "", "container directory holding "+executor.BundleFile)
+	dir := fs.String("bundle", "", "container directory holding "+executor.BundleFile+" (empty: read from fd 4)")
 	handshake := fs.Bool("handshake", false, "report on fd 3 and wait for the go-ahead on fd 4")
 	_ = fs.Parse(os.Args[2:])
-	if *dir == "" {
-		fmt.Fprintln(os.Stderr, "brim-shim: --bundle is required")
+	if *dir == "" && !*handshake {
+		fmt.Fprintln(os.Stderr, "brim-shim: --bundle is required without --handshake")
 		os.Exit(2)
 	}
 	// The container outlives signals to the shim: only its exit ends the
