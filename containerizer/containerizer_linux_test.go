@@ -424,3 +424,72 @@ func TestRecoverAfterAgentKill9(t *testing.T) {
 		e.assertGone(info.ID, info.ShimPid)
 	}
 }
+
+// failingIsolator fails Prepare or Isolate for every container.
+type failingIsolator struct {
+	failIsolate bool
+	cleaned     []string
+}
+
+func (f *failingIsolator) Name() string { return "failing" }
+func (f *failingIsolator) Prepare(ctx context.Context, id string, l isolator.Limits, launch *isolator.Launch) error {
+	if !f.failIsolate {
+		return errors.New("prepare refused")
+	}
+	return nil
+}
+func (f *failingIsolator) Isolate(ctx context.Context, id string, pid int) error {
+	return errors.New("isolate refused")
+}
+func (f *failingIsolator) Update(ctx context.Context, id string, l isolator.Limits) error { return nil }
+func (f *failingIsolator) Usage(ctx context.Context, id string, s *isolator.Statistics) error {
+	return nil
+}
+func (f *failingIsolator) Cleanup(ctx context.Context, id string) error {
+	f.cleaned = append(f.cleaned, id)
+	return nil
+}
+func (f *failingIsolator) Recover(ctx context.Context, known map[string]isolator.Limits) error {
+	return nil
+}
+
+// TestFailedLaunchLeavesNothing makes launches fail at every stage after
+// the shim could have started: isolator Prepare, isolator Isolate (the
+// container's init exists then), a cancelled context.
+func TestFailedLaunchLeavesNothing(t *testing.T) {
+	for name, setup := range map[string]func(e *env) (context.Context, *failingIsolator){
+		"prepare": func(e *env) (context.Context, *failingIsolator) {
+			return context.Background(), &failingIsolator{}
+		},
+		"isolate": func(e *env) (context.Context, *failingIsolator) {
+			return context.Background(), &failingIsolator{failIsolate: true}
+		},
+		"cancelled": func(e *env) (context.Context, *failingIsolator) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx, nil
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, "")
+			ctx, fail := setup(e)
+			if fail != nil {
+				e.c.cfg.Isolators = append(e.c.cfg.Isolators, fail)
+			}
+			id := testutil.UniqueName("fail")
+			if _, err := e.c.Launch(ctx, Spec{ID: id, Command: []string{"sleep", "1000"}, Limits: isolator.Limits{MilliCPUs: 100}}); err == nil {
+				t.Fatal("launch succeeded")
+			}
+			e.assertGone(id, 0)
+			if fail != nil && (len(fail.cleaned) != 1 || fail.cleaned[0] != id) {
+				t.Errorf("failing isolator cleaned %v, want [%s]", fail.cleaned, id)
+			}
+			if n := e.iso.count(e.iso.cleaned, id); n == 0 {
+				t.Error("cgroup isolator not cleaned up")
+			}
+			if _, err := os.Stat(filepath.Join(e.stateDir, "runc", id)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("runc state left: %v", err)
+			}
+		})
+	}
+}

@@ -20,6 +20,18 @@
 //	containers/<id>/shim.pid     the shim's pid; shim.log its log
 //	runc/<id>/                   libcontainer's state
 //
+// Launch latency: the shim is executed from a sealed memfd copy of the
+// shim binary made once per Containerizer (so libcontainer need not seal a
+// copy per container), and Config.WarmShims shims are kept started ahead
+// of launches, each waiting for its container directory on a pipe; a
+// launch then costs the isolators' Prepare, libcontainer's create/start
+// and one handshake round trip (Isolate between the init's creation and
+// the exec of the user process). With the shim-only binary
+// (executor/cmd/brim-shim) as Config.ShimBinary, the launch p50 is at or
+// below `runc run -d`'s (bench/10-launch.bench.sh); the full brim binary
+// is slower because every container init re-executes it and runs the
+// start-up of every package linked into it.
+//
 // It never writes cgroup files itself (the isolators do) and never talks to
 // the master. It logs through the Config's logger.
 //
