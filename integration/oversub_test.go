@@ -218,6 +218,12 @@ func TestUsageEstimator(t *testing.T) {
 		return idle.Current.CPUs >= 1.2
 	})
 	t.Logf("idle: %s (%s)", idle.Current.Revocable, idle.Current.Summary)
+	// Without --no-bpf the agent loads the eBPF run-queue monitor, or
+	// falls back to schedstat where it cannot (and logs why).
+	if src := idle.RunQueueSource; src != "ebpf" && src != "schedstat-mean" {
+		t.Fatalf("run-queue source %q", src)
+	}
+	t.Logf("run-queue source: %s", idle.RunQueueSource)
 
 	c := a.inspect(lc)
 	if err := os.WriteFile(filepath.Join(c.SandboxDir, "busy"), nil, 0o644); err != nil {
@@ -284,4 +290,46 @@ func TestAgentOversubFlags(t *testing.T) {
 func reportLatency(ctx context.Context, api agentpb.AgentClient, id string, p50, p99 time.Duration) error {
 	_, err := api.ReportLatency(ctx, &agentpb.ReportLatencyRequest{Id: id, P50Nanos: int64(p50), P99Nanos: int64(p99)})
 	return err
+}
+
+// TestReportLatencyCLI: `brim agent report-latency` attaches an
+// application's latency to its container's samples (visible in /metrics)
+// and refuses bad reports.
+func TestReportLatencyCLI(t *testing.T) {
+	port := freePort(t)
+	a := startAgent(t, "--monitor-interval", "200ms", "--metrics-listen", fmt.Sprintf("127.0.0.1:%d", port))
+	a.run("--name", "lc", "--cpus", "0.1", "--mem", "32", "--", "sleep", "600")
+	eventually(t, "the reported p99 in /metrics", func() bool {
+		// A report stays attached for three monitor rounds: report again
+		// on every poll.
+		a.mustBrim("agent", "report-latency", "lc", "--p50", "1ms", "--p99", "3ms")
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, l := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(l, "brim_container_app_latency_seconds{") && strings.Contains(l, `name="lc"`) &&
+				strings.Contains(l, `percentile="99"`) && strings.HasSuffix(l, " 0.003") {
+				return true
+			}
+		}
+		return false
+	})
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"nope", "--p99", "1ms"}, 1, `container "nope" not found`},
+		{[]string{"lc", "--p50", "5ms", "--p99", "1ms"}, 1, "want 0 ≤ p50 ≤ p99 ≤ p999"},
+		{[]string{"lc"}, 2, "--p99 must be positive"},
+		{[]string{"lc", "--p99", "soon"}, 2, "invalid argument"},
+	} {
+		r := a.brim(append([]string{"agent", "report-latency"}, tc.args...)...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("report-latency %v: exit %d %q; want %d and %q", tc.args, r.code, r.stderr, tc.code, tc.want)
+		}
+	}
 }
