@@ -70,7 +70,15 @@ func testLaunchExitCodeAndDestroy(t *testing.T, shim string) {
 }
 
 func TestDefaultFilesystemAndHardening(t *testing.T) {
-	e := newEnv(t, "")
+	testutil.RequireRoot(t)
+	// A state dir outside /tmp (which the container has its own of), to
+	// see that it is hidden.
+	stateDir, err := os.MkdirTemp("/var/tmp", "brim-test-state-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(stateDir) })
+	e := newEnv(t, stateDir)
 	marker := filepath.Join(os.TempDir(), testutil.UniqueName("brim-marker"))
 	if err := os.WriteFile(marker, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -86,6 +94,7 @@ func TestDefaultFilesystemAndHardening(t *testing.T) {
 		`grep -E '^(NoNewPrivs|Seccomp|CapEff):' /proc/self/status | tr -d '\t' | tr ':' '='`,
 		`test -w /proc/sys/kernel/hostname && echo procsys=rw || echo procsys=ro`,
 		`echo hostname=$(hostname)`,
+		`test -d ` + e.stateDir + ` && echo statedir=$(ls -A ` + e.stateDir + ` | wc -l)`,
 	}, "\n")
 	info := e.launch(Spec{Command: []string{"sh", "-c", script}, Limits: isolator.Limits{MilliCPUs: 100}})
 	if st := e.wait(info.ID); st.Code != 0 {
@@ -95,7 +104,7 @@ func TestDefaultFilesystemAndHardening(t *testing.T) {
 	want := []string{
 		"pid=1", "root=ro", "usr=ro", "tmp=hi", "hosttmp=private", "sandbox=ok",
 		"NoNewPrivs=1", "CapEff=0000000020000420", // AUDIT_WRITE, NET_BIND_SERVICE, KILL
-		"procsys=ro", "hostname=" + info.ID,
+		"procsys=ro", "hostname=" + info.ID, "statedir=0",
 	}
 	if executor.SeccompEnabled {
 		want = append(want, "Seccomp=2")

@@ -83,6 +83,7 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 		CgroupPath: launch.CgroupPath,
 		NetNSPath:  launch.NetNSPath,
 		StateRoot:  c.runcRoot,
+		HidePaths:  []string{c.cfg.StateDir},
 	}
 	if err := executor.WriteBundle(dir, bundle); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", id, err)

@@ -74,6 +74,10 @@ type Bundle struct {
 	NetNSPath string `json:"netns_path,omitempty"`
 	// StateRoot is libcontainer's state directory (shared by containers).
 	StateRoot string `json:"state_root"`
+	// HidePaths are host directories hidden (under an empty read-only
+	// tmpfs) from a container on the host root: the agent's state dir, so
+	// that containers cannot read each other's sandboxes.
+	HidePaths []string `json:"hide_paths,omitempty"`
 	// NoSeccomp disables the default seccomp profile.
 	NoSeccomp bool `json:"no_seccomp,omitempty"`
 }
@@ -97,6 +101,11 @@ func (b *Bundle) Validate() error {
 		return fmt.Errorf("state root %q is not absolute", b.StateRoot)
 	case b.Rootfs != "" && !filepath.IsAbs(b.Rootfs):
 		return fmt.Errorf("rootfs %q is not absolute", b.Rootfs)
+	}
+	for _, p := range b.HidePaths {
+		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
+			return fmt.Errorf("hidden path %q is not an absolute path below the root", p)
+		}
 	}
 	return nil
 }

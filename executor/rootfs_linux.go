@@ -11,12 +11,13 @@ import (
 
 // prepareHostRoot assembles the host root as a container rootfs in the
 // shim's private mount namespace: / recursively bound onto <dir>/rootfs,
-// a small tmpfs on /mnt holding the sandbox mount point, then everything
-// made read-only with mount_setattr(AT_RECURSIVE) (a bind's "ro" covers
-// only its top mount). libcontainer then adds /proc, /dev, /sys, a private
+// a small tmpfs on /mnt holding the sandbox mount point, hide's
+// directories covered by empty tmpfs mounts, then everything made
+// read-only with mount_setattr(AT_RECURSIVE) (a bind's "ro" covers only
+// its top mount). libcontainer then adds /proc, /dev, /sys, a private
 // /tmp and the sandbox, and pivots into it. The host root itself cannot be
 // the rootfs: pivot_root fails with EBUSY.
-func prepareHostRoot(dir string) (string, error) {
+func prepareHostRoot(dir string, hide []string) (string, error) {
 	if err := requirePrivateMountNS(); err != nil {
 		return "", err
 	}
@@ -40,6 +41,15 @@ func prepareHostRoot(dir string) (string, error) {
 	}
 	if err := os.Mkdir(filepath.Join(mnt, filepath.Base(SandboxMountPoint)), 0o755); err != nil {
 		return "", fmt.Errorf("create sandbox mount point: %w", err)
+	}
+	for _, p := range hide {
+		target := filepath.Join(root, filepath.Clean(p))
+		if fi, err := os.Lstat(target); err != nil || !fi.IsDir() {
+			continue // nothing there to hide
+		}
+		if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=700,size=4k"); err != nil {
+			return "", fmt.Errorf("hide %s: %w", p, err)
+		}
 	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 	if err := unix.MountSetattr(-1, root, unix.AT_RECURSIVE, &attr); err != nil {

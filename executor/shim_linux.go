@@ -155,7 +155,7 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 
 	rootfs := b.Rootfs
 	if rootfs == "" {
-		if rootfs, err = prepareHostRoot(s.dir); err != nil {
+		if rootfs, err = prepareHostRoot(s.dir, b.HidePaths); err != nil {
 			return err
 		}
 	}
