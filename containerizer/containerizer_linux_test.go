@@ -502,3 +502,29 @@ func TestFailedLaunchLeavesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentLaunches launches more containers at once than there are
+// warm shims, then waits for all of them.
+func TestConcurrentLaunches(t *testing.T) {
+	e := newEnv(t, "")
+	const n = 6
+	errs := make(chan error, n)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = testutil.UniqueName("conc")
+		go func(id string, code int) {
+			_, err := e.c.Launch(context.Background(), Spec{ID: id, Command: []string{"sh", "-c", "exit " + strconv.Itoa(code)}, Limits: isolator.Limits{MilliCPUs: 100}})
+			errs <- err
+		}(ids[i], i+10)
+	}
+	for range ids {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	for i, id := range ids {
+		if st, err := e.c.Wait(context.Background(), id); err != nil || st.Code != i+10 {
+			t.Errorf("container %s: %+v, %v; want exit %d", id, st, err, i+10)
+		}
+	}
+}
