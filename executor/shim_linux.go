@@ -349,14 +349,15 @@ func (s *shim) supervise() error {
 	close(s.done)
 	s.log.Info("container exited", "code", st.Code, "signal", st.Signal, "reason", st.Reason)
 
-	// Let pending Wait/Kill callers read their answers, then go.
+	// Let pending Wait/Kill callers read their answers, then go. Later
+	// callers find no socket and read exit.json.
+	s.ln.Close()
 	waited := make(chan struct{})
 	go func() { s.handlers.Wait(); close(waited) }()
 	select {
 	case <-waited:
 	case <-time.After(2 * time.Second):
 	}
-	s.ln.Close()
 	if err := os.Remove(filepath.Join(s.dir, SocketFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.log.Warn("remove control socket", "err", err)
 	}
@@ -430,11 +431,14 @@ func (s *shim) listen() error {
 
 func (s *shim) serve() {
 	for {
+		// Counted before Accept, so that supervise's Wait (after closing
+		// the listener) cannot miss a connection being accepted.
+		s.handlers.Add(1)
 		conn, err := s.ln.Accept()
 		if err != nil {
+			s.handlers.Done()
 			return
 		}
-		s.handlers.Add(1)
 		go func() {
 			defer s.handlers.Done()
 			defer conn.Close()
