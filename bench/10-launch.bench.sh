@@ -6,7 +6,7 @@
 # pid/net/ipc/uts/mount/cgroup namespaces, a cgroup at an absolute path
 # under the same parent. Both are measured interleaved in one run
 # (containerizer.BenchmarkLaunch), with the full brim binary as the shim
-# and with the shim-only binary (executor/cmd/brim-shim). Prints p50/p90
+# and with the shim-only binary (cmd/brim-shim). Prints p50/p90
 # and the p50 ratio brim/runc (≤ 1 means brim is at least as fast).
 set -euo pipefail
 cd "$(dirname "$0")/.."

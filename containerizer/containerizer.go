@@ -43,8 +43,9 @@ type Config struct {
 	// Isolators prepare, isolate, resize, measure and clean up containers;
 	// one of them must set the cgroup path (isolator/cgroups).
 	Isolators []isolator.Isolator
-	// ShimBinary is the brim binary started as `brim shim`; default
-	// os.Executable().
+	// ShimBinary is the binary started as the shim (`brim shim` or
+	// `brim-shim shim`); default: brim-shim next to os.Executable() when it
+	// exists (it starts faster, see cmd/brim-shim), else os.Executable().
 	ShimBinary string
 	// KillGrace is the default grace period of Kill; default
 	// DefaultKillGrace.
@@ -173,6 +174,9 @@ func New(cfg Config) (*Containerizer, error) {
 			return nil, fmt.Errorf("new containerizer: find shim binary: %w", err)
 		}
 		cfg.ShimBinary = exe
+		if small := filepath.Join(filepath.Dir(exe), "brim-shim"); isExecutable(small) {
+			cfg.ShimBinary = small
+		}
 	}
 	if cfg.KillGrace == 0 {
 		cfg.KillGrace = DefaultKillGrace
@@ -290,4 +294,10 @@ func readRecord(dir string) (*record, error) {
 		return nil, fmt.Errorf("decode %s: %w", filepath.Join(dir, recordFile), err)
 	}
 	return &rec, nil
+}
+
+// isExecutable reports whether path is a regular file with an execute bit.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }

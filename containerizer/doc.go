@@ -27,7 +27,7 @@
 // launch then costs the isolators' Prepare, libcontainer's create/start
 // and one handshake round trip (Isolate between the init's creation and
 // the exec of the user process). With the shim-only binary
-// (executor/cmd/brim-shim) as Config.ShimBinary, the launch p50 is at or
+// (cmd/brim-shim) as Config.ShimBinary, the launch p50 is at or
 // below `runc run -d`'s (bench/10-launch.bench.sh); the full brim binary
 // is slower because every container init re-executes it and runs the
 // start-up of every package linked into it.

@@ -20,7 +20,7 @@ import (
 
 // shimBinary is the brim binary the tests start as the shim: $BRIM_BINARY
 // (set by the Makefile) or one built by TestMain. smallShimBinary is the
-// shim-only binary (executor/cmd/brim-shim): $BRIM_SHIM_BINARY or built.
+// shim-only binary (cmd/brim-shim): $BRIM_SHIM_BINARY or built.
 var shimBinary, smallShimBinary string
 
 func TestMain(m *testing.M) {
@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 			for _, b := range []struct {
 				path *string
 				pkg  string
-			}{{&shimBinary, "./cmd/brim"}, {&smallShimBinary, "./executor/cmd/brim-shim"}} {
+			}{{&shimBinary, "./cmd/brim"}, {&smallShimBinary, "./cmd/brim-shim"}} {
 				if *b.path != "" {
 					continue
 				}
