@@ -34,7 +34,7 @@ func (s agentLink) Connect(stream pb.AgentLink_ConnectServer) error {
 	}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	c := newConn[*pb.MasterMessage](cancel)
+	c := newConn[*pb.MasterMessage](cancel, agentQueue)
 	ag, kill, err := m.registerAgent(reg, c)
 	if err != nil {
 		return toStatus(err)

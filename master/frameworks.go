@@ -59,7 +59,7 @@ type schedulerAPI struct {
 func (s schedulerAPI) Subscribe(req *pb.SubscribeRequest, stream pb.Scheduler_SubscribeServer) error {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	c := newConn[*pb.Event](cancel)
+	c := newConn[*pb.Event](cancel, frameworkQueue)
 	id, err := s.m.subscribe(req, c)
 	if err != nil {
 		return toStatus(err)

@@ -164,9 +164,18 @@ type conn[T any] struct {
 	cancel context.CancelFunc
 }
 
-func newConn[T any](cancel context.CancelFunc) *conn[T] {
-	return &conn[T]{ch: make(chan T, 4096), cancel: cancel}
+// newConn makes a stream's queue of size n: agents get few messages at a
+// time (n small keeps 10,000s of agents cheap), frameworks get bursts of
+// offers and updates.
+func newConn[T any](cancel context.CancelFunc, n int) *conn[T] {
+	return &conn[T]{ch: make(chan T, n), cancel: cancel}
 }
+
+// Stream queue sizes.
+const (
+	agentQueue     = 256
+	frameworkQueue = 8192
+)
 
 func (c *conn[T]) send(m T) bool {
 	if c == nil {
@@ -262,6 +271,16 @@ func (m *Master) Run(ctx context.Context) error {
 	}
 	check := time.NewTicker(checkEvery)
 	defer check.Stop()
+	// Event-triggered cycles are spaced by at least a tenth of the
+	// interval, so that a burst of events makes one cycle, not hundreds.
+	minGap := m.opts.AllocationInterval / 10
+	var last time.Time
+	var deferred <-chan time.Time
+	cycle := func() {
+		m.allocate()
+		last = time.Now()
+		deferred = nil
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -279,9 +298,17 @@ func (m *Master) Run(ctx context.Context) error {
 			m.mu.Unlock()
 			return nil
 		case <-alloc.C:
-			m.allocate()
+			cycle()
 		case <-m.kick:
-			m.allocate()
+			if wait := minGap - time.Since(last); wait > 0 {
+				if deferred == nil {
+					deferred = time.After(wait)
+				}
+				continue
+			}
+			cycle()
+		case <-deferred:
+			cycle()
 		case <-check.C:
 			m.checkTimeouts(time.Now())
 		}

@@ -117,6 +117,9 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	hs.Protocols = new(http.Protocols)
 	hs.Protocols.SetHTTP1(true)
 	hs.Protocols.SetUnencryptedHTTP2(true)
+	// Agents and frameworks each hold one long-lived stream; a proxy or a
+	// test may multiplex many on one connection.
+	hs.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1 << 16}
 	errc := make(chan error, 2)
 	go func() { errc <- m.Run(ctx) }()
 	go func() {
