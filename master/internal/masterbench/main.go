@@ -98,7 +98,7 @@ func run(brim string, nAgents, nFrameworks int, duration, taskLife, heartbeat ti
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := a.run(ctx, api, heartbeat, registered); err != nil && ctx.Err() == nil {
+			if err := a.run(ctx, api, heartbeat, registered); ctx.Err() == nil {
 				fmt.Fprintln(os.Stderr, "simulated agent:", err)
 			}
 		}()
