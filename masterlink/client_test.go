@@ -1,0 +1,190 @@
+package masterlink_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/masterlink"
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/resources"
+	"google.golang.org/grpc"
+)
+
+// idleRunner runs nothing; the tests drive Client.Update directly.
+type idleRunner struct{}
+
+func (idleRunner) LaunchTask(context.Context, masterlink.Task) error        { return nil }
+func (idleRunner) KillTask(context.Context, string) error                   { return nil }
+func (idleRunner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) { return nil, nil }
+
+// scriptedMaster is a master that records what the agent sends and
+// acknowledges only when told to.
+type scriptedMaster struct {
+	pb.UnimplementedAgentLinkServer
+	statuses chan *pb.TaskStatus
+	acks     chan *pb.StatusAck
+	regs     chan *pb.Register
+}
+
+func (m *scriptedMaster) Connect(stream pb.AgentLink_ConnectServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	m.regs <- first.GetRegister()
+	id := first.GetRegister().GetAgentId()
+	if id == "" {
+		id = "assigned-id"
+	}
+	if err := stream.Send(&pb.MasterMessage{Msg: &pb.MasterMessage_Registered{Registered: &pb.Registered{AgentId: id, HeartbeatIntervalNanos: int64(time.Hour)}}}); err != nil {
+		return err
+	}
+	go func() {
+		for {
+			select {
+			case a := <-m.acks:
+				if stream.Send(&pb.MasterMessage{Msg: &pb.MasterMessage_Ack{Ack: a}}) != nil {
+					return
+				}
+			case <-stream.Context().Done():
+				return
+			}
+		}
+	}()
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		if st := msg.GetStatus(); st != nil {
+			m.statuses <- st
+		}
+	}
+}
+
+func startScripted(t *testing.T) (*scriptedMaster, string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &scriptedMaster{statuses: make(chan *pb.TaskStatus, 100), acks: make(chan *pb.StatusAck, 10), regs: make(chan *pb.Register, 10)}
+	s := grpc.NewServer()
+	pb.RegisterAgentLinkServer(s, m)
+	go func() { _ = s.Serve(l) }()
+	t.Cleanup(s.Stop)
+	return m, l.Addr().String()
+}
+
+func newClient(t *testing.T, addr, dir string) *masterlink.Client {
+	t.Helper()
+	c, err := masterlink.New(masterlink.Options{Master: addr, StateDir: dir, Resources: resources.MustParse("cpus:1;mem:128"),
+		Runner: idleRunner{}, RetryMin: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func run(t *testing.T, c *masterlink.Client) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func next(t *testing.T, ch <-chan *pb.TaskStatus) *pb.TaskStatus {
+	t.Helper()
+	select {
+	case st := <-ch:
+		return st
+	case <-time.After(30 * time.Second):
+		t.Fatal("no status update")
+		return nil
+	}
+}
+
+// TestRetryUntilAcknowledgedOneInFlight: an update is resent with the same
+// UUID until acknowledged; the task's next update waits for that.
+func TestRetryUntilAcknowledgedOneInFlight(t *testing.T) {
+	m, addr := startScripted(t)
+	dir := t.TempDir()
+	c := newClient(t, addr, dir)
+	for _, s := range []pb.TaskState{pb.TaskState_TASK_RUNNING, pb.TaskState_TASK_FINISHED} {
+		if err := c.Update(masterlink.Status{TaskID: "t1", State: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(t, c)
+	first := next(t, m.statuses)
+	if first.State != pb.TaskState_TASK_RUNNING || first.Uuid == "" {
+		t.Fatalf("first update %s %q", first.State, first.Uuid)
+	}
+	// Two retries of the same update, never the next one.
+	for range 2 {
+		if st := next(t, m.statuses); st.Uuid != first.Uuid {
+			t.Fatalf("got %s (%s) before %s was acknowledged", st.State, st.Uuid, first.Uuid)
+		}
+	}
+	m.acks <- &pb.StatusAck{TaskId: "t1", Uuid: first.Uuid}
+	for {
+		st := next(t, m.statuses)
+		if st.Uuid == first.Uuid {
+			continue // a retry sent before the acknowledgement arrived
+		}
+		if st.State != pb.TaskState_TASK_FINISHED {
+			t.Fatalf("after the ack: %s", st.State)
+		}
+		break
+	}
+	if got := c.AgentID(); got != "assigned-id" {
+		t.Fatalf("agent id %q", got)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "masterlink", "agent-id"))
+	if err != nil || strings.TrimSpace(string(b)) != "assigned-id" {
+		t.Fatalf("persisted agent id %q, %v", b, err)
+	}
+}
+
+// TestCheckpointSurvivesRestart: unacknowledged updates are on disk before
+// Update returns, a repeated state is dropped, and a new client on the same
+// state dir re-registers with the same ID and delivers them.
+func TestCheckpointSurvivesRestart(t *testing.T) {
+	m, addr := startScripted(t)
+	dir := t.TempDir()
+	c := newClient(t, "127.0.0.1:1", dir) // never connects
+	for _, s := range []pb.TaskState{pb.TaskState_TASK_RUNNING, pb.TaskState_TASK_RUNNING} {
+		if err := c.Update(masterlink.Status{TaskID: "t1", State: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code := 7
+	if err := c.Update(masterlink.Status{TaskID: "t1", State: pb.TaskState_TASK_FAILED, ExitCode: &code}); err != nil {
+		t.Fatal(err)
+	}
+	c2 := newClient(t, addr, dir)
+	run(t, c2)
+	if reg := <-m.regs; reg.AgentId != "" {
+		t.Fatalf("first registration with id %q", reg.AgentId)
+	}
+	st := next(t, m.statuses)
+	if st.State != pb.TaskState_TASK_RUNNING {
+		t.Fatalf("first delivered %s", st.State)
+	}
+	m.acks <- &pb.StatusAck{TaskId: "t1", Uuid: st.Uuid}
+	for {
+		s := next(t, m.statuses)
+		if s.Uuid == st.Uuid {
+			continue
+		}
+		if s.State != pb.TaskState_TASK_FAILED || !s.HasExitCode || s.ExitCode != 7 {
+			t.Fatalf("second delivered %s exit %v %d (the repeated RUNNING must be dropped)", s.State, s.HasExitCode, s.ExitCode)
+		}
+		break
+	}
+}
