@@ -299,3 +299,44 @@ func TestMasterOperatorHTTP(t *testing.T) {
 	run.waitLine(t, "KILLED")
 	run.wait(t)
 }
+
+// TestMasterLinkCutUpdatesDelivered: the master goes away while tasks
+// finish; when it is back every status update reaches its framework, each
+// once.
+func TestMasterLinkCutUpdatesDelivered(t *testing.T) {
+	m := startMasterProc(t)
+	ag := startLinkedAgent(t, m.Addr)
+	var runs []*runProc
+	for i := range 3 {
+		r := startRun(t, m.Addr, "--task-id", fmt.Sprintf("cut-%d", i), "--failover-timeout", "5m", "--", "sleep", "2")
+		r.waitLine(t, "RUNNING")
+		runs = append(runs, r)
+	}
+	m.stop()
+	// The tasks finish while the agent cannot reach the master.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		exited := 0
+		for _, c := range ag.list() {
+			if c.State == "exited" {
+				exited++
+			}
+		}
+		if exited == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tasks did not finish: %+v", ag.list())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	m.start()
+	for i, r := range runs {
+		if code := r.wait(t); code != 0 {
+			t.Errorf("run %d: exit %d:\n%s", i, code, r.output())
+		}
+		if n := strings.Count(r.output(), "FINISHED"); n != 1 {
+			t.Errorf("run %d saw FINISHED %d times:\n%s", i, n, r.output())
+		}
+	}
+}
