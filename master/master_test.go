@@ -150,9 +150,10 @@ func (c *cluster) startAgent(dir string, r *fakeRunner) (stop func()) {
 // framework is a test framework that launches the tasks it is told to on
 // the first offers and records every update it sees.
 type framework struct {
-	d       *scheduler.Driver
-	offers  chan []*pb.Offer
-	updates chan *pb.TaskStatus
+	d        *scheduler.Driver
+	offers   chan []*pb.Offer
+	updates  chan *pb.TaskStatus
+	rescinds chan string
 	// subscribed is closed on the first subscription.
 	subscribed chan struct{}
 }
@@ -163,7 +164,7 @@ func (c *cluster) startFramework(name string, roles ...string) *framework {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	f := &framework{d: d, offers: make(chan []*pb.Offer, 100), updates: make(chan *pb.TaskStatus, 100), subscribed: make(chan struct{})}
+	f := &framework{d: d, offers: make(chan []*pb.Offer, 100), updates: make(chan *pb.TaskStatus, 100), rescinds: make(chan string, 100), subscribed: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -176,8 +177,9 @@ func (c *cluster) startFramework(name string, roles ...string) *framework {
 					close(f.subscribed)
 				}
 			},
-			Offers: func(_ context.Context, os []*pb.Offer) { f.offers <- os },
-			Update: func(_ context.Context, st *pb.TaskStatus) { f.updates <- st },
+			Offers:  func(_ context.Context, os []*pb.Offer) { f.offers <- os },
+			Rescind: func(_ context.Context, id string) { f.rescinds <- id },
+			Update:  func(_ context.Context, st *pb.TaskStatus) { f.updates <- st },
 		})
 	}()
 	c.t.Cleanup(func() { cancel(); <-done; d.Close() })
