@@ -322,7 +322,16 @@ func runAgentHelper() int {
 		parent:   os.Getenv("BRIM_TEST_CGROUP_PARENT"),
 		prepared: map[string]int{}, isolated: map[string]int{}, cleaned: map[string]int{},
 	}
-	c, err := New(Config{StateDir: os.Getenv("BRIM_TEST_STATE_DIR"), Isolators: []isolator.Isolator{iso}, ShimBinary: os.Getenv("BRIM_TEST_SHIM")})
+	isos := []isolator.Isolator{iso}
+	netIso, err := helperNetwork()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if netIso != nil {
+		isos = append(isos, netIso)
+	}
+	c, err := New(Config{StateDir: os.Getenv("BRIM_TEST_STATE_DIR"), Isolators: isos, ShimBinary: os.Getenv("BRIM_TEST_SHIM")})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -333,11 +342,14 @@ func runAgentHelper() int {
 		return 1
 	}
 	for id, cmd := range scripts {
-		if _, err := c.Launch(context.Background(), Spec{ID: id, Command: []string{"sh", "-c", cmd}, Limits: isolator.Limits{MilliCPUs: 100}}); err != nil {
+		if _, err := c.Launch(context.Background(), Spec{ID: id, Command: []string{"sh", "-c", cmd}, Limits: isolator.Limits{MilliCPUs: 100, Network: netIso != nil}}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 	}
 	fmt.Println("ready")
+	if netIso != nil {
+		helperChurn(c)
+	}
 	select {}
 }

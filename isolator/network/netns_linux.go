@@ -94,3 +94,31 @@ func removeNetNS(path string) error {
 	}
 	return nil
 }
+
+// shareDir makes dir a mount point with shared propagation, as `ip netns`
+// does with /run/netns: a process that copied the host's mount namespace
+// before a netns file was bind-mounted there (a shim started ahead of a
+// launch) still sees the bind mount, not the empty file under it (joining
+// that fails with EINVAL). Idempotent.
+func shareDir(dir string) error {
+	err := unix.Mount("", dir, "none", unix.MS_SHARED|unix.MS_REC, "")
+	if errors.Is(err, unix.EINVAL) { // not a mount point yet
+		if err := unix.Mount(dir, dir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind-mount %s on itself: %w", dir, err)
+		}
+		err = unix.Mount("", dir, "none", unix.MS_SHARED|unix.MS_REC, "")
+	}
+	if err != nil {
+		return fmt.Errorf("make %s a shared mount: %w", dir, err)
+	}
+	return nil
+}
+
+// unshareDir removes the mount shareDir made on dir (Uninstall); a dir that
+// is not a mount point is not an error.
+func unshareDir(dir string) error {
+	if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unmount %s: %w", dir, err)
+	}
+	return nil
+}

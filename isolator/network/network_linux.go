@@ -83,6 +83,10 @@ func New(cfg Config) (*Isolator, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := shareDir(cfg.NetNSDir); err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
 	i, err := newLocked(cfg, lock)
 	if err != nil {
 		_ = lock.Close()
@@ -688,6 +692,9 @@ func (i *Isolator) Uninstall(ctx context.Context) error {
 		}
 	}
 	if err := i.removeNAT(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := unshareDir(i.cfg.NetNSDir); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
