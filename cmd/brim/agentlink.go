@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -221,4 +222,28 @@ func runAgentLink(ctx context.Context, a *agent.Agent, total agent.Resources, st
 	r.link = link
 	r.adopt()
 	return link.Run(ctx)
+}
+
+// serveLinkedAgent serves the agent's local API on l (a.Serve recovers the
+// containers first) and, once the agent answers on socket, links it to the
+// master until ctx ends; then it stops the agent without touching its
+// containers. `brim agent --master` and `brim dev` use it.
+func serveLinkedAgent(ctx context.Context, a *agent.Agent, l net.Listener, socket string, total agent.Resources, stateDir string, lo linkOptions, log *slog.Logger) error {
+	actx, stopAgent := context.WithCancel(context.Background())
+	defer stopAgent()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var serveErr error
+	go func() { defer wg.Done(); serveErr = a.Serve(actx, l) }()
+	// Serve recovers the containers before it answers on the socket: the
+	// link starts once the agent answers, so it reports recovered tasks.
+	if err := waitAgentReady(ctx, socket); err != nil {
+		stopAgent()
+		wg.Wait()
+		return errors.Join(err, serveErr)
+	}
+	linkErr := runAgentLink(ctx, a, total, stateDir, lo, log)
+	stopAgent()
+	wg.Wait()
+	return errors.Join(linkErr, serveErr)
 }

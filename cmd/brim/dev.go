@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/brimnode/brim/agent"
@@ -130,23 +129,7 @@ func runLinkedAgent(ctx context.Context, stateDir, socket, cgParent string, tota
 		l.Close()
 		return err
 	}
-	actx, stopAgent := context.WithCancel(context.Background())
-	defer stopAgent()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var serveErr error
-	go func() { defer wg.Done(); serveErr = a.Serve(actx, l) }()
-	// Serve recovers the containers before it answers on the socket: the
-	// link starts once the agent answers, so it reports recovered tasks.
-	if err := waitAgentReady(ctx, socket); err != nil {
-		stopAgent()
-		wg.Wait()
-		return errors.Join(err, serveErr)
-	}
-	linkErr := runAgentLink(ctx, a, total, stateDir, lo, log)
-	stopAgent()
-	wg.Wait()
-	return errors.Join(linkErr, serveErr)
+	return serveLinkedAgent(ctx, a, l, socket, total, stateDir, lo, log)
 }
 
 // waitAgentReady waits until the agent at socket answers AgentInfo.
