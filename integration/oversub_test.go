@@ -1,17 +1,21 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -255,6 +259,10 @@ func TestUsageEstimator(t *testing.T) {
 // nothing.
 func TestAgentOversubFlags(t *testing.T) {
 	testutil.RequireRoot(t)
+	notExec := filepath.Join(t.TempDir(), "not-a-plugin")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -269,12 +277,14 @@ func TestAgentOversubFlags(t *testing.T) {
 		{[]string{"--qos-interval", "0s"}, "--qos-interval 0s: must be at least"},
 		{[]string{"--monitor-interval", "1ms"}, "--monitor-interval 1ms: must be at least"},
 		{[]string{"--metrics-listen", "nope"}, `--metrics-listen "nope": want host:port`},
+		{[]string{"--estimator", "plugin:/nonexistent/estimator"}, `--estimator "plugin:/nonexistent/estimator": plugin: stat /nonexistent/estimator: no such file or directory`},
+		{[]string{"--qos", "plugin:" + notExec}, "plugin " + notExec + ": not an executable file"},
 	} {
 		base := t.TempDir()
 		state, sock := filepath.Join(base, "state"), filepath.Join(base, "agent.sock")
 		parent := "/" + testutil.UniqueName("brim-test")
 		args := append([]string{"agent", "--state-dir", state, "--socket", sock, "--cgroup-parent", parent}, tc.args...)
-		r := runBrim(t, args...)
+		r := runBrimBounded(t, parent, args...)
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, r.code, r.stderr, tc.want)
 		}
@@ -284,6 +294,38 @@ func TestAgentOversubFlags(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runBrimBounded runs the CLI like runBrim, but an agent that starts when
+// it should have refused is stopped (SIGTERM, by PID) after 30 s and its
+// cgroup parent removed, so the test fails instead of hanging.
+func runBrimBounded(t *testing.T, parent string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(brimBinary, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Errorf("brim %v: still running after 30 s; stopping it", args)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		err = <-done
+		testutil.RemoveCgroupTree(t, parent)
+	}
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("brim %v: %v", args, err)
+	}
+	return result{stdout: out.String(), stderr: errb.String(), code: code}
 }
 
 // reportLatency sends one latency report through the agent API.

@@ -433,6 +433,36 @@ func (o *oversubFlags) validate() error {
 	if strings.TrimSpace(o.qos) == "" {
 		return fmt.Errorf("--qos: empty (want noop, load, interference or plugin:/path)")
 	}
+	for _, f := range []struct{ flag, spec string }{{"--estimator", o.estimator}, {"--qos", o.qos}} {
+		if err := checkPlugin(f.spec); err != nil {
+			return fmt.Errorf("%s %q: %w", f.flag, f.spec, err)
+		}
+	}
+	return nil
+}
+
+// checkPlugin checks that a "plugin:/path [args]" spec names an executable
+// file (plugins start lazily, so a typo would otherwise only show as an
+// estimator or controller that never answers).
+func checkPlugin(spec string) error {
+	rest, ok := strings.CutPrefix(spec, "plugin:")
+	if !ok {
+		return nil
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return errors.New("no plugin path")
+	}
+	if !path.IsAbs(f[0]) {
+		return fmt.Errorf("plugin path %q: must be absolute", f[0])
+	}
+	fi, err := os.Stat(f[0])
+	if err != nil {
+		return fmt.Errorf("plugin: %w", err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("plugin %s: not an executable file", f[0])
+	}
 	return nil
 }
 
