@@ -76,7 +76,9 @@ func TestLifecycle(t *testing.T) {
 
 // TestResize: update while running changes the cgroup files.
 func TestResize(t *testing.T) {
-	a := startAgent(t)
+	// Revocable containers are admitted against the revocable pool (the
+	// estimator's offer); the default noop estimator offers nothing.
+	a := startAgent(t, "--estimator", "fixed", "--estimator-opt", "resources=cpus:1;mem:512")
 	id := a.run("--cpus", "0.5", "--mem", "64", "--pids", "50", "--", "sleep", "600")
 	if got := a.cgroupFile("cpu", id, "cpu.shares"); got != "512" {
 		t.Fatalf("cpu.shares = %s, want 512", got)
