@@ -22,8 +22,9 @@
 // them after a launch takes one, owned by the Isolator and stopped by Close
 // or Uninstall.
 //
-// The package owns: the bridge, the two IFB devices, the netns files under
-// Config.NetNSDir, the veths whose names start with its bridge's prefix, its
+// The package owns: the bridge, the two IFB devices, Config.NetNSDir (a
+// shared mount point bound on itself, like /run/netns) and the netns files
+// under it, the veths whose names start with its bridge's prefix, its
 // HTB classes and filters, and the IPAM records under Config.StateDir. It
 // never decides policy (limits come from the caller), never logs, and never
 // touches links, namespaces or qdiscs it did not create. With Config.NAT it

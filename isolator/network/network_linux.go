@@ -65,7 +65,11 @@ var _ isolator.Isolator = (*Isolator)(nil)
 // first address) and the two IFB devices when they are missing, and loading
 // the IPAM records in cfg.StateDir. After an agent restart, call Recover.
 // With cfg.NAT it installs the NAT table; without, it removes one left by an
-// earlier run. Call it on a thread in the host network namespace (any
+// earlier run. It makes cfg.NetNSDir a mount point with shared propagation
+// (as `ip netns` does with /run/netns), so that a process which copied the
+// mount namespace before a container's netns file was mounted there (a shim
+// started ahead of the launch) joins the namespace, not the empty file
+// under the mount. Call it on a thread in the host network namespace (any
 // goroutine of the agent): the isolator works in the namespace New ran in.
 // The caller closes it (Close). Errors wrap ErrInvalid for a bad cfg and
 // ErrLocked when another Isolator holds cfg.StateDir.
@@ -671,7 +675,7 @@ func (i *Isolator) Close() error {
 }
 
 // Uninstall removes every container's network (as Cleanup) and then the
-// bridge, the IFB devices and the NAT table. The Isolator is unusable afterwards. For tests
+// bridge, the IFB devices, the NAT table and the netns dir's mount. The Isolator is unusable afterwards. For tests
 // and for taking a node out of service.
 func (i *Isolator) Uninstall(ctx context.Context) error {
 	i.stopRefiller()
