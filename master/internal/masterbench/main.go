@@ -81,7 +81,8 @@ func run(brim string, nAgents, nFrameworks int, duration, taskLife, heartbeat ti
 		}
 	}()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	// Stop the simulated agents and frameworks before the master.
+	defer func() { cancel(); wg.Wait() }()
 	registered := make(chan struct{}, nAgents)
 	start := time.Now()
 	var stats counters
