@@ -1,74 +1,302 @@
 #!/usr/bin/env bash
-# make demo: start a brim agent with its own state dir, socket and cgroup
-# parent; run two containers with different limits; resize one while it
-# runs; show ls and stats; clean everything up (only what this script made).
+# make demo: the main job, end to end, as root, in well under a minute.
+#
+# Part 1, the node runtime: a brim agent with its own state dir, socket and
+# cgroup parent runs two containers with different limits, resizes one
+# while it runs, shows ls and stats, and kills them.
+#
+# Part 2, the cluster: `brim dev` (a master and an agent in one process)
+# on 127.0.0.1, two frameworks (examples/drf-demo) with the demand vectors
+# of the DRF paper's example scaled to this host, real containers; the
+# master's dominant shares are printed next to the paper's prediction and
+# checked; `brim run` passes a task's exit code through.
+#
+# Everything the script makes (processes, containers, cgroup parents, the
+# temp dir) is removed on exit, and checked to be gone. Exit status: 0 when
+# every check passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BRIM=${BRIM_BINARY:-$PWD/bin/brim}
+GO=${GO:-go}
 [ "$(id -u)" = 0 ] || { echo "demo: run as root (cgroups, containers)" >&2; exit 1; }
 [ -x "$BRIM" ] || { echo "demo: $BRIM not built (make build)" >&2; exit 1; }
+command -v jq >/dev/null || { echo "demo: jq missing (make deps)" >&2; exit 1; }
 
 BASE=$(mktemp -d /tmp/brim-demo.XXXXXX)
-STATE=$BASE/state
+TAG=$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
+STATE=$BASE/agent-state
 SOCK=$BASE/agent.sock
-PARENT=/brim-demo-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
-AGENT_PID=
+PARENT=/brim-demo-$TAG         # part 1's agent
+DEV_STATE=$BASE/dev
+DEV_SOCK=$DEV_STATE/agent.sock
+DEV_PARENT=/brim-demo-dev-$TAG # part 2's brim dev
+AGENT_PID= DEV_PID= FW_A= FW_B=
+MASTER=
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+note() { printf '\033[2m# %s\033[0m\n' "$*"; }
+fail() { printf '\033[31mdemo: FAIL: %s\033[0m\n' "$*" >&2; exit 1; }
+ok() { printf '\033[32mok\033[0m %s\n' "$*"; }
 c() { echo "\$ brim container $(printf '%q ' "$@")" >&2; "$BRIM" container --socket "$SOCK" "$@"; }
+alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
+
+# wait_until SECONDS WHAT CMD…: poll CMD every 0.2 s; fail naming WHAT
+# after SECONDS (bounded waits: this machine is shared and may be slow),
+# with $LAST, which CMD may set to say what it saw.
+LAST=
+wait_until() {
+  local secs=$1 what=$2 deadline
+  shift 2
+  deadline=$((SECONDS + secs))
+  LAST=
+  until "$@"; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "timed out after ${secs}s waiting for $what${LAST:+ (last seen: $LAST)}"
+    sleep 0.2
+  done
+}
+
+# stop_pid PID SECONDS: SIGTERM a process this script started, SIGKILL it
+# after SECONDS. Returns its exit status.
+stop_pid() {
+  local pid=$1 secs=$2 rc=0
+  alive "$pid" || { wait "$pid" 2>/dev/null || rc=$?; return $rc; }
+  kill -TERM "$pid" 2>/dev/null || true
+  local deadline=$((SECONDS + secs))
+  while alive "$pid" && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
+  if alive "$pid"; then
+    echo "demo: pid $pid still running after ${secs}s: SIGKILL" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || rc=$?
+  return $rc
+}
+
+# remove_containers SOCKET: remove every container of the agent at SOCKET
+# (only this script's agents: their own sockets under $BASE).
+remove_containers() {
+  local id
+  for id in $("$BRIM" container ls --socket "$1" --json 2>/dev/null | jq -r '.[]?.id'); do
+    "$BRIM" container rm -f --socket "$1" "$id" >/dev/null
+  done
+}
+
+# remove_parent PARENT: remove this script's cgroup parent in every
+# hierarchy, children first; fails when something is left.
+remove_parent() {
+  local d left=0
+  case $1 in /brim-demo-?*) ;; *) echo "demo: refusing to remove cgroup $1: not the demo's" >&2; return 1 ;; esac
+  for d in /sys/fs/cgroup/*/"${1#/}"; do
+    [ -d "$d" ] || continue
+    find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+    [ -d "$d" ] && { echo "demo: cgroup $d left behind:" >&2; find "$d" -type d >&2; left=1; }
+  done
+  return $left
+}
 
 cleanup() {
+  local rc=$? leak=0
   set +e
-  if [ -n "$AGENT_PID" ] && kill -0 "$AGENT_PID" 2>/dev/null; then
-    for id in $("$BRIM" container ls --socket "$SOCK" --json 2>/dev/null | jq -r '.[].id'); do
-      "$BRIM" container rm -f --socket "$SOCK" "$id" >/dev/null
-    done
-    kill -TERM "$AGENT_PID"      # only the agent this script started
-    wait "$AGENT_PID" 2>/dev/null
-  fi
-  # The cgroup parent is this demo's own (unique name); remove it if empty.
-  for d in /sys/fs/cgroup/*/"${PARENT#/}"; do
-    [ -d "$d" ] && rmdir "$d" 2>/dev/null
+  trap - EXIT INT TERM
+  # Frameworks first: on SIGTERM they kill their tasks through the master.
+  for pid in "$FW_A" "$FW_B"; do [ -n "$pid" ] && stop_pid "$pid" 30 >/dev/null 2>&1; done
+  if alive "$AGENT_PID"; then remove_containers "$SOCK"; fi
+  if alive "$DEV_PID"; then remove_containers "$DEV_SOCK"; fi
+  for pid in "$AGENT_PID" "$DEV_PID"; do [ -n "$pid" ] && stop_pid "$pid" 20 >/dev/null 2>&1; done
+  for pid in "$FW_A" "$FW_B" "$AGENT_PID" "$DEV_PID"; do
+    alive "$pid" && { echo "demo: pid $pid still running" >&2; leak=1; }
   done
+  remove_parent "$PARENT" || leak=1
+  remove_parent "$DEV_PARENT" || leak=1
+  if [ "$rc" != 0 ] || [ "$leak" != 0 ]; then
+    for log in "$BASE"/*.log; do [ -s "$log" ] && { echo "--- tail $log" >&2; tail -20 "$log" >&2; }; done
+  fi
   rm -rf "$BASE"
-  echo "demo: cleaned up (agent, containers, cgroup parent $PARENT, $BASE)"
+  [ -e "$BASE" ] && leak=1
+  if [ "$leak" != 0 ]; then
+    echo "demo: cleanup left something behind (see above)" >&2
+    [ "$rc" != 0 ] || rc=1
+  else
+    echo "demo: cleaned up (processes, containers, cgroup parents $PARENT $DEV_PARENT, $BASE)"
+  fi
+  [ "$rc" = 0 ] && printf '\033[32mdemo: all checks passed\033[0m\n' || echo "demo: FAILED (exit $rc)" >&2
+  exit "$rc"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
-step "start an agent: cpus:2;mem:1024, cgroup parent $PARENT"
+# The demo framework is built here (its own program, not part of bin/brim).
+DRF_DEMO=${DRF_DEMO_BINARY:-}
+if [ -z "$DRF_DEMO" ]; then
+  DRF_DEMO=$BASE/drf-demo
+  "$GO" build -o "$DRF_DEMO" ./examples/drf-demo || fail "build examples/drf-demo"
+fi
+
+##############################################################################
+# Part 1: the node runtime.
+
+step "part 1: start an agent: cpus:2;mem:1024, cgroup parent $PARENT"
 "$BRIM" agent --state-dir "$STATE" --socket "$SOCK" --cgroup-parent "$PARENT" \
   --resources "cpus:2;mem:1024" --kill-grace 2s >"$BASE/agent.log" 2>&1 &
 AGENT_PID=$!
-for _ in $(seq 100); do
-  [ -S "$SOCK" ] && "$BRIM" agent info --socket "$SOCK" >/dev/null 2>&1 && break
-  kill -0 "$AGENT_PID" 2>/dev/null || { cat "$BASE/agent.log"; exit 1; }
-  sleep 0.1
-done
+agent_ready() {
+  alive "$AGENT_PID" || fail "the agent exited"
+  [ -S "$SOCK" ] && "$BRIM" agent info --socket "$SOCK" >/dev/null 2>&1
+}
+wait_until 30 "the agent to answer on $SOCK" agent_ready
 "$BRIM" agent info --socket "$SOCK"
 
 step "run a cpu burner capped at 0.5 cpu and a memory user limited to 96 MiB"
 BURNER=$(c run --name burner --cpus 0.5 --cpu-quota --mem 32 -- sh -c 'while :; do :; done')
 MEMUSER=$(c run --name memuser --cpus 0.25 --mem 96 -- sh -c 'head -c 48m /dev/zero > /tmp/blob; echo wrote 48 MiB; sleep 600')
 echo "burner=$BURNER memuser=$MEMUSER"
-sleep 1
+wait_until 20 "memuser to write its 48 MiB" sh -c "'$BRIM' container logs --socket '$SOCK' memuser 2>/dev/null | grep -q 'wrote 48 MiB'"
 c ls
 c stats --interval 2s burner memuser
 
 step "resize the burner to 1.5 cpus while it runs"
-echo "cpu.cfs_quota_us before: $(cat /sys/fs/cgroup/cpu/"${PARENT#/}"/"$BURNER"/cpu.cfs_quota_us)"
+QUOTA=/sys/fs/cgroup/cpu/${PARENT#/}/$BURNER/cpu.cfs_quota_us
+echo "cpu.cfs_quota_us before: $(cat "$QUOTA")"
 c update --cpus 1.5 burner
-echo "cpu.cfs_quota_us after:  $(cat /sys/fs/cgroup/cpu/"${PARENT#/}"/"$BURNER"/cpu.cfs_quota_us)"
+after=$(cat "$QUOTA")
+echo "cpu.cfs_quota_us after:  $after"
+[ "$after" = 150000 ] || fail "burner's cfs quota is $after after the resize, want 150000 (1.5 cpus)"
+ok "burner resized live to 1.5 cpus"
 c stats --interval 2s burner memuser
 
 step "the agent's accounting"
 "$BRIM" agent info --socket "$SOCK"
 
 step "more than is free is refused"
-c run --cpus 1 -- true || true
+if c run --cpus 1 -- true; then fail "a container asking more than is free was started"; fi
+ok "refused"
 
 step "logs, kill with grace, exit status"
 c logs memuser
 c kill --grace 1s memuser
 c kill --grace 1s burner
 c ls
+remove_containers "$SOCK"
+stop_pid "$AGENT_PID" 20 || true
+AGENT_PID=
+remove_parent "$PARENT" || fail "part 1 left cgroups behind"
+ok "part 1: agent stopped, containers and cgroup parent $PARENT removed"
+
+##############################################################################
+# Part 2: brim dev, two frameworks, DRF.
+
+# The DRF paper's example: 9 cpus and 18 GB; user A's tasks need <1 cpu,
+# 4 GB>, user B's <3 cpus, 1 GB>. Scaled by 1/10 (1 GB -> 100 MiB) so the
+# real containers fit this host; dominant shares do not change.
+TOTAL="cpus:0.9;mem:1800"
+A_CPUS=0.1 A_MEM=400
+B_CPUS=0.3 B_MEM=100
+WANT_A=3 WANT_B=2   # DRF: A gets 3 tasks (mem 1200/1800), B 2 (cpus 0.6/0.9)
+WANT_SHARE=0.6667   # both dominant shares 2/3
+
+step "part 2: brim dev (master + agent in one process) offering $TOTAL, cgroup parent $DEV_PARENT"
+mkdir -p "$DEV_STATE"
+"$BRIM" dev --state-dir "$DEV_STATE" --listen 127.0.0.1:0 --cgroup-parent "$DEV_PARENT" \
+  --resources "$TOTAL" --kill-grace 1s --allocation-interval 250ms >"$BASE/dev.log" 2>&1 &
+DEV_PID=$!
+master_addr() {
+  alive "$DEV_PID" || fail "brim dev exited"
+  MASTER=$(sed -n 's/.*msg="master serving".* listen=\([^ ]*\).*/\1/p' "$BASE/dev.log" | head -1)
+  [ -n "$MASTER" ]
+}
+wait_until 30 "brim dev's master to listen" master_addr
+state() { "$BRIM" state --master "$MASTER" --json; }
+agent_registered() {
+  alive "$DEV_PID" || fail "brim dev exited"
+  [ "$(state 2>/dev/null | jq '[.agents[]? | select(.connected)] | length')" = 1 ]
+}
+wait_until 30 "brim dev's agent to register with the master" agent_registered
+echo "master on $MASTER; frameworks connect with --master $MASTER"
+
+step "the DRF paper's example, scaled: prediction"
+cat <<EOF
+  paper:  9 cpus, 18 GB;     A <1 cpu, 4 GB>         B <3 cpus, 1 GB>
+  here:   $TOTAL;  A <cpus:$A_CPUS;mem:$A_MEM>   B <cpus:$B_CPUS;mem:$B_MEM>
+  DRF:    A runs $WANT_A tasks (dominant: mem 1200/1800 = 2/3), B runs $WANT_B (dominant: cpus 0.6/0.9 = 2/3)
+EOF
+
+step "start frameworks A (role a) and B (role b), held until both are subscribed"
+note "each takes one task per offer, so the allocator picks, cycle by cycle, who grows next"
+"$DRF_DEMO" --master "$MASTER" --name A --role a --task-cpus "$A_CPUS" --task-mem "$A_MEM" \
+  --cmd 'sleep 600' --refuse 200ms --hold --duration 5m &
+FW_A=$!
+"$DRF_DEMO" --master "$MASTER" --name B --role b --task-cpus "$B_CPUS" --task-mem "$B_MEM" \
+  --cmd 'sleep 600' --refuse 200ms --hold --duration 5m &
+FW_B=$!
+both_subscribed() {
+  alive "$FW_A" || fail "framework A exited"
+  alive "$FW_B" || fail "framework B exited"
+  [ "$(state | jq '[.frameworks[]? | select(.connected and (.name == "A" or .name == "B"))] | length')" = 2 ]
+}
+wait_until 30 "frameworks A and B to subscribe" both_subscribed
+kill -USR1 "$FW_A" "$FW_B"
+
+# running NAME: the number of RUNNING tasks of framework NAME.
+running() {
+  state | jq --arg n "$1" '[.frameworks[]? | select(.name == $n) | .id] as $ids
+    | [.tasks[]? | select(.state == "RUNNING" and (.frameworkId as $f | $ids | index($f)))] | length'
+}
+converged() {
+  alive "$FW_A" || fail "framework A exited"
+  alive "$FW_B" || fail "framework B exited"
+  local a b
+  a=$(running A) b=$(running B)
+  LAST="A runs $a tasks, B $b"
+  [ "$a" = "$WANT_A" ] && [ "$b" = "$WANT_B" ]
+}
+wait_until 40 "A to run $WANT_A tasks and B $WANT_B" converged
+# Stable: nothing changes over a few more allocation cycles.
+cycles() { state | jq '.cycles.count'; }
+c0=$(cycles)
+more_cycles() { [ "$(cycles)" -ge $((c0 + 4)) ]; }
+wait_until 20 "4 more allocation cycles" more_cycles
+converged || fail "allocation changed after converging: $LAST"
+ok "converged: A runs $WANT_A tasks, B runs $WANT_B, stable over 4 more allocation cycles"
+
+step "the master's view (brim state)"
+"$BRIM" state --master "$MASTER"
+
+step "dominant shares: the master vs the DRF prediction"
+state | jq -r --arg want "$WANT_SHARE" '
+  (.frameworks // []) as $fws
+  | ["FRAMEWORK", "ROLE", "TASKS", "ALLOCATED", "DOMINANT SHARE", "PREDICTED"],
+    (.frameworkShares[]? | . as $s | ($fws[] | select(.id == $s.frameworkId)) as $f
+      | [$f.name, $s.role, ($f.tasks | tostring), $s.allocated, ($s.share * 10000 | round / 10000 | tostring), $want])
+  | @tsv' | column -t -s $'\t'
+shares_ok=$(state | jq --argjson want 0.6666667 '
+  (.frameworks // []) as $fws
+  | [.frameworkShares[]? | . as $s | select(any($fws[]; .id == $s.frameworkId and (.name == "A" or .name == "B")))]
+  | length == 2 and all(.share - $want | fabs < 0.001)')
+[ "$shares_ok" = true ] || fail "the master's dominant shares are not 2/3 each (see above)"
+ok "both dominant shares are 2/3, as DRF predicts"
+
+step "stop the frameworks: each kills its tasks"
+kill -TERM "$FW_A" "$FW_B" # both at once: neither grows into what the other frees
+stop_pid "$FW_A" 30 || fail "framework A did not stop cleanly"
+FW_A=
+stop_pid "$FW_B" 30 || fail "framework B did not stop cleanly"
+FW_B=
+none_running() { [ "$(running A)" = 0 ] && [ "$(running B)" = 0 ]; }
+wait_until 20 "the master to see A's and B's tasks ended" none_running
+ok "frameworks stopped, their tasks killed"
+
+step "brim run passes the task's exit code through"
+echo "\$ brim run --master $MASTER --cpus 0.1 --mem 32 -- sh -c 'exit 3'"
+rc=0
+timeout 60 "$BRIM" run --master "$MASTER" --cpus 0.1 --mem 32 -- sh -c 'exit 3' || rc=$?
+[ "$rc" = 3 ] || fail "brim run exited $rc, want 3"
+ok "brim run exited 3"
+
+step "stop brim dev"
+left=$("$BRIM" container ls --socket "$DEV_SOCK" --json | jq '[.[]? | select(.state == "running")] | length')
+[ "$left" = 0 ] || fail "$left containers still running on brim dev's agent"
+remove_containers "$DEV_SOCK"
+stop_pid "$DEV_PID" 20 || true
+DEV_PID=
+remove_parent "$DEV_PARENT" || fail "part 2 left cgroups behind"
+ok "brim dev stopped, cgroup parent $DEV_PARENT removed"
