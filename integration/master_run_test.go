@@ -48,6 +48,11 @@ func TestMasterRunLifecycle(t *testing.T) {
 		t.Fatalf("missing command: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
+	r = runBrim(t, "run", "--master", addr, "--instances", "3", "--task-id", "many", "--", "true")
+	if r.code != 0 || strings.Count(r.stdout, ": FINISHED") != 3 {
+		t.Fatalf("--instances 3: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
 	r = runBrim(t, "run", "--master", addr, "--kill-after", "1s", "--", "sleep", "300")
 	if got := taskStates(r.stdout); len(got) == 0 || got[len(got)-1] != "KILLED" {
 		t.Fatalf("states %v, want ... KILLED:\n%s%s", got, r.stdout, r.stderr)

@@ -16,12 +16,32 @@ import (
 
 var _ = registerSubcommand(newRunCommand)
 
-// runTask is the state of `brim run`'s one task.
-type runTask struct {
+// runTasks is the state of `brim run`'s tasks.
+type runTasks struct {
 	mu       sync.Mutex
-	id       string
-	launched bool
-	agent    string
+	ids      []string        // every task, launched or not
+	launched map[string]bool // launched task IDs
+	ended    map[string]*pb.TaskStatus
+}
+
+func (rt *runTasks) pending() []string {
+	var out []string
+	for _, id := range rt.ids {
+		if !rt.launched[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (rt *runTasks) live() []string {
+	var out []string
+	for _, id := range rt.ids {
+		if rt.launched[id] && rt.ended[id] == nil {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func newRunCommand() *cobra.Command {
@@ -32,6 +52,7 @@ func newRunCommand() *cobra.Command {
 		revocable                bool
 		env                      []string
 		failover, killAfter      time.Duration
+		instances                int
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARG…]",
@@ -57,11 +78,22 @@ the task.`,
 			if err != nil {
 				return exitError{code: 2, msg: err.Error()}
 			}
+			if instances < 1 {
+				return exitError{code: 2, msg: "--instances must be at least 1"}
+			}
 			if taskID == "" {
 				taskID = "run-" + uuid.NewString()[:8]
 			}
 			if name == "" {
 				name = taskID
+			}
+			rt := &runTasks{launched: map[string]bool{}, ended: map[string]*pb.TaskStatus{}}
+			for i := 0; i < instances; i++ {
+				id := taskID
+				if instances > 1 {
+					id = fmt.Sprintf("%s-%d", taskID, i)
+				}
+				rt.ids = append(rt.ids, id)
 			}
 			var roles []string
 			if role != "" {
@@ -73,7 +105,7 @@ the task.`,
 			}
 			defer d.Close()
 			out := cmd.OutOrStdout()
-			return runOneTask(cmd.Context(), d, out, &runTask{id: taskID}, &pb.TaskInfo{TaskId: taskID, Name: name, Command: args, Env: env}, want, role, killAfter)
+			return runTasksOn(cmd.Context(), d, out, rt, &pb.TaskInfo{Name: name, Command: args, Env: env}, want, role, killAfter)
 		},
 	}
 	f := cmd.Flags()
@@ -87,26 +119,28 @@ the task.`,
 	f.StringArrayVar(&env, "env", nil, "environment variable K=V (repeatable)")
 	f.DurationVar(&failover, "failover-timeout", 10*time.Second, "how long the master keeps the framework after brim run exits")
 	f.DurationVar(&killAfter, "kill-after", 0, "kill the task after this long (0: never)")
+	f.IntVar(&instances, "instances", 1, "run this many copies of the task (IDs TASK-ID-0…); exit with the first non-zero exit code")
 	markUsageErrors(cmd)
 	return cmd
 }
 
-// runOneTask launches ti on the first fitting offer and returns the task's
-// exit as an exitError.
-func runOneTask(ctx context.Context, d *scheduler.Driver, out io.Writer, rt *runTask, ti *pb.TaskInfo, want resources.Resources, role string, killAfter time.Duration) error {
+// runTasksOn launches the tasks (copies of tmpl) on offers that fit, prints
+// their transitions, and returns once all have ended, with the first
+// non-zero exit as an exitError.
+func runTasksOn(ctx context.Context, d *scheduler.Driver, out io.Writer, rt *runTasks, tmpl *pb.TaskInfo, want resources.Resources, role string, killAfter time.Duration) error {
 	sctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan *pb.TaskStatus, 1)
+	allDone := make(chan struct{})
 	errc := make(chan error, 1)
 	go func() {
 		errc <- d.Run(sctx, scheduler.Callbacks{
 			Subscribed: func(_ context.Context, id string) {
 				fmt.Fprintf(out, "subscribed as framework %s\n", id)
 				rt.mu.Lock()
-				launched := rt.launched
+				live := rt.live()
 				rt.mu.Unlock()
-				if launched {
-					_ = d.Reconcile(sctx, rt.id)
+				if len(live) > 0 {
+					_ = d.Reconcile(sctx, live...)
 				}
 			},
 			Offers: func(cctx context.Context, offers []*pb.Offer) {
@@ -114,27 +148,47 @@ func runOneTask(ctx context.Context, d *scheduler.Driver, out io.Writer, rt *run
 				defer rt.mu.Unlock()
 				var decline []string
 				for _, o := range offers {
-					res := fitting(o, want, role)
-					if rt.launched || res == nil {
+					pending := rt.pending()
+					have, err := resources.Parse(o.Resources)
+					var tasks []*pb.TaskInfo
+					for err == nil && len(tasks) < len(pending) {
+						res := fitting(have, want, role)
+						if res == nil {
+							break
+						}
+						t := &pb.TaskInfo{Name: tmpl.Name, Command: tmpl.Command, Env: tmpl.Env,
+							TaskId: pending[len(tasks)], Resources: res.String()}
+						if len(rt.ids) > 1 {
+							t.Name = fmt.Sprintf("%s-%d", tmpl.Name, len(rt.launched)+len(tasks))
+						}
+						tasks = append(tasks, t)
+						have = have.Subtract(res)
+					}
+					if len(tasks) == 0 {
 						decline = append(decline, o.Id)
 						continue
 					}
-					ti.Resources = res.String()
-					if err := d.Launch(cctx, []string{o.Id}, []*pb.TaskInfo{ti}, 5); err != nil {
+					if err := d.Launch(cctx, []string{o.Id}, tasks, 5); err != nil {
 						fmt.Fprintf(out, "launch on %s: %v\n", o.AgentId, err)
 						continue
 					}
-					rt.launched, rt.agent = true, o.AgentId
-					if err := d.Suppress(cctx); err != nil {
-						fmt.Fprintf(out, "suppress offers: %v\n", err)
+					for _, t := range tasks {
+						rt.launched[t.TaskId] = true
 					}
 				}
 				if len(decline) > 0 {
 					_ = d.Decline(cctx, decline, 30)
 				}
+				if len(rt.pending()) == 0 {
+					if err := d.Suppress(cctx); err != nil {
+						fmt.Fprintf(out, "suppress offers: %v\n", err)
+					}
+				}
 			},
 			Update: func(_ context.Context, st *pb.TaskStatus) {
-				if st.TaskId != rt.id {
+				rt.mu.Lock()
+				defer rt.mu.Unlock()
+				if !rt.launched[st.TaskId] || rt.ended[st.TaskId] != nil {
 					return
 				}
 				line := fmt.Sprintf("task %s: %s", st.TaskId, stateName(st.State))
@@ -157,15 +211,25 @@ func runOneTask(ctx context.Context, d *scheduler.Driver, out io.Writer, rt *run
 							fmt.Fprintf(out, "acknowledge: %v\n", err)
 						}
 					}
-					select {
-					case done <- st:
-					default:
+					rt.ended[st.TaskId] = st
+					if len(rt.ended) == len(rt.ids) {
+						close(allDone)
 					}
 				}
 			},
 			Error: func(_ context.Context, msg string) { fmt.Fprintf(out, "master error: %s\n", msg) },
 		})
 	}()
+	killAll := func() {
+		rt.mu.Lock()
+		live := rt.live()
+		rt.mu.Unlock()
+		for _, id := range live {
+			if err := d.Kill(sctx, id); err != nil {
+				fmt.Fprintf(out, "kill %s: %v\n", id, err)
+			}
+		}
+	}
 	var killTimer <-chan time.Time
 	if killAfter > 0 {
 		killTimer = time.After(killAfter)
@@ -173,10 +237,18 @@ func runOneTask(ctx context.Context, d *scheduler.Driver, out io.Writer, rt *run
 	interrupted := ctx.Done()
 	for {
 		select {
-		case st := <-done:
+		case <-allDone:
 			cancel()
 			<-errc
-			return exitOfTask(st)
+			rt.mu.Lock()
+			defer rt.mu.Unlock()
+			var first error
+			for _, id := range rt.ids {
+				if err := exitOfTask(rt.ended[id]); err != nil && first == nil {
+					first = err
+				}
+			}
+			return first
 		case err := <-errc:
 			if err != nil {
 				return err
@@ -184,34 +256,26 @@ func runOneTask(ctx context.Context, d *scheduler.Driver, out io.Writer, rt *run
 			return exitError{code: 1, msg: "framework stopped"}
 		case <-killTimer:
 			killTimer = nil
-			if err := d.Kill(sctx, rt.id); err != nil {
-				fmt.Fprintf(out, "kill %s: %v\n", rt.id, err)
-			}
+			killAll()
 		case <-interrupted:
 			interrupted = nil
 			rt.mu.Lock()
-			launched := rt.launched
+			launched := len(rt.launched)
 			rt.mu.Unlock()
-			if !launched {
+			if launched == 0 {
 				cancel()
 				<-errc
 				return exitError{code: 130, msg: "interrupted"}
 			}
-			fmt.Fprintf(out, "interrupted: killing task %s\n", rt.id)
-			if err := d.Kill(sctx, rt.id); err != nil {
-				fmt.Fprintf(out, "kill %s: %v\n", rt.id, err)
-			}
+			fmt.Fprintln(out, "interrupted: killing the tasks")
+			killAll()
 		}
 	}
 }
 
-// fitting returns the resources to ask of offer o: want as unreserved or
-// (when role is set) as reserved for role, or nil when o has neither.
-func fitting(o *pb.Offer, want resources.Resources, role string) resources.Resources {
-	have, err := resources.Parse(o.Resources)
-	if err != nil {
-		return nil
-	}
+// fitting returns the resources to ask of what an offer has left: want as
+// unreserved or (when role is set) as reserved for role, or nil.
+func fitting(have, want resources.Resources, role string) resources.Resources {
 	if have.Contains(want) {
 		return want
 	}
