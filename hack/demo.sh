@@ -23,8 +23,11 @@ GO=${GO:-go}
 [ -x "$BRIM" ] || { echo "demo: $BRIM not built (make build)" >&2; exit 1; }
 command -v jq >/dev/null || { echo "demo: jq missing (make deps)" >&2; exit 1; }
 
-BASE=$(mktemp -d /tmp/brim-demo.XXXXXX)
-TAG=$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
+# BRIM_DEMO_TAG names the cgroup parents (default: random), for a caller
+# that checks they are gone; the temp dir is made under $TMPDIR.
+TAG=${BRIM_DEMO_TAG:-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')}
+[[ $TAG =~ ^[a-z0-9-]+$ ]] || { echo "demo: BRIM_DEMO_TAG $TAG: want [a-z0-9-]+" >&2; exit 1; }
+BASE=$(mktemp -d "${TMPDIR:-/tmp}/brim-demo.XXXXXX")
 STATE=$BASE/agent-state
 SOCK=$BASE/agent.sock
 PARENT=/brim-demo-$TAG         # part 1's agent
@@ -99,6 +102,8 @@ cleanup() {
   set +e
   trap - EXIT INT TERM
   # Frameworks first: on SIGTERM they kill their tasks through the master.
+  # Both at once, so that neither grows into what the other frees.
+  for pid in "$FW_A" "$FW_B"; do alive "$pid" && kill -TERM "$pid"; done
   for pid in "$FW_A" "$FW_B"; do [ -n "$pid" ] && stop_pid "$pid" 30 >/dev/null 2>&1; done
   if alive "$AGENT_PID"; then remove_containers "$SOCK"; fi
   if alive "$DEV_PID"; then remove_containers "$DEV_SOCK"; fi
@@ -220,13 +225,20 @@ cat <<EOF
   DRF:    A runs $WANT_A tasks (dominant: mem 1200/1800 = 2/3), B runs $WANT_B (dominant: cpus 0.6/0.9 = 2/3)
 EOF
 
-step "start frameworks A (role a) and B (role b), held until both are subscribed"
+step "hold the agent's resources (a reservation for role hold) until both frameworks are subscribed"
+note "so that A and B start from zero together, like the paper's users; unreserving releases them at once"
+AGENT_ID=$(state | jq -r '.agents[0].id')
+HOLD="cpus(hold):0.9;mem(hold):1800"
+echo "\$ brim reserve --agent $AGENT_ID '$HOLD'"
+"$BRIM" reserve --master "$MASTER" --agent "$AGENT_ID" "$HOLD"
+
+step "start frameworks A (role a) and B (role b)"
 note "each takes one task per offer, so the allocator picks, cycle by cycle, who grows next"
 "$DRF_DEMO" --master "$MASTER" --name A --role a --task-cpus "$A_CPUS" --task-mem "$A_MEM" \
-  --cmd 'sleep 600' --refuse 200ms --hold --duration 5m &
+  --cmd 'sleep 600' --refuse 200ms --duration 5m &
 FW_A=$!
 "$DRF_DEMO" --master "$MASTER" --name B --role b --task-cpus "$B_CPUS" --task-mem "$B_MEM" \
-  --cmd 'sleep 600' --refuse 200ms --hold --duration 5m &
+  --cmd 'sleep 600' --refuse 200ms --duration 5m &
 FW_B=$!
 both_subscribed() {
   alive "$FW_A" || fail "framework A exited"
@@ -234,7 +246,10 @@ both_subscribed() {
   [ "$(state | jq '[.frameworks[]? | select(.connected and (.name == "A" or .name == "B"))] | length')" = 2 ]
 }
 wait_until 30 "frameworks A and B to subscribe" both_subscribed
-kill -USR1 "$FW_A" "$FW_B"
+[ "$(state | jq '[.tasks[]?] | length')" = 0 ] || fail "tasks launched while the resources were reserved for role hold"
+HELD=$(state | jq -r '.agents[0].reserved')
+echo "\$ brim unreserve --agent $AGENT_ID '$HELD'"
+"$BRIM" unreserve --master "$MASTER" --agent "$AGENT_ID" "$HELD"
 
 # running NAME: the number of RUNNING tasks of framework NAME.
 running() {

@@ -3,9 +3,7 @@
 // (--task-cpus, --task-mem) running --cmd on the offers it gets, declines
 // what it cannot use with a short filter, prints each task's state
 // transitions, and on SIGTERM/SIGINT or after --duration kills its tasks
-// and exits once they have ended. With --hold it launches nothing until
-// it gets SIGUSR1, so that several frameworks can start from zero together,
-// like the users of the DRF paper's example.
+// and exits once they have ended.
 //
 // It takes at most --per-offer tasks from one offer (default 1), so on a
 // single agent the master's allocator decides, cycle by cycle, which
@@ -43,7 +41,6 @@ type config struct {
 	memMiB                  int64
 	maxTasks, perOffer      int
 	refuse, duration, grace time.Duration
-	hold                    bool
 }
 
 func main() {
@@ -58,15 +55,12 @@ func main() {
 	flag.StringVar(&c.cmd, "cmd", "sleep 600", "task command, run with sh -c")
 	flag.DurationVar(&c.refuse, "refuse", time.Second, "filter on what an offer leaves unused")
 	flag.DurationVar(&c.duration, "duration", 0, "stop after this long (0: at SIGTERM or SIGINT)")
-	flag.BoolVar(&c.hold, "hold", false, "launch nothing (decline every offer) until SIGUSR1")
 	flag.DurationVar(&c.grace, "stop-timeout", 20*time.Second, "how long to wait for killed tasks to end when stopping")
 	flag.Parse()
 	if flag.NArg() > 0 || c.cpus <= 0 || c.memMiB <= 0 || c.maxTasks < 0 || c.perOffer < 0 || c.name == "" {
 		fmt.Fprintln(os.Stderr, "drf-demo: want positive --task-cpus and --task-mem, a --name, non-negative --tasks and --per-offer, no arguments")
 		os.Exit(2)
 	}
-	release := make(chan os.Signal, 1)
-	signal.Notify(release, syscall.SIGUSR1)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if c.duration > 0 {
@@ -74,15 +68,14 @@ func main() {
 		ctx, cancel = context.WithTimeout(ctx, c.duration)
 		defer cancel()
 	}
-	if err := run(ctx, c, release, os.Stdout); err != nil {
+	if err := run(ctx, c, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "drf-demo %s: %v\n", c.name, err)
 		os.Exit(1)
 	}
 }
 
-// run is the framework until ctx ends and its tasks have been killed. A
-// value on release ends --hold.
-func run(ctx context.Context, c config, release <-chan os.Signal, out io.Writer) error {
+// run is the framework until ctx ends and its tasks have been killed.
+func run(ctx context.Context, c config, out io.Writer) error {
 	want, err := resources.Parse("cpus:" + strconv.FormatFloat(c.cpus, 'f', -1, 64) + ";mem:" + strconv.FormatInt(c.memMiB, 10))
 	if err != nil {
 		return fmt.Errorf("parse demand vector: %w", err)
@@ -96,7 +89,7 @@ func run(ctx context.Context, c config, release <-chan os.Signal, out io.Writer)
 		return err
 	}
 	defer d.Close()
-	f := &framework{c: c, want: want, d: d, out: out, live: map[string]pb.TaskState{}, ended: make(chan struct{}, 1), held: c.hold}
+	f := &framework{c: c, want: want, d: d, out: out, live: map[string]pb.TaskState{}, ended: make(chan struct{}, 1)}
 
 	// The driver runs until the tasks are killed, not until ctx ends: the
 	// KILLED updates arrive on its stream.
@@ -109,19 +102,10 @@ func run(ctx context.Context, c config, release <-chan os.Signal, out io.Writer)
 			Error: func(_ context.Context, msg string) { f.printf("master error: %s", msg) },
 		})
 	}()
-	if c.hold {
-		f.printf("holding: launching nothing until SIGUSR1")
-	}
-wait:
-	for {
-		select {
-		case err := <-errc:
-			return err // Run stopped by itself: an error a retry cannot fix
-		case <-release:
-			f.release(dctx)
-		case <-ctx.Done():
-			break wait
-		}
+	select {
+	case err := <-errc:
+		return err // Run stopped by itself: an error a retry cannot fix
+	case <-ctx.Done():
 	}
 	err = f.stop(dctx)
 	cancel()
@@ -140,7 +124,6 @@ type framework struct {
 	seq        int                     // tasks launched so far, names the next
 	live       map[string]pb.TaskState // tasks launched and not yet ended
 	suppressed bool                    // offers suppressed at --tasks
-	held       bool                    // --hold until SIGUSR1
 	stopping   bool                    // no more launches
 	ended      chan struct{}           // a live task ended (capacity 1)
 }
@@ -172,7 +155,7 @@ func (f *framework) offers(ctx context.Context, offers []*pb.Offer) {
 			continue
 		}
 		n := 0
-		if !f.stopping && !f.held {
+		if !f.stopping {
 			n = fit(have.Unreserved(), f.want, launchLimit(f.c.maxTasks, len(f.live), f.c.perOffer))
 		}
 		if n == 0 {
@@ -242,21 +225,6 @@ func (f *framework) update(ctx context.Context, st *pb.TaskStatus) {
 		} else {
 			f.suppressed = false
 		}
-	}
-}
-
-// release ends --hold, clearing the filters the declines installed.
-func (f *framework) release(ctx context.Context) {
-	f.mu.Lock()
-	was := f.held
-	f.held = false
-	f.mu.Unlock()
-	if !was {
-		return
-	}
-	f.printf("released: launching")
-	if err := f.d.Revive(ctx); err != nil {
-		f.printf("revive: %v", err)
 	}
 }
 
