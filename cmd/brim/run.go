@@ -22,6 +22,32 @@ type runTasks struct {
 	ids      []string        // every task, launched or not
 	launched map[string]bool // launched task IDs
 	ended    map[string]*pb.TaskStatus
+	perOffer int // 0: no limit
+	stopping bool
+	allDone  chan struct{}
+	closed   bool
+}
+
+// checkDoneLocked closes allDone once every task that will ever run has
+// ended.
+func (rt *runTasks) checkDoneLocked() {
+	if !rt.closed && len(rt.ended) == len(rt.ids) {
+		rt.closed = true
+		close(rt.allDone)
+	}
+}
+
+// stopLocked gives up on tasks not launched yet.
+func (rt *runTasks) stopLocked() {
+	rt.stopping = true
+	var keep []string
+	for _, id := range rt.ids {
+		if rt.launched[id] {
+			keep = append(keep, id)
+		}
+	}
+	rt.ids = keep
+	rt.checkDoneLocked()
 }
 
 func (rt *runTasks) pending() []string {
@@ -52,7 +78,7 @@ func newRunCommand() *cobra.Command {
 		revocable                bool
 		env                      []string
 		failover, killAfter      time.Duration
-		instances                int
+		instances, perOffer      int
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARG…]",
@@ -105,6 +131,7 @@ the task.`,
 			}
 			defer d.Close()
 			out := cmd.OutOrStdout()
+			rt.perOffer = perOffer
 			return runTasksOn(cmd.Context(), d, out, rt, &pb.TaskInfo{Name: name, Command: args, Env: env}, want, role, killAfter)
 		},
 	}
@@ -119,6 +146,7 @@ the task.`,
 	f.StringArrayVar(&env, "env", nil, "environment variable K=V (repeatable)")
 	f.DurationVar(&failover, "failover-timeout", 10*time.Second, "how long the master keeps the framework after brim run exits")
 	f.DurationVar(&killAfter, "kill-after", 0, "kill the task after this long (0: never)")
+	f.IntVar(&perOffer, "tasks-per-offer", 0, "launch at most this many tasks per offer (0: as many as fit); 1 lets the allocator apply DRF task by task")
 	f.IntVar(&instances, "instances", 1, "run this many copies of the task (IDs TASK-ID-0…); exit with the first non-zero exit code")
 	markUsageErrors(cmd)
 	return cmd
@@ -130,7 +158,8 @@ the task.`,
 func runTasksOn(ctx context.Context, d *scheduler.Driver, out io.Writer, rt *runTasks, tmpl *pb.TaskInfo, want resources.Resources, role string, killAfter time.Duration) error {
 	sctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	allDone := make(chan struct{})
+	rt.allDone = make(chan struct{})
+	allDone := rt.allDone
 	errc := make(chan error, 1)
 	go func() {
 		errc <- d.Run(sctx, scheduler.Callbacks{
@@ -149,9 +178,12 @@ func runTasksOn(ctx context.Context, d *scheduler.Driver, out io.Writer, rt *run
 				var decline []string
 				for _, o := range offers {
 					pending := rt.pending()
+					if rt.stopping {
+						pending = nil
+					}
 					have, err := resources.Parse(o.Resources)
 					var tasks []*pb.TaskInfo
-					for err == nil && len(tasks) < len(pending) {
+					for err == nil && len(tasks) < len(pending) && (rt.perOffer == 0 || len(tasks) < rt.perOffer) {
 						res := fitting(have, want, role)
 						if res == nil {
 							break
@@ -168,7 +200,14 @@ func runTasksOn(ctx context.Context, d *scheduler.Driver, out io.Writer, rt *run
 						decline = append(decline, o.Id)
 						continue
 					}
-					if err := d.Launch(cctx, []string{o.Id}, tasks, 5); err != nil {
+					// While tasks remain, what is left goes back unfiltered:
+					// the allocator offers it to whoever is furthest below
+					// its fair share, possibly this framework again.
+					refuse := 5.0
+					if len(pending) > len(tasks) {
+						refuse = 0
+					}
+					if err := d.Launch(cctx, []string{o.Id}, tasks, refuse); err != nil {
 						fmt.Fprintf(out, "launch on %s: %v\n", o.AgentId, err)
 						continue
 					}
@@ -212,9 +251,7 @@ func runTasksOn(ctx context.Context, d *scheduler.Driver, out io.Writer, rt *run
 						}
 					}
 					rt.ended[st.TaskId] = st
-					if len(rt.ended) == len(rt.ids) {
-						close(allDone)
-					}
+					rt.checkDoneLocked()
 				}
 			},
 			Error: func(_ context.Context, msg string) { fmt.Fprintf(out, "master error: %s\n", msg) },
@@ -222,6 +259,7 @@ func runTasksOn(ctx context.Context, d *scheduler.Driver, out io.Writer, rt *run
 	}()
 	killAll := func() {
 		rt.mu.Lock()
+		rt.stopLocked()
 		live := rt.live()
 		rt.mu.Unlock()
 		for _, id := range live {
@@ -243,6 +281,9 @@ func runTasksOn(ctx context.Context, d *scheduler.Driver, out io.Writer, rt *run
 			rt.mu.Lock()
 			defer rt.mu.Unlock()
 			var first error
+			if rt.stopping && len(rt.ids) == 0 {
+				return exitError{code: 130, msg: "interrupted"}
+			}
 			for _, id := range rt.ids {
 				if err := exitOfTask(rt.ended[id]); err != nil && first == nil {
 					first = err
