@@ -62,9 +62,15 @@ wait_until() {
 # stop_pid PID SECONDS: SIGTERM a process this script started, SIGKILL it
 # after SECONDS. Returns its exit status.
 stop_pid() {
+  alive "$1" && kill -TERM "$1" 2>/dev/null
+  reap "$@"
+}
+
+# reap PID SECONDS: wait for a process this script started and signalled
+# (a second SIGTERM would make a framework quit without killing its tasks),
+# SIGKILL it after SECONDS. Returns its exit status.
+reap() {
   local pid=$1 secs=$2 rc=0
-  alive "$pid" || { wait "$pid" 2>/dev/null || rc=$?; return $rc; }
-  kill -TERM "$pid" 2>/dev/null || true
   local deadline=$((SECONDS + secs))
   while alive "$pid" && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
   if alive "$pid"; then
@@ -104,7 +110,7 @@ cleanup() {
   # Frameworks first: on SIGTERM they kill their tasks through the master.
   # Both at once, so that neither grows into what the other frees.
   for pid in "$FW_A" "$FW_B"; do alive "$pid" && kill -TERM "$pid"; done
-  for pid in "$FW_A" "$FW_B"; do [ -n "$pid" ] && stop_pid "$pid" 30 >/dev/null 2>&1; done
+  for pid in "$FW_A" "$FW_B"; do [ -n "$pid" ] && reap "$pid" 30 >/dev/null 2>&1; done
   if alive "$AGENT_PID"; then remove_containers "$SOCK"; fi
   if alive "$DEV_PID"; then remove_containers "$DEV_SOCK"; fi
   for pid in "$AGENT_PID" "$DEV_PID"; do [ -n "$pid" ] && stop_pid "$pid" 20 >/dev/null 2>&1; done
@@ -292,9 +298,12 @@ ok "both dominant shares are 2/3, as DRF predicts"
 
 step "stop the frameworks: each kills its tasks"
 kill -TERM "$FW_A" "$FW_B" # both at once: neither grows into what the other frees
-stop_pid "$FW_A" 30 || fail "framework A did not stop cleanly"
+rc=0; reap "$FW_A" 30 || rc=$?
 FW_A=
-stop_pid "$FW_B" 30 || fail "framework B did not stop cleanly"
+[ "$rc" = 0 ] || fail "framework A exited $rc on SIGTERM, want 0"
+rc=0; reap "$FW_B" 30 || rc=$?
+FW_B=
+[ "$rc" = 0 ] || fail "framework B exited $rc on SIGTERM, want 0"
 FW_B=
 none_running() { [ "$(running A)" = 0 ] && [ "$(running B)" = 0 ]; }
 wait_until 20 "the master to see A's and B's tasks ended" none_running

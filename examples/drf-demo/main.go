@@ -68,6 +68,9 @@ func main() {
 		ctx, cancel = context.WithTimeout(ctx, c.duration)
 		defer cancel()
 	}
+	// Once stopping, a second SIGINT or SIGTERM ends the process at once
+	// (its tasks then end with the framework's failover timeout).
+	context.AfterFunc(ctx, stop)
 	if err := run(ctx, c, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "drf-demo %s: %v\n", c.name, err)
 		os.Exit(1)
