@@ -4,14 +4,14 @@
 # antagonists, as a ratio to its solo p99 measured in the same run (same
 # agent, just before), for --qos noop and --qos interference. Needs root.
 # Knobs: INTERFERENCE_SOLO, INTERFERENCE_CONTENDED (seconds),
-# INTERFERENCE_ANTAGONIST (hdd, vm, cpu, dd; default hdd).
+# INTERFERENCE_ANTAGONIST (dd, hdd, vm, cpu; default dd).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d /var/tmp/brim-bench-interference.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
 bash hack/experiment.sh --solo "${INTERFERENCE_SOLO:-8}" --contended "${INTERFERENCE_CONTENDED:-12}" --after 0 \
-  --antagonist "${INTERFERENCE_ANTAGONIST:-hdd}" --out "$out/results"
+  --antagonist "${INTERFERENCE_ANTAGONIST:-dd}" --out "$out/results"
 
 # row MODE PHASE FIELD: a field of results.tsv (columns: mode phase windows
 # p50_us p99_us p99_max_us p99_ratio corrections).

@@ -15,10 +15,11 @@ usage() {
   cat <<'EOF'
 usage: hack/experiment.sh [options]
   --qos LIST             controllers to compare, in order (default noop,interference)
-  --qos-opt K=V          interference controller option (repeatable; replaces the defaults
+  --qos-opt K=V          controller option, for every controller but noop (repeatable;
+                         without any, interference gets
                          warmup=5 cooldown=1s recover-after=10m floor-app-latency=0.008
                          floor-runqueue-p99=0.02)
-  --antagonist KIND      hdd, vm, cpu or dd, comma-separated for a mix (default hdd)
+  --antagonist KIND      dd, hdd, vm or cpu, comma-separated for a mix (default dd)
   --antagonists N        revocable antagonist containers (default 2), kinds assigned round-robin
   --be-cpus C            cpus of each antagonist (default 0.5)
   --be-mem MIB           memory of each antagonist (default 256)
@@ -44,7 +45,7 @@ EOF
 BRIM=${BRIM_BINARY:-$PWD/bin/brim}
 MODES=noop,interference
 QOS_OPTS=()
-KINDS=hdd
+KINDS=dd
 NBE=2
 BE_CPUS=0.5
 BE_MEM=256
@@ -92,7 +93,10 @@ while [ $# -gt 0 ]; do
     *) usage >&2; die "unknown option $1" ;;
   esac
 done
-[ ${#QOS_OPTS[@]} -gt 0 ] || QOS_OPTS=(warmup=5 cooldown=1s recover-after=10m floor-app-latency=0.008 floor-runqueue-p99=0.02)
+# Options given go to every controller but noop; without any, the
+# interference controller gets defaults fit for this noisy shared machine.
+USER_QOS_OPTS=${#QOS_OPTS[@]}
+[ "$USER_QOS_OPTS" -gt 0 ] || QOS_OPTS=(warmup=5 cooldown=1s recover-after=10m floor-app-latency=0.008 floor-runqueue-p99=0.02)
 [[ $NBE =~ ^[0-9]+$ && $AFTER =~ ^[0-9]+$ && $SOLO =~ ^[0-9]+$ && $CONTENDED =~ ^[0-9]+$ && $SOLO -ge 2 && $CONTENDED -ge 2 ]] \
   || die "--antagonists, --solo and --contended want integers (phases at least 2 s)"
 IFS=, read -r -a KIND_LIST <<<"$KINDS"
@@ -211,20 +215,25 @@ window_stats() {
   echo "$(wc -l <<<"$rows") $(cut -d' ' -f1 <<<"$rows" | med) $(cut -d' ' -f2 <<<"$rows" | med) $(cut -d' ' -f2 <<<"$rows" | sort -n | tail -1)"
 }
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "n/a"; else printf "%.2f", a / b }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == 0 || b == 0) print "n/a"; else printf "%.2f", a / b }'; }
 
 printf 'mode\tphase\twindows\tp50_us\tp99_us\tp99_max_us\tp99_ratio\tcorrections\n' >"$BASE/results.tsv"
 
+# mode_name MODE: a file and cgroup name for a controller spec
+# ("plugin:/path args" → "plugin__path_args").
+mode_name() { printf %s "$1" | tr -c 'A-Za-z0-9_.-' _; }
+
 for MODE in "${MODE_LIST[@]}"; do
-  MDIR=$BASE/$MODE
+  MNAME=$(mode_name "$MODE")
+  MDIR=$BASE/$MNAME
   mkdir -p "$MDIR/results"
   SOCK=$MDIR/agent.sock
-  PARENT=/brim-exp-$RUN_ID-$MODE
+  PARENT=/brim-exp-$RUN_ID-$MNAME
   PARENTS+=("$PARENT")
   args=(agent --state-dir "$MDIR/state" --socket "$SOCK" --cgroup-parent "$PARENT"
     --resources "cpus:2;mem:2048" --kill-grace 2s --metrics-listen "127.0.0.1:$PORT"
     --estimator fixed --estimator-opt "resources=$ESTIMATE" --estimator-interval 1s --qos "$MODE")
-  if [ "$MODE" = interference ]; then
+  if [ "$MODE" = interference ] || { [ "$MODE" != noop ] && [ "$USER_QOS_OPTS" -gt 0 ]; }; then
     for o in "${QOS_OPTS[@]}"; do args+=(--qos-opt "$o"); done
   fi
   [ -n "$NOBPF" ] && args+=("$NOBPF")
@@ -330,7 +339,7 @@ awk -F'\t' 'NR == 1 { printf "%-13s %-22s %7s %8s %8s %9s %8s  %s\n", "MODE", "P
 for MODE in "${MODE_LIST[@]}"; do
   echo
   echo "[$MODE]"
-  sed 's/^/  /' "$BASE/$MODE/results/corrections.txt"
+  sed 's/^/  /' "$BASE/$(mode_name "$MODE")/results/corrections.txt"
 done
 [ -n "$OUT" ] && echo && echo "results kept in $OUT (per mode: lc.csv, lc-summary.json, explain.json, info.txt, metrics.txt, agent.log)"
 exit 0
