@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/estimator"
 	"github.com/brimnode/brim/masterlink"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
@@ -221,6 +222,12 @@ func runAgentLink(ctx context.Context, a *agent.Agent, total agent.Resources, st
 	}
 	r.link = link
 	r.adopt()
+	// The estimator's revocable resources reach the master through the link
+	// (no-op when the agent runs without oversubscription).
+	a.SetForward(func(_ context.Context, est estimator.Estimate) error {
+		return link.SetRevocable(est.Revocable)
+	})
+	defer a.SetForward(nil)
 	return link.Run(ctx)
 }
 
