@@ -36,6 +36,9 @@ type Options struct {
 	Runtime Runtime
 	// Resources is what the agent may hand out to containers.
 	Resources Resources
+	// Network says the runtime has a network isolator: containers may ask
+	// for networking (Spec.Network).
+	Network bool
 	// KillGrace is the default SIGTERM→SIGKILL grace period.
 	KillGrace time.Duration
 	// Retention bounds how long finished containers (their records and
@@ -99,6 +102,10 @@ type Spec struct {
 	Resources Resources
 	Pids      int64
 	CPUQuota  bool
+	// Network gives the container its own network namespace with an
+	// address on the agent's bridge (the agent must run with --network);
+	// Resources.NetMbit then limits its bandwidth both ways.
+	Network bool
 	// Revocable runs the container best-effort (low priority). With
 	// Options.Oversub it is admitted against the revocable pool (see
 	// Oversub), otherwise against the same total as the others.
@@ -241,6 +248,9 @@ func (a *Agent) unchargeLocked(revocable bool, r Resources) {
 
 // admitLocked checks that ask fits in the container's pool.
 func (a *Agent) admitLocked(revocable bool, ask Resources) error {
+	if a.opts.Resources.NetMbit == 0 {
+		ask.NetMbit = 0 // no net_bw in the total: bandwidth is not accounted
+	}
 	if a.revocablePool(revocable) {
 		return a.over.admit(ask, a.usedRev)
 	}
@@ -394,6 +404,9 @@ func (s *Spec) validate() error {
 	if s.Pids < 0 {
 		return fmt.Errorf("%w: pids must not be negative, got %d", ErrInvalidArgument, s.Pids)
 	}
+	if s.Resources.NetMbit < 0 || (s.Resources.NetMbit > 0 && !s.Network) {
+		return fmt.Errorf("%w: net_bw %d Mbit/s: must not be negative, and needs networking", ErrInvalidArgument, s.Resources.NetMbit)
+	}
 	for _, e := range s.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
 			return fmt.Errorf("%w: env %q: want KEY=VALUE", ErrInvalidArgument, e)
@@ -433,14 +446,23 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	if err := spec.validate(); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
+	if spec.Network && !a.opts.Network {
+		return nil, fmt.Errorf("run: %w: networking asked but the agent runs without --network", ErrInvalidArgument)
+	}
 	limits := isolator.Limits{
 		MilliCPUs:   spec.Resources.MilliCPUs,
 		CPUQuota:    spec.CPUQuota,
 		MemoryBytes: spec.Resources.MemMiB << 20,
 		Pids:        spec.Pids,
+		Network:     spec.Network,
+	}
+	if spec.Network {
+		limits.NetBandwidthMbit = spec.Resources.NetMbit
 	}
 	if spec.Revocable {
 		limits.Class = isolator.BestEffort
+		// Revocable bandwidth is borrowed, never accounted.
+		spec.Resources.NetMbit = 0
 	}
 	a.mu.Lock()
 	if a.closed {
@@ -721,7 +743,7 @@ func (a *Agent) Resize(ctx context.Context, ref string, u Update) (*Container, e
 		limits.Pids = u.Pids
 	}
 	old := c.Resources()
-	next := Resources{MilliCPUs: limits.MilliCPUs, MemMiB: limits.MemoryBytes >> 20}
+	next := Resources{MilliCPUs: limits.MilliCPUs, MemMiB: limits.MemoryBytes >> 20, NetMbit: old.NetMbit}
 	grow := Resources{MilliCPUs: max(next.MilliCPUs-old.MilliCPUs, 0), MemMiB: max(next.MemMiB-old.MemMiB, 0)}
 	rev := c.Revocable
 	if err := a.admitLocked(rev, grow); err != nil && grow != (Resources{}) {

@@ -70,12 +70,12 @@ func TestLaunchAccountingAndErrors(t *testing.T) {
 		t.Fatalf("duplicate name: got %v", err)
 	}
 	for _, bad := range []Spec{
-		{Command: nil, Resources: Resources{100, 10}},
+		{Command: nil, Resources: Resources{MilliCPUs: 100, MemMiB: 10}},
 		spec("bad name!", 100, 10),
 		spec("x", 0, 10),
 		spec("x", 100, 0),
-		{Name: "x", Command: []string{"a"}, Env: []string{"NOEQUALS"}, Resources: Resources{100, 10}},
-		{Name: "x", Command: []string{"a"}, Rootfs: "/nonexistent-rootfs", Resources: Resources{100, 10}},
+		{Name: "x", Command: []string{"a"}, Env: []string{"NOEQUALS"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}},
+		{Name: "x", Command: []string{"a"}, Rootfs: "/nonexistent-rootfs", Resources: Resources{MilliCPUs: 100, MemMiB: 10}},
 	} {
 		if _, err := a.Launch(ctx, bad); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("spec %+v: want invalid argument, got %v", bad, err)

@@ -93,8 +93,8 @@ func TestRevocableAdmission(t *testing.T) {
 		t.Fatalf("non-revocable launch of the whole node beside a revocable one: %v", err)
 	}
 	in := a.Info()
-	if in.Used != (Resources{2000, 1000}) || in.Oversub == nil || in.Oversub.Used != (Resources{600, 100}) ||
-		in.Oversub.Pool != (Resources{1000, 200}) || in.Oversub.Free != (Resources{400, 100}) {
+	if in.Used != (Resources{MilliCPUs: 2000, MemMiB: 1000}) || in.Oversub == nil || in.Oversub.Used != (Resources{MilliCPUs: 600, MemMiB: 100}) ||
+		in.Oversub.Pool != (Resources{MilliCPUs: 1000, MemMiB: 200}) || in.Oversub.Free != (Resources{MilliCPUs: 400, MemMiB: 100}) {
 		t.Fatalf("info = %+v oversub %+v", in, in.Oversub)
 	}
 	// After a new estimate (which subtracts the revocable in use) the pool
@@ -106,7 +106,7 @@ func TestRevocableAdmission(t *testing.T) {
 	if _, err := a.over.est.Estimate(ctx, a.over.mon.Usage()); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := a.Oversubscription(); st.Pool != (Resources{1000, 200}) || st.Current.Offered() != (Resources{400, 100}) {
+	if st, _ := a.Oversubscription(); st.Pool != (Resources{MilliCPUs: 1000, MemMiB: 200}) || st.Current.Offered() != (Resources{MilliCPUs: 400, MemMiB: 100}) {
 		t.Fatalf("after re-estimate: pool %s offered %s", st.Pool, st.Current.Offered())
 	}
 	// Growing a revocable container is checked against the pool too.
@@ -248,7 +248,7 @@ func TestSetForward(t *testing.T) {
 	}
 	a.over.start(a)
 	// Without a forward function the estimate is kept locally.
-	if st, _ := a.Oversubscription(); !st.HasForwarded || st.Forwarded.Offered() != (Resources{1000, 200}) {
+	if st, _ := a.Oversubscription(); !st.HasForwarded || st.Forwarded.Offered() != (Resources{MilliCPUs: 1000, MemMiB: 200}) {
 		t.Fatalf("status before SetForward: %+v", st)
 	}
 	sent := make(chan estimator.Estimate, 16)
@@ -262,7 +262,7 @@ func TestSetForward(t *testing.T) {
 	// The next check forwards the unchanged estimate (hysteresis reset).
 	select {
 	case e := <-sent:
-		if resourcesOf(e) != (Resources{1000, 200}) {
+		if resourcesOf(e) != (Resources{MilliCPUs: 1000, MemMiB: 200}) {
 			t.Fatalf("forwarded %s", e.Revocable)
 		}
 	case <-time.After(time.Minute):
@@ -276,7 +276,7 @@ func TestSetForward(t *testing.T) {
 	for {
 		select {
 		case e := <-sent:
-			if resourcesOf(e) == (Resources{400, 100}) {
+			if resourcesOf(e) == (Resources{MilliCPUs: 400, MemMiB: 100}) {
 				return
 			}
 		case <-deadline:
@@ -325,10 +325,10 @@ func TestRestartLiftsCorrections(t *testing.T) {
 	if got, want := cg.String(), "thaw "+be.ID+", quota "+be.ID+" 0"; got != want {
 		t.Fatalf("cgroup calls at start = %q, want %q", got, want)
 	}
-	if st, _ := b.Oversubscription(); st.Used != (Resources{300, 50}) || st.Free != (Resources{700, 150}) {
+	if st, _ := b.Oversubscription(); st.Used != (Resources{MilliCPUs: 300, MemMiB: 50}) || st.Free != (Resources{MilliCPUs: 700, MemMiB: 150}) {
 		t.Fatalf("recovered pool: %+v", st)
 	}
-	if in := b.Info(); in.Used != (Resources{300, 50}) {
+	if in := b.Info(); in.Used != (Resources{MilliCPUs: 300, MemMiB: 50}) {
 		t.Fatalf("recovered non-revocable use: %s", in.Used)
 	}
 }

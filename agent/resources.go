@@ -6,12 +6,15 @@ import (
 )
 
 // Resources are the scalar resources the agent accounts containers against:
-// cpus in thousandths (the resource model's fixed point) and memory in MiB.
+// cpus in thousandths (the resource model's fixed point), memory in MiB and
+// network bandwidth (net_bw) in Mbit/s. NetMbit is accounted only when the
+// agent's total has some.
 // cmd/brim converts the operator's --resources (Mesos syntax, parsed by
 // package resources) into this.
 type Resources struct {
 	MilliCPUs int64
 	MemMiB    int64
+	NetMbit   int64
 }
 
 // String formats r in the Mesos text syntax ("cpus:1.5;mem:1024"), leaving
@@ -24,6 +27,9 @@ func (r Resources) String() string {
 	if r.MemMiB != 0 {
 		parts = append(parts, "mem:"+strconv.FormatInt(r.MemMiB, 10))
 	}
+	if r.NetMbit != 0 {
+		parts = append(parts, "net_bw:"+strconv.FormatInt(r.NetMbit, 10))
+	}
 	if len(parts) == 0 {
 		return "cpus:0;mem:0"
 	}
@@ -31,11 +37,11 @@ func (r Resources) String() string {
 }
 
 func (r Resources) add(o Resources) Resources {
-	return Resources{r.MilliCPUs + o.MilliCPUs, r.MemMiB + o.MemMiB}
+	return Resources{r.MilliCPUs + o.MilliCPUs, r.MemMiB + o.MemMiB, r.NetMbit + o.NetMbit}
 }
 
 func (r Resources) sub(o Resources) Resources {
-	return Resources{r.MilliCPUs - o.MilliCPUs, r.MemMiB - o.MemMiB}
+	return Resources{r.MilliCPUs - o.MilliCPUs, r.MemMiB - o.MemMiB, r.NetMbit - o.NetMbit}
 }
 
 // fits returns nil if ask fits in free, else an error naming the resources
@@ -48,6 +54,9 @@ func fits(ask, free Resources) error {
 	}
 	if ask.MemMiB > free.MemMiB {
 		a.MemMiB, f.MemMiB, short = ask.MemMiB, max(free.MemMiB, 0), true
+	}
+	if ask.NetMbit > free.NetMbit {
+		a.NetMbit, f.NetMbit, short = ask.NetMbit, max(free.NetMbit, 0), true
 	}
 	if !short {
 		return nil

@@ -121,8 +121,9 @@ func toStatus(err error) error {
 func (s *server) Run(ctx context.Context, r *agentpb.RunRequest) (*agentpb.Container, error) {
 	c, err := s.a.Launch(ctx, Spec{
 		Name: r.Name, Command: r.Command, Env: r.Env, Cwd: r.Cwd, Rootfs: r.Rootfs,
-		Resources: Resources{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib},
+		Resources: Resources{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib, NetMbit: r.NetBwMbit},
 		Pids:      r.Pids, CPUQuota: r.CpuQuota, Revocable: r.Revocable, Labels: r.Labels,
+		Network: r.Network,
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -314,5 +315,7 @@ func statsToProto(c *Container, st *isolator.Statistics) *agentpb.Statistics {
 		MemUsageBytes:     st.MemUsageBytes, MemLimitBytes: st.MemLimitBytes, MemRssBytes: st.MemRSSBytes,
 		MemCacheBytes: st.MemCacheBytes, MemWorkingSetBytes: st.MemWorkingSet, MemMaxUsageBytes: st.MemMaxUsage,
 		MemOomKills: st.MemOOMKills, Pids: st.Pids, PidsLimit: st.PidsLimit,
+		HasNet: st.HasNet, NetRxBytes: st.NetRxBytes, NetRxPackets: st.NetRxPackets, NetRxDropped: st.NetRxDropped,
+		NetTxBytes: st.NetTxBytes, NetTxPackets: st.NetTxPackets, NetTxDropped: st.NetTxDropped,
 	}
 }

@@ -41,7 +41,11 @@ type Container struct {
 
 // Resources returns what the container is accounted for.
 func (c *Container) Resources() Resources {
-	return Resources{MilliCPUs: c.Limits.MilliCPUs, MemMiB: c.Limits.MemoryBytes >> 20}
+	r := Resources{MilliCPUs: c.Limits.MilliCPUs, MemMiB: c.Limits.MemoryBytes >> 20}
+	if !c.Revocable {
+		r.NetMbit = c.Limits.NetBandwidthMbit // revocable bandwidth is borrowed, not accounted
+	}
+	return r
 }
 
 func (c *Container) clone() *Container {

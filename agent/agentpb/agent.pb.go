@@ -84,8 +84,13 @@ type RunRequest struct {
 	Pids      int64 `protobuf:"varint,8,opt,name=pids,proto3" json:"pids,omitempty"`
 	Revocable bool  `protobuf:"varint,9,opt,name=revocable,proto3" json:"revocable,omitempty"`
 	// cpu_quota caps the container at its cpus with a CFS quota.
-	CpuQuota      bool              `protobuf:"varint,10,opt,name=cpu_quota,json=cpuQuota,proto3" json:"cpu_quota,omitempty"`
-	Labels        map[string]string `protobuf:"bytes,11,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	CpuQuota bool              `protobuf:"varint,10,opt,name=cpu_quota,json=cpuQuota,proto3" json:"cpu_quota,omitempty"`
+	Labels   map[string]string `protobuf:"bytes,11,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// network gives the container its own network namespace with an address
+	// (the agent must run with --network); net_bw_mbit limits its bandwidth
+	// both ways (Mbit/s, 0: unlimited).
+	Network       bool  `protobuf:"varint,12,opt,name=network,proto3" json:"network,omitempty"`
+	NetBwMbit     int64 `protobuf:"varint,13,opt,name=net_bw_mbit,json=netBwMbit,proto3" json:"net_bw_mbit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -195,6 +200,20 @@ func (x *RunRequest) GetLabels() map[string]string {
 		return x.Labels
 	}
 	return nil
+}
+
+func (x *RunRequest) GetNetwork() bool {
+	if x != nil {
+		return x.Network
+	}
+	return false
+}
+
+func (x *RunRequest) GetNetBwMbit() int64 {
+	if x != nil {
+		return x.NetBwMbit
+	}
+	return 0
 }
 
 type ExitStatus struct {
@@ -636,8 +655,16 @@ type Statistics struct {
 	Pids               uint64                 `protobuf:"varint,17,opt,name=pids,proto3" json:"pids,omitempty"`
 	PidsLimit          uint64                 `protobuf:"varint,18,opt,name=pids_limit,json=pidsLimit,proto3" json:"pids_limit,omitempty"`
 	MilliCpus          int64                  `protobuf:"varint,19,opt,name=milli_cpus,json=milliCpus,proto3" json:"milli_cpus,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Network counters (has_net: the container has its own network).
+	HasNet        bool   `protobuf:"varint,20,opt,name=has_net,json=hasNet,proto3" json:"has_net,omitempty"`
+	NetRxBytes    uint64 `protobuf:"varint,21,opt,name=net_rx_bytes,json=netRxBytes,proto3" json:"net_rx_bytes,omitempty"`
+	NetRxPackets  uint64 `protobuf:"varint,22,opt,name=net_rx_packets,json=netRxPackets,proto3" json:"net_rx_packets,omitempty"`
+	NetRxDropped  uint64 `protobuf:"varint,23,opt,name=net_rx_dropped,json=netRxDropped,proto3" json:"net_rx_dropped,omitempty"`
+	NetTxBytes    uint64 `protobuf:"varint,24,opt,name=net_tx_bytes,json=netTxBytes,proto3" json:"net_tx_bytes,omitempty"`
+	NetTxPackets  uint64 `protobuf:"varint,25,opt,name=net_tx_packets,json=netTxPackets,proto3" json:"net_tx_packets,omitempty"`
+	NetTxDropped  uint64 `protobuf:"varint,26,opt,name=net_tx_dropped,json=netTxDropped,proto3" json:"net_tx_dropped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Statistics) Reset() {
@@ -799,6 +826,55 @@ func (x *Statistics) GetPidsLimit() uint64 {
 func (x *Statistics) GetMilliCpus() int64 {
 	if x != nil {
 		return x.MilliCpus
+	}
+	return 0
+}
+
+func (x *Statistics) GetHasNet() bool {
+	if x != nil {
+		return x.HasNet
+	}
+	return false
+}
+
+func (x *Statistics) GetNetRxBytes() uint64 {
+	if x != nil {
+		return x.NetRxBytes
+	}
+	return 0
+}
+
+func (x *Statistics) GetNetRxPackets() uint64 {
+	if x != nil {
+		return x.NetRxPackets
+	}
+	return 0
+}
+
+func (x *Statistics) GetNetRxDropped() uint64 {
+	if x != nil {
+		return x.NetRxDropped
+	}
+	return 0
+}
+
+func (x *Statistics) GetNetTxBytes() uint64 {
+	if x != nil {
+		return x.NetTxBytes
+	}
+	return 0
+}
+
+func (x *Statistics) GetNetTxPackets() uint64 {
+	if x != nil {
+		return x.NetTxPackets
+	}
+	return 0
+}
+
+func (x *Statistics) GetNetTxDropped() uint64 {
+	if x != nil {
+		return x.NetTxDropped
 	}
 	return 0
 }
@@ -1962,7 +2038,7 @@ var File_agent_proto protoreflect.FileDescriptor
 
 const file_agent_proto_rawDesc = "" +
 	"\n" +
-	"\vagent.proto\x12\rbrim.agent.v1\"\xf7\x02\n" +
+	"\vagent.proto\x12\rbrim.agent.v1\"\xb1\x03\n" +
 	"\n" +
 	"RunRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
@@ -1977,7 +2053,9 @@ const file_agent_proto_rawDesc = "" +
 	"\trevocable\x18\t \x01(\bR\trevocable\x12\x1b\n" +
 	"\tcpu_quota\x18\n" +
 	" \x01(\bR\bcpuQuota\x12=\n" +
-	"\x06labels\x18\v \x03(\v2%.brim.agent.v1.RunRequest.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\v \x03(\v2%.brim.agent.v1.RunRequest.LabelsEntryR\x06labels\x12\x18\n" +
+	"\anetwork\x18\f \x01(\bR\anetwork\x12\x1e\n" +
+	"\vnet_bw_mbit\x18\r \x01(\x03R\tnetBwMbit\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbc\x01\n" +
@@ -2022,7 +2100,7 @@ const file_agent_proto_rawDesc = "" +
 	"GetRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x1e\n" +
 	"\fStatsRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\xd3\x05\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xc8\a\n" +
 	"\n" +
 	"Statistics\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
@@ -2047,7 +2125,16 @@ const file_agent_proto_rawDesc = "" +
 	"\n" +
 	"pids_limit\x18\x12 \x01(\x04R\tpidsLimit\x12\x1d\n" +
 	"\n" +
-	"milli_cpus\x18\x13 \x01(\x03R\tmilliCpus\"k\n" +
+	"milli_cpus\x18\x13 \x01(\x03R\tmilliCpus\x12\x17\n" +
+	"\ahas_net\x18\x14 \x01(\bR\x06hasNet\x12 \n" +
+	"\fnet_rx_bytes\x18\x15 \x01(\x04R\n" +
+	"netRxBytes\x12$\n" +
+	"\x0enet_rx_packets\x18\x16 \x01(\x04R\fnetRxPackets\x12$\n" +
+	"\x0enet_rx_dropped\x18\x17 \x01(\x04R\fnetRxDropped\x12 \n" +
+	"\fnet_tx_bytes\x18\x18 \x01(\x04R\n" +
+	"netTxBytes\x12$\n" +
+	"\x0enet_tx_packets\x18\x19 \x01(\x04R\fnetTxPackets\x12$\n" +
+	"\x0enet_tx_dropped\x18\x1a \x01(\x04R\fnetTxDropped\"k\n" +
 	"\rUpdateRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +

@@ -24,6 +24,7 @@ import (
 	"github.com/brimnode/brim/estimator"
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/isolator/cgroups"
+	"github.com/brimnode/brim/isolator/network"
 	"github.com/brimnode/brim/monitor"
 	"github.com/brimnode/brim/qos"
 	"github.com/brimnode/brim/resources"
@@ -51,6 +52,7 @@ func newAgentCommand() *cobra.Command {
 		logLevel, logFormat      string
 		killGrace                time.Duration
 		ov                       oversubFlags
+		nf                       networkFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -83,6 +85,10 @@ agent with the same --state-dir reattaches to them.`,
 			if err := ov.validate(); err != nil {
 				return exitError{code: 2, msg: err.Error()}
 			}
+			netCfg, err := nf.config(stateDir)
+			if err != nil {
+				return exitError{code: 2, msg: err.Error()}
+			}
 			// Build the estimator and QoS controller before anything is
 			// created: a bad name or option exits 2 with nothing behind.
 			plugins, err := ov.open(log)
@@ -109,9 +115,21 @@ agent with the same --state-dir reattaches to them.`,
 			if err != nil {
 				return err
 			}
+			isos := []isolator.Isolator{cg}
+			if nf.enabled {
+				// Before the containerizer: its warm shims must start after
+				// the netns dir is a shared mount. Close, never Uninstall:
+				// the containers outlive the agent.
+				netIso, err := network.New(netCfg)
+				if err != nil {
+					return fmt.Errorf("network isolator: %w", err)
+				}
+				defer netIso.Close()
+				isos = append(isos, netIso)
+			}
 			cz, err := containerizer.New(containerizer.Config{
 				StateDir:  stateDir,
-				Isolators: []isolator.Isolator{cg},
+				Isolators: isos,
 				KillGrace: killGrace,
 				Log:       log,
 			})
@@ -122,6 +140,7 @@ agent with the same --state-dir reattaches to them.`,
 				StateDir:     stateDir,
 				Runtime:      runtimeAdapter{cz},
 				Resources:    total,
+				Network:      nf.enabled,
 				KillGrace:    killGrace,
 				Retention:    ret,
 				Log:          log,
@@ -151,6 +170,7 @@ agent with the same --state-dir reattaches to them.`,
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "text or json")
 	ov.register(f)
+	nf.register(f)
 	cmd.AddCommand(newAgentInfo(&socket), newAgentExplain(&socket), newAgentReportLatency(&socket))
 	markUsageErrors(cmd)
 	return cmd
@@ -233,7 +253,7 @@ func agentResources(text string) (agent.Resources, error) {
 		return agent.Resources{}, fmt.Errorf("--resources %q: %w", text, err)
 	}
 	r = r.NonRevocable()
-	out := agent.Resources{MilliCPUs: int64(r.CPUs()), MemMiB: int64(r.Mem()) / 1000}
+	out := agent.Resources{MilliCPUs: int64(r.CPUs()), MemMiB: int64(r.Mem()) / 1000, NetMbit: int64(r.NetBandwidth()) / 1000}
 	if out.MilliCPUs <= 0 || out.MemMiB <= 0 {
 		return agent.Resources{}, fmt.Errorf("--resources %q: need positive cpus and mem", text)
 	}

@@ -117,7 +117,8 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 		cpus            float64
 		mem, pids       int64
 		revocable, wait bool
-		quota           bool
+		quota, network  bool
+		netBw           int64
 		rootfs, name    string
 		cwd             string
 		env, labels     []string
@@ -147,6 +148,7 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 			c, err := api.Run(ctx, &agentpb.RunRequest{
 				Name: name, Command: args, Env: env, Cwd: cwd, Rootfs: rootfs,
 				MilliCpus: milli, MemMib: mem, Pids: pids, Revocable: revocable, CpuQuota: quota, Labels: lab,
+				Network: network, NetBwMbit: netBw,
 			})
 			if err != nil {
 				return cl.rpcError(err)
@@ -169,6 +171,8 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 	f.Int64Var(&pids, "pids", 0, "maximum number of processes (0: no limit)")
 	f.BoolVar(&quota, "cpu-quota", false, "cap the container at --cpus with a CFS quota")
 	f.BoolVar(&revocable, "revocable", false, "run best-effort on revocable resources (low priority)")
+	f.BoolVar(&network, "network", false, "own network namespace with an address on the agent's bridge (agent --network); without it: loopback only")
+	f.Int64Var(&netBw, "net-bw", 0, "with --network: bandwidth limit in Mbit/s, both directions (net_bw; 0: no limit)")
 	f.StringVar(&rootfs, "rootfs", "", "root filesystem directory (default: the host root, read-only)")
 	f.StringVar(&name, "name", "", "unique container name (default: its ID)")
 	f.StringVar(&cwd, "cwd", "", "working directory inside the container")
@@ -365,6 +369,10 @@ type statsJSON struct {
 	CPUThrottled     uint64  `json:"cpuThrottledPeriods"`
 	ThrottledSeconds float64 `json:"cpuThrottledSeconds"`
 	OOMKills         uint64  `json:"oomKills"`
+	// Network counters, when the container has its own network.
+	NetRxBytes uint64 `json:"netRxBytes,omitempty"`
+	NetTxBytes uint64 `json:"netTxBytes,omitempty"`
+	HasNet     bool   `json:"hasNet,omitempty"`
 }
 
 func newContainerStats(cl *agentClient) *cobra.Command {
@@ -438,6 +446,7 @@ func computeStats(a, b *agentpb.Statistics) statsJSON {
 		MemUsageBytes: b.MemUsageBytes, MemLimitBytes: b.MemLimitBytes, Pids: b.Pids, PidsLimit: b.PidsLimit,
 		CPUPeriods: b.CpuPeriods, CPUThrottled: b.CpuThrottled, ThrottledSeconds: float64(b.CpuThrottledNanos) / 1e9,
 		OOMKills: b.MemOomKills,
+		HasNet:   b.HasNet, NetRxBytes: b.NetRxBytes, NetTxBytes: b.NetTxBytes,
 	}
 	if dt := b.TimestampUnixNano - a.TimestampUnixNano; dt > 0 && b.CpuUsageNanos >= a.CpuUsageNanos {
 		s.CPUPercent = math.Round(float64(b.CpuUsageNanos-a.CpuUsageNanos)/float64(dt)*1000) / 10
@@ -450,7 +459,7 @@ func printStats(w io.Writer, rows []statsJSON, asJSON bool) error {
 		return writeJSON(w, rows)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCPU%\tCPUS\tMEM USAGE / LIMIT\tMEM%\tPIDS\tTHROTTLED\tOOM KILLS")
+	fmt.Fprintln(tw, "ID\tCPU%\tCPUS\tMEM USAGE / LIMIT\tMEM%\tPIDS\tTHROTTLED\tOOM KILLS\tNET RX / TX")
 	for _, r := range rows {
 		memPct := "-"
 		if r.MemLimitBytes > 0 && r.MemLimitBytes < 1<<60 {
@@ -460,8 +469,12 @@ func printStats(w io.Writer, rows []statsJSON, asJSON bool) error {
 		if r.PidsLimit > 0 {
 			pids += fmt.Sprintf("/%d", r.PidsLimit)
 		}
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%g\t%s / %s\t%s\t%s\t%d/%d periods, %.2fs\t%d\n", r.ID, r.CPUPercent, r.CPUs,
-			mib(r.MemUsageBytes), mib(r.MemLimitBytes), memPct, pids, r.CPUThrottled, r.CPUPeriods, r.ThrottledSeconds, r.OOMKills)
+		net := "-"
+		if r.HasNet {
+			net = fmt.Sprintf("%d B / %d B", r.NetRxBytes, r.NetTxBytes)
+		}
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%g\t%s / %s\t%s\t%s\t%d/%d periods, %.2fs\t%d\t%s\n", r.ID, r.CPUPercent, r.CPUs,
+			mib(r.MemUsageBytes), mib(r.MemLimitBytes), memPct, pids, r.CPUThrottled, r.CPUPeriods, r.ThrottledSeconds, r.OOMKills, net)
 	}
 	return tw.Flush()
 }

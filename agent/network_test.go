@@ -1,0 +1,59 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+// TestNetworkAccounting: net_bw of guaranteed containers is accounted
+// against the total when it has some, revocable bandwidth is not, and the
+// runtime gets the network limits; networking needs Options.Network.
+func TestNetworkAccounting(t *testing.T) {
+	ctx := context.Background()
+	rt := newFakeRuntime(t.TempDir())
+	a, err := New(Options{StateDir: t.TempDir(), Runtime: rt, Resources: Resources{MilliCPUs: 4000, MemMiB: 1024, NetMbit: 100}, Network: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	net := func(name string, mbit int64, revocable bool) Spec {
+		s := spec(name, 100, 16)
+		s.Network, s.Resources.NetMbit, s.Revocable = true, mbit, revocable
+		return s
+	}
+	c, err := a.Launch(ctx, net("a", 60, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Limits.Network || c.Limits.NetBandwidthMbit != 60 {
+		t.Errorf("limits %+v, want network at 60 Mbit/s", c.Limits)
+	}
+	if _, err := a.Launch(ctx, net("b", 60, false)); !errors.Is(err, ErrInsufficientResources) {
+		t.Errorf("60 Mbit/s over the 40 left: %v, want ErrInsufficientResources", err)
+	}
+	r, err := a.Launch(ctx, net("r", 60, true))
+	if err != nil {
+		t.Fatalf("revocable 60 Mbit/s: %v", err)
+	}
+	if r.Limits.NetBandwidthMbit != 60 {
+		t.Errorf("revocable limits %+v, want a 60 Mbit/s ceiling", r.Limits)
+	}
+	if got := a.Info().Used.NetMbit; got != 60 {
+		t.Errorf("net_bw used %d, want 60 (revocable not accounted)", got)
+	}
+	bad := spec("x", 100, 16)
+	bad.Resources.NetMbit = 10
+	if _, err := a.Launch(ctx, bad); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("net_bw without networking: %v, want ErrInvalidArgument", err)
+	}
+
+	noNet, err := New(Options{StateDir: t.TempDir(), Runtime: newFakeRuntime(t.TempDir()), Resources: Resources{MilliCPUs: 1000, MemMiB: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { noNet.Close() })
+	if _, err := noNet.Launch(ctx, net("n", 0, false)); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("networking on an agent without it: %v, want ErrInvalidArgument", err)
+	}
+}
