@@ -118,6 +118,9 @@ type Update struct {
 	MilliCPUs int64
 	MemMiB    int64
 	Pids      int64
+	// NetMbit is the bandwidth limit of a container with networking
+	// (Mbit/s, both directions), changed live.
+	NetMbit int64
 }
 
 // Info describes the agent.
@@ -711,7 +714,7 @@ func (a *Agent) KillWithReason(ctx context.Context, ref string, grace time.Durat
 // resources. Errors wrap ErrNotFound, ErrNotRunning, ErrInvalidArgument or
 // ErrInsufficientResources.
 func (a *Agent) Resize(ctx context.Context, ref string, u Update) (*Container, error) {
-	if u.MilliCPUs < 0 || u.MemMiB < 0 || u.Pids < 0 {
+	if u.MilliCPUs < 0 || u.MemMiB < 0 || u.Pids < 0 || u.NetMbit < 0 {
 		return nil, fmt.Errorf("update: %w: negative value", ErrInvalidArgument)
 	}
 	if u == (Update{}) {
@@ -742,9 +745,19 @@ func (a *Agent) Resize(ctx context.Context, ref string, u Update) (*Container, e
 	if u.Pids != 0 {
 		limits.Pids = u.Pids
 	}
+	if u.NetMbit != 0 {
+		if !limits.Network {
+			a.mu.Unlock()
+			return nil, fmt.Errorf("update %s: %w: net_bw needs a container with networking", c.ID, ErrInvalidArgument)
+		}
+		limits.NetBandwidthMbit = u.NetMbit
+	}
 	old := c.Resources()
-	next := Resources{MilliCPUs: limits.MilliCPUs, MemMiB: limits.MemoryBytes >> 20, NetMbit: old.NetMbit}
-	grow := Resources{MilliCPUs: max(next.MilliCPUs-old.MilliCPUs, 0), MemMiB: max(next.MemMiB-old.MemMiB, 0)}
+	next := Resources{MilliCPUs: limits.MilliCPUs, MemMiB: limits.MemoryBytes >> 20}
+	if !c.Revocable {
+		next.NetMbit = limits.NetBandwidthMbit
+	}
+	grow := Resources{MilliCPUs: max(next.MilliCPUs-old.MilliCPUs, 0), MemMiB: max(next.MemMiB-old.MemMiB, 0), NetMbit: max(next.NetMbit-old.NetMbit, 0)}
 	rev := c.Revocable
 	if err := a.admitLocked(rev, grow); err != nil && grow != (Resources{}) {
 		a.mu.Unlock()

@@ -42,6 +42,22 @@ func TestNetworkAccounting(t *testing.T) {
 	if got := a.Info().Used.NetMbit; got != 60 {
 		t.Errorf("net_bw used %d, want 60 (revocable not accounted)", got)
 	}
+	if _, err := a.Resize(ctx, c.ID, Update{NetMbit: 120}); !errors.Is(err, ErrInsufficientResources) {
+		t.Errorf("resize to 120 Mbit/s of 100: %v, want ErrInsufficientResources", err)
+	}
+	if c, err = a.Resize(ctx, c.ID, Update{NetMbit: 90}); err != nil || c.Limits.NetBandwidthMbit != 90 {
+		t.Fatalf("resize to 90 Mbit/s: %+v, %v", c, err)
+	}
+	if got := a.Info().Used.NetMbit; got != 90 {
+		t.Errorf("net_bw used %d after the resize, want 90", got)
+	}
+	plain, err := a.Launch(ctx, spec("plain", 100, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Resize(ctx, plain.ID, Update{NetMbit: 5}); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("net_bw resize of a container without networking: %v, want ErrInvalidArgument", err)
+	}
 	bad := spec("x", 100, 16)
 	bad.Resources.NetMbit = 10
 	if _, err := a.Launch(ctx, bad); !errors.Is(err, ErrInvalidArgument) {

@@ -156,7 +156,7 @@ func (s *server) Stats(ctx context.Context, r *agentpb.StatsRequest) (*agentpb.S
 }
 
 func (s *server) Update(ctx context.Context, r *agentpb.UpdateRequest) (*agentpb.Container, error) {
-	c, err := s.a.Resize(ctx, r.Id, Update{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib, Pids: r.Pids})
+	c, err := s.a.Resize(ctx, r.Id, Update{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib, Pids: r.Pids, NetMbit: r.NetBwMbit})
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -77,6 +77,30 @@ func TestNetworkCLI(t *testing.T) {
 	if r := a.brim("container", "run", "--network", "--net-bw", "60", "--", "true"); r.code == 0 || !strings.Contains(r.stderr, "insufficient resources") {
 		t.Errorf("60 Mbit/s more than the 50 left of net_bw:100 admitted: exit %d: %s", r.code, r.stderr)
 	}
+	// Live resize: the container's HTB class on the egress IFB (minor =
+	// the address's index in the subnet) takes the new rate.
+	if r := a.brim("container", "update", "--net-bw", "120", srv); r.code == 0 {
+		t.Errorf("update to 120 Mbit/s of net_bw:100 admitted")
+	}
+	a.mustBrim("container", "update", "--net-bw", "20", srv)
+	ifb, err := netlink.LinkByName(cfg.Bridge + "-tx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes, err := netlink.ClassList(ifb, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := uint32(netip.MustParseAddr(addr).As4()[3]) // a /24
+	var rate uint64
+	for _, c := range classes {
+		if h, ok := c.(*netlink.HtbClass); ok && h.Attrs().Handle&0xffff == idx {
+			rate = h.Rate * 8
+		}
+	}
+	if rate != 20e6 {
+		t.Errorf("egress class 1:%x rate %d bit/s after update --net-bw 20, want 20e6", idx, rate)
+	}
 	var stats []struct {
 		HasNet     bool   `json:"hasNet"`
 		NetRxBytes uint64 `json:"netRxBytes"`

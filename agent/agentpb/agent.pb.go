@@ -883,9 +883,11 @@ type UpdateRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// Zero leaves a field unchanged.
-	MilliCpus     int64 `protobuf:"varint,2,opt,name=milli_cpus,json=milliCpus,proto3" json:"milli_cpus,omitempty"`
-	MemMib        int64 `protobuf:"varint,3,opt,name=mem_mib,json=memMib,proto3" json:"mem_mib,omitempty"`
-	Pids          int64 `protobuf:"varint,4,opt,name=pids,proto3" json:"pids,omitempty"`
+	MilliCpus int64 `protobuf:"varint,2,opt,name=milli_cpus,json=milliCpus,proto3" json:"milli_cpus,omitempty"`
+	MemMib    int64 `protobuf:"varint,3,opt,name=mem_mib,json=memMib,proto3" json:"mem_mib,omitempty"`
+	Pids      int64 `protobuf:"varint,4,opt,name=pids,proto3" json:"pids,omitempty"`
+	// net_bw_mbit: a new bandwidth limit (container run with --network).
+	NetBwMbit     int64 `protobuf:"varint,5,opt,name=net_bw_mbit,json=netBwMbit,proto3" json:"net_bw_mbit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -944,6 +946,13 @@ func (x *UpdateRequest) GetMemMib() int64 {
 func (x *UpdateRequest) GetPids() int64 {
 	if x != nil {
 		return x.Pids
+	}
+	return 0
+}
+
+func (x *UpdateRequest) GetNetBwMbit() int64 {
+	if x != nil {
+		return x.NetBwMbit
 	}
 	return 0
 }
@@ -2134,13 +2143,14 @@ const file_agent_proto_rawDesc = "" +
 	"\fnet_tx_bytes\x18\x18 \x01(\x04R\n" +
 	"netTxBytes\x12$\n" +
 	"\x0enet_tx_packets\x18\x19 \x01(\x04R\fnetTxPackets\x12$\n" +
-	"\x0enet_tx_dropped\x18\x1a \x01(\x04R\fnetTxDropped\"k\n" +
+	"\x0enet_tx_dropped\x18\x1a \x01(\x04R\fnetTxDropped\"\x8b\x01\n" +
 	"\rUpdateRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
 	"milli_cpus\x18\x02 \x01(\x03R\tmilliCpus\x12\x17\n" +
 	"\amem_mib\x18\x03 \x01(\x03R\x06memMib\x12\x12\n" +
-	"\x04pids\x18\x04 \x01(\x03R\x04pids\">\n" +
+	"\x04pids\x18\x04 \x01(\x03R\x04pids\x12\x1e\n" +
+	"\vnet_bw_mbit\x18\x05 \x01(\x03R\tnetBwMbit\">\n" +
 	"\vKillRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vgrace_nanos\x18\x02 \x01(\x03R\n" +

@@ -488,15 +488,15 @@ func mib(b uint64) string {
 
 func newContainerUpdate(cl *agentClient) *cobra.Command {
 	var (
-		cpus      float64
-		mem, pids int64
+		cpus             float64
+		mem, pids, netBw int64
 	)
 	cmd := &cobra.Command{
-		Use:   "update [--cpus N] [--mem MiB] [--pids N] ID|NAME",
+		Use:   "update [--cpus N] [--mem MiB] [--pids N] [--net-bw MBIT] ID|NAME",
 		Short: "Resize a running container",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := &agentpb.UpdateRequest{Id: args[0], MemMib: mem, Pids: pids}
+			req := &agentpb.UpdateRequest{Id: args[0], MemMib: mem, Pids: pids, NetBwMbit: netBw}
 			if cmd.Flags().Changed("cpus") {
 				m, err := milliCPUs(cpus)
 				if err != nil {
@@ -504,11 +504,11 @@ func newContainerUpdate(cl *agentClient) *cobra.Command {
 				}
 				req.MilliCpus = m
 			}
-			if req.MilliCpus == 0 && mem == 0 && pids == 0 {
-				return exitError{code: 2, msg: "update: give at least one of --cpus, --mem, --pids"}
+			if req.MilliCpus == 0 && mem == 0 && pids == 0 && netBw == 0 {
+				return exitError{code: 2, msg: "update: give at least one of --cpus, --mem, --pids, --net-bw"}
 			}
-			if mem < 0 || pids < 0 {
-				return exitError{code: 2, msg: "update: --mem and --pids must be positive"}
+			if mem < 0 || pids < 0 || netBw < 0 {
+				return exitError{code: 2, msg: "update: --mem, --pids and --net-bw must be positive"}
 			}
 			api, err := cl.dial()
 			if err != nil {
@@ -526,6 +526,7 @@ func newContainerUpdate(cl *agentClient) *cobra.Command {
 	f.Float64Var(&cpus, "cpus", 0, "new cpus")
 	f.Int64Var(&mem, "mem", 0, "new memory limit in MiB")
 	f.Int64Var(&pids, "pids", 0, "new pids limit")
+	f.Int64Var(&netBw, "net-bw", 0, "new bandwidth limit in Mbit/s (container run with --network), applied live")
 	return cmd
 }
 
