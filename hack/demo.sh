@@ -91,10 +91,23 @@ remove_containers() {
 }
 
 # remove_parent PARENT: remove this script's cgroup parent in every
-# hierarchy, children first; fails when something is left.
+# hierarchy, children first; fails when something is left. Processes still
+# inside (containers of an agent that died before removing them: this
+# script's, since the parent is) are SIGKILLed first, by PID.
 remove_parent() {
-  local d left=0
+  local d pid left=0 stray
   case $1 in /brim-demo-?*) ;; *) echo "demo: refusing to remove cgroup $1: not the demo's" >&2; return 1 ;; esac
+  for d in /sys/fs/cgroup/*/"${1#/}"; do
+    [ -d "$d" ] || continue
+    stray=$(find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un)
+    [ -n "$stray" ] || continue
+    echo "demo: killing processes left in $d: $(echo $stray)" >&2
+    for pid in $stray; do kill -KILL "$pid" 2>/dev/null; done
+  done
+  for _ in $(seq 50); do
+    [ -z "$(find /sys/fs/cgroup/*/"${1#/}" -name cgroup.procs -exec cat {} + 2>/dev/null)" ] && break
+    sleep 0.1
+  done
   for d in /sys/fs/cgroup/*/"${1#/}"; do
     [ -d "$d" ] || continue
     find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
@@ -109,8 +122,11 @@ cleanup() {
   trap - EXIT INT TERM
   # Frameworks first: on SIGTERM they kill their tasks through the master.
   # Both at once, so that neither grows into what the other frees.
+  # Without a master they cannot: give them a moment only.
+  local fw_wait=30
+  alive "$DEV_PID" || fw_wait=3
   for pid in "$FW_A" "$FW_B"; do alive "$pid" && kill -TERM "$pid"; done
-  for pid in "$FW_A" "$FW_B"; do [ -n "$pid" ] && reap "$pid" 30 >/dev/null 2>&1; done
+  for pid in "$FW_A" "$FW_B"; do [ -n "$pid" ] && reap "$pid" "$fw_wait" >/dev/null 2>&1; done
   if alive "$AGENT_PID"; then remove_containers "$SOCK"; fi
   if alive "$DEV_PID"; then remove_containers "$DEV_SOCK"; fi
   for pid in "$AGENT_PID" "$DEV_PID"; do [ -n "$pid" ] && stop_pid "$pid" 20 >/dev/null 2>&1; done
@@ -119,6 +135,13 @@ cleanup() {
   done
   remove_parent "$PARENT" || leak=1
   remove_parent "$DEV_PARENT" || leak=1
+  # Container shims run with their cwd in the agents' state dirs: any left
+  # is this script's.
+  for p in /proc/[0-9]*; do
+    case $(readlink "$p/cwd" 2>/dev/null) in
+    "$BASE"/*) echo "demo: process ${p#/proc/} left in $BASE: killing it" >&2; kill -KILL "${p#/proc/}"; leak=1 ;;
+    esac
+  done
   if [ "$rc" != 0 ] || [ "$leak" != 0 ]; then
     for log in "$BASE"/*.log; do [ -s "$log" ] && { echo "--- tail $log" >&2; tail -20 "$log" >&2; }; done
   fi
@@ -216,9 +239,12 @@ master_addr() {
   [ -n "$MASTER" ]
 }
 wait_until 30 "brim dev's master to listen" master_addr
-state() { "$BRIM" state --master "$MASTER" --json; }
+# state: the master's /state; errors go to state.log (shown on failure)
+# rather than repeating in the polls below.
+state() { "$BRIM" state --master "$MASTER" --json 2>>"$BASE/state.log"; }
+dev_alive() { alive "$DEV_PID" || fail "brim dev exited"; }
 agent_registered() {
-  alive "$DEV_PID" || fail "brim dev exited"
+  dev_alive
   [ "$(state 2>/dev/null | jq '[.agents[]? | select(.connected)] | length')" = 1 ]
 }
 wait_until 30 "brim dev's agent to register with the master" agent_registered
@@ -233,7 +259,7 @@ EOF
 
 step "hold the agent's resources (a reservation for role hold) until both frameworks are subscribed"
 note "so that A and B start from zero together, like the paper's users; unreserving releases them at once"
-AGENT_ID=$(state | jq -r '.agents[0].id')
+AGENT_ID=$(state | jq -r '.agents[0].id') || fail "read the master's state"
 HOLD="cpus(hold):0.9;mem(hold):1800"
 echo "\$ brim reserve --agent $AGENT_ID '$HOLD'"
 "$BRIM" reserve --master "$MASTER" --agent "$AGENT_ID" "$HOLD"
@@ -247,13 +273,14 @@ FW_A=$!
   --cmd 'sleep 600' --refuse 200ms --duration 5m &
 FW_B=$!
 both_subscribed() {
+  dev_alive
   alive "$FW_A" || fail "framework A exited"
   alive "$FW_B" || fail "framework B exited"
   [ "$(state | jq '[.frameworks[]? | select(.connected and (.name == "A" or .name == "B"))] | length')" = 2 ]
 }
 wait_until 30 "frameworks A and B to subscribe" both_subscribed
 [ "$(state | jq '[.tasks[]?] | length')" = 0 ] || fail "tasks launched while the resources were reserved for role hold"
-HELD=$(state | jq -r '.agents[0].reserved')
+HELD=$(state | jq -r '.agents[0].reserved') || fail "read the master's state"
 echo "\$ brim unreserve --agent $AGENT_ID '$HELD'"
 "$BRIM" unreserve --master "$MASTER" --agent "$AGENT_ID" "$HELD"
 
@@ -263,6 +290,7 @@ running() {
     | [.tasks[]? | select(.state == "RUNNING" and (.frameworkId as $f | $ids | index($f)))] | length'
 }
 converged() {
+  dev_alive
   alive "$FW_A" || fail "framework A exited"
   alive "$FW_B" || fail "framework B exited"
   local a b
@@ -273,8 +301,13 @@ converged() {
 wait_until 40 "A to run $WANT_A tasks and B $WANT_B" converged
 # Stable: nothing changes over a few more allocation cycles.
 cycles() { state | jq '.cycles.count'; }
-c0=$(cycles)
-more_cycles() { [ "$(cycles)" -ge $((c0 + 4)) ]; }
+c0=$(cycles) || fail "read the master's state"
+more_cycles() {
+  local n
+  dev_alive
+  n=$(cycles)
+  [ "${n:-0}" -ge $((c0 + 4)) ]
+}
 wait_until 20 "4 more allocation cycles" more_cycles
 converged || fail "allocation changed after converging: $LAST"
 ok "converged: A runs $WANT_A tasks, B runs $WANT_B, stable over 4 more allocation cycles"
@@ -292,7 +325,7 @@ state | jq -r --arg want "$WANT_SHARE" '
 shares_ok=$(state | jq --argjson want 0.6666667 '
   (.frameworks // []) as $fws
   | [.frameworkShares[]? | . as $s | select(any($fws[]; .id == $s.frameworkId and (.name == "A" or .name == "B")))]
-  | length == 2 and all(.share - $want | fabs < 0.001)')
+  | length == 2 and all(.share - $want | fabs < 0.001)') || fail "read the master's state"
 [ "$shares_ok" = true ] || fail "the master's dominant shares are not 2/3 each (see above)"
 ok "both dominant shares are 2/3, as DRF predicts"
 
@@ -305,7 +338,7 @@ rc=0; reap "$FW_B" 30 || rc=$?
 FW_B=
 [ "$rc" = 0 ] || fail "framework B exited $rc on SIGTERM, want 0"
 FW_B=
-none_running() { [ "$(running A)" = 0 ] && [ "$(running B)" = 0 ]; }
+none_running() { dev_alive; [ "$(running A)" = 0 ] && [ "$(running B)" = 0 ]; }
 wait_until 20 "the master to see A's and B's tasks ended" none_running
 ok "frameworks stopped, their tasks killed"
 

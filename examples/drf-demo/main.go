@@ -256,8 +256,8 @@ func (f *framework) stop(ctx context.Context) error {
 			f.printf("stopping: killing %d tasks", len(ids))
 		}
 		for _, id := range ids {
-			if err := f.d.Kill(ctx, id); err != nil {
-				f.printf("kill %s: %v", id, err)
+			if err := f.d.Kill(ctx, id); err != nil && round == 0 {
+				f.printf("kill %s: %v (retrying every %s)", id, err, killRetry)
 			}
 		}
 	wait:
