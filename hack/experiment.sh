@@ -106,7 +106,7 @@ done
 IFS=, read -r -a MODE_LIST <<<"$MODES"
 [ "$(id -u)" = 0 ] || { echo "experiment: run as root (cgroups, containers)" >&2; exit 1; }
 [ -x "$BRIM" ] || { echo "experiment: $BRIM not built (make build)" >&2; exit 1; }
-for t in jq curl stress-ng go; do
+for t in jq stress-ng go; do
   command -v "$t" >/dev/null || { echo "experiment: $t not found (make deps)" >&2; exit 1; }
 done
 
@@ -122,6 +122,10 @@ PARENTS=()
 log() { printf '%s experiment: %s\n' "$(date -u +%T)" "$*" >&2; }
 b() { local sub=$1; shift; "$BRIM" "$sub" --socket "$SOCK" "$@"; }
 now_ms() { date +%s%3N; }
+# pause SECONDS: sleep in the background so a signal to the script runs its
+# cleanup at once (bash runs traps only between foreground commands).
+SLEEP_PID=
+pause() { sleep "$1" & SLEEP_PID=$!; wait "$SLEEP_PID"; SLEEP_PID=; }
 
 # stop_mode removes the current mode's containers, stops its agent (by
 # PID) and its forwarder.
@@ -159,6 +163,7 @@ remove_parent() {
 
 cleanup() {
   set +e
+  [ -n "$SLEEP_PID" ] && kill "$SLEEP_PID" 2>/dev/null
   stop_mode
   for p in "${PARENTS[@]}"; do remove_parent "$p"; done
   # Mounts the executor may have left under the state dirs.
@@ -242,7 +247,9 @@ for MODE in "${MODE_LIST[@]}"; do
   sync
   log "[$MODE] start agent (cgroup parent $PARENT, metrics 127.0.0.1:$PORT)"
   echo "$BRIM ${args[*]}" >"$MDIR/results/agent-command.txt"
-  "$BRIM" "${args[@]}" >"$MDIR/results/agent.log" 2>&1 &
+  # Its own session: a Ctrl-C at the terminal reaches this script (which
+  # then removes the containers through the agent), not the agent.
+  setsid "$BRIM" "${args[@]}" >"$MDIR/results/agent.log" 2>&1 </dev/null &
   AGENT_PID=$!
   for _ in $(seq 200); do
     b agent info >/dev/null 2>&1 && break
@@ -269,13 +276,13 @@ for MODE in "${MODE_LIST[@]}"; do
   for _ in $(seq 100); do [ "$(wc -l 2>/dev/null <"$CSV" || echo 0)" -ge 2 ] && break; sleep 0.1; done
   T_SOLO=$(now_ms)
   log "[$MODE] solo ${SOLO}s"
-  sleep "$SOLO"
+  pause "$SOLO"
   T_GO=$(now_ms)
   log "[$MODE] antagonists (${KINDS}) ${CONTENDED}s"
   for id in "${BES[@]}"; do
     touch "$(b container inspect "$id" | jq -r .sandboxDir)/go"
   done
-  sleep "$CONTENDED"
+  pause "$CONTENDED"
   T_END=$(now_ms)
   for id in "${BES[@]}"; do b container inspect "$id"; done | jq -s . >"$MDIR/results/antagonists.json"
   if [ "$AFTER" -gt 0 ]; then
@@ -283,13 +290,17 @@ for MODE in "${MODE_LIST[@]}"; do
     for id in "${BES[@]}"; do b container rm -f "$id" >/dev/null; done
     sync
     T_AFTER=$(now_ms)
-    sleep "$AFTER"
+    pause "$AFTER"
   fi
   T_AFTER_END=$(now_ms)
 
   b agent explain --json >"$MDIR/results/explain.json"
   b agent info >"$MDIR/results/info.txt"
-  curl -fsS "http://127.0.0.1:$PORT/metrics" >"$MDIR/results/metrics.txt" || log "[$MODE] /metrics unreachable"
+  if command -v curl >/dev/null; then
+    curl -fsS "http://127.0.0.1:$PORT/metrics" >"$MDIR/results/metrics.txt" || log "[$MODE] /metrics unreachable"
+  else
+    log "[$MODE] no curl: /metrics not saved"
+  fi
   # SIGTERM: the probe writes its run summary.
   b container kill --grace 5s "$LC" >/dev/null 2>&1 || true
   b container wait "$LC" >/dev/null 2>&1 || true
