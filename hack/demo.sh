@@ -153,7 +153,7 @@ cleanup() {
   else
     echo "demo: cleaned up (processes, containers, cgroup parents $PARENT $DEV_PARENT, $BASE)"
   fi
-  [ "$rc" = 0 ] && printf '\033[32mdemo: all checks passed\033[0m\n' || echo "demo: FAILED (exit $rc)" >&2
+  [ "$rc" = 0 ] && printf '\033[32mdemo: all checks passed\033[0m in %ss\n' "$SECONDS" || echo "demo: FAILED (exit $rc) after ${SECONDS}s" >&2
   exit "$rc"
 }
 trap cleanup EXIT
