@@ -13,7 +13,7 @@ PKGS=(
   clang llvm libbpf-dev bpftool        # `make generate` (BPF objects are committed)
   linux-perf                           # `perf bench sched pipe` in make bench
   protobuf-compiler                    # `make generate` (generated code is committed)
-  jq procps util-linux
+  jq procps util-linux curl
 )
 
 missing=()
