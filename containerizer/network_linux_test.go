@@ -31,7 +31,7 @@ import (
 // netEnv is a containerizer with the real cgroups and network isolators on
 // a bridge, subnet, cgroup parent and state dir of its own.
 type netEnv struct {
-	t        *testing.T
+	t        testing.TB
 	stateDir string
 	cgParent string
 	netCfg   network.Config
@@ -46,7 +46,7 @@ type netEnv struct {
 // yet (start makes them): a test may first run a helper agent on the same
 // state. On cleanup every container is destroyed, nothing of the network
 // isolator's may be left but its bridge and IFBs, and those are removed.
-func newNetEnv(t *testing.T) *netEnv {
+func newNetEnv(t testing.TB) *netEnv {
 	t.Helper()
 	testutil.RequireRoot(t)
 	testutil.Require(t, haveCmd("iperf3") && haveCmd("busybox"), "iperf3 or busybox not installed (make deps)")
@@ -643,4 +643,46 @@ func helperChurn(c *Containerizer) {
 		}
 		fmt.Println("round")
 	}
+}
+
+// BenchmarkLaunchNetwork measures Launch with the real cgroups and network
+// isolators, interleaving containers without and with networking (host
+// root, `sleep`), and reports both p50s, their ratio and the time
+// networking adds (p50 difference). Kill and Destroy are not timed.
+func BenchmarkLaunchNetwork(b *testing.B) {
+	e := newNetEnv(b)
+	e.start()
+	ctx := context.Background()
+	var none, withNet []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, network := range []bool{false, true} {
+			id := testutil.UniqueName("bench")
+			start := time.Now()
+			if _, err := e.c.Launch(ctx, Spec{ID: id, Command: []string{"sleep", "1000"}, Limits: isolator.Limits{MilliCPUs: 100, Network: network, NetBandwidthMbit: 100}}); err != nil {
+				b.Fatal(err)
+			}
+			d := time.Since(start)
+			b.StopTimer()
+			if network {
+				withNet = append(withNet, d)
+			} else {
+				none = append(none, d)
+			}
+			if err := e.c.Kill(ctx, id, -1); err != nil {
+				b.Fatal(err)
+			}
+			if err := e.c.Destroy(ctx, id); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	p50, n50 := percentile(none, 50), percentile(withNet, 50)
+	b.ReportMetric(ms(p50), "none-p50-ms")
+	b.ReportMetric(ms(n50), "network-p50-ms")
+	b.ReportMetric(ms(percentile(withNet, 90)), "network-p90-ms")
+	b.ReportMetric(float64(n50)/float64(p50), "p50-ratio")
+	b.ReportMetric(ms(n50-p50), "added-ms")
 }
