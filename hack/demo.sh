@@ -43,6 +43,10 @@ fail() { printf '\033[31mdemo: FAIL: %s\033[0m\n' "$*" >&2; exit 1; }
 ok() { printf '\033[32mok\033[0m %s\n' "$*"; }
 c() { echo "\$ brim container $(printf '%q ' "$@")" >&2; "$BRIM" container --socket "$SOCK" "$@"; }
 alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
+# The daemons and frameworks run under setsid, in their own session, so
+# that a Ctrl-C reaches only this script, whose trap stops them in order
+# (the frameworks kill their tasks while the master still runs). setsid
+# execs them in place: $! is their PID.
 
 # wait_until SECONDS WHAT CMD…: poll CMD every 0.2 s; fail naming WHAT
 # after SECONDS (bounded waits: this machine is shared and may be slow),
@@ -142,7 +146,7 @@ cleanup() {
     "$BASE"/*) echo "demo: process ${p#/proc/} left in $BASE: killing it" >&2; kill -KILL "${p#/proc/}"; leak=1 ;;
     esac
   done
-  if [ "$rc" != 0 ] || [ "$leak" != 0 ]; then
+  if { [ "$rc" != 0 ] && [ "$rc" != 130 ]; } || [ "$leak" != 0 ]; then # 130: interrupted
     for log in "$BASE"/*.log; do [ -s "$log" ] && { echo "--- tail $log" >&2; tail -20 "$log" >&2; }; done
   fi
   rm -rf "$BASE"
@@ -170,7 +174,7 @@ fi
 # Part 1: the node runtime.
 
 step "part 1: start an agent: cpus:2;mem:1024, cgroup parent $PARENT"
-"$BRIM" agent --state-dir "$STATE" --socket "$SOCK" --cgroup-parent "$PARENT" \
+setsid "$BRIM" agent --state-dir "$STATE" --socket "$SOCK" --cgroup-parent "$PARENT" \
   --resources "cpus:2;mem:1024" --kill-grace 2s >"$BASE/agent.log" 2>&1 &
 AGENT_PID=$!
 agent_ready() {
@@ -230,7 +234,7 @@ WANT_SHARE=0.6667   # both dominant shares 2/3
 
 step "part 2: brim dev (master + agent in one process) offering $TOTAL, cgroup parent $DEV_PARENT"
 mkdir -p "$DEV_STATE"
-"$BRIM" dev --state-dir "$DEV_STATE" --listen 127.0.0.1:0 --cgroup-parent "$DEV_PARENT" \
+setsid "$BRIM" dev --state-dir "$DEV_STATE" --listen 127.0.0.1:0 --cgroup-parent "$DEV_PARENT" \
   --resources "$TOTAL" --kill-grace 1s --allocation-interval 250ms >"$BASE/dev.log" 2>&1 &
 DEV_PID=$!
 master_addr() {
@@ -266,10 +270,10 @@ echo "\$ brim reserve --agent $AGENT_ID '$HOLD'"
 
 step "start frameworks A (role a) and B (role b)"
 note "each takes one task per offer, so the allocator picks, cycle by cycle, who grows next"
-"$DRF_DEMO" --master "$MASTER" --name A --role a --task-cpus "$A_CPUS" --task-mem "$A_MEM" \
+setsid "$DRF_DEMO" --master "$MASTER" --name A --role a --task-cpus "$A_CPUS" --task-mem "$A_MEM" \
   --cmd 'sleep 600' --refuse 200ms --duration 5m &
 FW_A=$!
-"$DRF_DEMO" --master "$MASTER" --name B --role b --task-cpus "$B_CPUS" --task-mem "$B_MEM" \
+setsid "$DRF_DEMO" --master "$MASTER" --name B --role b --task-cpus "$B_CPUS" --task-mem "$B_MEM" \
   --cmd 'sleep 600' --refuse 200ms --duration 5m &
 FW_B=$!
 both_subscribed() {
