@@ -114,6 +114,10 @@ func TestNetworkCLI(t *testing.T) {
 	}
 
 	a.kill9()
+	// Without --network nobody would clean up the containers' network.
+	if r := runBrim(t, "agent", "--state-dir", a.StateDir, "--socket", a.Socket+".other", "--cgroup-parent", a.Parent); r.code == 0 || !strings.Contains(r.stderr, "--network") {
+		t.Errorf("agent without --network over networked containers: exit %d: %s", r.code, r.stderr)
+	}
 	a.start()
 	if c := a.inspect(srv); c.State != "running" {
 		t.Fatalf("server after the restart: %+v", c)

@@ -89,6 +89,9 @@ agent with the same --state-dir reattaches to them.`,
 			if err != nil {
 				return exitError{code: 2, msg: err.Error()}
 			}
+			if err := checkNetworkState(stateDir, nf.enabled); err != nil {
+				return err
+			}
 			// Build the estimator and QoS controller before anything is
 			// created: a bad name or option exits 2 with nothing behind.
 			plugins, err := ov.open(log)

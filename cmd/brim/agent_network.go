@@ -48,3 +48,17 @@ func (n *networkFlags) config(stateDir string) (network.Config, error) {
 		NAT:          n.nat,
 	}, nil
 }
+
+// checkNetworkState refuses to start an agent without --network over a
+// state dir whose containers have networking: nothing would clean up their
+// veths, namespaces and addresses.
+func checkNetworkState(stateDir string, enabled bool) error {
+	if enabled {
+		return nil
+	}
+	recs, _ := filepath.Glob(filepath.Join(stateDir, "network", "*.json"))
+	if len(recs) > 0 {
+		return fmt.Errorf("%d containers in %s have networking: start the agent with --network (and the same --network-* flags)", len(recs), stateDir)
+	}
+	return nil
+}
