@@ -39,7 +39,7 @@ bench: deps build
 
 ## demo: the main job, end to end (as root)
 demo: deps build
-	BRIM_BINARY=$(CURDIR)/$(BIN) BRIM_SHIM_BINARY=$(CURDIR)/$(SHIM) bash hack/demo.sh
+	BRIM_BINARY=$(CURDIR)/$(BIN) BRIM_SHIM_BINARY=$(CURDIR)/$(SHIM) GO=$(GO) bash hack/demo.sh
 
 lint: deps
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -41,10 +41,11 @@ type taskRunner struct {
 	log *slog.Logger
 	ctx context.Context // ends watchers when the agent shuts down
 
-	mu     sync.Mutex
-	link   *masterlink.Client
-	killed map[string]bool
-	wg     sync.WaitGroup
+	mu        sync.Mutex
+	link      *masterlink.Client
+	killed    map[string]bool
+	launching map[string]bool // tasks between LaunchTask and a running container
+	wg        sync.WaitGroup
 }
 
 var _ masterlink.TaskRunner = (*taskRunner)(nil)
@@ -80,12 +81,27 @@ func (r *taskRunner) LaunchTask(ctx context.Context, t masterlink.Task) error {
 		labels[k] = v
 	}
 	labels[labelTask], labels[labelFramework], labels[labelResources], labels[labelTaskName] = t.ID, t.FrameworkID, t.Resources.String(), t.Name
+	r.mu.Lock()
+	r.launching[t.ID] = true
+	r.mu.Unlock()
 	c, err := r.a.Launch(ctx, agent.Spec{Name: t.ID, Command: t.Command, Env: t.Env, Resources: ar, Revocable: rev, Labels: labels})
+	r.mu.Lock()
+	delete(r.launching, t.ID)
+	killed := r.killed[t.ID]
+	r.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	r.update(masterlink.Status{TaskID: t.ID, State: pb.TaskState_TASK_RUNNING, Message: fmt.Sprintf("container %s pid %d", c.ID, c.Pid)})
 	r.watch(t.ID)
+	if killed {
+		// A kill arrived while the container was being created, when the
+		// agent could not act on it yet: act on it now (the watcher
+		// reports KILLED).
+		if _, err := r.a.Kill(ctx, t.ID, 0); err != nil && !errors.Is(err, agent.ErrNotRunning) {
+			r.log.Warn("kill task killed during launch", "task", t.ID, "err", err)
+		}
+	}
 	return nil
 }
 
@@ -143,8 +159,12 @@ func (r *taskRunner) terminal(c *agent.Container) masterlink.Status {
 func (r *taskRunner) KillTask(ctx context.Context, id string) error {
 	r.mu.Lock()
 	r.killed[id] = true
+	launching := r.launching[id]
 	r.mu.Unlock()
 	if _, err := r.a.Kill(ctx, id, 0); err != nil {
+		if launching && (errors.Is(err, agent.ErrNotFound) || errors.Is(err, agent.ErrNotRunning)) {
+			return nil // LaunchTask kills it once the container exists
+		}
 		if errors.Is(err, agent.ErrNotFound) {
 			r.update(masterlink.Status{TaskID: id, State: pb.TaskState_TASK_LOST, Reason: reasonContainerLost, Message: "no such task on this agent"})
 			return nil
@@ -211,7 +231,7 @@ func runAgentLink(ctx context.Context, a *agent.Agent, total agent.Resources, st
 	if err != nil {
 		return fmt.Errorf("agent resources: %w", err)
 	}
-	r := &taskRunner{a: a, log: log.With("component", "tasks"), ctx: ctx, killed: map[string]bool{}}
+	r := &taskRunner{a: a, log: log.With("component", "tasks"), ctx: ctx, killed: map[string]bool{}, launching: map[string]bool{}}
 	defer r.wg.Wait()
 	link, err := masterlink.New(masterlink.Options{
 		Master: lo.master, StateDir: stateDir, AgentID: a.ID(), Resources: res, Runner: r,

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -84,6 +85,10 @@ func (c *agentClient) dial() (agentpb.AgentClient, error) {
 			return nil, exitError{code: 1, msg: fmt.Sprintf("cannot reach the agent at %s: %v (is brim agent running?)", sock, cause)}
 		}
 		probe.Close()
+		// gRPC's unix:// target needs an absolute path.
+		if abs, err := filepath.Abs(sock); err == nil {
+			sock = abs
+		}
 		conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			return nil, fmt.Errorf("connect to the agent at %s: %w", sock, err)
