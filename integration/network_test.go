@@ -27,9 +27,11 @@ import (
 func TestNetworkCLI(t *testing.T) {
 	testutil.RequireRoot(t)
 	nsDir := t.TempDir()
+	// A /24 in 10.32.0.0/11: the containerizer's tests use 10.64.0.0/10,
+	// the isolator's 10.128.0.0/9 (packages' tests run at the same time).
 	cfg := network.Config{
 		Bridge:   testutil.UniqueName("bri"),
-		Subnet:   netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(192 + rand.IntN(32)), byte(rand.IntN(256)), 0}), 24),
+		Subnet:   netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(32 + rand.IntN(32)), byte(rand.IntN(256)), 0}), 24),
 		StateDir: filepath.Join(t.TempDir(), "network"),
 		NetNSDir: nsDir,
 	}
