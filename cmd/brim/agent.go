@@ -25,6 +25,7 @@ import (
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/isolator/cgroups"
 	"github.com/brimnode/brim/isolator/network"
+	"github.com/brimnode/brim/masterlink"
 	"github.com/brimnode/brim/monitor"
 	"github.com/brimnode/brim/qos"
 	"github.com/brimnode/brim/resources"
@@ -53,6 +54,7 @@ func newAgentCommand() *cobra.Command {
 		killGrace                time.Duration
 		ov                       oversubFlags
 		nf                       networkFlags
+		lo                       linkOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -160,6 +162,9 @@ agent with the same --state-dir reattaches to them.`,
 				return err
 			}
 			defer stopMetrics()
+			if lo.master != "" {
+				return serveLinkedAgent(cmd.Context(), a, l, socket, total, stateDir, lo, log)
+			}
 			return a.Serve(cmd.Context(), l)
 		},
 	}
@@ -174,6 +179,9 @@ agent with the same --state-dir reattaches to them.`,
 	f.StringVar(&logFormat, "log-format", "text", "text or json")
 	ov.register(f)
 	nf.register(f)
+	f.StringVar(&lo.master, "master", "", "master address host:port; empty: standalone (local API only)")
+	f.DurationVar(&lo.retryMin, "status-retry-min", masterlink.DefaultRetryMin, "first retry of an unacknowledged status update (doubles each time)")
+	f.DurationVar(&lo.retryMax, "status-retry-max", masterlink.DefaultRetryMax, "longest wait between status update retries")
 	cmd.AddCommand(newAgentInfo(&socket), newAgentExplain(&socket), newAgentReportLatency(&socket))
 	markUsageErrors(cmd)
 	return cmd

@@ -63,7 +63,7 @@ func agentResourcesOf(res resources.Resources) (agent.Resources, bool, error) {
 		return agent.Resources{}, false, fmt.Errorf("task mixes revocable and non-revocable resources")
 	}
 	flat := res.Flatten()
-	out := agent.Resources{MilliCPUs: int64(flat.CPUs()), MemMiB: int64(flat.Mem()) / 1000}
+	out := agent.Resources{MilliCPUs: int64(flat.CPUs()), MemMiB: int64(flat.Mem()) / 1000, NetMbit: int64(flat.NetBandwidth()) / 1000}
 	if out.MilliCPUs <= 0 || out.MemMiB <= 0 {
 		return agent.Resources{}, false, fmt.Errorf("task needs cpus and mem, has %s", res)
 	}
@@ -84,7 +84,8 @@ func (r *taskRunner) LaunchTask(ctx context.Context, t masterlink.Task) error {
 	r.mu.Lock()
 	r.launching[t.ID] = true
 	r.mu.Unlock()
-	c, err := r.a.Launch(ctx, agent.Spec{Name: t.ID, Command: t.Command, Env: t.Env, Resources: ar, Revocable: rev, Labels: labels})
+	c, err := r.a.Launch(ctx, agent.Spec{Name: t.ID, Command: t.Command, Env: t.Env, Resources: ar, Revocable: rev, Labels: labels,
+		Network: ar.NetMbit > 0}) // net_bw needs the container's own netns (agent --network)
 	r.mu.Lock()
 	delete(r.launching, t.ID)
 	killed := r.killed[t.ID]
@@ -227,7 +228,11 @@ type linkOptions struct {
 // runAgentLink connects a recovered agent to the master and serves the
 // link until ctx ends. total is what the agent offers.
 func runAgentLink(ctx context.Context, a *agent.Agent, total agent.Resources, stateDir string, lo linkOptions, log *slog.Logger) error {
-	res, err := resources.Parse(fmt.Sprintf("cpus:%s;mem:%d", agent.FormatMilli(total.MilliCPUs), total.MemMiB))
+	text := fmt.Sprintf("cpus:%s;mem:%d", agent.FormatMilli(total.MilliCPUs), total.MemMiB)
+	if total.NetMbit > 0 {
+		text += fmt.Sprintf(";net_bw:%d", total.NetMbit)
+	}
+	res, err := resources.Parse(text)
 	if err != nil {
 		return fmt.Errorf("agent resources: %w", err)
 	}
