@@ -8,7 +8,7 @@ SHIM      := bin/brim-shim
 PKGS      := ./...
 # Kernel-facing tests share cgroups, CPUs and netlink; run packages two at a
 # time and bound the whole suite.
-TESTFLAGS ?= -p 2 -timeout 30m
+TESTFLAGS ?= -p 2 -count=1 -timeout 30m
 
 export CGO_ENABLED := 1
 
