@@ -41,7 +41,22 @@ func newContainerCommand() *cobra.Command {
 		newContainerUpdate(cl), newContainerKill(cl), newContainerLogs(cl), newContainerWait(cl),
 		newContainerRm(cl),
 	)
+	cmd.AddCommand(newContainerReportLatency(&socket))
 	markUsageErrors(cmd)
+	return cmd
+}
+
+// newContainerReportLatency is `brim agent report-latency` under
+// `brim container`: the same flags and the same RPC.
+func newContainerReportLatency(socket *string) *cobra.Command {
+	cmd := newAgentReportLatency(socket)
+	cmd.Short += " (alias of brim agent report-latency)"
+	cmd.PreRunE = func(c *cobra.Command, _ []string) error {
+		if p99, err := c.Flags().GetDuration("p99"); err == nil && p99 <= 0 {
+			return exitError{code: 2, msg: c.CommandPath() + ": --p99 must be positive (see --help)"}
+		}
+		return nil
+	}
 	return cmd
 }
 
