@@ -152,7 +152,11 @@ func (s *server) Stats(ctx context.Context, r *agentpb.StatsRequest) (*agentpb.S
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return statsToProto(c, st), nil
+	p := statsToProto(c, st)
+	if sig, err := s.a.SchedSignals(c.ID); err == nil {
+		schedToProto(p, sig)
+	}
+	return p, nil
 }
 
 func (s *server) Update(ctx context.Context, r *agentpb.UpdateRequest) (*agentpb.Container, error) {
@@ -317,5 +321,19 @@ func statsToProto(c *Container, st *isolator.Statistics) *agentpb.Statistics {
 		MemOomKills: st.MemOOMKills, Pids: st.Pids, PidsLimit: st.PidsLimit,
 		HasNet: st.HasNet, NetRxBytes: st.NetRxBytes, NetRxPackets: st.NetRxPackets, NetRxDropped: st.NetRxDropped,
 		NetTxBytes: st.NetTxBytes, NetTxPackets: st.NetTxPackets, NetTxDropped: st.NetTxDropped,
+	}
+}
+
+// schedToProto sets the scheduler-signal fields of p from sig.
+func schedToProto(p *agentpb.Statistics, sig SchedSignals) {
+	p.MonitorSampleUnixNano = unixNano(sig.Sampled)
+	p.MonitorCpuUsageNanos = sig.CPUUsageNanos
+	if sig.HasOnCPU {
+		p.HasOnCpu, p.OnCpuNanos = true, int64(sig.OnCPU)
+	}
+	if rq := sig.RunQueue; rq != nil {
+		p.HasRunqueue, p.RunqueueSource = true, rq.Source
+		p.RunqueueP50Nanos, p.RunqueueP99Nanos, p.RunqueueP999Nanos = int64(rq.P50), int64(rq.P99), int64(rq.P999)
+		p.RunqueueMeasuredUnixNano = unixNano(rq.Measured)
 	}
 }

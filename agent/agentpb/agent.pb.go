@@ -656,15 +656,37 @@ type Statistics struct {
 	PidsLimit          uint64                 `protobuf:"varint,18,opt,name=pids_limit,json=pidsLimit,proto3" json:"pids_limit,omitempty"`
 	MilliCpus          int64                  `protobuf:"varint,19,opt,name=milli_cpus,json=milliCpus,proto3" json:"milli_cpus,omitempty"`
 	// Network counters (has_net: the container has its own network).
-	HasNet        bool   `protobuf:"varint,20,opt,name=has_net,json=hasNet,proto3" json:"has_net,omitempty"`
-	NetRxBytes    uint64 `protobuf:"varint,21,opt,name=net_rx_bytes,json=netRxBytes,proto3" json:"net_rx_bytes,omitempty"`
-	NetRxPackets  uint64 `protobuf:"varint,22,opt,name=net_rx_packets,json=netRxPackets,proto3" json:"net_rx_packets,omitempty"`
-	NetRxDropped  uint64 `protobuf:"varint,23,opt,name=net_rx_dropped,json=netRxDropped,proto3" json:"net_rx_dropped,omitempty"`
-	NetTxBytes    uint64 `protobuf:"varint,24,opt,name=net_tx_bytes,json=netTxBytes,proto3" json:"net_tx_bytes,omitempty"`
-	NetTxPackets  uint64 `protobuf:"varint,25,opt,name=net_tx_packets,json=netTxPackets,proto3" json:"net_tx_packets,omitempty"`
-	NetTxDropped  uint64 `protobuf:"varint,26,opt,name=net_tx_dropped,json=netTxDropped,proto3" json:"net_tx_dropped,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	HasNet       bool   `protobuf:"varint,20,opt,name=has_net,json=hasNet,proto3" json:"has_net,omitempty"`
+	NetRxBytes   uint64 `protobuf:"varint,21,opt,name=net_rx_bytes,json=netRxBytes,proto3" json:"net_rx_bytes,omitempty"`
+	NetRxPackets uint64 `protobuf:"varint,22,opt,name=net_rx_packets,json=netRxPackets,proto3" json:"net_rx_packets,omitempty"`
+	NetRxDropped uint64 `protobuf:"varint,23,opt,name=net_rx_dropped,json=netRxDropped,proto3" json:"net_rx_dropped,omitempty"`
+	NetTxBytes   uint64 `protobuf:"varint,24,opt,name=net_tx_bytes,json=netTxBytes,proto3" json:"net_tx_bytes,omitempty"`
+	NetTxPackets uint64 `protobuf:"varint,25,opt,name=net_tx_packets,json=netTxPackets,proto3" json:"net_tx_packets,omitempty"`
+	NetTxDropped uint64 `protobuf:"varint,26,opt,name=net_tx_dropped,json=netTxDropped,proto3" json:"net_tx_dropped,omitempty"`
+	// Scheduler signals from the agent's monitor (the latest round; absent
+	// when the agent runs without oversubscription or has not sampled the
+	// container twice yet). has_runqueue: the run-queue fields are set;
+	// runqueue_source names who measured them ("ebpf", or "schedstat-mean":
+	// p50 = p99 = p999 = the interval's mean wait).
+	HasRunqueue       bool   `protobuf:"varint,27,opt,name=has_runqueue,json=hasRunqueue,proto3" json:"has_runqueue,omitempty"`
+	RunqueueSource    string `protobuf:"bytes,28,opt,name=runqueue_source,json=runqueueSource,proto3" json:"runqueue_source,omitempty"`
+	RunqueueP50Nanos  int64  `protobuf:"varint,29,opt,name=runqueue_p50_nanos,json=runqueueP50Nanos,proto3" json:"runqueue_p50_nanos,omitempty"`
+	RunqueueP99Nanos  int64  `protobuf:"varint,30,opt,name=runqueue_p99_nanos,json=runqueueP99Nanos,proto3" json:"runqueue_p99_nanos,omitempty"`
+	RunqueueP999Nanos int64  `protobuf:"varint,31,opt,name=runqueue_p999_nanos,json=runqueueP999Nanos,proto3" json:"runqueue_p999_nanos,omitempty"`
+	// When the run-queue summary was taken.
+	RunqueueMeasuredUnixNano int64 `protobuf:"varint,32,opt,name=runqueue_measured_unix_nano,json=runqueueMeasuredUnixNano,proto3" json:"runqueue_measured_unix_nano,omitempty"`
+	// has_on_cpu: on_cpu_nanos is set: cumulative on-cpu time the eBPF
+	// monitor measured for the container's cgroup.
+	HasOnCpu   bool  `protobuf:"varint,33,opt,name=has_on_cpu,json=hasOnCpu,proto3" json:"has_on_cpu,omitempty"`
+	OnCpuNanos int64 `protobuf:"varint,34,opt,name=on_cpu_nanos,json=onCpuNanos,proto3" json:"on_cpu_nanos,omitempty"`
+	// When the monitor's latest sample of the container was taken
+	// (on_cpu_nanos is as of then).
+	MonitorSampleUnixNano int64 `protobuf:"varint,35,opt,name=monitor_sample_unix_nano,json=monitorSampleUnixNano,proto3" json:"monitor_sample_unix_nano,omitempty"`
+	// The container's cpuacct usage the same monitor round read (compare
+	// on_cpu_nanos with it: both are as of monitor_sample_unix_nano).
+	MonitorCpuUsageNanos uint64 `protobuf:"varint,36,opt,name=monitor_cpu_usage_nanos,json=monitorCpuUsageNanos,proto3" json:"monitor_cpu_usage_nanos,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *Statistics) Reset() {
@@ -875,6 +897,76 @@ func (x *Statistics) GetNetTxPackets() uint64 {
 func (x *Statistics) GetNetTxDropped() uint64 {
 	if x != nil {
 		return x.NetTxDropped
+	}
+	return 0
+}
+
+func (x *Statistics) GetHasRunqueue() bool {
+	if x != nil {
+		return x.HasRunqueue
+	}
+	return false
+}
+
+func (x *Statistics) GetRunqueueSource() string {
+	if x != nil {
+		return x.RunqueueSource
+	}
+	return ""
+}
+
+func (x *Statistics) GetRunqueueP50Nanos() int64 {
+	if x != nil {
+		return x.RunqueueP50Nanos
+	}
+	return 0
+}
+
+func (x *Statistics) GetRunqueueP99Nanos() int64 {
+	if x != nil {
+		return x.RunqueueP99Nanos
+	}
+	return 0
+}
+
+func (x *Statistics) GetRunqueueP999Nanos() int64 {
+	if x != nil {
+		return x.RunqueueP999Nanos
+	}
+	return 0
+}
+
+func (x *Statistics) GetRunqueueMeasuredUnixNano() int64 {
+	if x != nil {
+		return x.RunqueueMeasuredUnixNano
+	}
+	return 0
+}
+
+func (x *Statistics) GetHasOnCpu() bool {
+	if x != nil {
+		return x.HasOnCpu
+	}
+	return false
+}
+
+func (x *Statistics) GetOnCpuNanos() int64 {
+	if x != nil {
+		return x.OnCpuNanos
+	}
+	return 0
+}
+
+func (x *Statistics) GetMonitorSampleUnixNano() int64 {
+	if x != nil {
+		return x.MonitorSampleUnixNano
+	}
+	return 0
+}
+
+func (x *Statistics) GetMonitorCpuUsageNanos() uint64 {
+	if x != nil {
+		return x.MonitorCpuUsageNanos
 	}
 	return 0
 }
@@ -2109,7 +2201,7 @@ const file_agent_proto_rawDesc = "" +
 	"GetRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x1e\n" +
 	"\fStatsRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\xc8\a\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x8f\v\n" +
 	"\n" +
 	"Statistics\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
@@ -2143,7 +2235,19 @@ const file_agent_proto_rawDesc = "" +
 	"\fnet_tx_bytes\x18\x18 \x01(\x04R\n" +
 	"netTxBytes\x12$\n" +
 	"\x0enet_tx_packets\x18\x19 \x01(\x04R\fnetTxPackets\x12$\n" +
-	"\x0enet_tx_dropped\x18\x1a \x01(\x04R\fnetTxDropped\"\x8b\x01\n" +
+	"\x0enet_tx_dropped\x18\x1a \x01(\x04R\fnetTxDropped\x12!\n" +
+	"\fhas_runqueue\x18\x1b \x01(\bR\vhasRunqueue\x12'\n" +
+	"\x0frunqueue_source\x18\x1c \x01(\tR\x0erunqueueSource\x12,\n" +
+	"\x12runqueue_p50_nanos\x18\x1d \x01(\x03R\x10runqueueP50Nanos\x12,\n" +
+	"\x12runqueue_p99_nanos\x18\x1e \x01(\x03R\x10runqueueP99Nanos\x12.\n" +
+	"\x13runqueue_p999_nanos\x18\x1f \x01(\x03R\x11runqueueP999Nanos\x12=\n" +
+	"\x1brunqueue_measured_unix_nano\x18  \x01(\x03R\x18runqueueMeasuredUnixNano\x12\x1c\n" +
+	"\n" +
+	"has_on_cpu\x18! \x01(\bR\bhasOnCpu\x12 \n" +
+	"\fon_cpu_nanos\x18\" \x01(\x03R\n" +
+	"onCpuNanos\x127\n" +
+	"\x18monitor_sample_unix_nano\x18# \x01(\x03R\x15monitorSampleUnixNano\x125\n" +
+	"\x17monitor_cpu_usage_nanos\x18$ \x01(\x04R\x14monitorCpuUsageNanos\"\x8b\x01\n" +
 	"\rUpdateRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +

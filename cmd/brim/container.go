@@ -393,6 +393,20 @@ type statsJSON struct {
 	NetRxBytes uint64 `json:"netRxBytes,omitempty"`
 	NetTxBytes uint64 `json:"netTxBytes,omitempty"`
 	HasNet     bool   `json:"hasNet,omitempty"`
+	// Scheduler signals from the agent's monitor (null when the agent
+	// runs without one or has not sampled the container twice yet).
+	RunQueue     *runQueueJSON `json:"runqueue"`
+	OnCPUSeconds *float64      `json:"onCpuSeconds"`
+}
+
+// runQueueJSON is a container's run-queue latency over the monitor's
+// latest interval. Source "schedstat-mean" has only the mean wait: the
+// three quantiles are that mean.
+type runQueueJSON struct {
+	Source      string  `json:"source"`
+	P50Seconds  float64 `json:"p50Seconds"`
+	P99Seconds  float64 `json:"p99Seconds"`
+	P999Seconds float64 `json:"p999Seconds"`
 }
 
 func newContainerStats(cl *agentClient) *cobra.Command {
@@ -403,8 +417,14 @@ func newContainerStats(cl *agentClient) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "stats ID|NAME…",
-		Short: "Show containers' cpu, memory, pids and throttling (cpu% over --interval)",
-		Args:  usageArgs(cobra.MinimumNArgs(1)),
+		Short: "Show containers' cpu, memory, pids, throttling (cpu% over --interval), run-queue latency and on-cpu time",
+		Long: `Show containers' cpu, memory, pids and throttling (cpu% over --interval),
+and the agent monitor's scheduler signals: run-queue latency p50/p99/p99.9
+over the monitor's latest interval with its source (ebpf, or
+schedstat-mean: only the mean wait, shown for all three) and cumulative
+on-cpu time. They show "-" (null in --json) when the agent runs without a
+monitor or has not sampled the container twice yet.`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if interval <= 0 {
 				return exitError{code: 2, msg: "--interval must be positive"}
@@ -468,6 +488,14 @@ func computeStats(a, b *agentpb.Statistics) statsJSON {
 		OOMKills: b.MemOomKills,
 		HasNet:   b.HasNet, NetRxBytes: b.NetRxBytes, NetTxBytes: b.NetTxBytes,
 	}
+	if b.HasRunqueue {
+		s.RunQueue = &runQueueJSON{Source: b.RunqueueSource, P50Seconds: float64(b.RunqueueP50Nanos) / 1e9,
+			P99Seconds: float64(b.RunqueueP99Nanos) / 1e9, P999Seconds: float64(b.RunqueueP999Nanos) / 1e9}
+	}
+	if b.HasOnCpu {
+		v := float64(b.OnCpuNanos) / 1e9
+		s.OnCPUSeconds = &v
+	}
 	if dt := b.TimestampUnixNano - a.TimestampUnixNano; dt > 0 && b.CpuUsageNanos >= a.CpuUsageNanos {
 		s.CPUPercent = math.Round(float64(b.CpuUsageNanos-a.CpuUsageNanos)/float64(dt)*1000) / 10
 	}
@@ -479,7 +507,7 @@ func printStats(w io.Writer, rows []statsJSON, asJSON bool) error {
 		return writeJSON(w, rows)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCPU%\tCPUS\tMEM USAGE / LIMIT\tMEM%\tPIDS\tTHROTTLED\tOOM KILLS\tNET RX / TX")
+	fmt.Fprintln(tw, "ID\tCPU%\tCPUS\tMEM USAGE / LIMIT\tMEM%\tPIDS\tTHROTTLED\tOOM KILLS\tNET RX / TX\tRUNQ P50/P99/P99.9\tON-CPU")
 	for _, r := range rows {
 		memPct := "-"
 		if r.MemLimitBytes > 0 && r.MemLimitBytes < 1<<60 {
@@ -493,10 +521,35 @@ func printStats(w io.Writer, rows []statsJSON, asJSON bool) error {
 		if r.HasNet {
 			net = fmt.Sprintf("%d B / %d B", r.NetRxBytes, r.NetTxBytes)
 		}
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%g\t%s / %s\t%s\t%s\t%d/%d periods, %.2fs\t%d\t%s\n", r.ID, r.CPUPercent, r.CPUs,
-			mib(r.MemUsageBytes), mib(r.MemLimitBytes), memPct, pids, r.CPUThrottled, r.CPUPeriods, r.ThrottledSeconds, r.OOMKills, net)
+		rq, onCPU := "-", "-"
+		if q := r.RunQueue; q != nil {
+			rq = fmt.Sprintf("%s/%s/%s (%s)", latency(q.P50Seconds), latency(q.P99Seconds), latency(q.P999Seconds), q.Source)
+		}
+		if r.OnCPUSeconds != nil {
+			onCPU = fmt.Sprintf("%.2fs", *r.OnCPUSeconds)
+		}
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%g\t%s / %s\t%s\t%s\t%d/%d periods, %.2fs\t%d\t%s\t%s\t%s\n", r.ID, r.CPUPercent, r.CPUs,
+			mib(r.MemUsageBytes), mib(r.MemLimitBytes), memPct, pids, r.CPUThrottled, r.CPUPeriods, r.ThrottledSeconds, r.OOMKills, net, rq, onCPU)
 	}
 	return tw.Flush()
+}
+
+// latency formats a latency in seconds to three significant digits
+// ("12.3µs", "4.56ms").
+func latency(sec float64) string {
+	d := time.Duration(sec * 1e9)
+	for _, u := range []time.Duration{time.Second, time.Millisecond, time.Microsecond} {
+		if d >= 100*u {
+			return d.Round(u).String()
+		}
+		if d >= 10*u {
+			return d.Round(u / 10).String()
+		}
+		if d >= u {
+			return d.Round(u / 100).String()
+		}
+	}
+	return d.String()
 }
 
 func mib(b uint64) string {
