@@ -2,9 +2,14 @@ package master
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
+	"sync"
 	"time"
+	"weak"
 
 	"github.com/brimnode/brim/master/allocator"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
@@ -12,8 +17,103 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
+
+// FrameworkAuthMetadata is the gRPC metadata key of a framework's per-RPC
+// credentials: "Basic " + base64(principal ":" secret), as in HTTP basic
+// authentication (scheduler.Options.Principal and Secret send it).
+const FrameworkAuthMetadata = "authorization"
+
+// authorizers holds each Master's framework Authorizer (set by
+// SetAuthorizer), keyed weakly so a dropped Master is not kept alive.
+var authorizers sync.Map // weak.Pointer[Master] → Authorizer
+
+// SetAuthorizer makes the Scheduler gRPC service authenticate frameworks
+// with a and apply its ACLs: Subscribe and every call need per-RPC
+// credentials (FrameworkAuthMetadata) of a known principal
+// (codes.Unauthenticated otherwise); subscribing to a role needs
+// ActionRegisterFramework for it, a RESERVE or UNRESERVE operation
+// ActionReserve or ActionUnreserve, and a call for a framework must come
+// from the principal that subscribed it (codes.PermissionDenied
+// otherwise). Nil turns framework authentication off (the default).
+// HTTPHandler calls it with its Authorizer. Call it before serving.
+func (m *Master) SetAuthorizer(a Authorizer) {
+	k := weak.Make(m)
+	if a == nil {
+		authorizers.Delete(k)
+		return
+	}
+	if _, loaded := authorizers.Swap(k, a); !loaded {
+		runtime.AddCleanup(m, func(k weak.Pointer[Master]) { authorizers.Delete(k) }, k)
+	}
+}
+
+func (m *Master) authorizer() Authorizer {
+	a, ok := authorizers.Load(weak.Make(m))
+	if !ok {
+		return nil
+	}
+	return a.(Authorizer)
+}
+
+// caller authenticates a scheduler call from its metadata. Without an
+// Authorizer it returns "" and a nil Authorizer.
+func (m *Master) caller(ctx context.Context) (string, Authorizer, error) {
+	a := m.authorizer()
+	if a == nil {
+		return "", nil, nil
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	vals := md.Get(FrameworkAuthMetadata)
+	if len(vals) == 0 {
+		return "", nil, fmt.Errorf("framework authentication required: the master has a credentials file; "+
+			"pass a principal and its secret (brim run --principal P --secret-file F): %w", ErrUnauthenticated)
+	}
+	principal, secret, ok := parseBasic(vals[0])
+	if !ok {
+		return "", nil, fmt.Errorf("malformed %q metadata: want \"Basic base64(principal:secret)\": %w", FrameworkAuthMetadata, ErrUnauthenticated)
+	}
+	if err := a.AuthenticateSecret(principal, secret); err != nil {
+		return "", nil, err
+	}
+	return principal, a, nil
+}
+
+// parseBasic decodes "Basic base64(principal:secret)".
+func parseBasic(v string) (principal, secret string, ok bool) {
+	const prefix = "Basic "
+	if len(v) < len(prefix) || !strings.EqualFold(v[:len(prefix)], prefix) {
+		return "", "", false
+	}
+	b, err := base64.StdEncoding.DecodeString(v[len(prefix):])
+	if err != nil {
+		return "", "", false
+	}
+	return strings.Cut(string(b), ":")
+}
+
+// authorizeCall authenticates a call for framework id and checks that the
+// caller is the principal that subscribed it. An unknown framework is left
+// to the call (NotFound).
+func (m *Master) authorizeCall(ctx context.Context, id string) (string, Authorizer, error) {
+	p, a, err := m.caller(ctx)
+	if err != nil || a == nil {
+		return p, a, err
+	}
+	m.mu.Lock()
+	f := m.frameworks[id]
+	owner := ""
+	if f != nil {
+		owner = f.principal
+	}
+	m.mu.Unlock()
+	if f != nil && owner != p {
+		return "", nil, fmt.Errorf("principal %q may not act for framework %s, subscribed by principal %q: %w", p, id, owner, ErrForbidden)
+	}
+	return p, a, nil
+}
 
 // RegisterGRPC registers the master's AgentLink and Scheduler services.
 func (m *Master) RegisterGRPC(s *grpc.Server) {
@@ -59,6 +159,9 @@ type schedulerAPI struct {
 func (s schedulerAPI) Subscribe(req *pb.SubscribeRequest, stream pb.Scheduler_SubscribeServer) error {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
+	if err := s.m.authorizeSubscribe(ctx, req); err != nil {
+		return toStatus(err)
+	}
 	c := newConn[*pb.Event](cancel, frameworkQueue)
 	id, err := s.m.subscribe(req, c)
 	if err != nil {
@@ -84,6 +187,44 @@ func (s schedulerAPI) Subscribe(req *pb.SubscribeRequest, stream pb.Scheduler_Su
 			}
 		}
 	}
+}
+
+// authorizeSubscribe authenticates a subscription (its FrameworkInfo's
+// principal becomes the authenticated one) and checks the register ACL for
+// every role the framework gets; a failover must come from the principal
+// that subscribed the framework.
+func (m *Master) authorizeSubscribe(ctx context.Context, req *pb.SubscribeRequest) error {
+	p, a, err := m.caller(ctx)
+	if err != nil || a == nil {
+		return err
+	}
+	fi := req.GetFramework()
+	if fi == nil {
+		return nil // subscribe refuses it
+	}
+	if fi.Principal != "" && fi.Principal != p {
+		return fmt.Errorf("subscribe: framework info names principal %q but the caller authenticated as %q: %w", fi.Principal, p, ErrForbidden)
+	}
+	fi.Principal = p
+	roles := fi.Roles
+	if len(roles) == 0 {
+		roles = []string{DefaultRole}
+	}
+	m.mu.Lock()
+	if f := m.frameworks[fi.Id]; fi.Id != "" && f != nil {
+		if f.principal != p {
+			m.mu.Unlock()
+			return fmt.Errorf("subscribe: principal %q may not fail over framework %s, subscribed by principal %q: %w", p, fi.Id, f.principal, ErrForbidden)
+		}
+		roles = f.roles // a failover keeps the framework's roles
+	}
+	m.mu.Unlock()
+	for _, r := range roles {
+		if err := a.Authorize(p, ActionRegisterFramework, r); err != nil {
+			return fmt.Errorf("subscribe: %w", err)
+		}
+	}
+	return nil
 }
 
 func (m *Master) subscribe(req *pb.SubscribeRequest, c *conn[*pb.Event]) (string, error) {
@@ -201,8 +342,45 @@ func refuseOf(fl *pb.Filters) *time.Duration {
 // validated before anything changes: a forged or stale offer, a task
 // outside the offer, a bad operation all return errors and leave the
 // offers outstanding.
-func (s schedulerAPI) Accept(_ context.Context, req *pb.AcceptRequest) (*pb.Empty, error) {
+func (s schedulerAPI) Accept(ctx context.Context, req *pb.AcceptRequest) (*pb.Empty, error) {
+	p, a, err := s.m.authorizeCall(ctx, req.FrameworkId)
+	if err == nil && a != nil {
+		err = authorizeOperations(a, p, req.Operations)
+	}
+	if err != nil {
+		return nil, toStatus(err)
+	}
 	return &pb.Empty{}, toStatus(s.m.Accept(req))
+}
+
+// authorizeOperations checks the reserve and unreserve ACLs for the roles
+// of RESERVE and UNRESERVE operations; a reservation must be made on
+// behalf of the caller. Malformed operations are left to Accept.
+func authorizeOperations(a Authorizer, principal string, ops []*pb.Operation) error {
+	for i, op := range ops {
+		var text, action string
+		switch x := op.Op.(type) {
+		case *pb.Operation_Reserve_:
+			text, action = x.Reserve.GetResources(), ActionReserve
+		case *pb.Operation_Unreserve_:
+			text, action = x.Unreserve.GetResources(), ActionUnreserve
+		default:
+			continue
+		}
+		res, err := resources.Parse(text)
+		if err != nil {
+			continue
+		}
+		for _, e := range res {
+			if action == ActionReserve && e.Reservation != nil && e.Reservation.Principal != principal {
+				return fmt.Errorf("operation %d: reserve %s: principal %q is not the caller %q: %w", i, e.String(), e.Reservation.Principal, principal, ErrForbidden)
+			}
+			if err := a.Authorize(principal, action, e.Role); err != nil {
+				return fmt.Errorf("operation %d: %w", i, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Accept is the ACCEPT call; see schedulerAPI.Accept. Errors wrap
@@ -411,7 +589,10 @@ func sortedRoles(m map[string]resources.Resources) []string {
 }
 
 // Decline gives offers back with an optional refusal filter.
-func (s schedulerAPI) Decline(_ context.Context, req *pb.DeclineRequest) (*pb.Empty, error) {
+func (s schedulerAPI) Decline(ctx context.Context, req *pb.DeclineRequest) (*pb.Empty, error) {
+	if _, _, err := s.m.authorizeCall(ctx, req.FrameworkId); err != nil {
+		return nil, toStatus(err)
+	}
 	m := s.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -437,7 +618,10 @@ func (s schedulerAPI) Decline(_ context.Context, req *pb.DeclineRequest) (*pb.Em
 }
 
 // Revive clears the framework's filters and unsuppresses its roles.
-func (s schedulerAPI) Revive(_ context.Context, req *pb.ReviveRequest) (*pb.Empty, error) {
+func (s schedulerAPI) Revive(ctx context.Context, req *pb.ReviveRequest) (*pb.Empty, error) {
+	if _, _, err := s.m.authorizeCall(ctx, req.FrameworkId); err != nil {
+		return nil, toStatus(err)
+	}
 	m := s.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -450,7 +634,10 @@ func (s schedulerAPI) Revive(_ context.Context, req *pb.ReviveRequest) (*pb.Empt
 }
 
 // Suppress stops offers to the framework's roles until Revive.
-func (s schedulerAPI) Suppress(_ context.Context, req *pb.SuppressRequest) (*pb.Empty, error) {
+func (s schedulerAPI) Suppress(ctx context.Context, req *pb.SuppressRequest) (*pb.Empty, error) {
+	if _, _, err := s.m.authorizeCall(ctx, req.FrameworkId); err != nil {
+		return nil, toStatus(err)
+	}
 	m := s.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -463,7 +650,10 @@ func (s schedulerAPI) Suppress(_ context.Context, req *pb.SuppressRequest) (*pb.
 
 // Kill asks the task's agent to kill it. An unknown task gets a LOST
 // update, as in Mesos.
-func (s schedulerAPI) Kill(_ context.Context, req *pb.KillRequest) (*pb.Empty, error) {
+func (s schedulerAPI) Kill(ctx context.Context, req *pb.KillRequest) (*pb.Empty, error) {
+	if _, _, err := s.m.authorizeCall(ctx, req.FrameworkId); err != nil {
+		return nil, toStatus(err)
+	}
 	m := s.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -492,7 +682,10 @@ func (s schedulerAPI) Kill(_ context.Context, req *pb.KillRequest) (*pb.Empty, e
 
 // Acknowledge forwards a framework's acknowledgement to the agent and
 // forgets a task whose terminal update is acknowledged.
-func (s schedulerAPI) Acknowledge(_ context.Context, req *pb.AcknowledgeRequest) (*pb.Empty, error) {
+func (s schedulerAPI) Acknowledge(ctx context.Context, req *pb.AcknowledgeRequest) (*pb.Empty, error) {
+	if _, _, err := s.m.authorizeCall(ctx, req.FrameworkId); err != nil {
+		return nil, toStatus(err)
+	}
 	m := s.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -521,7 +714,10 @@ func (s schedulerAPI) Acknowledge(_ context.Context, req *pb.AcknowledgeRequest)
 // none is named); unknown tasks are reported LOST, except after a master
 // restart while agents of the previous run have not re-registered (their
 // re-registration reports the tasks).
-func (s schedulerAPI) Reconcile(_ context.Context, req *pb.ReconcileRequest) (*pb.Empty, error) {
+func (s schedulerAPI) Reconcile(ctx context.Context, req *pb.ReconcileRequest) (*pb.Empty, error) {
+	if _, _, err := s.m.authorizeCall(ctx, req.FrameworkId); err != nil {
+		return nil, toStatus(err)
+	}
 	m := s.m
 	m.mu.Lock()
 	defer m.mu.Unlock()

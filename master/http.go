@@ -23,12 +23,15 @@ const (
 	ActionRegisterFramework = "register_framework"
 )
 
-// Authorizer authenticates operator requests and decides what a principal
-// may do. Implemented by *FileAuth.
+// Authorizer authenticates operators (HTTP) and frameworks (gRPC) and
+// decides what a principal may do. Implemented by *FileAuth.
 type Authorizer interface {
 	// Authenticate returns the request's principal; errors wrap
 	// ErrUnauthenticated.
 	Authenticate(r *http.Request) (string, error)
+	// AuthenticateSecret checks a principal's secret (a framework's
+	// per-RPC credentials); errors wrap ErrUnauthenticated.
+	AuthenticateSecret(principal, secret string) error
 	// Authorize errors wrap ErrForbidden when principal may not do action
 	// for role.
 	Authorize(principal, action, role string) error
@@ -102,11 +105,20 @@ func (a *FileAuth) Authenticate(r *http.Request) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("no credentials: %w", ErrUnauthenticated)
 	}
-	want, known := a.creds[p]
-	if !known || subtle.ConstantTimeCompare([]byte(s), []byte(want)) != 1 {
-		return "", fmt.Errorf("bad credentials for %q: %w", p, ErrUnauthenticated)
+	if err := a.AuthenticateSecret(p, s); err != nil {
+		return "", err
 	}
 	return p, nil
+}
+
+// AuthenticateSecret checks secret against the credentials file, in
+// constant time for a known principal.
+func (a *FileAuth) AuthenticateSecret(principal, secret string) error {
+	want, known := a.creds[principal]
+	if !known || subtle.ConstantTimeCompare([]byte(secret), []byte(want)) != 1 {
+		return fmt.Errorf("bad credentials for %q: %w", principal, ErrUnauthenticated)
+	}
+	return nil
 }
 
 // Authorize applies the ACL rules.
@@ -146,7 +158,14 @@ func matches(list []string, v string) bool {
 // authenticated and the principal is "anonymous".
 // Status codes follow Mesos: 200, 400 bad arguments, 401 unauthenticated,
 // 403 not permitted, 409 insufficient resources.
+//
+// A non-nil auth also becomes the master's framework Authorizer (see
+// SetAuthorizer): one credentials file and one set of ACLs for operators
+// and frameworks.
 func (m *Master) HTTPHandler(auth Authorizer) http.Handler {
+	if auth != nil {
+		m.SetAuthorizer(auth)
+	}
 	mux := http.NewServeMux()
 	h := &httpAPI{m: m, auth: auth}
 	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) {

@@ -37,12 +37,16 @@ type AgentState struct {
 	Connected   bool   `json:"connected"`
 	Unreachable bool   `json:"unreachable,omitempty"`
 	Tasks       int    `json:"tasks"`
+	// Oversubscription is the agent's estimate and QoS corrections (nil
+	// without an estimator).
+	Oversubscription *AgentOversubState `json:"oversubscription,omitempty"`
 }
 
 // FrameworkState is one framework in State.
 type FrameworkState struct {
 	ID        string   `json:"id"`
 	Name      string   `json:"name"`
+	Principal string   `json:"principal,omitempty"`
 	Roles     []string `json:"roles"`
 	Connected bool     `json:"connected"`
 	Tasks     int      `json:"tasks"`
@@ -98,11 +102,12 @@ func (m *Master) State() State {
 	st := State{StartedAt: m.started, Quota: map[string]QuotaState{}, Weights: map[string]float64{}}
 	for _, ag := range m.agents {
 		st.Agents = append(st.Agents, AgentState{ID: ag.id, Hostname: ag.hostname, Resources: ag.total.String(), Revocable: ag.revocable.String(),
-			Reserved: m.reservations[ag.id].String(), Connected: ag.conn != nil, Unreachable: ag.unreachable, Tasks: len(ag.tasks)})
+			Reserved: m.reservations[ag.id].String(), Connected: ag.conn != nil, Unreachable: ag.unreachable, Tasks: len(ag.tasks),
+			Oversubscription: ag.oversubStateLocked()})
 	}
 	sort.Slice(st.Agents, func(i, j int) bool { return st.Agents[i].ID < st.Agents[j].ID })
 	for _, f := range m.frameworks {
-		st.Frameworks = append(st.Frameworks, FrameworkState{ID: f.id, Name: f.name, Roles: f.roles, Connected: f.conn != nil, Tasks: len(f.tasks), Offers: len(f.offers)})
+		st.Frameworks = append(st.Frameworks, FrameworkState{ID: f.id, Name: f.name, Principal: f.principal, Roles: f.roles, Connected: f.conn != nil, Tasks: len(f.tasks), Offers: len(f.offers)})
 	}
 	sort.Slice(st.Frameworks, func(i, j int) bool { return st.Frameworks[i].ID < st.Frameworks[j].ID })
 	for _, t := range m.tasks {

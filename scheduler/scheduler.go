@@ -2,10 +2,12 @@ package scheduler
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,7 +33,14 @@ type Options struct {
 	// FrameworkID fails over an existing framework.
 	FrameworkID     string
 	FailoverTimeout time.Duration
-	Principal       string
+	// Principal and Secret authenticate the framework to a master that has
+	// a credentials file: they are sent with every call as gRPC metadata
+	// "authorization: Basic base64(principal:secret)", like HTTP basic
+	// authentication (in the clear without TLS: add transport credentials
+	// to DialOptions across untrusted networks). Without a Principal
+	// nothing is sent.
+	Principal string
+	Secret    string
 	// DialOptions are added to the gRPC dial; default insecure.
 	DialOptions []grpc.DialOption
 	Log         *slog.Logger
@@ -73,7 +82,16 @@ func New(opts Options) (*Driver, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts.DialOptions...)
+	dial := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if opts.Principal != "" {
+		if strings.Contains(opts.Principal, ":") {
+			return nil, fmt.Errorf("new scheduler: principal %q: must not contain ':'", opts.Principal)
+		}
+		dial = append(dial, grpc.WithPerRPCCredentials(basicAuth{
+			header: "Basic " + base64.StdEncoding.EncodeToString([]byte(opts.Principal+":"+opts.Secret)),
+		}))
+	}
+	dial = append(dial, opts.DialOptions...)
 	cc, err := grpc.NewClient(opts.Master, dial...)
 	if err != nil {
 		return nil, fmt.Errorf("dial master %s: %w", opts.Master, err)
@@ -81,6 +99,18 @@ func New(opts Options) (*Driver, error) {
 	return &Driver{opts: opts, log: log.With("component", "scheduler"), cc: cc, api: pb.NewSchedulerClient(cc),
 		id: opts.FrameworkID, seen: map[string]bool{}}, nil
 }
+
+// basicAuth is a framework's per-RPC credentials.
+type basicAuth struct{ header string }
+
+// GetRequestMetadata implements credentials.PerRPCCredentials.
+func (b basicAuth) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": b.header}, nil
+}
+
+// RequireTransportSecurity implements credentials.PerRPCCredentials: the
+// master listens without TLS (one port for gRPC and HTTP/1.1).
+func (basicAuth) RequireTransportSecurity() bool { return false }
 
 // Close closes the connection to the master. The framework stays
 // registered until its failover timeout.

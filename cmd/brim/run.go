@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +15,8 @@ import (
 	"github.com/brimnode/brim/scheduler"
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 var _ = registerSubcommand(newRunCommand)
@@ -73,6 +78,8 @@ func (rt *runTasks) live() []string {
 func newRunCommand() *cobra.Command {
 	var (
 		addr, role, name, taskID string
+		principal, secret        string
+		secretFile               string
 		cpus                     float64
 		mem                      int64
 		revocable                bool
@@ -125,9 +132,14 @@ the task.`,
 			if role != "" {
 				roles = []string{role}
 			}
-			d, err := scheduler.New(scheduler.Options{Master: addr, Name: "brim-run", Roles: roles, Revocable: revocable, FailoverTimeout: failover})
+			secret, err := frameworkSecret(principal, secret, secretFile)
 			if err != nil {
-				return err
+				return exitError{code: 2, msg: err.Error()}
+			}
+			d, err := scheduler.New(scheduler.Options{Master: addr, Name: "brim-run", Roles: roles, Revocable: revocable, FailoverTimeout: failover,
+				Principal: principal, Secret: secret})
+			if err != nil {
+				return exitError{code: 2, msg: err.Error()}
 			}
 			defer d.Close()
 			out := cmd.OutOrStdout()
@@ -139,6 +151,9 @@ the task.`,
 	f.StringVar(&addr, "master", defaultMasterListen, "master address")
 	f.Float64Var(&cpus, "cpus", 0.1, "cpus of the task")
 	f.Int64Var(&mem, "mem", 64, "memory of the task, MiB")
+	f.StringVar(&principal, "principal", "", "principal to authenticate the framework as (needed when the master has --credentials)")
+	f.StringVar(&secret, "secret", "", "the principal's secret (prefer --secret-file or $BRIM_SECRET)")
+	f.StringVar(&secretFile, "secret-file", "", "file holding the principal's secret")
 	f.StringVar(&role, "role", "", "role to subscribe with (default: the master's default role)")
 	f.BoolVar(&revocable, "revocable", false, "run on revocable (oversubscribed) resources")
 	f.StringVar(&name, "name", "", "task name (default: the task ID)")
@@ -150,6 +165,48 @@ the task.`,
 	f.IntVar(&instances, "instances", 1, "run this many copies of the task (IDs TASK-ID-0…); exit with the first non-zero exit code")
 	markUsageErrors(cmd)
 	return cmd
+}
+
+// refusal turns the master's refusal of the framework (authentication,
+// ACL) into a one-line message; other errors are returned as they are.
+func refusal(err error) error {
+	var gs interface{ GRPCStatus() *status.Status }
+	if !errors.As(err, &gs) {
+		return err
+	}
+	switch st := gs.GRPCStatus(); st.Code() {
+	case codes.Unauthenticated:
+		return exitError{code: 1, msg: "the master refused the framework: unauthenticated: " + st.Message()}
+	case codes.PermissionDenied:
+		return exitError{code: 1, msg: "the master refused the framework: permission denied: " + st.Message()}
+	}
+	return err
+}
+
+// frameworkSecret is the secret of principal: --secret-file (trimmed),
+// else --secret, else $BRIM_SECRET. --secret or --secret-file without a
+// principal is a usage error, as is a principal without any secret;
+// $BRIM_SECRET alone is ignored.
+func frameworkSecret(principal, secret, secretFile string) (string, error) {
+	if principal == "" {
+		if secret != "" || secretFile != "" {
+			return "", errors.New("--secret and --secret-file need --principal")
+		}
+		return "", nil
+	}
+	if secretFile != "" {
+		b, err := os.ReadFile(secretFile)
+		if err != nil {
+			return "", fmt.Errorf("--secret-file: %w", err)
+		}
+		secret = strings.TrimSpace(string(b))
+	} else if secret == "" {
+		secret = os.Getenv("BRIM_SECRET")
+	}
+	if secret == "" {
+		return "", fmt.Errorf("--principal %s needs a secret: --secret-file, --secret or $BRIM_SECRET", principal)
+	}
+	return secret, nil
 }
 
 // runTasksOn launches the tasks (copies of tmpl) on offers that fit, prints
@@ -292,7 +349,7 @@ func runTasksOn(ctx context.Context, d *scheduler.Driver, out io.Writer, rt *run
 			return first
 		case err := <-errc:
 			if err != nil {
-				return err
+				return refusal(err)
 			}
 			return exitError{code: 1, msg: "framework stopped"}
 		case <-killTimer:
