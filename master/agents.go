@@ -106,6 +106,7 @@ func (m *Master) registerAgent(reg *pb.Register, c *conn[*pb.MasterMessage]) (st
 		m.dropAgentFromAllocatorLocked(ag)
 	}
 	ag.hostname, ag.total, ag.revocable, ag.attributes = reg.Hostname, total, rev, reg.Attributes
+	ag.oversub = reg.Oversubscription
 	ag.conn, ag.lastSeen, ag.unreachable = c, time.Now(), false
 	delete(m.awaited, id)
 
@@ -243,6 +244,10 @@ func (m *Master) agentMessage(id string, c *conn[*pb.MasterMessage], msg *pb.Age
 			m.log.Warn("bad oversubscribed resources", "agent", id, "err", err)
 			return
 		}
+		ag.oversub = x.Oversubscribed
+		if rev.Equal(ag.revocable) {
+			return // only the corrections or the explanation changed
+		}
 		ag.revocable = rev
 		info := allocator.AgentInfo{ID: id, Total: ag.total, Revocable: rev, Attributes: ag.attributes}
 		if r := m.reservations[id]; len(r) > 0 {
@@ -286,4 +291,58 @@ func (m *Master) agentStatusLocked(ag *agentEntry, st *pb.TaskStatus) {
 	}
 	st.FrameworkId = t.fw
 	m.setTaskStatusLocked(t, st)
+}
+
+// AgentOversubState is an agent's oversubscription status in State: its
+// estimator's latest forwarded estimate and the QoS corrections in force.
+type AgentOversubState struct {
+	Estimator string `json:"estimator,omitempty"`
+	QoS       string `json:"qos,omitempty"`
+	// Estimate is the revocable capacity the agent forwarded; Summary
+	// explains how the estimator computed it.
+	Estimate string `json:"estimate"`
+	Summary  string `json:"summary,omitempty"`
+	// Corrections are the corrections in force (throttles, freezes) and
+	// the agent's recent kills.
+	Corrections []CorrectionState `json:"corrections"`
+}
+
+// CorrectionState is one QoS correction in AgentOversubState.
+type CorrectionState struct {
+	Type        string `json:"type"`
+	ContainerID string `json:"containerId"`
+	TaskID      string `json:"taskId,omitempty"`
+	// CPUQuotaMilli is a throttle's cpu limit in thousandths of a cpu.
+	CPUQuotaMilli int64  `json:"cpuQuotaMilli,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	// Signal, Victim, Value, Baseline and Threshold are the trigger.
+	Signal    string    `json:"signal"`
+	Victim    string    `json:"victim,omitempty"`
+	Value     float64   `json:"value"`
+	Baseline  float64   `json:"baseline"`
+	Threshold float64   `json:"threshold"`
+	AppliedAt time.Time `json:"appliedAt,omitzero"`
+	// Active: in force now; false for a recent kill.
+	Active bool `json:"active"`
+}
+
+// oversubStateLocked renders the agent's oversubscription status; nil
+// when the agent never sent one (no estimator).
+func (ag *agentEntry) oversubStateLocked() *AgentOversubState {
+	o := ag.oversub
+	if o == nil {
+		return nil
+	}
+	st := &AgentOversubState{Estimator: o.Estimator, QoS: o.Qos, Estimate: ag.revocable.String(), Summary: o.Summary,
+		Corrections: make([]CorrectionState, 0, len(o.Corrections))}
+	for _, c := range o.Corrections {
+		cs := CorrectionState{Type: c.Type, ContainerID: c.ContainerId, TaskID: c.TaskId, CPUQuotaMilli: c.CpuQuotaMilli,
+			Reason: c.Reason, Signal: c.Signal, Victim: c.Victim, Value: c.Value, Baseline: c.Baseline, Threshold: c.Threshold,
+			Active: c.Active}
+		if c.AppliedUnixNano > 0 {
+			cs.AppliedAt = time.Unix(0, c.AppliedUnixNano).UTC()
+		}
+		st.Corrections = append(st.Corrections, cs)
+	}
+	return st
 }

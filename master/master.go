@@ -121,6 +121,7 @@ type agentEntry struct {
 	id, hostname string
 	total        resources.Resources
 	revocable    resources.Resources
+	oversub      *pb.Oversubscribed // the agent's last oversubscription status; nil: none sent
 	attributes   map[string]string
 	conn         *conn[*pb.MasterMessage]
 	lastSeen     time.Time

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/brimnode/brim/resources"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 )
 
 // Defaults of Options: Mesos's status update retry figures and a short
@@ -102,10 +104,12 @@ type Client struct {
 	log  *slog.Logger
 	dir  string
 
+	overMu sync.Mutex // orders oversubscription updates
+
 	mu        sync.Mutex
 	id        string
 	queues    map[string]*queue
-	revocable resources.Resources
+	over      Oversubscription
 	send      func(*pb.AgentMessage) error // nil while disconnected
 	wake      chan struct{}
 	connected bool
@@ -140,7 +144,7 @@ func New(opts Options) (*Client, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "updates"), 0o700); err != nil {
 		return nil, fmt.Errorf("create masterlink state: %w", err)
 	}
-	c := &Client{opts: opts, log: log.With("component", "masterlink"), dir: dir, revocable: opts.Revocable,
+	c := &Client{opts: opts, log: log.With("component", "masterlink"), dir: dir, over: Oversubscription{Revocable: opts.Revocable},
 		queues: map[string]*queue{}, wake: make(chan struct{}, 1)}
 	b, err := os.ReadFile(filepath.Join(dir, "agent-id"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -198,21 +202,73 @@ func (c *Client) Update(st Status) error {
 	return nil
 }
 
+// Oversubscription is the agent's oversubscription status as the master
+// shows it: the forwarded estimate and the QoS corrections.
+type Oversubscription struct {
+	// Revocable is what the master may offer as revocable.
+	Revocable resources.Resources
+	// Estimator and QoS name the agent's estimator and QoS controller;
+	// Summary explains the latest estimate.
+	Estimator, QoS, Summary string
+	// Corrections are the corrections in force and the recent kills.
+	Corrections []*pb.Correction
+}
+
+func (o Oversubscription) proto() *pb.Oversubscribed {
+	return &pb.Oversubscribed{Revocable: o.Revocable.String(), Corrections: o.Corrections,
+		Estimator: o.Estimator, Summary: o.Summary, Qos: o.QoS}
+}
+
+func (o Oversubscription) equal(p Oversubscription) bool {
+	if !o.Revocable.Equal(p.Revocable) || o.Estimator != p.Estimator || o.QoS != p.QoS ||
+		o.Summary != p.Summary || len(o.Corrections) != len(p.Corrections) {
+		return false
+	}
+	for i := range o.Corrections {
+		if !proto.Equal(o.Corrections[i], p.Corrections[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // SetRevocable sends the agent's oversubscribed resources when they
 // change.
 func (c *Client) SetRevocable(res resources.Resources) error {
+	return c.UpdateOversubscription(func(o *Oversubscription) { o.Revocable = res })
+}
+
+// SetOversubscription sends the agent's oversubscription status when it
+// changes; the master shows it in its state and offers o.Revocable. While
+// disconnected it is sent with the next Register.
+func (c *Client) SetOversubscription(o Oversubscription) error {
+	return c.UpdateOversubscription(func(p *Oversubscription) { *p = o })
+}
+
+// UpdateOversubscription changes the oversubscription status with f (given
+// a copy of the current one) and sends the result when it differs. Updates
+// are sent in the order they are made.
+func (c *Client) UpdateOversubscription(f func(*Oversubscription)) error {
+	c.overMu.Lock()
+	defer c.overMu.Unlock()
 	c.mu.Lock()
-	if c.revocable.Equal(res) {
+	o := c.over
+	o.Corrections = slices.Clone(o.Corrections)
+	f(&o)
+	if c.over.equal(o) {
 		c.mu.Unlock()
 		return nil
 	}
-	c.revocable = res
+	c.over = o
 	send := c.send
 	c.mu.Unlock()
 	if send == nil {
 		return nil // sent with the next Register
 	}
-	return send(&pb.AgentMessage{Msg: &pb.AgentMessage_Oversubscribed{Oversubscribed: &pb.Oversubscribed{Revocable: res.String()}}})
+	if err := send(&pb.AgentMessage{Msg: &pb.AgentMessage_Oversubscribed{Oversubscribed: o.proto()}}); err != nil {
+		return fmt.Errorf("send oversubscription: %w", err)
+	}
+	return nil
 }
 
 func (c *Client) poke() {
@@ -265,7 +321,8 @@ func (c *Client) session(ctx context.Context, api pb.AgentLinkClient) (bool, err
 		return false, fmt.Errorf("list tasks: %w", err)
 	}
 	c.mu.Lock()
-	reg := &pb.Register{AgentId: c.id, Hostname: c.opts.Hostname, Resources: c.opts.Resources.String(), Revocable: c.revocable.String()}
+	reg := &pb.Register{AgentId: c.id, Hostname: c.opts.Hostname, Resources: c.opts.Resources.String(), Revocable: c.over.Revocable.String(),
+		Oversubscription: c.over.proto()}
 	c.mu.Unlock()
 	for _, s := range snaps {
 		reg.Tasks = append(reg.Tasks, &pb.TaskSnapshot{Task: taskToProto(s.Task), State: s.State})
@@ -299,7 +356,17 @@ func (c *Client) session(ctx context.Context, api pb.AgentLinkClient) (bool, err
 	for _, q := range c.queues {
 		q.inflight = "" // resend every head on the new stream
 	}
+	// A change made while the Register was on its way is sent now.
+	var over *pb.Oversubscribed
+	if p := c.over.proto(); !proto.Equal(p, reg.Oversubscription) {
+		over = p
+	}
 	c.mu.Unlock()
+	if over != nil {
+		if err := send(&pb.AgentMessage{Msg: &pb.AgentMessage_Oversubscribed{Oversubscribed: over}}); err != nil {
+			return true, fmt.Errorf("send oversubscription: %w", err)
+		}
+	}
 	defer func() {
 		c.mu.Lock()
 		c.send, c.connected = nil, false

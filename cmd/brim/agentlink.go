@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/brimnode/brim/estimator"
 	"github.com/brimnode/brim/masterlink"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/qos"
 	"github.com/brimnode/brim/resources"
 )
 
@@ -32,7 +34,18 @@ const (
 	reasonKilled         = "KILLED_BY_FRAMEWORK"
 	reasonContainerLost  = "CONTAINER_LOST"
 	reasonInvalidTaskRes = "INVALID_RESOURCES"
+	// reasonPreempted: a QoS correction killed the task's revocable
+	// container (the agent's exit reason is the same string).
+	reasonPreempted = qos.ReasonPreempted
 )
+
+// oversubPollInterval is how often the link checks the QoS corrections in
+// force for a change to send to the master.
+const oversubPollInterval = time.Second
+
+// preemptTriggerWait bounds the wait for the QoS applier to record the
+// kill whose trigger a preempted task's status names.
+const preemptTriggerWait = 2 * time.Second
 
 // taskRunner runs the master's tasks as agent containers
 // (masterlink.TaskRunner). A task is a container named after the task ID.
@@ -119,8 +132,59 @@ func (r *taskRunner) watch(id string) {
 			r.update(masterlink.Status{TaskID: id, State: pb.TaskState_TASK_LOST, Reason: reasonContainerLost, Message: err.Error()})
 			return
 		}
-		r.update(r.terminal(c))
+		st := r.terminal(c)
+		if st.Reason == reasonPreempted {
+			st.Message = r.preemptMessage(c)
+		}
+		r.update(st)
 	}()
+}
+
+// preemptMessage names the QoS kill's trigger for a preempted task. The
+// applier records the kill once it returns, which may be just after the
+// container's end: wait for it a bounded time.
+func (r *taskRunner) preemptMessage(c *agent.Container) string {
+	msg := "preempted by the QoS controller to protect non-revocable work"
+	ctx, cancel := context.WithTimeout(r.ctx, preemptTriggerWait)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if st, ok := r.a.Oversubscription(); ok {
+			for i := len(st.Recent) - 1; i >= 0; i-- {
+				ap := st.Recent[i]
+				if ap.Type == qos.Kill && ap.Err == nil && (ap.ContainerID == c.ID || ap.ContainerID == c.Name) {
+					return msg + ": " + describeCorrection(ap.Correction)
+				}
+			}
+		} else {
+			return msg
+		}
+		select {
+		case <-ctx.Done():
+			return msg
+		case <-tick.C:
+		}
+	}
+}
+
+// describeCorrection renders a correction's trigger for a framework.
+func describeCorrection(c qos.Correction) string {
+	t := c.Trigger
+	s := "trigger " + t.Signal
+	if t.Victim != "" {
+		s += " of " + t.Victim
+	}
+	s += fmt.Sprintf(" %.4g", t.Value)
+	if t.Baseline != 0 {
+		s += fmt.Sprintf(" (baseline %.4g, threshold %.4g)", t.Baseline, t.Threshold)
+	} else {
+		s += fmt.Sprintf(" (threshold %.4g)", t.Threshold)
+	}
+	if c.Reason != "" {
+		s += ": " + c.Reason
+	}
+	return s
 }
 
 // terminal maps an exited container to the task's final status.
@@ -140,6 +204,10 @@ func (r *taskRunner) terminal(c *agent.Container) masterlink.Status {
 	switch {
 	case killed:
 		st.State, st.Reason, st.Message = pb.TaskState_TASK_KILLED, reasonKilled, "killed"
+	case e.Reason == qos.ReasonPreempted:
+		// Mesos reports TASK_LOST here; the agent knows the container is
+		// gone, so brim says KILLED, with Mesos's reason.
+		st.State, st.Reason, st.Message = pb.TaskState_TASK_KILLED, reasonPreempted, e.Message
 	case e.OOMKilled || e.Reason == agent.ReasonMemoryLimit:
 		st.Reason, st.Message = reasonMemoryLimit, "memory limit exceeded"
 	case e.Reason == agent.ReasonLost:
@@ -248,12 +316,87 @@ func runAgentLink(ctx context.Context, a *agent.Agent, total agent.Resources, st
 	r.link = link
 	r.adopt()
 	// The estimator's revocable resources reach the master through the link
-	// (no-op when the agent runs without oversubscription).
-	a.SetForward(func(_ context.Context, est estimator.Estimate) error {
-		return link.SetRevocable(est.Revocable)
-	})
-	defer a.SetForward(nil)
+	// (no-op when the agent runs without oversubscription), and so do the
+	// QoS corrections in force.
+	if _, ok := a.Oversubscription(); ok {
+		a.SetForward(func(_ context.Context, est estimator.Estimate) error {
+			return link.UpdateOversubscription(func(o *masterlink.Oversubscription) {
+				o.Revocable, o.Summary = est.Revocable, est.Explanation.Summary
+			})
+		})
+		defer a.SetForward(nil)
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.sendOversubscription(ctx, link)
+		}()
+	}
 	return link.Run(ctx)
+}
+
+// sendOversubscription sends the agent's estimator and QoS controller names
+// and its corrections to the master whenever they change, until ctx ends.
+func (r *taskRunner) sendOversubscription(ctx context.Context, link *masterlink.Client) {
+	tick := time.NewTicker(oversubPollInterval)
+	defer tick.Stop()
+	for {
+		if st, ok := r.a.Oversubscription(); ok {
+			cs := correctionsOf(st, r.a.List())
+			if err := link.UpdateOversubscription(func(o *masterlink.Oversubscription) {
+				o.Estimator, o.QoS, o.Corrections = st.Estimator, st.QoS, cs
+			}); err != nil {
+				r.log.Debug("send oversubscription status", "err", err) // resent with the next Register
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// maxReportedKills bounds the recent QoS kills sent to the master.
+const maxReportedKills = 8
+
+// correctionsOf turns the agent's corrections in force and its recent
+// kills into the link's form, naming the tasks of the containers.
+func correctionsOf(st agent.Oversubscription, cs []*agent.Container) []*pb.Correction {
+	tasks := map[string]string{}
+	for _, c := range cs {
+		if id := c.Labels[labelTask]; id != "" {
+			tasks[c.ID], tasks[c.Name] = id, id
+		}
+	}
+	applied := func(c qos.Correction) time.Time {
+		for i := len(st.Recent) - 1; i >= 0; i-- {
+			if ap := st.Recent[i]; ap.Err == nil && ap.Type == c.Type && ap.ContainerID == c.ContainerID {
+				return ap.At
+			}
+		}
+		return time.Time{}
+	}
+	conv := func(c qos.Correction, at time.Time, active bool) *pb.Correction {
+		p := &pb.Correction{Type: c.Type.String(), ContainerId: c.ContainerID, TaskId: tasks[c.ContainerID], CpuQuotaMilli: c.CPUQuota,
+			Reason: c.Reason, Signal: c.Trigger.Signal, Victim: c.Trigger.Victim, Value: c.Trigger.Value,
+			Baseline: c.Trigger.Baseline, Threshold: c.Trigger.Threshold, Active: active}
+		if !at.IsZero() {
+			p.AppliedUnixNano = at.UnixNano()
+		}
+		return p
+	}
+	var out []*pb.Correction
+	for _, c := range st.Active {
+		out = append(out, conv(c, applied(c), true))
+	}
+	var kills []*pb.Correction
+	for i := len(st.Recent) - 1; i >= 0 && len(kills) < maxReportedKills; i-- {
+		if ap := st.Recent[i]; ap.Type == qos.Kill && ap.Err == nil {
+			kills = append(kills, conv(ap.Correction, ap.At, false))
+		}
+	}
+	slices.Reverse(kills) // oldest first, as Recent
+	return append(out, kills...)
 }
 
 // serveLinkedAgent serves the agent's local API on l (a.Serve recovers the

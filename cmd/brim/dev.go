@@ -32,6 +32,7 @@ func newDevCommand() *cobra.Command {
 		logLevel, logFormat  string
 		killGrace            time.Duration
 		lo                   linkOptions
+		ov                   oversubFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -40,7 +41,13 @@ func newDevCommand() *cobra.Command {
 their state under --state-dir (master/ and agent/). With --join ADDR, run only
 the agent, linked to the master at ADDR: several "brim dev --join" processes
 with their own --state-dir and --cgroup-parent make a cluster on one host.
-Frameworks connect to --listen: brim run --master ADDR -- CMD…`,
+Frameworks connect to --listen: brim run --master ADDR -- CMD…
+
+The agent takes the oversubscription flags of "brim agent" (--estimator,
+--qos, …): with e.g. --estimator fixed --estimator-opt resources=cpus:1;mem:512
+the master offers revocable resources to frameworks that accept them
+(brim run --revocable), and the QoS controller's corrections show in
+"brim state".`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(cmd.ErrOrStderr(), logLevel, logFormat)
@@ -58,6 +65,16 @@ Frameworks connect to --listen: brim run --master ADDR -- CMD…`,
 			if err != nil {
 				return exitError{code: 2, msg: err.Error()}
 			}
+			if err := ov.validate(); err != nil {
+				return exitError{code: 2, msg: err.Error()}
+			}
+			// Build the estimator and QoS controller before anything is
+			// created: a bad name or option exits 2 with nothing behind.
+			plugins, err := ov.open(log)
+			if err != nil {
+				return exitError{code: 2, msg: err.Error()}
+			}
+			defer plugins.close(log)
 			if os.Geteuid() != 0 {
 				return exitError{code: 1, msg: "brim dev runs containers and must run as root"}
 			}
@@ -77,7 +94,7 @@ Frameworks connect to --listen: brim run --master ADDR -- CMD…`,
 			if socket == "" {
 				socket = filepath.Join(base, "agent.sock")
 			}
-			agentErr := runLinkedAgent(ctx, filepath.Join(base, "agent"), socket, cgParent, total, killGrace, lo, log)
+			agentErr := runLinkedAgent(ctx, filepath.Join(base, "agent"), socket, cgParent, total, killGrace, lo, plugins, log)
 			cancel()
 			if waitMaster != nil {
 				agentErr = errors.Join(agentErr, waitMaster())
@@ -97,13 +114,16 @@ Frameworks connect to --listen: brim run --master ADDR -- CMD…`,
 	f.DurationVar(&lo.retryMax, "status-retry-max", masterlink.DefaultRetryMax, "longest wait between status update retries")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "text or json")
+	ov.register(f)
 	markUsageErrors(cmd)
 	return cmd
 }
 
 // runLinkedAgent runs an agent serving its local API on socket and linked
-// to the master, until ctx ends. Containers keep running afterwards.
-func runLinkedAgent(ctx context.Context, stateDir, socket, cgParent string, total agent.Resources, killGrace time.Duration, lo linkOptions, log *slog.Logger) error {
+// to the master, until ctx ends, with the estimator and QoS controller of
+// plugins. Containers keep running afterwards.
+func runLinkedAgent(ctx context.Context, stateDir, socket, cgParent string, total agent.Resources, killGrace time.Duration, lo linkOptions,
+	plugins *oversubPlugins, log *slog.Logger) error {
 	routeLogrus(log)
 	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
 		return fmt.Errorf("create socket dir: %w", err)
@@ -117,6 +137,11 @@ func runLinkedAgent(ctx context.Context, stateDir, socket, cgParent string, tota
 		l.Close()
 		return fmt.Errorf("cgroup isolator: %w", err)
 	}
+	over, err := plugins.oversub(cg, log)
+	if err != nil {
+		l.Close()
+		return err
+	}
 	cz, err := containerizer.New(containerizer.Config{StateDir: stateDir, Isolators: []isolator.Isolator{cg}, KillGrace: killGrace, Log: log})
 	if err != nil {
 		l.Close()
@@ -124,11 +149,18 @@ func runLinkedAgent(ctx context.Context, stateDir, socket, cgParent string, tota
 	}
 	ret, _ := agent.ParseRetention(defaultRetention)
 	a, err := agent.New(agent.Options{StateDir: stateDir, Runtime: runtimeAdapter{cz}, Resources: total, KillGrace: killGrace,
-		Retention: ret, Log: log, Version: version, CgroupParent: cgParent})
+		Retention: ret, Log: log, Version: version, CgroupParent: cgParent, Oversub: over})
 	if err != nil {
 		l.Close()
 		return err
 	}
+	stopMetrics, err := plugins.serveMetrics(a, log)
+	if err != nil {
+		a.Close()
+		l.Close()
+		return err
+	}
+	defer stopMetrics()
 	return serveLinkedAgent(ctx, a, l, socket, total, stateDir, lo, log)
 }
 

@@ -414,11 +414,14 @@ type Register struct {
 	Hostname  string `protobuf:"bytes,2,opt,name=hostname,proto3" json:"hostname,omitempty"`
 	Resources string `protobuf:"bytes,3,opt,name=resources,proto3" json:"resources,omitempty"`
 	// revocable is the current oversubscribed capacity.
-	Revocable     string            `protobuf:"bytes,4,opt,name=revocable,proto3" json:"revocable,omitempty"`
-	Tasks         []*TaskSnapshot   `protobuf:"bytes,5,rep,name=tasks,proto3" json:"tasks,omitempty"`
-	Attributes    map[string]string `protobuf:"bytes,6,rep,name=attributes,proto3" json:"attributes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Revocable  string            `protobuf:"bytes,4,opt,name=revocable,proto3" json:"revocable,omitempty"`
+	Tasks      []*TaskSnapshot   `protobuf:"bytes,5,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	Attributes map[string]string `protobuf:"bytes,6,rep,name=attributes,proto3" json:"attributes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// oversubscription is the agent's oversubscription status when it runs
+	// an estimator (its revocable field repeats revocable above).
+	Oversubscription *Oversubscribed `protobuf:"bytes,7,opt,name=oversubscription,proto3" json:"oversubscription,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Register) Reset() {
@@ -493,6 +496,13 @@ func (x *Register) GetAttributes() map[string]string {
 	return nil
 }
 
+func (x *Register) GetOversubscription() *Oversubscribed {
+	if x != nil {
+		return x.Oversubscription
+	}
+	return nil
+}
+
 type Heartbeat struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -529,9 +539,22 @@ func (*Heartbeat) Descriptor() ([]byte, []int) {
 	return file_masterlink_proto_rawDescGZIP(), []int{5}
 }
 
+// Oversubscribed is the agent's oversubscription status: sent whenever the
+// forwarded estimate or the QoS corrections in force change. Every message
+// carries the whole status (it replaces the previous one).
 type Oversubscribed struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Revocable     string                 `protobuf:"bytes,1,opt,name=revocable,proto3" json:"revocable,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// revocable is the capacity the master may offer as revocable.
+	Revocable string `protobuf:"bytes,1,opt,name=revocable,proto3" json:"revocable,omitempty"`
+	// corrections are the QoS corrections in force (throttles, freezes) and
+	// the recent kills.
+	Corrections []*Correction `protobuf:"bytes,2,rep,name=corrections,proto3" json:"corrections,omitempty"`
+	// estimator names the agent's estimator; summary explains its latest
+	// estimate (one line).
+	Estimator string `protobuf:"bytes,3,opt,name=estimator,proto3" json:"estimator,omitempty"`
+	Summary   string `protobuf:"bytes,4,opt,name=summary,proto3" json:"summary,omitempty"`
+	// qos names the agent's QoS controller.
+	Qos           string `protobuf:"bytes,5,opt,name=qos,proto3" json:"qos,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -573,6 +596,176 @@ func (x *Oversubscribed) GetRevocable() string {
 	return ""
 }
 
+func (x *Oversubscribed) GetCorrections() []*Correction {
+	if x != nil {
+		return x.Corrections
+	}
+	return nil
+}
+
+func (x *Oversubscribed) GetEstimator() string {
+	if x != nil {
+		return x.Estimator
+	}
+	return ""
+}
+
+func (x *Oversubscribed) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *Oversubscribed) GetQos() string {
+	if x != nil {
+		return x.Qos
+	}
+	return ""
+}
+
+// Correction is one QoS correction of the agent's controller.
+type Correction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// type is THROTTLE, FREEZE or KILL.
+	Type        string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	ContainerId string `protobuf:"bytes,2,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
+	// task_id is the master's task the container runs, if any.
+	TaskId string `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// cpu_quota_milli is a throttle's cpu limit in thousandths of a cpu.
+	CpuQuotaMilli int64  `protobuf:"varint,4,opt,name=cpu_quota_milli,json=cpuQuotaMilli,proto3" json:"cpu_quota_milli,omitempty"`
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The trigger: signal (cpu-throttling, runqueue-p99, psi-cpu,
+	// app-latency, load, …), the hurt container (victim) and the signal's
+	// value, baseline and threshold.
+	Signal    string  `protobuf:"bytes,6,opt,name=signal,proto3" json:"signal,omitempty"`
+	Victim    string  `protobuf:"bytes,7,opt,name=victim,proto3" json:"victim,omitempty"`
+	Value     float64 `protobuf:"fixed64,8,opt,name=value,proto3" json:"value,omitempty"`
+	Baseline  float64 `protobuf:"fixed64,9,opt,name=baseline,proto3" json:"baseline,omitempty"`
+	Threshold float64 `protobuf:"fixed64,10,opt,name=threshold,proto3" json:"threshold,omitempty"`
+	// applied_unix_nano is when the agent applied it (0: unknown).
+	AppliedUnixNano int64 `protobuf:"varint,11,opt,name=applied_unix_nano,json=appliedUnixNano,proto3" json:"applied_unix_nano,omitempty"`
+	// active is true while the correction is in force (throttle, freeze);
+	// false for a recent kill.
+	Active        bool `protobuf:"varint,12,opt,name=active,proto3" json:"active,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Correction) Reset() {
+	*x = Correction{}
+	mi := &file_masterlink_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Correction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Correction) ProtoMessage() {}
+
+func (x *Correction) ProtoReflect() protoreflect.Message {
+	mi := &file_masterlink_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Correction.ProtoReflect.Descriptor instead.
+func (*Correction) Descriptor() ([]byte, []int) {
+	return file_masterlink_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Correction) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *Correction) GetContainerId() string {
+	if x != nil {
+		return x.ContainerId
+	}
+	return ""
+}
+
+func (x *Correction) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *Correction) GetCpuQuotaMilli() int64 {
+	if x != nil {
+		return x.CpuQuotaMilli
+	}
+	return 0
+}
+
+func (x *Correction) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Correction) GetSignal() string {
+	if x != nil {
+		return x.Signal
+	}
+	return ""
+}
+
+func (x *Correction) GetVictim() string {
+	if x != nil {
+		return x.Victim
+	}
+	return ""
+}
+
+func (x *Correction) GetValue() float64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+func (x *Correction) GetBaseline() float64 {
+	if x != nil {
+		return x.Baseline
+	}
+	return 0
+}
+
+func (x *Correction) GetThreshold() float64 {
+	if x != nil {
+		return x.Threshold
+	}
+	return 0
+}
+
+func (x *Correction) GetAppliedUnixNano() int64 {
+	if x != nil {
+		return x.AppliedUnixNano
+	}
+	return 0
+}
+
+func (x *Correction) GetActive() bool {
+	if x != nil {
+		return x.Active
+	}
+	return false
+}
+
 type AgentMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -588,7 +781,7 @@ type AgentMessage struct {
 
 func (x *AgentMessage) Reset() {
 	*x = AgentMessage{}
-	mi := &file_masterlink_proto_msgTypes[7]
+	mi := &file_masterlink_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -600,7 +793,7 @@ func (x *AgentMessage) String() string {
 func (*AgentMessage) ProtoMessage() {}
 
 func (x *AgentMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[7]
+	mi := &file_masterlink_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -613,7 +806,7 @@ func (x *AgentMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMessage.ProtoReflect.Descriptor instead.
 func (*AgentMessage) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{7}
+	return file_masterlink_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AgentMessage) GetMsg() isAgentMessage_Msg {
@@ -700,7 +893,7 @@ type Registered struct {
 
 func (x *Registered) Reset() {
 	*x = Registered{}
-	mi := &file_masterlink_proto_msgTypes[8]
+	mi := &file_masterlink_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -712,7 +905,7 @@ func (x *Registered) String() string {
 func (*Registered) ProtoMessage() {}
 
 func (x *Registered) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[8]
+	mi := &file_masterlink_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -725,7 +918,7 @@ func (x *Registered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Registered.ProtoReflect.Descriptor instead.
 func (*Registered) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{8}
+	return file_masterlink_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Registered) GetAgentId() string {
@@ -758,7 +951,7 @@ type RunTask struct {
 
 func (x *RunTask) Reset() {
 	*x = RunTask{}
-	mi := &file_masterlink_proto_msgTypes[9]
+	mi := &file_masterlink_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +963,7 @@ func (x *RunTask) String() string {
 func (*RunTask) ProtoMessage() {}
 
 func (x *RunTask) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[9]
+	mi := &file_masterlink_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +976,7 @@ func (x *RunTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunTask.ProtoReflect.Descriptor instead.
 func (*RunTask) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{9}
+	return file_masterlink_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RunTask) GetTask() *TaskInfo {
@@ -803,7 +996,7 @@ type KillTask struct {
 
 func (x *KillTask) Reset() {
 	*x = KillTask{}
-	mi := &file_masterlink_proto_msgTypes[10]
+	mi := &file_masterlink_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -815,7 +1008,7 @@ func (x *KillTask) String() string {
 func (*KillTask) ProtoMessage() {}
 
 func (x *KillTask) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[10]
+	mi := &file_masterlink_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -828,7 +1021,7 @@ func (x *KillTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillTask.ProtoReflect.Descriptor instead.
 func (*KillTask) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{10}
+	return file_masterlink_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *KillTask) GetTaskId() string {
@@ -855,7 +1048,7 @@ type UpdateTask struct {
 
 func (x *UpdateTask) Reset() {
 	*x = UpdateTask{}
-	mi := &file_masterlink_proto_msgTypes[11]
+	mi := &file_masterlink_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +1060,7 @@ func (x *UpdateTask) String() string {
 func (*UpdateTask) ProtoMessage() {}
 
 func (x *UpdateTask) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[11]
+	mi := &file_masterlink_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +1073,7 @@ func (x *UpdateTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTask.ProtoReflect.Descriptor instead.
 func (*UpdateTask) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{11}
+	return file_masterlink_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *UpdateTask) GetTaskId() string {
@@ -907,7 +1100,7 @@ type StatusAck struct {
 
 func (x *StatusAck) Reset() {
 	*x = StatusAck{}
-	mi := &file_masterlink_proto_msgTypes[12]
+	mi := &file_masterlink_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -919,7 +1112,7 @@ func (x *StatusAck) String() string {
 func (*StatusAck) ProtoMessage() {}
 
 func (x *StatusAck) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[12]
+	mi := &file_masterlink_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -932,7 +1125,7 @@ func (x *StatusAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusAck.ProtoReflect.Descriptor instead.
 func (*StatusAck) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{12}
+	return file_masterlink_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StatusAck) GetTaskId() string {
@@ -965,7 +1158,7 @@ type MasterMessage struct {
 
 func (x *MasterMessage) Reset() {
 	*x = MasterMessage{}
-	mi := &file_masterlink_proto_msgTypes[13]
+	mi := &file_masterlink_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1170,7 @@ func (x *MasterMessage) String() string {
 func (*MasterMessage) ProtoMessage() {}
 
 func (x *MasterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[13]
+	mi := &file_masterlink_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1183,7 @@ func (x *MasterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MasterMessage.ProtoReflect.Descriptor instead.
 func (*MasterMessage) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{13}
+	return file_masterlink_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *MasterMessage) GetMsg() isMasterMessage_Msg {
@@ -1096,7 +1289,7 @@ type FrameworkInfo struct {
 
 func (x *FrameworkInfo) Reset() {
 	*x = FrameworkInfo{}
-	mi := &file_masterlink_proto_msgTypes[14]
+	mi := &file_masterlink_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1108,7 +1301,7 @@ func (x *FrameworkInfo) String() string {
 func (*FrameworkInfo) ProtoMessage() {}
 
 func (x *FrameworkInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[14]
+	mi := &file_masterlink_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1121,7 +1314,7 @@ func (x *FrameworkInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FrameworkInfo.ProtoReflect.Descriptor instead.
 func (*FrameworkInfo) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{14}
+	return file_masterlink_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FrameworkInfo) GetId() string {
@@ -1177,7 +1370,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_masterlink_proto_msgTypes[15]
+	mi := &file_masterlink_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1189,7 +1382,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[15]
+	mi := &file_masterlink_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1202,7 +1395,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{15}
+	return file_masterlink_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SubscribeRequest) GetFramework() *FrameworkInfo {
@@ -1233,7 +1426,7 @@ type Offer struct {
 
 func (x *Offer) Reset() {
 	*x = Offer{}
-	mi := &file_masterlink_proto_msgTypes[16]
+	mi := &file_masterlink_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1245,7 +1438,7 @@ func (x *Offer) String() string {
 func (*Offer) ProtoMessage() {}
 
 func (x *Offer) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[16]
+	mi := &file_masterlink_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1258,7 +1451,7 @@ func (x *Offer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Offer.ProtoReflect.Descriptor instead.
 func (*Offer) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{16}
+	return file_masterlink_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Offer) GetId() string {
@@ -1313,7 +1506,7 @@ type Subscribed struct {
 
 func (x *Subscribed) Reset() {
 	*x = Subscribed{}
-	mi := &file_masterlink_proto_msgTypes[17]
+	mi := &file_masterlink_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1325,7 +1518,7 @@ func (x *Subscribed) String() string {
 func (*Subscribed) ProtoMessage() {}
 
 func (x *Subscribed) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[17]
+	mi := &file_masterlink_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1338,7 +1531,7 @@ func (x *Subscribed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribed.ProtoReflect.Descriptor instead.
 func (*Subscribed) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{17}
+	return file_masterlink_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Subscribed) GetFrameworkId() string {
@@ -1364,7 +1557,7 @@ type Offers struct {
 
 func (x *Offers) Reset() {
 	*x = Offers{}
-	mi := &file_masterlink_proto_msgTypes[18]
+	mi := &file_masterlink_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1569,7 @@ func (x *Offers) String() string {
 func (*Offers) ProtoMessage() {}
 
 func (x *Offers) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[18]
+	mi := &file_masterlink_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1582,7 @@ func (x *Offers) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Offers.ProtoReflect.Descriptor instead.
 func (*Offers) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{18}
+	return file_masterlink_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Offers) GetOffers() []*Offer {
@@ -1408,7 +1601,7 @@ type Rescind struct {
 
 func (x *Rescind) Reset() {
 	*x = Rescind{}
-	mi := &file_masterlink_proto_msgTypes[19]
+	mi := &file_masterlink_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1420,7 +1613,7 @@ func (x *Rescind) String() string {
 func (*Rescind) ProtoMessage() {}
 
 func (x *Rescind) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[19]
+	mi := &file_masterlink_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1433,7 +1626,7 @@ func (x *Rescind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rescind.ProtoReflect.Descriptor instead.
 func (*Rescind) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{19}
+	return file_masterlink_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Rescind) GetOfferId() string {
@@ -1452,7 +1645,7 @@ type ErrorEvent struct {
 
 func (x *ErrorEvent) Reset() {
 	*x = ErrorEvent{}
-	mi := &file_masterlink_proto_msgTypes[20]
+	mi := &file_masterlink_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +1657,7 @@ func (x *ErrorEvent) String() string {
 func (*ErrorEvent) ProtoMessage() {}
 
 func (x *ErrorEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[20]
+	mi := &file_masterlink_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +1670,7 @@ func (x *ErrorEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorEvent.ProtoReflect.Descriptor instead.
 func (*ErrorEvent) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{20}
+	return file_masterlink_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ErrorEvent) GetMessage() string {
@@ -1504,7 +1697,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_masterlink_proto_msgTypes[21]
+	mi := &file_masterlink_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1516,7 +1709,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[21]
+	mi := &file_masterlink_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1529,7 +1722,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{21}
+	return file_masterlink_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Event) GetEvent() isEvent_Event {
@@ -1647,7 +1840,7 @@ type Operation struct {
 
 func (x *Operation) Reset() {
 	*x = Operation{}
-	mi := &file_masterlink_proto_msgTypes[22]
+	mi := &file_masterlink_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1659,7 +1852,7 @@ func (x *Operation) String() string {
 func (*Operation) ProtoMessage() {}
 
 func (x *Operation) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[22]
+	mi := &file_masterlink_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1672,7 +1865,7 @@ func (x *Operation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation.ProtoReflect.Descriptor instead.
 func (*Operation) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{22}
+	return file_masterlink_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Operation) GetOp() isOperation_Op {
@@ -1742,7 +1935,7 @@ type Filters struct {
 
 func (x *Filters) Reset() {
 	*x = Filters{}
-	mi := &file_masterlink_proto_msgTypes[23]
+	mi := &file_masterlink_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1754,7 +1947,7 @@ func (x *Filters) String() string {
 func (*Filters) ProtoMessage() {}
 
 func (x *Filters) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[23]
+	mi := &file_masterlink_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1767,7 +1960,7 @@ func (x *Filters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Filters.ProtoReflect.Descriptor instead.
 func (*Filters) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{23}
+	return file_masterlink_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Filters) GetRefuseSeconds() float64 {
@@ -1789,7 +1982,7 @@ type AcceptRequest struct {
 
 func (x *AcceptRequest) Reset() {
 	*x = AcceptRequest{}
-	mi := &file_masterlink_proto_msgTypes[24]
+	mi := &file_masterlink_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1801,7 +1994,7 @@ func (x *AcceptRequest) String() string {
 func (*AcceptRequest) ProtoMessage() {}
 
 func (x *AcceptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[24]
+	mi := &file_masterlink_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1814,7 +2007,7 @@ func (x *AcceptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptRequest.ProtoReflect.Descriptor instead.
 func (*AcceptRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{24}
+	return file_masterlink_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AcceptRequest) GetFrameworkId() string {
@@ -1856,7 +2049,7 @@ type DeclineRequest struct {
 
 func (x *DeclineRequest) Reset() {
 	*x = DeclineRequest{}
-	mi := &file_masterlink_proto_msgTypes[25]
+	mi := &file_masterlink_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1868,7 +2061,7 @@ func (x *DeclineRequest) String() string {
 func (*DeclineRequest) ProtoMessage() {}
 
 func (x *DeclineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[25]
+	mi := &file_masterlink_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1881,7 +2074,7 @@ func (x *DeclineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeclineRequest.ProtoReflect.Descriptor instead.
 func (*DeclineRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{25}
+	return file_masterlink_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeclineRequest) GetFrameworkId() string {
@@ -1915,7 +2108,7 @@ type ReviveRequest struct {
 
 func (x *ReviveRequest) Reset() {
 	*x = ReviveRequest{}
-	mi := &file_masterlink_proto_msgTypes[26]
+	mi := &file_masterlink_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1927,7 +2120,7 @@ func (x *ReviveRequest) String() string {
 func (*ReviveRequest) ProtoMessage() {}
 
 func (x *ReviveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[26]
+	mi := &file_masterlink_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1940,7 +2133,7 @@ func (x *ReviveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviveRequest.ProtoReflect.Descriptor instead.
 func (*ReviveRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{26}
+	return file_masterlink_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReviveRequest) GetFrameworkId() string {
@@ -1967,7 +2160,7 @@ type SuppressRequest struct {
 
 func (x *SuppressRequest) Reset() {
 	*x = SuppressRequest{}
-	mi := &file_masterlink_proto_msgTypes[27]
+	mi := &file_masterlink_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1979,7 +2172,7 @@ func (x *SuppressRequest) String() string {
 func (*SuppressRequest) ProtoMessage() {}
 
 func (x *SuppressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[27]
+	mi := &file_masterlink_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1992,7 +2185,7 @@ func (x *SuppressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuppressRequest.ProtoReflect.Descriptor instead.
 func (*SuppressRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{27}
+	return file_masterlink_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SuppressRequest) GetFrameworkId() string {
@@ -2019,7 +2212,7 @@ type KillRequest struct {
 
 func (x *KillRequest) Reset() {
 	*x = KillRequest{}
-	mi := &file_masterlink_proto_msgTypes[28]
+	mi := &file_masterlink_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2031,7 +2224,7 @@ func (x *KillRequest) String() string {
 func (*KillRequest) ProtoMessage() {}
 
 func (x *KillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[28]
+	mi := &file_masterlink_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2044,7 +2237,7 @@ func (x *KillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRequest.ProtoReflect.Descriptor instead.
 func (*KillRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{28}
+	return file_masterlink_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *KillRequest) GetFrameworkId() string {
@@ -2073,7 +2266,7 @@ type AcknowledgeRequest struct {
 
 func (x *AcknowledgeRequest) Reset() {
 	*x = AcknowledgeRequest{}
-	mi := &file_masterlink_proto_msgTypes[29]
+	mi := &file_masterlink_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2085,7 +2278,7 @@ func (x *AcknowledgeRequest) String() string {
 func (*AcknowledgeRequest) ProtoMessage() {}
 
 func (x *AcknowledgeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[29]
+	mi := &file_masterlink_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2098,7 +2291,7 @@ func (x *AcknowledgeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcknowledgeRequest.ProtoReflect.Descriptor instead.
 func (*AcknowledgeRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{29}
+	return file_masterlink_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AcknowledgeRequest) GetFrameworkId() string {
@@ -2139,7 +2332,7 @@ type ReconcileRequest struct {
 
 func (x *ReconcileRequest) Reset() {
 	*x = ReconcileRequest{}
-	mi := &file_masterlink_proto_msgTypes[30]
+	mi := &file_masterlink_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2151,7 +2344,7 @@ func (x *ReconcileRequest) String() string {
 func (*ReconcileRequest) ProtoMessage() {}
 
 func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[30]
+	mi := &file_masterlink_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2164,7 +2357,7 @@ func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileRequest.ProtoReflect.Descriptor instead.
 func (*ReconcileRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{30}
+	return file_masterlink_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReconcileRequest) GetFrameworkId() string {
@@ -2190,7 +2383,7 @@ type Operation_Launch struct {
 
 func (x *Operation_Launch) Reset() {
 	*x = Operation_Launch{}
-	mi := &file_masterlink_proto_msgTypes[33]
+	mi := &file_masterlink_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2202,7 +2395,7 @@ func (x *Operation_Launch) String() string {
 func (*Operation_Launch) ProtoMessage() {}
 
 func (x *Operation_Launch) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[33]
+	mi := &file_masterlink_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2215,7 +2408,7 @@ func (x *Operation_Launch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_Launch.ProtoReflect.Descriptor instead.
 func (*Operation_Launch) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{22, 0}
+	return file_masterlink_proto_rawDescGZIP(), []int{23, 0}
 }
 
 func (x *Operation_Launch) GetTasks() []*TaskInfo {
@@ -2234,7 +2427,7 @@ type Operation_Reserve struct {
 
 func (x *Operation_Reserve) Reset() {
 	*x = Operation_Reserve{}
-	mi := &file_masterlink_proto_msgTypes[34]
+	mi := &file_masterlink_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2246,7 +2439,7 @@ func (x *Operation_Reserve) String() string {
 func (*Operation_Reserve) ProtoMessage() {}
 
 func (x *Operation_Reserve) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[34]
+	mi := &file_masterlink_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2259,7 +2452,7 @@ func (x *Operation_Reserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_Reserve.ProtoReflect.Descriptor instead.
 func (*Operation_Reserve) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{22, 1}
+	return file_masterlink_proto_rawDescGZIP(), []int{23, 1}
 }
 
 func (x *Operation_Reserve) GetResources() string {
@@ -2278,7 +2471,7 @@ type Operation_Unreserve struct {
 
 func (x *Operation_Unreserve) Reset() {
 	*x = Operation_Unreserve{}
-	mi := &file_masterlink_proto_msgTypes[35]
+	mi := &file_masterlink_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2290,7 +2483,7 @@ func (x *Operation_Unreserve) String() string {
 func (*Operation_Unreserve) ProtoMessage() {}
 
 func (x *Operation_Unreserve) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[35]
+	mi := &file_masterlink_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2303,7 +2496,7 @@ func (x *Operation_Unreserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_Unreserve.ProtoReflect.Descriptor instead.
 func (*Operation_Unreserve) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{22, 2}
+	return file_masterlink_proto_rawDescGZIP(), []int{23, 2}
 }
 
 func (x *Operation_Unreserve) GetResources() string {
@@ -2346,7 +2539,7 @@ const file_masterlink_proto_rawDesc = "" +
 	" \x01(\x03R\x11timestampUnixNano\"u\n" +
 	"\fTaskSnapshot\x120\n" +
 	"\x04task\x18\x01 \x01(\v2\x1c.brim.masterlink.v1.TaskInfoR\x04task\x123\n" +
-	"\x05state\x18\x02 \x01(\x0e2\x1d.brim.masterlink.v1.TaskStateR\x05state\"\xc2\x02\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x1d.brim.masterlink.v1.TaskStateR\x05state\"\x92\x03\n" +
 	"\bRegister\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x1c\n" +
@@ -2355,13 +2548,33 @@ const file_masterlink_proto_rawDesc = "" +
 	"\x05tasks\x18\x05 \x03(\v2 .brim.masterlink.v1.TaskSnapshotR\x05tasks\x12L\n" +
 	"\n" +
 	"attributes\x18\x06 \x03(\v2,.brim.masterlink.v1.Register.AttributesEntryR\n" +
-	"attributes\x1a=\n" +
+	"attributes\x12N\n" +
+	"\x10oversubscription\x18\a \x01(\v2\".brim.masterlink.v1.OversubscribedR\x10oversubscription\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\v\n" +
-	"\tHeartbeat\".\n" +
+	"\tHeartbeat\"\xba\x01\n" +
 	"\x0eOversubscribed\x12\x1c\n" +
-	"\trevocable\x18\x01 \x01(\tR\trevocable\"\x98\x02\n" +
+	"\trevocable\x18\x01 \x01(\tR\trevocable\x12@\n" +
+	"\vcorrections\x18\x02 \x03(\v2\x1e.brim.masterlink.v1.CorrectionR\vcorrections\x12\x1c\n" +
+	"\testimator\x18\x03 \x01(\tR\testimator\x12\x18\n" +
+	"\asummary\x18\x04 \x01(\tR\asummary\x12\x10\n" +
+	"\x03qos\x18\x05 \x01(\tR\x03qos\"\xe0\x02\n" +
+	"\n" +
+	"Correction\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12!\n" +
+	"\fcontainer_id\x18\x02 \x01(\tR\vcontainerId\x12\x17\n" +
+	"\atask_id\x18\x03 \x01(\tR\x06taskId\x12&\n" +
+	"\x0fcpu_quota_milli\x18\x04 \x01(\x03R\rcpuQuotaMilli\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x16\n" +
+	"\x06signal\x18\x06 \x01(\tR\x06signal\x12\x16\n" +
+	"\x06victim\x18\a \x01(\tR\x06victim\x12\x14\n" +
+	"\x05value\x18\b \x01(\x01R\x05value\x12\x1a\n" +
+	"\bbaseline\x18\t \x01(\x01R\bbaseline\x12\x1c\n" +
+	"\tthreshold\x18\n" +
+	" \x01(\x01R\tthreshold\x12*\n" +
+	"\x11applied_unix_nano\x18\v \x01(\x03R\x0fappliedUnixNano\x12\x16\n" +
+	"\x06active\x18\f \x01(\bR\x06active\"\x98\x02\n" +
 	"\fAgentMessage\x12:\n" +
 	"\bregister\x18\x01 \x01(\v2\x1c.brim.masterlink.v1.RegisterH\x00R\bregister\x12=\n" +
 	"\theartbeat\x18\x02 \x01(\v2\x1d.brim.masterlink.v1.HeartbeatH\x00R\theartbeat\x128\n" +
@@ -2509,7 +2722,7 @@ func file_masterlink_proto_rawDescGZIP() []byte {
 }
 
 var file_masterlink_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_masterlink_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_masterlink_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_masterlink_proto_goTypes = []any{
 	(TaskState)(0),              // 0: brim.masterlink.v1.TaskState
 	(*Empty)(nil),               // 1: brim.masterlink.v1.Empty
@@ -2519,91 +2732,94 @@ var file_masterlink_proto_goTypes = []any{
 	(*Register)(nil),            // 5: brim.masterlink.v1.Register
 	(*Heartbeat)(nil),           // 6: brim.masterlink.v1.Heartbeat
 	(*Oversubscribed)(nil),      // 7: brim.masterlink.v1.Oversubscribed
-	(*AgentMessage)(nil),        // 8: brim.masterlink.v1.AgentMessage
-	(*Registered)(nil),          // 9: brim.masterlink.v1.Registered
-	(*RunTask)(nil),             // 10: brim.masterlink.v1.RunTask
-	(*KillTask)(nil),            // 11: brim.masterlink.v1.KillTask
-	(*UpdateTask)(nil),          // 12: brim.masterlink.v1.UpdateTask
-	(*StatusAck)(nil),           // 13: brim.masterlink.v1.StatusAck
-	(*MasterMessage)(nil),       // 14: brim.masterlink.v1.MasterMessage
-	(*FrameworkInfo)(nil),       // 15: brim.masterlink.v1.FrameworkInfo
-	(*SubscribeRequest)(nil),    // 16: brim.masterlink.v1.SubscribeRequest
-	(*Offer)(nil),               // 17: brim.masterlink.v1.Offer
-	(*Subscribed)(nil),          // 18: brim.masterlink.v1.Subscribed
-	(*Offers)(nil),              // 19: brim.masterlink.v1.Offers
-	(*Rescind)(nil),             // 20: brim.masterlink.v1.Rescind
-	(*ErrorEvent)(nil),          // 21: brim.masterlink.v1.ErrorEvent
-	(*Event)(nil),               // 22: brim.masterlink.v1.Event
-	(*Operation)(nil),           // 23: brim.masterlink.v1.Operation
-	(*Filters)(nil),             // 24: brim.masterlink.v1.Filters
-	(*AcceptRequest)(nil),       // 25: brim.masterlink.v1.AcceptRequest
-	(*DeclineRequest)(nil),      // 26: brim.masterlink.v1.DeclineRequest
-	(*ReviveRequest)(nil),       // 27: brim.masterlink.v1.ReviveRequest
-	(*SuppressRequest)(nil),     // 28: brim.masterlink.v1.SuppressRequest
-	(*KillRequest)(nil),         // 29: brim.masterlink.v1.KillRequest
-	(*AcknowledgeRequest)(nil),  // 30: brim.masterlink.v1.AcknowledgeRequest
-	(*ReconcileRequest)(nil),    // 31: brim.masterlink.v1.ReconcileRequest
-	nil,                         // 32: brim.masterlink.v1.TaskInfo.LabelsEntry
-	nil,                         // 33: brim.masterlink.v1.Register.AttributesEntry
-	(*Operation_Launch)(nil),    // 34: brim.masterlink.v1.Operation.Launch
-	(*Operation_Reserve)(nil),   // 35: brim.masterlink.v1.Operation.Reserve
-	(*Operation_Unreserve)(nil), // 36: brim.masterlink.v1.Operation.Unreserve
+	(*Correction)(nil),          // 8: brim.masterlink.v1.Correction
+	(*AgentMessage)(nil),        // 9: brim.masterlink.v1.AgentMessage
+	(*Registered)(nil),          // 10: brim.masterlink.v1.Registered
+	(*RunTask)(nil),             // 11: brim.masterlink.v1.RunTask
+	(*KillTask)(nil),            // 12: brim.masterlink.v1.KillTask
+	(*UpdateTask)(nil),          // 13: brim.masterlink.v1.UpdateTask
+	(*StatusAck)(nil),           // 14: brim.masterlink.v1.StatusAck
+	(*MasterMessage)(nil),       // 15: brim.masterlink.v1.MasterMessage
+	(*FrameworkInfo)(nil),       // 16: brim.masterlink.v1.FrameworkInfo
+	(*SubscribeRequest)(nil),    // 17: brim.masterlink.v1.SubscribeRequest
+	(*Offer)(nil),               // 18: brim.masterlink.v1.Offer
+	(*Subscribed)(nil),          // 19: brim.masterlink.v1.Subscribed
+	(*Offers)(nil),              // 20: brim.masterlink.v1.Offers
+	(*Rescind)(nil),             // 21: brim.masterlink.v1.Rescind
+	(*ErrorEvent)(nil),          // 22: brim.masterlink.v1.ErrorEvent
+	(*Event)(nil),               // 23: brim.masterlink.v1.Event
+	(*Operation)(nil),           // 24: brim.masterlink.v1.Operation
+	(*Filters)(nil),             // 25: brim.masterlink.v1.Filters
+	(*AcceptRequest)(nil),       // 26: brim.masterlink.v1.AcceptRequest
+	(*DeclineRequest)(nil),      // 27: brim.masterlink.v1.DeclineRequest
+	(*ReviveRequest)(nil),       // 28: brim.masterlink.v1.ReviveRequest
+	(*SuppressRequest)(nil),     // 29: brim.masterlink.v1.SuppressRequest
+	(*KillRequest)(nil),         // 30: brim.masterlink.v1.KillRequest
+	(*AcknowledgeRequest)(nil),  // 31: brim.masterlink.v1.AcknowledgeRequest
+	(*ReconcileRequest)(nil),    // 32: brim.masterlink.v1.ReconcileRequest
+	nil,                         // 33: brim.masterlink.v1.TaskInfo.LabelsEntry
+	nil,                         // 34: brim.masterlink.v1.Register.AttributesEntry
+	(*Operation_Launch)(nil),    // 35: brim.masterlink.v1.Operation.Launch
+	(*Operation_Reserve)(nil),   // 36: brim.masterlink.v1.Operation.Reserve
+	(*Operation_Unreserve)(nil), // 37: brim.masterlink.v1.Operation.Unreserve
 }
 var file_masterlink_proto_depIdxs = []int32{
-	32, // 0: brim.masterlink.v1.TaskInfo.labels:type_name -> brim.masterlink.v1.TaskInfo.LabelsEntry
+	33, // 0: brim.masterlink.v1.TaskInfo.labels:type_name -> brim.masterlink.v1.TaskInfo.LabelsEntry
 	0,  // 1: brim.masterlink.v1.TaskStatus.state:type_name -> brim.masterlink.v1.TaskState
 	2,  // 2: brim.masterlink.v1.TaskSnapshot.task:type_name -> brim.masterlink.v1.TaskInfo
 	0,  // 3: brim.masterlink.v1.TaskSnapshot.state:type_name -> brim.masterlink.v1.TaskState
 	4,  // 4: brim.masterlink.v1.Register.tasks:type_name -> brim.masterlink.v1.TaskSnapshot
-	33, // 5: brim.masterlink.v1.Register.attributes:type_name -> brim.masterlink.v1.Register.AttributesEntry
-	5,  // 6: brim.masterlink.v1.AgentMessage.register:type_name -> brim.masterlink.v1.Register
-	6,  // 7: brim.masterlink.v1.AgentMessage.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
-	3,  // 8: brim.masterlink.v1.AgentMessage.status:type_name -> brim.masterlink.v1.TaskStatus
-	7,  // 9: brim.masterlink.v1.AgentMessage.oversubscribed:type_name -> brim.masterlink.v1.Oversubscribed
-	2,  // 10: brim.masterlink.v1.RunTask.task:type_name -> brim.masterlink.v1.TaskInfo
-	9,  // 11: brim.masterlink.v1.MasterMessage.registered:type_name -> brim.masterlink.v1.Registered
-	10, // 12: brim.masterlink.v1.MasterMessage.run:type_name -> brim.masterlink.v1.RunTask
-	11, // 13: brim.masterlink.v1.MasterMessage.kill:type_name -> brim.masterlink.v1.KillTask
-	12, // 14: brim.masterlink.v1.MasterMessage.update:type_name -> brim.masterlink.v1.UpdateTask
-	13, // 15: brim.masterlink.v1.MasterMessage.ack:type_name -> brim.masterlink.v1.StatusAck
-	15, // 16: brim.masterlink.v1.SubscribeRequest.framework:type_name -> brim.masterlink.v1.FrameworkInfo
-	17, // 17: brim.masterlink.v1.Offers.offers:type_name -> brim.masterlink.v1.Offer
-	18, // 18: brim.masterlink.v1.Event.subscribed:type_name -> brim.masterlink.v1.Subscribed
-	19, // 19: brim.masterlink.v1.Event.offers:type_name -> brim.masterlink.v1.Offers
-	20, // 20: brim.masterlink.v1.Event.rescind:type_name -> brim.masterlink.v1.Rescind
-	3,  // 21: brim.masterlink.v1.Event.update:type_name -> brim.masterlink.v1.TaskStatus
-	6,  // 22: brim.masterlink.v1.Event.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
-	21, // 23: brim.masterlink.v1.Event.error:type_name -> brim.masterlink.v1.ErrorEvent
-	34, // 24: brim.masterlink.v1.Operation.launch:type_name -> brim.masterlink.v1.Operation.Launch
-	35, // 25: brim.masterlink.v1.Operation.reserve:type_name -> brim.masterlink.v1.Operation.Reserve
-	36, // 26: brim.masterlink.v1.Operation.unreserve:type_name -> brim.masterlink.v1.Operation.Unreserve
-	23, // 27: brim.masterlink.v1.AcceptRequest.operations:type_name -> brim.masterlink.v1.Operation
-	24, // 28: brim.masterlink.v1.AcceptRequest.filters:type_name -> brim.masterlink.v1.Filters
-	24, // 29: brim.masterlink.v1.DeclineRequest.filters:type_name -> brim.masterlink.v1.Filters
-	2,  // 30: brim.masterlink.v1.Operation.Launch.tasks:type_name -> brim.masterlink.v1.TaskInfo
-	8,  // 31: brim.masterlink.v1.AgentLink.Connect:input_type -> brim.masterlink.v1.AgentMessage
-	16, // 32: brim.masterlink.v1.Scheduler.Subscribe:input_type -> brim.masterlink.v1.SubscribeRequest
-	25, // 33: brim.masterlink.v1.Scheduler.Accept:input_type -> brim.masterlink.v1.AcceptRequest
-	26, // 34: brim.masterlink.v1.Scheduler.Decline:input_type -> brim.masterlink.v1.DeclineRequest
-	27, // 35: brim.masterlink.v1.Scheduler.Revive:input_type -> brim.masterlink.v1.ReviveRequest
-	28, // 36: brim.masterlink.v1.Scheduler.Suppress:input_type -> brim.masterlink.v1.SuppressRequest
-	29, // 37: brim.masterlink.v1.Scheduler.Kill:input_type -> brim.masterlink.v1.KillRequest
-	30, // 38: brim.masterlink.v1.Scheduler.Acknowledge:input_type -> brim.masterlink.v1.AcknowledgeRequest
-	31, // 39: brim.masterlink.v1.Scheduler.Reconcile:input_type -> brim.masterlink.v1.ReconcileRequest
-	14, // 40: brim.masterlink.v1.AgentLink.Connect:output_type -> brim.masterlink.v1.MasterMessage
-	22, // 41: brim.masterlink.v1.Scheduler.Subscribe:output_type -> brim.masterlink.v1.Event
-	1,  // 42: brim.masterlink.v1.Scheduler.Accept:output_type -> brim.masterlink.v1.Empty
-	1,  // 43: brim.masterlink.v1.Scheduler.Decline:output_type -> brim.masterlink.v1.Empty
-	1,  // 44: brim.masterlink.v1.Scheduler.Revive:output_type -> brim.masterlink.v1.Empty
-	1,  // 45: brim.masterlink.v1.Scheduler.Suppress:output_type -> brim.masterlink.v1.Empty
-	1,  // 46: brim.masterlink.v1.Scheduler.Kill:output_type -> brim.masterlink.v1.Empty
-	1,  // 47: brim.masterlink.v1.Scheduler.Acknowledge:output_type -> brim.masterlink.v1.Empty
-	1,  // 48: brim.masterlink.v1.Scheduler.Reconcile:output_type -> brim.masterlink.v1.Empty
-	40, // [40:49] is the sub-list for method output_type
-	31, // [31:40] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	34, // 5: brim.masterlink.v1.Register.attributes:type_name -> brim.masterlink.v1.Register.AttributesEntry
+	7,  // 6: brim.masterlink.v1.Register.oversubscription:type_name -> brim.masterlink.v1.Oversubscribed
+	8,  // 7: brim.masterlink.v1.Oversubscribed.corrections:type_name -> brim.masterlink.v1.Correction
+	5,  // 8: brim.masterlink.v1.AgentMessage.register:type_name -> brim.masterlink.v1.Register
+	6,  // 9: brim.masterlink.v1.AgentMessage.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
+	3,  // 10: brim.masterlink.v1.AgentMessage.status:type_name -> brim.masterlink.v1.TaskStatus
+	7,  // 11: brim.masterlink.v1.AgentMessage.oversubscribed:type_name -> brim.masterlink.v1.Oversubscribed
+	2,  // 12: brim.masterlink.v1.RunTask.task:type_name -> brim.masterlink.v1.TaskInfo
+	10, // 13: brim.masterlink.v1.MasterMessage.registered:type_name -> brim.masterlink.v1.Registered
+	11, // 14: brim.masterlink.v1.MasterMessage.run:type_name -> brim.masterlink.v1.RunTask
+	12, // 15: brim.masterlink.v1.MasterMessage.kill:type_name -> brim.masterlink.v1.KillTask
+	13, // 16: brim.masterlink.v1.MasterMessage.update:type_name -> brim.masterlink.v1.UpdateTask
+	14, // 17: brim.masterlink.v1.MasterMessage.ack:type_name -> brim.masterlink.v1.StatusAck
+	16, // 18: brim.masterlink.v1.SubscribeRequest.framework:type_name -> brim.masterlink.v1.FrameworkInfo
+	18, // 19: brim.masterlink.v1.Offers.offers:type_name -> brim.masterlink.v1.Offer
+	19, // 20: brim.masterlink.v1.Event.subscribed:type_name -> brim.masterlink.v1.Subscribed
+	20, // 21: brim.masterlink.v1.Event.offers:type_name -> brim.masterlink.v1.Offers
+	21, // 22: brim.masterlink.v1.Event.rescind:type_name -> brim.masterlink.v1.Rescind
+	3,  // 23: brim.masterlink.v1.Event.update:type_name -> brim.masterlink.v1.TaskStatus
+	6,  // 24: brim.masterlink.v1.Event.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
+	22, // 25: brim.masterlink.v1.Event.error:type_name -> brim.masterlink.v1.ErrorEvent
+	35, // 26: brim.masterlink.v1.Operation.launch:type_name -> brim.masterlink.v1.Operation.Launch
+	36, // 27: brim.masterlink.v1.Operation.reserve:type_name -> brim.masterlink.v1.Operation.Reserve
+	37, // 28: brim.masterlink.v1.Operation.unreserve:type_name -> brim.masterlink.v1.Operation.Unreserve
+	24, // 29: brim.masterlink.v1.AcceptRequest.operations:type_name -> brim.masterlink.v1.Operation
+	25, // 30: brim.masterlink.v1.AcceptRequest.filters:type_name -> brim.masterlink.v1.Filters
+	25, // 31: brim.masterlink.v1.DeclineRequest.filters:type_name -> brim.masterlink.v1.Filters
+	2,  // 32: brim.masterlink.v1.Operation.Launch.tasks:type_name -> brim.masterlink.v1.TaskInfo
+	9,  // 33: brim.masterlink.v1.AgentLink.Connect:input_type -> brim.masterlink.v1.AgentMessage
+	17, // 34: brim.masterlink.v1.Scheduler.Subscribe:input_type -> brim.masterlink.v1.SubscribeRequest
+	26, // 35: brim.masterlink.v1.Scheduler.Accept:input_type -> brim.masterlink.v1.AcceptRequest
+	27, // 36: brim.masterlink.v1.Scheduler.Decline:input_type -> brim.masterlink.v1.DeclineRequest
+	28, // 37: brim.masterlink.v1.Scheduler.Revive:input_type -> brim.masterlink.v1.ReviveRequest
+	29, // 38: brim.masterlink.v1.Scheduler.Suppress:input_type -> brim.masterlink.v1.SuppressRequest
+	30, // 39: brim.masterlink.v1.Scheduler.Kill:input_type -> brim.masterlink.v1.KillRequest
+	31, // 40: brim.masterlink.v1.Scheduler.Acknowledge:input_type -> brim.masterlink.v1.AcknowledgeRequest
+	32, // 41: brim.masterlink.v1.Scheduler.Reconcile:input_type -> brim.masterlink.v1.ReconcileRequest
+	15, // 42: brim.masterlink.v1.AgentLink.Connect:output_type -> brim.masterlink.v1.MasterMessage
+	23, // 43: brim.masterlink.v1.Scheduler.Subscribe:output_type -> brim.masterlink.v1.Event
+	1,  // 44: brim.masterlink.v1.Scheduler.Accept:output_type -> brim.masterlink.v1.Empty
+	1,  // 45: brim.masterlink.v1.Scheduler.Decline:output_type -> brim.masterlink.v1.Empty
+	1,  // 46: brim.masterlink.v1.Scheduler.Revive:output_type -> brim.masterlink.v1.Empty
+	1,  // 47: brim.masterlink.v1.Scheduler.Suppress:output_type -> brim.masterlink.v1.Empty
+	1,  // 48: brim.masterlink.v1.Scheduler.Kill:output_type -> brim.masterlink.v1.Empty
+	1,  // 49: brim.masterlink.v1.Scheduler.Acknowledge:output_type -> brim.masterlink.v1.Empty
+	1,  // 50: brim.masterlink.v1.Scheduler.Reconcile:output_type -> brim.masterlink.v1.Empty
+	42, // [42:51] is the sub-list for method output_type
+	33, // [33:42] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_masterlink_proto_init() }
@@ -2611,20 +2827,20 @@ func file_masterlink_proto_init() {
 	if File_masterlink_proto != nil {
 		return
 	}
-	file_masterlink_proto_msgTypes[7].OneofWrappers = []any{
+	file_masterlink_proto_msgTypes[8].OneofWrappers = []any{
 		(*AgentMessage_Register)(nil),
 		(*AgentMessage_Heartbeat)(nil),
 		(*AgentMessage_Status)(nil),
 		(*AgentMessage_Oversubscribed)(nil),
 	}
-	file_masterlink_proto_msgTypes[13].OneofWrappers = []any{
+	file_masterlink_proto_msgTypes[14].OneofWrappers = []any{
 		(*MasterMessage_Registered)(nil),
 		(*MasterMessage_Run)(nil),
 		(*MasterMessage_Kill)(nil),
 		(*MasterMessage_Update)(nil),
 		(*MasterMessage_Ack)(nil),
 	}
-	file_masterlink_proto_msgTypes[21].OneofWrappers = []any{
+	file_masterlink_proto_msgTypes[22].OneofWrappers = []any{
 		(*Event_Subscribed)(nil),
 		(*Event_Offers)(nil),
 		(*Event_Rescind)(nil),
@@ -2632,7 +2848,7 @@ func file_masterlink_proto_init() {
 		(*Event_Heartbeat)(nil),
 		(*Event_Error)(nil),
 	}
-	file_masterlink_proto_msgTypes[22].OneofWrappers = []any{
+	file_masterlink_proto_msgTypes[23].OneofWrappers = []any{
 		(*Operation_Launch_)(nil),
 		(*Operation_Reserve_)(nil),
 		(*Operation_Unreserve_)(nil),
@@ -2643,7 +2859,7 @@ func file_masterlink_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_masterlink_proto_rawDesc), len(file_masterlink_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   36,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
