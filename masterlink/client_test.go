@@ -13,6 +13,7 @@ import (
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 )
 
 // idleRunner runs nothing; the tests drive Client.Update directly.
@@ -29,6 +30,7 @@ type scriptedMaster struct {
 	statuses chan *pb.TaskStatus
 	acks     chan *pb.StatusAck
 	regs     chan *pb.Register
+	overs    chan *pb.Oversubscribed
 }
 
 func (m *scriptedMaster) Connect(stream pb.AgentLink_ConnectServer) error {
@@ -64,6 +66,9 @@ func (m *scriptedMaster) Connect(stream pb.AgentLink_ConnectServer) error {
 		if st := msg.GetStatus(); st != nil {
 			m.statuses <- st
 		}
+		if o := msg.GetOversubscribed(); o != nil {
+			m.overs <- o
+		}
 	}
 }
 
@@ -73,7 +78,8 @@ func startScripted(t *testing.T) (*scriptedMaster, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &scriptedMaster{statuses: make(chan *pb.TaskStatus, 100), acks: make(chan *pb.StatusAck, 10), regs: make(chan *pb.Register, 10)}
+	m := &scriptedMaster{statuses: make(chan *pb.TaskStatus, 100), acks: make(chan *pb.StatusAck, 10), regs: make(chan *pb.Register, 10),
+		overs: make(chan *pb.Oversubscribed, 100)}
 	s := grpc.NewServer()
 	pb.RegisterAgentLinkServer(s, m)
 	go func() { _ = s.Serve(l) }()
@@ -186,5 +192,61 @@ func TestCheckpointSurvivesRestart(t *testing.T) {
 			t.Fatalf("second delivered %s exit %v %d (the repeated RUNNING must be dropped)", s.State, s.HasExitCode, s.ExitCode)
 		}
 		break
+	}
+}
+
+// TestOversubscription: the status set before the link is up travels with
+// the Register; later changes are sent whole (a revocable change keeps the
+// corrections), in order, and an unchanged status is not sent again.
+func TestOversubscription(t *testing.T) {
+	m, addr := startScripted(t)
+	c := newClient(t, addr, t.TempDir())
+	kill := &pb.Correction{Type: "KILL", ContainerId: "c1", TaskId: "t1", Signal: "load", Value: 3, Threshold: 1, AppliedUnixNano: 42}
+	if err := c.SetOversubscription(masterlink.Oversubscription{Revocable: resources.MustParse("cpus{REV}:1"), Estimator: "fixed",
+		QoS: "load", Summary: "fixed 1 cpu", Corrections: []*pb.Correction{kill}}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, c)
+	var reg *pb.Register
+	select {
+	case reg = <-m.regs:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no register")
+	}
+	o := reg.GetOversubscription()
+	if reg.Revocable != "cpus{REV}:1" || o.GetRevocable() != "cpus{REV}:1" || o.GetEstimator() != "fixed" || o.GetQos() != "load" ||
+		o.GetSummary() != "fixed 1 cpu" || len(o.GetCorrections()) != 1 || !proto.Equal(o.GetCorrections()[0], kill) {
+		t.Fatalf("register: %v", reg)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !c.Connected() {
+		if time.Now().After(deadline) {
+			t.Fatal("never connected")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := c.SetRevocable(resources.MustParse("cpus{REV}:1")); err != nil { // unchanged: not sent
+		t.Fatal(err)
+	}
+	if err := c.SetRevocable(resources.MustParse("cpus{REV}:0.5")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.UpdateOversubscription(func(o *masterlink.Oversubscription) { o.Corrections = nil }); err != nil {
+		t.Fatal(err)
+	}
+	next := func() *pb.Oversubscribed {
+		select {
+		case o := <-m.overs:
+			return o
+		case <-time.After(30 * time.Second):
+			t.Fatal("no oversubscribed message")
+			return nil
+		}
+	}
+	if o := next(); o.Revocable != "cpus{REV}:0.5" || len(o.Corrections) != 1 || o.Estimator != "fixed" {
+		t.Fatalf("first update: %v, want the new revocable with the corrections kept", o)
+	}
+	if o := next(); o.Revocable != "cpus{REV}:0.5" || len(o.Corrections) != 0 {
+		t.Fatalf("second update: %v, want no corrections", o)
 	}
 }
