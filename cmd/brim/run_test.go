@@ -1,0 +1,54 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestFrameworkSecret(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BRIM_SECRET", "from-env")
+	for _, tc := range []struct {
+		name, principal, secret, file, want string
+		ok                                  bool
+	}{
+		{"no principal: nothing, env ignored", "", "", "", "", true},
+		{"file first", "ops", "flag", file, "from-file", true},
+		{"flag before env", "ops", "flag", "", "flag", true},
+		{"env last", "ops", "", "", "from-env", true},
+		{"secret without principal", "", "flag", "", "", false},
+		{"file without principal", "", "", file, "", false},
+		{"missing file", "ops", "", filepath.Join(t.TempDir(), "none"), "", false},
+	} {
+		got, err := frameworkSecret(tc.principal, tc.secret, tc.file)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q (ok %v)", tc.name, got, err, tc.want, tc.ok)
+		}
+	}
+	t.Setenv("BRIM_SECRET", "")
+	if _, err := frameworkSecret("ops", "", ""); err == nil {
+		t.Error("a principal without any secret accepted")
+	}
+}
+
+func TestRefusalMessage(t *testing.T) {
+	wrapped := fmt.Errorf("subscribe: %w", status.Error(codes.PermissionDenied, `principal "ops" may not register_framework for role "web"`))
+	var ee exitError
+	if err := refusal(wrapped); !errors.As(err, &ee) || ee.code != 1 ||
+		ee.msg != `the master refused the framework: permission denied: principal "ops" may not register_framework for role "web"` {
+		t.Fatalf("refusal: %#v", err)
+	}
+	other := fmt.Errorf("subscribe: %w", status.Error(codes.Internal, "boom"))
+	if err := refusal(other); err != other {
+		t.Fatalf("refusal of another error: %#v", err)
+	}
+}
