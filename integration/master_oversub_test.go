@@ -262,3 +262,43 @@ func TestMasterOversubQoSKill(t *testing.T) {
 		}
 	}
 }
+
+// TestDevRevocable: the quick start. `brim dev` takes the agent's
+// oversubscription flags; `brim run --revocable` runs on the fixed
+// estimator's revocable resources and `brim run` without it does not.
+func TestDevRevocable(t *testing.T) {
+	addr := freeAddr(t)
+	startDevProc(t, "--listen", addr, "--allocation-interval", "100ms", "--estimator", "fixed",
+		"--estimator-opt", "resources=cpus:1;mem:512", "--estimator-interval", "1s", "--no-bpf")
+	waitOversubState(t, addr, "the dev agent's estimate", func(st oversubState) bool {
+		return len(st.Agents) == 1 && st.Agents[0].Oversubscription != nil && st.Agents[0].Oversubscription.Estimator == "fixed" &&
+			st.Agents[0].Oversubscription.Estimate != ""
+	})
+	for _, args := range [][]string{{"--revocable", "--task-id", "dev-rev"}, {"--task-id", "dev-plain"}} {
+		r := startRun(t, addr, append(args, "--cpus", "0.5", "--mem", "64", "--", "sleep", "600")...)
+		r.waitLine(t, "RUNNING")
+	}
+	st := getOversubState(t, addr)
+	seen := 0
+	for _, tk := range st.Tasks {
+		res, err := resources.Parse(tk.Resources)
+		if err != nil {
+			t.Fatalf("task %s resources %q: %v", tk.ID, tk.Resources, err)
+		}
+		switch tk.ID {
+		case "dev-rev":
+			seen++
+			if res.Revocable().IsEmpty() || !res.NonRevocable().IsEmpty() {
+				t.Errorf("revocable task on %s", tk.Resources)
+			}
+		case "dev-plain":
+			seen++
+			if !res.Revocable().IsEmpty() {
+				t.Errorf("task without --revocable on %s", tk.Resources)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("tasks in /state: %s", sprint(st.Tasks))
+	}
+}
