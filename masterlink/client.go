@@ -214,6 +214,15 @@ type Oversubscription struct {
 	Corrections []*pb.Correction
 }
 
+// registered is o as a Register carries it: nil for an agent that never
+// set one (no estimator).
+func (o Oversubscription) registered() *pb.Oversubscribed {
+	if o.equal(Oversubscription{}) {
+		return nil
+	}
+	return o.proto()
+}
+
 func (o Oversubscription) proto() *pb.Oversubscribed {
 	return &pb.Oversubscribed{Revocable: o.Revocable.String(), Corrections: o.Corrections,
 		Estimator: o.Estimator, Summary: o.Summary, Qos: o.QoS}
@@ -322,7 +331,7 @@ func (c *Client) session(ctx context.Context, api pb.AgentLinkClient) (bool, err
 	}
 	c.mu.Lock()
 	reg := &pb.Register{AgentId: c.id, Hostname: c.opts.Hostname, Resources: c.opts.Resources.String(), Revocable: c.over.Revocable.String(),
-		Oversubscription: c.over.proto()}
+		Oversubscription: c.over.registered()}
 	c.mu.Unlock()
 	for _, s := range snaps {
 		reg.Tasks = append(reg.Tasks, &pb.TaskSnapshot{Task: taskToProto(s.Task), State: s.State})
@@ -358,7 +367,7 @@ func (c *Client) session(ctx context.Context, api pb.AgentLinkClient) (bool, err
 	}
 	// A change made while the Register was on its way is sent now.
 	var over *pb.Oversubscribed
-	if p := c.over.proto(); !proto.Equal(p, reg.Oversubscription) {
+	if p := c.over.registered(); !proto.Equal(p, reg.Oversubscription) {
 		over = p
 	}
 	c.mu.Unlock()
