@@ -1,8 +1,10 @@
 // Package masterlink is the agent side of the agent↔master protocol
 // (package masterlinkpb): Client registers the agent with the master
 // (persisting the agent ID the master assigns), re-registers with its
-// running tasks after any break, sends heartbeats and oversubscribed
-// resources, runs the master's run/kill commands on a TaskRunner, and
+// running tasks after any break, sends heartbeats and the agent's
+// oversubscription status (revocable resources, the estimate's
+// explanation, the QoS corrections in force and recent kills: whole, on
+// change, in order, and again with every Register), runs the master's run/kill commands on a TaskRunner, and
 // delivers task status updates at least once: checkpointed before Update
 // returns, one in flight per task, resent with exponential backoff until
 // the framework's acknowledgement comes back, identified by UUID so that
