@@ -53,7 +53,8 @@ type Config struct {
 	// WarmShims is how many shims are kept started ahead of launches,
 	// each waiting for a container: a launch that finds one skips the
 	// shim's process start-up (a burst of launches falls back to cold
-	// starts). 0 means 1; negative means none.
+	// starts); a taken shim is replaced once its launch is done. 0 means
+	// 1; negative means none.
 	WarmShims int
 	// Log receives the containerizer's log; default discards.
 	Log *slog.Logger

@@ -104,6 +104,10 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 // "created" → Isolate → go-ahead → "running".
 func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr error) {
 	sp := c.takeWarm()
+	// The replacement starts once this launch is done: started now, the
+	// new shim's process start-up (exec, Go runtime, page faults: several
+	// ms of CPU) would compete with this launch for the CPUs.
+	defer c.refill()
 	if sp != nil {
 		if _, err := io.WriteString(sp.goW, ct.dir+"\n"); err != nil {
 			c.log.Warn("warm shim gone: starting a cold one", "err", err)
@@ -235,7 +239,8 @@ func (sp *shimProc) discard() {
 	}
 }
 
-// takeWarm returns a live warm shim, or nil, and starts a replacement.
+// takeWarm returns a live warm shim, or nil. The caller refills the pool
+// (see refill).
 func (c *Containerizer) takeWarm() *shimProc {
 	var sp *shimProc
 	c.poolMu.Lock()
@@ -249,7 +254,6 @@ func (c *Containerizer) takeWarm() *shimProc {
 		}
 	}
 	c.poolMu.Unlock()
-	c.refill()
 	return sp
 }
 

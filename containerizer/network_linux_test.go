@@ -288,7 +288,11 @@ func TestNetworkReachability(t *testing.T) {
 	e.launch(server, `echo "$BRIM_CONTAINER_IP" > /mnt/sandbox/ip; cat /proc/net/dev > /mnt/sandbox/dev; busybox nc -l -p 7000 > /mnt/sandbox/got.tmp && mv /mnt/sandbox/got.tmp /mnt/sandbox/got; exec sleep 1000`,
 		isolator.Limits{Network: true})
 	srvAddr := e.addr(server)
-	cli := e.launch(client, "cat /proc/net/dev; "+retry("echo hello-"+client+" | busybox nc -w 2 "+srvAddr.String()+" 7000"),
+	// The message is read from a file, not a pipe: busybox nc exits as
+	// soon as the server's side closes (the server's stdin is /dev/null,
+	// so it shuts its half at once); from a pipe whose writer had not
+	// written yet, nc would have sent nothing (seen under load).
+	cli := e.launch(client, "cat /proc/net/dev; echo hello-"+client+" > /tmp/msg; "+retry("busybox nc -w 2 "+srvAddr.String()+" 7000 < /tmp/msg"),
 		isolator.Limits{Network: true})
 	lo := e.launch(alone, "cat /proc/net/dev", isolator.Limits{})
 

@@ -159,11 +159,21 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 			return err
 		}
 	}
-	if err := s.listen(); err != nil {
-		return err
+	// The control socket is bound while libcontainer creates and starts
+	// the container (the shim mostly waits for the init meanwhile): it
+	// must exist by the time "created" is reported, nothing else needs it.
+	listened := make(chan error, 1)
+	go func() { listened <- s.listen() }()
+	var listenErr error
+	listenDone := false
+	waitListen := func() error {
+		if !listenDone {
+			listenErr, listenDone = <-listened, true
+		}
+		return listenErr
 	}
 	defer func() {
-		if retErr != nil {
+		if waitListen() == nil && retErr != nil {
 			s.ln.Close()
 			_ = os.Remove(filepath.Join(s.dir, SocketFile))
 		}
@@ -214,6 +224,9 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 	s.process = p
 	if s.pid, err = p.Pid(); err != nil {
 		return fmt.Errorf("container pid: %w", err)
+	}
+	if err := waitListen(); err != nil {
+		return err
 	}
 	if report != nil {
 		if err := writeReport(report, Report{Event: EventCreated, Pid: s.pid}); err != nil {
