@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 TAGS=${TAGS:-seccomp}
-RUNS=${QOS_REACTION_RUNS:-5}
+RUNS=${QOS_REACTION_RUNS:-10}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
@@ -30,12 +30,14 @@ $GO test -tags "$TAGS" -run '^$' -bench 'BenchmarkInterference100$' -benchtime 2
 dec=$(metric BenchmarkInterference100 ns/op)
 echo "decision / monitor round: $(ratio "$dec" "$fake")"
 
-echo "--- qos: reaction time, onset of interference → first correction applied (real cgroups, ${RUNS} runs per mode)"
+echo "--- qos: reaction time to the first correction applied (real cgroups, ${RUNS} runs per mode)"
 $GO test -tags "$TAGS" -timeout 30m -run '^$' -bench 'BenchmarkReaction' -benchtime "${RUNS}x" -v ./qos \
   | grep -Ev '^(=== |goos|goarch|pkg|cpu)' | tee "$out"
 ev50=$(metric BenchmarkReaction/event p50-onset-ms); ev90=$(metric BenchmarkReaction/event p90-onset-ms)
 tk50=$(metric BenchmarkReaction/tick p50-onset-ms); tk90=$(metric BenchmarkReaction/tick p90-onset-ms)
-evd=$(metric BenchmarkReaction/event p50-detect-ms); tkd=$(metric BenchmarkReaction/tick p50-detect-ms)
-echo "reaction from onset: event-driven p50 ${ev50:-?} ms p90 ${ev90:-?} ms; 1 s ticks p50 ${tk50:-?} ms p90 ${tk90:-?} ms (target ≤ 2000 ms)"
-echo "from the LC's first degraded report: event-driven p50 ${evd:-?} ms, ticks p50 ${tkd:-?} ms"
-echo "event-driven / tick p50: $(ratio "${ev50:-0}" "${tk50:-0}")"
+evd=$(metric BenchmarkReaction/event p50-detect-ms); evd90=$(metric BenchmarkReaction/event p90-detect-ms)
+tkd=$(metric BenchmarkReaction/tick p50-detect-ms); tkd90=$(metric BenchmarkReaction/tick p90-detect-ms)
+echo "from the onset of real degradation (the LC's first degraded report): event-driven p50 ${evd:-?} ms p90 ${evd90:-?} ms; 1 s ticks p50 ${tkd:-?} ms p90 ${tkd90:-?} ms"
+echo "tick p90 from degradation / 2000 ms target: $(ratio "${tkd90:-0}" 2000); event-driven p90 / target: $(ratio "${evd90:-0}" 2000)"
+echo "from the antagonists' start (includes the time until the LC degrades): event-driven p50 ${ev50:-?} ms p90 ${ev90:-?} ms; ticks p50 ${tk50:-?} ms p90 ${tk90:-?} ms"
+echo "event-driven / tick p50 from degradation: $(ratio "${evd:-0}" "${tkd:-0}")"

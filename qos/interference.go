@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/brimnode/brim/monitor"
@@ -50,6 +51,25 @@ type InterferenceConfig struct {
 	// below; default 10.
 	ThrottleFraction float64
 	MinQuota         int64
+	// Persist is the number of consecutive degraded observations (each a
+	// new report or sample of the victim) before the first correction;
+	// default 2. Zero or one: the first degraded observation corrects.
+	Persist int
+	// FreezeHold is the minimum time at the FREEZE level before the first
+	// KILL (a frozen disk writer's dirty pages keep flushing for a while);
+	// default 5 s. Never shorter than Cooldown.
+	FreezeHold time.Duration
+	// Improvement: past FREEZE, an escalation (the kill level, each KILL)
+	// waits while the worst signal keeps improving — its value over its
+	// threshold dropped by at least this fraction since the last step or
+	// check; default 0.2. Zero disables the check.
+	Improvement float64
+	// ActiveCPU (cpus) and ActiveStall (fraction of time stalled on io or
+	// memory, PSI some) are the activity over the last monitor interval at
+	// or above which a revocable container counts as active; only active
+	// containers are corrected. Defaults 0.05 and 0.05. Both zero: every
+	// revocable container counts as active.
+	ActiveCPU, ActiveStall float64
 }
 
 // DefaultFloors are the default absolute floors per signal.
@@ -63,9 +83,15 @@ var DefaultFloors = map[string]float64{
 
 // Interference protects every non-revocable (latency-critical) container:
 // it compares each of its signals with the container's own baseline and,
-// while any is degraded, escalates one step per cool-down — THROTTLE every
-// revocable container, then FREEZE them, then KILL them one at a time,
-// youngest first. When every victim has stayed healthy for RecoverAfter it
+// once one has been degraded for Persist consecutive observations,
+// escalates one step per cool-down — THROTTLE every active revocable
+// container, then FREEZE them, then (after FreezeHold, and only while the
+// signal stops improving) KILL them one at a time, most active first
+// (youngest first when activity is unknown). A revocable container is
+// active when it used cpu, or stalled on io or memory, over the last
+// monitor interval (a frozen one keeps the activity it had when frozen; one
+// with fewer than two samples counts as active); idle ones are never
+// corrected. When every victim has stayed healthy for RecoverAfter it
 // steps back down (THAW, then UNTHROTTLE). Baselines are learned only
 // while no correction is in force and the signal is not degraded. Every
 // correction names the signal (and victim) that triggered it. Not safe for
@@ -82,7 +108,23 @@ type Interference struct {
 	throttled    map[string]bool
 	frozen       map[string]bool
 	killed       map[string]bool // until they leave the usage
+
+	streak    int       // consecutive degraded observations at LevelNone
+	lastStamp time.Time // time of the last observation counted in streak
+	ref       float64   // worst value/threshold at the last step or check past FREEZE
+	frozeAt   time.Time // when the FREEZE level was entered
+	frozenAct map[string]activity
 }
+
+// activity is a revocable container's use over the last monitor interval.
+type activity struct {
+	known  bool    // two samples with cpu figures
+	active bool    // at or above the activity thresholds (or unknown)
+	cpu    float64 // cpus
+	stall  float64 // fraction of time stalled on io + memory (PSI some)
+}
+
+func (a activity) score() float64 { return a.cpu + a.stall }
 
 type baseline struct {
 	mean float64
@@ -101,7 +143,8 @@ const (
 
 // NewInterference is the interference factory. Options: enter-factor,
 // exit-factor, alpha, warmup, cooldown, recover-after, throttle-fraction,
-// min-quota, and floor-<signal> (e.g. floor-runqueue-p99=0.002).
+// min-quota, persist, freeze-hold, improvement, active-cpu, active-stall,
+// and floor-<signal> (e.g. floor-runqueue-p99=0.002).
 func NewInterference(opts Options, _ *slog.Logger) (Controller, error) {
 	var errs []error
 	c := InterferenceConfig{
@@ -113,6 +156,11 @@ func NewInterference(opts Options, _ *slog.Logger) (Controller, error) {
 		RecoverAfter:     opts.duration("recover-after", 10*time.Second, &errs),
 		ThrottleFraction: opts.float("throttle-fraction", 0.2, &errs),
 		MinQuota:         int64(opts.int("min-quota", 10, &errs)),
+		Persist:          opts.int("persist", 2, &errs),
+		FreezeHold:       opts.duration("freeze-hold", 5*time.Second, &errs),
+		Improvement:      opts.float("improvement", 0.2, &errs),
+		ActiveCPU:        opts.float("active-cpu", 0.05, &errs),
+		ActiveStall:      opts.float("active-stall", 0.05, &errs),
 		Floors:           map[string]float64{},
 	}
 	for s, f := range DefaultFloors {
@@ -134,6 +182,8 @@ func NewInterferenceWith(c InterferenceConfig) (*Interference, error) {
 		return nil, fmt.Errorf("interference controller: need 0 < alpha ≤ 1, warmup ≥ 1: %w", ErrInvalidOption)
 	case c.ThrottleFraction <= 0 || c.ThrottleFraction > 1 || c.MinQuota < 1:
 		return nil, fmt.Errorf("interference controller: need 0 < throttle-fraction ≤ 1, min-quota ≥ 1: %w", ErrInvalidOption)
+	case c.Persist < 0 || c.FreezeHold < 0 || c.Improvement < 0 || c.Improvement >= 1 || c.ActiveCPU < 0 || c.ActiveStall < 0:
+		return nil, fmt.Errorf("interference controller: need persist ≥ 0, freeze-hold ≥ 0, 0 ≤ improvement < 1, active-cpu ≥ 0, active-stall ≥ 0: %w", ErrInvalidOption)
 	}
 	if c.Floors == nil {
 		c.Floors = DefaultFloors
@@ -144,6 +194,7 @@ func NewInterferenceWith(c InterferenceConfig) (*Interference, error) {
 		throttled: map[string]bool{},
 		frozen:    map[string]bool{},
 		killed:    map[string]bool{},
+		frozenAct: map[string]activity{},
 	}, nil
 }
 
@@ -174,11 +225,51 @@ func Signals(c *monitor.ContainerUsage) map[string]float64 {
 	return out
 }
 
+// stamp is the time of the observation behind signal sig of c: when the
+// application measured its latency, else the sample's time.
+func stamp(c *monitor.ContainerUsage, sig string) time.Time {
+	if al := c.Latest.AppLatency; sig == SignalAppLatency && al != nil && !al.Measured.IsZero() {
+		return al.Measured
+	}
+	return c.Latest.Timestamp
+}
+
+// activityOf returns c's activity over its last monitor interval.
+func (ic *Interference) activityOf(c *monitor.ContainerUsage) activity {
+	if a, ok := ic.frozenAct[c.ID]; ok && ic.frozen[c.ID] {
+		return a
+	}
+	off := ic.cfg.ActiveCPU == 0 && ic.cfg.ActiveStall == 0
+	var p []monitor.Statistics
+	if c.History != nil {
+		p = c.History.Last(2)
+	}
+	if len(p) < 2 || !p[0].HasCPU || !p[1].HasCPU {
+		return activity{active: true}
+	}
+	prev, cur := &p[0], &p[1]
+	dt := cur.Timestamp.Sub(prev.Timestamp)
+	if dt <= 0 {
+		return activity{active: true}
+	}
+	a := activity{known: true}
+	if cur.CPUUsageNanos >= prev.CPUUsageNanos {
+		a.cpu = float64(cur.CPUUsageNanos-prev.CPUUsageNanos) / float64(dt)
+	}
+	if prev.HasPressure && cur.HasPressure {
+		a.stall = max(0, float64(cur.IOPressure.SomeTotal-prev.IOPressure.SomeTotal)/float64(dt)) +
+			max(0, float64(cur.MemPressure.SomeTotal-prev.MemPressure.SomeTotal)/float64(dt))
+	}
+	a.active = off || (ic.cfg.ActiveCPU > 0 && a.cpu >= ic.cfg.ActiveCPU) || (ic.cfg.ActiveStall > 0 && a.stall >= ic.cfg.ActiveStall)
+	return a
+}
+
 // Corrections implements Controller. The round's time is u.Timestamp.
 func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Correction, error) {
 	now := u.Timestamp
 	live := map[string]bool{}
 	var worst *Trigger
+	var worstStamp time.Time
 	worstRatio := 0.0
 	for i := range u.Containers {
 		c := &u.Containers[i]
@@ -205,7 +296,7 @@ func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Corre
 			if b.n >= ic.cfg.Warmup && v > thr {
 				if r := v / thr; worst == nil || r > worstRatio {
 					worst = &Trigger{Signal: sig, Victim: c.ID, Value: v, Baseline: b.mean, Threshold: thr}
-					worstRatio = r
+					worstRatio, worstStamp = r, stamp(c, sig)
 				}
 				continue
 			}
@@ -224,45 +315,97 @@ func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Corre
 			delete(ic.baselines, id)
 		}
 	}
-	for id := range ic.throttled {
-		if !live[id] {
-			delete(ic.throttled, id)
+	for _, m := range []map[string]bool{ic.throttled, ic.frozen, ic.killed} {
+		for id := range m {
+			if !live[id] {
+				delete(m, id)
+			}
 		}
 	}
-	for id := range ic.frozen {
-		if !live[id] {
-			delete(ic.frozen, id)
-		}
-	}
-	for id := range ic.killed {
-		if !live[id] {
-			delete(ic.killed, id)
+	for id := range ic.frozenAct {
+		if !ic.frozen[id] {
+			delete(ic.frozenAct, id)
 		}
 	}
 
+	// The revocable containers that may be corrected: not being killed,
+	// and frozen or active; most active first.
+	acts := map[string]activity{}
+	be := slices.DeleteFunc(youngestRevocable(&u), func(c *monitor.ContainerUsage) bool {
+		if ic.killed[c.ID] {
+			return true
+		}
+		a := ic.activityOf(c)
+		acts[c.ID] = a
+		return !a.active && !ic.frozen[c.ID]
+	})
+	slices.SortStableFunc(be, func(x, y *monitor.ContainerUsage) int {
+		ax, ay := acts[x.ID], acts[y.ID]
+		switch {
+		case ax.known != ay.known:
+			if ax.known {
+				return -1
+			}
+			return 1
+		case ax.score() > ay.score():
+			return -1
+		case ax.score() < ay.score():
+			return 1
+		}
+		return 0 // youngest first, from youngestRevocable
+	})
+
 	var out []Correction
-	be := slices.DeleteFunc(youngestRevocable(&u), func(c *monitor.ContainerUsage) bool { return ic.killed[c.ID] })
 	cooled := ic.lastChange.IsZero() || now.Sub(ic.lastChange) >= ic.cfg.Cooldown
+	if worst == nil || ic.level > LevelNone {
+		ic.streak, ic.lastStamp = 0, time.Time{}
+	}
 	if worst != nil && len(be) == 0 && ic.level == LevelNone {
-		// Nothing revocable runs: whatever hurts the victim, corrections
-		// cannot help. Do not arm the response for work that arrives later.
+		// Nothing revocable is at work: whatever hurts the victim,
+		// corrections cannot help. Do not arm the response for work that
+		// arrives later.
+		ic.streak, ic.lastStamp = 0, time.Time{}
 		return nil, nil
 	}
 	if worst != nil {
 		ic.healthySince = time.Time{}
 		switch {
 		case ic.level == LevelNone:
+			if ic.lastStamp.IsZero() || worstStamp.After(ic.lastStamp) {
+				ic.streak, ic.lastStamp = ic.streak+1, worstStamp
+			}
+			if ic.streak < ic.cfg.Persist {
+				return nil, nil // not yet persistent: maybe noise
+			}
+			ic.streak, ic.lastStamp = 0, time.Time{}
 			ic.step(LevelThrottle, now, *worst)
-		case cooled && ic.level < LevelKill && len(be) > 0:
-			ic.step(ic.level+1, now, *worst)
-		case cooled && ic.level == LevelKill && len(be) > 0:
-			ic.cause, ic.lastChange = *worst, now
-			c := be[0]
-			delete(ic.throttled, c.ID)
-			delete(ic.frozen, c.ID)
-			ic.killed[c.ID] = true
-			return []Correction{{Type: Kill, ContainerID: c.ID, Trigger: *worst,
-				Reason: fmt.Sprintf("%s still degraded with revocable work frozen: preempting the youngest revocable container", worst.Victim)}}, nil
+		case ic.level == LevelThrottle && cooled && len(be) > 0:
+			ic.step(LevelFreeze, now, *worst)
+			ic.ref, ic.frozeAt = worstRatio, now
+		case ic.level >= LevelFreeze && len(be) > 0:
+			switch {
+			case !cooled || (ic.level == LevelFreeze && now.Sub(ic.frozeAt) < ic.cfg.FreezeHold):
+			case ic.cfg.Improvement > 0 && worstRatio <= (1-ic.cfg.Improvement)*ic.ref:
+				// Still improving (a frozen writer's dirty pages
+				// flushing): wait another cool-down before escalating.
+				ic.ref, ic.lastChange = worstRatio, now
+			case ic.level == LevelFreeze:
+				ic.step(LevelKill, now, *worst)
+				ic.ref = worstRatio
+			default:
+				ic.cause, ic.lastChange, ic.ref = *worst, now, worstRatio
+				c := be[0]
+				why := "the youngest"
+				if a := acts[c.ID]; a.known {
+					why = fmt.Sprintf("the most active (cpu %.2f, io+memory stall %.2f)", a.cpu, a.stall)
+				}
+				delete(ic.throttled, c.ID)
+				delete(ic.frozen, c.ID)
+				delete(ic.frozenAct, c.ID)
+				ic.killed[c.ID] = true
+				return []Correction{{Type: Kill, ContainerID: c.ID, Trigger: *worst,
+					Reason: fmt.Sprintf("%s still degraded with revocable work frozen: preempting %s revocable container", worst.Victim, why)}}, nil
+			}
 		}
 	} else if ic.level > LevelNone {
 		if ic.healthySince.IsZero() {
@@ -275,6 +418,7 @@ func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Corre
 					out = append(out, Correction{Type: Thaw, ContainerID: id, Trigger: rec, Reason: "victims healthy: thawing"})
 				}
 				clear(ic.frozen)
+				clear(ic.frozenAct)
 				ic.level = LevelThrottle
 			} else {
 				for _, id := range sortedKeys(ic.throttled) {
@@ -288,10 +432,17 @@ func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Corre
 		}
 	}
 
-	// Bring every revocable container to the current level (also those
-	// that appeared since the last step).
-	for i := len(be) - 1; i >= 0; i-- { // oldest first: stable output
-		c := be[i]
+	// Bring every active revocable container to the current level (also
+	// those that appeared or woke up since the last step).
+	// Oldest first, whatever their activity: stable output.
+	byAge := slices.Clone(be)
+	slices.SortStableFunc(byAge, func(x, y *monitor.ContainerUsage) int {
+		if c := x.StartedAt.Compare(y.StartedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(y.ID, x.ID)
+	})
+	for _, c := range byAge {
 		if ic.level >= LevelThrottle && !ic.throttled[c.ID] {
 			q := max(int64(float64(c.Limits.MilliCPUs)*ic.cfg.ThrottleFraction), ic.cfg.MinQuota)
 			out = append(out, Correction{Type: Throttle, ContainerID: c.ID, CPUQuota: q, Trigger: ic.cause,
@@ -302,6 +453,7 @@ func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Corre
 			out = append(out, Correction{Type: Freeze, ContainerID: c.ID, Trigger: ic.cause,
 				Reason: fmt.Sprintf("%s still degraded with best-effort work throttled: freezing it", ic.cause.Victim)})
 			ic.frozen[c.ID] = true
+			ic.frozenAct[c.ID] = acts[c.ID]
 		}
 	}
 	return out, nil

@@ -54,7 +54,8 @@ func TestRunEventDriven(t *testing.T) {
 	go func() { done <- Run(ctx, src, ic, a, LoopConfig{Interval: time.Hour}, nil) }()
 	src.set(node(0, time.Millisecond, "be"))
 	src.set(node(1, time.Millisecond, "be"))
-	src.set(node(2, 20*time.Millisecond, "be")) // a latency report arrives
+	src.set(node(2, 20*time.Millisecond, "be")) // degraded latency reports arrive:
+	src.set(node(3, 20*time.Millisecond, "be")) // the second in a row corrects (persist=2)
 	if got := <-act.calls; got != "quota be" {
 		t.Fatalf("actuator call %q", got)
 	}

@@ -53,7 +53,9 @@ func render(cs []Correction) string {
 }
 
 func TestInterferenceGradedResponse(t *testing.T) {
-	ic, err := NewInterference(Options{"warmup": "3", "cooldown": "3s", "recover-after": "5s"}, nil)
+	// persist=1 and freeze-hold=cooldown: the plain graded response (the
+	// newer rules have their own tests).
+	ic, err := NewInterference(Options{"warmup": "3", "cooldown": "3s", "recover-after": "5s", "persist": "1", "freeze-hold": "3s"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,6 +182,8 @@ func (n *benchNode) Kill(_ context.Context, id, _ string) error {
 }
 
 type reaction struct {
+	// fromDegraded is -1 when the LC never reported a degraded window
+	// (by the bench's own criterion) before the first correction.
 	fromOnset, fromDegraded time.Duration
 	// Median LC p99: solo, contended before the first correction, and
 	// over the 2nd–4th second after it.
@@ -293,7 +295,7 @@ func runReaction(t testing.TB, tickOnly bool) (reaction, error) {
 			kinds := slices.Clone(n.kinds)
 			n.mu.Unlock()
 			r := reaction{fromOnset: first.Sub(onset), baseline: median(before), degraded: median(after),
-				corrected: median(corrected[20:]), kinds: kinds}
+				corrected: median(corrected[20:]), kinds: kinds, fromDegraded: -1}
 			if !degradedAt.IsZero() {
 				r.fromDegraded = max(0, first.Sub(degradedAt))
 			}
@@ -318,10 +320,18 @@ func pct(d []time.Duration, p int) time.Duration {
 	return s[min(len(s)-1, len(s)*p/100)]
 }
 
-// BenchmarkReaction measures the time from the onset of interference to
-// the first correction applied, with real processes in real cgroups:
-// event-driven rounds (on every latency report) against 1 s ticks only.
-// Each b.N iteration is one full run; run it with -benchtime=Nx.
+// BenchmarkReaction measures the time to the first correction applied,
+// with real processes in real cgroups: event-driven rounds (on every
+// latency report) against 1 s ticks only, with the controller's default
+// persist (2 consecutive degraded observations). The headline is from the
+// onset of real degradation — the LC's first report beyond twice its solo
+// median — because on this shared machine the antagonists' start does not
+// always degrade the LC at once (the other engineers' load can leave it a
+// cpu for a while): from the antagonists' start (onset) is reported too.
+// Runs where the controller corrected before the LC reported a degraded
+// window are counted (undegraded-runs) and left out of the detect
+// percentiles. Each b.N iteration is one full run; run it with
+// -benchtime=Nx.
 func BenchmarkReaction(b *testing.B) {
 	testutil.RequireRoot(b)
 	for _, mode := range []struct {
@@ -331,7 +341,7 @@ func BenchmarkReaction(b *testing.B) {
 		b.Run(mode.name, func(b *testing.B) {
 			var onset, degraded []time.Duration
 			var base, deg, corr []time.Duration
-			missed := 0
+			missed, undegraded := 0, 0
 			for b.Loop() {
 				r, err := runReaction(b, mode.tickOnly)
 				if err != nil {
@@ -342,19 +352,26 @@ func BenchmarkReaction(b *testing.B) {
 					continue
 				}
 				onset = append(onset, r.fromOnset)
-				degraded = append(degraded, r.fromDegraded)
+				if r.fromDegraded >= 0 {
+					degraded = append(degraded, r.fromDegraded)
+				} else {
+					undegraded++
+				}
 				base, deg, corr = append(base, r.baseline), append(deg, r.degraded), append(corr, r.corrected)
-				b.Logf("%s: reaction %v from onset, %v from first degraded report; lc p99 solo %v contended %v corrected %v; corrections %v",
+				b.Logf("%s: reaction %v from onset, %v from first degraded report (-1ns: none); lc p99 solo %v contended %v corrected %v; corrections %v",
 					mode.name, r.fromOnset.Round(time.Millisecond), r.fromDegraded.Round(time.Millisecond), r.baseline, r.degraded, r.corrected, r.kinds)
 			}
 			b.ReportMetric(float64(missed), "missed-runs")
+			b.ReportMetric(float64(undegraded), "undegraded-runs")
 			if len(onset) == 0 {
 				return
 			}
 			b.ReportMetric(pct(onset, 50).Seconds()*1000, "p50-onset-ms")
 			b.ReportMetric(pct(onset, 90).Seconds()*1000, "p90-onset-ms")
-			b.ReportMetric(pct(degraded, 50).Seconds()*1000, "p50-detect-ms")
-			b.ReportMetric(pct(degraded, 90).Seconds()*1000, "p90-detect-ms")
+			if len(degraded) > 0 {
+				b.ReportMetric(pct(degraded, 50).Seconds()*1000, "p50-detect-ms")
+				b.ReportMetric(pct(degraded, 90).Seconds()*1000, "p90-detect-ms")
+			}
 			b.ReportMetric(float64(median(base).Microseconds()), "lc-p99-solo-us")
 			b.ReportMetric(float64(median(deg).Microseconds()), "lc-p99-contended-us")
 			b.ReportMetric(float64(median(corr).Microseconds()), "lc-p99-corrected-us")

@@ -1,0 +1,206 @@
+package qos
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/isolator"
+	"github.com/brimnode/brim/monitor"
+)
+
+// be is a revocable container for activeNode: over the last second it
+// used cpu cpus and stalled on io for io of the time; idle when both are 0.
+type be struct {
+	id      string
+	cpu, io float64
+}
+
+// activeNode is node with revocable containers that have two samples (one
+// second apart) showing their activity; started at t0 + index seconds.
+func activeNode(sec int, lat time.Duration, bes ...be) monitor.Usage {
+	u := node(sec, lat)
+	now := u.Timestamp
+	for i, b := range bes {
+		var prev, cur monitor.Statistics
+		prev.Timestamp, cur.Timestamp = now.Add(-time.Second), now
+		prev.HasCPU, cur.HasCPU = true, true
+		prev.CPUUsageNanos = 5e9
+		cur.CPUUsageNanos = prev.CPUUsageNanos + uint64(b.cpu*1e9)
+		prev.HasPressure, cur.HasPressure = true, true
+		cur.IOPressure.SomeTotal = time.Duration(b.io * float64(time.Second))
+		r := monitor.NewRing(2)
+		r.Push(prev)
+		r.Push(cur)
+		u.Containers = append(u.Containers, monitor.ContainerUsage{ContainerInfo: monitor.ContainerInfo{
+			ID: b.id, Revocable: true, StartedAt: t0.Add(time.Duration(i) * time.Second),
+			Limits: isolator.Limits{MilliCPUs: 1000, Class: isolator.BestEffort}}, Latest: cur, History: r})
+	}
+	return u
+}
+
+func newTestInterference(t *testing.T, opts Options) *Interference {
+	t.Helper()
+	base := Options{"warmup": "3", "cooldown": "2s", "recover-after": "5s"}
+	for k, v := range opts {
+		base[k] = v
+	}
+	c, err := NewInterference(base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.(*Interference)
+}
+
+type activeStep struct {
+	sec  int
+	lat  time.Duration
+	bes  []be
+	want string
+}
+
+func runActiveSteps(t *testing.T, c *Interference, steps []activeStep) {
+	t.Helper()
+	for _, s := range steps {
+		cs, err := c.Corrections(context.Background(), activeNode(s.sec, s.lat, s.bes...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := render(cs); got != s.want {
+			t.Fatalf("t=%ds lat=%v: corrections %q (level %d), want %q", s.sec, s.lat, got, c.Level(), s.want)
+		}
+	}
+}
+
+// The first correction needs the degradation on persist consecutive new
+// observations; a single noisy window, or one report seen by several
+// rounds, is not enough.
+func TestInterferencePersist(t *testing.T) {
+	ms := time.Millisecond
+	busy := []be{{"a", 0.9, 0}}
+	for _, tc := range []struct {
+		name    string
+		persist string
+		steps   []activeStep
+	}{
+		{"default 2: one noisy window", "", []activeStep{
+			{0, ms, busy, ""}, {1, ms, busy, ""}, {2, ms, busy, ""},
+			{3, 9 * ms, busy, ""}, // 1st degraded window
+			{4, ms, busy, ""},     // quiet: the streak restarts
+			{5, 9 * ms, busy, ""},
+			{6, 9 * ms, busy, "THROTTLE a@200"}, // 2nd in a row
+		}},
+		{"3", "3", []activeStep{
+			{0, ms, busy, ""}, {1, ms, busy, ""}, {2, ms, busy, ""},
+			{3, 9 * ms, busy, ""}, {4, 9 * ms, busy, ""},
+			{5, 9 * ms, busy, "THROTTLE a@200"},
+		}},
+		{"1: at once", "1", []activeStep{
+			{0, ms, busy, ""}, {1, ms, busy, ""}, {2, ms, busy, ""},
+			{3, 9 * ms, busy, "THROTTLE a@200"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{}
+			if tc.persist != "" {
+				opts["persist"] = tc.persist
+			}
+			runActiveSteps(t, newTestInterference(t, opts), tc.steps)
+		})
+	}
+
+	// The same latency report seen by two rounds (a tick after the
+	// event-driven round) counts once.
+	c := newTestInterference(t, nil)
+	measured := t0.Add(3 * time.Second)
+	for sec := range 6 {
+		u := activeNode(sec, ms, busy...)
+		if sec >= 3 {
+			u.Containers[0].Latest.AppLatency = &monitor.LatencySummary{P99: 9 * ms, Measured: measured}
+		}
+		cs, _ := c.Corrections(context.Background(), u)
+		if len(cs) != 0 {
+			t.Fatalf("t=%d: one stale report corrected: %v", sec, render(cs))
+		}
+	}
+	u := activeNode(6, 9*ms, busy...)
+	u.Containers[0].Latest.AppLatency.Measured = t0.Add(6 * time.Second)
+	if cs, _ := c.Corrections(context.Background(), u); render(cs) != "THROTTLE a@200" {
+		t.Fatalf("second report: %q", render(cs))
+	}
+}
+
+// Only revocable containers that used cpu or stalled on io over the last
+// interval are corrected; a frozen one keeps the activity it had.
+func TestInterferenceIdleRevocable(t *testing.T) {
+	ms := time.Millisecond
+	idle := []be{{"a", 0.01, 0}, {"b", 0, 0}} // a sleep loop, nothing
+	oneBusy := []be{{"a", 0.01, 0}, {"b", 0.02, 0.8}}
+	bothBusy := []be{{"a", 0.7, 0}, {"b", 0.02, 0.8}}
+	frozen := []be{{"a", 0, 0}, {"b", 0, 0}}
+	c := newTestInterference(t, Options{"persist": "1", "freeze-hold": "2s"})
+	runActiveSteps(t, c, []activeStep{
+		{0, ms, idle, ""}, {1, ms, idle, ""}, {2, ms, idle, ""},
+		// Degraded while every antagonist sleeps: nothing to blame, and
+		// the response is not armed.
+		{3, 9 * ms, idle, ""},
+		{4, 9 * ms, idle, ""},
+		// b floods the disk (io stall, little cpu): b alone.
+		{5, 9 * ms, oneBusy, "THROTTLE b@200"},
+		{6, 9 * ms, oneBusy, ""},
+		{7, 9 * ms, oneBusy, "FREEZE b"},
+		// a wakes up: it joins the level.
+		{8, 9 * ms, bothBusy, "THROTTLE a@200, FREEZE a"},
+		// Frozen: no activity now, the one before the freeze counts.
+		{10, 9 * ms, frozen, ""}, // the step to the kill level
+		// b stalled 0.82 before its freeze, a used 0.7: b goes first.
+		{12, 9 * ms, frozen, "KILL b"},
+		{14, 9 * ms, frozen[:1], "KILL a"},
+	})
+	if c.Level() != LevelKill {
+		t.Fatalf("level %d", c.Level())
+	}
+}
+
+// Past FREEZE the controller waits freeze-hold, then escalates only while
+// the signal stopped improving (a frozen writer's dirty pages flushing).
+func TestInterferenceFreezeHold(t *testing.T) {
+	ms := time.Millisecond
+	busy := []be{{"a", 0.9, 0}, {"b", 0.5, 0}}
+	quiet := []activeStep{{0, ms, busy, ""}, {1, ms, busy, ""}, {2, ms, busy, ""}}
+	for _, tc := range []struct {
+		name  string
+		steps []activeStep
+	}{
+		{"stalled", []activeStep{
+			{3, 9 * ms, busy, "THROTTLE a@200, THROTTLE b@200"},
+			{5, 9 * ms, busy, "FREEZE a, FREEZE b"},
+			{8, 9 * ms, busy, ""},  // 3 s < freeze-hold 5 s
+			{10, 9 * ms, busy, ""}, // the step to the kill level
+			{12, 9 * ms, busy, "KILL a"},
+		}},
+		{"improving", []activeStep{
+			{3, 9 * ms, busy, "THROTTLE a@200, THROTTLE b@200"},
+			{5, 12 * ms, busy, "FREEZE a, FREEZE b"},
+			{10, 8 * ms, busy, ""}, // improved by 1/3: wait
+			{12, 6 * ms, busy, ""}, // improved by 1/4: wait
+			{14, 6 * ms, busy, ""}, // stalled: the kill level
+			{15, 6 * ms, busy, ""}, // cool-down
+			{16, 4 * ms, busy, ""}, // improving again: wait
+			{18, 4 * ms, busy, "KILL a"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTestInterference(t, Options{"persist": "1"})
+			runActiveSteps(t, c, append(append([]activeStep{}, quiet...), tc.steps...))
+		})
+	}
+}
+
+func TestInterferenceNewOptions(t *testing.T) {
+	for _, o := range []Options{{"persist": "-1"}, {"freeze-hold": "-1s"}, {"improvement": "1"}, {"active-cpu": "-0.1"}, {"active-stall": "x"}} {
+		if _, err := NewInterference(o, nil); err == nil {
+			t.Errorf("%v accepted", o)
+		}
+	}
+}
