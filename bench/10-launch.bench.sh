@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "launch bench: needs root" >&2; exit 1; }
 command -v runc >/dev/null || { echo "launch bench: runc not installed (make deps)" >&2; exit 1; }
 N="${LAUNCH_BENCH_N:-30}"
+load_before=$(cut -d' ' -f1 /proc/loadavg)
 out=$(go test -tags seccomp -run '^$' -bench '^BenchmarkLaunch$' -benchtime "${N}x" -timeout 20m ./containerizer/)
 echo "$out" | grep -E '^Benchmark' | while read -r name _ _ _ rest; do
   # rest: "<v> p50-ms <v> p50-ratio-vs-runc <v> p90-ms <v> runc-p50-ms <v> runc-p90-ms"
@@ -22,3 +23,6 @@ echo "$out" | grep -E '^Benchmark' | while read -r name _ _ _ rest; do
   printf '%-40s brim p50 %6.1f ms p90 %6.1f ms | runc p50 %6.1f ms p90 %6.1f ms | p50 ratio brim/runc %.2f\n' \
     "${name%-*}" "${m[p50-ms]}" "${m[p90-ms]}" "${m[runc-p50-ms]}" "${m[runc-p90-ms]}" "${m[p50-ratio-vs-runc]}"
 done
+# The ratio is the figure to compare across runs; absolute times follow the
+# machine's load.
+echo "launch bench: load average $load_before before, $(cut -d' ' -f1 /proc/loadavg) after (N=$N)"
