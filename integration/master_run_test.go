@@ -279,7 +279,7 @@ func TestMasterOperatorHTTP(t *testing.T) {
 		t.Fatalf("brim state: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// A running task across the master restart.
-	run := startRun(t, m.Addr, "--task-id", "survivor", "--failover-timeout", "5m", "--", "sleep", "300")
+	run := startRun(t, m.Addr, "--principal", "ops", "--secret", "s3cret", "--task-id", "survivor", "--failover-timeout", "5m", "--", "sleep", "300")
 	run.waitLine(t, "RUNNING")
 
 	m.stop()

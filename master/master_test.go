@@ -130,7 +130,13 @@ func newClusterAt(t *testing.T, opts master.Options, addr string) *cluster {
 // startAgent runs a masterlink client with a fake runner until stopped.
 func (c *cluster) startAgent(dir string, r *fakeRunner) (stop func()) {
 	c.t.Helper()
-	cl, err := masterlink.New(masterlink.Options{Master: c.addr, StateDir: dir, Resources: resources.MustParse("cpus:4;mem:4096"),
+	return c.startAgentWith(dir, r, resources.MustParse("cpus:4;mem:4096"))
+}
+
+// startAgentWith is startAgent for an agent offering res.
+func (c *cluster) startAgentWith(dir string, r *fakeRunner, res resources.Resources) (stop func()) {
+	c.t.Helper()
+	cl, err := masterlink.New(masterlink.Options{Master: c.addr, StateDir: dir, Resources: res,
 		Runner: r, RetryMin: 100 * time.Millisecond, RetryMax: time.Second, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
 	if err != nil {
 		c.t.Fatal(err)
@@ -379,60 +385,65 @@ func TestAgentBackWithinTimeoutKeepsTasks(t *testing.T) {
 
 func TestDRFSharesTwoFrameworks(t *testing.T) {
 	c := newCluster(t, master.Options{})
-	// Seed 000's example scaled: A wants ⟨1 cpu, 1024 MiB⟩ per task, B
-	// wants ⟨3 cpus, 256 MiB⟩. 12 cpus and 12 GiB in all. Both frameworks
-	// are there before the agents, so that both want resources from the
-	// start.
+	// Seed 000's example: 9 cpus and 18 GB; A wants <1 cpu, 4 GB> per task,
+	// B <3 cpus, 1 GB>. DRF gives A 3 tasks and B 2, dominant shares 2/3
+	// each. Both frameworks are there before the agent, so that both want
+	// resources from the start.
 	a := c.startFramework("a", "ra")
 	b := c.startFramework("b", "rb")
 	<-a.subscribed
 	<-b.subscribed
-	for i := 0; i < 3; i++ {
-		c.startAgent(t.TempDir(), newFakeRunner())
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	c.startAgentWith(t.TempDir(), newFakeRunner(), resources.MustParse("cpus:9;mem:18432"))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
 	n := map[string]int{}
 	var mu sync.Mutex
+	// Both frameworks keep answering offers until neither has launched
+	// anything for a while (the agent is full): a framework that stopped
+	// early because its offers were slow on a loaded machine would leave
+	// everything to the other and say nothing about DRF.
+	var lastLaunch time.Time // zero until the first launch
+	const quiet = 3 * time.Second
+	quietNow := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return !lastLaunch.IsZero() && time.Since(lastLaunch) > quiet
+	}
 	run := func(name string, f *framework, res resources.Resources) {
 		defer wg.Done()
-		for i := 0; ctx.Err() == nil; {
+		for i := 0; ctx.Err() == nil && !quietNow(); {
 			var os []*pb.Offer
 			select {
 			case os = <-f.offers:
-			case <-time.After(2 * time.Second):
-				return // no more offers: the cluster is full for this framework
+			case <-time.After(200 * time.Millisecond):
+				continue
 			}
 			for _, o := range os {
-				have := resources.MustParse(o.Resources)
+				// One task per offer, the rest back to the pool at once:
+				// the allocator then applies DRF task by task, as the
+				// seed's progressive filling does.
 				var tasks []*pb.TaskInfo
-				for have.Contains(res) {
+				if resources.MustParse(o.Resources).Contains(res) {
 					tasks = append(tasks, &pb.TaskInfo{TaskId: name + "-" + itoa(i), Resources: res.String(), Command: []string{"true"}})
-					have = have.Subtract(res)
 					i++
 				}
-				_ = f.d.Launch(ctx, []string{o.Id}, tasks, 1)
+				_ = f.d.Launch(ctx, []string{o.Id}, tasks, 0)
 				mu.Lock()
 				n[name] += len(tasks)
+				if len(tasks) > 0 {
+					lastLaunch = time.Now()
+				}
 				mu.Unlock()
 			}
 		}
 	}
 	wg.Add(2)
-	go run("a", a, resources.MustParse("cpus:1;mem:1024"))
-	go run("b", b, resources.MustParse("cpus:3;mem:256"))
+	go run("a", a, resources.MustParse("cpus:1;mem:4096"))
+	go run("b", b, resources.MustParse("cpus:3;mem:1024"))
 	wg.Wait()
-	// DRF: the dominant shares (A: mem, B: cpus) end up equal within
-	// one of B's tasks (0.25): progressive filling gives A 6 tasks (6 GiB,
-	// 0.5) and B 2 (6 cpus, 0.5).
-	if n["a"] == 0 || n["b"] == 0 {
-		t.Fatalf("tasks launched: %v", n)
-	}
-	shareA := float64(n["a"]*1024) / (3 * 4096)
-	shareB := float64(n["b"]*3) / 12
-	if d := shareA - shareB; d > 0.26 || d < -0.26 {
-		t.Fatalf("dominant shares A %.2f B %.2f (tasks %v): not DRF", shareA, shareB, n)
+	if n["a"] != 3 || n["b"] != 2 {
+		t.Fatalf("tasks %v, want DRF's a:3 b:2 (dominant shares 2/3 each)", n)
 	}
 }
 
