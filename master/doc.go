@@ -5,7 +5,11 @@
 // with filters, REVIVE, SUPPRESS, KILL, ACKNOWLEDGE, RECONCILE); agent
 // health (missed heartbeats → unreachable → tasks LOST); framework failover;
 // and the gRPC services of package masterlinkpb (AgentLink for agents,
-// Scheduler for frameworks).
+// Scheduler for frameworks). It authenticates operators and frameworks
+// against one credentials file and applies the ACLs (SetAuthorizer).
+// Agents' oversubscription status (estimate, explanation, QoS corrections)
+// is shown in State; only a change of the revocable amount reaches the
+// allocator.
 //
 // It never launches containers (agents do) and never decides allocation
 // itself (the allocator does). The Master serializes every allocator call

@@ -14,8 +14,8 @@ var (
 	ErrStaleOffer = errors.New("unknown or stale offer")
 	// ErrInsufficient: the operation asks for more than available.
 	ErrInsufficient = errors.New("insufficient resources")
-	// ErrUnauthenticated and ErrForbidden: operator API authentication and
-	// ACL failures.
+	// ErrUnauthenticated and ErrForbidden: authentication and ACL failures
+	// of the operator API and of frameworks.
 	ErrUnauthenticated = errors.New("unauthenticated")
 	ErrForbidden       = errors.New("not permitted")
 	// ErrClosed: the master has been closed.

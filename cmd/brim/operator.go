@@ -129,6 +129,17 @@ func printState(w io.Writer, st *master.State) error {
 	for _, a := range st.Agents {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%d\n", a.ID, a.Hostname, a.Resources, dash(a.Reserved), a.Connected, a.Tasks)
 	}
+	for _, a := range st.Agents {
+		o := a.Oversubscription
+		if o == nil {
+			continue
+		}
+		fmt.Fprintf(tw, "\nAGENT %s\testimator %s\tqos %s\testimate %s\n", a.ID, o.Estimator, o.QoS, dash(o.Estimate))
+		for _, c := range o.Corrections {
+			fmt.Fprintf(tw, "  %s\t%s\ttask %s\t%s %.4g (baseline %.4g, threshold %.4g)\tactive %v\n",
+				c.Type, c.ContainerID, dash(c.TaskID), c.Signal, c.Value, c.Baseline, c.Threshold, c.Active)
+		}
+	}
 	fmt.Fprintf(tw, "\nFRAMEWORK\tNAME\tROLES\tCONNECTED\tTASKS\tOFFERS\n")
 	for _, f := range st.Frameworks {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%d\n", f.ID, f.Name, strings.Join(f.Roles, ","), f.Connected, f.Tasks, f.Offers)
