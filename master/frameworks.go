@@ -5,11 +5,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
-	"sync"
 	"time"
-	"weak"
 
 	"github.com/brimnode/brim/master/allocator"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
@@ -26,10 +23,6 @@ import (
 // authentication (scheduler.Options.Principal and Secret send it).
 const FrameworkAuthMetadata = "authorization"
 
-// authorizers holds each Master's framework Authorizer (set by
-// SetAuthorizer), keyed weakly so a dropped Master is not kept alive.
-var authorizers sync.Map // weak.Pointer[Master] → Authorizer
-
 // SetAuthorizer makes the Scheduler gRPC service authenticate frameworks
 // with a and apply its ACLs: Subscribe and every call need per-RPC
 // credentials (FrameworkAuthMetadata) of a known principal
@@ -38,24 +31,20 @@ var authorizers sync.Map // weak.Pointer[Master] → Authorizer
 // ActionReserve or ActionUnreserve, and a call for a framework must come
 // from the principal that subscribed it (codes.PermissionDenied
 // otherwise). Nil turns framework authentication off (the default).
-// HTTPHandler calls it with its Authorizer. Call it before serving.
+// HTTPHandler calls it with its Authorizer. Safe for concurrent use.
 func (m *Master) SetAuthorizer(a Authorizer) {
-	k := weak.Make(m)
 	if a == nil {
-		authorizers.Delete(k)
+		m.auth.Store(nil)
 		return
 	}
-	if _, loaded := authorizers.Swap(k, a); !loaded {
-		runtime.AddCleanup(m, func(k weak.Pointer[Master]) { authorizers.Delete(k) }, k)
-	}
+	m.auth.Store(&a)
 }
 
 func (m *Master) authorizer() Authorizer {
-	a, ok := authorizers.Load(weak.Make(m))
-	if !ok {
-		return nil
+	if a := m.auth.Load(); a != nil {
+		return *a
 	}
-	return a.(Authorizer)
+	return nil
 }
 
 // caller authenticates a scheduler call from its metadata. Without an

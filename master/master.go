@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/brimnode/brim/master/allocator"
@@ -88,6 +89,7 @@ type Master struct {
 	log   *slog.Logger
 	alloc *allocator.Allocator
 	store Store
+	auth  atomic.Pointer[Authorizer] // frameworks' authenticator; nil: none
 
 	kick chan struct{} // starts an allocation cycle
 
