@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/agent/agentpb"
+	"github.com/brimnode/brim/bpf"
 	"github.com/brimnode/brim/monitor"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // fakeSched is a run-queue signal source giving every container fixed
@@ -93,5 +95,87 @@ func TestSchedSignals(t *testing.T) {
 	}
 	if st.HasRunqueue || st.HasOnCpu || st.MonitorSampleUnixNano != 0 {
 		t.Fatalf("Stats without a monitor = %+v", st)
+	}
+}
+
+// fakeOOM hands out queued events, then blocks until ctx ends or it is
+// closed.
+type fakeOOM struct {
+	ch     chan bpf.OOMEvent
+	closed chan struct{}
+}
+
+func (f *fakeOOM) ReadOOM(ctx context.Context) (bpf.OOMEvent, error) {
+	select {
+	case ev := <-f.ch:
+		return ev, nil
+	case <-f.closed:
+		return bpf.OOMEvent{}, bpf.ErrClosed
+	case <-ctx.Done():
+		return bpf.OOMEvent{}, ctx.Err()
+	}
+}
+
+func TestOOMWatcher(t *testing.T) {
+	ctx := context.Background()
+	a, err := New(Options{StateDir: t.TempDir(), Runtime: newFakeRuntime(t.TempDir()),
+		Resources: Resources{MilliCPUs: 1000, MemMiB: 100}, CgroupParent: "/brim-x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var ids []string
+	for _, n := range []string{"hog", "sib"} {
+		c, err := a.Launch(ctx, Spec{Name: n, Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+	}
+	// Cgroup ids: memory 100+i, cpu 200+i for the i-th container.
+	resolve := func(p string) ([]uint64, error) {
+		for i, id := range ids {
+			if p == "/brim-x/"+id {
+				return []uint64{uint64(100 + i), uint64(200 + i)}, nil
+			}
+		}
+		return nil, errors.New("no such cgroup")
+	}
+	r := &fakeOOM{ch: make(chan bpf.OOMEvent, 4), closed: make(chan struct{})}
+	w := NewOOMWatcher(a, r, resolve, time.Hour, nil)
+	r.ch <- bpf.OOMEvent{MemCgroupID: 100, CgroupID: 200, Pid: 42, Comm: "tail"} // hog, by its memory cgroup
+	r.ch <- bpf.OOMEvent{MemCgroupID: 7, CgroupID: 8, Pid: 43, Comm: "other"}    // not a container
+	r.ch <- bpf.OOMEvent{CgroupID: 200, Pid: 44, Comm: "tail2"}                  // hog, by its cpu cgroup
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	// Run returns nil once the reader is closed; close it after the
+	// events were consumed.
+	for len(r.ch) > 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(r.closed)
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	k, ok := w.Last("hog")
+	if !ok || k.ContainerID != ids[0] || k.ContainerName != "hog" || k.Pid != 44 || k.Comm != "tail2" {
+		t.Fatalf("Last(hog) = %+v, %v", k, ok)
+	}
+	if k, ok := w.Last("sib"); ok {
+		t.Fatalf("sibling charged with an OOM kill: %+v", k)
+	}
+	if got := testutil.ToFloat64(w.counts.WithLabelValues("true")); got != 2 {
+		t.Fatalf("attributed kills = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(w.counts.WithLabelValues("false")); got != 1 {
+		t.Fatalf("unattributed kills = %v, want 1", got)
+	}
+
+	// ctx's end ends Run.
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { done <- w.Run(cctx) }()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run after cancel: %v", err)
 	}
 }
