@@ -183,6 +183,7 @@ func testRunQueue(t *testing.T, source string, flags ...string) {
 		}
 	}
 	table := a.mustBrim("container", "stats", "--interval", "200ms", ids["low"])
+	t.Logf("brim container stats:\n%s", table)
 	if !strings.Contains(table, "RUNQ P50/P99/P99.9") || !strings.Contains(table, "("+source+")") {
 		t.Errorf("stats table lacks the run-queue column or its source %q:\n%s", source, table)
 	}
