@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -162,6 +163,20 @@ agent with the same --state-dir reattaches to them.`,
 				return err
 			}
 			defer stopMetrics()
+			// Attribute the eBPF monitor's OOM kill events to containers.
+			if m, ok := plugins.rq.(*bpf.Monitor); ok {
+				w := agent.NewOOMWatcher(a, m, cgroupIDs, 0, log)
+				if reg := a.Metrics(); reg != nil {
+					if err := reg.Register(w); err != nil {
+						log.Warn("register oom metrics", "err", err)
+					}
+				}
+				go func() {
+					if err := w.Run(cmd.Context()); err != nil && !errors.Is(err, context.Canceled) {
+						log.Warn("oom watcher ended", "err", err)
+					}
+				}()
+			}
 			if lo.master != "" {
 				return serveLinkedAgent(cmd.Context(), a, l, socket, total, stateDir, lo, log)
 			}
@@ -835,4 +850,22 @@ compares it with the container's learned baseline (signal app-latency).`,
 	f.DurationVar(&p99, "p99", 0, "99th percentile latency (required), e.g. 2ms")
 	f.DurationVar(&p999, "p999", 0, "99.9th percentile latency (default: p99)")
 	return cmd
+}
+
+// cgroupIDs returns the ids of a container's cgroup that an OOM event may
+// name: its memory and cpu directories on cgroup v1, the unified one on v2.
+func cgroupIDs(p string) ([]uint64, error) {
+	dirs := []string{filepath.Join("/sys/fs/cgroup/memory", p), filepath.Join("/sys/fs/cgroup/cpu", p)}
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		dirs = []string{filepath.Join("/sys/fs/cgroup", p)}
+	}
+	ids := make([]uint64, 0, len(dirs))
+	for _, d := range dirs {
+		id, err := bpf.CgroupID(d)
+		if err != nil {
+			return nil, fmt.Errorf("cgroup id of %s: %w", d, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }
