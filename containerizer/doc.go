@@ -32,9 +32,10 @@
 // libcontainer starts the container, and the default seccomp filter covers
 // the host's syscall ABIs only (each architecture adds to what the init
 // compiles). With the shim-only binary (cmd/brim-shim) as
-// Config.ShimBinary, the launch p50 is below `runc run -d`'s
-// (bench/10-launch.bench.sh: ratio ≈ 0.9 on a loaded 2-vCPU VM); the full
-// brim binary is slower because every container init re-executes it and
+// Config.ShimBinary, the launch p50 is at or below `runc run -d`'s
+// (bench/10-launch.bench.sh: median ratio 0.98 on a shared 2-vCPU VM, but
+// ≈ 1.2 at a load average of 7–8, where each of the handshake's process
+// wake-ups waits for a CPU); the full brim binary is slower because every container init re-executes it and
 // runs the start-up of every package linked into it.
 //
 // It never writes cgroup files itself (the isolators do) and never talks to
