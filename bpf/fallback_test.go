@@ -2,6 +2,7 @@ package bpf
 
 import (
 	"errors"
+	"github.com/brimnode/brim/internal/testutil"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -80,9 +81,7 @@ func writeFile(t *testing.T, path, content string) {
 // cumulative across thread exits, new threads count in full, a vanished
 // cgroup is left out.
 func TestFallbackV1(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("cgroup ids are inode numbers: linux only")
-	}
+	testutil.SkipUnless(t, runtime.GOOS == "linux", "cgroup ids are inode numbers: linux only")
 	root := fixture(t, map[string]string{
 		"cgroup/cpu/brim/c1/tasks":             "10\n11\n",
 		"cgroup/cpuacct/brim/c1/cpuacct.usage": "5000000\n",
@@ -147,9 +146,7 @@ func TestFallbackV1(t *testing.T) {
 }
 
 func TestFallbackV2(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("cgroup ids are inode numbers: linux only")
-	}
+	testutil.SkipUnless(t, runtime.GOOS == "linux", "cgroup ids are inode numbers: linux only")
 	root := fixture(t, map[string]string{
 		"cgroup/brim/c1/cgroup.threads": "7\n",
 		"cgroup/brim/c1/cpu.stat":       "usage_usec 2500\nuser_usec 2000\nsystem_usec 500\n",

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	brimtest "github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/monitor"
 	"github.com/brimnode/brim/pluginpb"
@@ -299,9 +300,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 func TestPluginRoundTrip(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs a plugin")
-	}
+	brimtest.SkipUnless(t, !testing.Short(), "builds and runs a plugin (-short)")
 	bin := buildBinary(t, "github.com/brimnode/brim/examples/estimator-plugin")
 	e, err := Open(NewRegistry(), "plugin:"+bin+" cpus:3;mem:2048", Options{"history": "5"}, testLogger(t))
 	if err != nil {
@@ -324,9 +323,7 @@ func TestPluginRoundTrip(t *testing.T) {
 }
 
 func TestPluginMisbehaves(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs a plugin")
-	}
+	brimtest.SkipUnless(t, !testing.Short(), "builds and runs a plugin (-short)")
 	bin := buildBinary(t, "github.com/brimnode/brim/estimator/testdata/badplugin")
 	for _, mode := range []string{"crash", "hang"} {
 		t.Run(mode, func(t *testing.T) {

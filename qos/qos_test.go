@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	brimtest "github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/monitor"
 	"github.com/brimnode/brim/pluginpb"
@@ -324,9 +325,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 func testLogger(t *testing.T) *slog.Logger { return slog.New(slog.NewTextHandler(testWriter{t}, nil)) }
 
 func TestPluginRoundTrip(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs a plugin")
-	}
+	brimtest.SkipUnless(t, !testing.Short(), "builds and runs a plugin (-short)")
 	bin := buildBinary(t, "github.com/brimnode/brim/examples/qos-plugin")
 	c, err := Open(NewRegistry(), "plugin:"+bin+" 1.0", nil, testLogger(t))
 	if err != nil {
@@ -350,9 +349,7 @@ func TestPluginRoundTrip(t *testing.T) {
 }
 
 func TestPluginMisbehaves(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs a plugin")
-	}
+	brimtest.SkipUnless(t, !testing.Short(), "builds and runs a plugin (-short)")
 	bin := buildBinary(t, "github.com/brimnode/brim/qos/testdata/badplugin")
 	for _, mode := range []string{"crash", "hang"} {
 		t.Run(mode, func(t *testing.T) {
