@@ -87,7 +87,12 @@ func TestShapingAccuracy(t *testing.T) {
 					wire, goodput := measureShaping(t, iso, fmt.Sprintf("c%d%s%d", mbit, dir[:2], attempt), mbit, dir)
 					w, g := wire/float64(mbit), goodput/float64(mbit)/tcpGoodput
 					t.Logf("limit %d Mbit/s %s: wire %.2f (%.3f of the limit), goodput %.2f (%.3f of 0.956 × limit)", mbit, dir, wire, w, goodput, g)
-					if w > 1.05 || g > 1.05 {
+					// The wire rate (the class's byte counter) is the
+					// shaper's own figure: strict. iperf3's goodput of a
+					// short run also counts what sits in socket buffers and
+					// the HTB burst at the start, which at 10 Mbit/s is a few
+					// per cent: looser.
+					if w > 1.05 || g > 1.15 {
 						t.Fatalf("more than the limit went through")
 					}
 					if w >= 0.75 && g >= 0.7 {
