@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/brimnode/brim/internal/registry"
 	"github.com/brimnode/brim/monitor"
 	"github.com/brimnode/brim/resources"
 )
@@ -149,12 +148,11 @@ type Factory func(opts Options, log *slog.Logger) (Estimator, error)
 // Registry maps names to estimator factories. Build it in cmd; safe for
 // concurrent use.
 type Registry struct {
-	mu sync.RWMutex
-	m  map[string]Factory
+	r *registry.Registry[Factory]
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{m: map[string]Factory{}} }
+func NewRegistry() *Registry { return &Registry{r: registry.New[Factory]("estimator")} }
 
 // RegisterBuiltins registers noop, fixed and usage on r.
 func RegisterBuiltins(r *Registry) {
@@ -166,34 +164,18 @@ func RegisterBuiltins(r *Registry) {
 // Register adds f under name. It panics on an empty or duplicate name or a
 // name starting with "plugin:" (a programming error in cmd).
 func (r *Registry) Register(name string, f Factory) {
-	if name == "" || f == nil || strings.HasPrefix(name, pluginPrefix) {
-		panic("estimator: Register with an empty name, nil factory or plugin: prefix")
+	if f == nil {
+		panic("estimator: Register with a nil factory")
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, dup := r.m[name]; dup {
-		panic("estimator: duplicate Register of " + name)
-	}
-	r.m[name] = f
+	r.r.Register(name, f)
 }
 
 // Names returns the registered names, sorted.
-func (r *Registry) Names() []string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	names := make([]string, 0, len(r.m))
-	for n := range r.m {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func (r *Registry) Names() []string { return r.r.Names() }
 
 // New builds the estimator registered as name; ErrUnknown if none.
 func (r *Registry) New(name string, opts Options, log *slog.Logger) (Estimator, error) {
-	r.mu.RLock()
-	f, ok := r.m[name]
-	r.mu.RUnlock()
+	f, ok := r.r.Lookup(name)
 	if !ok {
 		return nil, fmt.Errorf("new estimator %q (have %s): %w", name, strings.Join(r.Names(), ", "), ErrUnknown)
 	}
@@ -207,7 +189,7 @@ func (r *Registry) New(name string, opts Options, log *slog.Logger) (Estimator, 
 	return e, nil
 }
 
-const pluginPrefix = "plugin:"
+const pluginPrefix = registry.PluginPrefix
 
 // Open builds the estimator named by spec, the value of --estimator: a
 // registered name ("usage") or "plugin:/path/to/bin [args…]" for an
