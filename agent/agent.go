@@ -714,6 +714,12 @@ func (a *Agent) KillWithReason(ctx context.Context, ref string, grace time.Durat
 // resources. Errors wrap ErrNotFound, ErrNotRunning, ErrInvalidArgument or
 // ErrInsufficientResources.
 func (a *Agent) Resize(ctx context.Context, ref string, u Update) (*Container, error) {
+	return a.resize(ctx, ref, u, nil)
+}
+
+// resize is Resize that also merges labels into the container's labels,
+// checkpointed with the new limits.
+func (a *Agent) resize(ctx context.Context, ref string, u Update, labels map[string]string) (*Container, error) {
 	if u.MilliCPUs < 0 || u.MemMiB < 0 || u.Pids < 0 || u.NetMbit < 0 {
 		return nil, fmt.Errorf("update: %w: negative value", ErrInvalidArgument)
 	}
@@ -780,6 +786,12 @@ func (a *Agent) Resize(ctx context.Context, ref string, u Update) (*Container, e
 	a.unchargeLocked(rev, old)
 	a.chargeLocked(rev, next)
 	c.Limits = limits
+	if len(labels) > 0 && c.Labels == nil {
+		c.Labels = make(map[string]string, len(labels))
+	}
+	for k, v := range labels {
+		c.Labels[k] = v
+	}
 	if err := a.store.put(c); err != nil {
 		a.log.Error("checkpoint resized container", "id", c.ID, "err", err)
 	}

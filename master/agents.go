@@ -124,6 +124,7 @@ func (m *Master) registerAgent(reg *pb.Register, c *conn[*pb.MasterMessage]) (st
 				t.state = snap.State
 			}
 			t.recovered = terminal(t.state)
+			m.reregisteredResizeLocked(ag, t, ti.Resources)
 			continue
 		}
 		if ag.lost[ti.TaskId] {
@@ -142,7 +143,7 @@ func (m *Master) registerAgent(reg *pb.Register, c *conn[*pb.MasterMessage]) (st
 			continue
 		}
 		t := &taskEntry{info: ti, fw: ti.FrameworkId, agent: id, res: res, state: snap.State, recovered: terminal(snap.State)}
-		if roles := m.knownFWs[ti.FrameworkId]; len(roles) == 1 {
+		if roles := m.knownFWs[ti.FrameworkId].Roles; len(roles) == 1 {
 			t.role = roles[0]
 		}
 		if f := m.frameworks[ti.FrameworkId]; f != nil {
@@ -165,26 +166,10 @@ func (m *Master) registerAgent(reg *pb.Register, c *conn[*pb.MasterMessage]) (st
 			m.forgetTaskLocked(t)
 		}
 	}
-	used := map[string]resources.Resources{}
-	for _, t := range ag.tasks {
-		if !terminal(t.state) {
-			used[t.fw] = used[t.fw].Add(t.res)
-			t.recovered = false
-		}
+	if err := m.addToAllocatorLocked(ag); err != nil {
+		delete(m.agents, id)
+		return "", nil, fmt.Errorf("register agent %s: %w", id, err)
 	}
-	info := allocator.AgentInfo{ID: id, Total: total, Revocable: rev, Attributes: reg.Attributes}
-	if r := m.reservations[id]; len(r) > 0 {
-		info.Total = applyReservations(total, r)
-	}
-	if err := m.alloc.AddAgent(info, used); err != nil {
-		// Fall back to an agent without its usage rather than losing it.
-		m.log.Warn("add agent with usage", "agent", id, "err", err)
-		if err := m.alloc.AddAgent(allocator.AgentInfo{ID: id, Total: total, Revocable: rev}, nil); err != nil {
-			delete(m.agents, id)
-			return "", nil, fmt.Errorf("register agent %s: %w", id, err)
-		}
-	}
-	ag.inAllocator = true
 	if m.store != nil {
 		if err := m.store.PutAgent(id, ag.hostname); err != nil {
 			m.log.Warn("persist agent", "agent", id, "err", err)
@@ -193,6 +178,30 @@ func (m *Master) registerAgent(reg *pb.Register, c *conn[*pb.MasterMessage]) (st
 	m.log.Info("agent registered", "agent", id, "hostname", ag.hostname, "resources", total.String(), "tasks", len(ag.tasks))
 	m.trigger()
 	return id, kill, nil
+}
+
+// addToAllocatorLocked adds the agent to the allocator with its tasks'
+// usage (falling back to an agent without usage rather than losing it).
+func (m *Master) addToAllocatorLocked(ag *agentEntry) error {
+	used := map[string]resources.Resources{}
+	for _, t := range ag.tasks {
+		if !terminal(t.state) {
+			used[t.fw] = used[t.fw].Add(t.held())
+			t.recovered = false
+		}
+	}
+	info := allocator.AgentInfo{ID: ag.id, Total: ag.total, Revocable: ag.revocable, Attributes: ag.attributes}
+	if r := m.reservations[ag.id]; len(r) > 0 {
+		info.Total = applyReservations(ag.total, r)
+	}
+	if err := m.alloc.AddAgent(info, used); err != nil {
+		m.log.Warn("add agent with usage", "agent", ag.id, "err", err)
+		if err := m.alloc.AddAgent(allocator.AgentInfo{ID: ag.id, Total: ag.total, Revocable: ag.revocable}, nil); err != nil {
+			return err
+		}
+	}
+	ag.inAllocator = true
+	return nil
 }
 
 // applyReservations moves the reserved amounts out of the unreserved part
@@ -290,6 +299,9 @@ func (m *Master) agentStatusLocked(ag *agentEntry, st *pb.TaskStatus) {
 		return
 	}
 	st.FrameworkId = t.fw
+	if st.Reason == pb.ReasonResourcesUpdated || st.Reason == pb.ReasonResourcesUpdateFailed {
+		m.resizeStatusLocked(ag, t, st)
+	}
 	m.setTaskStatusLocked(t, st)
 }
 

@@ -18,6 +18,10 @@ var (
 	// of the operator API and of frameworks.
 	ErrUnauthenticated = errors.New("unauthenticated")
 	ErrForbidden       = errors.New("not permitted")
+	// ErrConflict: the task's state does not allow the call (a resource
+	// update of a task that is not running, or while another is in
+	// flight).
+	ErrConflict = errors.New("conflicting task state")
 	// ErrClosed: the master has been closed.
 	ErrClosed = errors.New("master closed")
 )

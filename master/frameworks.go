@@ -121,7 +121,7 @@ func toStatus(err error) error {
 		errors.Is(err, allocator.ErrRevocable), errors.Is(err, resources.ErrMixedRevocable),
 		errors.Is(err, resources.ErrRevocableReservation):
 		c = codes.InvalidArgument
-	case errors.Is(err, ErrStaleOffer):
+	case errors.Is(err, ErrStaleOffer), errors.Is(err, ErrConflict):
 		c = codes.FailedPrecondition
 	case errors.Is(err, ErrNotFound), errors.Is(err, allocator.ErrNotFound):
 		c = codes.NotFound
@@ -206,6 +206,11 @@ func (m *Master) authorizeSubscribe(ctx context.Context, req *pb.SubscribeReques
 			return fmt.Errorf("subscribe: principal %q may not fail over framework %s, subscribed by principal %q: %w", p, fi.Id, f.principal, ErrForbidden)
 		}
 		roles = f.roles // a failover keeps the framework's roles
+	} else if known, ok := m.knownFWs[fi.Id]; fi.Id != "" && ok && known.Principal != "" && known.Principal != p {
+		// Re-subscribing after a master restart: the persisted principal
+		// decides.
+		m.mu.Unlock()
+		return fmt.Errorf("subscribe: principal %q may not re-subscribe framework %s, subscribed by principal %q: %w", p, fi.Id, known.Principal, ErrForbidden)
 	}
 	m.mu.Unlock()
 	for _, r := range roles {
@@ -273,9 +278,9 @@ func (m *Master) subscribe(req *pb.SubscribeRequest, c *conn[*pb.Event]) (string
 			return "", fmt.Errorf("subscribe %s: %w", id, err)
 		}
 		m.frameworks[id] = f
-		m.knownFWs[id] = roles
+		m.knownFWs[id] = PersistedFramework{Roles: roles, Principal: fi.Principal}
 		if m.store != nil {
-			if err := m.store.PutFramework(id, roles); err != nil {
+			if err := m.store.PutFramework(id, m.knownFWs[id]); err != nil {
 				m.log.Warn("persist framework", "framework", id, "err", err)
 			}
 		}

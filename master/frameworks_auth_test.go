@@ -22,7 +22,13 @@ import (
 // and web, intern as nothing.
 func authCluster(t *testing.T) *cluster {
 	t.Helper()
-	c := newCluster(t, master.Options{})
+	return authClusterWith(t, master.Options{}, "127.0.0.1:0")
+}
+
+// authClusterWith is authCluster with options, listening on addr.
+func authClusterWith(t *testing.T, opts master.Options, addr string) *cluster {
+	t.Helper()
+	c := newClusterAt(t, opts, addr)
 	dir := t.TempDir()
 	auth, err := master.LoadAuth(
 		writeFile(t, dir, "creds.json", `[{"principal":"ops","secret":"s3cret"},{"principal":"dev","secret":"pw"},{"principal":"intern","secret":"pw2"}]`),

@@ -64,7 +64,7 @@ type Options struct {
 type Store interface {
 	Load() (*Persisted, error)
 	PutAgent(id, hostname string) error
-	PutFramework(id string, roles []string) error
+	PutFramework(id string, f PersistedFramework) error
 	DeleteFramework(id string) error
 	PutReservations(agentID string, res resources.Resources) error
 	PutQuota(role string, q allocator.Quota) error
@@ -73,11 +73,19 @@ type Store interface {
 
 // Persisted is what a Store holds.
 type Persisted struct {
-	Agents       map[string]string   // id → hostname
-	Frameworks   map[string][]string // id → roles
+	Agents       map[string]string // id → hostname
+	Frameworks   map[string]PersistedFramework
 	Reservations map[string]resources.Resources
 	Quota        map[string]allocator.Quota
 	Weights      map[string]float64
+}
+
+// PersistedFramework is a framework as a Store keeps it: its roles and
+// the principal that subscribed it ("" without framework authentication),
+// which alone may re-subscribe it after a master restart.
+type PersistedFramework struct {
+	Roles     []string `json:"roles"`
+	Principal string   `json:"principal,omitempty"`
 }
 
 var taskIDRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`)
@@ -101,7 +109,7 @@ type Master struct {
 	reservations map[string]resources.Resources // agent → dynamic reservations
 	quota        map[string]allocator.Quota
 	weights      map[string]float64
-	knownFWs     map[string][]string // persisted framework → roles
+	knownFWs     map[string]PersistedFramework // persisted frameworks
 	// awaited are agents of the previous run not yet re-registered: until
 	// they are back (or the agent timeout passes) unknown tasks may be
 	// theirs, so reconciliation does not call them LOST.
@@ -152,6 +160,10 @@ type taskEntry struct {
 	state     pb.TaskState
 	status    *pb.TaskStatus // latest
 	recovered bool           // resources given back to the allocator
+	pending   *resize        // resource update sent to the agent, unanswered
+	// resizeUUID is the UUID of the last resource update answer applied
+	// (the agent retries an answer until it is acknowledged).
+	resizeUUID string
 }
 
 type offerEntry struct {
@@ -229,7 +241,7 @@ func New(opts Options) (*Master, error) {
 		reservations: map[string]resources.Resources{},
 		quota:        map[string]allocator.Quota{},
 		weights:      map[string]float64{},
-		knownFWs:     map[string][]string{},
+		knownFWs:     map[string]PersistedFramework{},
 		awaited:      map[string]bool{},
 		started:      time.Now(),
 	}
@@ -241,8 +253,8 @@ func New(opts Options) (*Master, error) {
 		for id := range p.Agents {
 			m.awaited[id] = true
 		}
-		for id, roles := range p.Frameworks {
-			m.knownFWs[id] = roles
+		for id, f := range p.Frameworks {
+			m.knownFWs[id] = f
 		}
 		for id, r := range p.Reservations {
 			m.reservations[id] = r
@@ -494,9 +506,11 @@ func (m *Master) setTaskStatusLocked(t *taskEntry, st *pb.TaskStatus) {
 	t.status = st
 	if terminal(st.State) && !t.recovered {
 		t.recovered = true
+		held := t.held() // with the growth of an unanswered update
+		t.pending = nil
 		if ag := m.agents[t.agent]; ag != nil && ag.inAllocator {
 			zero := time.Duration(0)
-			if err := m.alloc.RecoverRole(t.fw, t.role, t.agent, t.res, &zero); err != nil {
+			if err := m.alloc.RecoverRole(t.fw, t.role, t.agent, held, &zero); err != nil {
 				m.log.Warn("recover task resources", "task", t.info.TaskId, "err", err)
 			}
 			m.trigger()

@@ -26,6 +26,11 @@ type fakeRunner struct {
 	tasks  map[string]*masterlink.TaskSnapshot
 	// autoExit, when set, finishes every task right after RUNNING.
 	autoExit *int
+	// Resource updates (update_test.go): holdUpdates delays them until
+	// closed, failUpdates fails them, updates records the applied ones.
+	holdUpdates chan struct{}
+	failUpdates bool
+	updates     []string
 }
 
 func newFakeRunner() *fakeRunner { return &fakeRunner{tasks: map[string]*masterlink.TaskSnapshot{}} }

@@ -70,9 +70,9 @@ func (s *BoltStore) PutAgent(id, hostname string) error {
 	return s.put(bucketAgents, id, hostname)
 }
 
-// PutFramework records a framework ID and its roles.
-func (s *BoltStore) PutFramework(id string, roles []string) error {
-	return s.put(bucketFrameworks, id, roles)
+// PutFramework records a framework ID, its roles and principal.
+func (s *BoltStore) PutFramework(id string, f PersistedFramework) error {
+	return s.put(bucketFrameworks, id, f)
 }
 
 // DeleteFramework forgets a framework.
@@ -104,7 +104,7 @@ func (s *BoltStore) PutWeight(role string, w float64) error { return s.put(bucke
 
 // Load reads everything.
 func (s *BoltStore) Load() (*Persisted, error) {
-	p := &Persisted{Agents: map[string]string{}, Frameworks: map[string][]string{}, Reservations: map[string]resources.Resources{},
+	p := &Persisted{Agents: map[string]string{}, Frameworks: map[string]PersistedFramework{}, Reservations: map[string]resources.Resources{},
 		Quota: map[string]allocator.Quota{}, Weights: map[string]float64{}}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		each := func(bucket []byte, fn func(k string, v []byte) error) error {
@@ -124,9 +124,8 @@ func (s *BoltStore) Load() (*Persisted, error) {
 			return err
 		}
 		if err := each(bucketFrameworks, func(k string, v []byte) error {
-			var roles []string
-			err := json.Unmarshal(v, &roles)
-			p.Frameworks[k] = roles
+			f, err := decodeFramework(v)
+			p.Frameworks[k] = f
 			return err
 		}); err != nil {
 			return err
@@ -168,4 +167,16 @@ func (s *BoltStore) Load() (*Persisted, error) {
 		return nil, fmt.Errorf("load master store: %w", err)
 	}
 	return p, nil
+}
+
+// decodeFramework reads a framework record: an object, or the bare list of
+// roles that stores written before principals were kept hold.
+func decodeFramework(v []byte) (PersistedFramework, error) {
+	var f PersistedFramework
+	if len(v) > 0 && v[0] == '[' {
+		err := json.Unmarshal(v, &f.Roles)
+		return f, err
+	}
+	err := json.Unmarshal(v, &f)
+	return f, err
 }

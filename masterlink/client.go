@@ -55,6 +55,23 @@ type Status struct {
 	Message string
 	// ExitCode is set for tasks whose command exited.
 	ExitCode *int
+	// Resources are the task's new resources on a RESOURCES_UPDATED
+	// status (the Client makes those itself, see TaskUpdater).
+	Resources resources.Resources
+}
+
+// resizeAnswer reports whether a status answers a resource update.
+func resizeAnswer(reason string) bool {
+	return reason == pb.ReasonResourcesUpdated || reason == pb.ReasonResourcesUpdateFailed
+}
+
+func terminalState(s pb.TaskState) bool {
+	switch s {
+	case pb.TaskState_TASK_FINISHED, pb.TaskState_TASK_FAILED, pb.TaskState_TASK_KILLED,
+		pb.TaskState_TASK_LOST, pb.TaskState_TASK_GONE:
+		return true
+	}
+	return false
 }
 
 // TaskRunner runs tasks for the Client: the agent, adapted in cmd/brim.
@@ -67,6 +84,18 @@ type TaskRunner interface {
 	KillTask(ctx context.Context, taskID string) error
 	// Tasks lists the tasks the runner knows.
 	Tasks(ctx context.Context) ([]TaskSnapshot, error)
+}
+
+// TaskUpdater is the optional ability of a TaskRunner to resize a running
+// task to res (its new total), checkpointing the task's new resources so
+// that Tasks reports them. The Client calls it for the master's update
+// commands and answers the master with a status in the task's latest
+// state: reason RESOURCES_UPDATED with the new resources, or
+// RESOURCES_UPDATE_FAILED with the error (also without a TaskUpdater).
+// It must be idempotent: the master sends an update again after a
+// re-registration that does not show it applied.
+type TaskUpdater interface {
+	UpdateTask(ctx context.Context, taskID string, res resources.Resources) error
 }
 
 // Options configure a Client.
@@ -184,11 +213,19 @@ func (c *Client) Update(st Status) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.queues[st.TaskID]
+	if resizeAnswer(st.Reason) {
+		// An answer to a resource update takes the task's latest state;
+		// a task that ended (or never started) here needs none.
+		if q == nil || q.Last == pb.TaskState_TASK_UNKNOWN || terminalState(q.Last) {
+			return nil
+		}
+		st.State = q.Last
+	}
 	if q == nil {
 		q = &queue{TaskID: st.TaskID}
 		c.queues[st.TaskID] = q
 	}
-	if q.Last == st.State {
+	if q.Last == st.State && !resizeAnswer(st.Reason) {
 		return nil
 	}
 	u := newUpdate(st)
@@ -406,7 +443,7 @@ func (c *Client) session(ctx context.Context, api pb.AgentLinkClient) (bool, err
 		case *pb.MasterMessage_Ack:
 			c.ack(x.Ack.TaskId, x.Ack.Uuid)
 		case *pb.MasterMessage_Update:
-			c.log.Warn("resource update of a task is not supported yet", "task", x.Update.TaskId)
+			c.update(ctx, x.Update)
 		}
 	}
 }
@@ -515,6 +552,33 @@ func (c *Client) launch(ctx context.Context, ti *pb.TaskInfo) {
 			if uerr := c.Update(Status{TaskID: ti.TaskId, State: pb.TaskState_TASK_FAILED, Reason: "LAUNCH_FAILED", Message: err.Error()}); uerr != nil {
 				c.log.Error("report launch failure", "task", ti.TaskId, "err", uerr)
 			}
+		}
+	}()
+}
+
+// update runs a resource update on the runner and answers the master.
+func (c *Client) update(ctx context.Context, u *pb.UpdateTask) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		res, err := resources.Parse(u.Resources)
+		if err == nil {
+			if up, ok := c.opts.Runner.(TaskUpdater); ok {
+				err = up.UpdateTask(ctx, u.TaskId, res)
+			} else {
+				err = errors.New("this agent cannot resize tasks")
+			}
+		}
+		if err != nil && ctx.Err() != nil {
+			return // the agent is shutting down: the master sends it again after re-registration
+		}
+		st := Status{TaskID: u.TaskId, Reason: pb.ReasonResourcesUpdated, Resources: res}
+		if err != nil {
+			c.log.Warn("update task", "task", u.TaskId, "resources", u.Resources, "err", err)
+			st = Status{TaskID: u.TaskId, Reason: pb.ReasonResourcesUpdateFailed, Message: fmt.Sprintf("update resources to %s: %v", u.Resources, err)}
+		}
+		if uerr := c.Update(st); uerr != nil {
+			c.log.Error("report task update", "task", u.TaskId, "err", uerr)
 		}
 	}()
 }

@@ -20,16 +20,21 @@ type update struct {
 	Reason    string       `json:"reason,omitempty"`
 	Message   string       `json:"message,omitempty"`
 	ExitCode  *int         `json:"exitCode,omitempty"`
+	Resources string       `json:"resources,omitempty"`
 	Timestamp time.Time    `json:"timestamp"`
 }
 
 func newUpdate(st Status) update {
-	return update{UUID: uuid.NewString(), State: st.State, Reason: st.Reason, Message: st.Message, ExitCode: st.ExitCode, Timestamp: time.Now()}
+	u := update{UUID: uuid.NewString(), State: st.State, Reason: st.Reason, Message: st.Message, ExitCode: st.ExitCode, Timestamp: time.Now()}
+	if !st.Resources.IsEmpty() {
+		u.Resources = st.Resources.String()
+	}
+	return u
 }
 
 func (u *update) proto(taskID, agentID string) *pb.TaskStatus {
 	st := &pb.TaskStatus{TaskId: taskID, AgentId: agentID, State: u.State, Reason: u.Reason, Message: u.Message,
-		Uuid: u.UUID, TimestampUnixNano: u.Timestamp.UnixNano()}
+		Uuid: u.UUID, TimestampUnixNano: u.Timestamp.UnixNano(), Resources: u.Resources}
 	if u.ExitCode != nil {
 		st.HasExitCode, st.ExitCode = true, int32(*u.ExitCode)
 	}

@@ -313,3 +313,23 @@ func (d *Driver) Reconcile(ctx context.Context, taskIDs ...string) error {
 	_, err = d.api.Reconcile(ctx, &pb.ReconcileRequest{FrameworkId: id, TaskIds: taskIDs})
 	return err
 }
+
+// UpdateTask asks the master to resize a running task to res, its new
+// total in the text syntax of package resources (same names, roles and
+// revocability as now). Growth must come from offerIDs, offers of the
+// task's agent (their unused part goes back, as after Accept); a shrink
+// needs none. The outcome arrives as a status update of the task with
+// reason masterlinkpb.ReasonResourcesUpdated (its Resources field holds
+// the new total) or masterlinkpb.ReasonResourcesUpdateFailed (the task
+// keeps its resources). A rejected call changes nothing: codes.NotFound
+// (unknown task), FailedPrecondition (stale offer, task not running, an
+// update in flight), InvalidArgument (bad resources, offer of another
+// agent), ResourceExhausted (growth not in the offers).
+func (d *Driver) UpdateTask(ctx context.Context, taskID, res string, offerIDs []string) error {
+	id, err := d.fid()
+	if err != nil {
+		return err
+	}
+	_, err = d.api.UpdateTask(ctx, &pb.UpdateTaskRequest{FrameworkId: id, TaskId: taskID, Resources: res, OfferIds: offerIDs})
+	return err
+}

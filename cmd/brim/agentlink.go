@@ -246,6 +246,33 @@ func (r *taskRunner) KillTask(ctx context.Context, id string) error {
 	return nil
 }
 
+var _ masterlink.TaskUpdater = (*taskRunner)(nil)
+
+// UpdateTask resizes a task's container live to res (cpu shares, memory
+// limit and, for a container with networking, its bandwidth) through the
+// agent, which accounts the change (growth only if free), and records res
+// in the container's resources label with the same checkpoint, so that a
+// restarted agent reports the resources the container has.
+func (r *taskRunner) UpdateTask(ctx context.Context, id string, res resources.Resources) error {
+	ar, rev, err := agentResourcesOf(res)
+	if err != nil {
+		return err
+	}
+	c, err := r.a.Get(id)
+	if err != nil {
+		return err
+	}
+	if c.Labels[labelTask] != id {
+		return fmt.Errorf("container %s does not run task %s", c.ID, id)
+	}
+	if c.Revocable != rev {
+		return fmt.Errorf("task %s: an update cannot change whether it is revocable", id)
+	}
+	_, err = r.a.ResizeLabeled(ctx, id, agent.Update{MilliCPUs: ar.MilliCPUs, MemMiB: ar.MemMiB, NetMbit: ar.NetMbit},
+		map[string]string{labelResources: res.String()})
+	return err
+}
+
 func (r *taskRunner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
 	var out []masterlink.TaskSnapshot
 	for _, c := range r.a.List() {

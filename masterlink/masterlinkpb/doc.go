@@ -1,8 +1,9 @@
 // Package masterlinkpb holds the protobuf definitions of masterlink.proto
 // and the Go code protoc generates from it (committed; `make generate`
 // rebuilds it): the agent↔master stream (AgentLink) and the framework API
-// (Scheduler). It owns the wire format only; package masterlink and package
-// master implement the two sides, package scheduler the framework SDK.
+// (Scheduler), and the status reasons both sides share (reasons.go). It
+// owns the wire format only; package masterlink and package master
+// implement the two sides, package scheduler the framework SDK.
 package masterlinkpb
 
 //go:generate protoc --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative masterlink.proto

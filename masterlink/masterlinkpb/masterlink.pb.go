@@ -250,8 +250,11 @@ type TaskStatus struct {
 	// the master makes itself (STAGING, LOST, reconciliation).
 	Uuid              string `protobuf:"bytes,9,opt,name=uuid,proto3" json:"uuid,omitempty"`
 	TimestampUnixNano int64  `protobuf:"varint,10,opt,name=timestamp_unix_nano,json=timestampUnixNano,proto3" json:"timestamp_unix_nano,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// resources are the task's resources after a resource update: set on
+	// RESOURCES_UPDATED and RESOURCES_UPDATE_FAILED updates only.
+	Resources     string `protobuf:"bytes,11,opt,name=resources,proto3" json:"resources,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskStatus) Reset() {
@@ -352,6 +355,13 @@ func (x *TaskStatus) GetTimestampUnixNano() int64 {
 		return x.TimestampUnixNano
 	}
 	return 0
+}
+
+func (x *TaskStatus) GetResources() string {
+	if x != nil {
+		return x.Resources
+	}
+	return ""
 }
 
 // TaskSnapshot is a task as the agent knows it when it (re)registers.
@@ -1038,6 +1048,10 @@ func (x *KillTask) GetFrameworkId() string {
 	return ""
 }
 
+// UpdateTask asks the agent to resize a running task's container to
+// resources (the task's new total); the agent answers with a status update
+// (RESOURCES_UPDATED or RESOURCES_UPDATE_FAILED). Applying the same update
+// twice is harmless.
 type UpdateTask struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -2374,6 +2388,78 @@ func (x *ReconcileRequest) GetTaskIds() []string {
 	return nil
 }
 
+type UpdateTaskRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	FrameworkId string                 `protobuf:"bytes,1,opt,name=framework_id,json=frameworkId,proto3" json:"framework_id,omitempty"`
+	TaskId      string                 `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// resources is the task's new total, with the same names, roles and
+	// revocability as its current resources.
+	Resources string `protobuf:"bytes,3,opt,name=resources,proto3" json:"resources,omitempty"`
+	// offer_ids hold the growth (offers of the task's agent); none for a
+	// pure shrink.
+	OfferIds      []string `protobuf:"bytes,4,rep,name=offer_ids,json=offerIds,proto3" json:"offer_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateTaskRequest) Reset() {
+	*x = UpdateTaskRequest{}
+	mi := &file_masterlink_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateTaskRequest) ProtoMessage() {}
+
+func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_masterlink_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateTaskRequest.ProtoReflect.Descriptor instead.
+func (*UpdateTaskRequest) Descriptor() ([]byte, []int) {
+	return file_masterlink_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *UpdateTaskRequest) GetFrameworkId() string {
+	if x != nil {
+		return x.FrameworkId
+	}
+	return ""
+}
+
+func (x *UpdateTaskRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *UpdateTaskRequest) GetResources() string {
+	if x != nil {
+		return x.Resources
+	}
+	return ""
+}
+
+func (x *UpdateTaskRequest) GetOfferIds() []string {
+	if x != nil {
+		return x.OfferIds
+	}
+	return nil
+}
+
 type Operation_Launch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tasks         []*TaskInfo            `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
@@ -2383,7 +2469,7 @@ type Operation_Launch struct {
 
 func (x *Operation_Launch) Reset() {
 	*x = Operation_Launch{}
-	mi := &file_masterlink_proto_msgTypes[34]
+	mi := &file_masterlink_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2395,7 +2481,7 @@ func (x *Operation_Launch) String() string {
 func (*Operation_Launch) ProtoMessage() {}
 
 func (x *Operation_Launch) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[34]
+	mi := &file_masterlink_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2427,7 +2513,7 @@ type Operation_Reserve struct {
 
 func (x *Operation_Reserve) Reset() {
 	*x = Operation_Reserve{}
-	mi := &file_masterlink_proto_msgTypes[35]
+	mi := &file_masterlink_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2439,7 +2525,7 @@ func (x *Operation_Reserve) String() string {
 func (*Operation_Reserve) ProtoMessage() {}
 
 func (x *Operation_Reserve) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[35]
+	mi := &file_masterlink_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2471,7 +2557,7 @@ type Operation_Unreserve struct {
 
 func (x *Operation_Unreserve) Reset() {
 	*x = Operation_Unreserve{}
-	mi := &file_masterlink_proto_msgTypes[36]
+	mi := &file_masterlink_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2483,7 +2569,7 @@ func (x *Operation_Unreserve) String() string {
 func (*Operation_Unreserve) ProtoMessage() {}
 
 func (x *Operation_Unreserve) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[36]
+	mi := &file_masterlink_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2523,7 +2609,7 @@ const file_masterlink_proto_rawDesc = "" +
 	"\x06labels\x18\b \x03(\v2(.brim.masterlink.v1.TaskInfo.LabelsEntryR\x06labels\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcf\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xed\x02\n" +
 	"\n" +
 	"TaskStatus\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x19\n" +
@@ -2536,7 +2622,8 @@ const file_masterlink_proto_rawDesc = "" +
 	"\texit_code\x18\b \x01(\x05R\bexitCode\x12\x12\n" +
 	"\x04uuid\x18\t \x01(\tR\x04uuid\x12.\n" +
 	"\x13timestamp_unix_nano\x18\n" +
-	" \x01(\x03R\x11timestampUnixNano\"u\n" +
+	" \x01(\x03R\x11timestampUnixNano\x12\x1c\n" +
+	"\tresources\x18\v \x01(\tR\tresources\"u\n" +
 	"\fTaskSnapshot\x120\n" +
 	"\x04task\x18\x01 \x01(\v2\x1c.brim.masterlink.v1.TaskInfoR\x04task\x123\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1d.brim.masterlink.v1.TaskStateR\x05state\"\x92\x03\n" +
@@ -2685,7 +2772,12 @@ const file_masterlink_proto_rawDesc = "" +
 	"\x04uuid\x18\x04 \x01(\tR\x04uuid\"P\n" +
 	"\x10ReconcileRequest\x12!\n" +
 	"\fframework_id\x18\x01 \x01(\tR\vframeworkId\x12\x19\n" +
-	"\btask_ids\x18\x02 \x03(\tR\ataskIds*\xb9\x01\n" +
+	"\btask_ids\x18\x02 \x03(\tR\ataskIds\"\x8a\x01\n" +
+	"\x11UpdateTaskRequest\x12!\n" +
+	"\fframework_id\x18\x01 \x01(\tR\vframeworkId\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x1c\n" +
+	"\tresources\x18\x03 \x01(\tR\tresources\x12\x1b\n" +
+	"\toffer_ids\x18\x04 \x03(\tR\bofferIds*\xb9\x01\n" +
 	"\tTaskState\x12\x10\n" +
 	"\fTASK_UNKNOWN\x10\x00\x12\x10\n" +
 	"\fTASK_STAGING\x10\x01\x12\x11\n" +
@@ -2698,7 +2790,7 @@ const file_masterlink_proto_rawDesc = "" +
 	"\tTASK_GONE\x10\b\x12\x10\n" +
 	"\fTASK_KILLING\x10\t2_\n" +
 	"\tAgentLink\x12R\n" +
-	"\aConnect\x12 .brim.masterlink.v1.AgentMessage\x1a!.brim.masterlink.v1.MasterMessage(\x010\x012\xe5\x04\n" +
+	"\aConnect\x12 .brim.masterlink.v1.AgentMessage\x1a!.brim.masterlink.v1.MasterMessage(\x010\x012\xb5\x05\n" +
 	"\tScheduler\x12N\n" +
 	"\tSubscribe\x12$.brim.masterlink.v1.SubscribeRequest\x1a\x19.brim.masterlink.v1.Event0\x01\x12F\n" +
 	"\x06Accept\x12!.brim.masterlink.v1.AcceptRequest\x1a\x19.brim.masterlink.v1.Empty\x12H\n" +
@@ -2707,7 +2799,9 @@ const file_masterlink_proto_rawDesc = "" +
 	"\bSuppress\x12#.brim.masterlink.v1.SuppressRequest\x1a\x19.brim.masterlink.v1.Empty\x12B\n" +
 	"\x04Kill\x12\x1f.brim.masterlink.v1.KillRequest\x1a\x19.brim.masterlink.v1.Empty\x12P\n" +
 	"\vAcknowledge\x12&.brim.masterlink.v1.AcknowledgeRequest\x1a\x19.brim.masterlink.v1.Empty\x12L\n" +
-	"\tReconcile\x12$.brim.masterlink.v1.ReconcileRequest\x1a\x19.brim.masterlink.v1.EmptyB2Z0github.com/brimnode/brim/masterlink/masterlinkpbb\x06proto3"
+	"\tReconcile\x12$.brim.masterlink.v1.ReconcileRequest\x1a\x19.brim.masterlink.v1.Empty\x12N\n" +
+	"\n" +
+	"UpdateTask\x12%.brim.masterlink.v1.UpdateTaskRequest\x1a\x19.brim.masterlink.v1.EmptyB2Z0github.com/brimnode/brim/masterlink/masterlinkpbb\x06proto3"
 
 var (
 	file_masterlink_proto_rawDescOnce sync.Once
@@ -2722,7 +2816,7 @@ func file_masterlink_proto_rawDescGZIP() []byte {
 }
 
 var file_masterlink_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_masterlink_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_masterlink_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_masterlink_proto_goTypes = []any{
 	(TaskState)(0),              // 0: brim.masterlink.v1.TaskState
 	(*Empty)(nil),               // 1: brim.masterlink.v1.Empty
@@ -2757,19 +2851,20 @@ var file_masterlink_proto_goTypes = []any{
 	(*KillRequest)(nil),         // 30: brim.masterlink.v1.KillRequest
 	(*AcknowledgeRequest)(nil),  // 31: brim.masterlink.v1.AcknowledgeRequest
 	(*ReconcileRequest)(nil),    // 32: brim.masterlink.v1.ReconcileRequest
-	nil,                         // 33: brim.masterlink.v1.TaskInfo.LabelsEntry
-	nil,                         // 34: brim.masterlink.v1.Register.AttributesEntry
-	(*Operation_Launch)(nil),    // 35: brim.masterlink.v1.Operation.Launch
-	(*Operation_Reserve)(nil),   // 36: brim.masterlink.v1.Operation.Reserve
-	(*Operation_Unreserve)(nil), // 37: brim.masterlink.v1.Operation.Unreserve
+	(*UpdateTaskRequest)(nil),   // 33: brim.masterlink.v1.UpdateTaskRequest
+	nil,                         // 34: brim.masterlink.v1.TaskInfo.LabelsEntry
+	nil,                         // 35: brim.masterlink.v1.Register.AttributesEntry
+	(*Operation_Launch)(nil),    // 36: brim.masterlink.v1.Operation.Launch
+	(*Operation_Reserve)(nil),   // 37: brim.masterlink.v1.Operation.Reserve
+	(*Operation_Unreserve)(nil), // 38: brim.masterlink.v1.Operation.Unreserve
 }
 var file_masterlink_proto_depIdxs = []int32{
-	33, // 0: brim.masterlink.v1.TaskInfo.labels:type_name -> brim.masterlink.v1.TaskInfo.LabelsEntry
+	34, // 0: brim.masterlink.v1.TaskInfo.labels:type_name -> brim.masterlink.v1.TaskInfo.LabelsEntry
 	0,  // 1: brim.masterlink.v1.TaskStatus.state:type_name -> brim.masterlink.v1.TaskState
 	2,  // 2: brim.masterlink.v1.TaskSnapshot.task:type_name -> brim.masterlink.v1.TaskInfo
 	0,  // 3: brim.masterlink.v1.TaskSnapshot.state:type_name -> brim.masterlink.v1.TaskState
 	4,  // 4: brim.masterlink.v1.Register.tasks:type_name -> brim.masterlink.v1.TaskSnapshot
-	34, // 5: brim.masterlink.v1.Register.attributes:type_name -> brim.masterlink.v1.Register.AttributesEntry
+	35, // 5: brim.masterlink.v1.Register.attributes:type_name -> brim.masterlink.v1.Register.AttributesEntry
 	7,  // 6: brim.masterlink.v1.Register.oversubscription:type_name -> brim.masterlink.v1.Oversubscribed
 	8,  // 7: brim.masterlink.v1.Oversubscribed.corrections:type_name -> brim.masterlink.v1.Correction
 	5,  // 8: brim.masterlink.v1.AgentMessage.register:type_name -> brim.masterlink.v1.Register
@@ -2790,9 +2885,9 @@ var file_masterlink_proto_depIdxs = []int32{
 	3,  // 23: brim.masterlink.v1.Event.update:type_name -> brim.masterlink.v1.TaskStatus
 	6,  // 24: brim.masterlink.v1.Event.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
 	22, // 25: brim.masterlink.v1.Event.error:type_name -> brim.masterlink.v1.ErrorEvent
-	35, // 26: brim.masterlink.v1.Operation.launch:type_name -> brim.masterlink.v1.Operation.Launch
-	36, // 27: brim.masterlink.v1.Operation.reserve:type_name -> brim.masterlink.v1.Operation.Reserve
-	37, // 28: brim.masterlink.v1.Operation.unreserve:type_name -> brim.masterlink.v1.Operation.Unreserve
+	36, // 26: brim.masterlink.v1.Operation.launch:type_name -> brim.masterlink.v1.Operation.Launch
+	37, // 27: brim.masterlink.v1.Operation.reserve:type_name -> brim.masterlink.v1.Operation.Reserve
+	38, // 28: brim.masterlink.v1.Operation.unreserve:type_name -> brim.masterlink.v1.Operation.Unreserve
 	24, // 29: brim.masterlink.v1.AcceptRequest.operations:type_name -> brim.masterlink.v1.Operation
 	25, // 30: brim.masterlink.v1.AcceptRequest.filters:type_name -> brim.masterlink.v1.Filters
 	25, // 31: brim.masterlink.v1.DeclineRequest.filters:type_name -> brim.masterlink.v1.Filters
@@ -2806,17 +2901,19 @@ var file_masterlink_proto_depIdxs = []int32{
 	30, // 39: brim.masterlink.v1.Scheduler.Kill:input_type -> brim.masterlink.v1.KillRequest
 	31, // 40: brim.masterlink.v1.Scheduler.Acknowledge:input_type -> brim.masterlink.v1.AcknowledgeRequest
 	32, // 41: brim.masterlink.v1.Scheduler.Reconcile:input_type -> brim.masterlink.v1.ReconcileRequest
-	15, // 42: brim.masterlink.v1.AgentLink.Connect:output_type -> brim.masterlink.v1.MasterMessage
-	23, // 43: brim.masterlink.v1.Scheduler.Subscribe:output_type -> brim.masterlink.v1.Event
-	1,  // 44: brim.masterlink.v1.Scheduler.Accept:output_type -> brim.masterlink.v1.Empty
-	1,  // 45: brim.masterlink.v1.Scheduler.Decline:output_type -> brim.masterlink.v1.Empty
-	1,  // 46: brim.masterlink.v1.Scheduler.Revive:output_type -> brim.masterlink.v1.Empty
-	1,  // 47: brim.masterlink.v1.Scheduler.Suppress:output_type -> brim.masterlink.v1.Empty
-	1,  // 48: brim.masterlink.v1.Scheduler.Kill:output_type -> brim.masterlink.v1.Empty
-	1,  // 49: brim.masterlink.v1.Scheduler.Acknowledge:output_type -> brim.masterlink.v1.Empty
-	1,  // 50: brim.masterlink.v1.Scheduler.Reconcile:output_type -> brim.masterlink.v1.Empty
-	42, // [42:51] is the sub-list for method output_type
-	33, // [33:42] is the sub-list for method input_type
+	33, // 42: brim.masterlink.v1.Scheduler.UpdateTask:input_type -> brim.masterlink.v1.UpdateTaskRequest
+	15, // 43: brim.masterlink.v1.AgentLink.Connect:output_type -> brim.masterlink.v1.MasterMessage
+	23, // 44: brim.masterlink.v1.Scheduler.Subscribe:output_type -> brim.masterlink.v1.Event
+	1,  // 45: brim.masterlink.v1.Scheduler.Accept:output_type -> brim.masterlink.v1.Empty
+	1,  // 46: brim.masterlink.v1.Scheduler.Decline:output_type -> brim.masterlink.v1.Empty
+	1,  // 47: brim.masterlink.v1.Scheduler.Revive:output_type -> brim.masterlink.v1.Empty
+	1,  // 48: brim.masterlink.v1.Scheduler.Suppress:output_type -> brim.masterlink.v1.Empty
+	1,  // 49: brim.masterlink.v1.Scheduler.Kill:output_type -> brim.masterlink.v1.Empty
+	1,  // 50: brim.masterlink.v1.Scheduler.Acknowledge:output_type -> brim.masterlink.v1.Empty
+	1,  // 51: brim.masterlink.v1.Scheduler.Reconcile:output_type -> brim.masterlink.v1.Empty
+	1,  // 52: brim.masterlink.v1.Scheduler.UpdateTask:output_type -> brim.masterlink.v1.Empty
+	43, // [43:53] is the sub-list for method output_type
+	33, // [33:43] is the sub-list for method input_type
 	33, // [33:33] is the sub-list for extension type_name
 	33, // [33:33] is the sub-list for extension extendee
 	0,  // [0:33] is the sub-list for field type_name
@@ -2859,7 +2956,7 @@ func file_masterlink_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_masterlink_proto_rawDesc), len(file_masterlink_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   37,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

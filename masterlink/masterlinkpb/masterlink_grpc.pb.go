@@ -140,6 +140,7 @@ const (
 	Scheduler_Kill_FullMethodName        = "/brim.masterlink.v1.Scheduler/Kill"
 	Scheduler_Acknowledge_FullMethodName = "/brim.masterlink.v1.Scheduler/Acknowledge"
 	Scheduler_Reconcile_FullMethodName   = "/brim.masterlink.v1.Scheduler/Reconcile"
+	Scheduler_UpdateTask_FullMethodName  = "/brim.masterlink.v1.Scheduler/UpdateTask"
 )
 
 // SchedulerClient is the client API for Scheduler service.
@@ -160,6 +161,14 @@ type SchedulerClient interface {
 	// Reconcile sends the latest state of the named tasks (all of the
 	// framework's tasks when none is named) as updates on the stream.
 	Reconcile(ctx context.Context, in *ReconcileRequest, opts ...grpc.CallOption) (*Empty, error)
+	// UpdateTask changes a running task's resources to a new total. Growth
+	// comes from the named offers (of the task's agent; their unused part
+	// goes back to the allocator); a shrink is returned once the agent has
+	// applied it. The agent's answer is a status update of the task with
+	// reason RESOURCES_UPDATED (the task's new resources in its resources
+	// field) or RESOURCES_UPDATE_FAILED (the task keeps running with its old
+	// resources).
+	UpdateTask(ctx context.Context, in *UpdateTaskRequest, opts ...grpc.CallOption) (*Empty, error)
 }
 
 type schedulerClient struct {
@@ -259,6 +268,16 @@ func (c *schedulerClient) Reconcile(ctx context.Context, in *ReconcileRequest, o
 	return out, nil
 }
 
+func (c *schedulerClient) UpdateTask(ctx context.Context, in *UpdateTaskRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Scheduler_UpdateTask_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SchedulerServer is the server API for Scheduler service.
 // All implementations must embed UnimplementedSchedulerServer
 // for forward compatibility.
@@ -277,6 +296,14 @@ type SchedulerServer interface {
 	// Reconcile sends the latest state of the named tasks (all of the
 	// framework's tasks when none is named) as updates on the stream.
 	Reconcile(context.Context, *ReconcileRequest) (*Empty, error)
+	// UpdateTask changes a running task's resources to a new total. Growth
+	// comes from the named offers (of the task's agent; their unused part
+	// goes back to the allocator); a shrink is returned once the agent has
+	// applied it. The agent's answer is a status update of the task with
+	// reason RESOURCES_UPDATED (the task's new resources in its resources
+	// field) or RESOURCES_UPDATE_FAILED (the task keeps running with its old
+	// resources).
+	UpdateTask(context.Context, *UpdateTaskRequest) (*Empty, error)
 	mustEmbedUnimplementedSchedulerServer()
 }
 
@@ -310,6 +337,9 @@ func (UnimplementedSchedulerServer) Acknowledge(context.Context, *AcknowledgeReq
 }
 func (UnimplementedSchedulerServer) Reconcile(context.Context, *ReconcileRequest) (*Empty, error) {
 	return nil, status.Error(codes.Unimplemented, "method Reconcile not implemented")
+}
+func (UnimplementedSchedulerServer) UpdateTask(context.Context, *UpdateTaskRequest) (*Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateTask not implemented")
 }
 func (UnimplementedSchedulerServer) mustEmbedUnimplementedSchedulerServer() {}
 func (UnimplementedSchedulerServer) testEmbeddedByValue()                   {}
@@ -469,6 +499,24 @@ func _Scheduler_Reconcile_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Scheduler_UpdateTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SchedulerServer).UpdateTask(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Scheduler_UpdateTask_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SchedulerServer).UpdateTask(ctx, req.(*UpdateTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Scheduler_ServiceDesc is the grpc.ServiceDesc for Scheduler service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -503,6 +551,10 @@ var Scheduler_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Reconcile",
 			Handler:    _Scheduler_Reconcile_Handler,
+		},
+		{
+			MethodName: "UpdateTask",
+			Handler:    _Scheduler_UpdateTask_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

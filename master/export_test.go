@@ -1,0 +1,7 @@
+package master
+
+// PutLegacyFramework writes a framework record as stores written before
+// principals were persisted hold it (a bare list of roles).
+func PutLegacyFramework(s *BoltStore, id string, roles []string) error {
+	return s.put(bucketFrameworks, id, roles)
+}

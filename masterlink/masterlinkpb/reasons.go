@@ -1,0 +1,13 @@
+package masterlinkpb
+
+// Status reasons of a task resource update (TaskStatus.reason), set by the
+// agent side and read by the master and frameworks.
+const (
+	// ReasonResourcesUpdated: the agent resized the task's container; the
+	// status's resources field holds the task's new resources.
+	ReasonResourcesUpdated = "RESOURCES_UPDATED"
+	// ReasonResourcesUpdateFailed: the agent could not apply the update;
+	// the task keeps running with the resources the status names, and the
+	// message says why.
+	ReasonResourcesUpdateFailed = "RESOURCES_UPDATE_FAILED"
+)
