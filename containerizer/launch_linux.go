@@ -84,6 +84,10 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 		NetNSPath:  launch.NetNSPath,
 		StateRoot:  c.runcRoot,
 		HidePaths:  []string{c.cfg.StateDir},
+		// The shim verifies the cgroup and network namespace itself
+		// before exec: no go-ahead round trip unless an isolator must see
+		// the init first.
+		SkipGoAhead: !c.needIsolate(),
 	}
 	if err := executor.WriteBundle(dir, bundle); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", id, err)
@@ -101,7 +105,9 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 
 // startShim hands the container to a warm shim (or starts a cold one:
 // `brim shim --bundle DIR`, detached) and runs the launch handshake:
-// "created" → Isolate → go-ahead → "running".
+// "created" → Isolate → go-ahead → "running", or, when every isolator is
+// an isolator.Verifier, "created" → "running" (the shim checks the
+// confinement itself and does not wait).
 func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr error) {
 	sp := c.takeWarm()
 	// The replacement starts once this launch is done: started now, the
@@ -153,19 +159,34 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 		return err
 	}
 	ct.pid = rep.Pid
-	for _, iso := range c.cfg.Isolators {
-		if err := iso.Isolate(ctx, ct.spec.ID, ct.pid); err != nil {
-			return fmt.Errorf("isolate %s: %w", iso.Name(), err)
+	if c.needIsolate() {
+		for _, iso := range c.cfg.Isolators {
+			if err := iso.Isolate(ctx, ct.spec.ID, ct.pid); err != nil {
+				return fmt.Errorf("isolate %s: %w", iso.Name(), err)
+			}
 		}
-	}
-	if _, err := goW.Write([]byte{1}); err != nil {
-		return fmt.Errorf("release shim: %w", err)
+		if _, err := goW.Write([]byte{1}); err != nil {
+			return fmt.Errorf("release shim: %w", err)
+		}
 	}
 	if _, err := next(executor.EventRunning); err != nil {
 		return err
 	}
 	ct.startedAt = time.Now()
 	return nil
+}
+
+// needIsolate reports whether some isolator must see the init before the
+// user process runs: one that is not an isolator.Verifier. Otherwise the
+// shim's own check of the cgroup and network namespace stands in for
+// Isolate and the launch skips the go-ahead round trip.
+func (c *Containerizer) needIsolate() bool {
+	for _, iso := range c.cfg.Isolators {
+		if v, ok := iso.(isolator.Verifier); !ok || !v.VerifiesOnly() {
+			return true
+		}
+	}
+	return false
 }
 
 // shimProc is a started shim and our ends of its handshake pipes.

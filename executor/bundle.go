@@ -80,6 +80,13 @@ type Bundle struct {
 	HidePaths []string `json:"hide_paths,omitempty"`
 	// NoSeccomp disables the default seccomp profile.
 	NoSeccomp bool `json:"no_seccomp,omitempty"`
+	// SkipGoAhead lets a shim started with the launch handshake run the
+	// user process as soon as the init is created and its confinement
+	// verified (cgroup and network namespace), without waiting for the
+	// go-ahead: the containerizer sets it when no isolator needs the init
+	// before the user process runs (isolator.Verifier). The shim still
+	// reports "created" and "running".
+	SkipGoAhead bool `json:"skip_go_ahead,omitempty"`
 }
 
 // BundleVersion is the current Bundle format.

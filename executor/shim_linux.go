@@ -63,6 +63,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 		if opts.GoAhead == nil || opts.Report == nil {
 			return errors.New("run shim: no container directory and no handshake")
 		}
+		prewarm()
 		br := bufio.NewReader(opts.GoAhead)
 		goAhead = br
 		s.dir, err = adoptDir(br)
@@ -228,12 +229,15 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 	if err := waitListen(); err != nil {
 		return err
 	}
+	if err := verifyConfinement(s.pid, b); err != nil {
+		return err
+	}
 	if report != nil {
 		if err := writeReport(report, Report{Event: EventCreated, Pid: s.pid}); err != nil {
 			return fmt.Errorf("report created: %w", err)
 		}
 	}
-	if goAhead != nil {
+	if goAhead != nil && !b.SkipGoAhead {
 		if err := readGoAhead(ctx, goAhead); err != nil {
 			return err
 		}

@@ -30,7 +30,8 @@ type Isolator interface {
 	// launcher must apply (cgroup path, network namespace path, …).
 	Prepare(ctx context.Context, id string, limits Limits, launch *Launch) error
 	// Isolate is called with the pid of the container's init process, after
-	// the container exists and before the user process runs.
+	// the container exists and before the user process runs (not at all
+	// when every isolator of the container is a Verifier).
 	Isolate(ctx context.Context, id string, pid int) error
 	// Update applies new limits to a running container.
 	Update(ctx context.Context, id string, limits Limits) error
@@ -83,6 +84,22 @@ type Limits struct {
 	Network bool
 	// Class is the QoS class (revocable containers are BestEffort).
 	Class QoSClass
+}
+
+// Verifier is an optional interface of isolators whose Isolate changes
+// nothing and only verifies what the launcher applied from Launch: the
+// init is in the cgroup at CgroupPath, in the network namespace at
+// NetNSPath. The shim checks exactly these facts itself before the user
+// process runs (and fails the launch if they do not hold), so when every
+// isolator of a container is a Verifier the containerizer does not call
+// Isolate and the user process starts without waiting for it: one round
+// trip between two processes less on the launch path, which matters most
+// on a loaded host. An isolator that must act on the init before the user
+// process runs, or check anything else, does not implement it.
+type Verifier interface {
+	Isolator
+	// VerifiesOnly reports whether Isolate only verifies (see Verifier).
+	VerifiesOnly() bool
 }
 
 // Launch collects what the isolators tell the launcher during Prepare.

@@ -37,6 +37,9 @@ func (i *Isolator) Prepare(ctx context.Context, id string, limits isolator.Limit
 // Isolate is not supported off Linux.
 func (i *Isolator) Isolate(ctx context.Context, id string, pid int) error { return errNS() }
 
+// VerifiesOnly implements isolator.Verifier.
+func (i *Isolator) VerifiesOnly() bool { return true }
+
 // Update is not supported off Linux.
 func (i *Isolator) Update(ctx context.Context, id string, limits isolator.Limits) error {
 	return errNS()
