@@ -542,3 +542,61 @@ func TestConcurrentLaunches(t *testing.T) {
 		}
 	}
 }
+
+// verifyingIsolator is the test isolator declared an isolator.Verifier.
+type verifyingIsolator struct{ *cgroupIsolator }
+
+func (verifyingIsolator) VerifiesOnly() bool { return true }
+
+// TestVerifierIsolatorsSkipGoAhead: with an isolator that is not a
+// Verifier, Isolate sees the init before the user process runs; when every
+// isolator is a Verifier, Isolate is not called (the shim checks the cgroup
+// itself) and the container still lands in its group and runs.
+func TestVerifierIsolatorsSkipGoAhead(t *testing.T) {
+	e := newEnv(t, "")
+	gated := e.launch(Spec{Command: []string{"sleep", "1000"}, Limits: isolator.Limits{MilliCPUs: 100}})
+	e.iso.mu.Lock()
+	pid := e.iso.isolated[gated.ID]
+	e.iso.mu.Unlock()
+	if pid != gated.Pid {
+		t.Errorf("non-Verifier: Isolate saw pid %d, want the init %d", pid, gated.Pid)
+	}
+
+	c, err := New(Config{
+		StateDir:   t.TempDir(),
+		Isolators:  []isolator.Isolator{verifyingIsolator{e.iso}},
+		ShimBinary: e.shim,
+		KillGrace:  2 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id := testutil.UniqueName("ver")
+	t.Cleanup(func() {
+		_ = c.Destroy(ctx, id)
+		c.Close()
+	})
+	info, err := c.Launch(ctx, Spec{ID: id, Command: []string{"sh", "-c", "cat /proc/self/cgroup; exit 3"}, Limits: isolator.Limits{MilliCPUs: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.iso.mu.Lock()
+	_, called := e.iso.isolated[id]
+	e.iso.mu.Unlock()
+	if called {
+		t.Error("Verifier: Isolate was called")
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	st, err := c.Wait(wctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Code != 3 {
+		t.Fatalf("exit %+v, want code 3", st)
+	}
+	if out := readSandbox(t, info, "stdout"); !strings.Contains(out, ":memory:"+e.iso.path(id)+"\n") {
+		t.Errorf("container's /proc/self/cgroup:\n%s", out)
+	}
+}
