@@ -163,20 +163,7 @@ agent with the same --state-dir reattaches to them.`,
 				return err
 			}
 			defer stopMetrics()
-			// Attribute the eBPF monitor's OOM kill events to containers.
-			if m, ok := plugins.rq.(*bpf.Monitor); ok {
-				w := agent.NewOOMWatcher(a, m, cgroupIDs, 0, log)
-				if reg := a.Metrics(); reg != nil {
-					if err := reg.Register(w); err != nil {
-						log.Warn("register oom metrics", "err", err)
-					}
-				}
-				go func() {
-					if err := w.Run(cmd.Context()); err != nil && !errors.Is(err, context.Canceled) {
-						log.Warn("oom watcher ended", "err", err)
-					}
-				}()
-			}
+			plugins.watchOOM(cmd.Context(), a, log)
 			if lo.master != "" {
 				return serveLinkedAgent(cmd.Context(), a, l, socket, total, stateDir, lo, log)
 			}
@@ -868,4 +855,26 @@ func cgroupIDs(p string) ([]uint64, error) {
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// watchOOM attributes the eBPF monitor's OOM kill events to a's containers
+// until ctx ends (counted in a's metrics and statuses). Without the eBPF
+// monitor (--no-bpf, or BPF unavailable) the cgroup OOM counters read at
+// exit remain the only source.
+func (p *oversubPlugins) watchOOM(ctx context.Context, a *agent.Agent, log *slog.Logger) {
+	m, ok := p.rq.(*bpf.Monitor)
+	if !ok {
+		return
+	}
+	w := agent.NewOOMWatcher(a, m, cgroupIDs, 0, log)
+	if reg := a.Metrics(); reg != nil {
+		if err := reg.Register(w); err != nil {
+			log.Warn("register oom metrics", "err", err)
+		}
+	}
+	go func() {
+		if err := w.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Warn("oom watcher ended", "err", err)
+		}
+	}()
 }

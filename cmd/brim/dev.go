@@ -161,6 +161,7 @@ func runLinkedAgent(ctx context.Context, stateDir, socket, cgParent string, tota
 		return err
 	}
 	defer stopMetrics()
+	plugins.watchOOM(ctx, a, log)
 	return serveLinkedAgent(ctx, a, l, socket, total, stateDir, lo, log)
 }
 
