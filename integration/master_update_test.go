@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strconv"
 	"sync"
 	"testing"
@@ -95,16 +96,31 @@ func (f *updateFramework) waitUpdate(t *testing.T, id string, state pb.TaskState
 	}
 }
 
-// taskResources is the task's resources in the master's /state.
-func taskResources(t *testing.T, addr, id string) string {
+// stateTask is task id in the master's /state: its agent and resources.
+func stateTask(t *testing.T, addr, id string) (agent, res string) {
 	t.Helper()
-	for _, tk := range getOversubState(t, addr).Tasks {
+	resp, err := http.Get("http://" + addr + "/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Tasks []struct {
+			ID        string `json:"id"`
+			AgentID   string `json:"agentId"`
+			Resources string `json:"resources"`
+		} `json:"tasks"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range st.Tasks {
 		if tk.ID == id {
-			return tk.Resources
+			return tk.AgentID, tk.Resources
 		}
 	}
-	t.Fatalf("task %s not in /state", id)
-	return ""
+	t.Fatalf("task %s not in /state: %+v", id, st.Tasks)
+	return "", ""
 }
 
 // TestMasterUpdateTask: a framework grows a running task with an offer
@@ -138,7 +154,7 @@ func TestMasterUpdateTask(t *testing.T) {
 
 	// Grow cpus and mem with the offer of what the launch left.
 	o = f.nextOffer(t)
-	if task := agentOfTask(t, m.Addr, id); o.AgentId != task {
+	if task, _ := stateTask(t, m.Addr, id); o.AgentId != task {
 		t.Fatalf("offer of agent %s, task on %s", o.AgentId, task)
 	}
 	if err := f.d.UpdateTask(ctx, id, "cpus:1;mem:256", []string{o.Id}); err != nil {
@@ -149,7 +165,7 @@ func TestMasterUpdateTask(t *testing.T) {
 		t.Fatalf("RESOURCES_UPDATED carries %q", st.Resources)
 	}
 	checkLimits("after grow", 1024, 256)
-	if got := taskResources(t, m.Addr, id); got != "cpus:1;mem:256" {
+	if _, got := stateTask(t, m.Addr, id); got != "cpus:1;mem:256" {
 		t.Fatalf("/state after grow: %s", got)
 	}
 
@@ -167,7 +183,7 @@ func TestMasterUpdateTask(t *testing.T) {
 	}
 	f.waitUpdate(t, id, pb.TaskState_TASK_RUNNING, pb.ReasonResourcesUpdated)
 	checkLimits("after shrink", 256, 48)
-	if got := taskResources(t, m.Addr, id); got != "cpus:0.25;mem:48" {
+	if _, got := stateTask(t, m.Addr, id); got != "cpus:0.25;mem:48" {
 		t.Fatalf("/state after shrink: %s", got)
 	}
 	// The refused update's offer is still good: the task grows with it.
@@ -201,16 +217,4 @@ func TestMasterUpdateTask(t *testing.T) {
 	if got := inspected.Labels["brim.resources"]; got != "cpus:1;mem:48" {
 		t.Fatalf("container's resources label after updates: %q", got)
 	}
-}
-
-// agentOfTask is the agent of task id in /state.
-func agentOfTask(t *testing.T, addr, id string) string {
-	t.Helper()
-	for _, tk := range getState(t, addr).Tasks {
-		if tk.ID == id {
-			return tk.AgentID
-		}
-	}
-	t.Fatalf("task %s not in /state", id)
-	return ""
 }

@@ -2,7 +2,9 @@
 // frameworks, tasks and outstanding offers; the hierarchical DRF allocator
 // (package master/allocator) wired in and driven by a periodic cycle and by
 // events; offer validation (ACCEPT with LAUNCH/RESERVE/UNRESERVE, DECLINE
-// with filters, REVIVE, SUPPRESS, KILL, ACKNOWLEDGE, RECONCILE); agent
+// with filters, REVIVE, SUPPRESS, KILL, ACKNOWLEDGE, RECONCILE, and
+// UpdateTask, which resizes a running task with offers and settles the
+// accounting when the agent answers); agent
 // health (missed heartbeats → unreachable → tasks LOST); framework failover;
 // and the gRPC services of package masterlinkpb (AgentLink for agents,
 // Scheduler for frameworks). It authenticates operators and frameworks
@@ -15,8 +17,9 @@
 // itself (the allocator does). The Master serializes every allocator call
 // under one mutex; sends to streams never block under it.
 //
-// Sentinels: ErrInvalid, ErrNotFound, ErrStaleOffer, ErrInsufficient,
-// ErrUnauthenticated, ErrForbidden, ErrClosed. The gRPC handlers map them
-// to codes.InvalidArgument, NotFound, FailedPrecondition, ResourceExhausted,
-// Unauthenticated, PermissionDenied and Unavailable.
+// Sentinels: ErrInvalid, ErrNotFound, ErrStaleOffer, ErrConflict,
+// ErrInsufficient, ErrUnauthenticated, ErrForbidden, ErrClosed. The gRPC
+// handlers map them to codes.InvalidArgument, NotFound, FailedPrecondition
+// (both ErrStaleOffer and ErrConflict), ResourceExhausted, Unauthenticated,
+// PermissionDenied and Unavailable.
 package master

@@ -486,14 +486,7 @@ func (m *Master) dropAgentFromAllocatorLocked(ag *agentEntry) {
 	}
 }
 
-func terminal(s pb.TaskState) bool {
-	switch s {
-	case pb.TaskState_TASK_FINISHED, pb.TaskState_TASK_FAILED, pb.TaskState_TASK_KILLED,
-		pb.TaskState_TASK_LOST, pb.TaskState_TASK_GONE:
-		return true
-	}
-	return false
-}
+func terminal(s pb.TaskState) bool { return s.Terminal() }
 
 // setTaskStatusLocked records a status, gives a newly terminal task's
 // resources back to the allocator, and forwards the status to the

@@ -107,14 +107,7 @@ func TestOperatorReserveStatusCodes(t *testing.T) {
 }
 
 func TestMasterRestartKeepsTasksReservationsQuota(t *testing.T) {
-	dir := t.TempDir()
-	open := func() *master.BoltStore {
-		s, err := master.OpenBoltStore(filepath.Join(dir, "master.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	open := storeOpener(t)
 	store := open()
 	c := newClusterAt(t, master.Options{Store: store}, "127.0.0.1:0")
 	addr := c.addr

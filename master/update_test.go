@@ -47,6 +47,16 @@ func (r *fakeRunner) UpdateTask(ctx context.Context, id string, res resources.Re
 	return nil
 }
 
+// startWithTask starts a framework that launches task id on its first
+// offer and waits for it to run; it returns the framework and its ID.
+func startWithTask(t *testing.T, c *cluster, id, res string) (*framework, string) {
+	t.Helper()
+	f := c.startFramework("fw")
+	launch(t, f, f.nextOffers(t)[0], id, res)
+	f.expectStates(t, id, pb.TaskState_TASK_STAGING, pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING)
+	return f, f.d.FrameworkID()
+}
+
 // updateTask calls UpdateTask and returns the gRPC code.
 func updateTask(f *framework, id, res string, offers ...string) (codes.Code, error) {
 	err := f.d.UpdateTask(context.Background(), id, res, offers)
@@ -143,10 +153,7 @@ func TestUpdateTaskGrowAndShrink(t *testing.T) {
 	c := newCluster(t, master.Options{})
 	r := newFakeRunner()
 	c.startAgent(t.TempDir(), r)
-	f := c.startFramework("fw")
-	launch(t, f, f.nextOffers(t)[0], "t1", "cpus:1;mem:128")
-	f.expectStates(t, "t1", pb.TaskState_TASK_STAGING, pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING)
-	fw := f.d.FrameworkID()
+	f, fw := startWithTask(t, c, "t1", "cpus:1;mem:128")
 	total := resources.MustParse("cpus:4;mem:4096")
 	waitFree(t, c.m, fw, total.Subtract(resources.MustParse("cpus:1;mem:128")))
 	o := f.offerOn(t, "")
@@ -308,10 +315,7 @@ func TestUpdateTaskFailureGivesGrowthBack(t *testing.T) {
 	r := newFakeRunner()
 	r.failUpdates = true
 	c.startAgent(t.TempDir(), r)
-	f := c.startFramework("fw")
-	launch(t, f, f.nextOffers(t)[0], "t1", "cpus:1;mem:128")
-	f.expectStates(t, "t1", pb.TaskState_TASK_STAGING, pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING)
-	fw := f.d.FrameworkID()
+	f, fw := startWithTask(t, c, "t1", "cpus:1;mem:128")
 	total := resources.MustParse("cpus:4;mem:4096")
 	o := f.offerOn(t, "")
 	if _, err := updateTask(f, "t1", "cpus:3;mem:1024", o.Id); err != nil {
@@ -345,10 +349,7 @@ func TestUpdateTaskAcrossReregistration(t *testing.T) {
 	dir := t.TempDir()
 	r := newFakeRunner()
 	stop := c.startAgent(dir, r)
-	f := c.startFramework("fw")
-	launch(t, f, f.nextOffers(t)[0], "t1", "cpus:1;mem:128")
-	f.expectStates(t, "t1", pb.TaskState_TASK_STAGING, pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING)
-	fw := f.d.FrameworkID()
+	f, fw := startWithTask(t, c, "t1", "cpus:1;mem:128")
 	hold := make(chan struct{})
 	r.mu.Lock()
 	r.holdUpdates = hold
@@ -375,14 +376,7 @@ func TestUpdateTaskAcrossReregistration(t *testing.T) {
 // subscribed a framework is persisted; after a master restart another
 // principal cannot take the framework over.
 func TestResubscribeAfterRestartChecksPrincipal(t *testing.T) {
-	dir := t.TempDir()
-	open := func() *master.BoltStore {
-		s, err := master.OpenBoltStore(filepath.Join(dir, "master.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	open := storeOpener(t)
 	store := open()
 	c := authClusterWith(t, master.Options{Store: store}, "127.0.0.1:0")
 	addr := c.addr
@@ -404,11 +398,22 @@ func TestResubscribeAfterRestartChecksPrincipal(t *testing.T) {
 	}
 }
 
-func TestStoreReadsFrameworksWithoutPrincipal(t *testing.T) {
-	s, err := master.OpenBoltStore(filepath.Join(t.TempDir(), "master.db"))
-	if err != nil {
-		t.Fatal(err)
+// storeOpener returns a function opening the same bbolt store each time
+// (close it before opening it again).
+func storeOpener(t *testing.T) func() *master.BoltStore {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "master.db")
+	return func() *master.BoltStore {
+		s, err := master.OpenBoltStore(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}
+}
+
+func TestStoreReadsFrameworksWithoutPrincipal(t *testing.T) {
+	s := storeOpener(t)()
 	defer s.Close()
 	if err := s.PutFramework("a", master.PersistedFramework{Roles: []string{"ads"}, Principal: "ops"}); err != nil {
 		t.Fatal(err)

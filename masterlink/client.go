@@ -65,15 +65,6 @@ func resizeAnswer(reason string) bool {
 	return reason == pb.ReasonResourcesUpdated || reason == pb.ReasonResourcesUpdateFailed
 }
 
-func terminalState(s pb.TaskState) bool {
-	switch s {
-	case pb.TaskState_TASK_FINISHED, pb.TaskState_TASK_FAILED, pb.TaskState_TASK_KILLED,
-		pb.TaskState_TASK_LOST, pb.TaskState_TASK_GONE:
-		return true
-	}
-	return false
-}
-
 // TaskRunner runs tasks for the Client: the agent, adapted in cmd/brim.
 // It reports every state change of its tasks with Client.Update.
 type TaskRunner interface {
@@ -216,7 +207,7 @@ func (c *Client) Update(st Status) error {
 	if resizeAnswer(st.Reason) {
 		// An answer to a resource update takes the task's latest state;
 		// a task that ended (or never started) here needs none.
-		if q == nil || q.Last == pb.TaskState_TASK_UNKNOWN || terminalState(q.Last) {
+		if q == nil || q.Last == pb.TaskState_TASK_UNKNOWN || q.Last.Terminal() {
 			return nil
 		}
 		st.State = q.Last

@@ -31,6 +31,7 @@ type scriptedMaster struct {
 	acks     chan *pb.StatusAck
 	regs     chan *pb.Register
 	overs    chan *pb.Oversubscribed
+	cmds     chan *pb.MasterMessage // sent to the agent as they come
 }
 
 func (m *scriptedMaster) Connect(stream pb.AgentLink_ConnectServer) error {
@@ -51,6 +52,10 @@ func (m *scriptedMaster) Connect(stream pb.AgentLink_ConnectServer) error {
 			select {
 			case a := <-m.acks:
 				if stream.Send(&pb.MasterMessage{Msg: &pb.MasterMessage_Ack{Ack: a}}) != nil {
+					return
+				}
+			case cmd := <-m.cmds:
+				if stream.Send(cmd) != nil {
 					return
 				}
 			case <-stream.Context().Done():
@@ -79,7 +84,7 @@ func startScripted(t *testing.T) (*scriptedMaster, string) {
 		t.Fatal(err)
 	}
 	m := &scriptedMaster{statuses: make(chan *pb.TaskStatus, 100), acks: make(chan *pb.StatusAck, 10), regs: make(chan *pb.Register, 10),
-		overs: make(chan *pb.Oversubscribed, 100)}
+		overs: make(chan *pb.Oversubscribed, 100), cmds: make(chan *pb.MasterMessage, 10)}
 	s := grpc.NewServer()
 	pb.RegisterAgentLinkServer(s, m)
 	go func() { _ = s.Serve(l) }()
@@ -89,8 +94,13 @@ func startScripted(t *testing.T) (*scriptedMaster, string) {
 
 func newClient(t *testing.T, addr, dir string) *masterlink.Client {
 	t.Helper()
+	return newClientWith(t, addr, dir, idleRunner{})
+}
+
+func newClientWith(t *testing.T, addr, dir string, r masterlink.TaskRunner) *masterlink.Client {
+	t.Helper()
 	c, err := masterlink.New(masterlink.Options{Master: addr, StateDir: dir, Resources: resources.MustParse("cpus:1;mem:128"),
-		Runner: idleRunner{}, RetryMin: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond})
+		Runner: r, RetryMin: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,10 @@
 // running tasks after any break, sends heartbeats and the agent's
 // oversubscription status (revocable resources, the estimate's
 // explanation, the QoS corrections in force and recent kills: whole, on
-// change, in order, and again with every Register), runs the master's run/kill commands on a TaskRunner, and
+// change, in order, and again with every Register), runs the master's
+// run, kill and update (resize) commands on a TaskRunner (resizing through
+// its optional TaskUpdater ability, and answering each update with a
+// RESOURCES_UPDATED or RESOURCES_UPDATE_FAILED status), and
 // delivers task status updates at least once: checkpointed before Update
 // returns, one in flight per task, resent with exponential backoff until
 // the framework's acknowledgement comes back, identified by UUID so that

@@ -3,7 +3,6 @@ package scheduler_test
 import (
 	"context"
 	"encoding/base64"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/scheduler"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -51,19 +49,12 @@ func (m *authRecordingMaster) Kill(ctx context.Context, _ *pb.KillRequest) (*pb.
 }
 
 func TestPrincipalSentWithEveryCallAndUnauthenticatedEndsRun(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := &authRecordingMaster{seen: map[string]string{}}
-	s := grpc.NewServer()
-	pb.RegisterSchedulerServer(s, m)
-	go func() { _ = s.Serve(l) }()
-	defer s.Stop()
+	addr := serveScheduler(t, m)
 
 	// Without a principal nothing is sent, and Run gives up at once on
 	// Unauthenticated (no retry loop).
-	anon, err := scheduler.New(scheduler.Options{Master: l.Addr().String(), Name: "anon"})
+	anon, err := scheduler.New(scheduler.Options{Master: addr, Name: "anon"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +63,7 @@ func TestPrincipalSentWithEveryCallAndUnauthenticatedEndsRun(t *testing.T) {
 		t.Fatalf("run without credentials: %v, want Unauthenticated", err)
 	}
 
-	d, err := scheduler.New(scheduler.Options{Master: l.Addr().String(), Name: "t", Principal: "ops", Secret: "s3:cret"})
+	d, err := scheduler.New(scheduler.Options{Master: addr, Name: "t", Principal: "ops", Secret: "s3:cret"})
 	if err != nil {
 		t.Fatal(err)
 	}

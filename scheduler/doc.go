@@ -4,9 +4,10 @@
 // offers, rescinds and task status updates to Callbacks, drops duplicate
 // updates (by UUID) and acknowledges every update that carries one after
 // its callback returns. Calls: Accept, Launch, Decline, Revive, Suppress,
-// Kill, Reconcile, UpdateTask (resize a running task). With Options.Principal and Secret every call carries
-// per-RPC credentials (gRPC metadata "authorization: Basic
-// base64(principal:secret)") for a master with a credentials file; Run
+// Kill, Reconcile, UpdateTask (resize a running task). With
+// Options.Principal and Secret every call carries per-RPC credentials (gRPC
+// metadata "authorization: Basic base64(principal:secret)") for a master
+// with a credentials file; Run
 // gives up at once when the master answers codes.Unauthenticated or
 // codes.PermissionDenied (bad credentials, or an ACL refusing the
 // principal a role).

@@ -3,14 +3,12 @@ package scheduler_test
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/scheduler"
-	"google.golang.org/grpc"
 )
 
 // duplicatingMaster subscribes the framework and sends every update twice
@@ -58,17 +56,10 @@ func (m *duplicatingMaster) Acknowledge(_ context.Context, r *pb.AcknowledgeRequ
 }
 
 func TestDuplicatesDeliveredOnceAcknowledgedAlwaysResubscribeWithID(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := &duplicatingMaster{acked: make(chan struct{})}
-	s := grpc.NewServer()
-	pb.RegisterSchedulerServer(s, m)
-	go func() { _ = s.Serve(l) }()
-	defer s.Stop()
+	addr := serveScheduler(t, m)
 
-	d, err := scheduler.New(scheduler.Options{Master: l.Addr().String(), Name: "t"})
+	d, err := scheduler.New(scheduler.Options{Master: addr, Name: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,3 +11,14 @@ const (
 	// message says why.
 	ReasonResourcesUpdateFailed = "RESOURCES_UPDATE_FAILED"
 )
+
+// Terminal reports whether s ends a task (FINISHED, FAILED, KILLED, LOST,
+// GONE).
+func (s TaskState) Terminal() bool {
+	switch s {
+	case TaskState_TASK_FINISHED, TaskState_TASK_FAILED, TaskState_TASK_KILLED,
+		TaskState_TASK_LOST, TaskState_TASK_GONE:
+		return true
+	}
+	return false
+}
