@@ -218,3 +218,51 @@ func TestMasterUpdateTask(t *testing.T) {
 		t.Fatalf("container's resources label after updates: %q", got)
 	}
 }
+
+// TestMasterUpdateTaskFailure: a shrink the kernel refuses (a memory limit
+// below what the task holds, no swap to push it to) comes back as a
+// RUNNING/RESOURCES_UPDATE_FAILED update naming the cause; the task keeps
+// running with its old limits and the master keeps its old resources.
+func TestMasterUpdateTaskFailure(t *testing.T) {
+	m := startMasterProc(t)
+	ag := startLinkedAgent(t, m.Addr)
+	f := startUpdateFramework(t, m.Addr)
+	ctx := context.Background()
+
+	const id = "hold-1"
+	o := f.nextOffer(t)
+	// The shell keeps 64 MiB in a variable (touched pages, not reclaimable
+	// without swap).
+	hold := `x=$(head -c 67108864 /dev/zero | tr '\0' a); echo held; sleep 600`
+	if err := f.d.Launch(ctx, []string{o.Id}, []*pb.TaskInfo{{TaskId: id, Resources: "cpus:0.5;mem:160", Command: []string{"sh", "-c", hold}}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.waitUpdate(t, id, pb.TaskState_TASK_RUNNING, "")
+	c := containerOfTask(t, ag, id)
+	eventually(t, "the task to hold 64 MiB", func() bool {
+		n, _ := strconv.ParseInt(ag.cgroupFile("memory", c.ID, "memory.usage_in_bytes"), 10, 64)
+		return n >= 64<<20
+	})
+	if err := f.d.UpdateTask(ctx, id, "cpus:0.5;mem:16", nil); err != nil {
+		t.Fatal(err)
+	}
+	st := f.waitUpdate(t, id, pb.TaskState_TASK_RUNNING, pb.ReasonResourcesUpdateFailed)
+	if st.Message == "" {
+		t.Fatal("RESOURCES_UPDATE_FAILED without a message")
+	}
+	t.Logf("refused shrink: %s", st.Message)
+	if got := ag.cgroupFile("memory", c.ID, "memory.limit_in_bytes"); got != strconv.Itoa(160<<20) {
+		t.Fatalf("memory.limit_in_bytes after a failed shrink = %s, want 160 MiB", got)
+	}
+	if _, got := stateTask(t, m.Addr, id); got != "cpus:0.5;mem:160" {
+		t.Fatalf("/state after a failed shrink: %s", got)
+	}
+	// The task can still be resized (nothing is left in flight).
+	if err := f.d.UpdateTask(ctx, id, "cpus:0.25;mem:160", nil); err != nil {
+		t.Fatal(err)
+	}
+	f.waitUpdate(t, id, pb.TaskState_TASK_RUNNING, pb.ReasonResourcesUpdated)
+	if got := ag.cgroupFile("cpu", c.ID, "cpu.shares"); got != "256" {
+		t.Fatalf("cpu.shares after the next update = %s, want 256", got)
+	}
+}

@@ -277,6 +277,10 @@ func (m *Master) reregisteredResizeLocked(ag *agentEntry, t *taskEntry, reported
 	if p == nil {
 		return
 	}
+	if terminal(t.state) {
+		t.pending = nil // nothing to resize; the growth goes back with the agent's usage
+		return
+	}
 	if res, err := resources.Parse(reported); err == nil && res.Equal(p.res) {
 		t.pending = nil
 		t.setResources(res)
