@@ -217,6 +217,23 @@ func TestMasterUpdateTask(t *testing.T) {
 	if got := inspected.Labels["brim.resources"]; got != "cpus:1;mem:48" {
 		t.Fatalf("container's resources label after updates: %q", got)
 	}
+
+	// A restarted master learns the task's resources from the agent's
+	// re-registration, and the task can be resized again.
+	m.stop()
+	m.start()
+	waitState(t, m.Addr, "the agent back with its task", func(st masterState) bool {
+		return len(st.Agents) == 1 && st.Agents[0].Connected && st.Agents[0].Tasks == 1 &&
+			len(st.Frameworks) == 1 && st.Frameworks[0].Connected
+	})
+	if _, got := stateTask(t, m.Addr, id); got != "cpus:1;mem:48" {
+		t.Fatalf("/state after a master restart: %s", got)
+	}
+	if err := f.d.UpdateTask(ctx, id, "cpus:0.5;mem:48", nil); err != nil {
+		t.Fatalf("update after a master restart: %v", err)
+	}
+	f.waitUpdate(t, id, pb.TaskState_TASK_RUNNING, pb.ReasonResourcesUpdated)
+	checkLimits("after a master restart and a shrink", 512, 48)
 }
 
 // TestMasterUpdateTaskFailure: a shrink the kernel refuses (a memory limit
