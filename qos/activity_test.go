@@ -72,9 +72,10 @@ func runActiveSteps(t *testing.T, c *Interference, steps []activeStep) {
 	}
 }
 
-// The first correction needs the degradation on persist consecutive new
-// observations; a single noisy window, or one report seen by several
-// rounds, is not enough.
+// The first correction needs the degradation on persist of the last
+// persist+1 new observations, the latest degraded; a single noisy window,
+// or one report seen by several rounds, is not enough; an intermittent
+// degradation (one healthy window between two degraded ones) is.
 func TestInterferencePersist(t *testing.T) {
 	ms := time.Millisecond
 	busy := []be{{"a", 0.9, 0}}
@@ -86,14 +87,21 @@ func TestInterferencePersist(t *testing.T) {
 		{"default 2: one noisy window", "", []activeStep{
 			{0, ms, busy, ""}, {1, ms, busy, ""}, {2, ms, busy, ""},
 			{3, 9 * ms, busy, ""}, // 1st degraded window
-			{4, ms, busy, ""},     // quiet: the streak restarts
-			{5, 9 * ms, busy, ""},
-			{6, 9 * ms, busy, "THROTTLE a@200"}, // 2nd in a row
+			{4, ms, busy, ""},     // quiet
+			{5, ms, busy, ""},     // quiet: the 1st is out of the last 3
+			{6, 9 * ms, busy, ""},
+			{7, 9 * ms, busy, "THROTTLE a@200"}, // 2nd in a row
+		}},
+		{"default 2: intermittent", "", []activeStep{
+			{0, ms, busy, ""}, {1, ms, busy, ""}, {2, ms, busy, ""},
+			{3, 9 * ms, busy, ""},
+			{4, ms, busy, ""},
+			{5, 9 * ms, busy, "THROTTLE a@200"}, // 2 of the last 3
 		}},
 		{"3", "3", []activeStep{
 			{0, ms, busy, ""}, {1, ms, busy, ""}, {2, ms, busy, ""},
-			{3, 9 * ms, busy, ""}, {4, 9 * ms, busy, ""},
-			{5, 9 * ms, busy, "THROTTLE a@200"},
+			{3, 9 * ms, busy, ""}, {4, 9 * ms, busy, ""}, {5, ms, busy, ""},
+			{6, 9 * ms, busy, "THROTTLE a@200"}, // 3 of the last 4
 		}},
 		{"1: at once", "1", []activeStep{
 			{0, ms, busy, ""}, {1, ms, busy, ""}, {2, ms, busy, ""},

@@ -34,11 +34,12 @@ type InterferenceConfig struct {
 	// Floors are the minimum absolute excess over the baseline, by signal,
 	// so near-zero baselines do not trigger on noise.
 	Floors map[string]float64
-	// Alpha is the EWMA weight of a new quiet sample in the baseline;
-	// default 0.1.
+	// Alpha is the EWMA weight of a new quiet sample in the baseline
+	// once warmed up (during the warm-up the baseline is the median of
+	// the samples); default 0.1.
 	Alpha float64
 	// Warmup is the number of quiet samples before a baseline is trusted;
-	// default 10.
+	// their median starts it; default 10.
 	Warmup int
 	// Cooldown is the minimum time between two escalations (or
 	// de-escalations); default 3 s.
@@ -51,9 +52,10 @@ type InterferenceConfig struct {
 	// below; default 10.
 	ThrottleFraction float64
 	MinQuota         int64
-	// Persist is the number of consecutive degraded observations (each a
-	// new report or sample of the victim) before the first correction;
-	// default 2. Zero or one: the first degraded observation corrects.
+	// Persist is the number of degraded observations (each a new report
+	// or sample of the victim) among the last Persist+1 before the first
+	// correction, the latest one degraded; default 2 (2 of the last 3).
+	// Zero or one: the first degraded observation corrects.
 	Persist int
 	// FreezeHold is the minimum time at the FREEZE level before the first
 	// KILL (a frozen disk writer's dirty pages keep flushing for a while);
@@ -83,7 +85,7 @@ var DefaultFloors = map[string]float64{
 
 // Interference protects every non-revocable (latency-critical) container:
 // it compares each of its signals with the container's own baseline and,
-// once one has been degraded for Persist consecutive observations,
+// once one has been degraded on Persist of the last Persist+1 observations,
 // escalates one step per cool-down — THROTTLE every active revocable
 // container, then FREEZE them, then (after FreezeHold, and only while the
 // signal stops improving) KILL them one at a time, most active first
@@ -93,7 +95,9 @@ var DefaultFloors = map[string]float64{
 // with fewer than two samples counts as active); idle ones are never
 // corrected. When every victim has stayed healthy for RecoverAfter it
 // steps back down (THAW, then UNTHROTTLE). Baselines are learned only
-// while no correction is in force and the signal is not degraded. Every
+// while no correction is in force and the signal is not degraded; while
+// revocable work is active, only from values at or below the exit
+// threshold (the hysteresis band may be interference). Every
 // correction names the signal (and victim) that triggered it. Not safe for
 // concurrent use.
 type Interference struct {
@@ -109,8 +113,8 @@ type Interference struct {
 	frozen       map[string]bool
 	killed       map[string]bool // until they leave the usage
 
-	streak    int       // consecutive degraded observations at LevelNone
-	lastStamp time.Time // time of the last observation counted in streak
+	recent    []bool    // the last Persist+1 observations at LevelNone: degraded?
+	lastStamp time.Time // time of the last observation counted in recent
 	ref       float64   // worst value/threshold at the last step or check past FREEZE
 	frozeAt   time.Time // when the FREEZE level was entered
 	frozenAct map[string]activity
@@ -129,9 +133,33 @@ func (a activity) score() float64 { return a.cpu + a.stall }
 type baseline struct {
 	mean float64
 	n    int
+	warm []float64 // the samples of the warm-up, until it ends
 }
 
-var _ Controller = (*Interference)(nil)
+// learn adds a quiet sample v: during the warm-up the baseline is the
+// median of the samples so far (one noisy sample does not set it, as it
+// would the first value of an EWMA), then an EWMA with weight alpha.
+func (b *baseline) learn(v, alpha float64, warmup int) {
+	b.n++
+	if b.n > warmup {
+		b.mean += alpha * (v - b.mean)
+		return
+	}
+	b.warm = append(b.warm, v)
+	s := slices.Clone(b.warm)
+	slices.Sort(s)
+	if b.mean = s[len(s)/2]; len(s)%2 == 0 {
+		b.mean = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	if b.n == warmup {
+		b.warm = nil
+	}
+}
+
+var (
+	_ Controller = (*Interference)(nil)
+	_ Pender     = (*Interference)(nil)
+)
 
 // Levels of the graded response (Interference.Level).
 const (
@@ -267,48 +295,9 @@ func (ic *Interference) activityOf(c *monitor.ContainerUsage) activity {
 // Corrections implements Controller. The round's time is u.Timestamp.
 func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Correction, error) {
 	now := u.Timestamp
-	live := map[string]bool{}
-	var worst *Trigger
-	var worstStamp time.Time
-	worstRatio := 0.0
+	live := make(map[string]bool, len(u.Containers))
 	for i := range u.Containers {
-		c := &u.Containers[i]
-		live[c.ID] = true
-		if c.Revocable {
-			continue
-		}
-		bs := ic.baselines[c.ID]
-		if bs == nil {
-			bs = map[string]*baseline{}
-			ic.baselines[c.ID] = bs
-		}
-		for sig, v := range Signals(c) {
-			b := bs[sig]
-			if b == nil {
-				b = &baseline{}
-				bs[sig] = b
-			}
-			factor := ic.cfg.EnterFactor
-			if ic.level > LevelNone {
-				factor = ic.cfg.ExitFactor
-			}
-			thr := max(b.mean*factor, b.mean+ic.cfg.Floors[sig])
-			if b.n >= ic.cfg.Warmup && v > thr {
-				if r := v / thr; worst == nil || r > worstRatio {
-					worst = &Trigger{Signal: sig, Victim: c.ID, Value: v, Baseline: b.mean, Threshold: thr}
-					worstRatio, worstStamp = r, stamp(c, sig)
-				}
-				continue
-			}
-			if ic.level == LevelNone {
-				if b.n == 0 {
-					b.mean = v
-				} else {
-					b.mean += ic.cfg.Alpha * (v - b.mean)
-				}
-				b.n++
-			}
-		}
+		live[u.Containers[i].ID] = true
 	}
 	for id := range ic.baselines {
 		if !live[id] {
@@ -355,29 +344,76 @@ func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Corre
 		return 0 // youngest first, from youngestRevocable
 	})
 
+	var worst *Trigger
+	var worstStamp, newest time.Time // the worst signal's observation, the newest of all
+	worstRatio := 0.0
+	for i := range u.Containers {
+		c := &u.Containers[i]
+		if c.Revocable {
+			continue
+		}
+		bs := ic.baselines[c.ID]
+		if bs == nil {
+			bs = map[string]*baseline{}
+			ic.baselines[c.ID] = bs
+		}
+		for sig, v := range Signals(c) {
+			if st := stamp(c, sig); st.After(newest) {
+				newest = st
+			}
+			b := bs[sig]
+			if b == nil {
+				b = &baseline{}
+				bs[sig] = b
+			}
+			factor := ic.cfg.EnterFactor
+			if ic.level > LevelNone {
+				factor = ic.cfg.ExitFactor
+			}
+			thr := max(b.mean*factor, b.mean+ic.cfg.Floors[sig])
+			if b.n >= ic.cfg.Warmup && v > thr {
+				if r := v / thr; worst == nil || r > worstRatio {
+					worst = &Trigger{Signal: sig, Victim: c.ID, Value: v, Baseline: b.mean, Threshold: thr}
+					worstRatio, worstStamp = r, stamp(c, sig)
+				}
+				continue
+			}
+			// While revocable work is active, a value in the hysteresis
+			// band (above the exit threshold, not yet degraded) may be
+			// interference: learning it lets the baseline drift up to the
+			// contended level when the degradation is intermittent.
+			quiet := len(be) == 0 || b.n < ic.cfg.Warmup || v <= max(b.mean*ic.cfg.ExitFactor, b.mean+ic.cfg.Floors[sig])
+			if ic.level == LevelNone && quiet {
+				b.learn(v, ic.cfg.Alpha, ic.cfg.Warmup)
+			}
+		}
+	}
+
 	var out []Correction
 	cooled := ic.lastChange.IsZero() || now.Sub(ic.lastChange) >= ic.cfg.Cooldown
-	if worst == nil || ic.level > LevelNone {
-		ic.streak, ic.lastStamp = 0, time.Time{}
+	if ic.level > LevelNone || len(be) == 0 {
+		// Nothing revocable is at work (whatever hurts the victims,
+		// corrections cannot help: do not arm the response for work that
+		// arrives later), or the response is under way.
+		ic.forget()
 	}
-	if worst != nil && len(be) == 0 && ic.level == LevelNone {
-		// Nothing revocable is at work: whatever hurts the victim,
-		// corrections cannot help. Do not arm the response for work that
-		// arrives later.
-		ic.streak, ic.lastStamp = 0, time.Time{}
-		return nil, nil
+	if ic.level == LevelNone {
+		if len(be) == 0 {
+			return nil, nil
+		}
+		if worst != nil {
+			newest = worstStamp
+		}
+		ic.observe(worst != nil, newest)
 	}
 	if worst != nil {
 		ic.healthySince = time.Time{}
 		switch {
 		case ic.level == LevelNone:
-			if ic.lastStamp.IsZero() || worstStamp.After(ic.lastStamp) {
-				ic.streak, ic.lastStamp = ic.streak+1, worstStamp
-			}
-			if ic.streak < ic.cfg.Persist {
+			if !ic.persistent() {
 				return nil, nil // not yet persistent: maybe noise
 			}
-			ic.streak, ic.lastStamp = 0, time.Time{}
+			ic.forget()
 			ic.step(LevelThrottle, now, *worst)
 		case ic.level == LevelThrottle && cooled && len(be) > 0:
 			ic.step(LevelFreeze, now, *worst)
@@ -457,6 +493,45 @@ func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Corre
 		}
 	}
 	return out, nil
+}
+
+// observe records a new observation (one with a later stamp than the
+// last: a report seen by two rounds counts once) at LevelNone.
+func (ic *Interference) observe(degraded bool, stamp time.Time) {
+	if !ic.lastStamp.IsZero() && !stamp.After(ic.lastStamp) {
+		return
+	}
+	ic.recent = append(ic.recent, degraded)
+	if n := max(ic.cfg.Persist, 1) + 1; len(ic.recent) > n {
+		ic.recent = ic.recent[len(ic.recent)-n:]
+	}
+	ic.lastStamp = stamp
+}
+
+// persistent reports whether the degradation seen now is persistent: the
+// latest observation and Persist of the last Persist+1 were degraded (a
+// single noisy window is not; an intermittent degradation, with one
+// healthy window among the degraded ones, is).
+func (ic *Interference) persistent() bool {
+	if len(ic.recent) == 0 || !ic.recent[len(ic.recent)-1] {
+		return false
+	}
+	n := 0
+	for _, d := range ic.recent {
+		if d {
+			n++
+		}
+	}
+	return n >= max(ic.cfg.Persist, 1)
+}
+
+// forget drops the observations toward the first correction.
+func (ic *Interference) forget() { ic.recent, ic.lastStamp = ic.recent[:0], time.Time{} }
+
+// Pending implements Pender: a degradation has been observed that the
+// next observations may confirm (no correction yet).
+func (ic *Interference) Pending() bool {
+	return ic.level == LevelNone && slices.Contains(ic.recent, true)
 }
 
 func (ic *Interference) step(level int, now time.Time, cause Trigger) {

@@ -16,22 +16,33 @@ type UsageSource interface {
 
 // LoopConfig configures Run.
 type LoopConfig struct {
-	// Interval between rounds; default 1 s.
+	// Interval between rounds; default 1 s. A round on a notification
+	// postpones the next tick by a whole Interval (one monitor round
+	// does not make two QoS rounds).
 	Interval time.Duration
 	// TickOnly disables event-driven rounds (a round on every monitor
 	// notification: each sample and each reported application latency);
-	// rounds then run on the interval only.
+	// rounds then run on the interval only, and on Recheck.
 	TickOnly bool
+	// Recheck is the delay of the next round while the controller has a
+	// degradation to confirm (Pender); default Interval/10.
+	Recheck time.Duration
 }
 
-// Run is the agent's QoS loop: every Interval, and on every notification
-// of src unless TickOnly, it asks c for corrections on src's latest usage
-// and applies them with a. A controller error is logged and the round
-// yields no corrections (noop fallback); corrections of containers that
-// have gone away are forgotten. It returns ctx.Err() when ctx is done.
+// Run is the agent's QoS loop: every Interval, on every notification of
+// src unless TickOnly, and Recheck after a round whose controller has a
+// degradation to confirm (Pender), it asks c for corrections on src's
+// latest usage and applies them with a. A controller error is logged (the
+// first of a run of failures, then at most once per Interval, and when it
+// recovers) and the round yields no corrections (noop fallback);
+// corrections of containers that have gone away are forgotten. It returns
+// ctx.Err() when ctx is done.
 func Run(ctx context.Context, src UsageSource, c Controller, a *Applier, cfg LoopConfig, log *slog.Logger) error {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
+	}
+	if cfg.Recheck <= 0 {
+		cfg.Recheck = cfg.Interval / 10
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -42,34 +53,68 @@ func Run(ctx context.Context, src UsageSource, c Controller, a *Applier, cfg Loo
 		defer cancel()
 		notify = ch
 	}
-	t := time.NewTicker(cfg.Interval)
-	defer t.Stop()
+	l := &loop{c: c, a: a, log: log, every: cfg.Interval}
+	pender, _ := c.(Pender)
+	tick := time.NewTimer(cfg.Interval)
+	defer tick.Stop()
+	recheck := time.NewTimer(cfg.Recheck)
+	recheck.Stop()
+	defer recheck.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-t.C:
+		case <-tick.C:
 		case <-notify:
+		case <-recheck.C:
 		}
-		Round(ctx, src.Usage(), c, a, log)
+		l.round(ctx, src.Usage())
+		tick.Reset(cfg.Interval)
+		if pender != nil && pender.Pending() {
+			recheck.Reset(cfg.Recheck)
+		} else {
+			recheck.Stop()
+		}
 	}
 }
 
-// Round runs one QoS round on u: corrections from c, applied by a.
-func Round(ctx context.Context, u monitor.Usage, c Controller, a *Applier, log *slog.Logger) {
-	a.Prune(&u)
-	cs, err := c.Corrections(ctx, u)
+// loop is Run's state: the controller's failures, for logging.
+type loop struct {
+	c     Controller
+	a     *Applier
+	log   *slog.Logger
+	every time.Duration // at most one failure warning per every
+
+	failed   int       // rounds failed in a row
+	unlogged int       // of which not yet logged
+	warned   time.Time // last failure warning
+}
+
+// round runs one QoS round on u: corrections from c, applied by a.
+func (l *loop) round(ctx context.Context, u monitor.Usage) {
+	l.a.Prune(&u)
+	cs, err := l.c.Corrections(ctx, u)
 	if err != nil {
-		if ctx.Err() == nil {
-			log.Warn("qos controller failed; no corrections this round", "err", err)
+		if ctx.Err() != nil {
+			return
+		}
+		l.failed++
+		l.unlogged++
+		if now := time.Now(); l.failed == 1 || now.Sub(l.warned) >= l.every {
+			l.log.Warn("qos controller failed; no corrections this round", "err", err, "failed_rounds", l.unlogged)
+			l.warned, l.unlogged = now, 0
 		}
 		return
+	}
+	if l.failed > 0 {
+		l.log.Info("qos controller recovered", "failed_rounds", l.failed)
+		l.failed, l.unlogged = 0, 0
 	}
 	if len(cs) == 0 {
 		return
 	}
 	// Apply logs and counts each failure; the next round retries.
-	_ = a.Apply(ctx, cs)
+	_ = l.a.Apply(ctx, cs)
 }
 
 // Prune forgets the corrections of containers absent from u.

@@ -35,6 +35,15 @@ type Controller interface {
 	Corrections(ctx context.Context, u monitor.Usage) ([]Correction, error)
 }
 
+// Pender is an optional ability of a Controller: Pending reports whether
+// its last round saw a degradation that further observations may confirm
+// before it corrects. Run then runs a round again after
+// LoopConfig.Recheck instead of a whole Interval later, so confirming a
+// degradation costs one report window, not one loop interval.
+type Pender interface {
+	Pending() bool
+}
+
 // Type is the kind of a correction.
 type Type int
 
