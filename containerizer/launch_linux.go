@@ -168,6 +168,11 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 		if _, err := goW.Write([]byte{1}); err != nil {
 			return fmt.Errorf("release shim: %w", err)
 		}
+	} else {
+		// The shim is not waiting for it, but a shim binary older than
+		// SkipGoAhead (an upgrade that replaced brim but not brim-shim)
+		// is: the byte costs nothing to the one and unblocks the other.
+		_, _ = goW.Write([]byte{1})
 	}
 	if _, err := next(executor.EventRunning); err != nil {
 		return err
