@@ -778,7 +778,7 @@ func (a *Agent) resize(ctx context.Context, ref string, u Update, labels map[str
 	defer a.mu.Unlock()
 	a.unchargeLocked(rev, grow)
 	if err != nil {
-		return nil, fmt.Errorf("update %s: %w", id, err)
+		return nil, err // the runtime's error names the operation and the container
 	}
 	if c.State != StateRunning {
 		return nil, fmt.Errorf("update %s: %w", id, ErrNotRunning)

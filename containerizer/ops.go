@@ -135,7 +135,8 @@ func (c *Containerizer) Update(ctx context.Context, id string, limits isolator.L
 	}
 	for _, iso := range c.cfg.Isolators {
 		if err := iso.Update(ctx, id, limits); err != nil {
-			return fmt.Errorf("update %s: %s: %w", id, iso.Name(), err)
+			// The isolator's error names the operation and the container.
+			return fmt.Errorf("%s: %w", iso.Name(), err)
 		}
 	}
 	ct.mu.Lock()
