@@ -25,18 +25,23 @@
 // copy per container), and Config.WarmShims shims are kept started ahead
 // of launches, each waiting for its container directory on a pipe (a
 // taken one is replaced once its launch is done, so that the replacement's
-// process start does not compete with the launch for the CPUs); a launch
-// then costs the isolators' Prepare, libcontainer's create/start and one
-// handshake round trip (Isolate between the init's creation and the exec
-// of the user process). The shim binds its control socket while
-// libcontainer starts the container, and the default seccomp filter covers
-// the host's syscall ABIs only (each architecture adds to what the init
-// compiles). With the shim-only binary (cmd/brim-shim) as
-// Config.ShimBinary, the launch p50 is at or below `runc run -d`'s
-// (bench/10-launch.bench.sh: median ratio 0.98 on a shared 2-vCPU VM, but
-// ≈ 1.2 at a load average of 7–8, where each of the handshake's process
-// wake-ups waits for a CPU); the full brim binary is slower because every container init re-executes it and
-// runs the start-up of every package linked into it.
+// process start does not compete with the launch for the CPUs). While it
+// waits, a warm shim builds what Go and libcontainer cache per process
+// (JSON codecs of the container config and state, cgroup mount lookups).
+// A launch then costs the isolators' Prepare and libcontainer's
+// create/start; the shim checks the init's cgroup and network namespace
+// itself and, when every isolator is an isolator.Verifier (brim's are),
+// starts the user process without the go-ahead round trip to the
+// containerizer (Isolate between the init's creation and its exec), whose
+// two process wake-ups each wait for a CPU on a loaded host. The shim
+// binds its control socket while libcontainer starts the container, and
+// the default seccomp filter covers the host's syscall ABIs only (each
+// architecture adds to what the init compiles). With the shim-only binary
+// (cmd/brim-shim) as Config.ShimBinary, the launch p50 is below `runc run
+// -d`'s on the same OCI spec (bench/10-launch.bench.sh; figures in
+// docs/benchmarks.md); the full brim binary is slower because every
+// container init re-executes it and runs the start-up of every package
+// linked into it.
 //
 // It never writes cgroup files itself (the isolators do) and never talks to
 // the master. It logs through the Config's logger.
