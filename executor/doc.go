@@ -19,6 +19,8 @@
 // the master and never logs outside the shim process (Run takes a logger).
 //
 // Sentinels: ErrNotRunning (the container has already exited),
+// ErrNotConfined (the init is not in the bundle's cgroup or network
+// namespace; the user process never ran),
 // ErrShimGone (no shim answers on the control socket), ErrCommandNotFound
 // (the command does not exist in the container's root filesystem),
 // ErrNotSupported (non-Linux builds).

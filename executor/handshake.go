@@ -14,7 +14,10 @@ import (
 // process exists, the user process has not run) and exec of the user
 // process. That gap is where the containerizer calls the isolators'
 // Isolate(pid). EOF on GoFD aborts the launch: the shim destroys the
-// container and exits.
+// container and exits. Before "created" the shim checks that the init is
+// in the bundle's cgroup and network namespace (ErrNotConfined otherwise);
+// with Bundle.SkipGoAhead it then execs the user process without reading
+// GoFD (the containerizer still writes the byte, for older shims).
 const (
 	// ReportFD is the shim's fd for its launch reports (ExtraFiles[0]).
 	ReportFD = 3
