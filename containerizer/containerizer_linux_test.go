@@ -600,3 +600,21 @@ func TestVerifierIsolatorsSkipGoAhead(t *testing.T) {
 		t.Errorf("container's /proc/self/cgroup:\n%s", out)
 	}
 }
+
+// TestKillRightAfterLaunch: Launch returns once the init is released to
+// exec the user process; a kill that follows at once must still reach the
+// user process (sleep as pid 1 ignores SIGTERM, so SIGKILL after the
+// grace), not libcontainer's init, which a SIGTERM ends with status 2.
+func TestKillRightAfterLaunch(t *testing.T) {
+	e := newEnv(t, "")
+	ctx := context.Background()
+	for i := 0; i < 20; i++ {
+		info := e.launch(Spec{Command: []string{"sleep", "1000"}, Limits: isolator.Limits{MilliCPUs: 100}})
+		if err := e.c.Kill(ctx, info.ID, 300*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if st := e.wait(info.ID); st.Signal != "SIGKILL" || st.Code != 137 {
+			t.Errorf("launch %d: %+v, want SIGKILL (the user process ignored SIGTERM)", i, st)
+		}
+	}
+}

@@ -107,6 +107,9 @@ type shim struct {
 	startedAt time.Time
 	memPath   string // memory cgroup directory, for the OOM counter
 
+	initExe unix.Stat_t // the init's executable before exec (see awaitExec)
+	execed  atomic.Bool
+
 	ln       net.Listener
 	handlers sync.WaitGroup
 	killed   atomic.Bool
@@ -231,6 +234,9 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 	}
 	if err := verifyConfinement(s.pid, b); err != nil {
 		return err
+	}
+	if err := unix.Stat(fmt.Sprintf("/proc/%d/exe", s.pid), &s.initExe); err != nil {
+		s.execed.Store(true) // nothing to compare with: never wait
 	}
 	if report != nil {
 		if err := writeReport(report, Report{Event: EventCreated, Pid: s.pid}); err != nil {
@@ -491,6 +497,7 @@ func (s *shim) do(conn net.Conn, req *request, resp *response) {
 			resp.Error, resp.ErrorKind = "container has exited", errKindNotRunning
 			break
 		}
+		s.awaitExec(execWait)
 		if err := s.container.Signal(syscall.Signal(req.Signal)); err != nil {
 			if errors.Is(err, libcontainer.ErrNotRunning) {
 				resp.Error, resp.ErrorKind = err.Error(), errKindNotRunning
@@ -532,6 +539,7 @@ func (s *shim) kill(grace time.Duration) {
 	}
 	s.killed.Store(true)
 	if grace > 0 {
+		s.awaitExec(min(grace, execWait))
 		if err := s.container.Signal(unix.SIGTERM); err == nil {
 			t := time.NewTimer(grace)
 			defer t.Stop()
@@ -544,6 +552,39 @@ func (s *shim) kill(grace time.Duration) {
 	}
 	if err := s.container.Signal(unix.SIGKILL); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
 		s.log.Warn("kill container", "err", err)
+	}
+}
+
+// execWait bounds how long a signal waits for the init to exec the user
+// process (see awaitExec).
+const execWait = 2 * time.Second
+
+// awaitExec waits, at most limit, until the init has exec'd the user
+// process (its executable is no longer the one it had at "created") or has
+// exited. "running" is reported once the init is released, a moment before
+// its execve: a signal sent in between would reach libcontainer's init, a
+// Go program that dies of SIGTERM with status 2, instead of the user's
+// handlers.
+func (s *shim) awaitExec(limit time.Duration) {
+	if s.execed.Load() {
+		return
+	}
+	deadline := time.Now().Add(limit)
+	exe := fmt.Sprintf("/proc/%d/exe", s.pid)
+	for {
+		var st unix.Stat_t
+		if err := unix.Stat(exe, &st); err != nil || st.Dev != s.initExe.Dev || st.Ino != s.initExe.Ino {
+			s.execed.Store(true)
+			return
+		}
+		if !time.Now().Before(deadline) {
+			return
+		}
+		select {
+		case <-s.done:
+			return
+		case <-time.After(time.Millisecond):
+		}
 	}
 }
 
