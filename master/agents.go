@@ -32,10 +32,15 @@ func (s agentLink) Connect(stream pb.AgentLink_ConnectServer) error {
 	if reg == nil {
 		return status.Error(codes.InvalidArgument, "first message must be a register")
 	}
+	principal, err := m.authenticateAgent(stream.Context(), reg)
+	if err != nil {
+		m.log.Warn("agent refused", "agent", reg.AgentId, "hostname", reg.Hostname, "err", err)
+		return toStatus(err)
+	}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	c := newConn[*pb.MasterMessage](cancel, agentQueue)
-	ag, kill, err := m.registerAgent(reg, c)
+	ag, kill, err := m.registerAgent(reg, principal, c)
 	if err != nil {
 		return toStatus(err)
 	}
@@ -78,9 +83,10 @@ func (s agentLink) Connect(stream pb.AgentLink_ConnectServer) error {
 	}
 }
 
-// registerAgent adds or re-registers an agent and reconciles its tasks. It
-// returns the agent ID and the tasks the agent must kill.
-func (m *Master) registerAgent(reg *pb.Register, c *conn[*pb.MasterMessage]) (string, []string, error) {
+// registerAgent adds or re-registers an agent authenticated as principal
+// ("" without agent authentication) and reconciles its tasks. It returns
+// the agent ID and the tasks the agent must kill.
+func (m *Master) registerAgent(reg *pb.Register, principal string, c *conn[*pb.MasterMessage]) (string, []string, error) {
 	total, err := resources.Parse(reg.Resources)
 	if err != nil {
 		return "", nil, fmt.Errorf("register agent: resources: %w: %w", ErrInvalid, err)
@@ -91,6 +97,10 @@ func (m *Master) registerAgent(reg *pb.Register, c *conn[*pb.MasterMessage]) (st
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	principal, err = m.agentPrincipalLocked(reg.AgentId, principal)
+	if err != nil {
+		return "", nil, err
+	}
 	id := reg.AgentId
 	if id == "" {
 		id = uuid.NewString()
@@ -105,7 +115,7 @@ func (m *Master) registerAgent(reg *pb.Register, c *conn[*pb.MasterMessage]) (st
 		}
 		m.dropAgentFromAllocatorLocked(ag)
 	}
-	ag.hostname, ag.total, ag.revocable, ag.attributes = reg.Hostname, total, rev, reg.Attributes
+	ag.hostname, ag.principal, ag.total, ag.revocable, ag.attributes = reg.Hostname, principal, total, rev, reg.Attributes
 	ag.oversub = reg.Oversubscription
 	ag.conn, ag.lastSeen, ag.unreachable = c, time.Now(), false
 	delete(m.awaited, id)
@@ -170,12 +180,15 @@ func (m *Master) registerAgent(reg *pb.Register, c *conn[*pb.MasterMessage]) (st
 		delete(m.agents, id)
 		return "", nil, fmt.Errorf("register agent %s: %w", id, err)
 	}
-	if m.store != nil {
-		if err := m.store.PutAgent(id, ag.hostname); err != nil {
-			m.log.Warn("persist agent", "agent", id, "err", err)
+	if known := (PersistedAgent{Hostname: ag.hostname, Principal: principal}); m.knownAgents[id] != known {
+		m.knownAgents[id] = known
+		if m.store != nil {
+			if err := m.store.PutAgent(id, known); err != nil {
+				m.log.Warn("persist agent", "agent", id, "err", err)
+			}
 		}
 	}
-	m.log.Info("agent registered", "agent", id, "hostname", ag.hostname, "resources", total.String(), "tasks", len(ag.tasks))
+	m.log.Info("agent registered", "agent", id, "hostname", ag.hostname, "principal", principal, "resources", total.String(), "tasks", len(ag.tasks))
 	m.trigger()
 	return id, kill, nil
 }

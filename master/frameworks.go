@@ -2,10 +2,8 @@ package master
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/brimnode/brim/master/allocator"
@@ -14,14 +12,8 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
-
-// FrameworkAuthMetadata is the gRPC metadata key of a framework's per-RPC
-// credentials: "Basic " + base64(principal ":" secret), as in HTTP basic
-// authentication (scheduler.Options.Principal and Secret send it).
-const FrameworkAuthMetadata = "authorization"
 
 // SetAuthorizer makes the Scheduler gRPC service authenticate frameworks
 // with a and apply its ACLs: Subscribe and every call need per-RPC
@@ -54,33 +46,11 @@ func (m *Master) caller(ctx context.Context) (string, Authorizer, error) {
 	if a == nil {
 		return "", nil, nil
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
-	vals := md.Get(FrameworkAuthMetadata)
-	if len(vals) == 0 {
-		return "", nil, fmt.Errorf("framework authentication required: the master has a credentials file; "+
-			"pass a principal and its secret (brim run --principal P --secret-file F): %w", ErrUnauthenticated)
-	}
-	principal, secret, ok := parseBasic(vals[0])
-	if !ok {
-		return "", nil, fmt.Errorf("malformed %q metadata: want \"Basic base64(principal:secret)\": %w", FrameworkAuthMetadata, ErrUnauthenticated)
-	}
-	if err := a.AuthenticateSecret(principal, secret); err != nil {
+	p, err := authenticateRPC(ctx, a, frameworkPeer)
+	if err != nil {
 		return "", nil, err
 	}
-	return principal, a, nil
-}
-
-// parseBasic decodes "Basic base64(principal:secret)".
-func parseBasic(v string) (principal, secret string, ok bool) {
-	const prefix = "Basic "
-	if len(v) < len(prefix) || !strings.EqualFold(v[:len(prefix)], prefix) {
-		return "", "", false
-	}
-	b, err := base64.StdEncoding.DecodeString(v[len(prefix):])
-	if err != nil {
-		return "", "", false
-	}
-	return strings.Cut(string(b), ":")
+	return p, a, nil
 }
 
 // authorizeCall authenticates a call for framework id and checks that the

@@ -165,7 +165,7 @@ func TestFrameworkAuthenticationAndRegisterACL(t *testing.T) {
 	defer cc.Close()
 	api := pb.NewSchedulerClient(cc)
 	as := func(p, s string) context.Context {
-		return metadata.AppendToOutgoingContext(ctx, master.FrameworkAuthMetadata, "Basic "+base64.StdEncoding.EncodeToString([]byte(p+":"+s)))
+		return metadata.AppendToOutgoingContext(ctx, master.AuthMetadata, "Basic "+base64.StdEncoding.EncodeToString([]byte(p+":"+s)))
 	}
 	_, err = api.Decline(as("dev", "pw"), &pb.DeclineRequest{FrameworkId: id, OfferIds: []string{offer.Id}})
 	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), `principal "dev"`) || !strings.Contains(err.Error(), `"ops"`) {

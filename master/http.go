@@ -21,19 +21,23 @@ const (
 	ActionSetQuota          = "set_quota"
 	ActionSetWeight         = "set_weight"
 	ActionRegisterFramework = "register_framework"
+	// ActionRegisterAgent lets a principal register agents (with
+	// Options.AuthenticateAgents); it has no role: a rule's roles are not
+	// looked at.
+	ActionRegisterAgent = "register_agent"
 )
 
-// Authorizer authenticates operators (HTTP) and frameworks (gRPC) and
+// Authorizer authenticates operators (HTTP), frameworks and agents (gRPC) and
 // decides what a principal may do. Implemented by *FileAuth.
 type Authorizer interface {
 	// Authenticate returns the request's principal; errors wrap
 	// ErrUnauthenticated.
 	Authenticate(r *http.Request) (string, error)
-	// AuthenticateSecret checks a principal's secret (a framework's
-	// per-RPC credentials); errors wrap ErrUnauthenticated.
+	// AuthenticateSecret checks a principal's secret (a framework's or an
+	// agent's per-RPC credentials); errors wrap ErrUnauthenticated.
 	AuthenticateSecret(principal, secret string) error
 	// Authorize errors wrap ErrForbidden when principal may not do action
-	// for role.
+	// for role ("" for an action without a role, ActionRegisterAgent).
 	Authorize(principal, action, role string) error
 }
 
@@ -112,11 +116,16 @@ func (a *FileAuth) Authenticate(r *http.Request) (string, error) {
 }
 
 // AuthenticateSecret checks secret against the credentials file, in
-// constant time for a known principal.
+// constant time for a known principal. The error says whether the
+// principal is unknown or the secret wrong (as an operator needs to fix
+// it; it tells a client which principals exist).
 func (a *FileAuth) AuthenticateSecret(principal, secret string) error {
 	want, known := a.creds[principal]
-	if !known || subtle.ConstantTimeCompare([]byte(secret), []byte(want)) != 1 {
-		return fmt.Errorf("bad credentials for %q: %w", principal, ErrUnauthenticated)
+	if !known {
+		return fmt.Errorf("bad credentials for %q: unknown principal: %w", principal, ErrUnauthenticated)
+	}
+	if subtle.ConstantTimeCompare([]byte(secret), []byte(want)) != 1 {
+		return fmt.Errorf("bad credentials for %q: wrong secret: %w", principal, ErrUnauthenticated)
 	}
 	return nil
 }
@@ -132,12 +141,15 @@ func (a *FileAuth) Authorize(principal, action, role string) error {
 			continue
 		}
 		named = true
-		if matches(r.Principals, principal) && matches(r.Roles, role) {
+		if matches(r.Principals, principal) && (action == ActionRegisterAgent || matches(r.Roles, role)) {
 			return nil
 		}
 	}
 	if !named && a.acls.Permissive {
 		return nil
+	}
+	if role == "" {
+		return fmt.Errorf("principal %q may not %s: %w", principal, action, ErrForbidden)
 	}
 	return fmt.Errorf("principal %q may not %s for role %q: %w", principal, action, role, ErrForbidden)
 }

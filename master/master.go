@@ -56,6 +56,12 @@ type Options struct {
 	FailoverTimeout time.Duration
 	// Store persists what must survive a restart; nil keeps nothing.
 	Store Store
+	// AuthenticateAgents makes every agent registration (and
+	// re-registration) carry per-RPC credentials (AuthMetadata) of a
+	// principal the Authorizer (SetAuthorizer) knows and that the
+	// register_agent ACL allows; an agent ID keeps the principal it first
+	// registered with. Without an Authorizer every agent is refused.
+	AuthenticateAgents bool
 	// Log receives the master's logs; nil discards them.
 	Log *slog.Logger
 }
@@ -63,7 +69,7 @@ type Options struct {
 // Store persists the master's durable state. Implemented by *BoltStore.
 type Store interface {
 	Load() (*Persisted, error)
-	PutAgent(id, hostname string) error
+	PutAgent(id string, a PersistedAgent) error
 	PutFramework(id string, f PersistedFramework) error
 	DeleteFramework(id string) error
 	PutReservations(agentID string, res resources.Resources) error
@@ -73,7 +79,7 @@ type Store interface {
 
 // Persisted is what a Store holds.
 type Persisted struct {
-	Agents       map[string]string // id → hostname
+	Agents       map[string]PersistedAgent
 	Frameworks   map[string]PersistedFramework
 	Reservations map[string]resources.Resources
 	Quota        map[string]allocator.Quota
@@ -88,6 +94,14 @@ type PersistedFramework struct {
 	Principal string   `json:"principal,omitempty"`
 }
 
+// PersistedAgent is an agent as a Store keeps it: its hostname and the
+// principal it registered with ("" without agent authentication), which
+// alone may register its ID again after a master restart.
+type PersistedAgent struct {
+	Hostname  string `json:"hostname"`
+	Principal string `json:"principal,omitempty"`
+}
+
 var taskIDRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`)
 
 // Master is the master service. Create it with New, run its loops with Run,
@@ -97,7 +111,7 @@ type Master struct {
 	log   *slog.Logger
 	alloc *allocator.Allocator
 	store Store
-	auth  atomic.Pointer[Authorizer] // frameworks' authenticator; nil: none
+	auth  atomic.Pointer[Authorizer] // frameworks' and agents' authenticator; nil: none
 
 	kick chan struct{} // starts an allocation cycle
 
@@ -110,6 +124,7 @@ type Master struct {
 	quota        map[string]allocator.Quota
 	weights      map[string]float64
 	knownFWs     map[string]PersistedFramework // persisted frameworks
+	knownAgents  map[string]PersistedAgent     // persisted agents
 	// awaited are agents of the previous run not yet re-registered: until
 	// they are back (or the agent timeout passes) unknown tasks may be
 	// theirs, so reconciliation does not call them LOST.
@@ -129,6 +144,7 @@ type cycleStats struct {
 
 type agentEntry struct {
 	id, hostname string
+	principal    string // authenticated principal; "" without agent authentication
 	total        resources.Resources
 	revocable    resources.Resources
 	oversub      *pb.Oversubscribed // the agent's last oversubscription status; nil: none sent
@@ -242,6 +258,7 @@ func New(opts Options) (*Master, error) {
 		quota:        map[string]allocator.Quota{},
 		weights:      map[string]float64{},
 		knownFWs:     map[string]PersistedFramework{},
+		knownAgents:  map[string]PersistedAgent{},
 		awaited:      map[string]bool{},
 		started:      time.Now(),
 	}
@@ -250,8 +267,9 @@ func New(opts Options) (*Master, error) {
 		if err != nil {
 			return nil, fmt.Errorf("load master state: %w", err)
 		}
-		for id := range p.Agents {
+		for id, a := range p.Agents {
 			m.awaited[id] = true
+			m.knownAgents[id] = a
 		}
 		for id, f := range p.Frameworks {
 			m.knownFWs[id] = f

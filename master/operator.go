@@ -29,8 +29,11 @@ type State struct {
 
 // AgentState is one agent in State.
 type AgentState struct {
-	ID          string `json:"id"`
-	Hostname    string `json:"hostname"`
+	ID       string `json:"id"`
+	Hostname string `json:"hostname"`
+	// Principal is the principal the agent authenticated as (empty
+	// without agent authentication).
+	Principal   string `json:"principal,omitempty"`
 	Resources   string `json:"resources"`
 	Revocable   string `json:"revocable,omitempty"`
 	Reserved    string `json:"reserved,omitempty"`
@@ -101,7 +104,7 @@ func (m *Master) State() State {
 	defer m.mu.Unlock()
 	st := State{StartedAt: m.started, Quota: map[string]QuotaState{}, Weights: map[string]float64{}}
 	for _, ag := range m.agents {
-		st.Agents = append(st.Agents, AgentState{ID: ag.id, Hostname: ag.hostname, Resources: ag.total.String(), Revocable: ag.revocable.String(),
+		st.Agents = append(st.Agents, AgentState{ID: ag.id, Hostname: ag.hostname, Principal: ag.principal, Resources: ag.total.String(), Revocable: ag.revocable.String(),
 			Reserved: m.reservations[ag.id].String(), Connected: ag.conn != nil, Unreachable: ag.unreachable, Tasks: len(ag.tasks),
 			Oversubscription: ag.oversubStateLocked()})
 	}

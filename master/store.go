@@ -65,9 +65,9 @@ func (s *BoltStore) put(bucket []byte, key string, v any) error {
 	})
 }
 
-// PutAgent records an agent ID.
-func (s *BoltStore) PutAgent(id, hostname string) error {
-	return s.put(bucketAgents, id, hostname)
+// PutAgent records an agent ID, its hostname and principal.
+func (s *BoltStore) PutAgent(id string, a PersistedAgent) error {
+	return s.put(bucketAgents, id, a)
 }
 
 // PutFramework records a framework ID, its roles and principal.
@@ -104,7 +104,7 @@ func (s *BoltStore) PutWeight(role string, w float64) error { return s.put(bucke
 
 // Load reads everything.
 func (s *BoltStore) Load() (*Persisted, error) {
-	p := &Persisted{Agents: map[string]string{}, Frameworks: map[string]PersistedFramework{}, Reservations: map[string]resources.Resources{},
+	p := &Persisted{Agents: map[string]PersistedAgent{}, Frameworks: map[string]PersistedFramework{}, Reservations: map[string]resources.Resources{},
 		Quota: map[string]allocator.Quota{}, Weights: map[string]float64{}}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		each := func(bucket []byte, fn func(k string, v []byte) error) error {
@@ -116,9 +116,8 @@ func (s *BoltStore) Load() (*Persisted, error) {
 			})
 		}
 		if err := each(bucketAgents, func(k string, v []byte) error {
-			var h string
-			err := json.Unmarshal(v, &h)
-			p.Agents[k] = h
+			a, err := decodeAgent(v)
+			p.Agents[k] = a
 			return err
 		}); err != nil {
 			return err
@@ -179,4 +178,16 @@ func decodeFramework(v []byte) (PersistedFramework, error) {
 	}
 	err := json.Unmarshal(v, &f)
 	return f, err
+}
+
+// decodeAgent reads an agent record: an object, or the bare hostname that
+// stores written before principals were kept hold.
+func decodeAgent(v []byte) (PersistedAgent, error) {
+	var a PersistedAgent
+	if len(v) > 0 && v[0] == '"' {
+		err := json.Unmarshal(v, &a.Hostname)
+		return a, err
+	}
+	err := json.Unmarshal(v, &a)
+	return a, err
 }

@@ -16,7 +16,9 @@ import (
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -108,6 +110,12 @@ type Options struct {
 	RetryMin, RetryMax time.Duration
 	// ReconnectMin and ReconnectMax bound the reconnect backoff.
 	ReconnectMin, ReconnectMax time.Duration
+	// Principal and Secret authenticate the agent to a master that
+	// authenticates agents: every stream carries the per-RPC credentials
+	// "authorization: Basic base64(principal:secret)" (BasicCredentials).
+	// The dial is without TLS unless DialOptions add it: the secret then
+	// crosses the network in clear text. Empty Principal: none sent.
+	Principal, Secret string
 	// DialOptions are added to the gRPC dial; default insecure.
 	DialOptions []grpc.DialOption
 	Log         *slog.Logger
@@ -152,6 +160,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.ReconnectMax < opts.ReconnectMin {
 		opts.ReconnectMax = max(DefaultReconnectMax, opts.ReconnectMin)
+	}
+	if strings.Contains(opts.Principal, ":") {
+		return nil, fmt.Errorf("new masterlink client: principal %q: must not contain ':'", opts.Principal)
 	}
 	if opts.Hostname == "" {
 		opts.Hostname, _ = os.Hostname()
@@ -317,8 +328,20 @@ func (c *Client) poke() {
 
 // Run connects to the master and serves the link until ctx is cancelled,
 // reconnecting with backoff. It waits for the task launches it started.
+//
+// A registration the master refuses (codes.Unauthenticated or
+// PermissionDenied: missing or bad credentials, an ACL, an agent ID
+// registered by another principal) is logged with the master's reason and
+// retried after ReconnectMax, so a misconfigured agent never spins. When
+// that happens before Run registered at all, Run returns an error wrapping
+// ErrRejected at once instead, so that a misconfiguration shows when the
+// agent starts.
 func (c *Client) Run(ctx context.Context) error {
-	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, c.opts.DialOptions...)
+	dial := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if c.opts.Principal != "" {
+		dial = append(dial, grpc.WithPerRPCCredentials(BasicCredentials(c.opts.Principal, c.opts.Secret)))
+	}
+	dial = append(dial, c.opts.DialOptions...)
 	cc, err := grpc.NewClient(c.opts.Master, dial...)
 	if err != nil {
 		return fmt.Errorf("dial master %s: %w", c.opts.Master, err)
@@ -327,15 +350,25 @@ func (c *Client) Run(ctx context.Context) error {
 	defer c.wg.Wait()
 	api := pb.NewAgentLinkClient(cc)
 	backoff := c.opts.ReconnectMin
+	everRegistered := false
 	for {
 		registered, err := c.session(ctx, api)
 		if ctx.Err() != nil {
 			return nil
 		}
+		everRegistered = everRegistered || registered
 		if registered {
 			backoff = c.opts.ReconnectMin
 		}
-		c.log.Warn("master link down", "master", c.opts.Master, "err", err, "retry_in", backoff)
+		if !registered && rejected(err) {
+			if !everRegistered {
+				return fmt.Errorf("master %s refused the agent: %w: %w", c.opts.Master, ErrRejected, err)
+			}
+			backoff = c.opts.ReconnectMax
+			c.log.Error("master refused the agent", "master", c.opts.Master, "err", err, "retry_in", backoff)
+		} else {
+			c.log.Warn("master link down", "master", c.opts.Master, "err", err, "retry_in", backoff)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -595,4 +628,11 @@ func taskFromProto(ti *pb.TaskInfo) (Task, error) {
 		return Task{}, fmt.Errorf("task %s: resources: %w", ti.TaskId, err)
 	}
 	return Task{ID: ti.TaskId, FrameworkID: ti.FrameworkId, Name: ti.Name, Resources: res, Command: ti.Command, Env: ti.Env, Labels: ti.Labels}, nil
+}
+
+// rejected reports whether err is the master's refusal of the agent's
+// credentials or permissions.
+func rejected(err error) bool {
+	c := status.Code(err)
+	return c == codes.Unauthenticated || c == codes.PermissionDenied
 }

@@ -184,6 +184,7 @@ agent with the same --state-dir reattaches to them.`,
 	f.StringVar(&lo.master, "master", "", "master address host:port; empty: standalone (local API only)")
 	f.DurationVar(&lo.retryMin, "status-retry-min", masterlink.DefaultRetryMin, "first retry of an unacknowledged status update (doubles each time)")
 	f.DurationVar(&lo.retryMax, "status-retry-max", masterlink.DefaultRetryMax, "longest wait between status update retries")
+	lo.registerAuth(f)
 	cmd.AddCommand(newAgentInfo(&socket), newAgentExplain(&socket), newAgentReportLatency(&socket))
 	markUsageErrors(cmd)
 	return cmd

@@ -16,6 +16,9 @@ import (
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/qos"
 	"github.com/brimnode/brim/resources"
+	"github.com/spf13/pflag"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Labels the task runner puts on the containers it launches for the
@@ -313,11 +316,45 @@ func (r *taskRunner) adopt() {
 	}
 }
 
-// linkOptions are the master link flags shared by `brim dev` and, later,
+// linkOptions are the master link flags shared by `brim dev` and
 // `brim agent --master`.
 type linkOptions struct {
 	master             string
 	retryMin, retryMax time.Duration
+	// principal and secretFile authenticate the agent (registerAuth);
+	// secret is resolved from them by credentials.
+	principal, secretFile, secret string
+}
+
+// registerAuth adds the agent's authentication flags to f.
+func (lo *linkOptions) registerAuth(f *pflag.FlagSet) {
+	f.StringVar(&lo.principal, "principal", "", "principal to authenticate the agent as (needed when the master has --authenticate-agents)")
+	f.StringVar(&lo.secretFile, "secret-file", "", "file holding the principal's secret (default: $BRIM_SECRET)")
+}
+
+// credentials resolves the agent's secret (--secret-file, else
+// $BRIM_SECRET); a usage error exits 2.
+func (lo *linkOptions) credentials() error {
+	secret, err := frameworkSecret(lo.principal, "", lo.secretFile)
+	if err != nil {
+		return exitError{code: 2, msg: err.Error()}
+	}
+	lo.secret = secret
+	return nil
+}
+
+// agentRefusal turns the master's refusal of the agent's first
+// registration into a one-line message and exit code 1.
+func agentRefusal(err error) error {
+	if !errors.Is(err, masterlink.ErrRejected) {
+		return err
+	}
+	st := status.Convert(err)
+	what := "unauthenticated"
+	if st.Code() == codes.PermissionDenied {
+		what = "permission denied"
+	}
+	return exitError{code: 1, msg: "the master refused the agent: " + what + ": " + st.Message()}
 }
 
 // runAgentLink connects a recovered agent to the master and serves the
@@ -335,7 +372,7 @@ func runAgentLink(ctx context.Context, a *agent.Agent, total agent.Resources, st
 	defer r.wg.Wait()
 	link, err := masterlink.New(masterlink.Options{
 		Master: lo.master, StateDir: stateDir, AgentID: a.ID(), Resources: res, Runner: r,
-		RetryMin: lo.retryMin, RetryMax: lo.retryMax, Log: log,
+		RetryMin: lo.retryMin, RetryMax: lo.retryMax, Principal: lo.principal, Secret: lo.secret, Log: log,
 	})
 	if err != nil {
 		return err
@@ -358,7 +395,7 @@ func runAgentLink(ctx context.Context, a *agent.Agent, total agent.Resources, st
 			r.sendOversubscription(ctx, link)
 		}()
 	}
-	return link.Run(ctx)
+	return agentRefusal(link.Run(ctx))
 }
 
 // sendOversubscription sends the agent's estimator and QoS controller names
@@ -431,6 +468,10 @@ func correctionsOf(st agent.Oversubscription, cs []*agent.Container) []*pb.Corre
 // master until ctx ends; then it stops the agent without touching its
 // containers. `brim agent --master` and `brim dev` use it.
 func serveLinkedAgent(ctx context.Context, a *agent.Agent, l net.Listener, socket string, total agent.Resources, stateDir string, lo linkOptions, log *slog.Logger) error {
+	if err := lo.credentials(); err != nil {
+		l.Close()
+		return err
+	}
 	actx, stopAgent := context.WithCancel(context.Background())
 	defer stopAgent()
 	var wg sync.WaitGroup

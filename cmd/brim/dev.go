@@ -68,6 +68,9 @@ the master offers revocable resources to frameworks that accept them
 			if err := ov.validate(); err != nil {
 				return exitError{code: 2, msg: err.Error()}
 			}
+			if err := lo.credentials(); err != nil {
+				return err
+			}
 			// Build the estimator and QoS controller before anything is
 			// created: a bad name or option exits 2 with nothing behind.
 			plugins, err := ov.open(log)
@@ -114,6 +117,7 @@ the master offers revocable resources to frameworks that accept them
 	f.DurationVar(&lo.retryMax, "status-retry-max", masterlink.DefaultRetryMax, "longest wait between status update retries")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "text or json")
+	lo.registerAuth(f)
 	ov.register(f)
 	markUsageErrors(cmd)
 	return cmd

@@ -29,6 +29,7 @@ var _ = registerSubcommand(newMasterCommand)
 type masterFlags struct {
 	listen, stateDir    string
 	credentials, acls   string
+	authenticateAgents  bool
 	allocationInterval  time.Duration
 	heartbeatInterval   time.Duration
 	maxMissedHeartbeats int
@@ -46,6 +47,7 @@ func (f *masterFlags) register(cmd *cobra.Command, stateDirDefault string) {
 		fl.StringVar(&f.stateDir, "state-dir", stateDirDefault, "state directory (the master's bbolt store lives in STATE-DIR/master.db)")
 	}
 	fl.StringVar(&f.credentials, "credentials", "", "operator credentials file (JSON: [{\"principal\":…, \"secret\":…}]); empty: the HTTP API needs no authentication")
+	fl.BoolVar(&f.authenticateAgents, "authenticate-agents", false, "agents must register with a principal and secret of --credentials (brim agent --principal P --secret-file F)")
 	fl.StringVar(&f.acls, "acls", "", "ACL file (JSON, see docs/master.md); empty: every authenticated principal may do everything")
 	fl.DurationVar(&f.allocationInterval, "allocation-interval", master.DefaultAllocationInterval, "period of the allocation cycle")
 	fl.DurationVar(&f.heartbeatInterval, "heartbeat-interval", master.DefaultHeartbeatInterval, "agents' heartbeat period")
@@ -66,7 +68,11 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 		MaxMissedHeartbeats: f.maxMissedHeartbeats,
 		OfferTimeout:        f.offerTimeout,
 		FailoverTimeout:     f.failoverTimeout,
+		AuthenticateAgents:  f.authenticateAgents,
 		Log:                 log,
+	}
+	if f.authenticateAgents && f.credentials == "" {
+		return nil, nil, nil, exitError{code: 2, msg: "--authenticate-agents needs --credentials (the principals and secrets agents authenticate with)"}
 	}
 	opts.Allocator.DefaultRefuse = f.refuse
 	opts.Allocator.Sorter = f.sorter

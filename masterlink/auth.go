@@ -1,0 +1,35 @@
+package masterlink
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+
+	"google.golang.org/grpc/credentials"
+)
+
+// ErrRejected: the master refused the agent's first registration as
+// unauthenticated or not permitted (codes.Unauthenticated or
+// PermissionDenied); the error also carries the master's status.
+var ErrRejected = errors.New("registration rejected")
+
+// BasicCredentials returns per-RPC credentials that send
+// "authorization: Basic base64(principal:secret)" with every call, as
+// the master's agent and framework authentication expects. They do not
+// require transport security: without TLS the secret crosses the network
+// in clear text.
+func BasicCredentials(principal, secret string) credentials.PerRPCCredentials {
+	return basicAuth{header: "Basic " + base64.StdEncoding.EncodeToString([]byte(principal+":"+secret))}
+}
+
+// basicAuth is BasicCredentials.
+type basicAuth struct{ header string }
+
+// GetRequestMetadata implements credentials.PerRPCCredentials.
+func (b basicAuth) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": b.header}, nil
+}
+
+// RequireTransportSecurity implements credentials.PerRPCCredentials: the
+// master listens without TLS (one port for gRPC and HTTP/1.1).
+func (basicAuth) RequireTransportSecurity() bool { return false }
