@@ -394,11 +394,12 @@ func median(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// pct returns the p-th percentile (nearest rank) of d.
+// pct returns the p-th percentile of d by nearest rank: the smallest
+// value with at least p % of d at or below it (of 10 runs, p90 is the 9th).
 func pct(d []time.Duration, p int) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
-	return s[min(len(s)-1, len(s)*p/100)]
+	return s[max(0, min(len(s), (len(s)*p+99)/100)-1)]
 }
 
 // BenchmarkReaction measures the time from the onset of interference (the
