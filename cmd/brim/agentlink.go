@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -335,6 +336,9 @@ func (lo *linkOptions) registerAuth(f *pflag.FlagSet) {
 // credentials resolves the agent's secret (--secret-file, else
 // $BRIM_SECRET); a usage error exits 2.
 func (lo *linkOptions) credentials() error {
+	if lo.principal != "" && lo.secretFile == "" && os.Getenv("BRIM_SECRET") == "" {
+		return exitError{code: 2, msg: fmt.Sprintf("--principal %s needs a secret: --secret-file or $BRIM_SECRET", lo.principal)}
+	}
 	secret, err := frameworkSecret(lo.principal, "", lo.secretFile)
 	if err != nil {
 		return exitError{code: 2, msg: err.Error()}
@@ -343,18 +347,25 @@ func (lo *linkOptions) credentials() error {
 	return nil
 }
 
-// agentRefusal turns the master's refusal of the agent's first
-// registration into a one-line message and exit code 1.
-func agentRefusal(err error) error {
-	if !errors.Is(err, masterlink.ErrRejected) {
+// masterRefusal turns the master's refusal of who ("agent",
+// "framework": codes.Unauthenticated or PermissionDenied anywhere in err's
+// chain) into a one-line message and exit code 1; other errors are
+// returned as they are.
+func masterRefusal(who string, err error) error {
+	var gs interface{ GRPCStatus() *status.Status }
+	if !errors.As(err, &gs) {
 		return err
 	}
-	st := status.Convert(err)
-	what := "unauthenticated"
-	if st.Code() == codes.PermissionDenied {
+	var what string
+	switch st := gs.GRPCStatus(); st.Code() {
+	case codes.Unauthenticated:
+		what = "unauthenticated"
+	case codes.PermissionDenied:
 		what = "permission denied"
+	default:
+		return err
 	}
-	return exitError{code: 1, msg: "the master refused the agent: " + what + ": " + st.Message()}
+	return exitError{code: 1, msg: "the master refused the " + who + ": " + what + ": " + gs.GRPCStatus().Message()}
 }
 
 // runAgentLink connects a recovered agent to the master and serves the
@@ -368,8 +379,10 @@ func runAgentLink(ctx context.Context, a *agent.Agent, total agent.Resources, st
 	if err != nil {
 		return fmt.Errorf("agent resources: %w", err)
 	}
+	ctx, cancel := context.WithCancel(ctx)
 	r := &taskRunner{a: a, log: log.With("component", "tasks"), ctx: ctx, killed: map[string]bool{}, launching: map[string]bool{}}
 	defer r.wg.Wait()
+	defer cancel() // a link that ends (the master refused the agent) ends the watchers and the oversubscription sender
 	link, err := masterlink.New(masterlink.Options{
 		Master: lo.master, StateDir: stateDir, AgentID: a.ID(), Resources: res, Runner: r,
 		RetryMin: lo.retryMin, RetryMax: lo.retryMax, Principal: lo.principal, Secret: lo.secret, Log: log,
@@ -395,7 +408,7 @@ func runAgentLink(ctx context.Context, a *agent.Agent, total agent.Resources, st
 			r.sendOversubscription(ctx, link)
 		}()
 	}
-	return agentRefusal(link.Run(ctx))
+	return masterRefusal("agent", link.Run(ctx))
 }
 
 // sendOversubscription sends the agent's estimator and QoS controller names
