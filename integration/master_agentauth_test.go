@@ -33,23 +33,29 @@ func runRefusedAgent(t *testing.T, addr string, extra ...string) result {
 	return runBrimBounded(t, parent, args...)
 }
 
-// agentPrincipals returns the agents in /state with their principals.
-func agentPrincipals(t *testing.T, addr string) map[string]string {
+// decodeState decodes the master's /state into v (the fields a test reads).
+func decodeState(t *testing.T, addr string, v any) {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/state")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// agentPrincipals returns the agents in /state with their principals.
+func agentPrincipals(t *testing.T, addr string) map[string]string {
+	t.Helper()
 	var st struct {
 		Agents []struct {
 			ID        string `json:"id"`
 			Principal string `json:"principal"`
 		} `json:"agents"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		t.Fatal(err)
-	}
+	decodeState(t, addr, &st)
 	out := map[string]string{}
 	for _, a := range st.Agents {
 		out[a.ID] = a.Principal

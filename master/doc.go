@@ -8,7 +8,11 @@
 // health (missed heartbeats → unreachable → tasks LOST); framework failover;
 // and the gRPC services of package masterlinkpb (AgentLink for agents,
 // Scheduler for frameworks). It authenticates operators and frameworks
-// against one credentials file and applies the ACLs (SetAuthorizer).
+// against one credentials file and applies the ACLs (SetAuthorizer); with
+// Options.AuthenticateAgents it authenticates agents' registrations too
+// (per-RPC credentials in AuthMetadata, the register_agent ACL, and an
+// agent ID bound to the principal it first registered with, persisted in
+// the Store).
 // Agents' oversubscription status (estimate, explanation, QoS corrections)
 // is shown in State; only a change of the revocable amount reaches the
 // allocator.

@@ -171,23 +171,23 @@ func (s *BoltStore) Load() (*Persisted, error) {
 // decodeFramework reads a framework record: an object, or the bare list of
 // roles that stores written before principals were kept hold.
 func decodeFramework(v []byte) (PersistedFramework, error) {
-	var f PersistedFramework
-	if len(v) > 0 && v[0] == '[' {
-		err := json.Unmarshal(v, &f.Roles)
-		return f, err
-	}
-	err := json.Unmarshal(v, &f)
-	return f, err
+	return decodeRecord(v, '[', func(f *PersistedFramework) any { return &f.Roles })
 }
 
 // decodeAgent reads an agent record: an object, or the bare hostname that
 // stores written before principals were kept hold.
 func decodeAgent(v []byte) (PersistedAgent, error) {
-	var a PersistedAgent
-	if len(v) > 0 && v[0] == '"' {
-		err := json.Unmarshal(v, &a.Hostname)
-		return a, err
+	return decodeRecord(v, '"', func(a *PersistedAgent) any { return &a.Hostname })
+}
+
+// decodeRecord reads a JSON object into a T, or a record of an older
+// format (starting with legacy) into the field of T that field returns.
+func decodeRecord[T any](v []byte, legacy byte, field func(*T) any) (T, error) {
+	var r T
+	if len(v) > 0 && v[0] == legacy {
+		err := json.Unmarshal(v, field(&r))
+		return r, err
 	}
-	err := json.Unmarshal(v, &a)
-	return a, err
+	err := json.Unmarshal(v, &r)
+	return r, err
 }

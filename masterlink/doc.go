@@ -13,7 +13,12 @@
 // the framework's acknowledgement comes back, identified by UUID so that
 // the framework can drop duplicates.
 //
+// With Options.Principal and Secret every stream carries per-RPC
+// credentials (BasicCredentials) for a master that authenticates agents;
+// a first registration the master refuses ends Run with ErrRejected, a
+// later one is retried after ReconnectMax.
+//
 // It never runs containers itself (the TaskRunner does) and never decides
 // anything about allocation. The master side lives in package master.
-// Errors are wrapped with %w; there are no sentinels of its own.
+// Errors are wrapped with %w; its one sentinel is ErrRejected.
 package masterlink
