@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brimnode/brim/masterlink"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -87,9 +87,7 @@ func New(opts Options) (*Driver, error) {
 		if strings.Contains(opts.Principal, ":") {
 			return nil, fmt.Errorf("new scheduler: principal %q: must not contain ':'", opts.Principal)
 		}
-		dial = append(dial, grpc.WithPerRPCCredentials(basicAuth{
-			header: "Basic " + base64.StdEncoding.EncodeToString([]byte(opts.Principal+":"+opts.Secret)),
-		}))
+		dial = append(dial, grpc.WithPerRPCCredentials(masterlink.BasicCredentials(opts.Principal, opts.Secret)))
 	}
 	dial = append(dial, opts.DialOptions...)
 	cc, err := grpc.NewClient(opts.Master, dial...)
@@ -99,18 +97,6 @@ func New(opts Options) (*Driver, error) {
 	return &Driver{opts: opts, log: log.With("component", "scheduler"), cc: cc, api: pb.NewSchedulerClient(cc),
 		id: opts.FrameworkID, seen: map[string]bool{}}, nil
 }
-
-// basicAuth is a framework's per-RPC credentials.
-type basicAuth struct{ header string }
-
-// GetRequestMetadata implements credentials.PerRPCCredentials.
-func (b basicAuth) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": b.header}, nil
-}
-
-// RequireTransportSecurity implements credentials.PerRPCCredentials: the
-// master listens without TLS (one port for gRPC and HTTP/1.1).
-func (basicAuth) RequireTransportSecurity() bool { return false }
 
 // Close closes the connection to the master. The framework stays
 // registered until its failover timeout.

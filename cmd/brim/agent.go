@@ -88,6 +88,9 @@ agent with the same --state-dir reattaches to them.`,
 			if err := ov.validate(); err != nil {
 				return exitError{code: 2, msg: err.Error()}
 			}
+			if err := lo.credentials(); err != nil {
+				return err
+			}
 			netCfg, err := nf.config(stateDir)
 			if err != nil {
 				return exitError{code: 2, msg: err.Error()}

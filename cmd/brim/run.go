@@ -15,8 +15,6 @@ import (
 	"github.com/brimnode/brim/scheduler"
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 var _ = registerSubcommand(newRunCommand)
@@ -169,19 +167,7 @@ the task.`,
 
 // refusal turns the master's refusal of the framework (authentication,
 // ACL) into a one-line message; other errors are returned as they are.
-func refusal(err error) error {
-	var gs interface{ GRPCStatus() *status.Status }
-	if !errors.As(err, &gs) {
-		return err
-	}
-	switch st := gs.GRPCStatus(); st.Code() {
-	case codes.Unauthenticated:
-		return exitError{code: 1, msg: "the master refused the framework: unauthenticated: " + st.Message()}
-	case codes.PermissionDenied:
-		return exitError{code: 1, msg: "the master refused the framework: permission denied: " + st.Message()}
-	}
-	return err
-}
+func refusal(err error) error { return masterRefusal("framework", err) }
 
 // frameworkSecret is the secret of principal: --secret-file (trimmed),
 // else --secret, else $BRIM_SECRET. --secret or --secret-file without a
