@@ -106,8 +106,8 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 // startShim hands the container to a warm shim (or starts a cold one:
 // `brim shim --bundle DIR`, detached) and runs the launch handshake:
 // "created" → Isolate → go-ahead → "running", or, when every isolator is
-// an isolator.Verifier, "created" → "running" (the shim checks the
-// confinement itself and does not wait).
+// an isolator.Verifier, just "running" (the shim checks the confinement
+// itself and does not wait).
 func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr error) {
 	sp := c.takeWarm()
 	// The replacement starts once this launch is done: started now, the
@@ -140,44 +140,60 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 	reports := executor.NewReportReader(reportR)
 	next := func(want string) (*executor.Report, error) {
 		rep, err := reports.Next()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("wait for shim: %w", ctx.Err())
-			}
-			return nil, fmt.Errorf("shim exited during launch (see %s): %w", filepath.Join(ct.dir, executor.ShimLogFile), err)
+		return rep, checkReport(ctx, ct, rep, err, want)
+	}
+	if !c.needIsolate() {
+		// The shim checks the confinement itself and reports "running"
+		// only. A shim binary older than SkipGoAhead (an upgrade that
+		// replaced brim but not brim-shim) reports "created" first and
+		// waits for the byte: it costs the other nothing.
+		_, _ = goW.Write([]byte{1})
+		rep, err := reports.Next()
+		if err == nil && rep.Err() == nil && rep.Event == executor.EventCreated {
+			rep, err = reports.Next()
 		}
-		if err := rep.Err(); err != nil {
-			return nil, err
+		if err := checkReport(ctx, ct, rep, err, executor.EventRunning); err != nil {
+			return err
 		}
-		if rep.Event != want {
-			return nil, fmt.Errorf("shim reported %q, want %q", rep.Event, want)
-		}
-		return rep, nil
+		ct.pid = rep.Pid
+		ct.startedAt = time.Now()
+		return nil
 	}
 	rep, err := next(executor.EventCreated)
 	if err != nil {
 		return err
 	}
 	ct.pid = rep.Pid
-	if c.needIsolate() {
-		for _, iso := range c.cfg.Isolators {
-			if err := iso.Isolate(ctx, ct.spec.ID, ct.pid); err != nil {
-				return fmt.Errorf("isolate %s: %w", iso.Name(), err)
-			}
+	for _, iso := range c.cfg.Isolators {
+		if err := iso.Isolate(ctx, ct.spec.ID, ct.pid); err != nil {
+			return fmt.Errorf("isolate %s: %w", iso.Name(), err)
 		}
-		if _, err := goW.Write([]byte{1}); err != nil {
-			return fmt.Errorf("release shim: %w", err)
-		}
-	} else {
-		// The shim is not waiting for it, but a shim binary older than
-		// SkipGoAhead (an upgrade that replaced brim but not brim-shim)
-		// is: the byte costs nothing to the one and unblocks the other.
-		_, _ = goW.Write([]byte{1})
+	}
+	if _, err := goW.Write([]byte{1}); err != nil {
+		return fmt.Errorf("release shim: %w", err)
 	}
 	if _, err := next(executor.EventRunning); err != nil {
 		return err
 	}
 	ct.startedAt = time.Now()
+	return nil
+}
+
+// checkReport turns a launch report (or the error reading it) into the
+// launch's error, nil when it is the event wanted.
+func checkReport(ctx context.Context, ct *container, rep *executor.Report, err error, want string) error {
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("wait for shim: %w", ctx.Err())
+		}
+		return fmt.Errorf("shim exited during launch (see %s): %w", filepath.Join(ct.dir, executor.ShimLogFile), err)
+	}
+	if err := rep.Err(); err != nil {
+		return err
+	}
+	if rep.Event != want {
+		return fmt.Errorf("shim reported %q, want %q", rep.Event, want)
+	}
 	return nil
 }
 

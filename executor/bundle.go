@@ -84,8 +84,8 @@ type Bundle struct {
 	// user process as soon as the init is created and its confinement
 	// verified (cgroup and network namespace), without waiting for the
 	// go-ahead: the containerizer sets it when no isolator needs the init
-	// before the user process runs (isolator.Verifier). The shim still
-	// reports "created" and "running".
+	// before the user process runs (isolator.Verifier). The shim then
+	// reports "running" only (with the pid), not "created".
 	SkipGoAhead bool `json:"skip_go_ahead,omitempty"`
 }
 

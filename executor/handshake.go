@@ -16,8 +16,9 @@ import (
 // Isolate(pid). EOF on GoFD aborts the launch: the shim destroys the
 // container and exits. Before "created" the shim checks that the init is
 // in the bundle's cgroup and network namespace (ErrNotConfined otherwise);
-// with Bundle.SkipGoAhead it then execs the user process without reading
-// GoFD (the containerizer still writes the byte, for older shims).
+// with Bundle.SkipGoAhead it reports no "created", does not read GoFD and
+// execs the user process at once (the containerizer still writes the
+// byte, for older shims, and accepts their "created").
 const (
 	// ReportFD is the shim's fd for its launch reports (ExtraFiles[0]).
 	ReportFD = 3

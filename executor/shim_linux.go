@@ -238,14 +238,14 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 	if err := unix.Stat(fmt.Sprintf("/proc/%d/exe", s.pid), &s.initExe); err != nil {
 		s.execed.Store(true) // nothing to compare with: never wait
 	}
-	if report != nil {
+	if report != nil && !b.SkipGoAhead {
 		if err := writeReport(report, Report{Event: EventCreated, Pid: s.pid}); err != nil {
 			return fmt.Errorf("report created: %w", err)
 		}
-	}
-	if goAhead != nil && !b.SkipGoAhead {
-		if err := readGoAhead(ctx, goAhead); err != nil {
-			return err
+		if goAhead != nil {
+			if err := readGoAhead(ctx, goAhead); err != nil {
+				return err
+			}
 		}
 	}
 	if err := c.Exec(); err != nil {
