@@ -52,7 +52,7 @@ while (1) {
 // the test creates go in their sandboxes. Measured here through the
 // agent: the cpu one alone, or the memory one alone, leaves the LC's p99
 // within 2× of its solo value for a minute (the class isolates cpu, and
-// the LC's working set is small); the disk one is what degrades it (×5–13),
+// the LC's working set is small); the disk one is what degrades it (×2–13),
 // so all three run: the controller must correct every active antagonist,
 // not guess which one hurts.
 var qosAntagonists = []struct{ name, cmd string }{
@@ -162,7 +162,7 @@ func (r *lcReporter) lastMedian(n int) time.Duration {
 // Bounds of TestQoSInterference, relative to the LC's solo median p99
 // (b): degraded above max(2b, b+2ms) (the controller's default enter
 // factor); recovered at or below max(2b, b+3ms). Measured here: solo
-// 2–5 ms (the disk is shared with other builds), contended 18–30 ms.
+// 2–5 ms (the disk is shared with other builds), contended 10–30 ms.
 func degradedBound(b time.Duration) time.Duration  { return max(2*b, b+2*time.Millisecond) }
 func recoveredBound(b time.Duration) time.Duration { return max(2*b, b+3*time.Millisecond) }
 

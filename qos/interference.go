@@ -113,6 +113,7 @@ type Interference struct {
 	frozen       map[string]bool
 	killed       map[string]bool // until they leave the usage
 
+	suspect   bool      // the last round saw a value in the hysteresis band (Pending)
 	recent    []bool    // the last Persist+1 observations at LevelNone: degraded?
 	lastStamp time.Time // time of the last observation counted in recent
 	ref       float64   // worst value/threshold at the last step or check past FREEZE
@@ -295,58 +296,13 @@ func (ic *Interference) activityOf(c *monitor.ContainerUsage) activity {
 // Corrections implements Controller. The round's time is u.Timestamp.
 func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Correction, error) {
 	now := u.Timestamp
-	live := make(map[string]bool, len(u.Containers))
-	for i := range u.Containers {
-		live[u.Containers[i].ID] = true
-	}
-	for id := range ic.baselines {
-		if !live[id] {
-			delete(ic.baselines, id)
-		}
-	}
-	for _, m := range []map[string]bool{ic.throttled, ic.frozen, ic.killed} {
-		for id := range m {
-			if !live[id] {
-				delete(m, id)
-			}
-		}
-	}
-	for id := range ic.frozenAct {
-		if !ic.frozen[id] {
-			delete(ic.frozenAct, id)
-		}
-	}
-
-	// The revocable containers that may be corrected: not being killed,
-	// and frozen or active; most active first.
-	acts := map[string]activity{}
-	be := slices.DeleteFunc(youngestRevocable(&u), func(c *monitor.ContainerUsage) bool {
-		if ic.killed[c.ID] {
-			return true
-		}
-		a := ic.activityOf(c)
-		acts[c.ID] = a
-		return !a.active && !ic.frozen[c.ID]
-	})
-	slices.SortStableFunc(be, func(x, y *monitor.ContainerUsage) int {
-		ax, ay := acts[x.ID], acts[y.ID]
-		switch {
-		case ax.known != ay.known:
-			if ax.known {
-				return -1
-			}
-			return 1
-		case ax.score() > ay.score():
-			return -1
-		case ax.score() < ay.score():
-			return 1
-		}
-		return 0 // youngest first, from youngestRevocable
-	})
+	ic.prune(&u)
+	be, acts := ic.correctable(&u)
 
 	var worst *Trigger
 	var worstStamp, newest time.Time // the worst signal's observation, the newest of all
 	worstRatio := 0.0
+	suspect := false // a value in the hysteresis band while revocable work is active
 	for i := range u.Containers {
 		c := &u.Containers[i]
 		if c.Revocable {
@@ -386,6 +342,7 @@ func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Corre
 			if ic.level == LevelNone && quiet {
 				b.learn(v, ic.cfg.Alpha, ic.cfg.Warmup)
 			}
+			suspect = suspect || !quiet
 		}
 	}
 
@@ -397,6 +354,7 @@ func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Corre
 		// arrives later), or the response is under way.
 		ic.forget()
 	}
+	ic.suspect = suspect && ic.level == LevelNone
 	if ic.level == LevelNone {
 		if len(be) == 0 {
 			return nil, nil
@@ -495,6 +453,62 @@ func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Corre
 	return out, nil
 }
 
+// prune forgets the state of containers absent from u.
+func (ic *Interference) prune(u *monitor.Usage) {
+	live := make(map[string]bool, len(u.Containers))
+	for i := range u.Containers {
+		live[u.Containers[i].ID] = true
+	}
+	for id := range ic.baselines {
+		if !live[id] {
+			delete(ic.baselines, id)
+		}
+	}
+	for _, m := range []map[string]bool{ic.throttled, ic.frozen, ic.killed} {
+		for id := range m {
+			if !live[id] {
+				delete(m, id)
+			}
+		}
+	}
+	for id := range ic.frozenAct {
+		if !ic.frozen[id] {
+			delete(ic.frozenAct, id)
+		}
+	}
+}
+
+// correctable returns the revocable containers that may be corrected —
+// not being killed, and frozen or active — most active first, and the
+// activity of every revocable container not being killed.
+func (ic *Interference) correctable(u *monitor.Usage) ([]*monitor.ContainerUsage, map[string]activity) {
+	acts := map[string]activity{}
+	be := slices.DeleteFunc(youngestRevocable(u), func(c *monitor.ContainerUsage) bool {
+		if ic.killed[c.ID] {
+			return true
+		}
+		a := ic.activityOf(c)
+		acts[c.ID] = a
+		return !a.active && !ic.frozen[c.ID]
+	})
+	slices.SortStableFunc(be, func(x, y *monitor.ContainerUsage) int {
+		ax, ay := acts[x.ID], acts[y.ID]
+		switch {
+		case ax.known != ay.known:
+			if ax.known {
+				return -1
+			}
+			return 1
+		case ax.score() > ay.score():
+			return -1
+		case ax.score() < ay.score():
+			return 1
+		}
+		return 0 // youngest first, from youngestRevocable
+	})
+	return be, acts
+}
+
 // observe records a new observation (one with a later stamp than the
 // last: a report seen by two rounds counts once) at LevelNone.
 func (ic *Interference) observe(degraded bool, stamp time.Time) {
@@ -528,10 +542,12 @@ func (ic *Interference) persistent() bool {
 // forget drops the observations toward the first correction.
 func (ic *Interference) forget() { ic.recent, ic.lastStamp = ic.recent[:0], time.Time{} }
 
-// Pending implements Pender: a degradation has been observed that the
-// next observations may confirm (no correction yet).
+// Pending implements Pender: with no correction in force, a degradation
+// has been observed that the next observations may confirm, or the last
+// round saw a value in the hysteresis band (above the exit threshold)
+// while revocable work is active — maybe the start of one.
 func (ic *Interference) Pending() bool {
-	return ic.level == LevelNone && slices.Contains(ic.recent, true)
+	return ic.level == LevelNone && (ic.suspect || slices.Contains(ic.recent, true))
 }
 
 func (ic *Interference) step(level int, now time.Time, cause Trigger) {

@@ -483,3 +483,51 @@ func TestInterferenceWithoutRevocableWork(t *testing.T) {
 		t.Fatalf("with be: %v", render(cs))
 	}
 }
+
+// Pending: a degraded observation awaiting confirmation, or a value in the
+// hysteresis band while revocable work runs, asks the loop for an early
+// re-check; nothing does once a correction is in force.
+func TestInterferencePending(t *testing.T) {
+	c, err := NewInterference(Options{"warmup": "3"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ic := c.(*Interference)
+	ms := time.Millisecond
+	sec := 0
+	step := func(lat time.Duration, revocable ...string) []Correction {
+		t.Helper()
+		cs, err := c.Corrections(context.Background(), node(sec, lat, revocable...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec++
+		return cs
+	}
+	for range 3 {
+		step(2*ms, "be")
+	}
+	// Baseline 2 ms: exit threshold 2.6 ms, enter 4 ms.
+	for _, tc := range []struct {
+		lat       time.Duration
+		revocable []string
+		pending   bool
+	}{
+		{2 * ms, []string{"be"}, false},
+		{3 * ms, nil, false},           // in the band, nothing revocable at work
+		{3 * ms, []string{"be"}, true}, // in the band: maybe interference
+		{2 * ms, []string{"be"}, false},
+		{5 * ms, []string{"be"}, true}, // degraded, not yet confirmed
+		{2 * ms, []string{"be"}, true}, // 1 of the last 3 degraded
+	} {
+		if cs := step(tc.lat, tc.revocable...); len(cs) != 0 {
+			t.Fatalf("%v: corrected %v", tc.lat, render(cs))
+		}
+		if got := ic.Pending(); got != tc.pending {
+			t.Fatalf("%v (revocable %v): pending %v, want %v", tc.lat, tc.revocable, got, tc.pending)
+		}
+	}
+	if cs := step(5*ms, "be"); render(cs) != "THROTTLE be@200" || ic.Pending() {
+		t.Fatalf("confirmed: %v, pending %v", render(cs), ic.Pending())
+	}
+}
