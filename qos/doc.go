@@ -9,10 +9,11 @@
 // built-ins (noop, load, interference), the Applier that applies
 // corrections through an Actuator the agent provides and keeps the set of
 // corrections in force (the estimator's Guard reads it: no new revocable
-// offers while any is in force), the agent's loop (Run: every second and
-// on every monitor notification), and the out-of-process plugin host and
-// serve side (hashicorp/go-plugin over gRPC, protocol in package
-// pluginpb).
+// offers while any is in force), the agent's loop (Run: every second, on
+// every monitor notification, and soon again while a controller has a
+// degradation to confirm — the optional Pender interface), and the
+// out-of-process plugin host and serve side (hashicorp/go-plugin over
+// gRPC, protocol in package pluginpb).
 //
 // It never estimates revocable resources and never touches cgroups or
 // processes itself: controllers compute, the Applier calls the Actuator.
