@@ -37,9 +37,10 @@
 // binds its control socket while libcontainer starts the container, and
 // the default seccomp filter covers the host's syscall ABIs only (each
 // architecture adds to what the init compiles). With the shim-only binary
-// (cmd/brim-shim) as Config.ShimBinary, the launch p50 is below `runc run
-// -d`'s on the same OCI spec (bench/10-launch.bench.sh; figures in
-// docs/benchmarks.md); the full brim binary is slower because every
+// (cmd/brim-shim) as Config.ShimBinary, the launch p50 is at parity with
+// `runc run -d`'s on the same OCI spec (median ratio 0.95 here, ±10 % from
+// run to run: bench/10-launch.bench.sh, docs/benchmarks.md); nearly all of
+// a launch is libcontainer's init. The full brim binary is slower because every
 // container init re-executes it and runs the start-up of every package
 // linked into it.
 //
