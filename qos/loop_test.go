@@ -79,11 +79,11 @@ func TestRunEventDriven(t *testing.T) {
 	src.set(node(1, time.Millisecond, "be"))
 	src.set(node(2, 20*time.Millisecond, "be")) // degraded latency reports arrive:
 	src.set(node(3, 20*time.Millisecond, "be")) // the second in a row corrects (persist=2)
-	if got := <-act.calls; got != "quota be" {
+	if got := recv(t, act.calls); got != "quota be" {
 		t.Fatalf("actuator call %q", got)
 	}
 	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
+	if err := recv(t, done); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v", err)
 	}
 	if act := a.Active(); len(act) != 1 || act[0].Trigger.Signal != SignalAppLatency {
@@ -171,12 +171,12 @@ func TestRunLogsControllerFailuresOncePerInterval(t *testing.T) {
 	}()
 	for want := 1; want <= 8; want++ {
 		src.set(node(want, time.Millisecond))
-		if got := <-c.calls; got != want {
+		if got := recv(t, c.calls); got != want {
 			t.Fatalf("call %d, want %d", got, want)
 		}
 	}
 	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
+	if err := recv(t, done); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v", err)
 	}
 	want := []string{
@@ -202,7 +202,7 @@ func TestRunRechecksPendingDegradation(t *testing.T) {
 	}()
 	src.set(node(0, time.Millisecond)) // the only notification
 	for want := 1; want <= 3; want++ {
-		if got := <-c.calls; got != want {
+		if got := recv(t, c.calls); got != want {
 			t.Fatalf("call %d, want %d", got, want)
 		}
 	}
@@ -213,7 +213,20 @@ func TestRunRechecksPendingDegradation(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
+	if err := recv(t, done); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v", err)
+	}
+}
+
+// recv receives from ch, failing the test after a minute (a loop that
+// never runs the round a test waits for must not hang the suite).
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatalf("nothing on %T within a minute", ch)
+		panic("unreachable")
 	}
 }
