@@ -552,126 +552,108 @@ func sortedRoles(m map[string]resources.Resources) []string {
 	return out
 }
 
-// Decline gives offers back with an optional refusal filter.
-func (s schedulerAPI) Decline(ctx context.Context, req *pb.DeclineRequest) (*pb.Empty, error) {
-	if _, _, err := s.m.authorizeCall(ctx, req.FrameworkId); err != nil {
+// frameworkCall authenticates a Scheduler call for framework id and runs
+// fn with the master locked and the framework looked up; fn's error (or
+// the lookup's) becomes the call's gRPC status.
+func (s schedulerAPI) frameworkCall(ctx context.Context, id string, fn func(m *Master, f *frameworkEntry) error) (*pb.Empty, error) {
+	if _, _, err := s.m.authorizeCall(ctx, id); err != nil {
 		return nil, toStatus(err)
 	}
 	m := s.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	f, err := m.framework(req.FrameworkId)
+	f, err := m.framework(id)
+	if err == nil {
+		err = fn(m, f)
+	}
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	for _, oid := range req.OfferIds {
-		if f.offers[oid] == nil {
-			return nil, toStatus(fmt.Errorf("decline offer %q: %w", oid, ErrStaleOffer))
-		}
-	}
-	refuse := refuseOf(req.Filters)
-	for _, oid := range req.OfferIds {
-		o := f.offers[oid]
-		delete(m.offers, oid)
-		delete(f.offers, oid)
-		if err := m.alloc.RecoverRole(f.id, o.role, o.agent, o.res, refuse); err != nil {
-			m.log.Warn("recover declined offer", "offer", oid, "err", err)
-		}
-	}
 	return &pb.Empty{}, nil
+}
+
+// Decline gives offers back with an optional refusal filter.
+func (s schedulerAPI) Decline(ctx context.Context, req *pb.DeclineRequest) (*pb.Empty, error) {
+	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, f *frameworkEntry) error {
+		for _, oid := range req.OfferIds {
+			if f.offers[oid] == nil {
+				return fmt.Errorf("decline offer %q: %w", oid, ErrStaleOffer)
+			}
+		}
+		refuse := refuseOf(req.Filters)
+		for _, oid := range req.OfferIds {
+			o := f.offers[oid]
+			delete(m.offers, oid)
+			delete(f.offers, oid)
+			if err := m.alloc.RecoverRole(f.id, o.role, o.agent, o.res, refuse); err != nil {
+				m.log.Warn("recover declined offer", "offer", oid, "err", err)
+			}
+		}
+		return nil
+	})
 }
 
 // Revive clears the framework's filters and unsuppresses its roles.
 func (s schedulerAPI) Revive(ctx context.Context, req *pb.ReviveRequest) (*pb.Empty, error) {
-	if _, _, err := s.m.authorizeCall(ctx, req.FrameworkId); err != nil {
-		return nil, toStatus(err)
-	}
-	m := s.m
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, err := m.framework(req.FrameworkId); err != nil {
-		return nil, toStatus(err)
-	}
-	m.alloc.Revive(req.FrameworkId, req.Roles...)
-	m.trigger()
-	return &pb.Empty{}, nil
+	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, _ *frameworkEntry) error {
+		m.alloc.Revive(req.FrameworkId, req.Roles...)
+		m.trigger()
+		return nil
+	})
 }
 
 // Suppress stops offers to the framework's roles until Revive.
 func (s schedulerAPI) Suppress(ctx context.Context, req *pb.SuppressRequest) (*pb.Empty, error) {
-	if _, _, err := s.m.authorizeCall(ctx, req.FrameworkId); err != nil {
-		return nil, toStatus(err)
-	}
-	m := s.m
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, err := m.framework(req.FrameworkId); err != nil {
-		return nil, toStatus(err)
-	}
-	m.alloc.Suppress(req.FrameworkId, req.Roles...)
-	return &pb.Empty{}, nil
+	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, _ *frameworkEntry) error {
+		m.alloc.Suppress(req.FrameworkId, req.Roles...)
+		return nil
+	})
 }
 
 // Kill asks the task's agent to kill it. An unknown task gets a LOST
 // update, as in Mesos.
 func (s schedulerAPI) Kill(ctx context.Context, req *pb.KillRequest) (*pb.Empty, error) {
-	if _, _, err := s.m.authorizeCall(ctx, req.FrameworkId); err != nil {
-		return nil, toStatus(err)
-	}
-	m := s.m
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	f, err := m.framework(req.FrameworkId)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	t := f.tasks[req.TaskId]
-	if t == nil && len(m.awaited) > 0 {
-		return nil, toStatus(fmt.Errorf("kill %s: unknown until the agents of the previous run re-register: %w", req.TaskId, ErrClosed))
-	}
-	if t == nil {
-		f.conn.send(&pb.Event{Event: &pb.Event_Update{Update: &pb.TaskStatus{
-			TaskId: req.TaskId, FrameworkId: f.id, State: pb.TaskState_TASK_LOST,
-			Reason: ReasonReconciliation, Message: "unknown task", TimestampUnixNano: time.Now().UnixNano(),
-		}}})
-		return &pb.Empty{}, nil
-	}
-	ag := m.agents[t.agent]
-	if ag == nil || ag.conn == nil {
-		return nil, toStatus(fmt.Errorf("kill %s: agent %s is disconnected: %w", req.TaskId, t.agent, ErrClosed))
-	}
-	ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Kill{Kill: &pb.KillTask{TaskId: t.info.TaskId, FrameworkId: f.id}}})
-	return &pb.Empty{}, nil
+	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, f *frameworkEntry) error {
+		t := f.tasks[req.TaskId]
+		if t == nil && len(m.awaited) > 0 {
+			return fmt.Errorf("kill %s: unknown until the agents of the previous run re-register: %w", req.TaskId, ErrClosed)
+		}
+		if t == nil {
+			f.conn.send(&pb.Event{Event: &pb.Event_Update{Update: &pb.TaskStatus{
+				TaskId: req.TaskId, FrameworkId: f.id, State: pb.TaskState_TASK_LOST,
+				Reason: ReasonReconciliation, Message: "unknown task", TimestampUnixNano: time.Now().UnixNano(),
+			}}})
+			return nil
+		}
+		ag := m.agents[t.agent]
+		if ag == nil || ag.conn == nil {
+			return fmt.Errorf("kill %s: agent %s is disconnected: %w", req.TaskId, t.agent, ErrClosed)
+		}
+		ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Kill{Kill: &pb.KillTask{TaskId: t.info.TaskId, FrameworkId: f.id}}})
+		return nil
+	})
 }
 
 // Acknowledge forwards a framework's acknowledgement to the agent and
 // forgets a task whose terminal update is acknowledged.
 func (s schedulerAPI) Acknowledge(ctx context.Context, req *pb.AcknowledgeRequest) (*pb.Empty, error) {
-	if _, _, err := s.m.authorizeCall(ctx, req.FrameworkId); err != nil {
-		return nil, toStatus(err)
-	}
-	m := s.m
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	f, err := m.framework(req.FrameworkId)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	if req.Uuid == "" {
-		return nil, toStatus(fmt.Errorf("acknowledge %s: empty uuid: %w", req.TaskId, ErrInvalid))
-	}
-	t := f.tasks[req.TaskId]
-	agentID := req.AgentId
-	if t != nil {
-		agentID = t.agent
-	}
-	if ag := m.agents[agentID]; ag != nil {
-		ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Ack{Ack: &pb.StatusAck{TaskId: req.TaskId, Uuid: req.Uuid}}})
-	}
-	if t != nil && terminal(t.state) && t.status != nil && t.status.Uuid == req.Uuid {
-		m.forgetTaskLocked(t)
-	}
-	return &pb.Empty{}, nil
+	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, f *frameworkEntry) error {
+		if req.Uuid == "" {
+			return fmt.Errorf("acknowledge %s: empty uuid: %w", req.TaskId, ErrInvalid)
+		}
+		t := f.tasks[req.TaskId]
+		agentID := req.AgentId
+		if t != nil {
+			agentID = t.agent
+		}
+		if ag := m.agents[agentID]; ag != nil {
+			ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Ack{Ack: &pb.StatusAck{TaskId: req.TaskId, Uuid: req.Uuid}}})
+		}
+		if t != nil && terminal(t.state) && t.status != nil && t.status.Uuid == req.Uuid {
+			m.forgetTaskLocked(t)
+		}
+		return nil
+	})
 }
 
 // Reconcile sends the latest known state of the named tasks (all when
@@ -679,36 +661,28 @@ func (s schedulerAPI) Acknowledge(ctx context.Context, req *pb.AcknowledgeReques
 // restart while agents of the previous run have not re-registered (their
 // re-registration reports the tasks).
 func (s schedulerAPI) Reconcile(ctx context.Context, req *pb.ReconcileRequest) (*pb.Empty, error) {
-	if _, _, err := s.m.authorizeCall(ctx, req.FrameworkId); err != nil {
-		return nil, toStatus(err)
-	}
-	m := s.m
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	f, err := m.framework(req.FrameworkId)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	ids := req.TaskIds
-	if len(ids) == 0 {
-		for id := range f.tasks {
-			ids = append(ids, id)
-		}
-	}
-	for _, id := range ids {
-		st := &pb.TaskStatus{TaskId: id, FrameworkId: f.id, Reason: ReasonReconciliation, TimestampUnixNano: time.Now().UnixNano()}
-		if t := f.tasks[id]; t != nil {
-			st.AgentId, st.State = t.agent, t.state
-			if t.status != nil {
-				st.HasExitCode, st.ExitCode, st.Message = t.status.HasExitCode, t.status.ExitCode, t.status.Message
+	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, f *frameworkEntry) error {
+		ids := req.TaskIds
+		if len(ids) == 0 {
+			for id := range f.tasks {
+				ids = append(ids, id)
 			}
-		} else {
-			if len(m.awaited) > 0 {
-				continue // it may be on an agent that has not re-registered yet
-			}
-			st.State, st.Message = pb.TaskState_TASK_LOST, "unknown task"
 		}
-		f.conn.send(&pb.Event{Event: &pb.Event_Update{Update: st}})
-	}
-	return &pb.Empty{}, nil
+		for _, id := range ids {
+			st := &pb.TaskStatus{TaskId: id, FrameworkId: f.id, Reason: ReasonReconciliation, TimestampUnixNano: time.Now().UnixNano()}
+			if t := f.tasks[id]; t != nil {
+				st.AgentId, st.State = t.agent, t.state
+				if t.status != nil {
+					st.HasExitCode, st.ExitCode, st.Message = t.status.HasExitCode, t.status.ExitCode, t.status.Message
+				}
+			} else {
+				if len(m.awaited) > 0 {
+					continue // it may be on an agent that has not re-registered yet
+				}
+				st.State, st.Message = pb.TaskState_TASK_LOST, "unknown task"
+			}
+			f.conn.send(&pb.Event{Event: &pb.Event_Update{Update: st}})
+		}
+		return nil
+	})
 }
