@@ -131,15 +131,8 @@ func (o Options) Bool(key string, def bool) (bool, error) {
 
 // ParseOptions parses "k=v" pairs (repeated flags) into Options.
 func ParseOptions(kvs []string) (Options, error) {
-	o := Options{}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("option %q is not key=value: %w", kv, ErrInvalidOption)
-		}
-		o[k] = v
-	}
-	return o, nil
+	o, err := registry.ParseOptions(kvs, ErrInvalidOption)
+	return Options(o), err
 }
 
 // Factory builds an estimator from its options. log is already named.
@@ -189,8 +182,6 @@ func (r *Registry) New(name string, opts Options, log *slog.Logger) (Estimator, 
 	return e, nil
 }
 
-const pluginPrefix = registry.PluginPrefix
-
 // Open builds the estimator named by spec, the value of --estimator: a
 // registered name ("usage") or "plugin:/path/to/bin [args…]" for an
 // out-of-process plugin (options are then passed as plugin options:
@@ -200,17 +191,13 @@ func Open(r *Registry, spec string, opts Options, log *slog.Logger) (Estimator, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if path, ok := strings.CutPrefix(spec, pluginPrefix); ok {
-		f := strings.Fields(path)
-		if len(f) == 0 {
-			return nil, fmt.Errorf("open estimator %q: empty plugin path: %w", spec, ErrInvalidOption)
-		}
-		cfg, err := pluginConfigFromOptions(opts)
+	if p, ok, err := registry.ParsePlugin(spec, opts, ErrInvalidOption); ok {
 		if err != nil {
 			return nil, fmt.Errorf("open estimator %q: %w", spec, err)
 		}
-		cfg.Args = f[1:]
-		return NewPlugin(f[0], cfg, log.With("component", "estimator", "estimator", spec)), nil
+		cfg := PluginConfig{Args: p.Args, Timeout: p.Timeout, StartTimeout: p.StartTimeout,
+			MinBackoff: p.MinBackoff, MaxBackoff: p.MaxBackoff, History: p.History}
+		return NewPlugin(p.Path, cfg, log.With("component", "estimator", "estimator", spec)), nil
 	}
 	return r.New(spec, opts, log)
 }

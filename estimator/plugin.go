@@ -2,7 +2,6 @@ package estimator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -30,23 +29,6 @@ type PluginConfig struct {
 	// History is the number of samples per container sent with each call
 	// (the newest); default 60.
 	History int
-}
-
-func pluginConfigFromOptions(o Options) (PluginConfig, error) {
-	var c PluginConfig
-	var errs []error
-	var err error
-	c.Timeout, err = o.Duration("timeout", 0)
-	errs = append(errs, err)
-	c.StartTimeout, err = o.Duration("start-timeout", 0)
-	errs = append(errs, err)
-	c.MinBackoff, err = o.Duration("min-backoff", 0)
-	errs = append(errs, err)
-	c.MaxBackoff, err = o.Duration("max-backoff", 0)
-	errs = append(errs, err)
-	c.History, err = o.Int("history", 0)
-	errs = append(errs, err)
-	return c, errors.Join(errs...)
 }
 
 // Plugin is an estimator running as a separate program (hashicorp/go-plugin

@@ -155,15 +155,8 @@ func (o Options) duration(key string, def time.Duration, errs *[]error) time.Dur
 
 // ParseOptions parses "k=v" pairs (repeated flags) into Options.
 func ParseOptions(kvs []string) (Options, error) {
-	o := Options{}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("option %q is not key=value: %w", kv, ErrInvalidOption)
-		}
-		o[k] = v
-	}
-	return o, nil
+	o, err := registry.ParseOptions(kvs, ErrInvalidOption)
+	return Options(o), err
 }
 
 // Factory builds a controller from its options. log is already named.
@@ -213,8 +206,6 @@ func (r *Registry) New(name string, opts Options, log *slog.Logger) (Controller,
 	return c, nil
 }
 
-const pluginPrefix = registry.PluginPrefix
-
 // Open builds the controller named by spec, the value of --qos: a
 // registered name ("interference") or "plugin:/path/to/bin [args…]" for an
 // out-of-process plugin (options are then plugin options: timeout,
@@ -224,24 +215,13 @@ func Open(r *Registry, spec string, opts Options, log *slog.Logger) (Controller,
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if path, ok := strings.CutPrefix(spec, pluginPrefix); ok {
-		f := strings.Fields(path)
-		if len(f) == 0 {
-			return nil, fmt.Errorf("open qos controller %q: empty plugin path: %w", spec, ErrInvalidOption)
-		}
-		var errs []error
-		cfg := PluginConfig{
-			Args:         f[1:],
-			Timeout:      opts.duration("timeout", 0, &errs),
-			StartTimeout: opts.duration("start-timeout", 0, &errs),
-			MinBackoff:   opts.duration("min-backoff", 0, &errs),
-			MaxBackoff:   opts.duration("max-backoff", 0, &errs),
-			History:      opts.int("history", 0, &errs),
-		}
-		if err := errors.Join(errs...); err != nil {
+	if p, ok, err := registry.ParsePlugin(spec, opts, ErrInvalidOption); ok {
+		if err != nil {
 			return nil, fmt.Errorf("open qos controller %q: %w", spec, err)
 		}
-		return NewPlugin(f[0], cfg, log.With("component", "qos", "controller", spec)), nil
+		cfg := PluginConfig{Args: p.Args, Timeout: p.Timeout, StartTimeout: p.StartTimeout,
+			MinBackoff: p.MinBackoff, MaxBackoff: p.MaxBackoff, History: p.History}
+		return NewPlugin(p.Path, cfg, log.With("component", "qos", "controller", spec)), nil
 	}
 	return r.New(spec, opts, log)
 }
