@@ -70,20 +70,28 @@ func startAgent(t *testing.T, extra ...string) *agentProc {
 	return a
 }
 
-func (a *agentProc) start() {
-	a.t.Helper()
-	logf, err := os.OpenFile(a.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+// startBrim starts brim with args, its output appended to logPath, and
+// returns it with a channel closed once it has been reaped.
+func startBrim(t *testing.T, logPath string, args []string) (*exec.Cmd, chan struct{}) {
+	t.Helper()
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		a.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(brimBinary, a.args...)
+	cmd := exec.Command(brimBinary, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		a.t.Fatal(err)
+		t.Fatal(err)
 	}
-	a.cmd, a.exited = cmd, make(chan struct{})
-	go func() { _ = cmd.Wait(); close(a.exited) }()
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	return cmd, exited
+}
+
+func (a *agentProc) start() {
+	a.t.Helper()
+	a.cmd, a.exited = startBrim(a.t, a.logPath, a.args)
 	for {
 		if c, err := net.Dial("unix", a.Socket); err == nil {
 			c.Close()
@@ -238,7 +246,13 @@ func runBrim(t *testing.T, args ...string) result {
 	cmd := exec.Command(brimBinary, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	return exitResult(t, args, cmd.Run(), &out, &errb)
+}
+
+// exitResult is a finished brim run: its exit code (err from Run or Wait)
+// and output. An error other than a non-zero exit fails the test.
+func exitResult(t *testing.T, args []string, err error, out, errb *bytes.Buffer) result {
+	t.Helper()
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -64,18 +64,7 @@ func startMasterProc(t *testing.T, extra ...string) *masterProc {
 
 func (m *masterProc) start() {
 	m.t.Helper()
-	logf, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(brimBinary, m.args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		m.t.Fatal(err)
-	}
-	m.cmd, m.exited = cmd, make(chan struct{})
-	go func() { _ = cmd.Wait(); close(m.exited) }()
+	m.cmd, m.exited = startBrim(m.t, m.logPath, m.args)
 	for {
 		if resp, err := http.Get("http://" + m.Addr + "/state"); err == nil {
 			resp.Body.Close()

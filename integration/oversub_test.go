@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -318,14 +317,7 @@ func runBrimBounded(t *testing.T, parent string, args ...string) result {
 		err = <-done
 		testutil.RemoveCgroupTree(t, parent)
 	}
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("brim %v: %v", args, err)
-	}
-	return result{stdout: out.String(), stderr: errb.String(), code: code}
+	return exitResult(t, args, err, &out, &errb)
 }
 
 // reportLatency sends one latency report through the agent API.
