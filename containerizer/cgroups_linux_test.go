@@ -3,8 +3,10 @@ package containerizer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/brimnode/brim/internal/testutil"
@@ -13,9 +15,12 @@ import (
 )
 
 // TestWithCgroupsIsolator runs the containerizer with the real cgroup
-// isolator: libcontainer must join the group the isolator prepared, the
-// memory limit must hold (OOM reported), Update and Usage must reach the
-// container's group, and Destroy must leave no group behind.
+// isolator: the user process must be in the group the isolator prepared
+// in every hierarchy the host mounts (the shim joins them itself on v1,
+// name=systemd and a hybrid host's unified tree included) with the
+// device rules in force, the memory limit must hold (OOM reported),
+// Update and Usage must reach the container's group, the groups must go
+// when the container exits, and Destroy must leave nothing behind.
 func TestWithCgroupsIsolator(t *testing.T) {
 	testutil.RequireRoot(t)
 	parent := testutil.NewCgroupParent(t)
@@ -47,6 +52,7 @@ func TestWithCgroupsIsolator(t *testing.T) {
 	if err != nil || len(procs) == 0 {
 		t.Fatalf("container's memory group %s: procs %q, %v", cg.Path(sleeper.ID), procs, err)
 	}
+	checkJoinedEverywhere(t, sleeper.Pid, cg.Path(sleeper.ID))
 	if err := c.Update(ctx, sleeper.ID, isolator.Limits{MilliCPUs: 500, MemoryBytes: 128 << 20, Pids: 32}); err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +78,11 @@ func TestWithCgroupsIsolator(t *testing.T) {
 	if !st.OOMKilled || st.Reason != ReasonMemoryLimit {
 		t.Errorf("memory hog: %+v, want reason %q", st, ReasonMemoryLimit)
 	}
+	// The shim removes the groups once the container has exited, before
+	// it records the exit.
+	if dirs, _ := filepath.Glob(filepath.Join(testutil.CgroupRoot, "*", cg.Path(hog.ID))); len(dirs) > 0 {
+		t.Errorf("groups left after the container exited: %v", dirs)
+	}
 
 	for _, info := range []*Info{sleeper, hog} {
 		if err := c.Destroy(ctx, info.ID); err != nil {
@@ -83,5 +94,48 @@ func TestWithCgroupsIsolator(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(c.dir, info.ID)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("container dir left: %v", err)
 		}
+	}
+}
+
+// checkJoinedEverywhere checks /proc/<pid>/cgroup: every hierarchy this
+// process is in (all the host mounts) lists pid at path, and the devices
+// group has the container's allow list, not the host's "a *:* rwm".
+func checkJoinedEverywhere(t *testing.T, pid int, path string) {
+	t.Helper()
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := make(map[string]string) // hierarchy ID:controllers → path
+	for _, line := range strings.Split(strings.TrimSpace(string(theirs)), "\n") {
+		if i := strings.LastIndex(line, ":"); i > 0 {
+			in[line[:i]] = line[i+1:]
+		}
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(self)), "\n") {
+		i := strings.LastIndex(line, ":")
+		if i <= 0 {
+			continue
+		}
+		h := line[:i]
+		if got, ok := in[h]; !ok || got != path {
+			t.Errorf("hierarchy %q: container process %d is in %q, want %s", h, pid, got, path)
+		}
+		n++
+	}
+	if n < 2 {
+		t.Fatalf("only %d hierarchies in /proc/self/cgroup: %q", n, self)
+	}
+	list, err := os.ReadFile(filepath.Join(testutil.CgroupRoot, "devices", path, "devices.list"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(list), "a *:* rwm") || !strings.Contains(string(list), "c 1:3 rwm") {
+		t.Errorf("devices.list of %s = %q, want the container's allow list (with /dev/null, c 1:3)", path, list)
 	}
 }

@@ -65,6 +65,15 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 			return nil, fmt.Errorf("launch %s: prepare %s: %w", id, iso.Name(), err)
 		}
 	}
+	// The groups exist: from here to the end of the launch the cgroup
+	// isolator keeps the kernel's cgroup-attach lock warm for the shim,
+	// which moves the init into them once it is set up (see
+	// isolator/cgroups.Isolator.Warm).
+	for _, iso := range c.cfg.Isolators {
+		if w, ok := iso.(isolator.Warmer); ok {
+			defer w.Warm()()
+		}
+	}
 	if launch.CgroupPath == "" || !filepath.IsAbs(launch.CgroupPath) {
 		// Never let libcontainer pick a path relative to our own cgroup.
 		return nil, fmt.Errorf("launch %s: no isolator set an absolute cgroup path (got %q)", id, launch.CgroupPath)

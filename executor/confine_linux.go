@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/opencontainers/cgroups"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,13 +17,17 @@ import (
 var ErrNotConfined = errors.New("container init not confined as its bundle requires")
 
 // verifyConfinement checks, before the user process runs, that the init
-// (pid) is where libcontainer was told to put it: in the cgroup at
-// b.CgroupPath of each hierarchy brim's isolators manage (v1: cpu, memory,
-// pids; v2: the unified hierarchy) and, when b.NetNSPath names one, in
-// that network namespace. These are the facts the isolators' Isolate
-// checks; done here they cost no round trip to the containerizer.
-func verifyConfinement(pid int, b *Bundle) error {
-	if err := verifyCgroup(pid, b.CgroupPath, cgroups.IsCgroup2UnifiedMode()); err != nil {
+// (pid) is in the cgroup at b.CgroupPath of every hierarchy in
+// hierarchies (v1 subsystem names, "name=systemd", "" for the unified
+// tree; nil: the unified tree alone, which libcontainer joined on a v2
+// host) and, when b.NetNSPath names one, in that network namespace. These
+// are the facts the isolators' Isolate checks; done here they cost no
+// round trip to the containerizer.
+func verifyConfinement(pid int, b *Bundle, hierarchies []string) error {
+	if hierarchies == nil {
+		hierarchies = []string{""}
+	}
+	if err := verifyCgroup(pid, b.CgroupPath, hierarchies); err != nil {
 		return err
 	}
 	if b.NetNSPath == "" {
@@ -44,23 +47,22 @@ func verifyConfinement(pid int, b *Bundle) error {
 }
 
 // verifyCgroup reads /proc/<pid>/cgroup (paths as seen from the shim's
-// cgroup namespace, the host's) and checks the managed hierarchies.
-func verifyCgroup(pid int, path string, unified bool) error {
+// cgroup namespace, the host's) and checks the hierarchies.
+func verifyCgroup(pid int, path string, hierarchies []string) error {
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/cgroup")
 	if err != nil {
 		return fmt.Errorf("verify cgroup: %w", err)
 	}
 	defer f.Close()
-	return checkCgroupFile(f, path, unified, pid)
+	return checkCgroupFile(f, path, hierarchies, pid)
 }
 
-// checkCgroupFile is verifyCgroup's parser, separate for tests. A
-// hierarchy the host does not mount (no line for it) is not checked; at
-// least one must be there.
-func checkCgroupFile(f io.Reader, path string, unified bool, pid int) error {
-	want := map[string]bool{"cpu": false, "memory": false, "pids": false}
-	if unified {
-		want = map[string]bool{"": false}
+// checkCgroupFile is verifyCgroup's parser, separate for tests: every
+// hierarchy must have its line, with path.
+func checkCgroupFile(f io.Reader, path string, hierarchies []string, pid int) error {
+	want := make(map[string]bool, len(hierarchies))
+	for _, h := range hierarchies {
+		want[h] = false
 	}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -82,12 +84,12 @@ func checkCgroupFile(f io.Reader, path string, unified bool, pid int) error {
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("verify cgroup: %w", err)
 	}
-	for _, seen := range want {
-		if seen {
-			return nil
+	for _, h := range hierarchies {
+		if !want[h] {
+			return fmt.Errorf("init %d: no %q hierarchy in its cgroup file: %w", pid, hierarchyName(h), ErrNotConfined)
 		}
 	}
-	return fmt.Errorf("init %d: none of the managed cgroup hierarchies in its cgroup file: %w", pid, ErrNotConfined)
+	return nil
 }
 
 func hierarchyName(ctrl string) string {

@@ -19,25 +19,33 @@ func TestIsCommandNotFound(t *testing.T) {
 }
 
 func TestCheckCgroupFile(t *testing.T) {
-	hybrid := "12:name=systemd:/\n9:pids:/brim/c1\n4:memory:/brim/c1\n2:cpuacct:/brim/c1\n1:cpu:/brim/c1\n0::/\n"
+	hybrid := "12:name=systemd:/brim/c1\n9:pids:/brim/c1\n5:devices:/brim/c1\n4:memory:/brim/c1\n2:cpuacct:/brim/c1\n1:cpu:/brim/c1\n0::/brim/c1\n"
+	all := []string{"name=systemd", "pids", "devices", "memory", "cpuacct", "cpu", ""}
 	coMounted := "4:memory:/brim/c1\n2:cpu,cpuacct:/brim/c1\n"
 	for _, tc := range []struct {
-		name, file string
-		unified    bool
-		wantErr    bool
+		name, file  string
+		hierarchies []string
+		wantErr     bool
 	}{
-		{"v1 hybrid, all in place", hybrid, false, false},
-		{"v1 cpu,cpuacct co-mounted", coMounted, false, false},
-		{"v1 memory elsewhere", strings.Replace(hybrid, "memory:/brim/c1", "memory:/process_api/x", 1), false, true},
-		{"v1 cpu elsewhere, co-mounted", "4:memory:/brim/c1\n2:cpu,cpuacct:/\n", false, true},
-		{"v1 prefix is not a match", strings.ReplaceAll(hybrid, "/brim/c1", "/brim/c10"), false, true},
-		{"v1 no managed hierarchy", "12:name=systemd:/brim/c1\n7:blkio:/brim/c1\n", false, true},
-		{"v2 in place", "0::/brim/c1\n", true, false},
-		{"v2 elsewhere", "0::/brim\n", true, true},
-		{"v2 empty file", "", true, true},
+		{"v1 hybrid, all in place", hybrid, all, false},
+		{"v1 cpu,cpuacct co-mounted", coMounted, []string{"memory", "cpu", "cpuacct"}, false},
+		{"v1 memory elsewhere", strings.Replace(hybrid, "memory:/brim/c1", "memory:/process_api/x", 1), all, true},
+		{"v1 devices elsewhere", strings.Replace(hybrid, "devices:/brim/c1", "devices:/", 1), all, true},
+		{"v1 cpu elsewhere, co-mounted", "4:memory:/brim/c1\n2:cpu,cpuacct:/\n", []string{"memory", "cpu", "cpuacct"}, true},
+		{"v1 prefix is not a match", strings.ReplaceAll(hybrid, "/brim/c1", "/brim/c10"), all, true},
+		{"v1 a joined hierarchy missing", strings.Replace(hybrid, "5:devices:/brim/c1\n", "", 1), all, true},
+		{"hybrid unified tree elsewhere", strings.Replace(hybrid, "0::/brim/c1", "0::/", 1), all, true},
+		{"a v1 line with no controllers is not the unified tree", "3::/brim/c1\n", []string{""}, true},
+		{"v2 in place", "0::/brim/c1\n", nil, false},
+		{"v2 elsewhere", "0::/brim\n", nil, true},
+		{"v2 empty file", "", nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkCgroupFile(strings.NewReader(tc.file), "/brim/c1", tc.unified, 42)
+			hs := tc.hierarchies
+			if hs == nil {
+				hs = []string{""}
+			}
+			err := checkCgroupFile(strings.NewReader(tc.file), "/brim/c1", hs, 42)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}

@@ -105,7 +105,8 @@ type shim struct {
 	process   *libcontainer.Process
 	pid       int
 	startedAt time.Time
-	memPath   string // memory cgroup directory, for the OOM counter
+	memPath   string      // memory cgroup directory, for the OOM counter
+	cgroups   *cgroupJoin // the groups the shim joins itself (nil: libcontainer does)
 
 	initExe unix.Stat_t // the init's executable before exec (see awaitExec)
 	execed  atomic.Bool
@@ -197,8 +198,19 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 		}
 	}()
 
-	c, err := libcontainer.Create(b.StateRoot, b.ID, cfg)
+	var c *libcontainer.Container
+	if joinLate() {
+		if s.cgroups, err = startCgroupJoin(cfg); err != nil {
+			return fmt.Errorf("create container: %w", err)
+		}
+		c, err = createUnjoined(b.StateRoot, b.ID, cfg)
+	} else {
+		c, err = libcontainer.Create(b.StateRoot, b.ID, cfg)
+	}
 	if err != nil {
+		if s.cgroups != nil {
+			_ = s.cgroups.destroy()
+		}
 		return fmt.Errorf("create container: %w", err)
 	}
 	defer func() {
@@ -229,10 +241,15 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 	if s.pid, err = p.Pid(); err != nil {
 		return fmt.Errorf("container pid: %w", err)
 	}
+	if s.cgroups != nil {
+		if err := s.cgroups.join(s.pid); err != nil {
+			return err
+		}
+	}
 	if err := waitListen(); err != nil {
 		return err
 	}
-	if err := verifyConfinement(s.pid, b); err != nil {
+	if err := verifyConfinement(s.pid, b, s.hierarchies()); err != nil {
 		return err
 	}
 	if err := unix.Stat(fmt.Sprintf("/proc/%d/exe", s.pid), &s.initExe); err != nil {
@@ -260,13 +277,17 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 	}
 	// Off the launch path: the OOM watch only backs up the oom_kill
 	// counter read at exit.
-	if st, err := c.State(); err == nil {
-		s.memPath = st.CgroupPaths["memory"]
-		if s.memPath == "" {
+	var oom <-chan struct{}
+	if s.cgroups != nil {
+		s.memPath = s.cgroups.paths()["memory"]
+		oom, err = notifyOOMv1(s.memPath)
+	} else {
+		if st, err := c.State(); err == nil {
 			s.memPath = st.CgroupPaths[""] // cgroup v2
 		}
+		oom, err = c.NotifyOOM()
 	}
-	if oom, err := c.NotifyOOM(); err == nil {
+	if err == nil {
 		go func() {
 			if _, ok := <-oom; ok {
 				s.oomSeen.Store(true)
@@ -308,6 +329,31 @@ func (s *shim) abort() {
 	}
 	if err := s.container.Destroy(); err != nil {
 		s.log.Warn("destroy container after failed launch", "err", err)
+	}
+	s.destroyCgroups()
+}
+
+// hierarchies returns the cgroup hierarchies the shim put the init in
+// itself (nil when libcontainer did: cgroup v2).
+func (s *shim) hierarchies() []string {
+	if s.cgroups == nil {
+		return nil
+	}
+	var hs []string
+	for h := range s.cgroups.paths() {
+		hs = append(hs, h)
+	}
+	return hs
+}
+
+// destroyCgroups removes the groups the shim joined itself, as
+// libcontainer's Destroy does with its own.
+func (s *shim) destroyCgroups() {
+	if s.cgroups == nil {
+		return
+	}
+	if err := s.cgroups.destroy(); err != nil {
+		s.log.Warn("remove container cgroups", "err", err)
 	}
 }
 
@@ -365,6 +411,7 @@ func (s *shim) supervise() error {
 		// The init is gone: the pid namespace and its processes with it.
 		s.log.Warn("destroy container", "err", err)
 	}
+	s.destroyCgroups()
 	if err := WriteExit(s.dir, st); err != nil {
 		s.log.Error("record exit status", "err", err)
 	}

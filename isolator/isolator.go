@@ -102,6 +102,17 @@ type Verifier interface {
 	VerifiesOnly() bool
 }
 
+// Warmer is an optional interface of isolators that can make the rest of
+// a launch's kernel work cheaper when told that it is under way. The
+// containerizer calls Warm once every isolator has prepared the
+// container, and the returned done function once the container runs or
+// the launch has failed. Warm never fails: it is an optimisation, never a
+// condition of a launch.
+type Warmer interface {
+	Isolator
+	Warm() (done func())
+}
+
 // Launch collects what the isolators tell the launcher during Prepare.
 type Launch struct {
 	// CgroupPath is the container's cgroup path relative to each hierarchy

@@ -54,6 +54,10 @@ type Isolator struct {
 	setupMu sync.Mutex
 	ready   bool
 
+	warmMu    sync.Mutex
+	warmUsers int           // launches that asked Warm and are not done
+	warmStop  chan struct{} // closes the running primer (nil: none)
+
 	mu     sync.Mutex
 	feat   Features
 	groups map[string]*group
@@ -73,7 +77,11 @@ type group struct {
 	gone   bool // removed by Cleanup: the record is stale
 }
 
-var _ isolator.Isolator = (*Isolator)(nil)
+var (
+	_ isolator.Isolator = (*Isolator)(nil)
+	_ isolator.Verifier = (*Isolator)(nil)
+	_ isolator.Warmer   = (*Isolator)(nil)
+)
 
 // New returns an isolator for cfg. It detects the layout under Root: v2 when
 // Root is a cgroup2 mount (has cgroup.controllers), v1 otherwise (a hybrid
