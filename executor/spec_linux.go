@@ -65,7 +65,8 @@ func RuntimeSpec(b *Bundle, dir, rootfs string) *specs.Spec {
 
 // libcontainerConfig converts the bundle's spec for libcontainer. Its
 // cgroup config carries only the device rules: the isolators own every
-// other cgroup setting, and libcontainer merely joins the group.
+// other cgroup setting; the init joins the groups (the shim moves it on v1,
+// libcontainer on v2: see join_linux.go).
 func libcontainerConfig(b *Bundle, dir, rootfs string) (*configs.Config, error) {
 	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
 		CgroupName: b.ID,

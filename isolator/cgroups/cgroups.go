@@ -166,8 +166,8 @@ func (i *Isolator) dir(ctrl, p string) string {
 }
 
 // hierarchies returns every hierarchy root a container group may live in:
-// on v1 each mounted hierarchy (also name=systemd and the unified tree that
-// libcontainer joins), on v2 the root.
+// on v1 each mounted hierarchy (also name=systemd and the unified tree,
+// which the shim joins too), on v2 the root.
 func (i *Isolator) hierarchies() []string {
 	if i.version == V2 {
 		return []string{i.root}
@@ -290,7 +290,7 @@ func validID(id string) error {
 }
 
 // Prepare creates the group of container id with limits applied (in every
-// v1 controller brim uses, so that libcontainer can join it with empty
+// v1 controller brim uses, so that the runtime can join it with empty
 // resources) and sets launch.CgroupPath. An existing group is reused and
 // its limits rewritten. Errors wrap ErrInvalid, isolator.ErrNotSupported,
 // or the write's error.
@@ -393,7 +393,7 @@ func (i *Isolator) apply(id string, writes []Write) error {
 }
 
 // VerifiesOnly implements isolator.Verifier: Isolate only checks that the
-// init is in the group libcontainer joined from Launch.CgroupPath.
+// init is in the group the runtime joined from Launch.CgroupPath.
 func (i *Isolator) VerifiesOnly() bool { return true }
 
 // Isolate checks that pid (the container's init) is in the group: the
