@@ -37,9 +37,11 @@ import (
 // end to end by 11 ms.
 //
 // What it changes: the init does its set-up (mounts, pivot_root, seccomp
-// compilation) in the shim's cgroups rather than the container's, so that
-// CPU time and the memory it frees at exec are accounted to the agent's
-// groups. The user process never runs outside: the shim moves the init
+// compilation) in the shim's cgroups rather than the container's, so its
+// CPU time, and the memory it frees at exec, count against the agent's
+// groups (on a loaded host the set-up runs at the agent's CPU weight, not
+// at a revocable container's 10 shares per cpu). The user process never
+// runs outside: the shim moves the init
 // into every hierarchy libcontainer would have joined (the same
 // opencontainers/cgroups manager and paths), writes the device rules
 // libcontainer would have written (concurrently with the set-up, into a
