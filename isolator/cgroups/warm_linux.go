@@ -31,11 +31,11 @@ import (
 // The waiting re-attach holds cgroup_mutex (every mkdir, rmdir and move
 // on the host waits with it): the containerizer calls Warm after the
 // isolators have made the container's groups, never before.
-const (
-	warmEvery = 2 * time.Millisecond
-	// warmMax bounds one primer's life, whatever its callers do.
-	warmMax = 2 * time.Second
-)
+const warmEvery = 2 * time.Millisecond
+
+// warmMax bounds one primer's life, whatever its callers do (a variable
+// for tests).
+var warmMax = 2 * time.Second
 
 // warmControllers are the hierarchies the primer thread may live in, in
 // order of preference: the freezer's group has no accounting that a
@@ -73,7 +73,15 @@ func (i *Isolator) Warm() (done func()) {
 		}
 		stop := make(chan struct{})
 		i.warmStop = stop
-		go prime(tasks, stop, nil)
+		go prime(tasks, stop, nil, func() {
+			// Ended on its own (warmMax, a failed write): a later
+			// launch starts a new one.
+			i.warmMu.Lock()
+			defer i.warmMu.Unlock()
+			if i.warmStop == stop {
+				i.warmStop = nil
+			}
+		})
 	}
 	var once bool
 	return func() {
@@ -98,12 +106,13 @@ func (i *Isolator) Warm() (done func()) {
 // process's main thread is the exception (the runtime parks it for good
 // instead): started there, prime holds it while a second goroutine, on
 // another thread, does the work. It closes locked, if not nil, once it
-// holds a thread that is not the main one.
-func prime(tasks string, stop <-chan struct{}, locked chan<- struct{}) {
+// holds a thread that is not the main one, and calls exited when the
+// priming ends.
+func prime(tasks string, stop <-chan struct{}, locked chan<- struct{}, exited func()) {
 	runtime.LockOSThread()
 	if syscall.Gettid() == syscall.Getpid() {
 		held := make(chan struct{})
-		go prime(tasks, stop, held)
+		go prime(tasks, stop, held, exited)
 		<-held
 		runtime.UnlockOSThread()
 		if locked != nil {
@@ -114,6 +123,7 @@ func prime(tasks string, stop <-chan struct{}, locked chan<- struct{}) {
 	if locked != nil {
 		close(locked)
 	}
+	defer exited()
 	f, err := os.OpenFile(tasks, os.O_WRONLY, 0)
 	if err != nil {
 		return

@@ -78,6 +78,22 @@ func TestWarmV1(t *testing.T) {
 	waitTasks(t, i, 0)
 }
 
+// TestWarmPrimerEndsOnItsOwn: a primer that reaches warmMax while its
+// launch is still under way ends, and the next launch starts a new one.
+func TestWarmPrimerEndsOnItsOwn(t *testing.T) {
+	i, _ := newV1(t)
+	defer func(d time.Duration) { warmMax = d }(warmMax)
+	warmMax = 50 * time.Millisecond
+	done1 := i.Warm()
+	waitTasks(t, i, 1)
+	waitTasks(t, i, 0) // warmMax passed
+	done2 := i.Warm()
+	waitTasks(t, i, 1)
+	done1()
+	done2()
+	waitTasks(t, i, 0)
+}
+
 // TestWarmV2IsNoop: on a v2 tree nothing is started (and nothing
 // written: the fixture is a plain directory).
 func TestWarmV2IsNoop(t *testing.T) {
