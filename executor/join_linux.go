@@ -165,7 +165,8 @@ func (j *cgroupJoin) destroy() error {
 // createUnjoined is libcontainer.Create for a container whose cgroups
 // the shim joins itself (see cgroupJoin): the same validation and state
 // directory, then a Load of a state that names no cgroup paths and no
-// device rules.
+// device rules. It returns libcontainer.ErrExist when id's state
+// directory exists, and removes what it made on any error.
 func createUnjoined(root, id string, cfg *configs.Config) (*libcontainer.Container, error) {
 	if err := validate.Validate(cfg); err != nil {
 		return nil, err
