@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,15 +40,30 @@ type masterProc struct {
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	logPath  string
+	// url and http reach its HTTP API (https with a TLS master).
+	url  string
+	http *http.Client
 }
 
 // startMasterProc starts `brim master` on a free port with a fresh state
 // dir; short heartbeats unless extra overrides them.
 func startMasterProc(t *testing.T, extra ...string) *masterProc {
 	t.Helper()
+	return startMasterWith(t, nil, extra...)
+}
+
+// startMasterWith is startMasterProc for a master that serves TLS (its
+// flags in extra): clientTLS verifies it.
+func startMasterWith(t *testing.T, clientTLS *tls.Config, extra ...string) *masterProc {
+	t.Helper()
 	testutil.RequireRoot(t)
 	base := t.TempDir()
-	m := &masterProc{t: t, Addr: freeAddr(t), StateDir: filepath.Join(base, "master"), logPath: filepath.Join(base, "master.log")}
+	m := &masterProc{t: t, Addr: freeAddr(t), StateDir: filepath.Join(base, "master"), logPath: filepath.Join(base, "master.log"),
+		http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: clientTLS}}}
+	m.url = "http://" + m.Addr
+	if clientTLS != nil {
+		m.url = "https://" + m.Addr
+	}
 	m.args = append([]string{"master", "--listen", m.Addr, "--state-dir", m.StateDir, "--allocation-interval", "100ms",
 		"--heartbeat-interval", "200ms", "--max-missed-heartbeats", "10", "--log-level", "debug"}, extra...)
 	t.Cleanup(func() {
@@ -66,7 +82,7 @@ func (m *masterProc) start() {
 	m.t.Helper()
 	m.cmd, m.exited = startBrim(m.t, m.logPath, m.args)
 	for {
-		if resp, err := http.Get("http://" + m.Addr + "/state"); err == nil {
+		if resp, err := m.http.Get(m.url + "/state"); err == nil {
 			resp.Body.Close()
 			return
 		}
@@ -132,7 +148,14 @@ type masterState struct {
 
 func getState(t *testing.T, addr string) masterState {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/state")
+	return fetchState(t, http.DefaultClient, "http://"+addr)
+}
+
+// fetchState GETs url/state with hc (a TLS master: masterProc's url and
+// http).
+func fetchState(t *testing.T, hc *http.Client, url string) masterState {
+	t.Helper()
+	resp, err := hc.Get(url + "/state")
 	if err != nil {
 		t.Fatal(err)
 	}

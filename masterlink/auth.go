@@ -30,6 +30,7 @@ func (b basicAuth) GetRequestMetadata(context.Context, ...string) (map[string]st
 	return map[string]string{"authorization": b.header}, nil
 }
 
-// RequireTransportSecurity implements credentials.PerRPCCredentials: the
-// master listens without TLS (one port for gRPC and HTTP/1.1).
+// RequireTransportSecurity implements credentials.PerRPCCredentials:
+// false, since the master serves TLS only when its operator gives it a
+// certificate (brim master --tls-cert).
 func (basicAuth) RequireTransportSecurity() bool { return false }

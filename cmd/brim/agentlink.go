@@ -18,6 +18,7 @@ import (
 	"github.com/brimnode/brim/qos"
 	"github.com/brimnode/brim/resources"
 	"github.com/spf13/pflag"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -325,17 +326,27 @@ type linkOptions struct {
 	// principal and secretFile authenticate the agent (registerAuth);
 	// secret is resolved from them by credentials.
 	principal, secretFile, secret string
+	// tls is --master-ca; dial is resolved from it by credentials.
+	tls  masterTLS
+	dial []grpc.DialOption
 }
 
 // registerAuth adds the agent's authentication flags to f.
 func (lo *linkOptions) registerAuth(f *pflag.FlagSet) {
 	f.StringVar(&lo.principal, "principal", "", "principal to authenticate the agent as (needed when the master has --authenticate-agents)")
 	f.StringVar(&lo.secretFile, "secret-file", "", "file holding the principal's secret (default: $BRIM_SECRET)")
+	lo.tls.register(f)
 }
 
 // credentials resolves the agent's secret (--secret-file, else
-// $BRIM_SECRET); a usage error exits 2.
+// $BRIM_SECRET) and its TLS dial options (--master-ca); a usage error
+// exits 2.
 func (lo *linkOptions) credentials() error {
+	dial, err := lo.tls.dialOptions()
+	if err != nil {
+		return err
+	}
+	lo.dial = dial
 	if lo.principal != "" && lo.secretFile == "" && os.Getenv("BRIM_SECRET") == "" {
 		return exitError{code: 2, msg: fmt.Sprintf("--principal %s needs a secret: --secret-file or $BRIM_SECRET", lo.principal)}
 	}
@@ -385,7 +396,7 @@ func runAgentLink(ctx context.Context, a *agent.Agent, total agent.Resources, st
 	defer cancel() // a link that ends (the master refused the agent) ends the watchers and the oversubscription sender
 	link, err := masterlink.New(masterlink.Options{
 		Master: lo.master, StateDir: stateDir, AgentID: a.ID(), Resources: res, Runner: r,
-		RetryMin: lo.retryMin, RetryMax: lo.retryMax, Principal: lo.principal, Secret: lo.secret, Log: log,
+		RetryMin: lo.retryMin, RetryMax: lo.retryMax, Principal: lo.principal, Secret: lo.secret, DialOptions: lo.dial, Log: log,
 	})
 	if err != nil {
 		return err

@@ -68,6 +68,9 @@ the master offers revocable resources to frameworks that accept them
 			if err := ov.validate(); err != nil {
 				return exitError{code: 2, msg: err.Error()}
 			}
+			if lo.tls.caFile != "" && join == "" {
+				return exitError{code: 2, msg: "--master-ca needs --join: the master brim dev runs itself has no TLS"}
+			}
 			if err := lo.credentials(); err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,8 @@ type masterFlags struct {
 	failoverTimeout     time.Duration
 	refuse              time.Duration
 	sorter              string
+	// tlsCert and tlsKey serve the port over TLS (brim master only).
+	tlsCert, tlsKey string
 }
 
 // register adds the flags to cmd; --state-dir only with a default.
@@ -74,6 +77,10 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	if f.authenticateAgents && f.credentials == "" {
 		return nil, nil, nil, exitError{code: 2, msg: "--authenticate-agents needs --credentials (the principals and secrets agents authenticate with)"}
 	}
+	tlsCfg, err := serverTLS(f.tlsCert, f.tlsKey)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	opts.Allocator.DefaultRefuse = f.refuse
 	opts.Allocator.Sorter = f.sorter
 	if f.stateDir != "" {
@@ -105,6 +112,9 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("listen: %w", err)
 	}
+	if tlsCfg != nil {
+		l = tls.NewListener(l, tlsCfg)
+	}
 	gs := grpc.NewServer()
 	m.RegisterGRPC(gs)
 	// One port, like Mesos's 5050: connections that open with the HTTP/2
@@ -119,7 +129,7 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	go sp.run()
 	go func() { errc <- ignoreClosed(gs.Serve(sp.grpc)) }()
 	go func() { errc <- ignoreClosed(hs.Serve(sp.http)) }()
-	log.Info("master serving", "listen", l.Addr().String(), "state_dir", f.stateDir)
+	log.Info("master serving", "listen", l.Addr().String(), "state_dir", f.stateDir, "tls", tlsCfg != nil)
 	wait := func() error {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -159,6 +169,8 @@ func newMasterCommand() *cobra.Command {
 		},
 	}
 	f.register(cmd, defaultMasterStateDir)
+	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve the port over TLS, gRPC and HTTP API alike (with --tls-key; default: no TLS)")
+	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "text or json")
 	markUsageErrors(cmd)

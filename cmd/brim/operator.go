@@ -28,6 +28,7 @@ var (
 // operatorClient talks to the master's HTTP API.
 type operatorClient struct {
 	master, principal, secret, secretFile string
+	tls                                   masterTLS
 }
 
 func (o *operatorClient) flags(cmd *cobra.Command) {
@@ -36,6 +37,7 @@ func (o *operatorClient) flags(cmd *cobra.Command) {
 	f.StringVar(&o.principal, "principal", "", "principal to authenticate as (HTTP basic)")
 	f.StringVar(&o.secret, "secret", "", "the principal's secret (prefer --secret-file or $BRIM_SECRET)")
 	f.StringVar(&o.secretFile, "secret-file", "", "file holding the principal's secret")
+	o.tls.register(f)
 }
 
 // do sends a request and decodes a 200 answer into out; other codes
@@ -49,7 +51,15 @@ func (o *operatorClient) do(method, path string, body, out any) error {
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, "http://"+o.master+path, rd)
+	tlsCfg, err := o.tls.config()
+	if err != nil {
+		return err
+	}
+	scheme := "http://"
+	if tlsCfg != nil {
+		scheme = "https://"
+	}
+	req, err := http.NewRequest(method, scheme+o.master+path, rd)
 	if err != nil {
 		return err
 	}
@@ -70,7 +80,7 @@ func (o *operatorClient) do(method, path string, body, out any) error {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	cl := &http.Client{Timeout: 30 * time.Second}
+	cl := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
 	resp, err := cl.Do(req)
 	if err != nil {
 		return exitError{code: 1, msg: fmt.Sprintf("cannot reach the master at %s: %v", o.master, err)}

@@ -84,6 +84,7 @@ func newRunCommand() *cobra.Command {
 		env                      []string
 		failover, killAfter      time.Duration
 		instances, perOffer      int
+		mtls                     masterTLS
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARG…]",
@@ -134,8 +135,12 @@ the task.`,
 			if err != nil {
 				return exitError{code: 2, msg: err.Error()}
 			}
+			dial, err := mtls.dialOptions()
+			if err != nil {
+				return err
+			}
 			d, err := scheduler.New(scheduler.Options{Master: addr, Name: "brim-run", Roles: roles, Revocable: revocable, FailoverTimeout: failover,
-				Principal: principal, Secret: secret})
+				Principal: principal, Secret: secret, DialOptions: dial})
 			if err != nil {
 				return exitError{code: 2, msg: err.Error()}
 			}
@@ -152,6 +157,7 @@ the task.`,
 	f.StringVar(&principal, "principal", "", "principal to authenticate the framework as (needed when the master has --credentials)")
 	f.StringVar(&secret, "secret", "", "the principal's secret (prefer --secret-file or $BRIM_SECRET)")
 	f.StringVar(&secretFile, "secret-file", "", "file holding the principal's secret")
+	mtls.register(f)
 	f.StringVar(&role, "role", "", "role to subscribe with (default: the master's default role)")
 	f.BoolVar(&revocable, "revocable", false, "run on revocable (oversubscribed) resources")
 	f.StringVar(&name, "name", "", "task name (default: the task ID)")

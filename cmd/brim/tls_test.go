@@ -1,0 +1,61 @@
+package main
+
+import (
+	"crypto/tls"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestServerTLSALPN: the master's config per client hello. Only a client
+// that offers h2 without http/1.1 (gRPC) gets h2; every other gets
+// http/1.1, so that it speaks to the HTTP API.
+func TestServerTLSALPN(t *testing.T) {
+	cfg := &tls.Config{}
+	pick := serverALPN(cfg)
+	for _, tc := range []struct {
+		offered []string
+		want    string
+	}{
+		{[]string{"h2"}, "h2"},
+		{[]string{"h2", "http/1.1"}, "http/1.1"},
+		{[]string{"http/1.1", "h2"}, "http/1.1"},
+		{[]string{"http/1.1"}, "http/1.1"},
+		{nil, "http/1.1"},
+	} {
+		got, err := pick(&tls.ClientHelloInfo{SupportedProtos: tc.offered})
+		if err != nil || !slices.Equal(got.NextProtos, []string{tc.want}) {
+			t.Errorf("client offers %v: server offers %v (%v), want [%s]", tc.offered, got.NextProtos, err, tc.want)
+		}
+	}
+}
+
+func TestTLSFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	var ee exitError
+	if _, err := serverTLS("cert.pem", ""); !errors.As(err, &ee) || ee.code != 2 {
+		t.Errorf("--tls-cert alone: %v, want exit 2", err)
+	}
+	if cfg, err := serverTLS("", ""); cfg != nil || err != nil {
+		t.Errorf("no TLS flags: %v, %v", cfg, err)
+	}
+	if _, err := serverTLS(filepath.Join(dir, "no.pem"), filepath.Join(dir, "no.key")); err == nil || !strings.Contains(err.Error(), "load --tls-cert") {
+		t.Errorf("missing files: %v", err)
+	}
+	notPEM := filepath.Join(dir, "ca.txt")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(dir, "missing.pem"), notPEM} {
+		m := masterTLS{caFile: f}
+		if _, err := m.dialOptions(); !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(ee.msg, "--master-ca") {
+			t.Errorf("--master-ca %s: %v, want exit 2 naming the flag", f, err)
+		}
+	}
+	if d, err := (&masterTLS{}).dialOptions(); d != nil || err != nil {
+		t.Errorf("no --master-ca: %v, %v", d, err)
+	}
+}
