@@ -10,8 +10,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/brimnode/brim/master"
@@ -97,12 +99,13 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 		opts.Store = st
 	}
 	var auth master.Authorizer
+	var reloadable *master.ReloadableAuth
 	if f.credentials != "" {
-		a, err := master.LoadAuth(f.credentials, f.acls)
+		a, err := master.NewReloadableAuth(f.credentials, f.acls)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		auth = a
+		auth, reloadable = a, a
 	}
 	m, err := master.New(opts)
 	if err != nil {
@@ -125,6 +128,7 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	sp := newSplitListener(l)
 	hs := &http.Server{Handler: m.HTTPHandler(auth), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 3)
+	stopReload := reloadOnHangup(ctx, reloadable, f, log)
 	go func() { errc <- m.Run(ctx) }()
 	go sp.run()
 	go func() { errc <- ignoreClosed(gs.Serve(sp.grpc)) }()
@@ -138,6 +142,7 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 		gs.Stop()
 		_ = hs.Shutdown(sctx)
 		hs.Close()
+		stopReload()
 		err := errors.Join(<-errc, <-errc, <-errc)
 		if c, ok := opts.Store.(interface{ Close() error }); ok {
 			err = errors.Join(err, c.Close())
@@ -145,6 +150,40 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 		return err
 	}
 	return m, l.Addr(), wait, nil
+}
+
+// reloadOnHangup reads --credentials and --acls again on every SIGHUP
+// (systemd's ExecReload=kill -HUP $MAINPID) until ctx ends or the
+// returned function is called, which waits for it. A reload that fails is
+// logged and keeps the files as last loaded; without --credentials there
+// is nothing to reload, and SIGHUP is logged rather than ending the
+// master.
+func reloadOnHangup(ctx context.Context, a *master.ReloadableAuth, f *masterFlags, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+			}
+			if a == nil {
+				log.Info("SIGHUP: no --credentials to reload")
+				continue
+			}
+			if err := a.Reload(); err != nil {
+				log.Error("SIGHUP: reload credentials; the previous ones stay in force", "credentials", f.credentials, "acls", f.acls, "err", err)
+				continue
+			}
+			log.Info("SIGHUP: credentials reloaded", "credentials", f.credentials, "acls", f.acls, "principals", a.Principals())
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 func newMasterCommand() *cobra.Command {
