@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brimnode/brim/internal/failrun"
 	"github.com/brimnode/brim/internal/registry"
 	"github.com/brimnode/brim/monitor"
 	"github.com/brimnode/brim/resources"
@@ -226,9 +227,11 @@ func MarkRevocable(r resources.Resources) resources.Resources {
 
 const mib = 1 << 20
 
-// Fallback wraps e so that an error is logged and answered with an empty
-// estimate (offer nothing) whose explanation names the failure. The
-// returned estimator never fails unless ctx is done.
+// Fallback wraps e so that an error is answered with an empty estimate
+// (offer nothing) whose explanation names the failure. Failures are
+// logged per run (internal/failrun): the first at once, then at most one
+// warning a minute, and the recovery. The returned estimator never fails
+// unless ctx is done.
 func Fallback(e Estimator, log *slog.Logger) Estimator {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -237,19 +240,21 @@ func Fallback(e Estimator, log *slog.Logger) Estimator {
 }
 
 type fallback struct {
-	e   Estimator
-	log *slog.Logger
+	e     Estimator
+	log   *slog.Logger
+	fails failrun.Logger
 }
 
 func (f *fallback) Estimate(ctx context.Context, u monitor.Usage) (Estimate, error) {
 	est, err := f.e.Estimate(ctx, u)
 	if err == nil {
+		f.fails.Success(f.log, "estimator recovered")
 		return est, nil
 	}
 	if ctx.Err() != nil {
 		return Estimate{}, err
 	}
-	f.log.Warn("estimator failed; offering nothing this round", "err", err)
+	f.fails.Failure(f.log, "estimator failed; offering nothing this round", err, time.Now())
 	return Estimate{Explanation: Explanation{
 		Estimator: "noop",
 		Summary:   "estimator failed, falling back to noop (offer nothing): " + err.Error(),

@@ -367,3 +367,48 @@ func TestPluginMisbehaves(t *testing.T) {
 		})
 	}
 }
+
+// flaky fails while fail is true.
+type flaky struct{ fail *bool }
+
+func (f flaky) Estimate(context.Context, monitor.Usage) (Estimate, error) {
+	if *f.fail {
+		return Estimate{}, errors.New("plugin gone")
+	}
+	return Estimate{}, nil
+}
+
+// levels counts records by "LEVEL message".
+type levels map[string]int
+
+func (l levels) Enabled(context.Context, slog.Level) bool { return true }
+func (l levels) Handle(_ context.Context, r slog.Record) error {
+	l[r.Level.String()+" "+r.Message]++
+	return nil
+}
+func (l levels) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l levels) WithGroup(string) slog.Handler      { return l }
+
+// TestFallbackLogsPerRun: an estimator failing every round is warned
+// about once (then at most once a minute), and its recovery once.
+func TestFallbackLogsPerRun(t *testing.T) {
+	fail := true
+	got := levels{}
+	e := Fallback(flaky{&fail}, slog.New(got))
+	ctx := context.Background()
+	for range 30 {
+		if _, err := e.Estimate(ctx, monitor.Usage{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fail = false
+	for range 3 {
+		if _, err := e.Estimate(ctx, monitor.Usage{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := levels{"WARN estimator failed; offering nothing this round": 1, "INFO estimator recovered": 1}
+	if len(got) != len(want) || got["WARN estimator failed; offering nothing this round"] != 1 || got["INFO estimator recovered"] != 1 {
+		t.Fatalf("logged %v, want %v", got, want)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/brimnode/brim/internal/failrun"
 	"github.com/brimnode/brim/monitor"
 )
 
@@ -53,7 +54,7 @@ func Run(ctx context.Context, src UsageSource, c Controller, a *Applier, cfg Loo
 		defer cancel()
 		notify = ch
 	}
-	l := &loop{c: c, a: a, log: log, every: cfg.Interval}
+	l := &loop{c: c, a: a, log: log, fails: failrun.Logger{Every: cfg.Interval}}
 	pender, _ := c.(Pender)
 	tick := time.NewTimer(cfg.Interval)
 	defer tick.Stop()
@@ -83,11 +84,7 @@ type loop struct {
 	c     Controller
 	a     *Applier
 	log   *slog.Logger
-	every time.Duration // at most one failure warning per every
-
-	failed   int       // rounds failed in a row
-	unlogged int       // of which not yet logged
-	warned   time.Time // last failure warning
+	fails failrun.Logger // at most one failure warning per Interval
 }
 
 // round runs one QoS round on u: corrections from c, applied by a.
@@ -98,18 +95,10 @@ func (l *loop) round(ctx context.Context, u monitor.Usage) {
 		if ctx.Err() != nil {
 			return
 		}
-		l.failed++
-		l.unlogged++
-		if now := time.Now(); l.failed == 1 || now.Sub(l.warned) >= l.every {
-			l.log.Warn("qos controller failed; no corrections this round", "err", err, "failed_rounds", l.unlogged)
-			l.warned, l.unlogged = now, 0
-		}
+		l.fails.Failure(l.log, "qos controller failed; no corrections this round", err, time.Now())
 		return
 	}
-	if l.failed > 0 {
-		l.log.Info("qos controller recovered", "failed_rounds", l.failed)
-		l.failed, l.unlogged = 0, 0
-	}
+	l.fails.Success(l.log, "qos controller recovered")
 	if len(cs) == 0 {
 		return
 	}

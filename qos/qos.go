@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brimnode/brim/internal/failrun"
 	"github.com/brimnode/brim/internal/registry"
 	"github.com/brimnode/brim/monitor"
 )
@@ -226,8 +227,9 @@ func Open(r *Registry, spec string, opts Options, log *slog.Logger) (Controller,
 	return r.New(spec, opts, log)
 }
 
-// Fallback wraps c so that an error is logged and answered with no
-// corrections (noop) for that round.
+// Fallback wraps c so that an error is answered with no corrections
+// (noop) for that round. Failures are logged per run (internal/failrun):
+// the first at once, then at most one warning a minute, and the recovery.
 func Fallback(c Controller, log *slog.Logger) Controller {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -236,16 +238,21 @@ func Fallback(c Controller, log *slog.Logger) Controller {
 }
 
 type fallback struct {
-	c   Controller
-	log *slog.Logger
+	c     Controller
+	log   *slog.Logger
+	fails failrun.Logger
 }
 
 func (f *fallback) Corrections(ctx context.Context, u monitor.Usage) ([]Correction, error) {
 	cs, err := f.c.Corrections(ctx, u)
-	if err == nil || ctx.Err() != nil {
+	if err == nil {
+		f.fails.Success(f.log, "qos controller recovered")
+		return cs, nil
+	}
+	if ctx.Err() != nil {
 		return cs, err
 	}
-	f.log.Warn("qos controller failed; no corrections this round", "err", err)
+	f.fails.Failure(f.log, "qos controller failed; no corrections this round", err, time.Now())
 	return nil, nil
 }
 
