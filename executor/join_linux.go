@@ -14,7 +14,6 @@ import (
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runc/libcontainer/configs/validate"
-	"golang.org/x/sys/unix"
 )
 
 // On cgroup v1 (and hybrid) hosts the shim, not libcontainer, puts the
@@ -197,53 +196,4 @@ func createUnjoined(root, id string, cfg *configs.Config) (*libcontainer.Contain
 	}
 	_ = os.RemoveAll(dir)
 	return nil, fmt.Errorf("create container state: %w", err)
-}
-
-// notifyOOMv1 signals on the returned channel each time the OOM killer
-// runs in the v1 memory cgroup dir (an eventfd registered for
-// memory.oom_control, as libcontainer's NotifyOOM does for the groups it
-// joins). The channel closes when the group is removed.
-func notifyOOMv1(dir string) (<-chan struct{}, error) {
-	if dir == "" {
-		return nil, errors.New("no memory cgroup")
-	}
-	ctl, err := os.Open(filepath.Join(dir, "memory.oom_control"))
-	if err != nil {
-		return nil, err
-	}
-	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
-	if err != nil {
-		ctl.Close()
-		return nil, err
-	}
-	ev := os.NewFile(uintptr(fd), "eventfd")
-	eventControl := filepath.Join(dir, "cgroup.event_control")
-	if err := os.WriteFile(eventControl, fmt.Appendf(nil, "%d %d", ev.Fd(), ctl.Fd()), 0); err != nil {
-		ev.Close()
-		ctl.Close()
-		return nil, err
-	}
-	ch := make(chan struct{}, 1)
-	go func() {
-		defer func() {
-			ev.Close()
-			ctl.Close()
-			close(ch)
-		}()
-		buf := make([]byte, 8)
-		for {
-			if _, err := ev.Read(buf); err != nil {
-				return
-			}
-			// Removing the group fires the eventfd too.
-			if _, err := os.Lstat(eventControl); err != nil {
-				return
-			}
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	return ch, nil
 }

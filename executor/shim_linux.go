@@ -21,6 +21,8 @@ import (
 
 	"github.com/opencontainers/runc/libcontainer"
 	"golang.org/x/sys/unix"
+
+	"github.com/brimnode/brim/internal/oomwatch"
 )
 
 // RunOptions configure Run.
@@ -280,7 +282,7 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 	var oom <-chan struct{}
 	if s.cgroups != nil {
 		s.memPath = s.cgroups.paths()["memory"]
-		oom, err = notifyOOMv1(s.memPath)
+		oom, err = oomwatch.V1(context.Background(), s.memPath) // ends when the group is removed
 	} else {
 		if st, err := c.State(); err == nil {
 			s.memPath = st.CgroupPaths[""] // cgroup v2

@@ -8,10 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/brimnode/brim/internal/oomwatch"
 	"github.com/brimnode/brim/isolator"
 )
 
@@ -36,7 +36,7 @@ func (i *Isolator) OOMEvents(ctx context.Context, id string) (<-chan struct{}, e
 	if i.version == V2 {
 		ch, err = watchMemoryEvents(ctx, filepath.Join(d, "memory.events"))
 	} else {
-		ch, err = watchOOMControl(ctx, d)
+		ch, err = oomwatch.V1(ctx, d)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("watch oom of %s: %w: %w", id, isolator.ErrNotFound, err)
@@ -44,51 +44,6 @@ func (i *Isolator) OOMEvents(ctx context.Context, id string) (<-chan struct{}, e
 	if err != nil {
 		return nil, fmt.Errorf("watch oom of %s: %w", id, err)
 	}
-	return ch, nil
-}
-
-// watchOOMControl registers an eventfd for OOM notification of v1 memory
-// group d (cgroup.event_control). The kernel also signals it when the group
-// is removed.
-func watchOOMControl(ctx context.Context, d string) (<-chan struct{}, error) {
-	oom, err := os.Open(filepath.Join(d, "memory.oom_control"))
-	if err != nil {
-		return nil, err
-	}
-	defer oom.Close() // the registration holds its own reference
-	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		return nil, fmt.Errorf("eventfd: %w", err)
-	}
-	ev := os.NewFile(uintptr(efd), "oom-eventfd") // non-blocking: reads use the poller, Close unblocks them
-	reg := strconv.Itoa(efd) + " " + strconv.Itoa(int(oom.Fd()))
-	if err := writeFile(filepath.Join(d, "cgroup.event_control"), reg); err != nil {
-		ev.Close()
-		return nil, fmt.Errorf("register oom event: %w", err)
-	}
-	ch := make(chan struct{}, 1)
-	stop := context.AfterFunc(ctx, func() { ev.Close() })
-	go func() {
-		defer close(ch)
-		defer func() {
-			if stop() {
-				ev.Close()
-			}
-		}()
-		buf := make([]byte, 8)
-		for {
-			if _, err := ev.Read(buf); err != nil {
-				return // closed by ctx
-			}
-			if binary.NativeEndian.Uint64(buf) == 0 || !exists(d) {
-				return // group removed
-			}
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
-	}()
 	return ch, nil
 }
 

@@ -1,6 +1,7 @@
-package executor
+package oomwatch
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,12 +12,13 @@ import (
 	"github.com/brimnode/brim/internal/testutil"
 )
 
-// TestNotifyOOMv1 registers the OOM eventfd on a real v1 memory group
-// with a 16 MiB limit, runs a memory hog in it and expects a signal; once
-// the group is removed the channel closes.
-func TestNotifyOOMv1(t *testing.T) {
-	if _, err := notifyOOMv1(""); err == nil {
-		t.Fatal("notifyOOMv1(\"\") did not fail")
+// TestV1 registers the OOM eventfd on a real v1 memory group with a 16
+// MiB limit, runs a memory hog in it and expects a signal; once the group
+// is removed the channel closes.
+func TestV1(t *testing.T) {
+	ctx := context.Background()
+	if _, err := V1(ctx, ""); err == nil {
+		t.Fatal("V1(\"\") did not fail")
 	}
 	parent := testutil.NewCgroupParent(t)
 	mem := filepath.Join(testutil.CgroupRoot, "memory")
@@ -30,7 +32,7 @@ func TestNotifyOOMv1(t *testing.T) {
 	if fileExists(filepath.Join(dir, "memory.memsw.limit_in_bytes")) {
 		writeCgroup(t, dir, "memory.memsw.limit_in_bytes", limit) // no escape to swap
 	}
-	ch, err := notifyOOMv1(dir)
+	ch, err := V1(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
