@@ -375,9 +375,11 @@ func (a *Agent) Recover(ctx context.Context) error {
 			// its container ended already (e.g. the shim was lost with
 			// the agent), it is dropped with its record, not reported as
 			// an exit nobody can ask about.
-			a.log.Warn("dropping interrupted launch", "id", c.ID, "name", c.Name, "runtime_has_it", ok)
 			if ok {
 				drop = append(drop, c.ID)
+				a.log.Warn("dropping interrupted launch: its container ended while the agent was down", "id", c.ID, "name", c.Name, "exit", in.Exit)
+			} else {
+				a.log.Info("dropping interrupted launch", "id", c.ID, "name", c.Name)
 			}
 			if err := a.store.delete(c.ID); err != nil {
 				a.mu.Unlock()
