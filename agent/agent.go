@@ -19,6 +19,7 @@ import (
 
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/monitor"
+	"github.com/brimnode/brim/resources"
 	"github.com/google/uuid"
 )
 
@@ -137,6 +138,9 @@ type Info struct {
 	StartedAt    time.Time
 	// Oversub is the oversubscription status; nil without it.
 	Oversub *Oversubscription
+	// Quarantined are the checkpoint records the agent could not read at
+	// recovery (see Agent.Recover); an rm of the container drops one.
+	Quarantined []Quarantined
 }
 
 // Agent is the node agent. Create it with New, then Run it (or Recover and
@@ -161,8 +165,8 @@ type Agent struct {
 	names       map[string]string        // name → id
 	done        map[string]chan struct{} // closed when the container has exited
 	killReasons map[string][2]string     // id → reason, message of a pending kill
-	used        Resources                // by non-revocable containers (all without oversub)
-	usedRev     Resources                // by revocable containers, with oversub
+	ledger      *ledger                  // claims of running (and launching) containers
+	quarantined []Quarantined            // checkpoint records Recover could not read
 	started     time.Time
 	over        *oversub // nil without Options.Oversub
 	closed      bool
@@ -219,6 +223,7 @@ func New(opts Options) (*Agent, error) {
 		names:       map[string]string{},
 		done:        map[string]chan struct{}{},
 		killReasons: map[string][2]string{},
+		ledger:      newLedger(opts.Resources.Model()),
 		started:     time.Now(),
 	}
 	if opts.Oversub != nil {
@@ -231,33 +236,64 @@ func New(opts Options) (*Agent, error) {
 // revocable pool (with oversubscription) rather than against Resources.
 func (a *Agent) revocablePool(revocable bool) bool { return revocable && a.over != nil }
 
-// chargeLocked adds r to the pool the container draws from.
-func (a *Agent) chargeLocked(revocable bool, r Resources) {
+// claimOf returns what a container with resources r is accounted for in
+// the ledger: in the revocable pool (entries marked revocable) or in the
+// agent's own resources.
+func (a *Agent) claimOf(revocable bool, r Resources) resources.Resources {
+	m := r.Model()
 	if a.revocablePool(revocable) {
-		a.usedRev = a.usedRev.add(r)
-		return
+		return markRevocable(m, true)
 	}
-	a.used = a.used.add(r)
+	return m
 }
 
-// unchargeLocked gives r back to its pool.
-func (a *Agent) unchargeLocked(revocable bool, r Resources) {
+// reserveLocked admits a new container's claim. Errors: an
+// *InsufficientResourcesError.
+func (a *Agent) reserveLocked(id string, revocable bool, r Resources) error {
+	claim := a.claimOf(revocable, r)
 	if a.revocablePool(revocable) {
-		a.usedRev = a.usedRev.sub(r)
-		return
+		return a.over.admit(a.ledger, claim, func() error { return a.ledger.Reserve(id, claim) })
 	}
-	a.used = a.used.sub(r)
+	return a.ledger.Reserve(id, claim)
 }
 
-// admitLocked checks that ask fits in the container's pool.
-func (a *Agent) admitLocked(revocable bool, ask Resources) error {
-	if a.opts.Resources.NetMbit == 0 {
-		ask.NetMbit = 0 // no net_bw in the total: bandwidth is not accounted
-	}
+// resizeLocked admits a running container's new size.
+func (a *Agent) resizeLocked(id string, revocable bool, old, next Resources) error {
+	claim := a.claimOf(revocable, next)
 	if a.revocablePool(revocable) {
-		return a.over.admit(ask, a.usedRev)
+		grow := claim.Subtract(a.claimOf(revocable, old))
+		return a.over.admit(a.ledger, grow, func() error { return a.ledger.Resize(id, claim) })
 	}
-	return fits(ask, a.opts.Resources.sub(a.used))
+	return a.ledger.Resize(id, claim)
+}
+
+// settleLocked commits (ok) or cancels id's pending claim. A claim the exit
+// of its container released meanwhile is gone: nothing to settle.
+func (a *Agent) settleLocked(id string, ok bool) {
+	op := a.ledger.Cancel
+	if ok {
+		op = a.ledger.Commit
+	}
+	if err := op(id); err != nil && !errors.Is(err, ErrNotFound) {
+		a.log.Error("settle resource claim", "id", id, "err", err)
+	}
+}
+
+// releaseLocked gives a container's claim back.
+func (a *Agent) releaseLocked(id string) {
+	if err := a.ledger.Release(id); err != nil {
+		a.log.Error("release resource claim", "id", id, "err", err)
+	}
+}
+
+// usedLocked returns what the agent's own resources (revocable false) or
+// the revocable pool (true) have handed out.
+func (a *Agent) usedLocked(revocable bool) Resources {
+	u := a.ledger.Used()
+	if revocable {
+		return resourcesOf(u.Revocable())
+	}
+	return resourcesOf(u.NonRevocable())
 }
 
 // agentID reads the agent ID file, creating it on first start.
@@ -299,11 +335,14 @@ func (a *Agent) Close() error {
 // Recover reconciles the checkpoint with what the runtime finds: containers
 // the runtime still has are adopted (running ones are watched again, exited
 // ones get their exit status); checkpointed containers that vanished are
-// marked exited with reason "lost"; containers the runtime has but the
-// checkpoint does not are orphans and are destroyed. Call it once, before
-// serving.
+// marked exited with reason "lost"; a launch the agent never finished is
+// adopted if its container runs, else dropped with whatever the runtime
+// made of it (nobody was given its ID); containers the runtime has but the
+// checkpoint does not are orphans and are destroyed. A record that cannot
+// be read is quarantined (see quarantineLocked), not fatal: the others are
+// recovered. Call it once, before serving.
 func (a *Agent) Recover(ctx context.Context) error {
-	records, err := a.store.load()
+	records, bad, err := a.store.load()
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
@@ -317,7 +356,7 @@ func (a *Agent) Recover(ctx context.Context) error {
 	}
 	now := time.Now()
 	a.mu.Lock()
-	var watch []string
+	var watch, drop []string
 	for _, c := range records {
 		in, ok := found[c.ID]
 		delete(found, c.ID)
@@ -331,6 +370,22 @@ func (a *Agent) Recover(ctx context.Context) error {
 				c.SandboxDir = in.SandboxDir
 			}
 			watch = append(watch, c.ID)
+		case c.State == StateLaunching:
+			// The launch never completed and nobody was given the ID: if
+			// its container ended already (e.g. the shim was lost with
+			// the agent), it is dropped with its record, not reported as
+			// an exit nobody can ask about.
+			if ok {
+				drop = append(drop, c.ID)
+				a.log.Warn("dropping interrupted launch: its container ended while the agent was down", "id", c.ID, "name", c.Name, "exit", in.Exit)
+			} else {
+				a.log.Info("dropping interrupted launch", "id", c.ID, "name", c.Name)
+			}
+			if err := a.store.delete(c.ID); err != nil {
+				a.mu.Unlock()
+				return fmt.Errorf("recover: %w", err)
+			}
+			continue
 		case ok:
 			if c.State != StateExited || c.Exit == nil {
 				c.State, c.Exit = StateExited, in.Exit
@@ -341,38 +396,34 @@ func (a *Agent) Recover(ctx context.Context) error {
 			if in.SandboxDir != "" {
 				c.SandboxDir = in.SandboxDir
 			}
-		case c.State == StateLaunching:
-			// The launch never completed and nobody was given the ID.
-			a.log.Info("dropping interrupted launch", "id", c.ID, "name", c.Name)
-			if err := a.store.delete(c.ID); err != nil {
-				a.mu.Unlock()
-				return fmt.Errorf("recover: %w", err)
-			}
-			continue
 		case c.State == StateRunning:
 			c.State = StateExited
 			c.Exit = &ExitStatus{Code: -1, Reason: ReasonLost, Message: "container vanished while the agent was down", FinishedAt: now}
 		}
-		a.containers[c.ID] = c
-		a.names[c.Name] = c.ID
-		ch := make(chan struct{})
-		a.done[c.ID] = ch
-		if c.State == StateRunning {
-			a.chargeLocked(c.Revocable, c.Resources())
-		} else {
-			close(ch)
-		}
+		a.addLocked(c)
 		if err := a.store.put(c); err != nil {
 			a.mu.Unlock()
 			return fmt.Errorf("recover: %w", err)
 		}
 		a.log.Info("recovered container", "id", c.ID, "name", c.Name, "state", c.State)
 	}
+	for _, q := range bad {
+		in := found[q.ID]
+		delete(found, q.ID) // a quarantined record's container is no orphan
+		if a.quarantineLocked(q, in, now) {
+			watch = append(watch, q.ID)
+		}
+	}
 	a.mu.Unlock()
 	for _, id := range watch {
 		a.watch(id)
 	}
 	var errs []error
+	for _, id := range drop {
+		if err := a.rt.Destroy(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+			errs = append(errs, fmt.Errorf("destroy interrupted launch %s: %w", id, err))
+		}
+	}
 	for id, in := range found {
 		a.log.Warn("destroying orphan container", "id", id, "running", in.Running)
 		if in.Running {
@@ -387,6 +438,58 @@ func (a *Agent) Recover(ctx context.Context) error {
 	}
 	a.collect(ctx)
 	return errors.Join(errs...)
+}
+
+// addLocked enters a recovered container; a running one's resources are
+// claimed again without admission (it runs already).
+func (a *Agent) addLocked(c *Container) {
+	a.containers[c.ID] = c
+	if _, taken := a.names[c.Name]; !taken {
+		a.names[c.Name] = c.ID
+	}
+	ch := make(chan struct{})
+	a.done[c.ID] = ch
+	switch {
+	case c.State != StateRunning:
+		close(ch)
+	case c.Quarantine == "":
+		a.ledger.Adopt(c.ID, a.claimOf(c.Revocable, c.Resources()))
+	}
+}
+
+// quarantineLocked takes care of a checkpoint record that cannot be read
+// (corrupt, or written by a newer agent): it is reported (log, Info) and
+// left untouched on disk, so a repaired file or a newer agent recovers it
+// in full at the next start. Its container, if the runtime has it, is no
+// orphan: it is adopted as far as the runtime knows it — listed under its
+// ID with Quarantine set, watched, killable and removable, but neither
+// resizable nor accounted (its limits are in the unreadable record) nor
+// checkpointed, nor removed by retention; `rm` is the operator's decision
+// to remove it and its record. It reports whether the container runs.
+func (a *Agent) quarantineLocked(q Quarantined, in *RuntimeInfo, now time.Time) bool {
+	c := &Container{ID: q.ID, Name: q.ID, Quarantine: q.Err, State: StateExited, CreatedAt: now}
+	switch {
+	case in == nil:
+		q.Container = "none"
+		c.Exit = &ExitStatus{Code: -1, Reason: ReasonLost, Message: "checkpoint record unreadable and the runtime has no such container", FinishedAt: now}
+	case in.Running:
+		q.Container = StateRunning
+		c.State, c.Pid, c.StartedAt, c.SandboxDir = StateRunning, in.Pid, in.StartedAt, in.SandboxDir
+	default:
+		q.Container = StateExited
+		c.Exit, c.SandboxDir = in.Exit, in.SandboxDir
+		if c.Exit == nil {
+			c.Exit = &ExitStatus{Code: -1, Reason: ReasonLost, Message: "exit status unknown", FinishedAt: now}
+		}
+	}
+	if !c.StartedAt.IsZero() {
+		c.CreatedAt = c.StartedAt
+	}
+	a.quarantined = append(a.quarantined, q)
+	a.addLocked(c)
+	a.log.Error("quarantined unreadable checkpoint record: its container is kept; repair the file and restart the agent, or rm the container",
+		"id", q.ID, "file", q.File, "err", q.Err, "container", q.Container)
+	return c.State == StateRunning
 }
 
 var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`)
@@ -484,7 +587,7 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 		a.mu.Unlock()
 		return nil, fmt.Errorf("run: %w: %q is used by container %s", ErrNameInUse, name, other)
 	}
-	if err := a.admitLocked(spec.Revocable, spec.Resources); err != nil {
+	if err := a.reserveLocked(id, spec.Revocable, spec.Resources); err != nil {
 		a.mu.Unlock()
 		return nil, fmt.Errorf("run: %w", err)
 	}
@@ -496,13 +599,13 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	// Checkpoint before launching: after a crash mid-launch the recovery
 	// either adopts the container or drops the record, never leaks.
 	if err := a.store.put(c); err != nil {
+		a.settleLocked(id, false)
 		a.mu.Unlock()
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	a.containers[id] = c
 	a.names[name] = id
 	a.done[id] = make(chan struct{})
-	a.chargeLocked(spec.Revocable, spec.Resources)
 	a.mu.Unlock()
 
 	in, err := a.rt.Launch(ctx, LaunchSpec{
@@ -515,12 +618,13 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 		delete(a.containers, id)
 		delete(a.names, name)
 		delete(a.done, id)
-		a.unchargeLocked(spec.Revocable, spec.Resources)
+		a.settleLocked(id, false)
 		if derr := a.store.delete(id); derr != nil {
 			err = errors.Join(err, derr)
 		}
 		return nil, fmt.Errorf("run: %w", err)
 	}
+	a.settleLocked(id, true)
 	c.State, c.Pid, c.StartedAt, c.SandboxDir = StateRunning, in.Pid, in.StartedAt, in.SandboxDir
 	if c.StartedAt.IsZero() {
 		c.StartedAt = time.Now().UTC()
@@ -581,9 +685,11 @@ func (a *Agent) exited(id string, st *ExitStatus) {
 		}
 	}
 	c.State, c.Exit = StateExited, st
-	a.unchargeLocked(c.Revocable, c.Resources())
-	if err := a.store.put(c); err != nil {
-		a.log.Error("checkpoint exited container", "id", id, "err", err)
+	if c.Quarantine == "" { // a quarantined container has no claim and no record of its own
+		a.releaseLocked(id)
+		if err := a.store.put(c); err != nil {
+			a.log.Error("checkpoint exited container", "id", id, "err", err)
+		}
 	}
 	close(a.done[id])
 	a.log.Info("container exited", "id", id, "name", c.Name, "code", st.Code, "signal", st.Signal, "reason", st.Reason)
@@ -741,6 +847,10 @@ func (a *Agent) resize(ctx context.Context, ref string, u Update, labels map[str
 		a.mu.Unlock()
 		return nil, fmt.Errorf("update %s: %w", c.ID, ErrNotRunning)
 	}
+	if c.Quarantine != "" {
+		a.mu.Unlock()
+		return nil, fmt.Errorf("update %s: %w: its checkpoint record is quarantined (%s)", c.ID, ErrInvalidArgument, c.Quarantine)
+	}
 	id, limits := c.ID, c.Limits
 	if u.MilliCPUs != 0 {
 		limits.MilliCPUs = u.MilliCPUs
@@ -763,28 +873,25 @@ func (a *Agent) resize(ctx context.Context, ref string, u Update, labels map[str
 	if !c.Revocable {
 		next.NetMbit = limits.NetBandwidthMbit
 	}
-	grow := Resources{MilliCPUs: max(next.MilliCPUs-old.MilliCPUs, 0), MemMiB: max(next.MemMiB-old.MemMiB, 0), NetMbit: max(next.NetMbit-old.NetMbit, 0)}
-	rev := c.Revocable
-	if err := a.admitLocked(rev, grow); err != nil && grow != (Resources{}) {
+	if err := a.resizeLocked(id, c.Revocable, old, next); err != nil {
 		a.mu.Unlock()
 		return nil, fmt.Errorf("update %s: %w", id, err)
 	}
-	a.chargeLocked(rev, grow)
 	a.mu.Unlock()
 
 	err = a.rt.Update(ctx, id, limits)
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.unchargeLocked(rev, grow)
+	// The claim holds the larger of both sizes until settled here; if the
+	// container exited meanwhile its claim is gone already.
+	a.settleLocked(id, err == nil)
 	if err != nil {
 		return nil, err // the runtime's error names the operation and the container
 	}
 	if c.State != StateRunning {
 		return nil, fmt.Errorf("update %s: %w", id, ErrNotRunning)
 	}
-	a.unchargeLocked(rev, old)
-	a.chargeLocked(rev, next)
 	c.Limits = limits
 	if len(labels) > 0 && c.Labels == nil {
 		c.Labels = make(map[string]string, len(labels))
@@ -841,13 +948,20 @@ func (a *Agent) remove(ctx context.Context, id string) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if c := a.containers[id]; c != nil {
+	if c := a.containers[id]; c != nil && a.names[c.Name] == id {
 		delete(a.names, c.Name)
 	}
 	delete(a.containers, id)
 	delete(a.done, id)
 	if err := a.store.delete(id); err != nil {
 		return fmt.Errorf("destroy %s: %w", id, err)
+	}
+	for i, q := range a.quarantined {
+		if q.ID == id { // rm was the operator's decision on the unreadable record
+			a.quarantined = append(a.quarantined[:i:i], a.quarantined[i+1:]...)
+			a.log.Warn("removed quarantined checkpoint record with its container", "id", id, "file", q.File)
+			break
+		}
 	}
 	a.log.Info("destroyed container", "id", id)
 	return nil
@@ -862,7 +976,7 @@ func (a *Agent) collect(ctx context.Context) {
 	var exited []*Container
 	a.mu.Lock()
 	for _, c := range a.containers {
-		if c.State == StateExited {
+		if c.State == StateExited && c.Quarantine == "" { // only rm removes a quarantined record
 			exited = append(exited, c.clone())
 		}
 	}
@@ -891,7 +1005,8 @@ func (a *Agent) Info() Info {
 	defer a.mu.Unlock()
 	in := Info{
 		ID: a.id, Version: a.opts.Version, StateDir: a.opts.StateDir, CgroupParent: a.opts.CgroupParent,
-		Total: a.opts.Resources, Used: a.used, Free: a.opts.Resources.sub(a.used), StartedAt: a.started,
+		Total: a.opts.Resources, Used: a.usedLocked(false), Free: resourcesOf(a.ledger.Free().NonRevocable()),
+		StartedAt: a.started, Quarantined: append([]Quarantined(nil), a.quarantined...),
 	}
 	for _, c := range a.containers {
 		if c.State == StateExited {
@@ -901,7 +1016,7 @@ func (a *Agent) Info() Info {
 		}
 	}
 	if a.over != nil {
-		st := a.over.status(a.usedRev)
+		st := a.over.status(a.usedLocked(true))
 		in.Oversub = &st
 	}
 	return in

@@ -5,6 +5,18 @@
 // restart (including kill -9), and the local API (gRPC on a root-only unix
 // socket, see agentpb) that `brim container …` talks to.
 //
+// The accounting is a ledger (ledger.go) over the resource model of package
+// resources: one claim per container, reserved before the launch and
+// committed or cancelled after it, resized in two steps likewise, released
+// at exit, adopted without admission at recovery. Resources is only the
+// API's view of a container's cpus, mem and net_bw limits. A request for a
+// resource the agent has no total of is refused, as in Mesos.
+//
+// Recovery quarantines a checkpoint record it cannot read instead of
+// failing: the file stays untouched, the container it names is kept (never
+// destroyed as an orphan), reported in Info and listed with
+// Container.Quarantine set; only Destroy (rm) removes it with its record.
+//
 // With Options.Oversub it also runs oversubscription (oversub.go): the
 // monitor over its own containers, the resource estimator loop (the
 // revocable pool that revocable containers are admitted against, the
@@ -23,7 +35,9 @@
 //
 // Sentinels: ErrNotFound (no such container), ErrNameInUse (duplicate name),
 // ErrInsufficientResources (wrapped by *InsufficientResourcesError, which
-// names the resource and, for revocable containers, the revocable pool), ErrInvalidArgument (bad request), ErrCommandNotFound
+// names the short resources, those the agent does not offer at all and, for
+// revocable containers, the revocable pool), ErrInvalidArgument (bad
+// request, or an update of a quarantined container), ErrCommandNotFound
 // (the command does not exist in the container's root filesystem),
 // ErrNotRunning (the container has exited), ErrRunning (destroy of a running
 // container without force), ErrAgentRunning (another agent serves the socket

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/brimnode/brim/resources"
 )
 
 var (
@@ -30,10 +32,15 @@ var (
 	ErrNotSupported = errors.New("not supported on this host")
 )
 
-// InsufficientResourcesError says which resource a request asked too much of.
+// InsufficientResourcesError says which resources a request asked too much
+// of, in the resource model's terms (package resources).
 type InsufficientResourcesError struct {
-	Asked Resources // what the request needs (only the short resources set)
-	Free  Resources // what was free of those resources
+	// Asked are the short resources as asked; Free what was free of them
+	// (a resource none of which is free is absent).
+	Asked, Free resources.Resources
+	// NotOffered names the resources asked that the pool has no total of
+	// at all (e.g. net_bw on an agent without a net_bw total).
+	NotOffered []string
 	// Pool is "revocable" for the revocable pool, empty for the agent's
 	// own resources; Why explains the pool's size (the estimate).
 	Pool string
@@ -42,13 +49,15 @@ type InsufficientResourcesError struct {
 
 func (e *InsufficientResourcesError) Error() string {
 	var asked, free []string
-	if e.Asked.MilliCPUs != 0 {
-		asked = append(asked, "cpus:"+FormatMilli(e.Asked.MilliCPUs))
-		free = append(free, "cpus:"+FormatMilli(e.Free.MilliCPUs))
-	}
-	if e.Asked.MemMiB != 0 {
-		asked = append(asked, fmt.Sprintf("mem:%d", e.Asked.MemMiB))
-		free = append(free, fmt.Sprintf("mem:%d", e.Free.MemMiB))
+	for _, r := range e.Asked {
+		asked = append(asked, valueText(r))
+		f := resources.Resource{Name: r.Name, Type: r.Type}
+		for _, x := range e.Free {
+			if sameKey(x, r) {
+				f = x
+			}
+		}
+		free = append(free, valueText(f))
 	}
 	what := "resources"
 	if e.Pool != "" {
@@ -58,10 +67,20 @@ func (e *InsufficientResourcesError) Error() string {
 	if len(asked) == 0 {
 		msg = fmt.Sprintf("insufficient %s", what)
 	}
+	if len(e.NotOffered) > 0 {
+		msg += fmt.Sprintf(" (%s not offered by this agent)", strings.Join(e.NotOffered, ", "))
+	}
 	if e.Why != "" {
 		msg += " (" + e.Why + ")"
 	}
 	return msg
+}
+
+// valueText formats r as "name:value" without role or revocable marks
+// (the message names the pool): "cpus:1.5", "net_bw:0", "ports:[]".
+func valueText(r resources.Resource) string {
+	r.Role, r.Reservation, r.Revocable = "", nil, false
+	return r.String()
 }
 
 // Is makes errors.Is(err, ErrInsufficientResources) true.

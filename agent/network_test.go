@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -71,5 +72,76 @@ func TestNetworkAccounting(t *testing.T) {
 	t.Cleanup(func() { noNet.Close() })
 	if _, err := noNet.Launch(ctx, net("n", 0, false)); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("networking on an agent without it: %v, want ErrInvalidArgument", err)
+	}
+}
+
+// TestNetBandwidthWithoutTotal is the regression test for net_bw charged
+// but never admitted: on an agent whose total has no net_bw, one
+// container with net_bw made every later launch fail "insufficient
+// resources". Now such a request is refused, naming net_bw, and charges
+// nothing; a container that holds net_bw from before (recovered after the
+// operator dropped net_bw from the total) does not block later launches.
+func TestNetBandwidthWithoutTotal(t *testing.T) {
+	ctx := context.Background()
+	rt := newFakeRuntime(t.TempDir())
+	dir := t.TempDir()
+	res := Resources{MilliCPUs: 4000, MemMiB: 1024}
+	a, err := New(Options{StateDir: dir, Runtime: rt, Resources: res, Network: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bw := spec("bw", 100, 16)
+	bw.Network, bw.Resources.NetMbit = true, 50
+	_, err = a.Launch(ctx, bw)
+	var ie *InsufficientResourcesError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "asked net_bw:50, free net_bw:0 (net_bw not offered by this agent)") {
+		t.Fatalf("net_bw on an agent without a net_bw total: %v, want it refused naming net_bw", err)
+	}
+	if got := a.Info().Used; got != (Resources{}) {
+		t.Fatalf("refused launch charged %s", got)
+	}
+	for _, s := range []Spec{spec("plain", 100, 16), func() Spec { s := spec("net", 100, 16); s.Network = true; return s }()} {
+		if _, err := a.Launch(ctx, s); err != nil {
+			t.Fatalf("launch %s after the net_bw one: %v", s.Name, err)
+		}
+	}
+	// Revocable bandwidth is a ceiling, borrowed and never accounted: allowed.
+	rev := bw
+	rev.Name, rev.Revocable = "rev", true
+	if _, err := a.Launch(ctx, rev); err != nil {
+		t.Fatalf("revocable net_bw without a total: %v", err)
+	}
+	a.Close()
+
+	// A container launched while the total had net_bw, recovered by an
+	// agent whose total has none: kept and accounted, later launches work.
+	withBW, err := New(Options{StateDir: dir, Runtime: rt, Resources: Resources{MilliCPUs: 4000, MemMiB: 1024, NetMbit: 100}, Network: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := withBW.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bw.Name = "bw2"
+	if _, err := withBW.Launch(ctx, bw); err != nil {
+		t.Fatal(err)
+	}
+	withBW.Close()
+	b, err := New(Options{StateDir: dir, Runtime: rt, Resources: res, Network: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if err := b.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Info().Used.NetMbit; got != 50 {
+		t.Fatalf("recovered net_bw use %d, want 50", got)
+	}
+	if _, err := b.Launch(ctx, spec("after", 100, 16)); err != nil {
+		t.Fatalf("plain launch next to a recovered net_bw container: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/brimnode/brim/estimator"
 	"github.com/brimnode/brim/monitor"
 	"github.com/brimnode/brim/qos"
+	"github.com/brimnode/brim/resources"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -80,7 +81,12 @@ type Estimate struct {
 }
 
 // Offered is the estimate's revocable resources in the agent's units.
-func (e Estimate) Offered() Resources { return resourcesOf(e.Estimate) }
+// Revocable bandwidth is borrowed, never accounted: net_bw is left out.
+func (e Estimate) Offered() Resources {
+	r := resourcesOf(e.Revocable.Revocable())
+	r.NetMbit = 0
+	return r
+}
 
 // Oversubscription is the oversubscription status: the estimate, the
 // revocable pool and the QoS corrections.
@@ -278,32 +284,32 @@ func (o *oversub) reset(a *Agent) {
 // for the last forwarded estimate), and why admission is blocked.
 func (o *oversub) pool() (Resources, string, Estimate) {
 	cur, sent, hasSent := o.est.snapshot()
-	p := cur.Offered().add(cur.InUse)
+	p := resourcesOf(cur.Offered().Model().Add(cur.InUse.Model()))
 	if hasSent && o.est.forwarding() {
-		s := sent.Offered().add(sent.InUse)
+		s := resourcesOf(sent.Offered().Model().Add(sent.InUse.Model()))
 		p = Resources{MilliCPUs: max(p.MilliCPUs, s.MilliCPUs), MemMiB: max(p.MemMiB, s.MemMiB)}
 	}
 	return p, o.applier.Blocking(), cur
 }
 
-// admit checks that a revocable container asking ask fits in the pool
-// beside used (the revocable resources held now).
-func (o *oversub) admit(ask, used Resources) error {
+// admit runs op, a ledger admission of revocable resources (ask is what it
+// adds), against the current revocable pool: the pool is set in l first,
+// and a refusal says what sized it. While QoS corrections are in force
+// nothing new is admitted.
+func (o *oversub) admit(l *ledger, ask resources.Resources, op func() error) error {
 	p, blocking, cur := o.pool()
-	if blocking != "" {
-		return &InsufficientResourcesError{Asked: ask, Free: Resources{}, Pool: "revocable",
+	if blocking != "" && !ask.IsEmpty() {
+		return &InsufficientResourcesError{Asked: ask, Pool: "revocable",
 			Why: "no revocable admission while QoS corrections are in force: " + blocking}
 	}
-	free := p.sub(used)
-	if err := fits(ask, free); err != nil {
-		var ie *InsufficientResourcesError
-		if errors.As(err, &ie) {
-			ie.Pool = "revocable"
-			ie.Why = fmt.Sprintf("revocable pool %s, in use %s; estimator %s: %s", p, used, o.cfg.EstimatorName, cur.Explanation.Summary)
-		}
-		return err
+	l.SetRevocable(p.Model())
+	err := op()
+	var ie *InsufficientResourcesError
+	if errors.As(err, &ie) {
+		ie.Pool = "revocable"
+		ie.Why = fmt.Sprintf("revocable pool %s, in use %s; estimator %s: %s", p, resourcesOf(l.Used().Revocable()), o.cfg.EstimatorName, cur.Explanation.Summary)
 	}
-	return nil
+	return err
 }
 
 func (o *oversub) status(used Resources) Oversubscription {
@@ -312,7 +318,7 @@ func (o *oversub) status(used Resources) Oversubscription {
 	return Oversubscription{
 		Estimator: o.cfg.EstimatorName, QoS: o.cfg.QoSName,
 		Current: cur, Forwarded: sent, HasForwarded: hasSent, Blocking: blocking,
-		Pool: p, Used: used, Free: p.sub(used),
+		Pool: p, Used: used, Free: resourcesOf(p.Model().Subtract(used.Model())),
 		Active: o.applier.Active(), Recent: o.applier.Recent(),
 		RunQueueSource: o.cfg.RunQueueSource,
 	}
@@ -334,11 +340,6 @@ func (o *oversub) thaw(ctx context.Context, id string) error {
 		return fmt.Errorf("thaw %s: %w", id, ErrNotSupported)
 	}
 	return o.cfg.Cgroups.Thaw(ctx, id)
-}
-
-func resourcesOf(e estimator.Estimate) Resources {
-	r := e.Revocable.Revocable()
-	return Resources{MilliCPUs: int64(r.CPUs()), MemMiB: int64(r.Mem()) / 1000}
 }
 
 // actuator applies QoS corrections: cgroup changes through the cgroups
@@ -385,7 +386,7 @@ func (a *Agent) Oversubscription() (st Oversubscription, ok bool) {
 		return Oversubscription{}, false
 	}
 	a.mu.Lock()
-	used := a.usedRev
+	used := a.usedLocked(true)
 	a.mu.Unlock()
 	return a.over.status(used), true
 }

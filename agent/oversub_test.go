@@ -85,7 +85,7 @@ func TestRevocableAdmission(t *testing.T) {
 	_, err := a.Launch(ctx, be)
 	var ie *InsufficientResourcesError
 	if !errors.As(err, &ie) || !errors.Is(err, ErrInsufficientResources) || ie.Pool != "revocable" ||
-		ie.Free.MilliCPUs != 400 || !strings.Contains(err.Error(), "insufficient revocable resources: asked cpus:0.6, free cpus:0.4") {
+		ie.Free.CPUs() != 400 || !strings.Contains(err.Error(), "insufficient revocable resources: asked cpus:0.6, free cpus:0.4") {
 		t.Fatalf("second revocable launch: %v", err)
 	}
 	// Revocable containers do not use the agent's own resources.
@@ -262,7 +262,7 @@ func TestSetForward(t *testing.T) {
 	// The next check forwards the unchanged estimate (hysteresis reset).
 	select {
 	case e := <-sent:
-		if resourcesOf(e) != (Resources{MilliCPUs: 1000, MemMiB: 200}) {
+		if (Estimate{Estimate: e}).Offered() != (Resources{MilliCPUs: 1000, MemMiB: 200}) {
 			t.Fatalf("forwarded %s", e.Revocable)
 		}
 	case <-time.After(time.Minute):
@@ -276,7 +276,7 @@ func TestSetForward(t *testing.T) {
 	for {
 		select {
 		case e := <-sent:
-			if resourcesOf(e) == (Resources{MilliCPUs: 400, MemMiB: 100}) {
+			if (Estimate{Estimate: e}).Offered() == (Resources{MilliCPUs: 400, MemMiB: 100}) {
 				return
 			}
 		case <-deadline:

@@ -215,6 +215,9 @@ func (s *server) AgentInfo(context.Context, *agentpb.AgentInfoRequest) (*agentpb
 		ContainersRunning: int32(in.Running), ContainersExited: int32(in.Exited),
 		StartedAtUnixNano: in.StartedAt.UnixNano(),
 	}
+	for _, q := range in.Quarantined {
+		out.Quarantined = append(out.Quarantined, &agentpb.QuarantinedRecord{Id: q.ID, File: q.File, Error: q.Err, Container: q.Container})
+	}
 	if o := in.Oversub; o != nil {
 		out.Estimator, out.QosController, out.RunqueueSource = o.Estimator, o.QoS, o.RunQueueSource
 		out.RevocableTotal, out.RevocableUsed, out.RevocableFree = o.Pool.String(), o.Used.String(), o.Free.String()
@@ -295,7 +298,7 @@ func ToProto(c *Container) *agentpb.Container {
 		MilliCpus: c.Limits.MilliCPUs, MemMib: c.Limits.MemoryBytes >> 20, Pids: c.Limits.Pids,
 		Revocable: c.Revocable, CpuQuota: c.Limits.CPUQuota,
 		CreatedAtUnixNano: unixNano(c.CreatedAt), StartedAtUnixNano: unixNano(c.StartedAt),
-		SandboxDir: c.SandboxDir, Labels: c.Labels,
+		SandboxDir: c.SandboxDir, Labels: c.Labels, Quarantine: c.Quarantine,
 	}
 	if c.Exit != nil {
 		p.Exit = &agentpb.ExitStatus{

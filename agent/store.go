@@ -37,6 +37,20 @@ type Container struct {
 	StartedAt  time.Time         `json:"startedAt,omitzero"`
 	Exit       *ExitStatus       `json:"exit,omitempty"`
 	SandboxDir string            `json:"sandboxDir,omitempty"`
+	// Quarantine says why the container's checkpoint record could not be
+	// read (see Quarantined); such a container is never checkpointed.
+	Quarantine string `json:"-"`
+}
+
+// Quarantined is a checkpoint record the agent could not read at recovery.
+// The file is left as it was; see Agent.Recover.
+type Quarantined struct {
+	ID   string // from the file name
+	File string // the record's path
+	Err  string // why it could not be read
+	// Container is what the runtime had under ID at recovery: "running",
+	// "exited" or "none".
+	Container string
 }
 
 // Resources returns what the container is accounted for.
@@ -108,40 +122,58 @@ func (s *store) delete(id string) error {
 	return syncDir(s.dir)
 }
 
-// load reads every record; temp files left by a crash are removed.
-func (s *store) load() ([]*Container, error) {
+// load reads every record; temp files left by a crash are removed. A
+// record that cannot be read or parsed, is of a newer format or names
+// another ID than its file is returned in bad, not as an error: one bad
+// record must not stop the others' recovery. The error is for a checkpoint
+// directory that cannot be read at all.
+func (s *store) load() (recs []*Container, bad []Quarantined, err error) {
 	ents, err := os.ReadDir(s.dir)
 	if err != nil {
-		return nil, fmt.Errorf("read checkpoint dir: %w", err)
+		return nil, nil, fmt.Errorf("read checkpoint dir: %w", err)
 	}
-	var out []*Container
 	for _, e := range ents {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") {
 			_ = os.Remove(filepath.Join(s.dir, name))
 			continue
 		}
-		if !strings.HasSuffix(name, ".json") {
+		if !strings.HasSuffix(name, ".json") || e.IsDir() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(s.dir, name))
+		c, err := s.read(name)
 		if err != nil {
-			return nil, fmt.Errorf("read checkpoint %s: %w", name, err)
+			bad = append(bad, Quarantined{ID: strings.TrimSuffix(name, ".json"), File: filepath.Join(s.dir, name), Err: err.Error()})
+			continue
 		}
-		var c Container
-		rec := checkpointRecord{Container: &c}
-		if err := json.Unmarshal(b, &rec); err != nil {
-			return nil, fmt.Errorf("parse checkpoint %s: %w", name, err)
-		}
-		if rec.Version > checkpointVersion {
-			return nil, fmt.Errorf("parse checkpoint %s: format version %d is newer than this agent's (%d)", name, rec.Version, checkpointVersion)
-		}
-		if c.ID+".json" != name {
-			return nil, fmt.Errorf("parse checkpoint %s: record has id %q", name, c.ID)
-		}
-		out = append(out, &c)
+		recs = append(recs, c)
 	}
-	return out, nil
+	return recs, bad, nil
+}
+
+// read reads and checks one record.
+func (s *store) read(name string) (*Container, error) {
+	b, err := os.ReadFile(filepath.Join(s.dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoint %s: %w", name, err)
+	}
+	var c Container
+	rec := checkpointRecord{Container: &c}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("parse checkpoint %s: %w", name, err)
+	}
+	if rec.Version > checkpointVersion {
+		return nil, fmt.Errorf("parse checkpoint %s: format version %d is newer than this agent's (%d)", name, rec.Version, checkpointVersion)
+	}
+	if c.ID+".json" != name {
+		return nil, fmt.Errorf("parse checkpoint %s: record has id %q", name, c.ID)
+	}
+	switch c.State {
+	case StateLaunching, StateRunning, StateExited:
+	default:
+		return nil, fmt.Errorf("parse checkpoint %s: unknown state %q", name, c.State)
+	}
+	return &c, nil
 }
 
 // writeFileAtomic replaces path with data durably.

@@ -42,8 +42,8 @@ func TestResizeLabeled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	saved, err := st.load()
-	if err != nil {
+	saved, bad, err := st.load()
+	if err != nil || len(bad) != 0 {
 		t.Fatal(err)
 	}
 	if len(saved) != 1 || saved[0].Labels["res"] != "cpus:1.5;mem:256" || saved[0].Limits.MilliCPUs != 1500 {

@@ -141,3 +141,57 @@ func TestShutdownKeepsContainers(t *testing.T) {
 }
 
 func syscallMkfifo(path string) error { return syscall.Mkfifo(path, 0o600) }
+
+// TestRecoveryQuarantinesCorruptCheckpoint: one torn checkpoint record
+// does not stop the agent (kill -9, restart): the other container is
+// recovered, the torn record is reported in the log and by `brim agent
+// info`, its container keeps running and is listed, update refuses it and
+// `rm -f` removes it with its record.
+func TestRecoveryQuarantinesCorruptCheckpoint(t *testing.T) {
+	a := startAgent(t)
+	good := a.run("--cpus", "0.05", "--mem", "16", "--name", "good", "--", "sleep", "600")
+	bad := a.run("--cpus", "0.05", "--mem", "16", "--name", "bad", "--", "sleep", "600")
+	badPid := a.inspect(bad).Pid
+	a.kill9()
+	rec := filepath.Join(a.StateDir, "checkpoint", bad+".json")
+	b, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rec, b[:len(b)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.start()
+
+	if c := a.inspect("good"); c.State != "running" || c.ID != good {
+		t.Fatalf("good after restart: %s", sprint(c))
+	}
+	if c := a.inspect(bad); c.State != "running" || c.Pid != badPid {
+		t.Fatalf("quarantined container after restart: %s, want running as pid %d", sprint(c), badPid)
+	}
+	if out := a.mustBrim("container", "inspect", bad); !strings.Contains(out, `"quarantine": "parse checkpoint `+bad+`.json`) {
+		t.Errorf("inspect shows no quarantine: %s", out)
+	}
+	if out := a.mustBrim("agent", "info"); !strings.Contains(out, "quarantined record") || !strings.Contains(out, rec) {
+		t.Errorf("agent info does not report %s: %s", rec, out)
+	}
+	if log, _ := os.ReadFile(a.logPath); !strings.Contains(string(log), "quarantined unreadable checkpoint record") {
+		t.Errorf("agent log does not report the record")
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", badPid)); err != nil {
+		t.Fatalf("quarantined container's process %d gone: %v", badPid, err)
+	}
+	if r := a.brim("container", "update", "--mem", "32", bad); r.code == 0 || !strings.Contains(r.stderr, "quarantined") {
+		t.Errorf("update of a quarantined container: exit %d: %s", r.code, r.stderr)
+	}
+	a.mustBrim("container", "rm", "-f", bad)
+	a.assertGone(bad)
+	if _, err := os.Stat(rec); !os.IsNotExist(err) {
+		t.Errorf("rm left the quarantined record: %v", err)
+	}
+	if out := a.mustBrim("agent", "info"); strings.Contains(out, "quarantined record") {
+		t.Errorf("agent info after rm: %s", out)
+	}
+	a.mustBrim("container", "rm", "-f", good)
+	a.assertGone(good)
+}

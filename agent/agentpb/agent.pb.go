@@ -320,8 +320,12 @@ type Container struct {
 	Exit              *ExitStatus       `protobuf:"bytes,14,opt,name=exit,proto3" json:"exit,omitempty"`
 	SandboxDir        string            `protobuf:"bytes,15,opt,name=sandbox_dir,json=sandboxDir,proto3" json:"sandbox_dir,omitempty"`
 	Labels            map[string]string `protobuf:"bytes,16,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// quarantine: why the container's checkpoint record could not be read
+	// (empty for a healthy record). Such a container is kept but neither
+	// accounted nor resizable; see AgentInfoResponse.quarantined.
+	Quarantine    string `protobuf:"bytes,17,opt,name=quarantine,proto3" json:"quarantine,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Container) Reset() {
@@ -464,6 +468,13 @@ func (x *Container) GetLabels() map[string]string {
 		return x.Labels
 	}
 	return nil
+}
+
+func (x *Container) GetQuarantine() string {
+	if x != nil {
+		return x.Quarantine
+	}
+	return ""
 }
 
 type ListRequest struct {
@@ -1398,8 +1409,10 @@ type AgentInfoResponse struct {
 	CorrectionsActive int32  `protobuf:"varint,16,opt,name=corrections_active,json=correctionsActive,proto3" json:"corrections_active,omitempty"`
 	// runqueue_source: "ebpf", "schedstat-mean" or empty.
 	RunqueueSource string `protobuf:"bytes,17,opt,name=runqueue_source,json=runqueueSource,proto3" json:"runqueue_source,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// quarantined: checkpoint records the agent could not read at start-up.
+	Quarantined   []*QuarantinedRecord `protobuf:"bytes,18,rep,name=quarantined,proto3" json:"quarantined,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AgentInfoResponse) Reset() {
@@ -1551,6 +1564,85 @@ func (x *AgentInfoResponse) GetRunqueueSource() string {
 	return ""
 }
 
+func (x *AgentInfoResponse) GetQuarantined() []*QuarantinedRecord {
+	if x != nil {
+		return x.Quarantined
+	}
+	return nil
+}
+
+// QuarantinedRecord is a checkpoint record the agent could not read: left
+// untouched on disk; its container, if any, is kept.
+type QuarantinedRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// file: the record's path.
+	File  string `protobuf:"bytes,2,opt,name=file,proto3" json:"file,omitempty"`
+	Error string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// container: what the runtime had under id: "running", "exited" or "none".
+	Container     string `protobuf:"bytes,4,opt,name=container,proto3" json:"container,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuarantinedRecord) Reset() {
+	*x = QuarantinedRecord{}
+	mi := &file_agent_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuarantinedRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuarantinedRecord) ProtoMessage() {}
+
+func (x *QuarantinedRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuarantinedRecord.ProtoReflect.Descriptor instead.
+func (*QuarantinedRecord) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *QuarantinedRecord) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *QuarantinedRecord) GetFile() string {
+	if x != nil {
+		return x.File
+	}
+	return ""
+}
+
+func (x *QuarantinedRecord) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *QuarantinedRecord) GetContainer() string {
+	if x != nil {
+		return x.Container
+	}
+	return ""
+}
+
 type ExplainRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1559,7 +1651,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_agent_proto_msgTypes[17]
+	mi := &file_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +1663,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[17]
+	mi := &file_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +1676,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{17}
+	return file_agent_proto_rawDescGZIP(), []int{18}
 }
 
 type Term struct {
@@ -1599,7 +1691,7 @@ type Term struct {
 
 func (x *Term) Reset() {
 	*x = Term{}
-	mi := &file_agent_proto_msgTypes[18]
+	mi := &file_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1611,7 +1703,7 @@ func (x *Term) String() string {
 func (*Term) ProtoMessage() {}
 
 func (x *Term) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[18]
+	mi := &file_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1624,7 +1716,7 @@ func (x *Term) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Term.ProtoReflect.Descriptor instead.
 func (*Term) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{18}
+	return file_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Term) GetName() string {
@@ -1670,7 +1762,7 @@ type Estimate struct {
 
 func (x *Estimate) Reset() {
 	*x = Estimate{}
-	mi := &file_agent_proto_msgTypes[19]
+	mi := &file_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1682,7 +1774,7 @@ func (x *Estimate) String() string {
 func (*Estimate) ProtoMessage() {}
 
 func (x *Estimate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[19]
+	mi := &file_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1695,7 +1787,7 @@ func (x *Estimate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Estimate.ProtoReflect.Descriptor instead.
 func (*Estimate) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{19}
+	return file_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Estimate) GetEstimator() string {
@@ -1747,7 +1839,7 @@ type Trigger struct {
 
 func (x *Trigger) Reset() {
 	*x = Trigger{}
-	mi := &file_agent_proto_msgTypes[20]
+	mi := &file_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1759,7 +1851,7 @@ func (x *Trigger) String() string {
 func (*Trigger) ProtoMessage() {}
 
 func (x *Trigger) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[20]
+	mi := &file_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1772,7 +1864,7 @@ func (x *Trigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Trigger.ProtoReflect.Descriptor instead.
 func (*Trigger) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{20}
+	return file_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Trigger) GetSignal() string {
@@ -1827,7 +1919,7 @@ type Correction struct {
 
 func (x *Correction) Reset() {
 	*x = Correction{}
-	mi := &file_agent_proto_msgTypes[21]
+	mi := &file_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1839,7 +1931,7 @@ func (x *Correction) String() string {
 func (*Correction) ProtoMessage() {}
 
 func (x *Correction) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[21]
+	mi := &file_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1852,7 +1944,7 @@ func (x *Correction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Correction.ProtoReflect.Descriptor instead.
 func (*Correction) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{21}
+	return file_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Correction) GetType() string {
@@ -1926,7 +2018,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_agent_proto_msgTypes[22]
+	mi := &file_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1938,7 +2030,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[22]
+	mi := &file_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1951,7 +2043,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{22}
+	return file_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ExplainResponse) GetEnabled() bool {
@@ -2043,7 +2135,7 @@ type ReportLatencyRequest struct {
 
 func (x *ReportLatencyRequest) Reset() {
 	*x = ReportLatencyRequest{}
-	mi := &file_agent_proto_msgTypes[23]
+	mi := &file_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2055,7 +2147,7 @@ func (x *ReportLatencyRequest) String() string {
 func (*ReportLatencyRequest) ProtoMessage() {}
 
 func (x *ReportLatencyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[23]
+	mi := &file_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2068,7 +2160,7 @@ func (x *ReportLatencyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportLatencyRequest.ProtoReflect.Descriptor instead.
 func (*ReportLatencyRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{23}
+	return file_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReportLatencyRequest) GetId() string {
@@ -2107,7 +2199,7 @@ type ReportLatencyResponse struct {
 
 func (x *ReportLatencyResponse) Reset() {
 	*x = ReportLatencyResponse{}
-	mi := &file_agent_proto_msgTypes[24]
+	mi := &file_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2119,7 +2211,7 @@ func (x *ReportLatencyResponse) String() string {
 func (*ReportLatencyResponse) ProtoMessage() {}
 
 func (x *ReportLatencyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[24]
+	mi := &file_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2132,7 +2224,7 @@ func (x *ReportLatencyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportLatencyResponse.ProtoReflect.Descriptor instead.
 func (*ReportLatencyResponse) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{24}
+	return file_agent_proto_rawDescGZIP(), []int{25}
 }
 
 var File_agent_proto protoreflect.FileDescriptor
@@ -2168,7 +2260,7 @@ const file_agent_proto_rawDesc = "" +
 	"oom_killed\x18\x03 \x01(\bR\toomKilled\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x121\n" +
-	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xbb\x04\n" +
+	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xdb\x04\n" +
 	"\tContainer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -2188,7 +2280,10 @@ const file_agent_proto_rawDesc = "" +
 	"\x04exit\x18\x0e \x01(\v2\x19.brim.agent.v1.ExitStatusR\x04exit\x12\x1f\n" +
 	"\vsandbox_dir\x18\x0f \x01(\tR\n" +
 	"sandboxDir\x12<\n" +
-	"\x06labels\x18\x10 \x03(\v2$.brim.agent.v1.Container.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\x10 \x03(\v2$.brim.agent.v1.Container.LabelsEntryR\x06labels\x12\x1e\n" +
+	"\n" +
+	"quarantine\x18\x11 \x01(\tR\n" +
+	"quarantine\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\r\n" +
@@ -2276,7 +2371,7 @@ const file_agent_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\"\x11\n" +
 	"\x0fDestroyResponse\"\x12\n" +
-	"\x10AgentInfoRequest\"\x97\x05\n" +
+	"\x10AgentInfoRequest\"\xdb\x05\n" +
 	"\x11AgentInfoResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12'\n" +
@@ -2295,7 +2390,13 @@ const file_agent_proto_rawDesc = "" +
 	"\x0erevocable_used\x18\x0e \x01(\tR\rrevocableUsed\x12%\n" +
 	"\x0erevocable_free\x18\x0f \x01(\tR\rrevocableFree\x12-\n" +
 	"\x12corrections_active\x18\x10 \x01(\x05R\x11correctionsActive\x12'\n" +
-	"\x0frunqueue_source\x18\x11 \x01(\tR\x0erunqueueSource\"\x10\n" +
+	"\x0frunqueue_source\x18\x11 \x01(\tR\x0erunqueueSource\x12B\n" +
+	"\vquarantined\x18\x12 \x03(\v2 .brim.agent.v1.QuarantinedRecordR\vquarantined\"k\n" +
+	"\x11QuarantinedRecord\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04file\x18\x02 \x01(\tR\x04file\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1c\n" +
+	"\tcontainer\x18\x04 \x01(\tR\tcontainer\"\x10\n" +
 	"\x0eExplainRequest\"X\n" +
 	"\x04Term\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
@@ -2371,7 +2472,7 @@ func file_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_agent_proto_goTypes = []any{
 	(LogChunk_Stream)(0),          // 0: brim.agent.v1.LogChunk.Stream
 	(*RunRequest)(nil),            // 1: brim.agent.v1.RunRequest
@@ -2391,58 +2492,60 @@ var file_agent_proto_goTypes = []any{
 	(*DestroyResponse)(nil),       // 15: brim.agent.v1.DestroyResponse
 	(*AgentInfoRequest)(nil),      // 16: brim.agent.v1.AgentInfoRequest
 	(*AgentInfoResponse)(nil),     // 17: brim.agent.v1.AgentInfoResponse
-	(*ExplainRequest)(nil),        // 18: brim.agent.v1.ExplainRequest
-	(*Term)(nil),                  // 19: brim.agent.v1.Term
-	(*Estimate)(nil),              // 20: brim.agent.v1.Estimate
-	(*Trigger)(nil),               // 21: brim.agent.v1.Trigger
-	(*Correction)(nil),            // 22: brim.agent.v1.Correction
-	(*ExplainResponse)(nil),       // 23: brim.agent.v1.ExplainResponse
-	(*ReportLatencyRequest)(nil),  // 24: brim.agent.v1.ReportLatencyRequest
-	(*ReportLatencyResponse)(nil), // 25: brim.agent.v1.ReportLatencyResponse
-	nil,                           // 26: brim.agent.v1.RunRequest.LabelsEntry
-	nil,                           // 27: brim.agent.v1.Container.LabelsEntry
+	(*QuarantinedRecord)(nil),     // 18: brim.agent.v1.QuarantinedRecord
+	(*ExplainRequest)(nil),        // 19: brim.agent.v1.ExplainRequest
+	(*Term)(nil),                  // 20: brim.agent.v1.Term
+	(*Estimate)(nil),              // 21: brim.agent.v1.Estimate
+	(*Trigger)(nil),               // 22: brim.agent.v1.Trigger
+	(*Correction)(nil),            // 23: brim.agent.v1.Correction
+	(*ExplainResponse)(nil),       // 24: brim.agent.v1.ExplainResponse
+	(*ReportLatencyRequest)(nil),  // 25: brim.agent.v1.ReportLatencyRequest
+	(*ReportLatencyResponse)(nil), // 26: brim.agent.v1.ReportLatencyResponse
+	nil,                           // 27: brim.agent.v1.RunRequest.LabelsEntry
+	nil,                           // 28: brim.agent.v1.Container.LabelsEntry
 }
 var file_agent_proto_depIdxs = []int32{
-	26, // 0: brim.agent.v1.RunRequest.labels:type_name -> brim.agent.v1.RunRequest.LabelsEntry
+	27, // 0: brim.agent.v1.RunRequest.labels:type_name -> brim.agent.v1.RunRequest.LabelsEntry
 	2,  // 1: brim.agent.v1.Container.exit:type_name -> brim.agent.v1.ExitStatus
-	27, // 2: brim.agent.v1.Container.labels:type_name -> brim.agent.v1.Container.LabelsEntry
+	28, // 2: brim.agent.v1.Container.labels:type_name -> brim.agent.v1.Container.LabelsEntry
 	3,  // 3: brim.agent.v1.ListResponse.containers:type_name -> brim.agent.v1.Container
 	0,  // 4: brim.agent.v1.LogChunk.stream:type_name -> brim.agent.v1.LogChunk.Stream
-	19, // 5: brim.agent.v1.Estimate.terms:type_name -> brim.agent.v1.Term
-	21, // 6: brim.agent.v1.Correction.trigger:type_name -> brim.agent.v1.Trigger
-	20, // 7: brim.agent.v1.ExplainResponse.current:type_name -> brim.agent.v1.Estimate
-	20, // 8: brim.agent.v1.ExplainResponse.forwarded:type_name -> brim.agent.v1.Estimate
-	22, // 9: brim.agent.v1.ExplainResponse.active:type_name -> brim.agent.v1.Correction
-	22, // 10: brim.agent.v1.ExplainResponse.recent:type_name -> brim.agent.v1.Correction
-	1,  // 11: brim.agent.v1.Agent.Run:input_type -> brim.agent.v1.RunRequest
-	4,  // 12: brim.agent.v1.Agent.List:input_type -> brim.agent.v1.ListRequest
-	6,  // 13: brim.agent.v1.Agent.Get:input_type -> brim.agent.v1.GetRequest
-	7,  // 14: brim.agent.v1.Agent.Stats:input_type -> brim.agent.v1.StatsRequest
-	9,  // 15: brim.agent.v1.Agent.Update:input_type -> brim.agent.v1.UpdateRequest
-	10, // 16: brim.agent.v1.Agent.Kill:input_type -> brim.agent.v1.KillRequest
-	11, // 17: brim.agent.v1.Agent.Wait:input_type -> brim.agent.v1.WaitRequest
-	12, // 18: brim.agent.v1.Agent.Logs:input_type -> brim.agent.v1.LogsRequest
-	14, // 19: brim.agent.v1.Agent.Destroy:input_type -> brim.agent.v1.DestroyRequest
-	16, // 20: brim.agent.v1.Agent.AgentInfo:input_type -> brim.agent.v1.AgentInfoRequest
-	18, // 21: brim.agent.v1.Agent.Explain:input_type -> brim.agent.v1.ExplainRequest
-	24, // 22: brim.agent.v1.Agent.ReportLatency:input_type -> brim.agent.v1.ReportLatencyRequest
-	3,  // 23: brim.agent.v1.Agent.Run:output_type -> brim.agent.v1.Container
-	5,  // 24: brim.agent.v1.Agent.List:output_type -> brim.agent.v1.ListResponse
-	3,  // 25: brim.agent.v1.Agent.Get:output_type -> brim.agent.v1.Container
-	8,  // 26: brim.agent.v1.Agent.Stats:output_type -> brim.agent.v1.Statistics
-	3,  // 27: brim.agent.v1.Agent.Update:output_type -> brim.agent.v1.Container
-	3,  // 28: brim.agent.v1.Agent.Kill:output_type -> brim.agent.v1.Container
-	3,  // 29: brim.agent.v1.Agent.Wait:output_type -> brim.agent.v1.Container
-	13, // 30: brim.agent.v1.Agent.Logs:output_type -> brim.agent.v1.LogChunk
-	15, // 31: brim.agent.v1.Agent.Destroy:output_type -> brim.agent.v1.DestroyResponse
-	17, // 32: brim.agent.v1.Agent.AgentInfo:output_type -> brim.agent.v1.AgentInfoResponse
-	23, // 33: brim.agent.v1.Agent.Explain:output_type -> brim.agent.v1.ExplainResponse
-	25, // 34: brim.agent.v1.Agent.ReportLatency:output_type -> brim.agent.v1.ReportLatencyResponse
-	23, // [23:35] is the sub-list for method output_type
-	11, // [11:23] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	18, // 5: brim.agent.v1.AgentInfoResponse.quarantined:type_name -> brim.agent.v1.QuarantinedRecord
+	20, // 6: brim.agent.v1.Estimate.terms:type_name -> brim.agent.v1.Term
+	22, // 7: brim.agent.v1.Correction.trigger:type_name -> brim.agent.v1.Trigger
+	21, // 8: brim.agent.v1.ExplainResponse.current:type_name -> brim.agent.v1.Estimate
+	21, // 9: brim.agent.v1.ExplainResponse.forwarded:type_name -> brim.agent.v1.Estimate
+	23, // 10: brim.agent.v1.ExplainResponse.active:type_name -> brim.agent.v1.Correction
+	23, // 11: brim.agent.v1.ExplainResponse.recent:type_name -> brim.agent.v1.Correction
+	1,  // 12: brim.agent.v1.Agent.Run:input_type -> brim.agent.v1.RunRequest
+	4,  // 13: brim.agent.v1.Agent.List:input_type -> brim.agent.v1.ListRequest
+	6,  // 14: brim.agent.v1.Agent.Get:input_type -> brim.agent.v1.GetRequest
+	7,  // 15: brim.agent.v1.Agent.Stats:input_type -> brim.agent.v1.StatsRequest
+	9,  // 16: brim.agent.v1.Agent.Update:input_type -> brim.agent.v1.UpdateRequest
+	10, // 17: brim.agent.v1.Agent.Kill:input_type -> brim.agent.v1.KillRequest
+	11, // 18: brim.agent.v1.Agent.Wait:input_type -> brim.agent.v1.WaitRequest
+	12, // 19: brim.agent.v1.Agent.Logs:input_type -> brim.agent.v1.LogsRequest
+	14, // 20: brim.agent.v1.Agent.Destroy:input_type -> brim.agent.v1.DestroyRequest
+	16, // 21: brim.agent.v1.Agent.AgentInfo:input_type -> brim.agent.v1.AgentInfoRequest
+	19, // 22: brim.agent.v1.Agent.Explain:input_type -> brim.agent.v1.ExplainRequest
+	25, // 23: brim.agent.v1.Agent.ReportLatency:input_type -> brim.agent.v1.ReportLatencyRequest
+	3,  // 24: brim.agent.v1.Agent.Run:output_type -> brim.agent.v1.Container
+	5,  // 25: brim.agent.v1.Agent.List:output_type -> brim.agent.v1.ListResponse
+	3,  // 26: brim.agent.v1.Agent.Get:output_type -> brim.agent.v1.Container
+	8,  // 27: brim.agent.v1.Agent.Stats:output_type -> brim.agent.v1.Statistics
+	3,  // 28: brim.agent.v1.Agent.Update:output_type -> brim.agent.v1.Container
+	3,  // 29: brim.agent.v1.Agent.Kill:output_type -> brim.agent.v1.Container
+	3,  // 30: brim.agent.v1.Agent.Wait:output_type -> brim.agent.v1.Container
+	13, // 31: brim.agent.v1.Agent.Logs:output_type -> brim.agent.v1.LogChunk
+	15, // 32: brim.agent.v1.Agent.Destroy:output_type -> brim.agent.v1.DestroyResponse
+	17, // 33: brim.agent.v1.Agent.AgentInfo:output_type -> brim.agent.v1.AgentInfoResponse
+	24, // 34: brim.agent.v1.Agent.Explain:output_type -> brim.agent.v1.ExplainResponse
+	26, // 35: brim.agent.v1.Agent.ReportLatency:output_type -> brim.agent.v1.ReportLatencyResponse
+	24, // [24:36] is the sub-list for method output_type
+	12, // [12:24] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_agent_proto_init() }
@@ -2456,7 +2559,7 @@ func file_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_proto_rawDesc), len(file_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

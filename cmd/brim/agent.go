@@ -212,6 +212,9 @@ func newAgentInfo(socket *string) *cobra.Command {
 			fmt.Fprintf(tw, "id\t%s\nversion\t%s\nstate dir\t%s\ncgroup parent\t%s\n", in.Id, in.Version, in.StateDir, in.CgroupParent)
 			fmt.Fprintf(tw, "resources total\t%s\nresources used\t%s\nresources free\t%s\n", in.ResourcesTotal, in.ResourcesUsed, in.ResourcesFree)
 			fmt.Fprintf(tw, "containers\t%d running, %d exited\n", in.ContainersRunning, in.ContainersExited)
+			for _, q := range in.Quarantined {
+				fmt.Fprintf(tw, "quarantined record\t%s (container %s): %s\n", q.File, q.Container, q.Error)
+			}
 			if in.Estimator != "" {
 				fmt.Fprintf(tw, "estimator\t%s\nqos controller\t%s\nrun-queue source\t%s\n", in.Estimator, in.QosController, orNone(in.RunqueueSource))
 				fmt.Fprintf(tw, "revocable total\t%s\nrevocable used\t%s\nrevocable free\t%s\n", in.RevocableTotal, in.RevocableUsed, in.RevocableFree)
