@@ -90,6 +90,7 @@ type Allocator struct {
 	orphans map[string][]int32
 
 	// cluster totals
+	total     vec  // sum of every pool's total over agents
 	totalW    fvec // sum of eta*total over agents
 	invW      fvec
 	freeUnres vec // unreserved non-revocable free on every agent

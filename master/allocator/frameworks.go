@@ -45,7 +45,7 @@ type client struct {
 	tie    uint64
 	alloc  vec
 	w      fvec
-	key    float64
+	key    shareKey
 	parity uint32 // meDRF: allocations received, odd ones from fast nodes
 	// suppressed clients are left out of the sorter.
 	suppressed bool
@@ -151,7 +151,7 @@ func (a *Allocator) AddFramework(info FrameworkInfo, used map[string]resources.R
 			a.clients = append(a.clients, c)
 		}
 		if a.sorter == SorterRandom {
-			c.key = a.rng.ExpFloat64()
+			c.key = realKey(a.rng.ExpFloat64())
 		}
 		f.clients = append(f.clients, c.idx)
 		r.members = append(r.members, c.idx)

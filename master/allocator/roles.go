@@ -27,7 +27,7 @@ type role struct {
 	capClients minHeap
 	alloc      vec
 	w          fvec
-	key        float64
+	key        shareKey
 	touched    uint64
 	// quota
 	guar, limit         vec

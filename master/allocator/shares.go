@@ -31,7 +31,7 @@ func (a *Allocator) Shares() []RoleShare {
 	a.refreshTotals()
 	out := make([]RoleShare, 0, len(a.roles))
 	for _, r := range a.roles {
-		out = append(out, RoleShare{Role: r.name, Weight: r.weight, Share: r.w.dominant(&a.invW, len(a.kinds)), Allocated: a.vecResources(&r.alloc)})
+		out = append(out, RoleShare{Role: r.name, Weight: r.weight, Share: a.share(&r.alloc, &r.w), Allocated: a.vecResources(&r.alloc)})
 	}
 	slices.SortFunc(out, func(x, y RoleShare) int { return cmpString(x.Role, y.Role) })
 	return out
@@ -47,7 +47,7 @@ func (a *Allocator) FrameworkShares() []FrameworkShare {
 			continue
 		}
 		out = append(out, FrameworkShare{FrameworkID: c.fw.id, Role: a.roles[c.role].name,
-			Share: c.w.dominant(&a.invW, len(a.kinds)), Allocated: a.vecResources(&c.alloc), Suppressed: c.suppressed})
+			Share: a.share(&c.alloc, &c.w), Allocated: a.vecResources(&c.alloc), Suppressed: c.suppressed})
 	}
 	slices.SortFunc(out, func(x, y FrameworkShare) int {
 		if c := cmpString(x.FrameworkID, y.FrameworkID); c != 0 {

@@ -29,11 +29,12 @@ func (a *Allocator) refreshTotals() {
 			}
 		}
 	}
-	a.totalW = fvec{}
+	a.totalW, a.total = fvec{}, vec{}
 	for _, ai := range a.live {
 		ag := a.agents[ai]
 		for i := range ag.pools {
 			a.totalW.addScaled(&ag.pools[i].total, ag.eta)
+			a.total.add(&ag.pools[i].total)
 		}
 	}
 	for d := range a.invW {
@@ -81,24 +82,39 @@ func (a *Allocator) freshKeys() {
 	if a.sorter == SorterRandom {
 		return
 	}
-	n := len(a.kinds)
 	for _, c := range a.clients {
 		if c != nil {
-			c.key = c.w.dominant(&a.invW, n)
+			c.key = a.shareKey(&c.alloc, &c.w, 1)
 		}
 	}
 	for _, r := range a.roles {
-		r.key = r.w.dominant(&a.invW, n) / r.weight
+		r.key = a.shareKey(&r.alloc, &r.w, r.weight)
 	}
+}
+
+// shareKey is the sorter key of an allocation (and its meDRF-weighted
+// form w) for weight: exact under drf, real-valued under meDRF.
+func (a *Allocator) shareKey(alloc *vec, w *fvec, weight float64) shareKey {
+	if a.sorter == SorterMeDRF {
+		return realKey(w.dominant(&a.invW, len(a.kinds)) / weight)
+	}
+	num, den := dominant(alloc, &a.total, len(a.kinds))
+	return exactKey(num, den, weight)
+}
+
+// share is the dominant share reported by Shares and FrameworkShares.
+func (a *Allocator) share(alloc *vec, w *fvec) float64 {
+	k := a.shareKey(alloc, w, 1)
+	return k.value()
 }
 
 // nextKey advances a client's or role's key after it was served.
 func (a *Allocator) nextClientKey(c *client) {
 	if a.sorter == SorterRandom {
-		c.key += a.rng.ExpFloat64()
+		c.key.f += a.rng.ExpFloat64()
 		return
 	}
-	c.key = c.w.dominant(&a.invW, len(a.kinds))
+	c.key = a.shareKey(&c.alloc, &c.w, 1)
 }
 
 func (a *Allocator) nextRoleKey(r *role) {
@@ -106,10 +122,10 @@ func (a *Allocator) nextRoleKey(r *role) {
 		// Weighted lottery: a role's next turn comes after an exponential
 		// time of rate weight, so it is first with probability
 		// proportional to its weight (Mesos's random sorter).
-		r.key += a.rng.ExpFloat64() / r.weight
+		r.key.f += a.rng.ExpFloat64() / r.weight
 		return
 	}
-	r.key = r.w.dominant(&a.invW, len(a.kinds)) / r.weight
+	r.key = a.shareKey(&r.alloc, &r.w, r.weight)
 }
 
 func grow(s []int32, n int) []int32 {

@@ -1,0 +1,171 @@
+package allocator
+
+import (
+	"cmp"
+	"math"
+	"math/bits"
+)
+
+// shareKey is a sorter key. Under drf it is a dominant share divided by a
+// weight, kept exactly: num / (den · w), where num is the allocation of
+// the dominant kind and den its cluster total, in thousandths. Floats
+// would break the documented tie rule (older first) on noise: disk 60/400
+// is 0.15000000000000002 after one rounding and cpus 12/80 is 0.15. f is
+// the same value in floating point, exact enough to decide every
+// comparison that is not a near-tie without touching the integers.
+//
+// Under the random sorter (a lottery time) and meDRF (η-weighted sums of
+// real factors) the key is f alone and den is 0.
+type shareKey struct {
+	f   float64
+	num uint64
+	den uint64
+	w   float64 // the role's weight; 1 for clients
+}
+
+// fastMargin bounds the float fast path: f is within a few ulps (2^-51)
+// of num/(den·w), so keys whose floats differ by more than 2^-40
+// relatively are ordered by the floats alone.
+const fastMargin = 1 - 0x1p-40
+
+// exactKey returns the key num/(den·w); f is NaN where a float could
+// not stand for the value within the margin (under- or overflow), which
+// sends every comparison to the integers.
+func exactKey(num, den uint64, w float64) shareKey {
+	k := shareKey{num: num, den: den, w: w}
+	if num == 0 {
+		return k
+	}
+	k.f = float64(num) / float64(den) / w
+	if !(k.f >= 0x1p-900 && k.f <= 0x1p900) {
+		k.f = math.NaN()
+	}
+	return k
+}
+
+// realKey is a key with no exact form.
+func realKey(f float64) shareKey { return shareKey{f: f} }
+
+// value is the key as a float, for reports.
+func (k *shareKey) value() float64 {
+	if k.den == 0 {
+		return k.f
+	}
+	return float64(k.num) / float64(k.den) / k.w
+}
+
+// cmpKeys orders two keys (-1, 0, +1); equal values compare 0 however
+// they are written.
+func cmpKeys(x, y *shareKey) int {
+	if x.den == 0 || y.den == 0 {
+		return cmp.Compare(x.f, y.f)
+	}
+	if x.den == y.den && x.w == y.w {
+		return cmp.Compare(x.num, y.num)
+	}
+	if x.f < y.f*fastMargin {
+		return -1
+	}
+	if y.f < x.f*fastMargin {
+		return 1
+	}
+	return cmpExact(x, y)
+}
+
+// cmpExact compares num_x/(den_x·w_x) with num_y/(den_y·w_y) as
+// num_x·den_y·w_y against num_y·den_x·w_x, every weight written exactly
+// as an integer times a power of two, in 192-bit integers.
+func cmpExact(x, y *shareKey) int {
+	if x.num == 0 || y.num == 0 {
+		return cmp.Compare(x.num, y.num)
+	}
+	mx, ex := dyadic(x.w)
+	my, ey := dyadic(y.w)
+	l := mul3(x.num, y.den, my)
+	r := mul3(y.num, x.den, mx)
+	// compare l·2^ey with r·2^ex
+	if s := ey - ex; s >= 0 {
+		return cmpShifted(l, r, s)
+	}
+	return -cmpShifted(r, l, ex-ey)
+}
+
+// dyadic writes a positive finite w as m·2^e exactly.
+func dyadic(w float64) (m uint64, e int) {
+	frac, exp := math.Frexp(w)
+	m = uint64(frac * (1 << 53))
+	e = exp - 53
+	tz := bits.TrailingZeros64(m)
+	return m >> tz, e + tz
+}
+
+// u192 is an unsigned 192-bit integer, least significant word first.
+type u192 [3]uint64
+
+// mul3 returns a·b·c.
+func mul3(a, b, c uint64) u192 {
+	hi, lo := bits.Mul64(a, b)
+	h0, l0 := bits.Mul64(lo, c)
+	h1, l1 := bits.Mul64(hi, c)
+	w1, carry := bits.Add64(h0, l1, 0)
+	return u192{l0, w1, h1 + carry}
+}
+
+func (x u192) bitLen() int {
+	switch {
+	case x[2] != 0:
+		return 128 + bits.Len64(x[2])
+	case x[1] != 0:
+		return 64 + bits.Len64(x[1])
+	}
+	return bits.Len64(x[0])
+}
+
+// shl shifts x left by s; the caller ensures nothing falls off.
+func (x u192) shl(s int) u192 {
+	for s >= 64 {
+		x = u192{0, x[0], x[1]}
+		s -= 64
+	}
+	if s == 0 {
+		return x
+	}
+	return u192{x[0] << s, x[1]<<s | x[0]>>(64-s), x[2]<<s | x[1]>>(64-s)}
+}
+
+func (x u192) cmp(y u192) int {
+	for i := 2; i >= 0; i-- {
+		if x[i] != y[i] {
+			return cmp.Compare(x[i], y[i])
+		}
+	}
+	return 0
+}
+
+// cmpShifted compares l·2^s with r (l, r > 0, s >= 0).
+func cmpShifted(l, r u192, s int) int {
+	ll, lr := l.bitLen()+s, r.bitLen()
+	if ll != lr {
+		return cmp.Compare(ll, lr)
+	}
+	return l.shl(s).cmp(r)
+}
+
+// dominant returns alloc's dominant share of total over the first n
+// kinds as num/den, exactly: the kind with the largest alloc/total, by
+// 128-bit cross products. An empty allocation is 0/1.
+func dominant(alloc, total *vec, n int) (num, den uint64) {
+	num, den = 0, 1
+	for d := range n {
+		if alloc[d] <= 0 || total[d] <= 0 {
+			continue
+		}
+		a, t := uint64(alloc[d]), uint64(total[d])
+		h1, l1 := bits.Mul64(a, den)
+		h2, l2 := bits.Mul64(num, t)
+		if h1 > h2 || (h1 == h2 && l1 > l2) {
+			num, den = a, t
+		}
+	}
+	return num, den
+}
