@@ -28,16 +28,22 @@ type shareKey struct {
 // relatively are ordered by the floats alone.
 const fastMargin = 1 - 0x1p-40
 
-// exactKey returns the key num/(den·w); f is NaN where a float could
-// not stand for the value within the margin (under- or overflow), which
-// sends every comparison to the integers.
+// exactKey returns the key num/(den·w).
 func exactKey(num, den uint64, w float64) shareKey {
+	return makeKey(num, den, float64(num)/float64(den)/w, w)
+}
+
+// makeKey returns the key num/(den·w) with f its float value to within a
+// few ulps. f becomes NaN where a float could not stand for the value
+// within the margin (under- or overflow), which sends every comparison
+// to the integers.
+func makeKey(num, den uint64, f, w float64) shareKey {
 	k := shareKey{num: num, den: den, w: w}
 	if num == 0 {
 		return k
 	}
-	k.f = float64(num) / float64(den) / w
-	if !(k.f >= 0x1p-900 && k.f <= 0x1p900) {
+	k.f = f
+	if !(f >= 0x1p-900 && f <= 0x1p900) {
 		k.f = math.NaN()
 	}
 	return k
@@ -152,20 +158,20 @@ func cmpShifted(l, r u192, s int) int {
 }
 
 // dominant returns alloc's dominant share of total over the first n
-// kinds as num/den, exactly: the kind with the largest alloc/total, by
-// 128-bit cross products. An empty allocation is 0/1.
-func dominant(alloc, total *vec, n int) (num, den uint64) {
+// kinds as num/den, exactly, and its kind d: the kind with the largest
+// alloc/total, by 128-bit cross products. An empty allocation is 0/1.
+func dominant(alloc, total *vec, n int) (num, den uint64, d int) {
 	num, den = 0, 1
-	for d := range n {
-		if alloc[d] <= 0 || total[d] <= 0 {
+	for k := range n {
+		if alloc[k] <= 0 || total[k] <= 0 {
 			continue
 		}
-		a, t := uint64(alloc[d]), uint64(total[d])
+		a, t := uint64(alloc[k]), uint64(total[k])
 		h1, l1 := bits.Mul64(a, den)
 		h2, l2 := bits.Mul64(num, t)
 		if h1 > h2 || (h1 == h2 && l1 > l2) {
-			num, den = a, t
+			num, den, d = a, t, k
 		}
 	}
-	return num, den
+	return num, den, d
 }
