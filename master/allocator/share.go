@@ -90,19 +90,19 @@ func cmpExact(x, y *shareKey) int {
 	l := mul3(x.num, y.den, my)
 	r := mul3(y.num, x.den, mx)
 	// compare l·2^ey with r·2^ex
-	if s := ey - ex; s >= 0 {
-		return cmpShifted(l, r, s)
+	if ey >= ex {
+		return cmpShifted(&l, &r, ey-ex)
 	}
-	return -cmpShifted(r, l, ex-ey)
+	return -cmpShifted(&r, &l, ex-ey)
 }
 
-// dyadic writes a positive finite w as m·2^e exactly.
+// dyadic writes a positive finite w as m·2^e exactly (m < 2^53).
 func dyadic(w float64) (m uint64, e int) {
+	if w >= 1 && w < 1<<53 && w == math.Trunc(w) {
+		return uint64(w), 0 // the usual weights
+	}
 	frac, exp := math.Frexp(w)
-	m = uint64(frac * (1 << 53))
-	e = exp - 53
-	tz := bits.TrailingZeros64(m)
-	return m >> tz, e + tz
+	return uint64(frac * (1 << 53)), exp - 53
 }
 
 // u192 is an unsigned 192-bit integer, least significant word first.
@@ -117,7 +117,7 @@ func mul3(a, b, c uint64) u192 {
 	return u192{l0, w1, h1 + carry}
 }
 
-func (x u192) bitLen() int {
+func (x *u192) bitLen() int {
 	switch {
 	case x[2] != 0:
 		return 128 + bits.Len64(x[2])
@@ -127,34 +127,27 @@ func (x u192) bitLen() int {
 	return bits.Len64(x[0])
 }
 
-// shl shifts x left by s; the caller ensures nothing falls off.
-func (x u192) shl(s int) u192 {
-	for s >= 64 {
-		x = u192{0, x[0], x[1]}
-		s -= 64
-	}
-	if s == 0 {
-		return x
-	}
-	return u192{x[0] << s, x[1]<<s | x[0]>>(64-s), x[2]<<s | x[1]>>(64-s)}
-}
-
-func (x u192) cmp(y u192) int {
-	for i := 2; i >= 0; i-- {
-		if x[i] != y[i] {
-			return cmp.Compare(x[i], y[i])
-		}
-	}
-	return 0
-}
-
 // cmpShifted compares l·2^s with r (l, r > 0, s >= 0).
-func cmpShifted(l, r u192, s int) int {
+func cmpShifted(l, r *u192, s int) int {
 	ll, lr := l.bitLen()+s, r.bitLen()
 	if ll != lr {
 		return cmp.Compare(ll, lr)
 	}
-	return l.shl(s).cmp(r)
+	// Same length, so l·2^s fits in 192 bits (s < 192).
+	x0, x1, x2 := l[0], l[1], l[2]
+	for ; s >= 64; s -= 64 {
+		x0, x1, x2 = 0, x0, x1
+	}
+	if s > 0 {
+		x0, x1, x2 = x0<<s, x1<<s|x0>>(64-s), x2<<s|x1>>(64-s)
+	}
+	switch {
+	case x2 != r[2]:
+		return cmp.Compare(x2, r[2])
+	case x1 != r[1]:
+		return cmp.Compare(x1, r[1])
+	}
+	return cmp.Compare(x0, r[0])
 }
 
 // dominant returns alloc's dominant share of total over the first n
