@@ -203,7 +203,8 @@ func (m *Master) addToAllocatorLocked(ag *agentEntry) error {
 			t.recovered = false
 		}
 	}
-	info := allocator.AgentInfo{ID: ag.id, Total: ag.total, Revocable: ag.revocable, Attributes: ag.attributes}
+	// The estimate leaves out what the tasks hold; they are in used.
+	info := allocator.AgentInfo{ID: ag.id, Total: ag.total, Revocable: asRevocable(ag.revocable).Add(tasksRevocableLocked(ag)), Attributes: ag.attributes}
 	if r := m.reservations[ag.id]; len(r) > 0 {
 		info.Total = applyReservations(ag.total, r)
 	}
@@ -271,7 +272,9 @@ func (m *Master) agentMessage(id string, c *conn[*pb.MasterMessage], msg *pb.Age
 			return // only the corrections or the explanation changed
 		}
 		ag.revocable = rev
-		info := allocator.AgentInfo{ID: id, Total: ag.total, Revocable: rev, Attributes: ag.attributes}
+		// rev is what is free now: the allocator's total adds back the
+		// tasks' revocable use; offers beyond rev are rescinded first.
+		info := allocator.AgentInfo{ID: id, Total: ag.total, Revocable: m.revocableTotalLocked(ag, rev), Attributes: ag.attributes}
 		if r := m.reservations[id]; len(r) > 0 {
 			info.Total = applyReservations(ag.total, r)
 		}

@@ -8,172 +8,29 @@ import (
 	"github.com/brimnode/brim/resources"
 )
 
-// refreshTotals recomputes the cluster totals (and, under meDRF, the node
-// factors η and every weighted allocation) after agents changed.
-func (a *Allocator) refreshTotals() {
-	if !a.dirty {
-		return
-	}
-	a.dirty = false
-	etaChanged := false
-	if a.sorter == SorterMeDRF && len(a.live) > 0 {
-		var sum float64
-		for _, ai := range a.live {
-			sum += score(a.agents[ai])
-		}
-		mean := sum / float64(len(a.live))
-		for _, ai := range a.live {
-			ag := a.agents[ai]
-			if eta := score(ag) / mean; eta != ag.eta {
-				ag.eta = eta
-				etaChanged = true
-			}
-		}
-	} else {
-		for _, ai := range a.live {
-			if ag := a.agents[ai]; ag.eta != 1 {
-				ag.eta = 1
-				etaChanged = true
-			}
-		}
-	}
-	a.totalW = fvec{}
-	for _, ai := range a.live {
-		ag := a.agents[ai]
-		for i := range ag.pools {
-			a.totalW.addScaled(&ag.pools[i].total, ag.eta)
-		}
-	}
-	for d := range a.invW {
-		a.invW[d] = 0
-		if a.totalW[d] > 0 {
-			a.invW[d] = 1 / a.totalW[d]
-		}
-	}
-	if !etaChanged {
-		return
-	}
-	for _, c := range a.clients {
-		if c != nil {
-			c.w = fvec{}
-		}
-	}
-	for _, r := range a.roles {
-		r.w = fvec{}
-	}
-	for _, ai := range a.live {
-		ag := a.agents[ai]
-		for j := range ag.allocs {
-			e := &ag.allocs[j]
-			if e.client < 0 {
-				continue
-			}
-			c := a.clients[e.client]
-			c.w.addScaled(&e.v, ag.eta)
-			a.roles[c.role].w.addScaled(&e.v, ag.eta)
-		}
-	}
+// Offer is resources of one agent allocated to one framework in one role.
+// Offered resources count as allocated until Recover'd.
+type Offer struct {
+	FrameworkID string
+	AgentID     string
+	Role        string
+	Resources   resources.Resources
 }
 
-func score(ag *agent) float64 {
-	if ag.info.Score > 0 {
-		return ag.info.Score
-	}
-	return 1
+type offerRec struct {
+	client     int32
+	agent      int32
+	start, end int32 // into pieces
+	other      resources.Resources
 }
 
-// freshKeys stores every client's and role's current sorter key: the
-// dominant share (÷ weight) for drf and medrf, the persisted lottery time
-// for random.
-func (a *Allocator) freshKeys() {
-	if a.sorter == SorterRandom {
-		return
-	}
-	n := len(a.kinds)
-	for _, c := range a.clients {
-		if c != nil {
-			c.key = c.w.dominant(&a.invW, n)
-		}
-	}
-	for _, r := range a.roles {
-		r.key = r.w.dominant(&a.invW, n) / r.weight
-	}
-}
-
-// nextKey advances a client's or role's key after it was served.
-func (a *Allocator) nextClientKey(c *client) {
-	if a.sorter == SorterRandom {
-		c.key += a.rng.ExpFloat64()
-		return
-	}
-	c.key = c.w.dominant(&a.invW, len(a.kinds))
-}
-
-func (a *Allocator) nextRoleKey(r *role) {
-	if a.sorter == SorterRandom {
-		// Weighted lottery: a role's next turn comes after an exponential
-		// time of rate weight, so it is first with probability
-		// proportional to its weight (Mesos's random sorter).
-		r.key += a.rng.ExpFloat64() / r.weight
-		return
-	}
-	r.key = r.w.dominant(&a.invW, len(a.kinds)) / r.weight
-}
-
-func grow(s []int32, n int) []int32 {
-	if cap(s) < n {
-		s = make([]int32, n, n+n/2)
-	}
-	s = s[:n]
-	for i := range s {
-		s[i] = -1
-	}
-	return s
-}
-
-// buildHeaps rebuilds every sorter from the current keys: O(clients +
-// roles) per cycle, which lets events stay O(1). Besides the role heap and
-// a client heap per role, revocable-capable clients are also kept in heaps
-// of their own so revocable resources left on an agent find a taker
-// without walking every framework.
-func (a *Allocator) buildHeaps() {
-	a.freshKeys()
-	a.clientPos = grow(a.clientPos, len(a.clients))
-	a.capPos = grow(a.capPos, len(a.clients))
-	a.rolePos = grow(a.rolePos, len(a.roles))
-	a.capRolePos = grow(a.capRolePos, len(a.roles))
-	a.roleHeap.pos, a.capRoleHeap.pos = a.rolePos, a.capRolePos
-	a.roleHeap.reset()
-	a.capRoleHeap.reset()
-	a.nCapable = 0
-	for _, r := range a.roles {
-		h, ch := &r.clients, &r.capClients
-		h.pos, ch.pos = a.clientPos, a.capPos
-		h.reset()
-		ch.reset()
-		for _, ci := range r.members {
-			c := a.clients[ci]
-			if c.suppressed {
-				continue
-			}
-			e := entry{key: c.key, tie: c.tie, id: ci}
-			h.e = append(h.e, e)
-			if c.fw.revocable {
-				ch.e = append(ch.e, e)
-			}
-		}
-		h.init()
-		ch.init()
-		a.nCapable += ch.len()
-		if h.len() > 0 {
-			a.roleHeap.e = append(a.roleHeap.e, entry{key: r.key, tie: r.tie, id: r.idx})
-		}
-		if ch.len() > 0 {
-			a.capRoleHeap.e = append(a.capRoleHeap.e, entry{key: r.key, tie: r.tie, id: r.idx})
-		}
-	}
-	a.roleHeap.init()
-	a.capRoleHeap.init()
+// piece is what one offer takes from one pool, with what emit needs to
+// label it (so emit does not touch the agent again).
+type piece struct {
+	role      int32 // -1: unreserved
+	revocable bool
+	res       *resources.Reservation
+	v         vec
 }
 
 // Allocate runs one allocation cycle and returns the offers, Mesos's way:

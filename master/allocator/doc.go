@@ -19,6 +19,15 @@
 // boundary. See docs/allocator.md for the algorithm, the options, where the
 // seeds were interpreted, and the benchmark figures.
 //
+// The files follow the events: agents.go (agents come, change their
+// totals or revocable estimate, go), frameworks.go (frameworks, suppress,
+// revive), recover.go (offers declined or rescinded and tasks ended, with
+// refusal filters), reservations.go, roles.go (weights and quota),
+// cycle.go (Allocate: the walk and the offers), sorter.go and share.go
+// (sorter keys, exact shares), heap.go, ledger.go (moving resources
+// between agents and clients), shares.go (reports). Scenarios live as
+// scripts in testdata/*.txt, one file per family.
+//
 // Sentinels: ErrNotFound, ErrExist, ErrInsufficient, ErrRevocable,
 // ErrInvalid.
 package allocator

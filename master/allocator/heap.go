@@ -1,16 +1,32 @@
 package allocator
 
 // entry is one element of a sorter heap: a client (framework in a role) or a
-// role, ordered by key then by tie (insertion sequence), which makes every
-// order deterministic for a given seed.
+// role, ordered by key (exactly, see shareKey) then by tie (insertion
+// sequence: the older first), which makes every order deterministic for a
+// given seed.
 type entry struct {
-	key float64
+	key shareKey
 	tie uint64
 	id  int32
 }
 
-func (e entry) less(o entry) bool {
-	return e.key < o.key || (e.key == o.key && e.tie < o.tie)
+func (e *entry) less(o *entry) bool {
+	x, y := &e.key, &o.key
+	if x.num != y.num && x.den == y.den && x.w == y.w {
+		// The common case, inlined. (Real-valued keys have num 0.)
+		return x.num < y.num
+	}
+	return e.lessSlow(o)
+}
+
+// lessSlow is kept out of line so that less inlines.
+//
+//go:noinline
+func (e *entry) lessSlow(o *entry) bool {
+	if c := cmpKeys(&e.key, &o.key); c != 0 {
+		return c < 0
+	}
+	return e.tie < o.tie
 }
 
 // minHeap is a binary min-heap of entries. pos, when set, receives the index
@@ -66,7 +82,7 @@ func (h *minHeap) up(i int) {
 	x := h.e[i]
 	for i > 0 {
 		p := (i - 1) / 2
-		if !x.less(h.e[p]) {
+		if !x.less(&h.e[p]) {
 			break
 		}
 		h.e[i] = h.e[p]
@@ -86,10 +102,10 @@ func (h *minHeap) down(i int) {
 			break
 		}
 		c := l
-		if r := l + 1; r < n && h.e[r].less(h.e[l]) {
+		if r := l + 1; r < n && h.e[r].less(&h.e[l]) {
 			c = r
 		}
-		if !h.e[c].less(x) {
+		if !h.e[c].less(&x) {
 			break
 		}
 		h.e[i] = h.e[c]
@@ -101,10 +117,10 @@ func (h *minHeap) down(i int) {
 }
 
 // fix restores the order after the key of the element at i changed.
-func (h *minHeap) fix(i int, key float64) {
-	old := h.e[i].key
+func (h *minHeap) fix(i int, key shareKey) {
+	old := h.e[i]
 	h.e[i].key = key
-	if key < old {
+	if h.e[i].less(&old) {
 		h.up(i)
 	} else {
 		h.down(i)

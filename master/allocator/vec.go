@@ -99,6 +99,16 @@ func (f *fvec) subScaled(v *vec, eta float64) {
 	}
 }
 
+// clearEmpty zeroes f where v holds nothing: float rounding leaves
+// residues after additions and subtractions of η-weighted amounts.
+func (f *fvec) clearEmpty(v *vec) {
+	for d := range f {
+		if v[d] == 0 {
+			f[d] = 0
+		}
+	}
+}
+
 // dominant returns max_d f[d]*inv[d] over the first n kinds: the dominant
 // share.
 func (f *fvec) dominant(inv *fvec, n int) float64 {

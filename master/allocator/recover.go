@@ -1,0 +1,143 @@
+package allocator
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/brimnode/brim/resources"
+)
+
+type filter struct {
+	until       time.Time
+	nonrev, rev vec
+}
+
+// Recover returns resources a framework held on an agent: a declined or
+// rescinded offer, or the resources of a finished task. refuse is the
+// filter to install: nil means Options.DefaultRefuse (a decline without
+// refuse_seconds), 0 none (task end, rescind). While the filter lasts, the
+// framework is not offered that agent again unless the offer would carry
+// more than what it refused. Errors wrap ErrNotFound, or ErrInsufficient
+// when the framework does not hold res there; nothing changes then.
+//
+// A framework with several roles may hold unreserved resources of an agent
+// in more than one role; Recover then takes them from its roles in any
+// order. RecoverRole names the role (the Offer's Role) and is exact.
+func (a *Allocator) Recover(frameworkID, agentID string, res resources.Resources, refuse *time.Duration) error {
+	return a.RecoverRole(frameworkID, "", agentID, res, refuse)
+}
+
+// RecoverRole is Recover for what the framework holds in one role ("" for
+// any of its roles). Errors wrap ErrNotFound or ErrInsufficient.
+func (a *Allocator) RecoverRole(frameworkID, roleName, agentID string, res resources.Resources, refuse *time.Duration) error {
+	f, ok := a.fws[frameworkID]
+	if !ok {
+		return fmt.Errorf("recover from %s: framework: %w", frameworkID, ErrNotFound)
+	}
+	ai, ok := a.agentIdx[agentID]
+	if !ok {
+		return fmt.Errorf("recover from %s: agent %s: %w", frameworkID, agentID, ErrNotFound)
+	}
+	ag := a.agents[ai]
+	kvs, oth, err := a.split(res, false)
+	if err != nil {
+		return fmt.Errorf("recover from %s on %s: %w", frameworkID, agentID, err)
+	}
+	ri := int32(-1)
+	if roleName != "" {
+		i, ok := a.roleIdx[roleName]
+		if !ok {
+			return fmt.Errorf("recover from %s: role %s: %w", frameworkID, roleName, ErrNotFound)
+		}
+		ri = i
+	}
+	mine := func(e *allocEntry) bool {
+		return e.client >= 0 && a.clients[e.client].fw == f && (ri < 0 || a.clients[e.client].role == ri)
+	}
+	// validate
+	for _, kv := range kvs {
+		pi := ag.poolIndex(kv.key)
+		var held vec
+		for j := range ag.allocs {
+			if e := &ag.allocs[j]; int(e.pool) == pi && mine(e) {
+				held.add(&e.v)
+			}
+		}
+		if pi < 0 || !kv.v.le(&held) {
+			return fmt.Errorf("recover %s from %s on %s: %w", res, frameworkID, agentID, ErrInsufficient)
+		}
+	}
+	var heldOther resources.Resources
+	for j := range ag.allocs {
+		if e := &ag.allocs[j]; mine(e) {
+			heldOther = heldOther.Add(e.other)
+		}
+	}
+	if !heldOther.Contains(oth) {
+		return fmt.Errorf("recover %s from %s on %s: %w", res, frameworkID, agentID, ErrInsufficient)
+	}
+	type refused struct{ nonrev, rev vec }
+	got := map[int32]*refused{}
+	note := func(c int32) *refused {
+		if got[c] == nil {
+			got[c] = &refused{}
+		}
+		return got[c]
+	}
+	for _, kv := range kvs {
+		pi := ag.poolIndex(kv.key)
+		left := kv.v
+		for j := range ag.allocs {
+			e := &ag.allocs[j]
+			if int(e.pool) != pi || !mine(e) {
+				continue
+			}
+			part := left
+			part.clampMin(&e.v)
+			left.sub(&part)
+			r := note(e.client)
+			if kv.key.revocable {
+				r.rev.add(&part)
+			} else {
+				r.nonrev.add(&part)
+			}
+			a.take(ag, j, &part, nil)
+		}
+	}
+	if len(oth) > 0 {
+		left := oth
+		for j := range ag.allocs {
+			e := &ag.allocs[j]
+			if !mine(e) || len(left) == 0 {
+				continue
+			}
+			var part resources.Resources
+			for _, r := range left {
+				if e.other.Contains(resources.Resources{r}) {
+					part = append(part, r)
+				}
+			}
+			if len(part) > 0 {
+				note(e.client)
+				a.take(ag, j, &vec{}, part)
+				left = left.Subtract(part)
+			}
+		}
+	}
+	ag.dropEmpty()
+	d := a.opts.DefaultRefuse
+	if refuse != nil {
+		d = *refuse
+	}
+	if d > 0 {
+		until := a.clock.Now().Add(d)
+		for c, r := range got {
+			cl := a.clients[c]
+			if cl.filters == nil {
+				cl.filters = map[int32]filter{}
+			}
+			cl.filters[ai] = filter{until: until, nonrev: r.nonrev, rev: r.rev}
+		}
+	}
+	return nil
+}
