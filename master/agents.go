@@ -44,9 +44,7 @@ func (s agentLink) Connect(stream pb.AgentLink_ConnectServer) error {
 	if err != nil {
 		return toStatus(err)
 	}
-	if err := stream.Send(&pb.MasterMessage{Msg: &pb.MasterMessage_Registered{Registered: &pb.Registered{
-		AgentId: ag, HeartbeatIntervalNanos: int64(m.opts.HeartbeatInterval), Kill: kill,
-	}}}); err != nil {
+	if err := stream.Send(registeredMessage(ag, m.opts.HeartbeatInterval, kill)); err != nil {
 		m.agentGone(ag, c)
 		return err
 	}
@@ -116,7 +114,7 @@ func (m *Master) registerAgent(reg *pb.Register, principal string, c *conn[*pb.M
 		m.dropAgentFromAllocatorLocked(ag)
 	}
 	ag.hostname, ag.principal, ag.total, ag.revocable, ag.attributes = reg.Hostname, principal, total, rev, reg.Attributes
-	ag.oversub = reg.Oversubscription
+	ag.oversub = oversubFromPB(reg.Oversubscription)
 	ag.conn, ag.lastSeen, ag.unreachable = c, time.Now(), false
 	delete(m.awaited, id)
 
@@ -152,7 +150,7 @@ func (m *Master) registerAgent(reg *pb.Register, principal string, c *conn[*pb.M
 			kill = append(kill, ti.TaskId)
 			continue
 		}
-		t := &taskEntry{info: ti, fw: ti.FrameworkId, agent: id, res: res, state: snap.State, recovered: terminal(snap.State)}
+		t := &taskEntry{info: taskInfoFromPB(ti), fw: ti.FrameworkId, agent: id, res: res, state: snap.State, recovered: terminal(snap.State)}
 		if roles := m.knownFWs[ti.FrameworkId].Roles; len(roles) == 1 {
 			t.role = roles[0]
 		}
@@ -178,7 +176,7 @@ func (m *Master) registerAgent(reg *pb.Register, principal string, c *conn[*pb.M
 	}
 	if err := m.addToAllocatorLocked(ag); err != nil {
 		delete(m.agents, id)
-		return "", nil, fmt.Errorf("register agent %s: %w", id, err)
+		return "", nil, fmt.Errorf("register agent %s: %w", id, fromAllocator(err))
 	}
 	if known := (PersistedAgent{Hostname: ag.hostname, Principal: principal}); m.knownAgents[id] != known {
 		m.knownAgents[id] = known
@@ -266,7 +264,7 @@ func (m *Master) agentMessage(id string, c *conn[*pb.MasterMessage], msg *pb.Age
 			m.log.Warn("bad oversubscribed resources", "agent", id, "err", err)
 			return
 		}
-		ag.oversub = x.Oversubscribed
+		ag.oversub = oversubFromPB(x.Oversubscribed)
 		if rev.Equal(ag.revocable) {
 			return // only the corrections or the explanation changed
 		}
@@ -287,7 +285,7 @@ func (m *Master) agentMessage(id string, c *conn[*pb.MasterMessage], msg *pb.Age
 					delete(m.offers, o.id)
 					if f := m.frameworks[o.fw]; f != nil {
 						delete(f.offers, o.id)
-						f.conn.send(&pb.Event{Event: &pb.Event_Rescind{Rescind: &pb.Rescind{OfferId: o.id}}})
+						f.conn.send(rescindEvent(o.id))
 					}
 					break
 				}
@@ -307,7 +305,7 @@ func (m *Master) agentStatusLocked(ag *agentEntry, st *pb.TaskStatus) {
 	t := ag.tasks[st.TaskId]
 	if t == nil {
 		if st.Uuid != "" {
-			ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Ack{Ack: &pb.StatusAck{TaskId: st.TaskId, Uuid: st.Uuid}}})
+			ag.conn.send(ackMessage(st.TaskId, st.Uuid))
 		}
 		return
 	}
@@ -354,20 +352,10 @@ type CorrectionState struct {
 // oversubStateLocked renders the agent's oversubscription status; nil
 // when the agent never sent one (no estimator).
 func (ag *agentEntry) oversubStateLocked() *AgentOversubState {
-	o := ag.oversub
-	if o == nil {
+	if ag.oversub == nil {
 		return nil
 	}
-	st := &AgentOversubState{Estimator: o.Estimator, QoS: o.Qos, Estimate: ag.revocable.String(), Summary: o.Summary,
-		Corrections: make([]CorrectionState, 0, len(o.Corrections))}
-	for _, c := range o.Corrections {
-		cs := CorrectionState{Type: c.Type, ContainerID: c.ContainerId, TaskID: c.TaskId, CPUQuotaMilli: c.CpuQuotaMilli,
-			Reason: c.Reason, Signal: c.Signal, Victim: c.Victim, Value: c.Value, Baseline: c.Baseline, Threshold: c.Threshold,
-			Active: c.Active}
-		if c.AppliedUnixNano > 0 {
-			cs.AppliedAt = time.Unix(0, c.AppliedUnixNano).UTC()
-		}
-		st.Corrections = append(st.Corrections, cs)
-	}
-	return st
+	st := *ag.oversub // its corrections are never changed, only replaced
+	st.Estimate = ag.revocable.String()
+	return &st
 }

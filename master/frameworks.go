@@ -2,7 +2,6 @@ package master
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -80,35 +79,6 @@ func (m *Master) RegisterGRPC(s *grpc.Server) {
 	pb.RegisterSchedulerServer(s, schedulerAPI{m: m})
 }
 
-// toStatus maps the package's sentinels to gRPC codes.
-func toStatus(err error) error {
-	if err == nil {
-		return nil
-	}
-	var c codes.Code
-	switch {
-	case errors.Is(err, ErrInvalid), errors.Is(err, allocator.ErrInvalid), errors.Is(err, resources.ErrInvalid),
-		errors.Is(err, allocator.ErrRevocable), errors.Is(err, resources.ErrMixedRevocable),
-		errors.Is(err, resources.ErrRevocableReservation):
-		c = codes.InvalidArgument
-	case errors.Is(err, ErrStaleOffer), errors.Is(err, ErrConflict):
-		c = codes.FailedPrecondition
-	case errors.Is(err, ErrNotFound), errors.Is(err, allocator.ErrNotFound):
-		c = codes.NotFound
-	case errors.Is(err, ErrInsufficient), errors.Is(err, allocator.ErrInsufficient):
-		c = codes.ResourceExhausted
-	case errors.Is(err, ErrUnauthenticated):
-		c = codes.Unauthenticated
-	case errors.Is(err, ErrForbidden):
-		c = codes.PermissionDenied
-	case errors.Is(err, ErrClosed):
-		c = codes.Unavailable
-	default:
-		c = codes.Internal
-	}
-	return status.Error(c, err.Error())
-}
-
 type schedulerAPI struct {
 	pb.UnimplementedSchedulerServer
 	m *Master
@@ -141,7 +111,7 @@ func (s schedulerAPI) Subscribe(req *pb.SubscribeRequest, stream pb.Scheduler_Su
 				return err
 			}
 		case <-hb.C:
-			if err := stream.Send(&pb.Event{Event: &pb.Event_Heartbeat{Heartbeat: &pb.Heartbeat{}}}); err != nil {
+			if err := stream.Send(heartbeatEvent()); err != nil {
 				return err
 			}
 		}
@@ -201,8 +171,8 @@ func (m *Master) subscribe(req *pb.SubscribeRequest, c *conn[*pb.Event]) (string
 		roles = []string{DefaultRole}
 	}
 	for _, r := range roles {
-		if _, err := resources.Resources(nil).Reserve(r, "x"); err != nil {
-			return "", fmt.Errorf("subscribe: role %q: %w", r, ErrInvalid)
+		if err := ValidateRole(r); err != nil {
+			return "", fmt.Errorf("subscribe: %w", err)
 		}
 	}
 	m.mu.Lock()
@@ -234,7 +204,7 @@ func (m *Master) subscribe(req *pb.SubscribeRequest, c *conn[*pb.Event]) (string
 		used := map[string]resources.Resources{}
 		for _, t := range m.tasks {
 			if t.fw == id {
-				f.tasks[t.info.TaskId] = t
+				f.tasks[t.info.id] = t
 				if t.role == "" && len(roles) == 1 {
 					t.role = roles[0]
 				}
@@ -245,7 +215,7 @@ func (m *Master) subscribe(req *pb.SubscribeRequest, c *conn[*pb.Event]) (string
 			ID: id, Roles: roles, Capabilities: allocator.Capabilities{Revocable: fi.Revocable},
 			SuppressedRoles: req.SuppressedRoles,
 		}, nil); err != nil {
-			return "", fmt.Errorf("subscribe %s: %w", id, err)
+			return "", fmt.Errorf("subscribe %s: %w", id, fromAllocator(err))
 		}
 		m.frameworks[id] = f
 		m.knownFWs[id] = PersistedFramework{Roles: roles, Principal: fi.Principal}
@@ -256,12 +226,12 @@ func (m *Master) subscribe(req *pb.SubscribeRequest, c *conn[*pb.Event]) (string
 		}
 		m.log.Info("framework subscribed", "framework", id, "name", fi.Name, "roles", roles)
 	}
-	c.send(&pb.Event{Event: &pb.Event_Subscribed{Subscribed: &pb.Subscribed{FrameworkId: id, HeartbeatIntervalNanos: int64(m.opts.HeartbeatInterval)}}})
+	c.send(subscribedEvent(id, m.opts.HeartbeatInterval))
 	// Updates the framework may have missed: the latest status of every
 	// task (the agent also retries unacknowledged ones).
 	for _, t := range f.tasks {
 		if t.status != nil {
-			c.send(&pb.Event{Event: &pb.Event_Update{Update: t.status}})
+			c.send(updateEvent(t.status))
 		}
 	}
 	m.trigger()
@@ -294,44 +264,37 @@ func (m *Master) framework(id string) (*frameworkEntry, error) {
 	return f, nil
 }
 
-func refuseOf(fl *pb.Filters) *time.Duration {
-	if fl == nil || fl.RefuseSeconds < 0 {
-		return nil
-	}
-	d := time.Duration(fl.RefuseSeconds * float64(time.Second))
-	return &d
-}
-
-// Accept applies operations to offers of one agent. Everything is
-// validated before anything changes: a forged or stale offer, a task
-// outside the offer, a bad operation all return errors and leave the
-// offers outstanding.
+// Accept applies operations to offers of one agent (Master.Accept).
 func (s schedulerAPI) Accept(ctx context.Context, req *pb.AcceptRequest) (*pb.Empty, error) {
-	p, a, err := s.m.authorizeCall(ctx, req.FrameworkId)
+	acc := acceptRequestFromPB(req)
+	p, a, err := s.m.authorizeCall(ctx, acc.frameworkID)
 	if err == nil && a != nil {
-		err = authorizeOperations(a, p, req.Operations)
+		err = authorizeOperations(a, p, acc.ops)
+	}
+	if err == nil {
+		err = s.m.Accept(acc)
 	}
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &pb.Empty{}, toStatus(s.m.Accept(req))
+	return &pb.Empty{}, nil
 }
 
 // authorizeOperations checks the reserve and unreserve ACLs for the roles
 // of RESERVE and UNRESERVE operations; a reservation must be made on
 // behalf of the caller. Malformed operations are left to Accept.
-func authorizeOperations(a Authorizer, principal string, ops []*pb.Operation) error {
+func authorizeOperations(a Authorizer, principal string, ops []operation) error {
 	for i, op := range ops {
-		var text, action string
-		switch x := op.Op.(type) {
-		case *pb.Operation_Reserve_:
-			text, action = x.Reserve.GetResources(), ActionReserve
-		case *pb.Operation_Unreserve_:
-			text, action = x.Unreserve.GetResources(), ActionUnreserve
+		var action string
+		switch op.kind {
+		case opReserve:
+			action = ActionReserve
+		case opUnreserve:
+			action = ActionUnreserve
 		default:
 			continue
 		}
-		res, err := resources.Parse(text)
+		res, err := resources.Parse(op.resources)
 		if err != nil {
 			continue
 		}
@@ -345,189 +308,6 @@ func authorizeOperations(a Authorizer, principal string, ops []*pb.Operation) er
 		}
 	}
 	return nil
-}
-
-// Accept is the ACCEPT call; see schedulerAPI.Accept. Errors wrap
-// ErrNotFound, ErrStaleOffer, ErrInvalid or ErrInsufficient.
-func (m *Master) Accept(req *pb.AcceptRequest) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	f, err := m.framework(req.FrameworkId)
-	if err != nil {
-		return err
-	}
-	if len(req.OfferIds) == 0 {
-		return fmt.Errorf("accept: no offer: %w", ErrInvalid)
-	}
-	var offers []*offerEntry
-	var agentID string
-	byRole := map[string]resources.Resources{}
-	seen := map[string]bool{}
-	for _, oid := range req.OfferIds {
-		o := f.offers[oid]
-		if o == nil || seen[oid] {
-			return fmt.Errorf("accept offer %q: %w", oid, ErrStaleOffer)
-		}
-		seen[oid] = true
-		if agentID != "" && o.agent != agentID {
-			return fmt.Errorf("accept: offers of agents %s and %s: %w", agentID, o.agent, ErrInvalid)
-		}
-		agentID = o.agent
-		offers = append(offers, o)
-		byRole[o.role] = byRole[o.role].Add(o.res)
-	}
-	ag := m.agents[agentID]
-	if ag == nil || ag.conn == nil {
-		return fmt.Errorf("accept: agent %s is gone: %w", agentID, ErrStaleOffer)
-	}
-	// Validate every operation against what remains of the offers.
-	type launch struct {
-		ti   *pb.TaskInfo
-		res  resources.Resources
-		role string
-	}
-	type reservation struct {
-		res     resources.Resources // reserved form
-		reserve bool
-	}
-	var launches []launch
-	var reservations []reservation
-	ids := map[string]bool{}
-	remaining := map[string]resources.Resources{}
-	for r, v := range byRole {
-		remaining[r] = v
-	}
-	take := func(want resources.Resources) (string, error) {
-		for _, r := range sortedRoles(remaining) {
-			if remaining[r].Contains(want) {
-				remaining[r] = remaining[r].Subtract(want)
-				return r, nil
-			}
-		}
-		return "", fmt.Errorf("%s is not in the offers: %w", want, ErrInsufficient)
-	}
-	for i, op := range req.Operations {
-		switch x := op.Op.(type) {
-		case *pb.Operation_Launch_:
-			for _, ti := range x.Launch.GetTasks() {
-				if !taskIDRE.MatchString(ti.TaskId) {
-					return fmt.Errorf("operation %d: task ID %q: must match %s: %w", i, ti.TaskId, taskIDRE, ErrInvalid)
-				}
-				if m.tasks[ti.TaskId] != nil || ids[ti.TaskId] {
-					return fmt.Errorf("operation %d: task ID %q is in use: %w", i, ti.TaskId, ErrInvalid)
-				}
-				if len(ti.Command) == 0 {
-					return fmt.Errorf("operation %d: task %s: no command: %w", i, ti.TaskId, ErrInvalid)
-				}
-				res, err := resources.Parse(ti.Resources)
-				if err != nil {
-					return fmt.Errorf("operation %d: task %s: %w: %w", i, ti.TaskId, ErrInvalid, err)
-				}
-				if err := resources.ValidateTask(res); err != nil {
-					return fmt.Errorf("operation %d: task %s: %w: %w", i, ti.TaskId, ErrInvalid, err)
-				}
-				if res.IsEmpty() {
-					return fmt.Errorf("operation %d: task %s: no resources: %w", i, ti.TaskId, ErrInvalid)
-				}
-				role, err := take(res)
-				if err != nil {
-					return fmt.Errorf("operation %d: task %s: %w", i, ti.TaskId, err)
-				}
-				ids[ti.TaskId] = true
-				launches = append(launches, launch{ti: ti, res: res, role: role})
-			}
-		case *pb.Operation_Reserve_:
-			res, err := resources.Parse(x.Reserve.Resources)
-			if err != nil {
-				return fmt.Errorf("operation %d: reserve: %w: %w", i, ErrInvalid, err)
-			}
-			for _, e := range res {
-				if e.Revocable {
-					return fmt.Errorf("operation %d: reserve %s: %w", i, e.String(), resources.ErrRevocableReservation)
-				}
-				if e.Reservation == nil || !roleIn(e.Role, f.roles) {
-					return fmt.Errorf("operation %d: reserve %s: needs a dynamic reservation for one of the framework's roles: %w", i, e.String(), ErrInvalid)
-				}
-			}
-			if _, err := take(res.Unreserve()); err != nil {
-				return fmt.Errorf("operation %d: reserve: %w", i, err)
-			}
-			reservations = append(reservations, reservation{res: res, reserve: true})
-		case *pb.Operation_Unreserve_:
-			res, err := resources.Parse(x.Unreserve.Resources)
-			if err != nil {
-				return fmt.Errorf("operation %d: unreserve: %w: %w", i, ErrInvalid, err)
-			}
-			for _, e := range res {
-				if e.Reservation == nil {
-					return fmt.Errorf("operation %d: unreserve %s: not dynamically reserved: %w", i, e.String(), ErrInvalid)
-				}
-			}
-			if _, err := take(res); err != nil {
-				return fmt.Errorf("operation %d: unreserve: %w", i, err)
-			}
-			reservations = append(reservations, reservation{res: res})
-		default:
-			return fmt.Errorf("operation %d: unknown operation: %w", i, ErrInvalid)
-		}
-	}
-	// Apply: the offers are used up; what is not launched goes back.
-	for _, o := range offers {
-		delete(m.offers, o.id)
-		delete(f.offers, o.id)
-	}
-	refuse := refuseOf(req.Filters)
-	for role, res := range remaining {
-		if !res.IsEmpty() {
-			if err := m.alloc.RecoverRole(f.id, role, agentID, res, refuse); err != nil {
-				m.log.Warn("recover unused offer", "framework", f.id, "err", err)
-			}
-		}
-	}
-	for _, rv := range reservations {
-		plain := rv.res.Unreserve()
-		role := rv.res[0].Role
-		zero := time.Duration(0)
-		if rv.reserve {
-			_ = m.alloc.RecoverRole(f.id, "", agentID, plain, &zero)
-			if err := m.alloc.Reserve(agentID, role, rv.res[0].Reservation.Principal, plain); err != nil {
-				m.log.Warn("reserve", "agent", agentID, "err", err)
-				continue
-			}
-			m.reservations[agentID] = m.reservations[agentID].Add(rv.res)
-		} else {
-			_ = m.alloc.RecoverRole(f.id, "", agentID, rv.res, &zero)
-			if err := m.alloc.Unreserve(agentID, rv.res); err != nil {
-				m.log.Warn("unreserve", "agent", agentID, "err", err)
-				continue
-			}
-			m.reservations[agentID] = m.reservations[agentID].Subtract(rv.res)
-		}
-		m.persistReservationsLocked(agentID)
-	}
-	for _, l := range launches {
-		ti := l.ti
-		ti.AgentId, ti.FrameworkId = agentID, f.id
-		ti.Resources = l.res.String()
-		t := &taskEntry{info: ti, fw: f.id, agent: agentID, role: l.role, res: l.res}
-		m.tasks[ti.TaskId] = t
-		f.tasks[ti.TaskId] = t
-		ag.tasks[ti.TaskId] = t
-		m.setTaskStatusLocked(t, &pb.TaskStatus{TaskId: ti.TaskId, AgentId: agentID, FrameworkId: f.id, State: pb.TaskState_TASK_STAGING})
-		ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Run{Run: &pb.RunTask{Task: ti}}})
-		m.cycles.launches++
-	}
-	m.trigger()
-	return nil
-}
-
-func (m *Master) persistReservationsLocked(agentID string) {
-	if m.store == nil {
-		return
-	}
-	if err := m.store.PutReservations(agentID, m.reservations[agentID]); err != nil {
-		m.log.Warn("persist reservations", "agent", agentID, "err", err)
-	}
 }
 
 func roleIn(r string, roles []string) bool {
@@ -619,17 +399,17 @@ func (s schedulerAPI) Kill(ctx context.Context, req *pb.KillRequest) (*pb.Empty,
 			return fmt.Errorf("kill %s: unknown until the agents of the previous run re-register: %w", req.TaskId, ErrClosed)
 		}
 		if t == nil {
-			f.conn.send(&pb.Event{Event: &pb.Event_Update{Update: &pb.TaskStatus{
+			f.conn.send(updateEvent(&pb.TaskStatus{
 				TaskId: req.TaskId, FrameworkId: f.id, State: pb.TaskState_TASK_LOST,
 				Reason: ReasonReconciliation, Message: "unknown task", TimestampUnixNano: time.Now().UnixNano(),
-			}}})
+			}))
 			return nil
 		}
 		ag := m.agents[t.agent]
 		if ag == nil || ag.conn == nil {
 			return fmt.Errorf("kill %s: agent %s is disconnected: %w", req.TaskId, t.agent, ErrClosed)
 		}
-		ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Kill{Kill: &pb.KillTask{TaskId: t.info.TaskId, FrameworkId: f.id}}})
+		ag.conn.send(killTaskMessage(t.info.id, f.id))
 		return nil
 	})
 }
@@ -647,7 +427,7 @@ func (s schedulerAPI) Acknowledge(ctx context.Context, req *pb.AcknowledgeReques
 			agentID = t.agent
 		}
 		if ag := m.agents[agentID]; ag != nil {
-			ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Ack{Ack: &pb.StatusAck{TaskId: req.TaskId, Uuid: req.Uuid}}})
+			ag.conn.send(ackMessage(req.TaskId, req.Uuid))
 		}
 		if t != nil && terminal(t.state) && t.status != nil && t.status.Uuid == req.Uuid {
 			m.forgetTaskLocked(t)
@@ -681,7 +461,7 @@ func (s schedulerAPI) Reconcile(ctx context.Context, req *pb.ReconcileRequest) (
 				}
 				st.State, st.Message = pb.TaskState_TASK_LOST, "unknown task"
 			}
-			f.conn.send(&pb.Event{Event: &pb.Event_Update{Update: st}})
+			f.conn.send(updateEvent(st))
 		}
 		return nil
 	})

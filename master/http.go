@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -169,7 +168,10 @@ func matches(list []string, v string) bool {
 // authenticated and authorized by auth. With a nil Authorizer nothing is
 // authenticated and the principal is "anonymous".
 // Status codes follow Mesos: 200, 400 bad arguments, 401 unauthenticated,
-// 403 not permitted, 409 insufficient resources.
+// 403 not permitted, 409 insufficient resources; 413 for a body over
+// MaxBodyBytes, 404 and 405 for an unknown path or method, 500 when the
+// store cannot record a change (which is then not applied). Every error
+// is a JSON object {"error": "…"}.
 //
 // A non-nil auth also becomes the master's framework Authorizer (see
 // SetAuthorizer): one credentials file and one set of ACLs for operators
@@ -179,7 +181,7 @@ func (m *Master) HTTPHandler(auth Authorizer) http.Handler {
 		m.SetAuthorizer(auth)
 	}
 	mux := http.NewServeMux()
-	h := &httpAPI{m: m, auth: auth}
+	h := &httpAPI{m: m, auth: auth, mux: mux}
 	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, m.State())
 	})
@@ -193,13 +195,52 @@ func (m *Master) HTTPHandler(auth Authorizer) http.Handler {
 		writeJSON(w, http.StatusOK, m.State().Weights)
 	})
 	mux.HandleFunc("POST /weights", h.setWeights)
-	return mux
+	return h
 }
+
+// MaxBodyBytes is the largest request body the operator API reads; a
+// larger one is answered 413.
+const MaxBodyBytes = 1 << 20
 
 type httpAPI struct {
 	m    *Master
 	auth Authorizer
+	mux  *http.ServeMux
 }
+
+// ServeHTTP routes a request; what the mux has no route for (404, or 405
+// with its Allow header) is answered in JSON like every other error.
+func (h *httpAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := h.mux.Handler(r); pattern != "" {
+		h.mux.ServeHTTP(w, r)
+		return
+	}
+	rec := &statusRecorder{header: http.Header{}}
+	h.mux.ServeHTTP(rec, r)
+	if allow := rec.header.Get("Allow"); allow != "" {
+		w.Header().Set("Allow", allow)
+	}
+	code := rec.code
+	if code == 0 {
+		code = http.StatusNotFound
+	}
+	msg := fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path)
+	if code == http.StatusMethodNotAllowed {
+		msg = fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, rec.header.Get("Allow"))
+	}
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+// statusRecorder keeps the status and headers of the mux's own 404 and
+// 405 answers and drops their plain-text bodies.
+type statusRecorder struct {
+	header http.Header
+	code   int
+}
+
+func (s *statusRecorder) Header() http.Header         { return s.header }
+func (s *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (s *statusRecorder) WriteHeader(code int)        { s.code = code }
 
 func (h *httpAPI) principal(r *http.Request) (string, error) {
 	if h.auth == nil {
@@ -215,20 +256,11 @@ func (h *httpAPI) authorize(p, action, role string) error {
 	return h.auth.Authorize(p, action, role)
 }
 
-// fail writes the status code the error's sentinel calls for.
+// fail writes err as JSON with the status httpStatus maps it to.
 func (h *httpAPI) fail(w http.ResponseWriter, err error) {
-	code := http.StatusInternalServerError
-	switch {
-	case errors.Is(err, ErrUnauthenticated):
-		code = http.StatusUnauthorized
+	code := httpStatus(err)
+	if code == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Basic realm="brim"`)
-	case errors.Is(err, ErrForbidden):
-		code = http.StatusForbidden
-	case errors.Is(err, ErrInsufficient):
-		code = http.StatusConflict
-	case errors.Is(err, ErrInvalid), errors.Is(err, ErrNotFound), errors.Is(err, resources.ErrInvalid),
-		errors.Is(err, resources.ErrRevocableReservation):
-		code = http.StatusBadRequest
 	}
 	writeJSON(w, code, map[string]string{"error": err.Error()})
 }
@@ -241,16 +273,24 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v)
 }
 
-// decode reads a JSON body into v.
-func decode(r *http.Request, v any) error {
-	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
-		return fmt.Errorf("read body: %w: %w", ErrInvalid, err)
+// decode reads one JSON value of at most MaxBodyBytes into v; fields v
+// does not have are refused. Errors wrap ErrInvalid, or
+// *http.MaxBytesError for a body too large.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("data after the JSON value")
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("malformed JSON body: %w: %w", ErrInvalid, err)
+	if err == nil {
+		return nil
 	}
-	return nil
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return fmt.Errorf("request body over %d bytes: %w", MaxBodyBytes, err)
+	}
+	return fmt.Errorf("malformed JSON body: %w: %w", ErrInvalid, err)
 }
 
 // ReserveRequest is the body of POST /reserve and /unreserve.
@@ -271,7 +311,7 @@ func (h *httpAPI) reservation(unreserve bool) http.HandlerFunc {
 			return
 		}
 		var req ReserveRequest
-		if err := decode(r, &req); err != nil {
+		if err := decode(w, r, &req); err != nil {
 			h.fail(w, err)
 			return
 		}
@@ -287,6 +327,10 @@ func (h *httpAPI) reservation(unreserve bool) http.HandlerFunc {
 		for role := range res.ByRole() {
 			if role == resources.Unreserved {
 				continue // rejected below with a message
+			}
+			if err := ValidateRole(role); err != nil {
+				h.fail(w, err)
+				return
 			}
 			if err := h.authorize(p, action, role); err != nil {
 				h.fail(w, err)
@@ -321,12 +365,16 @@ func (h *httpAPI) setQuota(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req QuotaRequest
-	if err := decode(r, &req); err != nil {
+	if err := decode(w, r, &req); err != nil {
 		h.fail(w, err)
 		return
 	}
 	if req.Role == "" {
 		h.fail(w, fmt.Errorf("role is required: %w", ErrInvalid))
+		return
+	}
+	if err := ValidateRole(req.Role); err != nil {
+		h.fail(w, err)
 		return
 	}
 	if err := h.authorize(p, ActionSetQuota, req.Role); err != nil {
@@ -363,25 +411,33 @@ func (h *httpAPI) setWeights(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req []WeightRequest
-	if err := decode(r, &req); err != nil {
+	if err := decode(w, r, &req); err != nil {
 		h.fail(w, err)
 		return
 	}
+	weights := map[string]float64{}
 	for _, x := range req {
 		if x.Role == "" || !(x.Weight > 0) {
 			h.fail(w, fmt.Errorf("weight %s=%s: need a role and a positive weight: %w", x.Role, strconv.FormatFloat(x.Weight, 'g', -1, 64), ErrInvalid))
+			return
+		}
+		if err := ValidateRole(x.Role); err != nil {
+			h.fail(w, err)
+			return
+		}
+		if _, dup := weights[x.Role]; dup {
+			h.fail(w, fmt.Errorf("weight of %s given twice: %w", x.Role, ErrInvalid))
 			return
 		}
 		if err := h.authorize(p, ActionSetWeight, x.Role); err != nil {
 			h.fail(w, err)
 			return
 		}
+		weights[x.Role] = x.Weight
 	}
-	for _, x := range req {
-		if err := h.m.SetWeight(x.Role, x.Weight); err != nil {
-			h.fail(w, err)
-			return
-		}
+	if err := h.m.SetWeights(weights); err != nil {
+		h.fail(w, err)
+		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"result": "ok"})
 }

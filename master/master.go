@@ -74,7 +74,8 @@ type Store interface {
 	DeleteFramework(id string) error
 	PutReservations(agentID string, res resources.Resources) error
 	PutQuota(role string, q allocator.Quota) error
-	PutWeight(role string, w float64) error
+	// PutWeights records roles' weights in one write: all or none.
+	PutWeights(weights map[string]float64) error
 }
 
 // Persisted is what a Store holds.
@@ -147,7 +148,7 @@ type agentEntry struct {
 	principal    string // authenticated principal; "" without agent authentication
 	total        resources.Resources
 	revocable    resources.Resources
-	oversub      *pb.Oversubscribed // the agent's last oversubscription status; nil: none sent
+	oversub      *AgentOversubState // the agent's last oversubscription status, without the estimate; nil: none sent
 	attributes   map[string]string
 	conn         *conn[*pb.MasterMessage]
 	lastSeen     time.Time
@@ -168,8 +169,16 @@ type frameworkEntry struct {
 	offers              map[string]*offerEntry
 }
 
+// taskInfo is a task as its framework described it; its agent,
+// framework and resources are the taskEntry's.
+type taskInfo struct {
+	id, name     string
+	command, env []string
+	labels       map[string]string
+}
+
 type taskEntry struct {
-	info      *pb.TaskInfo
+	info      taskInfo
 	fw, agent string
 	role      string
 	res       resources.Resources
@@ -374,10 +383,10 @@ func (m *Master) allocate() {
 		e := &offerEntry{id: uuid.NewString(), fw: o.FrameworkID, agent: o.AgentID, role: o.Role, res: o.Resources, created: start}
 		m.offers[e.id] = e
 		f.offers[e.id] = e
-		byFW[f.id] = append(byFW[f.id], &pb.Offer{Id: e.id, FrameworkId: f.id, AgentId: ag.id, Hostname: ag.hostname, Role: o.Role, Resources: o.Resources.String()})
+		byFW[f.id] = append(byFW[f.id], offerToPB(e, ag.hostname))
 	}
 	for id, os := range byFW {
-		m.frameworks[id].conn.send(&pb.Event{Event: &pb.Event_Offers{Offers: &pb.Offers{Offers: os}}})
+		m.frameworks[id].conn.send(offersEvent(os))
 	}
 	d := time.Since(start)
 	m.cycles.count++
@@ -451,7 +460,7 @@ func (m *Master) rescindLocked(o *offerEntry, refuse *time.Duration) {
 	}
 	if f := m.frameworks[o.fw]; f != nil {
 		delete(f.offers, o.id)
-		f.conn.send(&pb.Event{Event: &pb.Event_Rescind{Rescind: &pb.Rescind{OfferId: o.id}}})
+		f.conn.send(rescindEvent(o.id))
 	}
 	if err := m.alloc.RecoverRole(o.fw, o.role, o.agent, o.res, refuse); err != nil {
 		m.log.Debug("recover rescinded offer", "offer", o.id, "err", err)
@@ -489,7 +498,7 @@ func (m *Master) dropAgentFromAllocatorLocked(ag *agentEntry) {
 			delete(m.offers, o.id)
 			if f := m.frameworks[o.fw]; f != nil {
 				delete(f.offers, o.id)
-				f.conn.send(&pb.Event{Event: &pb.Event_Rescind{Rescind: &pb.Rescind{OfferId: o.id}}})
+				f.conn.send(rescindEvent(o.id))
 			}
 		}
 	}
@@ -522,24 +531,24 @@ func (m *Master) setTaskStatusLocked(t *taskEntry, st *pb.TaskStatus) {
 		if ag := m.agents[t.agent]; ag != nil && ag.inAllocator {
 			zero := time.Duration(0)
 			if err := m.alloc.RecoverRole(t.fw, t.role, t.agent, held, &zero); err != nil {
-				m.log.Warn("recover task resources", "task", t.info.TaskId, "err", err)
+				m.log.Warn("recover task resources", "task", t.info.id, "err", err)
 			}
 			m.trigger()
 		}
 	}
 	if f := m.frameworks[t.fw]; f != nil {
-		f.conn.send(&pb.Event{Event: &pb.Event_Update{Update: st}})
+		f.conn.send(updateEvent(st))
 	}
 }
 
 // forgetTaskLocked removes a task from the registry.
 func (m *Master) forgetTaskLocked(t *taskEntry) {
-	delete(m.tasks, t.info.TaskId)
+	delete(m.tasks, t.info.id)
 	if ag := m.agents[t.agent]; ag != nil {
-		delete(ag.tasks, t.info.TaskId)
+		delete(ag.tasks, t.info.id)
 	}
 	if f := m.frameworks[t.fw]; f != nil {
-		delete(f.tasks, t.info.TaskId)
+		delete(f.tasks, t.info.id)
 	}
 }
 
@@ -551,7 +560,7 @@ func (m *Master) removeFrameworkLocked(f *frameworkEntry) {
 	}
 	for _, t := range f.tasks {
 		if ag := m.agents[t.agent]; ag != nil && !terminal(t.state) {
-			ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Kill{Kill: &pb.KillTask{TaskId: t.info.TaskId, FrameworkId: f.id}}})
+			ag.conn.send(killTaskMessage(t.info.id, f.id))
 		}
 		m.forgetTaskLocked(t)
 	}
