@@ -85,7 +85,7 @@ type launchOp struct {
 // gone), ErrInvalid or ErrInsufficient (not in the offers).
 func planAccept(v acceptView, req acceptRequest) (acceptPlan, error) {
 	f := v.framework
-	if f == nil {
+	if f == nil || f.id != req.frameworkID {
 		return acceptPlan{}, fmt.Errorf("framework %q: %w", req.frameworkID, ErrNotFound)
 	}
 	if len(req.offerIDs) == 0 {
