@@ -216,17 +216,17 @@ func (p *acceptPlan) planUnreserve(text string) error {
 	return nil
 }
 
-// Accept is the ACCEPT call: it applies operations to offers of one agent,
+// accept is the ACCEPT call: it applies operations to offers of one agent,
 // validating everything before anything changes (see planAccept, whose
 // errors it returns).
-func (m *Master) Accept(req acceptRequest) error {
+func (m *Master) accept(req acceptRequest) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p, err := planAccept(acceptView{
 		framework: m.frameworks[req.frameworkID],
 		agentConnected: func(id string) bool {
 			ag := m.agents[id]
-			return ag != nil && ag.conn != nil
+			return ag != nil && ag.out != nil
 		},
 		taskExists: func(id string) bool { return m.tasks[id] != nil },
 	}, req)
@@ -261,8 +261,8 @@ func (m *Master) applyAcceptLocked(p acceptPlan) {
 		m.tasks[t.info.id] = t
 		f.tasks[t.info.id] = t
 		ag.tasks[t.info.id] = t
-		m.setTaskStatusLocked(t, &pb.TaskStatus{TaskId: t.info.id, AgentId: p.agent, FrameworkId: f.id, State: pb.TaskState_TASK_STAGING})
-		ag.conn.send(runTaskMessage(t))
+		m.setTaskStatusLocked(t, &taskStatus{taskID: t.info.id, agentID: p.agent, frameworkID: f.id, state: pb.TaskState_TASK_STAGING})
+		ag.out.send(&runTask{info: t.info, framework: t.fw, agent: t.agent, res: t.res})
 		m.cycles.launches++
 	}
 	m.trigger()

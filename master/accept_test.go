@@ -219,7 +219,7 @@ func TestAcceptRequestFromPB(t *testing.T) {
 		t.Errorf("an empty operation is %v, want opUnknown", req.ops[3].kind)
 	}
 	// What the agent gets back is the task as described, with the master's fields.
-	back := taskInfoToPB(&taskEntry{info: l.tasks[0].info, fw: "fw", agent: "a1", res: resources.MustParse("cpus:1")})
+	back := taskInfoToPB(&runTask{info: l.tasks[0].info, framework: "fw", agent: "a1", res: resources.MustParse("cpus:1")})
 	if back.TaskId != "t1" || back.FrameworkId != "fw" || back.AgentId != "a1" || back.Resources != "cpus:1" || back.Labels["k"] != "v" {
 		t.Errorf("task info to the agent %v", back)
 	}

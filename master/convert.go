@@ -1,6 +1,7 @@
 package master
 
 import (
+	"fmt"
 	"time"
 
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
@@ -49,27 +50,24 @@ func taskInfoFromPB(ti *pb.TaskInfo) taskInfo {
 }
 
 // taskInfoToPB is the TaskInfo of a task as the agent runs it.
-func taskInfoToPB(t *taskEntry) *pb.TaskInfo {
-	return &pb.TaskInfo{TaskId: t.info.id, Name: t.info.name, AgentId: t.agent, FrameworkId: t.fw,
-		Resources: t.res.String(), Command: t.info.command, Env: t.info.env, Labels: t.info.labels}
+func taskInfoToPB(r *runTask) *pb.TaskInfo {
+	return &pb.TaskInfo{TaskId: r.info.id, Name: r.info.name, AgentId: r.agent, FrameworkId: r.framework,
+		Resources: r.res.String(), Command: r.info.command, Env: r.info.env, Labels: r.info.labels}
 }
 
-// Messages to agents.
-
-func runTaskMessage(t *taskEntry) *pb.MasterMessage {
-	return &pb.MasterMessage{Msg: &pb.MasterMessage_Run{Run: &pb.RunTask{Task: taskInfoToPB(t)}}}
-}
-
-func killTaskMessage(taskID, frameworkID string) *pb.MasterMessage {
-	return &pb.MasterMessage{Msg: &pb.MasterMessage_Kill{Kill: &pb.KillTask{TaskId: taskID, FrameworkId: frameworkID}}}
-}
-
-func ackMessage(taskID, uuid string) *pb.MasterMessage {
-	return &pb.MasterMessage{Msg: &pb.MasterMessage_Ack{Ack: &pb.StatusAck{TaskId: taskID, Uuid: uuid}}}
-}
-
-func updateTaskMessage(t *taskEntry) *pb.MasterMessage {
-	return &pb.MasterMessage{Msg: &pb.MasterMessage_Update{Update: &pb.UpdateTask{TaskId: t.info.id, Resources: t.pending.res.String()}}}
+// agentMessageToPB converts a message for an agent.
+func agentMessageToPB(msg toAgent) *pb.MasterMessage {
+	switch x := msg.(type) {
+	case *runTask:
+		return &pb.MasterMessage{Msg: &pb.MasterMessage_Run{Run: &pb.RunTask{Task: taskInfoToPB(x)}}}
+	case *killTask:
+		return &pb.MasterMessage{Msg: &pb.MasterMessage_Kill{Kill: &pb.KillTask{TaskId: x.taskID, FrameworkId: x.framework}}}
+	case *ackStatus:
+		return &pb.MasterMessage{Msg: &pb.MasterMessage_Ack{Ack: &pb.StatusAck{TaskId: x.taskID, Uuid: x.uuid}}}
+	case *resizeTask:
+		return &pb.MasterMessage{Msg: &pb.MasterMessage_Update{Update: &pb.UpdateTask{TaskId: x.taskID, Resources: x.res.String()}}}
+	}
+	panic(fmt.Sprintf("master: unknown message for an agent %T", msg))
 }
 
 func registeredMessage(agentID string, heartbeat time.Duration, kill []string) *pb.MasterMessage {
@@ -78,30 +76,40 @@ func registeredMessage(agentID string, heartbeat time.Duration, kill []string) *
 	}}}
 }
 
-// Events to frameworks.
-
-func offerToPB(o *offerEntry, hostname string) *pb.Offer {
-	return &pb.Offer{Id: o.id, FrameworkId: o.fw, AgentId: o.agent, Hostname: hostname, Role: o.role, Resources: o.res.String()}
-}
-
-func offersEvent(offers []*pb.Offer) *pb.Event {
-	return &pb.Event{Event: &pb.Event_Offers{Offers: &pb.Offers{Offers: offers}}}
-}
-
-func rescindEvent(offerID string) *pb.Event {
-	return &pb.Event{Event: &pb.Event_Rescind{Rescind: &pb.Rescind{OfferId: offerID}}}
-}
-
-func updateEvent(st *pb.TaskStatus) *pb.Event {
-	return &pb.Event{Event: &pb.Event_Update{Update: st}}
-}
-
-func subscribedEvent(frameworkID string, heartbeat time.Duration) *pb.Event {
-	return &pb.Event{Event: &pb.Event_Subscribed{Subscribed: &pb.Subscribed{FrameworkId: frameworkID, HeartbeatIntervalNanos: int64(heartbeat)}}}
+// frameworkEventToPB converts an event for a framework.
+func frameworkEventToPB(ev toFramework) *pb.Event {
+	switch x := ev.(type) {
+	case *subscribed:
+		return &pb.Event{Event: &pb.Event_Subscribed{Subscribed: &pb.Subscribed{FrameworkId: x.framework, HeartbeatIntervalNanos: int64(x.heartbeat)}}}
+	case *offersMade:
+		offers := make([]*pb.Offer, len(x.offers))
+		for i, o := range x.offers {
+			offers[i] = &pb.Offer{Id: o.id, FrameworkId: o.fw, AgentId: o.agent, Hostname: x.hostnames[i], Role: o.role, Resources: o.res.String()}
+		}
+		return &pb.Event{Event: &pb.Event_Offers{Offers: &pb.Offers{Offers: offers}}}
+	case *offerRescinded:
+		return &pb.Event{Event: &pb.Event_Rescind{Rescind: &pb.Rescind{OfferId: x.offerID}}}
+	case *taskStatus:
+		return &pb.Event{Event: &pb.Event_Update{Update: taskStatusToPB(x)}}
+	}
+	panic(fmt.Sprintf("master: unknown event for a framework %T", ev))
 }
 
 func heartbeatEvent() *pb.Event {
 	return &pb.Event{Event: &pb.Event_Heartbeat{Heartbeat: &pb.Heartbeat{}}}
+}
+
+// taskStatusFromPB converts a status update from an agent.
+func taskStatusFromPB(st *pb.TaskStatus) *taskStatus {
+	return &taskStatus{taskID: st.GetTaskId(), agentID: st.GetAgentId(), frameworkID: st.GetFrameworkId(), state: st.GetState(),
+		reason: st.GetReason(), message: st.GetMessage(), hasExitCode: st.GetHasExitCode(), exitCode: st.GetExitCode(),
+		uuid: st.GetUuid(), timestampUnixNano: st.GetTimestampUnixNano(), resources: st.GetResources()}
+}
+
+func taskStatusToPB(st *taskStatus) *pb.TaskStatus {
+	return &pb.TaskStatus{TaskId: st.taskID, AgentId: st.agentID, FrameworkId: st.frameworkID, State: st.state,
+		Reason: st.reason, Message: st.message, HasExitCode: st.hasExitCode, ExitCode: st.exitCode,
+		Uuid: st.uuid, TimestampUnixNano: st.timestampUnixNano, Resources: st.resources}
 }
 
 // oversubFromPB is an agent's oversubscription status as State shows it,
@@ -123,4 +131,41 @@ func oversubFromPB(o *pb.Oversubscribed) *AgentOversubState {
 		st.Corrections = append(st.Corrections, cs)
 	}
 	return st
+}
+
+// registrationFromPB converts an agent's Register message.
+func registrationFromPB(reg *pb.Register) *registration {
+	out := &registration{agentID: reg.GetAgentId(), hostname: reg.GetHostname(), resources: reg.GetResources(),
+		revocable: reg.GetRevocable(), attributes: reg.GetAttributes(), oversub: oversubFromPB(reg.GetOversubscription())}
+	for _, snap := range reg.GetTasks() {
+		ti := snap.GetTask()
+		if ti == nil {
+			continue
+		}
+		out.tasks = append(out.tasks, taskReport{info: taskInfoFromPB(ti), framework: ti.GetFrameworkId(),
+			resources: ti.GetResources(), state: snap.GetState()})
+	}
+	return out
+}
+
+// agentMessageFromPB converts a message from a registered agent; a
+// heartbeat, a repeated Register or a message of an unknown kind is nil.
+func agentMessageFromPB(msg *pb.AgentMessage) fromAgent {
+	switch x := msg.GetMsg().(type) {
+	case *pb.AgentMessage_Status:
+		return taskStatusFromPB(x.Status)
+	case *pb.AgentMessage_Oversubscribed:
+		return &agentOversub{revocable: x.Oversubscribed.GetRevocable(), state: oversubFromPB(x.Oversubscribed)}
+	}
+	return nil
+}
+
+// subscriptionFromPB converts a Subscribe call.
+func subscriptionFromPB(req *pb.SubscribeRequest) *subscription {
+	out := &subscription{suppressedRoles: req.GetSuppressedRoles()}
+	if fi := req.GetFramework(); fi != nil {
+		out.info = &frameworkInfo{id: fi.GetId(), name: fi.GetName(), principal: fi.GetPrincipal(), roles: fi.GetRoles(),
+			revocable: fi.GetRevocable(), failover: time.Duration(fi.GetFailoverTimeoutNanos())}
+	}
+	return out
 }

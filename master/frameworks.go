@@ -9,9 +9,6 @@ import (
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/google/uuid"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // SetAuthorizer makes the Scheduler gRPC service authenticate frameworks
@@ -73,84 +70,39 @@ func (m *Master) authorizeCall(ctx context.Context, id string) (string, Authoriz
 	return p, a, nil
 }
 
-// RegisterGRPC registers the master's AgentLink and Scheduler services.
-func (m *Master) RegisterGRPC(s *grpc.Server) {
-	pb.RegisterAgentLinkServer(s, agentLink{m: m})
-	pb.RegisterSchedulerServer(s, schedulerAPI{m: m})
-}
-
-type schedulerAPI struct {
-	pb.UnimplementedSchedulerServer
-	m *Master
-}
-
-// Subscribe registers or fails over a framework and streams its events.
-func (s schedulerAPI) Subscribe(req *pb.SubscribeRequest, stream pb.Scheduler_SubscribeServer) error {
-	ctx, cancel := context.WithCancel(stream.Context())
-	defer cancel()
-	if err := s.m.authorizeSubscribe(ctx, req); err != nil {
-		return toStatus(err)
-	}
-	c := newConn[*pb.Event](cancel, frameworkQueue)
-	id, err := s.m.subscribe(req, c)
-	if err != nil {
-		return toStatus(err)
-	}
-	defer s.m.frameworkGone(id, c)
-	hb := time.NewTicker(s.m.opts.HeartbeatInterval)
-	defer hb.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			if stream.Context().Err() != nil {
-				return nil
-			}
-			return status.Error(codes.Unavailable, "framework stream closed by the master")
-		case ev := <-c.ch:
-			if err := stream.Send(ev); err != nil {
-				return err
-			}
-		case <-hb.C:
-			if err := stream.Send(heartbeatEvent()); err != nil {
-				return err
-			}
-		}
-	}
-}
-
 // authorizeSubscribe authenticates a subscription (its FrameworkInfo's
 // principal becomes the authenticated one) and checks the register ACL for
 // every role the framework gets; a failover must come from the principal
 // that subscribed the framework.
-func (m *Master) authorizeSubscribe(ctx context.Context, req *pb.SubscribeRequest) error {
+func (m *Master) authorizeSubscribe(ctx context.Context, req *subscription) error {
 	p, a, err := m.caller(ctx)
 	if err != nil || a == nil {
 		return err
 	}
-	fi := req.GetFramework()
+	fi := req.info
 	if fi == nil {
 		return nil // subscribe refuses it
 	}
-	if fi.Principal != "" && fi.Principal != p {
-		return fmt.Errorf("subscribe: framework info names principal %q but the caller authenticated as %q: %w", fi.Principal, p, ErrForbidden)
+	if fi.principal != "" && fi.principal != p {
+		return fmt.Errorf("subscribe: framework info names principal %q but the caller authenticated as %q: %w", fi.principal, p, ErrForbidden)
 	}
-	fi.Principal = p
-	roles := fi.Roles
+	fi.principal = p
+	roles := fi.roles
 	if len(roles) == 0 {
 		roles = []string{DefaultRole}
 	}
 	m.mu.Lock()
-	if f := m.frameworks[fi.Id]; fi.Id != "" && f != nil {
+	if f := m.frameworks[fi.id]; fi.id != "" && f != nil {
 		if f.principal != p {
 			m.mu.Unlock()
-			return fmt.Errorf("subscribe: principal %q may not fail over framework %s, subscribed by principal %q: %w", p, fi.Id, f.principal, ErrForbidden)
+			return fmt.Errorf("subscribe: principal %q may not fail over framework %s, subscribed by principal %q: %w", p, fi.id, f.principal, ErrForbidden)
 		}
 		roles = f.roles // a failover keeps the framework's roles
-	} else if known, ok := m.knownFWs[fi.Id]; fi.Id != "" && ok && known.Principal != "" && known.Principal != p {
+	} else if known, ok := m.knownFWs[fi.id]; fi.id != "" && ok && known.Principal != "" && known.Principal != p {
 		// Re-subscribing after a master restart: the persisted principal
 		// decides.
 		m.mu.Unlock()
-		return fmt.Errorf("subscribe: principal %q may not re-subscribe framework %s, subscribed by principal %q: %w", p, fi.Id, known.Principal, ErrForbidden)
+		return fmt.Errorf("subscribe: principal %q may not re-subscribe framework %s, subscribed by principal %q: %w", p, fi.id, known.Principal, ErrForbidden)
 	}
 	m.mu.Unlock()
 	for _, r := range roles {
@@ -161,12 +113,12 @@ func (m *Master) authorizeSubscribe(ctx context.Context, req *pb.SubscribeReques
 	return nil
 }
 
-func (m *Master) subscribe(req *pb.SubscribeRequest, c *conn[*pb.Event]) (string, error) {
-	fi := req.GetFramework()
+func (m *Master) subscribe(req *subscription, c *outbox[toFramework]) (string, error) {
+	fi := req.info
 	if fi == nil {
 		return "", fmt.Errorf("subscribe: no framework info: %w", ErrInvalid)
 	}
-	roles := fi.Roles
+	roles := fi.roles
 	if len(roles) == 0 {
 		roles = []string{DefaultRole}
 	}
@@ -177,11 +129,11 @@ func (m *Master) subscribe(req *pb.SubscribeRequest, c *conn[*pb.Event]) (string
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	id := fi.Id
+	id := fi.id
 	if id == "" {
 		id = uuid.NewString()
 	}
-	failover := time.Duration(fi.FailoverTimeoutNanos)
+	failover := fi.failover
 	if failover <= 0 {
 		failover = m.opts.FailoverTimeout
 	}
@@ -189,18 +141,18 @@ func (m *Master) subscribe(req *pb.SubscribeRequest, c *conn[*pb.Event]) (string
 	if f != nil {
 		// Failover: the new stream replaces the old one, outstanding offers
 		// go back, the tasks stay.
-		if f.conn != nil {
-			f.conn.cancel()
+		if f.out != nil {
+			f.out.cancel()
 		}
 		for _, o := range f.offers {
 			m.rescindLocked(o, nil)
 		}
-		f.conn, f.name, f.failover, f.revocable, f.principal = c, fi.Name, failover, fi.Revocable, fi.Principal
+		f.out, f.name, f.failover, f.revocable, f.principal = c, fi.name, failover, fi.revocable, fi.principal
 		m.alloc.Revive(id)
-		m.log.Info("framework failed over", "framework", id, "name", fi.Name)
+		m.log.Info("framework failed over", "framework", id, "name", fi.name)
 	} else {
-		f = &frameworkEntry{id: id, name: fi.Name, principal: fi.Principal, roles: roles, revocable: fi.Revocable,
-			failover: failover, conn: c, tasks: map[string]*taskEntry{}, offers: map[string]*offerEntry{}}
+		f = &frameworkEntry{id: id, name: fi.name, principal: fi.principal, roles: roles, revocable: fi.revocable,
+			failover: failover, out: c, tasks: map[string]*taskEntry{}, offers: map[string]*offerEntry{}}
 		used := map[string]resources.Resources{}
 		for _, t := range m.tasks {
 			if t.fw == id {
@@ -212,26 +164,26 @@ func (m *Master) subscribe(req *pb.SubscribeRequest, c *conn[*pb.Event]) (string
 		}
 		_ = used // usage held by the allocator since the agents re-registered
 		if err := m.alloc.AddFramework(allocator.FrameworkInfo{
-			ID: id, Roles: roles, Capabilities: allocator.Capabilities{Revocable: fi.Revocable},
-			SuppressedRoles: req.SuppressedRoles,
+			ID: id, Roles: roles, Capabilities: allocator.Capabilities{Revocable: fi.revocable},
+			SuppressedRoles: req.suppressedRoles,
 		}, nil); err != nil {
 			return "", fmt.Errorf("subscribe %s: %w", id, fromAllocator(err))
 		}
 		m.frameworks[id] = f
-		m.knownFWs[id] = PersistedFramework{Roles: roles, Principal: fi.Principal}
+		m.knownFWs[id] = PersistedFramework{Roles: roles, Principal: fi.principal}
 		if m.store != nil {
 			if err := m.store.PutFramework(id, m.knownFWs[id]); err != nil {
 				m.log.Warn("persist framework", "framework", id, "err", err)
 			}
 		}
-		m.log.Info("framework subscribed", "framework", id, "name", fi.Name, "roles", roles)
+		m.log.Info("framework subscribed", "framework", id, "name", fi.name, "roles", roles)
 	}
-	c.send(subscribedEvent(id, m.opts.HeartbeatInterval))
+	c.send(&subscribed{framework: id, heartbeat: m.opts.HeartbeatInterval})
 	// Updates the framework may have missed: the latest status of every
 	// task (the agent also retries unacknowledged ones).
 	for _, t := range f.tasks {
 		if t.status != nil {
-			c.send(updateEvent(t.status))
+			c.send(t.status)
 		}
 	}
 	m.trigger()
@@ -240,14 +192,14 @@ func (m *Master) subscribe(req *pb.SubscribeRequest, c *conn[*pb.Event]) (string
 
 // frameworkGone handles the end of a framework's stream: its offers go
 // back and it gets no new ones until it re-subscribes or times out.
-func (m *Master) frameworkGone(id string, c *conn[*pb.Event]) {
+func (m *Master) frameworkGone(id string, c *outbox[toFramework]) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f := m.frameworks[id]
-	if f == nil || f.conn != c {
+	if f == nil || f.out != c {
 		return
 	}
-	f.conn = nil
+	f.out = nil
 	f.disconnectedAt = time.Now()
 	for _, o := range f.offers {
 		m.rescindLocked(o, nil)
@@ -262,22 +214,6 @@ func (m *Master) framework(id string) (*frameworkEntry, error) {
 		return nil, fmt.Errorf("framework %q: %w", id, ErrNotFound)
 	}
 	return f, nil
-}
-
-// Accept applies operations to offers of one agent (Master.Accept).
-func (s schedulerAPI) Accept(ctx context.Context, req *pb.AcceptRequest) (*pb.Empty, error) {
-	acc := acceptRequestFromPB(req)
-	p, a, err := s.m.authorizeCall(ctx, acc.frameworkID)
-	if err == nil && a != nil {
-		err = authorizeOperations(a, p, acc.ops)
-	}
-	if err == nil {
-		err = s.m.Accept(acc)
-	}
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.Empty{}, nil
 }
 
 // authorizeOperations checks the reserve and unreserve ACLs for the roles
@@ -332,36 +268,27 @@ func sortedRoles(m map[string]resources.Resources) []string {
 	return out
 }
 
-// frameworkCall authenticates a Scheduler call for framework id and runs
-// fn with the master locked and the framework looked up; fn's error (or
-// the lookup's) becomes the call's gRPC status.
-func (s schedulerAPI) frameworkCall(ctx context.Context, id string, fn func(m *Master, f *frameworkEntry) error) (*pb.Empty, error) {
-	if _, _, err := s.m.authorizeCall(ctx, id); err != nil {
-		return nil, toStatus(err)
-	}
-	m := s.m
+// withFramework runs fn with the master locked and framework id looked
+// up; errors wrap ErrNotFound for an unknown framework, or are fn's.
+func (m *Master) withFramework(id string, fn func(f *frameworkEntry) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f, err := m.framework(id)
-	if err == nil {
-		err = fn(m, f)
-	}
 	if err != nil {
-		return nil, toStatus(err)
+		return err
 	}
-	return &pb.Empty{}, nil
+	return fn(f)
 }
 
 // Decline gives offers back with an optional refusal filter.
-func (s schedulerAPI) Decline(ctx context.Context, req *pb.DeclineRequest) (*pb.Empty, error) {
-	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, f *frameworkEntry) error {
-		for _, oid := range req.OfferIds {
+func (m *Master) decline(fw string, offerIDs []string, refuse *time.Duration) error {
+	return m.withFramework(fw, func(f *frameworkEntry) error {
+		for _, oid := range offerIDs {
 			if f.offers[oid] == nil {
 				return fmt.Errorf("decline offer %q: %w", oid, ErrStaleOffer)
 			}
 		}
-		refuse := refuseOf(req.Filters)
-		for _, oid := range req.OfferIds {
+		for _, oid := range offerIDs {
 			o := f.offers[oid]
 			delete(m.offers, oid)
 			delete(f.offers, oid)
@@ -374,62 +301,61 @@ func (s schedulerAPI) Decline(ctx context.Context, req *pb.DeclineRequest) (*pb.
 }
 
 // Revive clears the framework's filters and unsuppresses its roles.
-func (s schedulerAPI) Revive(ctx context.Context, req *pb.ReviveRequest) (*pb.Empty, error) {
-	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, _ *frameworkEntry) error {
-		m.alloc.Revive(req.FrameworkId, req.Roles...)
+func (m *Master) revive(fw string, roles []string) error {
+	return m.withFramework(fw, func(*frameworkEntry) error {
+		m.alloc.Revive(fw, roles...)
 		m.trigger()
 		return nil
 	})
 }
 
 // Suppress stops offers to the framework's roles until Revive.
-func (s schedulerAPI) Suppress(ctx context.Context, req *pb.SuppressRequest) (*pb.Empty, error) {
-	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, _ *frameworkEntry) error {
-		m.alloc.Suppress(req.FrameworkId, req.Roles...)
+func (m *Master) suppress(fw string, roles []string) error {
+	return m.withFramework(fw, func(*frameworkEntry) error {
+		m.alloc.Suppress(fw, roles...)
 		return nil
 	})
 }
 
 // Kill asks the task's agent to kill it. An unknown task gets a LOST
 // update, as in Mesos.
-func (s schedulerAPI) Kill(ctx context.Context, req *pb.KillRequest) (*pb.Empty, error) {
-	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, f *frameworkEntry) error {
-		t := f.tasks[req.TaskId]
+func (m *Master) kill(fw, taskID string) error {
+	return m.withFramework(fw, func(f *frameworkEntry) error {
+		t := f.tasks[taskID]
 		if t == nil && len(m.awaited) > 0 {
-			return fmt.Errorf("kill %s: unknown until the agents of the previous run re-register: %w", req.TaskId, ErrClosed)
+			return fmt.Errorf("kill %s: unknown until the agents of the previous run re-register: %w", taskID, ErrClosed)
 		}
 		if t == nil {
-			f.conn.send(updateEvent(&pb.TaskStatus{
-				TaskId: req.TaskId, FrameworkId: f.id, State: pb.TaskState_TASK_LOST,
-				Reason: ReasonReconciliation, Message: "unknown task", TimestampUnixNano: time.Now().UnixNano(),
-			}))
+			f.out.send(&taskStatus{
+				taskID: taskID, frameworkID: f.id, state: pb.TaskState_TASK_LOST,
+				reason: ReasonReconciliation, message: "unknown task", timestampUnixNano: time.Now().UnixNano(),
+			})
 			return nil
 		}
 		ag := m.agents[t.agent]
-		if ag == nil || ag.conn == nil {
-			return fmt.Errorf("kill %s: agent %s is disconnected: %w", req.TaskId, t.agent, ErrClosed)
+		if ag == nil || ag.out == nil {
+			return fmt.Errorf("kill %s: agent %s is disconnected: %w", taskID, t.agent, ErrClosed)
 		}
-		ag.conn.send(killTaskMessage(t.info.id, f.id))
+		ag.out.send(&killTask{taskID: t.info.id, framework: f.id})
 		return nil
 	})
 }
 
 // Acknowledge forwards a framework's acknowledgement to the agent and
 // forgets a task whose terminal update is acknowledged.
-func (s schedulerAPI) Acknowledge(ctx context.Context, req *pb.AcknowledgeRequest) (*pb.Empty, error) {
-	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, f *frameworkEntry) error {
-		if req.Uuid == "" {
-			return fmt.Errorf("acknowledge %s: empty uuid: %w", req.TaskId, ErrInvalid)
+func (m *Master) acknowledge(fw, agentID, taskID, uuid string) error {
+	return m.withFramework(fw, func(f *frameworkEntry) error {
+		if uuid == "" {
+			return fmt.Errorf("acknowledge %s: empty uuid: %w", taskID, ErrInvalid)
 		}
-		t := f.tasks[req.TaskId]
-		agentID := req.AgentId
+		t := f.tasks[taskID]
 		if t != nil {
 			agentID = t.agent
 		}
 		if ag := m.agents[agentID]; ag != nil {
-			ag.conn.send(ackMessage(req.TaskId, req.Uuid))
+			ag.out.send(&ackStatus{taskID: taskID, uuid: uuid})
 		}
-		if t != nil && terminal(t.state) && t.status != nil && t.status.Uuid == req.Uuid {
+		if t != nil && terminal(t.state) && t.status != nil && t.status.uuid == uuid {
 			m.forgetTaskLocked(t)
 		}
 		return nil
@@ -440,28 +366,28 @@ func (s schedulerAPI) Acknowledge(ctx context.Context, req *pb.AcknowledgeReques
 // none is named); unknown tasks are reported LOST, except after a master
 // restart while agents of the previous run have not re-registered (their
 // re-registration reports the tasks).
-func (s schedulerAPI) Reconcile(ctx context.Context, req *pb.ReconcileRequest) (*pb.Empty, error) {
-	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, f *frameworkEntry) error {
-		ids := req.TaskIds
+func (m *Master) reconcile(fw string, taskIDs []string) error {
+	return m.withFramework(fw, func(f *frameworkEntry) error {
+		ids := taskIDs
 		if len(ids) == 0 {
 			for id := range f.tasks {
 				ids = append(ids, id)
 			}
 		}
 		for _, id := range ids {
-			st := &pb.TaskStatus{TaskId: id, FrameworkId: f.id, Reason: ReasonReconciliation, TimestampUnixNano: time.Now().UnixNano()}
+			st := &taskStatus{taskID: id, frameworkID: f.id, reason: ReasonReconciliation, timestampUnixNano: time.Now().UnixNano()}
 			if t := f.tasks[id]; t != nil {
-				st.AgentId, st.State = t.agent, t.state
+				st.agentID, st.state = t.agent, t.state
 				if t.status != nil {
-					st.HasExitCode, st.ExitCode, st.Message = t.status.HasExitCode, t.status.ExitCode, t.status.Message
+					st.hasExitCode, st.exitCode, st.message = t.status.hasExitCode, t.status.exitCode, t.status.message
 				}
 			} else {
 				if len(m.awaited) > 0 {
 					continue // it may be on an agent that has not re-registered yet
 				}
-				st.State, st.Message = pb.TaskState_TASK_LOST, "unknown task"
+				st.state, st.message = pb.TaskState_TASK_LOST, "unknown task"
 			}
-			f.conn.send(updateEvent(st))
+			f.out.send(st)
 		}
 		return nil
 	})

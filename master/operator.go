@@ -109,18 +109,18 @@ func (m *Master) State() State {
 	st := State{StartedAt: m.started, Quota: map[string]QuotaState{}, Weights: map[string]float64{}}
 	for _, ag := range m.agents {
 		st.Agents = append(st.Agents, AgentState{ID: ag.id, Hostname: ag.hostname, Principal: ag.principal, Resources: ag.total.String(), Revocable: ag.revocable.String(),
-			Reserved: m.reservations[ag.id].String(), Connected: ag.conn != nil, Unreachable: ag.unreachable, Tasks: len(ag.tasks),
+			Reserved: m.reservations[ag.id].String(), Connected: ag.out != nil, Unreachable: ag.unreachable, Tasks: len(ag.tasks),
 			Oversubscription: ag.oversubStateLocked()})
 	}
 	sort.Slice(st.Agents, func(i, j int) bool { return st.Agents[i].ID < st.Agents[j].ID })
 	for _, f := range m.frameworks {
-		st.Frameworks = append(st.Frameworks, FrameworkState{ID: f.id, Name: f.name, Principal: f.principal, Roles: f.roles, Connected: f.conn != nil, Tasks: len(f.tasks), Offers: len(f.offers)})
+		st.Frameworks = append(st.Frameworks, FrameworkState{ID: f.id, Name: f.name, Principal: f.principal, Roles: f.roles, Connected: f.out != nil, Tasks: len(f.tasks), Offers: len(f.offers)})
 	}
 	sort.Slice(st.Frameworks, func(i, j int) bool { return st.Frameworks[i].ID < st.Frameworks[j].ID })
 	for _, t := range m.tasks {
 		ts := TaskState{ID: t.info.id, FrameworkID: t.fw, AgentID: t.agent, State: stateName(t.state), Resources: t.res.String()}
 		if t.status != nil {
-			ts.Reason, ts.Message = t.status.Reason, t.status.Message
+			ts.Reason, ts.Message = t.status.reason, t.status.message
 		}
 		st.Tasks = append(st.Tasks, ts)
 	}

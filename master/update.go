@@ -1,7 +1,6 @@
 package master
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -30,20 +29,10 @@ func (t *taskEntry) held() resources.Resources {
 	return t.res.Add(t.pending.grow)
 }
 
-// UpdateTask changes a running task's resources; see Master.UpdateTask.
-func (s schedulerAPI) UpdateTask(ctx context.Context, req *pb.UpdateTaskRequest) (*pb.Empty, error) {
-	if _, _, err := s.m.authorizeCall(ctx, req.FrameworkId); err != nil {
-		return nil, toStatus(err)
-	}
-	if err := s.m.UpdateTask(req.FrameworkId, req.TaskId, req.Resources, req.OfferIds); err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.Empty{}, nil
-}
-
 // UpdateTask asks the task's agent to resize a RUNNING or STARTING task
-// (id, of framework frameworkID) to resourcesText, which must name the same resources (names, roles,
-// reservations, revocability) as the task's current ones. Growth must be
+// (id, of framework frameworkID) to resourcesText, which must name the
+// same resources (names, roles, reservations, revocability) as the task's
+// current ones. Growth must be
 // in the named offers, all of the framework and of the task's agent (and
 // of the task's role); the offers are used up and what the growth does
 // not take goes back to the allocator, as after an ACCEPT. The master's
@@ -75,7 +64,7 @@ func (m *Master) UpdateTask(frameworkID, id, resourcesText string, offerIDs []st
 		return fmt.Errorf("update task %s: the update to %s is not answered yet: %w", id, t.pending.res, ErrConflict)
 	}
 	ag := m.agents[t.agent]
-	if ag == nil || ag.conn == nil || !ag.inAllocator {
+	if ag == nil || ag.out == nil || !ag.inAllocator {
 		return fmt.Errorf("update task %s: agent %s is disconnected: %w", id, t.agent, ErrClosed)
 	}
 	want, err := resources.Parse(resourcesText)
@@ -155,7 +144,7 @@ func (m *Master) UpdateTask(frameworkID, id, resourcesText string, offerIDs []st
 }
 
 func (m *Master) sendResizeLocked(ag *agentEntry, t *taskEntry) {
-	ag.conn.send(updateTaskMessage(t))
+	ag.out.send(&resizeTask{taskID: t.info.id, res: t.pending.res})
 }
 
 // kindKey identifies a resource's kind: everything but its amount.
@@ -209,20 +198,20 @@ func sameKinds(cur, want resources.Resources) error {
 // status with reason RESOURCES_UPDATED or RESOURCES_UPDATE_FAILED) before
 // the status goes to the framework. Retries of an answer already applied
 // are ignored.
-func (m *Master) resizeStatusLocked(ag *agentEntry, t *taskEntry, st *pb.TaskStatus) {
-	if st.Uuid != "" {
-		if st.Uuid == t.resizeUUID {
+func (m *Master) resizeStatusLocked(ag *agentEntry, t *taskEntry, st *taskStatus) {
+	if st.uuid != "" {
+		if st.uuid == t.resizeUUID {
 			return
 		}
-		t.resizeUUID = st.Uuid
+		t.resizeUUID = st.uuid
 	}
 	p := t.pending
 	zero := time.Duration(0)
-	switch st.Reason {
+	switch st.reason {
 	case pb.ReasonResourcesUpdated:
-		res, err := resources.Parse(st.Resources)
+		res, err := resources.Parse(st.resources)
 		if err != nil || res.IsEmpty() {
-			m.log.Warn("resource update confirmation without valid resources", "task", t.info.id, "resources", st.Resources, "err", err)
+			m.log.Warn("resource update confirmation without valid resources", "task", t.info.id, "resources", st.resources, "err", err)
 			return
 		}
 		switch {
@@ -258,7 +247,7 @@ func (m *Master) resizeStatusLocked(ag *agentEntry, t *taskEntry, st *pb.TaskSta
 			}
 			m.trigger()
 		}
-		m.log.Warn("task resource update failed", "task", t.info.id, "message", st.Message)
+		m.log.Warn("task resource update failed", "task", t.info.id, "message", st.message)
 	}
 }
 
