@@ -25,8 +25,9 @@
 //
 // Transport → domain → store, as containerd's services:
 //   - transport: grpc.go (the AgentLink and Scheduler handlers, which own
-//     the streams) and http.go (the operator API); they authenticate,
-//     convert, call the domain and map its error once (status.go);
+//     the streams) and http.go (the operator API); they authenticate
+//     (auth.go, rpcauth.go), convert, call the domain and map its error
+//     once (status.go);
 //   - convert.go: every conversion between masterlinkpb and the domain's
 //     types; the domain's state holds no protobuf message and no stream,
 //     only outboxes of domain messages (messages.go) the streams drain;

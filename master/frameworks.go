@@ -3,6 +3,8 @@ package master
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/brimnode/brim/master/allocator"
@@ -256,16 +258,7 @@ func roleIn(r string, roles []string) bool {
 }
 
 func sortedRoles(m map[string]resources.Resources) []string {
-	out := make([]string, 0, len(m))
-	for r := range m {
-		out = append(out, r)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
+	return slices.Sorted(maps.Keys(m))
 }
 
 // withFramework runs fn with the master locked and framework id looked
