@@ -1,8 +1,6 @@
 package master
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,98 +8,27 @@ import (
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/google/uuid"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
-
-// agentLink serves pb.AgentLinkServer.
-type agentLink struct {
-	pb.UnimplementedAgentLinkServer
-	m *Master
-}
-
-// Connect serves one agent stream: Register first, then heartbeats, status
-// updates and oversubscription changes until the stream breaks.
-func (s agentLink) Connect(stream pb.AgentLink_ConnectServer) error {
-	m := s.m
-	first, err := stream.Recv()
-	if err != nil {
-		return err
-	}
-	reg := first.GetRegister()
-	if reg == nil {
-		return status.Error(codes.InvalidArgument, "first message must be a register")
-	}
-	principal, err := m.authenticateAgent(stream.Context(), reg)
-	if err != nil {
-		m.log.Warn("agent refused", "agent", reg.AgentId, "hostname", reg.Hostname, "err", err)
-		return toStatus(err)
-	}
-	ctx, cancel := context.WithCancel(stream.Context())
-	defer cancel()
-	c := newConn[*pb.MasterMessage](cancel, agentQueue)
-	ag, kill, err := m.registerAgent(reg, principal, c)
-	if err != nil {
-		return toStatus(err)
-	}
-	if err := stream.Send(&pb.MasterMessage{Msg: &pb.MasterMessage_Registered{Registered: &pb.Registered{
-		AgentId: ag, HeartbeatIntervalNanos: int64(m.opts.HeartbeatInterval), Kill: kill,
-	}}}); err != nil {
-		m.agentGone(ag, c)
-		return err
-	}
-	defer m.agentGone(ag, c)
-	errc := make(chan error, 1)
-	go func() {
-		for {
-			msg, err := stream.Recv()
-			if err != nil {
-				errc <- err
-				cancel()
-				return
-			}
-			m.agentMessage(ag, c, msg)
-		}
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			select {
-			case err := <-errc:
-				if errors.Is(err, context.Canceled) {
-					return nil
-				}
-				return err
-			default:
-				return status.Error(codes.Unavailable, "agent stream closed by the master")
-			}
-		case msg := <-c.ch:
-			if err := stream.Send(msg); err != nil {
-				return err
-			}
-		}
-	}
-}
 
 // registerAgent adds or re-registers an agent authenticated as principal
 // ("" without agent authentication) and reconciles its tasks. It returns
 // the agent ID and the tasks the agent must kill.
-func (m *Master) registerAgent(reg *pb.Register, principal string, c *conn[*pb.MasterMessage]) (string, []string, error) {
-	total, err := resources.Parse(reg.Resources)
+func (m *Master) registerAgent(reg *registration, principal string, c *outbox[toAgent]) (string, []string, error) {
+	total, err := resources.Parse(reg.resources)
 	if err != nil {
 		return "", nil, fmt.Errorf("register agent: resources: %w: %w", ErrInvalid, err)
 	}
-	rev, err := resources.Parse(reg.Revocable)
+	rev, err := resources.Parse(reg.revocable)
 	if err != nil {
 		return "", nil, fmt.Errorf("register agent: revocable: %w: %w", ErrInvalid, err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	principal, err = m.agentPrincipalLocked(reg.AgentId, principal)
+	principal, err = m.agentPrincipalLocked(reg.agentID, principal)
 	if err != nil {
 		return "", nil, err
 	}
-	id := reg.AgentId
+	id := reg.agentID
 	if id == "" {
 		id = uuid.NewString()
 	}
@@ -110,75 +37,75 @@ func (m *Master) registerAgent(reg *pb.Register, principal string, c *conn[*pb.M
 		ag = &agentEntry{id: id, tasks: map[string]*taskEntry{}, lost: map[string]bool{}}
 		m.agents[id] = ag
 	} else {
-		if ag.conn != nil {
-			ag.conn.cancel() // a newer stream replaces the old one
+		if ag.out != nil {
+			ag.out.cancel() // a newer stream replaces the old one
 		}
 		m.dropAgentFromAllocatorLocked(ag)
 	}
-	ag.hostname, ag.principal, ag.total, ag.revocable, ag.attributes = reg.Hostname, principal, total, rev, reg.Attributes
-	ag.oversub = reg.Oversubscription
-	ag.conn, ag.lastSeen, ag.unreachable = c, time.Now(), false
+	ag.hostname, ag.principal, ag.total, ag.revocable, ag.attributes = reg.hostname, principal, total, rev, reg.attributes
+	ag.oversub = reg.oversub
+	ag.out, ag.lastSeen, ag.unreachable = c, time.Now(), false
 	delete(m.awaited, id)
 
 	// Reconcile: what the agent runs against what the master knows.
 	var kill []string
 	seen := map[string]bool{}
-	for _, snap := range reg.Tasks {
-		ti := snap.GetTask()
-		if ti == nil || ti.TaskId == "" {
+	for _, rep := range reg.tasks {
+		tid := rep.info.id
+		if tid == "" {
 			continue
 		}
-		seen[ti.TaskId] = true
-		if t := ag.tasks[ti.TaskId]; t != nil {
-			if terminal(snap.State) || t.state == pb.TaskState_TASK_STAGING {
-				t.state = snap.State
+		seen[tid] = true
+		if t := ag.tasks[tid]; t != nil {
+			if terminal(rep.state) || t.state == pb.TaskState_TASK_STAGING {
+				t.state = rep.state
 			}
 			t.recovered = terminal(t.state)
-			m.reregisteredResizeLocked(ag, t, ti.Resources)
+			m.reregisteredResizeLocked(ag, t, rep.resources)
 			continue
 		}
-		if ag.lost[ti.TaskId] {
-			if !terminal(snap.State) {
-				kill = append(kill, ti.TaskId)
+		if ag.lost[tid] {
+			if !terminal(rep.state) {
+				kill = append(kill, tid)
 			}
 			continue
 		}
-		if _, elsewhere := m.tasks[ti.TaskId]; elsewhere {
+		if _, elsewhere := m.tasks[tid]; elsewhere {
 			continue
 		}
 		// A task the master does not know: the master restarted. Adopt it.
-		res, err := resources.Parse(ti.Resources)
+		res, err := resources.Parse(rep.resources)
 		if err != nil {
-			kill = append(kill, ti.TaskId)
+			kill = append(kill, tid)
 			continue
 		}
-		t := &taskEntry{info: ti, fw: ti.FrameworkId, agent: id, res: res, state: snap.State, recovered: terminal(snap.State)}
-		if roles := m.knownFWs[ti.FrameworkId].Roles; len(roles) == 1 {
+		t := &taskEntry{info: rep.info, fw: rep.framework, agent: id, res: res, state: rep.state, recovered: terminal(rep.state)}
+		if roles := m.knownFWs[rep.framework].Roles; len(roles) == 1 {
 			t.role = roles[0]
 		}
-		if f := m.frameworks[ti.FrameworkId]; f != nil {
-			f.tasks[ti.TaskId] = t
+		if f := m.frameworks[rep.framework]; f != nil {
+			f.tasks[tid] = t
 			if len(f.roles) == 1 {
 				t.role = f.roles[0]
 			}
 		}
-		m.tasks[ti.TaskId] = t
-		ag.tasks[ti.TaskId] = t
+		m.tasks[tid] = t
+		ag.tasks[tid] = t
 	}
 	clear(ag.lost)
 	for tid, t := range ag.tasks {
 		if !seen[tid] && !terminal(t.state) && t.state != pb.TaskState_TASK_STAGING {
 			t.recovered = true // not in the allocator's usage below
-			m.setTaskStatusLocked(t, &pb.TaskStatus{
-				TaskId: tid, AgentId: id, FrameworkId: t.fw, State: pb.TaskState_TASK_LOST,
-				Reason: ReasonUnknownOnAgent, Message: "the agent re-registered without this task",
+			m.setTaskStatusLocked(t, &taskStatus{
+				taskID: tid, agentID: id, frameworkID: t.fw, state: pb.TaskState_TASK_LOST,
+				reason: ReasonUnknownOnAgent, message: "the agent re-registered without this task",
 			})
 			m.forgetTaskLocked(t)
 		}
 	}
 	if err := m.addToAllocatorLocked(ag); err != nil {
 		delete(m.agents, id)
-		return "", nil, fmt.Errorf("register agent %s: %w", id, err)
+		return "", nil, fmt.Errorf("register agent %s: %w", id, fromAllocator(err))
 	}
 	if known := (PersistedAgent{Hostname: ag.hostname, Principal: principal}); m.knownAgents[id] != known {
 		m.knownAgents[id] = known
@@ -230,14 +157,14 @@ func applyReservations(total, reserved resources.Resources) resources.Resources 
 
 // agentGone handles the end of an agent's stream. The agent stays
 // registered until its heartbeats time out.
-func (m *Master) agentGone(id string, c *conn[*pb.MasterMessage]) {
+func (m *Master) agentGone(id string, c *outbox[toAgent]) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ag := m.agents[id]
-	if ag == nil || ag.conn != c {
+	if ag == nil || ag.out != c {
 		return
 	}
-	ag.conn = nil
+	ag.out = nil
 	m.log.Info("agent disconnected", "agent", id)
 	// No offers for an agent that cannot receive tasks; its tasks keep
 	// their resources until it comes back or times out.
@@ -248,26 +175,26 @@ func (m *Master) agentGone(id string, c *conn[*pb.MasterMessage]) {
 	}
 }
 
-// agentMessage handles one message from a registered agent.
-func (m *Master) agentMessage(id string, c *conn[*pb.MasterMessage], msg *pb.AgentMessage) {
+// agentMessage handles one message from a registered agent (nil: one
+// that only shows the agent is alive).
+func (m *Master) agentMessage(id string, c *outbox[toAgent], msg fromAgent) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ag := m.agents[id]
-	if ag == nil || ag.conn != c {
+	if ag == nil || ag.out != c {
 		return
 	}
 	ag.lastSeen = time.Now()
-	switch x := msg.Msg.(type) {
-	case *pb.AgentMessage_Heartbeat:
-	case *pb.AgentMessage_Status:
-		m.agentStatusLocked(ag, x.Status)
-	case *pb.AgentMessage_Oversubscribed:
-		rev, err := resources.Parse(x.Oversubscribed.Revocable)
+	switch x := msg.(type) {
+	case *taskStatus:
+		m.agentStatusLocked(ag, x)
+	case *agentOversub:
+		rev, err := resources.Parse(x.revocable)
 		if err != nil {
 			m.log.Warn("bad oversubscribed resources", "agent", id, "err", err)
 			return
 		}
-		ag.oversub = x.Oversubscribed
+		ag.oversub = x.state
 		if rev.Equal(ag.revocable) {
 			return // only the corrections or the explanation changed
 		}
@@ -290,32 +217,30 @@ func (m *Master) agentMessage(id string, c *conn[*pb.MasterMessage], msg *pb.Age
 					delete(m.offers, o.id)
 					if f := m.frameworks[o.fw]; f != nil {
 						delete(f.offers, o.id)
-						f.conn.send(&pb.Event{Event: &pb.Event_Rescind{Rescind: &pb.Rescind{OfferId: o.id}}})
+						f.out.send(&offerRescinded{offerID: o.id})
 					}
 					break
 				}
 			}
 		}
 		m.trigger()
-	case *pb.AgentMessage_Register:
-		// Only the first message registers.
 	}
 }
 
 // agentStatusLocked records a status update from an agent and forwards it
 // to the framework; updates of tasks the master no longer tracks are
 // acknowledged at once so the agent stops retrying.
-func (m *Master) agentStatusLocked(ag *agentEntry, st *pb.TaskStatus) {
-	st.AgentId = ag.id
-	t := ag.tasks[st.TaskId]
+func (m *Master) agentStatusLocked(ag *agentEntry, st *taskStatus) {
+	st.agentID = ag.id
+	t := ag.tasks[st.taskID]
 	if t == nil {
-		if st.Uuid != "" {
-			ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Ack{Ack: &pb.StatusAck{TaskId: st.TaskId, Uuid: st.Uuid}}})
+		if st.uuid != "" {
+			ag.out.send(&ackStatus{taskID: st.taskID, uuid: st.uuid})
 		}
 		return
 	}
-	st.FrameworkId = t.fw
-	if st.Reason == pb.ReasonResourcesUpdated || st.Reason == pb.ReasonResourcesUpdateFailed {
+	st.frameworkID = t.fw
+	if st.reason == pb.ReasonResourcesUpdated || st.reason == pb.ReasonResourcesUpdateFailed {
 		m.resizeStatusLocked(ag, t, st)
 	}
 	m.setTaskStatusLocked(t, st)
@@ -357,20 +282,10 @@ type CorrectionState struct {
 // oversubStateLocked renders the agent's oversubscription status; nil
 // when the agent never sent one (no estimator).
 func (ag *agentEntry) oversubStateLocked() *AgentOversubState {
-	o := ag.oversub
-	if o == nil {
+	if ag.oversub == nil {
 		return nil
 	}
-	st := &AgentOversubState{Estimator: o.Estimator, QoS: o.Qos, Estimate: ag.revocable.String(), Summary: o.Summary,
-		Corrections: make([]CorrectionState, 0, len(o.Corrections))}
-	for _, c := range o.Corrections {
-		cs := CorrectionState{Type: c.Type, ContainerID: c.ContainerId, TaskID: c.TaskId, CPUQuotaMilli: c.CpuQuotaMilli,
-			Reason: c.Reason, Signal: c.Signal, Victim: c.Victim, Value: c.Value, Baseline: c.Baseline, Threshold: c.Threshold,
-			Active: c.Active}
-		if c.AppliedUnixNano > 0 {
-			cs.AppliedAt = time.Unix(0, c.AppliedUnixNano).UTC()
-		}
-		st.Corrections = append(st.Corrections, cs)
-	}
-	return st
+	st := *ag.oversub // its corrections are never changed, only replaced
+	st.Estimate = ag.revocable.String()
+	return &st
 }

@@ -21,9 +21,27 @@
 // itself (the allocator does). The Master serializes every allocator call
 // under one mutex; sends to streams never block under it.
 //
+// # Layers
+//
+// Transport → domain → store, as containerd's services:
+//   - transport: grpc.go (the AgentLink and Scheduler handlers, which own
+//     the streams) and http.go (the operator API); they authenticate
+//     (auth.go, rpcauth.go), convert, call the domain and map its error
+//     once (status.go);
+//   - convert.go: every conversion between masterlinkpb and the domain's
+//     types; the domain's state holds no protobuf message and no stream,
+//     only outboxes of domain messages (messages.go) the streams drain;
+//   - domain: master.go (state, cycle, timeouts), agents.go, frameworks.go,
+//     accept.go (planAccept computes an ACCEPT, pure; applyAcceptLocked
+//     carries it out), update.go, operator.go (all-or-nothing operator
+//     changes, stored before they are applied), roles.go (ValidateRole);
+//   - store: store.go (BoltStore).
+//
 // Sentinels: ErrInvalid, ErrNotFound, ErrStaleOffer, ErrConflict,
-// ErrInsufficient, ErrUnauthenticated, ErrForbidden, ErrClosed. The gRPC
-// handlers map them to codes.InvalidArgument, NotFound, FailedPrecondition
-// (both ErrStaleOffer and ErrConflict), ResourceExhausted, Unauthenticated,
-// PermissionDenied and Unavailable.
+// ErrInsufficient, ErrUnauthenticated, ErrForbidden, ErrClosed. The domain
+// wraps the allocator's and the resources package's errors in them, and
+// status.go maps them, in one table, to codes.InvalidArgument, NotFound,
+// FailedPrecondition (both ErrStaleOffer and ErrConflict),
+// ResourceExhausted, Unauthenticated, PermissionDenied and Unavailable, and
+// to the HTTP statuses of the operator API.
 package master

@@ -2,17 +2,15 @@ package master
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/brimnode/brim/master/allocator"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/google/uuid"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // SetAuthorizer makes the Scheduler gRPC service authenticate frameworks
@@ -74,113 +72,39 @@ func (m *Master) authorizeCall(ctx context.Context, id string) (string, Authoriz
 	return p, a, nil
 }
 
-// RegisterGRPC registers the master's AgentLink and Scheduler services.
-func (m *Master) RegisterGRPC(s *grpc.Server) {
-	pb.RegisterAgentLinkServer(s, agentLink{m: m})
-	pb.RegisterSchedulerServer(s, schedulerAPI{m: m})
-}
-
-// toStatus maps the package's sentinels to gRPC codes.
-func toStatus(err error) error {
-	if err == nil {
-		return nil
-	}
-	var c codes.Code
-	switch {
-	case errors.Is(err, ErrInvalid), errors.Is(err, allocator.ErrInvalid), errors.Is(err, resources.ErrInvalid),
-		errors.Is(err, allocator.ErrRevocable), errors.Is(err, resources.ErrMixedRevocable),
-		errors.Is(err, resources.ErrRevocableReservation):
-		c = codes.InvalidArgument
-	case errors.Is(err, ErrStaleOffer), errors.Is(err, ErrConflict):
-		c = codes.FailedPrecondition
-	case errors.Is(err, ErrNotFound), errors.Is(err, allocator.ErrNotFound):
-		c = codes.NotFound
-	case errors.Is(err, ErrInsufficient), errors.Is(err, allocator.ErrInsufficient):
-		c = codes.ResourceExhausted
-	case errors.Is(err, ErrUnauthenticated):
-		c = codes.Unauthenticated
-	case errors.Is(err, ErrForbidden):
-		c = codes.PermissionDenied
-	case errors.Is(err, ErrClosed):
-		c = codes.Unavailable
-	default:
-		c = codes.Internal
-	}
-	return status.Error(c, err.Error())
-}
-
-type schedulerAPI struct {
-	pb.UnimplementedSchedulerServer
-	m *Master
-}
-
-// Subscribe registers or fails over a framework and streams its events.
-func (s schedulerAPI) Subscribe(req *pb.SubscribeRequest, stream pb.Scheduler_SubscribeServer) error {
-	ctx, cancel := context.WithCancel(stream.Context())
-	defer cancel()
-	if err := s.m.authorizeSubscribe(ctx, req); err != nil {
-		return toStatus(err)
-	}
-	c := newConn[*pb.Event](cancel, frameworkQueue)
-	id, err := s.m.subscribe(req, c)
-	if err != nil {
-		return toStatus(err)
-	}
-	defer s.m.frameworkGone(id, c)
-	hb := time.NewTicker(s.m.opts.HeartbeatInterval)
-	defer hb.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			if stream.Context().Err() != nil {
-				return nil
-			}
-			return status.Error(codes.Unavailable, "framework stream closed by the master")
-		case ev := <-c.ch:
-			if err := stream.Send(ev); err != nil {
-				return err
-			}
-		case <-hb.C:
-			if err := stream.Send(&pb.Event{Event: &pb.Event_Heartbeat{Heartbeat: &pb.Heartbeat{}}}); err != nil {
-				return err
-			}
-		}
-	}
-}
-
 // authorizeSubscribe authenticates a subscription (its FrameworkInfo's
 // principal becomes the authenticated one) and checks the register ACL for
 // every role the framework gets; a failover must come from the principal
 // that subscribed the framework.
-func (m *Master) authorizeSubscribe(ctx context.Context, req *pb.SubscribeRequest) error {
+func (m *Master) authorizeSubscribe(ctx context.Context, req *subscription) error {
 	p, a, err := m.caller(ctx)
 	if err != nil || a == nil {
 		return err
 	}
-	fi := req.GetFramework()
+	fi := req.info
 	if fi == nil {
 		return nil // subscribe refuses it
 	}
-	if fi.Principal != "" && fi.Principal != p {
-		return fmt.Errorf("subscribe: framework info names principal %q but the caller authenticated as %q: %w", fi.Principal, p, ErrForbidden)
+	if fi.principal != "" && fi.principal != p {
+		return fmt.Errorf("subscribe: framework info names principal %q but the caller authenticated as %q: %w", fi.principal, p, ErrForbidden)
 	}
-	fi.Principal = p
-	roles := fi.Roles
+	fi.principal = p
+	roles := fi.roles
 	if len(roles) == 0 {
 		roles = []string{DefaultRole}
 	}
 	m.mu.Lock()
-	if f := m.frameworks[fi.Id]; fi.Id != "" && f != nil {
+	if f := m.frameworks[fi.id]; fi.id != "" && f != nil {
 		if f.principal != p {
 			m.mu.Unlock()
-			return fmt.Errorf("subscribe: principal %q may not fail over framework %s, subscribed by principal %q: %w", p, fi.Id, f.principal, ErrForbidden)
+			return fmt.Errorf("subscribe: principal %q may not fail over framework %s, subscribed by principal %q: %w", p, fi.id, f.principal, ErrForbidden)
 		}
 		roles = f.roles // a failover keeps the framework's roles
-	} else if known, ok := m.knownFWs[fi.Id]; fi.Id != "" && ok && known.Principal != "" && known.Principal != p {
+	} else if known, ok := m.knownFWs[fi.id]; fi.id != "" && ok && known.Principal != "" && known.Principal != p {
 		// Re-subscribing after a master restart: the persisted principal
 		// decides.
 		m.mu.Unlock()
-		return fmt.Errorf("subscribe: principal %q may not re-subscribe framework %s, subscribed by principal %q: %w", p, fi.Id, known.Principal, ErrForbidden)
+		return fmt.Errorf("subscribe: principal %q may not re-subscribe framework %s, subscribed by principal %q: %w", p, fi.id, known.Principal, ErrForbidden)
 	}
 	m.mu.Unlock()
 	for _, r := range roles {
@@ -191,27 +115,27 @@ func (m *Master) authorizeSubscribe(ctx context.Context, req *pb.SubscribeReques
 	return nil
 }
 
-func (m *Master) subscribe(req *pb.SubscribeRequest, c *conn[*pb.Event]) (string, error) {
-	fi := req.GetFramework()
+func (m *Master) subscribe(req *subscription, c *outbox[toFramework]) (string, error) {
+	fi := req.info
 	if fi == nil {
 		return "", fmt.Errorf("subscribe: no framework info: %w", ErrInvalid)
 	}
-	roles := fi.Roles
+	roles := fi.roles
 	if len(roles) == 0 {
 		roles = []string{DefaultRole}
 	}
 	for _, r := range roles {
-		if _, err := resources.Resources(nil).Reserve(r, "x"); err != nil {
-			return "", fmt.Errorf("subscribe: role %q: %w", r, ErrInvalid)
+		if err := ValidateRole(r); err != nil {
+			return "", fmt.Errorf("subscribe: %w", err)
 		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	id := fi.Id
+	id := fi.id
 	if id == "" {
 		id = uuid.NewString()
 	}
-	failover := time.Duration(fi.FailoverTimeoutNanos)
+	failover := fi.failover
 	if failover <= 0 {
 		failover = m.opts.FailoverTimeout
 	}
@@ -219,22 +143,22 @@ func (m *Master) subscribe(req *pb.SubscribeRequest, c *conn[*pb.Event]) (string
 	if f != nil {
 		// Failover: the new stream replaces the old one, outstanding offers
 		// go back, the tasks stay.
-		if f.conn != nil {
-			f.conn.cancel()
+		if f.out != nil {
+			f.out.cancel()
 		}
 		for _, o := range f.offers {
 			m.rescindLocked(o, nil)
 		}
-		f.conn, f.name, f.failover, f.revocable, f.principal = c, fi.Name, failover, fi.Revocable, fi.Principal
+		f.out, f.name, f.failover, f.revocable, f.principal = c, fi.name, failover, fi.revocable, fi.principal
 		m.alloc.Revive(id)
-		m.log.Info("framework failed over", "framework", id, "name", fi.Name)
+		m.log.Info("framework failed over", "framework", id, "name", fi.name)
 	} else {
-		f = &frameworkEntry{id: id, name: fi.Name, principal: fi.Principal, roles: roles, revocable: fi.Revocable,
-			failover: failover, conn: c, tasks: map[string]*taskEntry{}, offers: map[string]*offerEntry{}}
+		f = &frameworkEntry{id: id, name: fi.name, principal: fi.principal, roles: roles, revocable: fi.revocable,
+			failover: failover, out: c, tasks: map[string]*taskEntry{}, offers: map[string]*offerEntry{}}
 		used := map[string]resources.Resources{}
 		for _, t := range m.tasks {
 			if t.fw == id {
-				f.tasks[t.info.TaskId] = t
+				f.tasks[t.info.id] = t
 				if t.role == "" && len(roles) == 1 {
 					t.role = roles[0]
 				}
@@ -242,26 +166,26 @@ func (m *Master) subscribe(req *pb.SubscribeRequest, c *conn[*pb.Event]) (string
 		}
 		_ = used // usage held by the allocator since the agents re-registered
 		if err := m.alloc.AddFramework(allocator.FrameworkInfo{
-			ID: id, Roles: roles, Capabilities: allocator.Capabilities{Revocable: fi.Revocable},
-			SuppressedRoles: req.SuppressedRoles,
+			ID: id, Roles: roles, Capabilities: allocator.Capabilities{Revocable: fi.revocable},
+			SuppressedRoles: req.suppressedRoles,
 		}, nil); err != nil {
-			return "", fmt.Errorf("subscribe %s: %w", id, err)
+			return "", fmt.Errorf("subscribe %s: %w", id, fromAllocator(err))
 		}
 		m.frameworks[id] = f
-		m.knownFWs[id] = PersistedFramework{Roles: roles, Principal: fi.Principal}
+		m.knownFWs[id] = PersistedFramework{Roles: roles, Principal: fi.principal}
 		if m.store != nil {
 			if err := m.store.PutFramework(id, m.knownFWs[id]); err != nil {
 				m.log.Warn("persist framework", "framework", id, "err", err)
 			}
 		}
-		m.log.Info("framework subscribed", "framework", id, "name", fi.Name, "roles", roles)
+		m.log.Info("framework subscribed", "framework", id, "name", fi.name, "roles", roles)
 	}
-	c.send(&pb.Event{Event: &pb.Event_Subscribed{Subscribed: &pb.Subscribed{FrameworkId: id, HeartbeatIntervalNanos: int64(m.opts.HeartbeatInterval)}}})
+	c.send(&subscribed{framework: id, heartbeat: m.opts.HeartbeatInterval})
 	// Updates the framework may have missed: the latest status of every
 	// task (the agent also retries unacknowledged ones).
 	for _, t := range f.tasks {
 		if t.status != nil {
-			c.send(&pb.Event{Event: &pb.Event_Update{Update: t.status}})
+			c.send(t.status)
 		}
 	}
 	m.trigger()
@@ -270,14 +194,14 @@ func (m *Master) subscribe(req *pb.SubscribeRequest, c *conn[*pb.Event]) (string
 
 // frameworkGone handles the end of a framework's stream: its offers go
 // back and it gets no new ones until it re-subscribes or times out.
-func (m *Master) frameworkGone(id string, c *conn[*pb.Event]) {
+func (m *Master) frameworkGone(id string, c *outbox[toFramework]) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f := m.frameworks[id]
-	if f == nil || f.conn != c {
+	if f == nil || f.out != c {
 		return
 	}
-	f.conn = nil
+	f.out = nil
 	f.disconnectedAt = time.Now()
 	for _, o := range f.offers {
 		m.rescindLocked(o, nil)
@@ -294,44 +218,21 @@ func (m *Master) framework(id string) (*frameworkEntry, error) {
 	return f, nil
 }
 
-func refuseOf(fl *pb.Filters) *time.Duration {
-	if fl == nil || fl.RefuseSeconds < 0 {
-		return nil
-	}
-	d := time.Duration(fl.RefuseSeconds * float64(time.Second))
-	return &d
-}
-
-// Accept applies operations to offers of one agent. Everything is
-// validated before anything changes: a forged or stale offer, a task
-// outside the offer, a bad operation all return errors and leave the
-// offers outstanding.
-func (s schedulerAPI) Accept(ctx context.Context, req *pb.AcceptRequest) (*pb.Empty, error) {
-	p, a, err := s.m.authorizeCall(ctx, req.FrameworkId)
-	if err == nil && a != nil {
-		err = authorizeOperations(a, p, req.Operations)
-	}
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.Empty{}, toStatus(s.m.Accept(req))
-}
-
 // authorizeOperations checks the reserve and unreserve ACLs for the roles
 // of RESERVE and UNRESERVE operations; a reservation must be made on
 // behalf of the caller. Malformed operations are left to Accept.
-func authorizeOperations(a Authorizer, principal string, ops []*pb.Operation) error {
+func authorizeOperations(a Authorizer, principal string, ops []operation) error {
 	for i, op := range ops {
-		var text, action string
-		switch x := op.Op.(type) {
-		case *pb.Operation_Reserve_:
-			text, action = x.Reserve.GetResources(), ActionReserve
-		case *pb.Operation_Unreserve_:
-			text, action = x.Unreserve.GetResources(), ActionUnreserve
+		var action string
+		switch op.kind {
+		case opReserve:
+			action = ActionReserve
+		case opUnreserve:
+			action = ActionUnreserve
 		default:
 			continue
 		}
-		res, err := resources.Parse(text)
+		res, err := resources.Parse(op.resources)
 		if err != nil {
 			continue
 		}
@@ -347,189 +248,6 @@ func authorizeOperations(a Authorizer, principal string, ops []*pb.Operation) er
 	return nil
 }
 
-// Accept is the ACCEPT call; see schedulerAPI.Accept. Errors wrap
-// ErrNotFound, ErrStaleOffer, ErrInvalid or ErrInsufficient.
-func (m *Master) Accept(req *pb.AcceptRequest) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	f, err := m.framework(req.FrameworkId)
-	if err != nil {
-		return err
-	}
-	if len(req.OfferIds) == 0 {
-		return fmt.Errorf("accept: no offer: %w", ErrInvalid)
-	}
-	var offers []*offerEntry
-	var agentID string
-	byRole := map[string]resources.Resources{}
-	seen := map[string]bool{}
-	for _, oid := range req.OfferIds {
-		o := f.offers[oid]
-		if o == nil || seen[oid] {
-			return fmt.Errorf("accept offer %q: %w", oid, ErrStaleOffer)
-		}
-		seen[oid] = true
-		if agentID != "" && o.agent != agentID {
-			return fmt.Errorf("accept: offers of agents %s and %s: %w", agentID, o.agent, ErrInvalid)
-		}
-		agentID = o.agent
-		offers = append(offers, o)
-		byRole[o.role] = byRole[o.role].Add(o.res)
-	}
-	ag := m.agents[agentID]
-	if ag == nil || ag.conn == nil {
-		return fmt.Errorf("accept: agent %s is gone: %w", agentID, ErrStaleOffer)
-	}
-	// Validate every operation against what remains of the offers.
-	type launch struct {
-		ti   *pb.TaskInfo
-		res  resources.Resources
-		role string
-	}
-	type reservation struct {
-		res     resources.Resources // reserved form
-		reserve bool
-	}
-	var launches []launch
-	var reservations []reservation
-	ids := map[string]bool{}
-	remaining := map[string]resources.Resources{}
-	for r, v := range byRole {
-		remaining[r] = v
-	}
-	take := func(want resources.Resources) (string, error) {
-		for _, r := range sortedRoles(remaining) {
-			if remaining[r].Contains(want) {
-				remaining[r] = remaining[r].Subtract(want)
-				return r, nil
-			}
-		}
-		return "", fmt.Errorf("%s is not in the offers: %w", want, ErrInsufficient)
-	}
-	for i, op := range req.Operations {
-		switch x := op.Op.(type) {
-		case *pb.Operation_Launch_:
-			for _, ti := range x.Launch.GetTasks() {
-				if !taskIDRE.MatchString(ti.TaskId) {
-					return fmt.Errorf("operation %d: task ID %q: must match %s: %w", i, ti.TaskId, taskIDRE, ErrInvalid)
-				}
-				if m.tasks[ti.TaskId] != nil || ids[ti.TaskId] {
-					return fmt.Errorf("operation %d: task ID %q is in use: %w", i, ti.TaskId, ErrInvalid)
-				}
-				if len(ti.Command) == 0 {
-					return fmt.Errorf("operation %d: task %s: no command: %w", i, ti.TaskId, ErrInvalid)
-				}
-				res, err := resources.Parse(ti.Resources)
-				if err != nil {
-					return fmt.Errorf("operation %d: task %s: %w: %w", i, ti.TaskId, ErrInvalid, err)
-				}
-				if err := resources.ValidateTask(res); err != nil {
-					return fmt.Errorf("operation %d: task %s: %w: %w", i, ti.TaskId, ErrInvalid, err)
-				}
-				if res.IsEmpty() {
-					return fmt.Errorf("operation %d: task %s: no resources: %w", i, ti.TaskId, ErrInvalid)
-				}
-				role, err := take(res)
-				if err != nil {
-					return fmt.Errorf("operation %d: task %s: %w", i, ti.TaskId, err)
-				}
-				ids[ti.TaskId] = true
-				launches = append(launches, launch{ti: ti, res: res, role: role})
-			}
-		case *pb.Operation_Reserve_:
-			res, err := resources.Parse(x.Reserve.Resources)
-			if err != nil {
-				return fmt.Errorf("operation %d: reserve: %w: %w", i, ErrInvalid, err)
-			}
-			for _, e := range res {
-				if e.Revocable {
-					return fmt.Errorf("operation %d: reserve %s: %w", i, e.String(), resources.ErrRevocableReservation)
-				}
-				if e.Reservation == nil || !roleIn(e.Role, f.roles) {
-					return fmt.Errorf("operation %d: reserve %s: needs a dynamic reservation for one of the framework's roles: %w", i, e.String(), ErrInvalid)
-				}
-			}
-			if _, err := take(res.Unreserve()); err != nil {
-				return fmt.Errorf("operation %d: reserve: %w", i, err)
-			}
-			reservations = append(reservations, reservation{res: res, reserve: true})
-		case *pb.Operation_Unreserve_:
-			res, err := resources.Parse(x.Unreserve.Resources)
-			if err != nil {
-				return fmt.Errorf("operation %d: unreserve: %w: %w", i, ErrInvalid, err)
-			}
-			for _, e := range res {
-				if e.Reservation == nil {
-					return fmt.Errorf("operation %d: unreserve %s: not dynamically reserved: %w", i, e.String(), ErrInvalid)
-				}
-			}
-			if _, err := take(res); err != nil {
-				return fmt.Errorf("operation %d: unreserve: %w", i, err)
-			}
-			reservations = append(reservations, reservation{res: res})
-		default:
-			return fmt.Errorf("operation %d: unknown operation: %w", i, ErrInvalid)
-		}
-	}
-	// Apply: the offers are used up; what is not launched goes back.
-	for _, o := range offers {
-		delete(m.offers, o.id)
-		delete(f.offers, o.id)
-	}
-	refuse := refuseOf(req.Filters)
-	for role, res := range remaining {
-		if !res.IsEmpty() {
-			if err := m.alloc.RecoverRole(f.id, role, agentID, res, refuse); err != nil {
-				m.log.Warn("recover unused offer", "framework", f.id, "err", err)
-			}
-		}
-	}
-	for _, rv := range reservations {
-		plain := rv.res.Unreserve()
-		role := rv.res[0].Role
-		zero := time.Duration(0)
-		if rv.reserve {
-			_ = m.alloc.RecoverRole(f.id, "", agentID, plain, &zero)
-			if err := m.alloc.Reserve(agentID, role, rv.res[0].Reservation.Principal, plain); err != nil {
-				m.log.Warn("reserve", "agent", agentID, "err", err)
-				continue
-			}
-			m.reservations[agentID] = m.reservations[agentID].Add(rv.res)
-		} else {
-			_ = m.alloc.RecoverRole(f.id, "", agentID, rv.res, &zero)
-			if err := m.alloc.Unreserve(agentID, rv.res); err != nil {
-				m.log.Warn("unreserve", "agent", agentID, "err", err)
-				continue
-			}
-			m.reservations[agentID] = m.reservations[agentID].Subtract(rv.res)
-		}
-		m.persistReservationsLocked(agentID)
-	}
-	for _, l := range launches {
-		ti := l.ti
-		ti.AgentId, ti.FrameworkId = agentID, f.id
-		ti.Resources = l.res.String()
-		t := &taskEntry{info: ti, fw: f.id, agent: agentID, role: l.role, res: l.res}
-		m.tasks[ti.TaskId] = t
-		f.tasks[ti.TaskId] = t
-		ag.tasks[ti.TaskId] = t
-		m.setTaskStatusLocked(t, &pb.TaskStatus{TaskId: ti.TaskId, AgentId: agentID, FrameworkId: f.id, State: pb.TaskState_TASK_STAGING})
-		ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Run{Run: &pb.RunTask{Task: ti}}})
-		m.cycles.launches++
-	}
-	m.trigger()
-	return nil
-}
-
-func (m *Master) persistReservationsLocked(agentID string) {
-	if m.store == nil {
-		return
-	}
-	if err := m.store.PutReservations(agentID, m.reservations[agentID]); err != nil {
-		m.log.Warn("persist reservations", "agent", agentID, "err", err)
-	}
-}
-
 func roleIn(r string, roles []string) bool {
 	for _, x := range roles {
 		if x == r {
@@ -540,48 +258,30 @@ func roleIn(r string, roles []string) bool {
 }
 
 func sortedRoles(m map[string]resources.Resources) []string {
-	out := make([]string, 0, len(m))
-	for r := range m {
-		out = append(out, r)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
+	return slices.Sorted(maps.Keys(m))
 }
 
-// frameworkCall authenticates a Scheduler call for framework id and runs
-// fn with the master locked and the framework looked up; fn's error (or
-// the lookup's) becomes the call's gRPC status.
-func (s schedulerAPI) frameworkCall(ctx context.Context, id string, fn func(m *Master, f *frameworkEntry) error) (*pb.Empty, error) {
-	if _, _, err := s.m.authorizeCall(ctx, id); err != nil {
-		return nil, toStatus(err)
-	}
-	m := s.m
+// withFramework runs fn with the master locked and framework id looked
+// up; errors wrap ErrNotFound for an unknown framework, or are fn's.
+func (m *Master) withFramework(id string, fn func(f *frameworkEntry) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f, err := m.framework(id)
-	if err == nil {
-		err = fn(m, f)
-	}
 	if err != nil {
-		return nil, toStatus(err)
+		return err
 	}
-	return &pb.Empty{}, nil
+	return fn(f)
 }
 
 // Decline gives offers back with an optional refusal filter.
-func (s schedulerAPI) Decline(ctx context.Context, req *pb.DeclineRequest) (*pb.Empty, error) {
-	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, f *frameworkEntry) error {
-		for _, oid := range req.OfferIds {
+func (m *Master) decline(fw string, offerIDs []string, refuse *time.Duration) error {
+	return m.withFramework(fw, func(f *frameworkEntry) error {
+		for _, oid := range offerIDs {
 			if f.offers[oid] == nil {
 				return fmt.Errorf("decline offer %q: %w", oid, ErrStaleOffer)
 			}
 		}
-		refuse := refuseOf(req.Filters)
-		for _, oid := range req.OfferIds {
+		for _, oid := range offerIDs {
 			o := f.offers[oid]
 			delete(m.offers, oid)
 			delete(f.offers, oid)
@@ -594,62 +294,61 @@ func (s schedulerAPI) Decline(ctx context.Context, req *pb.DeclineRequest) (*pb.
 }
 
 // Revive clears the framework's filters and unsuppresses its roles.
-func (s schedulerAPI) Revive(ctx context.Context, req *pb.ReviveRequest) (*pb.Empty, error) {
-	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, _ *frameworkEntry) error {
-		m.alloc.Revive(req.FrameworkId, req.Roles...)
+func (m *Master) revive(fw string, roles []string) error {
+	return m.withFramework(fw, func(*frameworkEntry) error {
+		m.alloc.Revive(fw, roles...)
 		m.trigger()
 		return nil
 	})
 }
 
 // Suppress stops offers to the framework's roles until Revive.
-func (s schedulerAPI) Suppress(ctx context.Context, req *pb.SuppressRequest) (*pb.Empty, error) {
-	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, _ *frameworkEntry) error {
-		m.alloc.Suppress(req.FrameworkId, req.Roles...)
+func (m *Master) suppress(fw string, roles []string) error {
+	return m.withFramework(fw, func(*frameworkEntry) error {
+		m.alloc.Suppress(fw, roles...)
 		return nil
 	})
 }
 
 // Kill asks the task's agent to kill it. An unknown task gets a LOST
 // update, as in Mesos.
-func (s schedulerAPI) Kill(ctx context.Context, req *pb.KillRequest) (*pb.Empty, error) {
-	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, f *frameworkEntry) error {
-		t := f.tasks[req.TaskId]
+func (m *Master) kill(fw, taskID string) error {
+	return m.withFramework(fw, func(f *frameworkEntry) error {
+		t := f.tasks[taskID]
 		if t == nil && len(m.awaited) > 0 {
-			return fmt.Errorf("kill %s: unknown until the agents of the previous run re-register: %w", req.TaskId, ErrClosed)
+			return fmt.Errorf("kill %s: unknown until the agents of the previous run re-register: %w", taskID, ErrClosed)
 		}
 		if t == nil {
-			f.conn.send(&pb.Event{Event: &pb.Event_Update{Update: &pb.TaskStatus{
-				TaskId: req.TaskId, FrameworkId: f.id, State: pb.TaskState_TASK_LOST,
-				Reason: ReasonReconciliation, Message: "unknown task", TimestampUnixNano: time.Now().UnixNano(),
-			}}})
+			f.out.send(&taskStatus{
+				taskID: taskID, frameworkID: f.id, state: pb.TaskState_TASK_LOST,
+				reason: ReasonReconciliation, message: "unknown task", timestampUnixNano: time.Now().UnixNano(),
+			})
 			return nil
 		}
 		ag := m.agents[t.agent]
-		if ag == nil || ag.conn == nil {
-			return fmt.Errorf("kill %s: agent %s is disconnected: %w", req.TaskId, t.agent, ErrClosed)
+		if ag == nil || ag.out == nil {
+			return fmt.Errorf("kill %s: agent %s is disconnected: %w", taskID, t.agent, ErrClosed)
 		}
-		ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Kill{Kill: &pb.KillTask{TaskId: t.info.TaskId, FrameworkId: f.id}}})
+		ag.out.send(&killTask{taskID: t.info.id, framework: f.id})
 		return nil
 	})
 }
 
 // Acknowledge forwards a framework's acknowledgement to the agent and
 // forgets a task whose terminal update is acknowledged.
-func (s schedulerAPI) Acknowledge(ctx context.Context, req *pb.AcknowledgeRequest) (*pb.Empty, error) {
-	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, f *frameworkEntry) error {
-		if req.Uuid == "" {
-			return fmt.Errorf("acknowledge %s: empty uuid: %w", req.TaskId, ErrInvalid)
+func (m *Master) acknowledge(fw, agentID, taskID, uuid string) error {
+	return m.withFramework(fw, func(f *frameworkEntry) error {
+		if uuid == "" {
+			return fmt.Errorf("acknowledge %s: empty uuid: %w", taskID, ErrInvalid)
 		}
-		t := f.tasks[req.TaskId]
-		agentID := req.AgentId
+		t := f.tasks[taskID]
 		if t != nil {
 			agentID = t.agent
 		}
 		if ag := m.agents[agentID]; ag != nil {
-			ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Ack{Ack: &pb.StatusAck{TaskId: req.TaskId, Uuid: req.Uuid}}})
+			ag.out.send(&ackStatus{taskID: taskID, uuid: uuid})
 		}
-		if t != nil && terminal(t.state) && t.status != nil && t.status.Uuid == req.Uuid {
+		if t != nil && terminal(t.state) && t.status != nil && t.status.uuid == uuid {
 			m.forgetTaskLocked(t)
 		}
 		return nil
@@ -660,28 +359,28 @@ func (s schedulerAPI) Acknowledge(ctx context.Context, req *pb.AcknowledgeReques
 // none is named); unknown tasks are reported LOST, except after a master
 // restart while agents of the previous run have not re-registered (their
 // re-registration reports the tasks).
-func (s schedulerAPI) Reconcile(ctx context.Context, req *pb.ReconcileRequest) (*pb.Empty, error) {
-	return s.frameworkCall(ctx, req.FrameworkId, func(m *Master, f *frameworkEntry) error {
-		ids := req.TaskIds
+func (m *Master) reconcile(fw string, taskIDs []string) error {
+	return m.withFramework(fw, func(f *frameworkEntry) error {
+		ids := taskIDs
 		if len(ids) == 0 {
 			for id := range f.tasks {
 				ids = append(ids, id)
 			}
 		}
 		for _, id := range ids {
-			st := &pb.TaskStatus{TaskId: id, FrameworkId: f.id, Reason: ReasonReconciliation, TimestampUnixNano: time.Now().UnixNano()}
+			st := &taskStatus{taskID: id, frameworkID: f.id, reason: ReasonReconciliation, timestampUnixNano: time.Now().UnixNano()}
 			if t := f.tasks[id]; t != nil {
-				st.AgentId, st.State = t.agent, t.state
+				st.agentID, st.state = t.agent, t.state
 				if t.status != nil {
-					st.HasExitCode, st.ExitCode, st.Message = t.status.HasExitCode, t.status.ExitCode, t.status.Message
+					st.hasExitCode, st.exitCode, st.message = t.status.hasExitCode, t.status.exitCode, t.status.message
 				}
 			} else {
 				if len(m.awaited) > 0 {
 					continue // it may be on an agent that has not re-registered yet
 				}
-				st.State, st.Message = pb.TaskState_TASK_LOST, "unknown task"
+				st.state, st.message = pb.TaskState_TASK_LOST, "unknown task"
 			}
-			f.conn.send(&pb.Event{Event: &pb.Event_Update{Update: st}})
+			f.out.send(st)
 		}
 		return nil
 	})

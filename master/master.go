@@ -74,7 +74,8 @@ type Store interface {
 	DeleteFramework(id string) error
 	PutReservations(agentID string, res resources.Resources) error
 	PutQuota(role string, q allocator.Quota) error
-	PutWeight(role string, w float64) error
+	// PutWeights records roles' weights in one write: all or none.
+	PutWeights(weights map[string]float64) error
 }
 
 // Persisted is what a Store holds.
@@ -147,9 +148,9 @@ type agentEntry struct {
 	principal    string // authenticated principal; "" without agent authentication
 	total        resources.Resources
 	revocable    resources.Resources
-	oversub      *pb.Oversubscribed // the agent's last oversubscription status; nil: none sent
+	oversub      *AgentOversubState // the agent's last oversubscription status, without the estimate; nil: none sent
 	attributes   map[string]string
-	conn         *conn[*pb.MasterMessage]
+	out          *outbox[toAgent] // nil: disconnected
 	lastSeen     time.Time
 	unreachable  bool
 	inAllocator  bool
@@ -162,21 +163,29 @@ type frameworkEntry struct {
 	roles               []string
 	revocable           bool
 	failover            time.Duration
-	conn                *conn[*pb.Event]
+	out                 *outbox[toFramework] // nil: disconnected
 	disconnectedAt      time.Time
 	tasks               map[string]*taskEntry
 	offers              map[string]*offerEntry
 }
 
+// taskInfo is a task as its framework described it; its agent,
+// framework and resources are the taskEntry's.
+type taskInfo struct {
+	id, name     string
+	command, env []string
+	labels       map[string]string
+}
+
 type taskEntry struct {
-	info      *pb.TaskInfo
+	info      taskInfo
 	fw, agent string
 	role      string
 	res       resources.Resources
 	state     pb.TaskState
-	status    *pb.TaskStatus // latest
-	recovered bool           // resources given back to the allocator
-	pending   *resize        // resource update sent to the agent, unanswered
+	status    *taskStatus // latest
+	recovered bool        // resources given back to the allocator
+	pending   *resize     // resource update sent to the agent, unanswered
 	// resizeUUID is the UUID of the last resource update answer applied
 	// (the agent retries an answer until it is acknowledged).
 	resizeUUID string
@@ -186,39 +195,6 @@ type offerEntry struct {
 	id, fw, agent, role string
 	res                 resources.Resources
 	created             time.Time
-}
-
-// conn is one live stream: messages are queued without blocking; a full
-// queue ends the stream (the peer is too slow and will reconnect).
-type conn[T any] struct {
-	ch     chan T
-	cancel context.CancelFunc
-}
-
-// newConn makes a stream's queue of size n: agents get few messages at a
-// time (n small keeps 10,000s of agents cheap), frameworks get bursts of
-// offers and updates.
-func newConn[T any](cancel context.CancelFunc, n int) *conn[T] {
-	return &conn[T]{ch: make(chan T, n), cancel: cancel}
-}
-
-// Stream queue sizes.
-const (
-	agentQueue     = 256
-	frameworkQueue = 8192
-)
-
-func (c *conn[T]) send(m T) bool {
-	if c == nil {
-		return false
-	}
-	select {
-	case c.ch <- m:
-		return true
-	default:
-		c.cancel()
-		return false
-	}
 }
 
 // New returns a master; with a Store it loads the persisted state
@@ -319,13 +295,13 @@ func (m *Master) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			m.mu.Lock()
 			for _, ag := range m.agents {
-				if ag.conn != nil {
-					ag.conn.cancel()
+				if ag.out != nil {
+					ag.out.cancel()
 				}
 			}
 			for _, f := range m.frameworks {
-				if f.conn != nil {
-					f.conn.cancel()
+				if f.out != nil {
+					f.out.cancel()
 				}
 			}
 			m.mu.Unlock()
@@ -362,11 +338,11 @@ func (m *Master) allocate() {
 	defer m.mu.Unlock()
 	start := time.Now()
 	offers := m.alloc.Allocate()
-	byFW := map[string][]*pb.Offer{}
+	byFW := map[string]*offersMade{}
 	for _, o := range offers {
 		f := m.frameworks[o.FrameworkID]
 		ag := m.agents[o.AgentID]
-		if f == nil || f.conn == nil || ag == nil || ag.conn == nil {
+		if f == nil || f.out == nil || ag == nil || ag.out == nil {
 			zero := time.Duration(0)
 			_ = m.alloc.RecoverRole(o.FrameworkID, o.Role, o.AgentID, o.Resources, &zero)
 			continue
@@ -374,10 +350,16 @@ func (m *Master) allocate() {
 		e := &offerEntry{id: uuid.NewString(), fw: o.FrameworkID, agent: o.AgentID, role: o.Role, res: o.Resources, created: start}
 		m.offers[e.id] = e
 		f.offers[e.id] = e
-		byFW[f.id] = append(byFW[f.id], &pb.Offer{Id: e.id, FrameworkId: f.id, AgentId: ag.id, Hostname: ag.hostname, Role: o.Role, Resources: o.Resources.String()})
+		made := byFW[f.id]
+		if made == nil {
+			made = &offersMade{}
+			byFW[f.id] = made
+		}
+		made.offers = append(made.offers, e)
+		made.hostnames = append(made.hostnames, ag.hostname)
 	}
-	for id, os := range byFW {
-		m.frameworks[id].conn.send(&pb.Event{Event: &pb.Event_Offers{Offers: &pb.Offers{Offers: os}}})
+	for id, made := range byFW {
+		m.frameworks[id].out.send(made)
 	}
 	d := time.Since(start)
 	m.cycles.count++
@@ -434,7 +416,7 @@ func (m *Master) checkTimeouts(now time.Time) {
 		}
 	}
 	for _, f := range m.frameworks {
-		if f.conn == nil && now.Sub(f.disconnectedAt) > f.failover {
+		if f.out == nil && now.Sub(f.disconnectedAt) > f.failover {
 			m.log.Info("framework failover timeout", "framework", f.id)
 			m.removeFrameworkLocked(f)
 		}
@@ -451,7 +433,7 @@ func (m *Master) rescindLocked(o *offerEntry, refuse *time.Duration) {
 	}
 	if f := m.frameworks[o.fw]; f != nil {
 		delete(f.offers, o.id)
-		f.conn.send(&pb.Event{Event: &pb.Event_Rescind{Rescind: &pb.Rescind{OfferId: o.id}}})
+		f.out.send(&offerRescinded{offerID: o.id})
 	}
 	if err := m.alloc.RecoverRole(o.fw, o.role, o.agent, o.res, refuse); err != nil {
 		m.log.Debug("recover rescinded offer", "offer", o.id, "err", err)
@@ -463,19 +445,19 @@ func (m *Master) rescindLocked(o *offerEntry, refuse *time.Duration) {
 // tasks LOST.
 func (m *Master) markUnreachableLocked(ag *agentEntry) {
 	ag.unreachable = true
-	if ag.conn != nil {
-		ag.conn.cancel()
-		ag.conn = nil
+	if ag.out != nil {
+		ag.out.cancel()
+		ag.out = nil
 	}
 	m.dropAgentFromAllocatorLocked(ag)
 	for id, t := range ag.tasks {
 		if !terminal(t.state) {
 			ag.lost[id] = true
 		}
-		m.setTaskStatusLocked(t, &pb.TaskStatus{
-			TaskId: id, AgentId: ag.id, FrameworkId: t.fw, State: pb.TaskState_TASK_LOST,
-			Reason:  ReasonAgentUnreachable,
-			Message: fmt.Sprintf("agent %s missed %d heartbeats", ag.id, m.opts.MaxMissedHeartbeats),
+		m.setTaskStatusLocked(t, &taskStatus{
+			taskID: id, agentID: ag.id, frameworkID: t.fw, state: pb.TaskState_TASK_LOST,
+			reason:  ReasonAgentUnreachable,
+			message: fmt.Sprintf("agent %s missed %d heartbeats", ag.id, m.opts.MaxMissedHeartbeats),
 		})
 		m.forgetTaskLocked(t)
 	}
@@ -489,7 +471,7 @@ func (m *Master) dropAgentFromAllocatorLocked(ag *agentEntry) {
 			delete(m.offers, o.id)
 			if f := m.frameworks[o.fw]; f != nil {
 				delete(f.offers, o.id)
-				f.conn.send(&pb.Event{Event: &pb.Event_Rescind{Rescind: &pb.Rescind{OfferId: o.id}}})
+				f.out.send(&offerRescinded{offerID: o.id})
 			}
 		}
 	}
@@ -509,37 +491,37 @@ func terminal(s pb.TaskState) bool { return s.Terminal() }
 // setTaskStatusLocked records a status, gives a newly terminal task's
 // resources back to the allocator, and forwards the status to the
 // framework.
-func (m *Master) setTaskStatusLocked(t *taskEntry, st *pb.TaskStatus) {
-	if st.TimestampUnixNano == 0 {
-		st.TimestampUnixNano = time.Now().UnixNano()
+func (m *Master) setTaskStatusLocked(t *taskEntry, st *taskStatus) {
+	if st.timestampUnixNano == 0 {
+		st.timestampUnixNano = time.Now().UnixNano()
 	}
-	t.state = st.State
+	t.state = st.state
 	t.status = st
-	if terminal(st.State) && !t.recovered {
+	if terminal(st.state) && !t.recovered {
 		t.recovered = true
 		held := t.held() // with the growth of an unanswered update
 		t.pending = nil
 		if ag := m.agents[t.agent]; ag != nil && ag.inAllocator {
 			zero := time.Duration(0)
 			if err := m.alloc.RecoverRole(t.fw, t.role, t.agent, held, &zero); err != nil {
-				m.log.Warn("recover task resources", "task", t.info.TaskId, "err", err)
+				m.log.Warn("recover task resources", "task", t.info.id, "err", err)
 			}
 			m.trigger()
 		}
 	}
 	if f := m.frameworks[t.fw]; f != nil {
-		f.conn.send(&pb.Event{Event: &pb.Event_Update{Update: st}})
+		f.out.send(st)
 	}
 }
 
 // forgetTaskLocked removes a task from the registry.
 func (m *Master) forgetTaskLocked(t *taskEntry) {
-	delete(m.tasks, t.info.TaskId)
+	delete(m.tasks, t.info.id)
 	if ag := m.agents[t.agent]; ag != nil {
-		delete(ag.tasks, t.info.TaskId)
+		delete(ag.tasks, t.info.id)
 	}
 	if f := m.frameworks[t.fw]; f != nil {
-		delete(f.tasks, t.info.TaskId)
+		delete(f.tasks, t.info.id)
 	}
 }
 
@@ -551,12 +533,12 @@ func (m *Master) removeFrameworkLocked(f *frameworkEntry) {
 	}
 	for _, t := range f.tasks {
 		if ag := m.agents[t.agent]; ag != nil && !terminal(t.state) {
-			ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Kill{Kill: &pb.KillTask{TaskId: t.info.TaskId, FrameworkId: f.id}}})
+			ag.out.send(&killTask{taskID: t.info.id, framework: f.id})
 		}
 		m.forgetTaskLocked(t)
 	}
-	if f.conn != nil {
-		f.conn.cancel()
+	if f.out != nil {
+		f.out.cancel()
 	}
 	if err := m.alloc.RemoveFramework(f.id); err != nil {
 		m.log.Warn("remove framework from allocator", "framework", f.id, "err", err)

@@ -9,6 +9,8 @@ import (
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/brimnode/brim/scheduler"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 func (f *framework) nextRescind(t *testing.T) string {
@@ -186,5 +188,47 @@ func TestFrameworkFailoverTimeoutKillsTasks(t *testing.T) {
 	}
 	if fws := c.m.State().Frameworks; len(fws) != 0 {
 		t.Fatalf("framework still registered: %+v", fws)
+	}
+}
+
+// An empty RESERVE is refused (it crashed the master), and a RESERVE
+// naming two of the framework's roles reserves each part for its own role
+// (the whole went to the first one).
+func TestAcceptReserveEmptyAndTwoRoles(t *testing.T) {
+	c := newCluster(t, master.Options{})
+	c.startAgent(t.TempDir(), newFakeRunner())
+	f := c.startFramework("fw", "ads", "web")
+	o := f.nextOffers(t)[0]
+	ctx := context.Background()
+	for _, text := range []string{"", ";"} {
+		empty := []*pb.Operation{{Op: &pb.Operation_Reserve_{Reserve: &pb.Operation_Reserve{Resources: text}}}}
+		if err := f.d.Accept(ctx, []string{o.Id}, empty, 0); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("empty reserve %q: %v, want InvalidArgument", text, err)
+		}
+	}
+	two := []*pb.Operation{{Op: &pb.Operation_Reserve_{Reserve: &pb.Operation_Reserve{Resources: "cpus(ads,me):1;cpus(web,me):1"}}}}
+	if err := f.d.Accept(ctx, []string{o.Id}, two, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.d.Revive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]resources.Resources{"ads": resources.MustParse("cpus(ads,me):1"), "web": resources.MustParse("cpus(web,me):1")}
+	seen := map[string]bool{}
+	for len(seen) < 2 {
+		for _, o := range f.nextOffers(t) {
+			res := resources.MustParse(o.Resources)
+			if r := res.Reserved(o.Role); !r.IsEmpty() {
+				if !r.Equal(want[o.Role]) {
+					t.Fatalf("offer for %s holds the reservation %s, want %s", o.Role, r, want[o.Role])
+				}
+				seen[o.Role] = true
+			}
+			_ = f.d.Decline(ctx, []string{o.Id}, 0)
+		}
+	}
+	st := c.m.State()
+	if got := resources.MustParse(st.Agents[0].Reserved); !got.Equal(resources.MustParse("cpus(ads,me):1;cpus(web,me):1")) {
+		t.Fatalf("reserved %s", st.Agents[0].Reserved)
 	}
 }

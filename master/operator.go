@@ -3,7 +3,11 @@ package master
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/brimnode/brim/master/allocator"
@@ -105,18 +109,18 @@ func (m *Master) State() State {
 	st := State{StartedAt: m.started, Quota: map[string]QuotaState{}, Weights: map[string]float64{}}
 	for _, ag := range m.agents {
 		st.Agents = append(st.Agents, AgentState{ID: ag.id, Hostname: ag.hostname, Principal: ag.principal, Resources: ag.total.String(), Revocable: ag.revocable.String(),
-			Reserved: m.reservations[ag.id].String(), Connected: ag.conn != nil, Unreachable: ag.unreachable, Tasks: len(ag.tasks),
+			Reserved: m.reservations[ag.id].String(), Connected: ag.out != nil, Unreachable: ag.unreachable, Tasks: len(ag.tasks),
 			Oversubscription: ag.oversubStateLocked()})
 	}
 	sort.Slice(st.Agents, func(i, j int) bool { return st.Agents[i].ID < st.Agents[j].ID })
 	for _, f := range m.frameworks {
-		st.Frameworks = append(st.Frameworks, FrameworkState{ID: f.id, Name: f.name, Principal: f.principal, Roles: f.roles, Connected: f.conn != nil, Tasks: len(f.tasks), Offers: len(f.offers)})
+		st.Frameworks = append(st.Frameworks, FrameworkState{ID: f.id, Name: f.name, Principal: f.principal, Roles: f.roles, Connected: f.out != nil, Tasks: len(f.tasks), Offers: len(f.offers)})
 	}
 	sort.Slice(st.Frameworks, func(i, j int) bool { return st.Frameworks[i].ID < st.Frameworks[j].ID })
 	for _, t := range m.tasks {
-		ts := TaskState{ID: t.info.TaskId, FrameworkID: t.fw, AgentID: t.agent, State: stateName(t.state), Resources: t.res.String()}
+		ts := TaskState{ID: t.info.id, FrameworkID: t.fw, AgentID: t.agent, State: stateName(t.state), Resources: t.res.String()}
 		if t.status != nil {
-			ts.Reason, ts.Message = t.status.Reason, t.status.Message
+			ts.Reason, ts.Message = t.status.reason, t.status.message
 		}
 		st.Tasks = append(st.Tasks, ts)
 	}
@@ -144,10 +148,17 @@ func (m *Master) State() State {
 }
 
 // Reserve dynamically reserves resources of an agent for the roles named
-// in res ("cpus(ads):1;mem(ads):512"), on behalf of principal. Offers of
-// the agent are rescinded when they hold what is asked. Errors wrap
-// ErrInvalid, ErrNotFound (unknown agent) or ErrInsufficient.
+// in res ("cpus(ads):1;mem(ads):512"), on behalf of principal
+// ("anonymous" when empty). Offers of the agent are rescinded when they
+// hold what is asked. All or nothing: when one role's part cannot be
+// reserved, or the store cannot record the result, nothing is reserved.
+// Errors wrap ErrInvalid, ErrForbidden (a reservation on behalf of
+// another principal), ErrNotFound (unknown agent) or ErrInsufficient; a
+// store error wraps none.
 func (m *Master) Reserve(agentID, principal string, res resources.Resources) error {
+	if principal == "" {
+		principal = anonymous
+	}
 	byRole, err := reservationRequest(res, principal, false)
 	if err != nil {
 		return err
@@ -158,31 +169,45 @@ func (m *Master) Reserve(agentID, principal string, res resources.Resources) err
 	if ag == nil || !ag.inAllocator {
 		return fmt.Errorf("reserve on agent %q: %w", agentID, ErrNotFound)
 	}
+	var done []string // roles reserved in the allocator, undone on failure
+	undo := func() {
+		for _, role := range done {
+			if err := m.alloc.Unreserve(agentID, byRole[role]); err != nil {
+				m.log.Error("undo reservation", "agent", agentID, "resources", byRole[role].String(), "err", err)
+			}
+		}
+	}
+	next := m.reservations[agentID]
 	for _, role := range sortedRoles(byRole) {
 		plain := byRole[role].Unreserve()
 		err := m.alloc.Reserve(agentID, role, principal, plain)
 		if errors.Is(err, allocator.ErrInsufficient) {
-			for _, o := range m.offers {
-				if o.agent == agentID {
-					m.rescindLocked(o, nil)
-				}
-			}
+			m.rescindAgentOffersLocked(agentID)
 			err = m.alloc.Reserve(agentID, role, principal, plain)
 		}
 		if err != nil {
-			return fmt.Errorf("reserve %s on %s: %w", plain, agentID, mapAllocErr(err))
+			undo()
+			return fmt.Errorf("reserve %s on %s: %w", plain, agentID, fromAllocator(err))
 		}
-		r, _ := plain.Reserve(role, principal)
-		m.reservations[agentID] = m.reservations[agentID].Add(r)
+		done = append(done, role)
+		next = next.Add(byRole[role])
 	}
-	m.persistReservationsLocked(agentID)
+	if err := m.putReservationsLocked(agentID, next); err != nil {
+		undo()
+		return err
+	}
+	m.reservations[agentID] = next
 	m.trigger()
 	return nil
 }
 
-// Unreserve releases dynamic reservations made by Reserve. Errors wrap
-// ErrInvalid, ErrNotFound or ErrInsufficient (not reserved, or in use).
+// Unreserve releases dynamic reservations made by Reserve; all or nothing,
+// as Reserve. Errors wrap ErrInvalid, ErrNotFound or ErrInsufficient (not
+// reserved, or in use); a store error wraps none.
 func (m *Master) Unreserve(agentID, principal string, res resources.Resources) error {
+	if principal == "" {
+		principal = anonymous
+	}
 	byRole, err := reservationRequest(res, principal, true)
 	if err != nil {
 		return err
@@ -193,27 +218,65 @@ func (m *Master) Unreserve(agentID, principal string, res resources.Resources) e
 	if ag == nil || !ag.inAllocator {
 		return fmt.Errorf("unreserve on agent %q: %w", agentID, ErrNotFound)
 	}
+	next := m.reservations[agentID]
 	for _, role := range sortedRoles(byRole) {
-		r := byRole[role]
-		if !m.reservations[agentID].Contains(r) {
+		if r := byRole[role]; !next.Contains(r) {
 			return fmt.Errorf("unreserve %s on %s: not reserved: %w", r, agentID, ErrInsufficient)
 		}
-		err := m.alloc.Unreserve(agentID, r)
-		if errors.Is(err, allocator.ErrInsufficient) {
-			for _, o := range m.offers {
-				if o.agent == agentID {
-					m.rescindLocked(o, nil)
+		next = next.Subtract(byRole[role])
+	}
+	var done []string
+	undo := func() {
+		for _, role := range done {
+			for _, e := range byRole[role] {
+				one := resources.Resources{e}
+				if err := m.alloc.Reserve(agentID, e.Role, e.Reservation.Principal, one.Unreserve()); err != nil {
+					m.log.Error("undo unreservation", "agent", agentID, "resources", one.String(), "err", err)
 				}
 			}
+		}
+	}
+	for _, role := range sortedRoles(byRole) {
+		r := byRole[role]
+		err := m.alloc.Unreserve(agentID, r)
+		if errors.Is(err, allocator.ErrInsufficient) {
+			m.rescindAgentOffersLocked(agentID)
 			err = m.alloc.Unreserve(agentID, r)
 		}
 		if err != nil {
-			return fmt.Errorf("unreserve %s on %s: %w", r, agentID, mapAllocErr(err))
+			undo()
+			return fmt.Errorf("unreserve %s on %s: %w", r, agentID, fromAllocator(err))
 		}
-		m.reservations[agentID] = m.reservations[agentID].Subtract(r)
+		done = append(done, role)
 	}
-	m.persistReservationsLocked(agentID)
+	if err := m.putReservationsLocked(agentID, next); err != nil {
+		undo()
+		return err
+	}
+	m.reservations[agentID] = next
 	m.trigger()
+	return nil
+}
+
+// anonymous is the principal of operator requests without authentication.
+const anonymous = "anonymous"
+
+func (m *Master) rescindAgentOffersLocked(agentID string) {
+	for _, o := range m.offers {
+		if o.agent == agentID {
+			m.rescindLocked(o, nil)
+		}
+	}
+}
+
+// putReservationsLocked records an agent's reservations in the store.
+func (m *Master) putReservationsLocked(agentID string, res resources.Resources) error {
+	if m.store == nil {
+		return nil
+	}
+	if err := m.store.PutReservations(agentID, res); err != nil {
+		return fmt.Errorf("persist reservations of %s: %w", agentID, err)
+	}
 	return nil
 }
 
@@ -223,16 +286,16 @@ func reservationRequest(res resources.Resources, principal string, unreserve boo
 	if res.IsEmpty() {
 		return nil, fmt.Errorf("no resources: %w", ErrInvalid)
 	}
-	if principal == "" {
-		principal = "anonymous"
-	}
 	out := map[string]resources.Resources{}
 	for _, e := range res {
 		if e.Revocable {
-			return nil, fmt.Errorf("%s: %w", e.String(), resources.ErrRevocableReservation)
+			return nil, fmt.Errorf("%s: %w: %w", e.String(), ErrInvalid, resources.ErrRevocableReservation)
 		}
 		if e.Role == resources.Unreserved || e.Role == "" {
 			return nil, fmt.Errorf("%s: name a role, e.g. cpus(ads):1: %w", e.String(), ErrInvalid)
+		}
+		if err := ValidateRole(e.Role); err != nil {
+			return nil, fmt.Errorf("%s: %w", e.String(), err)
 		}
 		if e.Type != resources.Scalar {
 			return nil, fmt.Errorf("%s: only scalars can be reserved: %w", e.String(), ErrInvalid)
@@ -256,52 +319,98 @@ func reservationRequest(res resources.Resources, principal string, unreserve boo
 	return out, nil
 }
 
-func mapAllocErr(err error) error {
-	switch {
-	case errors.Is(err, allocator.ErrInsufficient):
-		return fmt.Errorf("%w: %w", ErrInsufficient, err)
-	case errors.Is(err, allocator.ErrNotFound):
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
-	case errors.Is(err, allocator.ErrInvalid), errors.Is(err, allocator.ErrRevocable):
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	return err
-}
-
-// SetQuota sets (an empty Quota clears) a role's quota. Errors wrap
-// ErrInvalid.
+// SetQuota sets (an empty Quota clears) a role's quota: validated, then
+// written to the store, then applied, so that a quota in force is one a
+// restart keeps. Errors wrap ErrInvalid (role, quota); a store error wraps
+// none and changes nothing.
 func (m *Master) SetQuota(role string, q allocator.Quota) error {
+	if err := ValidateRole(role); err != nil {
+		return fmt.Errorf("set quota: %w", err)
+	}
+	if err := validateQuota(q); err != nil {
+		return fmt.Errorf("set quota of %s: %w", role, err)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.store != nil {
+		if err := m.store.PutQuota(role, q); err != nil {
+			return fmt.Errorf("persist quota of %s: %w", role, err)
+		}
+	}
 	if err := m.alloc.SetQuota(role, q); err != nil {
-		return fmt.Errorf("set quota of %s: %w", role, mapAllocErr(err))
+		// validateQuota leaves only the allocator's own limits (its number
+		// of scalar kinds): put the store back as it was.
+		if m.store != nil {
+			if perr := m.store.PutQuota(role, m.quota[role]); perr != nil {
+				m.log.Error("restore persisted quota", "role", role, "err", perr)
+			}
+		}
+		return fmt.Errorf("set quota of %s: %w", role, fromAllocator(err))
 	}
 	if q.Guarantee.IsEmpty() && q.Limit.IsEmpty() {
 		delete(m.quota, role)
 	} else {
 		m.quota[role] = q
 	}
-	if m.store != nil {
-		if err := m.store.PutQuota(role, q); err != nil {
-			return fmt.Errorf("persist quota of %s: %w", role, err)
-		}
-	}
 	m.trigger()
 	return nil
 }
 
-// SetWeight sets a role's weight. Errors wrap ErrInvalid.
+// validateQuota checks a quota's resources: unreserved, non-revocable,
+// non-negative scalars, each guarantee at most its limit. Errors wrap
+// ErrInvalid.
+func validateQuota(q allocator.Quota) error {
+	for _, part := range []struct {
+		what string
+		res  resources.Resources
+	}{{"guarantee", q.Guarantee}, {"limit", q.Limit}} {
+		for _, e := range part.res {
+			if e.Type != resources.Scalar || e.Revocable || (e.Role != "" && e.Role != resources.Unreserved) || e.Scalar < 0 {
+				return fmt.Errorf("%s %s: must be an unreserved non-revocable scalar: %w", part.what, e.String(), ErrInvalid)
+			}
+		}
+	}
+	for _, e := range q.Guarantee {
+		if limited := q.Limit.Filter(func(l resources.Resource) bool { return l.Name == e.Name }); !limited.IsEmpty() &&
+			q.Guarantee.Scalar(e.Name) > q.Limit.Scalar(e.Name) {
+			return fmt.Errorf("guarantee of %s above its limit: %w", e.Name, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// SetWeight sets a role's weight; see SetWeights.
 func (m *Master) SetWeight(role string, w float64) error {
+	return m.SetWeights(map[string]float64{role: w})
+}
+
+// SetWeights sets roles' weights (none: nothing), all or none: every role and weight is
+// validated, then all are written to the store in one transaction, then
+// applied. Errors wrap ErrInvalid (a role, or a weight not positive and
+// finite); a store error wraps none and changes nothing.
+func (m *Master) SetWeights(weights map[string]float64) error {
+	roles := slices.Sorted(maps.Keys(weights))
+	for _, role := range roles {
+		if err := ValidateRole(role); err != nil {
+			return fmt.Errorf("set weight: %w", err)
+		}
+		if w := weights[role]; !(w > 0) || math.IsInf(w, 1) {
+			return fmt.Errorf("set weight of %s: %s: need a positive weight: %w", role, strconv.FormatFloat(w, 'g', -1, 64), ErrInvalid)
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.alloc.SetWeight(role, w); err != nil {
-		return fmt.Errorf("set weight of %s: %w", role, mapAllocErr(err))
-	}
-	m.weights[role] = w
 	if m.store != nil {
-		if err := m.store.PutWeight(role, w); err != nil {
-			return fmt.Errorf("persist weight of %s: %w", role, err)
+		if err := m.store.PutWeights(weights); err != nil {
+			return fmt.Errorf("persist weights: %w", err)
 		}
+	}
+	for _, role := range roles {
+		// Cannot fail: the role and the weight passed the allocator's checks above.
+		if err := m.alloc.SetWeight(role, weights[role]); err != nil {
+			return fmt.Errorf("set weight of %s: %w", role, fromAllocator(err))
+		}
+		m.weights[role] = weights[role]
 	}
 	m.trigger()
 	return nil

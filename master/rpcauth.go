@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"google.golang.org/grpc/metadata"
 )
 
@@ -64,7 +63,7 @@ func parseBasic(v string) (principal, secret string, ok bool) {
 // returns the agent's principal ("" with agent authentication off). It
 // records nothing: registerAgent checks the principal against the one the
 // agent ID registered with before.
-func (m *Master) authenticateAgent(ctx context.Context, reg *pb.Register) (string, error) {
+func (m *Master) authenticateAgent(ctx context.Context, agentID string) (string, error) {
 	if !m.opts.AuthenticateAgents {
 		return "", nil
 	}
@@ -74,10 +73,10 @@ func (m *Master) authenticateAgent(ctx context.Context, reg *pb.Register) (strin
 	}
 	p, err := authenticateRPC(ctx, a, agentPeer)
 	if err != nil {
-		return "", fmt.Errorf("register agent %s: %w", reg.AgentId, err)
+		return "", fmt.Errorf("register agent %s: %w", agentID, err)
 	}
 	if err := a.Authorize(p, ActionRegisterAgent, ""); err != nil {
-		return "", fmt.Errorf("register agent %s: %w", reg.AgentId, err)
+		return "", fmt.Errorf("register agent %s: %w", agentID, err)
 	}
 	return p, nil
 }

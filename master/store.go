@@ -99,8 +99,22 @@ func (s *BoltStore) PutQuota(role string, q allocator.Quota) error {
 	return s.put(bucketQuota, role, quotaRec{Guarantee: q.Guarantee.String(), Limit: q.Limit.String()})
 }
 
-// PutWeight records a role's weight.
-func (s *BoltStore) PutWeight(role string, w float64) error { return s.put(bucketWeights, role, w) }
+// PutWeights records roles' weights in one transaction.
+func (s *BoltStore) PutWeights(weights map[string]float64) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketWeights)
+		for role, w := range weights {
+			data, err := json.Marshal(w)
+			if err != nil {
+				return err
+			}
+			if err := b.Put([]byte(role), data); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
 
 // Load reads everything.
 func (s *BoltStore) Load() (*Persisted, error) {

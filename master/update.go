@@ -1,7 +1,6 @@
 package master
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -30,20 +29,10 @@ func (t *taskEntry) held() resources.Resources {
 	return t.res.Add(t.pending.grow)
 }
 
-// UpdateTask changes a running task's resources; see Master.UpdateTask.
-func (s schedulerAPI) UpdateTask(ctx context.Context, req *pb.UpdateTaskRequest) (*pb.Empty, error) {
-	if _, _, err := s.m.authorizeCall(ctx, req.FrameworkId); err != nil {
-		return nil, toStatus(err)
-	}
-	if err := s.m.UpdateTask(req); err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.Empty{}, nil
-}
-
-// UpdateTask asks the task's agent to resize a RUNNING or STARTING task to
-// req.Resources, which must name the same resources (names, roles,
-// reservations, revocability) as the task's current ones. Growth must be
+// UpdateTask asks the task's agent to resize a RUNNING or STARTING task
+// (id, of framework frameworkID) to resourcesText, which must name the
+// same resources (names, roles, reservations, revocability) as the task's
+// current ones. Growth must be
 // in the named offers, all of the framework and of the task's agent (and
 // of the task's role); the offers are used up and what the growth does
 // not take goes back to the allocator, as after an ACCEPT. The master's
@@ -54,14 +43,13 @@ func (s schedulerAPI) UpdateTask(ctx context.Context, req *pb.UpdateTaskRequest)
 // (task not running, an update in flight), ErrClosed (agent
 // disconnected), ErrInvalid (bad resources, an offer of another agent or
 // role), ErrStaleOffer or ErrInsufficient (growth not in the offers).
-func (m *Master) UpdateTask(req *pb.UpdateTaskRequest) error {
+func (m *Master) UpdateTask(frameworkID, id, resourcesText string, offerIDs []string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	f, err := m.framework(req.FrameworkId)
+	f, err := m.framework(frameworkID)
 	if err != nil {
 		return err
 	}
-	id := req.TaskId
 	t := f.tasks[id]
 	if t == nil {
 		if m.tasks[id] != nil {
@@ -76,10 +64,10 @@ func (m *Master) UpdateTask(req *pb.UpdateTaskRequest) error {
 		return fmt.Errorf("update task %s: the update to %s is not answered yet: %w", id, t.pending.res, ErrConflict)
 	}
 	ag := m.agents[t.agent]
-	if ag == nil || ag.conn == nil || !ag.inAllocator {
+	if ag == nil || ag.out == nil || !ag.inAllocator {
 		return fmt.Errorf("update task %s: agent %s is disconnected: %w", id, t.agent, ErrClosed)
 	}
-	want, err := resources.Parse(req.Resources)
+	want, err := resources.Parse(resourcesText)
 	if err != nil {
 		return fmt.Errorf("update task %s: %w: %w", id, ErrInvalid, err)
 	}
@@ -97,7 +85,7 @@ func (m *Master) UpdateTask(req *pb.UpdateTaskRequest) error {
 	// Validate the offers before anything changes.
 	var offers []*offerEntry
 	byRole := map[string]resources.Resources{}
-	for _, oid := range req.OfferIds {
+	for _, oid := range offerIDs {
 		o := f.offers[oid]
 		if o == nil {
 			return fmt.Errorf("update task %s: offer %q: %w", id, oid, ErrStaleOffer)
@@ -156,7 +144,7 @@ func (m *Master) UpdateTask(req *pb.UpdateTaskRequest) error {
 }
 
 func (m *Master) sendResizeLocked(ag *agentEntry, t *taskEntry) {
-	ag.conn.send(&pb.MasterMessage{Msg: &pb.MasterMessage_Update{Update: &pb.UpdateTask{TaskId: t.info.TaskId, Resources: t.pending.res.String()}}})
+	ag.out.send(&resizeTask{taskID: t.info.id, res: t.pending.res})
 }
 
 // kindKey identifies a resource's kind: everything but its amount.
@@ -210,20 +198,20 @@ func sameKinds(cur, want resources.Resources) error {
 // status with reason RESOURCES_UPDATED or RESOURCES_UPDATE_FAILED) before
 // the status goes to the framework. Retries of an answer already applied
 // are ignored.
-func (m *Master) resizeStatusLocked(ag *agentEntry, t *taskEntry, st *pb.TaskStatus) {
-	if st.Uuid != "" {
-		if st.Uuid == t.resizeUUID {
+func (m *Master) resizeStatusLocked(ag *agentEntry, t *taskEntry, st *taskStatus) {
+	if st.uuid != "" {
+		if st.uuid == t.resizeUUID {
 			return
 		}
-		t.resizeUUID = st.Uuid
+		t.resizeUUID = st.uuid
 	}
 	p := t.pending
 	zero := time.Duration(0)
-	switch st.Reason {
+	switch st.reason {
 	case pb.ReasonResourcesUpdated:
-		res, err := resources.Parse(st.Resources)
+		res, err := resources.Parse(st.resources)
 		if err != nil || res.IsEmpty() {
-			m.log.Warn("resource update confirmation without valid resources", "task", t.info.TaskId, "resources", st.Resources, "err", err)
+			m.log.Warn("resource update confirmation without valid resources", "task", t.info.id, "resources", st.resources, "err", err)
 			return
 		}
 		switch {
@@ -232,11 +220,11 @@ func (m *Master) resizeStatusLocked(ag *agentEntry, t *taskEntry, st *pb.TaskSta
 			t.setResources(res)
 			if !p.shrink.IsEmpty() && ag.inAllocator {
 				if err := m.alloc.RecoverRole(t.fw, t.role, t.agent, p.shrink, &zero); err != nil {
-					m.log.Warn("recover shrunk task resources", "task", t.info.TaskId, "err", err)
+					m.log.Warn("recover shrunk task resources", "task", t.info.id, "err", err)
 				}
 				m.trigger()
 			}
-			m.log.Info("task resources updated", "task", t.info.TaskId, "resources", res.String())
+			m.log.Info("task resources updated", "task", t.info.id, "resources", res.String())
 		case res.Equal(t.res):
 			// Already known (the agent re-registered with it).
 		default:
@@ -244,7 +232,7 @@ func (m *Master) resizeStatusLocked(ag *agentEntry, t *taskEntry, st *pb.TaskSta
 			// from before a restart): the agent's report wins, and the
 			// agent's usage is rebuilt from its tasks.
 			m.log.Warn("task resized to unexpected resources; resyncing the agent's allocation",
-				"task", t.info.TaskId, "resources", res.String(), "expected", t.res.String())
+				"task", t.info.id, "resources", res.String(), "expected", t.res.String())
 			t.setResources(res)
 			m.resyncAgentLocked(ag)
 		}
@@ -255,17 +243,16 @@ func (m *Master) resizeStatusLocked(ag *agentEntry, t *taskEntry, st *pb.TaskSta
 		t.pending = nil
 		if !p.grow.IsEmpty() && ag.inAllocator {
 			if err := m.alloc.RecoverRole(t.fw, p.growRole, t.agent, p.grow, &zero); err != nil {
-				m.log.Warn("recover growth of a failed update", "task", t.info.TaskId, "err", err)
+				m.log.Warn("recover growth of a failed update", "task", t.info.id, "err", err)
 			}
 			m.trigger()
 		}
-		m.log.Warn("task resource update failed", "task", t.info.TaskId, "message", st.Message)
+		m.log.Warn("task resource update failed", "task", t.info.id, "message", st.message)
 	}
 }
 
 func (t *taskEntry) setResources(res resources.Resources) {
 	t.res = res
-	t.info.Resources = res.String()
 }
 
 // reregisteredResizeLocked settles a task's in-flight update when its

@@ -1,0 +1,302 @@
+package master
+
+import (
+	"fmt"
+	"time"
+
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/resources"
+)
+
+// opKind is the kind of an ACCEPT operation.
+type opKind int
+
+const (
+	opUnknown opKind = iota // an operation this master does not know
+	opLaunch
+	opReserve
+	opUnreserve
+)
+
+// operation is one operation of an ACCEPT, in domain terms (convert.go
+// builds it from the protobuf).
+type operation struct {
+	kind      opKind
+	tasks     []taskSpec // opLaunch
+	resources string     // opReserve, opUnreserve: the text the framework sent
+}
+
+// taskSpec is a task a LAUNCH asks for: its description and resources as
+// the framework wrote them.
+type taskSpec struct {
+	info      taskInfo
+	resources string
+}
+
+// acceptRequest is an ACCEPT call.
+type acceptRequest struct {
+	frameworkID string
+	offerIDs    []string
+	ops         []operation
+	refuse      *time.Duration // filter for what the operations leave; nil: default
+}
+
+// acceptView is what planAccept reads of the master's state. The Master
+// fills it under its lock; tests fill it by hand.
+type acceptView struct {
+	framework *frameworkEntry // nil: unknown framework
+	// agentConnected reports whether an agent can take tasks now.
+	agentConnected func(id string) bool
+	// taskExists reports whether a task ID is in use.
+	taskExists func(id string) bool
+}
+
+// acceptPlan is everything an accepted ACCEPT changes; applyAcceptLocked
+// carries it out.
+type acceptPlan struct {
+	framework, agent string
+	offers           []string                       // used up
+	unused           map[string]resources.Resources // role → what goes back to the allocator
+	refuse           *time.Duration
+	reservations     []reservationOp
+	launches         []launchOp
+}
+
+// reservationOp is one RESERVE or UNRESERVE: res in reserved form (one
+// role, one principal).
+type reservationOp struct {
+	res     resources.Resources
+	reserve bool
+}
+
+// launchOp is one task to start: its resources parsed, and the role of the
+// offer they come from.
+type launchOp struct {
+	info taskInfo
+	res  resources.Resources
+	role string
+}
+
+// planAccept validates an ACCEPT completely and returns what it changes;
+// it changes nothing itself. A forged or stale offer, a task outside the
+// offers, a bad operation all return errors: the offers stay outstanding.
+// Errors wrap ErrNotFound (framework), ErrStaleOffer (an offer not
+// outstanding for the framework, named twice, or of an agent that is
+// gone), ErrInvalid or ErrInsufficient (not in the offers).
+func planAccept(v acceptView, req acceptRequest) (acceptPlan, error) {
+	f := v.framework
+	if f == nil || f.id != req.frameworkID {
+		return acceptPlan{}, fmt.Errorf("framework %q: %w", req.frameworkID, ErrNotFound)
+	}
+	if len(req.offerIDs) == 0 {
+		return acceptPlan{}, fmt.Errorf("accept: no offer: %w", ErrInvalid)
+	}
+	p := acceptPlan{framework: f.id, unused: map[string]resources.Resources{}, refuse: req.refuse}
+	seen := map[string]bool{}
+	for _, oid := range req.offerIDs {
+		o := f.offers[oid]
+		if o == nil || seen[oid] {
+			return acceptPlan{}, fmt.Errorf("accept offer %q: %w", oid, ErrStaleOffer)
+		}
+		seen[oid] = true
+		if p.agent != "" && o.agent != p.agent {
+			return acceptPlan{}, fmt.Errorf("accept: offers of agents %s and %s: %w", p.agent, o.agent, ErrInvalid)
+		}
+		p.agent = o.agent
+		p.offers = append(p.offers, oid)
+		p.unused[o.role] = p.unused[o.role].Add(o.res)
+	}
+	if !v.agentConnected(p.agent) {
+		return acceptPlan{}, fmt.Errorf("accept: agent %s is gone: %w", p.agent, ErrStaleOffer)
+	}
+	ids := map[string]bool{}
+	for i, op := range req.ops {
+		var err error
+		switch op.kind {
+		case opLaunch:
+			err = p.planLaunch(v, op.tasks, ids)
+		case opReserve:
+			err = p.planReserve(op.resources, f.roles)
+		case opUnreserve:
+			err = p.planUnreserve(op.resources)
+		default:
+			err = fmt.Errorf("unknown operation: %w", ErrInvalid)
+		}
+		if err != nil {
+			return acceptPlan{}, fmt.Errorf("operation %d: %w", i, err)
+		}
+	}
+	return p, nil
+}
+
+// take removes want from the first role's remains (in role order) that
+// holds all of it, and returns that role.
+func (p *acceptPlan) take(want resources.Resources) (string, error) {
+	for _, r := range sortedRoles(p.unused) {
+		if p.unused[r].Contains(want) {
+			p.unused[r] = p.unused[r].Subtract(want)
+			return r, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not in the offers: %w", want, ErrInsufficient)
+}
+
+func (p *acceptPlan) planLaunch(v acceptView, tasks []taskSpec, ids map[string]bool) error {
+	for _, ts := range tasks {
+		id := ts.info.id
+		if !taskIDRE.MatchString(id) {
+			return fmt.Errorf("task ID %q: must match %s: %w", id, taskIDRE, ErrInvalid)
+		}
+		if v.taskExists(id) || ids[id] {
+			return fmt.Errorf("task ID %q is in use: %w", id, ErrInvalid)
+		}
+		if len(ts.info.command) == 0 {
+			return fmt.Errorf("task %s: no command: %w", id, ErrInvalid)
+		}
+		res, err := resources.Parse(ts.resources)
+		if err != nil {
+			return fmt.Errorf("task %s: %w: %w", id, ErrInvalid, err)
+		}
+		if err := resources.ValidateTask(res); err != nil {
+			return fmt.Errorf("task %s: %w: %w", id, ErrInvalid, err)
+		}
+		if res.IsEmpty() {
+			return fmt.Errorf("task %s: no resources: %w", id, ErrInvalid)
+		}
+		role, err := p.take(res)
+		if err != nil {
+			return fmt.Errorf("task %s: %w", id, err)
+		}
+		ids[id] = true
+		p.launches = append(p.launches, launchOp{info: ts.info, res: res, role: role})
+	}
+	return nil
+}
+
+func (p *acceptPlan) planReserve(text string, roles []string) error {
+	res, err := resources.Parse(text)
+	if err != nil {
+		return fmt.Errorf("reserve: %w: %w", ErrInvalid, err)
+	}
+	for _, e := range res {
+		if e.Revocable {
+			return fmt.Errorf("reserve %s: %w: %w", e.String(), ErrInvalid, resources.ErrRevocableReservation)
+		}
+		if e.Reservation == nil || !roleIn(e.Role, roles) {
+			return fmt.Errorf("reserve %s: needs a dynamic reservation for one of the framework's roles: %w", e.String(), ErrInvalid)
+		}
+	}
+	if res.IsEmpty() {
+		return fmt.Errorf("reserve: no resources: %w", ErrInvalid)
+	}
+	if _, err := p.take(res.Unreserve()); err != nil {
+		return fmt.Errorf("reserve: %w", err)
+	}
+	p.reservations = append(p.reservations, reservationOp{res: res, reserve: true})
+	return nil
+}
+
+func (p *acceptPlan) planUnreserve(text string) error {
+	res, err := resources.Parse(text)
+	if err != nil {
+		return fmt.Errorf("unreserve: %w: %w", ErrInvalid, err)
+	}
+	for _, e := range res {
+		if e.Reservation == nil {
+			return fmt.Errorf("unreserve %s: not dynamically reserved: %w", e.String(), ErrInvalid)
+		}
+	}
+	if res.IsEmpty() {
+		return fmt.Errorf("unreserve: no resources: %w", ErrInvalid)
+	}
+	if _, err := p.take(res); err != nil {
+		return fmt.Errorf("unreserve: %w", err)
+	}
+	p.reservations = append(p.reservations, reservationOp{res: res})
+	return nil
+}
+
+// accept is the ACCEPT call: it applies operations to offers of one agent,
+// validating everything before anything changes (see planAccept, whose
+// errors it returns).
+func (m *Master) accept(req acceptRequest) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, err := planAccept(acceptView{
+		framework: m.frameworks[req.frameworkID],
+		agentConnected: func(id string) bool {
+			ag := m.agents[id]
+			return ag != nil && ag.out != nil
+		},
+		taskExists: func(id string) bool { return m.tasks[id] != nil },
+	}, req)
+	if err != nil {
+		return err
+	}
+	m.applyAcceptLocked(p)
+	return nil
+}
+
+// applyAcceptLocked carries out a plan: the offers are used up, what the
+// operations leave goes back with the plan's filter, reservations change,
+// tasks are staged and sent to the agent.
+func (m *Master) applyAcceptLocked(p acceptPlan) {
+	f, ag := m.frameworks[p.framework], m.agents[p.agent]
+	for _, id := range p.offers {
+		delete(m.offers, id)
+		delete(f.offers, id)
+	}
+	for _, role := range sortedRoles(p.unused) {
+		if res := p.unused[role]; !res.IsEmpty() {
+			if err := m.alloc.RecoverRole(f.id, role, p.agent, res, p.refuse); err != nil {
+				m.log.Warn("recover unused offer", "framework", f.id, "err", err)
+			}
+		}
+	}
+	for _, rv := range p.reservations {
+		m.applyReservationLocked(f.id, p.agent, rv)
+	}
+	for _, l := range p.launches {
+		t := &taskEntry{info: l.info, fw: f.id, agent: p.agent, role: l.role, res: l.res}
+		m.tasks[t.info.id] = t
+		f.tasks[t.info.id] = t
+		ag.tasks[t.info.id] = t
+		m.setTaskStatusLocked(t, &taskStatus{taskID: t.info.id, agentID: p.agent, frameworkID: f.id, state: pb.TaskState_TASK_STAGING})
+		ag.out.send(&runTask{info: t.info, framework: t.fw, agent: t.agent, res: t.res})
+		m.cycles.launches++
+	}
+	m.trigger()
+}
+
+// applyReservationLocked gives the offered resources of a RESERVE or
+// UNRESERVE back and moves them between the agent's pools, entry by entry
+// (one operation may name several roles).
+func (m *Master) applyReservationLocked(fw, agentID string, rv reservationOp) {
+	zero := time.Duration(0)
+	if rv.reserve {
+		_ = m.alloc.RecoverRole(fw, "", agentID, rv.res.Unreserve(), &zero)
+	} else {
+		_ = m.alloc.RecoverRole(fw, "", agentID, rv.res, &zero)
+	}
+	for _, e := range rv.res {
+		one := resources.Resources{e}
+		if rv.reserve {
+			if err := m.alloc.Reserve(agentID, e.Role, e.Reservation.Principal, one.Unreserve()); err != nil {
+				m.log.Warn("reserve", "agent", agentID, "err", err)
+				continue
+			}
+			m.reservations[agentID] = m.reservations[agentID].Add(one)
+		} else {
+			if err := m.alloc.Unreserve(agentID, one); err != nil {
+				m.log.Warn("unreserve", "agent", agentID, "err", err)
+				continue
+			}
+			m.reservations[agentID] = m.reservations[agentID].Subtract(one)
+		}
+	}
+	// A framework's operation cannot be refused once its offers are used:
+	// a store that fails is logged and the next change writes it again.
+	if err := m.putReservationsLocked(agentID, m.reservations[agentID]); err != nil {
+		m.log.Warn("persist reservations", "agent", agentID, "err", err)
+	}
+}

@@ -1,0 +1,226 @@
+package master
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/resources"
+)
+
+// acceptFixture is a framework in roles ads and web with four offers:
+// o1 and o2 on agent a1 (o2 holds a dynamic reservation of ads), o3 on
+// agent a2, o4 on agent gone, which is disconnected. Task t0 exists.
+func acceptFixture() acceptView {
+	offer := func(id, agent, role, res string) *offerEntry {
+		return &offerEntry{id: id, fw: "fw", agent: agent, role: role, res: resources.MustParse(res)}
+	}
+	f := &frameworkEntry{id: "fw", roles: []string{"ads", "web"}, offers: map[string]*offerEntry{
+		"o1": offer("o1", "a1", "ads", "cpus:2;mem:1024"),
+		"o2": offer("o2", "a1", "ads", "cpus:1;mem:512;cpus(ads,ops):1"),
+		"o3": offer("o3", "a2", "ads", "cpus:4;mem:4096"),
+		"o4": offer("o4", "gone", "ads", "cpus:4;mem:4096"),
+	}}
+	return acceptView{
+		framework:      f,
+		agentConnected: func(id string) bool { return id == "a1" || id == "a2" },
+		taskExists:     func(id string) bool { return id == "t0" },
+	}
+}
+
+func launchOf(tasks ...taskSpec) operation { return operation{kind: opLaunch, tasks: tasks} }
+
+func task(id, res string) taskSpec {
+	return taskSpec{info: taskInfo{id: id, command: []string{"true"}}, resources: res}
+}
+
+func accept(ops []operation, offers ...string) acceptRequest {
+	return acceptRequest{frameworkID: "fw", offerIDs: offers, ops: ops}
+}
+
+func TestPlanAcceptRejects(t *testing.T) {
+	noCommand := task("t1", "cpus:1")
+	noCommand.info.command = nil
+	reserve := func(res string) operation { return operation{kind: opReserve, resources: res} }
+	unreserve := func(res string) operation { return operation{kind: opUnreserve, resources: res} }
+	cases := []struct {
+		name string
+		req  acceptRequest
+		want error
+	}{
+		{"unknown framework", acceptRequest{frameworkID: "nope", offerIDs: []string{"o1"}}, ErrNotFound},
+		{"no offer", accept(nil), ErrInvalid},
+		{"forged offer", accept(nil, "forged"), ErrStaleOffer},
+		{"offer twice", accept(nil, "o1", "o1"), ErrStaleOffer},
+		{"offers of two agents", accept(nil, "o1", "o3"), ErrInvalid},
+		{"agent gone", accept(nil, "o4"), ErrStaleOffer},
+		{"bad task ID", accept([]operation{launchOf(task("../x", "cpus:1"))}, "o1"), ErrInvalid},
+		{"empty task ID", accept([]operation{launchOf(task("", "cpus:1"))}, "o1"), ErrInvalid},
+		{"task ID in use", accept([]operation{launchOf(task("t0", "cpus:1"))}, "o1"), ErrInvalid},
+		{"task ID twice", accept([]operation{launchOf(task("t1", "cpus:1")), launchOf(task("t1", "cpus:1"))}, "o1"), ErrInvalid},
+		{"no command", accept([]operation{launchOf(noCommand)}, "o1"), ErrInvalid},
+		{"malformed resources", accept([]operation{launchOf(task("t1", "cpus:lots"))}, "o1"), ErrInvalid},
+		{"negative resources", accept([]operation{launchOf(task("t1", "cpus:-1"))}, "o1"), ErrInvalid},
+		{"mixed revocable", accept([]operation{launchOf(task("t1", "cpus:1;cpus{REV}:1"))}, "o1"), resources.ErrMixedRevocable},
+		{"no resources", accept([]operation{launchOf(task("t1", ""))}, "o1"), ErrInvalid},
+		{"more than offered", accept([]operation{launchOf(task("t1", "cpus:3"))}, "o1"), ErrInsufficient},
+		{"two tasks more than offered", accept([]operation{launchOf(task("t1", "cpus:2"), task("t2", "cpus:1"))}, "o1"), ErrInsufficient},
+		{"reservation not offered", accept([]operation{launchOf(task("t1", "cpus(ads,ops):1"))}, "o1"), ErrInsufficient},
+		{"reserve malformed", accept([]operation{reserve("cpus(ads,ops):x")}, "o1"), ErrInvalid},
+		{"reserve revocable", accept([]operation{reserve("cpus{REV}:1")}, "o1"), ErrInvalid},
+		{"reserve static", accept([]operation{reserve("cpus(ads):1")}, "o1"), ErrInvalid},
+		{"reserve unreserved", accept([]operation{reserve("cpus:1")}, "o1"), ErrInvalid},
+		{"reserve for another role", accept([]operation{reserve("cpus(db,ops):1")}, "o1"), ErrInvalid},
+		{"reserve nothing", accept([]operation{reserve("")}, "o1"), ErrInvalid},
+		{"reserve more than offered", accept([]operation{reserve("cpus(ads,ops):3")}, "o1"), ErrInsufficient},
+		{"reserve then launch what it took", accept([]operation{reserve("cpus(ads,ops):2"), launchOf(task("t1", "cpus:1"))}, "o1"), ErrInsufficient},
+		{"unreserve malformed", accept([]operation{unreserve("cpus(ads")}, "o2"), ErrInvalid},
+		{"unreserve unreserved", accept([]operation{unreserve("cpus:1")}, "o2"), ErrInvalid},
+		{"unreserve static", accept([]operation{unreserve("cpus(ads):1")}, "o2"), ErrInvalid},
+		{"unreserve nothing", accept([]operation{unreserve("")}, "o2"), ErrInvalid},
+		{"unreserve not offered", accept([]operation{unreserve("cpus(ads,ops):2")}, "o2"), ErrInsufficient},
+		{"unknown operation", accept([]operation{{kind: opUnknown}}, "o1"), ErrInvalid},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := acceptFixture()
+			p, err := planAccept(v, tc.req)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err %v, want %v", err, tc.want)
+			}
+			if p.agent != "" || p.offers != nil || p.launches != nil || p.reservations != nil {
+				t.Errorf("a rejection returned a plan: %+v", p)
+			}
+			if len(v.framework.offers) != 4 || !v.framework.offers["o1"].res.Equal(resources.MustParse("cpus:2;mem:1024")) {
+				t.Errorf("planAccept changed the offers: %v", v.framework.offers)
+			}
+		})
+	}
+}
+
+func TestPlanAcceptPlans(t *testing.T) {
+	refuse := 5 * time.Second
+	type launch struct{ id, res, role string }
+	type reservation struct {
+		res     string
+		reserve bool
+	}
+	cases := []struct {
+		name         string
+		req          acceptRequest
+		offers       []string
+		unused       map[string]string
+		launches     []launch
+		reservations []reservation
+	}{
+		{name: "no operation gives everything back",
+			req:    accept(nil, "o1"),
+			offers: []string{"o1"}, unused: map[string]string{"ads": "cpus:2;mem:1024"}},
+		{name: "one task",
+			req:    accept([]operation{launchOf(task("t1", "cpus:1;mem:128"))}, "o1"),
+			offers: []string{"o1"}, unused: map[string]string{"ads": "cpus:1;mem:896"},
+			launches: []launch{{"t1", "cpus:1;mem:128", "ads"}}},
+		{name: "two offers of one agent add up",
+			req:    accept([]operation{launchOf(task("t1", "cpus:3;mem:1536"))}, "o1", "o2"),
+			offers: []string{"o1", "o2"}, unused: map[string]string{"ads": "cpus(ads,ops):1"},
+			launches: []launch{{"t1", "cpus:3;mem:1536", "ads"}}},
+		{name: "reserved resources launch",
+			req:    accept([]operation{launchOf(task("t1", "cpus(ads,ops):1;mem:64"))}, "o2"),
+			offers: []string{"o2"}, unused: map[string]string{"ads": "cpus:1;mem:448"},
+			launches: []launch{{"t1", "cpus(ads,ops):1;mem:64", "ads"}}},
+		{name: "reserve then launch on the rest",
+			req:    accept([]operation{{kind: opReserve, resources: "cpus(web,ops):1;mem(web,ops):512"}, launchOf(task("t1", "cpus:1;mem:512"))}, "o1"),
+			offers: []string{"o1"}, unused: map[string]string{"ads": ""},
+			reservations: []reservation{{"cpus(web,ops):1;mem(web,ops):512", true}},
+			launches:     []launch{{"t1", "cpus:1;mem:512", "ads"}}},
+		{name: "unreserve",
+			req:    accept([]operation{{kind: opUnreserve, resources: "cpus(ads,ops):1"}}, "o2"),
+			offers: []string{"o2"}, unused: map[string]string{"ads": "cpus:1;mem:512"},
+			reservations: []reservation{{"cpus(ads,ops):1", false}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.req.refuse = &refuse
+			p, err := planAccept(acceptFixture(), tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.framework != "fw" || p.agent != "a1" || p.refuse != &refuse {
+				t.Errorf("plan for framework %q agent %q refuse %v", p.framework, p.agent, p.refuse)
+			}
+			if len(p.offers) != len(tc.offers) {
+				t.Fatalf("offers used %v, want %v", p.offers, tc.offers)
+			}
+			for i := range p.offers {
+				if p.offers[i] != tc.offers[i] {
+					t.Errorf("offers used %v, want %v", p.offers, tc.offers)
+				}
+			}
+			if len(p.unused) != len(tc.unused) {
+				t.Errorf("unused %v, want %v", p.unused, tc.unused)
+			}
+			for role, want := range tc.unused {
+				if !p.unused[role].Equal(resources.MustParse(want)) {
+					t.Errorf("unused of %s: %s, want %s", role, p.unused[role], want)
+				}
+			}
+			if len(p.launches) != len(tc.launches) {
+				t.Fatalf("launches %+v, want %+v", p.launches, tc.launches)
+			}
+			for i, l := range tc.launches {
+				got := p.launches[i]
+				if got.info.id != l.id || !got.res.Equal(resources.MustParse(l.res)) || got.role != l.role {
+					t.Errorf("launch %d: %s %s in %s, want %+v", i, got.info.id, got.res, got.role, l)
+				}
+			}
+			if len(p.reservations) != len(tc.reservations) {
+				t.Fatalf("reservations %+v, want %+v", p.reservations, tc.reservations)
+			}
+			for i, r := range tc.reservations {
+				got := p.reservations[i]
+				if !got.res.Equal(resources.MustParse(r.res)) || got.reserve != r.reserve {
+					t.Errorf("reservation %d: %s reserve=%v, want %+v", i, got.res, got.reserve, r)
+				}
+			}
+		})
+	}
+}
+
+func TestAcceptRequestFromPB(t *testing.T) {
+	req := acceptRequestFromPB(&pb.AcceptRequest{
+		FrameworkId: "fw", OfferIds: []string{"o1"}, Filters: &pb.Filters{RefuseSeconds: 2},
+		Operations: []*pb.Operation{
+			{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: []*pb.TaskInfo{
+				{TaskId: "t1", Name: "n", Resources: "cpus:1", Command: []string{"true"}, Env: []string{"A=1"}, Labels: map[string]string{"k": "v"}},
+			}}}},
+			{Op: &pb.Operation_Reserve_{Reserve: &pb.Operation_Reserve{Resources: "cpus(ads,ops):1"}}},
+			{Op: &pb.Operation_Unreserve_{Unreserve: &pb.Operation_Unreserve{Resources: "cpus(ads,ops):1"}}},
+			{},
+		},
+	})
+	if req.frameworkID != "fw" || len(req.offerIDs) != 1 || req.refuse == nil || *req.refuse != 2*time.Second {
+		t.Fatalf("request %+v", req)
+	}
+	if len(req.ops) != 4 {
+		t.Fatalf("%d operations, want 4", len(req.ops))
+	}
+	l := req.ops[0]
+	if l.kind != opLaunch || len(l.tasks) != 1 || l.tasks[0].resources != "cpus:1" {
+		t.Fatalf("launch %+v", l)
+	}
+	if ti := l.tasks[0].info; ti.id != "t1" || ti.name != "n" || ti.command[0] != "true" || ti.env[0] != "A=1" || ti.labels["k"] != "v" {
+		t.Errorf("task info %+v", ti)
+	}
+	if req.ops[1].kind != opReserve || req.ops[1].resources != "cpus(ads,ops):1" || req.ops[2].kind != opUnreserve {
+		t.Errorf("reserve/unreserve %+v %+v", req.ops[1], req.ops[2])
+	}
+	if req.ops[3].kind != opUnknown {
+		t.Errorf("an empty operation is %v, want opUnknown", req.ops[3].kind)
+	}
+	// What the agent gets back is the task as described, with the master's fields.
+	back := taskInfoToPB(&runTask{info: l.tasks[0].info, framework: "fw", agent: "a1", res: resources.MustParse("cpus:1")})
+	if back.TaskId != "t1" || back.FrameworkId != "fw" || back.AgentId != "a1" || back.Resources != "cpus:1" || back.Labels["k"] != "v" {
+		t.Errorf("task info to the agent %v", back)
+	}
+}

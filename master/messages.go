@@ -1,0 +1,158 @@
+package master
+
+import (
+	"context"
+	"time"
+
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/resources"
+)
+
+// The domain talks to its peers through outboxes of domain messages; the
+// gRPC transport owns the streams, drains the outboxes and converts each
+// message to protobuf (convert.go) outside the master's lock.
+
+// outbox is the queue of one peer's stream: messages are queued without
+// blocking; a full queue ends the stream (the peer is too slow and will
+// reconnect). A nil outbox (a disconnected peer) drops what is sent.
+type outbox[T any] struct {
+	ch     chan T
+	cancel context.CancelFunc // ends the stream
+}
+
+// newOutbox makes a stream's queue of size n: agents get few messages at
+// a time (n small keeps 10,000s of agents cheap), frameworks get bursts of
+// offers and updates.
+func newOutbox[T any](cancel context.CancelFunc, n int) *outbox[T] {
+	return &outbox[T]{ch: make(chan T, n), cancel: cancel}
+}
+
+// Stream queue sizes.
+const (
+	agentQueue     = 256
+	frameworkQueue = 8192
+)
+
+func (c *outbox[T]) send(m T) bool {
+	if c == nil {
+		return false
+	}
+	select {
+	case c.ch <- m:
+		return true
+	default:
+		c.cancel()
+		return false
+	}
+}
+
+// toAgent is a message for an agent: *runTask, *killTask, *ackStatus or
+// *resizeTask.
+type toAgent interface{ isToAgent() }
+
+// runTask starts a task on its agent.
+type runTask struct {
+	info             taskInfo
+	framework, agent string
+	res              resources.Resources
+}
+
+// killTask kills a task.
+type killTask struct{ taskID, framework string }
+
+// ackStatus forwards a framework's acknowledgement of a status update.
+type ackStatus struct{ taskID, uuid string }
+
+// resizeTask changes a running task's resources to res.
+type resizeTask struct {
+	taskID string
+	res    resources.Resources
+}
+
+func (*runTask) isToAgent()    {}
+func (*killTask) isToAgent()   {}
+func (*ackStatus) isToAgent()  {}
+func (*resizeTask) isToAgent() {}
+
+// toFramework is an event for a framework: *subscribed, *offersMade,
+// *offerRescinded or *taskStatus (an update).
+type toFramework interface{ isToFramework() }
+
+// subscribed confirms a subscription.
+type subscribed struct {
+	framework string
+	heartbeat time.Duration
+}
+
+// offersMade are new offers, with their agents' hostnames.
+type offersMade struct {
+	offers    []*offerEntry // never changed once made
+	hostnames []string
+}
+
+// offerRescinded withdraws an offer.
+type offerRescinded struct{ offerID string }
+
+func (*subscribed) isToFramework()     {}
+func (*offersMade) isToFramework()     {}
+func (*offerRescinded) isToFramework() {}
+func (*taskStatus) isToFramework()     {}
+
+// taskStatus is a task status update as the master keeps and forwards it;
+// never changed once recorded (a new one replaces it). The state and
+// reason vocabularies are masterlinkpb's, shared with agents.
+type taskStatus struct {
+	taskID, agentID, frameworkID string
+	state                        pb.TaskState
+	reason, message              string
+	hasExitCode                  bool
+	exitCode                     int32
+	uuid                         string
+	timestampUnixNano            int64
+	resources                    string // the task's resources, with a resource update's answer
+}
+
+// registration is an agent's Register message: who it is, what it offers
+// and the tasks it runs.
+type registration struct {
+	agentID, hostname    string // agentID "" the first time
+	resources, revocable string // as the agent wrote them
+	attributes           map[string]string
+	oversub              *AgentOversubState // nil: no estimator
+	tasks                []taskReport
+}
+
+// taskReport is a task an agent reports when it registers.
+type taskReport struct {
+	info      taskInfo // info.id "": a report without a task, ignored
+	framework string
+	resources string
+	state     pb.TaskState
+}
+
+// fromAgent is a message from a registered agent: *taskStatus or
+// *agentOversub (a heartbeat is nil: it only shows the agent is alive).
+type fromAgent interface{ isFromAgent() }
+
+// agentOversub is an agent's new oversubscription status.
+type agentOversub struct {
+	revocable string // the revocable resources, as the agent wrote them
+	state     *AgentOversubState
+}
+
+func (*taskStatus) isFromAgent()   {}
+func (*agentOversub) isFromAgent() {}
+
+// subscription is a framework's Subscribe call.
+type subscription struct {
+	info            *frameworkInfo // nil: none sent
+	suppressedRoles []string
+}
+
+// frameworkInfo is what a framework says of itself when it subscribes.
+type frameworkInfo struct {
+	id, name, principal string // id "": a new framework
+	roles               []string
+	revocable           bool
+	failover            time.Duration // <= 0: the master's default
+}
