@@ -194,4 +194,3 @@ func newMasterCommand() *cobra.Command {
 	markUsageErrors(cmd)
 	return cmd
 }
-
