@@ -8,12 +8,14 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/brimnode/brim/internal/testutil"
 )
 
 // garbageServer accepts connections on loopback and answers each with
-// bytes that are neither HTTP/2 nor TLS, until the test ends.
+// bytes that are neither HTTP/2 nor TLS (and reads what the client sends
+// until it hangs up), until the test ends.
 func garbageServer(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -29,8 +31,14 @@ func garbageServer(t *testing.T) string {
 			if err != nil {
 				return
 			}
-			_, _ = io.WriteString(c, strings.Repeat("garbage, not a master\r\n", 20))
-			c.Close()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				_, _ = io.WriteString(c, strings.Repeat("garbage, not a master\r\n", 20))
+				_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+				_, _ = io.Copy(io.Discard, c) // until the client hangs up
+			}()
 		}
 	}()
 	t.Cleanup(func() { l.Close(); wg.Wait() })

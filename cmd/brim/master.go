@@ -2,21 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/brimnode/brim/master"
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
-	"google.golang.org/grpc"
 )
 
 const (
@@ -61,19 +55,11 @@ func (f *masterFlags) register(cmd *cobra.Command, stateDirDefault string) {
 	fl.StringVar(&f.sorter, "sorter", "drf", "allocation order: drf, medrf or random")
 }
 
-// startMaster creates the master from the flags and serves it on its
-// listener; it returns once the listener is open. The returned function
-// waits for everything to stop after ctx ends.
+// startMaster starts the master the flags describe (master.Start); it
+// returns once the listener is open. The returned function waits for
+// everything to stop after ctx ends. SIGHUP re-reads --credentials and
+// --acls, and never ends the master.
 func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master.Master, net.Addr, func() error, error) {
-	opts := master.Options{
-		AllocationInterval:  f.allocationInterval,
-		HeartbeatInterval:   f.heartbeatInterval,
-		MaxMissedHeartbeats: f.maxMissedHeartbeats,
-		OfferTimeout:        f.offerTimeout,
-		FailoverTimeout:     f.failoverTimeout,
-		AuthenticateAgents:  f.authenticateAgents,
-		Log:                 log,
-	}
 	if f.authenticateAgents && f.credentials == "" {
 		return nil, nil, nil, exitError{code: 2, msg: "--authenticate-agents needs --credentials (the principals and secrets agents authenticate with)"}
 	}
@@ -81,88 +67,34 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	opts.Allocator.DefaultRefuse = f.refuse
-	opts.Allocator.Sorter = f.sorter
-	if f.stateDir != "" {
-		if !filepath.IsAbs(f.stateDir) {
-			return nil, nil, nil, fmt.Errorf("--state-dir %q: must be an absolute path", f.stateDir)
-		}
-		if err := os.MkdirAll(f.stateDir, 0o700); err != nil {
-			return nil, nil, nil, fmt.Errorf("create state dir: %w", err)
-		}
-		st, err := master.OpenBoltStore(filepath.Join(f.stateDir, "master.db"))
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		opts.Store = st
+	cfg := master.Config{
+		Options: master.Options{
+			AllocationInterval:  f.allocationInterval,
+			HeartbeatInterval:   f.heartbeatInterval,
+			MaxMissedHeartbeats: f.maxMissedHeartbeats,
+			OfferTimeout:        f.offerTimeout,
+			FailoverTimeout:     f.failoverTimeout,
+			AuthenticateAgents:  f.authenticateAgents,
+			Log:                 log,
+		},
+		Listen: f.listen, StateDir: f.stateDir, Credentials: f.credentials, ACLs: f.acls, TLS: tlsCfg,
 	}
-	var auth master.Authorizer
-	var reloadable *master.ReloadableAuth
-	if f.credentials != "" {
-		a, err := master.NewReloadableAuth(f.credentials, f.acls)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		auth, reloadable = a, a
-	}
-	m, err := master.New(opts)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	l, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("listen: %w", err)
-	}
-	if tlsCfg != nil {
-		l = tls.NewListener(l, tlsCfg)
-	}
-	gs := grpc.NewServer()
-	m.RegisterGRPC(gs)
-	srv := &master.Server{GRPC: gs, HTTP: m.HTTPHandler(auth)}
-	// One owner for the master's loops, its servers and the SIGHUP
-	// reloader: the first to fail stops the others.
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return m.Run(gctx) })
-	g.Go(func() error { return srv.Serve(gctx, l) })
-	// SIGHUP is caught from here on, not from whenever the goroutine
-	// starts: it must never end the master.
+	cfg.Allocator.DefaultRefuse = f.refuse
+	cfg.Allocator.Sorter = f.sorter
+	// SIGHUP is caught from here on, before the master serves.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	g.Go(func() error { reloadOnHangup(gctx, hup, reloadable, f, log); return nil })
-	log.Info("master serving", "listen", l.Addr().String(), "state_dir", f.stateDir, "tls", tlsCfg != nil)
+	cfg.Reload = hup
+	r, err := master.Start(ctx, cfg)
+	if err != nil {
+		signal.Stop(hup)
+		return nil, nil, nil, err
+	}
 	wait := func() error {
-		err := g.Wait()
-		if c, ok := opts.Store.(interface{ Close() error }); ok {
-			err = errors.Join(err, c.Close())
-		}
-		return err
+		defer signal.Stop(hup)
+		return r.Wait()
 	}
-	return m, l.Addr(), wait, nil
-}
-
-// reloadOnHangup reads --credentials and --acls again on every SIGHUP on
-// hup (systemd's ExecReload=kill -HUP $MAINPID) until ctx ends. A reload that
-// fails is logged and keeps the files as last loaded; without
-// --credentials there is nothing to reload, and SIGHUP is logged rather
-// than ending the master.
-func reloadOnHangup(ctx context.Context, hup chan os.Signal, a *master.ReloadableAuth, f *masterFlags, log *slog.Logger) {
-	defer signal.Stop(hup)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-		}
-		if a == nil {
-			log.Info("SIGHUP: no --credentials to reload")
-			continue
-		}
-		if err := a.Reload(); err != nil {
-			log.Error("SIGHUP: reload credentials; the previous ones stay in force", "credentials", f.credentials, "acls", f.acls, "err", err)
-			continue
-		}
-		log.Info("SIGHUP: credentials reloaded", "credentials", f.credentials, "acls", f.acls, "principals", a.Principals())
-	}
+	return r.Master, r.Addr, wait, nil
 }
 
 func newMasterCommand() *cobra.Command {
