@@ -17,6 +17,10 @@
 // is shown in State; only a change of the revocable amount reaches the
 // allocator.
 //
+// Server (serve.go) puts the gRPC services and the HTTP API on one port,
+// with read timeouts; Start (start.go) assembles a whole master from a
+// Config (store, credentials, TLS, listener) and runs it.
+//
 // It never launches containers (agents do) and never decides allocation
 // itself (the allocator does). The Master serializes every allocator call
 // under one mutex; sends to streams never block under it.

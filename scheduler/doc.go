@@ -1,6 +1,8 @@
 // Package scheduler is the Go SDK for brim frameworks: Driver subscribes to
 // the master (re-subscribing with the same framework ID after a break, so
-// the framework keeps its tasks within its failover timeout), delivers
+// the framework keeps its tasks within its failover timeout, with jittered
+// backoff from 200 ms to 5 s; Callbacks.Disconnected hears why each
+// attempt failed, e.g. the dial error of a master that is not there), delivers
 // offers, rescinds and task status updates to Callbacks, drops duplicate
 // updates (by UUID) and acknowledges every update that carries one after
 // its callback returns. Calls: Accept, Launch, Decline, Revive, Suppress,
@@ -16,4 +18,6 @@
 // master's gRPC status errors (codes.InvalidArgument for a bad operation,
 // codes.FailedPrecondition for a stale offer, codes.NotFound for an unknown
 // framework); ErrNotSubscribed before the first subscription.
+//
+// Subpackage runner is the framework behind `brim run`.
 package scheduler

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/brimnode/brim/masterlink"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
@@ -57,6 +59,10 @@ type Callbacks struct {
 	Update func(ctx context.Context, st *pb.TaskStatus)
 	// Error gets errors the master reports on the stream.
 	Error func(ctx context.Context, msg string)
+	// Disconnected gets why a subscription attempt failed or a
+	// subscription broke (a master that cannot be reached gives
+	// codes.Unavailable with the dial error), and when Run tries again.
+	Disconnected func(ctx context.Context, err error, retryIn time.Duration)
 }
 
 // Driver is a framework's connection to the master. Safe for concurrent
@@ -89,6 +95,12 @@ func New(opts Options) (*Driver, error) {
 		}
 		dial = append(dial, grpc.WithPerRPCCredentials(masterlink.BasicCredentials(opts.Principal, opts.Secret)))
 	}
+	// gRPC's own reconnect backoff grows to 2 minutes; Run retries every
+	// few seconds and needs the channel to try as often.
+	dial = append(dial, grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: minRetry, Multiplier: 1.6, Jitter: 0.2, MaxDelay: maxRetry},
+		MinConnectTimeout: 5 * time.Second,
+	}))
 	dial = append(dial, opts.DialOptions...)
 	cc, err := grpc.NewClient(opts.Master, dial...)
 	if err != nil {
@@ -110,12 +122,20 @@ func (d *Driver) FrameworkID() string {
 	return d.id
 }
 
+// Bounds of Run's jittered retry delay.
+const (
+	minRetry = 200 * time.Millisecond
+	maxRetry = 5 * time.Second
+)
+
 // Run subscribes and delivers events to cb until ctx is cancelled,
-// re-subscribing with the framework ID after a broken stream. It returns
-// early only for errors a retry cannot fix (InvalidArgument,
-// PermissionDenied, Unauthenticated).
+// re-subscribing with the framework ID after a broken stream or a failed
+// attempt (an unreachable master included), after a delay that doubles
+// from 200 ms to 5 s, jittered so that many frameworks do not come back
+// in step. It returns early only for errors a retry cannot fix
+// (InvalidArgument, PermissionDenied, Unauthenticated).
 func (d *Driver) Run(ctx context.Context, cb Callbacks) error {
-	backoff := 200 * time.Millisecond
+	delay := minRetry
 	for {
 		subscribed, err := d.session(ctx, cb)
 		if ctx.Err() != nil {
@@ -126,17 +146,24 @@ func (d *Driver) Run(ctx context.Context, cb Callbacks) error {
 			return fmt.Errorf("subscribe: %w", err)
 		}
 		if subscribed {
-			backoff = 200 * time.Millisecond
+			delay = minRetry
 		}
-		d.log.Warn("subscription broken", "err", err, "retry_in", backoff)
+		wait := jitter(delay)
+		d.log.Warn("subscription broken", "err", err, "retry_in", wait)
+		if cb.Disconnected != nil {
+			cb.Disconnected(ctx, err, wait)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
-		backoff = min(2*backoff, 5*time.Second)
+		delay = min(2*delay, maxRetry)
 	}
 }
+
+// jitter spreads d over [d/2, 3d/2).
+func jitter(d time.Duration) time.Duration { return d/2 + rand.N(d) }
 
 func (d *Driver) session(ctx context.Context, cb Callbacks) (bool, error) {
 	sctx, cancel := context.WithCancel(ctx)
@@ -145,7 +172,7 @@ func (d *Driver) session(ctx context.Context, cb Callbacks) (bool, error) {
 	stream, err := d.api.Subscribe(sctx, &pb.SubscribeRequest{Framework: &pb.FrameworkInfo{
 		Id: d.FrameworkID(), Name: d.opts.Name, Roles: roles, Revocable: d.opts.Revocable,
 		FailoverTimeoutNanos: int64(d.opts.FailoverTimeout), Principal: d.opts.Principal,
-	}}, grpc.WaitForReady(true))
+	}})
 	if err != nil {
 		return false, err
 	}

@@ -3,12 +3,16 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/scheduler"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // duplicatingMaster subscribes the framework and sends every update twice
@@ -108,5 +112,61 @@ func TestDuplicatesDeliveredOnceAcknowledgedAlwaysResubscribeWithID(t *testing.T
 	}
 	if len(m.subs) < 2 || m.subs[0] != "" || m.subs[1] != "fw-1" {
 		t.Fatalf("subscriptions carried IDs %v, want first none then fw-1", m.subs)
+	}
+}
+
+func TestJitter(t *testing.T) {
+	for _, d := range []time.Duration{time.Millisecond, 200 * time.Millisecond, 5 * time.Second} {
+		seen := map[time.Duration]bool{}
+		for i := 0; i < 1000; i++ {
+			j := scheduler.Jitter(d)
+			if j < d/2 || j >= d+d/2 {
+				t.Fatalf("jitter(%v) = %v, outside [%v, %v)", d, j, d/2, d+d/2)
+			}
+			seen[j] = true
+		}
+		if len(seen) < 10 {
+			t.Errorf("jitter(%v): only %d distinct delays in 1000", d, len(seen))
+		}
+	}
+}
+
+// TestRunReportsUnreachableMaster: Run does not wait silently for a master
+// that is not there; Disconnected gets the dial error, again and again.
+func TestRunReportsUnreachableMaster(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	d, err := scheduler.New(scheduler.Options{Master: addr, Name: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 10)
+	done := make(chan error, 1)
+	go func() {
+		done <- d.Run(ctx, scheduler.Callbacks{Disconnected: func(_ context.Context, err error, retry time.Duration) {
+			if retry <= 0 {
+				err = errors.New("no retry delay")
+			}
+			select {
+			case errs <- err:
+			default:
+			}
+		}})
+	}()
+	for i := 0; i < 2; i++ {
+		err := <-errs
+		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "connection refused") {
+			t.Fatalf("attempt %d: %v, want Unavailable: connection refused", i, err)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run after cancel: %v", err)
 	}
 }

@@ -1,18 +1,17 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
+	"github.com/brimnode/brim/client"
 	"github.com/brimnode/brim/master"
 	"github.com/spf13/cobra"
 )
@@ -25,13 +24,13 @@ var (
 	_ = registerSubcommand(newWeightsCommand)
 )
 
-// operatorClient talks to the master's HTTP API.
-type operatorClient struct {
+// operatorFlags are the flags of the master's HTTP API clients.
+type operatorFlags struct {
 	master, principal, secret, secretFile string
 	tls                                   masterTLS
 }
 
-func (o *operatorClient) flags(cmd *cobra.Command) {
+func (o *operatorFlags) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.master, "master", defaultMasterListen, "master address")
 	f.StringVar(&o.principal, "principal", "", "principal to authenticate as (HTTP basic)")
@@ -40,75 +39,58 @@ func (o *operatorClient) flags(cmd *cobra.Command) {
 	o.tls.register(f)
 }
 
-// do sends a request and decodes a 200 answer into out; other codes
-// become an exitError with the master's message.
-func (o *operatorClient) do(method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	tlsCfg, err := o.tls.config()
-	if err != nil {
-		return err
-	}
-	scheme := "http://"
-	if tlsCfg != nil {
-		scheme = "https://"
-	}
-	req, err := http.NewRequest(method, scheme+o.master+path, rd)
-	if err != nil {
-		return err
-	}
+// client returns the client the flags describe.
+func (o *operatorFlags) client() (*client.Client, error) {
+	cfg := client.Config{Master: o.master, Principal: o.principal}
 	if o.principal != "" {
-		secret := o.secret
-		if secret == "" {
-			secret = os.Getenv("BRIM_SECRET")
+		cfg.Secret = o.secret
+		if cfg.Secret == "" {
+			cfg.Secret = os.Getenv("BRIM_SECRET")
 		}
 		if o.secretFile != "" {
 			b, err := os.ReadFile(o.secretFile)
 			if err != nil {
-				return exitError{code: 2, msg: fmt.Sprintf("--secret-file: %v", err)}
+				return nil, exitError{code: 2, msg: fmt.Sprintf("--secret-file: %v", err)}
 			}
-			secret = strings.TrimSpace(string(b))
+			cfg.Secret = strings.TrimSpace(string(b))
 		}
-		req.SetBasicAuth(o.principal, secret)
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	cl := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
-	resp, err := cl.Do(req)
+	tlsCfg, err := o.tls.config()
 	if err != nil {
-		return exitError{code: 1, msg: fmt.Sprintf("cannot reach the master at %s: %v", o.master, err)}
+		return nil, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	cfg.TLS = tlsCfg
+	c, err := client.New(cfg)
+	if err != nil {
+		return nil, exitError{code: 2, msg: err.Error()}
+	}
+	return c, nil
+}
+
+// call runs one request of the client the flags describe; the master's
+// refusal or absence becomes exit status 1 with its message.
+func (o *operatorFlags) call(cmd *cobra.Command, req func(context.Context, *client.Client) error) error {
+	c, err := o.client()
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error string `json:"error"`
-		}
-		_ = json.Unmarshal(b, &e)
-		if e.Error == "" {
-			e.Error = strings.TrimSpace(string(b))
-		}
-		return exitError{code: 1, msg: fmt.Sprintf("%s (HTTP %d)", e.Error, resp.StatusCode)}
-	}
-	if out == nil {
+	defer c.CloseIdleConnections()
+	err = req(cmd.Context(), c)
+	var ae *client.APIError
+	switch {
+	case err == nil:
 		return nil
+	case errors.As(err, &ae), errors.Is(err, client.ErrUnreachable):
+		return exitError{code: 1, msg: err.Error()}
+	case errors.Is(err, context.Canceled):
+		return exitError{code: 130, msg: "interrupted"}
 	}
-	return json.Unmarshal(b, out)
+	return err
 }
 
 func newStateCommand() *cobra.Command {
 	var (
-		o      operatorClient
+		o      operatorFlags
 		asJSON bool
 	)
 	cmd := &cobra.Command{
@@ -116,15 +98,15 @@ func newStateCommand() *cobra.Command {
 		Short: "Show the master's state: agents, frameworks, tasks, offers, DRF shares, quota",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var st master.State
-			if err := o.do(http.MethodGet, "/state", nil, &st); err != nil {
+			var st *master.State
+			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) { st, err = c.State(ctx); return err }); err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
 				return writeJSON(w, st)
 			}
-			return printState(w, &st)
+			return printState(w, st)
 		},
 	}
 	o.flags(cmd)
@@ -176,12 +158,12 @@ func dash(s string) string {
 
 func newReserveCommand(unreserve bool) *cobra.Command {
 	var (
-		o       operatorClient
+		o       operatorFlags
 		agentID string
 	)
-	use, short, path := "reserve", "Dynamically reserve an agent's resources for a role", "/reserve"
+	use, short, call := "reserve", "Dynamically reserve an agent's resources for a role", (*client.Client).Reserve
 	if unreserve {
-		use, short, path = "unreserve", "Release dynamic reservations", "/unreserve"
+		use, short, call = "unreserve", "Release dynamic reservations", (*client.Client).Unreserve
 	}
 	cmd := &cobra.Command{
 		Use:   use + " --agent ID RESOURCES",
@@ -195,7 +177,8 @@ Exit status 1 with the master's message on 400 (bad arguments), 401
 			if agentID == "" {
 				return exitError{code: 2, msg: "--agent is required"}
 			}
-			if err := o.do(http.MethodPost, path, master.ReserveRequest{AgentID: agentID, Resources: args[0]}, nil); err != nil {
+			req := master.ReserveRequest{AgentID: agentID, Resources: args[0]}
+			if err := o.call(cmd, func(ctx context.Context, c *client.Client) error { return call(c, ctx, req) }); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "ok")
@@ -210,7 +193,7 @@ Exit status 1 with the master's message on 400 (bad arguments), 401
 
 func newQuotaCommand() *cobra.Command {
 	var (
-		o                      operatorClient
+		o                      operatorFlags
 		role, guarantee, limit string
 		remove                 bool
 	)
@@ -221,7 +204,7 @@ func newQuotaCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if role == "" {
 				var q map[string]master.QuotaState
-				if err := o.do(http.MethodGet, "/quota", nil, &q); err != nil {
+				if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) { q, err = c.Quota(ctx); return err }); err != nil {
 					return err
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
@@ -234,7 +217,8 @@ func newQuotaCommand() *cobra.Command {
 			if !remove && guarantee == "" && limit == "" {
 				return exitError{code: 2, msg: "give --guarantee and/or --limit, or --remove"}
 			}
-			if err := o.do(http.MethodPost, "/quota", master.QuotaRequest{Role: role, Guarantee: guarantee, Limit: limit}, nil); err != nil {
+			req := master.QuotaRequest{Role: role, Guarantee: guarantee, Limit: limit}
+			if err := o.call(cmd, func(ctx context.Context, c *client.Client) error { return c.SetQuota(ctx, req) }); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "ok")
@@ -252,7 +236,7 @@ func newQuotaCommand() *cobra.Command {
 }
 
 func newWeightsCommand() *cobra.Command {
-	var o operatorClient
+	var o operatorFlags
 	cmd := &cobra.Command{
 		Use:   "weights [ROLE=WEIGHT…]",
 		Short: "Show or set roles' weights (a role's DRF share is divided by its weight)",
@@ -260,7 +244,7 @@ func newWeightsCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				var ws map[string]float64
-				if err := o.do(http.MethodGet, "/weights", nil, &ws); err != nil {
+				if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) { ws, err = c.Weights(ctx); return err }); err != nil {
 					return err
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
@@ -279,7 +263,7 @@ func newWeightsCommand() *cobra.Command {
 				}
 				req = append(req, master.WeightRequest{Role: role, Weight: v})
 			}
-			if err := o.do(http.MethodPost, "/weights", req, nil); err != nil {
+			if err := o.call(cmd, func(ctx context.Context, c *client.Client) error { return c.SetWeights(ctx, req) }); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "ok")

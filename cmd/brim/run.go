@@ -4,74 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/brimnode/brim/client"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/brimnode/brim/scheduler"
+	"github.com/brimnode/brim/scheduler/runner"
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 )
 
 var _ = registerSubcommand(newRunCommand)
-
-// runTasks is the state of `brim run`'s tasks.
-type runTasks struct {
-	mu       sync.Mutex
-	ids      []string        // every task, launched or not
-	launched map[string]bool // launched task IDs
-	ended    map[string]*pb.TaskStatus
-	perOffer int // 0: no limit
-	stopping bool
-	allDone  chan struct{}
-	closed   bool
-}
-
-// checkDoneLocked closes allDone once every task that will ever run has
-// ended.
-func (rt *runTasks) checkDoneLocked() {
-	if !rt.closed && len(rt.ended) == len(rt.ids) {
-		rt.closed = true
-		close(rt.allDone)
-	}
-}
-
-// stopLocked gives up on tasks not launched yet.
-func (rt *runTasks) stopLocked() {
-	rt.stopping = true
-	var keep []string
-	for _, id := range rt.ids {
-		if rt.launched[id] {
-			keep = append(keep, id)
-		}
-	}
-	rt.ids = keep
-	rt.checkDoneLocked()
-}
-
-func (rt *runTasks) pending() []string {
-	var out []string
-	for _, id := range rt.ids {
-		if !rt.launched[id] {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-func (rt *runTasks) live() []string {
-	var out []string
-	for _, id := range rt.ids {
-		if rt.launched[id] && rt.ended[id] == nil {
-			out = append(out, id)
-		}
-	}
-	return out
-}
 
 func newRunCommand() *cobra.Command {
 	var (
@@ -84,6 +31,7 @@ func newRunCommand() *cobra.Command {
 		env                      []string
 		failover, killAfter      time.Duration
 		instances, perOffer      int
+		timeout                  time.Duration
 		mtls                     masterTLS
 	)
 	cmd := &cobra.Command{
@@ -92,7 +40,13 @@ func newRunCommand() *cobra.Command {
 		Long: `Subscribe to the master as a framework, launch CMD on the first offer that
 fits --cpus and --mem, print the task's state transitions, and exit with the
 task's exit code (1 when the task ended without one, e.g. LOST). Ctrl-C kills
-the task.`,
+the task.
+
+brim run says what it waits for (the master, an offer that fits) and gives up
+after --timeout with exit status 1 and the reason: the master's address does
+not answer (or serves TLS and --master-ca is missing), the master refuses the
+task (an invalid task ID, or one in use), or no agent offers enough (the
+largest free resources offered are named).`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			milli, err := milliCPUs(cpus)
@@ -119,13 +73,15 @@ the task.`,
 			if name == "" {
 				name = taskID
 			}
-			rt := &runTasks{launched: map[string]bool{}, ended: map[string]*pb.TaskStatus{}}
-			for i := 0; i < instances; i++ {
-				id := taskID
-				if instances > 1 {
-					id = fmt.Sprintf("%s-%d", taskID, i)
+			if timeout < 0 {
+				return exitError{code: 2, msg: "--timeout must not be negative"}
+			}
+			ids := []string{taskID}
+			if instances > 1 {
+				ids = ids[:0]
+				for i := 0; i < instances; i++ {
+					ids = append(ids, fmt.Sprintf("%s-%d", taskID, i))
 				}
-				rt.ids = append(rt.ids, id)
 			}
 			var roles []string
 			if role != "" {
@@ -145,9 +101,12 @@ the task.`,
 				return exitError{code: 2, msg: err.Error()}
 			}
 			defer d.Close()
-			out := cmd.OutOrStdout()
-			rt.perOffer = perOffer
-			return runTasksOn(cmd.Context(), d, out, rt, &pb.TaskInfo{Name: name, Command: args, Env: env}, want, role, killAfter)
+			cfg := runner.Config{Task: &pb.TaskInfo{Name: name, Command: args, Env: env}, IDs: ids, Want: want, Role: role,
+				PerOffer: perOffer, KillAfter: killAfter, Timeout: timeout, Master: addr, Out: cmd.OutOrStdout()}
+			if dial == nil {
+				cfg.Explain = explainTLS(addr)
+			}
+			return runExit(runner.Run(cmd.Context(), d, cfg))
 		},
 	}
 	f := cmd.Flags()
@@ -166,6 +125,7 @@ the task.`,
 	f.DurationVar(&failover, "failover-timeout", 10*time.Second, "how long the master keeps the framework after brim run exits")
 	f.DurationVar(&killAfter, "kill-after", 0, "kill the task after this long (0: never)")
 	f.IntVar(&perOffer, "tasks-per-offer", 0, "launch at most this many tasks per offer (0: as many as fit); 1 lets the allocator apply DRF task by task")
+	f.DurationVar(&timeout, "timeout", 3*time.Minute, "give up (exit 1, saying why) after waiting this long for the master or for an offer that fits (from the start or the last launch; 0: wait forever)")
 	f.IntVar(&instances, "instances", 1, "run this many copies of the task (IDs TASK-ID-0…); exit with the first non-zero exit code")
 	markUsageErrors(cmd)
 	return cmd
@@ -201,217 +161,36 @@ func frameworkSecret(principal, secret, secretFile string) (string, error) {
 	return secret, nil
 }
 
-// runTasksOn launches the tasks (copies of tmpl) on offers that fit, prints
-// their transitions, and returns once all have ended, with the first
-// non-zero exit as an exitError.
-func runTasksOn(ctx context.Context, d *scheduler.Driver, out io.Writer, rt *runTasks, tmpl *pb.TaskInfo, want resources.Resources, role string, killAfter time.Duration) error {
-	sctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	rt.allDone = make(chan struct{})
-	allDone := rt.allDone
-	errc := make(chan error, 1)
-	go func() {
-		errc <- d.Run(sctx, scheduler.Callbacks{
-			Subscribed: func(_ context.Context, id string) {
-				fmt.Fprintf(out, "subscribed as framework %s\n", id)
-				rt.mu.Lock()
-				live := rt.live()
-				rt.mu.Unlock()
-				if len(live) > 0 {
-					_ = d.Reconcile(sctx, live...)
-				}
-			},
-			Offers: func(cctx context.Context, offers []*pb.Offer) {
-				rt.mu.Lock()
-				defer rt.mu.Unlock()
-				var decline []string
-				for _, o := range offers {
-					pending := rt.pending()
-					if rt.stopping {
-						pending = nil
-					}
-					have, err := resources.Parse(o.Resources)
-					var tasks []*pb.TaskInfo
-					for err == nil && len(tasks) < len(pending) && (rt.perOffer == 0 || len(tasks) < rt.perOffer) {
-						res := fitting(have, want, role)
-						if res == nil {
-							break
-						}
-						t := &pb.TaskInfo{Name: tmpl.Name, Command: tmpl.Command, Env: tmpl.Env,
-							TaskId: pending[len(tasks)], Resources: res.String()}
-						if len(rt.ids) > 1 {
-							t.Name = fmt.Sprintf("%s-%d", tmpl.Name, len(rt.launched)+len(tasks))
-						}
-						tasks = append(tasks, t)
-						have = have.Subtract(res)
-					}
-					if len(tasks) == 0 {
-						decline = append(decline, o.Id)
-						continue
-					}
-					// While tasks remain, what is left goes back unfiltered:
-					// the allocator offers it to whoever is furthest below
-					// its fair share, possibly this framework again.
-					refuse := 5.0
-					if len(pending) > len(tasks) {
-						refuse = 0
-					}
-					if err := d.Launch(cctx, []string{o.Id}, tasks, refuse); err != nil {
-						fmt.Fprintf(out, "launch on %s: %v\n", o.AgentId, err)
-						continue
-					}
-					for _, t := range tasks {
-						rt.launched[t.TaskId] = true
-					}
-				}
-				if len(decline) > 0 {
-					_ = d.Decline(cctx, decline, 30)
-				}
-				if len(rt.pending()) == 0 {
-					if err := d.Suppress(cctx); err != nil {
-						fmt.Fprintf(out, "suppress offers: %v\n", err)
-					}
-				}
-			},
-			Update: func(_ context.Context, st *pb.TaskStatus) {
-				rt.mu.Lock()
-				defer rt.mu.Unlock()
-				if !rt.launched[st.TaskId] || rt.ended[st.TaskId] != nil {
-					return
-				}
-				line := fmt.Sprintf("task %s: %s", st.TaskId, stateName(st.State))
-				if st.AgentId != "" {
-					line += " on agent " + st.AgentId
-				}
-				if st.Reason != "" {
-					line += " (" + st.Reason + ")"
-				}
-				if st.Message != "" {
-					line += ": " + st.Message
-				}
-				fmt.Fprintln(out, line)
-				if terminalState(st.State) && st.Reason != "RECONCILIATION" {
-					// Acknowledge before exiting so the agent stops
-					// retrying (the driver's own acknowledgement would
-					// race with the exit).
-					if st.Uuid != "" {
-						if err := d.Acknowledge(sctx, st.AgentId, st.TaskId, st.Uuid); err != nil {
-							fmt.Fprintf(out, "acknowledge: %v\n", err)
-						}
-					}
-					rt.ended[st.TaskId] = st
-					rt.checkDoneLocked()
-				}
-			},
-			Error: func(_ context.Context, msg string) { fmt.Fprintf(out, "master error: %s\n", msg) },
-		})
-	}()
-	killAll := func() {
-		rt.mu.Lock()
-		rt.stopLocked()
-		live := rt.live()
-		rt.mu.Unlock()
-		for _, id := range live {
-			if err := d.Kill(sctx, id); err != nil {
-				fmt.Fprintf(out, "kill %s: %v\n", id, err)
-			}
-		}
-	}
-	var killTimer <-chan time.Time
-	if killAfter > 0 {
-		killTimer = time.After(killAfter)
-	}
-	interrupted := ctx.Done()
-	for {
-		select {
-		case <-allDone:
-			cancel()
-			<-errc
-			rt.mu.Lock()
-			defer rt.mu.Unlock()
-			var first error
-			if rt.stopping && len(rt.ids) == 0 {
-				return exitError{code: 130, msg: "interrupted"}
-			}
-			for _, id := range rt.ids {
-				if err := exitOfTask(rt.ended[id]); err != nil && first == nil {
-					first = err
-				}
-			}
-			return first
-		case err := <-errc:
-			if err != nil {
-				return refusal(err)
-			}
-			return exitError{code: 1, msg: "framework stopped"}
-		case <-killTimer:
-			killTimer = nil
-			killAll()
-		case <-interrupted:
-			interrupted = nil
-			rt.mu.Lock()
-			launched := len(rt.launched)
-			rt.mu.Unlock()
-			if launched == 0 {
-				cancel()
-				<-errc
-				return exitError{code: 130, msg: "interrupted"}
-			}
-			fmt.Fprintln(out, "interrupted: killing the tasks")
-			killAll()
-		}
-	}
-}
-
-// fitting returns the resources to ask of what an offer has left: want as
-// unreserved or (when role is set) as reserved for role, or nil.
-func fitting(have, want resources.Resources, role string) resources.Resources {
-	if have.Contains(want) {
-		return want
-	}
-	if role == "" {
-		return nil
-	}
-	// Reserved for the role (statically or dynamically): take it from the
-	// role's entries of the offer.
-	reserved := have.Reserved(role)
-	var out resources.Resources
-	for _, w := range want {
-		for _, e := range reserved {
-			if e.Name == w.Name && e.Revocable == w.Revocable && e.Type == resources.Scalar && e.Scalar >= w.Scalar {
-				e.Scalar = w.Scalar
-				out = append(out, e)
-				break
-			}
-		}
-	}
-	if len(out) != len(want) || !have.Contains(out) {
-		return nil
-	}
-	return out
-}
-
-func terminalState(s pb.TaskState) bool {
-	switch s {
-	case pb.TaskState_TASK_FINISHED, pb.TaskState_TASK_FAILED, pb.TaskState_TASK_KILLED, pb.TaskState_TASK_LOST, pb.TaskState_TASK_GONE:
-		return true
-	}
-	return false
-}
-
-func stateName(s pb.TaskState) string { return s.String()[len("TASK_"):] }
-
-// exitOfTask is brim run's exit: the task's exit code, else 0 for
-// FINISHED and 1 otherwise.
-func exitOfTask(st *pb.TaskStatus) error {
+// runExit turns runner.Run's outcome into brim run's exit: the failed
+// task's exit code, 130 when interrupted, 1 with the reason when giving
+// up or refused.
+func runExit(err error) error {
+	var te *runner.ExitError
 	switch {
-	case st.HasExitCode && st.ExitCode != 0:
-		return exitError{code: int(st.ExitCode)}
-	case st.HasExitCode, st.State == pb.TaskState_TASK_FINISHED:
-		if st.State == pb.TaskState_TASK_FINISHED {
-			return nil
-		}
-		return exitError{code: 1}
+	case err == nil:
+		return nil
+	case errors.As(err, &te):
+		return exitError{code: te.Code}
+	case errors.Is(err, runner.ErrInterrupted):
+		return exitError{code: 130, msg: "interrupted"}
+	case errors.Is(err, runner.ErrTimeout), errors.Is(err, runner.ErrRefused), errors.Is(err, runner.ErrStopped):
+		return exitError{code: 1, msg: err.Error()}
 	}
-	return exitError{code: 1}
+	return refusal(err)
+}
+
+// explainTLS adds to a plain connection's failure that the master at addr
+// serves TLS, when it does (probed once, at the first failure).
+func explainTLS(addr string) func(context.Context, error) error {
+	var (
+		once sync.Once
+		tls  bool
+	)
+	return func(ctx context.Context, err error) error {
+		once.Do(func() { tls = client.ServesTLS(ctx, addr) })
+		if tls {
+			return fmt.Errorf("%w (%w)", err, client.ErrServesTLS)
+		}
+		return err
+	}
 }

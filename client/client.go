@@ -1,0 +1,212 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/brimnode/brim/master"
+)
+
+var (
+	// ErrUnreachable: no answer from the master (connection refused,
+	// reset, timed out, TLS failure).
+	ErrUnreachable = errors.New("cannot reach the master")
+	// ErrServesTLS: the master's address completes a TLS handshake, but
+	// the client was not configured for TLS.
+	ErrServesTLS = errors.New("the master serves TLS: give the CA that signed its certificate (--master-ca)")
+)
+
+// DefaultTimeout bounds one request when Config.Timeout is zero.
+const DefaultTimeout = 30 * time.Second
+
+// APIError is an answer of the master other than 200 OK.
+type APIError struct {
+	// Status is the HTTP status code.
+	Status int
+	// Message is the master's error message (its JSON "error" field, else
+	// the body).
+	Message string
+}
+
+func (e *APIError) Error() string { return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status) }
+
+// Config configures a Client.
+type Config struct {
+	// Master is the master's address, host:port.
+	Master string
+	// Principal and Secret authenticate with HTTP basic authentication;
+	// nothing is sent without a Principal.
+	Principal, Secret string
+	// TLS, when set, makes the client use https and verify the master
+	// with it.
+	TLS *tls.Config
+	// Timeout bounds each request (default DefaultTimeout).
+	Timeout time.Duration
+}
+
+// Client talks to the master's operator HTTP API. Safe for concurrent
+// use; it holds idle connections, released by CloseIdleConnections.
+type Client struct {
+	cfg  Config
+	base string
+	hc   *http.Client
+}
+
+// New returns a client of the master at cfg.Master. It does no I/O.
+func New(cfg Config) (*Client, error) {
+	if cfg.Master == "" {
+		return nil, errors.New("new client: no master address")
+	}
+	if strings.Contains(cfg.Principal, ":") {
+		return nil, fmt.Errorf("new client: principal %q: must not contain ':'", cfg.Principal)
+	}
+	scheme := "http://"
+	if cfg.TLS != nil {
+		scheme = "https://"
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return &Client{cfg: cfg, base: scheme + cfg.Master,
+		hc: &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: cfg.TLS}}}, nil
+}
+
+// CloseIdleConnections closes the client's idle connections.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
+// State returns the master's state (GET /state).
+func (c *Client) State(ctx context.Context) (*master.State, error) {
+	var st master.State
+	if err := c.do(ctx, http.MethodGet, "/state", nil, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// Reserve dynamically reserves resources of an agent (POST /reserve).
+func (c *Client) Reserve(ctx context.Context, req master.ReserveRequest) error {
+	return c.do(ctx, http.MethodPost, "/reserve", req, nil)
+}
+
+// Unreserve releases dynamic reservations (POST /unreserve).
+func (c *Client) Unreserve(ctx context.Context, req master.ReserveRequest) error {
+	return c.do(ctx, http.MethodPost, "/unreserve", req, nil)
+}
+
+// Quota returns every role's quota (GET /quota).
+func (c *Client) Quota(ctx context.Context) (map[string]master.QuotaState, error) {
+	var q map[string]master.QuotaState
+	if err := c.do(ctx, http.MethodGet, "/quota", nil, &q); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// SetQuota sets or (with neither guarantee nor limit) removes a role's
+// quota (POST /quota).
+func (c *Client) SetQuota(ctx context.Context, req master.QuotaRequest) error {
+	return c.do(ctx, http.MethodPost, "/quota", req, nil)
+}
+
+// Weights returns the roles' weights (GET /weights).
+func (c *Client) Weights(ctx context.Context) (map[string]float64, error) {
+	var ws map[string]float64
+	if err := c.do(ctx, http.MethodGet, "/weights", nil, &ws); err != nil {
+		return nil, err
+	}
+	return ws, nil
+}
+
+// SetWeights sets roles' weights (POST /weights).
+func (c *Client) SetWeights(ctx context.Context, req []master.WeightRequest) error {
+	return c.do(ctx, http.MethodPost, "/weights", req, nil)
+}
+
+// do sends a request and decodes a 200 answer into out.
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("encode %s %s: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return err
+	}
+	if c.cfg.Principal != "" {
+		req.SetBasicAuth(c.cfg.Principal, c.cfg.Secret)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return c.unreachable(ctx, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%w at %s: read answer: %w", ErrUnreachable, c.cfg.Master, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error string `json:"error"`
+		}
+		_ = json.Unmarshal(b, &e)
+		if e.Error == "" {
+			e.Error = strings.TrimSpace(string(b))
+		}
+		// net/http's own TLS server answers a plain request so.
+		if c.cfg.TLS == nil && resp.StatusCode == http.StatusBadRequest && strings.Contains(e.Error, "HTTP request to an HTTPS server") {
+			return fmt.Errorf("%w at %s: %s (%w)", ErrUnreachable, c.cfg.Master, e.Error, ErrServesTLS)
+		}
+		return &APIError{Status: resp.StatusCode, Message: e.Error}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("decode the answer to %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// unreachable wraps a transport error in ErrUnreachable, and in
+// ErrServesTLS when that explains it.
+func (c *Client) unreachable(ctx context.Context, err error) error {
+	if c.cfg.TLS == nil && ServesTLS(ctx, c.cfg.Master) {
+		return fmt.Errorf("%w at %s: %w (%w)", ErrUnreachable, c.cfg.Master, err, ErrServesTLS)
+	}
+	return fmt.Errorf("%w at %s: %w", ErrUnreachable, c.cfg.Master, err)
+}
+
+// ServesTLS reports whether addr completes a TLS handshake (certificate
+// not verified: only to explain why a plain connection failed). It takes
+// at most 5 s.
+func ServesTLS(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}}} // a probe: nothing is sent
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}

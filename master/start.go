@@ -1,0 +1,142 @@
+package master
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+)
+
+// Config is a whole master: its Options, where it keeps its state, who may
+// use it and where it listens. Start assembles and runs it (brim master,
+// and the master of brim dev).
+type Config struct {
+	Options
+	// Listen is the one port's address (gRPC and the HTTP API).
+	Listen string
+	// StateDir, when set, holds STATE-DIR/master.db (Options.Store is
+	// opened there); it must be absolute. Empty: nothing persists.
+	StateDir string
+	// Credentials and ACLs are files (NewReloadableAuth); without
+	// Credentials the HTTP API and frameworks need no authentication.
+	Credentials, ACLs string
+	// TLS, when set, serves the port over TLS (LoadTLS).
+	TLS *tls.Config
+	// Reload, when set, re-reads Credentials and ACLs on every receive
+	// (brim master: SIGHUP). A reload that fails is logged and keeps the
+	// files as last loaded.
+	Reload <-chan os.Signal
+}
+
+// Running is a started master. Wait for it after its context ends.
+type Running struct {
+	// Master is the running master.
+	Master *Master
+	// Addr is the address it listens on.
+	Addr  net.Addr
+	g     *errgroup.Group
+	store Store
+}
+
+// Start opens cfg's store, loads its credentials, listens and runs the
+// master's loops, its servers and the reloader until ctx ends or one of
+// them fails (which stops the others). It returns once the port is open;
+// on an error nothing is left open.
+func Start(ctx context.Context, cfg Config) (_ *Running, err error) {
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var closers []func() error
+	defer func() {
+		if err != nil {
+			for _, c := range closers {
+				_ = c()
+			}
+		}
+	}()
+	if cfg.StateDir != "" {
+		if !filepath.IsAbs(cfg.StateDir) {
+			return nil, fmt.Errorf("--state-dir %q: must be an absolute path", cfg.StateDir)
+		}
+		if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+			return nil, fmt.Errorf("create state dir: %w", err)
+		}
+		st, err := OpenBoltStore(filepath.Join(cfg.StateDir, "master.db"))
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, st.Close)
+		cfg.Store = st
+	}
+	var auth Authorizer
+	var reloadable *ReloadableAuth
+	if cfg.Credentials != "" {
+		a, err := NewReloadableAuth(cfg.Credentials, cfg.ACLs)
+		if err != nil {
+			return nil, err
+		}
+		auth, reloadable = a, a
+	}
+	m, err := New(cfg.Options)
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	if cfg.TLS != nil {
+		l = tls.NewListener(l, cfg.TLS)
+	}
+	gs := grpc.NewServer()
+	m.RegisterGRPC(gs)
+	srv := &Server{GRPC: gs, HTTP: m.HTTPHandler(auth)}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+	g.Go(func() error { return srv.Serve(gctx, l) })
+	if cfg.Reload != nil {
+		g.Go(func() error { reloadOn(gctx, cfg.Reload, reloadable, cfg, log); return nil })
+	}
+	log.Info("master serving", "listen", l.Addr().String(), "state_dir", cfg.StateDir, "tls", cfg.TLS != nil)
+	return &Running{Master: m, Addr: l.Addr(), g: g, store: cfg.Store}, nil
+}
+
+// Wait waits for everything Start started to stop (after its context
+// ended, or one part failed) and closes the store; it returns the first
+// failure and the store's close error.
+func (r *Running) Wait() error {
+	err := r.g.Wait()
+	if c, ok := r.store.(interface{ Close() error }); ok {
+		err = errors.Join(err, c.Close())
+	}
+	return err
+}
+
+// reloadOn reads the credentials and ACLs again on every receive on
+// reload until ctx ends. Without credentials there is nothing to reload.
+func reloadOn(ctx context.Context, reload <-chan os.Signal, a *ReloadableAuth, cfg Config, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-reload:
+		}
+		if a == nil {
+			log.Info("SIGHUP: no --credentials to reload")
+			continue
+		}
+		if err := a.Reload(); err != nil {
+			log.Error("SIGHUP: reload credentials; the previous ones stay in force", "credentials", cfg.Credentials, "acls", cfg.ACLs, "err", err)
+			continue
+		}
+		log.Info("SIGHUP: credentials reloaded", "credentials", cfg.Credentials, "acls", cfg.ACLs, "principals", a.Principals())
+	}
+}

@@ -1,0 +1,3 @@
+package scheduler
+
+var Jitter = jitter

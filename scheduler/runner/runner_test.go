@@ -1,0 +1,232 @@
+package runner_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/resources"
+	"github.com/brimnode/brim/scheduler"
+	"github.com/brimnode/brim/scheduler/runner"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// fakeMaster is a scheduler API that offers fixed offers once per
+// subscription, answers launches with launchErr or runs each launched
+// task to exitCode, and records the launches. A fake: the runner's
+// behaviour against the real master is in integration/.
+type fakeMaster struct {
+	pb.UnimplementedSchedulerServer
+	offers    []*pb.Offer
+	launchErr error
+	exitCode  int32
+
+	mu       sync.Mutex
+	launched []string
+	stream   pb.Scheduler_SubscribeServer
+	sendMu   sync.Mutex
+}
+
+func (m *fakeMaster) Subscribe(_ *pb.SubscribeRequest, stream pb.Scheduler_SubscribeServer) error {
+	m.mu.Lock()
+	m.stream = stream
+	m.mu.Unlock()
+	m.send(&pb.Event{Event: &pb.Event_Subscribed{Subscribed: &pb.Subscribed{FrameworkId: "fw"}}})
+	if len(m.offers) > 0 {
+		m.send(&pb.Event{Event: &pb.Event_Offers{Offers: &pb.Offers{Offers: m.offers}}})
+	}
+	<-stream.Context().Done()
+	return nil
+}
+
+func (m *fakeMaster) send(ev *pb.Event) {
+	m.mu.Lock()
+	s := m.stream
+	m.mu.Unlock()
+	m.sendMu.Lock()
+	defer m.sendMu.Unlock()
+	_ = s.Send(ev)
+}
+
+func (m *fakeMaster) Accept(_ context.Context, r *pb.AcceptRequest) (*pb.Empty, error) {
+	if m.launchErr != nil {
+		return nil, m.launchErr
+	}
+	for _, op := range r.Operations {
+		for _, ti := range op.GetLaunch().GetTasks() {
+			m.mu.Lock()
+			m.launched = append(m.launched, ti.TaskId+"="+ti.Resources)
+			m.mu.Unlock()
+			st := &pb.TaskStatus{TaskId: ti.TaskId, AgentId: "a1", State: pb.TaskState_TASK_RUNNING}
+			go func() {
+				m.send(&pb.Event{Event: &pb.Event_Update{Update: st}})
+				end := &pb.TaskStatus{TaskId: st.TaskId, AgentId: "a1", State: pb.TaskState_TASK_FINISHED, HasExitCode: true, ExitCode: m.exitCode}
+				if m.exitCode != 0 {
+					end.State = pb.TaskState_TASK_FAILED
+				}
+				m.send(&pb.Event{Event: &pb.Event_Update{Update: end}})
+			}()
+		}
+	}
+	return &pb.Empty{}, nil
+}
+
+func (m *fakeMaster) Decline(context.Context, *pb.DeclineRequest) (*pb.Empty, error) {
+	return &pb.Empty{}, nil
+}
+func (m *fakeMaster) Suppress(context.Context, *pb.SuppressRequest) (*pb.Empty, error) {
+	return &pb.Empty{}, nil
+}
+func (m *fakeMaster) Acknowledge(context.Context, *pb.AcknowledgeRequest) (*pb.Empty, error) {
+	return &pb.Empty{}, nil
+}
+func (m *fakeMaster) Reconcile(context.Context, *pb.ReconcileRequest) (*pb.Empty, error) {
+	return &pb.Empty{}, nil
+}
+
+func serve(t *testing.T, m *fakeMaster) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	pb.RegisterSchedulerServer(s, m)
+	go func() { _ = s.Serve(l) }()
+	t.Cleanup(s.Stop)
+	return l.Addr().String()
+}
+
+// runAgainst runs cfg's tasks against the master at addr; out collects
+// what Run printed.
+func runAgainst(t *testing.T, ctx context.Context, addr string, cfg runner.Config) (string, error) {
+	t.Helper()
+	d, err := scheduler.New(scheduler.Options{Master: addr, Name: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var out bytes.Buffer
+	cfg.Master, cfg.Out = addr, &out
+	if cfg.Task == nil {
+		cfg.Task = &pb.TaskInfo{Name: "t", Command: []string{"true"}}
+	}
+	if cfg.IDs == nil {
+		cfg.IDs = []string{"t"}
+	}
+	err = runner.Run(ctx, d, cfg)
+	return out.String(), err
+}
+
+func offers(agentRes ...string) []*pb.Offer {
+	var out []*pb.Offer
+	for i := 0; i+1 < len(agentRes); i += 2 {
+		out = append(out, &pb.Offer{Id: "o-" + agentRes[i], AgentId: agentRes[i], Resources: agentRes[i+1]})
+	}
+	return out
+}
+
+func TestRunFinished(t *testing.T) {
+	m := &fakeMaster{offers: offers("a1", "cpus:2;mem:1024")}
+	out, err := runAgainst(t, context.Background(), serve(t, m), runner.Config{Want: resources.MustParse("cpus:0.5;mem:64"),
+		IDs: []string{"t-0", "t-1"}, Timeout: time.Minute})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out)
+	}
+	if got := strings.Join(m.launched, " "); got != "t-0=cpus:0.5;mem:64 t-1=cpus:0.5;mem:64" {
+		t.Errorf("launched %s", got)
+	}
+	for _, want := range []string{"subscribed as framework fw", "task t-0: RUNNING on agent a1", "task t-1: FINISHED on agent a1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRunExitCode(t *testing.T) {
+	m := &fakeMaster{offers: offers("a1", "cpus:2;mem:1024"), exitCode: 3}
+	out, err := runAgainst(t, context.Background(), serve(t, m), runner.Config{Want: resources.MustParse("cpus:0.5;mem:64")})
+	var ee *runner.ExitError
+	if !errors.As(err, &ee) || ee.Code != 3 || ee.TaskID != "t" {
+		t.Fatalf("Run: %v, want the task's exit code 3\n%s", err, out)
+	}
+}
+
+// TestRunUnfittable: no offer ever fits; Run gives up after the timeout
+// naming the largest free resources offered.
+func TestRunUnfittable(t *testing.T) {
+	m := &fakeMaster{offers: offers("a1", "cpus:2;mem:1024", "a2", "cpus:1;mem:4096")}
+	out, err := runAgainst(t, context.Background(), serve(t, m), runner.Config{Want: resources.MustParse("cpus:4;mem:64"), Timeout: 300 * time.Millisecond})
+	if !errors.Is(err, runner.ErrTimeout) || !strings.Contains(err.Error(), "no agent can fit cpus:4;mem:64") ||
+		!strings.Contains(err.Error(), "the largest free resources offered: cpus 2 on agent a1, mem 4096 on agent a2") {
+		t.Fatalf("Run: %v\n%s", err, out)
+	}
+	for _, want := range []string{"waiting for an offer that fits cpus:4;mem:64 (1 task(s) to launch)", "agent a2 offers cpus:1;mem:4096: does not fit cpus:4;mem:64"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if len(m.launched) != 0 {
+		t.Errorf("launched %v", m.launched)
+	}
+}
+
+// TestRunNoOffers: subscribed, but no agent offers anything.
+func TestRunNoOffers(t *testing.T) {
+	out, err := runAgainst(t, context.Background(), serve(t, &fakeMaster{}), runner.Config{Want: resources.MustParse("cpus:1;mem:64"), Timeout: 300 * time.Millisecond})
+	if !errors.Is(err, runner.ErrTimeout) || !strings.Contains(err.Error(), "no offer within") {
+		t.Fatalf("Run: %v\n%s", err, out)
+	}
+}
+
+// TestRunRefused: a launch the master refuses for good ends the run at
+// once with the master's reason (no timeout set: it would wait forever
+// otherwise).
+func TestRunRefused(t *testing.T) {
+	m := &fakeMaster{offers: offers("a1", "cpus:2;mem:1024"),
+		launchErr: status.Error(codes.InvalidArgument, `operation 0: task ID "t" is in use: invalid argument`)}
+	out, err := runAgainst(t, context.Background(), serve(t, m), runner.Config{Want: resources.MustParse("cpus:1;mem:64")})
+	if !errors.Is(err, runner.ErrRefused) || !strings.Contains(err.Error(), `task ID "t" is in use`) {
+		t.Fatalf("Run: %v\n%s", err, out)
+	}
+}
+
+// TestRunUnreachable: no master at the address; Run says what it waits
+// for and gives up with the dial error.
+func TestRunUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	explained := 0
+	out, err := runAgainst(t, context.Background(), addr, runner.Config{Want: resources.MustParse("cpus:1;mem:64"), Timeout: 500 * time.Millisecond,
+		Explain: func(_ context.Context, err error) error { explained++; return fmt.Errorf("%w (explained)", err) }})
+	if !errors.Is(err, runner.ErrTimeout) || !strings.Contains(err.Error(), "cannot reach the master at "+addr) ||
+		!strings.Contains(err.Error(), "connection refused (explained)") {
+		t.Fatalf("Run: %v\n%s", err, out)
+	}
+	if explained == 0 || !strings.Contains(out, "waiting for the master at "+addr+": dial tcp "+addr) {
+		t.Errorf("Explain called %d times; output:\n%s", explained, out)
+	}
+}
+
+// TestRunInterrupted: ctx ends before any task launched.
+func TestRunInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out, err := runAgainst(t, ctx, serve(t, &fakeMaster{}), runner.Config{Want: resources.MustParse("cpus:1;mem:64")})
+	if !errors.Is(err, runner.ErrInterrupted) {
+		t.Fatalf("Run: %v\n%s", err, out)
+	}
+}
