@@ -166,6 +166,7 @@ type Agent struct {
 	started     time.Time
 	over        *oversub // nil without Options.Oversub
 	closed      bool
+	ready       chan struct{} // closed by Serve once recovered (ready.go)
 }
 
 // New opens (creating if needed) the state dir, takes its lock and reads or
@@ -220,6 +221,7 @@ func New(opts Options) (*Agent, error) {
 		done:        map[string]chan struct{}{},
 		killReasons: map[string][2]string{},
 		started:     time.Now(),
+		ready:       make(chan struct{}),
 	}
 	if opts.Oversub != nil {
 		a.over = newOversub(a, *opts.Oversub)
