@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 
 	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/agent/taskrunner"
@@ -92,6 +93,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	defer d.Close()
 	cfg, log := d.cfg, d.log
+	// Before the socket exists: from then on a SIGHUP is the reload's.
+	hup, stopHup := notifyHangup()
+	defer stopHup()
 	// Take the socket first: a second agent fails before it creates
 	// anything.
 	l, err := agent.Listen(cfg.Socket)
@@ -149,12 +153,12 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	oom := d.plugins.oomWatcher(a, log)
-	return d.serve(ctx, a, l, metrics, oom)
+	return d.serve(ctx, a, l, metrics, oom, hup)
 }
 
 // serve runs the daemon's servers in one group: the first to fail ends
 // the group's context, which stops the others.
-func (d *Daemon) serve(ctx context.Context, a *agent.Agent, l net.Listener, metrics *metricsServer, oom *agent.OOMWatcher) error {
+func (d *Daemon) serve(ctx context.Context, a *agent.Agent, l net.Listener, metrics *metricsServer, oom *agent.OOMWatcher, hup <-chan os.Signal) error {
 	g, gctx := errgroup.WithContext(ctx)
 	// Serve recovers the containers, then answers on l until gctx ends;
 	// it closes l and a.
@@ -185,7 +189,7 @@ func (d *Daemon) serve(ctx context.Context, a *agent.Agent, l net.Listener, metr
 			return err
 		})
 	}
-	g.Go(func() error { return d.reloadOnHangup(gctx) })
+	g.Go(func() error { return d.reloadOnHangup(gctx, hup) })
 	return g.Wait()
 }
 

@@ -56,13 +56,17 @@ func (r Reloadable) apply(level *slog.LevelVar) {
 	}
 }
 
+// notifyHangup catches SIGHUP from now on (its default action would end
+// the agent and leave its socket); stop releases it.
+func notifyHangup() (hup <-chan os.Signal, stop func()) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGHUP)
+	return c, func() { signal.Stop(c) }
+}
+
 // reloadOnHangup re-reads the settings file on every SIGHUP until ctx
-// ends (systemd's ExecReload=kill -HUP $MAINPID). SIGHUP never ends the
-// agent.
-func (d *Daemon) reloadOnHangup(ctx context.Context) error {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// ends (systemd's ExecReload=kill -HUP $MAINPID).
+func (d *Daemon) reloadOnHangup(ctx context.Context, hup <-chan os.Signal) error {
 	for {
 		select {
 		case <-ctx.Done():
