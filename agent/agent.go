@@ -170,6 +170,7 @@ type Agent struct {
 	started     time.Time
 	over        *oversub // nil without Options.Oversub
 	closed      bool
+	ready       chan struct{} // closed by Serve once recovered (ready.go)
 }
 
 // New opens (creating if needed) the state dir, takes its lock and reads or
@@ -225,6 +226,7 @@ func New(opts Options) (*Agent, error) {
 		killReasons: map[string][2]string{},
 		ledger:      newLedger(opts.Resources.Model()),
 		started:     time.Now(),
+		ready:       make(chan struct{}),
 	}
 	if opts.Oversub != nil {
 		a.over = newOversub(a, *opts.Oversub)

@@ -50,6 +50,7 @@ func (a *Agent) Serve(ctx context.Context, l net.Listener) error {
 	if a.over != nil {
 		a.over.start(a)
 	}
+	a.markReady()
 	// A client that connects and never speaks must not hold up shutdown.
 	srv := grpc.NewServer(grpc.ConnectionTimeout(handshakeTimeout))
 	agentpb.RegisterAgentServer(srv, NewServer(a))

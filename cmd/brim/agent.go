@@ -7,55 +7,28 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"path"
-	"path/filepath"
-	"runtime"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/agent/agentd"
 	"github.com/brimnode/brim/agent/agentpb"
-	"github.com/brimnode/brim/bpf"
-	"github.com/brimnode/brim/containerizer"
 	"github.com/brimnode/brim/estimator"
-	"github.com/brimnode/brim/isolator"
-	"github.com/brimnode/brim/isolator/cgroups"
-	"github.com/brimnode/brim/isolator/network"
-	"github.com/brimnode/brim/masterlink"
-	"github.com/brimnode/brim/monitor"
 	"github.com/brimnode/brim/qos"
 	"github.com/brimnode/brim/resources"
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
-)
-
-// Defaults of `brim agent`.
-const (
-	defaultStateDir     = "/var/lib/brim/agent"
-	defaultCgroupParent = "brim"
-	defaultRetention    = "100,168h"
-	// memReserve is left to the host when --resources is not given.
-	memReserveMiB = 1024
 )
 
 var _ = registerSubcommand(newAgentCommand)
 
 func newAgentCommand() *cobra.Command {
+	cfg := agentd.DefaultConfig()
 	var (
-		socket, stateDir, parent string
-		resText, retention       string
-		logLevel, logFormat      string
-		killGrace                time.Duration
-		ov                       oversubFlags
-		nf                       networkFlags
-		lo                       linkOptions
+		lf logFlags
+		lo linkOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -63,134 +36,113 @@ func newAgentCommand() *cobra.Command {
 		Long: `Run the node agent. It serves the local API on --socket (root only), keeps
 its checkpoint in --state-dir, and puts containers' cgroups under
 --cgroup-parent. Stopping it (SIGTERM, SIGINT) never stops containers: a new
-agent with the same --state-dir reattaches to them.`,
+agent with the same --state-dir reattaches to them. SIGHUP re-reads
+--config (the log level) and never stops the agent.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(cmd.ErrOrStderr(), logLevel, logFormat)
+			log, level, err := lf.logger(cmd.ErrOrStderr())
 			if err != nil {
-				return exitError{code: 2, msg: err.Error()}
-			}
-			total, err := agentResources(resText)
-			if err != nil {
-				return exitError{code: 2, msg: err.Error()}
-			}
-			ret, err := agent.ParseRetention(retention)
-			if err != nil {
-				return exitError{code: 2, msg: "--sandbox-retention: " + err.Error()}
-			}
-			cgParent, err := cgroupParent(parent)
-			if err != nil {
-				return exitError{code: 2, msg: err.Error()}
-			}
-			if !path.IsAbs(stateDir) {
-				return exitError{code: 2, msg: fmt.Sprintf("--state-dir %q: must be an absolute path", stateDir)}
-			}
-			if err := ov.validate(); err != nil {
-				return exitError{code: 2, msg: err.Error()}
-			}
-			if err := lo.credentials(); err != nil {
 				return err
 			}
-			netCfg, err := nf.config(stateDir)
-			if err != nil {
-				return exitError{code: 2, msg: err.Error()}
-			}
-			if err := checkNetworkState(stateDir, nf.enabled); err != nil {
+			if err := lo.resolve(&cfg.Link); err != nil {
 				return err
 			}
-			// Build the estimator and QoS controller before anything is
-			// created: a bad name or option exits 2 with nothing behind.
-			plugins, err := ov.open(log)
+			d, err := newDaemon(cfg, log, level)
 			if err != nil {
-				return exitError{code: 2, msg: err.Error()}
+				return err
 			}
-			defer plugins.close(log)
 			if os.Geteuid() != 0 {
+				d.Close()
 				return exitError{code: 1, msg: "brim agent must run as root"}
 			}
-			routeLogrus(log)
-			// Take the socket first: a second agent fails before it creates
-			// anything.
-			l, err := agent.Listen(socket)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			cg, err := cgroups.New(cgroups.Config{Parent: cgParent})
-			if err != nil {
-				return fmt.Errorf("cgroup isolator: %w", err)
-			}
-			over, err := plugins.oversub(cg, log)
-			if err != nil {
-				return err
-			}
-			isos := []isolator.Isolator{cg}
-			if nf.enabled {
-				// Before the containerizer: its warm shims must start after
-				// the netns dir is a shared mount. Close, never Uninstall:
-				// the containers outlive the agent.
-				netIso, err := network.New(netCfg)
-				if err != nil {
-					return fmt.Errorf("network isolator: %w", err)
-				}
-				defer netIso.Close()
-				isos = append(isos, netIso)
-			}
-			cz, err := containerizer.New(containerizer.Config{
-				StateDir:  stateDir,
-				Isolators: isos,
-				KillGrace: killGrace,
-				Log:       log,
-			})
-			if err != nil {
-				return fmt.Errorf("containerizer: %w", err)
-			}
-			a, err := agent.New(agent.Options{
-				StateDir:     stateDir,
-				Runtime:      runtimeAdapter{cz},
-				Resources:    total,
-				Network:      nf.enabled,
-				KillGrace:    killGrace,
-				Retention:    ret,
-				Log:          log,
-				Version:      version,
-				CgroupParent: cgParent,
-				Oversub:      over,
-			})
-			if err != nil {
-				return err
-			}
-			stopMetrics, err := plugins.serveMetrics(a, log)
-			if err != nil {
-				a.Close()
-				return err
-			}
-			defer stopMetrics()
-			plugins.watchOOM(cmd.Context(), a, log)
-			if lo.master != "" {
-				return serveLinkedAgent(cmd.Context(), a, l, socket, total, stateDir, lo, log)
-			}
-			return a.Serve(cmd.Context(), l)
+			return runDaemon(cmd.Context(), d, log)
 		},
 	}
 	f := cmd.Flags()
-	cmd.PersistentFlags().StringVar(&socket, "socket", defaultSocket, "unix socket of the local API (0600)")
-	f.StringVar(&stateDir, "state-dir", defaultStateDir, "agent state: ID, checkpoint, containers' sandboxes")
-	f.StringVar(&parent, "cgroup-parent", defaultCgroupParent, "cgroup under which containers' cgroups are made (in every hierarchy)")
-	f.StringVar(&resText, "resources", "", `resources to hand out, Mesos syntax, e.g. "cpus:4;mem:8192" (default: the host's cpus and memory minus 1 GiB)`)
-	f.StringVar(&retention, "sandbox-retention", defaultRetention, `finished containers kept: "N", "DURATION" or "N,DURATION"`)
-	f.DurationVar(&killGrace, "kill-grace", agent.DefaultKillGrace, "default grace period between SIGTERM and SIGKILL")
-	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-	f.StringVar(&logFormat, "log-format", "text", "text or json")
-	ov.register(f)
-	nf.register(f)
-	f.StringVar(&lo.master, "master", "", "master address host:port; empty: standalone (local API only)")
-	f.DurationVar(&lo.retryMin, "status-retry-min", masterlink.DefaultRetryMin, "first retry of an unacknowledged status update (doubles each time)")
-	f.DurationVar(&lo.retryMax, "status-retry-max", masterlink.DefaultRetryMax, "longest wait between status update retries")
-	lo.registerAuth(f)
-	cmd.AddCommand(newAgentInfo(&socket), newAgentExplain(&socket), newAgentReportLatency(&socket))
+	cmd.PersistentFlags().StringVar(&cfg.Socket, "socket", cfg.Socket, "unix socket of the local API (0600)")
+	f.StringVar(&cfg.StateDir, "state-dir", cfg.StateDir, "agent state: ID, checkpoint, containers' sandboxes")
+	registerAgentFlags(f, &cfg)
+	lf.register(f)
+	f.StringVar(&cfg.Link.Master, "master", "", "master address host:port; empty: standalone (local API only)")
+	lo.register(f)
+	cmd.AddCommand(newAgentInfo(&cfg.Socket), newAgentExplain(&cfg.Socket), newAgentReportLatency(&cfg.Socket))
 	markUsageErrors(cmd)
 	return cmd
+}
+
+// registerAgentFlags binds the agent daemon's flags that `brim agent` and
+// `brim dev` share to cfg's fields, with cfg's values (the preset) as
+// defaults.
+func registerAgentFlags(f *pflag.FlagSet, cfg *agentd.Config) {
+	f.StringVar(&cfg.CgroupParent, "cgroup-parent", cfg.CgroupParent, "cgroup under which containers' cgroups are made (in every hierarchy)")
+	f.StringVar(&cfg.Resources, "resources", cfg.Resources, `resources to hand out, Mesos syntax, e.g. "cpus:4;mem:8192" (default: the host's cpus and memory minus 1 GiB)`)
+	f.StringVar(&cfg.Retention, "sandbox-retention", cfg.Retention, `finished containers kept: "N", "DURATION" or "N,DURATION"`)
+	f.DurationVar(&cfg.KillGrace, "kill-grace", cfg.KillGrace, "default grace period between SIGTERM and SIGKILL (positive)")
+	f.StringVar(&cfg.ReloadFile, "config", cfg.ReloadFile, `settings file read at start and on SIGHUP (JSON: {"log-level": "debug"}); overrides --log-level`)
+	f.DurationVar(&cfg.Link.RetryMin, "status-retry-min", cfg.Link.RetryMin, "first retry of an unacknowledged status update (positive; doubles each time)")
+	f.DurationVar(&cfg.Link.RetryMax, "status-retry-max", cfg.Link.RetryMax, "longest wait between status update retries (at least --status-retry-min)")
+
+	n := &cfg.Network
+	f.BoolVar(&n.Enabled, "network", n.Enabled, "enable the network isolator: containers run with --network get a netns, an address on --network-bridge and HTB shaping (net_bw)")
+	f.StringVar(&n.Bridge, "network-bridge", n.Bridge, "host bridge of the containers' veths (at most 12 bytes)")
+	f.StringVar(&n.Subnet, "network-subnet", n.Subnet, "IPv4 container subnet (/16 to /30); the bridge takes its first address")
+	f.Int64Var(&n.HostRateMbit, "network-host-rate", n.HostRateMbit, "uplink rate in Mbit/s: the parent of every container's HTB class, best-effort ceiling")
+	f.BoolVar(&n.NAT, "network-nat", n.NAT, "masquerade the subnet to the outside (nftables table brim-<bridge>) and turn on IPv4 forwarding")
+	f.StringVar(&n.NetNSDir, "network-netns-dir", n.NetNSDir, "directory of the containers' netns files (default /run/brim/netns/<bridge>)")
+
+	o := &cfg.Oversub
+	f.StringVar(&o.Estimator, "estimator", o.Estimator, `resource estimator: noop, fixed, usage or "plugin:/path/to/bin [args]"`)
+	f.StringArrayVar(&o.EstimatorOpts, "estimator-opt", o.EstimatorOpts, "estimator option key=value (repeatable), e.g. resources=cpus:1;mem:512 for fixed")
+	f.DurationVar(&o.EstimatorInterval, "estimator-interval", o.EstimatorInterval, "how often the estimator runs (at least 1s)")
+	f.StringVar(&o.QoS, "qos", o.QoS, `QoS controller: noop, load, interference or "plugin:/path/to/bin [args]"`)
+	f.StringArrayVar(&o.QoSOpts, "qos-opt", o.QoSOpts, "QoS controller option key=value (repeatable), e.g. cooldown=2s")
+	f.DurationVar(&o.QoSInterval, "qos-interval", o.QoSInterval, "QoS round interval, at least 100ms (rounds also run on every monitor sample and latency report)")
+	f.DurationVar(&o.MonitorInterval, "monitor-interval", o.MonitorInterval, "container and host sampling interval (at least 100ms)")
+	f.StringVar(&o.MetricsListen, "metrics-listen", o.MetricsListen, "serve Prometheus /metrics over HTTP on this address, e.g. 127.0.0.1:9105 (default off)")
+	f.BoolVar(&o.NoBPF, "no-bpf", o.NoBPF, "measure run-queue latency from schedstat (mean waits) instead of loading the eBPF monitor")
+}
+
+// logFlags are --log-level and --log-format.
+type logFlags struct{ level, format string }
+
+func (lf *logFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&lf.level, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&lf.format, "log-format", "text", "text or json")
+}
+
+// logger builds the daemon's logger; its level can be changed later (the
+// reload on SIGHUP). A bad flag exits 2.
+func (lf *logFlags) logger(w io.Writer) (*slog.Logger, *slog.LevelVar, error) {
+	level := new(slog.LevelVar)
+	log, err := newLevelLogger(w, lf.level, lf.format, level)
+	if err != nil {
+		return nil, nil, exitError{code: 2, msg: err.Error()}
+	}
+	return log, level, nil
+}
+
+// newDaemon assembles the agent daemon from cfg with the plugin registries
+// (the only place that names the built-in estimators and QoS controllers).
+// A bad setting exits 2 with nothing created.
+func newDaemon(cfg agentd.Config, log *slog.Logger, level *slog.LevelVar) (*agentd.Daemon, error) {
+	cfg.Version = version
+	ereg := estimator.NewRegistry()
+	estimator.RegisterBuiltins(ereg)
+	qreg := qos.NewRegistry()
+	qos.RegisterBuiltins(qreg)
+	d, err := agentd.New(cfg, agentd.Deps{Estimators: ereg, QoS: qreg, Log: log, Level: level})
+	var ce *agentd.ConfigError
+	if errors.As(err, &ce) {
+		return nil, exitError{code: 2, msg: err.Error()}
+	}
+	return d, err
+}
+
+// runDaemon runs d until ctx ends; a master's refusal of the agent exits 1
+// with its reason.
+func runDaemon(ctx context.Context, d *agentd.Daemon, log *slog.Logger) error {
+	routeLogrus(log)
+	return masterRefusal("agent", d.Run(ctx))
 }
 
 func newAgentInfo(socket *string) *cobra.Command {
@@ -241,11 +193,21 @@ func newAgentInfo(socket *string) *cobra.Command {
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
+	return newLevelLogger(w, level, format, nil)
+}
+
+// newLevelLogger is newLogger whose level is held in lv (nil: fixed).
+func newLevelLogger(w io.Writer, level, format string, lv *slog.LevelVar) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
-	opts := &slog.HandlerOptions{Level: lv}
+	var leveler slog.Leveler = l
+	if lv != nil {
+		lv.Set(l)
+		leveler = lv
+	}
+	opts := &slog.HandlerOptions{Level: leveler}
 	switch format {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
@@ -253,44 +215,6 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
-}
-
-// agentResources parses --resources, or measures the host.
-func agentResources(text string) (agent.Resources, error) {
-	if strings.TrimSpace(text) == "" {
-		var si unix.Sysinfo_t
-		if err := unix.Sysinfo(&si); err != nil {
-			return agent.Resources{}, fmt.Errorf("measure host memory: %w", err)
-		}
-		memMiB := int64(si.Totalram) * int64(si.Unit) >> 20
-		return agent.Resources{
-			MilliCPUs: int64(runtime.NumCPU()) * 1000,
-			MemMiB:    max(memMiB-memReserveMiB, memMiB/2),
-		}, nil
-	}
-	r, err := resources.Parse(text)
-	if err != nil {
-		return agent.Resources{}, fmt.Errorf("--resources %q: %w", text, err)
-	}
-	r = r.NonRevocable()
-	out := agent.Resources{MilliCPUs: int64(r.CPUs()), MemMiB: int64(r.Mem()) / 1000, NetMbit: int64(r.NetBandwidth()) / 1000}
-	if out.MilliCPUs <= 0 || out.MemMiB <= 0 {
-		return agent.Resources{}, fmt.Errorf("--resources %q: need positive cpus and mem", text)
-	}
-	return out, nil
-}
-
-// cgroupParent makes --cgroup-parent absolute: "brim" → "/brim". Relative
-// cgroup paths would land under the agent's own cgroup.
-func cgroupParent(p string) (string, error) {
-	if !path.IsAbs(p) {
-		p = "/" + p
-	}
-	p = path.Clean(p)
-	if p == "/" {
-		return "", fmt.Errorf("--cgroup-parent %q: want a cgroup path such as brim", p)
-	}
-	return p, nil
 }
 
 // routeLogrus sends libcontainer's global logrus output into log, once.
@@ -320,312 +244,6 @@ func (h logrusHook) Fire(e *logrus.Entry) error {
 	}
 	h.log.Log(context.Background(), lv, e.Message, args...)
 	return nil
-}
-
-// runtimeAdapter lets the agent drive the containerizer (agent.Runtime),
-// translating types and sentinels.
-type runtimeAdapter struct{ c *containerizer.Containerizer }
-
-var _ agent.Runtime = runtimeAdapter{}
-
-// mapErr makes the containerizer's sentinels match the agent's, keeping
-// the containerizer's message.
-func mapErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, containerizer.ErrNotFound):
-		return sentinelError{agent.ErrNotFound, err}
-	case errors.Is(err, containerizer.ErrNotRunning):
-		return sentinelError{agent.ErrNotRunning, err}
-	case errors.Is(err, containerizer.ErrCommandNotFound):
-		return sentinelError{agent.ErrCommandNotFound, err}
-	}
-	return err
-}
-
-type sentinelError struct{ sentinel, err error }
-
-func (e sentinelError) Error() string   { return e.err.Error() }
-func (e sentinelError) Unwrap() []error { return []error{e.sentinel, e.err} }
-
-func exitOf(st *containerizer.ExitStatus) *agent.ExitStatus {
-	if st == nil {
-		return nil
-	}
-	sig := 0
-	if st.Signal != "" {
-		sig = int(unix.SignalNum(st.Signal))
-	}
-	return &agent.ExitStatus{Code: st.Code, Signal: sig, OOMKilled: st.OOMKilled, Reason: st.Reason, Message: st.Message, FinishedAt: st.FinishedAt}
-}
-
-func infoOf(in *containerizer.Info) *agent.RuntimeInfo {
-	return &agent.RuntimeInfo{
-		ID: in.Spec.ID, Running: in.State == containerizer.StateRunning, Pid: in.Pid,
-		StartedAt: in.StartedAt, Exit: exitOf(in.Exit), SandboxDir: in.SandboxDir,
-	}
-}
-
-func (r runtimeAdapter) Launch(ctx context.Context, s agent.LaunchSpec) (*agent.RuntimeInfo, error) {
-	in, err := r.c.Launch(ctx, containerizer.Spec{
-		ID: s.ID, Name: s.Name, Command: s.Command, Env: s.Env, Cwd: s.Cwd,
-		Rootfs: s.Rootfs, Limits: s.Limits, Labels: s.Labels,
-	})
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return infoOf(in), nil
-}
-
-func (r runtimeAdapter) Wait(ctx context.Context, id string) (*agent.ExitStatus, error) {
-	st, err := r.c.Wait(ctx, id)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return exitOf(st), nil
-}
-
-func (r runtimeAdapter) Kill(ctx context.Context, id string, grace time.Duration) error {
-	// The agent has already applied its default; for the containerizer 0
-	// means "the default" and a negative grace "at once".
-	if grace <= 0 {
-		grace = -1
-	}
-	return mapErr(r.c.Kill(ctx, id, grace))
-}
-
-func (r runtimeAdapter) Update(ctx context.Context, id string, l isolator.Limits) error {
-	return mapErr(r.c.Update(ctx, id, l))
-}
-
-func (r runtimeAdapter) Usage(ctx context.Context, id string) (*isolator.Statistics, error) {
-	st, err := r.c.Usage(ctx, id)
-	return st, mapErr(err)
-}
-
-func (r runtimeAdapter) Destroy(ctx context.Context, id string) error {
-	return mapErr(r.c.Destroy(ctx, id))
-}
-
-func (r runtimeAdapter) Recover(ctx context.Context) ([]*agent.RuntimeInfo, error) {
-	infos, err := r.c.Recover(ctx)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	out := make([]*agent.RuntimeInfo, 0, len(infos))
-	for _, in := range infos {
-		out = append(out, infoOf(in))
-	}
-	return out, nil
-}
-
-// Limits of the oversubscription flags.
-const (
-	minEstimatorInterval = time.Second
-	minLoopInterval      = 100 * time.Millisecond
-	metricsShutdown      = 5 * time.Second
-)
-
-// oversubFlags are the monitor, estimator, QoS and metrics flags of `brim
-// agent` (brim dev may register them too).
-type oversubFlags struct {
-	estimator, qos         string
-	estimatorOpts, qosOpts []string
-	estimatorInterval      time.Duration
-	qosInterval            time.Duration
-	monitorInterval        time.Duration
-	metricsListen          string
-	noBPF                  bool
-}
-
-func (o *oversubFlags) register(f *pflag.FlagSet) {
-	f.StringVar(&o.estimator, "estimator", "noop", `resource estimator: noop, fixed, usage or "plugin:/path/to/bin [args]"`)
-	f.StringArrayVar(&o.estimatorOpts, "estimator-opt", nil, "estimator option key=value (repeatable), e.g. resources=cpus:1;mem:512 for fixed")
-	f.DurationVar(&o.estimatorInterval, "estimator-interval", estimator.DefaultInterval, "how often the estimator runs (at least 1s)")
-	f.StringVar(&o.qos, "qos", "noop", `QoS controller: noop, load, interference or "plugin:/path/to/bin [args]"`)
-	f.StringArrayVar(&o.qosOpts, "qos-opt", nil, "QoS controller option key=value (repeatable), e.g. cooldown=2s")
-	f.DurationVar(&o.qosInterval, "qos-interval", time.Second, "QoS round interval (rounds also run on every monitor sample and latency report)")
-	f.DurationVar(&o.monitorInterval, "monitor-interval", time.Second, "container and host sampling interval")
-	f.StringVar(&o.metricsListen, "metrics-listen", "", "serve Prometheus /metrics over HTTP on this address, e.g. 127.0.0.1:9105 (default off)")
-	f.BoolVar(&o.noBPF, "no-bpf", false, "measure run-queue latency from schedstat (mean waits) instead of loading the eBPF monitor")
-}
-
-// validate checks the values that need no registry.
-func (o *oversubFlags) validate() error {
-	if o.estimatorInterval < minEstimatorInterval {
-		return fmt.Errorf("--estimator-interval %s: must be at least %s", o.estimatorInterval, minEstimatorInterval)
-	}
-	if o.qosInterval < minLoopInterval {
-		return fmt.Errorf("--qos-interval %s: must be at least %s", o.qosInterval, minLoopInterval)
-	}
-	if o.monitorInterval < minLoopInterval {
-		return fmt.Errorf("--monitor-interval %s: must be at least %s", o.monitorInterval, minLoopInterval)
-	}
-	if o.metricsListen != "" {
-		if _, port, err := net.SplitHostPort(o.metricsListen); err != nil || port == "" {
-			return fmt.Errorf("--metrics-listen %q: want host:port, e.g. 127.0.0.1:9105", o.metricsListen)
-		}
-	}
-	if strings.TrimSpace(o.estimator) == "" {
-		return fmt.Errorf("--estimator: empty (want noop, fixed, usage or plugin:/path)")
-	}
-	if strings.TrimSpace(o.qos) == "" {
-		return fmt.Errorf("--qos: empty (want noop, load, interference or plugin:/path)")
-	}
-	for _, f := range []struct{ flag, spec string }{{"--estimator", o.estimator}, {"--qos", o.qos}} {
-		if err := checkPlugin(f.spec); err != nil {
-			return fmt.Errorf("%s %q: %w", f.flag, f.spec, err)
-		}
-	}
-	return nil
-}
-
-// checkPlugin checks that a "plugin:/path [args]" spec names an executable
-// file (plugins start lazily, so a typo would otherwise only show as an
-// estimator or controller that never answers).
-func checkPlugin(spec string) error {
-	rest, ok := strings.CutPrefix(spec, "plugin:")
-	if !ok {
-		return nil
-	}
-	f := strings.Fields(rest)
-	if len(f) == 0 {
-		return errors.New("no plugin path")
-	}
-	if !path.IsAbs(f[0]) {
-		return fmt.Errorf("plugin path %q: must be absolute", f[0])
-	}
-	fi, err := os.Stat(f[0])
-	if err != nil {
-		return fmt.Errorf("plugin: %w", err)
-	}
-	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-		return fmt.Errorf("plugin %s: not an executable file", f[0])
-	}
-	return nil
-}
-
-// oversubPlugins are the opened estimator and controller, and later the
-// run-queue source; close releases them.
-type oversubPlugins struct {
-	flags *oversubFlags
-	est   estimator.Estimator
-	ctrl  qos.Controller
-	rq    monitor.RunQueueSource
-	sig   *monitor.RunQueueSignal
-}
-
-// open builds the estimator and the QoS controller from their registries
-// (the only place that names the built-ins). Errors are the operator's.
-func (o *oversubFlags) open(log *slog.Logger) (*oversubPlugins, error) {
-	eopts, err := estimator.ParseOptions(o.estimatorOpts)
-	if err != nil {
-		return nil, fmt.Errorf("--estimator-opt: %w", err)
-	}
-	qopts, err := qos.ParseOptions(o.qosOpts)
-	if err != nil {
-		return nil, fmt.Errorf("--qos-opt: %w", err)
-	}
-	ereg := estimator.NewRegistry()
-	estimator.RegisterBuiltins(ereg)
-	est, err := estimator.Open(ereg, o.estimator, eopts, log.With("component", "estimator"))
-	if err != nil {
-		if errors.Is(err, estimator.ErrUnknown) {
-			return nil, fmt.Errorf("--estimator %q: unknown (want one of %s, or plugin:/path)", o.estimator, strings.Join(ereg.Names(), ", "))
-		}
-		return nil, fmt.Errorf("--estimator %q: %w", o.estimator, err)
-	}
-	qreg := qos.NewRegistry()
-	qos.RegisterBuiltins(qreg)
-	ctrl, err := qos.Open(qreg, o.qos, qopts, log.With("component", "qos"))
-	if err != nil {
-		closeOversubPlugin(est, log)
-		if errors.Is(err, qos.ErrUnknown) {
-			return nil, fmt.Errorf("--qos %q: unknown (want one of %s, or plugin:/path)", o.qos, strings.Join(qreg.Names(), ", "))
-		}
-		return nil, fmt.Errorf("--qos %q: %w", o.qos, err)
-	}
-	return &oversubPlugins{flags: o, est: est, ctrl: ctrl}, nil
-}
-
-// oversub opens the run-queue latency source (eBPF, or schedstat with
-// --no-bpf or when BPF cannot load here) and returns the agent's
-// oversubscription options.
-func (p *oversubPlugins) oversub(cg agent.CgroupActuator, log *slog.Logger) (*agent.Oversub, error) {
-	rq, err := monitor.OpenRunQueueSource(p.flags.noBPF, bpf.Options{}, log)
-	if err != nil {
-		return nil, fmt.Errorf("run-queue latency: %w", err)
-	}
-	p.rq, p.sig = rq, monitor.NewRunQueueSignal(rq)
-	return &agent.Oversub{
-		MonitorInterval:   p.flags.monitorInterval,
-		Signals:           []monitor.SignalSource{p.sig},
-		Estimator:         p.est,
-		EstimatorName:     p.flags.estimator,
-		EstimatorInterval: p.flags.estimatorInterval,
-		Controller:        p.ctrl,
-		QoSName:           p.flags.qos,
-		QoSInterval:       p.flags.qosInterval,
-		Cgroups:           cg,
-		RunQueueSource:    p.sig.Source(),
-	}, nil
-}
-
-// serveMetrics serves the agent's metrics (and the run-queue source's) on
-// --metrics-listen; the returned function stops the server.
-func (p *oversubPlugins) serveMetrics(a *agent.Agent, log *slog.Logger) (func(), error) {
-	reg := a.Metrics()
-	if reg == nil {
-		return func() {}, nil
-	}
-	if p.sig != nil {
-		if err := reg.Register(p.sig.Metrics()); err != nil {
-			return nil, fmt.Errorf("register run-queue metrics: %w", err)
-		}
-	}
-	if p.flags.metricsListen == "" {
-		return func() {}, nil
-	}
-	l, err := net.Listen("tcp", p.flags.metricsListen)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-listen: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", monitor.Handler(reg))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "err", err)
-		}
-	}()
-	log.Info("serving metrics", "addr", l.Addr().String(), "path", "/metrics")
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), metricsShutdown)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-	}, nil
-}
-
-func (p *oversubPlugins) close(log *slog.Logger) {
-	closeOversubPlugin(p.est, log)
-	closeOversubPlugin(p.ctrl, log)
-	if p.rq != nil {
-		if err := p.rq.Close(); err != nil {
-			log.Warn("close run-queue source", "err", err)
-		}
-	}
-}
-
-func closeOversubPlugin(v any, log *slog.Logger) {
-	if c, ok := v.(io.Closer); ok {
-		if err := c.Close(); err != nil {
-			log.Warn("close plugin", "err", err)
-		}
-	}
 }
 
 func orNone(s string) string {
@@ -844,44 +462,4 @@ compares it with the container's learned baseline (signal app-latency).`,
 	f.DurationVar(&p99, "p99", 0, "99th percentile latency (required), e.g. 2ms")
 	f.DurationVar(&p999, "p999", 0, "99.9th percentile latency (default: p99)")
 	return cmd
-}
-
-// cgroupIDs returns the ids of a container's cgroup that an OOM event may
-// name: its memory and cpu directories on cgroup v1, the unified one on v2.
-func cgroupIDs(p string) ([]uint64, error) {
-	dirs := []string{filepath.Join("/sys/fs/cgroup/memory", p), filepath.Join("/sys/fs/cgroup/cpu", p)}
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		dirs = []string{filepath.Join("/sys/fs/cgroup", p)}
-	}
-	ids := make([]uint64, 0, len(dirs))
-	for _, d := range dirs {
-		id, err := bpf.CgroupID(d)
-		if err != nil {
-			return nil, fmt.Errorf("cgroup id of %s: %w", d, err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
-}
-
-// watchOOM attributes the eBPF monitor's OOM kill events to a's containers
-// until ctx ends (counted in a's metrics and statuses). Without the eBPF
-// monitor (--no-bpf, or BPF unavailable) the cgroup OOM counters read at
-// exit remain the only source.
-func (p *oversubPlugins) watchOOM(ctx context.Context, a *agent.Agent, log *slog.Logger) {
-	m, ok := p.rq.(*bpf.Monitor)
-	if !ok {
-		return
-	}
-	w := agent.NewOOMWatcher(a, m, cgroupIDs, 0, log)
-	if reg := a.Metrics(); reg != nil {
-		if err := reg.Register(w); err != nil {
-			log.Warn("register oom metrics", "err", err)
-		}
-	}
-	go func() {
-		if err := w.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			log.Warn("oom watcher ended", "err", err)
-		}
-	}()
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"testing"
 
-	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/agent/agentpb"
 )
 
@@ -45,30 +44,5 @@ func TestComputeStats(t *testing.T) {
 	b := &agentpb.Statistics{Id: "x", TimestampUnixNano: 3e9, CpuUsageNanos: 2e9, MilliCpus: 500}
 	if s := computeStats(a, b); s.CPUPercent != 50 || s.CPUs != 0.5 {
 		t.Fatalf("computeStats = %+v", s)
-	}
-}
-
-func TestAgentFlags(t *testing.T) {
-	for in, want := range map[string]string{"brim": "/brim", "/brim": "/brim", "a/b/": "/a/b"} {
-		if got, err := cgroupParent(in); err != nil || got != want {
-			t.Errorf("cgroupParent(%q) = %q, %v", in, got, err)
-		}
-	}
-	for _, bad := range []string{"/", "", "."} {
-		if _, err := cgroupParent(bad); err == nil {
-			t.Errorf("cgroupParent(%q) accepted", bad)
-		}
-	}
-	r, err := agentResources("cpus:1.5;mem:2048;disk:100")
-	if err != nil || r != (agent.Resources{MilliCPUs: 1500, MemMiB: 2048}) {
-		t.Fatalf("agentResources = %+v, %v", r, err)
-	}
-	if r, err := agentResources(""); err != nil || r.MilliCPUs <= 0 || r.MemMiB <= 0 {
-		t.Fatalf("host resources = %+v, %v", r, err)
-	}
-	for _, bad := range []string{"cpus:x", "mem:100", "cpus:1;mem:lots"} {
-		if _, err := agentResources(bad); err == nil {
-			t.Errorf("agentResources(%q) accepted", bad)
-		}
 	}
 }

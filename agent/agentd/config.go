@@ -1,0 +1,340 @@
+package agentd
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/estimator"
+	"github.com/brimnode/brim/isolator/network"
+	"github.com/brimnode/brim/masterlink"
+	"github.com/brimnode/brim/resources"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+)
+
+// Defaults of `brim agent`.
+const (
+	DefaultSocket       = "/run/brim/agent.sock"
+	DefaultStateDir     = "/var/lib/brim/agent"
+	DefaultCgroupParent = "brim"
+	DefaultRetention    = "100,168h"
+	// memReserveMiB is left to the host when Config.Resources is empty.
+	memReserveMiB = 1024
+)
+
+// Limits of the oversubscription intervals.
+const (
+	MinEstimatorInterval = time.Second
+	MinLoopInterval      = 100 * time.Millisecond
+)
+
+// Config is every setting of the agent daemon, one field per flag of
+// `brim agent` (the flag is named in each field's comment). The zero value
+// is not valid: start from DefaultConfig or DevConfig.
+type Config struct {
+	Socket       string        // --socket: the local API's unix socket
+	StateDir     string        // --state-dir: absolute
+	CgroupParent string        // --cgroup-parent: made absolute, not "/"
+	Resources    string        // --resources, Mesos syntax; empty: the host's cpus and memory minus 1 GiB
+	Retention    string        // --sandbox-retention: "N", "DURATION" or "N,DURATION"
+	KillGrace    time.Duration // --kill-grace: positive
+	// ReloadFile is --config: a JSON file of the settings re-read on SIGHUP
+	// (LoadReloadable); empty: SIGHUP is logged and nothing reloads.
+	ReloadFile string
+	Network    NetworkConfig
+	Oversub    OversubConfig
+	Link       LinkConfig
+	// Version is reported by the local API.
+	Version string
+}
+
+// NetworkConfig is the --network* flags.
+type NetworkConfig struct {
+	Enabled      bool   // --network
+	Bridge       string // --network-bridge
+	Subnet       string // --network-subnet
+	HostRateMbit int64  // --network-host-rate: positive
+	NAT          bool   // --network-nat
+	NetNSDir     string // --network-netns-dir; empty: /run/brim/netns/<bridge>
+}
+
+// OversubConfig is the monitor, estimator, QoS and metrics flags.
+type OversubConfig struct {
+	Estimator         string        // --estimator: a registry name or "plugin:/path [args]"
+	EstimatorOpts     []string      // --estimator-opt key=value
+	EstimatorInterval time.Duration // --estimator-interval: at least MinEstimatorInterval
+	QoS               string        // --qos
+	QoSOpts           []string      // --qos-opt key=value
+	QoSInterval       time.Duration // --qos-interval: at least MinLoopInterval
+	MonitorInterval   time.Duration // --monitor-interval: at least MinLoopInterval
+	MetricsListen     string        // --metrics-listen host:port; empty: no metrics server
+	NoBPF             bool          // --no-bpf
+}
+
+// LinkConfig is the master link flags.
+type LinkConfig struct {
+	Master string // --master host:port; empty: standalone (local API only)
+	// RetryMin and RetryMax are --status-retry-min (positive) and
+	// --status-retry-max (at least RetryMin).
+	RetryMin, RetryMax time.Duration
+	Principal          string // --principal: no ':'
+	Secret             string // from --secret-file or $BRIM_SECRET (resolved in cmd)
+	// DialOptions reach the master (--master-ca, resolved in cmd).
+	DialOptions []grpc.DialOption
+}
+
+// DefaultConfig is `brim agent` without flags.
+func DefaultConfig() Config {
+	return Config{
+		Socket:       DefaultSocket,
+		StateDir:     DefaultStateDir,
+		CgroupParent: DefaultCgroupParent,
+		Retention:    DefaultRetention,
+		KillGrace:    agent.DefaultKillGrace,
+		Network: NetworkConfig{
+			Bridge:       network.DefaultBridge,
+			Subnet:       network.DefaultSubnet.String(),
+			HostRateMbit: network.DefaultHostRateMbit,
+		},
+		Oversub: OversubConfig{
+			Estimator:         "noop",
+			EstimatorInterval: estimator.DefaultInterval,
+			QoS:               "noop",
+			QoSInterval:       time.Second,
+			MonitorInterval:   time.Second,
+		},
+		Link: LinkConfig{RetryMin: masterlink.DefaultRetryMin, RetryMax: masterlink.DefaultRetryMax},
+	}
+}
+
+// DevStateDir is `brim dev`'s default state dir; the agent's is its
+// "agent" subdirectory.
+const DevStateDir = "/var/lib/brim/dev"
+
+// DevConfig is the agent of `brim dev` without flags: DefaultConfig with
+// the state under DevStateDir (socket DevStateDir/agent.sock), its own
+// cgroup parent and a short kill grace. `brim dev` sets Link.Master to
+// the master it runs (or --join).
+func DevConfig() Config {
+	c := DefaultConfig()
+	c.StateDir = filepath.Join(DevStateDir, "agent")
+	c.Socket = filepath.Join(DevStateDir, "agent.sock")
+	c.CgroupParent = "brim-dev"
+	c.KillGrace = 5 * time.Second
+	return c
+}
+
+// ConfigError is a bad setting, an operator's mistake found before
+// anything is created. Flag names the flag (e.g. "--kill-grace").
+type ConfigError struct {
+	Flag string
+	Err  error // its message starts with the flag
+}
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// bad returns a *ConfigError for flag with the message "FLAG " + format.
+func bad(flag, format string, args ...any) error {
+	return &ConfigError{Flag: flag, Err: fmt.Errorf(flag+" "+format, args...)}
+}
+
+// resolved is a Config's parsed values.
+type resolved struct {
+	total     agent.Resources
+	retention agent.Retention
+	cgParent  string
+	network   network.Config
+}
+
+// Validate checks every setting that needs no registry and no host access
+// beyond stat-ing plugin paths; each error is a *ConfigError naming its
+// flag. Values are never replaced by defaults: a zero or negative
+// duration is refused.
+func (c Config) Validate() error {
+	_, err := c.resolve()
+	return err
+}
+
+func (c Config) resolve() (resolved, error) {
+	var r resolved
+	if !path.IsAbs(c.Socket) {
+		return r, bad("--socket", "%q: must be an absolute path", c.Socket)
+	}
+	if !path.IsAbs(c.StateDir) {
+		return r, bad("--state-dir", "%q: must be an absolute path", c.StateDir)
+	}
+	var err error
+	if r.total, err = parseResources(c.Resources); err != nil {
+		return r, err
+	}
+	if r.retention, err = agent.ParseRetention(c.Retention); err != nil {
+		return r, bad("--sandbox-retention", "%q: %w", c.Retention, err)
+	}
+	if r.cgParent, err = cgroupParent(c.CgroupParent); err != nil {
+		return r, err
+	}
+	if c.KillGrace <= 0 {
+		return r, bad("--kill-grace", "%s: must be positive (the wait between SIGTERM and SIGKILL)", c.KillGrace)
+	}
+	if c.ReloadFile != "" && !path.IsAbs(c.ReloadFile) {
+		return r, bad("--config", "%q: must be an absolute path (it is read again on SIGHUP)", c.ReloadFile)
+	}
+	if r.network, err = c.Network.resolve(c.StateDir); err != nil {
+		return r, err
+	}
+	if err := c.Oversub.validate(); err != nil {
+		return r, err
+	}
+	if err := c.Link.validate(); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// parseResources parses --resources, or measures the host.
+func parseResources(text string) (agent.Resources, error) {
+	if strings.TrimSpace(text) == "" {
+		var si unix.Sysinfo_t
+		if err := unix.Sysinfo(&si); err != nil {
+			return agent.Resources{}, fmt.Errorf("measure host memory: %w", err)
+		}
+		memMiB := int64(si.Totalram) * int64(si.Unit) >> 20
+		return agent.Resources{
+			MilliCPUs: int64(runtime.NumCPU()) * 1000,
+			MemMiB:    max(memMiB-memReserveMiB, memMiB/2),
+		}, nil
+	}
+	r, err := resources.Parse(text)
+	if err != nil {
+		return agent.Resources{}, bad("--resources", "%q: %w", text, err)
+	}
+	r = r.NonRevocable()
+	out := agent.Resources{MilliCPUs: int64(r.CPUs()), MemMiB: int64(r.Mem()) / 1000, NetMbit: int64(r.NetBandwidth()) / 1000}
+	if out.MilliCPUs <= 0 || out.MemMiB <= 0 {
+		return agent.Resources{}, bad("--resources", "%q: need positive cpus and mem", text)
+	}
+	return out, nil
+}
+
+// cgroupParent makes --cgroup-parent absolute: "brim" → "/brim". Relative
+// cgroup paths would land under the agent's own cgroup.
+func cgroupParent(p string) (string, error) {
+	if !path.IsAbs(p) {
+		p = "/" + p
+	}
+	p = path.Clean(p)
+	if p == "/" {
+		return "", bad("--cgroup-parent", "%q: want a cgroup path such as brim", p)
+	}
+	return p, nil
+}
+
+// resolve returns the isolator's Config (its New checks the rest).
+func (n NetworkConfig) resolve(stateDir string) (network.Config, error) {
+	subnet, err := netip.ParsePrefix(n.Subnet)
+	if err != nil {
+		return network.Config{}, bad("--network-subnet", "%q: %w", n.Subnet, err)
+	}
+	if n.HostRateMbit <= 0 {
+		return network.Config{}, bad("--network-host-rate", "%d: must be positive", n.HostRateMbit)
+	}
+	return network.Config{
+		Bridge:       n.Bridge,
+		Subnet:       subnet,
+		StateDir:     filepath.Join(stateDir, "network"),
+		NetNSDir:     n.NetNSDir,
+		HostRateMbit: n.HostRateMbit,
+		NAT:          n.NAT,
+	}, nil
+}
+
+// checkNetworkState refuses to start an agent without --network over a
+// state dir whose containers have networking: nothing would clean up their
+// veths, namespaces and addresses.
+func checkNetworkState(stateDir string, enabled bool) error {
+	if enabled {
+		return nil
+	}
+	recs, _ := filepath.Glob(filepath.Join(stateDir, "network", "*.json"))
+	if len(recs) > 0 {
+		return fmt.Errorf("%d containers in %s have networking: start the agent with --network (and the same --network-* flags)", len(recs), stateDir)
+	}
+	return nil
+}
+
+func (o OversubConfig) validate() error {
+	if o.EstimatorInterval < MinEstimatorInterval {
+		return bad("--estimator-interval", "%s: must be at least %s", o.EstimatorInterval, MinEstimatorInterval)
+	}
+	if o.QoSInterval < MinLoopInterval {
+		return bad("--qos-interval", "%s: must be at least %s", o.QoSInterval, MinLoopInterval)
+	}
+	if o.MonitorInterval < MinLoopInterval {
+		return bad("--monitor-interval", "%s: must be at least %s", o.MonitorInterval, MinLoopInterval)
+	}
+	if o.MetricsListen != "" {
+		if _, port, err := net.SplitHostPort(o.MetricsListen); err != nil || port == "" {
+			return bad("--metrics-listen", "%q: want host:port, e.g. 127.0.0.1:9105", o.MetricsListen)
+		}
+	}
+	if strings.TrimSpace(o.Estimator) == "" {
+		return &ConfigError{Flag: "--estimator", Err: errors.New("--estimator: empty (want noop, fixed, usage or plugin:/path)")}
+	}
+	if strings.TrimSpace(o.QoS) == "" {
+		return &ConfigError{Flag: "--qos", Err: errors.New("--qos: empty (want noop, load, interference or plugin:/path)")}
+	}
+	for _, f := range []struct{ flag, spec string }{{"--estimator", o.Estimator}, {"--qos", o.QoS}} {
+		if err := checkPlugin(f.spec); err != nil {
+			return bad(f.flag, "%q: %w", f.spec, err)
+		}
+	}
+	return nil
+}
+
+// checkPlugin checks that a "plugin:/path [args]" spec names an executable
+// file (plugins start lazily, so a typo would otherwise only show as an
+// estimator or controller that never answers).
+func checkPlugin(spec string) error {
+	rest, ok := strings.CutPrefix(spec, "plugin:")
+	if !ok {
+		return nil
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return errors.New("no plugin path")
+	}
+	if !path.IsAbs(f[0]) {
+		return fmt.Errorf("plugin path %q: must be absolute", f[0])
+	}
+	fi, err := os.Stat(f[0])
+	if err != nil {
+		return fmt.Errorf("plugin: %w", err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("plugin %s: not an executable file", f[0])
+	}
+	return nil
+}
+
+func (l LinkConfig) validate() error {
+	if l.RetryMin <= 0 {
+		return bad("--status-retry-min", "%s: must be positive", l.RetryMin)
+	}
+	if l.RetryMax < l.RetryMin {
+		return bad("--status-retry-max", "%s: must be at least --status-retry-min (%s)", l.RetryMax, l.RetryMin)
+	}
+	if strings.Contains(l.Principal, ":") {
+		return bad("--principal", "%q: must not contain ':'", l.Principal)
+	}
+	return nil
+}

@@ -1,0 +1,244 @@
+package agentd
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/estimator"
+	"github.com/brimnode/brim/qos"
+)
+
+// moved from cmd/brim (TestAgentFlags)
+func TestAgentFlags(t *testing.T) {
+	for in, want := range map[string]string{"brim": "/brim", "/brim": "/brim", "a/b/": "/a/b"} {
+		if got, err := cgroupParent(in); err != nil || got != want {
+			t.Errorf("cgroupParent(%q) = %q, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"/", "", "."} {
+		if _, err := cgroupParent(bad); err == nil {
+			t.Errorf("cgroupParent(%q) accepted", bad)
+		}
+	}
+	r, err := parseResources("cpus:1.5;mem:2048;disk:100")
+	if err != nil || r != (agent.Resources{MilliCPUs: 1500, MemMiB: 2048}) {
+		t.Fatalf("agentResources = %+v, %v", r, err)
+	}
+	if r, err := parseResources(""); err != nil || r.MilliCPUs <= 0 || r.MemMiB <= 0 {
+		t.Fatalf("host resources = %+v, %v", r, err)
+	}
+	for _, bad := range []string{"cpus:x", "mem:100", "cpus:1;mem:lots"} {
+		if _, err := parseResources(bad); err == nil {
+			t.Errorf("agentResources(%q) accepted", bad)
+		}
+	}
+}
+
+// moved from cmd/brim (agent_network_test.go)
+func TestCheckNetworkState(t *testing.T) {
+	dir := t.TempDir()
+	if err := checkNetworkState(dir, false); err != nil {
+		t.Errorf("empty state dir: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "network"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "network", "abc.json"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkNetworkState(dir, false); err == nil {
+		t.Error("agent without --network accepted over networked containers")
+	}
+	if err := checkNetworkState(dir, true); err != nil {
+		t.Errorf("with --network: %v", err)
+	}
+}
+
+// moved from cmd/brim (TestNetworkFlagsConfig)
+func TestNetworkFlagsConfig(t *testing.T) {
+	n := NetworkConfig{Bridge: "brim0", Subnet: "10.77.0.0/16", HostRateMbit: 1000}
+	cfg, err := n.resolve("/var/lib/brim/agent")
+	if err != nil || cfg.StateDir != "/var/lib/brim/agent/network" || cfg.Subnet.String() != "10.77.0.0/16" || cfg.HostRateMbit != 1000 {
+		t.Errorf("config: %+v, %v", cfg, err)
+	}
+	for _, bad := range []NetworkConfig{{Subnet: "10.77.0.0", HostRateMbit: 1}, {Subnet: "10.77.0.0/16", HostRateMbit: 0}} {
+		if _, err := bad.resolve("/x"); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+// TestValidate: every bad setting is refused with a *ConfigError naming
+// its flag; no value is replaced by a default (a zero or negative
+// --kill-grace used to become 10 s, a zero --status-retry-min 10 s).
+func TestValidate(t *testing.T) {
+	notExec := filepath.Join(t.TempDir(), "not-a-plugin")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, flag, msg string
+		edit            func(*Config)
+	}{
+		{"relative socket", "--socket", "must be an absolute path", func(c *Config) { c.Socket = "agent.sock" }},
+		{"relative state dir", "--state-dir", "must be an absolute path", func(c *Config) { c.StateDir = "state" }},
+		{"bad resources", "--resources", "mem:lots", func(c *Config) { c.Resources = "cpus:2;mem:lots" }},
+		{"no cpus", "--resources", "need positive cpus and mem", func(c *Config) { c.Resources = "mem:100" }},
+		{"bad retention", "--sandbox-retention", "--sandbox-retention", func(c *Config) { c.Retention = "lots" }},
+		{"root cgroup parent", "--cgroup-parent", "want a cgroup path", func(c *Config) { c.CgroupParent = "/" }},
+		{"zero kill grace", "--kill-grace", "--kill-grace 0s: must be positive", func(c *Config) { c.KillGrace = 0 }},
+		{"negative kill grace", "--kill-grace", "--kill-grace -1s: must be positive", func(c *Config) { c.KillGrace = -time.Second }},
+		{"relative config", "--config", "must be an absolute path", func(c *Config) { c.ReloadFile = "brim.json" }},
+		{"bad subnet", "--network-subnet", "--network-subnet", func(c *Config) { c.Network.Subnet = "10.0.0.0" }},
+		{"zero host rate", "--network-host-rate", "must be positive", func(c *Config) { c.Network.HostRateMbit = 0 }},
+		{"negative host rate", "--network-host-rate", "must be positive", func(c *Config) { c.Network.HostRateMbit = -5 }},
+		{"short estimator interval", "--estimator-interval", "--estimator-interval 100ms: must be at least 1s", func(c *Config) { c.Oversub.EstimatorInterval = 100 * time.Millisecond }},
+		{"zero estimator interval", "--estimator-interval", "must be at least 1s", func(c *Config) { c.Oversub.EstimatorInterval = 0 }},
+		{"negative estimator interval", "--estimator-interval", "must be at least 1s", func(c *Config) { c.Oversub.EstimatorInterval = -time.Second }},
+		{"zero qos interval", "--qos-interval", "--qos-interval 0s: must be at least", func(c *Config) { c.Oversub.QoSInterval = 0 }},
+		{"negative qos interval", "--qos-interval", "must be at least", func(c *Config) { c.Oversub.QoSInterval = -time.Second }},
+		{"zero monitor interval", "--monitor-interval", "must be at least", func(c *Config) { c.Oversub.MonitorInterval = 0 }},
+		{"tiny monitor interval", "--monitor-interval", "--monitor-interval 1ms: must be at least", func(c *Config) { c.Oversub.MonitorInterval = time.Millisecond }},
+		{"bad metrics address", "--metrics-listen", `--metrics-listen "nope": want host:port`, func(c *Config) { c.Oversub.MetricsListen = "nope" }},
+		{"empty estimator", "--estimator", "--estimator: empty", func(c *Config) { c.Oversub.Estimator = " " }},
+		{"empty qos", "--qos", "--qos: empty", func(c *Config) { c.Oversub.QoS = "" }},
+		{"missing plugin", "--estimator", "no such file or directory", func(c *Config) { c.Oversub.Estimator = "plugin:/nonexistent/estimator" }},
+		{"relative plugin", "--qos", "must be absolute", func(c *Config) { c.Oversub.QoS = "plugin:bin/qos" }},
+		{"plugin not executable", "--qos", "not an executable file", func(c *Config) { c.Oversub.QoS = "plugin:" + notExec }},
+		{"zero status retry", "--status-retry-min", "--status-retry-min 0s: must be positive", func(c *Config) { c.Link.RetryMin = 0 }},
+		{"negative status retry", "--status-retry-min", "must be positive", func(c *Config) { c.Link.RetryMin = -time.Second }},
+		{"retry max below min", "--status-retry-max", "at least --status-retry-min", func(c *Config) { c.Link.RetryMin, c.Link.RetryMax = time.Minute, time.Second }},
+		{"principal with colon", "--principal", "must not contain ':'", func(c *Config) { c.Link.Principal = "a:b" }},
+	} {
+		for _, preset := range []struct {
+			name string
+			cfg  Config
+		}{{"default", DefaultConfig()}, {"dev", DevConfig()}} {
+			c := preset.cfg
+			c.Resources = "cpus:1;mem:512"
+			tc.edit(&c)
+			err := c.Validate()
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Flag != tc.flag || !strings.Contains(err.Error(), tc.msg) || !strings.HasPrefix(err.Error(), tc.flag) {
+				t.Errorf("%s (%s): %v; want a ConfigError for %s saying %q", tc.name, preset.name, err, tc.flag, tc.msg)
+			}
+		}
+	}
+}
+
+// TestPresetsValid: both presets pass the checks they share, and the dev
+// preset differs only where brim dev means to.
+func TestPresetsValid(t *testing.T) {
+	def, dev := DefaultConfig(), DevConfig()
+	for _, c := range []Config{def, dev} {
+		if err := c.Validate(); err != nil {
+			t.Errorf("preset %+v: %v", c, err)
+		}
+	}
+	if dev.StateDir != filepath.Join(DevStateDir, "agent") || dev.Socket != filepath.Join(DevStateDir, "agent.sock") ||
+		dev.CgroupParent != "brim-dev" || dev.KillGrace != 5*time.Second {
+		t.Errorf("dev preset: %+v", dev)
+	}
+	dev.StateDir, dev.Socket, dev.CgroupParent, dev.KillGrace = def.StateDir, def.Socket, def.CgroupParent, def.KillGrace
+	if dev.Retention != def.Retention || dev.Network != def.Network || dev.Link.RetryMin != def.Link.RetryMin ||
+		dev.Oversub.EstimatorInterval != def.Oversub.EstimatorInterval || dev.Oversub.Estimator != def.Oversub.Estimator {
+		t.Errorf("dev preset drifted from the default beyond its own settings: %+v vs %+v", dev, def)
+	}
+}
+
+func testDeps() Deps {
+	ereg := estimator.NewRegistry()
+	estimator.RegisterBuiltins(ereg)
+	qreg := qos.NewRegistry()
+	qos.RegisterBuiltins(qreg)
+	return Deps{Estimators: ereg, QoS: qreg, Level: new(slog.LevelVar)}
+}
+
+// TestNewRefusesBeforeCreating: New goes through Validate and the
+// registries for both presets (DevConfig takes the same path) and creates
+// nothing on the host: no state dir, no socket.
+func TestNewRefusesBeforeCreating(t *testing.T) {
+	for _, tc := range []struct {
+		name, flag string
+		edit       func(*Config)
+	}{
+		{"kill grace", "--kill-grace", func(c *Config) { c.KillGrace = 0 }},
+		{"unknown estimator", "--estimator", func(c *Config) { c.Oversub.Estimator = "bogus" }},
+		{"unknown qos", "--qos", func(c *Config) { c.Oversub.QoS = "bogus" }},
+		{"bad estimator option", "--estimator-opt", func(c *Config) { c.Oversub.EstimatorOpts = []string{"novalue"} }},
+		{"fixed estimator without resources", "--estimator", func(c *Config) { c.Oversub.Estimator = "fixed" }},
+		{"missing config file", "--config", func(c *Config) { c.ReloadFile = "/nonexistent/brim.json" }},
+	} {
+		for _, preset := range []Config{DefaultConfig(), DevConfig()} {
+			dir := t.TempDir()
+			c := preset
+			c.StateDir, c.Socket, c.Resources = filepath.Join(dir, "state"), filepath.Join(dir, "run", "agent.sock"), "cpus:1;mem:512"
+			tc.edit(&c)
+			d, err := New(c, testDeps())
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Flag != tc.flag {
+				if d != nil {
+					d.Close()
+				}
+				t.Errorf("%s: %v, want a ConfigError for %s", tc.name, err, tc.flag)
+			}
+			for _, p := range []string{c.StateDir, filepath.Dir(c.Socket)} {
+				if _, err := os.Stat(p); err == nil {
+					t.Errorf("%s: %s was created", tc.name, p)
+				}
+			}
+		}
+	}
+}
+
+// TestReloadable: the settings file sets the log level at New; a file
+// that does not load is refused (at New: a ConfigError; on SIGHUP the
+// settings in force stay, see reloadOnHangup).
+func TestReloadable(t *testing.T) {
+	dir := t.TempDir()
+	write := func(s string) string {
+		p := filepath.Join(dir, "brim.json")
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := write(`{"log-level": "debug"}`)
+	c := DefaultConfig()
+	c.StateDir, c.Socket, c.Resources, c.ReloadFile = filepath.Join(dir, "state"), filepath.Join(dir, "a.sock"), "cpus:1;mem:512", p
+	deps := testDeps()
+	d, err := New(c, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if deps.Level.Level() != slog.LevelDebug {
+		t.Errorf("level after New: %v, want debug", deps.Level.Level())
+	}
+	write(`{"log-level": "warn"}`)
+	d.reload()
+	if deps.Level.Level() != slog.LevelWarn {
+		t.Errorf("level after a reload: %v, want warn", deps.Level.Level())
+	}
+	write(`{"log-level": "loud"}`)
+	d.reload()
+	if deps.Level.Level() != slog.LevelWarn {
+		t.Errorf("level after a reload of a bad file: %v, want warn (kept)", deps.Level.Level())
+	}
+	for _, bad := range []string{`{"log-level": "loud"}`, `{"loglevel": "debug"}`, `not json`} {
+		write(bad)
+		if _, err := LoadReloadable(p); err == nil {
+			t.Errorf("%s loaded", bad)
+		}
+	}
+	write(`{}`)
+	if r, err := LoadReloadable(p); err != nil || r.LogLevel != "" {
+		t.Errorf("empty settings: %+v, %v", r, err)
+	}
+}

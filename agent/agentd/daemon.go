@@ -1,0 +1,201 @@
+package agentd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+
+	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/agent/taskrunner"
+	"github.com/brimnode/brim/containerizer"
+	"github.com/brimnode/brim/estimator"
+	"github.com/brimnode/brim/isolator"
+	"github.com/brimnode/brim/isolator/cgroups"
+	"github.com/brimnode/brim/isolator/network"
+	"github.com/brimnode/brim/qos"
+	"golang.org/x/sync/errgroup"
+)
+
+// Deps are what cmd builds for the daemon: the plugin registries (the only
+// place that names the built-ins) and the logger.
+type Deps struct {
+	Estimators *estimator.Registry
+	QoS        *qos.Registry
+	Log        *slog.Logger
+	// Level is Log's level, set from Config.ReloadFile at New and on
+	// SIGHUP; nil: the log level is not reloadable.
+	Level *slog.LevelVar
+}
+
+// Daemon is an assembled, not yet running agent. Run it once; Close
+// releases a Daemon that will not run. Not safe for concurrent use.
+type Daemon struct {
+	cfg     Config
+	res     resolved
+	deps    Deps
+	log     *slog.Logger
+	plugins *plugins
+}
+
+// New checks cfg, applies its settings file and opens the estimator and
+// QoS controller, creating nothing on the host. Errors are *ConfigError
+// for a bad setting, else a failed check of the state dir.
+func New(cfg Config, deps Deps) (*Daemon, error) {
+	if deps.Estimators == nil || deps.QoS == nil {
+		return nil, errors.New("agentd: the estimator and QoS registries are required")
+	}
+	log := deps.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	res, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ReloadFile != "" {
+		r, err := LoadReloadable(cfg.ReloadFile)
+		if err != nil {
+			return nil, &ConfigError{Flag: "--config", Err: fmt.Errorf("--config: %w", err)}
+		}
+		r.apply(deps.Level)
+	}
+	if err := checkNetworkState(cfg.StateDir, cfg.Network.Enabled); err != nil {
+		return nil, err
+	}
+	p, err := openPlugins(cfg.Oversub, deps, log)
+	if err != nil {
+		return nil, err
+	}
+	return &Daemon{cfg: cfg, res: res, deps: deps, log: log, plugins: p}, nil
+}
+
+// Close releases the estimator and QoS controller of a Daemon that did
+// not Run (Run releases them itself).
+func (d *Daemon) Close() {
+	if d.plugins != nil {
+		d.plugins.close(d.log)
+		d.plugins = nil
+	}
+}
+
+// Run builds the agent and serves it until ctx ends (nil) or one of its
+// servers fails, which stops the others: the local API, the metrics
+// server, the OOM watcher, the master link (with Config.Link.Master) and
+// the SIGHUP reloader. Containers keep running after it returns. Errors
+// wrap agent.ErrAgentRunning when another agent holds the socket or the
+// state dir, masterlink.ErrRejected when the master refuses the agent.
+func (d *Daemon) Run(ctx context.Context) (err error) {
+	if d.plugins == nil {
+		return errors.New("agentd: Run after Close or a second Run")
+	}
+	defer d.Close()
+	cfg, log := d.cfg, d.log
+	// Before the socket exists: from then on a SIGHUP is the reload's.
+	hup, stopHup := notifyHangup()
+	defer stopHup()
+	// Take the socket first: a second agent fails before it creates
+	// anything.
+	l, err := agent.Listen(cfg.Socket)
+	if err != nil {
+		return err
+	}
+	defer l.Close() // Serve closes it too; Close is idempotent
+	cg, err := cgroups.New(cgroups.Config{Parent: d.res.cgParent})
+	if err != nil {
+		return fmt.Errorf("cgroup isolator: %w", err)
+	}
+	over, err := d.plugins.oversub(cg, log)
+	if err != nil {
+		return err
+	}
+	isos := []isolator.Isolator{cg}
+	if cfg.Network.Enabled {
+		// Before the containerizer: its warm shims must start after the
+		// netns dir is a shared mount. Close, never Uninstall: the
+		// containers outlive the agent.
+		netIso, err := network.New(d.res.network)
+		if err != nil {
+			return fmt.Errorf("network isolator: %w", err)
+		}
+		defer netIso.Close()
+		isos = append(isos, netIso)
+	}
+	cz, err := containerizer.New(containerizer.Config{
+		StateDir:  cfg.StateDir,
+		Isolators: isos,
+		KillGrace: cfg.KillGrace,
+		Log:       log,
+	})
+	if err != nil {
+		return fmt.Errorf("containerizer: %w", err)
+	}
+	a, err := agent.New(agent.Options{
+		StateDir:     cfg.StateDir,
+		Runtime:      runtimeAdapter{cz},
+		Resources:    d.res.total,
+		Network:      cfg.Network.Enabled,
+		KillGrace:    cfg.KillGrace,
+		Retention:    d.res.retention,
+		Log:          log,
+		Version:      cfg.Version,
+		CgroupParent: d.res.cgParent,
+		Oversub:      over,
+	})
+	if err != nil {
+		return err
+	}
+	metrics, err := d.plugins.openMetrics(a)
+	if err != nil {
+		a.Close()
+		return err
+	}
+	oom := d.plugins.oomWatcher(a, log)
+	return d.serve(ctx, a, l, metrics, oom, hup)
+}
+
+// serve runs the daemon's servers in one group: the first to fail ends
+// the group's context, which stops the others.
+func (d *Daemon) serve(ctx context.Context, a *agent.Agent, l net.Listener, metrics *metricsServer, oom *agent.OOMWatcher, hup <-chan os.Signal) error {
+	g, gctx := errgroup.WithContext(ctx)
+	// Serve recovers the containers, then answers on l until gctx ends;
+	// it closes l and a.
+	g.Go(func() error { return a.Serve(gctx, l) })
+	if metrics != nil {
+		g.Go(func() error { return metrics.serve(gctx, d.log) })
+	}
+	if oom != nil {
+		g.Go(func() error {
+			// Not fatal: without it the cgroup OOM counters read at exit
+			// remain.
+			if err := oom.Run(gctx); err != nil && !errors.Is(err, context.Canceled) {
+				d.log.Warn("oom watcher ended", "err", err)
+			}
+			return nil
+		})
+	}
+	if lc := d.cfg.Link; lc.Master != "" {
+		g.Go(func() error {
+			err := taskrunner.Run(gctx, a, taskrunner.LinkConfig{
+				Master: lc.Master, StateDir: d.cfg.StateDir, Resources: d.res.total,
+				RetryMin: lc.RetryMin, RetryMax: lc.RetryMax, Principal: lc.Principal, Secret: lc.Secret,
+				DialOptions: lc.DialOptions,
+			}, d.log)
+			if err == nil && gctx.Err() == nil {
+				err = errLinkEnded // an agent of a master does not serve without its link
+			}
+			return err
+		})
+	}
+	g.Go(func() error { return d.reloadOnHangup(gctx, hup) })
+	return g.Wait()
+}
+
+// errLinkEnded: the master link returned while the agent was running.
+var errLinkEnded = errors.New("master link ended")
+
+// SetMaster sets the master the agent links to, before Run: `brim dev`
+// learns its own master's address once that listens, after New.
+func (d *Daemon) SetMaster(addr string) { d.cfg.Link.Master = addr }

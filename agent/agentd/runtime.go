@@ -1,0 +1,110 @@
+package agentd
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/containerizer"
+	"github.com/brimnode/brim/isolator"
+	"golang.org/x/sys/unix"
+)
+
+// runtimeAdapter lets the agent drive the containerizer (agent.Runtime),
+// translating types and sentinels.
+type runtimeAdapter struct{ c *containerizer.Containerizer }
+
+var _ agent.Runtime = runtimeAdapter{}
+
+// mapErr makes the containerizer's sentinels match the agent's, keeping
+// the containerizer's message.
+func mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, containerizer.ErrNotFound):
+		return sentinelError{agent.ErrNotFound, err}
+	case errors.Is(err, containerizer.ErrNotRunning):
+		return sentinelError{agent.ErrNotRunning, err}
+	case errors.Is(err, containerizer.ErrCommandNotFound):
+		return sentinelError{agent.ErrCommandNotFound, err}
+	}
+	return err
+}
+
+type sentinelError struct{ sentinel, err error }
+
+func (e sentinelError) Error() string   { return e.err.Error() }
+func (e sentinelError) Unwrap() []error { return []error{e.sentinel, e.err} }
+
+func exitOf(st *containerizer.ExitStatus) *agent.ExitStatus {
+	if st == nil {
+		return nil
+	}
+	sig := 0
+	if st.Signal != "" {
+		sig = int(unix.SignalNum(st.Signal))
+	}
+	return &agent.ExitStatus{Code: st.Code, Signal: sig, OOMKilled: st.OOMKilled, Reason: st.Reason, Message: st.Message, FinishedAt: st.FinishedAt}
+}
+
+func infoOf(in *containerizer.Info) *agent.RuntimeInfo {
+	return &agent.RuntimeInfo{
+		ID: in.Spec.ID, Running: in.State == containerizer.StateRunning, Pid: in.Pid,
+		StartedAt: in.StartedAt, Exit: exitOf(in.Exit), SandboxDir: in.SandboxDir,
+	}
+}
+
+func (r runtimeAdapter) Launch(ctx context.Context, s agent.LaunchSpec) (*agent.RuntimeInfo, error) {
+	in, err := r.c.Launch(ctx, containerizer.Spec{
+		ID: s.ID, Name: s.Name, Command: s.Command, Env: s.Env, Cwd: s.Cwd,
+		Rootfs: s.Rootfs, Limits: s.Limits, Labels: s.Labels,
+	})
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return infoOf(in), nil
+}
+
+func (r runtimeAdapter) Wait(ctx context.Context, id string) (*agent.ExitStatus, error) {
+	st, err := r.c.Wait(ctx, id)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return exitOf(st), nil
+}
+
+func (r runtimeAdapter) Kill(ctx context.Context, id string, grace time.Duration) error {
+	// The agent has already applied its default; for the containerizer 0
+	// means "the default" and a negative grace "at once".
+	if grace <= 0 {
+		grace = -1
+	}
+	return mapErr(r.c.Kill(ctx, id, grace))
+}
+
+func (r runtimeAdapter) Update(ctx context.Context, id string, l isolator.Limits) error {
+	return mapErr(r.c.Update(ctx, id, l))
+}
+
+func (r runtimeAdapter) Usage(ctx context.Context, id string) (*isolator.Statistics, error) {
+	st, err := r.c.Usage(ctx, id)
+	return st, mapErr(err)
+}
+
+func (r runtimeAdapter) Destroy(ctx context.Context, id string) error {
+	return mapErr(r.c.Destroy(ctx, id))
+}
+
+func (r runtimeAdapter) Recover(ctx context.Context) ([]*agent.RuntimeInfo, error) {
+	infos, err := r.c.Recover(ctx)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out := make([]*agent.RuntimeInfo, 0, len(infos))
+	for _, in := range infos {
+		out = append(out, infoOf(in))
+	}
+	return out, nil
+}

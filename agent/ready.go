@@ -1,0 +1,18 @@
+package agent
+
+// Ready returns a channel that Serve closes once it has recovered the
+// containers and started oversubscription: from then on the agent knows
+// every container a previous agent left, so a master link may report them
+// (Nomad's client waits on allocrunner restore the same way). It is never
+// closed when recovery fails (Serve then returns the error) nor for an agent
+// that only calls Recover. Safe for concurrent use; nobody else closes it.
+func (a *Agent) Ready() <-chan struct{} { return a.ready }
+
+// markReady closes the Ready channel, once.
+func (a *Agent) markReady() {
+	select {
+	case <-a.ready:
+	default:
+		close(a.ready)
+	}
+}

@@ -1,0 +1,25 @@
+// Package taskrunner runs the master's tasks on an agent: it is the
+// masterlink.TaskRunner (and TaskUpdater) of `brim agent --master` and
+// `brim dev`. A task is an agent container named after the task ID and
+// labelled with the task, its framework, name and resources (labels.go),
+// so that a restarted agent reports its tasks from its own checkpoint.
+//
+// Runner owns every task's life on the agent side, after Nomad's
+// client/allocrunner/taskrunner: LaunchTask starts the container and a
+// watcher that reports the task's end; KillTask kills it, including one
+// still being created (the kill is remembered and acted on once the
+// container exists); terminal maps an exit to the task's final state and
+// reason (status.go). Two notions stay apart: shutting the runner down
+// (its context ends: watchers stop, containers keep running and the next
+// agent reports them) and killing a task (only KillTask and QoS kills).
+//
+// Run (link.go) waits for the agent's recovery (agent.Agent.Ready), links
+// it to the master with a masterlink.Client, reports the tasks that ended
+// while the agent was down, and sends the estimator's revocable resources
+// and the QoS corrections in force to the master.
+//
+// It never touches containers except through the agent, and names no
+// concrete estimator or QoS controller. Errors are the agent's sentinels
+// (agent.ErrNotFound, agent.ErrNotRunning, agent.ErrInsufficientResources)
+// and masterlink.ErrRejected from Run.
+package taskrunner

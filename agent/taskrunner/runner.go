@@ -1,0 +1,298 @@
+package taskrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/masterlink"
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/qos"
+	"github.com/brimnode/brim/resources"
+)
+
+// preemptTriggerWait bounds the wait for the QoS applier to record the
+// kill whose trigger a preempted task's status names.
+const preemptTriggerWait = 2 * time.Second
+
+// Agent is what the runner needs of the agent (*agent.Agent).
+type Agent interface {
+	Launch(ctx context.Context, spec agent.Spec) (*agent.Container, error)
+	Wait(ctx context.Context, ref string) (*agent.Container, error)
+	Kill(ctx context.Context, ref string, grace time.Duration) (*agent.Container, error)
+	Get(ref string) (*agent.Container, error)
+	List() []*agent.Container
+	ResizeLabeled(ctx context.Context, ref string, u agent.Update, labels map[string]string) (*agent.Container, error)
+	Oversubscription() (agent.Oversubscription, bool)
+}
+
+var _ Agent = (*agent.Agent)(nil)
+
+// Updater records a task's status for the master (*masterlink.Client).
+type Updater interface {
+	Update(st masterlink.Status) error
+}
+
+// Runner runs the master's tasks as agent containers. Create it with New,
+// give it its Updater with SetUpdater before the link starts, and end it
+// with Close (containers keep running). Safe for concurrent use.
+type Runner struct {
+	a   Agent
+	log *slog.Logger
+
+	// ctx is the runner's life: it ends the watchers when the agent shuts
+	// down. It is not the kill of any task.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	up    Updater
+	tasks map[string]*task
+}
+
+// task is what the runner remembers of one task between calls.
+type task struct {
+	launching bool // between LaunchTask and a running container
+	killed    bool // the framework asked for the kill
+}
+
+var (
+	_ masterlink.TaskRunner  = (*Runner)(nil)
+	_ masterlink.TaskUpdater = (*Runner)(nil)
+)
+
+// New returns a runner of a's tasks; its watchers end with ctx or Close.
+func New(ctx context.Context, a Agent, log *slog.Logger) *Runner {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	return &Runner{a: a, log: log.With("component", "tasks"), ctx: ctx, cancel: cancel, tasks: map[string]*task{}}
+}
+
+// SetUpdater sets where task statuses go (the master link).
+func (r *Runner) SetUpdater(u Updater) {
+	r.mu.Lock()
+	r.up = u
+	r.mu.Unlock()
+}
+
+// Close ends the watchers and waits for them. Containers keep running.
+func (r *Runner) Close() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+func (r *Runner) update(st masterlink.Status) {
+	r.mu.Lock()
+	up := r.up
+	r.mu.Unlock()
+	if up == nil {
+		r.log.Error("record task status: no link", "task", st.TaskID, "state", st.State)
+		return
+	}
+	if err := up.Update(st); err != nil {
+		r.log.Error("record task status", "task", st.TaskID, "state", st.State, "err", err)
+	}
+}
+
+// taskLocked returns the record of task id, creating it.
+func (r *Runner) taskLocked(id string) *task {
+	t := r.tasks[id]
+	if t == nil {
+		t = &task{}
+		r.tasks[id] = t
+	}
+	return t
+}
+
+func (r *Runner) killed(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tasks[id] != nil && r.tasks[id].killed
+}
+
+// LaunchTask starts t's container and watches it. A kill that arrives
+// while the container is being created is acted on once it exists.
+func (r *Runner) LaunchTask(ctx context.Context, t masterlink.Task) error {
+	r.update(masterlink.Status{TaskID: t.ID, State: pb.TaskState_TASK_STARTING})
+	ar, rev, err := agentResourcesOf(t.Resources)
+	if err != nil {
+		return err
+	}
+	labels := map[string]string{}
+	for k, v := range t.Labels {
+		labels[k] = v
+	}
+	labels[LabelTask], labels[LabelFramework], labels[LabelResources], labels[LabelTaskName] = t.ID, t.FrameworkID, t.Resources.String(), t.Name
+	r.mu.Lock()
+	r.taskLocked(t.ID).launching = true
+	r.mu.Unlock()
+	c, err := r.a.Launch(ctx, agent.Spec{Name: t.ID, Command: t.Command, Env: t.Env, Resources: ar, Revocable: rev, Labels: labels,
+		Network: ar.NetMbit > 0}) // net_bw needs the container's own netns (agent --network)
+	r.mu.Lock()
+	tk := r.taskLocked(t.ID)
+	tk.launching = false
+	killed := tk.killed
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	r.update(masterlink.Status{TaskID: t.ID, State: pb.TaskState_TASK_RUNNING, Message: fmt.Sprintf("container %s pid %d", c.ID, c.Pid)})
+	r.watch(t.ID)
+	if killed {
+		// A kill arrived while the container was being created, when the
+		// agent could not act on it yet: act on it now (the watcher
+		// reports KILLED).
+		if _, err := r.a.Kill(ctx, t.ID, 0); err != nil && !errors.Is(err, agent.ErrNotRunning) {
+			r.log.Warn("kill task killed during launch", "task", t.ID, "err", err)
+		}
+	}
+	return nil
+}
+
+// watch reports the task's end.
+func (r *Runner) watch(id string) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		c, err := r.a.Wait(r.ctx, id)
+		if r.ctx.Err() != nil {
+			return // the agent is shutting down; the next one reports it
+		}
+		if err != nil {
+			r.update(masterlink.Status{TaskID: id, State: pb.TaskState_TASK_LOST, Reason: ReasonContainerLost, Message: err.Error()})
+			return
+		}
+		st := terminal(c, r.killed(id))
+		if st.Reason == ReasonPreempted {
+			st.Message = r.preemptMessage(c)
+		}
+		r.update(st)
+	}()
+}
+
+// preemptMessage names the QoS kill's trigger for a preempted task. The
+// applier records the kill once it returns, which may be just after the
+// container's end: wait for it a bounded time.
+func (r *Runner) preemptMessage(c *agent.Container) string {
+	msg := "preempted by the QoS controller to protect non-revocable work"
+	ctx, cancel := context.WithTimeout(r.ctx, preemptTriggerWait)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, ok := r.a.Oversubscription()
+		if !ok {
+			return msg
+		}
+		for i := len(st.Recent) - 1; i >= 0; i-- {
+			ap := st.Recent[i]
+			if ap.Type == qos.Kill && ap.Err == nil && (ap.ContainerID == c.ID || ap.ContainerID == c.Name) {
+				return msg + ": " + describeCorrection(ap.Correction)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return msg
+		case <-tick.C:
+		}
+	}
+}
+
+// KillTask kills task id's container with the agent's default grace. A
+// task still being created is killed once its container exists; an
+// unknown task is reported LOST.
+func (r *Runner) KillTask(ctx context.Context, id string) error {
+	r.mu.Lock()
+	tk := r.taskLocked(id)
+	tk.killed = true
+	launching := tk.launching
+	r.mu.Unlock()
+	if _, err := r.a.Kill(ctx, id, 0); err != nil {
+		if launching && (errors.Is(err, agent.ErrNotFound) || errors.Is(err, agent.ErrNotRunning)) {
+			return nil // LaunchTask kills it once the container exists
+		}
+		if errors.Is(err, agent.ErrNotFound) {
+			r.update(masterlink.Status{TaskID: id, State: pb.TaskState_TASK_LOST, Reason: ReasonContainerLost, Message: "no such task on this agent"})
+			return nil
+		}
+		if errors.Is(err, agent.ErrNotRunning) {
+			return nil // its end is reported by the watcher
+		}
+		return err
+	}
+	return nil
+}
+
+// UpdateTask resizes a task's container live to res (cpu shares, memory
+// limit and, for a container with networking, its bandwidth) through the
+// agent, which accounts the change (growth only if free), and records res
+// in the container's resources label with the same checkpoint, so that a
+// restarted agent reports the resources the container has.
+func (r *Runner) UpdateTask(ctx context.Context, id string, res resources.Resources) error {
+	ar, rev, err := agentResourcesOf(res)
+	if err != nil {
+		return err
+	}
+	c, err := r.a.Get(id)
+	if err != nil {
+		return err
+	}
+	if c.Labels[LabelTask] != id {
+		return fmt.Errorf("container %s does not run task %s", c.ID, id)
+	}
+	if c.Revocable != rev {
+		return fmt.Errorf("task %s: an update cannot change whether it is revocable", id)
+	}
+	_, err = r.a.ResizeLabeled(ctx, id, agent.Update{MilliCPUs: ar.MilliCPUs, MemMiB: ar.MemMiB, NetMbit: ar.NetMbit},
+		map[string]string{LabelResources: res.String()})
+	return err
+}
+
+// Tasks lists the tasks the agent's containers run, from their labels.
+func (r *Runner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
+	var out []masterlink.TaskSnapshot
+	for _, c := range r.a.List() {
+		id := c.Labels[LabelTask]
+		if id == "" {
+			continue
+		}
+		res, err := resources.Parse(c.Labels[LabelResources])
+		if err != nil {
+			continue
+		}
+		s := masterlink.TaskSnapshot{Task: masterlink.Task{ID: id, FrameworkID: c.Labels[LabelFramework], Name: c.Labels[LabelTaskName],
+			Resources: res, Command: c.Command, Env: c.Env}, State: pb.TaskState_TASK_RUNNING}
+		switch c.State {
+		case agent.StateLaunching:
+			s.State = pb.TaskState_TASK_STARTING
+		case agent.StateExited:
+			s.State = terminal(c, r.killed(id)).State
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Adopt reports the end of tasks that exited while the agent was down and
+// watches the running ones again. Call it once, after the agent recovered
+// and the updater is set.
+func (r *Runner) Adopt() {
+	for _, c := range r.a.List() {
+		id := c.Labels[LabelTask]
+		if id == "" {
+			continue
+		}
+		if c.State == agent.StateExited {
+			r.update(terminal(c, r.killed(id)))
+		} else {
+			r.watch(id)
+		}
+	}
+}

@@ -1,0 +1,247 @@
+package taskrunner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/masterlink"
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/qos"
+	"github.com/brimnode/brim/resources"
+)
+
+func TestTerminalPreempted(t *testing.T) {
+	c := &agent.Container{ID: "c1", Name: "t1", Labels: map[string]string{LabelTask: "t1"},
+		Exit: &agent.ExitStatus{Code: 137, Signal: 9, Reason: qos.ReasonPreempted, Message: "preempted"}}
+	st := terminal(c, false)
+	if st.State != pb.TaskState_TASK_KILLED || st.Reason != "CONTAINER_PREEMPTED" || st.Message != "preempted" || st.ExitCode == nil {
+		t.Fatalf("preempted container: %+v", st)
+	}
+	// A kill the framework asked for stays KILLED_BY_FRAMEWORK.
+	if st := terminal(c, true); st.Reason != ReasonKilled {
+		t.Fatalf("framework kill: %+v", st)
+	}
+}
+
+func TestTerminal(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		exit   *agent.ExitStatus
+		state  pb.TaskState
+		reason string
+		msg    string
+	}{
+		{"unknown exit", nil, pb.TaskState_TASK_LOST, ReasonContainerLost, "exit status unknown"},
+		{"success", &agent.ExitStatus{}, pb.TaskState_TASK_FINISHED, ReasonCommandExited, "command exited with code 0"},
+		{"failure", &agent.ExitStatus{Code: 3, Message: "boom"}, pb.TaskState_TASK_FAILED, ReasonCommandExited, "command exited with code 3: boom"},
+		{"signal", &agent.ExitStatus{Code: 137, Signal: 9}, pb.TaskState_TASK_FAILED, ReasonCommandExited, "command killed by signal 9"},
+		{"oom", &agent.ExitStatus{Code: 137, Signal: 9, OOMKilled: true}, pb.TaskState_TASK_FAILED, ReasonMemoryLimit, "memory limit exceeded"},
+		{"lost", &agent.ExitStatus{Reason: agent.ReasonLost, Message: "gone"}, pb.TaskState_TASK_LOST, ReasonContainerLost, "gone"},
+	} {
+		c := &agent.Container{ID: "c", Labels: map[string]string{LabelTask: "t"}, Exit: tc.exit}
+		st := terminal(c, false)
+		if st.TaskID != "t" || st.State != tc.state || st.Reason != tc.reason || st.Message != tc.msg {
+			t.Errorf("%s: %+v, want %s %s %q", tc.name, st, tc.state, tc.reason, tc.msg)
+		}
+	}
+}
+
+func TestCorrectionsOf(t *testing.T) {
+	at := time.Unix(100, 0)
+	throttle := qos.Correction{Type: qos.Throttle, ContainerID: "c1", CPUQuota: 200, Reason: "r",
+		Trigger: qos.Trigger{Signal: "cpu-throttling", Victim: "lc", Value: 0.5, Baseline: 0.1, Threshold: 0.3}}
+	kill := qos.Correction{Type: qos.Kill, ContainerID: "c2", Trigger: qos.Trigger{Signal: "load", Value: 3, Threshold: 1}}
+	failed := qos.Correction{Type: qos.Kill, ContainerID: "c3"}
+	st := agent.Oversubscription{
+		Active: []qos.Correction{throttle},
+		Recent: []qos.Applied{{Correction: throttle, At: at}, {Correction: kill, At: at.Add(time.Second)}, {Correction: failed, At: at, Err: qos.ErrInvalidOption}},
+	}
+	cs := []*agent.Container{{ID: "c1", Name: "t1", Labels: map[string]string{LabelTask: "t1"}}, {ID: "c9", Name: "own"}}
+	got := correctionsOf(st, cs)
+	if len(got) != 2 {
+		t.Fatalf("corrections: %v, want the throttle and the successful kill", got)
+	}
+	th, k := got[0], got[1]
+	if th.Type != "THROTTLE" || th.ContainerId != "c1" || th.TaskId != "t1" || th.CpuQuotaMilli != 200 || !th.Active ||
+		th.Signal != "cpu-throttling" || th.Victim != "lc" || th.Baseline != 0.1 || th.AppliedUnixNano != at.UnixNano() {
+		t.Errorf("throttle: %v", th)
+	}
+	if k.Type != "KILL" || k.ContainerId != "c2" || k.TaskId != "" || k.Active || k.Signal != "load" || k.AppliedUnixNano != at.Add(time.Second).UnixNano() {
+		t.Errorf("kill: %v", k)
+	}
+	if d := describeCorrection(kill); !strings.Contains(d, "trigger load 3 (threshold 1)") {
+		t.Errorf("describe kill: %q", d)
+	}
+	if d := describeCorrection(throttle); !strings.Contains(d, "cpu-throttling of lc 0.5 (baseline 0.1, threshold 0.3): r") {
+		t.Errorf("describe throttle: %q", d)
+	}
+}
+
+// slowAgent is a fake agent whose Launch blocks until released, to place
+// a kill inside the launch; the rest of the runner's contract with the
+// agent is exercised against the real binary by the integration tests.
+type slowAgent struct {
+	entered, release chan struct{}
+
+	mu      sync.Mutex
+	c       *agent.Container
+	killed  int
+	exitted chan struct{}
+}
+
+func (s *slowAgent) Launch(_ context.Context, spec agent.Spec) (*agent.Container, error) {
+	close(s.entered)
+	<-s.release
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.c = &agent.Container{ID: "c-" + spec.Name, Name: spec.Name, Labels: spec.Labels, State: agent.StateRunning, Pid: 42}
+	return s.c, nil
+}
+
+func (s *slowAgent) Kill(_ context.Context, ref string, _ time.Duration) (*agent.Container, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.c == nil {
+		return nil, fmt.Errorf("container %s: %w", ref, agent.ErrNotFound)
+	}
+	s.killed++
+	if s.c.State == agent.StateRunning {
+		s.c.State, s.c.Exit = agent.StateExited, &agent.ExitStatus{Code: 137, Signal: 9}
+		close(s.exitted)
+	}
+	return s.c, nil
+}
+
+func (s *slowAgent) Wait(ctx context.Context, _ string) (*agent.Container, error) {
+	select {
+	case <-s.exitted:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c, nil
+}
+
+func (s *slowAgent) Get(string) (*agent.Container, error) { return nil, agent.ErrNotFound }
+func (s *slowAgent) List() []*agent.Container             { return nil }
+func (s *slowAgent) ResizeLabeled(context.Context, string, agent.Update, map[string]string) (*agent.Container, error) {
+	return nil, agent.ErrNotFound
+}
+func (s *slowAgent) Oversubscription() (agent.Oversubscription, bool) {
+	return agent.Oversubscription{}, false
+}
+
+// statuses records the statuses the runner sends.
+type statuses struct {
+	mu  sync.Mutex
+	got []masterlink.Status
+	ch  chan masterlink.Status
+}
+
+func (s *statuses) Update(st masterlink.Status) error {
+	s.mu.Lock()
+	s.got = append(s.got, st)
+	s.mu.Unlock()
+	s.ch <- st
+	return nil
+}
+
+// TestKillDuringLaunch: a kill that arrives while the container is being
+// created is acted on once it exists, and the task ends KILLED (not
+// LOST: the agent did not know the container when the kill came).
+func TestKillDuringLaunch(t *testing.T) {
+	a := &slowAgent{entered: make(chan struct{}), release: make(chan struct{}), exitted: make(chan struct{})}
+	up := &statuses{ch: make(chan masterlink.Status, 8)}
+	r := New(context.Background(), a, nil)
+	r.SetUpdater(up)
+	defer r.Close()
+	res, err := resources.Parse("cpus:1;mem:64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	launched := make(chan error, 1)
+	go func() {
+		launched <- r.LaunchTask(context.Background(), masterlink.Task{ID: "t1", FrameworkID: "f", Resources: res})
+	}()
+	<-a.entered
+	if err := r.KillTask(context.Background(), "t1"); err != nil {
+		t.Fatalf("kill during launch: %v", err)
+	}
+	close(a.release)
+	if err := <-launched; err != nil {
+		t.Fatalf("launch: %v", err)
+	}
+	var states []pb.TaskState
+	for st := range up.ch {
+		states = append(states, st.State)
+		if st.State == pb.TaskState_TASK_KILLED {
+			if st.Reason != ReasonKilled {
+				t.Errorf("killed task: %+v", st)
+			}
+			break
+		}
+		if st.State == pb.TaskState_TASK_LOST {
+			t.Fatalf("task reported lost: %+v", st)
+		}
+	}
+	want := []pb.TaskState{pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING, pb.TaskState_TASK_KILLED}
+	if fmt.Sprint(states) != fmt.Sprint(want) {
+		t.Errorf("states %v, want %v", states, want)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.killed != 1 {
+		t.Errorf("agent kills: %d, want 1", a.killed)
+	}
+}
+
+// TestKillUnknownTask: a kill of a task the agent does not have reports
+// it LOST at once.
+func TestKillUnknownTask(t *testing.T) {
+	a := &slowAgent{entered: make(chan struct{}), release: make(chan struct{}), exitted: make(chan struct{})}
+	up := &statuses{ch: make(chan masterlink.Status, 8)}
+	r := New(context.Background(), a, nil)
+	r.SetUpdater(up)
+	defer r.Close()
+	if err := r.KillTask(context.Background(), "nope"); err != nil {
+		t.Fatal(err)
+	}
+	if st := <-up.ch; st.TaskID != "nope" || st.State != pb.TaskState_TASK_LOST || st.Reason != ReasonContainerLost {
+		t.Errorf("status: %+v", st)
+	}
+}
+
+func TestAgentResourcesOf(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want agent.Resources
+		rev  bool
+		bad  bool
+	}{
+		{"cpus:1.5;mem:256", agent.Resources{MilliCPUs: 1500, MemMiB: 256}, false, false},
+		{"cpus{REV}:1;mem{REV}:64", agent.Resources{MilliCPUs: 1000, MemMiB: 64}, true, false},
+		{"cpus:1", agent.Resources{}, false, true},
+		{"cpus{REV}:1;mem:64", agent.Resources{}, false, true},
+	} {
+		res, err := resources.Parse(tc.text)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.text, err)
+		}
+		got, rev, err := agentResourcesOf(res)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("%s accepted", tc.text)
+			}
+			continue
+		}
+		if err != nil || got != tc.want || rev != tc.rev {
+			t.Errorf("%s: %+v %v %v, want %+v %v", tc.text, got, rev, err, tc.want, tc.rev)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package taskrunner
+
+import (
+	"fmt"
+
+	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/masterlink"
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/qos"
+	"github.com/brimnode/brim/resources"
+)
+
+// Labels the runner puts on the containers it launches for the master;
+// they let a restarted agent report its tasks.
+const (
+	LabelTask      = "brim.task"
+	LabelFramework = "brim.framework"
+	LabelResources = "brim.resources"
+	LabelTaskName  = "brim.task-name"
+)
+
+// Status reasons of the agent side.
+const (
+	ReasonCommandExited  = "COMMAND_EXITED"
+	ReasonMemoryLimit    = "CONTAINER_LIMITATION_MEMORY"
+	ReasonKilled         = "KILLED_BY_FRAMEWORK"
+	ReasonContainerLost  = "CONTAINER_LOST"
+	ReasonInvalidTaskRes = "INVALID_RESOURCES"
+	// ReasonPreempted: a QoS correction killed the task's revocable
+	// container (the agent's exit reason is the same string).
+	ReasonPreempted = qos.ReasonPreempted
+)
+
+// agentResourcesOf turns a task's resources into the agent's limits.
+func agentResourcesOf(res resources.Resources) (agent.Resources, bool, error) {
+	rev := !res.Revocable().IsEmpty()
+	if rev && !res.NonRevocable().IsEmpty() {
+		return agent.Resources{}, false, fmt.Errorf("task mixes revocable and non-revocable resources")
+	}
+	flat := res.Flatten()
+	out := agent.Resources{MilliCPUs: int64(flat.CPUs()), MemMiB: int64(flat.Mem()) / 1000, NetMbit: int64(flat.NetBandwidth()) / 1000}
+	if out.MilliCPUs <= 0 || out.MemMiB <= 0 {
+		return agent.Resources{}, false, fmt.Errorf("task needs cpus and mem, has %s", res)
+	}
+	return out, rev, nil
+}
+
+// terminal maps an exited container to the task's final status; killed
+// says the framework asked for the kill.
+func terminal(c *agent.Container, killed bool) masterlink.Status {
+	id := c.Labels[LabelTask]
+	st := masterlink.Status{TaskID: id, State: pb.TaskState_TASK_FAILED, Reason: ReasonCommandExited}
+	e := c.Exit
+	if e == nil {
+		st.State, st.Reason, st.Message = pb.TaskState_TASK_LOST, ReasonContainerLost, "exit status unknown"
+		return st
+	}
+	code := e.Code
+	st.ExitCode = &code
+	switch {
+	case killed:
+		st.State, st.Reason, st.Message = pb.TaskState_TASK_KILLED, ReasonKilled, "killed"
+	case e.Reason == qos.ReasonPreempted:
+		// Mesos reports TASK_LOST here; the agent knows the container is
+		// gone, so brim says KILLED, with Mesos's reason.
+		st.State, st.Reason, st.Message = pb.TaskState_TASK_KILLED, ReasonPreempted, e.Message
+	case e.OOMKilled || e.Reason == agent.ReasonMemoryLimit:
+		st.Reason, st.Message = ReasonMemoryLimit, "memory limit exceeded"
+	case e.Reason == agent.ReasonLost:
+		st.State, st.Reason, st.Message, st.ExitCode = pb.TaskState_TASK_LOST, ReasonContainerLost, e.Message, nil
+	case e.Code == 0 && e.Signal == 0:
+		st.State, st.Message = pb.TaskState_TASK_FINISHED, "command exited with code 0"
+	case e.Signal != 0:
+		st.Message = fmt.Sprintf("command killed by signal %d", e.Signal)
+	default:
+		st.Message = fmt.Sprintf("command exited with code %d", e.Code)
+	}
+	if e.Message != "" && st.State == pb.TaskState_TASK_FAILED {
+		st.Message += ": " + e.Message
+	}
+	return st
+}
+
+// describeCorrection renders a correction's trigger for a framework.
+func describeCorrection(c qos.Correction) string {
+	t := c.Trigger
+	s := "trigger " + t.Signal
+	if t.Victim != "" {
+		s += " of " + t.Victim
+	}
+	s += fmt.Sprintf(" %.4g", t.Value)
+	if t.Baseline != 0 {
+		s += fmt.Sprintf(" (baseline %.4g, threshold %.4g)", t.Baseline, t.Threshold)
+	} else {
+		s += fmt.Sprintf(" (threshold %.4g)", t.Threshold)
+	}
+	if c.Reason != "" {
+		s += ": " + c.Reason
+	}
+	return s
+}

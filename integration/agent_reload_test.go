@@ -1,0 +1,115 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/internal/testutil"
+)
+
+// waitLogged waits until the agent's log says logged n times.
+func (a *agentProc) waitLogged(logged string, n int) {
+	a.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(a.logPath)
+		if strings.Count(string(b), logged) >= n {
+			return
+		}
+		if time.Now().After(deadline) || !a.running() {
+			a.t.Fatalf("agent log does not say %q %d times (running %v):\n%s", logged, n, a.running(), b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestAgentHangup: SIGHUP never ends the agent (it used to exit 129 and
+// leave its socket behind). Without --config it is logged; with --config
+// the file is read again: a new log level takes effect, and a file that
+// does not load is logged and keeps the level in force.
+func TestAgentHangup(t *testing.T) {
+	hangup := func(a *agentProc) {
+		t.Helper()
+		if err := a.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("without --config", func(t *testing.T) {
+		a := startAgent(t)
+		hangup(a)
+		a.waitLogged("SIGHUP: no --config to reload", 1)
+		if !a.running() {
+			t.Fatal("agent ended on SIGHUP")
+		}
+		if _, err := os.Stat(a.Socket); err != nil {
+			t.Errorf("socket after SIGHUP: %v", err)
+		}
+		a.mustBrim("container", "ls")
+	})
+	t.Run("with --config", func(t *testing.T) {
+		dir := t.TempDir()
+		conf := writeTemp(t, dir, "agent.json", `{"log-level": "warn"}`)
+		a := startAgent(t, "--config", conf) // overrides the harness's --log-level debug
+		id := strings.TrimSpace(a.mustBrim("container", "run", "--name", "quiet", "--", "/bin/true"))
+		a.mustBrim("container", "wait", id)
+		if b, _ := os.ReadFile(a.logPath); strings.Contains(string(b), "launched container") {
+			t.Errorf("info logged at level warn from --config:\n%s", b)
+		}
+		writeTemp(t, dir, "agent.json", `{"log-level": "info"}`)
+		hangup(a)
+		a.waitLogged("SIGHUP: settings reloaded", 1)
+		a.mustBrim("container", "run", "--name", "loud", "--", "/bin/true")
+		a.waitLogged("launched container", 1)
+
+		writeTemp(t, dir, "agent.json", `{"log-level": "loud"}`)
+		hangup(a)
+		a.waitLogged("the previous ones stay in force", 1)
+		a.mustBrim("container", "run", "--name", "still-loud", "--", "/bin/true")
+		a.waitLogged("launched container", 2)
+		if !a.running() {
+			t.Fatal("agent ended on SIGHUP")
+		}
+	})
+}
+
+// TestAgentRefusesSubstitutes: flags that used to be replaced silently
+// (--kill-grace 0 or negative became 10 s, a zero --status-retry-min
+// 10 s) are refused, naming the flag, by brim agent and brim dev alike
+// (one assembly path), with nothing created.
+func TestAgentRefusesSubstitutes(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kill-grace", "0s"}, "--kill-grace 0s: must be positive"},
+		{[]string{"--kill-grace", "-1s"}, "--kill-grace -1s: must be positive"},
+		{[]string{"--status-retry-min", "0s"}, "--status-retry-min 0s: must be positive"},
+		{[]string{"--status-retry-min", "1m", "--status-retry-max", "1s"}, "--status-retry-max 1s: must be at least --status-retry-min"},
+		{[]string{"--network-host-rate", "0"}, "--network-host-rate 0: must be positive"},
+		{[]string{"--config", "/nonexistent/agent.json"}, "--config: read /nonexistent/agent.json"},
+	} {
+		for _, sub := range []string{"agent", "dev"} {
+			base := t.TempDir()
+			state, sock := filepath.Join(base, "state"), filepath.Join(base, "run", "agent.sock")
+			parent := "/" + testutil.UniqueName("brim-test")
+			args := append([]string{sub, "--state-dir", state, "--socket", sock, "--cgroup-parent", parent}, tc.args...)
+			if sub == "dev" {
+				args = append(args, "--listen", "127.0.0.1:0")
+			}
+			r := runBrimBounded(t, parent, args...)
+			if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("%s %v: exit %d, stderr %q; want 2 and %q", sub, tc.args, r.code, r.stderr, tc.want)
+			}
+			for _, p := range []string{state, filepath.Dir(sock), filepath.Join(testutil.CgroupRoot, "cpu", parent)} {
+				if _, err := os.Stat(p); err == nil {
+					t.Errorf("%s %v: %s was created", sub, tc.args, p)
+				}
+			}
+		}
+	}
+}
