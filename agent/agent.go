@@ -522,6 +522,7 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	c.State, c.Pid, c.StartedAt, c.SandboxDir = StateRunning, in.Pid, in.StartedAt, in.SandboxDir
+	c.Address = in.Address
 	if c.StartedAt.IsZero() {
 		c.StartedAt = time.Now().UTC()
 	}

@@ -37,6 +37,7 @@ type Container struct {
 	StartedAt  time.Time         `json:"startedAt,omitzero"`
 	Exit       *ExitStatus       `json:"exit,omitempty"`
 	SandboxDir string            `json:"sandboxDir,omitempty"`
+	Address    string            `json:"address,omitempty"`
 }
 
 // Resources returns what the container is accounted for.

@@ -320,8 +320,14 @@ type Container struct {
 	Exit              *ExitStatus       `protobuf:"bytes,14,opt,name=exit,proto3" json:"exit,omitempty"`
 	SandboxDir        string            `protobuf:"bytes,15,opt,name=sandbox_dir,json=sandboxDir,proto3" json:"sandbox_dir,omitempty"`
 	Labels            map[string]string `protobuf:"bytes,16,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// net_mbit is the bandwidth limit (Mbit/s each way; 0: the uplink) of a
+	// container with networking.
+	NetMbit int64 `protobuf:"varint,17,opt,name=net_mbit,json=netMbit,proto3" json:"net_mbit,omitempty"`
+	// address is the container's IPv4 address (kept after its exit, when the
+	// address has been given back); empty without networking.
+	Address       string `protobuf:"bytes,18,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Container) Reset() {
@@ -464,6 +470,20 @@ func (x *Container) GetLabels() map[string]string {
 		return x.Labels
 	}
 	return nil
+}
+
+func (x *Container) GetNetMbit() int64 {
+	if x != nil {
+		return x.NetMbit
+	}
+	return 0
+}
+
+func (x *Container) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
 }
 
 type ListRequest struct {
@@ -2168,7 +2188,7 @@ const file_agent_proto_rawDesc = "" +
 	"oom_killed\x18\x03 \x01(\bR\toomKilled\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x121\n" +
-	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xbb\x04\n" +
+	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xf0\x04\n" +
 	"\tContainer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -2188,7 +2208,9 @@ const file_agent_proto_rawDesc = "" +
 	"\x04exit\x18\x0e \x01(\v2\x19.brim.agent.v1.ExitStatusR\x04exit\x12\x1f\n" +
 	"\vsandbox_dir\x18\x0f \x01(\tR\n" +
 	"sandboxDir\x12<\n" +
-	"\x06labels\x18\x10 \x03(\v2$.brim.agent.v1.Container.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\x10 \x03(\v2$.brim.agent.v1.Container.LabelsEntryR\x06labels\x12\x19\n" +
+	"\bnet_mbit\x18\x11 \x01(\x03R\anetMbit\x12\x18\n" +
+	"\aaddress\x18\x12 \x01(\tR\aaddress\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\r\n" +

@@ -252,6 +252,8 @@ type containerJSON struct {
 	Exit       *exitJSON         `json:"exit,omitempty"`
 	SandboxDir string            `json:"sandboxDir,omitempty"`
 	Labels     map[string]string `json:"labels,omitempty"`
+	NetMbit    int64             `json:"netMbit,omitempty"`
+	Address    string            `json:"address,omitempty"`
 }
 
 type exitJSON struct {
@@ -275,6 +277,7 @@ func toJSON(c *agentpb.Container) containerJSON {
 		ID: c.Id, Name: c.Name, State: c.State, Pid: c.Pid, Command: c.Command, Rootfs: c.Rootfs,
 		CPUs: float64(c.MilliCpus) / 1000, MemMiB: c.MemMib, Pids: c.Pids, CPUQuota: c.CpuQuota,
 		Revocable: c.Revocable, CreatedAt: timeOf(c.CreatedAtUnixNano), SandboxDir: c.SandboxDir, Labels: c.Labels,
+		NetMbit: c.NetMbit, Address: c.Address,
 	}
 	if c.StartedAtUnixNano != 0 {
 		t := timeOf(c.StartedAtUnixNano)
