@@ -88,6 +88,14 @@ func (c *Containerizer) probeShim(ctx context.Context, ct *container, stop conte
 	}
 }
 
+// stillUnresponsive asks a shim whose call ran past its deadline for its
+// state once more: a shim that answers is slow, not hung, and is not
+// escalated.
+func (c *Containerizer) stillUnresponsive(ctx context.Context, ct *container) bool {
+	_, err := c.client(ct).State(ctx)
+	return errors.Is(err, executor.ErrShimUnresponsive)
+}
+
 // client returns a client of ct's shim with the configured deadline.
 func (c *Containerizer) client(ct *container) *executor.Client {
 	return executor.NewClient(ct.dir).WithTimeout(c.cfg.ShimTimeout)
@@ -127,10 +135,10 @@ func (c *Containerizer) exitOfGoneShim(ctx context.Context, ct *container) (*Exi
 // grace kills at once. Kill returns once the container has exited; it
 // returns ErrNotRunning if it had already exited, ErrNotFound for an
 // unknown id. A shim that has not answered grace plus Config.ShimTimeout
-// (and its wait for the exec) later is escalated: the containerizer kills
-// the shim and every process in the container's cgroup itself and records
-// the exit with ReasonShimUnresponsive, so Kill never waits on a hung
-// shim.
+// (and its wait for the exec) later, nor a state request within
+// Config.ShimTimeout after that, is escalated: the containerizer kills the
+// shim and every process in the container's cgroup itself and records the
+// exit with ReasonShimUnresponsive, so Kill never waits on a hung shim.
 func (c *Containerizer) Kill(ctx context.Context, id string, grace time.Duration) error {
 	ct, err := c.get(id)
 	if err != nil {
@@ -159,6 +167,12 @@ func (c *Containerizer) kill(ctx context.Context, ct *container, grace time.Dura
 		return nil
 	}
 	if errors.Is(err, executor.ErrShimUnresponsive) && ctx.Err() == nil {
+		if !c.stillUnresponsive(ctx, ct) {
+			// Alive but slow to end the container (a loaded host):
+			// wait for the exit, probing as Wait does.
+			_, err = c.wait(ctx, ct)
+			return err
+		}
 		_, err = c.escalate(ctx, ct, err)
 		return err
 	}
@@ -181,7 +195,7 @@ func (c *Containerizer) Signal(ctx context.Context, id string, sig syscall.Signa
 		return fmt.Errorf("signal %s: %w", id, ErrNotRunning)
 	}
 	if err := c.client(ct).Signal(ctx, sig); err != nil {
-		if errors.Is(err, executor.ErrShimUnresponsive) && ctx.Err() == nil {
+		if errors.Is(err, executor.ErrShimUnresponsive) && ctx.Err() == nil && c.stillUnresponsive(ctx, ct) {
 			if _, eerr := c.escalate(ctx, ct, err); eerr != nil {
 				return fmt.Errorf("signal %s: %w", id, errors.Join(err, eerr))
 			}

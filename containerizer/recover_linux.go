@@ -114,6 +114,11 @@ func (c *Containerizer) recoverOne(ctx context.Context, id string) error {
 	ct.address = rec.Address
 	if st := ct.exitStatus(); st == nil {
 		s, err := c.client(ct).State(ctx)
+		if errors.Is(err, executor.ErrShimUnresponsive) && ctx.Err() == nil {
+			// Once more before escalating: a loaded host, not a hung shim.
+			c.log.Warn("shim does not answer: asking again", "id", id, "shim_pid", ct.shimPid, "err", err)
+			s, err = c.client(ct).State(ctx)
+		}
 		switch {
 		case err == nil:
 			ct.pid, ct.shimPid, ct.startedAt = s.Pid, s.ShimPid, s.StartedAt
