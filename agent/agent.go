@@ -628,6 +628,7 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	}
 	a.settleLocked(id, true)
 	c.State, c.Pid, c.StartedAt, c.SandboxDir = StateRunning, in.Pid, in.StartedAt, in.SandboxDir
+	c.Address = in.Address
 	if c.StartedAt.IsZero() {
 		c.StartedAt = time.Now().UTC()
 	}

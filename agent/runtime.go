@@ -50,6 +50,7 @@ type RuntimeInfo struct {
 	StartedAt  time.Time
 	Exit       *ExitStatus // set once the container has exited
 	SandboxDir string      // holds the "stdout" and "stderr" files
+	Address    string      // IPv4 address with networking, "" without
 }
 
 // ExitStatus is how a container ended.

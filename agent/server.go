@@ -299,7 +299,10 @@ func ToProto(c *Container) *agentpb.Container {
 		MilliCpus: c.Limits.MilliCPUs, MemMib: c.Limits.MemoryBytes >> 20, Pids: c.Limits.Pids,
 		Revocable: c.Revocable, CpuQuota: c.Limits.CPUQuota,
 		CreatedAtUnixNano: unixNano(c.CreatedAt), StartedAtUnixNano: unixNano(c.StartedAt),
-		SandboxDir: c.SandboxDir, Labels: c.Labels, Quarantine: c.Quarantine,
+		SandboxDir: c.SandboxDir, Labels: c.Labels, Quarantine: c.Quarantine, Address: c.Address,
+	}
+	if c.Limits.Network {
+		p.NetMbit = c.Limits.NetBandwidthMbit
 	}
 	if c.Exit != nil {
 		p.Exit = &agentpb.ExitStatus{

@@ -40,6 +40,7 @@ type Container struct {
 	// Quarantine says why the container's checkpoint record could not be
 	// read (see Quarantined); such a container is never checkpointed.
 	Quarantine string `json:"-"`
+	Address    string `json:"address,omitempty"`
 }
 
 // Quarantined is a checkpoint record the agent could not read at recovery.

@@ -8,7 +8,11 @@
 #  - live resize: how long a limit change takes to show on the wire (target
 #    ≤ 100 ms);
 #  - borrowing: a guaranteed container starting while a best-effort one has
-#    borrowed the whole uplink, against the same start on an idle uplink.
+#    borrowed the whole uplink, against the same start on an idle uplink;
+#  - latency under load: ping p50 from a container downloading at its
+#    20 Mbit/s limit (CUBIC sender) through brim's class (byte-bounded leaf
+#    queue), the same class with the old unbounded leaf, and a hand-made tc
+#    class (HTB on the sender's veth), all in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkg=./isolator/network/
@@ -24,6 +28,7 @@ get() { # get LINE UNIT
 prep=$($GO test -tags seccomp -run '^$' -bench '^BenchmarkPrepare$' -benchtime 200x "$pkg" | metrics)
 rest=$($GO test -tags seccomp -run '^$' -bench '^Benchmark(Shaping|Borrowing)$' -benchtime 1x -timeout 10m "$pkg" | metrics)
 rest+=$'\n'$($GO test -tags seccomp -run '^$' -bench '^BenchmarkLiveResize$' -benchtime 3x -timeout 10m "$pkg" | metrics)
+rest+=$'\n'$($GO test -tags seccomp -run '^$' -bench '^BenchmarkLatencyUnderLoad$' -benchtime 1x -timeout 10m "$pkg" | metrics)
 
 echo "--- time networking adds to Prepare (200 launches 20 ms apart, median / p90)"
 none=$(grep '^BenchmarkPrepare/none ' <<<"$prep")
@@ -57,3 +62,14 @@ busy=$(grep '^BenchmarkBorrowing/best-effort-borrowing' <<<"$rest")
 echo "guaranteed reaches 90 % of 60 Mbit/s (in 50 ms windows) from its first byte: $(get "$idle" rise-ms) ms on an idle uplink (baseline), $(get "$busy" rise-ms) ms while best-effort borrows"
 awk -v a="$(get "$busy" rise-ms)" -v b="$(get "$idle" rise-ms)" 'BEGIN { if (b > 0) printf "ratio borrowing/idle: %.2f\n", a / b }'
 echo "while both send: guaranteed $(get "$busy" guaranteed-Mbit/s) Mbit/s, best-effort $(get "$busy" best-effort-Mbit/s) Mbit/s"
+
+echo "--- latency under load: ping from a container downloading at its 20 Mbit/s limit (CUBIC sender)"
+printf '%-44s %12s %12s %16s\n' "" "ping p50 ms" "ping p90 ms" "goodput Mbit/s"
+for v in brim-leaf:"brim class, leaf bounded in bytes" unbounded-leaf:"brim class, unbounded leaf (before)" hand-made-class:"hand-made tc class (baseline)"; do
+  line=$(grep "^BenchmarkLatencyUnderLoad/${v%%:*} " <<<"$rest")
+  printf '%-44s %12.1f %12.1f %16.2f\n' "${v#*:}" "$(get "$line" ping-p50-ms)" "$(get "$line" ping-p90-ms)" "$(get "$line" goodput-Mbit/s)"
+done
+brim=$(get "$(grep '^BenchmarkLatencyUnderLoad/brim-leaf ' <<<"$rest")" ping-p50-ms)
+unb=$(get "$(grep '^BenchmarkLatencyUnderLoad/unbounded-leaf ' <<<"$rest")" ping-p50-ms)
+hand=$(get "$(grep '^BenchmarkLatencyUnderLoad/hand-made-class ' <<<"$rest")" ping-p50-ms)
+awk -v a="$brim" -v u="$unb" -v h="$hand" 'BEGIN { printf "ping p50 ratio brim/hand-made: %.2f (unbounded leaf: %.2f)\n", a / h, u / h }'

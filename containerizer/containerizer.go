@@ -56,9 +56,26 @@ type Config struct {
 	// starts); a taken shim is replaced once its launch is done. 0 means
 	// 1; negative means none.
 	WarmShims int
+	// ShimTimeout is how long a call to a shim may wait for its answer
+	// beyond the work asked for; a shim that stays silent longer is
+	// escalated (see Kill). Default executor.DefaultCallTimeout.
+	ShimTimeout time.Duration
+	// LaunchTimeout bounds a launch's handshake with its shim (from the
+	// shim's start to "running"); default DefaultLaunchTimeout.
+	LaunchTimeout time.Duration
 	// Log receives the containerizer's log; default discards.
 	Log *slog.Logger
 }
+
+// DefaultLaunchTimeout is Config.LaunchTimeout's default: far beyond a
+// launch on a loaded host (tens of ms to seconds), short enough that a
+// hung shim does not hold a launch for ever.
+const DefaultLaunchTimeout = 2 * time.Minute
+
+// shimMisses is how many probes in a row a shim may leave unanswered while
+// the containerizer waits for its container before it is escalated: one
+// slow answer on a loaded host kills nothing.
+const shimMisses = 3
 
 // Spec describes a container to launch.
 type Spec struct {
@@ -95,6 +112,9 @@ const (
 	ReasonMemoryLimit = executor.ReasonMemoryLimit
 	ReasonKilled      = executor.ReasonKilled
 	ReasonShimLost    = executor.ReasonShimLost
+	// ReasonShimUnresponsive: the shim stopped answering; the
+	// containerizer killed it and the container's processes.
+	ReasonShimUnresponsive = executor.ReasonShimUnresponsive
 )
 
 // Info describes a container.
@@ -107,6 +127,9 @@ type Info struct {
 	StartedAt  time.Time
 	Exit       *ExitStatus // set once State is StateExited
 	SandboxDir string
+	// Address is the container's IPv4 address while it has networking;
+	// kept (as launched) after its exit, when the address is free again.
+	Address string
 }
 
 // Containerizer launches and supervises containers. It is safe for
@@ -144,17 +167,26 @@ type container struct {
 	// nil for recovered shims (not our children).
 	shimDone chan struct{}
 
+	// escMu serialises the ways the containerizer records an exit itself
+	// (escalate, markLost), so that only one does.
+	escMu sync.Mutex
+
 	mu         sync.Mutex
 	exit       *ExitStatus
 	destroying bool
+	released   bool   // the isolators' Release ran (see release)
+	address    string // from config.json
 }
 
 // record is config.json: what was launched.
 type record struct {
-	Version    int       `json:"version"`
-	Spec       Spec      `json:"spec"`
-	CgroupPath string    `json:"cgroup_path,omitempty"`
-	CreatedAt  time.Time `json:"created_at"`
+	Version    int    `json:"version"`
+	Spec       Spec   `json:"spec"`
+	CgroupPath string `json:"cgroup_path,omitempty"`
+	// Address is the container's IPv4 address, kept for inspect after the
+	// network isolator released it at the exit.
+	Address   string    `json:"address,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 const (
@@ -181,6 +213,12 @@ func New(cfg Config) (*Containerizer, error) {
 	}
 	if cfg.KillGrace == 0 {
 		cfg.KillGrace = DefaultKillGrace
+	}
+	if cfg.ShimTimeout <= 0 {
+		cfg.ShimTimeout = executor.DefaultCallTimeout
+	}
+	if cfg.LaunchTimeout <= 0 {
+		cfg.LaunchTimeout = DefaultLaunchTimeout
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -256,12 +294,12 @@ func (ct *container) setExit(st *ExitStatus) {
 
 func (ct *container) info() *Info {
 	ct.mu.Lock()
-	spec := ct.spec
+	spec, addr := ct.spec, ct.address
 	ct.mu.Unlock()
 	info := &Info{
 		ID: spec.ID, Name: spec.Name, Spec: spec,
 		State: StateRunning, Pid: ct.pid, ShimPid: ct.shimPid, StartedAt: ct.startedAt,
-		SandboxDir: filepath.Join(ct.dir, executor.SandboxDir),
+		SandboxDir: filepath.Join(ct.dir, executor.SandboxDir), Address: addr,
 	}
 	if st := ct.exitStatus(); st != nil {
 		info.State = StateExited

@@ -23,7 +23,11 @@ func (c *Containerizer) teardown(ctx context.Context, ct *container) error {
 	return ErrNotSupported
 }
 
-func (c *Containerizer) markLost(ct *container) (*ExitStatus, error) {
+func (c *Containerizer) markLost(ctx context.Context, ct *container) (*ExitStatus, error) {
+	return nil, ErrNotSupported
+}
+
+func (c *Containerizer) escalate(ctx context.Context, ct *container, cause error) (*ExitStatus, error) {
 	return nil, ErrNotSupported
 }
 

@@ -10,6 +10,18 @@
 // containers that exited meanwhile with their exit status, and removes the
 // orphans of launches that never completed.
 //
+// No call to a shim blocks for ever: each has a deadline
+// (Config.ShimTimeout beyond the work asked for, Config.LaunchTimeout for
+// a launch's handshake), and Wait asks the shim for its state meanwhile. A
+// shim that does not answer — stopped, hung, or alive without its control
+// socket — is escalated: the containerizer kills the shim and every process
+// in the container's cgroup itself and records the exit with reason
+// "shim-unresponsive" (ReasonShimUnresponsive); the other containers are
+// served meanwhile (Recover handles containers side by side). When a
+// container's exit becomes known, isolators that can (isolator/network's
+// Release) give back what it held on the host at once, not at Destroy;
+// its address stays in config.json for Info.
+//
 // Layout under Config.StateDir:
 //
 //	containers/<id>/config.json  what was launched (Spec, cgroup path, start time)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,6 +80,8 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 		return nil, fmt.Errorf("launch %s: no isolator set an absolute cgroup path (got %q)", id, launch.CgroupPath)
 	}
 	rec.CgroupPath = launch.CgroupPath
+	rec.Address = c.address(id)
+	ct.address = rec.Address
 	if err := writeRecord(dir, &rec); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", id, err)
 	}
@@ -110,6 +113,24 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 	c.mu.Unlock()
 	c.log.Info("container launched", "id", id, "pid", ct.pid, "shim_pid", ct.shimPid)
 	return ct.info(), nil
+}
+
+// addresser is an optional ability of an isolator (isolator/network): the
+// address it gave a container.
+type addresser interface {
+	Address(id string) (netip.Addr, error)
+}
+
+// address returns the address an isolator gave container id, "" for none.
+func (c *Containerizer) address(id string) string {
+	for _, iso := range c.cfg.Isolators {
+		if a, ok := iso.(addresser); ok {
+			if addr, err := a.Address(id); err == nil && addr.IsValid() {
+				return addr.String()
+			}
+		}
+	}
+	return ""
 }
 
 // startShim hands the container to a warm shim (or starts a cold one:
@@ -144,12 +165,15 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 		return fmt.Errorf("record shim pid: %w", err)
 	}
 
+	// A shim that stops reporting (hung, stopped) fails the launch after
+	// LaunchTimeout; the teardown then kills it.
+	_ = reportR.SetReadDeadline(time.Now().Add(c.cfg.LaunchTimeout))
 	stop := context.AfterFunc(ctx, func() { _ = reportR.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	reports := executor.NewReportReader(reportR)
 	next := func(want string) (*executor.Report, error) {
 		rep, err := reports.Next()
-		return rep, checkReport(ctx, ct, rep, err, want)
+		return rep, c.checkReport(ctx, ct, rep, err, want)
 	}
 	if !c.needIsolate() {
 		// The shim checks the confinement itself and reports "running"
@@ -161,7 +185,7 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 		if err == nil && rep.Err() == nil && rep.Event == executor.EventCreated {
 			rep, err = reports.Next()
 		}
-		if err := checkReport(ctx, ct, rep, err, executor.EventRunning); err != nil {
+		if err := c.checkReport(ctx, ct, rep, err, executor.EventRunning); err != nil {
 			return err
 		}
 		ct.pid = rep.Pid
@@ -190,10 +214,13 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 
 // checkReport turns a launch report (or the error reading it) into the
 // launch's error, nil when it is the event wanted.
-func checkReport(ctx context.Context, ct *container, rep *executor.Report, err error, want string) error {
+func (c *Containerizer) checkReport(ctx context.Context, ct *container, rep *executor.Report, err error, want string) error {
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("wait for shim: %w", ctx.Err())
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("wait for shim: no report within %v: %w", c.cfg.LaunchTimeout, executor.ErrShimUnresponsive)
 		}
 		return fmt.Errorf("shim exited during launch (see %s): %w", filepath.Join(ct.dir, executor.ShimLogFile), err)
 	}

@@ -36,6 +36,8 @@ type netEnv struct {
 	cgParent string
 	netCfg   network.Config
 	extra    []isolator.Isolator // after cgroups and network
+	// shimTimeout is the containerizer's Config.ShimTimeout (0: default).
+	shimTimeout time.Duration
 
 	mu  sync.Mutex
 	net *network.Isolator
@@ -85,10 +87,11 @@ func (e *netEnv) start() *Containerizer {
 		e.t.Fatal(err)
 	}
 	c, err := New(Config{
-		StateDir:   e.stateDir,
-		Isolators:  append([]isolator.Isolator{cg, n}, e.extra...),
-		ShimBinary: smallShimBinary,
-		KillGrace:  time.Second,
+		StateDir:    e.stateDir,
+		Isolators:   append([]isolator.Isolator{cg, n}, e.extra...),
+		ShimBinary:  smallShimBinary,
+		KillGrace:   time.Second,
+		ShimTimeout: e.shimTimeout,
 	})
 	if err != nil {
 		n.Close()

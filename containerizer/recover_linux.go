@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -28,7 +29,14 @@ func (c *Containerizer) Recover(ctx context.Context) ([]*Info, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recover: %w", err)
 	}
-	var errs []error
+	// Containers are recovered side by side: a shim that does not answer
+	// costs its own deadline and escalation, not everyone's.
+	var (
+		errs  []error
+		errMu sync.Mutex
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, recoverParallel)
+	)
 	for _, e := range entries {
 		if !e.IsDir() || !executor.ValidID(e.Name()) {
 			continue
@@ -40,10 +48,19 @@ func (c *Containerizer) Recover(ctx context.Context) ([]*Info, error) {
 		if known {
 			continue
 		}
-		if err := c.recoverOne(ctx, id); err != nil {
-			errs = append(errs, err)
-		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := c.recoverOne(ctx, id); err != nil {
+				errMu.Lock()
+				errs = append(errs, err)
+				errMu.Unlock()
+			}
+		}()
 	}
+	wg.Wait()
 	if err := c.removeOrphanRuncState(); err != nil {
 		errs = append(errs, err)
 	}
@@ -70,6 +87,9 @@ func (c *Containerizer) Recover(ctx context.Context) ([]*Info, error) {
 	return infos, nil
 }
 
+// recoverParallel is how many containers Recover handles at once.
+const recoverParallel = 8
+
 func (c *Containerizer) recoverOne(ctx context.Context, id string) error {
 	dir := filepath.Join(c.dir, id)
 	ct := &container{dir: dir, shimPid: readShimPid(dir)}
@@ -91,13 +111,23 @@ func (c *Containerizer) recoverOne(ctx context.Context, id string) error {
 	}
 	ct.spec = rec.Spec
 	ct.startedAt = rec.CreatedAt
+	ct.address = rec.Address
 	if st := ct.exitStatus(); st == nil {
-		s, err := executor.NewClient(dir).State(ctx)
+		s, err := c.client(ct).State(ctx)
+		if errors.Is(err, executor.ErrShimUnresponsive) && ctx.Err() == nil {
+			// Once more before escalating: a loaded host, not a hung shim.
+			c.log.Warn("shim does not answer: asking again", "id", id, "shim_pid", ct.shimPid, "err", err)
+			s, err = c.client(ct).State(ctx)
+		}
 		switch {
 		case err == nil:
 			ct.pid, ct.shimPid, ct.startedAt = s.Pid, s.ShimPid, s.StartedAt
 			if s.Exit != nil {
 				ct.setExit(s.Exit)
+			}
+		case errors.Is(err, executor.ErrShimUnresponsive) && ctx.Err() == nil:
+			if _, err := c.escalate(ctx, ct, err); err != nil {
+				return fmt.Errorf("recover %s: %w", id, err)
 			}
 		case errors.Is(err, executor.ErrShimGone):
 			if _, err := c.exitOfGoneShim(ctx, ct); err != nil {
@@ -107,6 +137,14 @@ func (c *Containerizer) recoverOne(ctx context.Context, id string) error {
 			return fmt.Errorf("recover %s: %w", id, err)
 		}
 	}
+	// A container that exited while the agent was down gives back its
+	// network now, not at Destroy.
+	if st := ct.exitStatus(); st != nil {
+		c.release(ctx, ct)
+		c.log.Info("recovered exited container", "id", id, "code", st.Code, "reason", st.Reason)
+	} else {
+		c.log.Info("recovered running container", "id", id, "pid", ct.pid, "shim_pid", ct.shimPid)
+	}
 	c.mu.Lock()
 	c.containers[id] = ct
 	c.mu.Unlock()
@@ -115,7 +153,13 @@ func (c *Containerizer) recoverOne(ctx context.Context, id string) error {
 
 // markLost kills what is left of a container whose shim died without
 // recording an exit status, and records one with ReasonShimLost.
-func (c *Containerizer) markLost(ct *container) (*ExitStatus, error) {
+func (c *Containerizer) markLost(ctx context.Context, ct *container) (*ExitStatus, error) {
+	ct.escMu.Lock()
+	defer ct.escMu.Unlock()
+	if st := ct.exitStatus(); st != nil {
+		c.release(ctx, ct)
+		return st, nil
+	}
 	id := ct.spec.ID
 	c.log.Warn("shim lost: killing what is left of the container", "id", id, "shim_pid", ct.shimPid)
 	if err := c.destroyRuncState(id); err != nil {
@@ -132,6 +176,7 @@ func (c *Containerizer) markLost(ct *container) (*ExitStatus, error) {
 		return nil, err
 	}
 	ct.setExit(st)
+	c.release(ctx, ct)
 	return st, nil
 }
 

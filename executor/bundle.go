@@ -17,6 +17,11 @@ var (
 	// ErrShimGone is returned by Dial and the Client methods when no shim
 	// answers on the control socket (the shim has exited or died).
 	ErrShimGone = errors.New("shim not running")
+	// ErrShimUnresponsive is returned by the Client methods when a shim
+	// accepts no connection or does not answer within the call's deadline
+	// (stopped, hung, or overwhelmed): the container may still run, but
+	// nobody can manage it through this shim.
+	ErrShimUnresponsive = errors.New("shim does not answer")
 	// ErrCommandNotFound is returned when the command to run does not exist
 	// (or is not executable) in the container's root filesystem.
 	ErrCommandNotFound = errors.New("command not found in the container's root filesystem")
@@ -177,6 +182,10 @@ const (
 	// ReasonShimLost: the shim died without recording the exit status; the
 	// containerizer killed what was left of the container.
 	ReasonShimLost = "shim-lost"
+	// ReasonShimUnresponsive: the shim stopped answering its control
+	// socket; the containerizer killed the shim and every process of the
+	// container (through its cgroup) and recorded the exit itself.
+	ReasonShimUnresponsive = "shim-unresponsive"
 )
 
 // WriteExit writes st as dir's exit.json atomically.

@@ -4,8 +4,10 @@
 // the container's directory (exit.json, written atomically) and serves a
 // small versioned JSON control protocol on a unix socket (State, Signal,
 // Kill with a grace period, Wait). A shim and its container keep running
-// when the agent dies; a new agent reattaches with Dial or, once the shim is
-// gone, learns the outcome from ReadExit.
+// when the agent dies; a new agent reattaches with a Client or, once the
+// shim is gone, learns the outcome from ReadExit. Every Client call but Wait
+// has a deadline (the work asked for plus the client's timeout): a stopped
+// or hung shim makes it return ErrShimUnresponsive, never hang.
 //
 // The package owns the container directory layout (Bundle, file names), the
 // libcontainer configuration (host root read-only or a rootfs directory, a
@@ -21,7 +23,8 @@
 // Sentinels: ErrNotRunning (the container has already exited),
 // ErrNotConfined (the init is not in the bundle's cgroup or network
 // namespace; the user process never ran),
-// ErrShimGone (no shim answers on the control socket), ErrCommandNotFound
+// ErrShimGone (no shim answers on the control socket), ErrShimUnresponsive
+// (a shim holds the socket but does not answer in time), ErrCommandNotFound
 // (the command does not exist in the container's root filesystem),
 // ErrNotSupported (non-Linux builds).
 package executor

@@ -183,3 +183,40 @@ func TestClientLongPath(t *testing.T) {
 		t.Fatalf("State over a long path = %+v, %v", s, err)
 	}
 }
+
+// TestClientDeadline: a shim that holds its socket but never answers
+// (stopped, hung) makes every bounded call return ErrShimUnresponsive once
+// its deadline passes, not hang; the caller's own ctx ending is reported
+// as the ctx's error, not as an unresponsive shim.
+func TestClientDeadline(t *testing.T) {
+	dir := t.TempDir()
+	// Listening and never accepting: what a SIGSTOPped shim's socket is.
+	ln, err := net.Listen("unix", filepath.Join(dir, SocketFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := NewClient(dir).WithTimeout(50 * time.Millisecond)
+	calls := map[string]func() error{
+		"State":  func() error { _, err := c.State(ctx); return err },
+		"Signal": func() error { return c.Signal(ctx, syscall.SIGTERM) },
+		"Kill":   func() error { _, err := c.Kill(ctx, 0); return err },
+	}
+	for name, call := range calls {
+		err := call()
+		if !errors.Is(err, ErrShimUnresponsive) || errors.Is(err, ErrShimGone) {
+			t.Errorf("%s to a shim that does not answer: %v, want ErrShimUnresponsive only", name, err)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s outlived the test's bound", name)
+		}
+	}
+	// Wait has no deadline of its own: the caller's ctx ends it.
+	wctx, wcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer wcancel()
+	if _, err := c.Wait(wctx); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrShimUnresponsive) {
+		t.Errorf("Wait ended by the caller's ctx: %v, want context.DeadlineExceeded", err)
+	}
+}

@@ -64,60 +64,112 @@ type ShimState struct {
 	Exit      *ExitStatus `json:"exit,omitempty"`
 }
 
+// DefaultCallTimeout is how long a Client waits for a shim's answer beyond
+// the work the call asks for (none for State, the grace period and the
+// container's end for Kill): a shim answers State in well under a
+// millisecond, so a shim silent for this long is stopped or hung.
+const DefaultCallTimeout = 5 * time.Second
+
+// execWaitSlack is what Signal and Kill may spend waiting for the init to
+// exec the user process before they act (the shim's execWait).
+const execWaitSlack = 2 * time.Second
+
 // Client talks to the shim of one container. Every call uses its own
-// connection, so a Client is safe for concurrent use and holds nothing to
-// close.
+// connection and has a deadline, so a Client is safe for concurrent use,
+// holds nothing to close, and no call blocks on a stopped or hung shim for
+// longer than its deadline (it then returns ErrShimUnresponsive).
 type Client struct {
-	dir string
+	dir     string
+	timeout time.Duration
 }
 
-// NewClient returns a client for the shim serving container directory dir.
-// It does not connect; calls return errors wrapping ErrShimGone when no
-// shim answers.
-func NewClient(dir string) *Client { return &Client{dir: dir} }
+// NewClient returns a client for the shim serving container directory dir,
+// with DefaultCallTimeout. It does not connect; calls return errors
+// wrapping ErrShimGone when no shim answers and ErrShimUnresponsive when a
+// shim does not answer in time.
+func NewClient(dir string) *Client { return &Client{dir: dir, timeout: DefaultCallTimeout} }
 
-// State returns the container's state.
+// WithTimeout returns a client for the same shim whose calls wait d (> 0)
+// for an answer beyond their own work instead of DefaultCallTimeout.
+func (c *Client) WithTimeout(d time.Duration) *Client {
+	if d <= 0 {
+		d = DefaultCallTimeout
+	}
+	return &Client{dir: c.dir, timeout: d}
+}
+
+// State returns the container's state. It waits at most the client's
+// timeout.
 func (c *Client) State(ctx context.Context) (*ShimState, error) {
-	return c.call(ctx, request{Op: opState})
+	return c.call(ctx, request{Op: opState}, c.timeout)
 }
 
 // Signal sends sig to the container's init process. It returns an error
 // wrapping ErrNotRunning once the container has exited.
 func (c *Client) Signal(ctx context.Context, sig syscall.Signal) error {
-	_, err := c.call(ctx, request{Op: opSignal, Signal: int(sig)})
+	_, err := c.call(ctx, request{Op: opSignal, Signal: int(sig)}, execWaitSlack+c.timeout)
 	return err
 }
 
 // Kill sends SIGTERM to the container's init, waits up to grace for it to
 // exit, then kills every process of the container with SIGKILL; grace ≤ 0
-// kills at once. It returns once the container has exited, with its state.
+// kills at once. It returns once the container has exited, with its state,
+// or ErrShimUnresponsive when the shim has not answered grace plus the
+// client's timeout (and the shim's wait for the exec) after the call.
 func (c *Client) Kill(ctx context.Context, grace time.Duration) (*ShimState, error) {
-	return c.call(ctx, request{Op: opKill, GraceNanos: int64(grace)})
+	return c.call(ctx, request{Op: opKill, GraceNanos: int64(grace)}, max(grace, 0)+execWaitSlack+c.timeout)
 }
 
-// Wait blocks until the container has exited and returns its state.
+// Wait blocks until the container has exited and returns its state. It has
+// no deadline of its own (a container may run for months): the caller
+// bounds it with ctx and checks the shim with State meanwhile.
 func (c *Client) Wait(ctx context.Context) (*ShimState, error) {
-	return c.call(ctx, request{Op: opWait})
+	return c.call(ctx, request{Op: opWait}, 0)
 }
 
-func (c *Client) call(ctx context.Context, req request) (*ShimState, error) {
+// errCallTimeout is the cause of a call's own deadline (limit), told apart
+// from the end of the caller's ctx.
+var errCallTimeout = errors.New("shim call deadline")
+
+// call sends req on a new connection and reads the answer, within limit
+// when limit > 0.
+func (c *Client) call(ctx context.Context, req request, limit time.Duration) (*ShimState, error) {
 	req.V = ProtocolVersion
-	conn, err := dialSocket(ctx, c.dir)
+	cctx := ctx
+	if limit > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeoutCause(ctx, limit, errCallTimeout)
+		defer cancel()
+	}
+	// ctxErr names why cctx ended: the caller's ctx, or our deadline.
+	ctxErr := func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: no answer within %v", ErrShimUnresponsive, limit)
+	}
+	conn, err := dialSocket(cctx, c.dir)
 	if err != nil {
+		if cctx.Err() != nil && !errors.Is(err, ErrShimGone) {
+			return nil, fmt.Errorf("shim %s: %w", req.Op, ctxErr())
+		}
 		return nil, err
 	}
 	defer conn.Close()
-	// Unblock the read when ctx ends (Wait and Kill may take long).
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	// Unblock the write and read when cctx ends.
+	stop := context.AfterFunc(cctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
 	if err := json.NewEncoder(conn).Encode(req); err != nil {
+		if cctx.Err() != nil {
+			return nil, fmt.Errorf("send %s to shim: %w", req.Op, ctxErr())
+		}
 		return nil, fmt.Errorf("send %s to shim: %w", req.Op, errors.Join(ErrShimGone, err))
 	}
 	line, err := bufio.NewReader(conn).ReadBytes('\n')
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("shim %s: %w", req.Op, ctx.Err())
+		if cctx.Err() != nil {
+			return nil, fmt.Errorf("shim %s: %w", req.Op, ctxErr())
 		}
 		// The shim closes connections only when it exits.
 		return nil, fmt.Errorf("shim %s: %w: %w", req.Op, ErrShimGone, err)
@@ -145,27 +197,37 @@ func (c *Client) call(ctx context.Context, req request) (*ShimState, error) {
 const maxSocketPath = 107
 
 // dialSocket connects to dir's control socket. Paths too long for
-// sun_path are reached through /proc/self/fd/<dirfd>/shim.sock.
+// sun_path are reached through /proc/self/fd/<dirfd>/shim.sock. No socket
+// file, or nobody listening on it, is ErrShimGone; a full accept queue (a
+// shim that stopped accepting) is ErrShimUnresponsive.
 func dialSocket(ctx context.Context, dir string) (net.Conn, error) {
-	var d net.Dialer
 	path := filepath.Join(dir, SocketFile)
 	if len(path) <= maxSocketPath {
-		conn, err := d.DialContext(ctx, "unix", path)
-		if err != nil {
-			return nil, fmt.Errorf("dial shim: %w: %w", ErrShimGone, err)
-		}
-		return conn, nil
+		return dialUnix(ctx, path)
 	}
 	short, closeDir, err := shortSocketPath(dir)
 	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("dial shim: %w: %w", ErrShimGone, err)
+		}
 		return nil, fmt.Errorf("dial shim: %w", err)
 	}
 	defer closeDir()
-	conn, err := d.DialContext(ctx, "unix", short)
-	if err != nil {
-		return nil, fmt.Errorf("dial shim: %w: %w", ErrShimGone, err)
+	return dialUnix(ctx, short)
+}
+
+func dialUnix(ctx context.Context, path string) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
+	switch {
+	case err == nil:
+		return conn, nil
+	case errors.Is(err, syscall.EAGAIN):
+		return nil, fmt.Errorf("dial shim: %w: %w", ErrShimUnresponsive, err)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("dial shim: %w", err)
 	}
-	return conn, nil
+	return nil, fmt.Errorf("dial shim: %w: %w", ErrShimGone, err)
 }
 
 // shortSocketPath opens dir and returns a short path to its socket through

@@ -52,7 +52,7 @@ func exitOf(st *containerizer.ExitStatus) *agent.ExitStatus {
 func infoOf(in *containerizer.Info) *agent.RuntimeInfo {
 	return &agent.RuntimeInfo{
 		ID: in.Spec.ID, Running: in.State == containerizer.StateRunning, Pid: in.Pid,
-		StartedAt: in.StartedAt, Exit: exitOf(in.Exit), SandboxDir: in.SandboxDir,
+		StartedAt: in.StartedAt, Exit: exitOf(in.Exit), SandboxDir: in.SandboxDir, Address: in.Address,
 	}
 }
 

@@ -323,7 +323,13 @@ type Container struct {
 	// quarantine: why the container's checkpoint record could not be read
 	// (empty for a healthy record). Such a container is kept but neither
 	// accounted nor resizable; see AgentInfoResponse.quarantined.
-	Quarantine    string `protobuf:"bytes,17,opt,name=quarantine,proto3" json:"quarantine,omitempty"`
+	Quarantine string `protobuf:"bytes,17,opt,name=quarantine,proto3" json:"quarantine,omitempty"`
+	// net_mbit is the bandwidth limit (Mbit/s each way; 0: the uplink) of a
+	// container with networking.
+	NetMbit int64 `protobuf:"varint,18,opt,name=net_mbit,json=netMbit,proto3" json:"net_mbit,omitempty"`
+	// address is the container's IPv4 address (kept after its exit, when the
+	// address has been given back); empty without networking.
+	Address       string `protobuf:"bytes,19,opt,name=address,proto3" json:"address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -473,6 +479,20 @@ func (x *Container) GetLabels() map[string]string {
 func (x *Container) GetQuarantine() string {
 	if x != nil {
 		return x.Quarantine
+	}
+	return ""
+}
+
+func (x *Container) GetNetMbit() int64 {
+	if x != nil {
+		return x.NetMbit
+	}
+	return 0
+}
+
+func (x *Container) GetAddress() string {
+	if x != nil {
+		return x.Address
 	}
 	return ""
 }
@@ -2260,7 +2280,7 @@ const file_agent_proto_rawDesc = "" +
 	"oom_killed\x18\x03 \x01(\bR\toomKilled\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x121\n" +
-	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xdb\x04\n" +
+	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\x90\x05\n" +
 	"\tContainer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -2283,7 +2303,9 @@ const file_agent_proto_rawDesc = "" +
 	"\x06labels\x18\x10 \x03(\v2$.brim.agent.v1.Container.LabelsEntryR\x06labels\x12\x1e\n" +
 	"\n" +
 	"quarantine\x18\x11 \x01(\tR\n" +
-	"quarantine\x1a9\n" +
+	"quarantine\x12\x19\n" +
+	"\bnet_mbit\x18\x12 \x01(\x03R\anetMbit\x12\x18\n" +
+	"\aaddress\x18\x13 \x01(\tR\aaddress\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\r\n" +

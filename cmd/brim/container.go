@@ -253,6 +253,8 @@ type containerJSON struct {
 	SandboxDir string            `json:"sandboxDir,omitempty"`
 	Labels     map[string]string `json:"labels,omitempty"`
 	Quarantine string            `json:"quarantine,omitempty"`
+	NetMbit    int64             `json:"netMbit,omitempty"`
+	Address    string            `json:"address,omitempty"`
 }
 
 type exitJSON struct {
@@ -277,6 +279,7 @@ func toJSON(c *agentpb.Container) containerJSON {
 		CPUs: float64(c.MilliCpus) / 1000, MemMiB: c.MemMib, Pids: c.Pids, CPUQuota: c.CpuQuota,
 		Revocable: c.Revocable, CreatedAt: timeOf(c.CreatedAtUnixNano), SandboxDir: c.SandboxDir, Labels: c.Labels,
 		Quarantine: c.Quarantine,
+		NetMbit: c.NetMbit, Address: c.Address,
 	}
 	if c.StartedAtUnixNano != 0 {
 		t := timeOf(c.StartedAtUnixNano)

@@ -5,10 +5,17 @@ package network
 import (
 	"context"
 	"fmt"
+	"net/netip"
+	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
+	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/isolator"
 )
 
@@ -244,4 +251,137 @@ func pct(ds []time.Duration, p int) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[(len(s)-1)*p/100]
+}
+
+// BenchmarkLatencyUnderLoad is the ping round trip of a container that
+// downloads at its 20 Mbit/s limit (iperf3 -R from a server container on
+// the same bridge), against the same download through a hand-made tc
+// class in the same run: HTB with one 20 Mbit/s class on the sending
+// veth, in the server's own namespace, with the default leaf (what an
+// operator would write by hand; TCP small queues keep that queue short,
+// because the sender sees its own qdisc). "unbounded-leaf" is brim's class
+// with the leaf queue it had before (the default pfifo of 1000 packets):
+// the IFB shaping happens after the packets left their sender's namespace,
+// so nothing but the leaf's limit bounds the queue. Pings start once the
+// download runs; goodput shows that the bounded leaf costs no throughput.
+// The sender runs CUBIC, Linux's default and most servers' a download
+// comes from (a BBR sender keeps the queue short by itself).
+func BenchmarkLatencyUnderLoad(b *testing.B) {
+	testutil.Require(b, haveIperf(), "iperf3 not installed (make deps)")
+	_, err := exec.LookPath("busybox")
+	testutil.Require(b, err == nil, "busybox not installed (make deps)")
+	const mbit = 20
+	iso := newTestIsolator(b, 1000)
+	srvNS := prepare(b, iso, "lsrv", isolator.Limits{})
+	cliNS := prepare(b, iso, "lcli", isolator.Limits{NetBandwidthMbit: mbit})
+	srvAddr, idx := mustAddr(b, iso, "lsrv"), mustIndex(b, iso, "lcli")
+	handCli, handSrv, handAddr := handMadeClass(b, mbit)
+	for _, v := range []struct {
+		name     string
+		setup    func()
+		cli, srv string
+		addr     netip.Addr
+	}{
+		{name: "brim-leaf", cli: cliNS, srv: srvNS, addr: srvAddr},
+		{name: "unbounded-leaf", cli: cliNS, srv: srvNS, addr: srvAddr, setup: func() {
+			// Deleting the bfifo gives the class HTB's default leaf back.
+			q := &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: iso.rxIFB, Handle: leafHandle(idx), Parent: netlink.MakeHandle(1, uint16(idx))}, QdiscType: "bfifo"}
+			if err := netlink.QdiscDel(q); err != nil {
+				b.Fatal(err)
+			}
+		}},
+		{name: "hand-made-class", cli: handCli, srv: handSrv, addr: handAddr},
+	} {
+		if v.setup != nil {
+			v.setup()
+		}
+		b.Run(v.name, func(b *testing.B) {
+			var rtts []time.Duration
+			var good float64
+			for n := 0; n < b.N; n++ {
+				r, g := pingUnderDownload(b, v.cli, v.srv, v.addr)
+				rtts, good = append(rtts, r...), good+g
+			}
+			b.ReportMetric(ms(median(rtts)), "ping-p50-ms")
+			b.ReportMetric(ms(pct(rtts, 90)), "ping-p90-ms")
+			b.ReportMetric(good/float64(b.N), "goodput-Mbit/s")
+		})
+	}
+}
+
+// pingUnderDownload runs a 12 s download (iperf3 -R) from srv's server at
+// addr into cli and, from its third second, 40 pings 0.2 s apart from cli
+// to addr; it returns the round trips and the download's goodput.
+func pingUnderDownload(b *testing.B, cli, srv string, addr netip.Addr) ([]time.Duration, float64) {
+	b.Helper()
+	iperfServer(b, srv, addr)
+	ctx := context.Background()
+	type result struct {
+		mbit float64
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		g, err := iperfClient(ctx, cli, addr, 12*time.Second, true, 0, "-C", "cubic")
+		done <- result{g, err}
+	}()
+	time.Sleep(3 * time.Second)
+	out, err := exec.Command("nsenter", "--net="+cli, "busybox", "ping", "-c", "40", "-i", "0.2", "-W", "5", addr.String()).Output()
+	r := <-done
+	if r.err != nil {
+		b.Fatal(r.err)
+	}
+	if err != nil {
+		b.Fatalf("ping: %v: %s", err, out)
+	}
+	var rtts []time.Duration
+	for _, line := range strings.Split(string(out), "\n") {
+		_, t, ok := strings.Cut(line, "time=")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(t), " ms"), 64)
+		if err == nil {
+			rtts = append(rtts, time.Duration(v*float64(time.Millisecond)))
+		}
+	}
+	if len(rtts) == 0 {
+		b.Fatalf("no ping replies: %s", out)
+	}
+	return rtts, r.mbit
+}
+
+// handMadeClass makes two namespaces joined by a veth pair, with an HTB
+// root and one class of rate = ceil = mbit on the server's end (the
+// default leaf under it), and returns the client's and server's netns
+// paths and the server's address.
+func handMadeClass(b *testing.B, mbit int) (cli, srv string, srvAddr netip.Addr) {
+	b.Helper()
+	cliName, srvName := testutil.NewNetNS(b), testutil.NewNetNS(b)
+	cli, srv = "/run/netns/"+cliName, "/run/netns/"+srvName
+	srvAddr = netip.MustParseAddr("192.168.251.1")
+	veth := testutil.UniqueName("hm")
+	for _, args := range [][]string{
+		{"link", "add", veth + "s", "netns", srvName, "type", "veth", "peer", "name", veth + "c", "netns", cliName},
+		{"-n", srvName, "addr", "add", "192.168.251.1/24", "dev", veth + "s"},
+		{"-n", cliName, "addr", "add", "192.168.251.2/24", "dev", veth + "c"},
+		{"-n", srvName, "link", "set", veth + "s", "up"},
+		{"-n", cliName, "link", "set", veth + "c", "up"},
+		{"-n", srvName, "link", "set", "lo", "up"},
+		{"-n", cliName, "link", "set", "lo", "up"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			b.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	rate := fmt.Sprintf("%dmbit", mbit)
+	for _, args := range [][]string{
+		{"qdisc", "add", "dev", veth + "s", "root", "handle", "1:", "htb", "default", "10"},
+		{"class", "add", "dev", veth + "s", "parent", "1:", "classid", "1:10", "htb", "rate", rate, "ceil", rate},
+	} {
+		if out, err := exec.Command("ip", append([]string{"netns", "exec", srvName, "tc"}, args...)...).CombinedOutput(); err != nil {
+			b.Fatalf("tc %v: %v: %s", args, err, out)
+		}
+	}
+	return cli, srv, srvAddr
 }

@@ -14,7 +14,13 @@
 // (revocable) container's class has a minimal rate, ceil = its limit or the
 // uplink, and the lowest priority, so it borrows whatever the guaranteed
 // classes leave idle and yields it as soon as they want it back. Limits
-// change live (one netlink class change per direction).
+// change live (one netlink class change per direction). Each class's leaf
+// queue is a bfifo holding 50 ms of its ceiling, so a download at the
+// limit does not queue a second of delay in front of everything else.
+//
+// Release gives back an exited container's address, veth, namespace and
+// classes at its exit (the containerizer calls it), so exited containers
+// kept for inspection do not exhaust the subnet.
 //
 // To keep namespace creation off the launch path, the isolator keeps a few
 // spare namespaces with their veth pair made ahead (Config.Spares), held by

@@ -247,9 +247,10 @@ func haveIperf() bool {
 // one omitted second) and returns the goodput in Mbit/s over the intervals
 // that were not omitted, as the client saw them (sender side, or receiver
 // side with reverse, where the server sends). With udpMbit > 0 it sends UDP
-// at that rate instead of TCP.
-func iperfClient(ctx context.Context, nsPath string, server netip.Addr, d time.Duration, reverse bool, udpMbit int) (float64, error) {
+// at that rate instead of TCP. extra are more iperf3 options.
+func iperfClient(ctx context.Context, nsPath string, server netip.Addr, d time.Duration, reverse bool, udpMbit int, extra ...string) (float64, error) {
 	args := []string{"--net=" + nsPath, "iperf3", "-c", server.String(), "-J", "-O", "1", "-t", fmt.Sprint(int(d.Seconds()))}
+	args = append(args, extra...)
 	if reverse {
 		args = append(args, "-R")
 	}

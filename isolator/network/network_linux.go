@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
@@ -36,11 +37,14 @@ type Isolator struct {
 	gw         netip.Addr
 	vethPrefix string
 	nl         *netlink.Handle // host namespace; safe for concurrent use
-	lock       *os.File        // flock on <StateDir>/.lock
-	hostNS     netns.NsHandle  // the namespace New ran in (for nftables)
-	bridge     int             // link indexes
-	txIFB      int
-	rxIFB      int
+	// tcSock is a netlink socket in the host namespace for the requests
+	// the netlink library cannot build (the leaf bfifo); used under mu.
+	tcSock map[int]*nl.SocketHandle
+	lock   *os.File       // flock on <StateDir>/.lock
+	hostNS netns.NsHandle // the namespace New ran in (for nftables)
+	bridge int            // link indexes
+	txIFB  int
+	rxIFB  int
 
 	mu      sync.Mutex
 	recs    map[string]record
@@ -142,6 +146,13 @@ func newLocked(cfg Config, lock *os.File) (*Isolator, error) {
 		i.hostNS.Close()
 		return nil, fmt.Errorf("open netlink: %w", err)
 	}
+	sock, err := nl.GetNetlinkSocketAt(i.hostNS, netns.None(), unix.NETLINK_ROUTE)
+	if err != nil {
+		i.nl.Close()
+		i.hostNS.Close()
+		return nil, fmt.Errorf("open netlink: %w", err)
+	}
+	i.tcSock = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: {Socket: sock}}
 	if i.bridge, err = i.ensureBridge(); err != nil {
 		i.release()
 		return nil, err
@@ -171,6 +182,9 @@ func newLocked(cfg Config, lock *os.File) (*Isolator, error) {
 // release closes the sockets and handles of a New that failed half-way
 // (the state dir lock is New's to close).
 func (i *Isolator) release() {
+	for _, sh := range i.tcSock {
+		sh.Close()
+	}
 	i.nl.Close()
 	i.hostNS.Close()
 }
@@ -510,6 +524,25 @@ func (i *Isolator) Cleanup(ctx context.Context, id string) error {
 	err := i.cleanupLocked(id)
 	i.askRefill()
 	return err
+}
+
+// Release gives back what an exited container holds on the host — its HTB
+// classes and queues, selectors, veth, namespace and address (the record
+// goes, so the address can be handed out again) — as soon as it has
+// exited, instead of at Cleanup: exited containers kept until removed would
+// otherwise exhaust the subnet. Cleanup afterwards has nothing left to do.
+// The caller keeps whatever it wants to show of the container's network
+// (Address before Release). Idempotent; a container without network is a
+// no-op.
+func (i *Isolator) Release(ctx context.Context, id string) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	err := i.cleanupLocked(id)
+	i.askRefill()
+	if err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	return nil
 }
 
 func (i *Isolator) cleanupLocked(id string) error {

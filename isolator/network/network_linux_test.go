@@ -634,3 +634,84 @@ func TestIsolate(t *testing.T) {
 		t.Errorf("Isolate of a container without network = %v", err)
 	}
 }
+
+// TestLeafQueue: every container class has a bfifo bounded in bytes from
+// its ceiling, on both IFBs; a resize changes the bound, and Recover puts
+// a lost one back.
+func TestLeafQueue(t *testing.T) {
+	iso := newTestIsolator(t, 1000)
+	ctx := context.Background()
+	prepare(t, iso, "c", isolator.Limits{NetBandwidthMbit: 20})
+	idx := mustIndex(t, iso, "c")
+	check := func(l isolator.Limits) {
+		t.Helper()
+		want := leafQueueBytes(classFor(l, 1000))
+		for _, ifb := range []int{iso.txIFB, iso.rxIFB} {
+			iso.mu.Lock()
+			got, err := iso.leafQueueLimit(ifb, idx)
+			iso.mu.Unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("limits %+v: bfifo limit on ifb %d = %d bytes, want %d", l, ifb, got, want)
+			}
+		}
+	}
+	l := isolator.Limits{Network: true, NetBandwidthMbit: 20}
+	check(l)
+	l.NetBandwidthMbit = 200
+	if err := iso.Update(ctx, "c", l); err != nil {
+		t.Fatal(err)
+	}
+	check(l)
+	// A queue removed behind the isolator's back comes back at Recover.
+	q := &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: iso.txIFB, Handle: leafHandle(idx), Parent: netlink.MakeHandle(1, uint16(idx))}, QdiscType: "bfifo"}
+	if err := netlink.QdiscDel(q); err != nil {
+		t.Fatal(err)
+	}
+	if err := iso.Recover(ctx, map[string]isolator.Limits{"c": l}); err != nil {
+		t.Fatal(err)
+	}
+	check(l)
+}
+
+// TestReleaseFreesAddress: Release of an exited container removes its
+// namespace, veth, classes and record at once, so more containers than
+// the subnet holds can come and go without Cleanup; Cleanup afterwards is
+// a no-op.
+func TestReleaseFreesAddress(t *testing.T) {
+	cfg := testConfig(t, 1000)
+	cfg.Subnet = netip.PrefixFrom(cfg.Subnet.Addr(), 29) // 5 containers
+	iso, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { uninstall(t, iso) })
+	ctx := context.Background()
+	for n := range 12 {
+		id := fmt.Sprintf("c%d", n)
+		var l isolator.Launch
+		if err := iso.Prepare(ctx, id, isolator.Limits{Network: true, NetBandwidthMbit: 10}, &l); err != nil {
+			t.Fatalf("prepare container %d in a /29: %v", n, err)
+		}
+		if err := iso.Release(ctx, id); err != nil {
+			t.Fatalf("release %s: %v", id, err)
+		}
+		if _, err := os.Stat(l.NetNSPath); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("netns of released %s: %v, want gone", id, err)
+		}
+		if _, err := iso.Address(id); !errors.Is(err, isolator.ErrNotFound) {
+			t.Errorf("address of released %s: %v, want ErrNotFound", id, err)
+		}
+		if err := iso.Release(ctx, id); err != nil {
+			t.Errorf("second release of %s: %v", id, err)
+		}
+		if err := iso.Cleanup(ctx, id); err != nil {
+			t.Errorf("cleanup after release of %s: %v", id, err)
+		}
+	}
+	if l := leftovers(t, iso); len(l) > 0 {
+		t.Errorf("left after release: %v", l)
+	}
+}

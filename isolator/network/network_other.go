@@ -53,6 +53,9 @@ func (i *Isolator) Usage(ctx context.Context, id string, stats *isolator.Statist
 // Cleanup is not supported off Linux.
 func (i *Isolator) Cleanup(ctx context.Context, id string) error { return errNS() }
 
+// Release is not supported off Linux.
+func (i *Isolator) Release(ctx context.Context, id string) error { return errNS() }
+
 // Recover is not supported off Linux.
 func (i *Isolator) Recover(ctx context.Context, known map[string]isolator.Limits) error {
 	return errNS()

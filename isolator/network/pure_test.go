@@ -168,3 +168,25 @@ func TestClassFor(t *testing.T) {
 		t.Errorf("quantum floor = %d", q)
 	}
 }
+
+// TestLeafQueueBytes: the leaf queue holds leafQueueMillis of the class's
+// ceiling, never less than minLeafQueueBytes nor more than
+// maxLeafQueueBytes.
+func TestLeafQueueBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    classSpec
+		want uint32
+	}{
+		{"20 Mbit", classSpec{Rate: 20 * mbit, Ceil: 20 * mbit}, 125_000},
+		{"best effort borrows up to its ceiling", classSpec{Rate: 1 * mbit, Ceil: 100 * mbit}, 625_000},
+		{"1 Mbit: a few packets at least", classSpec{Rate: 1 * mbit, Ceil: 1 * mbit}, minLeafQueueBytes},
+		{"100 Gbit: capped", classSpec{Rate: 100_000 * mbit, Ceil: 100_000 * mbit}, maxLeafQueueBytes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := leafQueueBytes(tc.s); got != tc.want {
+				t.Errorf("leafQueueBytes(%+v) = %d, want %d", tc.s, got, tc.want)
+			}
+		})
+	}
+}

@@ -65,3 +65,30 @@ func quantum(rateBit uint64) uint32 {
 	}
 	return uint32(q)
 }
+
+// Leaf queue bounds. HTB's leaves default to a pfifo of the device's
+// txqueuelen packets (1000 on the IFBs): at 20 Mbit/s a full one is 600 ms
+// of delay for every packet behind a download, ping included. A bfifo
+// holding leafQueueMillis of the class's ceiling keeps TCP at full
+// goodput (it needs about one round trip's worth of buffer) and bounds the
+// delay a queue adds; minLeafQueueBytes keeps slow classes from dropping
+// every burst.
+const (
+	leafQueueMillis   = 50
+	minLeafQueueBytes = 10 * 1514
+	maxLeafQueueBytes = 64 << 20
+)
+
+// leafQueueBytes is the byte limit of the bfifo under a class s: its
+// ceiling (what it sends at most) times leafQueueMillis, within
+// [minLeafQueueBytes, maxLeafQueueBytes].
+func leafQueueBytes(s classSpec) uint32 {
+	b := s.Ceil / 8 * leafQueueMillis / 1000
+	switch {
+	case b < minLeafQueueBytes:
+		b = minLeafQueueBytes
+	case b > maxLeafQueueBytes:
+		b = maxLeafQueueBytes
+	}
+	return uint32(b)
+}

@@ -3,6 +3,7 @@
 package network
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -94,9 +95,76 @@ func htbClass(link int, parent, handle uint32, s classSpec) *netlink.HtbClass {
 	)
 }
 
-// setClass creates or changes the container's class on one IFB.
+// setClass creates or changes the container's class on one IFB, and the
+// byte-limited queue under it (see leafQueueBytes).
 func (i *Isolator) setClass(ifb int, index uint32, s classSpec) error {
-	return i.nl.ClassReplace(htbClass(ifb, uplinkHandle, netlink.MakeHandle(1, uint16(index)), s))
+	if err := i.nl.ClassReplace(htbClass(ifb, uplinkHandle, netlink.MakeHandle(1, uint16(index)), s)); err != nil {
+		return err
+	}
+	return i.setLeafQueue(ifb, index, leafQueueBytes(s))
+}
+
+// leafHandle is the handle of the queue under container index's class:
+// <index>:0 (index ≥ 2, so never the root's 1:).
+func leafHandle(index uint32) uint32 { return netlink.MakeHandle(uint16(index), 0) }
+
+// setLeafQueue creates or changes the bfifo of limit bytes under the
+// container's class on ifb (deleted with the class). The netlink library
+// has no fifo qdisc type, so the request is built here: TCA_KIND "bfifo"
+// and TCA_OPTIONS a struct tc_fifo_qopt { __u32 limit; }.
+func (i *Isolator) setLeafQueue(ifb int, index uint32, limit uint32) error {
+	req := nl.NewNetlinkRequest(unix.RTM_NEWQDISC, unix.NLM_F_CREATE|unix.NLM_F_REPLACE|unix.NLM_F_ACK)
+	req.Sockets = i.tcSock
+	req.AddData(&nl.TcMsg{
+		Family:  nl.FAMILY_ALL,
+		Ifindex: int32(ifb),
+		Handle:  leafHandle(index),
+		Parent:  netlink.MakeHandle(1, uint16(index)),
+	})
+	req.AddData(nl.NewRtAttr(nl.TCA_KIND, nl.ZeroTerminated("bfifo")))
+	opt := make([]byte, 4)
+	nl.NativeEndian().PutUint32(opt, limit)
+	req.AddData(nl.NewRtAttr(nl.TCA_OPTIONS, opt))
+	if _, err := req.Execute(unix.NETLINK_ROUTE, 0); err != nil {
+		return fmt.Errorf("set bfifo of %d bytes under class 1:%x: %w", limit, index, err)
+	}
+	return nil
+}
+
+// leafQueueLimit returns the byte limit of the bfifo under the container's
+// class on ifb, read back from the kernel (0 when there is none).
+func (i *Isolator) leafQueueLimit(ifb int, index uint32) (uint32, error) {
+	req := nl.NewNetlinkRequest(unix.RTM_GETQDISC, unix.NLM_F_DUMP)
+	req.Sockets = i.tcSock
+	req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL, Ifindex: int32(ifb)})
+	msgs, err := req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWQDISC)
+	if err != nil {
+		return 0, fmt.Errorf("list qdiscs: %w", err)
+	}
+	for _, m := range msgs {
+		tcm := nl.DeserializeTcMsg(m)
+		if tcm.Ifindex != int32(ifb) || tcm.Handle != leafHandle(index) {
+			continue
+		}
+		attrs, err := nl.ParseRouteAttr(m[tcm.Len():])
+		if err != nil {
+			return 0, fmt.Errorf("parse qdisc: %w", err)
+		}
+		var kind string
+		var opt []byte
+		for _, a := range attrs {
+			switch a.Attr.Type {
+			case nl.TCA_KIND:
+				kind = string(bytes.TrimRight(a.Value, "\x00"))
+			case nl.TCA_OPTIONS:
+				opt = a.Value
+			}
+		}
+		if kind == "bfifo" && len(opt) >= 4 {
+			return nl.NativeEndian().Uint32(opt), nil
+		}
+	}
+	return 0, nil
 }
 
 // selector classifies IPv4 packets whose address at off is addr into the
