@@ -12,6 +12,8 @@ import (
 	"github.com/brimnode/brim/master"
 	"github.com/brimnode/brim/master/allocator"
 	"github.com/brimnode/brim/resources"
+	"github.com/brimnode/brim/scheduler"
+	"google.golang.org/grpc/codes"
 )
 
 // operatorAPI serves c's operator API without authentication.
@@ -202,5 +204,17 @@ func TestOperatorHTTPErrors(t *testing.T) {
 	}
 	if code, body, _ := do(http.MethodGet, "/state", ""); code != http.StatusOK || !strings.Contains(body, "startedAt") {
 		t.Errorf("GET /state: %d %.80s", code, body)
+	}
+}
+
+// A framework's roles go through the same rule at Subscribe.
+func TestSubscribeValidatesRoles(t *testing.T) {
+	c := newCluster(t, master.Options{})
+	for _, role := range []string{"a b", "..", "../x", "*"} {
+		s := startSession(t, scheduler.Options{Master: c.addr, Name: "fw", Roles: []string{"ok", role}})
+		s.refused(t, codes.InvalidArgument, "role")
+	}
+	if st := c.m.State(); len(st.Frameworks) != 0 || len(st.Roles) != 0 {
+		t.Fatalf("refused frameworks recorded: %+v %+v", st.Frameworks, st.Roles)
 	}
 }
