@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/masterlink"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 )
@@ -118,7 +119,7 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	if tlsCfg != nil {
 		l = tls.NewListener(l, tlsCfg)
 	}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(masterlink.ServerOptions()...) // permits the agents' keepalive pings
 	m.RegisterGRPC(gs)
 	// One port, like Mesos's 5050: connections that open with the HTTP/2
 	// preface (gRPC clients: agents, frameworks) go to the gRPC server on
