@@ -46,10 +46,10 @@ const (
 	// connectTimeout bounds one connection attempt (TCP and HTTP/2
 	// handshakes; TLS too) whose packets go nowhere.
 	connectTimeout = 10 * time.Second
-	// registerTimeout bounds the wait for the master's Registered,
-	// including the wait for a connection: a session that does not
-	// register by then is logged and started again.
-	registerTimeout = 30 * time.Second
+	// defaultRegisterTimeout bounds the wait for the master's
+	// Registered, including the wait for a connection: a session that
+	// does not register by then is logged and started again.
+	defaultRegisterTimeout = 30 * time.Second
 )
 
 // Task is a task the master asks the agent to run.
@@ -173,6 +173,8 @@ type Client struct {
 	wake      chan struct{}
 	connected bool
 	wg        sync.WaitGroup
+
+	registerTimeout time.Duration // defaultRegisterTimeout; shorter in tests
 }
 
 // New loads the client's state from opts.StateDir.
@@ -213,7 +215,8 @@ func New(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("create masterlink state: %w", err)
 	}
 	c := &Client{opts: opts, log: log.With("component", "masterlink"), dir: dir, over: Oversubscription{Revocable: opts.Revocable},
-		out: newOutbox(backoff{Min: opts.RetryMin, Max: opts.RetryMax, Jitter: jitter}, rand.Float64), wake: make(chan struct{}, 1)}
+		out: newOutbox(backoff{Min: opts.RetryMin, Max: opts.RetryMax, Jitter: jitter}, rand.Float64), wake: make(chan struct{}, 1),
+		registerTimeout: defaultRegisterTimeout}
 	b, err := os.ReadFile(filepath.Join(dir, "agent-id"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read agent id: %w", err)
@@ -438,7 +441,7 @@ func (c *Client) linkParams() linkParams {
 }
 
 // errRegisterTimeout ends a session that did not register in time.
-var errRegisterTimeout = fmt.Errorf("no registration within %s", registerTimeout)
+var errRegisterTimeout = errors.New("no registration in time")
 
 // session runs one stream: register, then serve until it breaks.
 func (c *Client) session(ctx context.Context, api pb.AgentLinkClient) (bool, error) {
@@ -447,7 +450,9 @@ func (c *Client) session(ctx context.Context, api pb.AgentLinkClient) (bool, err
 	defer cancel()
 	// Wait for a connection (the channel's bounded backoff brings it as
 	// soon as the master is reachable), but not forever.
-	timer := time.AfterFunc(registerTimeout, func() { cancelCause(errRegisterTimeout) })
+	timer := time.AfterFunc(c.registerTimeout, func() {
+		cancelCause(fmt.Errorf("%w (%s)", errRegisterTimeout, c.registerTimeout))
+	})
 	defer timer.Stop()
 	stream, err := api.Connect(sctx, grpc.WaitForReady(true))
 	if err != nil {
