@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/brimnode/brim/masterlink"
 	"google.golang.org/grpc"
 )
 
@@ -96,7 +98,7 @@ func Start(ctx context.Context, cfg Config) (_ *Running, err error) {
 	if cfg.TLS != nil {
 		l = tls.NewListener(l, cfg.TLS)
 	}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(masterlink.ServerOptions()...) // permits the agents' keepalive pings
 	m.RegisterGRPC(gs)
 	srv := &Server{GRPC: gs, HTTP: m.HTTPHandler(auth)}
 	g, gctx := errgroup.WithContext(ctx)

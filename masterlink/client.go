@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,20 +16,40 @@ import (
 
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
+	"github.com/google/uuid"
 	"google.golang.org/grpc"
+	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
-// Defaults of Options: Mesos's status update retry figures and a short
-// reconnect backoff.
+// Defaults of Options: Mesos's status update retry figures, a short
+// reconnect backoff (a link that is back is used again within
+// DefaultReconnectMax), and keepalives that find a black-holed link
+// within DefaultKeepaliveTime + DefaultKeepaliveTimeout.
 const (
-	DefaultRetryMin     = 10 * time.Second
-	DefaultRetryMax     = 10 * time.Minute
-	DefaultReconnectMin = 500 * time.Millisecond
-	DefaultReconnectMax = 10 * time.Second
+	DefaultRetryMin         = 10 * time.Second
+	DefaultRetryMax         = 10 * time.Minute
+	DefaultReconnectMin     = 500 * time.Millisecond
+	DefaultReconnectMax     = 5 * time.Second
+	DefaultKeepaliveTime    = 10 * time.Second // gRPC's floor for client pings
+	DefaultKeepaliveTimeout = 5 * time.Second
+)
+
+// Fixed parameters of the link.
+const (
+	// jitter is the share of a backoff delay taken off at random.
+	jitter = 0.2
+	// connectTimeout bounds one connection attempt (TCP and HTTP/2
+	// handshakes; TLS too) whose packets go nowhere.
+	connectTimeout = 10 * time.Second
+	// defaultRegisterTimeout bounds the wait for the master's
+	// Registered, including the wait for a connection: a session that
+	// does not register by then is logged and started again.
+	defaultRegisterTimeout = 30 * time.Second
 )
 
 // Task is a task the master asks the agent to run.
@@ -108,8 +129,18 @@ type Options struct {
 	// RetryMin and RetryMax bound the exponential backoff of status update
 	// retries.
 	RetryMin, RetryMax time.Duration
-	// ReconnectMin and ReconnectMax bound the reconnect backoff.
+	// ReconnectMin and ReconnectMax bound the reconnect backoff, jittered:
+	// both the gRPC channel's connection attempts and the Client's own
+	// retries of a session that did not register (a refused one waits
+	// ReconnectMax). A link that is back is used again within ReconnectMax.
 	ReconnectMin, ReconnectMax time.Duration
+	// KeepaliveTime and KeepaliveTimeout: after KeepaliveTime without
+	// anything from the master the Client pings it, and drops the
+	// connection when no answer comes within KeepaliveTimeout — so a link
+	// that silently loses every packet (a black hole: no reset ever
+	// comes) is found and reconnected. gRPC raises KeepaliveTime to at
+	// least 10 s; the master must permit pings that often (ServerOptions).
+	KeepaliveTime, KeepaliveTimeout time.Duration
 	// Principal and Secret authenticate the agent to a master that
 	// authenticates agents: every stream carries the per-RPC credentials
 	// "authorization: Basic base64(principal:secret)" (BasicCredentials).
@@ -136,12 +167,14 @@ type Client struct {
 
 	mu        sync.Mutex
 	id        string
-	queues    map[string]*queue
+	out       *outbox
 	over      Oversubscription
 	send      func(*pb.AgentMessage) error // nil while disconnected
 	wake      chan struct{}
 	connected bool
 	wg        sync.WaitGroup
+
+	registerTimeout time.Duration // defaultRegisterTimeout; shorter in tests
 }
 
 // New loads the client's state from opts.StateDir.
@@ -161,6 +194,12 @@ func New(opts Options) (*Client, error) {
 	if opts.ReconnectMax < opts.ReconnectMin {
 		opts.ReconnectMax = max(DefaultReconnectMax, opts.ReconnectMin)
 	}
+	if opts.KeepaliveTime <= 0 {
+		opts.KeepaliveTime = DefaultKeepaliveTime
+	}
+	if opts.KeepaliveTimeout <= 0 {
+		opts.KeepaliveTimeout = DefaultKeepaliveTimeout
+	}
 	if strings.Contains(opts.Principal, ":") {
 		return nil, fmt.Errorf("new masterlink client: principal %q: must not contain ':'", opts.Principal)
 	}
@@ -176,7 +215,8 @@ func New(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("create masterlink state: %w", err)
 	}
 	c := &Client{opts: opts, log: log.With("component", "masterlink"), dir: dir, over: Oversubscription{Revocable: opts.Revocable},
-		queues: map[string]*queue{}, wake: make(chan struct{}, 1)}
+		out: newOutbox(backoff{Min: opts.RetryMin, Max: opts.RetryMax, Jitter: jitter}, rand.Float64), wake: make(chan struct{}, 1),
+		registerTimeout: defaultRegisterTimeout}
 	b, err := os.ReadFile(filepath.Join(dir, "agent-id"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read agent id: %w", err)
@@ -189,7 +229,9 @@ func New(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.queues = qs
+	for _, q := range qs {
+		c.out.put(q)
+	}
 	return c, nil
 }
 
@@ -214,29 +256,14 @@ func (c *Client) Connected() bool {
 func (c *Client) Update(st Status) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	q := c.queues[st.TaskID]
-	if resizeAnswer(st.Reason) {
-		// An answer to a resource update takes the task's latest state;
-		// a task that ended (or never started) here needs none.
-		if q == nil || q.Last == pb.TaskState_TASK_UNKNOWN || q.Last.Terminal() {
-			return nil
-		}
-		st.State = q.Last
-	}
-	if q == nil {
-		q = &queue{TaskID: st.TaskID}
-		c.queues[st.TaskID] = q
-	}
-	if q.Last == st.State && !resizeAnswer(st.Reason) {
+	q, ok := c.out.enqueue(st, uuid.NewString(), time.Now())
+	if !ok {
 		return nil
 	}
-	u := newUpdate(st)
-	q.Pending = append(q.Pending, u)
-	q.Last = st.State
 	if err := q.save(filepath.Join(c.dir, "updates")); err != nil {
-		q.Pending = q.Pending[:len(q.Pending)-1]
 		return fmt.Errorf("checkpoint status of %s: %w", st.TaskID, err)
 	}
+	c.out.put(q)
 	c.poke()
 	return nil
 }
@@ -329,6 +356,15 @@ func (c *Client) poke() {
 // Run connects to the master and serves the link until ctx is cancelled,
 // reconnecting with backoff. It waits for the task launches it started.
 //
+// Reconnecting is bounded: the channel retries a connection with a
+// jittered backoff from ReconnectMin up to ReconnectMax (never gRPC's
+// default, which grows to 2 minutes: 45 s to come back after a 150 s
+// cut), and a session waits for the connection rather than failing fast,
+// so the link is used again within ReconnectMax of being back. Keepalive
+// pings (KeepaliveTime, KeepaliveTimeout) find a link that loses every
+// packet without a reset. A session that has not registered within 30 s
+// (no connection, no answer) is logged and started again.
+//
 // A registration the master refuses (codes.Unauthenticated or
 // PermissionDenied: missing or bad credentials, an ACL, an agent ID
 // registered by another principal) is logged with the master's reason and
@@ -341,6 +377,8 @@ func (c *Client) Run(ctx context.Context) error {
 	if c.opts.Principal != "" {
 		dial = append(dial, grpc.WithPerRPCCredentials(BasicCredentials(c.opts.Principal, c.opts.Secret)))
 	}
+	p := c.linkParams()
+	dial = append(dial, grpc.WithConnectParams(p.connect), grpc.WithKeepaliveParams(p.keepalive))
 	dial = append(dial, c.opts.DialOptions...)
 	cc, err := grpc.NewClient(c.opts.Master, dial...)
 	if err != nil {
@@ -349,7 +387,8 @@ func (c *Client) Run(ctx context.Context) error {
 	defer cc.Close()
 	defer c.wg.Wait()
 	api := pb.NewAgentLinkClient(cc)
-	backoff := c.opts.ReconnectMin
+	retry := p.retry
+	attempt := 0
 	everRegistered := false
 	for {
 		registered, err := c.session(ctx, api)
@@ -358,33 +397,66 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		everRegistered = everRegistered || registered
 		if registered {
-			backoff = c.opts.ReconnectMin
+			attempt = 0
 		}
+		wait := retry.delay(attempt, rand.Float64())
 		if !registered && rejected(err) {
 			if !everRegistered {
 				return fmt.Errorf("master %s refused the agent: %w: %w", c.opts.Master, ErrRejected, err)
 			}
-			backoff = c.opts.ReconnectMax
-			c.log.Error("master refused the agent", "master", c.opts.Master, "err", err, "retry_in", backoff)
+			wait = retry.Max
+			c.log.Error("master refused the agent", "master", c.opts.Master, "err", err, "retry_in", wait)
 		} else {
-			c.log.Warn("master link down", "master", c.opts.Master, "err", err, "retry_in", backoff)
+			c.log.Warn("master link down", "master", c.opts.Master, "err", err, "retry_in", wait)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
-		backoff = min(backoff*2, c.opts.ReconnectMax)
+		attempt++
 	}
 }
 
+// linkParams are the link's reconnect and keepalive parameters.
+type linkParams struct {
+	retry     backoff // the Client's retries of a session
+	connect   grpc.ConnectParams
+	keepalive keepalive.ClientParameters
+}
+
+// linkParams derives the gRPC channel's parameters from the options.
+// gRPC's backoff jitter is symmetric (±Jitter), so its cap is lowered to
+// keep every delay within ReconnectMax.
+func (c *Client) linkParams() linkParams {
+	return linkParams{
+		retry: backoff{Min: c.opts.ReconnectMin, Max: c.opts.ReconnectMax, Jitter: jitter},
+		connect: grpc.ConnectParams{
+			Backoff: grpcbackoff.Config{BaseDelay: c.opts.ReconnectMin, Multiplier: 1.6, Jitter: jitter,
+				MaxDelay: max(c.opts.ReconnectMin, time.Duration(float64(c.opts.ReconnectMax)/(1+jitter)))},
+			MinConnectTimeout: connectTimeout,
+		},
+		keepalive: keepalive.ClientParameters{Time: c.opts.KeepaliveTime, Timeout: c.opts.KeepaliveTimeout},
+	}
+}
+
+// errRegisterTimeout ends a session that did not register in time.
+var errRegisterTimeout = errors.New("no registration in time")
+
 // session runs one stream: register, then serve until it breaks.
 func (c *Client) session(ctx context.Context, api pb.AgentLinkClient) (bool, error) {
-	sctx, cancel := context.WithCancel(ctx)
+	sctx, cancelCause := context.WithCancelCause(ctx)
+	cancel := func() { cancelCause(nil) }
 	defer cancel()
-	stream, err := api.Connect(sctx)
+	// Wait for a connection (the channel's bounded backoff brings it as
+	// soon as the master is reachable), but not forever.
+	timer := time.AfterFunc(c.registerTimeout, func() {
+		cancelCause(fmt.Errorf("%w (%s)", errRegisterTimeout, c.registerTimeout))
+	})
+	defer timer.Stop()
+	stream, err := api.Connect(sctx, grpc.WaitForReady(true))
 	if err != nil {
-		return false, fmt.Errorf("connect: %w", err)
+		return false, fmt.Errorf("connect: %w", sessionErr(sctx, err))
 	}
 	snaps, err := c.opts.Runner.Tasks(ctx)
 	if err != nil {
@@ -404,11 +476,14 @@ func (c *Client) session(ctx context.Context, api pb.AgentLinkClient) (bool, err
 		return stream.Send(m)
 	}
 	if err := send(&pb.AgentMessage{Msg: &pb.AgentMessage_Register{Register: reg}}); err != nil {
-		return false, fmt.Errorf("register: %w", err)
+		return false, fmt.Errorf("register: %w", sessionErr(sctx, err))
 	}
 	first, err := stream.Recv()
 	if err != nil {
-		return false, fmt.Errorf("register: %w", err)
+		return false, fmt.Errorf("register: %w", sessionErr(sctx, err))
+	}
+	if !timer.Stop() {
+		return false, fmt.Errorf("register: %w", errRegisterTimeout)
 	}
 	r := first.GetRegistered()
 	if r == nil {
@@ -423,9 +498,7 @@ func (c *Client) session(ctx context.Context, api pb.AgentLinkClient) (bool, err
 	}
 	c.mu.Lock()
 	c.send, c.connected = send, true
-	for _, q := range c.queues {
-		q.inflight = "" // resend every head on the new stream
-	}
+	c.out.rewind() // resend every head on the new stream
 	// A change made while the Register was on its way is sent now.
 	var over *pb.Oversubscribed
 	if p := c.over.registered(); !proto.Equal(p, reg.Oversubscription) {
@@ -500,33 +573,16 @@ func (c *Client) heartbeats(ctx context.Context, send func(*pb.AgentMessage) err
 	}
 }
 
-// deliver sends the head of every task's queue when none is in flight or
-// its retry is due.
+// deliver sends what the outbox says is due, when it is due.
 func (c *Client) deliver(ctx context.Context, send func(*pb.AgentMessage) error) {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		var out []*pb.TaskStatus
-		now := time.Now()
-		next := now.Add(time.Hour)
 		c.mu.Lock()
-		for _, q := range c.queues {
-			if len(q.Pending) == 0 {
-				continue
-			}
-			h := q.Pending[0]
-			if q.inflight != h.UUID || !now.Before(q.retryAt) {
-				if q.inflight == h.UUID {
-					q.backoff = min(q.backoff*2, c.opts.RetryMax)
-				} else {
-					q.backoff = c.opts.RetryMin
-				}
-				q.inflight, q.retryAt = h.UUID, now.Add(q.backoff)
-				out = append(out, h.proto(q.TaskID, c.id))
-			}
-			if q.retryAt.Before(next) {
-				next = q.retryAt
-			}
+		heads, next := c.out.due(time.Now())
+		out := make([]*pb.TaskStatus, len(heads))
+		for i := range heads {
+			out[i] = heads[i].Update.proto(heads[i].TaskID, c.id)
 		}
 		c.mu.Unlock()
 		for _, st := range out {
@@ -534,7 +590,15 @@ func (c *Client) deliver(ctx context.Context, send func(*pb.AgentMessage) error)
 				return
 			}
 		}
-		t.Reset(time.Until(next))
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		if !next.IsZero() {
+			t.Reset(time.Until(next))
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -548,12 +612,10 @@ func (c *Client) deliver(ctx context.Context, send func(*pb.AgentMessage) error)
 func (c *Client) ack(taskID, id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	q := c.queues[taskID]
-	if q == nil || len(q.Pending) == 0 || q.Pending[0].UUID != id {
+	q, ok := c.out.ack(taskID, id)
+	if !ok {
 		return // a duplicate acknowledgement
 	}
-	q.Pending = q.Pending[1:]
-	q.inflight = ""
 	if err := q.save(filepath.Join(c.dir, "updates")); err != nil {
 		c.log.Warn("checkpoint acknowledgement", "task", taskID, "err", err)
 	}
@@ -635,4 +697,13 @@ func taskFromProto(ti *pb.TaskInfo) (Task, error) {
 func rejected(err error) bool {
 	c := status.Code(err)
 	return c == codes.Unauthenticated || c == codes.PermissionDenied
+}
+
+// sessionErr is err, or the cause that ended the session's context (the
+// registration timeout) when there is one.
+func sessionErr(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
 }

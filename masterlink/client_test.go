@@ -77,7 +77,7 @@ func (m *scriptedMaster) Connect(stream pb.AgentLink_ConnectServer) error {
 	}
 }
 
-func startScripted(t *testing.T) (*scriptedMaster, string) {
+func startScripted(t *testing.T, opts ...grpc.ServerOption) (*scriptedMaster, string) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -85,7 +85,7 @@ func startScripted(t *testing.T) (*scriptedMaster, string) {
 	}
 	m := &scriptedMaster{statuses: make(chan *pb.TaskStatus, 100), acks: make(chan *pb.StatusAck, 10), regs: make(chan *pb.Register, 10),
 		overs: make(chan *pb.Oversubscribed, 100), cmds: make(chan *pb.MasterMessage, 10)}
-	s := grpc.NewServer()
+	s := grpc.NewServer(opts...)
 	pb.RegisterAgentLinkServer(s, m)
 	go func() { _ = s.Serve(l) }()
 	t.Cleanup(s.Stop)

@@ -11,7 +11,15 @@
 // delivers task status updates at least once: checkpointed before Update
 // returns, one in flight per task, resent with exponential backoff until
 // the framework's acknowledgement comes back, identified by UUID so that
-// the framework can drop duplicates.
+// the framework can drop duplicates. That queue is the outbox, a pure
+// state machine (enqueue, due, ack, rewind) the Client persists and sends
+// for.
+//
+// A broken link is reconnected within ReconnectMax of being back (a
+// bounded, jittered backoff for the gRPC channel and the sessions), and
+// keepalive pings find a link that silently drops every packet.
+// ServerOptions are the master's side of that: its gRPC server must permit
+// the pings.
 //
 // With Options.Principal and Secret every stream carries per-RPC
 // credentials (BasicCredentials) for a master that authenticates agents;
@@ -19,6 +27,7 @@
 // later one is retried after ReconnectMax.
 //
 // It never runs containers itself (the TaskRunner does) and never decides
-// anything about allocation. The master side lives in package master.
+// anything about allocation. The master side lives in package master
+// (ServerOptions aside).
 // Errors are wrapped with %w; its one sentinel is ErrRejected.
 package masterlink

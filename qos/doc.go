@@ -15,6 +15,10 @@
 // out-of-process plugin host and serve side (hashicorp/go-plugin over
 // gRPC, protocol in package pluginpb).
 //
+// The interference controller's graded response is a ladder of levels,
+// one step function per level (ladder.go); its scenarios are scripts
+// under testdata/interference.
+//
 // It never estimates revocable resources and never touches cgroups or
 // processes itself: controllers compute, the Applier calls the Actuator.
 //

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/brimnode/brim/monitor"
@@ -294,163 +293,17 @@ func (ic *Interference) activityOf(c *monitor.ContainerUsage) activity {
 }
 
 // Corrections implements Controller. The round's time is u.Timestamp.
+// A round is three phases (ladder.go): observe the usage (signals against
+// baselines, which revocable work is correctable), step the ladder with
+// the step function of the current level (which may move it one level, or
+// kill), and bring every correctable container to the level in force.
 func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Correction, error) {
-	now := u.Timestamp
-	ic.prune(&u)
-	be, acts := ic.correctable(&u)
-
-	var worst *Trigger
-	var worstStamp, newest time.Time // the worst signal's observation, the newest of all
-	worstRatio := 0.0
-	suspect := false // a value in the hysteresis band while revocable work is active
-	for i := range u.Containers {
-		c := &u.Containers[i]
-		if c.Revocable {
-			continue
-		}
-		bs := ic.baselines[c.ID]
-		if bs == nil {
-			bs = map[string]*baseline{}
-			ic.baselines[c.ID] = bs
-		}
-		for sig, v := range Signals(c) {
-			if st := stamp(c, sig); st.After(newest) {
-				newest = st
-			}
-			b := bs[sig]
-			if b == nil {
-				b = &baseline{}
-				bs[sig] = b
-			}
-			factor := ic.cfg.EnterFactor
-			if ic.level > LevelNone {
-				factor = ic.cfg.ExitFactor
-			}
-			thr := max(b.mean*factor, b.mean+ic.cfg.Floors[sig])
-			if b.n >= ic.cfg.Warmup && v > thr {
-				if r := v / thr; worst == nil || r > worstRatio {
-					worst = &Trigger{Signal: sig, Victim: c.ID, Value: v, Baseline: b.mean, Threshold: thr}
-					worstRatio, worstStamp = r, stamp(c, sig)
-				}
-				continue
-			}
-			// While revocable work is active, a value in the hysteresis
-			// band (above the exit threshold, not yet degraded) may be
-			// interference: learning it lets the baseline drift up to the
-			// contended level when the degradation is intermittent.
-			quiet := len(be) == 0 || b.n < ic.cfg.Warmup || v <= max(b.mean*ic.cfg.ExitFactor, b.mean+ic.cfg.Floors[sig])
-			if ic.level == LevelNone && quiet {
-				b.learn(v, ic.cfg.Alpha, ic.cfg.Warmup)
-			}
-			suspect = suspect || !quiet
-		}
+	o := ic.observe(&u)
+	out, done := ladder[ic.level](ic, &o)
+	if done {
+		return out, nil
 	}
-
-	var out []Correction
-	cooled := ic.lastChange.IsZero() || now.Sub(ic.lastChange) >= ic.cfg.Cooldown
-	if ic.level > LevelNone || len(be) == 0 {
-		// Nothing revocable is at work (whatever hurts the victims,
-		// corrections cannot help: do not arm the response for work that
-		// arrives later), or the response is under way.
-		ic.forget()
-	}
-	ic.suspect = suspect && ic.level == LevelNone
-	if ic.level == LevelNone {
-		if len(be) == 0 {
-			return nil, nil
-		}
-		if worst != nil {
-			newest = worstStamp
-		}
-		ic.observe(worst != nil, newest)
-	}
-	if worst != nil {
-		ic.healthySince = time.Time{}
-		switch {
-		case ic.level == LevelNone:
-			if !ic.persistent() {
-				return nil, nil // not yet persistent: maybe noise
-			}
-			ic.forget()
-			ic.step(LevelThrottle, now, *worst)
-		case ic.level == LevelThrottle && cooled && len(be) > 0:
-			ic.step(LevelFreeze, now, *worst)
-			ic.ref, ic.frozeAt = worstRatio, now
-		case ic.level >= LevelFreeze && len(be) > 0:
-			switch {
-			case !cooled || (ic.level == LevelFreeze && now.Sub(ic.frozeAt) < ic.cfg.FreezeHold):
-			case ic.cfg.Improvement > 0 && worstRatio <= (1-ic.cfg.Improvement)*ic.ref:
-				// Still improving (a frozen writer's dirty pages
-				// flushing): wait another cool-down before escalating.
-				ic.ref, ic.lastChange = worstRatio, now
-			case ic.level == LevelFreeze:
-				ic.step(LevelKill, now, *worst)
-				ic.ref = worstRatio
-			default:
-				ic.cause, ic.lastChange, ic.ref = *worst, now, worstRatio
-				c := be[0]
-				why := "the youngest"
-				if a := acts[c.ID]; a.known {
-					why = fmt.Sprintf("the most active (cpu %.2f, io+memory stall %.2f)", a.cpu, a.stall)
-				}
-				delete(ic.throttled, c.ID)
-				delete(ic.frozen, c.ID)
-				delete(ic.frozenAct, c.ID)
-				ic.killed[c.ID] = true
-				return []Correction{{Type: Kill, ContainerID: c.ID, Trigger: *worst,
-					Reason: fmt.Sprintf("%s still degraded with revocable work frozen: preempting %s revocable container", worst.Victim, why)}}, nil
-			}
-		}
-	} else if ic.level > LevelNone {
-		if ic.healthySince.IsZero() {
-			ic.healthySince = now
-		}
-		if now.Sub(ic.healthySince) >= ic.cfg.RecoverAfter && cooled {
-			rec := Trigger{Signal: SignalRecovered, Victim: ic.cause.Victim, Baseline: ic.cause.Baseline, Threshold: ic.cause.Threshold}
-			if ic.level >= LevelFreeze {
-				for _, id := range sortedKeys(ic.frozen) {
-					out = append(out, Correction{Type: Thaw, ContainerID: id, Trigger: rec, Reason: "victims healthy: thawing"})
-				}
-				clear(ic.frozen)
-				clear(ic.frozenAct)
-				ic.level = LevelThrottle
-			} else {
-				for _, id := range sortedKeys(ic.throttled) {
-					out = append(out, Correction{Type: Unthrottle, ContainerID: id, Trigger: rec, Reason: "victims healthy: lifting the throttle"})
-				}
-				clear(ic.throttled)
-				ic.level = LevelNone
-			}
-			ic.lastChange, ic.healthySince = now, now
-			return out, nil
-		}
-	}
-
-	// Bring every active revocable container to the current level (also
-	// those that appeared or woke up since the last step).
-	// Oldest first, whatever their activity: stable output.
-	byAge := slices.Clone(be)
-	slices.SortStableFunc(byAge, func(x, y *monitor.ContainerUsage) int {
-		if c := x.StartedAt.Compare(y.StartedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(y.ID, x.ID)
-	})
-	for _, c := range byAge {
-		if ic.level >= LevelThrottle && !ic.throttled[c.ID] {
-			q := max(int64(float64(c.Limits.MilliCPUs)*ic.cfg.ThrottleFraction), ic.cfg.MinQuota)
-			out = append(out, Correction{Type: Throttle, ContainerID: c.ID, CPUQuota: q, Trigger: ic.cause,
-				Reason: fmt.Sprintf("%s degraded: throttling best-effort work", ic.cause.Victim)})
-			ic.throttled[c.ID] = true
-		}
-		if ic.level >= LevelFreeze && !ic.frozen[c.ID] {
-			out = append(out, Correction{Type: Freeze, ContainerID: c.ID, Trigger: ic.cause,
-				Reason: fmt.Sprintf("%s still degraded with best-effort work throttled: freezing it", ic.cause.Victim)})
-			ic.frozen[c.ID] = true
-			ic.frozenAct[c.ID] = acts[c.ID]
-		}
-	}
-	return out, nil
+	return append(out, ic.bring(&o)...), nil
 }
 
 // prune forgets the state of containers absent from u.
@@ -509,49 +362,12 @@ func (ic *Interference) correctable(u *monitor.Usage) ([]*monitor.ContainerUsage
 	return be, acts
 }
 
-// observe records a new observation (one with a later stamp than the
-// last: a report seen by two rounds counts once) at LevelNone.
-func (ic *Interference) observe(degraded bool, stamp time.Time) {
-	if !ic.lastStamp.IsZero() && !stamp.After(ic.lastStamp) {
-		return
-	}
-	ic.recent = append(ic.recent, degraded)
-	if n := max(ic.cfg.Persist, 1) + 1; len(ic.recent) > n {
-		ic.recent = ic.recent[len(ic.recent)-n:]
-	}
-	ic.lastStamp = stamp
-}
-
-// persistent reports whether the degradation seen now is persistent: the
-// latest observation and Persist of the last Persist+1 were degraded (a
-// single noisy window is not; an intermittent degradation, with one
-// healthy window among the degraded ones, is).
-func (ic *Interference) persistent() bool {
-	if len(ic.recent) == 0 || !ic.recent[len(ic.recent)-1] {
-		return false
-	}
-	n := 0
-	for _, d := range ic.recent {
-		if d {
-			n++
-		}
-	}
-	return n >= max(ic.cfg.Persist, 1)
-}
-
-// forget drops the observations toward the first correction.
-func (ic *Interference) forget() { ic.recent, ic.lastStamp = ic.recent[:0], time.Time{} }
-
 // Pending implements Pender: with no correction in force, a degradation
 // has been observed that the next observations may confirm, or the last
 // round saw a value in the hysteresis band (above the exit threshold)
 // while revocable work is active — maybe the start of one.
 func (ic *Interference) Pending() bool {
 	return ic.level == LevelNone && (ic.suspect || slices.Contains(ic.recent, true))
-}
-
-func (ic *Interference) step(level int, now time.Time, cause Trigger) {
-	ic.level, ic.lastChange, ic.cause = min(level, LevelKill), now, cause
 }
 
 func sortedKeys(m map[string]bool) []string {

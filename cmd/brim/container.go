@@ -279,7 +279,7 @@ func toJSON(c *agentpb.Container) containerJSON {
 		CPUs: float64(c.MilliCpus) / 1000, MemMiB: c.MemMib, Pids: c.Pids, CPUQuota: c.CpuQuota,
 		Revocable: c.Revocable, CreatedAt: timeOf(c.CreatedAtUnixNano), SandboxDir: c.SandboxDir, Labels: c.Labels,
 		Quarantine: c.Quarantine,
-		NetMbit: c.NetMbit, Address: c.Address,
+		NetMbit:    c.NetMbit, Address: c.Address,
 	}
 	if c.StartedAtUnixNano != 0 {
 		t := timeOf(c.StartedAtUnixNano)

@@ -7,52 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
-
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
-	"github.com/google/uuid"
 )
 
-// update is one checkpointed status update.
-type update struct {
-	UUID      string       `json:"uuid"`
-	State     pb.TaskState `json:"state"`
-	Reason    string       `json:"reason,omitempty"`
-	Message   string       `json:"message,omitempty"`
-	ExitCode  *int         `json:"exitCode,omitempty"`
-	Resources string       `json:"resources,omitempty"`
-	Timestamp time.Time    `json:"timestamp"`
-}
-
-func newUpdate(st Status) update {
-	u := update{UUID: uuid.NewString(), State: st.State, Reason: st.Reason, Message: st.Message, ExitCode: st.ExitCode, Timestamp: time.Now()}
-	if !st.Resources.IsEmpty() {
-		u.Resources = st.Resources.String()
-	}
-	return u
-}
-
-func (u *update) proto(taskID, agentID string) *pb.TaskStatus {
-	st := &pb.TaskStatus{TaskId: taskID, AgentId: agentID, State: u.State, Reason: u.Reason, Message: u.Message,
-		Uuid: u.UUID, TimestampUnixNano: u.Timestamp.UnixNano(), Resources: u.Resources}
-	if u.ExitCode != nil {
-		st.HasExitCode, st.ExitCode = true, int32(*u.ExitCode)
-	}
-	return st
-}
-
-// queue is a task's unacknowledged updates, oldest first, checkpointed in
-// one file per task.
-type queue struct {
-	TaskID  string       `json:"taskId"`
-	Last    pb.TaskState `json:"last"`
-	Pending []update     `json:"pending,omitempty"`
-
-	inflight string // UUID of the head as last sent on this stream
-	retryAt  time.Time
-	backoff  time.Duration
-}
-
+// save checkpoints q as dir/<task>.json.
 func (q *queue) save(dir string) error {
 	b, err := json.Marshal(q)
 	if err != nil {
@@ -61,6 +18,7 @@ func (q *queue) save(dir string) error {
 	return writeFileAtomic(filepath.Join(dir, q.TaskID+".json"), b)
 }
 
+// loadQueues reads the checkpoints under dir.
 func loadQueues(dir string) (map[string]*queue, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {

@@ -1,0 +1,183 @@
+package masterlink
+
+import (
+	"slices"
+	"time"
+
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+)
+
+// update is one checkpointed status update.
+type update struct {
+	UUID      string       `json:"uuid"`
+	State     pb.TaskState `json:"state"`
+	Reason    string       `json:"reason,omitempty"`
+	Message   string       `json:"message,omitempty"`
+	ExitCode  *int         `json:"exitCode,omitempty"`
+	Resources string       `json:"resources,omitempty"`
+	Timestamp time.Time    `json:"timestamp"`
+}
+
+func newUpdate(st Status, id string, at time.Time) update {
+	u := update{UUID: id, State: st.State, Reason: st.Reason, Message: st.Message, ExitCode: st.ExitCode, Timestamp: at}
+	if !st.Resources.IsEmpty() {
+		u.Resources = st.Resources.String()
+	}
+	return u
+}
+
+func (u *update) proto(taskID, agentID string) *pb.TaskStatus {
+	st := &pb.TaskStatus{TaskId: taskID, AgentId: agentID, State: u.State, Reason: u.Reason, Message: u.Message,
+		Uuid: u.UUID, TimestampUnixNano: u.Timestamp.UnixNano(), Resources: u.Resources}
+	if u.ExitCode != nil {
+		st.HasExitCode, st.ExitCode = true, int32(*u.ExitCode)
+	}
+	return st
+}
+
+// queue is a task's unacknowledged updates, oldest first: the exported
+// fields are its checkpoint (one file per task), the others live only as
+// long as the process.
+type queue struct {
+	TaskID  string       `json:"taskId"`
+	Last    pb.TaskState `json:"last"`
+	Pending []update     `json:"pending,omitempty"`
+
+	inflight string    // UUID of the head as last sent on this stream
+	retryAt  time.Time // when the head in flight is sent again
+	attempt  int       // sends of the head in flight on this stream, less one
+}
+
+// head is an update due to be sent.
+type head struct {
+	TaskID string
+	Update update
+}
+
+// outbox is the agent's at-least-once queue of status updates: per task,
+// the updates the master has not acknowledged, sent one at a time, in
+// order, resent with backoff until acknowledged. It is pure — no I/O, no
+// clock, no gRPC (callers pass the time, new UUIDs, and the random source
+// of the jitter) — so each rule is unit tested alone; the Client persists
+// what enqueue and ack return and sends what due returns.
+//
+//	enqueue ──► pending ──due──► head in flight ──ack(head)──► next head due
+//	                               │  ▲
+//	                    retryAt    │  │ resent, backoff grows
+//	                               └──┘   (rewind on a new stream: at once)
+//
+// Not safe for concurrent use: the Client holds its lock around it.
+type outbox struct {
+	queues map[string]*queue
+	retry  backoff
+	rand   func() float64 // in [0, 1): the jitter
+}
+
+func newOutbox(retry backoff, rand func() float64) *outbox {
+	return &outbox{queues: map[string]*queue{}, retry: retry, rand: rand}
+}
+
+// enqueue returns task st.TaskID's queue with st appended as update
+// (uuid id, made at), for the caller to checkpoint and then put; the
+// outbox itself is unchanged. ok is false when st is dropped: a repeat of
+// the task's latest state (runners may report again after a restart), or
+// an answer to a resource update for a task that ended or was never
+// reported. Such an answer takes the task's latest state.
+func (o *outbox) enqueue(st Status, id string, at time.Time) (q *queue, ok bool) {
+	old := o.queues[st.TaskID]
+	if resizeAnswer(st.Reason) {
+		if old == nil || old.Last == pb.TaskState_TASK_UNKNOWN || old.Last.Terminal() {
+			return nil, false
+		}
+		st.State = old.Last
+	} else if old != nil && old.Last == st.State {
+		return nil, false
+	}
+	q = &queue{TaskID: st.TaskID}
+	if old != nil {
+		*q = *old
+		q.Pending = slices.Clone(old.Pending)
+	}
+	q.Pending = append(q.Pending, newUpdate(st, id, at))
+	q.Last = st.State
+	return q, true
+}
+
+// put installs q (from enqueue, once checkpointed, or from disk).
+func (o *outbox) put(q *queue) { o.queues[q.TaskID] = q }
+
+// due returns the heads to send at now, marking them in flight: every
+// head not yet sent on this stream, and every head whose retry fell due
+// (its next retry then backs off further); and when the earliest head in
+// flight falls due again (zero when none is pending).
+func (o *outbox) due(now time.Time) (out []head, next time.Time) {
+	for _, q := range o.queues {
+		if len(q.Pending) == 0 {
+			continue
+		}
+		h := q.Pending[0]
+		if q.inflight != h.UUID {
+			q.inflight, q.attempt = h.UUID, 0
+			q.retryAt = now.Add(o.retry.delay(0, o.rand()))
+			out = append(out, head{q.TaskID, h})
+		} else if !now.Before(q.retryAt) {
+			q.attempt++
+			q.retryAt = now.Add(o.retry.delay(q.attempt, o.rand()))
+			out = append(out, head{q.TaskID, h})
+		}
+		if next.IsZero() || q.retryAt.Before(next) {
+			next = q.retryAt
+		}
+	}
+	slices.SortFunc(out, func(a, b head) int { return a.Update.Timestamp.Compare(b.Update.Timestamp) })
+	return out, next
+}
+
+// ack drops task taskID's head if its UUID is id and returns the queue
+// to checkpoint; ok is false for a duplicate or stale acknowledgement.
+// The next update of the task is due at once.
+func (o *outbox) ack(taskID, id string) (q *queue, ok bool) {
+	q = o.queues[taskID]
+	if q == nil || len(q.Pending) == 0 || q.Pending[0].UUID != id {
+		return nil, false
+	}
+	q.Pending = slices.Delete(q.Pending, 0, 1)
+	q.inflight, q.attempt = "", 0
+	return q, true
+}
+
+// rewind makes every head due at once, its backoff from the start: a new
+// stream has seen none of them.
+func (o *outbox) rewind() {
+	for _, q := range o.queues {
+		q.inflight, q.attempt = "", 0
+	}
+}
+
+// last returns the latest state reported for a task (TASK_UNKNOWN: none).
+func (o *outbox) last(taskID string) pb.TaskState {
+	if q := o.queues[taskID]; q != nil {
+		return q.Last
+	}
+	return pb.TaskState_TASK_UNKNOWN
+}
+
+// backoff is a capped exponential backoff with jitter: the delay before
+// retry n (from 0) is Min·2ⁿ capped at Max, less a random share of up to
+// Jitter of it — so it never exceeds Max and spreads the retries of many
+// agents (20,000 reconnecting at once after a master restart).
+type backoff struct {
+	Min, Max time.Duration
+	Jitter   float64 // in [0, 1)
+}
+
+// delay returns the delay before retry n given r, a random number in
+// [0, 1): within [(1−Jitter)·d, d] for d = min(Min·2ⁿ, Max).
+func (b backoff) delay(n int, r float64) time.Duration {
+	d := b.Min
+	for i := 0; i < n && d < b.Max; i++ {
+		d *= 2
+	}
+	d = min(d, b.Max)
+	return d - time.Duration(float64(d)*b.Jitter*r)
+}

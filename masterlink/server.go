@@ -1,0 +1,28 @@
+package masterlink
+
+import (
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+)
+
+// ServerOptions are the options of the master's gRPC server for its side
+// of the link: a keepalive enforcement policy that permits the Client's
+// pings (gRPC's default, one ping per 5 minutes, answers pings every
+// KeepaliveTime with GOAWAY "too_many_pings", breaking every idle link),
+// and pings of its own that close the transport of an agent that went
+// silent. The master passes them to grpc.NewServer.
+func ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.KeepaliveEnforcementPolicy(serverEnforcement()),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+	}
+}
+
+// serverEnforcement permits pings down to half gRPC's floor for client
+// pings (10 s, whatever KeepaliveTime asks for), with or without a
+// stream (between sessions).
+func serverEnforcement() keepalive.EnforcementPolicy {
+	return keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}
+}

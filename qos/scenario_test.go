@@ -1,0 +1,255 @@
+package qos
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/isolator"
+	"github.com/brimnode/brim/monitor"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the scenario scripts (testdata/interference/*.txt)")
+
+// TestInterferenceScenarios runs the interference controller's scenario
+// scripts, testdata/interference/*.txt: each a sequence of usage samples,
+// each followed by the corrections, level and pending state expected after
+// it (etcd-io/raft's interaction tests, with a tiny datadriven-style
+// reader). A script:
+//
+//	# a comment
+//	new warmup=3 persist=1        the controller, with --qos-opt options
+//	----
+//	ok
+//
+//	round t=4 lat=5ms be=a:0.9,b  one round at t0+4 s: the latency-critical
+//	----                          container lc reports p99 5 ms; revocable
+//	THROTTLE a to 200 mcpu: …     a used 0.9 cpu (a:cpu:io adds an io stall
+//	THROTTLE b to 200 mcpu: …     fraction; b alone: no samples, counts as
+//	level throttle                active); measured=<s> dates lc's report
+//
+// Revocable containers start in the order they first appear after new
+// (the first is the oldest). go test -run Scenarios -rewrite writes the outputs back.
+func TestInterferenceScenarios(t *testing.T) {
+	files, err := filepath.Glob("testdata/interference/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenario scripts: %v", err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScript(t, f) })
+	}
+}
+
+// scriptCase is one command of a script and the output expected.
+type scriptCase struct {
+	line      int // of the command
+	cmd, want string
+}
+
+// readScript splits a script into commands and their expected output.
+func readScript(t *testing.T, path string) []scriptCase {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []scriptCase
+	var cur *scriptCase
+	var want []string
+	inWant := false
+	flush := func() {
+		if cur != nil {
+			cur.want = strings.Join(want, "\n")
+			out = append(out, *cur)
+		}
+		cur, want, inWant = nil, nil, false
+	}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		switch {
+		case inWant && line == "":
+			flush()
+		case inWant:
+			want = append(want, line)
+		case line == "" || strings.HasPrefix(line, "#"):
+		case line == "----":
+			if cur == nil {
+				t.Fatalf("%s:%d: ---- without a command", path, n)
+			}
+			inWant = true
+		case cur != nil:
+			t.Fatalf("%s:%d: command %q without ----", path, n, line)
+		default:
+			cur = &scriptCase{line: n, cmd: line}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	flush()
+	return out
+}
+
+func runScript(t *testing.T, path string) {
+	var ic *Interference
+	starts := map[string]int{}
+	cases := readScript(t, path)
+	failed := false
+	for i, c := range cases {
+		name, args, _ := strings.Cut(c.cmd, " ")
+		kv := map[string]string{}
+		for _, a := range strings.Fields(args) {
+			k, v, ok := strings.Cut(a, "=")
+			if !ok {
+				t.Fatalf("%s:%d: argument %q: want key=value", path, c.line, a)
+			}
+			kv[k] = v
+		}
+		var got string
+		switch name {
+		case "new":
+			ctl, err := NewInterference(Options(kv), nil)
+			if err != nil {
+				t.Fatalf("%s:%d: %v", path, c.line, err)
+			}
+			ic, got = ctl.(*Interference), "ok"
+			clear(starts)
+		case "round":
+			if ic == nil {
+				t.Fatalf("%s:%d: round before new", path, c.line)
+			}
+			u, err := scriptUsage(kv, starts)
+			if err != nil {
+				t.Fatalf("%s:%d: %v", path, c.line, err)
+			}
+			cs, err := ic.Corrections(context.Background(), u)
+			if err != nil {
+				t.Fatalf("%s:%d: %v", path, c.line, err)
+			}
+			got = renderRound(ic, cs)
+		default:
+			t.Fatalf("%s:%d: unknown command %q", path, c.line, name)
+		}
+		if got != c.want {
+			if *rewrite {
+				cases[i].want = got
+				continue
+			}
+			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", path, c.line, c.cmd, got, c.want)
+			failed = true
+			break // later steps depend on this one
+		}
+	}
+	if *rewrite && !failed {
+		writeScript(t, path, cases)
+	}
+}
+
+// writeScript writes the script back with the outputs in cases, keeping
+// its comments and commands.
+func writeScript(t *testing.T, path string, cases []scriptCase) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	byLine := map[int]scriptCase{}
+	for _, c := range cases {
+		byLine[c.line] = c
+	}
+	var out []string
+	for i := 0; i < len(lines); i++ {
+		c, ok := byLine[i+1]
+		if !ok {
+			out = append(out, lines[i])
+			continue
+		}
+		out = append(out, c.cmd, "----", c.want)
+		for i++; i < len(lines) && lines[i] != ""; i++ { // skip the old output
+		}
+		if i < len(lines) {
+			out = append(out, "")
+		}
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(out, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var levelNames = [...]string{LevelNone: "none", LevelThrottle: "throttle", LevelFreeze: "freeze", LevelKill: "kill"}
+
+// renderRound is a round's corrections (with their triggers), the level
+// after it, and whether a degradation is pending.
+func renderRound(ic *Interference, cs []Correction) string {
+	var b strings.Builder
+	for _, c := range cs {
+		b.WriteString(c.String() + "\n")
+	}
+	b.WriteString("level " + levelNames[ic.Level()])
+	if ic.Pending() {
+		b.WriteString(" pending")
+	}
+	return b.String()
+}
+
+// scriptUsage builds the usage of a round: t=<seconds since t0>,
+// lat=<p99 of lc>, measured=<seconds since t0 of lc's report>,
+// be=<id[:cpu[:io]],…>.
+func scriptUsage(kv map[string]string, starts map[string]int) (monitor.Usage, error) {
+	for k := range kv {
+		if !slices.Contains([]string{"t", "lat", "measured", "be"}, k) {
+			return monitor.Usage{}, fmt.Errorf("unknown round argument %q", k)
+		}
+	}
+	sec, err := strconv.Atoi(kv["t"])
+	if err != nil {
+		return monitor.Usage{}, fmt.Errorf("t=%q: %w", kv["t"], err)
+	}
+	lat, err := time.ParseDuration(kv["lat"])
+	if err != nil {
+		return monitor.Usage{}, fmt.Errorf("lat=%q: %w", kv["lat"], err)
+	}
+	u := node(sec, lat)
+	if m, ok := kv["measured"]; ok {
+		ms, err := strconv.Atoi(m)
+		if err != nil {
+			return monitor.Usage{}, fmt.Errorf("measured=%q: %w", m, err)
+		}
+		u.Containers[0].Latest.AppLatency.Measured = t0.Add(time.Duration(ms) * time.Second)
+	}
+	if kv["be"] == "" {
+		return u, nil
+	}
+	for _, spec := range strings.Split(kv["be"], ",") {
+		f := strings.Split(spec, ":")
+		id := f[0]
+		if _, ok := starts[id]; !ok {
+			starts[id] = len(starts)
+		}
+		c := monitor.ContainerUsage{ContainerInfo: monitor.ContainerInfo{
+			ID: id, Revocable: true, StartedAt: t0.Add(time.Duration(starts[id]) * time.Second),
+			Limits: isolator.Limits{MilliCPUs: 1000, Class: isolator.BestEffort}}}
+		if len(f) > 1 {
+			var act [2]float64
+			for i, s := range f[1:min(len(f), 3)] {
+				if act[i], err = strconv.ParseFloat(s, 64); err != nil {
+					return monitor.Usage{}, fmt.Errorf("be %q: %w", spec, err)
+				}
+			}
+			c = activeNode(sec, lat, be{id, act[0], act[1]}).Containers[1]
+			c.StartedAt = t0.Add(time.Duration(starts[id]) * time.Second)
+		}
+		u.Containers = append(u.Containers, c)
+	}
+	return u, nil
+}
