@@ -125,7 +125,7 @@ largest free resources offered are named).`,
 	f.DurationVar(&failover, "failover-timeout", 10*time.Second, "how long the master keeps the framework after brim run exits")
 	f.DurationVar(&killAfter, "kill-after", 0, "kill the task after this long (0: never)")
 	f.IntVar(&perOffer, "tasks-per-offer", 0, "launch at most this many tasks per offer (0: as many as fit); 1 lets the allocator apply DRF task by task")
-	f.DurationVar(&timeout, "timeout", 3*time.Minute, "give up (exit 1, saying why) after waiting this long for the master or for an offer that fits (from the start or the last launch; 0: wait forever)")
+	f.DurationVar(&timeout, "timeout", 3*time.Minute, "give up (exit 1, saying why) after waiting this long for the master, or from the start for a first offer that fits (0: wait forever)")
 	f.IntVar(&instances, "instances", 1, "run this many copies of the task (IDs TASK-ID-0…); exit with the first non-zero exit code")
 	markUsageErrors(cmd)
 	return cmd

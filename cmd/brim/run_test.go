@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/brimnode/brim/scheduler/runner"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -50,5 +51,30 @@ func TestRefusalMessage(t *testing.T) {
 	other := fmt.Errorf("subscribe: %w", status.Error(codes.Internal, "boom"))
 	if err := refusal(other); err != other {
 		t.Fatalf("refusal of another error: %#v", err)
+	}
+}
+
+// TestRunExit: how runner.Run's outcome becomes brim run's exit.
+func TestRunExit(t *testing.T) {
+	timeout := fmt.Errorf("%w: no agent can fit cpus:64", runner.ErrTimeout)
+	refused := fmt.Errorf("%w: task ID \"x\" is in use", runner.ErrRefused)
+	for _, tc := range []struct {
+		in   error
+		code int
+		msg  string
+	}{
+		{&runner.ExitError{TaskID: "t", Code: 3}, 3, ""},
+		{runner.ErrInterrupted, 130, "interrupted"},
+		{timeout, 1, timeout.Error()},
+		{refused, 1, refused.Error()},
+		{fmt.Errorf("subscribe: %w", status.Error(codes.Unauthenticated, "bad credentials")), 1, "the master refused the framework: unauthenticated: bad credentials"},
+	} {
+		var ee exitError
+		if err := runExit(tc.in); !errors.As(err, &ee) || ee.code != tc.code || ee.msg != tc.msg {
+			t.Errorf("runExit(%v) = %#v, want exit %d %q", tc.in, err, tc.code, tc.msg)
+		}
+	}
+	if err := runExit(nil); err != nil {
+		t.Errorf("runExit(nil) = %v", err)
 	}
 }

@@ -130,3 +130,24 @@ func TestDialCause(t *testing.T) {
 		}
 	}
 }
+
+func TestWaiting(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		connected           bool
+		launched, pending   int
+		stopping, waitsHere bool
+	}{
+		{"no master yet", false, 0, 1, false, true},
+		{"master lost with tasks running", false, 2, 0, false, true},
+		{"first offer awaited", true, 0, 3, false, true},
+		{"one copy launched: the rest wait for resources unbounded", true, 1, 2, false, false},
+		{"all launched", true, 3, 0, false, false},
+		{"stopping", true, 0, 0, true, false},
+		{"stopping, pending given up", true, 0, 2, true, false},
+	} {
+		if got := waiting(tc.connected, tc.launched, tc.pending, tc.stopping); got != tc.waitsHere {
+			t.Errorf("%s: waiting = %v", tc.name, got)
+		}
+	}
+}

@@ -55,10 +55,10 @@ type Config struct {
 	PerOffer int
 	// KillAfter kills the tasks after this long (0: never).
 	KillAfter time.Duration
-	// Timeout bounds every wait: for the master (not reachable, or the
-	// subscription broken), and for offers that fit the tasks not
-	// launched yet, counted from the start or the last launch. 0: no
-	// bound.
+	// Timeout bounds every wait for the master (not reachable, or the
+	// subscription broken), and the wait for a first offer that fits,
+	// counted from the start (once a copy launched, the others wait for
+	// resources as long as it takes). 0: no bound.
 	Timeout time.Duration
 	// Master names the master in messages.
 	Master string
@@ -208,16 +208,23 @@ func (r *run) timer() (time.Duration, <-chan time.Time) {
 }
 
 // waitingLocked recomputes whether anything is awaited: the master, or
-// offers for pending tasks. A wait that goes on keeps its start.
-func (r *run) waitingLocked(progress bool) {
-	waiting := !r.connected || (len(r.pendingLocked()) > 0 && !r.stopping)
+// an offer that fits while no task has launched. Once one has, the task
+// fits somewhere, and the other copies wait for resources to free up as
+// long as that takes. A wait that goes on keeps its start.
+func (r *run) waitingLocked() {
 	switch {
-	case !waiting:
+	case !waiting(r.connected, len(r.launched), len(r.pendingLocked()), r.stopping):
 		r.waitSince = time.Time{}
-	case r.waitSince.IsZero() || progress:
+	case r.waitSince.IsZero():
 		r.waitSince = time.Now()
 	}
 	r.poke()
+}
+
+// waiting tells whether Run is waiting for something that --timeout
+// bounds: the master, or the first offer that fits.
+func waiting(connected bool, launched, pending int, stopping bool) bool {
+	return !connected || (launched == 0 && pending > 0 && !stopping)
 }
 
 func (r *run) pendingLocked() []task {
@@ -272,7 +279,7 @@ func (r *run) stopLocked() {
 	}
 	r.tasks = keep
 	r.checkDoneLocked()
-	r.waitingLocked(false)
+	r.waitingLocked()
 }
 
 // killAll gives up on pending tasks and kills the live ones.
@@ -356,7 +363,7 @@ func (r *run) subscribed(ctx context.Context, id string) {
 	live := r.liveLocked()
 	pending := len(r.pendingLocked())
 	stopping := r.stopping
-	r.waitingLocked(false)
+	r.waitingLocked()
 	r.mu.Unlock()
 	if pending > 0 && !stopping {
 		r.printf("waiting for an offer that fits %s (%d task(s) to launch)\n", r.cfg.Want, pending)
@@ -383,7 +390,7 @@ func (r *run) disconnected(ctx context.Context, err error, retryIn time.Duration
 	if say {
 		r.printed, r.printedAt = msg, time.Now()
 	}
-	r.waitingLocked(false)
+	r.waitingLocked()
 	r.mu.Unlock()
 	if say {
 		r.printf("waiting for the master at %s: %s (retrying in %v)\n", r.cfg.Master, msg, retryIn.Round(time.Millisecond))
@@ -430,7 +437,7 @@ func (r *run) offersIn(ctx context.Context, offers []*pb.Offer) {
 		for _, t := range l.tasks {
 			r.launched[t.TaskId] = true
 		}
-		r.waitingLocked(true)
+		r.waitingLocked()
 	}
 	if len(pending) > 0 {
 		for _, id := range decline {
