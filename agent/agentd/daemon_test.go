@@ -25,8 +25,8 @@ func (emptyRuntime) Launch(context.Context, agent.LaunchSpec) (*agent.RuntimeInf
 	return nil, errEmpty
 }
 func (emptyRuntime) Wait(context.Context, string) (*agent.ExitStatus, error) { return nil, errEmpty }
-func (emptyRuntime) Kill(context.Context, string, time.Duration) error      { return errEmpty }
-func (emptyRuntime) Update(context.Context, string, isolator.Limits) error  { return errEmpty }
+func (emptyRuntime) Kill(context.Context, string, time.Duration) error       { return errEmpty }
+func (emptyRuntime) Update(context.Context, string, isolator.Limits) error   { return errEmpty }
 func (emptyRuntime) Usage(context.Context, string) (*isolator.Statistics, error) {
 	return nil, errEmpty
 }
