@@ -29,7 +29,7 @@
 //
 // It never touches cgroups, processes or mounts itself: everything that runs
 // or isolates a container goes through the Runtime (the containerizer) or
-// the CgroupActuator (the cgroups isolator) it is given, wired in cmd/brim;
+// the CgroupActuator (the cgroups isolator) it is given, wired in agent/agentd;
 // it names no concrete estimator or QoS controller. Shutting the agent down
 // never kills a container; only Kill, Destroy and QoS kills do.
 //

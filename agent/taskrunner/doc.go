@@ -1,7 +1,7 @@
 // Package taskrunner runs the master's tasks on an agent: it is the
 // masterlink.TaskRunner (and TaskUpdater) of `brim agent --master` and
 // `brim dev`. A task is an agent container named after the task ID and
-// labelled with the task, its framework, name and resources (labels.go),
+// labelled with the task, its framework, name and resources (status.go),
 // so that a restarted agent reports its tasks from its own checkpoint.
 //
 // Runner owns every task's life on the agent side, after Nomad's

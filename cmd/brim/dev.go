@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/brimnode/brim/agent/agentd"
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 )
 
 var _ = registerSubcommand(newDevCommand)
@@ -74,25 +74,27 @@ QoS controller's corrections show in "brim state".`,
 				d.Close()
 				return exitError{code: 1, msg: "brim dev runs containers and must run as root"}
 			}
-			ctx, cancel := context.WithCancel(cmd.Context())
-			defer cancel()
-			var waitMaster func() error
+			// The master and the agent are one group: either failing
+			// stops the other.
+			g, ctx := errgroup.WithContext(cmd.Context())
 			if join == "" {
 				mf.stateDir = filepath.Join(base, "master")
-				_, addr, wait, err := startMaster(ctx, &mf, log)
+				_, addr, waitMaster, err := startMaster(ctx, &mf, log)
 				if err != nil {
 					d.Close()
 					return err
 				}
-				waitMaster = wait
 				d.SetMaster(addr.String())
+				g.Go(waitMaster)
 			}
-			agentErr := runDaemon(ctx, d, log)
-			cancel()
-			if waitMaster != nil {
-				agentErr = errors.Join(agentErr, waitMaster())
-			}
-			return agentErr
+			g.Go(func() error {
+				err := runDaemon(ctx, d, log)
+				if err == nil && ctx.Err() == nil {
+					err = errors.New("agent stopped")
+				}
+				return err
+			})
+			return g.Wait()
 		},
 	}
 	mf.register(cmd, "")
