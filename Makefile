@@ -12,7 +12,7 @@ TESTFLAGS ?= -p 2 -count=1 -timeout 30m
 
 export CGO_ENABLED := 1
 
-.PHONY: all deps build test test-short bench demo lint generate clean
+.PHONY: all deps tools build test test-short bench demo lint check-generated cross generate clean
 
 all: build
 
@@ -41,14 +41,36 @@ bench: deps build
 demo: deps build
 	BRIM_BINARY=$(CURDIR)/$(BIN) BRIM_SHIM_BINARY=$(CURDIR)/$(SHIM) GO=$(GO) bash hack/demo.sh
 
-lint: deps
+## tools: the pinned developer tools of tools/go.mod, built into bin/tools
+## (rebuilt only when tools/go.mod or tools/go.sum change)
+tools: bin/tools/.stamp
+bin/tools/.stamp: tools/go.mod tools/go.sum
+	cd tools && GOBIN=$(CURDIR)/bin/tools $(GO) install tool
+	@touch $@
+
+## lint: gofmt, go vet and golangci-lint (staticcheck, errcheck, and the
+## depguard rules that encode the layering in .golangci.yml), plus `cross`
+lint: deps tools cross
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags '$(TAGS)' $(PKGS)
-	bin/tools/staticcheck -tags '$(TAGS)' $(PKGS)
+	bin/tools/golangci-lint run $(PKGS)
+
+## cross: the library packages build for other systems (kernel code sits in
+## *_linux.go files with stubs elsewhere); cmd, examples and tests are Linux-only
+CROSS_PKGS = $$($(GO) list ./... | grep -v -e /cmd/ -e /integration -e /examples/ -e /internal/bpfbench -e /internal/masterbench)
+cross:
+	@for os in darwin freebsd windows; do \
+	  echo "cross: GOOS=$$os"; GOOS=$$os CGO_ENABLED=0 $(GO) build $(CROSS_PKGS) || exit 1; \
+	done
 
 ## generate: rebuild committed generated code (protobuf, bpf2go objects)
-generate: deps
+generate: deps tools
 	PATH=$(CURDIR)/bin/tools:$$PATH $(GO) generate $(PKGS)
+
+## check-generated: the committed generated code is what `make generate` makes
+check-generated: generate
+	@git diff --exit-code -- '*.pb.go' '*_bpfel.go' '*_bpfel.o' || { echo "check-generated: generated code is stale; run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- '*.pb.go' '*_bpfel.go' '*_bpfel.o')" || { echo "check-generated: make generate made new files"; git status --short; exit 1; }
 
 clean:
 	rm -rf bin
