@@ -12,6 +12,14 @@ TESTFLAGS ?= -p 2 -count=1 -timeout 30m
 
 export CGO_ENABLED := 1
 
+# Build identity, stamped into every binary (internal/buildinfo). The date is
+# the commit's, so that two builds of one commit are the same bytes.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILDDATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
+BI        := github.com/brimnode/brim/internal/buildinfo
+LDFLAGS   := -X $(BI).version=$(VERSION) -X $(BI).commit=$(COMMIT) -X $(BI).date=$(BUILDDATE)
+
 .PHONY: all deps tools build test test-short bench demo lint check-generated cross generate clean
 
 all: build
@@ -22,8 +30,8 @@ deps:
 ## build: bin/brim (everything) and bin/brim-shim (the container shim alone,
 ## which starts faster; the agent uses it when it sits next to bin/brim)
 build: deps
-	$(GO) build -tags '$(TAGS)' -o $(BIN) ./cmd/brim
-	$(GO) build -tags '$(TAGS)' -o $(SHIM) ./cmd/brim-shim
+	$(GO) build -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/brim
+	$(GO) build -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(SHIM) ./cmd/brim-shim
 
 ## test: the whole suite, as root (privileged tests fail instead of skipping when CI=true)
 test: deps build
