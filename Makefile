@@ -12,7 +12,15 @@ TESTFLAGS ?= -p 2 -count=1 -timeout 30m
 
 export CGO_ENABLED := 1
 
-.PHONY: all deps build test test-short bench demo lint generate clean
+# Build identity, stamped into every binary (internal/buildinfo). The date is
+# the commit's, so that two builds of one commit are the same bytes.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILDDATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
+BI        := github.com/brimnode/brim/internal/buildinfo
+LDFLAGS   := -X $(BI).version=$(VERSION) -X $(BI).commit=$(COMMIT) -X $(BI).date=$(BUILDDATE)
+
+.PHONY: all deps tools build package test test-short bench demo lint check-generated cross generate clean
 
 all: build
 
@@ -22,12 +30,22 @@ deps:
 ## build: bin/brim (everything) and bin/brim-shim (the container shim alone,
 ## which starts faster; the agent uses it when it sits next to bin/brim)
 build: deps
-	$(GO) build -tags '$(TAGS)' -o $(BIN) ./cmd/brim
-	$(GO) build -tags '$(TAGS)' -o $(SHIM) ./cmd/brim-shim
+	$(GO) build -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/brim
+	$(GO) build -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(SHIM) ./cmd/brim-shim
+
+## package: bin/brim_<version>_amd64.deb (nfpm, pinned in tools/go.mod) with
+## brim, brim-shim, the systemd units and commented default configurations
+DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) && echo $${v\#v} | tr - + || echo 0.0~git$$(git log -1 --format=%cd --date=format:%Y%m%d%H%M%S 2>/dev/null).$$(git rev-parse --short HEAD 2>/dev/null))
+DEB       := bin/brim.deb
+package: build bin/tools/nfpm
+	@mkdir -p bin/pkg
+	bin/brim agent config --commented > bin/pkg/agent.toml
+	bin/brim master config --commented > bin/pkg/master.toml
+	BRIM_DEB_VERSION='$(DEB_VERSION)' bin/tools/nfpm package --config dist/nfpm.yaml --packager deb --target $(DEB)
 
 ## test: the whole suite, as root (privileged tests fail instead of skipping when CI=true)
-test: deps build
-	BRIM_BINARY=$(CURDIR)/$(BIN) BRIM_SHIM_BINARY=$(CURDIR)/$(SHIM) $(GO) test -tags '$(TAGS)' $(TESTFLAGS) $(PKGS)
+test: deps build package
+	BRIM_BINARY=$(CURDIR)/$(BIN) BRIM_SHIM_BINARY=$(CURDIR)/$(SHIM) BRIM_DEB=$(CURDIR)/$(DEB) $(GO) test -tags '$(TAGS)' $(TESTFLAGS) $(PKGS)
 
 ## test-short: the pure tests only (no root needed)
 test-short:
@@ -41,14 +59,37 @@ bench: deps build
 demo: deps build
 	BRIM_BINARY=$(CURDIR)/$(BIN) BRIM_SHIM_BINARY=$(CURDIR)/$(SHIM) GO=$(GO) bash hack/demo.sh
 
-lint: deps
+## tools: the pinned developer tools of tools/go.mod, built into bin/tools;
+## each is rebuilt only when tools/go.mod or tools/go.sum change
+TOOLS := golangci-lint nfpm protoc-gen-go protoc-gen-go-grpc
+tools: $(addprefix bin/tools/,$(TOOLS))
+bin/tools/%: tools/go.mod tools/go.sum
+	cd tools && GOBIN=$(CURDIR)/bin/tools $(GO) install $$($(GO) list tool | grep '/$*$$')
+	@touch $@
+
+## lint: gofmt, go vet and golangci-lint (staticcheck, errcheck, and the
+## depguard rules that encode the layering in .golangci.yml), plus `cross`
+lint: deps bin/tools/golangci-lint cross
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags '$(TAGS)' $(PKGS)
-	bin/tools/staticcheck -tags '$(TAGS)' $(PKGS)
+	bin/tools/golangci-lint run $(PKGS)
+
+## cross: the library packages build for other systems (kernel code sits in
+## *_linux.go files with stubs elsewhere); cmd, examples and tests are Linux-only
+CROSS_PKGS = $$($(GO) list ./... | grep -v -e /cmd/ -e /integration -e /examples/ -e /internal/bpfbench -e /internal/masterbench)
+cross:
+	@for os in darwin freebsd windows; do \
+	  echo "cross: GOOS=$$os"; GOOS=$$os CGO_ENABLED=0 $(GO) build $(CROSS_PKGS) || exit 1; \
+	done
 
 ## generate: rebuild committed generated code (protobuf, bpf2go objects)
-generate: deps
+generate: deps bin/tools/protoc-gen-go bin/tools/protoc-gen-go-grpc
 	PATH=$(CURDIR)/bin/tools:$$PATH $(GO) generate $(PKGS)
+
+## check-generated: the committed generated code is what `make generate` makes
+check-generated: generate
+	@git diff --exit-code -- '*.pb.go' '*_bpfel.go' '*_bpfel.o' || { echo "check-generated: generated code is stale; run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- '*.pb.go' '*_bpfel.go' '*_bpfel.o')" || { echo "check-generated: make generate made new files"; git status --short; exit 1; }
 
 clean:
 	rm -rf bin

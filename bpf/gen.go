@@ -4,4 +4,4 @@ package bpf
 // are committed so a build never needs clang. vmlinux.h is the full
 // `bpftool btf dump file /sys/kernel/btf/vmlinux format c` of a 6.18 kernel
 // (CO-RE relocates field offsets at load time on other kernels).
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror" -target amd64 -type cg_stats -type oom_event sched sched.c -- -I.
+//go:generate go tool bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror" -target amd64 -type cg_stats -type oom_event sched sched.c -- -I.

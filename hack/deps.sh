@@ -27,18 +27,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   echo "deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 go mod download
 
-# Pinned tools, built into ./bin/tools (ignored by git).
-mkdir -p bin/tools
-export GOBIN="$PWD/bin/tools"
-tool() { # name module@version
-  [ -x "bin/tools/$1" ] || go install "$2"
-}
-tool staticcheck honnef.co/go/tools/cmd/staticcheck@v0.8.2
-tool protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
-tool protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+# Developer tools (golangci-lint, protoc plugins) are pinned by the `tool`
+# block of tools/go.mod, a module of their own so their dependencies never
+# mix with brim's; `make tools` builds them into ./bin/tools when needed.

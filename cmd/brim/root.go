@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/brimnode/brim/internal/buildinfo"
 )
 
 // newRootCommand builds the command tree. Each feature adds its subcommands
@@ -13,7 +15,9 @@ func newRootCommand() *cobra.Command {
 		Short:         "brim runs Linux hosts to the brim: containers, oversubscription, DRF",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildinfo.Get().String(),
 	}
+	root.SetVersionTemplate("brim {{.Version}}\n")
 	for _, sub := range subcommands {
 		root.AddCommand(sub())
 	}

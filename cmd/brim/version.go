@@ -1,28 +1,36 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/brimnode/brim/internal/buildinfo"
 )
 
-var version = "dev" // set with -ldflags "-X main.version=…"
+// version is the build's version string, reported by agents to the master.
+var version = buildinfo.Get().Version
 
 var _ = registerSubcommand(func() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print brim's version",
+		Short: "Print brim's version, commit and build date",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			gov := ""
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				gov = bi.GoVersion
+			in := buildinfo.Get()
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(in)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "brim %s (%s)\n", version, gov)
-			return nil
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "brim %s\n", in)
+			return err
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
 })
 
 // registerSubcommand adds a top-level subcommand constructor; used as

@@ -1,0 +1,73 @@
+package atomicfile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// WriteFile replaces name with data, with mode perm, durably (see the
+// package doc). It is safe for concurrent use on different names; writers
+// of the same name race only for which content stays, never mix.
+func WriteFile(name string, data []byte, perm os.FileMode) error {
+	return write(name, data, perm, true)
+}
+
+// WriteFileNoSync replaces name with data atomically against a crash of
+// the calling process, but not of the machine: nothing is fsynced.
+func WriteFileNoSync(name string, data []byte, perm os.FileMode) error {
+	return write(name, data, perm, false)
+}
+
+func write(name string, data []byte, perm os.FileMode, sync bool) (err error) {
+	dir := filepath.Dir(name)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp)
+			err = fmt.Errorf("write %s: %w", name, err)
+		}
+	}()
+	if err := writeClose(f, data, perm, sync); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		return err
+	}
+	if !sync {
+		return nil
+	}
+	return syncDir(dir)
+}
+
+// writeClose writes data to f, sets its mode (CreateTemp makes 0600,
+// whatever the umask would allow), optionally fsyncs, and closes it.
+func writeClose(f *os.File, data []byte, perm os.FileMode, sync bool) error {
+	_, err := f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
