@@ -52,20 +52,20 @@ func TestAgentHangup(t *testing.T) {
 	})
 	t.Run("with --config", func(t *testing.T) {
 		dir := t.TempDir()
-		conf := writeTemp(t, dir, "agent.json", `{"log-level": "warn"}`)
-		a := startAgent(t, "--config", conf) // overrides the harness's --log-level debug
+		conf := writeTemp(t, dir, "agent.toml", `log-level = "warn"`)
+		a := startAgent(t, "--config", conf)
 		id := strings.TrimSpace(a.mustBrim("container", "run", "--name", "quiet", "--", "/bin/true"))
 		a.mustBrim("container", "wait", id)
 		if b, _ := os.ReadFile(a.logPath); strings.Contains(string(b), "launched container") {
 			t.Errorf("info logged at level warn from --config:\n%s", b)
 		}
-		writeTemp(t, dir, "agent.json", `{"log-level": "info"}`)
+		writeTemp(t, dir, "agent.toml", `log-level = "info"`)
 		hangup(a)
 		a.waitLogged("SIGHUP: settings reloaded", 1)
 		a.mustBrim("container", "run", "--name", "loud", "--", "/bin/true")
 		a.waitLogged("launched container", 1)
 
-		writeTemp(t, dir, "agent.json", `{"log-level": "loud"}`)
+		writeTemp(t, dir, "agent.toml", `log-level = "loud"`)
 		hangup(a)
 		a.waitLogged("the previous ones stay in force", 1)
 		a.mustBrim("container", "run", "--name", "still-loud", "--", "/bin/true")
@@ -91,8 +91,20 @@ func TestAgentRefusesSubstitutes(t *testing.T) {
 		{[]string{"--status-retry-min", "0s"}, "--status-retry-min 0s: must be positive"},
 		{[]string{"--status-retry-min", "1m", "--status-retry-max", "1s"}, "--status-retry-max 1s: must be at least --status-retry-min"},
 		{[]string{"--network-host-rate", "0"}, "--network-host-rate 0: must be positive"},
-		{[]string{"--config", "/nonexistent/agent.json"}, "--config: read /nonexistent/agent.json"},
+		{[]string{"--config", "/nonexistent/agent.toml"}, "read config /nonexistent/agent.toml"},
+		{[]string{"--config", "agent.toml"}, `--config "agent.toml": must be an absolute path`},
+		{[]string{"--config", "@BAD_KEY"}, `unknown key "kill_grace"`},
+		{[]string{"--config", "@BAD_VALUE"}, `key "kill-grace"`},
 	} {
+		confDir := t.TempDir()
+		for i, a := range tc.args {
+			switch a {
+			case "@BAD_KEY":
+				tc.args[i] = writeTemp(t, confDir, "agent.toml", `kill_grace = "3s"`)
+			case "@BAD_VALUE":
+				tc.args[i] = writeTemp(t, confDir, "agent.toml", `kill-grace = "soon"`)
+			}
+		}
 		for _, sub := range []string{"agent", "dev"} {
 			base := t.TempDir()
 			state, sock := filepath.Join(base, "state"), filepath.Join(base, "run", "agent.sock")
@@ -111,5 +123,39 @@ func TestAgentRefusesSubstitutes(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestConfigFile: every flag is a key of --config, flags win over the
+// file, and `brim agent config` / `brim master config` print the effective
+// configuration, which loads back as it is.
+func TestConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	none := "/" + testutil.UniqueName("brim-test") // no command here makes a cgroup
+	conf := writeTemp(t, dir, "agent.toml", "kill-grace = \"3s\"\nresources = \"cpus:1;mem:256\"\nestimator-opt = [\"a=1\", \"b=2\"]\n")
+	r := runBrimBounded(t, none, "agent", "config", "--config", conf, "--kill-grace", "7s")
+	if r.code != 0 {
+		t.Fatalf("agent config: exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{`kill-grace = "7s"`, `resources = "cpus:1;mem:256"`, `estimator-opt = ["a=1", "b=2"]`} {
+		if !strings.Contains(r.stdout, want+"\n") {
+			t.Errorf("agent config lacks %s:\n%s", want, r.stdout)
+		}
+	}
+	// The printed configuration is itself a valid file.
+	again := writeTemp(t, dir, "effective.toml", r.stdout)
+	if r2 := runBrimBounded(t, none, "agent", "config", "--config", again); r2.code != 0 || r2.stdout != r.stdout {
+		t.Errorf("effective configuration does not load back the same: exit %d %s\n%s", r2.code, r2.stderr, r2.stdout)
+	}
+	// The commented form (the package's default file) loads as no keys.
+	r3 := runBrimBounded(t, none, "master", "config", "--commented")
+	def := runBrimBounded(t, none, "master", "config")
+	commented := writeTemp(t, dir, "master.toml", r3.stdout)
+	if r4 := runBrimBounded(t, none, "master", "config", "--config", commented); r4.code != 0 || r4.stdout != def.stdout {
+		t.Errorf("commented master config: exit %d %s\n%s", r4.code, r4.stderr, r4.stdout)
+	}
+	bad := writeTemp(t, dir, "bad.toml", "listen = \"127.0.0.1:0\"\nsorter = \"drf\"\nallocation_interval = \"1s\"\n")
+	if r5 := runBrimBounded(t, none, "master", "--config", bad); r5.code != 2 || !strings.Contains(r5.stderr, `unknown key "allocation_interval"`) {
+		t.Errorf("master with an unknown key: exit %d, %s", r5.code, r5.stderr)
 	}
 }

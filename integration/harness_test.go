@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,9 +52,12 @@ func startAgent(t *testing.T, extra ...string) *agentProc {
 		Parent:   "/" + testutil.UniqueName("brim-test"),
 		logPath:  filepath.Join(base, "agent.log"),
 	}
-	a.args = append([]string{"agent", "--state-dir", a.StateDir, "--socket", a.Socket,
-		"--cgroup-parent", a.Parent, "--resources", "cpus:2;mem:2048", "--kill-grace", "5s",
-		"--log-level", "debug"}, extra...)
+	a.args = []string{"agent", "--state-dir", a.StateDir, "--socket", a.Socket,
+		"--cgroup-parent", a.Parent, "--resources", "cpus:2;mem:2048", "--kill-grace", "5s"}
+	if !slices.Contains(extra, "--config") { // a flag would win over the file's log level
+		a.args = append(a.args, "--log-level", "debug")
+	}
+	a.args = append(a.args, extra...)
 	t.Cleanup(func() {
 		a.cleanup()
 		if t.Failed() {

@@ -47,9 +47,10 @@ type Config struct {
 	Resources    string        // --resources, Mesos syntax; empty: the host's cpus and memory minus 1 GiB
 	Retention    string        // --sandbox-retention: "N", "DURATION" or "N,DURATION"
 	KillGrace    time.Duration // --kill-grace: positive
-	// ReloadFile is --config: a JSON file of the settings re-read on SIGHUP
-	// (LoadReloadable); empty: SIGHUP is logged and nothing reloads.
-	ReloadFile string
+	// ConfigFile is --config: the TOML file the flags were read from, read
+	// again on SIGHUP through Deps.Reload; empty: SIGHUP is logged and
+	// nothing reloads.
+	ConfigFile string
 	Network    NetworkConfig
 	Oversub    OversubConfig
 	Link       LinkConfig
@@ -186,8 +187,8 @@ func (c Config) resolve() (resolved, error) {
 	if c.KillGrace <= 0 {
 		return r, bad("--kill-grace", "%s: must be positive (the wait between SIGTERM and SIGKILL)", c.KillGrace)
 	}
-	if c.ReloadFile != "" && !path.IsAbs(c.ReloadFile) {
-		return r, bad("--config", "%q: must be an absolute path (it is read again on SIGHUP)", c.ReloadFile)
+	if c.ConfigFile != "" && !path.IsAbs(c.ConfigFile) {
+		return r, bad("--config", "%q: must be an absolute path (it is read again on SIGHUP)", c.ConfigFile)
 	}
 	if r.network, err = c.Network.resolve(c.StateDir); err != nil {
 		return r, err

@@ -94,7 +94,7 @@ func TestValidate(t *testing.T) {
 		{"root cgroup parent", "--cgroup-parent", "want a cgroup path", func(c *Config) { c.CgroupParent = "/" }},
 		{"zero kill grace", "--kill-grace", "--kill-grace 0s: must be positive", func(c *Config) { c.KillGrace = 0 }},
 		{"negative kill grace", "--kill-grace", "--kill-grace -1s: must be positive", func(c *Config) { c.KillGrace = -time.Second }},
-		{"relative config", "--config", "must be an absolute path", func(c *Config) { c.ReloadFile = "brim.json" }},
+		{"relative config", "--config", "must be an absolute path", func(c *Config) { c.ConfigFile = "brim.toml" }},
 		{"bad subnet", "--network-subnet", "--network-subnet", func(c *Config) { c.Network.Subnet = "10.0.0.0" }},
 		{"zero host rate", "--network-host-rate", "must be positive", func(c *Config) { c.Network.HostRateMbit = 0 }},
 		{"negative host rate", "--network-host-rate", "must be positive", func(c *Config) { c.Network.HostRateMbit = -5 }},
@@ -173,7 +173,6 @@ func TestNewRefusesBeforeCreating(t *testing.T) {
 		{"unknown qos", "--qos", func(c *Config) { c.Oversub.QoS = "bogus" }},
 		{"bad estimator option", "--estimator-opt", func(c *Config) { c.Oversub.EstimatorOpts = []string{"novalue"} }},
 		{"fixed estimator without resources", "--estimator", func(c *Config) { c.Oversub.Estimator = "fixed" }},
-		{"missing config file", "--config", func(c *Config) { c.ReloadFile = "/nonexistent/brim.json" }},
 	} {
 		for _, preset := range []Config{DefaultConfig(), DevConfig()} {
 			dir := t.TempDir()
@@ -197,48 +196,41 @@ func TestNewRefusesBeforeCreating(t *testing.T) {
 	}
 }
 
-// TestReloadable: the settings file sets the log level at New; a file
-// that does not load is refused (at New: a ConfigError; on SIGHUP the
-// settings in force stay, see reloadOnHangup).
+// TestReloadable: SIGHUP applies what Deps.Reload reads; a configuration
+// that does not load, or a level that does not parse, keeps the level in
+// force; without --config nothing is read.
 func TestReloadable(t *testing.T) {
 	dir := t.TempDir()
-	write := func(s string) string {
-		p := filepath.Join(dir, "brim.json")
-		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	p := write(`{"log-level": "debug"}`)
+	next := Reloadable{LogLevel: "warn"}
+	var nextErr error
+	reads := 0
 	c := DefaultConfig()
-	c.StateDir, c.Socket, c.Resources, c.ReloadFile = filepath.Join(dir, "state"), filepath.Join(dir, "a.sock"), "cpus:1;mem:512", p
+	c.StateDir, c.Socket, c.Resources, c.ConfigFile = filepath.Join(dir, "state"), filepath.Join(dir, "a.sock"), "cpus:1;mem:512", "/etc/brim/agent.toml"
 	deps := testDeps()
+	deps.Reload = func() (Reloadable, error) { reads++; return next, nextErr }
 	d, err := New(c, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if deps.Level.Level() != slog.LevelDebug {
-		t.Errorf("level after New: %v, want debug", deps.Level.Level())
-	}
-	write(`{"log-level": "warn"}`)
 	d.reload()
 	if deps.Level.Level() != slog.LevelWarn {
 		t.Errorf("level after a reload: %v, want warn", deps.Level.Level())
 	}
-	write(`{"log-level": "loud"}`)
+	next = Reloadable{LogLevel: "loud"}
 	d.reload()
 	if deps.Level.Level() != slog.LevelWarn {
-		t.Errorf("level after a reload of a bad file: %v, want warn (kept)", deps.Level.Level())
+		t.Errorf("level after a reload of a bad level: %v, want warn (kept)", deps.Level.Level())
 	}
-	for _, bad := range []string{`{"log-level": "loud"}`, `{"loglevel": "debug"}`, `not json`} {
-		write(bad)
-		if _, err := LoadReloadable(p); err == nil {
-			t.Errorf("%s loaded", bad)
-		}
+	next, nextErr = Reloadable{LogLevel: "debug"}, errors.New("config: unknown key")
+	d.reload()
+	if deps.Level.Level() != slog.LevelWarn {
+		t.Errorf("level after a failed reload: %v, want warn (kept)", deps.Level.Level())
 	}
-	write(`{}`)
-	if r, err := LoadReloadable(p); err != nil || r.LogLevel != "" {
-		t.Errorf("empty settings: %+v, %v", r, err)
+	d.cfg.ConfigFile = ""
+	before := reads
+	d.reload()
+	if reads != before {
+		t.Error("reloaded without --config")
 	}
 }

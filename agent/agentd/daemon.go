@@ -25,9 +25,12 @@ type Deps struct {
 	Estimators *estimator.Registry
 	QoS        *qos.Registry
 	Log        *slog.Logger
-	// Level is Log's level, set from Config.ReloadFile at New and on
-	// SIGHUP; nil: the log level is not reloadable.
+	// Level is Log's level, changed on SIGHUP; nil: the log level is not
+	// reloadable.
 	Level *slog.LevelVar
+	// Reload reads Config.ConfigFile again on SIGHUP (cmd knows how: it
+	// holds the flags, which still win over the file).
+	Reload func() (Reloadable, error)
 }
 
 // Daemon is an assembled, not yet running agent. Run it once; Close
@@ -40,7 +43,7 @@ type Daemon struct {
 	plugins *plugins
 }
 
-// New checks cfg, applies its settings file and opens the estimator and
+// New checks cfg and opens the estimator and
 // QoS controller, creating nothing on the host. Errors are *ConfigError
 // for a bad setting, else a failed check of the state dir.
 func New(cfg Config, deps Deps) (*Daemon, error) {
@@ -54,13 +57,6 @@ func New(cfg Config, deps Deps) (*Daemon, error) {
 	res, err := cfg.resolve()
 	if err != nil {
 		return nil, err
-	}
-	if cfg.ReloadFile != "" {
-		r, err := LoadReloadable(cfg.ReloadFile)
-		if err != nil {
-			return nil, &ConfigError{Flag: "--config", Err: fmt.Errorf("--config: %w", err)}
-		}
-		r.apply(deps.Level)
 	}
 	if err := checkNetworkState(cfg.StateDir, cfg.Network.Enabled); err != nil {
 		return nil, err

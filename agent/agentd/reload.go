@@ -1,9 +1,7 @@
 package agentd
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,33 +9,11 @@ import (
 	"syscall"
 )
 
-// Reloadable is the settings file of --config, read at start and again on
-// every SIGHUP: {"log-level": "debug"}. A field left out keeps its flag's
-// value. Only the log level is reloadable: the estimator and QoS
-// controller keep the options they were opened with.
+// Reloadable is what a reload may change while the agent runs: the log
+// level. The estimator and QoS controller keep the options they were
+// opened with until a restart (they have no reconfigure API).
 type Reloadable struct {
-	LogLevel string `json:"log-level,omitempty"`
-}
-
-// LoadReloadable reads and checks the settings file at p. Unknown fields
-// are refused, so a typo does not pass for a reload.
-func LoadReloadable(p string) (Reloadable, error) {
-	var r Reloadable
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return r, fmt.Errorf("read %s: %w", p, err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return r, fmt.Errorf("parse %s: %w", p, err)
-	}
-	if r.LogLevel != "" {
-		if _, err := r.level(); err != nil {
-			return r, fmt.Errorf("%s: %w", p, err)
-		}
-	}
-	return r, nil
+	LogLevel string // empty: unchanged
 }
 
 func (r Reloadable) level() (slog.Level, error) {
@@ -48,12 +24,17 @@ func (r Reloadable) level() (slog.Level, error) {
 	return lv, nil
 }
 
-// apply sets what r sets.
-func (r Reloadable) apply(level *slog.LevelVar) {
-	if r.LogLevel != "" && level != nil {
-		lv, _ := r.level() // checked by LoadReloadable
-		level.Set(lv)
+// apply sets what r sets; a value that does not parse changes nothing.
+func (r Reloadable) apply(level *slog.LevelVar) error {
+	if r.LogLevel == "" || level == nil {
+		return nil
 	}
+	lv, err := r.level()
+	if err != nil {
+		return err
+	}
+	level.Set(lv)
+	return nil
 }
 
 // notifyHangup catches SIGHUP from now on (its default action would end
@@ -77,20 +58,23 @@ func (d *Daemon) reloadOnHangup(ctx context.Context, hup <-chan os.Signal) error
 	}
 }
 
-// reload applies the settings file. A file that does not load is logged
-// and the settings in force stay; without a file, SIGHUP is logged.
+// reload re-reads the configuration (Deps.Reload) and applies what is
+// reloadable. A configuration that does not load is logged and the
+// settings in force stay; without --config, SIGHUP is logged.
 func (d *Daemon) reload() {
-	if d.cfg.ReloadFile == "" {
+	if d.cfg.ConfigFile == "" || d.deps.Reload == nil {
 		d.log.Info("SIGHUP: no --config to reload")
 		return
 	}
-	r, err := LoadReloadable(d.cfg.ReloadFile)
+	r, err := d.deps.Reload()
+	if err == nil {
+		err = r.apply(d.deps.Level)
+	}
 	if err != nil {
-		d.log.Error("SIGHUP: reload settings; the previous ones stay in force", "config", d.cfg.ReloadFile, "err", err)
+		d.log.Error("SIGHUP: reload settings; the previous ones stay in force", "config", d.cfg.ConfigFile, "err", err)
 		return
 	}
-	r.apply(d.deps.Level)
-	args := []any{"config", d.cfg.ReloadFile}
+	args := []any{"config", d.cfg.ConfigFile}
 	if d.deps.Level != nil {
 		args = append(args, "log-level", d.deps.Level.Level().String())
 	}

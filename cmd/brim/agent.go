@@ -25,29 +25,29 @@ import (
 var _ = registerSubcommand(newAgentCommand)
 
 func newAgentCommand() *cobra.Command {
-	cfg := agentd.DefaultConfig()
-	var (
-		lf logFlags
-		lo linkOptions
-	)
+	af := newAgentFlags()
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent: containers, checkpointing, the local API",
 		Long: `Run the node agent. It serves the local API on --socket (root only), keeps
 its checkpoint in --state-dir, and puts containers' cgroups under
 --cgroup-parent. Stopping it (SIGTERM, SIGINT) never stops containers: a new
-agent with the same --state-dir reattaches to them. SIGHUP re-reads
---config (the log level) and never stops the agent.`,
+agent with the same --state-dir reattaches to them. Every flag is also a key
+of the --config file (TOML; flags win); SIGHUP reads the file again (the log
+level) and never stops the agent.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, level, err := lf.logger(cmd.ErrOrStderr())
+			if err := af.load(cmd.Flags()); err != nil {
+				return err
+			}
+			log, level, err := af.lf.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			if err := lo.resolve(&cfg.Link); err != nil {
+			if err := af.lo.resolve(&af.cfg.Link); err != nil {
 				return err
 			}
-			d, err := newDaemon(cfg, log, level)
+			d, err := newDaemon(af.cfg, log, level, reloadFrom(newAgentCommand, cmd.Flags(), af.cfg.ConfigFile))
 			if err != nil {
 				return err
 			}
@@ -58,16 +58,56 @@ agent with the same --state-dir reattaches to them. SIGHUP re-reads
 			return runDaemon(cmd.Context(), d, log)
 		},
 	}
-	f := cmd.Flags()
-	cmd.PersistentFlags().StringVar(&cfg.Socket, "socket", cfg.Socket, "unix socket of the local API (0600)")
-	f.StringVar(&cfg.StateDir, "state-dir", cfg.StateDir, "agent state: ID, checkpoint, containers' sandboxes")
-	registerAgentFlags(f, &cfg)
-	lf.register(f)
-	f.StringVar(&cfg.Link.Master, "master", "", "master address host:port; empty: standalone (local API only)")
-	lo.register(f)
-	cmd.AddCommand(newAgentInfo(&cfg.Socket), newAgentExplain(&cfg.Socket), newAgentReportLatency(&cfg.Socket))
+	cmd.PersistentFlags().StringVar(&af.cfg.Socket, "socket", af.cfg.Socket, "unix socket of the local API (0600)")
+	af.register(cmd.Flags())
+	cmd.AddCommand(newAgentInfo(&af.cfg.Socket), newAgentExplain(&af.cfg.Socket), newAgentReportLatency(&af.cfg.Socket),
+		newConfigCommand("agent", func(f *pflag.FlagSet) (func() error, *configFile) {
+			c := newAgentFlags()
+			f.StringVar(&c.cfg.Socket, "socket", c.cfg.Socket, "unix socket of the local API (0600)")
+			c.register(f)
+			return c.check, &c.cf
+		}))
 	markUsageErrors(cmd)
 	return cmd
+}
+
+// agentFlags are every flag of `brim agent`, bound to an agentd.Config.
+type agentFlags struct {
+	cfg agentd.Config
+	lf  logFlags
+	lo  linkOptions
+	cf  configFile
+}
+
+func newAgentFlags() *agentFlags { return &agentFlags{cfg: agentd.DefaultConfig()} }
+
+// register adds the daemon's flags to f (--socket is the caller's: it is
+// a persistent flag of `brim agent`).
+func (af *agentFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&af.cfg.StateDir, "state-dir", af.cfg.StateDir, "agent state: ID, checkpoint, containers' sandboxes")
+	registerAgentFlags(f, &af.cfg)
+	af.lf.register(f)
+	f.StringVar(&af.cfg.Link.Master, "master", "", "master address host:port; empty: standalone (local API only)")
+	af.lo.register(f)
+	af.cf.register(f, defaultAgentConfig)
+}
+
+// load applies the configuration file to the parsed flags f.
+func (af *agentFlags) load(f *pflag.FlagSet) error {
+	p, err := af.cf.load(f)
+	af.cfg.ConfigFile = p
+	return err
+}
+
+// check validates the configuration as the daemon would, creating nothing.
+func (af *agentFlags) check() error {
+	if _, _, err := af.lf.logger(io.Discard); err != nil {
+		return err
+	}
+	if err := af.cfg.Validate(); err != nil {
+		return exitError{code: 2, msg: err.Error()}
+	}
+	return nil
 }
 
 // registerAgentFlags binds the agent daemon's flags that `brim agent` and
@@ -78,7 +118,6 @@ func registerAgentFlags(f *pflag.FlagSet, cfg *agentd.Config) {
 	f.StringVar(&cfg.Resources, "resources", cfg.Resources, `resources to hand out, Mesos syntax, e.g. "cpus:4;mem:8192" (default: the host's cpus and memory minus 1 GiB)`)
 	f.StringVar(&cfg.Retention, "sandbox-retention", cfg.Retention, `finished containers kept: "N", "DURATION" or "N,DURATION"`)
 	f.DurationVar(&cfg.KillGrace, "kill-grace", cfg.KillGrace, "default grace period between SIGTERM and SIGKILL (positive)")
-	f.StringVar(&cfg.ReloadFile, "config", cfg.ReloadFile, `settings file read at start and on SIGHUP (JSON: {"log-level": "debug"}); overrides --log-level`)
 	f.DurationVar(&cfg.Link.RetryMin, "status-retry-min", cfg.Link.RetryMin, "first retry of an unacknowledged status update (positive; doubles each time)")
 	f.DurationVar(&cfg.Link.RetryMax, "status-retry-max", cfg.Link.RetryMax, "longest wait between status update retries (at least --status-retry-min)")
 
@@ -124,13 +163,13 @@ func (lf *logFlags) logger(w io.Writer) (*slog.Logger, *slog.LevelVar, error) {
 // newDaemon assembles the agent daemon from cfg with the plugin registries
 // (the only place that names the built-in estimators and QoS controllers).
 // A bad setting exits 2 with nothing created.
-func newDaemon(cfg agentd.Config, log *slog.Logger, level *slog.LevelVar) (*agentd.Daemon, error) {
+func newDaemon(cfg agentd.Config, log *slog.Logger, level *slog.LevelVar, reload func() (agentd.Reloadable, error)) (*agentd.Daemon, error) {
 	cfg.Version = version
 	ereg := estimator.NewRegistry()
 	estimator.RegisterBuiltins(ereg)
 	qreg := qos.NewRegistry()
 	qos.RegisterBuiltins(qreg)
-	d, err := agentd.New(cfg, agentd.Deps{Estimators: ereg, QoS: qreg, Log: log, Level: level})
+	d, err := agentd.New(cfg, agentd.Deps{Estimators: ereg, QoS: qreg, Log: log, Level: level, Reload: reload})
 	var ce *agentd.ConfigError
 	if errors.As(err, &ce) {
 		return nil, exitError{code: 2, msg: err.Error()}

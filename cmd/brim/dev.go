@@ -24,6 +24,7 @@ func newDevCommand() *cobra.Command {
 		join         string
 		lf           logFlags
 		lo           linkOptions
+		cf           configFile
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -41,6 +42,11 @@ resources to frameworks that accept them (brim run --revocable), and the
 QoS controller's corrections show in "brim state".`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			conf, err := cf.load(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			cfg.ConfigFile = conf
 			log, level, err := lf.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -66,7 +72,7 @@ QoS controller's corrections show in "brim state".`,
 			if join == "" {
 				cfg.Link.Master = mf.listen
 			}
-			d, err := newDaemon(cfg, log, level)
+			d, err := newDaemon(cfg, log, level, reloadFrom(newDevCommand, cmd.Flags(), conf))
 			if err != nil {
 				return err
 			}
@@ -97,14 +103,15 @@ QoS controller's corrections show in "brim state".`,
 			return g.Wait()
 		},
 	}
-	mf.register(cmd, "")
 	f := cmd.Flags()
+	mf.register(f, "")
 	f.StringVar(&base, "state-dir", agentd.DevStateDir, "state of the master (DIR/master) and the agent (DIR/agent)")
 	f.StringVar(&socket, "socket", "", "unix socket of the agent's local API (default STATE-DIR/agent.sock)")
 	f.StringVar(&join, "join", "", "run only the agent, linked to the master at this address")
 	registerAgentFlags(f, &cfg)
 	lf.register(f)
 	lo.register(f)
+	cf.register(f, "")
 	markUsageErrors(cmd)
 	return cmd
 }

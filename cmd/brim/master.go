@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/brimnode/brim/master"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 const (
@@ -36,9 +38,8 @@ type masterFlags struct {
 	tlsCert, tlsKey string
 }
 
-// register adds the flags to cmd; --state-dir only with a default.
-func (f *masterFlags) register(cmd *cobra.Command, stateDirDefault string) {
-	fl := cmd.Flags()
+// register adds the flags to fl; --state-dir only with a default.
+func (f *masterFlags) register(fl *pflag.FlagSet, stateDirDefault string) {
 	fl.StringVar(&f.listen, "listen", defaultMasterListen, "address of the gRPC (agents, frameworks) and HTTP (operators) API, one port")
 	if stateDirDefault != "" {
 		fl.StringVar(&f.stateDir, "state-dir", stateDirDefault, "state directory (the master's bbolt store lives in STATE-DIR/master.db)")
@@ -97,32 +98,64 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	return r.Master, r.Addr, wait, nil
 }
 
+// masterCommandFlags are every flag of `brim master`.
+type masterCommandFlags struct {
+	masterFlags
+	lf logFlags
+	cf configFile
+}
+
+func (m *masterCommandFlags) register(f *pflag.FlagSet) {
+	m.masterFlags.register(f, defaultMasterStateDir)
+	f.StringVar(&m.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve the port over TLS, gRPC and HTTP API alike (with --tls-key; default: no TLS)")
+	f.StringVar(&m.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	m.lf.register(f)
+	m.cf.register(f, defaultMasterConfig)
+}
+
+// check validates what `brim master` checks before it starts anything.
+func (m *masterCommandFlags) check() error {
+	if _, err := newLogger(io.Discard, m.lf.level, m.lf.format); err != nil {
+		return exitError{code: 2, msg: err.Error()}
+	}
+	if m.authenticateAgents && m.credentials == "" {
+		return exitError{code: 2, msg: "--authenticate-agents needs --credentials (the principals and secrets agents authenticate with)"}
+	}
+	if (m.tlsCert == "") != (m.tlsKey == "") {
+		return exitError{code: 2, msg: "--tls-cert and --tls-key go together"}
+	}
+	return nil
+}
+
 func newMasterCommand() *cobra.Command {
-	var (
-		f                   masterFlags
-		logLevel, logFormat string
-	)
+	var f masterCommandFlags
 	cmd := &cobra.Command{
 		Use:   "master",
 		Short: "Run the master: agents register, frameworks get DRF offers, operators use the HTTP API",
-		Args:  usageArgs(cobra.NoArgs),
+		Long: `Run the master. Every flag is also a key of the --config file (TOML; flags
+win). SIGHUP re-reads --credentials and --acls and never stops the master.`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(cmd.ErrOrStderr(), logLevel, logFormat)
+			if _, err := f.cf.load(cmd.Flags()); err != nil {
+				return err
+			}
+			log, err := newLogger(cmd.ErrOrStderr(), f.lf.level, f.lf.format)
 			if err != nil {
 				return exitError{code: 2, msg: err.Error()}
 			}
-			_, _, wait, err := startMaster(cmd.Context(), &f, log)
+			_, _, wait, err := startMaster(cmd.Context(), &f.masterFlags, log)
 			if err != nil {
 				return err
 			}
 			return wait()
 		},
 	}
-	f.register(cmd, defaultMasterStateDir)
-	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve the port over TLS, gRPC and HTTP API alike (with --tls-key; default: no TLS)")
-	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
-	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-	cmd.Flags().StringVar(&logFormat, "log-format", "text", "text or json")
+	f.register(cmd.Flags())
+	cmd.AddCommand(newConfigCommand("master", func(fl *pflag.FlagSet) (func() error, *configFile) {
+		c := new(masterCommandFlags)
+		c.register(fl)
+		return c.check, &c.cf
+	}))
 	markUsageErrors(cmd)
 	return cmd
 }

@@ -162,3 +162,25 @@ func literal(f *pflag.Flag) string {
 	}
 	return strconv.Quote(s)
 }
+
+// CopyChanged sets on dst every flag that was set on src's command line,
+// so that a configuration file applied to dst again (a reload) still loses
+// to the command line. Flags unknown to dst are skipped.
+func CopyChanged(dst, src *pflag.FlagSet) error {
+	var err error
+	src.Visit(func(f *pflag.Flag) {
+		d := dst.Lookup(f.Name)
+		if d == nil || err != nil {
+			return
+		}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			if dv, ok := d.Value.(pflag.SliceValue); ok {
+				err = dv.Replace(sv.GetSlice())
+				d.Changed = true
+				return
+			}
+		}
+		err = dst.Set(f.Name, f.Value.String())
+	})
+	return err
+}

@@ -127,3 +127,23 @@ func TestWriteRoundTrip(t *testing.T) {
 		t.Errorf("round trip: %+v\n%s", o2, buf.String())
 	}
 }
+
+// A reload applies the file to a fresh flag set; CopyChanged keeps the
+// command line winning there too.
+func TestCopyChanged(t *testing.T) {
+	var o, o2 opts
+	fs := flags(&o)
+	if err := fs.Parse([]string{"--workers", "7", "--estimator-opt", "a=1", "--estimator-opt", "b=2"}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := flags(&o2)
+	if err := CopyChanged(fresh, fs); err != nil {
+		t.Fatal(err)
+	}
+	if err := Apply(fresh, file(t, "workers = 3\nname = \"z\"\nestimator-opt = [\"c=3\"]"), "config"); err != nil {
+		t.Fatal(err)
+	}
+	if o2.n != 7 || o2.name != "z" || strings.Join(o2.plugin, ",") != "a=1,b=2" {
+		t.Errorf("got %+v", o2)
+	}
+}
