@@ -1,5 +1,7 @@
 package agent
 
+import "time"
+
 // Ready returns a channel that Serve closes once it has recovered the
 // containers and started oversubscription: from then on the agent knows
 // every container a previous agent left, so a master link may report them
@@ -15,4 +17,14 @@ func (a *Agent) markReady() {
 	default:
 		close(a.ready)
 	}
+}
+
+// LastSample is the time of the monitor's latest round, and false without
+// oversubscription (no monitor runs). The daemon's watchdog uses it to
+// tell a running monitor from a wedged one.
+func (a *Agent) LastSample() (time.Time, bool) {
+	if a.over == nil {
+		return time.Time{}, false
+	}
+	return a.over.mon.Usage().Timestamp, true
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/brimnode/brim/agent/taskrunner"
 	"github.com/brimnode/brim/containerizer"
 	"github.com/brimnode/brim/estimator"
+	"github.com/brimnode/brim/internal/sdnotify"
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/isolator/cgroups"
 	"github.com/brimnode/brim/isolator/network"
@@ -103,6 +104,13 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("cgroup isolator: %w", err)
 	}
+	// Before recovery: an agent that took another's containers for
+	// orphans would destroy them.
+	parentLock, err := cg.LockParent()
+	if err != nil {
+		return err
+	}
+	defer parentLock.Close()
 	over, err := d.plugins.oversub(cg, log)
 	if err != nil {
 		return err
@@ -185,7 +193,15 @@ func (d *Daemon) serve(ctx context.Context, a *agent.Agent, l net.Listener, metr
 			return err
 		})
 	}
-	g.Go(func() error { return d.reloadOnHangup(gctx, hup) })
+	n := sdnotify.New(d.log)
+	g.Go(func() error { return d.reloadOnHangup(gctx, hup, a.Ready(), n) })
+	g.Go(func() error { return d.notifyReady(gctx, a, n) })
+	if iv, err := sdnotify.WatchdogInterval(); err != nil {
+		d.log.Warn("systemd watchdog off", "err", err)
+	} else if iv > 0 {
+		g.Go(func() error { n.RunWatchdog(gctx, iv); return nil })
+		g.Go(func() error { return d.watchdog(gctx, a, n, iv) })
+	}
 	return g.Wait()
 }
 

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/brimnode/brim/internal/sdnotify"
 )
 
 // Reloadable is what a reload may change while the agent runs: the log
@@ -47,13 +49,33 @@ func notifyHangup() (hup <-chan os.Signal, stop func()) {
 
 // reloadOnHangup re-reads the settings file on every SIGHUP until ctx
 // ends (systemd's ExecReload=kill -HUP $MAINPID).
-func (d *Daemon) reloadOnHangup(ctx context.Context, hup <-chan os.Signal) error {
+// systemd hears RELOADING=1 before and READY=1 after, whether the new
+// configuration took or the old one stays.
+// (A reload before the agent is ready says nothing: READY=1 is the
+// recovery's to send.)
+func (d *Daemon) reloadOnHangup(ctx context.Context, hup <-chan os.Signal, ready <-chan struct{}, n *sdnotify.Notifier) error {
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-hup:
-			d.reload()
+		}
+		isReady := false
+		select {
+		case <-ready:
+			isReady = true
+		default:
+		}
+		if isReady {
+			if err := n.Reloading(); err != nil {
+				d.log.Warn("notify systemd", "err", err)
+			}
+		}
+		d.reload()
+		if isReady {
+			if err := n.Ready("reloaded"); err != nil {
+				d.log.Warn("notify systemd", "err", err)
+			}
 		}
 	}
 }

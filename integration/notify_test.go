@@ -1,0 +1,104 @@
+package integration
+
+import (
+	"net"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/internal/testutil"
+)
+
+// notifyListener is systemd's side of NOTIFY_SOCKET (systemd is not PID 1
+// on these machines): a real datagram socket whose messages the test reads.
+func notifyListener(t *testing.T) <-chan string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "notify.sock")
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	t.Setenv("NOTIFY_SOCKET", path)
+	ch := make(chan string, 1000)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			ch <- string(buf[:n])
+		}
+	}()
+	return ch
+}
+
+// awaitNotify returns the first message starting with prefix, failing
+// after a bound; other messages are passed over (WATCHDOG=1 pings).
+func awaitNotify(t *testing.T, ch <-chan string, prefix string) string {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case m := <-ch:
+			if strings.HasPrefix(m, prefix) {
+				return m
+			}
+		case <-timeout:
+			t.Fatalf("no %q from the agent", prefix)
+		}
+	}
+}
+
+// TestAgentNotify: under Type=notify the agent says READY=1 only once it
+// has recovered its containers, pings the watchdog, brackets a SIGHUP
+// reload with RELOADING=1 / READY=1 and says STOPPING=1 on its way out.
+func TestAgentNotify(t *testing.T) {
+	testutil.RequireRoot(t)
+	msgs := notifyListener(t)
+	t.Setenv("WATCHDOG_USEC", "1000000")
+	dir := t.TempDir()
+	conf := writeTemp(t, dir, "agent.toml", `log-level = "debug"`)
+	a := startAgent(t, "--config", conf)
+	awaitNotify(t, msgs, "READY=1")
+	a.run("--name", "survivor", "--", "sleep", "600")
+
+	// A restarted agent is ready only with the container recovered.
+	a.stop()
+	awaitNotify(t, msgs, "STOPPING=1")
+	a.start()
+	if m := awaitNotify(t, msgs, "READY=1"); !strings.Contains(m, "1 containers running") {
+		t.Errorf("READY after recovery: %q, want the recovered container counted", m)
+	}
+	for range 2 {
+		awaitNotify(t, msgs, "WATCHDOG=1")
+	}
+	if err := a.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	awaitNotify(t, msgs, "RELOADING=1")
+	if m := awaitNotify(t, msgs, "READY=1"); !strings.Contains(m, "reloaded") {
+		t.Errorf("after reload: %q", m)
+	}
+}
+
+// TestAgentParentLock: a second agent pointed at the cgroup parent a live
+// agent owns is refused (it used to take the first agent's containers for
+// orphans and remove them), and leaves them running.
+func TestAgentParentLock(t *testing.T) {
+	testutil.RequireRoot(t)
+	a := startAgent(t)
+	id := a.run("--name", "mine", "--", "sleep", "600")
+	base := t.TempDir()
+	r := runBrimBounded(t, a.Parent, "agent", "--state-dir", filepath.Join(base, "state"), "--socket", filepath.Join(base, "agent.sock"),
+		"--cgroup-parent", a.Parent, "--resources", "cpus:1;mem:256")
+	if r.code != 1 || !strings.Contains(r.stderr, "cgroup parent in use by another agent") {
+		t.Errorf("second agent on %s: exit %d, stderr %q", a.Parent, r.code, r.stderr)
+	}
+	if c := a.inspect(id); c.State != "running" {
+		t.Errorf("the first agent's container is %s", c.State)
+	}
+}
