@@ -89,8 +89,13 @@ type RunRequest struct {
 	// network gives the container its own network namespace with an address
 	// (the agent must run with --network); net_bw_mbit limits its bandwidth
 	// both ways (Mbit/s, 0: unlimited).
-	Network       bool  `protobuf:"varint,12,opt,name=network,proto3" json:"network,omitempty"`
-	NetBwMbit     int64 `protobuf:"varint,13,opt,name=net_bw_mbit,json=netBwMbit,proto3" json:"net_bw_mbit,omitempty"`
+	Network   bool  `protobuf:"varint,12,opt,name=network,proto3" json:"network,omitempty"`
+	NetBwMbit int64 `protobuf:"varint,13,opt,name=net_bw_mbit,json=netBwMbit,proto3" json:"net_bw_mbit,omitempty"`
+	// user runs the process: NAME, UID, NAME:GROUP or UID:GID in the host's
+	// /etc/passwd and /etc/group; empty: the agent's default user (nobody
+	// unless configured). Root (uid 0) is refused with PERMISSION_DENIED
+	// unless the agent runs with --allow-root-tasks.
+	User          string `protobuf:"bytes,14,opt,name=user,proto3" json:"user,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -216,6 +221,13 @@ func (x *RunRequest) GetNetBwMbit() int64 {
 	return 0
 }
 
+func (x *RunRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
 type ExitStatus struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Code      int32                  `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
@@ -323,7 +335,9 @@ type Container struct {
 	// quarantine: why the container's checkpoint record could not be read
 	// (empty for a healthy record). Such a container is kept but neither
 	// accounted nor resizable; see AgentInfoResponse.quarantined.
-	Quarantine    string `protobuf:"bytes,17,opt,name=quarantine,proto3" json:"quarantine,omitempty"`
+	Quarantine string `protobuf:"bytes,17,opt,name=quarantine,proto3" json:"quarantine,omitempty"`
+	// user the process runs as, as asked (or the agent's default).
+	User          string `protobuf:"bytes,18,opt,name=user,proto3" json:"user,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -473,6 +487,13 @@ func (x *Container) GetLabels() map[string]string {
 func (x *Container) GetQuarantine() string {
 	if x != nil {
 		return x.Quarantine
+	}
+	return ""
+}
+
+func (x *Container) GetUser() string {
+	if x != nil {
+		return x.User
 	}
 	return ""
 }
@@ -2231,7 +2252,7 @@ var File_agent_proto protoreflect.FileDescriptor
 
 const file_agent_proto_rawDesc = "" +
 	"\n" +
-	"\vagent.proto\x12\rbrim.agent.v1\"\xb1\x03\n" +
+	"\vagent.proto\x12\rbrim.agent.v1\"\xc5\x03\n" +
 	"\n" +
 	"RunRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
@@ -2248,7 +2269,8 @@ const file_agent_proto_rawDesc = "" +
 	" \x01(\bR\bcpuQuota\x12=\n" +
 	"\x06labels\x18\v \x03(\v2%.brim.agent.v1.RunRequest.LabelsEntryR\x06labels\x12\x18\n" +
 	"\anetwork\x18\f \x01(\bR\anetwork\x12\x1e\n" +
-	"\vnet_bw_mbit\x18\r \x01(\x03R\tnetBwMbit\x1a9\n" +
+	"\vnet_bw_mbit\x18\r \x01(\x03R\tnetBwMbit\x12\x12\n" +
+	"\x04user\x18\x0e \x01(\tR\x04user\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbc\x01\n" +
@@ -2260,7 +2282,7 @@ const file_agent_proto_rawDesc = "" +
 	"oom_killed\x18\x03 \x01(\bR\toomKilled\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x121\n" +
-	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xdb\x04\n" +
+	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xef\x04\n" +
 	"\tContainer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -2283,7 +2305,8 @@ const file_agent_proto_rawDesc = "" +
 	"\x06labels\x18\x10 \x03(\v2$.brim.agent.v1.Container.LabelsEntryR\x06labels\x12\x1e\n" +
 	"\n" +
 	"quarantine\x18\x11 \x01(\tR\n" +
-	"quarantine\x1a9\n" +
+	"quarantine\x12\x12\n" +
+	"\x04user\x18\x12 \x01(\tR\x04user\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\r\n" +

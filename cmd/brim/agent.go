@@ -56,6 +56,7 @@ func newAgentCommand() *cobra.Command {
 		ov                       oversubFlags
 		nf                       networkFlags
 		lo                       linkOptions
+		sf                       securityFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -88,6 +89,9 @@ agent with the same --state-dir reattaches to them.`,
 			if err := ov.validate(); err != nil {
 				return exitError{code: 2, msg: err.Error()}
 			}
+			if err := sf.validate(); err != nil {
+				return exitError{code: 2, msg: err.Error()}
+			}
 			if err := lo.credentials(); err != nil {
 				return err
 			}
@@ -109,6 +113,7 @@ agent with the same --state-dir reattaches to them.`,
 				return exitError{code: 1, msg: "brim agent must run as root"}
 			}
 			routeLogrus(log)
+			raiseFileLimit(log)
 			// Take the socket first: a second agent fails before it creates
 			// anything.
 			l, err := agent.Listen(socket)
@@ -116,7 +121,7 @@ agent with the same --state-dir reattaches to them.`,
 				return err
 			}
 			defer l.Close()
-			cg, err := cgroups.New(cgroups.Config{Parent: cgParent})
+			cg, err := cgroups.New(cgroups.Config{Parent: cgParent, DefaultPids: sf.defaultPids})
 			if err != nil {
 				return fmt.Errorf("cgroup isolator: %w", err)
 			}
@@ -140,6 +145,7 @@ agent with the same --state-dir reattaches to them.`,
 				StateDir:  stateDir,
 				Isolators: isos,
 				KillGrace: killGrace,
+				HidePaths: sf.hidePaths(socket, netCfg.NetNSDir),
 				Log:       log,
 			})
 			if err != nil {
@@ -156,6 +162,8 @@ agent with the same --state-dir reattaches to them.`,
 				Version:      version,
 				CgroupParent: cgParent,
 				Oversub:      over,
+				DefaultUser:  sf.defaultUser,
+				AllowRoot:    sf.allowRoot,
 			})
 			if err != nil {
 				return err
@@ -184,6 +192,7 @@ agent with the same --state-dir reattaches to them.`,
 	f.StringVar(&logFormat, "log-format", "text", "text or json")
 	ov.register(f)
 	nf.register(f)
+	sf.register(f)
 	f.StringVar(&lo.master, "master", "", "master address host:port; empty: standalone (local API only)")
 	f.DurationVar(&lo.retryMin, "status-retry-min", masterlink.DefaultRetryMin, "first retry of an unacknowledged status update (doubles each time)")
 	f.DurationVar(&lo.retryMax, "status-retry-max", masterlink.DefaultRetryMax, "longest wait between status update retries")
@@ -370,7 +379,7 @@ func infoOf(in *containerizer.Info) *agent.RuntimeInfo {
 func (r runtimeAdapter) Launch(ctx context.Context, s agent.LaunchSpec) (*agent.RuntimeInfo, error) {
 	in, err := r.c.Launch(ctx, containerizer.Spec{
 		ID: s.ID, Name: s.Name, Command: s.Command, Env: s.Env, Cwd: s.Cwd,
-		Rootfs: s.Rootfs, Limits: s.Limits, Labels: s.Labels,
+		Rootfs: s.Rootfs, User: s.User, Limits: s.Limits, Labels: s.Labels,
 	})
 	if err != nil {
 		return nil, mapErr(err)

@@ -139,7 +139,8 @@ func runLinkedAgent(ctx context.Context, stateDir, socket, cgParent string, tota
 	if err != nil {
 		return err
 	}
-	cg, err := cgroups.New(cgroups.Config{Parent: cgParent})
+	raiseFileLimit(log)
+	cg, err := cgroups.New(cgroups.Config{Parent: cgParent, DefaultPids: devSecurity.defaultPids})
 	if err != nil {
 		l.Close()
 		return fmt.Errorf("cgroup isolator: %w", err)
@@ -149,14 +150,16 @@ func runLinkedAgent(ctx context.Context, stateDir, socket, cgParent string, tota
 		l.Close()
 		return err
 	}
-	cz, err := containerizer.New(containerizer.Config{StateDir: stateDir, Isolators: []isolator.Isolator{cg}, KillGrace: killGrace, Log: log})
+	cz, err := containerizer.New(containerizer.Config{StateDir: stateDir, Isolators: []isolator.Isolator{cg}, KillGrace: killGrace,
+		HidePaths: devSecurity.hidePaths(socket, ""), Log: log})
 	if err != nil {
 		l.Close()
 		return fmt.Errorf("containerizer: %w", err)
 	}
 	ret, _ := agent.ParseRetention(defaultRetention)
 	a, err := agent.New(agent.Options{StateDir: stateDir, Runtime: runtimeAdapter{cz}, Resources: total, KillGrace: killGrace,
-		Retention: ret, Log: log, Version: version, CgroupParent: cgParent, Oversub: over})
+		Retention: ret, Log: log, Version: version, CgroupParent: cgParent, Oversub: over,
+		DefaultUser: devSecurity.defaultUser})
 	if err != nil {
 		l.Close()
 		return err
