@@ -1078,6 +1078,14 @@ var _ monitor.Source = (*Agent)(nil)
 // Options.DefaultUser names one.
 const DefaultUser = "nobody"
 
+// CheckUser reports whether containers may run as user on an agent with
+// allowRoot: cmd/brim checks --default-user with it before creating
+// anything. Errors wrap ErrInvalidArgument or ErrRootNotAllowed.
+func CheckUser(user string, allowRoot bool) error {
+	_, err := resolveUser(user, allowRoot)
+	return err
+}
+
 // resolveUser resolves user in the host's user database; root (uid 0)
 // only with allowRoot. Errors wrap ErrInvalidArgument or ErrRootNotAllowed.
 func resolveUser(user string, allowRoot bool) (hostuser.ID, error) {

@@ -37,6 +37,9 @@ func (s *securityFlags) validate() error {
 	if s.defaultPids < 0 {
 		return fmt.Errorf("--default-pids %d: must not be negative", s.defaultPids)
 	}
+	if err := agent.CheckUser(s.defaultUser, s.allowRoot); err != nil {
+		return fmt.Errorf("--default-user %q: %w", s.defaultUser, err)
+	}
 	for _, p := range s.hide {
 		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
 			return fmt.Errorf("--hide-paths %q: want absolute paths below /", p)
