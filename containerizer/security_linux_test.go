@@ -55,7 +55,8 @@ func TestTaskCannotReachHostSecrets(t *testing.T) {
 	e := newEnv(t, filepath.Join(base, "state"))
 	c, err := New(Config{
 		StateDir: e.stateDir, Isolators: []isolator.Isolator{e.iso}, ShimBinary: e.shim,
-		HidePaths: append(append([]string(nil), DefaultHidePaths...), sockDir, secret),
+		// /mnt too: the sandbox below it must still be there.
+		HidePaths: append(append([]string(nil), DefaultHidePaths...), sockDir, secret, "/mnt"),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 
 // prepareHostRoot assembles the host root as a container rootfs in the
 // shim's private mount namespace: / recursively bound onto <dir>/rootfs,
-// a small tmpfs on /mnt holding the sandbox mount point, hide's paths
-// masked (see maskPaths), then everything made
+// hide's paths masked (see maskPaths), a small tmpfs on /mnt holding the
+// sandbox mount point, then everything made
 // read-only with mount_setattr(AT_RECURSIVE) (a bind's "ro" covers only
 // its top mount). libcontainer then adds /proc, /dev, /sys, a private
 // /tmp and the sandbox, and pivots into it. The host root itself cannot be
@@ -33,6 +33,11 @@ func prepareHostRoot(dir string, hide []string) (string, error) {
 	if err := unix.Mount("/", root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return "", fmt.Errorf("bind host root: %w", err)
 	}
+	// Masks first: one on /mnt or above the sandbox's mount point is then
+	// covered by /mnt's tmpfs instead of hiding the mount point.
+	if err := maskPaths(dir, root, hide); err != nil {
+		return "", err
+	}
 	mnt := filepath.Join(root, "mnt")
 	if fi, err := os.Stat(mnt); err != nil || !fi.IsDir() {
 		return "", fmt.Errorf("host root has no /mnt directory for the sandbox: %w", errors.Join(err, os.ErrNotExist))
@@ -42,9 +47,6 @@ func prepareHostRoot(dir string, hide []string) (string, error) {
 	}
 	if err := os.Mkdir(filepath.Join(mnt, filepath.Base(SandboxMountPoint)), 0o755); err != nil {
 		return "", fmt.Errorf("create sandbox mount point: %w", err)
-	}
-	if err := maskPaths(dir, root, hide); err != nil {
-		return "", err
 	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 	if err := unix.MountSetattr(-1, root, unix.AT_RECURSIVE, &attr); err != nil {
