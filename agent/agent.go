@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brimnode/brim/internal/hostuser"
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/monitor"
 	"github.com/brimnode/brim/resources"
@@ -50,6 +51,13 @@ type Options struct {
 	// Version and CgroupParent are reported by Info.
 	Version      string
 	CgroupParent string
+	// DefaultUser runs the containers whose Spec names no user: NAME, UID,
+	// NAME:GROUP or UID:GID from the host's /etc/passwd and /etc/group;
+	// empty means DefaultUser ("nobody").
+	DefaultUser string
+	// AllowRoot lets containers run as root (uid 0), asked for or as the
+	// default user; without it such a launch fails with ErrRootNotAllowed.
+	AllowRoot bool
 	// Oversub runs the monitor, estimator and QoS controller and admits
 	// revocable containers against the revocable pool. nil: none of them,
 	// and revocable containers are accounted against Resources like the
@@ -98,6 +106,9 @@ type Spec struct {
 	Env     []string // K=V
 	Cwd     string
 	Rootfs  string // absolute directory; empty: the host root, read-only
+	// User runs the process (see Options.DefaultUser for the syntax);
+	// empty: Options.DefaultUser.
+	User string
 	// Resources are accounted against the agent's and set the limits:
 	// cpu shares (and a CFS quota with CPUQuota), memory limit.
 	Resources Resources
@@ -188,6 +199,12 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.KillGrace <= 0 {
 		opts.KillGrace = DefaultKillGrace
+	}
+	if opts.DefaultUser == "" {
+		opts.DefaultUser = DefaultUser
+	}
+	if _, err := resolveUser(opts.DefaultUser, opts.AllowRoot); err != nil {
+		return nil, fmt.Errorf("default user: %w", err)
 	}
 	log := opts.Log
 	if log == nil {
@@ -554,6 +571,13 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	if err := spec.validate(); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
+	if spec.User == "" {
+		spec.User = a.opts.DefaultUser
+	}
+	user, err := resolveUser(spec.User, a.opts.AllowRoot)
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
 	if spec.Network && !a.opts.Network {
 		return nil, fmt.Errorf("run: %w: networking asked but the agent runs without --network", ErrInvalidArgument)
 	}
@@ -595,7 +619,7 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	}
 	c := &Container{
 		ID: id, Name: name, Command: spec.Command, Env: spec.Env, Cwd: spec.Cwd,
-		Rootfs: spec.Rootfs, Limits: limits, Revocable: spec.Revocable, Labels: spec.Labels,
+		Rootfs: spec.Rootfs, User: spec.User, Limits: limits, Revocable: spec.Revocable, Labels: spec.Labels,
 		State: StateLaunching, CreatedAt: time.Now().UTC(),
 	}
 	// Checkpoint before launching: after a crash mid-launch the recovery
@@ -612,7 +636,7 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 
 	in, err := a.rt.Launch(ctx, LaunchSpec{
 		ID: id, Name: name, Command: spec.Command, Env: spec.Env, Cwd: spec.Cwd,
-		Rootfs: spec.Rootfs, Limits: limits, Labels: spec.Labels,
+		Rootfs: spec.Rootfs, User: user.String(), Limits: limits, Labels: spec.Labels,
 	})
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -1052,3 +1076,28 @@ func (a *Agent) Usage(ctx context.Context, id string) (*isolator.Statistics, err
 }
 
 var _ monitor.Source = (*Agent)(nil)
+
+// DefaultUser is the user of containers when neither the launch nor
+// Options.DefaultUser names one.
+const DefaultUser = "nobody"
+
+// CheckUser reports whether containers may run as user on an agent with
+// allowRoot: cmd/brim checks --default-user with it before creating
+// anything. Errors wrap ErrInvalidArgument or ErrRootNotAllowed.
+func CheckUser(user string, allowRoot bool) error {
+	_, err := resolveUser(user, allowRoot)
+	return err
+}
+
+// resolveUser resolves user in the host's user database; root (uid 0)
+// only with allowRoot. Errors wrap ErrInvalidArgument or ErrRootNotAllowed.
+func resolveUser(user string, allowRoot bool) (hostuser.ID, error) {
+	id, err := hostuser.Lookup("/", user)
+	if err != nil {
+		return hostuser.ID{}, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	if id.Root() && !allowRoot {
+		return hostuser.ID{}, fmt.Errorf("user %q is uid 0: %w", user, ErrRootNotAllowed)
+	}
+	return id, nil
+}

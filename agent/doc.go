@@ -12,6 +12,10 @@
 // API's view of a container's cpus, mem and net_bw limits. A request for a
 // resource the agent has no total of is refused, as in Mesos.
 //
+// It decides who a task runs as: the launch's user or Options.DefaultUser
+// (nobody), resolved in the host's user database; root (uid 0) only with
+// Options.AllowRoot, else ErrRootNotAllowed (docs/security.md).
+//
 // Recovery quarantines a checkpoint record it cannot read instead of
 // failing: the file stays untouched, the container it names is kept (never
 // destroyed as an orphan), reported in Info and listed with
@@ -37,7 +41,8 @@
 // ErrInsufficientResources (wrapped by *InsufficientResourcesError, which
 // names the short resources, those the agent does not offer at all and, for
 // revocable containers, the revocable pool), ErrInvalidArgument (bad
-// request, or an update of a quarantined container), ErrCommandNotFound
+// request, an unknown user, or an update of a quarantined container),
+// ErrRootNotAllowed (a root task without Options.AllowRoot), ErrCommandNotFound
 // (the command does not exist in the container's root filesystem),
 // ErrNotRunning (the container has exited), ErrRunning (destroy of a running
 // container without force), ErrAgentRunning (another agent serves the socket

@@ -28,6 +28,9 @@ var (
 	// ErrAgentRunning is returned when another agent already serves the
 	// socket or holds the state dir.
 	ErrAgentRunning = errors.New("another agent is running")
+	// ErrRootNotAllowed is returned for a container that would run as root
+	// on an agent whose operator did not allow it (Options.AllowRoot).
+	ErrRootNotAllowed = errors.New("root tasks are not allowed on this agent (brim agent --allow-root-tasks)")
 	// ErrNotSupported is returned where the host cannot run the agent.
 	ErrNotSupported = errors.New("not supported on this host")
 )

@@ -22,6 +22,7 @@ type fakeRuntime struct {
 }
 
 type fakeContainer struct {
+	spec   LaunchSpec
 	info   RuntimeInfo
 	limits isolator.Limits
 	exit   chan struct{}
@@ -51,6 +52,7 @@ func (f *fakeRuntime) Launch(_ context.Context, s LaunchSpec) (*RuntimeInfo, err
 		}
 	}
 	c := &fakeContainer{
+		spec:   s,
 		info:   RuntimeInfo{ID: s.ID, Running: true, Pid: 1000 + len(f.containers), StartedAt: time.Now(), SandboxDir: sb},
 		limits: s.Limits,
 		exit:   make(chan struct{}),

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -36,7 +37,7 @@ func (a *Agent) Logs(ctx context.Context, ref string, follow bool, emit func(str
 	}
 	files := [2]*os.File{}
 	for i, name := range []string{"stdout", "stderr"} {
-		f, err := os.Open(filepath.Join(dir, name))
+		f, err := openLog(filepath.Join(dir, name))
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("logs %s: %w", id, err)
 		}
@@ -87,4 +88,20 @@ func (a *Agent) Logs(ctx context.Context, ref string, follow bool, emit func(str
 		case <-t.C:
 		}
 	}
+}
+
+// openLog opens a container's stdout or stderr. The sandbox belongs to the
+// task's user, who may have replaced the file: a symlink (to a host file
+// the agent could read as root) is refused, and so is anything but a
+// regular file (a FIFO would block the agent).
+func openLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("open %s: not a regular file", filepath.Base(path))
+	}
+	return f, nil
 }

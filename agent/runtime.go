@@ -38,6 +38,7 @@ type LaunchSpec struct {
 	Env     []string
 	Cwd     string
 	Rootfs  string // empty: the host root, read-only
+	User    string // "UID:GID", resolved by the agent
 	Limits  isolator.Limits
 	Labels  map[string]string
 }

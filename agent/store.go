@@ -28,6 +28,7 @@ type Container struct {
 	Env        []string          `json:"env,omitempty"`
 	Cwd        string            `json:"cwd,omitempty"`
 	Rootfs     string            `json:"rootfs,omitempty"`
+	User       string            `json:"user,omitempty"`
 	Limits     isolator.Limits   `json:"limits"`
 	Revocable  bool              `json:"revocable,omitempty"`
 	Labels     map[string]string `json:"labels,omitempty"`

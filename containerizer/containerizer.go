@@ -31,6 +31,12 @@ var (
 	ErrNotSupported = executor.ErrNotSupported
 )
 
+// DefaultHidePaths are the host paths an agent masks from containers on
+// the host root unless its operator configures another list: password
+// hashes, root's home, the ssh host keys, brim's own state and the run
+// directory (sockets of brim, systemd, the container runtimes).
+var DefaultHidePaths = []string{"/etc/shadow", "/etc/gshadow", "/root", "/etc/ssh", "/var/lib/brim", "/run"}
+
 // DefaultKillGrace is the time a container gets between SIGTERM and
 // SIGKILL when Config.KillGrace is zero.
 const DefaultKillGrace = 3 * time.Second
@@ -63,6 +69,11 @@ type Config struct {
 	// LaunchTimeout bounds a launch's handshake with its shim (from the
 	// shim's start to "running"); default DefaultLaunchTimeout.
 	LaunchTimeout time.Duration
+	// HidePaths are host paths masked from containers on the host root,
+	// besides StateDir which always is (see executor.Bundle.HidePaths):
+	// cmd/brim gives the agent socket's directory, the netns directory and
+	// the operator's list (DefaultHidePaths unless configured).
+	HidePaths []string
 	// Log receives the containerizer's log; default discards.
 	Log *slog.Logger
 }
@@ -89,7 +100,12 @@ type Spec struct {
 	Cwd     string   `json:"cwd,omitempty"`
 	// Rootfs is a root filesystem directory, mounted read-only; "" runs on
 	// the host root, read-only, with a private /tmp.
-	Rootfs string            `json:"rootfs,omitempty"`
+	Rootfs string `json:"rootfs,omitempty"`
+	// User runs the process: NAME, UID, NAME:GROUP or UID:GID resolved
+	// in the host's /etc/passwd and /etc/group (internal/hostuser); the
+	// sandbox is owned by it. "" is root: the agent applies its default
+	// user and refuses root unless allowed, the containerizer does not.
+	User   string            `json:"user,omitempty"`
 	Limits isolator.Limits   `json:"limits"`
 	Labels map[string]string `json:"labels,omitempty"`
 }
@@ -209,6 +225,11 @@ func New(cfg Config) (*Containerizer, error) {
 		cfg.ShimBinary = exe
 		if small := filepath.Join(filepath.Dir(exe), "brim-shim"); isExecutable(small) {
 			cfg.ShimBinary = small
+		}
+	}
+	for _, p := range cfg.HidePaths {
+		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
+			return nil, fmt.Errorf("new containerizer: hidden path %q is not an absolute path below the root", p)
 		}
 	}
 	if cfg.KillGrace == 0 {

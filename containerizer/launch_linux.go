@@ -16,6 +16,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer"
 
 	"github.com/brimnode/brim/executor"
+	"github.com/brimnode/brim/internal/hostuser"
 	"github.com/brimnode/brim/isolator"
 )
 
@@ -28,6 +29,13 @@ import (
 func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr error) {
 	if err := validateSpec(&spec); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", spec.ID, err)
+	}
+	var user hostuser.ID
+	if spec.User != "" {
+		var err error
+		if user, err = hostuser.Lookup("/", spec.User); err != nil {
+			return nil, fmt.Errorf("launch %s: %w", spec.ID, err)
+		}
 	}
 	id := spec.ID
 	c.mu.Lock()
@@ -54,8 +62,14 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 		}
 	}()
 
-	if err := os.Mkdir(filepath.Join(dir, executor.SandboxDir), 0o755); err != nil {
+	sandbox := filepath.Join(dir, executor.SandboxDir)
+	if err := os.Mkdir(sandbox, 0o755); err != nil {
 		return nil, fmt.Errorf("launch %s: create sandbox: %w", id, err)
+	}
+	// The task's user writes its files there; the shim (root) creates
+	// stdout and stderr in it, which stay the agent's.
+	if err := os.Chown(sandbox, int(user.UID), int(user.GID)); err != nil {
+		return nil, fmt.Errorf("launch %s: own sandbox: %w", id, err)
 	}
 	// config.json is written once the isolators are prepared; a directory
 	// without it is an orphan to Recover, which cleans up the isolators.
@@ -95,7 +109,9 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 		CgroupPath: launch.CgroupPath,
 		NetNSPath:  launch.NetNSPath,
 		StateRoot:  c.runcRoot,
-		HidePaths:  []string{c.cfg.StateDir},
+		HidePaths:  append([]string{c.cfg.StateDir}, c.cfg.HidePaths...),
+		UID:        user.UID,
+		GID:        user.GID,
 		// The shim verifies the cgroup and network namespace itself
 		// before exec: no go-ahead round trip unless an isolator must see
 		// the init first.

@@ -79,10 +79,17 @@ type Bundle struct {
 	NetNSPath string `json:"netns_path,omitempty"`
 	// StateRoot is libcontainer's state directory (shared by containers).
 	StateRoot string `json:"state_root"`
-	// HidePaths are host directories hidden (under an empty read-only
-	// tmpfs) from a container on the host root: the agent's state dir, so
-	// that containers cannot read each other's sandboxes.
+	// HidePaths are host paths masked from a container on the host root:
+	// a directory under an empty tmpfs (mode 0755, root), a file under an
+	// empty file of mode 0000; symlinks are resolved inside the root.
+	// The containerizer puts the agent's state dir, its socket's directory
+	// and the operator's list (/etc/shadow, /root, /run, …) here.
 	HidePaths []string `json:"hide_paths,omitempty"`
+	// UID and GID run the user process (no supplementary groups); 0 is
+	// root. The containerizer resolves them from the host's user database
+	// and owns the sandbox to them.
+	UID uint32 `json:"uid,omitempty"`
+	GID uint32 `json:"gid,omitempty"`
 	// NoSeccomp disables the default seccomp profile.
 	NoSeccomp bool `json:"no_seccomp,omitempty"`
 	// SkipGoAhead lets a shim started with the launch handshake run the

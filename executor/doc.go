@@ -10,7 +10,8 @@
 // or hung shim makes it return ErrShimUnresponsive, never hang.
 //
 // The package owns the container directory layout (Bundle, file names), the
-// libcontainer configuration (host root read-only or a rootfs directory, a
+// libcontainer configuration (host root read-only with the bundle's hidden
+// paths masked, or a rootfs directory; the process's uid and gid; a
 // private /tmp, the sandbox at /mnt/sandbox, namespaces pid/mount/ipc/uts/net,
 // runc's default capabilities, masked and read-only /proc paths,
 // no_new_privileges, and a default seccomp profile when built with the

@@ -55,3 +55,18 @@ func TestCheckCgroupFile(t *testing.T) {
 		})
 	}
 }
+
+// TestRuntimeSpecUser: the bundle's uid and gid reach the OCI spec with no
+// supplementary groups (libcontainer sets exactly that list), and a
+// bundle without them runs as root, as bundles written before them did.
+func TestRuntimeSpecUser(t *testing.T) {
+	b := &Bundle{Version: BundleVersion, ID: "u", Args: []string{"true"}, CgroupPath: "/brim/u", StateRoot: "/run/x", UID: 65534, GID: 65533}
+	u := RuntimeSpec(b, "/d", "/d/rootfs").Process.User
+	if u.UID != 65534 || u.GID != 65533 || len(u.AdditionalGids) != 0 {
+		t.Errorf("process user = %+v, want 65534:65533 and no supplementary groups", u)
+	}
+	b.UID, b.GID = 0, 0
+	if u := RuntimeSpec(b, "/d", "/d/rootfs").Process.User; u.UID != 0 || u.GID != 0 {
+		t.Errorf("process user of a bundle without uid = %+v, want root", u)
+	}
+}

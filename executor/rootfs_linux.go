@@ -6,13 +6,14 @@ import (
 	"os"
 	"path/filepath"
 
+	securejoin "github.com/cyphar/filepath-securejoin"
 	"golang.org/x/sys/unix"
 )
 
 // prepareHostRoot assembles the host root as a container rootfs in the
 // shim's private mount namespace: / recursively bound onto <dir>/rootfs,
-// a small tmpfs on /mnt holding the sandbox mount point, hide's
-// directories covered by empty tmpfs mounts, then everything made
+// hide's paths masked (see maskPaths), a small tmpfs on /mnt holding the
+// sandbox mount point, then everything made
 // read-only with mount_setattr(AT_RECURSIVE) (a bind's "ro" covers only
 // its top mount). libcontainer then adds /proc, /dev, /sys, a private
 // /tmp and the sandbox, and pivots into it. The host root itself cannot be
@@ -32,6 +33,11 @@ func prepareHostRoot(dir string, hide []string) (string, error) {
 	if err := unix.Mount("/", root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return "", fmt.Errorf("bind host root: %w", err)
 	}
+	// Masks first: one on /mnt or above the sandbox's mount point is then
+	// covered by /mnt's tmpfs instead of hiding the mount point.
+	if err := maskPaths(dir, root, hide); err != nil {
+		return "", err
+	}
 	mnt := filepath.Join(root, "mnt")
 	if fi, err := os.Stat(mnt); err != nil || !fi.IsDir() {
 		return "", fmt.Errorf("host root has no /mnt directory for the sandbox: %w", errors.Join(err, os.ErrNotExist))
@@ -41,15 +47,6 @@ func prepareHostRoot(dir string, hide []string) (string, error) {
 	}
 	if err := os.Mkdir(filepath.Join(mnt, filepath.Base(SandboxMountPoint)), 0o755); err != nil {
 		return "", fmt.Errorf("create sandbox mount point: %w", err)
-	}
-	for _, p := range hide {
-		target := filepath.Join(root, filepath.Clean(p))
-		if fi, err := os.Lstat(target); err != nil || !fi.IsDir() {
-			continue // nothing there to hide
-		}
-		if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=700,size=4k"); err != nil {
-			return "", fmt.Errorf("hide %s: %w", p, err)
-		}
 	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 	if err := unix.MountSetattr(-1, root, unix.AT_RECURSIVE, &attr); err != nil {
@@ -70,6 +67,52 @@ func requirePrivateMountNS() error {
 	}
 	if self.Ino == parent.Ino && self.Dev == parent.Dev {
 		return errors.New("the shim shares its parent's mount namespace: start it with CLONE_NEWNS")
+	}
+	return nil
+}
+
+// maskedFile is the empty, mode 0000 file in the container directory bound
+// over masked files: even a root task (without CAP_DAC_OVERRIDE) gets
+// EACCES reading it.
+const maskedFile = "masked"
+
+// maskPaths hides each of hide's paths under root: a directory under an
+// empty read-only tmpfs (mode 0755: whoever the task runs as, a path
+// below it, such as the agent's socket, is ENOENT rather than EACCES, and
+// a listing is empty), anything else under maskedFile. Paths are resolved inside
+// root (a symlink such as /var/run -> /run masks its target in the
+// rootfs); a path that does not exist is skipped.
+func maskPaths(dir, root string, hide []string) error {
+	empty := ""
+	for _, p := range hide {
+		target, err := securejoin.SecureJoin(root, p)
+		if err != nil {
+			return fmt.Errorf("hide %s: %w", p, err)
+		}
+		fi, err := os.Lstat(target)
+		if err != nil {
+			continue // nothing there to hide
+		}
+		if fi.IsDir() {
+			if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=755,size=4k"); err != nil {
+				return fmt.Errorf("hide %s: %w", p, err)
+			}
+			continue
+		}
+		if empty == "" {
+			empty = filepath.Join(dir, maskedFile)
+			f, err := os.OpenFile(empty, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0)
+			if err != nil {
+				return fmt.Errorf("hide %s: %w", p, err)
+			}
+			f.Close()
+			if err := os.Chmod(empty, 0); err != nil {
+				return fmt.Errorf("hide %s: %w", p, err)
+			}
+		}
+		if err := unix.Mount(empty, target, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("hide %s: %w", p, err)
+		}
 	}
 	return nil
 }

@@ -225,6 +225,8 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 		Args:   b.Args,
 		Env:    withPath(b.Env),
 		Cwd:    b.Cwd,
+		UID:    int(b.UID), // libcontainer takes the user from here, not the spec
+		GID:    int(b.GID),
 		Stdin:  stdio[0],
 		Stdout: stdio[1],
 		Stderr: stdio[2],

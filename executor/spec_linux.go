@@ -16,7 +16,8 @@ import (
 // container directory dir: runc's defaults (`runc spec`: capabilities
 // AUDIT_WRITE, KILL, NET_BIND_SERVICE; masked and read-only /proc and /sys
 // paths; no_new_privileges; device rules), a read-only root, a private
-// /tmp, the sandbox (dir/sandbox) at /mnt/sandbox, the cgroup path, the
+// /tmp, the sandbox (dir/sandbox) at /mnt/sandbox, the process user
+// (b.UID, b.GID, no supplementary groups), the cgroup path, the
 // network namespace and, unless b.NoSeccomp, brim's seccomp profile.
 // rootfs is the directory libcontainer pivots into. Cgroup limits are not
 // in it: the isolators own them. Any OCI runtime can run the result
@@ -37,6 +38,8 @@ func RuntimeSpec(b *Bundle, dir, rootfs string) *specs.Spec {
 		p.Cwd = "/"
 	}
 	p.Rlimits = nil // inherit the shim's
+	// No supplementary groups: libcontainer sets them to exactly this list.
+	p.User = specs.User{UID: b.UID, GID: b.GID}
 
 	spec.Mounts = append(spec.Mounts,
 		specs.Mount{

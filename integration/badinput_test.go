@@ -49,6 +49,24 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("state dir created: %v", err)
 		}
 	})
+	t.Run("bad security flags", func(t *testing.T) {
+		for _, tc := range []struct {
+			flags []string
+			parts []string
+		}{
+			{[]string{"--default-user", "no-such-user-brim"}, []string{"no-such-user-brim"}},
+			{[]string{"--default-user", "root"}, []string{"root", "--allow-root-tasks"}},
+			{[]string{"--default-pids", "-1"}, []string{"--default-pids"}},
+			{[]string{"--hide-paths", "etc/shadow"}, []string{"etc/shadow"}},
+		} {
+			state := filepath.Join(t.TempDir(), "state")
+			args := append([]string{"agent", "--state-dir", state, "--socket", filepath.Join(t.TempDir(), "s.sock")}, tc.flags...)
+			expect(runBrim(t, args...), 2, tc.parts...)
+			if _, err := os.Stat(state); !os.IsNotExist(err) {
+				t.Errorf("%v: state dir created: %v", tc.flags, err)
+			}
+		}
+	})
 	t.Run("unknown container", func(t *testing.T) {
 		for _, sub := range [][]string{{"kill"}, {"wait"}, {"logs"}, {"stats"}, {"inspect"}, {"rm"}, {"update", "--mem", "10"}} {
 			expect(a.brim(append(append([]string{"container"}, sub...), "nosuch")...), 1, `container "nosuch" not found`)

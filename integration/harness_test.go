@@ -37,6 +37,13 @@ type agentProc struct {
 // create.
 func startAgent(t *testing.T, extra ...string) *agentProc {
 	t.Helper()
+	return startAgentAt(t, "", extra...)
+}
+
+// startAgentAt is startAgent with the local API on socket ("": a fresh
+// one in the agent's temporary directory, under /tmp).
+func startAgentAt(t *testing.T, socket string, extra ...string) *agentProc {
+	t.Helper()
 	testutil.RequireRoot(t)
 	if brimBinary == "" {
 		t.Fatal("no brim binary (set BRIM_BINARY)")
@@ -48,9 +55,12 @@ func startAgent(t *testing.T, extra ...string) *agentProc {
 	a := &agentProc{
 		t:        t,
 		StateDir: filepath.Join(base, "state"),
-		Socket:   filepath.Join(base, "run", "agent.sock"),
+		Socket:   socket,
 		Parent:   "/" + testutil.UniqueName("brim-test"),
 		logPath:  filepath.Join(base, "agent.log"),
+	}
+	if a.Socket == "" {
+		a.Socket = filepath.Join(base, "run", "agent.sock")
 	}
 	a.args = []string{"agent", "--state-dir", a.StateDir, "--socket", a.Socket,
 		"--cgroup-parent", a.Parent, "--resources", "cpus:2;mem:2048", "--kill-grace", "5s"}

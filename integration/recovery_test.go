@@ -140,7 +140,8 @@ func TestShutdownKeepsContainers(t *testing.T) {
 	}
 }
 
-func syscallMkfifo(path string) error { return syscall.Mkfifo(path, 0o600) }
+// syscallMkfifo makes a FIFO the task (the agent's default user) can read.
+func syscallMkfifo(path string) error { return syscall.Mkfifo(path, 0o644) }
 
 // TestRecoveryQuarantinesCorruptCheckpoint: one torn checkpoint record
 // does not stop the agent (kill -9, restart): the other container is

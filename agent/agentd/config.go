@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/containerizer"
 	"github.com/brimnode/brim/estimator"
+	"github.com/brimnode/brim/isolator/cgroups"
 	"github.com/brimnode/brim/isolator/network"
 	"github.com/brimnode/brim/masterlink"
 	"github.com/brimnode/brim/resources"
@@ -53,9 +55,18 @@ type Config struct {
 	ConfigFile string
 	Network    NetworkConfig
 	Oversub    OversubConfig
+	Security   SecurityConfig
 	Link       LinkConfig
 	// Version is reported by the local API.
 	Version string
+}
+
+// SecurityConfig is the task-confinement flags (docs/security.md).
+type SecurityConfig struct {
+	DefaultUser string   // --default-user: NAME, UID, NAME:GROUP or UID:GID
+	AllowRoot   bool     // --allow-root-tasks
+	DefaultPids int64    // --default-pids: 0 unlimited, not negative
+	HidePaths   []string // --hide-paths: absolute, below /
 }
 
 // NetworkConfig is the --network* flags.
@@ -114,6 +125,11 @@ func DefaultConfig() Config {
 			MonitorInterval:   time.Second,
 		},
 		Link: LinkConfig{RetryMin: masterlink.DefaultRetryMin, RetryMax: masterlink.DefaultRetryMax},
+		Security: SecurityConfig{
+			DefaultUser: agent.DefaultUser,
+			DefaultPids: cgroups.DefaultPidsMax,
+			HidePaths:   append([]string(nil), containerizer.DefaultHidePaths...),
+		},
 	}
 }
 
@@ -191,6 +207,9 @@ func (c Config) resolve() (resolved, error) {
 		return r, bad("--config", "%q: must be an absolute path (it is read again on SIGHUP)", c.ConfigFile)
 	}
 	if r.network, err = c.Network.resolve(c.StateDir); err != nil {
+		return r, err
+	}
+	if err := c.Security.validate(); err != nil {
 		return r, err
 	}
 	if err := c.Oversub.validate(); err != nil {
@@ -338,4 +357,35 @@ func (l LinkConfig) validate() error {
 		return bad("--principal", "%q: must not contain ':'", l.Principal)
 	}
 	return nil
+}
+
+func (s SecurityConfig) validate() error {
+	if s.DefaultPids < 0 {
+		return bad("--default-pids", "%d: must not be negative (0: unlimited)", s.DefaultPids)
+	}
+	if err := agent.CheckUser(s.DefaultUser, s.AllowRoot); err != nil {
+		return bad("--default-user", "%q: %w", s.DefaultUser, err)
+	}
+	for _, p := range s.HidePaths {
+		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
+			return bad("--hide-paths", "%q: want absolute paths below /", p)
+		}
+	}
+	return nil
+}
+
+// hidePaths is what the containerizer masks besides the state dir: the
+// operator's list, the directory of the local API's socket (a task that
+// dials it gets ENOENT) and the netns directory.
+func (s SecurityConfig) hidePaths(socket, netnsDir string) []string {
+	if netnsDir == "" {
+		netnsDir = network.DefaultNetNSDir
+	}
+	out := append([]string(nil), s.HidePaths...)
+	for _, d := range []string{filepath.Dir(socket), netnsDir} {
+		if filepath.IsAbs(d) && filepath.Clean(d) != "/" {
+			out = append(out, d)
+		}
+	}
+	return out
 }

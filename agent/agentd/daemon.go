@@ -100,7 +100,8 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer l.Close() // Serve closes it too; Close is idempotent
-	cg, err := cgroups.New(cgroups.Config{Parent: d.res.cgParent})
+	raiseFileLimit(log)
+	cg, err := cgroups.New(cgroups.Config{Parent: d.res.cgParent, DefaultPids: cfg.Security.DefaultPids})
 	if err != nil {
 		return fmt.Errorf("cgroup isolator: %w", err)
 	}
@@ -131,6 +132,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		StateDir:  cfg.StateDir,
 		Isolators: isos,
 		KillGrace: cfg.KillGrace,
+		HidePaths: cfg.Security.hidePaths(cfg.Socket, d.res.network.NetNSDir),
 		Log:       log,
 	})
 	if err != nil {
@@ -147,6 +149,8 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		Version:      cfg.Version,
 		CgroupParent: d.res.cgParent,
 		Oversub:      over,
+		DefaultUser:  cfg.Security.DefaultUser,
+		AllowRoot:    cfg.Security.AllowRoot,
 	})
 	if err != nil {
 		return err
@@ -211,3 +215,14 @@ var errLinkEnded = errors.New("master link ended")
 // SetMaster sets the master the agent links to, before Run: `brim dev`
 // learns its own master's address once that listens, after New.
 func (d *Daemon) SetMaster(addr string) { d.cfg.Link.Master = addr }
+
+// raiseFileLimit raises the agent's open-file limit and logs how many
+// containers it can follow.
+func raiseFileLimit(log *slog.Logger) {
+	n, err := agent.RaiseFileLimit()
+	if err != nil {
+		log.Warn("open-file limit", "err", err)
+		return
+	}
+	log.Info("open-file limit", "nofile", n, "containers_max", n/agent.FDsPerContainer)
+}

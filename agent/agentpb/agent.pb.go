@@ -89,8 +89,13 @@ type RunRequest struct {
 	// network gives the container its own network namespace with an address
 	// (the agent must run with --network); net_bw_mbit limits its bandwidth
 	// both ways (Mbit/s, 0: unlimited).
-	Network       bool  `protobuf:"varint,12,opt,name=network,proto3" json:"network,omitempty"`
-	NetBwMbit     int64 `protobuf:"varint,13,opt,name=net_bw_mbit,json=netBwMbit,proto3" json:"net_bw_mbit,omitempty"`
+	Network   bool  `protobuf:"varint,12,opt,name=network,proto3" json:"network,omitempty"`
+	NetBwMbit int64 `protobuf:"varint,13,opt,name=net_bw_mbit,json=netBwMbit,proto3" json:"net_bw_mbit,omitempty"`
+	// user runs the process: NAME, UID, NAME:GROUP or UID:GID in the host's
+	// /etc/passwd and /etc/group; empty: the agent's default user (nobody
+	// unless configured). Root (uid 0) is refused with PERMISSION_DENIED
+	// unless the agent runs with --allow-root-tasks.
+	User          string `protobuf:"bytes,14,opt,name=user,proto3" json:"user,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -216,6 +221,13 @@ func (x *RunRequest) GetNetBwMbit() int64 {
 	return 0
 }
 
+func (x *RunRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
 type ExitStatus struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Code      int32                  `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
@@ -329,7 +341,9 @@ type Container struct {
 	NetMbit int64 `protobuf:"varint,18,opt,name=net_mbit,json=netMbit,proto3" json:"net_mbit,omitempty"`
 	// address is the container's IPv4 address (kept after its exit, when the
 	// address has been given back); empty without networking.
-	Address       string `protobuf:"bytes,19,opt,name=address,proto3" json:"address,omitempty"`
+	Address string `protobuf:"bytes,19,opt,name=address,proto3" json:"address,omitempty"`
+	// user the process runs as, as asked (or the agent's default).
+	User          string `protobuf:"bytes,20,opt,name=user,proto3" json:"user,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -493,6 +507,13 @@ func (x *Container) GetNetMbit() int64 {
 func (x *Container) GetAddress() string {
 	if x != nil {
 		return x.Address
+	}
+	return ""
+}
+
+func (x *Container) GetUser() string {
+	if x != nil {
+		return x.User
 	}
 	return ""
 }
@@ -2251,7 +2272,7 @@ var File_agent_proto protoreflect.FileDescriptor
 
 const file_agent_proto_rawDesc = "" +
 	"\n" +
-	"\vagent.proto\x12\rbrim.agent.v1\"\xb1\x03\n" +
+	"\vagent.proto\x12\rbrim.agent.v1\"\xc5\x03\n" +
 	"\n" +
 	"RunRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
@@ -2268,7 +2289,8 @@ const file_agent_proto_rawDesc = "" +
 	" \x01(\bR\bcpuQuota\x12=\n" +
 	"\x06labels\x18\v \x03(\v2%.brim.agent.v1.RunRequest.LabelsEntryR\x06labels\x12\x18\n" +
 	"\anetwork\x18\f \x01(\bR\anetwork\x12\x1e\n" +
-	"\vnet_bw_mbit\x18\r \x01(\x03R\tnetBwMbit\x1a9\n" +
+	"\vnet_bw_mbit\x18\r \x01(\x03R\tnetBwMbit\x12\x12\n" +
+	"\x04user\x18\x0e \x01(\tR\x04user\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbc\x01\n" +
@@ -2280,7 +2302,7 @@ const file_agent_proto_rawDesc = "" +
 	"oom_killed\x18\x03 \x01(\bR\toomKilled\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x121\n" +
-	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\x90\x05\n" +
+	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xa4\x05\n" +
 	"\tContainer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -2305,7 +2327,8 @@ const file_agent_proto_rawDesc = "" +
 	"quarantine\x18\x11 \x01(\tR\n" +
 	"quarantine\x12\x19\n" +
 	"\bnet_mbit\x18\x12 \x01(\x03R\anetMbit\x12\x18\n" +
-	"\aaddress\x18\x13 \x01(\tR\aaddress\x1a9\n" +
+	"\aaddress\x18\x13 \x01(\tR\aaddress\x12\x12\n" +
+	"\x04user\x18\x14 \x01(\tR\x04user\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\r\n" +

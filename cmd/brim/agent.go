@@ -129,6 +129,12 @@ func registerAgentFlags(f *pflag.FlagSet, cfg *agentd.Config) {
 	f.BoolVar(&n.NAT, "network-nat", n.NAT, "masquerade the subnet to the outside (nftables table brim-<bridge>) and turn on IPv4 forwarding")
 	f.StringVar(&n.NetNSDir, "network-netns-dir", n.NetNSDir, "directory of the containers' netns files (default /run/brim/netns/<bridge>)")
 
+	sec := &cfg.Security
+	f.StringVar(&sec.DefaultUser, "default-user", sec.DefaultUser, "user of tasks that name none: NAME, UID, NAME:GROUP or UID:GID from the host's /etc/passwd and /etc/group")
+	f.BoolVar(&sec.AllowRoot, "allow-root-tasks", sec.AllowRoot, "let tasks run as root (uid 0) when they ask (container run --user root) or as --default-user")
+	f.Int64Var(&sec.DefaultPids, "default-pids", sec.DefaultPids, "pids.max of a container that asks for no pids limit (0: unlimited)")
+	f.StringSliceVar(&sec.HidePaths, "hide-paths", sec.HidePaths, "host paths masked from tasks on the host root (comma-separated; the state dir, the socket's directory and the netns directory always are)")
+
 	o := &cfg.Oversub
 	f.StringVar(&o.Estimator, "estimator", o.Estimator, `resource estimator: noop, fixed, usage or "plugin:/path/to/bin [args]"`)
 	f.StringArrayVar(&o.EstimatorOpts, "estimator-opt", o.EstimatorOpts, "estimator option key=value (repeatable), e.g. resources=cpus:1;mem:512 for fixed")

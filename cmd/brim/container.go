@@ -140,6 +140,7 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 		quota, network  bool
 		netBw           int64
 		rootfs, name    string
+		user            string
 		cwd             string
 		env, labels     []string
 	)
@@ -166,7 +167,7 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			c, err := api.Run(ctx, &agentpb.RunRequest{
-				Name: name, Command: args, Env: env, Cwd: cwd, Rootfs: rootfs,
+				Name: name, Command: args, Env: env, Cwd: cwd, Rootfs: rootfs, User: user,
 				MilliCpus: milli, MemMib: mem, Pids: pids, Revocable: revocable, CpuQuota: quota, Labels: lab,
 				Network: network, NetBwMbit: netBw,
 			})
@@ -194,6 +195,7 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 	f.BoolVar(&network, "network", false, "own network namespace with an address on the agent's bridge (agent --network); without it: loopback only")
 	f.Int64Var(&netBw, "net-bw", 0, "with --network: bandwidth limit in Mbit/s, both directions (net_bw; 0: no limit)")
 	f.StringVar(&rootfs, "rootfs", "", "root filesystem directory (default: the host root, read-only)")
+	f.StringVar(&user, "user", "", "run as NAME, UID, NAME:GROUP or UID:GID of the host (default: the agent's --default-user; root needs the agent's --allow-root-tasks)")
 	f.StringVar(&name, "name", "", "unique container name (default: its ID)")
 	f.StringVar(&cwd, "cwd", "", "working directory inside the container")
 	f.StringArrayVar(&env, "env", nil, "environment variable KEY=VALUE (repeatable)")
@@ -242,6 +244,7 @@ type containerJSON struct {
 	Pid        int32             `json:"pid,omitempty"`
 	Command    []string          `json:"command"`
 	Rootfs     string            `json:"rootfs,omitempty"`
+	User       string            `json:"user,omitempty"`
 	CPUs       float64           `json:"cpus"`
 	MemMiB     int64             `json:"memMiB"`
 	Pids       int64             `json:"pids,omitempty"`
@@ -275,7 +278,7 @@ func timeOf(ns int64) time.Time {
 
 func toJSON(c *agentpb.Container) containerJSON {
 	j := containerJSON{
-		ID: c.Id, Name: c.Name, State: c.State, Pid: c.Pid, Command: c.Command, Rootfs: c.Rootfs,
+		ID: c.Id, Name: c.Name, State: c.State, Pid: c.Pid, Command: c.Command, Rootfs: c.Rootfs, User: c.User,
 		CPUs: float64(c.MilliCpus) / 1000, MemMiB: c.MemMib, Pids: c.Pids, CPUQuota: c.CpuQuota,
 		Revocable: c.Revocable, CreatedAt: timeOf(c.CreatedAtUnixNano), SandboxDir: c.SandboxDir, Labels: c.Labels,
 		Quarantine: c.Quarantine,

@@ -42,12 +42,21 @@ type Config struct {
 	// Root is where the hierarchies are mounted (default /sys/fs/cgroup);
 	// tests point it at fixture trees.
 	Root string
+	// DefaultPids is the pids.max of a container whose limits ask for no
+	// pids limit, so that one task cannot fork-bomb the node (cmd/brim sets
+	// DefaultPidsMax); 0 leaves such a group unlimited, and so does a host
+	// without the pids controller.
+	DefaultPids int64
 }
+
+// DefaultPidsMax is the agent's default pids.max per container.
+const DefaultPidsMax = 4096
 
 // Isolator is the cgroup isolator (isolator.Isolator). Its methods are safe
 // for concurrent use; calls for one container are serialised.
 type Isolator struct {
 	root, parent string
+	defaultPids  int64
 	version      Version
 	unified      string // hybrid host: the v2 mount ("" otherwise)
 
@@ -101,7 +110,10 @@ func New(cfg Config) (*Isolator, error) {
 	if _, err := os.Stat(cfg.Root); err != nil {
 		return nil, fmt.Errorf("cgroup root: %w: %w", isolator.ErrNotSupported, err)
 	}
-	i := &Isolator{root: cfg.Root, parent: cfg.Parent, version: V1, groups: make(map[string]*group)}
+	if cfg.DefaultPids < 0 {
+		return nil, fmt.Errorf("default pids limit %d: %w", cfg.DefaultPids, ErrInvalid)
+	}
+	i := &Isolator{root: cfg.Root, parent: cfg.Parent, version: V1, groups: make(map[string]*group), defaultPids: cfg.DefaultPids}
 	if exists(filepath.Join(cfg.Root, "cgroup.controllers")) {
 		i.version = V2
 	} else if u := filepath.Join(cfg.Root, "unified"); exists(filepath.Join(u, "cgroup.controllers")) {
@@ -305,6 +317,7 @@ func (i *Isolator) Prepare(ctx context.Context, id string, limits isolator.Limit
 	if err := i.Features().check(spec); err != nil {
 		return fmt.Errorf("prepare %s: %w", id, err)
 	}
+	spec = i.withDefaults(spec)
 	g := i.group(id, true)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -437,12 +450,22 @@ func (i *Isolator) Update(ctx context.Context, id string, limits isolator.Limits
 	return nil
 }
 
+// withDefaults gives s the default pids limit when it asks for none and
+// the host has the controller.
+func (i *Isolator) withDefaults(s Spec) Spec {
+	if s.Limits.Pids == 0 && i.defaultPids > 0 && i.Features().Pids {
+		s.Limits.Pids = i.defaultPids
+	}
+	return s
+}
+
 // set applies want to g (locked by the caller).
 func (i *Isolator) set(id string, g *group, want Spec) error {
 	f := i.Features()
 	if err := f.check(want); err != nil {
 		return err
 	}
+	want = i.withDefaults(want)
 	writes := Plan(i.version, f, want, g.spec)
 	if err := i.apply(id, writes); err != nil {
 		if len(writes) > 1 {

@@ -677,3 +677,41 @@ func copyTree(t *testing.T, src string) string {
 	}
 	return dst
 }
+
+// TestDefaultPids: a container that asks for no pids limit gets the
+// isolator's default, at launch and after a resize; one that asks keeps
+// its own (issue 13: one task cannot fork-bomb the node).
+func TestDefaultPids(t *testing.T) {
+	parent := testutil.NewCgroupParent(t)
+	i, err := New(Config{Parent: parent, DefaultPids: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Require(t, i.Features().Pids, "needs the pids controller")
+	ctx := context.Background()
+	pidsMax := func() string {
+		return readTrim(t, filepath.Join(i.dir(i.pidsController(), i.Path("d")), "pids.max"))
+	}
+	if err := i.Prepare(ctx, "d", isolator.Limits{MilliCPUs: 100}, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = i.Cleanup(ctx, "d") })
+	if got := pidsMax(); got != "64" {
+		t.Errorf("pids.max after Prepare without a limit = %q, want the default 64", got)
+	}
+	if err := i.Update(ctx, "d", isolator.Limits{MilliCPUs: 200, Pids: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if got := pidsMax(); got != "10" {
+		t.Errorf("pids.max after Update to 10 = %q", got)
+	}
+	if err := i.Update(ctx, "d", isolator.Limits{MilliCPUs: 200}); err != nil {
+		t.Fatal(err)
+	}
+	if got := pidsMax(); got != "64" {
+		t.Errorf("pids.max after Update without a limit = %q, want the default 64", got)
+	}
+	if _, err := New(Config{Parent: parent, DefaultPids: -1}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("New with DefaultPids -1 = %v, want ErrInvalid", err)
+	}
+}

@@ -4,7 +4,7 @@
 //
 // It owns the container groups below its parent in every hierarchy: it
 // creates them with cpu shares/weight, an optional CFS quota, a memory limit
-// and a pids limit; changes those limits while the container runs (live
+// and a pids limit (Config.DefaultPids when the limits ask for none); changes those limits while the container runs (live
 // resize); reads usage (cpu, throttling, memory, pids, OOM kills, PSI);
 // freezes and thaws; reports OOM events; and removes the groups (also the
 // unified directory libcontainer adds on a hybrid host) on cleanup and after

@@ -1,0 +1,75 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os/user"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// TestTaskUser (issue 13): a container runs as the default user (nobody)
+// unless it names one; root is refused without AllowRoot, at launch and
+// as the default, and allowed with it.
+func TestTaskUser(t *testing.T) {
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("no user nobody on this host")
+	}
+	ctx := context.Background()
+	res := Resources{MilliCPUs: 4000, MemMiB: 4096}
+	dir := t.TempDir()
+	rt := newFakeRuntime(t.TempDir())
+	a := newTestAgent(t, rt, dir, res, Retention{})
+
+	c, err := a.Launch(ctx, spec("plain", 100, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rt.containers[c.ID].spec.User, nobody.Uid+":"+nobody.Gid; got != want || c.User != "nobody" {
+		t.Errorf("default user: runtime got %q (want %q), container says %q", got, want, c.User)
+	}
+	for _, u := range []string{"root", "0", "0:0"} {
+		s := spec("", 100, 10)
+		s.User = u
+		_, err := a.Launch(ctx, s)
+		if !errors.Is(err, ErrRootNotAllowed) {
+			t.Errorf("launch as %q without AllowRoot: %v, want ErrRootNotAllowed", u, err)
+		}
+		if code := status.Code(toStatus(err)); code != codes.PermissionDenied {
+			t.Errorf("launch as %q: wire code %v, want PermissionDenied", u, code)
+		}
+	}
+	s := spec("", 100, 10)
+	s.User = "no-such-user-brim"
+	if _, err := a.Launch(ctx, s); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("launch as an unknown user: %v, want ErrInvalidArgument", err)
+	}
+	if n := len(rt.containers); n != 1 {
+		t.Errorf("%d containers reached the runtime, want only the first", n)
+	}
+	a.Close()
+
+	if _, err := New(Options{StateDir: t.TempDir(), Runtime: rt, Resources: res, DefaultUser: "root"}); !errors.Is(err, ErrRootNotAllowed) {
+		t.Errorf("New with default user root without AllowRoot: %v, want ErrRootNotAllowed", err)
+	}
+	b, err := New(Options{StateDir: t.TempDir(), Runtime: rt, Resources: res, AllowRoot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s = spec("root-ok", 100, 10)
+	s.User = "root"
+	c, err = b.Launch(ctx, s)
+	if err != nil {
+		t.Fatalf("launch as root with AllowRoot: %v", err)
+	}
+	if got := rt.containers[c.ID].spec.User; got != "0:0" {
+		t.Errorf("root launch: runtime got user %q, want 0:0", got)
+	}
+}
