@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 )
 
@@ -95,7 +94,7 @@ func (a *Agent) Logs(ctx context.Context, ref string, follow bool, emit func(str
 // the agent could read as root) is refused, and so is anything but a
 // regular file (a FIFO would block the agent).
 func openLog(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|logOpenFlags, 0)
 	if err != nil {
 		return nil, err
 	}
