@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -101,4 +103,59 @@ func TestAgentParentLock(t *testing.T) {
 	if c := a.inspect(id); c.State != "running" {
 		t.Errorf("the first agent's container is %s", c.State)
 	}
+}
+
+// TestMasterNotify: the master says READY=1 once its store is loaded and
+// its port listens, pings the watchdog while allocation cycles run,
+// answers /health, /version and /metrics, brackets a SIGHUP reload with
+// RELOADING=1 / READY=1 and says STOPPING=1 on SIGTERM.
+func TestMasterNotify(t *testing.T) {
+	msgs := notifyListener(t)
+	t.Setenv("WATCHDOG_USEC", "1000000")
+	m := startMasterProc(t)
+	if r := awaitNotify(t, msgs, "READY=1"); !strings.Contains(r, "serving on") {
+		t.Errorf("READY: %q", r)
+	}
+	for range 2 {
+		awaitNotify(t, msgs, "WATCHDOG=1")
+	}
+	base := "http://" + m.Addr
+	for path, want := range map[string]string{"/health": `"ready"`, "/version": `"commit"`} {
+		code, body := httpGetBody(t, base+path)
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("GET %s: %d %s", path, code, body)
+		}
+	}
+	resp, err := http.Post(base+"/weights", "application/json", strings.NewReader(`[{"role": "analytics", "weight": 2}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /weights: %d %s", resp.StatusCode, b)
+	}
+	if _, body := httpGetBody(t, base+"/metrics"); !strings.Contains(body, "brim_master_store_write_seconds_count 1\n") ||
+		!strings.Contains(body, "brim_master_allocation_cycle_seconds_count") {
+		t.Errorf("/metrics after one store write:\n%s", body)
+	}
+	if err := m.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	awaitNotify(t, msgs, "RELOADING=1")
+	awaitNotify(t, msgs, "READY=1")
+	m.stop()
+	awaitNotify(t, msgs, "STOPPING=1")
+}
+
+func httpGetBody(t *testing.T, url string) (int, string) {
+	t.Helper()
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

@@ -333,6 +333,10 @@ func TestReportLatencyCLI(t *testing.T) {
 	port := freePort(t)
 	a := startAgent(t, "--monitor-interval", "200ms", "--metrics-listen", fmt.Sprintf("127.0.0.1:%d", port))
 	a.run("--name", "lc", "--cpus", "0.1", "--mem", "32", "--", "sleep", "600")
+	// The metrics listener also answers /health once the agent serves.
+	if code, body := httpGetBody(t, fmt.Sprintf("http://127.0.0.1:%d/health", port)); code != http.StatusOK || !strings.Contains(body, `"ready"`) {
+		t.Errorf("agent /health: %d %s", code, body)
+	}
 	eventually(t, "the reported p99 in /metrics", func() bool {
 		// A report stays attached for three monitor rounds: report again
 		// on every poll.

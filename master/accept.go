@@ -264,6 +264,7 @@ func (m *Master) applyAcceptLocked(p acceptPlan) {
 		m.setTaskStatusLocked(t, &taskStatus{taskID: t.info.id, agentID: p.agent, frameworkID: f.id, state: pb.TaskState_TASK_STAGING})
 		ag.out.send(&runTask{info: t.info, framework: t.fw, agent: t.agent, res: t.res})
 		m.cycles.launches++
+		m.metrics.launches.Inc()
 	}
 	m.trigger()
 }

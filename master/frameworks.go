@@ -283,6 +283,7 @@ func (m *Master) decline(fw string, offerIDs []string, refuse *time.Duration) er
 		}
 		for _, oid := range offerIDs {
 			o := f.offers[oid]
+			m.metrics.offers.WithLabelValues("declined").Inc()
 			delete(m.offers, oid)
 			delete(f.offers, oid)
 			if err := m.alloc.RecoverRole(f.id, o.role, o.agent, o.res, refuse); err != nil {

@@ -43,14 +43,14 @@ func (s agentLink) Connect(stream pb.AgentLink_ConnectServer) error {
 	principal, err := m.authenticateAgent(stream.Context(), reg.agentID)
 	if err != nil {
 		m.log.Warn("agent refused", "agent", reg.agentID, "hostname", reg.hostname, "err", err)
-		return toStatus(err)
+		return m.grpcError(err)
 	}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	c := newOutbox[toAgent](cancel, agentQueue)
 	ag, kill, err := m.registerAgent(reg, principal, c)
 	if err != nil {
-		return toStatus(err)
+		return m.grpcError(err)
 	}
 	if err := stream.Send(registeredMessage(ag, m.opts.HeartbeatInterval, kill)); err != nil {
 		m.agentGone(ag, c)
@@ -101,12 +101,12 @@ func (s schedulerAPI) Subscribe(req *pb.SubscribeRequest, stream pb.Scheduler_Su
 	defer cancel()
 	sub := subscriptionFromPB(req)
 	if err := s.m.authorizeSubscribe(ctx, sub); err != nil {
-		return toStatus(err)
+		return s.m.grpcError(err)
 	}
 	c := newOutbox[toFramework](cancel, frameworkQueue)
 	id, err := s.m.subscribe(sub, c)
 	if err != nil {
-		return toStatus(err)
+		return s.m.grpcError(err)
 	}
 	defer s.m.frameworkGone(id, c)
 	hb := time.NewTicker(s.m.opts.HeartbeatInterval)
@@ -138,7 +138,7 @@ func (s schedulerAPI) call(ctx context.Context, id string, fn func() error) (*pb
 		err = fn()
 	}
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, s.m.grpcError(err)
 	}
 	return &pb.Empty{}, nil
 }
@@ -155,7 +155,7 @@ func (s schedulerAPI) Accept(ctx context.Context, req *pb.AcceptRequest) (*pb.Em
 		err = s.m.accept(acc)
 	}
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, s.m.grpcError(err)
 	}
 	return &pb.Empty{}, nil
 }

@@ -44,6 +44,7 @@ func (m *Master) HTTPHandler(auth Authorizer) http.Handler {
 		writeJSON(w, http.StatusOK, m.State().Weights)
 	})
 	mux.HandleFunc("POST /weights", h.setWeights)
+	m.serviceRoutes(mux)
 	return h
 }
 
@@ -107,6 +108,7 @@ func (h *httpAPI) authorize(p, action, role string) error {
 
 // fail writes err as JSON with the status httpStatus maps it to.
 func (h *httpAPI) fail(w http.ResponseWriter, err error) {
+	h.m.metrics.authFailure("http", err)
 	code := httpStatus(err)
 	if code == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Basic realm="brim"`)

@@ -132,6 +132,9 @@ type Master struct {
 	awaited map[string]bool
 	started time.Time
 	cycles  cycleStats
+
+	metrics *metrics
+	ready   atomic.Bool // see SetReady
 }
 
 type cycleStats struct {
@@ -238,6 +241,10 @@ func New(opts Options) (*Master, error) {
 		awaited:      map[string]bool{},
 		started:      time.Now(),
 	}
+	m.metrics = newMetrics(m)
+	if bs, ok := m.store.(*BoltStore); ok {
+		bs.onWrite = m.metrics.observeStoreWrite
+	}
 	if m.store != nil {
 		p, err := m.store.Load()
 		if err != nil {
@@ -337,6 +344,7 @@ func (m *Master) allocate() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	start := time.Now()
+	before := len(m.offers)
 	offers := m.alloc.Allocate()
 	byFW := map[string]*offersMade{}
 	for _, o := range offers {
@@ -362,6 +370,8 @@ func (m *Master) allocate() {
 		m.frameworks[id].out.send(made)
 	}
 	d := time.Since(start)
+	m.metrics.cycle.Observe(d.Seconds())
+	m.metrics.offers.WithLabelValues("made").Add(float64(len(m.offers) - before))
 	m.cycles.count++
 	m.cycles.last = d
 	m.cycles.offers += len(offers)
@@ -426,6 +436,7 @@ func (m *Master) checkTimeouts(now time.Time) {
 // rescindLocked withdraws an offer, tells its framework and gives the
 // resources back with the given refusal (nil: none).
 func (m *Master) rescindLocked(o *offerEntry, refuse *time.Duration) {
+	m.metrics.offers.WithLabelValues("rescinded").Inc()
 	delete(m.offers, o.id)
 	if refuse == nil {
 		zero := time.Duration(0)

@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/brimnode/brim/internal/sdnotify"
+
 	"github.com/brimnode/brim/masterlink"
 	"google.golang.org/grpc"
 )
@@ -104,8 +106,27 @@ func Start(ctx context.Context, cfg Config) (_ *Running, err error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return m.Run(gctx) })
 	g.Go(func() error { return srv.Serve(gctx, l) })
+	n := sdnotify.New(log)
 	if cfg.Reload != nil {
-		g.Go(func() error { reloadOn(gctx, cfg.Reload, reloadable, cfg, log); return nil })
+		g.Go(func() error { reloadOn(gctx, cfg.Reload, reloadable, cfg, log, n); return nil })
+	}
+	m.SetReady(true)
+	status := "serving on " + l.Addr().String()
+	if err := n.Ready(status); err != nil {
+		log.Warn("notify systemd", "err", err)
+	}
+	g.Go(func() error {
+		<-gctx.Done()
+		if err := n.Stopping(); err != nil {
+			log.Warn("notify systemd", "err", err)
+		}
+		return nil
+	})
+	if iv, err := sdnotify.WatchdogInterval(); err != nil {
+		log.Warn("systemd watchdog off", "err", err)
+	} else if iv > 0 {
+		g.Go(func() error { n.RunWatchdog(gctx, iv); return nil })
+		g.Go(func() error { m.watchdog(gctx, n, iv); return nil })
 	}
 	log.Info("master serving", "listen", l.Addr().String(), "state_dir", cfg.StateDir, "tls", cfg.TLS != nil)
 	return &Running{Master: m, Addr: l.Addr(), g: g, store: cfg.Store}, nil
@@ -124,21 +145,31 @@ func (r *Running) Wait() error {
 
 // reloadOn reads the credentials and ACLs again on every receive on
 // reload until ctx ends. Without credentials there is nothing to reload.
-func reloadOn(ctx context.Context, reload <-chan os.Signal, a *ReloadableAuth, cfg Config, log *slog.Logger) {
+func reloadOn(ctx context.Context, reload <-chan os.Signal, a *ReloadableAuth, cfg Config, log *slog.Logger, n *sdnotify.Notifier) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-reload:
 		}
-		if a == nil {
-			log.Info("SIGHUP: no --credentials to reload")
-			continue
+		if err := n.Reloading(); err != nil {
+			log.Warn("notify systemd", "err", err)
 		}
-		if err := a.Reload(); err != nil {
-			log.Error("SIGHUP: reload credentials; the previous ones stay in force", "credentials", cfg.Credentials, "acls", cfg.ACLs, "err", err)
-			continue
+		reloadAuth(a, cfg, log)
+		if err := n.Ready("reloaded"); err != nil {
+			log.Warn("notify systemd", "err", err)
 		}
-		log.Info("SIGHUP: credentials reloaded", "credentials", cfg.Credentials, "acls", cfg.ACLs, "principals", a.Principals())
 	}
+}
+
+func reloadAuth(a *ReloadableAuth, cfg Config, log *slog.Logger) {
+	if a == nil {
+		log.Info("SIGHUP: no --credentials to reload")
+		return
+	}
+	if err := a.Reload(); err != nil {
+		log.Error("SIGHUP: reload credentials; the previous ones stay in force", "credentials", cfg.Credentials, "acls", cfg.ACLs, "err", err)
+		return
+	}
+	log.Info("SIGHUP: credentials reloaded", "credentials", cfg.Credentials, "acls", cfg.ACLs, "principals", a.Principals())
 }

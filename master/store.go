@@ -22,6 +22,9 @@ var (
 // one fsynced transaction. Safe for concurrent use; Close releases it.
 type BoltStore struct {
 	db *bolt.DB
+	// onWrite, set by the master that owns the store before any write,
+	// receives the start of each write transaction.
+	onWrite func(start time.Time)
 }
 
 var _ Store = (*BoltStore)(nil)
@@ -48,11 +51,19 @@ func OpenBoltStore(path string) (*BoltStore, error) {
 	return &BoltStore{db: db}, nil
 }
 
+// update runs a write transaction, timed for the master's metrics.
+func (s *BoltStore) update(fn func(*bolt.Tx) error) error {
+	if s.onWrite != nil {
+		defer s.onWrite(time.Now())
+	}
+	return s.db.Update(fn)
+}
+
 // Close closes the file.
 func (s *BoltStore) Close() error { return s.db.Close() }
 
 func (s *BoltStore) put(bucket []byte, key string, v any) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucket)
 		if v == nil {
 			return b.Delete([]byte(key))
@@ -101,7 +112,7 @@ func (s *BoltStore) PutQuota(role string, q allocator.Quota) error {
 
 // PutWeights records roles' weights in one transaction.
 func (s *BoltStore) PutWeights(weights map[string]float64) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketWeights)
 		for role, w := range weights {
 			data, err := json.Marshal(w)

@@ -131,6 +131,16 @@ func (p *plugins) openMetrics(a *agent.Agent) (*metricsServer, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", monitor.Handler(reg))
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		select {
+		case <-a.Ready():
+			_, _ = io.WriteString(w, `{"status":"ready"}`+"\n")
+		default:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"status":"recovering"}`+"\n")
+		}
+	})
 	return &metricsServer{l: l, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}, nil
 }
 
