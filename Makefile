@@ -12,7 +12,7 @@ TESTFLAGS ?= -p 2 -count=1 -timeout 30m
 
 export CGO_ENABLED := 1
 
-.PHONY: all deps build test test-short bench demo lint generate clean
+.PHONY: all deps build test test-v2 test-short bench demo lint generate clean
 
 all: build
 
@@ -25,9 +25,16 @@ build: deps
 	$(GO) build -tags '$(TAGS)' -o $(BIN) ./cmd/brim
 	$(GO) build -tags '$(TAGS)' -o $(SHIM) ./cmd/brim-shim
 
-## test: the whole suite, as root (privileged tests fail instead of skipping when CI=true)
+## test: the whole suite, as root (privileged tests fail instead of skipping
+## when CI=true), then the cgroup v2 lane
 test: deps build
 	BRIM_BINARY=$(CURDIR)/$(BIN) BRIM_SHIM_BINARY=$(CURDIR)/$(SHIM) $(GO) test -tags '$(TAGS)' $(TESTFLAGS) $(PKGS)
+	$(MAKE) test-v2
+
+## test-v2: the kernel-facing packages' tests on a real cgroup v2 kernel
+## (Debian's cloud kernel under qemu, pinned in hack/vm/kernel.env; cached in bin/vm)
+test-v2: deps
+	GO=$(GO) TAGS='$(TAGS)' bash hack/vm/lane.sh
 
 ## test-short: the pure tests only (no root needed)
 test-short:

@@ -260,7 +260,7 @@ func TestUpdateAndUsage(t *testing.T) {
 	if err := e.c.Update(ctx, info.ID, isolator.Limits{MilliCPUs: 200, MemoryBytes: 128 << 20}); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(e.iso.memDir(info.ID), "memory.limit_in_bytes"))
+	data, err := os.ReadFile(filepath.Join(e.iso.memDir(info.ID), memFile("memory.limit_in_bytes")))
 	if err != nil || strings.TrimSpace(string(data)) != "134217728" {
 		t.Errorf("memory limit after Update = %q, %v", data, err)
 	}

@@ -59,7 +59,7 @@ func startPinned(t *testing.T, iso *cgroups.Isolator, id string, cpu int, env st
 	})
 	pid := []byte(strconv.Itoa(cmd.Process.Pid))
 	for _, ctrl := range []string{"cpu", "cpuacct", "freezer", "memory", "pids"} {
-		dir := filepath.Join(testutil.CgroupRoot, ctrl, iso.Path(id))
+		dir := testutil.CgroupDir(ctrl, iso.Path(id))
 		if _, err := os.Stat(dir); err != nil {
 			continue
 		}

@@ -138,6 +138,13 @@ func (i *Isolator) detect() Features {
 		if err != nil || len(strings.TrimSpace(string(ctrls))) == 0 {
 			ctrls, _ = os.ReadFile(filepath.Join(p, "cgroup.controllers"))
 		}
+		if !exists(p) {
+			// Not made yet (setup makes it, then detects again): it will
+			// get what its parent enables for its children, and setup
+			// enables all of that. cpu.idle and memory.swap.max are only
+			// known once it exists (the root has neither file).
+			ctrls, _ = os.ReadFile(filepath.Join(filepath.Dir(p), "cgroup.subtree_control"))
+		}
 		set := strings.Fields(string(ctrls))
 		return Features{
 			CPU:     slices.Contains(set, "cpu"),

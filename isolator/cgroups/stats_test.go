@@ -3,6 +3,8 @@ package cgroups
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +143,31 @@ func TestNewConfig(t *testing.T) {
 		if err := i.Prepare(context.Background(), id, isolator.Limits{}, nil); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Prepare(%q) = %v, want ErrInvalid", id, err)
 		}
+	}
+}
+
+// TestFeaturesBeforeParentV2: on v2, before the first Prepare makes the
+// parent, Features reports the controllers the parent will get (what its
+// own parent enables for children), not none.
+func TestFeaturesBeforeParentV2(t *testing.T) {
+	r := t.TempDir()
+	for f, v := range map[string]string{
+		"cgroup.controllers":                  "cpuset cpu io memory pids\n",
+		"system.slice/cgroup.controllers":     "cpu io memory pids\n",
+		"system.slice/cgroup.subtree_control": "cpu memory pids\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(r, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(r, f), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	i, err := New(Config{Root: r, Parent: "/system.slice/brim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := i.Features(); !f.CPU || !f.Memory || !f.Pids {
+		t.Errorf("Features before the parent exists = %+v, want cpu, memory and pids", f)
 	}
 }

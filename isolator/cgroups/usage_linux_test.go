@@ -131,6 +131,7 @@ func TestUsageDescriptorsV1(t *testing.T) {
 // reports both in µs of CPU per call and the ratio paths/descriptors.
 func BenchmarkUsage(b *testing.B) {
 	parent := testutil.NewCgroupParent(b)
+	skipOnV2(b)
 	testutil.Require(b, exists(filepath.Join(root, "memory")) && !exists(filepath.Join(root, "cgroup.controllers")), "needs a cgroup v1 (or hybrid) host")
 	i, err := New(Config{Parent: parent})
 	if err != nil {
