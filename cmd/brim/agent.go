@@ -116,7 +116,11 @@ agent with the same --state-dir reattaches to them.`,
 				return err
 			}
 			defer l.Close()
-			cg, err := cgroups.New(cgroups.Config{Parent: cgParent})
+			cgCfg, err := cgroupConfig(cgParent, log)
+			if err != nil {
+				return err
+			}
+			cg, err := cgroups.New(cgCfg)
 			if err != nil {
 				return fmt.Errorf("cgroup isolator: %w", err)
 			}
@@ -289,6 +293,39 @@ func cgroupParent(p string) (string, error) {
 	}
 	return p, nil
 }
+
+// cgroupConfig is the cgroup isolator's configuration. On a cgroup v2 host
+// where the parent lies inside the agent's own cgroup (a systemd unit with
+// Delegate=yes, --cgroup-parent /system.slice/brim-agent.service/containers)
+// the agent first moves itself into the leaf <unit>/agent, so that the unit
+// holds no process and may pass controllers on, and the isolator enables
+// them from the unit down to the parent, nowhere above it.
+func cgroupConfig(parent string, log *slog.Logger) (cgroups.Config, error) {
+	cfg := cgroups.Config{Parent: parent}
+	if _, err := os.Stat(filepath.Join(cgroups.DefaultRoot, "cgroup.controllers")); err != nil {
+		return cfg, nil // v1 or hybrid
+	}
+	own, err := cgroups.OwnV2(0)
+	if err != nil {
+		return cfg, nil
+	}
+	if path.Base(own) == agentLeaf {
+		own = path.Dir(own) // restarted inside the leaf
+	}
+	if own == "/" || !strings.HasPrefix(parent, own+"/") {
+		return cfg, nil
+	}
+	unit, err := cgroups.EnterLeafV2(cgroups.DefaultRoot, 0, agentLeaf)
+	if err != nil {
+		return cfg, fmt.Errorf("cgroup delegation: %w", err)
+	}
+	log.Info("cgroup v2 delegation", "unit", unit, "agent", path.Join(unit, agentLeaf), "parent", parent)
+	cfg.Delegated = unit
+	return cfg, nil
+}
+
+// agentLeaf is the leaf of its delegated unit the agent moves into.
+const agentLeaf = "agent"
 
 // routeLogrus sends libcontainer's global logrus output into log, once.
 func routeLogrus(log *slog.Logger) {

@@ -55,7 +55,7 @@ kmods=$kdir/lib/modules/$KERNEL_RELEASE
 # read testdata/ relative to their package).
 root=$vm/root
 rm -rf "$root"
-mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,usr/local/bin,lib,lib64,etc,proc,sys,dev,tmp,run,root,mnt,opt,home,srv,media,var,brim/tests,src}
+mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,usr/local/bin,lib,lib64,etc,proc,sys,dev,tmp,run,root,mnt,opt,home,srv,media,var/tmp,brim/tests,src}
 cp /bin/busybox "$root/bin/busybox"
 cp $here/init "$root/init"
 chmod +x "$root/init"
@@ -78,6 +78,10 @@ tool() { # name: the host's binary, at the same path, with its libraries
   copylibs "$p"
 }
 for t in ip runc iperf3 nsenter; do tool "$t"; done
+# /bin/sh is dash, as on the host: busybox's `test -w` answers yes to root
+# on a read-only mount, dash asks the kernel (access(2)).
+cp /bin/dash "$root/bin/sh"
+copylibs /bin/dash
 
 GO=${GO:-go}
 TAGS=${TAGS:-seccomp}

@@ -171,3 +171,35 @@ func TestFeaturesBeforeParentV2(t *testing.T) {
 		t.Errorf("Features before the parent exists = %+v, want cpu, memory and pids", f)
 	}
 }
+
+func TestParseOwnV2(t *testing.T) {
+	for in, want := range map[string]string{
+		"0::/system.slice/brim-agent.service\n":                                  "/system.slice/brim-agent.service",
+		"12:memory:/user.slice\n1:name=systemd:/x\n0::/system.slice/a.service\n": "/system.slice/a.service",
+		"0::/\n": "/",
+	} {
+		if got, err := parseOwnV2(strings.NewReader(in)); err != nil || got != want {
+			t.Errorf("parseOwnV2(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := parseOwnV2(strings.NewReader("4:memory:/x\n")); !errors.Is(err, isolator.ErrNotSupported) {
+		t.Errorf("no v2 line: %v, want ErrNotSupported", err)
+	}
+}
+
+func TestNewDelegated(t *testing.T) {
+	r := t.TempDir()
+	if err := os.WriteFile(filepath.Join(r, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"brim", "/a/b/brim", "/a/b/", "/other", "/"} {
+		if _, err := New(Config{Root: r, Parent: "/a/b/brim", Delegated: d}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Delegated %q: %v, want ErrInvalid", d, err)
+		}
+	}
+	for _, d := range []string{"", "/a", "/a/b"} {
+		if _, err := New(Config{Root: r, Parent: "/a/b/brim", Delegated: d}); err != nil {
+			t.Errorf("Delegated %q: %v", d, err)
+		}
+	}
+}

@@ -316,3 +316,69 @@ func TestRecoverV2(t *testing.T) {
 }
 
 func splitLines(s string) []string { return strings.Split(s, "\n") }
+
+// TestDelegatedV2 is the systemd layout with Delegate=yes on a real v2
+// tree: a "unit" group holding a process, which EnterLeafV2 moves into a
+// leaf; then an isolator whose parent is nested two levels inside the unit
+// enables controllers down from the unit (and only there), its containers
+// get cpu, memory and pids, and no inner node holds a process.
+func TestDelegatedV2(t *testing.T) {
+	_, base := newV2(t)
+	unit := base + "/brim-agent.service"
+	if err := os.Mkdir(filepath.Join(root, unit), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	agent, run := start(t, []string{filepath.Join(root, unit)}, "sleep", "300")
+	run()
+	parent := unit + "/nested/containers"
+	// Without the move the unit may not pass controllers on: a process
+	// sits in it.
+	i, err := New(Config{Parent: parent, Delegated: unit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := i.Prepare(context.Background(), "c", isolator.Limits{MilliCPUs: 100}, nil); err == nil {
+		t.Fatal("Prepare with a process in the delegated unit's root succeeded")
+	}
+	own, err := EnterLeafV2(root, agent.Process.Pid, "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own != unit {
+		t.Errorf("EnterLeafV2 = %q, want %q", own, unit)
+	}
+	if got, err := OwnV2(agent.Process.Pid); err != nil || got != unit+"/agent" {
+		t.Errorf("the process is in %q, %v; want %s/agent", got, err, unit)
+	}
+	// Again: already in the leaf, nothing moves.
+	if own, err := EnterLeafV2(root, agent.Process.Pid, "agent"); err != nil || own != unit {
+		t.Errorf("second EnterLeafV2 = %q, %v", own, err)
+	}
+	i, err = New(Config{Parent: parent, Delegated: unit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var launch isolator.Launch
+	ctx := context.Background()
+	if err := i.Prepare(ctx, "c", isolator.Limits{MilliCPUs: 1000, MemoryBytes: 64 << 20, Pids: 20}, &launch); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = i.Cleanup(context.Background(), "c") })
+	checkFiles(t, i, "c", map[string]string{"/memory.max": "67108864", "/pids.max": "20", "/cpu.weight": weight(1000, isolator.Guaranteed)})
+	for _, n := range []string{unit, unit + "/nested", parent} {
+		if got := readTrim(t, filepath.Join(root, n, "cgroup.procs")); got != "" {
+			t.Errorf("processes in inner node %s: %q", n, got)
+		}
+		if got := strings.Fields(readTrim(t, filepath.Join(root, n, "cgroup.subtree_control"))); !slices.Contains(got, "memory") || !slices.Contains(got, "cpu") {
+			t.Errorf("%s passes on %v", n, got)
+		}
+	}
+	// Above the delegated unit nothing was enabled by brim: the leaf the
+	// process moved to passes nothing on.
+	if got := readTrim(t, filepath.Join(root, unit, "agent", "cgroup.subtree_control")); got != "" {
+		t.Errorf("the agent's leaf enables %q", got)
+	}
+	if _, err := EnterLeafV2(root, agent.Process.Pid, "a/b"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("EnterLeafV2 with a path = %v, want ErrInvalid", err)
+	}
+}
