@@ -144,7 +144,12 @@ func TestInterferenceOnRealCgroups(t *testing.T) {
 		}
 	}
 
-	now := time.Unix(1_700_000_000, 0)
+	// The isolator stamps samples with the real clock, and on cgroup v2
+	// the lc's own PSI makes signals stamped with them: the fake clock
+	// runs an hour ahead so that a report is never older than a sample
+	// (a report older than the last observation counts as seen).
+	start := time.Now().Add(time.Hour).Truncate(time.Second)
+	now := start
 	mon := monitor.New(n, monitor.Config{Host: monitor.NoHost, Now: func() time.Time { return now }}, nil)
 	// The clock is fake (rounds 1 s apart run back to back), so cpu usage
 	// per fake second says nothing: the activity rule is off
@@ -158,7 +163,7 @@ func TestInterferenceOnRealCgroups(t *testing.T) {
 	applier := NewApplier(n, nil)
 	round := func(sec int, lat time.Duration) []Correction {
 		t.Helper()
-		now = time.Unix(1_700_000_000+int64(sec), 0)
+		now = start.Add(time.Duration(sec) * time.Second)
 		if err := mon.Sample(ctx); err != nil {
 			t.Fatal(err)
 		}

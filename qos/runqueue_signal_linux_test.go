@@ -100,10 +100,7 @@ func TestRunQueueSignalThrottles(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = iso.Cleanup(context.Background(), id) })
 	}
-	parentShares := filepath.Join(testutil.CgroupRoot, "cpu", filepath.Dir(iso.Path("lc")), "cpu.shares")
-	if err := os.WriteFile(parentShares, []byte("65536"), 0o644); err != nil {
-		t.Fatalf("weigh the test parent: %v", err)
-	}
+	testutil.SetCPUShares(t, filepath.Dir(iso.Path("lc")), 65536) // weigh the test parent
 	n.ids = []string{"lc"}
 	startPinned(t, iso, "lc", 1, "", "sh", "-c", lcLoop)
 
