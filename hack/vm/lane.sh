@@ -22,7 +22,7 @@ here=hack/vm
 . $here/kernel.env
 vm=$top/bin/vm
 mkdir -p "$vm"
-log() { echo "vm: $*" >&2; }
+log() { printf '\nvm: %s\n' "$*" >&2; } # a line of its own, also after console output
 
 # 1. The kernel, pinned. A version Debian no longer serves fails loudly.
 kdir=$vm/kernel-$KERNEL_VERSION
