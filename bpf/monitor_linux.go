@@ -96,9 +96,11 @@ func Load(opts Options) (m *Monitor, err error) {
 		slots:  make(map[uint64]uint32),
 		buf:    make([]byte, statsSize),
 	}
+	// Not m: each failing return below sets m to nil before this runs.
+	partial := m
 	defer func() {
 		if err != nil {
-			_ = m.Close()
+			_ = partial.Close()
 		}
 	}()
 	if opts.RunTimeStats {

@@ -35,19 +35,56 @@ func newGroup(t *testing.T, parent, name string, ctrls ...string) group {
 	return g
 }
 
-func (g group) dir(ctrl string) string {
-	return filepath.Join(testutil.CgroupRoot, ctrl, g.path)
+func (g group) dir(ctrl string) string { return testutil.CgroupDir(ctrl, g.path) }
+
+// hostFile returns the file and value that stand for v1's file and value
+// on the host's layout: on v2 cpu.shares is cpu.weight (converted as
+// isolator/cgroups.Weight does), the memory limits memory.max and
+// memory.swap.max (0: no swap beyond the limit).
+func hostFile(file, value string) (string, string) {
+	if !testutil.CgroupV2() {
+		return file, value
+	}
+	switch file {
+	case "cpu.shares":
+		s, _ := strconv.ParseUint(value, 10, 64)
+		return "cpu.weight", strconv.FormatUint(1+((max(s, 2)-2)*9999)/262142, 10)
+	case "memory.limit_in_bytes":
+		return "memory.max", value
+	case "memory.memsw.limit_in_bytes":
+		return "memory.swap.max", "0"
+	}
+	return file, value
 }
 
 func (g group) write(t *testing.T, ctrl, file, value string) {
 	t.Helper()
+	file, value = hostFile(file, value)
 	if err := os.WriteFile(filepath.Join(g.dir(ctrl), file), []byte(value), 0o644); err != nil {
 		t.Fatalf("write %s: %v", file, err)
 	}
 }
 
+// read returns a number from a v1 file; on v2 cpuacct.usage is read from
+// cpu.stat's usage_usec.
 func (g group) read(t *testing.T, ctrl, file string) uint64 {
 	t.Helper()
+	if testutil.CgroupV2() && file == "cpuacct.usage" {
+		b, err := os.ReadFile(filepath.Join(g.dir(ctrl), "cpu.stat"))
+		if err != nil {
+			t.Fatalf("read cpu.stat: %v", err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "usage_usec "); ok {
+				n, err := strconv.ParseUint(v, 10, 64)
+				if err != nil {
+					t.Fatalf("parse cpu.stat usage_usec: %v", err)
+				}
+				return n * 1000
+			}
+		}
+		t.Fatalf("no usage_usec in cpu.stat: %q", b)
+	}
 	b, err := os.ReadFile(filepath.Join(g.dir(ctrl), file))
 	if err != nil {
 		t.Fatalf("read %s: %v", file, err)
@@ -128,7 +165,8 @@ func TestContention(t *testing.T) {
 	idle := newGroup(t, parent, "idle", "cpu", "cpuacct")
 	// Others' tasks in the root cgroup compete with ours: make the test's
 	// parent weigh more so the contention measured is mostly high vs low.
-	if err := os.WriteFile(filepath.Join(testutil.CgroupRoot, "cpu", parent, "cpu.shares"), []byte("8192"), 0o644); err != nil {
+	f, v := hostFile("cpu.shares", "8192")
+	if err := os.WriteFile(filepath.Join(testutil.CgroupDir("cpu", parent), f), []byte(v), 0o644); err != nil {
 		t.Fatalf("set parent shares: %v", err)
 	}
 	high.write(t, "cpu", "cpu.shares", "1024")
@@ -224,7 +262,7 @@ func TestOOM(t *testing.T) {
 	other := newGroup(t, parent, "bystander", "cpu", "memory")
 	const limit = "33554432"
 	g.write(t, "memory", "memory.limit_in_bytes", limit)
-	if _, err := os.Stat(filepath.Join(g.dir("memory"), "memory.memsw.limit_in_bytes")); err == nil {
+	if f, _ := hostFile("memory.memsw.limit_in_bytes", ""); fileExists(filepath.Join(g.dir("memory"), f)) {
 		g.write(t, "memory", "memory.memsw.limit_in_bytes", limit)
 	}
 	id := track(t, m, g)
@@ -330,3 +368,5 @@ func TestTrackUntrack(t *testing.T) {
 		t.Errorf("Read after Close: %v, want ErrClosed", err)
 	}
 }
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

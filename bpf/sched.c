@@ -245,7 +245,12 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	slot = log2_u64(now);
 	if (slot >= NR_BUCKETS)
 		slot = NR_BUCKETS - 1;
-	st->hist[slot]++;
+	// The mask changes nothing but lets older verifiers see the bound:
+	// clang checks a zero-extended copy of slot and indexes with the
+	// original, which 6.1's verifier rejects ("R3 unbounded memory
+	// access"). The empty asm keeps clang from dropping the mask.
+	asm volatile("" : "+r"(slot));
+	st->hist[slot & (NR_BUCKETS - 1)]++;
 	st->run_delay_ns += now;
 	st->waits++;
 	return 0;

@@ -86,8 +86,15 @@ func (i *cgroupIsolator) Name() string { return "test-cgroups" }
 
 func (i *cgroupIsolator) path(id string) string { return i.parent + "/" + id }
 
-func (i *cgroupIsolator) memDir(id string) string {
-	return filepath.Join(testutil.CgroupRoot, "memory", i.path(id))
+func (i *cgroupIsolator) memDir(id string) string { return testutil.CgroupDir("memory", i.path(id)) }
+
+// memFile names a memory file by its v1 name, translated on a v2 host.
+func memFile(v1 string) string {
+	if !testutil.CgroupV2() {
+		return v1
+	}
+	return map[string]string{"memory.limit_in_bytes": "memory.max", "memory.memsw.limit_in_bytes": "memory.swap.max",
+		"memory.usage_in_bytes": "memory.current"}[v1]
 }
 
 func (i *cgroupIsolator) Prepare(ctx context.Context, id string, l isolator.Limits, launch *isolator.Launch) error {
@@ -109,6 +116,13 @@ func (i *cgroupIsolator) setMemory(id string, bytes int64) error {
 		return nil
 	}
 	v := []byte(strconv.FormatInt(bytes, 10))
+	if testutil.CgroupV2() {
+		// No swap beyond the limit, as v1's memsw = limit.
+		if err := os.WriteFile(filepath.Join(i.memDir(id), "memory.swap.max"), []byte("0"), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return os.WriteFile(filepath.Join(i.memDir(id), "memory.max"), v, 0)
+	}
 	limit := filepath.Join(i.memDir(id), "memory.limit_in_bytes")
 	memsw := filepath.Join(i.memDir(id), "memory.memsw.limit_in_bytes")
 	if _, err := os.Stat(memsw); err != nil {
@@ -139,7 +153,7 @@ func (i *cgroupIsolator) Update(ctx context.Context, id string, l isolator.Limit
 }
 
 func (i *cgroupIsolator) Usage(ctx context.Context, id string, s *isolator.Statistics) error {
-	data, err := os.ReadFile(filepath.Join(i.memDir(id), "memory.usage_in_bytes"))
+	data, err := os.ReadFile(filepath.Join(i.memDir(id), memFile("memory.usage_in_bytes")))
 	if err != nil {
 		return fmt.Errorf("usage %s: %w", id, isolator.ErrNotFound)
 	}
@@ -152,8 +166,7 @@ func (i *cgroupIsolator) Cleanup(ctx context.Context, id string) error {
 	i.mu.Lock()
 	i.cleaned[id]++
 	i.mu.Unlock()
-	dirs, _ := filepath.Glob(filepath.Join(testutil.CgroupRoot, "*", i.path(id)))
-	for _, d := range dirs {
+	for _, d := range testutil.CgroupDirs(i.path(id)) {
 		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
@@ -265,7 +278,7 @@ func (e *env) assertGone(id string, shimPid int) {
 			e.t.Errorf("%s still exists (stat: %v)", p, err)
 		}
 	}
-	if dirs, _ := filepath.Glob(filepath.Join(testutil.CgroupRoot, "*", e.iso.path(id))); len(dirs) > 0 {
+	if dirs := testutil.CgroupDirs(e.iso.path(id)); len(dirs) > 0 {
 		e.t.Errorf("cgroups left: %v", dirs)
 	}
 	if shimPid > 0 {

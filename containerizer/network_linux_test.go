@@ -185,7 +185,7 @@ func (e *netEnv) leftovers(live ...string) []string {
 		filepath.Join(e.netCfg.StateDir, "*.json"),
 		filepath.Join(e.stateDir, "containers", "*"),
 		filepath.Join(e.stateDir, "runc", "*"),
-		filepath.Join(testutil.CgroupRoot, "*", e.cgParent, "*"),
+		filepath.Join(testutil.CgroupDir("*", e.cgParent), "*"),
 	} {
 		files, _ := filepath.Glob(pattern)
 		for _, f := range files {

@@ -33,13 +33,11 @@ func rqGroup(t *testing.T, parent, name string, shares int) string {
 	t.Helper()
 	p := parent + "/" + name
 	for _, ctrl := range []string{"cpu", "cpuacct"} {
-		if err := os.MkdirAll(filepath.Join(testutil.CgroupRoot, ctrl, p), 0o755); err != nil {
+		if err := os.MkdirAll(testutil.CgroupDir(ctrl, p), 0o755); err != nil {
 			t.Fatalf("create cgroup: %v", err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(testutil.CgroupRoot, "cpu", p, "cpu.shares"), []byte(strconv.Itoa(shares)), 0o644); err != nil {
-		t.Fatalf("set shares: %v", err)
-	}
+	testutil.SetCPUShares(t, p, uint64(shares))
 	return p
 }
 
@@ -49,8 +47,8 @@ func rqHog(t *testing.T, p string, cpu int) {
 	t.Helper()
 	cmd := exec.Command("taskset", "-c", strconv.Itoa(cpu), "sh", "-c",
 		`for f; do echo $$ > "$f" || exit 1; done; while :; do :; done`, "sh",
-		filepath.Join(testutil.CgroupRoot, "cpu", p, "cgroup.procs"),
-		filepath.Join(testutil.CgroupRoot, "cpuacct", p, "cgroup.procs"))
+		filepath.Join(testutil.CgroupDir("cpu", p), "cgroup.procs"),
+		filepath.Join(testutil.CgroupDir("cpuacct", p), "cgroup.procs"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start hog: %v", err)
@@ -93,9 +91,7 @@ func TestRunQueueSignalContention(t *testing.T) {
 	}}
 	// Others' tasks compete with ours in the root group: weigh the parent
 	// more so the contention measured is mostly high vs low.
-	if err := os.WriteFile(filepath.Join(testutil.CgroupRoot, "cpu", parent, "cpu.shares"), []byte("8192"), 0o644); err != nil {
-		t.Fatalf("set parent shares: %v", err)
-	}
+	testutil.SetCPUShares(t, parent, 8192)
 	sigs := map[string]*RunQueueSignal{"ebpf": NewRunQueueSignal(ebpfSrc), "schedstat": NewRunQueueSignal(fbSrc)}
 	mons := map[string]*Monitor{}
 	for name, sig := range sigs {

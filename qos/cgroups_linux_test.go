@@ -66,13 +66,34 @@ func (n *cgroupNode) Kill(_ context.Context, id, reason string) error {
 	return nil
 }
 
+// cgroupFile reads a v1 cgroup file of path; on a v2 host it reads what
+// stands for it and answers in v1's terms (cpu.max's quota as
+// cpu.cfs_quota_us, cgroup.freeze as freezer.state).
 func cgroupFile(t *testing.T, ctrl, path, file string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testutil.CgroupRoot, ctrl, path, file))
-	if err != nil {
-		t.Fatal(err)
+	read := func(f string) string {
+		b, err := os.ReadFile(filepath.Join(testutil.CgroupDir(ctrl, path), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
 	}
-	return strings.TrimSpace(string(b))
+	if !testutil.CgroupV2() {
+		return read(file)
+	}
+	switch file {
+	case "cpu.cfs_quota_us":
+		if q, _, _ := strings.Cut(read("cpu.max"), " "); q != "max" {
+			return q
+		}
+		return "-1"
+	case "freezer.state":
+		if read("cgroup.freeze") == "1" {
+			return "FROZEN"
+		}
+		return "THAWED"
+	}
+	return read(file)
 }
 
 // TestInterferenceOnRealCgroups drives the interference controller and the
@@ -113,7 +134,7 @@ func TestInterferenceOnRealCgroups(t *testing.T) {
 			_ = cmd.Wait()
 		})
 		for _, ctrl := range []string{"cpu", "cpuacct", "freezer", "memory", "pids"} {
-			dir := filepath.Join(testutil.CgroupRoot, ctrl, iso.Path(id))
+			dir := testutil.CgroupDir(ctrl, iso.Path(id))
 			if _, err := os.Stat(dir); err != nil {
 				continue
 			}
@@ -123,7 +144,12 @@ func TestInterferenceOnRealCgroups(t *testing.T) {
 		}
 	}
 
-	now := time.Unix(1_700_000_000, 0)
+	// The isolator stamps samples with the real clock, and on cgroup v2
+	// the lc's own PSI makes signals stamped with them: the fake clock
+	// runs an hour ahead so that a report is never older than a sample
+	// (a report older than the last observation counts as seen).
+	start := time.Now().Add(time.Hour).Truncate(time.Second)
+	now := start
 	mon := monitor.New(n, monitor.Config{Host: monitor.NoHost, Now: func() time.Time { return now }}, nil)
 	// The clock is fake (rounds 1 s apart run back to back), so cpu usage
 	// per fake second says nothing: the activity rule is off
@@ -137,7 +163,7 @@ func TestInterferenceOnRealCgroups(t *testing.T) {
 	applier := NewApplier(n, nil)
 	round := func(sec int, lat time.Duration) []Correction {
 		t.Helper()
-		now = time.Unix(1_700_000_000+int64(sec), 0)
+		now = start.Add(time.Duration(sec) * time.Second)
 		if err := mon.Sample(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -59,7 +59,7 @@ func startPinned(t *testing.T, iso *cgroups.Isolator, id string, cpu int, env st
 	})
 	pid := []byte(strconv.Itoa(cmd.Process.Pid))
 	for _, ctrl := range []string{"cpu", "cpuacct", "freezer", "memory", "pids"} {
-		dir := filepath.Join(testutil.CgroupRoot, ctrl, iso.Path(id))
+		dir := testutil.CgroupDir(ctrl, iso.Path(id))
 		if _, err := os.Stat(dir); err != nil {
 			continue
 		}
@@ -100,10 +100,7 @@ func TestRunQueueSignalThrottles(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = iso.Cleanup(context.Background(), id) })
 	}
-	parentShares := filepath.Join(testutil.CgroupRoot, "cpu", filepath.Dir(iso.Path("lc")), "cpu.shares")
-	if err := os.WriteFile(parentShares, []byte("65536"), 0o644); err != nil {
-		t.Fatalf("weigh the test parent: %v", err)
-	}
+	testutil.SetCPUShares(t, filepath.Dir(iso.Path("lc")), 65536) // weigh the test parent
 	n.ids = []string{"lc"}
 	startPinned(t, iso, "lc", 1, "", "sh", "-c", lcLoop)
 

@@ -101,7 +101,11 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	defer l.Close() // Serve closes it too; Close is idempotent
 	raiseFileLimit(log)
-	cg, err := cgroups.New(cgroups.Config{Parent: d.res.cgParent, DefaultPids: cfg.Security.DefaultPids})
+	cgCfg, err := cgroupConfig(cgroups.Config{Parent: d.res.cgParent, DefaultPids: cfg.Security.DefaultPids}, log)
+	if err != nil {
+		return err
+	}
+	cg, err := cgroups.New(cgCfg)
 	if err != nil {
 		return fmt.Errorf("cgroup isolator: %w", err)
 	}

@@ -4,8 +4,10 @@ package agentd
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/isolator/cgroups"
 )
 
 // hostMemMiB cannot measure the host here: --resources must be given.
@@ -15,3 +17,6 @@ func hostMemMiB() (int64, error) {
 
 // signalNum knows no signal names here.
 func signalNum(string) int { return 0 }
+
+// cgroupConfig: no cgroup delegation here.
+func cgroupConfig(cfg cgroups.Config, _ *slog.Logger) (cgroups.Config, error) { return cfg, nil }

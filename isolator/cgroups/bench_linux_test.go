@@ -20,6 +20,7 @@ import (
 // same run. It reports p50/p90 in µs and containerd's p50 over brim's.
 func BenchmarkUpdate(b *testing.B) {
 	parent := testutil.NewCgroupParent(b)
+	skipOnV2(b)
 	testutil.Require(b, exists(root+"/memory") && !exists(root+"/cgroup.controllers"), "needs a cgroup v1 (or hybrid) host")
 	i, err := New(Config{Parent: parent})
 	if err != nil {

@@ -47,6 +47,12 @@ type Config struct {
 	// DefaultPidsMax); 0 leaves such a group unlimited, and so does a host
 	// without the pids controller.
 	DefaultPids int64
+	// Delegated is a v2 subtree brim owns that contains Parent, such as
+	// the agent's systemd unit with Delegate=yes
+	// ("/system.slice/brim-agent.service", see EnterLeafV2): the parent's
+	// setup enables the controllers in every node from Delegated down to
+	// Parent. Empty: only in Parent itself. Ignored on v1.
+	Delegated string
 }
 
 // DefaultPidsMax is the agent's default pids.max per container.
@@ -57,6 +63,7 @@ const DefaultPidsMax = 4096
 type Isolator struct {
 	root, parent string
 	defaultPids  int64
+	delegated    string // v2 subtree brim owns above parent ("" for none)
 	version      Version
 	unified      string // hybrid host: the v2 mount ("" otherwise)
 
@@ -107,6 +114,9 @@ func New(cfg Config) (*Isolator, error) {
 	if !path.IsAbs(cfg.Parent) || path.Clean(cfg.Parent) != cfg.Parent || cfg.Parent == "/" {
 		return nil, fmt.Errorf("cgroup parent %q must be absolute, clean and not /: %w", cfg.Parent, ErrInvalid)
 	}
+	if d := cfg.Delegated; d != "" && (!path.IsAbs(d) || path.Clean(d) != d || d == "/" || !strings.HasPrefix(cfg.Parent, d+"/")) {
+		return nil, fmt.Errorf("delegated cgroup %q must be absolute, clean, not / and contain the parent %q: %w", d, cfg.Parent, ErrInvalid)
+	}
 	if _, err := os.Stat(cfg.Root); err != nil {
 		return nil, fmt.Errorf("cgroup root: %w: %w", isolator.ErrNotSupported, err)
 	}
@@ -114,6 +124,7 @@ func New(cfg Config) (*Isolator, error) {
 		return nil, fmt.Errorf("default pids limit %d: %w", cfg.DefaultPids, ErrInvalid)
 	}
 	i := &Isolator{root: cfg.Root, parent: cfg.Parent, version: V1, groups: make(map[string]*group), defaultPids: cfg.DefaultPids}
+	i := &Isolator{root: cfg.Root, parent: cfg.Parent, delegated: cfg.Delegated, version: V1, groups: make(map[string]*group)}
 	if exists(filepath.Join(cfg.Root, "cgroup.controllers")) {
 		i.version = V2
 	} else if u := filepath.Join(cfg.Root, "unified"); exists(filepath.Join(u, "cgroup.controllers")) {
@@ -149,6 +160,13 @@ func (i *Isolator) detect() Features {
 		ctrls, err := os.ReadFile(filepath.Join(p, "cgroup.subtree_control"))
 		if err != nil || len(strings.TrimSpace(string(ctrls))) == 0 {
 			ctrls, _ = os.ReadFile(filepath.Join(p, "cgroup.controllers"))
+		}
+		if !exists(p) {
+			// Not made yet (setup makes it, then detects again): it will
+			// get what its parent enables for its children, and setup
+			// enables all of that. cpu.idle and memory.swap.max are only
+			// known once it exists (the root has neither file).
+			ctrls, _ = os.ReadFile(filepath.Join(filepath.Dir(p), "cgroup.subtree_control"))
 		}
 		set := strings.Fields(string(ctrls))
 		return Features{
@@ -239,10 +257,26 @@ func (i *Isolator) setup() error {
 }
 
 func (i *Isolator) setupV2() error {
-	p := filepath.Join(i.root, i.parent)
-	if err := os.MkdirAll(p, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(i.root, i.parent), 0o755); err != nil {
 		return fmt.Errorf("create cgroup parent: %w", err)
 	}
+	// Where brim owns the subtree above its parent, each node down to the
+	// parent passes the controllers on; nowhere else.
+	nodes := []string{i.parent}
+	for d := path.Dir(i.parent); i.delegated != "" && strings.HasPrefix(d+"/", i.delegated+"/"); d = path.Dir(d) {
+		nodes = append(nodes, d)
+	}
+	for k := len(nodes) - 1; k >= 0; k-- {
+		if err := enableV2(filepath.Join(i.root, nodes[k])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// enableV2 enables in cgroup directory p's subtree_control the controllers
+// of v2Enable that p has and has not enabled yet.
+func enableV2(p string) error {
 	avail, err := os.ReadFile(filepath.Join(p, "cgroup.controllers"))
 	if err != nil {
 		return fmt.Errorf("read parent controllers: %w", err)
@@ -259,7 +293,8 @@ func (i *Isolator) setupV2() error {
 	}
 	if len(enable) > 0 {
 		if err := writeFile(filepath.Join(p, "cgroup.subtree_control"), strings.Join(enable, " ")); err != nil {
-			return fmt.Errorf("enable controllers %v in parent: %w", enable, err)
+			// EBUSY: p holds processes (the no-internal-processes rule).
+			return fmt.Errorf("enable controllers %v in %s: %w", enable, p, err)
 		}
 	}
 	return nil

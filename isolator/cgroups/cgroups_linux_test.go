@@ -23,6 +23,7 @@ const root = testutil.CgroupRoot
 // test parent.
 func newV1(t *testing.T) (*Isolator, string) {
 	t.Helper()
+	skipOnV2(t)
 	parent := testutil.NewCgroupParent(t)
 	testutil.Require(t, exists(filepath.Join(root, "memory")) && !exists(filepath.Join(root, "cgroup.controllers")),
 		"needs a cgroup v1 (or hybrid) host")

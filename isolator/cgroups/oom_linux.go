@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -47,8 +48,12 @@ func (i *Isolator) OOMEvents(ctx context.Context, id string) (<-chan struct{}, e
 	return ch, nil
 }
 
+// memoryEventsGonePoll is how often a v2 OOM watch checks that its group
+// still exists.
+var memoryEventsGonePoll = time.Second
+
 // watchMemoryEvents watches v2 memory.events with inotify and reports each
-// rise of its "oom" counter.
+// rise of its "oom" counter; it ends when the file goes.
 func watchMemoryEvents(ctx context.Context, file string) (<-chan struct{}, error) {
 	ifd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
@@ -84,7 +89,16 @@ func watchMemoryEvents(ctx context.Context, file string) (<-chan struct{}, error
 		}()
 		buf := make([]byte, 4096)
 		for {
+			// kernfs sends no IN_DELETE_SELF when the group is removed
+			// (seen on 6.1): look for the file between events.
+			_ = in.SetReadDeadline(time.Now().Add(memoryEventsGonePoll))
 			n, err := in.Read(buf)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				if _, err := os.Stat(file); err != nil {
+					return // group removed
+				}
+				continue
+			}
 			if err != nil {
 				return // closed by ctx
 			}

@@ -20,7 +20,12 @@ import (
 // resources in its config but device rules, keeps brim's limits, and brim
 // then resizes the running container.
 func TestRuncJoinsPreparedGroup(t *testing.T) {
-	i, _ := newV1(t)
+	var i *Isolator
+	if testutil.CgroupV2() {
+		i, _ = newV2(t)
+	} else {
+		i, _ = newV1(t)
+	}
 	runc, err := exec.LookPath("runc")
 	testutil.Require(t, err == nil, "needs runc (make deps)")
 	busybox, err := exec.LookPath("busybox")
@@ -99,14 +104,23 @@ func TestRuncJoinsPreparedGroup(t *testing.T) {
 		t.Fatalf("container init not in the prepared group: %v", err)
 	}
 	// runc applied no resources of its own: brim's limits hold.
-	checkFiles(t, i, "rc", map[string]string{"cpu/cpu.shares": "512", "memory/memory.limit_in_bytes": "67108864", "pids/pids.max": "32"})
+	if i.Version() == V2 {
+		checkFiles(t, i, "rc", map[string]string{"/cpu.weight": weight(500, isolator.Guaranteed), "/memory.max": "67108864", "/pids.max": "32"})
+	} else {
+		checkFiles(t, i, "rc", map[string]string{"cpu/cpu.shares": "512", "memory/memory.limit_in_bytes": "67108864", "pids/pids.max": "32"})
+	}
 
 	// Resize while running changes the cgroup files.
 	if err := i.Update(ctx, "rc", isolator.Limits{MilliCPUs: 1500, CPUQuota: true, MemoryBytes: 128 << 20, Pids: 64}); err != nil {
 		t.Fatal(err)
 	}
-	checkFiles(t, i, "rc", map[string]string{"cpu/cpu.shares": "1536", "cpu/cpu.cfs_quota_us": "150000",
-		"memory/memory.limit_in_bytes": "134217728", "pids/pids.max": "64"})
+	if i.Version() == V2 {
+		checkFiles(t, i, "rc", map[string]string{"/cpu.weight": weight(1500, isolator.Guaranteed), "/cpu.max": "150000 100000",
+			"/memory.max": "134217728", "/pids.max": "64"})
+	} else {
+		checkFiles(t, i, "rc", map[string]string{"cpu/cpu.shares": "1536", "cpu/cpu.cfs_quota_us": "150000",
+			"memory/memory.limit_in_bytes": "134217728", "pids/pids.max": "64"})
+	}
 	var st isolator.Statistics
 	if err := i.Usage(ctx, "rc", &st); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,8 @@ package cgroups
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +142,64 @@ func TestNewConfig(t *testing.T) {
 	for _, id := range []string{"", ".", "..", "a/b"} {
 		if err := i.Prepare(context.Background(), id, isolator.Limits{}, nil); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Prepare(%q) = %v, want ErrInvalid", id, err)
+		}
+	}
+}
+
+// TestFeaturesBeforeParentV2: on v2, before the first Prepare makes the
+// parent, Features reports the controllers the parent will get (what its
+// own parent enables for children), not none.
+func TestFeaturesBeforeParentV2(t *testing.T) {
+	r := t.TempDir()
+	for f, v := range map[string]string{
+		"cgroup.controllers":                  "cpuset cpu io memory pids\n",
+		"system.slice/cgroup.controllers":     "cpu io memory pids\n",
+		"system.slice/cgroup.subtree_control": "cpu memory pids\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(r, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(r, f), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	i, err := New(Config{Root: r, Parent: "/system.slice/brim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := i.Features(); !f.CPU || !f.Memory || !f.Pids {
+		t.Errorf("Features before the parent exists = %+v, want cpu, memory and pids", f)
+	}
+}
+
+func TestParseOwnV2(t *testing.T) {
+	for in, want := range map[string]string{
+		"0::/system.slice/brim-agent.service\n":                                  "/system.slice/brim-agent.service",
+		"12:memory:/user.slice\n1:name=systemd:/x\n0::/system.slice/a.service\n": "/system.slice/a.service",
+		"0::/\n": "/",
+	} {
+		if got, err := parseOwnV2(strings.NewReader(in)); err != nil || got != want {
+			t.Errorf("parseOwnV2(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := parseOwnV2(strings.NewReader("4:memory:/x\n")); !errors.Is(err, isolator.ErrNotSupported) {
+		t.Errorf("no v2 line: %v, want ErrNotSupported", err)
+	}
+}
+
+func TestNewDelegated(t *testing.T) {
+	r := t.TempDir()
+	if err := os.WriteFile(filepath.Join(r, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"brim", "/a/b/brim", "/a/b/", "/other", "/"} {
+		if _, err := New(Config{Root: r, Parent: "/a/b/brim", Delegated: d}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Delegated %q: %v, want ErrInvalid", d, err)
+		}
+	}
+	for _, d := range []string{"", "/a", "/a/b"} {
+		if _, err := New(Config{Root: r, Parent: "/a/b/brim", Delegated: d}); err != nil {
+			t.Errorf("Delegated %q: %v", d, err)
 		}
 	}
 }
