@@ -123,8 +123,7 @@ func New(cfg Config) (*Isolator, error) {
 	if cfg.DefaultPids < 0 {
 		return nil, fmt.Errorf("default pids limit %d: %w", cfg.DefaultPids, ErrInvalid)
 	}
-	i := &Isolator{root: cfg.Root, parent: cfg.Parent, version: V1, groups: make(map[string]*group), defaultPids: cfg.DefaultPids}
-	i := &Isolator{root: cfg.Root, parent: cfg.Parent, delegated: cfg.Delegated, version: V1, groups: make(map[string]*group)}
+	i := &Isolator{root: cfg.Root, parent: cfg.Parent, delegated: cfg.Delegated, version: V1, groups: make(map[string]*group), defaultPids: cfg.DefaultPids}
 	if exists(filepath.Join(cfg.Root, "cgroup.controllers")) {
 		i.version = V2
 	} else if u := filepath.Join(cfg.Root, "unified"); exists(filepath.Join(u, "cgroup.controllers")) {
