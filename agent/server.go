@@ -81,6 +81,11 @@ func (a *Agent) Serve(ctx context.Context, l net.Listener) error {
 		srv.Stop()
 		<-stopped
 	}
+	// Serve may not have started when the context ended (then it returns
+	// at once): close the listener, which removes the socket, and wait
+	// for the Serve goroutine, so that nothing is left when we return.
+	l.Close()
+	<-errc
 	return nil
 }
 
