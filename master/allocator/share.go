@@ -98,9 +98,13 @@ func cmpExact(x, y *shareKey) int {
 
 // dyadic writes a positive finite w as m·2^e exactly (m < 2^53).
 func dyadic(w float64) (m uint64, e int) {
-	if w >= 1 && w < 1<<53 && w == math.Trunc(w) {
-		return uint64(w), 0 // the usual weights
+	if w >= 1 && w < 1<<53 && float64(uint64(w)) == w {
+		return uint64(w), 0 // the usual weights, inlined
 	}
+	return dyadicFrac(w)
+}
+
+func dyadicFrac(w float64) (m uint64, e int) {
 	frac, exp := math.Frexp(w)
 	return uint64(frac * (1 << 53)), exp - 53
 }
@@ -152,7 +156,9 @@ func cmpShifted(l, r *u192, s int) int {
 
 // dominant returns alloc's dominant share of total over the first n
 // kinds as num/den, exactly, and its kind d: the kind with the largest
-// alloc/total, by 128-bit cross products. An empty allocation is 0/1.
+// alloc/total, by 128-bit cross products (no float pass first: whole-agent
+// offers tie across kinds, which would send it to the integers anyway).
+// An empty allocation is 0/1.
 func dominant(alloc, total *vec, n int) (num, den uint64, d int) {
 	num, den = 0, 1
 	for k := range n {
