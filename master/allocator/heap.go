@@ -12,8 +12,8 @@ type entry struct {
 
 func (e *entry) less(o *entry) bool {
 	x, y := &e.key, &o.key
-	if x.den == y.den && x.w == y.w && x.den != 0 {
-		// The common case: same kind and weight, the numerators decide.
+	if x.sameScale(y) {
+		// The common case (float keys included): the numerators decide.
 		if x.num != y.num {
 			return x.num < y.num
 		}

@@ -98,13 +98,8 @@ func (a *Allocator) shareKey(alloc *vec, w *fvec, weight float64) shareKey {
 	if a.sorter == SorterMeDRF {
 		return realKey(w.dominant(&a.invW, len(a.kinds)) / weight)
 	}
-	num, den, d := dominant(alloc, &a.total, len(a.kinds))
-	// The float is only the fast path: 1/total rounded is close enough.
-	f := float64(num) * a.invW[d]
-	if weight != 1 {
-		f /= weight
-	}
-	return makeKey(num, den, f, weight)
+	num, den := dominant(alloc, &a.total, len(a.kinds))
+	return exactKey(num, den, weight)
 }
 
 // share is the dominant share reported by Shares and FrameworkShares.
@@ -116,7 +111,7 @@ func (a *Allocator) share(alloc *vec, w *fvec) float64 {
 // nextKey advances a client's or role's key after it was served.
 func (a *Allocator) nextClientKey(c *client) {
 	if a.sorter == SorterRandom {
-		c.key.f += a.rng.ExpFloat64()
+		c.key = realKey(c.key.value() + a.rng.ExpFloat64())
 		return
 	}
 	c.key = a.shareKey(&c.alloc, &c.w, 1)
@@ -127,7 +122,7 @@ func (a *Allocator) nextRoleKey(r *role) {
 		// Weighted lottery: a role's next turn comes after an exponential
 		// time of rate weight, so it is first with probability
 		// proportional to its weight (Mesos's random sorter).
-		r.key.f += a.rng.ExpFloat64() / r.weight
+		r.key = realKey(r.key.value() + a.rng.ExpFloat64()/r.weight)
 		return
 	}
 	r.key = a.shareKey(&r.alloc, &r.w, r.weight)
