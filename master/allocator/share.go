@@ -20,11 +20,29 @@ type shareKey struct {
 	num uint64
 	den uint64
 	wb  uint64
+	// f is the exact key's value in floating point, within a few ulps,
+	// to order keys of different scales that are not near-ties without
+	// the integers; NaN where a float could not stand for it.
+	f float64
 }
+
+// fastMargin bounds the float fast path: f is within a few ulps (2^-51)
+// of num/(den·w), so keys whose floats differ by more than 2^-40
+// relatively are ordered by the floats alone.
+const fastMargin = 1 - 0x1p-40
 
 // exactKey returns the key num/(den·w) (den > 0, w > 0 finite).
 func exactKey(num, den uint64, w float64) shareKey {
-	return shareKey{num: num, den: den, wb: math.Float64bits(w)}
+	return makeKey(num, den, w, float64(num)/float64(den)/w)
+}
+
+// makeKey returns the key num/(den·w) with f its float value to within a
+// few ulps.
+func makeKey(num, den uint64, w, f float64) shareKey {
+	if f != 0 && !(f >= 0x1p-900 && f <= 0x1p900) {
+		f = math.NaN()
+	}
+	return shareKey{num: num, den: den, wb: math.Float64bits(w), f: f}
 }
 
 // realKey is a key with no exact form (f >= 0).
@@ -50,6 +68,12 @@ func cmpKeys(x, y *shareKey) int {
 	}
 	if x.den == 0 || y.den == 0 { // a float key and an exact one: not met in practice
 		return cmp.Compare(x.value(), y.value())
+	}
+	if x.f < y.f*fastMargin {
+		return -1
+	}
+	if y.f < x.f*fastMargin {
+		return 1
 	}
 	return cmpExact(x, y)
 }
@@ -142,9 +166,9 @@ func cmpShifted(l, r *u192, s int) int {
 }
 
 // dominant returns alloc's dominant share of total over the first n
-// kinds as num/den, exactly: the largest alloc/total, by 128-bit cross
-// products. An empty allocation is 0/1.
-func dominant(alloc, total *vec, n int) (num, den uint64) {
+// kinds as num/den, exactly, and its kind: the largest alloc/total, by
+// 128-bit cross products. An empty allocation is 0/1.
+func dominant(alloc, total *vec, n int) (num, den uint64, d int) {
 	num, den = 0, 1
 	tot := total[:n]
 	for k, x := range alloc[:n] {
@@ -153,14 +177,14 @@ func dominant(alloc, total *vec, n int) (num, den uint64) {
 		}
 		a, t := uint64(x), uint64(tot[k])
 		if num == 0 {
-			num, den = a, t
+			num, den, d = a, t, k
 			continue
 		}
 		h1, l1 := bits.Mul64(a, den)
 		h2, l2 := bits.Mul64(num, t)
 		if h1 > h2 || (h1 == h2 && l1 > l2) {
-			num, den = a, t
+			num, den, d = a, t, k
 		}
 	}
-	return num, den
+	return num, den, d
 }

@@ -98,8 +98,13 @@ func (a *Allocator) shareKey(alloc *vec, w *fvec, weight float64) shareKey {
 	if a.sorter == SorterMeDRF {
 		return realKey(w.dominant(&a.invW, len(a.kinds)) / weight)
 	}
-	num, den := dominant(alloc, &a.total, len(a.kinds))
-	return exactKey(num, den, weight)
+	num, den, d := dominant(alloc, &a.total, len(a.kinds))
+	// The float is only for the fast path: 1/total rounded will do.
+	f := float64(num) * a.invW[d]
+	if weight != 1 {
+		f /= weight
+	}
+	return makeKey(num, den, weight, f)
 }
 
 // share is the dominant share reported by Shares and FrameworkShares.
