@@ -15,7 +15,7 @@ import (
 //
 // Under the random sorter (a lottery time) and meDRF (η-weighted sums of
 // real factors) the key is a non-negative float f, kept as its bits in
-// num (which order as f does) with den and wb 0.
+// num (which order as f does) with den, wb and the field f 0.
 type shareKey struct {
 	num uint64
 	den uint64
