@@ -12,18 +12,14 @@ type entry struct {
 
 func (e *entry) less(o *entry) bool {
 	x, y := &e.key, &o.key
-	if x.num != y.num && x.den == y.den && x.w == y.w {
-		// The common case, inlined. (Real-valued keys have num 0.)
-		return x.num < y.num
+	if x.sameScale(y) {
+		// The common case (float keys included): the numerators decide.
+		if x.num != y.num {
+			return x.num < y.num
+		}
+		return e.tie < o.tie
 	}
-	return e.lessSlow(o)
-}
-
-// lessSlow is kept out of line so that less inlines.
-//
-//go:noinline
-func (e *entry) lessSlow(o *entry) bool {
-	if c := cmpKeys(&e.key, &o.key); c != 0 {
+	if c := cmpKeys(x, y); c != 0 {
 		return c < 0
 	}
 	return e.tie < o.tie

@@ -75,8 +75,8 @@ func (a *Allocator) take(ag *agent, i int, v *vec, other resources.Resources) {
 		cl.w.subScaled(v, ag.eta)
 		r.alloc.sub(v)
 		r.w.subScaled(v, ag.eta)
-		if ag.eta != 1 {
-			// meDRF: what is given back is weighted by a real factor;
+		if a.sorter == SorterMeDRF {
+			// What is given back is weighted by a real factor η:
 			// nothing held must weigh exactly nothing, not 1e-15.
 			cl.w.clearEmpty(&cl.alloc)
 			r.w.clearEmpty(&r.alloc)

@@ -99,12 +99,12 @@ func (a *Allocator) shareKey(alloc *vec, w *fvec, weight float64) shareKey {
 		return realKey(w.dominant(&a.invW, len(a.kinds)) / weight)
 	}
 	num, den, d := dominant(alloc, &a.total, len(a.kinds))
-	// The float is only the fast path: 1/total rounded is close enough.
+	// The float is only for the fast path: 1/total rounded will do.
 	f := float64(num) * a.invW[d]
 	if weight != 1 {
 		f /= weight
 	}
-	return makeKey(num, den, f, weight)
+	return makeKey(num, den, weight, f)
 }
 
 // share is the dominant share reported by Shares and FrameworkShares.
@@ -116,7 +116,7 @@ func (a *Allocator) share(alloc *vec, w *fvec) float64 {
 // nextKey advances a client's or role's key after it was served.
 func (a *Allocator) nextClientKey(c *client) {
 	if a.sorter == SorterRandom {
-		c.key.f += a.rng.ExpFloat64()
+		c.key = realKey(c.key.value() + a.rng.ExpFloat64())
 		return
 	}
 	c.key = a.shareKey(&c.alloc, &c.w, 1)
@@ -127,7 +127,7 @@ func (a *Allocator) nextRoleKey(r *role) {
 		// Weighted lottery: a role's next turn comes after an exponential
 		// time of rate weight, so it is first with probability
 		// proportional to its weight (Mesos's random sorter).
-		r.key.f += a.rng.ExpFloat64() / r.weight
+		r.key = realKey(r.key.value() + a.rng.ExpFloat64()/r.weight)
 		return
 	}
 	r.key = a.shareKey(&r.alloc, &r.w, r.weight)
