@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
@@ -391,7 +392,7 @@ func (c *Client) Run(ctx context.Context) error {
 	attempt := 0
 	everRegistered := false
 	for {
-		registered, err := c.session(ctx, api)
+		registered, err := c.session(ctx, cc, api)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -440,11 +441,43 @@ func (c *Client) linkParams() linkParams {
 	}
 }
 
+// reportConnectErrors logs, while a session waits for the channel to
+// connect, why it cannot: each time the channel fails (a new reason only
+// once), a fail-fast probe reads the channel's last error — an unreachable
+// master, a TLS certificate of another CA — so an operator sees it at once
+// rather than when the registration times out. It returns when the channel
+// is ready or ctx ends.
+func (c *Client) reportConnectErrors(ctx context.Context, cc *grpc.ClientConn, api pb.AgentLinkClient) {
+	last := ""
+	for {
+		st := cc.GetState()
+		switch st {
+		case connectivity.Ready:
+			return
+		case connectivity.TransientFailure:
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			probe, err := api.Connect(pctx) // fails at once in this state
+			cancel()
+			if err == nil {
+				_ = probe.CloseSend() // connected meanwhile: the session's stream is the one used
+				return
+			}
+			if msg := err.Error(); msg != last && ctx.Err() == nil {
+				last = msg
+				c.log.Warn("master link down", "master", c.opts.Master, "err", err, "state", st.String())
+			}
+		}
+		if !cc.WaitForStateChange(ctx, st) {
+			return
+		}
+	}
+}
+
 // errRegisterTimeout ends a session that did not register in time.
 var errRegisterTimeout = errors.New("no registration in time")
 
 // session runs one stream: register, then serve until it breaks.
-func (c *Client) session(ctx context.Context, api pb.AgentLinkClient) (bool, error) {
+func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentLinkClient) (bool, error) {
 	sctx, cancelCause := context.WithCancelCause(ctx)
 	cancel := func() { cancelCause(nil) }
 	defer cancel()
@@ -454,7 +487,12 @@ func (c *Client) session(ctx context.Context, api pb.AgentLinkClient) (bool, err
 		cancelCause(fmt.Errorf("%w (%s)", errRegisterTimeout, c.registerTimeout))
 	})
 	defer timer.Stop()
+	wctx, stopWatch := context.WithCancel(sctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); c.reportConnectErrors(wctx, cc, api) }()
 	stream, err := api.Connect(sctx, grpc.WaitForReady(true))
+	stopWatch()
+	<-watched
 	if err != nil {
 		return false, fmt.Errorf("connect: %w", sessionErr(sctx, err))
 	}
