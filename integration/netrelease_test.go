@@ -38,8 +38,9 @@ func TestExitedContainersFreeAddresses(t *testing.T) {
 			t.Errorf("uninstall: %v", err)
 		}
 	})
+	// net_bw in the total: a guaranteed --net-bw is admitted against it.
 	a := startAgent(t, "--network", "--network-bridge", cfg.Bridge, "--network-subnet", cfg.Subnet.String(),
-		"--network-netns-dir", nsDir)
+		"--network-netns-dir", nsDir, "--resources", "cpus:2;mem:2048;net_bw:1000")
 	type netJSON struct {
 		ID      string `json:"id"`
 		State   string `json:"state"`

@@ -87,7 +87,7 @@ func TestServeOnePort(t *testing.T) {
 // http.Server had only a ReadHeaderTimeout: they were held until the
 // client gave up.)
 func TestServeBodyTimeout(t *testing.T) {
-	addr := serveTest(t, &master.Server{GRPC: healthServer(), HTTP: decoding, ReadTimeout: 500 * time.Millisecond})
+	addr := serveTest(t, &master.Server{GRPC: healthServer(), HTTP: decoding, ReadTimeout: 2 * time.Second}) // long enough for a loaded host to read 500 headers
 	const conns = 3000
 	var (
 		wg   sync.WaitGroup
