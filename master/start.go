@@ -31,8 +31,10 @@ type Config struct {
 	// Credentials and ACLs are files (NewReloadableAuth); without
 	// Credentials the HTTP API and frameworks need no authentication.
 	Credentials, ACLs string
-	// TLS, when set, serves the port over TLS (LoadTLS).
-	TLS *tls.Config
+	// TLS, when set, serves the port over TLS (LoadTLS); Certificate, when
+	// set, is re-read on Reload.
+	TLS         *tls.Config
+	Certificate *Certificate
 	// Reload, when set, re-reads Credentials and ACLs on every receive
 	// (brim master: SIGHUP). A reload that fails is logged and keeps the
 	// files as last loaded.
@@ -156,6 +158,13 @@ func reloadOn(ctx context.Context, reload <-chan os.Signal, a *ReloadableAuth, c
 			log.Warn("notify systemd", "err", err)
 		}
 		reloadAuth(a, cfg, log)
+		if cfg.Certificate != nil {
+			if err := cfg.Certificate.Reload(); err != nil {
+				log.Error("SIGHUP: reload the TLS certificate; the previous one stays in force", "err", err)
+			} else {
+				log.Info("SIGHUP: TLS certificate reloaded")
+			}
+		}
 		if err := n.Ready("reloaded"); err != nil {
 			log.Warn("notify systemd", "err", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"slices"
+	"sync/atomic"
 )
 
 // TLS on the master's one port. Server routes each connection by its
@@ -18,15 +19,37 @@ import (
 // LoadTLS loads the master's certificate (chain) and key, PEM files, into
 // a server config with that ALPN choice: wrap Serve's listener with
 // tls.NewListener.
-func LoadTLS(certFile, keyFile string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("load --tls-cert %s and --tls-key %s: %w", certFile, keyFile, err)
+// The certificate is read again by the returned Certificate's Reload
+// (the master's SIGHUP): new handshakes use the new one.
+func LoadTLS(certFile, keyFile string) (*tls.Config, *Certificate, error) {
+	c := &Certificate{certFile: certFile, keyFile: keyFile}
+	if err := c.Reload(); err != nil {
+		return nil, nil, err
 	}
-	base := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	base := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: c.get}
 	base.GetConfigForClient = serverALPN(base)
-	return base, nil
+	return base, c, nil
 }
+
+// Certificate is the master's serving certificate and key, swapped
+// atomically by Reload. Safe for concurrent use.
+type Certificate struct {
+	certFile, keyFile string
+	cur               atomic.Pointer[tls.Certificate]
+}
+
+// Reload reads the certificate and key files again. A pair that does not
+// load is an error and the certificate in force stays.
+func (c *Certificate) Reload() error {
+	cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+	if err != nil {
+		return fmt.Errorf("load --tls-cert %s and --tls-key %s: %w", c.certFile, c.keyFile, err)
+	}
+	c.cur.Store(&cert)
+	return nil
+}
+
+func (c *Certificate) get(*tls.ClientHelloInfo) (*tls.Certificate, error) { return c.cur.Load(), nil }
 
 // serverALPN returns the GetConfigForClient of base: a copy offering "h2"
 // to a client that offers it without "http/1.1", one offering "http/1.1"

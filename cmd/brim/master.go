@@ -64,7 +64,7 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	if f.authenticateAgents && f.credentials == "" {
 		return nil, nil, nil, exitError{code: 2, msg: "--authenticate-agents needs --credentials (the principals and secrets agents authenticate with)"}
 	}
-	tlsCfg, err := serverTLS(f.tlsCert, f.tlsKey)
+	tlsCfg, cert, err := serverTLS(f.tlsCert, f.tlsKey)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -78,7 +78,7 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 			AuthenticateAgents:  f.authenticateAgents,
 			Log:                 log,
 		},
-		Listen: f.listen, StateDir: f.stateDir, Credentials: f.credentials, ACLs: f.acls, TLS: tlsCfg,
+		Listen: f.listen, StateDir: f.stateDir, Credentials: f.credentials, ACLs: f.acls, TLS: tlsCfg, Certificate: cert,
 	}
 	cfg.Allocator.DefaultRefuse = f.refuse
 	cfg.Allocator.Sorter = f.sorter

@@ -14,12 +14,12 @@ import (
 
 // serverTLS is the master's TLS config from --tls-cert and --tls-key
 // (both or neither; nil for neither).
-func serverTLS(certFile, keyFile string) (*tls.Config, error) {
+func serverTLS(certFile, keyFile string) (*tls.Config, *master.Certificate, error) {
 	switch {
 	case certFile == "" && keyFile == "":
-		return nil, nil
+		return nil, nil, nil
 	case certFile == "" || keyFile == "":
-		return nil, exitError{code: 2, msg: "--tls-cert and --tls-key go together"}
+		return nil, nil, exitError{code: 2, msg: "--tls-cert and --tls-key go together"}
 	}
 	return master.LoadTLS(certFile, keyFile)
 }

@@ -11,13 +11,13 @@ import (
 func TestTLSFlagErrors(t *testing.T) {
 	dir := t.TempDir()
 	var ee exitError
-	if _, err := serverTLS("cert.pem", ""); !errors.As(err, &ee) || ee.code != 2 {
+	if _, _, err := serverTLS("cert.pem", ""); !errors.As(err, &ee) || ee.code != 2 {
 		t.Errorf("--tls-cert alone: %v, want exit 2", err)
 	}
-	if cfg, err := serverTLS("", ""); cfg != nil || err != nil {
+	if cfg, _, err := serverTLS("", ""); cfg != nil || err != nil {
 		t.Errorf("no TLS flags: %v, %v", cfg, err)
 	}
-	if _, err := serverTLS(filepath.Join(dir, "no.pem"), filepath.Join(dir, "no.key")); err == nil || !strings.Contains(err.Error(), "load --tls-cert") {
+	if _, _, err := serverTLS(filepath.Join(dir, "no.pem"), filepath.Join(dir, "no.key")); err == nil || !strings.Contains(err.Error(), "load --tls-cert") {
 		t.Errorf("missing files: %v", err)
 	}
 	notPEM := filepath.Join(dir, "ca.txt")
