@@ -150,6 +150,7 @@ type agentEntry struct {
 	revocable    resources.Resources
 	oversub      *AgentOversubState // the agent's last oversubscription status, without the estimate; nil: none sent
 	attributes   map[string]string
+	score        float64          // performance score for meDRF; 0: none reported
 	out          *outbox[toAgent] // nil: disconnected
 	lastSeen     time.Time
 	unreachable  bool

@@ -44,6 +44,9 @@ type AgentState struct {
 	Connected   bool   `json:"connected"`
 	Unreachable bool   `json:"unreachable,omitempty"`
 	Tasks       int    `json:"tasks"`
+	// PerformanceScore is the machine performance score the agent
+	// reported (meDRF's; 0: none, the allocator reads it as 1).
+	PerformanceScore float64 `json:"performanceScore"`
 	// Oversubscription is the agent's estimate and QoS corrections (nil
 	// without an estimator).
 	Oversubscription *AgentOversubState `json:"oversubscription,omitempty"`
@@ -110,7 +113,7 @@ func (m *Master) State() State {
 	for _, ag := range m.agents {
 		st.Agents = append(st.Agents, AgentState{ID: ag.id, Hostname: ag.hostname, Principal: ag.principal, Resources: ag.total.String(), Revocable: ag.revocable.String(),
 			Reserved: m.reservations[ag.id].String(), Connected: ag.out != nil, Unreachable: ag.unreachable, Tasks: len(ag.tasks),
-			Oversubscription: ag.oversubStateLocked()})
+			PerformanceScore: ag.score, Oversubscription: ag.oversubStateLocked()})
 	}
 	sort.Slice(st.Agents, func(i, j int) bool { return st.Agents[i].ID < st.Agents[j].ID })
 	for _, f := range m.frameworks {

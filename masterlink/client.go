@@ -123,6 +123,9 @@ type Options struct {
 	// master assigns one); afterwards the persisted ID is used.
 	AgentID   string
 	Hostname  string
+	// PerformanceScore is the machine's performance score for the
+	// master's meDRF sorter (> 0; 0: none sent).
+	PerformanceScore float64
 	Resources resources.Resources
 	Revocable resources.Resources
 	Runner    TaskRunner
@@ -464,11 +467,14 @@ func (c *Client) session(ctx context.Context, api pb.AgentLinkClient) (bool, err
 	}
 	c.mu.Lock()
 	reg := &pb.Register{AgentId: c.id, Hostname: c.opts.Hostname, Resources: c.opts.Resources.String(), Revocable: c.over.Revocable.String(),
-		Oversubscription: c.over.registered()}
-	c.mu.Unlock()
+		Oversubscription: c.over.registered(), PerformanceScore: c.opts.PerformanceScore}
 	for _, s := range snaps {
-		reg.Tasks = append(reg.Tasks, &pb.TaskSnapshot{Task: taskToProto(s.Task), State: s.State})
+		// A terminal task whose end the framework acknowledged is marked
+		// so: the master must not take it for a live one.
+		ack := s.State.Terminal() && c.out.acknowledged(s.Task.ID)
+		reg.Tasks = append(reg.Tasks, &pb.TaskSnapshot{Task: taskToProto(s.Task), State: s.State, Acknowledged: ack})
 	}
+	c.mu.Unlock()
 	var sendMu sync.Mutex
 	send := func(m *pb.AgentMessage) error {
 		sendMu.Lock()
