@@ -121,14 +121,14 @@ type Options struct {
 	StateDir string
 	// AgentID is the ID to register with the first time (empty: the
 	// master assigns one); afterwards the persisted ID is used.
-	AgentID   string
-	Hostname  string
+	AgentID  string
+	Hostname string
 	// PerformanceScore is the machine's performance score for the
 	// master's meDRF sorter (> 0; 0: none sent).
 	PerformanceScore float64
-	Resources resources.Resources
-	Revocable resources.Resources
-	Runner    TaskRunner
+	Resources        resources.Resources
+	Revocable        resources.Resources
+	Runner           TaskRunner
 	// RetryMin and RetryMax bound the exponential backoff of status update
 	// retries.
 	RetryMin, RetryMax time.Duration

@@ -1,9 +1,9 @@
 package agentd
 
 import (
-	"math"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"os"
