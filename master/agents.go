@@ -59,7 +59,21 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 		if tid == "" {
 			continue
 		}
+		if t := ag.tasks[tid]; t != nil && rep.framework != "" && rep.framework != t.fw {
+			// Another framework's (ended) task of the same ID, not the
+			// one the master tracks: history at most.
+			if terminal(rep.state) && rep.acknowledged {
+				m.completeReportLocked(id, rep)
+			}
+			continue
+		}
 		seen[tid] = true
+		if t := ag.tasks[tid]; t != nil && terminal(rep.state) && rep.acknowledged {
+			// Its framework acknowledged its end already: done.
+			t.state = rep.state
+			m.forgetTaskLocked(t)
+			continue
+		}
 		if t := ag.tasks[tid]; t != nil {
 			if terminal(rep.state) || t.state == pb.TaskState_TASK_STAGING {
 				t.state = rep.state
@@ -72,6 +86,14 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 			if !terminal(rep.state) {
 				kill = append(kill, tid)
 			}
+			continue
+		}
+		if terminal(rep.state) && (rep.acknowledged || !m.frameworkKnownLocked(rep.framework)) {
+			// Never resurrect an ended task whose end was acknowledged
+			// (its ID would stay in use forever): it goes to the history.
+			// Nor one of a framework that is gone: nobody will
+			// acknowledge it, and its update is acknowledged on arrival.
+			m.completeReportLocked(id, rep)
 			continue
 		}
 		if _, elsewhere := m.tasks[tid]; elsewhere {
@@ -122,6 +144,16 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 	m.log.Info("agent registered", "agent", id, "hostname", ag.hostname, "principal", principal, "resources", total.String(), "tasks", len(ag.tasks))
 	m.trigger()
 	return id, kill, nil
+}
+
+// frameworkKnownLocked reports whether a framework is subscribed or
+// persisted (it may re-subscribe).
+func (m *Master) frameworkKnownLocked(id string) bool {
+	if m.frameworks[id] != nil {
+		return true
+	}
+	_, ok := m.knownFWs[id]
+	return ok
 }
 
 // addToAllocatorLocked adds the agent to the allocator with its tasks'
