@@ -137,7 +137,7 @@ type Master struct {
 	awaited   map[string]bool
 	completed *completed // history of tasks and frameworks gone
 	started   time.Time
-	cycles  cycleStats
+	cycles    cycleStats
 }
 
 type cycleStats struct {
