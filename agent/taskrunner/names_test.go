@@ -121,7 +121,9 @@ func (m *memAgent) ResizeLabeled(context.Context, string, agent.Update, map[stri
 	return nil, agent.ErrNotFound
 }
 
-func (m *memAgent) Oversubscription() (agent.Oversubscription, bool) { return agent.Oversubscription{}, false }
+func (m *memAgent) Oversubscription() (agent.Oversubscription, bool) {
+	return agent.Oversubscription{}, false
+}
 
 func waitState(t *testing.T, up *statuses, id string, want pb.TaskState) {
 	t.Helper()
