@@ -37,6 +37,8 @@ type masterFlags struct {
 	fresh               bool
 	backupInterval      time.Duration
 	backupKeep          int
+	maxCompletedTasks   int
+	maxCompletedFWs     int
 	// tlsCert and tlsKey serve the port over TLS (brim master only).
 	tlsCert, tlsKey string
 }
@@ -60,6 +62,8 @@ func (f *masterFlags) register(cmd *cobra.Command, stateDirDefault string) {
 	fl.StringVar(&f.sorter, "sorter", "drf", "allocation order: drf, medrf or random")
 	fl.BoolVar(&f.fresh, "fresh", false, "start with an empty store when STATE-DIR/master.db is empty or damaged (it is kept as master.db.broken-TIME); without it the master refuses to start")
 	fl.DurationVar(&f.backupInterval, "backup-interval", master.DefaultBackupInterval, "back the store up into STATE-DIR/backups at start and at this period (0: never); restore with `brim master restore`")
+	fl.IntVar(&f.maxCompletedTasks, "max-completed-tasks", master.DefaultMaxCompletedTasks, "ended tasks kept in /state's completedTasks (positive)")
+	fl.IntVar(&f.maxCompletedFWs, "max-completed-frameworks", master.DefaultMaxCompletedFrameworks, "removed frameworks kept in /state's completedFrameworks (positive)")
 	fl.IntVar(&f.backupKeep, "backup-keep", master.DefaultBackupKeep, "number of backups kept in STATE-DIR/backups")
 }
 
@@ -68,6 +72,9 @@ func (f *masterFlags) register(cmd *cobra.Command, stateDirDefault string) {
 // everything to stop after ctx ends. SIGHUP re-reads --credentials and
 // --acls, and never ends the master.
 func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master.Master, net.Addr, func() error, error) {
+	if f.maxCompletedTasks < 1 || f.maxCompletedFWs < 1 {
+		return nil, nil, nil, exitError{code: 2, msg: "--max-completed-tasks and --max-completed-frameworks must be positive"}
+	}
 	if f.backupInterval < 0 || f.backupKeep < 1 {
 		return nil, nil, nil, exitError{code: 2, msg: "--backup-interval must not be negative and --backup-keep must be at least 1"}
 	}
@@ -80,13 +87,15 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	}
 	cfg := master.Config{
 		Options: master.Options{
-			AllocationInterval:  f.allocationInterval,
-			HeartbeatInterval:   f.heartbeatInterval,
-			MaxMissedHeartbeats: f.maxMissedHeartbeats,
-			OfferTimeout:        f.offerTimeout,
-			FailoverTimeout:     f.failoverTimeout,
-			AuthenticateAgents:  f.authenticateAgents,
-			Log:                 log,
+			AllocationInterval:     f.allocationInterval,
+			HeartbeatInterval:      f.heartbeatInterval,
+			MaxMissedHeartbeats:    f.maxMissedHeartbeats,
+			OfferTimeout:           f.offerTimeout,
+			FailoverTimeout:        f.failoverTimeout,
+			AuthenticateAgents:     f.authenticateAgents,
+			MaxCompletedTasks:      f.maxCompletedTasks,
+			MaxCompletedFrameworks: f.maxCompletedFWs,
+			Log:                    log,
 		},
 		Listen: f.listen, StateDir: f.stateDir, Credentials: f.credentials, ACLs: f.acls, TLS: tlsCfg,
 		Fresh: f.fresh, BackupInterval: f.backupInterval, BackupKeep: f.backupKeep,
