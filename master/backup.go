@@ -151,7 +151,7 @@ func Restore(from, stateDir string) error {
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	defer lk.Close()
+	defer func() { _ = lk.Close() }() // the lock only; the file is written by then
 	data, err := os.ReadFile(from)
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)

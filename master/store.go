@@ -11,6 +11,7 @@ import (
 	"github.com/brimnode/brim/master/allocator"
 	"github.com/brimnode/brim/resources"
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 var (
@@ -81,8 +82,7 @@ func OpenBoltStoreWith(path string, o StoreOptions) (*BoltStore, error) {
 		})
 	})
 	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("init master store: %w", err)
+		return nil, errors.Join(fmt.Errorf("init master store: %w", err), db.Close())
 	}
 	return &BoltStore{db: db, path: path, aside: aside}, nil
 }
@@ -123,9 +123,9 @@ func openChecked(path string, timeout time.Duration, readOnly bool) (db *bolt.DB
 	}()
 	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, ReadOnly: readOnly})
 	switch {
-	case errors.Is(err, bolt.ErrTimeout):
+	case errors.Is(err, bolterrors.ErrTimeout):
 		return nil, fmt.Errorf("open master store %s: %w: another master holds its lock", path, ErrStoreBusy)
-	case errors.Is(err, bolt.ErrInvalid), errors.Is(err, bolt.ErrChecksum), errors.Is(err, bolt.ErrVersionMismatch):
+	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrChecksum), errors.Is(err, bolterrors.ErrVersionMismatch):
 		return nil, corrupt(path, err)
 	case err != nil:
 		return nil, fmt.Errorf("open master store %s: %w", path, err)
