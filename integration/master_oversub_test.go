@@ -79,13 +79,14 @@ func waitOversubState(t *testing.T, addr, what string, ok func(oversubState) boo
 
 // taskContainer is the part of `brim container ls --json` these tests read.
 type taskContainer struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Revocable bool   `json:"revocable"`
+	ID        string            `json:"id"`
+	Name      string            `json:"name"`
+	Revocable bool              `json:"revocable"`
+	Labels    map[string]string `json:"labels"`
 }
 
-// containerOfTask is the agent's container running task id (the container
-// is named after the task).
+// containerOfTask is the agent's container running task id (found by its
+// brim.task label: the name also holds the framework).
 func containerOfTask(t *testing.T, a *agentProc, id string) taskContainer {
 	t.Helper()
 	out := a.mustBrim("container", "ls", "--json")
@@ -94,7 +95,7 @@ func containerOfTask(t *testing.T, a *agentProc, id string) taskContainer {
 		t.Fatalf("ls --json: %v: %s", err, out)
 	}
 	for _, c := range cs {
-		if c.Name == id {
+		if c.Labels["brim.task"] == id {
 			return c
 		}
 	}

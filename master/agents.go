@@ -2,6 +2,7 @@ package master
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/brimnode/brim/master/allocator"
@@ -21,6 +22,9 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 	rev, err := resources.Parse(reg.revocable)
 	if err != nil {
 		return "", nil, fmt.Errorf("register agent: revocable: %w: %w", ErrInvalid, err)
+	}
+	if s := reg.score; s < 0 || math.IsNaN(s) || math.IsInf(s, 0) {
+		return "", nil, fmt.Errorf("register agent: performance score %v: must be a positive number (0: none): %w", s, ErrInvalid)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -43,7 +47,7 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 		m.dropAgentFromAllocatorLocked(ag)
 	}
 	ag.hostname, ag.principal, ag.total, ag.revocable, ag.attributes = reg.hostname, principal, total, rev, reg.attributes
-	ag.oversub = reg.oversub
+	ag.oversub, ag.score = reg.oversub, reg.score
 	ag.out, ag.lastSeen, ag.unreachable = c, time.Now(), false
 	delete(m.awaited, id)
 
@@ -55,7 +59,21 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 		if tid == "" {
 			continue
 		}
+		if t := ag.tasks[tid]; t != nil && rep.framework != "" && rep.framework != t.fw {
+			// Another framework's (ended) task of the same ID, not the
+			// one the master tracks: history at most.
+			if terminal(rep.state) && rep.acknowledged {
+				m.completeReportLocked(id, rep)
+			}
+			continue
+		}
 		seen[tid] = true
+		if t := ag.tasks[tid]; t != nil && terminal(rep.state) && rep.acknowledged {
+			// Its framework acknowledged its end already: done.
+			t.state = rep.state
+			m.forgetTaskLocked(t)
+			continue
+		}
 		if t := ag.tasks[tid]; t != nil {
 			if terminal(rep.state) || t.state == pb.TaskState_TASK_STAGING {
 				t.state = rep.state
@@ -68,6 +86,14 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 			if !terminal(rep.state) {
 				kill = append(kill, tid)
 			}
+			continue
+		}
+		if terminal(rep.state) && (rep.acknowledged || !m.frameworkKnownLocked(rep.framework)) {
+			// Never resurrect an ended task whose end was acknowledged
+			// (its ID would stay in use forever): it goes to the history.
+			// Nor one of a framework that is gone: nobody will
+			// acknowledge it, and its update is acknowledged on arrival.
+			m.completeReportLocked(id, rep)
 			continue
 		}
 		if _, elsewhere := m.tasks[tid]; elsewhere {
@@ -120,6 +146,16 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 	return id, kill, nil
 }
 
+// frameworkKnownLocked reports whether a framework is subscribed or
+// persisted (it may re-subscribe).
+func (m *Master) frameworkKnownLocked(id string) bool {
+	if m.frameworks[id] != nil {
+		return true
+	}
+	_, ok := m.knownFWs[id]
+	return ok
+}
+
 // addToAllocatorLocked adds the agent to the allocator with its tasks'
 // usage (falling back to an agent without usage rather than losing it).
 func (m *Master) addToAllocatorLocked(ag *agentEntry) error {
@@ -131,13 +167,14 @@ func (m *Master) addToAllocatorLocked(ag *agentEntry) error {
 		}
 	}
 	// The estimate leaves out what the tasks hold; they are in used.
-	info := allocator.AgentInfo{ID: ag.id, Total: ag.total, Revocable: asRevocable(ag.revocable).Add(tasksRevocableLocked(ag)), Attributes: ag.attributes}
+	info := allocator.AgentInfo{ID: ag.id, Total: ag.total, Revocable: asRevocable(ag.revocable).Add(tasksRevocableLocked(ag)), Attributes: ag.attributes,
+		Score: ag.score}
 	if r := m.reservations[ag.id]; len(r) > 0 {
 		info.Total = applyReservations(ag.total, r)
 	}
 	if err := m.alloc.AddAgent(info, used); err != nil {
 		m.log.Warn("add agent with usage", "agent", ag.id, "err", err)
-		if err := m.alloc.AddAgent(allocator.AgentInfo{ID: ag.id, Total: ag.total, Revocable: ag.revocable}, nil); err != nil {
+		if err := m.alloc.AddAgent(allocator.AgentInfo{ID: ag.id, Total: ag.total, Revocable: ag.revocable, Score: ag.score}, nil); err != nil {
 			return err
 		}
 	}
@@ -201,7 +238,7 @@ func (m *Master) agentMessage(id string, c *outbox[toAgent], msg fromAgent) {
 		ag.revocable = rev
 		// rev is what is free now: the allocator's total adds back the
 		// tasks' revocable use; offers beyond rev are rescinded first.
-		info := allocator.AgentInfo{ID: id, Total: ag.total, Revocable: m.revocableTotalLocked(ag, rev), Attributes: ag.attributes}
+		info := allocator.AgentInfo{ID: id, Total: ag.total, Revocable: m.revocableTotalLocked(ag, rev), Attributes: ag.attributes, Score: ag.score}
 		if r := m.reservations[id]; len(r) > 0 {
 			info.Total = applyReservations(ag.total, r)
 		}

@@ -136,14 +136,15 @@ func oversubFromPB(o *pb.Oversubscribed) *AgentOversubState {
 // registrationFromPB converts an agent's Register message.
 func registrationFromPB(reg *pb.Register) *registration {
 	out := &registration{agentID: reg.GetAgentId(), hostname: reg.GetHostname(), resources: reg.GetResources(),
-		revocable: reg.GetRevocable(), attributes: reg.GetAttributes(), oversub: oversubFromPB(reg.GetOversubscription())}
+		revocable: reg.GetRevocable(), attributes: reg.GetAttributes(), oversub: oversubFromPB(reg.GetOversubscription()),
+		score: reg.GetPerformanceScore()}
 	for _, snap := range reg.GetTasks() {
 		ti := snap.GetTask()
 		if ti == nil {
 			continue
 		}
 		out.tasks = append(out.tasks, taskReport{info: taskInfoFromPB(ti), framework: ti.GetFrameworkId(),
-			resources: ti.GetResources(), state: snap.GetState()})
+			resources: ti.GetResources(), state: snap.GetState(), acknowledged: snap.GetAcknowledged()})
 	}
 	return out
 }

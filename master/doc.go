@@ -39,10 +39,15 @@
 //     accept.go (planAccept computes an ACCEPT, pure; applyAcceptLocked
 //     carries it out), update.go, operator.go (all-or-nothing operator
 //     changes, stored before they are applied), roles.go (ValidateRole);
-//   - store: store.go (BoltStore).
+//   - completed.go: the bounded history of tasks and frameworks that left
+//     the master (State's completedTasks); an ended task an agent reports
+//     acknowledged is never adopted as live;
+//   - store: store.go (BoltStore: checked at open, bbolt panics turned
+//     into ErrCorruptStore) and backup.go (Backup, RunBackups, Restore).
 //
 // Sentinels: ErrInvalid, ErrNotFound, ErrStaleOffer, ErrConflict,
-// ErrInsufficient, ErrUnauthenticated, ErrForbidden, ErrClosed. The domain
+// ErrInsufficient, ErrUnauthenticated, ErrForbidden, ErrClosed, and the
+// store's ErrCorruptStore and ErrStoreBusy (never on the wire). The domain
 // wraps the allocator's and the resources package's errors in them, and
 // status.go maps them, in one table, to codes.InvalidArgument, NotFound,
 // FailedPrecondition (both ErrStaleOffer and ErrConflict),

@@ -22,6 +22,12 @@ var (
 	// update of a task that is not running, or while another is in
 	// flight).
 	ErrConflict = errors.New("conflicting task state")
+	// ErrCorruptStore: the store file cannot be used as it is (bbolt found
+	// damaged pages, or the file is empty); the error names the file and
+	// the commands that recover it.
+	ErrCorruptStore = errors.New("master store unusable")
+	// ErrStoreBusy: another process (a running master) holds the store.
+	ErrStoreBusy = errors.New("master store in use")
 	// ErrClosed: the master has been closed.
 	ErrClosed = errors.New("master closed")
 )

@@ -62,6 +62,11 @@ type Options struct {
 	// register_agent ACL allows; an agent ID keeps the principal it first
 	// registered with. Without an Authorizer every agent is refused.
 	AuthenticateAgents bool
+	// MaxCompletedTasks and MaxCompletedFrameworks bound the history of
+	// tasks and frameworks that left the master (State's completedTasks,
+	// completedFrameworks); 0: the defaults, negative: none kept.
+	MaxCompletedTasks      int
+	MaxCompletedFrameworks int
 	// Log receives the master's logs; nil discards them.
 	Log *slog.Logger
 }
@@ -129,9 +134,10 @@ type Master struct {
 	// awaited are agents of the previous run not yet re-registered: until
 	// they are back (or the agent timeout passes) unknown tasks may be
 	// theirs, so reconciliation does not call them LOST.
-	awaited map[string]bool
-	started time.Time
-	cycles  cycleStats
+	awaited   map[string]bool
+	completed *completed // history of tasks and frameworks gone
+	started   time.Time
+	cycles    cycleStats
 
 	metrics *metrics
 	ready   atomic.Bool // see SetReady
@@ -153,6 +159,7 @@ type agentEntry struct {
 	revocable    resources.Resources
 	oversub      *AgentOversubState // the agent's last oversubscription status, without the estimate; nil: none sent
 	attributes   map[string]string
+	score        float64          // performance score for meDRF; 0: none reported
 	out          *outbox[toAgent] // nil: disconnected
 	lastSeen     time.Time
 	unreachable  bool
@@ -215,6 +222,12 @@ func New(opts Options) (*Master, error) {
 	if opts.FailoverTimeout <= 0 {
 		opts.FailoverTimeout = DefaultFailoverTimeout
 	}
+	if opts.MaxCompletedTasks == 0 {
+		opts.MaxCompletedTasks = DefaultMaxCompletedTasks
+	}
+	if opts.MaxCompletedFrameworks == 0 {
+		opts.MaxCompletedFrameworks = DefaultMaxCompletedFrameworks
+	}
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -239,6 +252,7 @@ func New(opts Options) (*Master, error) {
 		knownFWs:     map[string]PersistedFramework{},
 		knownAgents:  map[string]PersistedAgent{},
 		awaited:      map[string]bool{},
+		completed:    newCompleted(opts.MaxCompletedTasks, opts.MaxCompletedFrameworks),
 		started:      time.Now(),
 	}
 	m.metrics = newMetrics(m)
@@ -525,8 +539,14 @@ func (m *Master) setTaskStatusLocked(t *taskEntry, st *taskStatus) {
 	}
 }
 
-// forgetTaskLocked removes a task from the registry.
+// forgetTaskLocked removes a task from the registry into the completed
+// history (a task still running, of a removed framework, as LOST).
 func (m *Master) forgetTaskLocked(t *taskEntry) {
+	if m.tasks[t.info.id] == t {
+		ts := taskStateOf(t)
+		ts.State = stateName(terminalOrLost(t.state))
+		m.completed.addTask(ts)
+	}
 	delete(m.tasks, t.info.id)
 	if ag := m.agents[t.agent]; ag != nil {
 		delete(ag.tasks, t.info.id)
@@ -542,15 +562,21 @@ func (m *Master) removeFrameworkLocked(f *frameworkEntry) {
 	for _, o := range f.offers {
 		m.rescindLocked(o, nil)
 	}
+	ntasks := len(f.tasks)
 	for _, t := range f.tasks {
-		if ag := m.agents[t.agent]; ag != nil && !terminal(t.state) {
-			ag.out.send(&killTask{taskID: t.info.id, framework: f.id})
+		if !terminal(t.state) {
+			if ag := m.agents[t.agent]; ag != nil {
+				ag.out.send(&killTask{taskID: t.info.id, framework: f.id})
+			}
+			t.state = pb.TaskState_TASK_KILLED // in the completed history
+			t.status = &taskStatus{taskID: t.info.id, agentID: t.agent, frameworkID: f.id, state: t.state, reason: ReasonFrameworkRemoved}
 		}
 		m.forgetTaskLocked(t)
 	}
 	if f.out != nil {
 		f.out.cancel()
 	}
+	m.completed.addFramework(FrameworkState{ID: f.id, Name: f.name, Principal: f.principal, Roles: f.roles, Tasks: ntasks})
 	if err := m.alloc.RemoveFramework(f.id); err != nil {
 		m.log.Warn("remove framework from allocator", "framework", f.id, "err", err)
 	}

@@ -119,6 +119,7 @@ type registration struct {
 	resources, revocable string // as the agent wrote them
 	attributes           map[string]string
 	oversub              *AgentOversubState // nil: no estimator
+	score                float64            // performance score; 0: none
 	tasks                []taskReport
 }
 
@@ -128,6 +129,8 @@ type taskReport struct {
 	framework string
 	resources string
 	state     pb.TaskState
+	// acknowledged: terminal, and its framework acknowledged its end.
+	acknowledged bool
 }
 
 // fromAgent is a message from a registered agent: *taskStatus or

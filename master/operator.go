@@ -26,6 +26,11 @@ type State struct {
 	Shares     []FrameworkShareState `json:"frameworkShares"`
 	Quota      map[string]QuotaState `json:"quota"`
 	Weights    map[string]float64    `json:"weights"`
+	// CompletedTasks and CompletedFrameworks are the bounded history of
+	// tasks and frameworks that left the master, oldest first
+	// (Options.MaxCompletedTasks, MaxCompletedFrameworks).
+	CompletedTasks      []TaskState      `json:"completedTasks"`
+	CompletedFrameworks []FrameworkState `json:"completedFrameworks"`
 	// Cycles: allocation cycles run, offers made, tasks launched, and the
 	// recent cycles' p50 and p99 in milliseconds.
 	Cycles map[string]float64 `json:"cycles"`
@@ -44,6 +49,9 @@ type AgentState struct {
 	Connected   bool   `json:"connected"`
 	Unreachable bool   `json:"unreachable,omitempty"`
 	Tasks       int    `json:"tasks"`
+	// PerformanceScore is the machine performance score the agent
+	// reported (meDRF's; 0: none, the allocator reads it as 1).
+	PerformanceScore float64 `json:"performanceScore"`
 	// Oversubscription is the agent's estimate and QoS corrections (nil
 	// without an estimator).
 	Oversubscription *AgentOversubState `json:"oversubscription,omitempty"`
@@ -63,12 +71,15 @@ type FrameworkState struct {
 // TaskState is one task in State.
 type TaskState struct {
 	ID          string `json:"id"`
+	Name        string `json:"name,omitempty"`
 	FrameworkID string `json:"frameworkId"`
 	AgentID     string `json:"agentId"`
 	State       string `json:"state"`
 	Resources   string `json:"resources"`
 	Reason      string `json:"reason,omitempty"`
 	Message     string `json:"message,omitempty"`
+	// ExitCode is the command's exit code, when it exited.
+	ExitCode *int32 `json:"exitCode,omitempty"`
 }
 
 // OfferState is one outstanding offer in State.
@@ -110,7 +121,7 @@ func (m *Master) State() State {
 	for _, ag := range m.agents {
 		st.Agents = append(st.Agents, AgentState{ID: ag.id, Hostname: ag.hostname, Principal: ag.principal, Resources: ag.total.String(), Revocable: ag.revocable.String(),
 			Reserved: m.reservations[ag.id].String(), Connected: ag.out != nil, Unreachable: ag.unreachable, Tasks: len(ag.tasks),
-			Oversubscription: ag.oversubStateLocked()})
+			PerformanceScore: ag.score, Oversubscription: ag.oversubStateLocked()})
 	}
 	sort.Slice(st.Agents, func(i, j int) bool { return st.Agents[i].ID < st.Agents[j].ID })
 	for _, f := range m.frameworks {
@@ -118,12 +129,10 @@ func (m *Master) State() State {
 	}
 	sort.Slice(st.Frameworks, func(i, j int) bool { return st.Frameworks[i].ID < st.Frameworks[j].ID })
 	for _, t := range m.tasks {
-		ts := TaskState{ID: t.info.id, FrameworkID: t.fw, AgentID: t.agent, State: stateName(t.state), Resources: t.res.String()}
-		if t.status != nil {
-			ts.Reason, ts.Message = t.status.reason, t.status.message
-		}
-		st.Tasks = append(st.Tasks, ts)
+		st.Tasks = append(st.Tasks, taskStateOf(t))
 	}
+	st.CompletedTasks = slices.Clone(m.completed.tasks)
+	st.CompletedFrameworks = slices.Clone(m.completed.frameworks)
 	sort.Slice(st.Tasks, func(i, j int) bool { return st.Tasks[i].ID < st.Tasks[j].ID })
 	for _, o := range m.offers {
 		st.Offers = append(st.Offers, OfferState{ID: o.id, FrameworkID: o.fw, AgentID: o.agent, Role: o.role, Resources: o.res.String()})

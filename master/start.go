@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -28,6 +29,15 @@ type Config struct {
 	// StateDir, when set, holds STATE-DIR/master.db (Options.Store is
 	// opened there); it must be absolute. Empty: nothing persists.
 	StateDir string
+	// Fresh starts an empty store when STATE-DIR/master.db is empty or
+	// damaged, moving it aside (StoreOptions.Fresh); without it Start
+	// refuses such a file.
+	Fresh bool
+	// BackupInterval, when positive, backs the store up into
+	// STATE-DIR/backups at start and then at this period, keeping the
+	// newest BackupKeep (at least 1). 0: no backups.
+	BackupInterval time.Duration
+	BackupKeep     int
 	// Credentials and ACLs are files (NewReloadableAuth); without
 	// Credentials the HTTP API and frameworks need no authentication.
 	Credentials, ACLs string
@@ -61,6 +71,7 @@ func Start(ctx context.Context, cfg Config) (_ *Running, err error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	var closers []func() error
+	var bolt *BoltStore
 	defer func() {
 		if err != nil {
 			for _, c := range closers {
@@ -75,12 +86,16 @@ func Start(ctx context.Context, cfg Config) (_ *Running, err error) {
 		if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 			return nil, fmt.Errorf("create state dir: %w", err)
 		}
-		st, err := OpenBoltStore(filepath.Join(cfg.StateDir, "master.db"))
+		st, err := OpenBoltStoreWith(filepath.Join(cfg.StateDir, "master.db"), StoreOptions{Fresh: cfg.Fresh})
 		if err != nil {
 			return nil, err
 		}
 		closers = append(closers, st.Close)
 		cfg.Store = st
+		bolt = st
+		if aside := st.MovedAside(); aside != "" {
+			log.Warn("--fresh: the store was empty or damaged; starting with an empty one", "kept_as", aside)
+		}
 	}
 	var auth Authorizer
 	var reloadable *ReloadableAuth
@@ -108,6 +123,12 @@ func Start(ctx context.Context, cfg Config) (_ *Running, err error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return m.Run(gctx) })
 	g.Go(func() error { return srv.Serve(gctx, l) })
+	if bolt != nil && cfg.BackupInterval > 0 {
+		g.Go(func() error {
+			bolt.RunBackups(gctx, filepath.Join(cfg.StateDir, BackupDir), cfg.BackupInterval, cfg.BackupKeep, log)
+			return nil
+		})
+	}
 	n := sdnotify.New(log)
 	if cfg.Reload != nil {
 		g.Go(func() error { reloadOn(gctx, cfg.Reload, reloadable, cfg, log, n); return nil })

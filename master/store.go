@@ -2,12 +2,16 @@ package master
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/brimnode/brim/master/allocator"
 	"github.com/brimnode/brim/resources"
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 var (
@@ -21,7 +25,9 @@ var (
 // BoltStore is the master's Store in an embedded bbolt file. Every Put is
 // one fsynced transaction. Safe for concurrent use; Close releases it.
 type BoltStore struct {
-	db *bolt.DB
+	db    *bolt.DB
+	path  string
+	aside string // where Fresh moved an unusable file; "" when none
 	// onWrite, set by the master that owns the store before any write,
 	// receives the start of each write transaction.
 	onWrite func(start time.Time)
@@ -29,38 +35,147 @@ type BoltStore struct {
 
 var _ Store = (*BoltStore)(nil)
 
-// OpenBoltStore opens (creating) the store at path. A second master on
-// the same file waits up to 5 s for its lock, then fails.
-func OpenBoltStore(path string) (*BoltStore, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("open master store %s: %w", path, err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketAgents, bucketFrameworks, bucketReservations, bucketQuota, bucketWeights} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("init master store: %w", err)
-	}
-	return &BoltStore{db: db}, nil
+// StoreOptions configure OpenBoltStoreWith.
+type StoreOptions struct {
+	// Fresh starts an empty store when the file is empty or damaged,
+	// moving the old file aside (PATH.broken-TIME) rather than deleting
+	// it (brim master --fresh). Without it such a file is refused.
+	Fresh bool
+	// LockTimeout is how long to wait for another process's lock; 0: 5 s.
+	LockTimeout time.Duration
 }
 
-// update runs a write transaction, timed for the master's metrics.
-func (s *BoltStore) update(fn func(*bolt.Tx) error) error {
-	if s.onWrite != nil {
-		defer s.onWrite(time.Now())
+// OpenBoltStore opens (creating) the store at path, refusing an empty or
+// damaged file (OpenBoltStoreWith without Fresh).
+func OpenBoltStore(path string) (*BoltStore, error) {
+	return OpenBoltStoreWith(path, StoreOptions{})
+}
+
+// OpenBoltStoreWith opens the store at path, creating it when there is no
+// file. It checks the whole file first (bbolt's consistency check): an
+// empty file (bbolt would silently start it afresh, losing weights and
+// quota) or one with damaged pages is refused with an error wrapping
+// ErrCorruptStore that names the file and the commands that recover it —
+// never a panic — unless o.Fresh. A second master on the same file waits
+// o.LockTimeout for its lock, then fails with ErrStoreBusy.
+func OpenBoltStoreWith(path string, o StoreOptions) (*BoltStore, error) {
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = 5 * time.Second
 	}
-	return s.db.Update(fn)
+	db, err := openChecked(path, o.LockTimeout, false)
+	aside := ""
+	if errors.Is(err, ErrCorruptStore) && o.Fresh {
+		aside = fmt.Sprintf("%s.broken-%s", path, time.Now().UTC().Format("20060102T150405Z"))
+		if rerr := os.Rename(path, aside); rerr != nil {
+			return nil, fmt.Errorf("move %s aside: %w", path, rerr)
+		}
+		db, err = openChecked(path, o.LockTimeout, false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	err = guard(path, func() error {
+		return db.Update(func(tx *bolt.Tx) error {
+			for _, b := range [][]byte{bucketAgents, bucketFrameworks, bucketReservations, bucketQuota, bucketWeights} {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("init master store: %w", err), db.Close())
+	}
+	return &BoltStore{db: db, path: path, aside: aside}, nil
+}
+
+// MovedAside is where OpenBoltStoreWith with Fresh moved an empty or
+// damaged file ("" when it found none).
+func (s *BoltStore) MovedAside() string { return s.aside }
+
+// Path is the store's file.
+func (s *BoltStore) Path() string { return s.path }
+
+// corrupt is the error for an unusable store file: what is wrong and how
+// to recover.
+func corrupt(path string, cause error) error {
+	dir := filepath.Dir(path)
+	return fmt.Errorf("master store %s: %w: %v; restore a backup with `brim master restore --from %s/%s --state-dir %s` "+
+		"(the newest backup is kept there), or start with an empty store with `brim master --fresh` (the file is kept as %s.broken-TIME)",
+		path, ErrCorruptStore, cause, filepath.Join(dir, BackupDir), "master-….db", dir, path)
+}
+
+// openChecked opens the bbolt file at path and runs bbolt's consistency
+// check on it. bbolt panics on some damaged pages (`invalid freelist
+// page`, `Page expected to be …`): the panic is turned into an error
+// wrapping ErrCorruptStore, as are damaged meta pages and an empty file.
+func openChecked(path string, timeout time.Duration, readOnly bool) (db *bolt.DB, err error) {
+	if fi, serr := os.Stat(path); serr == nil && fi.Size() == 0 {
+		return nil, corrupt(path, errors.New("the file is empty (0 bytes)"))
+	} else if serr != nil && (readOnly || !errors.Is(serr, os.ErrNotExist)) {
+		return nil, fmt.Errorf("open master store: %w", serr)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if db != nil {
+				_ = db.Close()
+			}
+			db, err = nil, corrupt(path, fmt.Errorf("bbolt: %v", r))
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, ReadOnly: readOnly})
+	switch {
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return nil, fmt.Errorf("open master store %s: %w: another master holds its lock", path, ErrStoreBusy)
+	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrChecksum), errors.Is(err, bolterrors.ErrVersionMismatch):
+		return nil, corrupt(path, err)
+	case err != nil:
+		return nil, fmt.Errorf("open master store %s: %w", path, err)
+	}
+	if err := checkDB(db); err != nil {
+		_ = db.Close()
+		return nil, corrupt(path, err)
+	}
+	return db, nil
+}
+
+// checkDB runs bbolt's consistency check (it recovers its own panics),
+// keeping the first few problems.
+func checkDB(db *bolt.DB) error {
+	return db.View(func(tx *bolt.Tx) error {
+		var errs []error
+		for err := range tx.Check() { // drained: the checker blocks on a full channel
+			if len(errs) < 5 {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// guard runs fn, turning a bbolt panic (a page damaged after the check)
+// into an error wrapping ErrCorruptStore.
+func guard(path string, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = corrupt(path, fmt.Errorf("bbolt: %v", r))
+		}
+	}()
+	return fn()
 }
 
 // Close closes the file.
 func (s *BoltStore) Close() error { return s.db.Close() }
+
+// update runs a write transaction (a bbolt panic becomes an error naming
+// the file), timed for the master's metrics.
+func (s *BoltStore) update(fn func(tx *bolt.Tx) error) error {
+	if s.onWrite != nil {
+		defer s.onWrite(time.Now())
+	}
+	return guard(s.path, func() error { return s.db.Update(fn) })
+}
 
 func (s *BoltStore) put(bucket []byte, key string, v any) error {
 	return s.update(func(tx *bolt.Tx) error {
@@ -131,7 +246,16 @@ func (s *BoltStore) PutWeights(weights map[string]float64) error {
 func (s *BoltStore) Load() (*Persisted, error) {
 	p := &Persisted{Agents: map[string]PersistedAgent{}, Frameworks: map[string]PersistedFramework{}, Reservations: map[string]resources.Resources{},
 		Quota: map[string]allocator.Quota{}, Weights: map[string]float64{}}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := guard(s.path, func() error { return s.db.View(s.load(p)) })
+	if err != nil {
+		return nil, fmt.Errorf("load master store: %w", err)
+	}
+	return p, nil
+}
+
+// load reads every bucket into p.
+func (s *BoltStore) load(p *Persisted) func(tx *bolt.Tx) error {
+	return func(tx *bolt.Tx) error {
 		each := func(bucket []byte, fn func(k string, v []byte) error) error {
 			return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
 				if err := fn(string(k), v); err != nil {
@@ -186,11 +310,7 @@ func (s *BoltStore) Load() (*Persisted, error) {
 			p.Weights[k] = w
 			return err
 		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("load master store: %w", err)
 	}
-	return p, nil
 }
 
 // decodeFramework reads a framework record: an object, or the bare list of

@@ -122,11 +122,14 @@ type Options struct {
 	StateDir string
 	// AgentID is the ID to register with the first time (empty: the
 	// master assigns one); afterwards the persisted ID is used.
-	AgentID   string
-	Hostname  string
-	Resources resources.Resources
-	Revocable resources.Resources
-	Runner    TaskRunner
+	AgentID  string
+	Hostname string
+	// PerformanceScore is the machine's performance score for the
+	// master's meDRF sorter (> 0; 0: none sent).
+	PerformanceScore float64
+	Resources        resources.Resources
+	Revocable        resources.Resources
+	Runner           TaskRunner
 	// RetryMin and RetryMax bound the exponential backoff of status update
 	// retries.
 	RetryMin, RetryMax time.Duration
@@ -502,11 +505,14 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 	}
 	c.mu.Lock()
 	reg := &pb.Register{AgentId: c.id, Hostname: c.opts.Hostname, Resources: c.opts.Resources.String(), Revocable: c.over.Revocable.String(),
-		Oversubscription: c.over.registered()}
-	c.mu.Unlock()
+		Oversubscription: c.over.registered(), PerformanceScore: c.opts.PerformanceScore}
 	for _, s := range snaps {
-		reg.Tasks = append(reg.Tasks, &pb.TaskSnapshot{Task: taskToProto(s.Task), State: s.State})
+		// A terminal task whose end the framework acknowledged is marked
+		// so: the master must not take it for a live one.
+		ack := s.State.Terminal() && c.out.acknowledged(s.Task.ID)
+		reg.Tasks = append(reg.Tasks, &pb.TaskSnapshot{Task: taskToProto(s.Task), State: s.State, Acknowledged: ack})
 	}
+	c.mu.Unlock()
 	var sendMu sync.Mutex
 	send := func(m *pb.AgentMessage) error {
 		sendMu.Lock()

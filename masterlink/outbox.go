@@ -162,6 +162,14 @@ func (o *outbox) last(taskID string) pb.TaskState {
 	return pb.TaskState_TASK_UNKNOWN
 }
 
+// acknowledged reports whether the task's latest reported state is
+// terminal and every update of it was acknowledged (the queue stays, with
+// nothing pending, after its last acknowledgement).
+func (o *outbox) acknowledged(taskID string) bool {
+	q := o.queues[taskID]
+	return q != nil && q.Last.Terminal() && len(q.Pending) == 0
+}
+
 // backoff is a capped exponential backoff with jitter: the delay before
 // retry n (from 0) is Min·2ⁿ capped at Max, less a random share of up to
 // Jitter of it — so it never exceeds Max and spreads the retries of many

@@ -283,3 +283,31 @@ func TestOutboxCheckpointRoundTrip(t *testing.T) {
 		t.Fatalf("corrupt checkpoint: %v", err)
 	}
 }
+
+// TestOutboxAcknowledged: a task is acknowledged once its terminal update
+// and every one before it are; what the agent tells the master at
+// re-registration so that it never adopts the ended task again.
+func TestOutboxAcknowledged(t *testing.T) {
+	o := newOutbox(backoff{Min: time.Second, Max: time.Minute}, fixedRand(0))
+	if o.acknowledged("t1") {
+		t.Fatal("unknown task acknowledged")
+	}
+	add(t, o, running("t1"), "u1", t0)
+	add(t, o, finished("t1"), "u2", t0)
+	if o.acknowledged("t1") {
+		t.Fatal("acknowledged with two updates pending")
+	}
+	o.ack("t1", "u1")
+	if o.acknowledged("t1") {
+		t.Fatal("acknowledged with the terminal update pending")
+	}
+	o.ack("t1", "u2")
+	if !o.acknowledged("t1") {
+		t.Fatal("not acknowledged after the terminal update's ack")
+	}
+	add(t, o, running("t2"), "u3", t0)
+	o.ack("t2", "u3")
+	if o.acknowledged("t2") {
+		t.Fatal("a running task acknowledged")
+	}
+}

@@ -3,6 +3,7 @@ package agentd
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -99,6 +100,10 @@ type LinkConfig struct {
 	RetryMin, RetryMax time.Duration
 	Principal          string // --principal: no ':'
 	Secret             string // from --secret-file or $BRIM_SECRET (resolved in cmd)
+	// PerfScore is --perf-score, the machine performance score sent to the
+	// master for its meDRF sorter: > 0 as given, 0 measured at start
+	// (MeasurePerfScore, under a second); never negative.
+	PerfScore float64
 	// DialOptions reach the master (--master-ca, resolved in cmd).
 	DialOptions []grpc.DialOption
 }
@@ -353,6 +358,9 @@ func (l LinkConfig) validate() error {
 	}
 	if strings.Contains(l.Principal, ":") {
 		return bad("--principal", "%q: must not contain ':'", l.Principal)
+	}
+	if l.PerfScore < 0 || math.IsNaN(l.PerfScore) || math.IsInf(l.PerfScore, 0) {
+		return bad("--perf-score", "%v: must be a positive number, or 0 to measure it", l.PerfScore)
 	}
 	return nil
 }

@@ -115,6 +115,7 @@ func TestValidate(t *testing.T) {
 		{"negative status retry", "--status-retry-min", "must be positive", func(c *Config) { c.Link.RetryMin = -time.Second }},
 		{"retry max below min", "--status-retry-max", "at least --status-retry-min", func(c *Config) { c.Link.RetryMin, c.Link.RetryMax = time.Minute, time.Second }},
 		{"principal with colon", "--principal", "must not contain ':'", func(c *Config) { c.Link.Principal = "a:b" }},
+		{"negative perf score", "--perf-score", "must be a positive number", func(c *Config) { c.Link.PerfScore = -1 }},
 	} {
 		for _, preset := range []struct {
 			name string

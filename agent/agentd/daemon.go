@@ -190,8 +190,14 @@ func (d *Daemon) serve(ctx context.Context, a *agent.Agent, l net.Listener, metr
 	}
 	if lc := d.cfg.Link; lc.Master != "" {
 		g.Go(func() error {
+			score := lc.PerfScore
+			if score == 0 {
+				score = MeasurePerfScore(gctx, perfBenchTime)
+				d.log.Info("measured the machine performance score (meDRF)", "score", score, "bench", perfBenchTime)
+			}
 			err := taskrunner.Run(gctx, a, taskrunner.LinkConfig{
-				Master: lc.Master, StateDir: d.cfg.StateDir, Resources: d.res.total,
+				PerformanceScore: score,
+				Master:           lc.Master, StateDir: d.cfg.StateDir, Resources: d.res.total,
 				RetryMin: lc.RetryMin, RetryMax: lc.RetryMax, Principal: lc.Principal, Secret: lc.Secret,
 				DialOptions: lc.DialOptions,
 			}, d.log)

@@ -1,8 +1,13 @@
 // Package taskrunner runs the master's tasks on an agent: it is the
 // masterlink.TaskRunner (and TaskUpdater) of `brim agent --master` and
 // `brim dev`. A task is an agent container named after the task ID and
-// labelled with the task, its framework, name and resources (status.go),
-// so that a restarted agent reports its tasks from its own checkpoint.
+// its framework (ContainerName: "web-1.3fa2c1d0", so that two frameworks'
+// tasks of one ID never collide) and labelled with the task, its
+// framework, name and resources (status.go), so that a restarted agent
+// reports its tasks from its own checkpoint. The runner finds a task's
+// container by those labels (older agents named it after the task ID
+// alone); when several containers carry one task ID, the current one is
+// the one not exited, else the newest, and only it is reported.
 //
 // Runner owns every task's life on the agent side, after Nomad's
 // client/allocrunner/taskrunner: LaunchTask starts the container and a

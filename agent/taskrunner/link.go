@@ -35,6 +35,9 @@ type LinkConfig struct {
 	Principal, Secret string
 	// DialOptions are extra options to reach the master (TLS).
 	DialOptions []grpc.DialOption
+	// PerformanceScore is the machine's score for the master's meDRF
+	// sorter (> 0; 0: none sent).
+	PerformanceScore float64
 }
 
 // offered renders the agent's resources for the master.
@@ -75,7 +78,7 @@ func Run(ctx context.Context, a *agent.Agent, cfg LinkConfig, log *slog.Logger) 
 	link, err := masterlink.New(masterlink.Options{
 		Master: cfg.Master, StateDir: cfg.StateDir, AgentID: a.ID(), Resources: res, Runner: r,
 		RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax, Principal: cfg.Principal, Secret: cfg.Secret,
-		DialOptions: cfg.DialOptions, Log: log,
+		DialOptions: cfg.DialOptions, PerformanceScore: cfg.PerformanceScore, Log: log,
 	})
 	if err != nil {
 		return err

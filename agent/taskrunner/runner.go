@@ -57,8 +57,9 @@ type Runner struct {
 
 // task is what the runner remembers of one task between calls.
 type task struct {
-	launching bool // between LaunchTask and a running container
-	killed    bool // the framework asked for the kill
+	launching bool   // between LaunchTask and a running container
+	killed    bool   // the framework asked for the kill
+	container string // the container's ID once it exists
 }
 
 var (
@@ -131,37 +132,41 @@ func (r *Runner) LaunchTask(ctx context.Context, t masterlink.Task) error {
 	}
 	labels[LabelTask], labels[LabelFramework], labels[LabelResources], labels[LabelTaskName] = t.ID, t.FrameworkID, t.Resources.String(), t.Name
 	r.mu.Lock()
-	r.taskLocked(t.ID).launching = true
+	tk := r.taskLocked(t.ID)
+	tk.launching, tk.container, tk.killed = true, "", false
 	r.mu.Unlock()
-	c, err := r.a.Launch(ctx, agent.Spec{Name: t.ID, Command: t.Command, Env: t.Env, Resources: ar, Revocable: rev, Labels: labels,
+	c, err := r.a.Launch(ctx, agent.Spec{Name: ContainerName(t.FrameworkID, t.ID), Command: t.Command, Env: t.Env, Resources: ar, Revocable: rev, Labels: labels,
 		Network: ar.NetMbit > 0}) // net_bw needs the container's own netns (agent --network)
 	r.mu.Lock()
-	tk := r.taskLocked(t.ID)
+	tk = r.taskLocked(t.ID)
 	tk.launching = false
 	killed := tk.killed
+	if err == nil {
+		tk.container = c.ID
+	}
 	r.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	r.update(masterlink.Status{TaskID: t.ID, State: pb.TaskState_TASK_RUNNING, Message: fmt.Sprintf("container %s pid %d", c.ID, c.Pid)})
-	r.watch(t.ID)
+	r.watch(t.ID, c.ID)
 	if killed {
 		// A kill arrived while the container was being created, when the
 		// agent could not act on it yet: act on it now (the watcher
 		// reports KILLED).
-		if _, err := r.a.Kill(ctx, t.ID, 0); err != nil && !errors.Is(err, agent.ErrNotRunning) {
+		if _, err := r.a.Kill(ctx, c.ID, 0); err != nil && !errors.Is(err, agent.ErrNotRunning) {
 			r.log.Warn("kill task killed during launch", "task", t.ID, "err", err)
 		}
 	}
 	return nil
 }
 
-// watch reports the task's end.
-func (r *Runner) watch(id string) {
+// watch reports the end of task id, run by container ref.
+func (r *Runner) watch(id, ref string) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		c, err := r.a.Wait(r.ctx, id)
+		c, err := r.a.Wait(r.ctx, ref)
 		if r.ctx.Err() != nil {
 			return // the agent is shutting down; the next one reports it
 		}
@@ -214,7 +219,7 @@ func (r *Runner) KillTask(ctx context.Context, id string) error {
 	tk.killed = true
 	launching := tk.launching
 	r.mu.Unlock()
-	if _, err := r.a.Kill(ctx, id, 0); err != nil {
+	if _, err := r.a.Kill(ctx, r.ref(id), 0); err != nil {
 		if launching && (errors.Is(err, agent.ErrNotFound) || errors.Is(err, agent.ErrNotRunning)) {
 			return nil // LaunchTask kills it once the container exists
 		}
@@ -240,7 +245,7 @@ func (r *Runner) UpdateTask(ctx context.Context, id string, res resources.Resour
 	if err != nil {
 		return err
 	}
-	c, err := r.a.Get(id)
+	c, err := r.a.Get(r.ref(id))
 	if err != nil {
 		return err
 	}
@@ -250,19 +255,17 @@ func (r *Runner) UpdateTask(ctx context.Context, id string, res resources.Resour
 	if c.Revocable != rev {
 		return fmt.Errorf("task %s: an update cannot change whether it is revocable", id)
 	}
-	_, err = r.a.ResizeLabeled(ctx, id, agent.Update{MilliCPUs: ar.MilliCPUs, MemMiB: ar.MemMiB, NetMbit: ar.NetMbit},
+	_, err = r.a.ResizeLabeled(ctx, c.ID, agent.Update{MilliCPUs: ar.MilliCPUs, MemMiB: ar.MemMiB, NetMbit: ar.NetMbit},
 		map[string]string{LabelResources: res.String()})
 	return err
 }
 
-// Tasks lists the tasks the agent's containers run, from their labels.
+// Tasks lists the tasks the agent's containers run, from their labels:
+// one per task ID, its current container (current).
 func (r *Runner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
 	var out []masterlink.TaskSnapshot
-	for _, c := range r.a.List() {
+	for _, c := range current(r.a.List()) {
 		id := c.Labels[LabelTask]
-		if id == "" {
-			continue
-		}
 		res, err := resources.Parse(c.Labels[LabelResources])
 		if err != nil {
 			continue
@@ -284,15 +287,61 @@ func (r *Runner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
 // watches the running ones again. Call it once, after the agent recovered
 // and the updater is set.
 func (r *Runner) Adopt() {
+	for _, c := range current(r.a.List()) {
+		id := c.Labels[LabelTask]
+		r.mu.Lock()
+		r.taskLocked(id).container = c.ID
+		r.mu.Unlock()
+		if c.State == agent.StateExited {
+			r.update(terminal(c, r.killed(id)))
+		} else {
+			r.watch(id, c.ID)
+		}
+	}
+}
+
+// ref returns the container of task id: the one the runner launched or
+// adopted, else the current one by the labels (current), else id itself
+// (the agent then answers ErrNotFound).
+func (r *Runner) ref(id string) string {
+	r.mu.Lock()
+	tk := r.tasks[id]
+	r.mu.Unlock()
+	if tk != nil && tk.container != "" {
+		return tk.container
+	}
+	var match *agent.Container
 	for _, c := range r.a.List() {
+		if c.Labels[LabelTask] == id && (match == nil || match.State == agent.StateExited) {
+			match = c
+		}
+	}
+	if match != nil {
+		return match.ID
+	}
+	return id
+}
+
+// current returns, of containers cs (oldest first, as agent.List), the
+// current container of each task: the one not exited, else the newest. A
+// task ID may have several containers: tasks of different frameworks
+// with one ID, one after the other (ContainerName).
+func current(cs []*agent.Container) []*agent.Container {
+	idx := map[string]int{}
+	var out []*agent.Container
+	for _, c := range cs {
 		id := c.Labels[LabelTask]
 		if id == "" {
 			continue
 		}
-		if c.State == agent.StateExited {
-			r.update(terminal(c, r.killed(id)))
-		} else {
-			r.watch(id)
+		i, ok := idx[id]
+		switch {
+		case !ok:
+			idx[id] = len(out)
+			out = append(out, c)
+		case out[i].State == agent.StateExited:
+			out[i] = c
 		}
 	}
+	return out
 }

@@ -1,7 +1,10 @@
 package taskrunner
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"strings"
 
 	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/masterlink"
@@ -18,6 +21,23 @@ const (
 	LabelResources = "brim.resources"
 	LabelTaskName  = "brim.task-name"
 )
+
+// ContainerName is the name of the container of framework fw's task id:
+// the task ID, a dot and 8 hex digits of the framework ID's SHA-256
+// ("web-1.3fa2c1d0"), so that two frameworks' tasks of one ID — a
+// finished one's container is kept for a while — never collide. A task
+// ID too long for a name (63 bytes) is cut, and the hash then covers it
+// too. Containers of older agents are named after the task ID alone; the
+// runner finds every container by its labels, so they keep working.
+func ContainerName(fw, id string) string {
+	h := sha256.Sum256([]byte(fw))
+	name := id + "." + hex.EncodeToString(h[:4])
+	if len(name) <= 63 {
+		return name
+	}
+	h = sha256.Sum256([]byte(fw + "/" + id))
+	return strings.TrimRight(id[:45], ".-_") + "." + hex.EncodeToString(h[:8])
+}
 
 // Status reasons of the agent side.
 const (

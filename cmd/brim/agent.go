@@ -120,6 +120,7 @@ func registerAgentFlags(f *pflag.FlagSet, cfg *agentd.Config) {
 	f.DurationVar(&cfg.KillGrace, "kill-grace", cfg.KillGrace, "default grace period between SIGTERM and SIGKILL (positive)")
 	f.DurationVar(&cfg.Link.RetryMin, "status-retry-min", cfg.Link.RetryMin, "first retry of an unacknowledged status update (positive; doubles each time)")
 	f.DurationVar(&cfg.Link.RetryMax, "status-retry-max", cfg.Link.RetryMax, "longest wait between status update retries (at least --status-retry-min)")
+	f.Float64Var(&cfg.Link.PerfScore, "perf-score", cfg.Link.PerfScore, "machine performance score sent to the master for --sorter medrf (positive; 0: measure it at start with a CPU benchmark of under a second)")
 
 	n := &cfg.Network
 	f.BoolVar(&n.Enabled, "network", n.Enabled, "enable the network isolator: containers run with --network get a netns, an address on --network-bridge and HTB shaping (net_bw)")

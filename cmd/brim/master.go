@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -34,6 +36,11 @@ type masterFlags struct {
 	failoverTimeout     time.Duration
 	refuse              time.Duration
 	sorter              string
+	fresh               bool
+	backupInterval      time.Duration
+	backupKeep          int
+	maxCompletedTasks   int
+	maxCompletedFWs     int
 	// tlsCert and tlsKey serve the port over TLS (brim master only).
 	tlsCert, tlsKey string
 }
@@ -54,6 +61,11 @@ func (f *masterFlags) register(fl *pflag.FlagSet, stateDirDefault string) {
 	fl.DurationVar(&f.failoverTimeout, "failover-timeout", master.DefaultFailoverTimeout, "how long a disconnected framework keeps its tasks unless it asks for another timeout")
 	fl.DurationVar(&f.refuse, "default-refuse", 5*time.Second, "how long declined resources are not offered again to the framework by default")
 	fl.StringVar(&f.sorter, "sorter", "drf", "allocation order: drf, medrf or random")
+	fl.BoolVar(&f.fresh, "fresh", false, "start with an empty store when STATE-DIR/master.db is empty or damaged (it is kept as master.db.broken-TIME); without it the master refuses to start")
+	fl.DurationVar(&f.backupInterval, "backup-interval", master.DefaultBackupInterval, "back the store up into STATE-DIR/backups at start and at this period (0: never); restore with `brim master restore`")
+	fl.IntVar(&f.maxCompletedTasks, "max-completed-tasks", master.DefaultMaxCompletedTasks, "ended tasks kept in /state's completedTasks (positive)")
+	fl.IntVar(&f.maxCompletedFWs, "max-completed-frameworks", master.DefaultMaxCompletedFrameworks, "removed frameworks kept in /state's completedFrameworks (positive)")
+	fl.IntVar(&f.backupKeep, "backup-keep", master.DefaultBackupKeep, "number of backups kept in STATE-DIR/backups")
 }
 
 // startMaster starts the master the flags describe (master.Start); it
@@ -61,6 +73,12 @@ func (f *masterFlags) register(fl *pflag.FlagSet, stateDirDefault string) {
 // everything to stop after ctx ends. SIGHUP re-reads --credentials and
 // --acls, and never ends the master.
 func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master.Master, net.Addr, func() error, error) {
+	if f.maxCompletedTasks < 1 || f.maxCompletedFWs < 1 {
+		return nil, nil, nil, exitError{code: 2, msg: "--max-completed-tasks and --max-completed-frameworks must be positive"}
+	}
+	if f.backupInterval < 0 || f.backupKeep < 1 {
+		return nil, nil, nil, exitError{code: 2, msg: "--backup-interval must not be negative and --backup-keep must be at least 1"}
+	}
 	if f.authenticateAgents && f.credentials == "" {
 		return nil, nil, nil, exitError{code: 2, msg: "--authenticate-agents needs --credentials (the principals and secrets agents authenticate with)"}
 	}
@@ -70,15 +88,18 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	}
 	cfg := master.Config{
 		Options: master.Options{
-			AllocationInterval:  f.allocationInterval,
-			HeartbeatInterval:   f.heartbeatInterval,
-			MaxMissedHeartbeats: f.maxMissedHeartbeats,
-			OfferTimeout:        f.offerTimeout,
-			FailoverTimeout:     f.failoverTimeout,
-			AuthenticateAgents:  f.authenticateAgents,
-			Log:                 log,
+			AllocationInterval:     f.allocationInterval,
+			HeartbeatInterval:      f.heartbeatInterval,
+			MaxMissedHeartbeats:    f.maxMissedHeartbeats,
+			OfferTimeout:           f.offerTimeout,
+			FailoverTimeout:        f.failoverTimeout,
+			AuthenticateAgents:     f.authenticateAgents,
+			MaxCompletedTasks:      f.maxCompletedTasks,
+			MaxCompletedFrameworks: f.maxCompletedFWs,
+			Log:                    log,
 		},
 		Listen: f.listen, StateDir: f.stateDir, Credentials: f.credentials, ACLs: f.acls, TLS: tlsCfg, Certificate: cert,
+		Fresh: f.fresh, BackupInterval: f.backupInterval, BackupKeep: f.backupKeep,
 	}
 	cfg.Allocator.DefaultRefuse = f.refuse
 	cfg.Allocator.Sorter = f.sorter
@@ -155,7 +176,32 @@ win). SIGHUP re-reads --credentials and --acls and never stops the master.`,
 		c := new(masterCommandFlags)
 		c.register(fl)
 		return c.check, &c.cf
-	}))
+	}), newMasterRestoreCommand())
+	markUsageErrors(cmd)
+	return cmd
+}
+
+// newMasterRestoreCommand is `brim master restore`: a backup replaces the
+// store of a stopped master.
+func newMasterRestoreCommand() *cobra.Command {
+	var from, stateDir string
+	cmd := &cobra.Command{
+		Use:   "restore --from FILE [--state-dir DIR]",
+		Short: "Replace the master's store with a backup (the master must be stopped)",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if from == "" {
+				return exitError{code: 2, msg: "--from is required (a backup, e.g. STATE-DIR/backups/master-….db)"}
+			}
+			if err := master.Restore(from, stateDir); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "restored %s from %s\n", filepath.Join(stateDir, "master.db"), from)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "the backup to restore (a bbolt file written by the master's backups)")
+	cmd.Flags().StringVar(&stateDir, "state-dir", defaultMasterStateDir, "the master's state directory")
 	markUsageErrors(cmd)
 	return cmd
 }

@@ -140,6 +140,13 @@ func printState(w io.Writer, st *master.State) error {
 	for _, t := range st.Tasks {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.State, t.AgentID, t.Resources, dash(t.Reason))
 	}
+	if done := st.CompletedTasks; len(done) > 0 {
+		const shown = 10
+		fmt.Fprintf(tw, "\nCOMPLETED TASK\tSTATE\tFRAMEWORK\tAGENT\tREASON\t(newest %d of %d; --json for all)\n", min(shown, len(done)), len(done))
+		for _, t := range done[max(0, len(done)-shown):] {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.State, t.FrameworkID, t.AgentID, dash(t.Reason))
+		}
+	}
 	fmt.Fprintf(tw, "\nROLE\tWEIGHT\tDOMINANT SHARE\tALLOCATED\tQUOTA GUARANTEE\tQUOTA LIMIT\n")
 	for _, r := range st.Roles {
 		q := st.Quota[r.Role]

@@ -366,9 +366,13 @@ func (x *TaskStatus) GetResources() string {
 
 // TaskSnapshot is a task as the agent knows it when it (re)registers.
 type TaskSnapshot struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Task          *TaskInfo              `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
-	State         TaskState              `protobuf:"varint,2,opt,name=state,proto3,enum=brim.masterlink.v1.TaskState" json:"state,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Task  *TaskInfo              `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	State TaskState              `protobuf:"varint,2,opt,name=state,proto3,enum=brim.masterlink.v1.TaskState" json:"state,omitempty"`
+	// acknowledged: the task is terminal and its framework acknowledged the
+	// terminal update; the master never adopts it as a live task (it only
+	// goes to the completed history).
+	Acknowledged  bool `protobuf:"varint,3,opt,name=acknowledged,proto3" json:"acknowledged,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -417,6 +421,13 @@ func (x *TaskSnapshot) GetState() TaskState {
 	return TaskState_TASK_UNKNOWN
 }
 
+func (x *TaskSnapshot) GetAcknowledged() bool {
+	if x != nil {
+		return x.Acknowledged
+	}
+	return false
+}
+
 type Register struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// agent_id is empty on the very first registration.
@@ -430,6 +441,9 @@ type Register struct {
 	// oversubscription is the agent's oversubscription status when it runs
 	// an estimator (its revocable field repeats revocable above).
 	Oversubscription *Oversubscribed `protobuf:"bytes,7,opt,name=oversubscription,proto3" json:"oversubscription,omitempty"`
+	// performance_score is the agent's machine performance score for the
+	// meDRF sorter (> 0; 0: none, the allocator then uses its default).
+	PerformanceScore float64 `protobuf:"fixed64,8,opt,name=performance_score,json=performanceScore,proto3" json:"performance_score,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -511,6 +525,13 @@ func (x *Register) GetOversubscription() *Oversubscribed {
 		return x.Oversubscription
 	}
 	return nil
+}
+
+func (x *Register) GetPerformanceScore() float64 {
+	if x != nil {
+		return x.PerformanceScore
+	}
+	return 0
 }
 
 type Heartbeat struct {
@@ -2623,10 +2644,11 @@ const file_masterlink_proto_rawDesc = "" +
 	"\x04uuid\x18\t \x01(\tR\x04uuid\x12.\n" +
 	"\x13timestamp_unix_nano\x18\n" +
 	" \x01(\x03R\x11timestampUnixNano\x12\x1c\n" +
-	"\tresources\x18\v \x01(\tR\tresources\"u\n" +
+	"\tresources\x18\v \x01(\tR\tresources\"\x99\x01\n" +
 	"\fTaskSnapshot\x120\n" +
 	"\x04task\x18\x01 \x01(\v2\x1c.brim.masterlink.v1.TaskInfoR\x04task\x123\n" +
-	"\x05state\x18\x02 \x01(\x0e2\x1d.brim.masterlink.v1.TaskStateR\x05state\"\x92\x03\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x1d.brim.masterlink.v1.TaskStateR\x05state\x12\"\n" +
+	"\facknowledged\x18\x03 \x01(\bR\facknowledged\"\xbf\x03\n" +
 	"\bRegister\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x1c\n" +
@@ -2636,7 +2658,8 @@ const file_masterlink_proto_rawDesc = "" +
 	"\n" +
 	"attributes\x18\x06 \x03(\v2,.brim.masterlink.v1.Register.AttributesEntryR\n" +
 	"attributes\x12N\n" +
-	"\x10oversubscription\x18\a \x01(\v2\".brim.masterlink.v1.OversubscribedR\x10oversubscription\x1a=\n" +
+	"\x10oversubscription\x18\a \x01(\v2\".brim.masterlink.v1.OversubscribedR\x10oversubscription\x12+\n" +
+	"\x11performance_score\x18\b \x01(\x01R\x10performanceScore\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\v\n" +
