@@ -120,6 +120,7 @@ type registration struct {
 	attributes           map[string]string
 	oversub              *AgentOversubState // nil: no estimator
 	tasks                []taskReport
+	moreTasks            bool // further pages of tasks follow (ReregisterTasks)
 }
 
 // taskReport is a task an agent reports when it registers.
