@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/internal/hostuser"
+	"github.com/brimnode/brim/internal/speclimit"
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/monitor"
 	"github.com/brimnode/brim/resources"
@@ -531,6 +532,12 @@ func (s *Spec) validate() error {
 	}
 	if s.Resources.NetMbit < 0 || (s.Resources.NetMbit > 0 && !s.Network) {
 		return fmt.Errorf("%w: net_bw %d Mbit/s: must not be negative, and needs networking", ErrInvalidArgument, s.Resources.NetMbit)
+	}
+	// What the kernel would refuse at exec (a container ending with exit
+	// 255 and no reason), or what would swell every listing: refused
+	// first (the errors below quote the strings).
+	if err := speclimit.Check(s.Command, s.Env, s.Labels, speclimit.MaxLabels); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	for _, e := range s.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {

@@ -5,14 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/brimnode/brim/agent/agentpb"
+	"github.com/brimnode/brim/internal/speclimit"
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/qos"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // gcInterval is how often the retention policy runs besides after each exit.
@@ -52,7 +57,11 @@ func (a *Agent) Serve(ctx context.Context, l net.Listener) error {
 	}
 	a.markReady()
 	// A client that connects and never speaks must not hold up shutdown.
-	srv := grpc.NewServer(grpc.ConnectionTimeout(handshakeTimeout))
+	// Every message is bounded below speclimit.MaxMsgBytes (specs by
+	// speclimit.Check, listings by paging): the limits are stated, not
+	// relied on.
+	srv := grpc.NewServer(grpc.ConnectionTimeout(handshakeTimeout),
+		grpc.MaxRecvMsgSize(speclimit.MaxMsgBytes), grpc.MaxSendMsgSize(speclimit.MaxMsgBytes))
 	agentpb.RegisterAgentServer(srv, NewServer(a))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
@@ -139,12 +148,59 @@ func (s *server) Run(ctx context.Context, r *agentpb.RunRequest) (*agentpb.Conta
 	return ToProto(c), nil
 }
 
-func (s *server) List(context.Context, *agentpb.ListRequest) (*agentpb.ListResponse, error) {
-	var out agentpb.ListResponse
-	for _, c := range s.a.List() {
-		out.Containers = append(out.Containers, ToProto(c))
+// Paging of List (see ListRequest).
+const (
+	defaultListPage = 100
+	maxListPage     = 1000
+)
+
+// List answers one page of the containers in creation order, bounded by
+// count and by speclimit.PageBytes. Its token names the last container
+// returned (creation time and ID), so a page follows from where the last
+// ended even when containers came or went in between.
+func (s *server) List(_ context.Context, r *agentpb.ListRequest) (*agentpb.ListResponse, error) {
+	size := int(r.GetPageSize())
+	switch {
+	case size < 0:
+		return nil, status.Errorf(codes.InvalidArgument, "list: page size %d: must not be negative", size)
+	case size == 0:
+		size = defaultListPage
+	case size > maxListPage:
+		size = maxListPage
 	}
-	return &out, nil
+	all := s.a.List()
+	if tok := r.GetPageToken(); tok != "" {
+		at, id, err := parseListToken(tok)
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "list: %v", err)
+		}
+		// The first container after (at, id) in List's order.
+		i := sort.Search(len(all), func(i int) bool {
+			c := all[i]
+			return c.CreatedAt.UnixNano() > at || (c.CreatedAt.UnixNano() == at && c.ID > id)
+		})
+		all = all[i:]
+	}
+	n := speclimit.PageLen(all, func(c *Container) int { return proto.Size(ToProto(c)) }, speclimit.PageBytes, size)
+	out := &agentpb.ListResponse{Containers: make([]*agentpb.Container, n)}
+	for i, c := range all[:n] {
+		out.Containers[i] = ToProto(c)
+	}
+	if n < len(all) {
+		last := all[n-1]
+		out.NextPageToken = fmt.Sprintf("%d/%s", last.CreatedAt.UnixNano(), last.ID)
+	}
+	return out, nil
+}
+
+// parseListToken reads a token of List.
+func parseListToken(tok string) (int64, string, error) {
+	at, id, ok := strings.Cut(tok, "/")
+	n, err := strconv.ParseInt(at, 10, 64)
+	if !ok || err != nil || id == "" {
+		return 0, "", fmt.Errorf("page token %q: not one of this agent's", tok)
+	}
+	return n, id, nil
 }
 
 func (s *server) Get(_ context.Context, r *agentpb.GetRequest) (*agentpb.Container, error) {

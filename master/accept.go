@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/brimnode/brim/internal/speclimit"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 )
@@ -152,6 +153,11 @@ func (p *acceptPlan) planLaunch(v acceptView, tasks []taskSpec, ids map[string]b
 		}
 		if len(ts.info.command) == 0 {
 			return fmt.Errorf("task %s: no command: %w", id, ErrInvalid)
+		}
+		// The agent would refuse it (or the kernel fail its exec); its
+		// runner adds speclimit.ReservedLabels labels of its own.
+		if err := speclimit.Check(ts.info.command, ts.info.env, ts.info.labels, speclimit.MaxTaskLabels); err != nil {
+			return fmt.Errorf("task %s: %w: %w", id, ErrInvalid, err)
 		}
 		res, err := resources.Parse(ts.resources)
 		if err != nil {

@@ -2,9 +2,12 @@ package master
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/brimnode/brim/internal/speclimit"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 )
@@ -42,6 +45,13 @@ func accept(ops []operation, offers ...string) acceptRequest {
 func TestPlanAcceptRejects(t *testing.T) {
 	noCommand := task("t1", "cpus:1")
 	noCommand.info.command = nil
+	bigArg := task("t1", "cpus:1")
+	bigArg.info.command = []string{"sh", strings.Repeat("x", 140_000)}
+	manyLabels := task("t1", "cpus:1")
+	manyLabels.info.labels = map[string]string{}
+	for i := range speclimit.MaxTaskLabels + 1 {
+		manyLabels.info.labels[fmt.Sprint(i)] = "v"
+	}
 	reserve := func(res string) operation { return operation{kind: opReserve, resources: res} }
 	unreserve := func(res string) operation { return operation{kind: opUnreserve, resources: res} }
 	cases := []struct {
@@ -60,6 +70,8 @@ func TestPlanAcceptRejects(t *testing.T) {
 		{"task ID in use", accept([]operation{launchOf(task("t0", "cpus:1"))}, "o1"), ErrInvalid},
 		{"task ID twice", accept([]operation{launchOf(task("t1", "cpus:1")), launchOf(task("t1", "cpus:1"))}, "o1"), ErrInvalid},
 		{"no command", accept([]operation{launchOf(noCommand)}, "o1"), ErrInvalid},
+		{"140 KB argument", accept([]operation{launchOf(bigArg)}, "o1"), speclimit.ErrTooLarge},
+		{"labels beyond the task's share", accept([]operation{launchOf(manyLabels)}, "o1"), speclimit.ErrTooLarge},
 		{"malformed resources", accept([]operation{launchOf(task("t1", "cpus:lots"))}, "o1"), ErrInvalid},
 		{"negative resources", accept([]operation{launchOf(task("t1", "cpus:-1"))}, "o1"), ErrInvalid},
 		{"mixed revocable", accept([]operation{launchOf(task("t1", "cpus:1;cpus{REV}:1"))}, "o1"), resources.ErrMixedRevocable},

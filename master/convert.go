@@ -137,16 +137,23 @@ func oversubFromPB(o *pb.Oversubscribed) *AgentOversubState {
 func registrationFromPB(reg *pb.Register) *registration {
 	out := &registration{agentID: reg.GetAgentId(), hostname: reg.GetHostname(), resources: reg.GetResources(),
 		revocable: reg.GetRevocable(), attributes: reg.GetAttributes(), oversub: oversubFromPB(reg.GetOversubscription()),
-		score: reg.GetPerformanceScore()}
-	for _, snap := range reg.GetTasks() {
+		score: reg.GetPerformanceScore(), moreTasks: reg.GetMoreTasks()}
+	out.tasks = taskReportsFromPB(out.tasks, reg.GetTasks())
+	return out
+}
+
+// taskReportsFromPB appends an agent's task snapshots (of a Register or
+// of a ReregisterTasks page) to reps.
+func taskReportsFromPB(reps []taskReport, snaps []*pb.TaskSnapshot) []taskReport {
+	for _, snap := range snaps {
 		ti := snap.GetTask()
 		if ti == nil {
 			continue
 		}
-		out.tasks = append(out.tasks, taskReport{info: taskInfoFromPB(ti), framework: ti.GetFrameworkId(),
+		reps = append(reps, taskReport{info: taskInfoFromPB(ti), framework: ti.GetFrameworkId(),
 			resources: ti.GetResources(), state: snap.GetState(), acknowledged: snap.GetAcknowledged()})
 	}
-	return out
+	return reps
 }
 
 // agentMessageFromPB converts a message from a registered agent; a

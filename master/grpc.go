@@ -3,12 +3,14 @@ package master
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // The gRPC transport: each handler authenticates, converts its request
@@ -44,6 +46,12 @@ func (s agentLink) Connect(stream pb.AgentLink_ConnectServer) error {
 	if err != nil {
 		m.log.Warn("agent refused", "agent", reg.agentID, "hostname", reg.hostname, "err", err)
 		return m.grpcError(err)
+	}
+	if reg.moreTasks {
+		if err := receiveTaskPages(stream, reg); err != nil {
+			m.log.Warn("agent registration incomplete", "agent", reg.agentID, "hostname", reg.hostname, "err", err)
+			return toStatus(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
@@ -85,6 +93,41 @@ func (s agentLink) Connect(stream pb.AgentLink_ConnectServer) error {
 			if err := stream.Send(agentMessageToPB(msg)); err != nil {
 				return err
 			}
+		}
+	}
+}
+
+// maxReregisterBytes bounds the task pages of one registration: past it
+// the stream is refused rather than the master's memory spent on it.
+const maxReregisterBytes = 1 << 30
+
+// receiveTaskPages adds the ReregisterTasks pages that follow a Register
+// with more_tasks to reg, up to the one marked last: the master
+// reconciles the agent's tasks only once it knows them all. Errors wrap
+// ErrInvalid (another message, too many pages) or are the stream's.
+//
+//	agent                          master
+//	Register{tasks: page 1, more_tasks} ─▶
+//	ReregisterTasks{page 2}           ─▶
+//	ReregisterTasks{page n, last}     ─▶  reconcile
+//	                                  ◀─ Registered
+func receiveTaskPages(stream pb.AgentLink_ConnectServer, reg *registration) error {
+	total := 0
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		page := msg.GetReregisterTasks()
+		if page == nil {
+			return fmt.Errorf("register: %w: got %T before the last page of tasks", ErrInvalid, msg.GetMsg())
+		}
+		if total += proto.Size(page); total > maxReregisterBytes {
+			return fmt.Errorf("register: %w: task pages past %d bytes", ErrInvalid, maxReregisterBytes)
+		}
+		reg.tasks = taskReportsFromPB(reg.tasks, page.GetTasks())
+		if page.GetLast() {
+			return nil
 		}
 	}
 }

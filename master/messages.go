@@ -121,6 +121,7 @@ type registration struct {
 	oversub              *AgentOversubState // nil: no estimator
 	score                float64            // performance score; 0: none
 	tasks                []taskReport
+	moreTasks            bool // further pages of tasks follow (ReregisterTasks)
 }
 
 // taskReport is a task an agent reports when it registers.

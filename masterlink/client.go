@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brimnode/brim/internal/speclimit"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/google/uuid"
@@ -382,7 +383,9 @@ func (c *Client) Run(ctx context.Context) error {
 		dial = append(dial, grpc.WithPerRPCCredentials(BasicCredentials(c.opts.Principal, c.opts.Secret)))
 	}
 	p := c.linkParams()
-	dial = append(dial, grpc.WithConnectParams(p.connect), grpc.WithKeepaliveParams(p.keepalive))
+	dial = append(dial, grpc.WithConnectParams(p.connect), grpc.WithKeepaliveParams(p.keepalive),
+		// Stated, not relied on: specs and registration pages stay far below.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(speclimit.MaxMsgBytes), grpc.MaxCallSendMsgSize(speclimit.MaxMsgBytes)))
 	dial = append(dial, c.opts.DialOptions...)
 	cc, err := grpc.NewClient(c.opts.Master, dial...)
 	if err != nil {
@@ -506,12 +509,6 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 	c.mu.Lock()
 	reg := &pb.Register{AgentId: c.id, Hostname: c.opts.Hostname, Resources: c.opts.Resources.String(), Revocable: c.over.Revocable.String(),
 		Oversubscription: c.over.registered(), PerformanceScore: c.opts.PerformanceScore}
-	for _, s := range snaps {
-		// A terminal task whose end the framework acknowledged is marked
-		// so: the master must not take it for a live one.
-		ack := s.State.Terminal() && c.out.acknowledged(s.Task.ID)
-		reg.Tasks = append(reg.Tasks, &pb.TaskSnapshot{Task: taskToProto(s.Task), State: s.State, Acknowledged: ack})
-	}
 	c.mu.Unlock()
 	var sendMu sync.Mutex
 	send := func(m *pb.AgentMessage) error {
@@ -519,8 +516,13 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 		defer sendMu.Unlock()
 		return stream.Send(m)
 	}
-	if err := send(&pb.AgentMessage{Msg: &pb.AgentMessage_Register{Register: reg}}); err != nil {
-		return false, fmt.Errorf("register: %w", sessionErr(sctx, err))
+	// A terminal task whose end the framework acknowledged is marked so:
+	// the master must not take it for a live one.
+	acked := func(s TaskSnapshot) bool { return s.State.Terminal() && c.out.acknowledged(s.Task.ID) }
+	for _, m := range registerMessages(reg, snaps, acked) {
+		if err := send(m); err != nil {
+			return false, fmt.Errorf("register: %w", sessionErr(sctx, err))
+		}
 	}
 	first, err := stream.Recv()
 	if err != nil {
@@ -536,7 +538,7 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 	if err := c.setID(r.AgentId); err != nil {
 		return false, err
 	}
-	c.log.Info("registered with master", "master", c.opts.Master, "agent", r.AgentId, "tasks", len(reg.Tasks))
+	c.log.Info("registered with master", "master", c.opts.Master, "agent", r.AgentId, "tasks", len(snaps))
 	for _, id := range r.Kill {
 		c.kill(ctx, id)
 	}
@@ -587,6 +589,28 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 			c.update(ctx, x.Update)
 		}
 	}
+}
+
+// registerMessages are the messages that register the agent with its
+// tasks: a Register with the first page of them and, when they take more
+// than one page (speclimit.PageBytes), ReregisterTasks with the rest, the
+// last marked. Each message stays near a page however many tasks run.
+func registerMessages(reg *pb.Register, snaps []TaskSnapshot, acked func(TaskSnapshot) bool) []*pb.AgentMessage {
+	tasks := make([]*pb.TaskSnapshot, len(snaps))
+	for i, s := range snaps {
+		tasks[i] = &pb.TaskSnapshot{Task: taskToProto(s.Task), State: s.State, Acknowledged: acked(s)}
+	}
+	pages := speclimit.Pages(tasks, func(t *pb.TaskSnapshot) int { return proto.Size(t) }, speclimit.PageBytes)
+	if len(pages) > 0 {
+		reg.Tasks = pages[0]
+	}
+	reg.MoreTasks = len(pages) > 1
+	out := []*pb.AgentMessage{{Msg: &pb.AgentMessage_Register{Register: reg}}}
+	for i := 1; i < len(pages); i++ {
+		out = append(out, &pb.AgentMessage{Msg: &pb.AgentMessage_ReregisterTasks{
+			ReregisterTasks: &pb.ReregisterTasks{Tasks: pages[i], Last: i == len(pages)-1}}})
+	}
+	return out
 }
 
 func (c *Client) setID(id string) error {

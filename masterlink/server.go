@@ -3,6 +3,8 @@ package masterlink
 import (
 	"time"
 
+	"github.com/brimnode/brim/internal/speclimit"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 )
@@ -12,11 +14,15 @@ import (
 // pings (gRPC's default, one ping per 5 minutes, answers pings every
 // KeepaliveTime with GOAWAY "too_many_pings", breaking every idle link),
 // and pings of its own that close the transport of an agent that went
-// silent. The master passes them to grpc.NewServer.
+// silent. The message limits are gRPC's default, stated: task specs are
+// bounded (speclimit.Check, at ACCEPT) and a re-registration comes in
+// pages, so no message nears them however many tasks an agent runs. The
+// master passes them to grpc.NewServer.
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.KeepaliveEnforcementPolicy(serverEnforcement()),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		grpc.MaxRecvMsgSize(speclimit.MaxMsgBytes), grpc.MaxSendMsgSize(speclimit.MaxMsgBytes),
 	}
 }
 

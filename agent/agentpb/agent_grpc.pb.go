@@ -43,7 +43,8 @@ const (
 type AgentClient interface {
 	// Run launches a container and returns once its process runs.
 	Run(ctx context.Context, in *RunRequest, opts ...grpc.CallOption) (*Container, error)
-	// List returns every container the agent knows (running and retained).
+	// List returns the containers the agent knows (running and retained),
+	// one page at a time.
 	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
 	// Get returns one container by ID or name.
 	Get(ctx context.Context, in *GetRequest, opts ...grpc.CallOption) (*Container, error)
@@ -215,7 +216,8 @@ func (c *agentClient) ReportLatency(ctx context.Context, in *ReportLatencyReques
 type AgentServer interface {
 	// Run launches a container and returns once its process runs.
 	Run(context.Context, *RunRequest) (*Container, error)
-	// List returns every container the agent knows (running and retained).
+	// List returns the containers the agent knows (running and retained),
+	// one page at a time.
 	List(context.Context, *ListRequest) (*ListResponse, error)
 	// Get returns one container by ID or name.
 	Get(context.Context, *GetRequest) (*Container, error)

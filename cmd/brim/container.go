@@ -312,22 +312,22 @@ func newContainerLs(cl *agentClient) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := api.List(cmd.Context(), &agentpb.ListRequest{})
+			list, err := agentpb.ListAll(cmd.Context(), api) // page by page: no message-size cliff
 			if err != nil {
 				return cl.rpcError(err)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				list := make([]containerJSON, 0, len(resp.Containers))
-				for _, c := range resp.Containers {
-					list = append(list, toJSON(c))
+				js := make([]containerJSON, 0, len(list))
+				for _, c := range list {
+					js = append(js, toJSON(c))
 				}
-				return writeJSON(out, list)
+				return writeJSON(out, js)
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tNAME\tSTATE\tPID\tCPUS\tMEM\tCREATED\tEXIT")
 			now := time.Now()
-			for _, c := range resp.Containers {
+			for _, c := range list {
 				pid, exit := "-", "-"
 				if c.State == "running" && c.Pid != 0 {
 					pid = fmt.Sprint(c.Pid)

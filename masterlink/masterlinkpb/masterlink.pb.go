@@ -444,8 +444,15 @@ type Register struct {
 	// performance_score is the agent's machine performance score for the
 	// meDRF sorter (> 0; 0: none, the allocator then uses its default).
 	PerformanceScore float64 `protobuf:"fixed64,8,opt,name=performance_score,json=performanceScore,proto3" json:"performance_score,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// more_tasks: tasks holds the first page of the agent's tasks only; the
+	// rest follow in ReregisterTasks messages, the last with last set, and
+	// the master reconciles (and answers Registered) once it has them all.
+	// Pages keep each message near 1 MiB whatever the number of tasks. A
+	// master older than paging ignores the field and reconciles the first
+	// page alone (declaring the others lost): upgrade masters first.
+	MoreTasks     bool `protobuf:"varint,9,opt,name=more_tasks,json=moreTasks,proto3" json:"more_tasks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Register) Reset() {
@@ -534,6 +541,68 @@ func (x *Register) GetPerformanceScore() float64 {
 	return 0
 }
 
+func (x *Register) GetMoreTasks() bool {
+	if x != nil {
+		return x.MoreTasks
+	}
+	return false
+}
+
+// ReregisterTasks is a further page of a Register's tasks (see
+// Register.more_tasks); only sent between a Register and Registered.
+type ReregisterTasks struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Tasks []*TaskSnapshot        `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// last: no page follows.
+	Last          bool `protobuf:"varint,2,opt,name=last,proto3" json:"last,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReregisterTasks) Reset() {
+	*x = ReregisterTasks{}
+	mi := &file_masterlink_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReregisterTasks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReregisterTasks) ProtoMessage() {}
+
+func (x *ReregisterTasks) ProtoReflect() protoreflect.Message {
+	mi := &file_masterlink_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReregisterTasks.ProtoReflect.Descriptor instead.
+func (*ReregisterTasks) Descriptor() ([]byte, []int) {
+	return file_masterlink_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ReregisterTasks) GetTasks() []*TaskSnapshot {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+func (x *ReregisterTasks) GetLast() bool {
+	if x != nil {
+		return x.Last
+	}
+	return false
+}
+
 type Heartbeat struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -542,7 +611,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_masterlink_proto_msgTypes[5]
+	mi := &file_masterlink_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -554,7 +623,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[5]
+	mi := &file_masterlink_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -567,7 +636,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{5}
+	return file_masterlink_proto_rawDescGZIP(), []int{6}
 }
 
 // Oversubscribed is the agent's oversubscription status: sent whenever the
@@ -592,7 +661,7 @@ type Oversubscribed struct {
 
 func (x *Oversubscribed) Reset() {
 	*x = Oversubscribed{}
-	mi := &file_masterlink_proto_msgTypes[6]
+	mi := &file_masterlink_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -604,7 +673,7 @@ func (x *Oversubscribed) String() string {
 func (*Oversubscribed) ProtoMessage() {}
 
 func (x *Oversubscribed) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[6]
+	mi := &file_masterlink_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -617,7 +686,7 @@ func (x *Oversubscribed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Oversubscribed.ProtoReflect.Descriptor instead.
 func (*Oversubscribed) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{6}
+	return file_masterlink_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Oversubscribed) GetRevocable() string {
@@ -685,7 +754,7 @@ type Correction struct {
 
 func (x *Correction) Reset() {
 	*x = Correction{}
-	mi := &file_masterlink_proto_msgTypes[7]
+	mi := &file_masterlink_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -697,7 +766,7 @@ func (x *Correction) String() string {
 func (*Correction) ProtoMessage() {}
 
 func (x *Correction) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[7]
+	mi := &file_masterlink_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -710,7 +779,7 @@ func (x *Correction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Correction.ProtoReflect.Descriptor instead.
 func (*Correction) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{7}
+	return file_masterlink_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Correction) GetType() string {
@@ -805,6 +874,7 @@ type AgentMessage struct {
 	//	*AgentMessage_Heartbeat
 	//	*AgentMessage_Status
 	//	*AgentMessage_Oversubscribed
+	//	*AgentMessage_ReregisterTasks
 	Msg           isAgentMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -812,7 +882,7 @@ type AgentMessage struct {
 
 func (x *AgentMessage) Reset() {
 	*x = AgentMessage{}
-	mi := &file_masterlink_proto_msgTypes[8]
+	mi := &file_masterlink_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -824,7 +894,7 @@ func (x *AgentMessage) String() string {
 func (*AgentMessage) ProtoMessage() {}
 
 func (x *AgentMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[8]
+	mi := &file_masterlink_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -837,7 +907,7 @@ func (x *AgentMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMessage.ProtoReflect.Descriptor instead.
 func (*AgentMessage) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{8}
+	return file_masterlink_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AgentMessage) GetMsg() isAgentMessage_Msg {
@@ -883,6 +953,15 @@ func (x *AgentMessage) GetOversubscribed() *Oversubscribed {
 	return nil
 }
 
+func (x *AgentMessage) GetReregisterTasks() *ReregisterTasks {
+	if x != nil {
+		if x, ok := x.Msg.(*AgentMessage_ReregisterTasks); ok {
+			return x.ReregisterTasks
+		}
+	}
+	return nil
+}
+
 type isAgentMessage_Msg interface {
 	isAgentMessage_Msg()
 }
@@ -903,6 +982,10 @@ type AgentMessage_Oversubscribed struct {
 	Oversubscribed *Oversubscribed `protobuf:"bytes,4,opt,name=oversubscribed,proto3,oneof"`
 }
 
+type AgentMessage_ReregisterTasks struct {
+	ReregisterTasks *ReregisterTasks `protobuf:"bytes,5,opt,name=reregister_tasks,json=reregisterTasks,proto3,oneof"`
+}
+
 func (*AgentMessage_Register) isAgentMessage_Msg() {}
 
 func (*AgentMessage_Heartbeat) isAgentMessage_Msg() {}
@@ -910,6 +993,8 @@ func (*AgentMessage_Heartbeat) isAgentMessage_Msg() {}
 func (*AgentMessage_Status) isAgentMessage_Msg() {}
 
 func (*AgentMessage_Oversubscribed) isAgentMessage_Msg() {}
+
+func (*AgentMessage_ReregisterTasks) isAgentMessage_Msg() {}
 
 type Registered struct {
 	state                  protoimpl.MessageState `protogen:"open.v1"`
@@ -924,7 +1009,7 @@ type Registered struct {
 
 func (x *Registered) Reset() {
 	*x = Registered{}
-	mi := &file_masterlink_proto_msgTypes[9]
+	mi := &file_masterlink_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -936,7 +1021,7 @@ func (x *Registered) String() string {
 func (*Registered) ProtoMessage() {}
 
 func (x *Registered) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[9]
+	mi := &file_masterlink_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -949,7 +1034,7 @@ func (x *Registered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Registered.ProtoReflect.Descriptor instead.
 func (*Registered) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{9}
+	return file_masterlink_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Registered) GetAgentId() string {
@@ -982,7 +1067,7 @@ type RunTask struct {
 
 func (x *RunTask) Reset() {
 	*x = RunTask{}
-	mi := &file_masterlink_proto_msgTypes[10]
+	mi := &file_masterlink_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1079,7 @@ func (x *RunTask) String() string {
 func (*RunTask) ProtoMessage() {}
 
 func (x *RunTask) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[10]
+	mi := &file_masterlink_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1092,7 @@ func (x *RunTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunTask.ProtoReflect.Descriptor instead.
 func (*RunTask) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{10}
+	return file_masterlink_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RunTask) GetTask() *TaskInfo {
@@ -1027,7 +1112,7 @@ type KillTask struct {
 
 func (x *KillTask) Reset() {
 	*x = KillTask{}
-	mi := &file_masterlink_proto_msgTypes[11]
+	mi := &file_masterlink_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1124,7 @@ func (x *KillTask) String() string {
 func (*KillTask) ProtoMessage() {}
 
 func (x *KillTask) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[11]
+	mi := &file_masterlink_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1137,7 @@ func (x *KillTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillTask.ProtoReflect.Descriptor instead.
 func (*KillTask) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{11}
+	return file_masterlink_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *KillTask) GetTaskId() string {
@@ -1083,7 +1168,7 @@ type UpdateTask struct {
 
 func (x *UpdateTask) Reset() {
 	*x = UpdateTask{}
-	mi := &file_masterlink_proto_msgTypes[12]
+	mi := &file_masterlink_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1095,7 +1180,7 @@ func (x *UpdateTask) String() string {
 func (*UpdateTask) ProtoMessage() {}
 
 func (x *UpdateTask) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[12]
+	mi := &file_masterlink_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1108,7 +1193,7 @@ func (x *UpdateTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTask.ProtoReflect.Descriptor instead.
 func (*UpdateTask) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{12}
+	return file_masterlink_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UpdateTask) GetTaskId() string {
@@ -1135,7 +1220,7 @@ type StatusAck struct {
 
 func (x *StatusAck) Reset() {
 	*x = StatusAck{}
-	mi := &file_masterlink_proto_msgTypes[13]
+	mi := &file_masterlink_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1147,7 +1232,7 @@ func (x *StatusAck) String() string {
 func (*StatusAck) ProtoMessage() {}
 
 func (x *StatusAck) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[13]
+	mi := &file_masterlink_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1160,7 +1245,7 @@ func (x *StatusAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusAck.ProtoReflect.Descriptor instead.
 func (*StatusAck) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{13}
+	return file_masterlink_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StatusAck) GetTaskId() string {
@@ -1193,7 +1278,7 @@ type MasterMessage struct {
 
 func (x *MasterMessage) Reset() {
 	*x = MasterMessage{}
-	mi := &file_masterlink_proto_msgTypes[14]
+	mi := &file_masterlink_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1205,7 +1290,7 @@ func (x *MasterMessage) String() string {
 func (*MasterMessage) ProtoMessage() {}
 
 func (x *MasterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[14]
+	mi := &file_masterlink_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1218,7 +1303,7 @@ func (x *MasterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MasterMessage.ProtoReflect.Descriptor instead.
 func (*MasterMessage) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{14}
+	return file_masterlink_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *MasterMessage) GetMsg() isMasterMessage_Msg {
@@ -1324,7 +1409,7 @@ type FrameworkInfo struct {
 
 func (x *FrameworkInfo) Reset() {
 	*x = FrameworkInfo{}
-	mi := &file_masterlink_proto_msgTypes[15]
+	mi := &file_masterlink_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1336,7 +1421,7 @@ func (x *FrameworkInfo) String() string {
 func (*FrameworkInfo) ProtoMessage() {}
 
 func (x *FrameworkInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[15]
+	mi := &file_masterlink_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1349,7 +1434,7 @@ func (x *FrameworkInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FrameworkInfo.ProtoReflect.Descriptor instead.
 func (*FrameworkInfo) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{15}
+	return file_masterlink_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FrameworkInfo) GetId() string {
@@ -1405,7 +1490,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_masterlink_proto_msgTypes[16]
+	mi := &file_masterlink_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1417,7 +1502,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[16]
+	mi := &file_masterlink_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1430,7 +1515,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{16}
+	return file_masterlink_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SubscribeRequest) GetFramework() *FrameworkInfo {
@@ -1461,7 +1546,7 @@ type Offer struct {
 
 func (x *Offer) Reset() {
 	*x = Offer{}
-	mi := &file_masterlink_proto_msgTypes[17]
+	mi := &file_masterlink_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1473,7 +1558,7 @@ func (x *Offer) String() string {
 func (*Offer) ProtoMessage() {}
 
 func (x *Offer) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[17]
+	mi := &file_masterlink_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1486,7 +1571,7 @@ func (x *Offer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Offer.ProtoReflect.Descriptor instead.
 func (*Offer) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{17}
+	return file_masterlink_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Offer) GetId() string {
@@ -1541,7 +1626,7 @@ type Subscribed struct {
 
 func (x *Subscribed) Reset() {
 	*x = Subscribed{}
-	mi := &file_masterlink_proto_msgTypes[18]
+	mi := &file_masterlink_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1638,7 @@ func (x *Subscribed) String() string {
 func (*Subscribed) ProtoMessage() {}
 
 func (x *Subscribed) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[18]
+	mi := &file_masterlink_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1651,7 @@ func (x *Subscribed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribed.ProtoReflect.Descriptor instead.
 func (*Subscribed) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{18}
+	return file_masterlink_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Subscribed) GetFrameworkId() string {
@@ -1592,7 +1677,7 @@ type Offers struct {
 
 func (x *Offers) Reset() {
 	*x = Offers{}
-	mi := &file_masterlink_proto_msgTypes[19]
+	mi := &file_masterlink_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1689,7 @@ func (x *Offers) String() string {
 func (*Offers) ProtoMessage() {}
 
 func (x *Offers) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[19]
+	mi := &file_masterlink_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1702,7 @@ func (x *Offers) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Offers.ProtoReflect.Descriptor instead.
 func (*Offers) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{19}
+	return file_masterlink_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Offers) GetOffers() []*Offer {
@@ -1636,7 +1721,7 @@ type Rescind struct {
 
 func (x *Rescind) Reset() {
 	*x = Rescind{}
-	mi := &file_masterlink_proto_msgTypes[20]
+	mi := &file_masterlink_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1733,7 @@ func (x *Rescind) String() string {
 func (*Rescind) ProtoMessage() {}
 
 func (x *Rescind) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[20]
+	mi := &file_masterlink_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1746,7 @@ func (x *Rescind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rescind.ProtoReflect.Descriptor instead.
 func (*Rescind) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{20}
+	return file_masterlink_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Rescind) GetOfferId() string {
@@ -1680,7 +1765,7 @@ type ErrorEvent struct {
 
 func (x *ErrorEvent) Reset() {
 	*x = ErrorEvent{}
-	mi := &file_masterlink_proto_msgTypes[21]
+	mi := &file_masterlink_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1777,7 @@ func (x *ErrorEvent) String() string {
 func (*ErrorEvent) ProtoMessage() {}
 
 func (x *ErrorEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[21]
+	mi := &file_masterlink_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1790,7 @@ func (x *ErrorEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorEvent.ProtoReflect.Descriptor instead.
 func (*ErrorEvent) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{21}
+	return file_masterlink_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ErrorEvent) GetMessage() string {
@@ -1732,7 +1817,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_masterlink_proto_msgTypes[22]
+	mi := &file_masterlink_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1744,7 +1829,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[22]
+	mi := &file_masterlink_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1757,7 +1842,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{22}
+	return file_masterlink_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Event) GetEvent() isEvent_Event {
@@ -1875,7 +1960,7 @@ type Operation struct {
 
 func (x *Operation) Reset() {
 	*x = Operation{}
-	mi := &file_masterlink_proto_msgTypes[23]
+	mi := &file_masterlink_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1887,7 +1972,7 @@ func (x *Operation) String() string {
 func (*Operation) ProtoMessage() {}
 
 func (x *Operation) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[23]
+	mi := &file_masterlink_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1900,7 +1985,7 @@ func (x *Operation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation.ProtoReflect.Descriptor instead.
 func (*Operation) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{23}
+	return file_masterlink_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Operation) GetOp() isOperation_Op {
@@ -1970,7 +2055,7 @@ type Filters struct {
 
 func (x *Filters) Reset() {
 	*x = Filters{}
-	mi := &file_masterlink_proto_msgTypes[24]
+	mi := &file_masterlink_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1982,7 +2067,7 @@ func (x *Filters) String() string {
 func (*Filters) ProtoMessage() {}
 
 func (x *Filters) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[24]
+	mi := &file_masterlink_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1995,7 +2080,7 @@ func (x *Filters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Filters.ProtoReflect.Descriptor instead.
 func (*Filters) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{24}
+	return file_masterlink_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Filters) GetRefuseSeconds() float64 {
@@ -2017,7 +2102,7 @@ type AcceptRequest struct {
 
 func (x *AcceptRequest) Reset() {
 	*x = AcceptRequest{}
-	mi := &file_masterlink_proto_msgTypes[25]
+	mi := &file_masterlink_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2029,7 +2114,7 @@ func (x *AcceptRequest) String() string {
 func (*AcceptRequest) ProtoMessage() {}
 
 func (x *AcceptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[25]
+	mi := &file_masterlink_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2042,7 +2127,7 @@ func (x *AcceptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptRequest.ProtoReflect.Descriptor instead.
 func (*AcceptRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{25}
+	return file_masterlink_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *AcceptRequest) GetFrameworkId() string {
@@ -2084,7 +2169,7 @@ type DeclineRequest struct {
 
 func (x *DeclineRequest) Reset() {
 	*x = DeclineRequest{}
-	mi := &file_masterlink_proto_msgTypes[26]
+	mi := &file_masterlink_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2096,7 +2181,7 @@ func (x *DeclineRequest) String() string {
 func (*DeclineRequest) ProtoMessage() {}
 
 func (x *DeclineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[26]
+	mi := &file_masterlink_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2109,7 +2194,7 @@ func (x *DeclineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeclineRequest.ProtoReflect.Descriptor instead.
 func (*DeclineRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{26}
+	return file_masterlink_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DeclineRequest) GetFrameworkId() string {
@@ -2143,7 +2228,7 @@ type ReviveRequest struct {
 
 func (x *ReviveRequest) Reset() {
 	*x = ReviveRequest{}
-	mi := &file_masterlink_proto_msgTypes[27]
+	mi := &file_masterlink_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2155,7 +2240,7 @@ func (x *ReviveRequest) String() string {
 func (*ReviveRequest) ProtoMessage() {}
 
 func (x *ReviveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[27]
+	mi := &file_masterlink_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2168,7 +2253,7 @@ func (x *ReviveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviveRequest.ProtoReflect.Descriptor instead.
 func (*ReviveRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{27}
+	return file_masterlink_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReviveRequest) GetFrameworkId() string {
@@ -2195,7 +2280,7 @@ type SuppressRequest struct {
 
 func (x *SuppressRequest) Reset() {
 	*x = SuppressRequest{}
-	mi := &file_masterlink_proto_msgTypes[28]
+	mi := &file_masterlink_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2207,7 +2292,7 @@ func (x *SuppressRequest) String() string {
 func (*SuppressRequest) ProtoMessage() {}
 
 func (x *SuppressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[28]
+	mi := &file_masterlink_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2220,7 +2305,7 @@ func (x *SuppressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuppressRequest.ProtoReflect.Descriptor instead.
 func (*SuppressRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{28}
+	return file_masterlink_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SuppressRequest) GetFrameworkId() string {
@@ -2247,7 +2332,7 @@ type KillRequest struct {
 
 func (x *KillRequest) Reset() {
 	*x = KillRequest{}
-	mi := &file_masterlink_proto_msgTypes[29]
+	mi := &file_masterlink_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2259,7 +2344,7 @@ func (x *KillRequest) String() string {
 func (*KillRequest) ProtoMessage() {}
 
 func (x *KillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[29]
+	mi := &file_masterlink_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2272,7 +2357,7 @@ func (x *KillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRequest.ProtoReflect.Descriptor instead.
 func (*KillRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{29}
+	return file_masterlink_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *KillRequest) GetFrameworkId() string {
@@ -2301,7 +2386,7 @@ type AcknowledgeRequest struct {
 
 func (x *AcknowledgeRequest) Reset() {
 	*x = AcknowledgeRequest{}
-	mi := &file_masterlink_proto_msgTypes[30]
+	mi := &file_masterlink_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2313,7 +2398,7 @@ func (x *AcknowledgeRequest) String() string {
 func (*AcknowledgeRequest) ProtoMessage() {}
 
 func (x *AcknowledgeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[30]
+	mi := &file_masterlink_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2326,7 +2411,7 @@ func (x *AcknowledgeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcknowledgeRequest.ProtoReflect.Descriptor instead.
 func (*AcknowledgeRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{30}
+	return file_masterlink_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AcknowledgeRequest) GetFrameworkId() string {
@@ -2367,7 +2452,7 @@ type ReconcileRequest struct {
 
 func (x *ReconcileRequest) Reset() {
 	*x = ReconcileRequest{}
-	mi := &file_masterlink_proto_msgTypes[31]
+	mi := &file_masterlink_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2379,7 +2464,7 @@ func (x *ReconcileRequest) String() string {
 func (*ReconcileRequest) ProtoMessage() {}
 
 func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[31]
+	mi := &file_masterlink_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2392,7 +2477,7 @@ func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileRequest.ProtoReflect.Descriptor instead.
 func (*ReconcileRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{31}
+	return file_masterlink_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReconcileRequest) GetFrameworkId() string {
@@ -2425,7 +2510,7 @@ type UpdateTaskRequest struct {
 
 func (x *UpdateTaskRequest) Reset() {
 	*x = UpdateTaskRequest{}
-	mi := &file_masterlink_proto_msgTypes[32]
+	mi := &file_masterlink_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2437,7 +2522,7 @@ func (x *UpdateTaskRequest) String() string {
 func (*UpdateTaskRequest) ProtoMessage() {}
 
 func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[32]
+	mi := &file_masterlink_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2450,7 +2535,7 @@ func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{32}
+	return file_masterlink_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UpdateTaskRequest) GetFrameworkId() string {
@@ -2490,7 +2575,7 @@ type Operation_Launch struct {
 
 func (x *Operation_Launch) Reset() {
 	*x = Operation_Launch{}
-	mi := &file_masterlink_proto_msgTypes[35]
+	mi := &file_masterlink_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2502,7 +2587,7 @@ func (x *Operation_Launch) String() string {
 func (*Operation_Launch) ProtoMessage() {}
 
 func (x *Operation_Launch) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[35]
+	mi := &file_masterlink_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2515,7 +2600,7 @@ func (x *Operation_Launch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_Launch.ProtoReflect.Descriptor instead.
 func (*Operation_Launch) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{23, 0}
+	return file_masterlink_proto_rawDescGZIP(), []int{24, 0}
 }
 
 func (x *Operation_Launch) GetTasks() []*TaskInfo {
@@ -2534,7 +2619,7 @@ type Operation_Reserve struct {
 
 func (x *Operation_Reserve) Reset() {
 	*x = Operation_Reserve{}
-	mi := &file_masterlink_proto_msgTypes[36]
+	mi := &file_masterlink_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2546,7 +2631,7 @@ func (x *Operation_Reserve) String() string {
 func (*Operation_Reserve) ProtoMessage() {}
 
 func (x *Operation_Reserve) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[36]
+	mi := &file_masterlink_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2559,7 +2644,7 @@ func (x *Operation_Reserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_Reserve.ProtoReflect.Descriptor instead.
 func (*Operation_Reserve) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{23, 1}
+	return file_masterlink_proto_rawDescGZIP(), []int{24, 1}
 }
 
 func (x *Operation_Reserve) GetResources() string {
@@ -2578,7 +2663,7 @@ type Operation_Unreserve struct {
 
 func (x *Operation_Unreserve) Reset() {
 	*x = Operation_Unreserve{}
-	mi := &file_masterlink_proto_msgTypes[37]
+	mi := &file_masterlink_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2590,7 +2675,7 @@ func (x *Operation_Unreserve) String() string {
 func (*Operation_Unreserve) ProtoMessage() {}
 
 func (x *Operation_Unreserve) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[37]
+	mi := &file_masterlink_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2603,7 +2688,7 @@ func (x *Operation_Unreserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_Unreserve.ProtoReflect.Descriptor instead.
 func (*Operation_Unreserve) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{23, 2}
+	return file_masterlink_proto_rawDescGZIP(), []int{24, 2}
 }
 
 func (x *Operation_Unreserve) GetResources() string {
@@ -2648,7 +2733,7 @@ const file_masterlink_proto_rawDesc = "" +
 	"\fTaskSnapshot\x120\n" +
 	"\x04task\x18\x01 \x01(\v2\x1c.brim.masterlink.v1.TaskInfoR\x04task\x123\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1d.brim.masterlink.v1.TaskStateR\x05state\x12\"\n" +
-	"\facknowledged\x18\x03 \x01(\bR\facknowledged\"\xbf\x03\n" +
+	"\facknowledged\x18\x03 \x01(\bR\facknowledged\"\xde\x03\n" +
 	"\bRegister\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x1c\n" +
@@ -2659,10 +2744,15 @@ const file_masterlink_proto_rawDesc = "" +
 	"attributes\x18\x06 \x03(\v2,.brim.masterlink.v1.Register.AttributesEntryR\n" +
 	"attributes\x12N\n" +
 	"\x10oversubscription\x18\a \x01(\v2\".brim.masterlink.v1.OversubscribedR\x10oversubscription\x12+\n" +
-	"\x11performance_score\x18\b \x01(\x01R\x10performanceScore\x1a=\n" +
+	"\x11performance_score\x18\b \x01(\x01R\x10performanceScore\x12\x1d\n" +
+	"\n" +
+	"more_tasks\x18\t \x01(\bR\tmoreTasks\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\v\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"]\n" +
+	"\x0fReregisterTasks\x126\n" +
+	"\x05tasks\x18\x01 \x03(\v2 .brim.masterlink.v1.TaskSnapshotR\x05tasks\x12\x12\n" +
+	"\x04last\x18\x02 \x01(\bR\x04last\"\v\n" +
 	"\tHeartbeat\"\xba\x01\n" +
 	"\x0eOversubscribed\x12\x1c\n" +
 	"\trevocable\x18\x01 \x01(\tR\trevocable\x12@\n" +
@@ -2684,12 +2774,13 @@ const file_masterlink_proto_rawDesc = "" +
 	"\tthreshold\x18\n" +
 	" \x01(\x01R\tthreshold\x12*\n" +
 	"\x11applied_unix_nano\x18\v \x01(\x03R\x0fappliedUnixNano\x12\x16\n" +
-	"\x06active\x18\f \x01(\bR\x06active\"\x98\x02\n" +
+	"\x06active\x18\f \x01(\bR\x06active\"\xea\x02\n" +
 	"\fAgentMessage\x12:\n" +
 	"\bregister\x18\x01 \x01(\v2\x1c.brim.masterlink.v1.RegisterH\x00R\bregister\x12=\n" +
 	"\theartbeat\x18\x02 \x01(\v2\x1d.brim.masterlink.v1.HeartbeatH\x00R\theartbeat\x128\n" +
 	"\x06status\x18\x03 \x01(\v2\x1e.brim.masterlink.v1.TaskStatusH\x00R\x06status\x12L\n" +
-	"\x0eoversubscribed\x18\x04 \x01(\v2\".brim.masterlink.v1.OversubscribedH\x00R\x0eoversubscribedB\x05\n" +
+	"\x0eoversubscribed\x18\x04 \x01(\v2\".brim.masterlink.v1.OversubscribedH\x00R\x0eoversubscribed\x12P\n" +
+	"\x10reregister_tasks\x18\x05 \x01(\v2#.brim.masterlink.v1.ReregisterTasksH\x00R\x0freregisterTasksB\x05\n" +
 	"\x03msg\"u\n" +
 	"\n" +
 	"Registered\x12\x19\n" +
@@ -2839,7 +2930,7 @@ func file_masterlink_proto_rawDescGZIP() []byte {
 }
 
 var file_masterlink_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_masterlink_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_masterlink_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_masterlink_proto_goTypes = []any{
 	(TaskState)(0),              // 0: brim.masterlink.v1.TaskState
 	(*Empty)(nil),               // 1: brim.masterlink.v1.Empty
@@ -2847,99 +2938,102 @@ var file_masterlink_proto_goTypes = []any{
 	(*TaskStatus)(nil),          // 3: brim.masterlink.v1.TaskStatus
 	(*TaskSnapshot)(nil),        // 4: brim.masterlink.v1.TaskSnapshot
 	(*Register)(nil),            // 5: brim.masterlink.v1.Register
-	(*Heartbeat)(nil),           // 6: brim.masterlink.v1.Heartbeat
-	(*Oversubscribed)(nil),      // 7: brim.masterlink.v1.Oversubscribed
-	(*Correction)(nil),          // 8: brim.masterlink.v1.Correction
-	(*AgentMessage)(nil),        // 9: brim.masterlink.v1.AgentMessage
-	(*Registered)(nil),          // 10: brim.masterlink.v1.Registered
-	(*RunTask)(nil),             // 11: brim.masterlink.v1.RunTask
-	(*KillTask)(nil),            // 12: brim.masterlink.v1.KillTask
-	(*UpdateTask)(nil),          // 13: brim.masterlink.v1.UpdateTask
-	(*StatusAck)(nil),           // 14: brim.masterlink.v1.StatusAck
-	(*MasterMessage)(nil),       // 15: brim.masterlink.v1.MasterMessage
-	(*FrameworkInfo)(nil),       // 16: brim.masterlink.v1.FrameworkInfo
-	(*SubscribeRequest)(nil),    // 17: brim.masterlink.v1.SubscribeRequest
-	(*Offer)(nil),               // 18: brim.masterlink.v1.Offer
-	(*Subscribed)(nil),          // 19: brim.masterlink.v1.Subscribed
-	(*Offers)(nil),              // 20: brim.masterlink.v1.Offers
-	(*Rescind)(nil),             // 21: brim.masterlink.v1.Rescind
-	(*ErrorEvent)(nil),          // 22: brim.masterlink.v1.ErrorEvent
-	(*Event)(nil),               // 23: brim.masterlink.v1.Event
-	(*Operation)(nil),           // 24: brim.masterlink.v1.Operation
-	(*Filters)(nil),             // 25: brim.masterlink.v1.Filters
-	(*AcceptRequest)(nil),       // 26: brim.masterlink.v1.AcceptRequest
-	(*DeclineRequest)(nil),      // 27: brim.masterlink.v1.DeclineRequest
-	(*ReviveRequest)(nil),       // 28: brim.masterlink.v1.ReviveRequest
-	(*SuppressRequest)(nil),     // 29: brim.masterlink.v1.SuppressRequest
-	(*KillRequest)(nil),         // 30: brim.masterlink.v1.KillRequest
-	(*AcknowledgeRequest)(nil),  // 31: brim.masterlink.v1.AcknowledgeRequest
-	(*ReconcileRequest)(nil),    // 32: brim.masterlink.v1.ReconcileRequest
-	(*UpdateTaskRequest)(nil),   // 33: brim.masterlink.v1.UpdateTaskRequest
-	nil,                         // 34: brim.masterlink.v1.TaskInfo.LabelsEntry
-	nil,                         // 35: brim.masterlink.v1.Register.AttributesEntry
-	(*Operation_Launch)(nil),    // 36: brim.masterlink.v1.Operation.Launch
-	(*Operation_Reserve)(nil),   // 37: brim.masterlink.v1.Operation.Reserve
-	(*Operation_Unreserve)(nil), // 38: brim.masterlink.v1.Operation.Unreserve
+	(*ReregisterTasks)(nil),     // 6: brim.masterlink.v1.ReregisterTasks
+	(*Heartbeat)(nil),           // 7: brim.masterlink.v1.Heartbeat
+	(*Oversubscribed)(nil),      // 8: brim.masterlink.v1.Oversubscribed
+	(*Correction)(nil),          // 9: brim.masterlink.v1.Correction
+	(*AgentMessage)(nil),        // 10: brim.masterlink.v1.AgentMessage
+	(*Registered)(nil),          // 11: brim.masterlink.v1.Registered
+	(*RunTask)(nil),             // 12: brim.masterlink.v1.RunTask
+	(*KillTask)(nil),            // 13: brim.masterlink.v1.KillTask
+	(*UpdateTask)(nil),          // 14: brim.masterlink.v1.UpdateTask
+	(*StatusAck)(nil),           // 15: brim.masterlink.v1.StatusAck
+	(*MasterMessage)(nil),       // 16: brim.masterlink.v1.MasterMessage
+	(*FrameworkInfo)(nil),       // 17: brim.masterlink.v1.FrameworkInfo
+	(*SubscribeRequest)(nil),    // 18: brim.masterlink.v1.SubscribeRequest
+	(*Offer)(nil),               // 19: brim.masterlink.v1.Offer
+	(*Subscribed)(nil),          // 20: brim.masterlink.v1.Subscribed
+	(*Offers)(nil),              // 21: brim.masterlink.v1.Offers
+	(*Rescind)(nil),             // 22: brim.masterlink.v1.Rescind
+	(*ErrorEvent)(nil),          // 23: brim.masterlink.v1.ErrorEvent
+	(*Event)(nil),               // 24: brim.masterlink.v1.Event
+	(*Operation)(nil),           // 25: brim.masterlink.v1.Operation
+	(*Filters)(nil),             // 26: brim.masterlink.v1.Filters
+	(*AcceptRequest)(nil),       // 27: brim.masterlink.v1.AcceptRequest
+	(*DeclineRequest)(nil),      // 28: brim.masterlink.v1.DeclineRequest
+	(*ReviveRequest)(nil),       // 29: brim.masterlink.v1.ReviveRequest
+	(*SuppressRequest)(nil),     // 30: brim.masterlink.v1.SuppressRequest
+	(*KillRequest)(nil),         // 31: brim.masterlink.v1.KillRequest
+	(*AcknowledgeRequest)(nil),  // 32: brim.masterlink.v1.AcknowledgeRequest
+	(*ReconcileRequest)(nil),    // 33: brim.masterlink.v1.ReconcileRequest
+	(*UpdateTaskRequest)(nil),   // 34: brim.masterlink.v1.UpdateTaskRequest
+	nil,                         // 35: brim.masterlink.v1.TaskInfo.LabelsEntry
+	nil,                         // 36: brim.masterlink.v1.Register.AttributesEntry
+	(*Operation_Launch)(nil),    // 37: brim.masterlink.v1.Operation.Launch
+	(*Operation_Reserve)(nil),   // 38: brim.masterlink.v1.Operation.Reserve
+	(*Operation_Unreserve)(nil), // 39: brim.masterlink.v1.Operation.Unreserve
 }
 var file_masterlink_proto_depIdxs = []int32{
-	34, // 0: brim.masterlink.v1.TaskInfo.labels:type_name -> brim.masterlink.v1.TaskInfo.LabelsEntry
+	35, // 0: brim.masterlink.v1.TaskInfo.labels:type_name -> brim.masterlink.v1.TaskInfo.LabelsEntry
 	0,  // 1: brim.masterlink.v1.TaskStatus.state:type_name -> brim.masterlink.v1.TaskState
 	2,  // 2: brim.masterlink.v1.TaskSnapshot.task:type_name -> brim.masterlink.v1.TaskInfo
 	0,  // 3: brim.masterlink.v1.TaskSnapshot.state:type_name -> brim.masterlink.v1.TaskState
 	4,  // 4: brim.masterlink.v1.Register.tasks:type_name -> brim.masterlink.v1.TaskSnapshot
-	35, // 5: brim.masterlink.v1.Register.attributes:type_name -> brim.masterlink.v1.Register.AttributesEntry
-	7,  // 6: brim.masterlink.v1.Register.oversubscription:type_name -> brim.masterlink.v1.Oversubscribed
-	8,  // 7: brim.masterlink.v1.Oversubscribed.corrections:type_name -> brim.masterlink.v1.Correction
-	5,  // 8: brim.masterlink.v1.AgentMessage.register:type_name -> brim.masterlink.v1.Register
-	6,  // 9: brim.masterlink.v1.AgentMessage.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
-	3,  // 10: brim.masterlink.v1.AgentMessage.status:type_name -> brim.masterlink.v1.TaskStatus
-	7,  // 11: brim.masterlink.v1.AgentMessage.oversubscribed:type_name -> brim.masterlink.v1.Oversubscribed
-	2,  // 12: brim.masterlink.v1.RunTask.task:type_name -> brim.masterlink.v1.TaskInfo
-	10, // 13: brim.masterlink.v1.MasterMessage.registered:type_name -> brim.masterlink.v1.Registered
-	11, // 14: brim.masterlink.v1.MasterMessage.run:type_name -> brim.masterlink.v1.RunTask
-	12, // 15: brim.masterlink.v1.MasterMessage.kill:type_name -> brim.masterlink.v1.KillTask
-	13, // 16: brim.masterlink.v1.MasterMessage.update:type_name -> brim.masterlink.v1.UpdateTask
-	14, // 17: brim.masterlink.v1.MasterMessage.ack:type_name -> brim.masterlink.v1.StatusAck
-	16, // 18: brim.masterlink.v1.SubscribeRequest.framework:type_name -> brim.masterlink.v1.FrameworkInfo
-	18, // 19: brim.masterlink.v1.Offers.offers:type_name -> brim.masterlink.v1.Offer
-	19, // 20: brim.masterlink.v1.Event.subscribed:type_name -> brim.masterlink.v1.Subscribed
-	20, // 21: brim.masterlink.v1.Event.offers:type_name -> brim.masterlink.v1.Offers
-	21, // 22: brim.masterlink.v1.Event.rescind:type_name -> brim.masterlink.v1.Rescind
-	3,  // 23: brim.masterlink.v1.Event.update:type_name -> brim.masterlink.v1.TaskStatus
-	6,  // 24: brim.masterlink.v1.Event.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
-	22, // 25: brim.masterlink.v1.Event.error:type_name -> brim.masterlink.v1.ErrorEvent
-	36, // 26: brim.masterlink.v1.Operation.launch:type_name -> brim.masterlink.v1.Operation.Launch
-	37, // 27: brim.masterlink.v1.Operation.reserve:type_name -> brim.masterlink.v1.Operation.Reserve
-	38, // 28: brim.masterlink.v1.Operation.unreserve:type_name -> brim.masterlink.v1.Operation.Unreserve
-	24, // 29: brim.masterlink.v1.AcceptRequest.operations:type_name -> brim.masterlink.v1.Operation
-	25, // 30: brim.masterlink.v1.AcceptRequest.filters:type_name -> brim.masterlink.v1.Filters
-	25, // 31: brim.masterlink.v1.DeclineRequest.filters:type_name -> brim.masterlink.v1.Filters
-	2,  // 32: brim.masterlink.v1.Operation.Launch.tasks:type_name -> brim.masterlink.v1.TaskInfo
-	9,  // 33: brim.masterlink.v1.AgentLink.Connect:input_type -> brim.masterlink.v1.AgentMessage
-	17, // 34: brim.masterlink.v1.Scheduler.Subscribe:input_type -> brim.masterlink.v1.SubscribeRequest
-	26, // 35: brim.masterlink.v1.Scheduler.Accept:input_type -> brim.masterlink.v1.AcceptRequest
-	27, // 36: brim.masterlink.v1.Scheduler.Decline:input_type -> brim.masterlink.v1.DeclineRequest
-	28, // 37: brim.masterlink.v1.Scheduler.Revive:input_type -> brim.masterlink.v1.ReviveRequest
-	29, // 38: brim.masterlink.v1.Scheduler.Suppress:input_type -> brim.masterlink.v1.SuppressRequest
-	30, // 39: brim.masterlink.v1.Scheduler.Kill:input_type -> brim.masterlink.v1.KillRequest
-	31, // 40: brim.masterlink.v1.Scheduler.Acknowledge:input_type -> brim.masterlink.v1.AcknowledgeRequest
-	32, // 41: brim.masterlink.v1.Scheduler.Reconcile:input_type -> brim.masterlink.v1.ReconcileRequest
-	33, // 42: brim.masterlink.v1.Scheduler.UpdateTask:input_type -> brim.masterlink.v1.UpdateTaskRequest
-	15, // 43: brim.masterlink.v1.AgentLink.Connect:output_type -> brim.masterlink.v1.MasterMessage
-	23, // 44: brim.masterlink.v1.Scheduler.Subscribe:output_type -> brim.masterlink.v1.Event
-	1,  // 45: brim.masterlink.v1.Scheduler.Accept:output_type -> brim.masterlink.v1.Empty
-	1,  // 46: brim.masterlink.v1.Scheduler.Decline:output_type -> brim.masterlink.v1.Empty
-	1,  // 47: brim.masterlink.v1.Scheduler.Revive:output_type -> brim.masterlink.v1.Empty
-	1,  // 48: brim.masterlink.v1.Scheduler.Suppress:output_type -> brim.masterlink.v1.Empty
-	1,  // 49: brim.masterlink.v1.Scheduler.Kill:output_type -> brim.masterlink.v1.Empty
-	1,  // 50: brim.masterlink.v1.Scheduler.Acknowledge:output_type -> brim.masterlink.v1.Empty
-	1,  // 51: brim.masterlink.v1.Scheduler.Reconcile:output_type -> brim.masterlink.v1.Empty
-	1,  // 52: brim.masterlink.v1.Scheduler.UpdateTask:output_type -> brim.masterlink.v1.Empty
-	43, // [43:53] is the sub-list for method output_type
-	33, // [33:43] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	36, // 5: brim.masterlink.v1.Register.attributes:type_name -> brim.masterlink.v1.Register.AttributesEntry
+	8,  // 6: brim.masterlink.v1.Register.oversubscription:type_name -> brim.masterlink.v1.Oversubscribed
+	4,  // 7: brim.masterlink.v1.ReregisterTasks.tasks:type_name -> brim.masterlink.v1.TaskSnapshot
+	9,  // 8: brim.masterlink.v1.Oversubscribed.corrections:type_name -> brim.masterlink.v1.Correction
+	5,  // 9: brim.masterlink.v1.AgentMessage.register:type_name -> brim.masterlink.v1.Register
+	7,  // 10: brim.masterlink.v1.AgentMessage.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
+	3,  // 11: brim.masterlink.v1.AgentMessage.status:type_name -> brim.masterlink.v1.TaskStatus
+	8,  // 12: brim.masterlink.v1.AgentMessage.oversubscribed:type_name -> brim.masterlink.v1.Oversubscribed
+	6,  // 13: brim.masterlink.v1.AgentMessage.reregister_tasks:type_name -> brim.masterlink.v1.ReregisterTasks
+	2,  // 14: brim.masterlink.v1.RunTask.task:type_name -> brim.masterlink.v1.TaskInfo
+	11, // 15: brim.masterlink.v1.MasterMessage.registered:type_name -> brim.masterlink.v1.Registered
+	12, // 16: brim.masterlink.v1.MasterMessage.run:type_name -> brim.masterlink.v1.RunTask
+	13, // 17: brim.masterlink.v1.MasterMessage.kill:type_name -> brim.masterlink.v1.KillTask
+	14, // 18: brim.masterlink.v1.MasterMessage.update:type_name -> brim.masterlink.v1.UpdateTask
+	15, // 19: brim.masterlink.v1.MasterMessage.ack:type_name -> brim.masterlink.v1.StatusAck
+	17, // 20: brim.masterlink.v1.SubscribeRequest.framework:type_name -> brim.masterlink.v1.FrameworkInfo
+	19, // 21: brim.masterlink.v1.Offers.offers:type_name -> brim.masterlink.v1.Offer
+	20, // 22: brim.masterlink.v1.Event.subscribed:type_name -> brim.masterlink.v1.Subscribed
+	21, // 23: brim.masterlink.v1.Event.offers:type_name -> brim.masterlink.v1.Offers
+	22, // 24: brim.masterlink.v1.Event.rescind:type_name -> brim.masterlink.v1.Rescind
+	3,  // 25: brim.masterlink.v1.Event.update:type_name -> brim.masterlink.v1.TaskStatus
+	7,  // 26: brim.masterlink.v1.Event.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
+	23, // 27: brim.masterlink.v1.Event.error:type_name -> brim.masterlink.v1.ErrorEvent
+	37, // 28: brim.masterlink.v1.Operation.launch:type_name -> brim.masterlink.v1.Operation.Launch
+	38, // 29: brim.masterlink.v1.Operation.reserve:type_name -> brim.masterlink.v1.Operation.Reserve
+	39, // 30: brim.masterlink.v1.Operation.unreserve:type_name -> brim.masterlink.v1.Operation.Unreserve
+	25, // 31: brim.masterlink.v1.AcceptRequest.operations:type_name -> brim.masterlink.v1.Operation
+	26, // 32: brim.masterlink.v1.AcceptRequest.filters:type_name -> brim.masterlink.v1.Filters
+	26, // 33: brim.masterlink.v1.DeclineRequest.filters:type_name -> brim.masterlink.v1.Filters
+	2,  // 34: brim.masterlink.v1.Operation.Launch.tasks:type_name -> brim.masterlink.v1.TaskInfo
+	10, // 35: brim.masterlink.v1.AgentLink.Connect:input_type -> brim.masterlink.v1.AgentMessage
+	18, // 36: brim.masterlink.v1.Scheduler.Subscribe:input_type -> brim.masterlink.v1.SubscribeRequest
+	27, // 37: brim.masterlink.v1.Scheduler.Accept:input_type -> brim.masterlink.v1.AcceptRequest
+	28, // 38: brim.masterlink.v1.Scheduler.Decline:input_type -> brim.masterlink.v1.DeclineRequest
+	29, // 39: brim.masterlink.v1.Scheduler.Revive:input_type -> brim.masterlink.v1.ReviveRequest
+	30, // 40: brim.masterlink.v1.Scheduler.Suppress:input_type -> brim.masterlink.v1.SuppressRequest
+	31, // 41: brim.masterlink.v1.Scheduler.Kill:input_type -> brim.masterlink.v1.KillRequest
+	32, // 42: brim.masterlink.v1.Scheduler.Acknowledge:input_type -> brim.masterlink.v1.AcknowledgeRequest
+	33, // 43: brim.masterlink.v1.Scheduler.Reconcile:input_type -> brim.masterlink.v1.ReconcileRequest
+	34, // 44: brim.masterlink.v1.Scheduler.UpdateTask:input_type -> brim.masterlink.v1.UpdateTaskRequest
+	16, // 45: brim.masterlink.v1.AgentLink.Connect:output_type -> brim.masterlink.v1.MasterMessage
+	24, // 46: brim.masterlink.v1.Scheduler.Subscribe:output_type -> brim.masterlink.v1.Event
+	1,  // 47: brim.masterlink.v1.Scheduler.Accept:output_type -> brim.masterlink.v1.Empty
+	1,  // 48: brim.masterlink.v1.Scheduler.Decline:output_type -> brim.masterlink.v1.Empty
+	1,  // 49: brim.masterlink.v1.Scheduler.Revive:output_type -> brim.masterlink.v1.Empty
+	1,  // 50: brim.masterlink.v1.Scheduler.Suppress:output_type -> brim.masterlink.v1.Empty
+	1,  // 51: brim.masterlink.v1.Scheduler.Kill:output_type -> brim.masterlink.v1.Empty
+	1,  // 52: brim.masterlink.v1.Scheduler.Acknowledge:output_type -> brim.masterlink.v1.Empty
+	1,  // 53: brim.masterlink.v1.Scheduler.Reconcile:output_type -> brim.masterlink.v1.Empty
+	1,  // 54: brim.masterlink.v1.Scheduler.UpdateTask:output_type -> brim.masterlink.v1.Empty
+	45, // [45:55] is the sub-list for method output_type
+	35, // [35:45] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_masterlink_proto_init() }
@@ -2947,20 +3041,21 @@ func file_masterlink_proto_init() {
 	if File_masterlink_proto != nil {
 		return
 	}
-	file_masterlink_proto_msgTypes[8].OneofWrappers = []any{
+	file_masterlink_proto_msgTypes[9].OneofWrappers = []any{
 		(*AgentMessage_Register)(nil),
 		(*AgentMessage_Heartbeat)(nil),
 		(*AgentMessage_Status)(nil),
 		(*AgentMessage_Oversubscribed)(nil),
+		(*AgentMessage_ReregisterTasks)(nil),
 	}
-	file_masterlink_proto_msgTypes[14].OneofWrappers = []any{
+	file_masterlink_proto_msgTypes[15].OneofWrappers = []any{
 		(*MasterMessage_Registered)(nil),
 		(*MasterMessage_Run)(nil),
 		(*MasterMessage_Kill)(nil),
 		(*MasterMessage_Update)(nil),
 		(*MasterMessage_Ack)(nil),
 	}
-	file_masterlink_proto_msgTypes[22].OneofWrappers = []any{
+	file_masterlink_proto_msgTypes[23].OneofWrappers = []any{
 		(*Event_Subscribed)(nil),
 		(*Event_Offers)(nil),
 		(*Event_Rescind)(nil),
@@ -2968,7 +3063,7 @@ func file_masterlink_proto_init() {
 		(*Event_Heartbeat)(nil),
 		(*Event_Error)(nil),
 	}
-	file_masterlink_proto_msgTypes[23].OneofWrappers = []any{
+	file_masterlink_proto_msgTypes[24].OneofWrappers = []any{
 		(*Operation_Launch_)(nil),
 		(*Operation_Reserve_)(nil),
 		(*Operation_Unreserve_)(nil),
@@ -2979,7 +3074,7 @@ func file_masterlink_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_masterlink_proto_rawDesc), len(file_masterlink_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   38,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

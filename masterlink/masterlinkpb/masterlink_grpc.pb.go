@@ -34,8 +34,8 @@ const (
 // AgentLink is served by the master for agents.
 type AgentLinkClient interface {
 	// Connect is the agent's one long-lived stream. The agent's first message
-	// is a Register (with its ID and running tasks when it has one); the
-	// master answers Registered, then both sides exchange messages until the
+	// is a Register (with its ID and running tasks when it has one; many
+	// tasks follow in ReregisterTasks pages); the master answers Registered, then both sides exchange messages until the
 	// stream breaks. A broken stream is re-established with a new Register.
 	Connect(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AgentMessage, MasterMessage], error)
 }
@@ -68,8 +68,8 @@ type AgentLink_ConnectClient = grpc.BidiStreamingClient[AgentMessage, MasterMess
 // AgentLink is served by the master for agents.
 type AgentLinkServer interface {
 	// Connect is the agent's one long-lived stream. The agent's first message
-	// is a Register (with its ID and running tasks when it has one); the
-	// master answers Registered, then both sides exchange messages until the
+	// is a Register (with its ID and running tasks when it has one; many
+	// tasks follow in ReregisterTasks pages); the master answers Registered, then both sides exchange messages until the
 	// stream breaks. A broken stream is re-established with a new Register.
 	Connect(grpc.BidiStreamingServer[AgentMessage, MasterMessage]) error
 	mustEmbedUnimplementedAgentLinkServer()

@@ -1,0 +1,93 @@
+package master_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/masterlink"
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/resources"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// waitAgent polls the master's state until ok holds for its one agent.
+func waitAgent(t *testing.T, m *master.Master, what string, ok func(master.AgentState) bool) master.AgentState {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := m.State()
+		if len(st.Agents) == 1 && ok(st.Agents[0]) {
+			return st.Agents[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent never %s: %+v", what, st.Agents)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestReregisterManyLargeTasks: an agent running 100 tasks with 90 KB
+// commands (9 MB of specs, past gRPC's 4 MiB default that this master
+// keeps) registers with a master that does not know them (it adopts them)
+// and re-registers after a restart without losing one. Before paging its
+// Register was refused for its size and every task went LOST.
+func TestReregisterManyLargeTasks(t *testing.T) {
+	c := newCluster(t, master.Options{MaxMissedHeartbeats: 100})
+	r := newFakeRunner()
+	pad := strings.Repeat("x", 90_000)
+	for i := range 100 {
+		id := fmt.Sprintf("t%03d", i)
+		r.tasks[id] = &masterlink.TaskSnapshot{State: pb.TaskState_TASK_RUNNING, Task: masterlink.Task{ID: id, FrameworkID: "fw",
+			Resources: resources.MustParse("cpus:0.01;mem:1"), Command: []string{"sleep", "600", pad}}}
+	}
+	dir := t.TempDir()
+	stop := c.startAgent(dir, r)
+	waitAgent(t, c.m, "registered with its 100 tasks", func(a master.AgentState) bool { return a.Connected && a.Tasks == 100 })
+	stop()
+	waitAgent(t, c.m, "disconnected", func(a master.AgentState) bool { return !a.Connected })
+	c.startAgent(dir, r)
+	a := waitAgent(t, c.m, "re-registered", func(a master.AgentState) bool { return a.Connected })
+	if a.Tasks != 100 {
+		t.Fatalf("re-registered with %d tasks, want 100", a.Tasks)
+	}
+}
+
+// TestRegisterPagesOnlyThenRegistered: between a Register announcing more
+// tasks and the last page, anything else is refused.
+func TestRegisterPagesOnlyThenRegistered(t *testing.T) {
+	c := newCluster(t, master.Options{})
+	cc, err := grpc.NewClient(c.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream, err := pb.NewAgentLinkClient(cc).Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := &pb.Register{Hostname: "h", Resources: "cpus:1;mem:64", MoreTasks: true}
+	for _, m := range []*pb.AgentMessage{
+		{Msg: &pb.AgentMessage_Register{Register: reg}},
+		{Msg: &pb.AgentMessage_ReregisterTasks{ReregisterTasks: &pb.ReregisterTasks{}}},
+		{Msg: &pb.AgentMessage_Heartbeat{Heartbeat: &pb.Heartbeat{}}},
+	} {
+		if err := stream.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := stream.Recv(); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "before the last page of tasks") {
+		t.Fatalf("heartbeat before the last page: %v, want InvalidArgument", err)
+	}
+	if st := c.m.State(); len(st.Agents) != 0 {
+		t.Fatalf("a refused registration left agents %+v", st.Agents)
+	}
+}
