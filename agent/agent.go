@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/brimnode/brim/internal/atomicfile"
+	"github.com/brimnode/brim/internal/lockfile"
 	"io"
 	"log/slog"
 	"os"
@@ -152,7 +154,7 @@ type Agent struct {
 	rt    Runtime
 	store *store
 	id    string
-	lock  *os.File
+	lock  *lockfile.Lock
 
 	ctx    context.Context // the agent's lifetime; cancelled by Close
 	cancel context.CancelFunc
@@ -310,7 +312,7 @@ func agentID(stateDir string) (string, error) {
 		return "", fmt.Errorf("read agent id: %w", err)
 	}
 	id := uuid.NewString()
-	if err := writeFileAtomic(p, []byte(id+"\n")); err != nil {
+	if err := atomicfile.WriteFile(p, []byte(id+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("write agent id: %w", err)
 	}
 	return id, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/brimnode/brim/internal/atomicfile"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -551,7 +552,7 @@ func (c *Client) setID(id string) error {
 	if id == c.id {
 		return nil
 	}
-	if err := writeFileAtomic(filepath.Join(c.dir, "agent-id"), []byte(id+"\n")); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(c.dir, "agent-id"), []byte(id+"\n"), 0o600); err != nil {
 		return fmt.Errorf("persist agent id: %w", err)
 	}
 	c.id = id

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/brimnode/brim/internal/lockfile"
 	"hash/fnv"
 	"io/fs"
 	"net"
@@ -40,7 +41,7 @@ type Isolator struct {
 	// tcSock is a netlink socket in the host namespace for the requests
 	// the netlink library cannot build (the leaf bfifo); used under mu.
 	tcSock map[int]*nl.SocketHandle
-	lock   *os.File       // flock on <StateDir>/.lock
+	lock   *lockfile.Lock // flock on <StateDir>/.lock
 	hostNS netns.NsHandle // the namespace New ran in (for nftables)
 	bridge int            // link indexes
 	txIFB  int
@@ -103,24 +104,18 @@ func New(cfg Config) (*Isolator, error) {
 	return i, nil
 }
 
-// lockDir takes an exclusive flock on dir/.lock; the kernel drops it when
-// the process dies, so a killed agent never leaves it behind.
-func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open state lock: %w", err)
+// lockDir locks dir/.lock; the kernel drops the lock when the process
+// dies, so a killed agent never leaves it behind. The error wraps ErrLocked
+// when another Isolator holds it.
+func lockDir(dir string) (*lockfile.Lock, error) {
+	l, err := lockfile.File(filepath.Join(dir, ".lock"))
+	if errors.Is(err, lockfile.ErrLocked) {
+		return nil, fmt.Errorf("%w: %w", ErrLocked, err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		_ = f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("lock %s: %w", dir, ErrLocked)
-		}
-		return nil, fmt.Errorf("lock %s: %w", dir, err)
-	}
-	return f, nil
+	return l, err
 }
 
-func newLocked(cfg Config, lock *os.File) (*Isolator, error) {
+func newLocked(cfg Config, lock *lockfile.Lock) (*Isolator, error) {
 	st := store{dir: cfg.StateDir}
 	recs, err := st.load()
 	if err != nil {
