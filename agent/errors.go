@@ -3,14 +3,16 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"github.com/brimnode/brim/internal/errdefs"
 	"strings"
 
 	"github.com/brimnode/brim/resources"
 )
 
 var (
-	// ErrNotFound is returned for a container ID or name the agent does not know.
-	ErrNotFound = errors.New("container not found")
+	// ErrNotFound is returned for a container ID or name the agent does not
+	// know. It is containerizer.ErrNotFound too (internal/errdefs).
+	ErrNotFound = errdefs.ErrContainerNotFound
 	// ErrNameInUse is returned when a container name is already taken.
 	ErrNameInUse = errors.New("container name already in use")
 	// ErrInsufficientResources is returned when a launch or resize asks for
@@ -28,8 +30,9 @@ var (
 	// ErrAgentRunning is returned when another agent already serves the
 	// socket or holds the state dir.
 	ErrAgentRunning = errors.New("another agent is running")
-	// ErrNotSupported is returned where the host cannot run the agent.
-	ErrNotSupported = errors.New("not supported on this host")
+	// ErrNotSupported is returned where the host cannot run the agent
+	// (internal/errdefs.ErrNotSupported, the one "not supported").
+	ErrNotSupported = errdefs.ErrNotSupported
 )
 
 // InsufficientResourcesError says which resources a request asked too much

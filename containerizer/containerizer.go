@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/brimnode/brim/internal/atomicfile"
+	"github.com/brimnode/brim/internal/errdefs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -19,7 +20,8 @@ import (
 var (
 	// ErrNotFound is returned for a container ID the containerizer does
 	// not know.
-	ErrNotFound = errors.New("container not found")
+	// It is agent.ErrNotFound too (internal/errdefs).
+	ErrNotFound = errdefs.ErrContainerNotFound
 	// ErrExist is returned by Launch for an ID already in use.
 	ErrExist = errors.New("container already exists")
 	// ErrNotRunning is returned for an operation that needs a running

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/brimnode/brim/internal/atomicfile"
+	"github.com/brimnode/brim/internal/errdefs"
 	"os"
 	"path/filepath"
 	"time"
@@ -26,8 +27,9 @@ var (
 	// ErrCommandNotFound is returned when the command to run does not exist
 	// (or is not executable) in the container's root filesystem.
 	ErrCommandNotFound = errors.New("command not found in the container's root filesystem")
-	// ErrNotSupported is returned by the shim on hosts other than Linux.
-	ErrNotSupported = errors.New("not supported on this host")
+	// ErrNotSupported is returned by the shim on hosts other than Linux
+	// (internal/errdefs.ErrNotSupported, the one "not supported").
+	ErrNotSupported = errdefs.ErrNotSupported
 )
 
 // Names of the files in a container directory. The containerizer creates
