@@ -169,7 +169,7 @@ func (r *Runner) watch(id string) {
 			r.update(masterlink.Status{TaskID: id, State: pb.TaskState_TASK_LOST, Reason: ReasonContainerLost, Message: err.Error()})
 			return
 		}
-		st := terminal(c, r.killed(id))
+		st := finalStatus(c, r.killed(id))
 		if st.Reason == ReasonPreempted {
 			st.Message = r.preemptMessage(c)
 		}
@@ -273,7 +273,7 @@ func (r *Runner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
 		case agent.StateLaunching:
 			s.State = pb.TaskState_TASK_STARTING
 		case agent.StateExited:
-			s.State = terminal(c, r.killed(id)).State
+			s.State = finalStatus(c, r.killed(id)).State
 		}
 		out = append(out, s)
 	}
@@ -290,7 +290,7 @@ func (r *Runner) Adopt() {
 			continue
 		}
 		if c.State == agent.StateExited {
-			r.update(terminal(c, r.killed(id)))
+			r.update(finalStatus(c, r.killed(id)))
 		} else {
 			r.watch(id)
 		}

@@ -45,9 +45,9 @@ func agentResourcesOf(res resources.Resources) (agent.Resources, bool, error) {
 	return out, rev, nil
 }
 
-// terminal maps an exited container to the task's final status; killed
+// finalStatus maps an exited container to the task's final status; killed
 // says the framework asked for the kill.
-func terminal(c *agent.Container, killed bool) masterlink.Status {
+func finalStatus(c *agent.Container, killed bool) masterlink.Status {
 	id := c.Labels[LabelTask]
 	st := masterlink.Status{TaskID: id, State: pb.TaskState_TASK_FAILED, Reason: ReasonCommandExited}
 	e := c.Exit

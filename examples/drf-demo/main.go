@@ -213,7 +213,7 @@ func (f *framework) update(ctx context.Context, st *pb.TaskStatus) {
 		line += ": " + st.Message
 	}
 	f.printf("%s", line)
-	if !terminal(st.State) {
+	if !st.State.Terminal() {
 		f.live[st.TaskId] = st.State
 		return
 	}
@@ -318,14 +318,6 @@ func fit(have, want resources.Resources, limit int) int {
 		n++
 	}
 	return n
-}
-
-func terminal(s pb.TaskState) bool {
-	switch s {
-	case pb.TaskState_TASK_FINISHED, pb.TaskState_TASK_FAILED, pb.TaskState_TASK_KILLED, pb.TaskState_TASK_LOST, pb.TaskState_TASK_GONE:
-		return true
-	}
-	return false
 }
 
 func stateName(s pb.TaskState) string {

@@ -473,7 +473,7 @@ func (r *run) update(ctx context.Context, st *pb.TaskStatus) {
 		return
 	}
 	r.printf("%s\n", statusLine(st))
-	if terminal(st.State) && st.Reason != "RECONCILIATION" {
+	if st.State.Terminal() && st.Reason != "RECONCILIATION" {
 		// Acknowledge before exiting so the agent stops retrying (the
 		// driver's own acknowledgement would race with the exit).
 		if st.Uuid != "" {
@@ -500,14 +500,6 @@ func statusLine(st *pb.TaskStatus) string {
 		line += ": " + st.Message
 	}
 	return line
-}
-
-func terminal(s pb.TaskState) bool {
-	switch s {
-	case pb.TaskState_TASK_FINISHED, pb.TaskState_TASK_FAILED, pb.TaskState_TASK_KILLED, pb.TaskState_TASK_LOST, pb.TaskState_TASK_GONE:
-		return true
-	}
-	return false
 }
 
 func stateName(s pb.TaskState) string { return s.String()[len("TASK_"):] }
