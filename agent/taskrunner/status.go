@@ -19,16 +19,18 @@ const (
 	LabelTaskName  = "brim.task-name"
 )
 
-// Status reasons of the agent side.
-const (
-	ReasonCommandExited  = "COMMAND_EXITED"
-	ReasonMemoryLimit    = "CONTAINER_LIMITATION_MEMORY"
-	ReasonKilled         = "KILLED_BY_FRAMEWORK"
-	ReasonContainerLost  = "CONTAINER_LOST"
-	ReasonInvalidTaskRes = "INVALID_RESOURCES"
+// Status reasons of the agent side: names of the proto's TaskReason
+// (masterlinkpb/reasons.go), the one definition.
+var (
+	ReasonCommandExited  = pb.ReasonCommandExited
+	ReasonMemoryLimit    = pb.ReasonContainerLimitationMemory
+	ReasonKilled         = pb.ReasonKilledByFramework
+	ReasonContainerLost  = pb.ReasonContainerLost
+	ReasonInvalidTaskRes = pb.ReasonInvalidResources
 	// ReasonPreempted: a QoS correction killed the task's revocable
-	// container (the agent's exit reason is the same string).
-	ReasonPreempted = qos.ReasonPreempted
+	// container (the container's exit reason, qos.ReasonPreempted, is the
+	// same string).
+	ReasonPreempted = pb.ReasonContainerPreempted
 )
 
 // agentResourcesOf turns a task's resources into the agent's limits.

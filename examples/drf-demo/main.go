@@ -199,7 +199,7 @@ func (f *framework) update(ctx context.Context, st *pb.TaskStatus) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	prev, known := f.live[st.TaskId]
-	if !known || (prev == st.State && st.Reason == "RECONCILIATION") {
+	if !known || (prev == st.State && st.Reason == pb.ReasonReconciliation) {
 		return // a task of an earlier run, or nothing new
 	}
 	line := st.TaskId + " " + stateName(st.State)

@@ -473,7 +473,7 @@ func (r *run) update(ctx context.Context, st *pb.TaskStatus) {
 		return
 	}
 	r.printf("%s\n", statusLine(st))
-	if st.State.Terminal() && st.Reason != "RECONCILIATION" {
+	if st.State.Terminal() && st.Reason != pb.ReasonReconciliation {
 		// Acknowledge before exiting so the agent stops retrying (the
 		// driver's own acknowledgement would race with the exit).
 		if st.Uuid != "" {
