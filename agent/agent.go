@@ -204,12 +204,12 @@ func New(opts Options) (*Agent, error) {
 	}
 	id, err := agentID(opts.StateDir)
 	if err != nil {
-		lock.Close()
+		_ = lock.Close() // New fails with err; the lock only has to go
 		return nil, err
 	}
 	st, err := newStore(filepath.Join(opts.StateDir, "checkpoint"))
 	if err != nil {
-		lock.Close()
+		_ = lock.Close() // New fails with err; the lock only has to go
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -42,7 +42,7 @@ func OpenBoltStore(path string) (*BoltStore, error) {
 		return nil
 	})
 	if err != nil {
-		db.Close()
+		_ = db.Close() // failing with err
 		return nil, fmt.Errorf("init master store: %w", err)
 	}
 	return &BoltStore{db: db}, nil

@@ -385,7 +385,7 @@ func (c *Client) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dial master %s: %w", c.opts.Master, err)
 	}
-	defer cc.Close()
+	defer func() { _ = cc.Close() }() // the run is over; its error is the one to report
 	defer c.wg.Wait()
 	api := pb.NewAgentLinkClient(cc)
 	retry := p.retry

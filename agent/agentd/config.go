@@ -17,7 +17,6 @@ import (
 	"github.com/brimnode/brim/isolator/network"
 	"github.com/brimnode/brim/masterlink"
 	"github.com/brimnode/brim/resources"
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 )
 
@@ -204,11 +203,11 @@ func (c Config) resolve() (resolved, error) {
 // parseResources parses --resources, or measures the host.
 func parseResources(text string) (agent.Resources, error) {
 	if strings.TrimSpace(text) == "" {
-		var si unix.Sysinfo_t
-		if err := unix.Sysinfo(&si); err != nil {
-			return agent.Resources{}, fmt.Errorf("measure host memory: %w", err)
+		mem, err := hostMemBytes()
+		if err != nil {
+			return agent.Resources{}, err
 		}
-		memMiB := int64(si.Totalram) * int64(si.Unit) >> 20
+		memMiB := mem >> 20
 		return agent.Resources{
 			MilliCPUs: int64(runtime.NumCPU()) * 1000,
 			MemMiB:    max(memMiB-memReserveMiB, memMiB/2),

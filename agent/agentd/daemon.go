@@ -102,7 +102,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	defer l.Close() // Serve closes it too; Close is idempotent
+	defer func() { _ = l.Close() }() // Serve closes it too (and reports); this is for early returns
 	cg, err := cgroups.New(cgroups.Config{Parent: d.res.cgParent})
 	if err != nil {
 		return fmt.Errorf("cgroup isolator: %w", err)
@@ -120,7 +120,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		if err != nil {
 			return fmt.Errorf("network isolator: %w", err)
 		}
-		defer netIso.Close()
+		defer func() { _ = netIso.Close() }() // best effort at exit; containers keep their network
 		isos = append(isos, netIso)
 	}
 	cz, err := containerizer.New(containerizer.Config{
@@ -149,7 +149,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	metrics, err := d.plugins.openMetrics(a)
 	if err != nil {
-		a.Close()
+		_ = a.Close() // failing with err; Close only releases the state dir
 		return err
 	}
 	oom := d.plugins.oomWatcher(a, log)

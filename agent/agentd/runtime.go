@@ -8,7 +8,6 @@ import (
 	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/containerizer"
 	"github.com/brimnode/brim/isolator"
-	"golang.org/x/sys/unix"
 )
 
 // runtimeAdapter lets the agent drive the containerizer (agent.Runtime),
@@ -43,7 +42,7 @@ func exitOf(st *containerizer.ExitStatus) *agent.ExitStatus {
 	}
 	sig := 0
 	if st.Signal != "" {
-		sig = int(unix.SignalNum(st.Signal))
+		sig = signalNum(st.Signal)
 	}
 	return &agent.ExitStatus{Code: st.Code, Signal: sig, OOMKilled: st.OOMKilled, Reason: st.Reason, Message: st.Message, FinishedAt: st.FinishedAt}
 }

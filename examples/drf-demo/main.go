@@ -91,7 +91,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }() // the demo is over
 	f := &framework{c: c, want: want, d: d, out: out, live: map[string]pb.TaskState{}, ended: make(chan struct{}, 1)}
 
 	// The driver runs until the tasks are killed, not until ctx ends: the

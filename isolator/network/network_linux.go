@@ -138,13 +138,13 @@ func newLocked(cfg Config, lock *lockfile.Lock) (*Isolator, error) {
 		return nil, fmt.Errorf("open host netns: %w", err)
 	}
 	if i.nl, err = netlink.NewHandleAt(i.hostNS, unix.NETLINK_ROUTE); err != nil {
-		i.hostNS.Close()
+		_ = i.hostNS.Close() // failing with err
 		return nil, fmt.Errorf("open netlink: %w", err)
 	}
 	sock, err := nl.GetNetlinkSocketAt(i.hostNS, netns.None(), unix.NETLINK_ROUTE)
 	if err != nil {
 		i.nl.Close()
-		i.hostNS.Close()
+		_ = i.hostNS.Close() // failing with err
 		return nil, fmt.Errorf("open netlink: %w", err)
 	}
 	i.tcSock = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: {Socket: sock}}
@@ -181,7 +181,7 @@ func (i *Isolator) release() {
 		sh.Close()
 	}
 	i.nl.Close()
-	i.hostNS.Close()
+	_ = i.hostNS.Close() // release has no caller to report to; the fd goes with the process
 }
 
 // Name implements isolator.Isolator.
@@ -466,7 +466,7 @@ func (i *Isolator) Usage(ctx context.Context, id string, stats *isolator.Statist
 	if err != nil {
 		return fmt.Errorf("usage of %s: open netns: %w", id, err)
 	}
-	defer ns.Close()
+	defer func() { _ = ns.Close() }() // read only; a close error changes no reading
 	nh, err := netlink.NewHandleAt(ns)
 	if err != nil {
 		return fmt.Errorf("usage of %s: open netlink in netns: %w", id, err)
