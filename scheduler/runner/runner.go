@@ -83,7 +83,11 @@ func Run(ctx context.Context, d *scheduler.Driver, cfg Config) error {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- d.Run(sctx, r.callbacks(sctx)) }()
-	stop := func() { cancel(); _ = <-errc } // cancelled by us: its error says only that
+	stop := func() {
+		cancel()
+		err := <-errc // wait for Run to end
+		_ = err       // cancelled by us: its error says only that
+	}
 
 	var killTimer <-chan time.Time
 	if cfg.KillAfter > 0 {
