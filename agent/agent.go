@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/brimnode/brim/internal/atomicfile"
+	"github.com/brimnode/brim/internal/lockfile"
 	"io"
 	"log/slog"
 	"os"
@@ -164,7 +166,7 @@ type Agent struct {
 	rt    Runtime
 	store *store
 	id    string
-	lock  *os.File
+	lock  *lockfile.Lock
 
 	ctx    context.Context // the agent's lifetime; cancelled by Close
 	cancel context.CancelFunc
@@ -220,12 +222,12 @@ func New(opts Options) (*Agent, error) {
 	}
 	id, err := agentID(opts.StateDir)
 	if err != nil {
-		lock.Close()
+		_ = lock.Close() // New fails with err; the lock only has to go
 		return nil, err
 	}
 	st, err := newStore(filepath.Join(opts.StateDir, "checkpoint"))
 	if err != nil {
-		lock.Close()
+		_ = lock.Close() // New fails with err; the lock only has to go
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -328,7 +330,7 @@ func agentID(stateDir string) (string, error) {
 		return "", fmt.Errorf("read agent id: %w", err)
 	}
 	id := uuid.NewString()
-	if err := writeFileAtomic(p, []byte(id+"\n")); err != nil {
+	if err := atomicfile.WriteFile(p, []byte(id+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("write agent id: %w", err)
 	}
 	return id, nil

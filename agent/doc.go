@@ -49,4 +49,8 @@
 // or uses the state dir), ErrNotSupported (the host cannot run the agent;
 // ReportLatency without oversubscription; a QoS correction without a
 // CgroupActuator).
+//
+// ErrNotSupported and ErrNotFound are aliases of internal/errdefs' (the
+// latter is containerizer.ErrNotFound too), so errors.Is needs no
+// translation across the agent and its runtime.
 package agent

@@ -3,14 +3,16 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"github.com/brimnode/brim/internal/errdefs"
 	"strings"
 
 	"github.com/brimnode/brim/resources"
 )
 
 var (
-	// ErrNotFound is returned for a container ID or name the agent does not know.
-	ErrNotFound = errors.New("container not found")
+	// ErrNotFound is returned for a container ID or name the agent does not
+	// know. It is containerizer.ErrNotFound too (internal/errdefs).
+	ErrNotFound = errdefs.ErrContainerNotFound
 	// ErrNameInUse is returned when a container name is already taken.
 	ErrNameInUse = errors.New("container name already in use")
 	// ErrInsufficientResources is returned when a launch or resize asks for
@@ -31,8 +33,9 @@ var (
 	// ErrRootNotAllowed is returned for a container that would run as root
 	// on an agent whose operator did not allow it (Options.AllowRoot).
 	ErrRootNotAllowed = errors.New("root tasks are not allowed on this agent (brim agent --allow-root-tasks)")
-	// ErrNotSupported is returned where the host cannot run the agent.
-	ErrNotSupported = errors.New("not supported on this host")
+	// ErrNotSupported is returned where the host cannot run the agent
+	// (internal/errdefs.ErrNotSupported, the one "not supported").
+	ErrNotSupported = errdefs.ErrNotSupported
 )
 
 // InsufficientResourcesError says which resources a request asked too much

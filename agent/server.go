@@ -36,7 +36,7 @@ const shutdownGrace = 5 * time.Second
 func (a *Agent) Run(ctx context.Context, socketPath string) error {
 	l, err := Listen(socketPath)
 	if err != nil {
-		a.Close()
+		_ = a.Close() // failing with err; Close only releases the state dir
 		return err
 	}
 	return a.Serve(ctx, l)
@@ -46,7 +46,7 @@ func (a *Agent) Run(ctx context.Context, socketPath string) error {
 // creating anything, so that a second agent fails without side effects).
 // It closes l and the agent when it returns.
 func (a *Agent) Serve(ctx context.Context, l net.Listener) error {
-	defer a.Close()
+	defer func() { _ = a.Close() }() // Serve's error is the one to report; Close releases the lock
 	socketPath := l.Addr().String()
 	if err := a.Recover(ctx); err != nil {
 		l.Close()

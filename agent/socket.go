@@ -42,7 +42,7 @@ func Listen(path string) (*net.UnixListener, error) {
 	}
 	// The directory keeps others out until the mode is set (when it is ours).
 	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
+		_ = l.Close() // failing with the chmod error
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	l.SetUnlinkOnClose(true)

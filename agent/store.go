@@ -2,13 +2,13 @@ package agent
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/brimnode/brim/internal/atomicfile"
 	"github.com/brimnode/brim/isolator"
 )
 
@@ -111,17 +111,17 @@ func (s *store) put(c *Container) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
 	}
-	if err := writeFileAtomic(s.path(c.ID), b); err != nil {
+	if err := atomicfile.WriteFile(s.path(c.ID), b, 0o600); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
 	}
 	return nil
 }
 
 func (s *store) delete(id string) error {
-	if err := os.Remove(s.path(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := atomicfile.Remove(s.path(id)); err != nil {
 		return fmt.Errorf("remove checkpoint %s: %w", id, err)
 	}
-	return syncDir(s.dir)
+	return nil
 }
 
 // load reads every record; temp files left by a crash are removed. A
@@ -176,43 +176,4 @@ func (s *store) read(name string) (*Container, error) {
 		return nil, fmt.Errorf("parse checkpoint %s: unknown state %q", name, c.State)
 	}
 	return &c, nil
-}
-
-// writeFileAtomic replaces path with data durably.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after the rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

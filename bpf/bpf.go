@@ -2,6 +2,7 @@ package bpf
 
 import (
 	"errors"
+	"github.com/brimnode/brim/internal/errdefs"
 	"math"
 	"time"
 )
@@ -10,7 +11,8 @@ var (
 	// ErrNotSupported is wrapped by errors saying BPF cannot be used on this
 	// host: no kernel BTF, no permission, a program or map the kernel
 	// rejects, or a platform without generated objects.
-	ErrNotSupported = errors.New("not supported")
+	// It is internal/errdefs.ErrNotSupported, the one "not supported".
+	ErrNotSupported = errdefs.ErrNotSupported
 	// ErrNotTracked is returned for a cgroup id that is not tracked.
 	ErrNotTracked = errors.New("cgroup not tracked")
 	// ErrFull is returned by Track when every slot is in use

@@ -20,4 +20,6 @@
 // Sentinels: ErrNotSupported (BPF unusable here: no BTF, no permission,
 // program rejected, not Linux/amd64), ErrNotTracked (unknown cgroup id),
 // ErrFull (no free slot for another cgroup), ErrClosed (used after Close).
+//
+// ErrNotSupported is an alias of internal/errdefs.ErrNotSupported.
 package bpf

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -125,6 +126,21 @@ func (c *Client) Weights(ctx context.Context) (map[string]float64, error) {
 		return nil, err
 	}
 	return ws, nil
+}
+
+// ParseWeights parses ROLE=WEIGHT arguments (brim weights) into the
+// request SetWeights sends; a weight must be a positive number.
+func ParseWeights(args []string) ([]master.WeightRequest, error) {
+	var req []master.WeightRequest
+	for _, a := range args {
+		role, w, ok := strings.Cut(a, "=")
+		v, err := strconv.ParseFloat(w, 64)
+		if !ok || role == "" || err != nil || !(v > 0) {
+			return nil, fmt.Errorf("%q: want ROLE=WEIGHT with a positive weight", a)
+		}
+		req = append(req, master.WeightRequest{Role: role, Weight: v})
+	}
+	return req, nil
 }
 
 // SetWeights sets roles' weights (POST /weights).

@@ -148,3 +148,15 @@ func TestClientConfig(t *testing.T) {
 		t.Error("principal with ':' accepted")
 	}
 }
+
+func TestParseWeights(t *testing.T) {
+	got, err := client.ParseWeights([]string{"ads=2", "ops=0.5"})
+	if err != nil || len(got) != 2 || got[0].Role != "ads" || got[0].Weight != 2 || got[1].Role != "ops" || got[1].Weight != 0.5 {
+		t.Fatalf("ParseWeights = %+v, %v", got, err)
+	}
+	for _, bad := range []string{"ads", "=2", "ads=0", "ads=-1", "ads=x", "ads=NaN"} {
+		if _, err := client.ParseWeights([]string{bad}); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("ParseWeights(%q) = %v, want an error naming it", bad, err)
+		}
+	}
+}

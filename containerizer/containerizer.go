@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brimnode/brim/internal/atomicfile"
+	"github.com/brimnode/brim/internal/errdefs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,7 +20,8 @@ import (
 var (
 	// ErrNotFound is returned for a container ID the containerizer does
 	// not know.
-	ErrNotFound = errors.New("container not found")
+	// It is agent.ErrNotFound too (internal/errdefs).
+	ErrNotFound = errdefs.ErrContainerNotFound
 	// ErrExist is returned by Launch for an ID already in use.
 	ErrExist = errors.New("container already exists")
 	// ErrNotRunning is returned for an operation that needs a running
@@ -329,19 +332,16 @@ func (ct *container) info() *Info {
 	return info
 }
 
+// writeRecord replaces dir's record. No fsync, like the bundle's files
+// (executor.WriteBundle): the record describes processes that do not
+// survive the machine, recovery removes a container whose record is
+// unreadable, and it is written on every launch and update.
 func writeRecord(dir string, rec *record) error {
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", recordFile, err)
 	}
-	tmp := filepath.Join(dir, "."+recordFile+".tmp")
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", recordFile, err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, recordFile)); err != nil {
-		return fmt.Errorf("write %s: %w", recordFile, err)
-	}
-	return nil
+	return atomicfile.WriteFileNoSync(filepath.Join(dir, recordFile), data, 0o600)
 }
 
 func readRecord(dir string) (*record, error) {

@@ -63,4 +63,7 @@
 // ErrNotRunning (the container has exited), ErrCommandNotFound (the command
 // does not exist in the container's root filesystem; nothing is left
 // behind), ErrNotSupported (non-Linux hosts).
+//
+// ErrNotSupported and ErrNotFound are aliases of internal/errdefs' (the
+// latter is agent.ErrNotFound too).
 package containerizer

@@ -57,7 +57,9 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 	ct := &container{spec: spec, dir: dir}
 	defer func() {
 		if retErr != nil {
-			c.teardown(context.WithoutCancel(ctx), ct)
+			if err := c.teardown(context.WithoutCancel(ctx), ct); err != nil {
+				retErr = errors.Join(retErr, fmt.Errorf("tear down failed launch: %w", err))
+			}
 			c.unreserve(id)
 		}
 	}()

@@ -18,4 +18,6 @@
 // ErrInvalidOption (a bad option value), ErrNotSupported. Plugin calls
 // also return errors wrapping pluginpb.ErrUnavailable or
 // pluginpb.ErrTimeout.
+//
+// ErrNotSupported is an alias of internal/errdefs.ErrNotSupported.
 package estimator

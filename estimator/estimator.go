@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/brimnode/brim/internal/errdefs"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -21,8 +22,9 @@ var (
 	// ErrInvalidOption is returned for an option value that does not parse
 	// or is out of range.
 	ErrInvalidOption = errors.New("invalid estimator option")
-	// ErrNotSupported is returned by a factory that cannot run on this host.
-	ErrNotSupported = errors.New("estimator not supported on this host")
+	// ErrNotSupported is returned by a factory that cannot run on this host
+	// (internal/errdefs.ErrNotSupported, the one "not supported").
+	ErrNotSupported = errdefs.ErrNotSupported
 )
 
 // Estimator computes the revocable resources the node may offer now (not

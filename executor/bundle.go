@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brimnode/brim/internal/atomicfile"
+	"github.com/brimnode/brim/internal/errdefs"
 	"os"
 	"path/filepath"
 	"time"
@@ -25,8 +27,9 @@ var (
 	// ErrCommandNotFound is returned when the command to run does not exist
 	// (or is not executable) in the container's root filesystem.
 	ErrCommandNotFound = errors.New("command not found in the container's root filesystem")
-	// ErrNotSupported is returned by the shim on hosts other than Linux.
-	ErrNotSupported = errors.New("not supported on this host")
+	// ErrNotSupported is returned by the shim on hosts other than Linux
+	// (internal/errdefs.ErrNotSupported, the one "not supported").
+	ErrNotSupported = errdefs.ErrNotSupported
 )
 
 // Names of the files in a container directory. The containerizer creates
@@ -210,29 +213,16 @@ func ReadExit(dir string) (*ExitStatus, error) {
 	return &st, nil
 }
 
+// writeJSONAtomic replaces path with v's JSON. No fsync: the rename is
+// atomic against a crash of the process, and a crash of the machine ends
+// its containers anyway; two flushes per file would be paid by every
+// launch.
 func writeJSONAtomic(path string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	// No fsync: the rename is atomic against a crash of the process, and
-	// a crash of the machine ends its containers anyway.
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFileNoSync(path, data, 0o600)
 }
 
 func readJSON(path string, v any) error {

@@ -28,4 +28,6 @@
 // (a shim holds the socket but does not answer in time), ErrCommandNotFound
 // (the command does not exist in the container's root filesystem),
 // ErrNotSupported (non-Linux builds).
+//
+// ErrNotSupported is an alias of internal/errdefs.ErrNotSupported.
 package executor

@@ -81,6 +81,6 @@ func libcontainerConfig(b *Bundle, dir, rootfs string) (*configs.Config, error) 
 	if cfg.Cgroups == nil || cfg.Cgroups.Path != b.CgroupPath || !filepath.IsAbs(cfg.Cgroups.Path) {
 		return nil, fmt.Errorf("cgroup path %q not honoured", b.CgroupPath)
 	}
-	cfg.Cgroups.Resources.SkipDevices = false
+	cfg.Cgroups.SkipDevices = false
 	return cfg, nil
 }

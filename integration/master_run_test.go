@@ -179,7 +179,7 @@ func TestMasterDRFThreeAgents(t *testing.T) {
 	// 3 × ⟨2 cpus, 2048 MiB⟩. Progressive filling: A 3 tasks (3 GiB = 0.5),
 	// B 4 tasks (3 cpus = 0.5) — whichever way the agents are shuffled,
 	// each share ends within one task of the other.
-	st := waitState(t, m.Addr, "the cluster to fill up", func(st masterState) bool {
+	waitState(t, m.Addr, "the cluster to fill up", func(st masterState) bool {
 		running := 0
 		for _, tk := range st.Tasks {
 			if tk.State == "RUNNING" {
@@ -190,7 +190,7 @@ func TestMasterDRFThreeAgents(t *testing.T) {
 	})
 	// Let the allocator try to place more: a few more cycles.
 	time.Sleep(time.Second)
-	st = getState(t, m.Addr)
+	st := getState(t, m.Addr)
 	for _, f := range fws {
 		f.mu.Lock()
 		if len(f.failed) > 0 {

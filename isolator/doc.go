@@ -9,4 +9,9 @@
 //
 // Sentinels: ErrNotFound (no such container in this isolator),
 // ErrNotSupported (the host lacks what the isolator needs).
+//
+// ErrNotSupported is an alias of internal/errdefs.ErrNotSupported.
+// ErrNotFound stays the isolators' own: a container the agent knows may
+// have no state in one isolator (no network), which is not "no such
+// container".
 package isolator

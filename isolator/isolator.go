@@ -3,6 +3,7 @@ package isolator
 import (
 	"context"
 	"errors"
+	"github.com/brimnode/brim/internal/errdefs"
 	"time"
 )
 
@@ -10,8 +11,9 @@ var (
 	// ErrNotFound is returned for a container the isolator does not know.
 	ErrNotFound = errors.New("container not found in isolator")
 	// ErrNotSupported is returned when the host lacks a kernel feature the
-	// isolator needs (wrapped with the detail).
-	ErrNotSupported = errors.New("not supported on this host")
+	// isolator needs (wrapped with the detail); it is
+	// internal/errdefs.ErrNotSupported, the one "not supported".
+	ErrNotSupported = errdefs.ErrNotSupported
 )
 
 // Isolator isolates one aspect of a container. The containerizer calls, for

@@ -53,4 +53,7 @@
 // FailedPrecondition (both ErrStaleOffer and ErrConflict),
 // ResourceExhausted, Unauthenticated, PermissionDenied and Unavailable, and
 // to the HTTP statuses of the operator API.
+//
+// ErrNotFound is allocator.ErrNotFound: one "not found" for frameworks,
+// agents, roles, tasks and offers in both layers.
 package master

@@ -1,14 +1,19 @@
 package master
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/brimnode/brim/master/allocator"
+)
 
 // Sentinel errors. Callers test them with errors.Is; the gRPC and HTTP
 // boundaries map them to wire codes.
 var (
 	// ErrInvalid: a malformed request (bad resources, task ID, operation).
 	ErrInvalid = errors.New("invalid argument")
-	// ErrNotFound: an unknown framework, agent, task or offer.
-	ErrNotFound = errors.New("not found")
+	// ErrNotFound: an unknown framework, agent, task or offer. It is
+	// allocator.ErrNotFound (one "not found" for the master's layers).
+	ErrNotFound = allocator.ErrNotFound
 	// ErrStaleOffer: an offer ID that is forged, was rescinded or already
 	// used, or belongs to another framework.
 	ErrStaleOffer = errors.New("unknown or stale offer")

@@ -28,14 +28,15 @@ const (
 	DefaultRole = "default"
 )
 
-// Task status reasons the master sets itself.
-const (
-	ReasonAgentUnreachable = "AGENT_UNREACHABLE"
-	ReasonAgentRemoved     = "AGENT_REMOVED"
-	ReasonUnknownOnAgent   = "TASK_UNKNOWN_ON_AGENT"
-	ReasonFrameworkRemoved = "FRAMEWORK_REMOVED"
-	ReasonReconciliation   = "RECONCILIATION"
-	ReasonInvalidTask      = "INVALID_TASK"
+// Task status reasons the master sets itself: names of the proto's
+// TaskReason (masterlinkpb/reasons.go), the one definition.
+var (
+	ReasonAgentUnreachable = pb.ReasonAgentUnreachable
+	ReasonAgentRemoved     = pb.ReasonAgentRemoved
+	ReasonUnknownOnAgent   = pb.ReasonTaskUnknownOnAgent
+	ReasonFrameworkRemoved = pb.ReasonFrameworkRemoved
+	ReasonReconciliation   = pb.ReasonReconciliation
+	ReasonInvalidTask      = pb.ReasonInvalidTask
 )
 
 // Options configure a Master. The zero value is valid.

@@ -65,10 +65,10 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		<-gctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		sp.Close()
+		_ = sp.Close() // run reports the listener's end
 		s.GRPC.Stop()
 		_ = hs.Shutdown(sctx)
-		hs.Close()
+		_ = hs.Close() // after Shutdown: only connections it could not drain
 		return nil
 	})
 	return g.Wait()
@@ -193,7 +193,7 @@ func (s *splitListener) run() error {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			s.Close()
+			_ = s.Close() // returning the accept error
 			return err
 		}
 		go s.route(c)

@@ -72,7 +72,7 @@ func fromAllocator(err error) error {
 	case errors.Is(err, allocator.ErrInsufficient):
 		return fmt.Errorf("%w: %w", ErrInsufficient, err)
 	case errors.Is(err, allocator.ErrNotFound):
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
+		return err // ErrNotFound is allocator.ErrNotFound
 	case errors.Is(err, allocator.ErrInvalid), errors.Is(err, allocator.ErrRevocable), errors.Is(err, allocator.ErrExist):
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}

@@ -2,8 +2,8 @@ package masterlink
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
+	"github.com/brimnode/brim/internal/atomicfile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +15,7 @@ func (q *queue) save(dir string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, q.TaskID+".json"), b)
+	return atomicfile.WriteFile(filepath.Join(dir, q.TaskID+".json"), b, 0o600)
 }
 
 // loadQueues reads the checkpoints under dir.
@@ -40,34 +40,4 @@ func loadQueues(dir string) (map[string]*queue, error) {
 		out[q.TaskID] = &q
 	}
 	return out, nil
-}
-
-// writeFileAtomic replaces path with data durably (temp file, fsync,
-// rename, fsync of the directory).
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		return errors.Join(err, os.Remove(tmp))
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

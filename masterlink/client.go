@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/brimnode/brim/internal/atomicfile"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -391,7 +392,7 @@ func (c *Client) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dial master %s: %w", c.opts.Master, err)
 	}
-	defer cc.Close()
+	defer func() { _ = cc.Close() }() // the run is over; its error is the one to report
 	defer c.wg.Wait()
 	api := pb.NewAgentLinkClient(cc)
 	retry := p.retry
@@ -619,7 +620,7 @@ func (c *Client) setID(id string) error {
 	if id == c.id {
 		return nil
 	}
-	if err := writeFileAtomic(filepath.Join(c.dir, "agent-id"), []byte(id+"\n")); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(c.dir, "agent-id"), []byte(id+"\n"), 0o600); err != nil {
 		return fmt.Errorf("persist agent id: %w", err)
 	}
 	c.id = id

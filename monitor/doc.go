@@ -22,4 +22,8 @@
 // ReportLatency; a Source returns an error wrapping it, or
 // isolator.ErrNotFound, for a container that disappeared between List and
 // Usage), ErrNotSupported (a host figure this platform cannot provide).
+//
+// ErrNotSupported is an alias of internal/errdefs.ErrNotSupported.
+// ErrNotFound stays the monitor's own: the agent tells "not sampled yet"
+// (retry after a round) from "no such container" by it.
 package monitor

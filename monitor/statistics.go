@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"errors"
+	"github.com/brimnode/brim/internal/errdefs"
 	"time"
 
 	"github.com/brimnode/brim/isolator"
@@ -10,8 +11,9 @@ import (
 var (
 	// ErrNotFound is returned for a container the monitor does not know.
 	ErrNotFound = errors.New("container not found in monitor")
-	// ErrNotSupported is returned when this platform cannot provide a figure.
-	ErrNotSupported = errors.New("not supported on this platform")
+	// ErrNotSupported is returned when this platform cannot provide a figure
+	// (internal/errdefs.ErrNotSupported, the one "not supported").
+	ErrNotSupported = errdefs.ErrNotSupported
 )
 
 // LatencySummary summarises a latency distribution measured over the last

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/brimnode/brim/internal/errdefs"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -21,12 +22,16 @@ var (
 	// ErrInvalidOption is returned for an option value that does not parse
 	// or is out of range.
 	ErrInvalidOption = errors.New("invalid qos option")
-	// ErrNotSupported is returned by a factory that cannot run on this host.
-	ErrNotSupported = errors.New("qos controller not supported on this host")
+	// ErrNotSupported is returned by a factory that cannot run on this host
+	// (internal/errdefs.ErrNotSupported, the one "not supported").
+	ErrNotSupported = errdefs.ErrNotSupported
 )
 
-// ReasonPreempted is the terminal status reason of a container killed by
-// a QoS correction.
+// ReasonPreempted is the exit reason of a container killed by a QoS
+// correction. It is a container's reason, not a task's: the task runner
+// maps it to masterlinkpb.ReasonContainerPreempted (the same string, so
+// containers checkpointed by older agents read the same; a test in
+// agent/taskrunner holds them equal). qos never imports the master link.
 const ReasonPreempted = "CONTAINER_PREEMPTED"
 
 // Controller computes the corrections to apply now from the node's usage.

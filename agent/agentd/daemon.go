@@ -99,7 +99,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	defer l.Close() // Serve closes it too; Close is idempotent
+	defer func() { _ = l.Close() }() // Serve closes it too (and reports); this is for early returns
 	raiseFileLimit(log)
 	cgCfg, err := cgroupConfig(cgroups.Config{Parent: d.res.cgParent, DefaultPids: cfg.Security.DefaultPids}, log)
 	if err != nil {
@@ -129,7 +129,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		if err != nil {
 			return fmt.Errorf("network isolator: %w", err)
 		}
-		defer netIso.Close()
+		defer func() { _ = netIso.Close() }() // best effort at exit; containers keep their network
 		isos = append(isos, netIso)
 	}
 	cz, err := containerizer.New(containerizer.Config{
@@ -161,7 +161,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	metrics, err := d.plugins.openMetrics(a)
 	if err != nil {
-		a.Close()
+		_ = a.Close() // failing with err; Close only releases the state dir
 		return err
 	}
 	oom := d.plugins.oomWatcher(a, log)

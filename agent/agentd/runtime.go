@@ -17,13 +17,12 @@ type runtimeAdapter struct{ c *containerizer.Containerizer }
 var _ agent.Runtime = runtimeAdapter{}
 
 // mapErr makes the containerizer's sentinels match the agent's, keeping
-// the containerizer's message.
+// the containerizer's message. ErrNotFound and ErrNotSupported need no
+// mapping: both packages alias internal/errdefs.
 func mapErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, containerizer.ErrNotFound):
-		return sentinelError{agent.ErrNotFound, err}
 	case errors.Is(err, containerizer.ErrNotRunning):
 		return sentinelError{agent.ErrNotRunning, err}
 	case errors.Is(err, containerizer.ErrCommandNotFound):

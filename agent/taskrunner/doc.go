@@ -13,7 +13,7 @@
 // client/allocrunner/taskrunner: LaunchTask starts the container and a
 // watcher that reports the task's end; KillTask kills it, including one
 // still being created (the kill is remembered and acted on once the
-// container exists); terminal maps an exit to the task's final state and
+// container exists); finalStatus maps an exit to the task's final state and
 // reason (status.go). Two notions stay apart: shutting the runner down
 // (its context ends: watchers stop, containers keep running and the next
 // agent reports them) and killing a task (only KillTask and QoS kills).

@@ -174,7 +174,7 @@ func (r *Runner) watch(id, ref string) {
 			r.update(masterlink.Status{TaskID: id, State: pb.TaskState_TASK_LOST, Reason: ReasonContainerLost, Message: err.Error()})
 			return
 		}
-		st := terminal(c, r.killed(id))
+		st := finalStatus(c, r.killed(id))
 		if st.Reason == ReasonPreempted {
 			st.Message = r.preemptMessage(c)
 		}
@@ -276,7 +276,7 @@ func (r *Runner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
 		case agent.StateLaunching:
 			s.State = pb.TaskState_TASK_STARTING
 		case agent.StateExited:
-			s.State = terminal(c, r.killed(id)).State
+			s.State = finalStatus(c, r.killed(id)).State
 		}
 		out = append(out, s)
 	}
@@ -293,7 +293,7 @@ func (r *Runner) Adopt() {
 		r.taskLocked(id).container = c.ID
 		r.mu.Unlock()
 		if c.State == agent.StateExited {
-			r.update(terminal(c, r.killed(id)))
+			r.update(finalStatus(c, r.killed(id)))
 		} else {
 			r.watch(id, c.ID)
 		}

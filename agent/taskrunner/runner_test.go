@@ -18,12 +18,12 @@ import (
 func TestTerminalPreempted(t *testing.T) {
 	c := &agent.Container{ID: "c1", Name: "t1", Labels: map[string]string{LabelTask: "t1"},
 		Exit: &agent.ExitStatus{Code: 137, Signal: 9, Reason: qos.ReasonPreempted, Message: "preempted"}}
-	st := terminal(c, false)
+	st := finalStatus(c, false)
 	if st.State != pb.TaskState_TASK_KILLED || st.Reason != "CONTAINER_PREEMPTED" || st.Message != "preempted" || st.ExitCode == nil {
 		t.Fatalf("preempted container: %+v", st)
 	}
 	// A kill the framework asked for stays KILLED_BY_FRAMEWORK.
-	if st := terminal(c, true); st.Reason != ReasonKilled {
+	if st := finalStatus(c, true); st.Reason != ReasonKilled {
 		t.Fatalf("framework kill: %+v", st)
 	}
 }
@@ -44,7 +44,7 @@ func TestTerminal(t *testing.T) {
 		{"lost", &agent.ExitStatus{Reason: agent.ReasonLost, Message: "gone"}, pb.TaskState_TASK_LOST, ReasonContainerLost, "gone"},
 	} {
 		c := &agent.Container{ID: "c", Labels: map[string]string{LabelTask: "t"}, Exit: tc.exit}
-		st := terminal(c, false)
+		st := finalStatus(c, false)
 		if st.TaskID != "t" || st.State != tc.state || st.Reason != tc.reason || st.Message != tc.msg {
 			t.Errorf("%s: %+v, want %s %s %q", tc.name, st, tc.state, tc.reason, tc.msg)
 		}

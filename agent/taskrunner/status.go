@@ -39,16 +39,18 @@ func ContainerName(fw, id string) string {
 	return strings.TrimRight(id[:45], ".-_") + "." + hex.EncodeToString(h[:8])
 }
 
-// Status reasons of the agent side.
-const (
-	ReasonCommandExited  = "COMMAND_EXITED"
-	ReasonMemoryLimit    = "CONTAINER_LIMITATION_MEMORY"
-	ReasonKilled         = "KILLED_BY_FRAMEWORK"
-	ReasonContainerLost  = "CONTAINER_LOST"
-	ReasonInvalidTaskRes = "INVALID_RESOURCES"
+// Status reasons of the agent side: names of the proto's TaskReason
+// (masterlinkpb/reasons.go), the one definition.
+var (
+	ReasonCommandExited  = pb.ReasonCommandExited
+	ReasonMemoryLimit    = pb.ReasonContainerLimitationMemory
+	ReasonKilled         = pb.ReasonKilledByFramework
+	ReasonContainerLost  = pb.ReasonContainerLost
+	ReasonInvalidTaskRes = pb.ReasonInvalidResources
 	// ReasonPreempted: a QoS correction killed the task's revocable
-	// container (the agent's exit reason is the same string).
-	ReasonPreempted = qos.ReasonPreempted
+	// container (the container's exit reason, qos.ReasonPreempted, is the
+	// same string).
+	ReasonPreempted = pb.ReasonContainerPreempted
 )
 
 // agentResourcesOf turns a task's resources into the agent's limits.
@@ -65,9 +67,9 @@ func agentResourcesOf(res resources.Resources) (agent.Resources, bool, error) {
 	return out, rev, nil
 }
 
-// terminal maps an exited container to the task's final status; killed
+// finalStatus maps an exited container to the task's final status; killed
 // says the framework asked for the kill.
-func terminal(c *agent.Container, killed bool) masterlink.Status {
+func finalStatus(c *agent.Container, killed bool) masterlink.Status {
 	id := c.Labels[LabelTask]
 	st := masterlink.Status{TaskID: id, State: pb.TaskState_TASK_FAILED, Reason: ReasonCommandExited}
 	e := c.Exit

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brimnode/brim/agent/agentclient"
 	"io"
 	"log/slog"
 	"os"
@@ -16,7 +17,6 @@ import (
 	"github.com/brimnode/brim/agent/agentpb"
 	"github.com/brimnode/brim/estimator"
 	"github.com/brimnode/brim/qos"
-	"github.com/brimnode/brim/resources"
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -299,85 +299,6 @@ func orNone(s string) string {
 	return s
 }
 
-// explainJSON is `brim agent explain --json`.
-type explainJSON struct {
-	Enabled        bool             `json:"enabled"`
-	Current        *estimateJSON    `json:"current,omitempty"`
-	Forwarded      *estimateJSON    `json:"forwarded,omitempty"`
-	Blocking       string           `json:"blocking,omitempty"`
-	RevocableTotal string           `json:"revocableTotal,omitempty"`
-	RevocableUsed  string           `json:"revocableUsed,omitempty"`
-	RevocableFree  string           `json:"revocableFree,omitempty"`
-	QoS            string           `json:"qos,omitempty"`
-	RunQueueSource string           `json:"runqueueSource,omitempty"`
-	Active         []correctionJSON `json:"active"`
-	Recent         []correctionJSON `json:"recent"`
-}
-
-type estimateJSON struct {
-	Estimator  string     `json:"estimator"`
-	Summary    string     `json:"summary"`
-	Revocable  string     `json:"revocable"`
-	CPUs       float64    `json:"cpus"`
-	MemMiB     float64    `json:"memMiB"`
-	ComputedAt time.Time  `json:"computedAt"`
-	Terms      []termJSON `json:"terms"`
-}
-
-type termJSON struct {
-	Name  string  `json:"name"`
-	Value float64 `json:"value"`
-	Unit  string  `json:"unit,omitempty"`
-	Note  string  `json:"note,omitempty"`
-}
-
-type correctionJSON struct {
-	Type      string      `json:"type"`
-	Container string      `json:"container"`
-	CPUQuota  float64     `json:"cpuQuota,omitempty"`
-	Reason    string      `json:"reason"`
-	Trigger   triggerJSON `json:"trigger"`
-	At        *time.Time  `json:"at,omitempty"`
-	Error     string      `json:"error,omitempty"`
-}
-
-type triggerJSON struct {
-	Signal    string  `json:"signal"`
-	Victim    string  `json:"victim,omitempty"`
-	Value     float64 `json:"value"`
-	Baseline  float64 `json:"baseline"`
-	Threshold float64 `json:"threshold"`
-}
-
-func estimateOf(e *agentpb.Estimate) *estimateJSON {
-	if e == nil {
-		return nil
-	}
-	out := &estimateJSON{Estimator: e.Estimator, Summary: e.Summary, Revocable: e.Revocable, Terms: []termJSON{}}
-	if e.ComputedAtUnixNano != 0 {
-		out.ComputedAt = time.Unix(0, e.ComputedAtUnixNano).UTC()
-	}
-	if r, err := resources.Parse(e.Revocable); err == nil {
-		out.CPUs, out.MemMiB = r.CPUs().Float64(), r.Mem().Float64()
-	}
-	for _, t := range e.Terms {
-		out.Terms = append(out.Terms, termJSON{Name: t.Name, Value: t.Value, Unit: t.Unit, Note: t.Note})
-	}
-	return out
-}
-
-func correctionOf(c *agentpb.Correction) correctionJSON {
-	out := correctionJSON{Type: c.Type, Container: c.ContainerId, CPUQuota: float64(c.CpuQuotaMilli) / 1000, Reason: c.Reason, Error: c.Error}
-	if t := c.Trigger; t != nil {
-		out.Trigger = triggerJSON{Signal: t.Signal, Victim: t.Victim, Value: t.Value, Baseline: t.Baseline, Threshold: t.Threshold}
-	}
-	if c.AtUnixNano != 0 {
-		at := time.Unix(0, c.AtUnixNano).UTC()
-		out.At = &at
-	}
-	return out
-}
-
 func newAgentExplain(socket *string) *cobra.Command {
 	cl := &agentClient{socket: socket}
 	var asJSON bool
@@ -399,18 +320,7 @@ that triggered it (value, the victim's baseline, the threshold).`,
 			if err != nil {
 				return cl.rpcError(err)
 			}
-			ex := explainJSON{
-				Enabled: r.Enabled, Current: estimateOf(r.Current), Forwarded: estimateOf(r.Forwarded),
-				Blocking: r.Blocking, RevocableTotal: r.RevocableTotal, RevocableUsed: r.RevocableUsed,
-				RevocableFree: r.RevocableFree, QoS: r.QosController, RunQueueSource: r.RunqueueSource,
-				Active: []correctionJSON{}, Recent: []correctionJSON{},
-			}
-			for _, c := range r.Active {
-				ex.Active = append(ex.Active, correctionOf(c))
-			}
-			for _, c := range r.Recent {
-				ex.Recent = append(ex.Recent, correctionOf(c))
-			}
+			ex := agentclient.ExplainOf(r)
 			w := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(w)
@@ -424,7 +334,7 @@ that triggered it (value, the victim's baseline, the threshold).`,
 	return cmd
 }
 
-func printExplain(w io.Writer, ex explainJSON) error {
+func printExplain(w io.Writer, ex agentclient.Explain) error {
 	if !ex.Enabled {
 		_, err := fmt.Fprintln(w, "oversubscription is not enabled on this agent")
 		return err
@@ -451,7 +361,7 @@ func printExplain(w io.Writer, ex explainJSON) error {
 	}
 	for _, part := range []struct {
 		title string
-		cs    []correctionJSON
+		cs    []agentclient.Correction
 	}{{"active corrections", ex.Active}, {"recent corrections", ex.Recent}} {
 		fmt.Fprintf(w, "\n%s: %d\n", part.title, len(part.cs))
 		if len(part.cs) == 0 {

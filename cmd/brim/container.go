@@ -6,19 +6,14 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/brimnode/brim/agent/agentclient"
 	"github.com/brimnode/brim/agent/agentpb"
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 )
 
 // defaultSocket is where `brim agent` serves its local API.
@@ -80,56 +75,39 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
-// agentClient connects lazily to the agent's socket.
+// agentClient dials the agent's socket lazily: the flag is parsed after
+// the commands are built. It maps the client's errors to exit codes.
 type agentClient struct {
 	socket *string
-	conn   *grpc.ClientConn
+	c      *agentclient.Client
 }
 
 // dial returns an API client. A dead socket gives a message that says so.
 func (c *agentClient) dial() (agentpb.AgentClient, error) {
-	if c.conn == nil {
-		sock := *c.socket
-		probe, err := net.DialTimeout("unix", sock, 5*time.Second)
+	if c.c == nil {
+		cl, err := agentclient.Dial(*c.socket)
+		if errors.Is(err, agentclient.ErrUnreachable) {
+			return nil, exitError{code: 1, msg: err.Error()}
+		}
 		if err != nil {
-			cause := err
-			var se *os.SyscallError
-			if errors.As(err, &se) {
-				cause = se.Err
-			}
-			return nil, exitError{code: 1, msg: fmt.Sprintf("cannot reach the agent at %s: %v (is brim agent running?)", sock, cause)}
+			return nil, err
 		}
-		probe.Close()
-		// gRPC's unix:// target needs an absolute path.
-		if abs, err := filepath.Abs(sock); err == nil {
-			sock = abs
-		}
-		conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			return nil, fmt.Errorf("connect to the agent at %s: %w", sock, err)
-		}
-		c.conn = conn
+		c.c = cl
 	}
-	return agentpb.NewAgentClient(c.conn), nil
+	return c.c, nil
 }
 
-// rpcError turns an API error into the CLI's message: the agent's own text,
-// which names the problem.
+// rpcError turns an API error into the CLI's message (the agent's own
+// text) and exit code.
 func (c *agentClient) rpcError(err error) error {
-	if err == nil {
-		return nil
-	}
-	st, ok := status.FromError(err)
-	if !ok {
+	var ae *agentclient.APIError
+	if c.c == nil || !errors.As(c.c.Error(err), &ae) {
 		return err
 	}
-	switch st.Code() {
-	case codes.Unavailable:
-		return exitError{code: 1, msg: fmt.Sprintf("cannot reach the agent at %s: %s (is brim agent running?)", *c.socket, st.Message())}
-	case codes.Canceled:
+	if ae.Code == codes.Canceled {
 		return exitError{code: 130, msg: "interrupted"}
 	}
-	return exitError{code: 1, msg: st.Message()}
+	return exitError{code: 1, msg: ae.Error()}
 }
 
 func newContainerRun(cl *agentClient) *cobra.Command {
@@ -215,83 +193,11 @@ func milliCPUs(cpus float64) (int64, error) {
 	return int64(math.Round(m)), nil
 }
 
-// exitCode is the shell-style exit code of an exited container.
-func exitCode(c *agentpb.Container) int {
-	e := c.GetExit()
-	switch {
-	case e == nil:
-		return 1
-	case e.Code != 0:
-		return int(e.Code)
-	case e.Signal != 0:
-		return 128 + int(e.Signal)
-	}
-	return 0
-}
-
 func exitFor(c *agentpb.Container) error {
-	if code := exitCode(c); code != 0 {
+	if code := agentclient.ExitCode(c); code != 0 {
 		return exitError{code: code}
 	}
 	return nil
-}
-
-// containerJSON is the stable JSON form of a container (ls --json, inspect).
-type containerJSON struct {
-	ID         string            `json:"id"`
-	Name       string            `json:"name"`
-	State      string            `json:"state"`
-	Pid        int32             `json:"pid,omitempty"`
-	Command    []string          `json:"command"`
-	Rootfs     string            `json:"rootfs,omitempty"`
-	User       string            `json:"user,omitempty"`
-	CPUs       float64           `json:"cpus"`
-	MemMiB     int64             `json:"memMiB"`
-	Pids       int64             `json:"pids,omitempty"`
-	CPUQuota   bool              `json:"cpuQuota,omitempty"`
-	Revocable  bool              `json:"revocable,omitempty"`
-	CreatedAt  time.Time         `json:"createdAt"`
-	StartedAt  *time.Time        `json:"startedAt,omitempty"`
-	Exit       *exitJSON         `json:"exit,omitempty"`
-	SandboxDir string            `json:"sandboxDir,omitempty"`
-	Labels     map[string]string `json:"labels,omitempty"`
-	Quarantine string            `json:"quarantine,omitempty"`
-	NetMbit    int64             `json:"netMbit,omitempty"`
-	Address    string            `json:"address,omitempty"`
-}
-
-type exitJSON struct {
-	Code       int32     `json:"code"`
-	Signal     int32     `json:"signal,omitempty"`
-	OOMKilled  bool      `json:"oomKilled,omitempty"`
-	Reason     string    `json:"reason,omitempty"`
-	Message    string    `json:"message,omitempty"`
-	FinishedAt time.Time `json:"finishedAt"`
-}
-
-func timeOf(ns int64) time.Time {
-	if ns == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, ns).UTC()
-}
-
-func toJSON(c *agentpb.Container) containerJSON {
-	j := containerJSON{
-		ID: c.Id, Name: c.Name, State: c.State, Pid: c.Pid, Command: c.Command, Rootfs: c.Rootfs, User: c.User,
-		CPUs: float64(c.MilliCpus) / 1000, MemMiB: c.MemMib, Pids: c.Pids, CPUQuota: c.CpuQuota,
-		Revocable: c.Revocable, CreatedAt: timeOf(c.CreatedAtUnixNano), SandboxDir: c.SandboxDir, Labels: c.Labels,
-		Quarantine: c.Quarantine,
-		NetMbit:    c.NetMbit, Address: c.Address,
-	}
-	if c.StartedAtUnixNano != 0 {
-		t := timeOf(c.StartedAtUnixNano)
-		j.StartedAt = &t
-	}
-	if e := c.Exit; e != nil {
-		j.Exit = &exitJSON{Code: e.Code, Signal: e.Signal, OOMKilled: e.OomKilled, Reason: e.Reason, Message: e.Message, FinishedAt: timeOf(e.FinishedAtUnixNano)}
-	}
-	return j
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -318,9 +224,9 @@ func newContainerLs(cl *agentClient) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				js := make([]containerJSON, 0, len(list))
+				js := make([]agentclient.View, 0, len(list))
 				for _, c := range list {
-					js = append(js, toJSON(c))
+					js = append(js, agentclient.ViewOf(c))
 				}
 				return writeJSON(out, js)
 			}
@@ -333,13 +239,13 @@ func newContainerLs(cl *agentClient) *cobra.Command {
 					pid = fmt.Sprint(c.Pid)
 				}
 				if e := c.Exit; e != nil {
-					exit = fmt.Sprint(exitCode(c))
+					exit = fmt.Sprint(agentclient.ExitCode(c))
 					if e.Reason != "" {
 						exit += " (" + e.Reason + ")"
 					}
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%dMiB\t%s ago\t%s\n", c.Id, c.Name, c.State, pid,
-					fmtCPUs(c.MilliCpus), c.MemMib, humanDuration(now.Sub(timeOf(c.CreatedAtUnixNano))), exit)
+					fmtCPUs(c.MilliCpus), c.MemMib, humanDuration(now.Sub(agentclient.TimeOf(c.CreatedAtUnixNano))), exit)
 			}
 			return tw.Flush()
 		},
@@ -378,43 +284,9 @@ func newContainerInspect(cl *agentClient) *cobra.Command {
 			if err != nil {
 				return cl.rpcError(err)
 			}
-			return writeJSON(cmd.OutOrStdout(), toJSON(c))
+			return writeJSON(cmd.OutOrStdout(), agentclient.ViewOf(c))
 		},
 	}
-}
-
-// statsJSON is one computed stats line.
-type statsJSON struct {
-	ID               string  `json:"id"`
-	CPUPercent       float64 `json:"cpuPercent"`
-	CPUs             float64 `json:"cpus"`
-	CPUUsageSeconds  float64 `json:"cpuUsageSeconds"`
-	MemUsageBytes    uint64  `json:"memUsageBytes"`
-	MemLimitBytes    uint64  `json:"memLimitBytes"`
-	Pids             uint64  `json:"pids"`
-	PidsLimit        uint64  `json:"pidsLimit,omitempty"`
-	CPUPeriods       uint64  `json:"cpuPeriods"`
-	CPUThrottled     uint64  `json:"cpuThrottledPeriods"`
-	ThrottledSeconds float64 `json:"cpuThrottledSeconds"`
-	OOMKills         uint64  `json:"oomKills"`
-	// Network counters, when the container has its own network.
-	NetRxBytes uint64 `json:"netRxBytes,omitempty"`
-	NetTxBytes uint64 `json:"netTxBytes,omitempty"`
-	HasNet     bool   `json:"hasNet,omitempty"`
-	// Scheduler signals from the agent's monitor (null when the agent
-	// runs without one or has not sampled the container twice yet).
-	RunQueue     *runQueueJSON `json:"runqueue"`
-	OnCPUSeconds *float64      `json:"onCpuSeconds"`
-}
-
-// runQueueJSON is a container's run-queue latency over the monitor's
-// latest interval. Source "schedstat-mean" has only the mean wait: the
-// three quantiles are that mean.
-type runQueueJSON struct {
-	Source      string  `json:"source"`
-	P50Seconds  float64 `json:"p50Seconds"`
-	P99Seconds  float64 `json:"p99Seconds"`
-	P999Seconds float64 `json:"p999Seconds"`
 }
 
 func newContainerStats(cl *agentClient) *cobra.Command {
@@ -467,9 +339,9 @@ monitor or has not sampled the container twice yet.`,
 				if err != nil {
 					return err
 				}
-				var rows []statsJSON
+				var rows []agentclient.Stats
 				for _, id := range args {
-					rows = append(rows, computeStats(prev[id], cur[id]))
+					rows = append(rows, agentclient.ComputeStats(prev[id], cur[id]))
 				}
 				if err := printStats(cmd.OutOrStdout(), rows, asJSON); err != nil {
 					return err
@@ -488,29 +360,7 @@ monitor or has not sampled the container twice yet.`,
 	return cmd
 }
 
-func computeStats(a, b *agentpb.Statistics) statsJSON {
-	s := statsJSON{
-		ID: b.Id, CPUs: float64(b.MilliCpus) / 1000, CPUUsageSeconds: float64(b.CpuUsageNanos) / 1e9,
-		MemUsageBytes: b.MemUsageBytes, MemLimitBytes: b.MemLimitBytes, Pids: b.Pids, PidsLimit: b.PidsLimit,
-		CPUPeriods: b.CpuPeriods, CPUThrottled: b.CpuThrottled, ThrottledSeconds: float64(b.CpuThrottledNanos) / 1e9,
-		OOMKills: b.MemOomKills,
-		HasNet:   b.HasNet, NetRxBytes: b.NetRxBytes, NetTxBytes: b.NetTxBytes,
-	}
-	if b.HasRunqueue {
-		s.RunQueue = &runQueueJSON{Source: b.RunqueueSource, P50Seconds: float64(b.RunqueueP50Nanos) / 1e9,
-			P99Seconds: float64(b.RunqueueP99Nanos) / 1e9, P999Seconds: float64(b.RunqueueP999Nanos) / 1e9}
-	}
-	if b.HasOnCpu {
-		v := float64(b.OnCpuNanos) / 1e9
-		s.OnCPUSeconds = &v
-	}
-	if dt := b.TimestampUnixNano - a.TimestampUnixNano; dt > 0 && b.CpuUsageNanos >= a.CpuUsageNanos {
-		s.CPUPercent = math.Round(float64(b.CpuUsageNanos-a.CpuUsageNanos)/float64(dt)*1000) / 10
-	}
-	return s
-}
-
-func printStats(w io.Writer, rows []statsJSON, asJSON bool) error {
+func printStats(w io.Writer, rows []agentclient.Stats, asJSON bool) error {
 	if asJSON {
 		return writeJSON(w, rows)
 	}
@@ -633,7 +483,7 @@ func newContainerKill(cl *agentClient) *cobra.Command {
 			if err != nil {
 				return cl.rpcError(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s exited %d\n", c.Id, exitCode(c))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s exited %d\n", c.Id, agentclient.ExitCode(c))
 			return nil
 		},
 	}
@@ -692,7 +542,7 @@ func newContainerWait(cl *agentClient) *cobra.Command {
 			if err != nil {
 				return cl.rpcError(err)
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), exitCode(c))
+			fmt.Fprintln(cmd.OutOrStdout(), agentclient.ExitCode(c))
 			return exitFor(c)
 		},
 	}

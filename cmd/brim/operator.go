@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -261,14 +260,9 @@ func newWeightsCommand() *cobra.Command {
 				}
 				return tw.Flush()
 			}
-			var req []master.WeightRequest
-			for _, a := range args {
-				role, w, ok := strings.Cut(a, "=")
-				v, err := strconv.ParseFloat(w, 64)
-				if !ok || role == "" || err != nil || !(v > 0) {
-					return exitError{code: 2, msg: fmt.Sprintf("%q: want ROLE=WEIGHT with a positive weight", a)}
-				}
-				req = append(req, master.WeightRequest{Role: role, Weight: v})
+			req, err := client.ParseWeights(args)
+			if err != nil {
+				return exitError{code: 2, msg: err.Error()}
 			}
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) error { return c.SetWeights(ctx, req) }); err != nil {
 				return err

@@ -100,7 +100,7 @@ largest free resources offered are named).`,
 			if err != nil {
 				return exitError{code: 2, msg: err.Error()}
 			}
-			defer d.Close()
+			defer func() { _ = d.Close() }() // the run's outcome is the exit code
 			cfg := runner.Config{Task: &pb.TaskInfo{Name: name, Command: args, Env: env}, IDs: ids, Want: want, Role: role,
 				PerOffer: perOffer, KillAfter: killAfter, Timeout: timeout, Master: addr, Out: cmd.OutOrStdout()}
 			if dial == nil {

@@ -91,7 +91,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }() // the demo is over
 	f := &framework{c: c, want: want, d: d, out: out, live: map[string]pb.TaskState{}, ended: make(chan struct{}, 1)}
 
 	// The driver runs until the tasks are killed, not until ctx ends: the
@@ -199,7 +199,7 @@ func (f *framework) update(ctx context.Context, st *pb.TaskStatus) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	prev, known := f.live[st.TaskId]
-	if !known || (prev == st.State && st.Reason == "RECONCILIATION") {
+	if !known || (prev == st.State && st.Reason == pb.ReasonReconciliation) {
 		return // a task of an earlier run, or nothing new
 	}
 	line := st.TaskId + " " + stateName(st.State)
@@ -213,7 +213,7 @@ func (f *framework) update(ctx context.Context, st *pb.TaskStatus) {
 		line += ": " + st.Message
 	}
 	f.printf("%s", line)
-	if !terminal(st.State) {
+	if !st.State.Terminal() {
 		f.live[st.TaskId] = st.State
 		return
 	}
@@ -318,14 +318,6 @@ func fit(have, want resources.Resources, limit int) int {
 		n++
 	}
 	return n
-}
-
-func terminal(s pb.TaskState) bool {
-	switch s {
-	case pb.TaskState_TASK_FINISHED, pb.TaskState_TASK_FAILED, pb.TaskState_TASK_KILLED, pb.TaskState_TASK_LOST, pb.TaskState_TASK_GONE:
-		return true
-	}
-	return false
 }
 
 func stateName(s pb.TaskState) string {

@@ -1,7 +1,9 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -17,6 +19,19 @@ func WriteFile(name string, data []byte, perm os.FileMode) error {
 // the calling process, but not of the machine: nothing is fsynced.
 func WriteFileNoSync(name string, data []byte, perm os.FileMode) error {
 	return write(name, data, perm, false)
+}
+
+// Remove removes name durably: once it returns nil the removal survives a
+// crash of the machine. A missing name is not an error (the directory is
+// still fsynced, so an earlier removal is durable too).
+func Remove(name string) error {
+	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", name, err)
+	}
+	if err := syncDir(filepath.Dir(name)); err != nil {
+		return fmt.Errorf("remove %s: %w", name, err)
+	}
+	return nil
 }
 
 func write(name string, data []byte, perm os.FileMode, sync bool) (err error) {

@@ -6,4 +6,6 @@
 // Locks are per open file: two Locks on one path conflict also inside one
 // process. Sentinels: ErrLocked (another holder has it), ErrNotSupported
 // (not Linux).
+//
+// ErrNotSupported is an alias of internal/errdefs.ErrNotSupported.
 package lockfile

@@ -1,9 +1,14 @@
 package lockfile
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/brimnode/brim/internal/errdefs"
+)
 
 // ErrLocked is returned when another holder has the lock.
 var ErrLocked = errors.New("locked by another process")
 
-// ErrNotSupported is returned on systems without flock support here.
-var ErrNotSupported = errors.New("file locks not supported on this system")
+// ErrNotSupported is returned on systems without flock support here
+// (internal/errdefs.ErrNotSupported, the one "not supported").
+var ErrNotSupported = errdefs.ErrNotSupported

@@ -204,8 +204,8 @@ func (p *planner) cpu(f Features, want Spec, have *Spec) {
 	}
 	writeWeight := func() { p.add("cpu", weightFile, strconv.FormatUint(weight, 10)) }
 	wantIdle := f.CPUIdle && want.Limits.Class == isolator.BestEffort
-	switch {
-	case have == nil:
+	switch have {
+	case nil:
 		if f.CPUIdle {
 			p.add("cpu", "cpu.idle", "0")
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brimnode/brim/internal/atomicfile"
 	"io/fs"
 	"net/netip"
 	"os"
@@ -85,19 +86,7 @@ func (s store) writeFile(path string, b []byte) error {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("create ipam state dir: %w", err)
 	}
-	f, err := os.CreateTemp(s.dir, ".tmp-")
-	if err != nil {
-		return fmt.Errorf("write ipam state: %w", err)
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
+	if err := atomicfile.WriteFileNoSync(path, b, 0o600); err != nil {
 		return fmt.Errorf("write ipam state: %w", err)
 	}
 	return nil

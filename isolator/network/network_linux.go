@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/brimnode/brim/internal/lockfile"
 	"hash/fnv"
 	"io/fs"
 	"net"
@@ -40,7 +41,7 @@ type Isolator struct {
 	// tcSock is a netlink socket in the host namespace for the requests
 	// the netlink library cannot build (the leaf bfifo); used under mu.
 	tcSock map[int]*nl.SocketHandle
-	lock   *os.File       // flock on <StateDir>/.lock
+	lock   *lockfile.Lock // flock on <StateDir>/.lock
 	hostNS netns.NsHandle // the namespace New ran in (for nftables)
 	bridge int            // link indexes
 	txIFB  int
@@ -103,24 +104,18 @@ func New(cfg Config) (*Isolator, error) {
 	return i, nil
 }
 
-// lockDir takes an exclusive flock on dir/.lock; the kernel drops it when
-// the process dies, so a killed agent never leaves it behind.
-func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open state lock: %w", err)
+// lockDir locks dir/.lock; the kernel drops the lock when the process
+// dies, so a killed agent never leaves it behind. The error wraps ErrLocked
+// when another Isolator holds it.
+func lockDir(dir string) (*lockfile.Lock, error) {
+	l, err := lockfile.File(filepath.Join(dir, ".lock"))
+	if errors.Is(err, lockfile.ErrLocked) {
+		return nil, fmt.Errorf("%w: %w", ErrLocked, err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		_ = f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("lock %s: %w", dir, ErrLocked)
-		}
-		return nil, fmt.Errorf("lock %s: %w", dir, err)
-	}
-	return f, nil
+	return l, err
 }
 
-func newLocked(cfg Config, lock *os.File) (*Isolator, error) {
+func newLocked(cfg Config, lock *lockfile.Lock) (*Isolator, error) {
 	st := store{dir: cfg.StateDir}
 	recs, err := st.load()
 	if err != nil {
@@ -143,13 +138,13 @@ func newLocked(cfg Config, lock *os.File) (*Isolator, error) {
 		return nil, fmt.Errorf("open host netns: %w", err)
 	}
 	if i.nl, err = netlink.NewHandleAt(i.hostNS, unix.NETLINK_ROUTE); err != nil {
-		i.hostNS.Close()
+		_ = i.hostNS.Close() // failing with err
 		return nil, fmt.Errorf("open netlink: %w", err)
 	}
 	sock, err := nl.GetNetlinkSocketAt(i.hostNS, netns.None(), unix.NETLINK_ROUTE)
 	if err != nil {
 		i.nl.Close()
-		i.hostNS.Close()
+		_ = i.hostNS.Close() // failing with err
 		return nil, fmt.Errorf("open netlink: %w", err)
 	}
 	i.tcSock = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: {Socket: sock}}
@@ -186,7 +181,7 @@ func (i *Isolator) release() {
 		sh.Close()
 	}
 	i.nl.Close()
-	i.hostNS.Close()
+	_ = i.hostNS.Close() // release has no caller to report to; the fd goes with the process
 }
 
 // Name implements isolator.Isolator.
@@ -471,7 +466,7 @@ func (i *Isolator) Usage(ctx context.Context, id string, stats *isolator.Statist
 	if err != nil {
 		return fmt.Errorf("usage of %s: open netns: %w", id, err)
 	}
-	defer ns.Close()
+	defer func() { _ = ns.Close() }() // read only; a close error changes no reading
 	nh, err := netlink.NewHandleAt(ns)
 	if err != nil {
 		return fmt.Errorf("usage of %s: open netlink in netns: %w", id, err)

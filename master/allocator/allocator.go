@@ -160,7 +160,7 @@ func New(opts Options) (*Allocator, error) {
 		roleIdx:  map[string]int32{},
 	}
 	for _, n := range []string{resources.CPUs, resources.Mem, resources.Disk, resources.NetBandwidth} {
-		a.kind(n)
+		_, _ = a.kind(n) // the four built-in kinds: never more than maxKinds
 	}
 	minRes := opts.MinAllocatable
 	if len(minRes) == 0 {

@@ -96,6 +96,101 @@ func (TaskState) EnumDescriptor() ([]byte, []int) {
 	return file_masterlink_proto_rawDescGZIP(), []int{0}
 }
 
+// TaskReason lists every TaskStatus.reason the agent and the master send:
+// the one definition (masterlinkpb/reasons.go names them for Go). The wire
+// keeps the string field: reason carries TaskReason.X's name, so old peers
+// and frameworks reading strings keep working.
+type TaskReason int32
+
+const (
+	// REASON_UNSPECIFIED is never sent (an empty reason).
+	TaskReason_REASON_UNSPECIFIED TaskReason = 0
+	// Agent side (the task runner), from how the container ended:
+	TaskReason_COMMAND_EXITED              TaskReason = 1
+	TaskReason_CONTAINER_LIMITATION_MEMORY TaskReason = 2
+	TaskReason_KILLED_BY_FRAMEWORK         TaskReason = 3
+	TaskReason_CONTAINER_LOST              TaskReason = 4
+	TaskReason_INVALID_RESOURCES           TaskReason = 5
+	// CONTAINER_PREEMPTED: a QoS correction killed a revocable container.
+	TaskReason_CONTAINER_PREEMPTED TaskReason = 6
+	// Resource updates (UpdateTask): the status's resources hold the
+	// task's resources after the update (or the unchanged ones on failure).
+	TaskReason_RESOURCES_UPDATED       TaskReason = 7
+	TaskReason_RESOURCES_UPDATE_FAILED TaskReason = 8
+	// Master side:
+	TaskReason_AGENT_UNREACHABLE     TaskReason = 9
+	TaskReason_AGENT_REMOVED         TaskReason = 10
+	TaskReason_TASK_UNKNOWN_ON_AGENT TaskReason = 11
+	TaskReason_FRAMEWORK_REMOVED     TaskReason = 12
+	TaskReason_RECONCILIATION        TaskReason = 13
+	TaskReason_INVALID_TASK          TaskReason = 14
+)
+
+// Enum value maps for TaskReason.
+var (
+	TaskReason_name = map[int32]string{
+		0:  "REASON_UNSPECIFIED",
+		1:  "COMMAND_EXITED",
+		2:  "CONTAINER_LIMITATION_MEMORY",
+		3:  "KILLED_BY_FRAMEWORK",
+		4:  "CONTAINER_LOST",
+		5:  "INVALID_RESOURCES",
+		6:  "CONTAINER_PREEMPTED",
+		7:  "RESOURCES_UPDATED",
+		8:  "RESOURCES_UPDATE_FAILED",
+		9:  "AGENT_UNREACHABLE",
+		10: "AGENT_REMOVED",
+		11: "TASK_UNKNOWN_ON_AGENT",
+		12: "FRAMEWORK_REMOVED",
+		13: "RECONCILIATION",
+		14: "INVALID_TASK",
+	}
+	TaskReason_value = map[string]int32{
+		"REASON_UNSPECIFIED":          0,
+		"COMMAND_EXITED":              1,
+		"CONTAINER_LIMITATION_MEMORY": 2,
+		"KILLED_BY_FRAMEWORK":         3,
+		"CONTAINER_LOST":              4,
+		"INVALID_RESOURCES":           5,
+		"CONTAINER_PREEMPTED":         6,
+		"RESOURCES_UPDATED":           7,
+		"RESOURCES_UPDATE_FAILED":     8,
+		"AGENT_UNREACHABLE":           9,
+		"AGENT_REMOVED":               10,
+		"TASK_UNKNOWN_ON_AGENT":       11,
+		"FRAMEWORK_REMOVED":           12,
+		"RECONCILIATION":              13,
+		"INVALID_TASK":                14,
+	}
+)
+
+func (x TaskReason) Enum() *TaskReason {
+	p := new(TaskReason)
+	*p = x
+	return p
+}
+
+func (x TaskReason) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TaskReason) Descriptor() protoreflect.EnumDescriptor {
+	return file_masterlink_proto_enumTypes[1].Descriptor()
+}
+
+func (TaskReason) Type() protoreflect.EnumType {
+	return &file_masterlink_proto_enumTypes[1]
+}
+
+func (x TaskReason) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TaskReason.Descriptor instead.
+func (TaskReason) EnumDescriptor() ([]byte, []int) {
+	return file_masterlink_proto_rawDescGZIP(), []int{1}
+}
+
 type Empty struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -240,8 +335,8 @@ type TaskStatus struct {
 	AgentId     string                 `protobuf:"bytes,2,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
 	FrameworkId string                 `protobuf:"bytes,3,opt,name=framework_id,json=frameworkId,proto3" json:"framework_id,omitempty"`
 	State       TaskState              `protobuf:"varint,4,opt,name=state,proto3,enum=brim.masterlink.v1.TaskState" json:"state,omitempty"`
-	// reason is machine readable: AGENT_REMOVED, AGENT_UNREACHABLE,
-	// CONTAINER_LIMITATION_MEMORY, COMMAND_EXITED, INVALID_RESOURCES, …
+	// reason is machine readable: the name of a TaskReason
+	// (AGENT_REMOVED, COMMAND_EXITED, …), empty for none.
 	Reason      string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
 	Message     string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
 	HasExitCode bool   `protobuf:"varint,7,opt,name=has_exit_code,json=hasExitCode,proto3" json:"has_exit_code,omitempty"`
@@ -2902,7 +2997,25 @@ const file_masterlink_proto_rawDesc = "" +
 	"\vTASK_KILLED\x10\x06\x12\r\n" +
 	"\tTASK_LOST\x10\a\x12\r\n" +
 	"\tTASK_GONE\x10\b\x12\x10\n" +
-	"\fTASK_KILLING\x10\t2_\n" +
+	"\fTASK_KILLING\x10\t*\xec\x02\n" +
+	"\n" +
+	"TaskReason\x12\x16\n" +
+	"\x12REASON_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0eCOMMAND_EXITED\x10\x01\x12\x1f\n" +
+	"\x1bCONTAINER_LIMITATION_MEMORY\x10\x02\x12\x17\n" +
+	"\x13KILLED_BY_FRAMEWORK\x10\x03\x12\x12\n" +
+	"\x0eCONTAINER_LOST\x10\x04\x12\x15\n" +
+	"\x11INVALID_RESOURCES\x10\x05\x12\x17\n" +
+	"\x13CONTAINER_PREEMPTED\x10\x06\x12\x15\n" +
+	"\x11RESOURCES_UPDATED\x10\a\x12\x1b\n" +
+	"\x17RESOURCES_UPDATE_FAILED\x10\b\x12\x15\n" +
+	"\x11AGENT_UNREACHABLE\x10\t\x12\x11\n" +
+	"\rAGENT_REMOVED\x10\n" +
+	"\x12\x19\n" +
+	"\x15TASK_UNKNOWN_ON_AGENT\x10\v\x12\x15\n" +
+	"\x11FRAMEWORK_REMOVED\x10\f\x12\x12\n" +
+	"\x0eRECONCILIATION\x10\r\x12\x10\n" +
+	"\fINVALID_TASK\x10\x0e2_\n" +
 	"\tAgentLink\x12R\n" +
 	"\aConnect\x12 .brim.masterlink.v1.AgentMessage\x1a!.brim.masterlink.v1.MasterMessage(\x010\x012\xb5\x05\n" +
 	"\tScheduler\x12N\n" +
@@ -2929,106 +3042,107 @@ func file_masterlink_proto_rawDescGZIP() []byte {
 	return file_masterlink_proto_rawDescData
 }
 
-var file_masterlink_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_masterlink_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_masterlink_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_masterlink_proto_goTypes = []any{
 	(TaskState)(0),              // 0: brim.masterlink.v1.TaskState
-	(*Empty)(nil),               // 1: brim.masterlink.v1.Empty
-	(*TaskInfo)(nil),            // 2: brim.masterlink.v1.TaskInfo
-	(*TaskStatus)(nil),          // 3: brim.masterlink.v1.TaskStatus
-	(*TaskSnapshot)(nil),        // 4: brim.masterlink.v1.TaskSnapshot
-	(*Register)(nil),            // 5: brim.masterlink.v1.Register
-	(*ReregisterTasks)(nil),     // 6: brim.masterlink.v1.ReregisterTasks
-	(*Heartbeat)(nil),           // 7: brim.masterlink.v1.Heartbeat
-	(*Oversubscribed)(nil),      // 8: brim.masterlink.v1.Oversubscribed
-	(*Correction)(nil),          // 9: brim.masterlink.v1.Correction
-	(*AgentMessage)(nil),        // 10: brim.masterlink.v1.AgentMessage
-	(*Registered)(nil),          // 11: brim.masterlink.v1.Registered
-	(*RunTask)(nil),             // 12: brim.masterlink.v1.RunTask
-	(*KillTask)(nil),            // 13: brim.masterlink.v1.KillTask
-	(*UpdateTask)(nil),          // 14: brim.masterlink.v1.UpdateTask
-	(*StatusAck)(nil),           // 15: brim.masterlink.v1.StatusAck
-	(*MasterMessage)(nil),       // 16: brim.masterlink.v1.MasterMessage
-	(*FrameworkInfo)(nil),       // 17: brim.masterlink.v1.FrameworkInfo
-	(*SubscribeRequest)(nil),    // 18: brim.masterlink.v1.SubscribeRequest
-	(*Offer)(nil),               // 19: brim.masterlink.v1.Offer
-	(*Subscribed)(nil),          // 20: brim.masterlink.v1.Subscribed
-	(*Offers)(nil),              // 21: brim.masterlink.v1.Offers
-	(*Rescind)(nil),             // 22: brim.masterlink.v1.Rescind
-	(*ErrorEvent)(nil),          // 23: brim.masterlink.v1.ErrorEvent
-	(*Event)(nil),               // 24: brim.masterlink.v1.Event
-	(*Operation)(nil),           // 25: brim.masterlink.v1.Operation
-	(*Filters)(nil),             // 26: brim.masterlink.v1.Filters
-	(*AcceptRequest)(nil),       // 27: brim.masterlink.v1.AcceptRequest
-	(*DeclineRequest)(nil),      // 28: brim.masterlink.v1.DeclineRequest
-	(*ReviveRequest)(nil),       // 29: brim.masterlink.v1.ReviveRequest
-	(*SuppressRequest)(nil),     // 30: brim.masterlink.v1.SuppressRequest
-	(*KillRequest)(nil),         // 31: brim.masterlink.v1.KillRequest
-	(*AcknowledgeRequest)(nil),  // 32: brim.masterlink.v1.AcknowledgeRequest
-	(*ReconcileRequest)(nil),    // 33: brim.masterlink.v1.ReconcileRequest
-	(*UpdateTaskRequest)(nil),   // 34: brim.masterlink.v1.UpdateTaskRequest
-	nil,                         // 35: brim.masterlink.v1.TaskInfo.LabelsEntry
-	nil,                         // 36: brim.masterlink.v1.Register.AttributesEntry
-	(*Operation_Launch)(nil),    // 37: brim.masterlink.v1.Operation.Launch
-	(*Operation_Reserve)(nil),   // 38: brim.masterlink.v1.Operation.Reserve
-	(*Operation_Unreserve)(nil), // 39: brim.masterlink.v1.Operation.Unreserve
+	(TaskReason)(0),             // 1: brim.masterlink.v1.TaskReason
+	(*Empty)(nil),               // 2: brim.masterlink.v1.Empty
+	(*TaskInfo)(nil),            // 3: brim.masterlink.v1.TaskInfo
+	(*TaskStatus)(nil),          // 4: brim.masterlink.v1.TaskStatus
+	(*TaskSnapshot)(nil),        // 5: brim.masterlink.v1.TaskSnapshot
+	(*Register)(nil),            // 6: brim.masterlink.v1.Register
+	(*ReregisterTasks)(nil),     // 7: brim.masterlink.v1.ReregisterTasks
+	(*Heartbeat)(nil),           // 8: brim.masterlink.v1.Heartbeat
+	(*Oversubscribed)(nil),      // 9: brim.masterlink.v1.Oversubscribed
+	(*Correction)(nil),          // 10: brim.masterlink.v1.Correction
+	(*AgentMessage)(nil),        // 11: brim.masterlink.v1.AgentMessage
+	(*Registered)(nil),          // 12: brim.masterlink.v1.Registered
+	(*RunTask)(nil),             // 13: brim.masterlink.v1.RunTask
+	(*KillTask)(nil),            // 14: brim.masterlink.v1.KillTask
+	(*UpdateTask)(nil),          // 15: brim.masterlink.v1.UpdateTask
+	(*StatusAck)(nil),           // 16: brim.masterlink.v1.StatusAck
+	(*MasterMessage)(nil),       // 17: brim.masterlink.v1.MasterMessage
+	(*FrameworkInfo)(nil),       // 18: brim.masterlink.v1.FrameworkInfo
+	(*SubscribeRequest)(nil),    // 19: brim.masterlink.v1.SubscribeRequest
+	(*Offer)(nil),               // 20: brim.masterlink.v1.Offer
+	(*Subscribed)(nil),          // 21: brim.masterlink.v1.Subscribed
+	(*Offers)(nil),              // 22: brim.masterlink.v1.Offers
+	(*Rescind)(nil),             // 23: brim.masterlink.v1.Rescind
+	(*ErrorEvent)(nil),          // 24: brim.masterlink.v1.ErrorEvent
+	(*Event)(nil),               // 25: brim.masterlink.v1.Event
+	(*Operation)(nil),           // 26: brim.masterlink.v1.Operation
+	(*Filters)(nil),             // 27: brim.masterlink.v1.Filters
+	(*AcceptRequest)(nil),       // 28: brim.masterlink.v1.AcceptRequest
+	(*DeclineRequest)(nil),      // 29: brim.masterlink.v1.DeclineRequest
+	(*ReviveRequest)(nil),       // 30: brim.masterlink.v1.ReviveRequest
+	(*SuppressRequest)(nil),     // 31: brim.masterlink.v1.SuppressRequest
+	(*KillRequest)(nil),         // 32: brim.masterlink.v1.KillRequest
+	(*AcknowledgeRequest)(nil),  // 33: brim.masterlink.v1.AcknowledgeRequest
+	(*ReconcileRequest)(nil),    // 34: brim.masterlink.v1.ReconcileRequest
+	(*UpdateTaskRequest)(nil),   // 35: brim.masterlink.v1.UpdateTaskRequest
+	nil,                         // 36: brim.masterlink.v1.TaskInfo.LabelsEntry
+	nil,                         // 37: brim.masterlink.v1.Register.AttributesEntry
+	(*Operation_Launch)(nil),    // 38: brim.masterlink.v1.Operation.Launch
+	(*Operation_Reserve)(nil),   // 39: brim.masterlink.v1.Operation.Reserve
+	(*Operation_Unreserve)(nil), // 40: brim.masterlink.v1.Operation.Unreserve
 }
 var file_masterlink_proto_depIdxs = []int32{
-	35, // 0: brim.masterlink.v1.TaskInfo.labels:type_name -> brim.masterlink.v1.TaskInfo.LabelsEntry
+	36, // 0: brim.masterlink.v1.TaskInfo.labels:type_name -> brim.masterlink.v1.TaskInfo.LabelsEntry
 	0,  // 1: brim.masterlink.v1.TaskStatus.state:type_name -> brim.masterlink.v1.TaskState
-	2,  // 2: brim.masterlink.v1.TaskSnapshot.task:type_name -> brim.masterlink.v1.TaskInfo
+	3,  // 2: brim.masterlink.v1.TaskSnapshot.task:type_name -> brim.masterlink.v1.TaskInfo
 	0,  // 3: brim.masterlink.v1.TaskSnapshot.state:type_name -> brim.masterlink.v1.TaskState
-	4,  // 4: brim.masterlink.v1.Register.tasks:type_name -> brim.masterlink.v1.TaskSnapshot
-	36, // 5: brim.masterlink.v1.Register.attributes:type_name -> brim.masterlink.v1.Register.AttributesEntry
-	8,  // 6: brim.masterlink.v1.Register.oversubscription:type_name -> brim.masterlink.v1.Oversubscribed
-	4,  // 7: brim.masterlink.v1.ReregisterTasks.tasks:type_name -> brim.masterlink.v1.TaskSnapshot
-	9,  // 8: brim.masterlink.v1.Oversubscribed.corrections:type_name -> brim.masterlink.v1.Correction
-	5,  // 9: brim.masterlink.v1.AgentMessage.register:type_name -> brim.masterlink.v1.Register
-	7,  // 10: brim.masterlink.v1.AgentMessage.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
-	3,  // 11: brim.masterlink.v1.AgentMessage.status:type_name -> brim.masterlink.v1.TaskStatus
-	8,  // 12: brim.masterlink.v1.AgentMessage.oversubscribed:type_name -> brim.masterlink.v1.Oversubscribed
-	6,  // 13: brim.masterlink.v1.AgentMessage.reregister_tasks:type_name -> brim.masterlink.v1.ReregisterTasks
-	2,  // 14: brim.masterlink.v1.RunTask.task:type_name -> brim.masterlink.v1.TaskInfo
-	11, // 15: brim.masterlink.v1.MasterMessage.registered:type_name -> brim.masterlink.v1.Registered
-	12, // 16: brim.masterlink.v1.MasterMessage.run:type_name -> brim.masterlink.v1.RunTask
-	13, // 17: brim.masterlink.v1.MasterMessage.kill:type_name -> brim.masterlink.v1.KillTask
-	14, // 18: brim.masterlink.v1.MasterMessage.update:type_name -> brim.masterlink.v1.UpdateTask
-	15, // 19: brim.masterlink.v1.MasterMessage.ack:type_name -> brim.masterlink.v1.StatusAck
-	17, // 20: brim.masterlink.v1.SubscribeRequest.framework:type_name -> brim.masterlink.v1.FrameworkInfo
-	19, // 21: brim.masterlink.v1.Offers.offers:type_name -> brim.masterlink.v1.Offer
-	20, // 22: brim.masterlink.v1.Event.subscribed:type_name -> brim.masterlink.v1.Subscribed
-	21, // 23: brim.masterlink.v1.Event.offers:type_name -> brim.masterlink.v1.Offers
-	22, // 24: brim.masterlink.v1.Event.rescind:type_name -> brim.masterlink.v1.Rescind
-	3,  // 25: brim.masterlink.v1.Event.update:type_name -> brim.masterlink.v1.TaskStatus
-	7,  // 26: brim.masterlink.v1.Event.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
-	23, // 27: brim.masterlink.v1.Event.error:type_name -> brim.masterlink.v1.ErrorEvent
-	37, // 28: brim.masterlink.v1.Operation.launch:type_name -> brim.masterlink.v1.Operation.Launch
-	38, // 29: brim.masterlink.v1.Operation.reserve:type_name -> brim.masterlink.v1.Operation.Reserve
-	39, // 30: brim.masterlink.v1.Operation.unreserve:type_name -> brim.masterlink.v1.Operation.Unreserve
-	25, // 31: brim.masterlink.v1.AcceptRequest.operations:type_name -> brim.masterlink.v1.Operation
-	26, // 32: brim.masterlink.v1.AcceptRequest.filters:type_name -> brim.masterlink.v1.Filters
-	26, // 33: brim.masterlink.v1.DeclineRequest.filters:type_name -> brim.masterlink.v1.Filters
-	2,  // 34: brim.masterlink.v1.Operation.Launch.tasks:type_name -> brim.masterlink.v1.TaskInfo
-	10, // 35: brim.masterlink.v1.AgentLink.Connect:input_type -> brim.masterlink.v1.AgentMessage
-	18, // 36: brim.masterlink.v1.Scheduler.Subscribe:input_type -> brim.masterlink.v1.SubscribeRequest
-	27, // 37: brim.masterlink.v1.Scheduler.Accept:input_type -> brim.masterlink.v1.AcceptRequest
-	28, // 38: brim.masterlink.v1.Scheduler.Decline:input_type -> brim.masterlink.v1.DeclineRequest
-	29, // 39: brim.masterlink.v1.Scheduler.Revive:input_type -> brim.masterlink.v1.ReviveRequest
-	30, // 40: brim.masterlink.v1.Scheduler.Suppress:input_type -> brim.masterlink.v1.SuppressRequest
-	31, // 41: brim.masterlink.v1.Scheduler.Kill:input_type -> brim.masterlink.v1.KillRequest
-	32, // 42: brim.masterlink.v1.Scheduler.Acknowledge:input_type -> brim.masterlink.v1.AcknowledgeRequest
-	33, // 43: brim.masterlink.v1.Scheduler.Reconcile:input_type -> brim.masterlink.v1.ReconcileRequest
-	34, // 44: brim.masterlink.v1.Scheduler.UpdateTask:input_type -> brim.masterlink.v1.UpdateTaskRequest
-	16, // 45: brim.masterlink.v1.AgentLink.Connect:output_type -> brim.masterlink.v1.MasterMessage
-	24, // 46: brim.masterlink.v1.Scheduler.Subscribe:output_type -> brim.masterlink.v1.Event
-	1,  // 47: brim.masterlink.v1.Scheduler.Accept:output_type -> brim.masterlink.v1.Empty
-	1,  // 48: brim.masterlink.v1.Scheduler.Decline:output_type -> brim.masterlink.v1.Empty
-	1,  // 49: brim.masterlink.v1.Scheduler.Revive:output_type -> brim.masterlink.v1.Empty
-	1,  // 50: brim.masterlink.v1.Scheduler.Suppress:output_type -> brim.masterlink.v1.Empty
-	1,  // 51: brim.masterlink.v1.Scheduler.Kill:output_type -> brim.masterlink.v1.Empty
-	1,  // 52: brim.masterlink.v1.Scheduler.Acknowledge:output_type -> brim.masterlink.v1.Empty
-	1,  // 53: brim.masterlink.v1.Scheduler.Reconcile:output_type -> brim.masterlink.v1.Empty
-	1,  // 54: brim.masterlink.v1.Scheduler.UpdateTask:output_type -> brim.masterlink.v1.Empty
+	5,  // 4: brim.masterlink.v1.Register.tasks:type_name -> brim.masterlink.v1.TaskSnapshot
+	37, // 5: brim.masterlink.v1.Register.attributes:type_name -> brim.masterlink.v1.Register.AttributesEntry
+	9,  // 6: brim.masterlink.v1.Register.oversubscription:type_name -> brim.masterlink.v1.Oversubscribed
+	5,  // 7: brim.masterlink.v1.ReregisterTasks.tasks:type_name -> brim.masterlink.v1.TaskSnapshot
+	10, // 8: brim.masterlink.v1.Oversubscribed.corrections:type_name -> brim.masterlink.v1.Correction
+	6,  // 9: brim.masterlink.v1.AgentMessage.register:type_name -> brim.masterlink.v1.Register
+	8,  // 10: brim.masterlink.v1.AgentMessage.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
+	4,  // 11: brim.masterlink.v1.AgentMessage.status:type_name -> brim.masterlink.v1.TaskStatus
+	9,  // 12: brim.masterlink.v1.AgentMessage.oversubscribed:type_name -> brim.masterlink.v1.Oversubscribed
+	7,  // 13: brim.masterlink.v1.AgentMessage.reregister_tasks:type_name -> brim.masterlink.v1.ReregisterTasks
+	3,  // 14: brim.masterlink.v1.RunTask.task:type_name -> brim.masterlink.v1.TaskInfo
+	12, // 15: brim.masterlink.v1.MasterMessage.registered:type_name -> brim.masterlink.v1.Registered
+	13, // 16: brim.masterlink.v1.MasterMessage.run:type_name -> brim.masterlink.v1.RunTask
+	14, // 17: brim.masterlink.v1.MasterMessage.kill:type_name -> brim.masterlink.v1.KillTask
+	15, // 18: brim.masterlink.v1.MasterMessage.update:type_name -> brim.masterlink.v1.UpdateTask
+	16, // 19: brim.masterlink.v1.MasterMessage.ack:type_name -> brim.masterlink.v1.StatusAck
+	18, // 20: brim.masterlink.v1.SubscribeRequest.framework:type_name -> brim.masterlink.v1.FrameworkInfo
+	20, // 21: brim.masterlink.v1.Offers.offers:type_name -> brim.masterlink.v1.Offer
+	21, // 22: brim.masterlink.v1.Event.subscribed:type_name -> brim.masterlink.v1.Subscribed
+	22, // 23: brim.masterlink.v1.Event.offers:type_name -> brim.masterlink.v1.Offers
+	23, // 24: brim.masterlink.v1.Event.rescind:type_name -> brim.masterlink.v1.Rescind
+	4,  // 25: brim.masterlink.v1.Event.update:type_name -> brim.masterlink.v1.TaskStatus
+	8,  // 26: brim.masterlink.v1.Event.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
+	24, // 27: brim.masterlink.v1.Event.error:type_name -> brim.masterlink.v1.ErrorEvent
+	38, // 28: brim.masterlink.v1.Operation.launch:type_name -> brim.masterlink.v1.Operation.Launch
+	39, // 29: brim.masterlink.v1.Operation.reserve:type_name -> brim.masterlink.v1.Operation.Reserve
+	40, // 30: brim.masterlink.v1.Operation.unreserve:type_name -> brim.masterlink.v1.Operation.Unreserve
+	26, // 31: brim.masterlink.v1.AcceptRequest.operations:type_name -> brim.masterlink.v1.Operation
+	27, // 32: brim.masterlink.v1.AcceptRequest.filters:type_name -> brim.masterlink.v1.Filters
+	27, // 33: brim.masterlink.v1.DeclineRequest.filters:type_name -> brim.masterlink.v1.Filters
+	3,  // 34: brim.masterlink.v1.Operation.Launch.tasks:type_name -> brim.masterlink.v1.TaskInfo
+	11, // 35: brim.masterlink.v1.AgentLink.Connect:input_type -> brim.masterlink.v1.AgentMessage
+	19, // 36: brim.masterlink.v1.Scheduler.Subscribe:input_type -> brim.masterlink.v1.SubscribeRequest
+	28, // 37: brim.masterlink.v1.Scheduler.Accept:input_type -> brim.masterlink.v1.AcceptRequest
+	29, // 38: brim.masterlink.v1.Scheduler.Decline:input_type -> brim.masterlink.v1.DeclineRequest
+	30, // 39: brim.masterlink.v1.Scheduler.Revive:input_type -> brim.masterlink.v1.ReviveRequest
+	31, // 40: brim.masterlink.v1.Scheduler.Suppress:input_type -> brim.masterlink.v1.SuppressRequest
+	32, // 41: brim.masterlink.v1.Scheduler.Kill:input_type -> brim.masterlink.v1.KillRequest
+	33, // 42: brim.masterlink.v1.Scheduler.Acknowledge:input_type -> brim.masterlink.v1.AcknowledgeRequest
+	34, // 43: brim.masterlink.v1.Scheduler.Reconcile:input_type -> brim.masterlink.v1.ReconcileRequest
+	35, // 44: brim.masterlink.v1.Scheduler.UpdateTask:input_type -> brim.masterlink.v1.UpdateTaskRequest
+	17, // 45: brim.masterlink.v1.AgentLink.Connect:output_type -> brim.masterlink.v1.MasterMessage
+	25, // 46: brim.masterlink.v1.Scheduler.Subscribe:output_type -> brim.masterlink.v1.Event
+	2,  // 47: brim.masterlink.v1.Scheduler.Accept:output_type -> brim.masterlink.v1.Empty
+	2,  // 48: brim.masterlink.v1.Scheduler.Decline:output_type -> brim.masterlink.v1.Empty
+	2,  // 49: brim.masterlink.v1.Scheduler.Revive:output_type -> brim.masterlink.v1.Empty
+	2,  // 50: brim.masterlink.v1.Scheduler.Suppress:output_type -> brim.masterlink.v1.Empty
+	2,  // 51: brim.masterlink.v1.Scheduler.Kill:output_type -> brim.masterlink.v1.Empty
+	2,  // 52: brim.masterlink.v1.Scheduler.Acknowledge:output_type -> brim.masterlink.v1.Empty
+	2,  // 53: brim.masterlink.v1.Scheduler.Reconcile:output_type -> brim.masterlink.v1.Empty
+	2,  // 54: brim.masterlink.v1.Scheduler.UpdateTask:output_type -> brim.masterlink.v1.Empty
 	45, // [45:55] is the sub-list for method output_type
 	35, // [35:45] is the sub-list for method input_type
 	35, // [35:35] is the sub-list for extension type_name
@@ -3073,7 +3187,7 @@ func file_masterlink_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_masterlink_proto_rawDesc), len(file_masterlink_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   2,

@@ -83,7 +83,11 @@ func Run(ctx context.Context, d *scheduler.Driver, cfg Config) error {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- d.Run(sctx, r.callbacks(sctx)) }()
-	stop := func() { cancel(); <-errc }
+	stop := func() {
+		cancel()
+		err := <-errc // wait for Run to end
+		_ = err       // cancelled by us: its error says only that
+	}
 
 	var killTimer <-chan time.Time
 	if cfg.KillAfter > 0 {
@@ -473,7 +477,7 @@ func (r *run) update(ctx context.Context, st *pb.TaskStatus) {
 		return
 	}
 	r.printf("%s\n", statusLine(st))
-	if terminal(st.State) && st.Reason != "RECONCILIATION" {
+	if st.State.Terminal() && st.Reason != pb.ReasonReconciliation {
 		// Acknowledge before exiting so the agent stops retrying (the
 		// driver's own acknowledgement would race with the exit).
 		if st.Uuid != "" {
@@ -500,14 +504,6 @@ func statusLine(st *pb.TaskStatus) string {
 		line += ": " + st.Message
 	}
 	return line
-}
-
-func terminal(s pb.TaskState) bool {
-	switch s {
-	case pb.TaskState_TASK_FINISHED, pb.TaskState_TASK_FAILED, pb.TaskState_TASK_KILLED, pb.TaskState_TASK_LOST, pb.TaskState_TASK_GONE:
-		return true
-	}
-	return false
 }
 
 func stateName(s pb.TaskState) string { return s.String()[len("TASK_"):] }

@@ -130,7 +130,7 @@ func run(rounds, loops, cpu int) (err error) {
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer func() { _ = m.Close() }() // a benchmark tearing down
 	if _, err := m.Track(pipeCg); err != nil {
 		return err
 	}

@@ -77,7 +77,7 @@ func run(brim string, nAgents, nFrameworks int, duration, taskLife, heartbeat ti
 	var conns []*grpc.ClientConn
 	defer func() {
 		for _, c := range conns {
-			c.Close()
+			_ = c.Close() // a benchmark tearing down
 		}
 	}()
 	var wg sync.WaitGroup
@@ -119,7 +119,7 @@ func run(brim string, nAgents, nFrameworks int, duration, taskLife, heartbeat ti
 		if err != nil {
 			return err
 		}
-		defer d.Close()
+		defer func() { _ = d.Close() }() // a benchmark tearing down
 		want := resources.MustParse(taskResources)
 		wg.Add(1)
 		go func() {
@@ -280,7 +280,7 @@ func startMaster(ctx context.Context, brim string, heartbeat, interval time.Dura
 		go func() { _ = hs.Serve(hl) }()
 		mctx, cancel := context.WithCancel(ctx)
 		go func() { _ = m.Run(mctx) }()
-		return addr, os.Getpid(), func() { cancel(); srv.Stop(); hs.Close() }, nil
+		return addr, os.Getpid(), func() { cancel(); srv.Stop(); _ = hs.Close() }, nil
 	}
 	l.Close()
 	dir, err := os.MkdirTemp("", "masterbench")
@@ -296,7 +296,7 @@ func startMaster(ctx context.Context, brim string, heartbeat, interval time.Dura
 	stop = func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // a temp dir; leftovers are harmless
 	}
 	stateAddr = addr
 	for i := 0; ; i++ {
