@@ -94,7 +94,9 @@ func (a *Agent) Serve(ctx context.Context, l net.Listener) error {
 	// at once): close the listener, which removes the socket, and wait
 	// for the Serve goroutine, so that nothing is left when we return.
 	l.Close()
-	<-errc
+	if err := <-errc; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		a.log.Debug("local API server ended", "err", err)
+	}
 	return nil
 }
 

@@ -52,7 +52,7 @@ func Lookup(root, user string) (ID, error) {
 		}
 		u, okU := parseID(f[2])
 		g, okG := parseID(f[3])
-		if !okU || !okG || !(f[0] == name || numeric && u == uid) {
+		if !okU || !okG || (f[0] != name && (!numeric || u != uid)) {
 			return false
 		}
 		id.UID, primary, found = u, g, true
