@@ -1,0 +1,46 @@
+//go:build linux
+
+package chaos
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/internal/testutil"
+)
+
+var (
+	seedFlag     = flag.Uint64("chaos.seed", 0, "seed of the chaos run (0: a fresh one, printed)")
+	durationFlag = flag.Duration("chaos.duration", 45*time.Second, "how long faults are injected")
+	agentsFlag   = flag.Int("chaos.agents", 2, "agents (2 or 3)")
+)
+
+// TestChaos is one seeded chaos run: `make test` runs a short one with a
+// fresh seed; `make chaos SEED=… DURATION=…` repeats or extends one.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos runs real daemons")
+	}
+	testutil.RequireRoot(t)
+	bin := os.Getenv("BRIM_BINARY")
+	testutil.Require(t, bin != "", "no brim binary (set BRIM_BINARY; `make build`)")
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano()) % 1_000_000_000
+	}
+	t.Logf("chaos seed %d duration %v", seed, *durationFlag)
+	if *agentsFlag < 2 || *agentsFlag > 3 {
+		t.Fatalf("-chaos.agents %d: want 2 or 3", *agentsFlag)
+	}
+	Run(t, Config{
+		Seed:     seed,
+		Duration: *durationFlag,
+		Brim:     bin,
+		Agents:   *agentsFlag,
+		Parent:   testutil.UniqueName("brim-chaos"),
+		Replay:   fmt.Sprintf("make chaos SEED=%d DURATION=%v", seed, *durationFlag),
+	})
+}
