@@ -109,6 +109,12 @@ func CheckAllocation(st MasterState) []string {
 		byRole[s.Role] = append(byRole[s.Role], s.Allocated)
 	}
 	for _, fw := range sortedKeys(held, alloc) {
+		if _, known := alloc[fw]; !known {
+			// Not (yet) in the allocator, e.g. after a master restart
+			// before it re-subscribed: the allocator holds its tasks as
+			// the agent's orphaned usage, which /state does not show.
+			continue
+		}
 		want, err1 := sum(held[fw]...)
 		got, err2 := sum(alloc[fw]...)
 		if err1 != nil || err2 != nil {

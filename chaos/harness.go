@@ -114,7 +114,7 @@ func Run(t testing.TB, cfg Config) {
 	for _, b := range h.bad {
 		t.Error(b)
 	}
-	t.Logf("chaos seed %d: %d runs, %d faults, %d violations", cfg.Seed, len(h.runs), len(h.faults), len(h.bad))
+	t.Logf("chaos seed %d: %d runs (%s), %d faults (%s), %d violations", cfg.Seed, len(h.runs), h.outcomes(), len(h.faults), h.faultKinds(), len(h.bad))
 }
 
 func (h *harness) violation(format string, args ...any) {
@@ -705,4 +705,36 @@ func (h *harness) keepLogs() {
 	}
 	_ = os.WriteFile(filepath.Join(dst, "events.txt"), []byte(h.events.String()), 0o600)
 	h.t.Logf("daemon logs and events kept in %s", dst)
+}
+
+// outcomes counts the runs' final states ("FINISHED 20, LOST 2").
+func (h *harness) outcomes() string {
+	n := map[string]int{}
+	for _, r := range h.runs {
+		final := "none"
+		for _, l := range r.output() {
+			if s, ok := ParseStatus(l); ok && terminalState(s.State) {
+				final = s.State
+			}
+		}
+		n[final]++
+	}
+	return counts(n)
+}
+
+func (h *harness) faultKinds() string {
+	n := map[string]int{}
+	for _, f := range h.faults {
+		n[f.Kind]++
+	}
+	return counts(n)
+}
+
+func counts(n map[string]int) string {
+	var out []string
+	for k, v := range n {
+		out = append(out, fmt.Sprintf("%s %d", k, v))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
