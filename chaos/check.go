@@ -84,13 +84,16 @@ func sum(texts ...string) (resources.Resources, error) {
 // offers (the allocator reports scalar totals, revocable and reserved
 // parts folded in, so totals per scalar are compared); per role, the
 // role's allocation is the sum of its frameworks'; per agent, its live
-// non-revocable tasks and offers fit in its resources and its revocable
-// ones in its revocable pool (no offer of resources that are not free).
+// non-revocable tasks and offers fit in its resources, and its revocable
+// offers in its revocable estimate (/state's "revocable" is the agent's
+// estimate of what is free, tasks left out): no offer of resources that
+// are not free.
 // It returns one line per violation.
 func CheckAllocation(st MasterState) []string {
 	var bad []string
 	held := map[string][]string{}    // framework → task and offer resources
 	onAgent := map[string][]string{} // agent → same
+	offered := map[string][]string{} // agent → offers
 	for _, t := range st.Tasks {
 		if terminalState(t.State) {
 			continue
@@ -101,6 +104,7 @@ func CheckAllocation(st MasterState) []string {
 	for _, o := range st.Offers {
 		held[o.FrameworkID] = append(held[o.FrameworkID], o.Resources)
 		onAgent[o.AgentID] = append(onAgent[o.AgentID], o.Resources)
+		offered[o.AgentID] = append(offered[o.AgentID], o.Resources)
 	}
 	alloc := map[string][]string{}  // framework → allocator's view
 	byRole := map[string][]string{} // role → frameworks' allocations
@@ -134,17 +138,18 @@ func CheckAllocation(st MasterState) []string {
 	}
 	for _, ag := range st.Agents {
 		plain, err1 := sum(ag.Resources)
-		pool, err2 := sum(ag.Revocable)
+		free, err2 := sum(ag.Revocable)
 		used, err3 := sum(onAgent[ag.ID]...)
-		if err := errors.Join(err1, err2, err3); err != nil {
+		offers, err4 := sum(offered[ag.ID]...)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			bad = append(bad, fmt.Sprintf("agent %s: %v", ag.ID, err))
 			continue
 		}
 		if !plain.Contains(used.NonRevocable()) {
 			bad = append(bad, fmt.Sprintf("agent %s: tasks+offers %q exceed its resources %q", ag.ID, used.NonRevocable(), plain))
 		}
-		if !pool.Contains(used.Revocable()) {
-			bad = append(bad, fmt.Sprintf("agent %s: revocable tasks+offers %q exceed its revocable pool %q", ag.ID, used.Revocable(), pool))
+		if !free.Contains(offers.Revocable()) {
+			bad = append(bad, fmt.Sprintf("agent %s: revocable offers %q exceed its revocable estimate %q", ag.ID, offers.Revocable(), free))
 		}
 	}
 	for id := range onAgent {
@@ -266,6 +271,9 @@ const (
 	ShimStop      = "shim-stop"      // SIGSTOP of one task's shim, SIGCONT after a pause
 	LinkReset     = "link-reset"     // every connection of an agent's link closed, new ones refused
 	LinkBlackHole = "link-blackhole" // an agent's link forwards nothing, closes nothing
+	// CheckpointCorrupt is kill -9 of an agent, one running task's
+	// checkpoint record overwritten with garbage, and a restart.
+	CheckpointCorrupt = "checkpoint-corrupt"
 )
 
 // Fault is one injected fault: on Agent (a harness agent name; empty for
@@ -308,11 +316,11 @@ type Outcome struct {
 //
 //   - always: FINISHED/FAILED with the command's exit code, brim run
 //     exiting with it;
-//   - agent-kill, link-reset, link-blackhole on the task's agent while the
-//     task lived: LOST as well (the agent was unreachable past the
-//     heartbeat timeout);
-//   - shim-kill or shim-stop of the task itself: any terminal state but
-//     FINISHED with a wrong code;
+//   - agent-kill, link-reset, link-blackhole, checkpoint-corrupt on the
+//     task's agent while the task lived: LOST as well (the agent was
+//     unreachable past the heartbeat timeout);
+//   - shim-kill, shim-stop or checkpoint-corrupt of the task itself: any
+//     terminal state but FINISHED with a wrong code;
 //   - master-kill: nothing more (the master must fail over without losing
 //     tasks).
 //
@@ -337,8 +345,11 @@ func Judge(o Outcome, faults []Fault) string {
 			continue
 		}
 		switch f.Kind {
-		case ShimKill, ShimStop:
+		case ShimKill, ShimStop, CheckpointCorrupt:
 			if f.Task == o.Task && o.Final.State != "FINISHED" {
+				return ""
+			}
+			if f.Kind == CheckpointCorrupt && (o.Agent == "" || f.Agent == o.Agent) && o.Final.State == "LOST" {
 				return ""
 			}
 		case AgentKill, LinkReset, LinkBlackHole:

@@ -272,7 +272,10 @@ type Container struct {
 	CPUs      float64 `json:"cpus"`
 	MemMiB    int64   `json:"memMiB"`
 	Revocable bool    `json:"revocable"`
-	Exit      *struct {
+	// Quarantine is why the agent could not read the container's
+	// checkpoint record (empty normally).
+	Quarantine string `json:"quarantine"`
+	Exit       *struct {
 		Code   int    `json:"code"`
 		Reason string `json:"reason"`
 	} `json:"exit"`
@@ -291,6 +294,12 @@ func (a *Agent) List() ([]Container, error) {
 		return nil, fmt.Errorf("ls --json: %w: %s", err, out)
 	}
 	return cs, nil
+}
+
+// CorruptCheckpoint overwrites container id's checkpoint record with
+// bytes that are not JSON (the agent must be down).
+func (a *Agent) CorruptCheckpoint(id string) error {
+	return os.WriteFile(filepath.Join(a.StateDir, "checkpoint", id+".json"), []byte("{\"version\": 1, \"container\": {\x00garbage"), 0o600)
 }
 
 // ShimPid is the pid of container id's shim, checked to be a process

@@ -267,7 +267,7 @@ func (h *harness) launch(r *frameworkRun, sleep int) {
 
 // inject applies a seeded fault every 2–6 s until ctx ends.
 func (h *harness) inject(ctx context.Context, rng *rand.Rand) {
-	kinds := []string{AgentKill, MasterKill, ShimKill, ShimStop, LinkReset, LinkBlackHole}
+	kinds := []string{AgentKill, MasterKill, ShimKill, ShimStop, LinkReset, LinkBlackHole, CheckpointCorrupt}
 	for {
 		select {
 		case <-ctx.Done():
@@ -293,6 +293,21 @@ func (h *harness) inject(ctx context.Context, rng *rand.Rand) {
 		case AgentKill:
 			h.events.add("fault %s", f)
 			a.kill9()
+			time.Sleep(pause)
+			if err := a.Start(); err != nil {
+				h.violation("restart agent %s: %v", a.Name, err)
+			}
+		case CheckpointCorrupt:
+			c, ok := h.pickRunning(a, pick)
+			if !ok {
+				continue
+			}
+			f.Task = c.Name
+			h.events.add("fault %s container=%s", f, c.ID)
+			a.kill9()
+			if err := a.CorruptCheckpoint(c.ID); err != nil {
+				h.violation("corrupt checkpoint of %s: %v", c.ID, err)
+			}
 			time.Sleep(pause)
 			if err := a.Start(); err != nil {
 				h.violation("restart agent %s: %v", a.Name, err)
@@ -348,27 +363,36 @@ func (h *harness) resume(pid int) {
 	}
 }
 
-// pickShim chooses a running container of a (pick indexes them in name
-// order) and returns its task and verified shim pid.
-func (h *harness) pickShim(a *Agent, pick int) (string, int) {
+// pickRunning chooses a running container of a (pick indexes them in
+// name order).
+func (h *harness) pickRunning(a *Agent, pick int) (Container, bool) {
 	if !a.running() {
-		return "", 0
+		return Container{}, false
 	}
 	cs, err := a.List()
 	if err != nil {
-		return "", 0
+		return Container{}, false
 	}
 	var live []Container
 	for _, c := range cs {
-		if c.State == "running" {
+		if c.State == "running" && c.Quarantine == "" {
 			live = append(live, c)
 		}
 	}
 	if len(live) == 0 {
-		return "", 0
+		return Container{}, false
 	}
 	sort.Slice(live, func(i, j int) bool { return live[i].Name < live[j].Name })
-	c := live[pick%len(live)]
+	return live[pick%len(live)], true
+}
+
+// pickShim chooses a running container of a and returns its task and
+// verified shim pid.
+func (h *harness) pickShim(a *Agent, pick int) (string, int) {
+	c, ok := h.pickRunning(a, pick)
+	if !ok {
+		return "", 0
+	}
 	return c.Name, a.ShimPid(c.ID)
 }
 
@@ -414,7 +438,7 @@ func (h *harness) checkDuplicates(seen map[string]bool) {
 			continue
 		}
 		for _, c := range cs {
-			if c.State == "running" {
+			if c.State == "running" && c.Quarantine == "" {
 				where[c.Name] = append(where[c.Name], a.Name+"/"+c.ID)
 			}
 		}
@@ -550,8 +574,8 @@ func (h *harness) disagreements() []string {
 		}
 		var held []string
 		for _, c := range cs {
-			if c.State != "running" {
-				continue
+			if c.State != "running" || c.Quarantine != "" {
+				continue // a quarantined container is the operator's to remove
 			}
 			running[c.Name] = a.ID
 			r := fmt.Sprintf("cpus:%g;mem:%d", c.CPUs, c.MemMiB)
