@@ -260,7 +260,14 @@ func (h *harness) launch(r *frameworkRun, sleep int) {
 		}
 		r.mu.Lock()
 		r.code, r.end = code, time.Now()
+		final := "no terminal state"
+		for _, l := range r.lines {
+			if s, ok := ParseStatus(l); ok && terminalState(s.State) {
+				final = l
+			}
+		}
 		r.mu.Unlock()
+		h.events.add("end %s exit %d: %s", r.task, code, final)
 		close(r.done)
 	}()
 }
