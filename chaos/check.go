@@ -16,6 +16,7 @@ type MasterState struct {
 		ID        string `json:"id"`
 		Resources string `json:"resources"`
 		Revocable string `json:"revocable"`
+		Reserved  string `json:"reserved"`
 		Connected bool   `json:"connected"`
 	} `json:"agents"`
 	Tasks []struct {
@@ -141,9 +142,17 @@ func CheckAllocation(st MasterState) []string {
 		free, err2 := sum(ag.Revocable)
 		used, err3 := sum(onAgent[ag.ID]...)
 		offers, err4 := sum(offered[ag.ID]...)
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
+		reserved, err5 := sum(ag.Reserved)
+		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 			bad = append(bad, fmt.Sprintf("agent %s: %v", ag.ID, err))
 			continue
+		}
+		// /state's resources are the agent's totals; reservations carve
+		// their part out of the unreserved resources.
+		if plain.Contains(reserved.Unreserve()) {
+			plain = plain.Subtract(reserved.Unreserve()).Add(reserved)
+		} else {
+			bad = append(bad, fmt.Sprintf("agent %s: reservations %q exceed its resources %q", ag.ID, reserved, plain))
 		}
 		if !plain.Contains(used.NonRevocable()) {
 			bad = append(bad, fmt.Sprintf("agent %s: tasks+offers %q exceed its resources %q", ag.ID, used.NonRevocable(), plain))
