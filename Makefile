@@ -54,14 +54,18 @@ test-short:
 ## chaos: one seeded chaos run (chaos/, docs/chaos.md): a real master, agents
 ## and frameworks under injected faults, checked against invariants; as root.
 ## SEED=0 picks a fresh seed (printed); a failing run prints its replay command.
+## AGENTS (2 or 3) and FAULTS (comma-separated kinds, default all) narrow it.
 SEED     ?= 0
 DURATION ?= 5m
+AGENTS   ?= 2
+FAULTS   ?=
 # CHAOS_TIMEOUT bounds the whole test: DURATION plus setup, drain and teardown.
 CHAOS_TIMEOUT ?= 2h
 chaos: deps build
 	BRIM_BINARY=$(CURDIR)/$(BIN) BRIM_SHIM_BINARY=$(CURDIR)/$(SHIM) $(GO) test -tags '$(TAGS)' -count=1 -v \
 	  -timeout $(CHAOS_TIMEOUT) \
-	  -run '^TestChaos$$' ./chaos -chaos.seed=$(SEED) -chaos.duration=$(DURATION)
+	  -run '^TestChaos$$' ./chaos -chaos.seed=$(SEED) -chaos.duration=$(DURATION) \
+	  -chaos.agents=$(AGENTS) -chaos.faults='$(FAULTS)'
 
 ## bench: benchmarks that print ratios against a baseline measured in the same run
 bench: deps build

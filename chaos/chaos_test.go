@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ var (
 	seedFlag     = flag.Uint64("chaos.seed", 92, "seed of the chaos run (0: a fresh one, printed)")
 	durationFlag = flag.Duration("chaos.duration", 45*time.Second, "how long faults are injected")
 	agentsFlag   = flag.Int("chaos.agents", 2, "agents (2 or 3)")
+	faultsFlag   = flag.String("chaos.faults", "", "comma-separated fault kinds to inject (default: all)")
 )
 
 // TestChaos is one seeded chaos run: `make test` runs a short one with
@@ -38,12 +41,29 @@ func TestChaos(t *testing.T) {
 	if *agentsFlag < 2 || *agentsFlag > 3 {
 		t.Fatalf("-chaos.agents %d: want 2 or 3", *agentsFlag)
 	}
+	var faults []string
+	if *faultsFlag != "" {
+		faults = strings.Split(*faultsFlag, ",")
+		for _, f := range faults {
+			if !slices.Contains(AllFaults, f) {
+				t.Fatalf("-chaos.faults: unknown fault %q (want some of %v)", f, AllFaults)
+			}
+		}
+	}
+	replay := fmt.Sprintf("make chaos SEED=%d DURATION=%v", seed, *durationFlag)
+	if *agentsFlag != 2 {
+		replay += fmt.Sprintf(" AGENTS=%d", *agentsFlag)
+	}
+	if *faultsFlag != "" {
+		replay += " FAULTS=" + *faultsFlag
+	}
 	Run(t, Config{
 		Seed:     seed,
 		Duration: *durationFlag,
 		Brim:     bin,
 		Agents:   *agentsFlag,
 		Parent:   testutil.UniqueName("brim-chaos"),
-		Replay:   fmt.Sprintf("make chaos SEED=%d DURATION=%v", seed, *durationFlag),
+		Faults:   faults,
+		Replay:   replay,
 	})
 }

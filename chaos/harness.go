@@ -27,9 +27,14 @@ type Config struct {
 	Agents   int           // 2 or 3
 	// Parent names the cgroup parents: agent i gets /Parent-i.
 	Parent string
+	// Faults are the fault kinds to choose from (nil: all of AllFaults).
+	Faults []string
 	// Replay is the command that repeats this run, printed on failure.
 	Replay string
 }
+
+// AllFaults are the fault kinds, in the order the seed indexes them.
+var AllFaults = []string{AgentKill, MasterKill, ShimKill, ShimStop, LinkReset, LinkBlackHole, CheckpointCorrupt}
 
 // ReservedRole is the role some frameworks use, with resources reserved
 // for it on the first agent.
@@ -274,7 +279,10 @@ func (h *harness) launch(r *frameworkRun, sleep int) {
 
 // inject applies a seeded fault every 2–6 s until ctx ends.
 func (h *harness) inject(ctx context.Context, rng *rand.Rand) {
-	kinds := []string{AgentKill, MasterKill, ShimKill, ShimStop, LinkReset, LinkBlackHole, CheckpointCorrupt}
+	kinds := h.cfg.Faults
+	if len(kinds) == 0 {
+		kinds = AllFaults
+	}
 	for {
 		select {
 		case <-ctx.Done():
