@@ -54,11 +54,11 @@ test-short:
 ## chaos: one seeded chaos run (chaos/, docs/chaos.md): a real master, agents
 ## and frameworks under injected faults, checked against invariants; as root.
 ## SEED=0 picks a fresh seed (printed); a failing run prints its replay command.
-## AGENTS (2 or 3) and FAULTS (comma-separated kinds, default all) narrow it.
+## AGENTS (2 or 3) and FAULTS (comma-separated kinds, default all) shape it.
 SEED     ?= 0
 DURATION ?= 5m
 AGENTS   ?= 2
-FAULTS   ?=
+FAULTS   ?= all
 # CHAOS_TIMEOUT bounds the whole test: DURATION plus setup, drain and teardown.
 CHAOS_TIMEOUT ?= 2h
 chaos: deps build

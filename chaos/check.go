@@ -283,6 +283,8 @@ const (
 	// CheckpointCorrupt is kill -9 of an agent, one running task's
 	// checkpoint record overwritten with garbage, and a restart.
 	CheckpointCorrupt = "checkpoint-corrupt"
+	// DiskFull fills the agent's state dir (a small tmpfs) for a while.
+	DiskFull = "disk-full"
 )
 
 // Fault is one injected fault: on Agent (a harness agent name; empty for
@@ -330,6 +332,9 @@ type Outcome struct {
 //     unreachable past the heartbeat timeout);
 //   - shim-kill, shim-stop or checkpoint-corrupt of the task itself: any
 //     terminal state but FINISHED with a wrong code;
+//   - disk-full of the task's agent while the task lived: any terminal
+//     state but FINISHED with a wrong code (a launch or a checkpoint
+//     write may fail);
 //   - master-kill: nothing more (the master must fail over without losing
 //     tasks).
 //
@@ -359,6 +364,10 @@ func Judge(o Outcome, faults []Fault) string {
 				return ""
 			}
 			if f.Kind == CheckpointCorrupt && (o.Agent == "" || f.Agent == o.Agent) && o.Final.State == "LOST" {
+				return ""
+			}
+		case DiskFull:
+			if (o.Agent == "" || f.Agent == o.Agent) && o.Final.State != "FINISHED" {
 				return ""
 			}
 		case AgentKill, LinkReset, LinkBlackHole:

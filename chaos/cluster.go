@@ -200,6 +200,14 @@ func newAgent(bin, base, name, parent string, link *Proxy, extra ...string) (*Ag
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
+	// The state dir is a small tmpfs of its own, so that a fault can fill
+	// it without filling the machine's disk.
+	if err := os.MkdirAll(a.StateDir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := syscall.Mount("tmpfs", a.StateDir, "tmpfs", 0, "size=64m,mode=0700"); err != nil {
+		return nil, fmt.Errorf("mount tmpfs on %s: %w", a.StateDir, err)
+	}
 	a.args = append([]string{"agent", "--master", link.Addr(), "--state-dir", a.StateDir, "--socket", a.Socket,
 		"--cgroup-parent", parent, "--resources", "cpus:2;mem:1024", "--kill-grace", "2s",
 		"--status-retry-min", "200ms", "--status-retry-max", "2s", "--no-bpf",
@@ -296,6 +304,27 @@ func (a *Agent) List() ([]Container, error) {
 	return cs, nil
 }
 
+// FillStateDir writes a file into the state dir until it is full, and
+// returns a function that removes it.
+func (a *Agent) FillStateDir() (func(), error) {
+	p := filepath.Join(a.StateDir, "chaos-filler")
+	f, err := os.Create(p)
+	if err != nil {
+		return func() {}, err
+	}
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return func() { _ = os.Remove(p) }, nil
+			}
+			_ = os.Remove(p)
+			return func() {}, err
+		}
+	}
+}
+
 // CorruptCheckpoint overwrites container id's checkpoint record with
 // bytes that are not JSON (the agent must be down).
 func (a *Agent) CorruptCheckpoint(id string) error {
@@ -336,7 +365,9 @@ func (a *Agent) Leftovers() []string {
 		out = append(out, "cgroup "+d)
 	}
 	for _, m := range mountsUnder(a.Base) {
-		out = append(out, "mount "+m)
+		if m != a.StateDir { // the harness's own tmpfs
+			out = append(out, "mount "+m)
+		}
 	}
 	return out
 }

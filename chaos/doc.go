@@ -5,8 +5,9 @@
 // plain tasks, revocable ones, ones in a role with reserved resources),
 // injects faults chosen by a PCG seeded from Config.Seed (kill -9 of an
 // agent, of the master, of a shim; SIGSTOP of a shim; a link reset; a
-// link black hole; a corrupted checkpoint record), and checks invariants while it runs and at the end
-// (docs/chaos.md lists them and the outcomes each fault allows).
+// link black hole; a corrupted checkpoint record; a full state dir), and
+// checks invariants while it runs and at the end (docs/chaos.md lists them
+// and the outcomes each fault allows).
 //
 // The pure checkers (CheckAllocation, CheckSequence, Judge, ParseStatus)
 // are table-tested; Run drives real processes and needs root and the
@@ -17,7 +18,8 @@
 // The harness only ever signals processes it started (by PID) or shims it
 // verified to belong to its own agents' state dirs, and only touches
 // cgroups under its own parents; Run removes everything in t.Cleanup,
-// also when the run failed. The only product file it
-// writes is the checkpoint record it corrupts on purpose, while the agent
-// that owns it is down.
+// also when the run failed. Each agent's state dir is a small tmpfs the
+// harness mounts, so that filling it never fills the machine's disk. The
+// only product file it writes is the checkpoint record it corrupts on
+// purpose, while the agent that owns it is down.
 package chaos

@@ -34,7 +34,7 @@ type Config struct {
 }
 
 // AllFaults are the fault kinds, in the order the seed indexes them.
-var AllFaults = []string{AgentKill, MasterKill, ShimKill, ShimStop, LinkReset, LinkBlackHole, CheckpointCorrupt}
+var AllFaults = []string{AgentKill, MasterKill, ShimKill, ShimStop, LinkReset, LinkBlackHole, CheckpointCorrupt, DiskFull}
 
 // ReservedRole is the role some frameworks use, with resources reserved
 // for it on the first agent.
@@ -312,6 +312,14 @@ func (h *harness) inject(ctx context.Context, rng *rand.Rand) {
 			if err := a.Start(); err != nil {
 				h.violation("restart agent %s: %v", a.Name, err)
 			}
+		case DiskFull:
+			h.events.add("fault %s", f)
+			undo, err := a.FillStateDir()
+			if err != nil {
+				h.violation("fill the state dir of %s: %v", a.Name, err)
+			}
+			time.Sleep(pause)
+			undo()
 		case CheckpointCorrupt:
 			c, ok := h.pickRunning(a, pick)
 			if !ok {
@@ -496,14 +504,14 @@ func (h *harness) heal() {
 // awaitRuns waits for every brim run to exit; one still running after
 // bound is a hang, reported and killed.
 func (h *harness) awaitRuns(bound time.Duration) {
-	deadline := time.After(bound)
+	deadline := time.Now().Add(bound)
 	h.mu.Lock()
 	runs := append([]*frameworkRun(nil), h.runs...)
 	h.mu.Unlock()
 	for _, r := range runs {
 		select {
 		case <-r.done:
-		case <-deadline:
+		case <-time.After(time.Until(deadline)):
 			h.violation("task %s: brim run still running %v after the faults stopped:\n%s", r.task, bound, strings.Join(r.output(), "\n"))
 			_ = r.cmd.Process.Signal(syscall.SIGKILL)
 			<-r.done
