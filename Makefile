@@ -20,7 +20,7 @@ BUILDDATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
 BI        := github.com/brimnode/brim/internal/buildinfo
 LDFLAGS   := -X $(BI).version=$(VERSION) -X $(BI).commit=$(COMMIT) -X $(BI).date=$(BUILDDATE)
 
-.PHONY: all deps tools build package test test-v2 test-short bench demo lint check-generated cross generate clean
+.PHONY: all deps tools build package test test-v2 test-short chaos bench demo lint check-generated cross generate clean
 
 all: build
 
@@ -57,6 +57,22 @@ test-v2: deps
 ## test-short: the pure tests only (no root needed)
 test-short:
 	$(GO) test -short $(PKGS)
+
+## chaos: one seeded chaos run (chaos/, docs/chaos.md): a real master, agents
+## and frameworks under injected faults, checked against invariants; as root.
+## SEED=0 picks a fresh seed (printed); a failing run prints its replay command.
+## AGENTS (2 or 3) and FAULTS (comma-separated kinds, default all) shape it.
+SEED     ?= 0
+DURATION ?= 5m
+AGENTS   ?= 2
+FAULTS   ?= all
+# CHAOS_TIMEOUT bounds the whole test: DURATION plus setup, drain and teardown.
+CHAOS_TIMEOUT ?= 2h
+chaos: deps build
+	BRIM_BINARY=$(CURDIR)/$(BIN) BRIM_SHIM_BINARY=$(CURDIR)/$(SHIM) $(GO) test -tags '$(TAGS)' -count=1 -v \
+	  -timeout $(CHAOS_TIMEOUT) \
+	  -run '^TestChaos$$' ./chaos -chaos.seed=$(SEED) -chaos.duration=$(DURATION) \
+	  -chaos.agents=$(AGENTS) -chaos.faults='$(FAULTS)'
 
 ## bench: benchmarks that print ratios against a baseline measured in the same run
 bench: deps build
