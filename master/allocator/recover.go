@@ -32,7 +32,7 @@ func (a *Allocator) Recover(frameworkID, agentID string, res resources.Resources
 func (a *Allocator) RecoverRole(frameworkID, roleName, agentID string, res resources.Resources, refuse *time.Duration) error {
 	f, ok := a.fws[frameworkID]
 	if !ok {
-		return fmt.Errorf("recover from %s: framework: %w", frameworkID, ErrNotFound)
+		return a.recoverOrphan(frameworkID, agentID, res)
 	}
 	ai, ok := a.agentIdx[agentID]
 	if !ok {
@@ -139,5 +139,87 @@ func (a *Allocator) RecoverRole(frameworkID, roleName, agentID string, res resou
 			cl.filters[ai] = filter{until: until, nonrev: r.nonrev, rev: r.rev}
 		}
 	}
+	return nil
+}
+
+// recoverOrphan returns res of a framework the allocator does not know yet
+// to agentID: usage an agent reported at (re-)registration for a framework
+// that has not subscribed again (AddAgent keeps it as an orphan). A task
+// of such a framework may end before the framework comes back; without
+// this its usage would stay held and be claimed by the framework when it
+// re-subscribes, with no task behind it. No refusal filter applies (the
+// framework is unknown). Errors wrap ErrNotFound (no such agent, or no
+// orphan usage of the framework there) or ErrInsufficient.
+func (a *Allocator) recoverOrphan(frameworkID, agentID string, res resources.Resources) error {
+	ai, ok := a.agentIdx[agentID]
+	if !ok {
+		return fmt.Errorf("recover from %s: agent %s: %w", frameworkID, agentID, ErrNotFound)
+	}
+	ag := a.agents[ai]
+	mine := func(e *allocEntry) bool { return e.client < 0 && e.fw == frameworkID }
+	found := false
+	for j := range ag.allocs {
+		found = found || mine(&ag.allocs[j])
+	}
+	if !found {
+		return fmt.Errorf("recover from %s: framework: %w", frameworkID, ErrNotFound)
+	}
+	kvs, oth, err := a.split(res, false)
+	if err != nil {
+		return fmt.Errorf("recover from %s on %s: %w", frameworkID, agentID, err)
+	}
+	var heldOther resources.Resources
+	for j := range ag.allocs {
+		if e := &ag.allocs[j]; mine(e) {
+			heldOther = heldOther.Add(e.other)
+		}
+	}
+	for _, kv := range kvs {
+		pi := ag.poolIndex(kv.key)
+		var held vec
+		for j := range ag.allocs {
+			if e := &ag.allocs[j]; int(e.pool) == pi && mine(e) {
+				held.add(&e.v)
+			}
+		}
+		if pi < 0 || !kv.v.le(&held) {
+			return fmt.Errorf("recover %s from %s on %s: %w", res, frameworkID, agentID, ErrInsufficient)
+		}
+	}
+	if !heldOther.Contains(oth) {
+		return fmt.Errorf("recover %s from %s on %s: %w", res, frameworkID, agentID, ErrInsufficient)
+	}
+	for _, kv := range kvs {
+		pi := ag.poolIndex(kv.key)
+		left := kv.v
+		for j := range ag.allocs {
+			e := &ag.allocs[j]
+			if int(e.pool) != pi || !mine(e) {
+				continue
+			}
+			part := left
+			part.clampMin(&e.v)
+			left.sub(&part)
+			a.take(ag, j, &part, nil)
+		}
+	}
+	left := oth
+	for j := range ag.allocs {
+		e := &ag.allocs[j]
+		if !mine(e) || len(left) == 0 {
+			continue
+		}
+		var part resources.Resources
+		for _, r := range left {
+			if e.other.Contains(resources.Resources{r}) {
+				part = append(part, r)
+			}
+		}
+		if len(part) > 0 {
+			a.take(ag, j, &vec{}, part)
+			left = left.Subtract(part)
+		}
+	}
+	ag.dropEmpty()
 	return nil
 }
