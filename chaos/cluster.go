@@ -283,10 +283,22 @@ type Container struct {
 	// Quarantine is why the agent could not read the container's
 	// checkpoint record (empty normally).
 	Quarantine string `json:"quarantine"`
-	Exit       *struct {
+	// Labels are the agent's: brim.task names the master's task (the
+	// container's name also carries a hash of its framework).
+	Labels map[string]string `json:"labels"`
+	Exit   *struct {
 		Code   int    `json:"code"`
 		Reason string `json:"reason"`
 	} `json:"exit"`
+}
+
+// Task is the master's task the container runs: its brim.task label, else
+// its name (a container not launched by the master).
+func (c Container) Task() string {
+	if t := c.Labels["brim.task"]; t != "" {
+		return t
+	}
+	return c.Name
 }
 
 // List is `brim container ls --json`.

@@ -325,7 +325,7 @@ func (h *harness) inject(ctx context.Context, rng *rand.Rand) {
 			if !ok {
 				continue
 			}
-			f.Task = c.Name
+			f.Task = c.Task()
 			h.events.add("fault %s container=%s", f, c.ID)
 			a.kill9()
 			if err := a.CorruptCheckpoint(c.ID); err != nil {
@@ -416,7 +416,7 @@ func (h *harness) pickShim(a *Agent, pick int) (string, int) {
 	if !ok {
 		return "", 0
 	}
-	return c.Name, a.ShimPid(c.ID)
+	return c.Task(), a.ShimPid(c.ID)
 }
 
 // checkLoop checks the master's allocation and that no task runs twice,
@@ -600,7 +600,7 @@ func (h *harness) disagreements() []string {
 			if c.State != "running" || c.Quarantine != "" {
 				continue // a quarantined container is the operator's to remove
 			}
-			running[c.Name] = a.ID
+			running[c.Task()] = a.ID
 			r := fmt.Sprintf("cpus:%g;mem:%d", c.CPUs, c.MemMiB)
 			held = append(held, r)
 		}
