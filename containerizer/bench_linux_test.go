@@ -38,13 +38,15 @@ import (
 func BenchmarkLaunch(b *testing.B) {
 	testutil.RequireRoot(b)
 	parent := testutil.NewCgroupParent(b)
-	cg, err := cgroups.New(cgroups.Config{Parent: parent})
+	// The agent's defaults: a pids limit and the masked host paths (runc's
+	// bundle masks none of them, so its launches do less).
+	cg, err := cgroups.New(cgroups.Config{Parent: parent, DefaultPids: cgroups.DefaultPidsMax})
 	if err != nil {
 		b.Fatal(err)
 	}
 	variants := []*launchVariant{{name: "brim", shim: shimBinary}, {name: "brim-shim", shim: smallShimBinary}}
 	for _, v := range variants {
-		v.c, err = New(Config{StateDir: b.TempDir(), Isolators: []isolator.Isolator{cg}, ShimBinary: v.shim})
+		v.c, err = New(Config{StateDir: b.TempDir(), Isolators: []isolator.Isolator{cg}, ShimBinary: v.shim, HidePaths: DefaultHidePaths})
 		if err != nil {
 			b.Fatal(err)
 		}
