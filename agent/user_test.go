@@ -8,6 +8,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/brimnode/brim/internal/testutil"
 )
 
 // TestTaskUser (issue 13): a container runs as the default user (nobody)
@@ -15,9 +17,7 @@ import (
 // as the default, and allowed with it.
 func TestTaskUser(t *testing.T) {
 	nobody, err := user.Lookup("nobody")
-	if err != nil {
-		t.Skip("no user nobody on this host")
-	}
+	testutil.Require(t, err == nil, "no user nobody on this host")
 	ctx := context.Background()
 	res := Resources{MilliCPUs: 4000, MemMiB: 4096}
 	dir := t.TempDir()

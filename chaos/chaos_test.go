@@ -29,9 +29,7 @@ var (
 // the default seed; `make chaos SEED=… DURATION=…` repeats or extends one
 // (SEED=0: a fresh seed).
 func TestChaos(t *testing.T) {
-	if testing.Short() {
-		t.Skip("chaos runs real daemons")
-	}
+	testutil.Require(t, !testing.Short(), "chaos runs real daemons (not with -short)")
 	testutil.RequireRoot(t)
 	bin := os.Getenv("BRIM_BINARY")
 	testutil.Require(t, bin != "", "no brim binary (set BRIM_BINARY; `make build`)")

@@ -9,6 +9,8 @@ import (
 	"github.com/brimnode/brim/masterlink"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
+
+	"github.com/brimnode/brim/internal/testutil"
 )
 
 // cutProxy is a TCP proxy on loopback between an agent and its master
@@ -180,9 +182,7 @@ func linkClient(t *testing.T, addr string) *masterlink.Client {
 // reset for 45 s, black-holed, and left idle, each with the Client's
 // default options and the master's ServerOptions.
 func TestLinkCutReconnect(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cuts the link for a minute")
-	}
+	testutil.Require(t, !testing.Short(), "cuts the link for a minute (not with -short)")
 	// Reset for 45 s: the Client keeps trying a connection at most
 	// ReconnectMax (5 s) apart — gRPC's default backoff (1 s × 1.6ⁿ ±
 	// 20 %) leaves a gap of at least 13 s after 26 s, and grows to 2

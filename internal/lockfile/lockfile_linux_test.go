@@ -2,11 +2,14 @@ package lockfile
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/brimnode/brim/internal/testutil"
 )
 
 func TestFileAndDir(t *testing.T) {
@@ -45,9 +48,8 @@ func TestNotInherited(t *testing.T) {
 		t.Fatal(err)
 	}
 	child := exec.Command("sleep", "30")
-	if err := child.Start(); err != nil {
-		t.Skipf("no sleep binary: %v", err)
-	}
+	err = child.Start()
+	testutil.Require(t, err == nil, fmt.Sprintf("no sleep binary: %v", err))
 	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
 	l.Close()
 	l2, err := File(p)
