@@ -2,7 +2,6 @@ package integration
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -12,31 +11,6 @@ import (
 
 	"github.com/brimnode/brim/internal/testutil"
 )
-
-// notifyListener is systemd's side of NOTIFY_SOCKET (systemd is not PID 1
-// on these machines): a real datagram socket whose messages the test reads.
-func notifyListener(t *testing.T) <-chan string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "notify.sock")
-	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	t.Setenv("NOTIFY_SOCKET", path)
-	ch := make(chan string, 1000)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := c.Read(buf)
-			if err != nil {
-				return
-			}
-			ch <- string(buf[:n])
-		}
-	}()
-	return ch
-}
 
 // awaitNotify returns the first message starting with prefix, failing
 // after a bound; other messages are passed over (WATCHDOG=1 pings).
@@ -60,7 +34,7 @@ func awaitNotify(t *testing.T, ch <-chan string, prefix string) string {
 // reload with RELOADING=1 / READY=1 and says STOPPING=1 on its way out.
 func TestAgentNotify(t *testing.T) {
 	testutil.RequireRoot(t)
-	msgs := notifyListener(t)
+	msgs := testutil.NotifySocket(t)
 	t.Setenv("WATCHDOG_USEC", "1000000")
 	dir := t.TempDir()
 	conf := writeTemp(t, dir, "agent.toml", `log-level = "debug"`)
@@ -110,7 +84,7 @@ func TestAgentParentLock(t *testing.T) {
 // answers /health, /version and /metrics, brackets a SIGHUP reload with
 // RELOADING=1 / READY=1 and says STOPPING=1 on SIGTERM.
 func TestMasterNotify(t *testing.T) {
-	msgs := notifyListener(t)
+	msgs := testutil.NotifySocket(t)
 	t.Setenv("WATCHDOG_USEC", "1000000")
 	m := startMasterProc(t)
 	if r := awaitNotify(t, msgs, "READY=1"); !strings.Contains(r, "serving on") {

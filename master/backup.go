@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brimnode/brim/internal/atomicfile"
 	"github.com/brimnode/brim/internal/lockfile"
 	bolt "go.etcd.io/bbolt"
 )
@@ -34,34 +36,16 @@ func backupName(t time.Time) string {
 // read transaction: writers go on meanwhile), fsynced, and renames it into
 // place: path is whole or absent.
 func (s *BoltStore) Backup(path string) error {
-	tmp := path + ".tmp"
 	err := guard(s.path, func() error {
 		return s.db.View(func(tx *bolt.Tx) error {
-			f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-			if err != nil {
+			return atomicfile.WriteFunc(path, 0o600, func(w io.Writer) error {
+				_, err := tx.WriteTo(w)
 				return err
-			}
-			if _, err := tx.WriteTo(f); err != nil {
-				f.Close()
-				return err
-			}
-			if err := f.Sync(); err != nil {
-				f.Close()
-				return err
-			}
-			return f.Close()
+			})
 		})
 	})
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
 	if err != nil {
-		_ = os.Remove(tmp)
 		return fmt.Errorf("back up master store to %s: %w", path, err)
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }
@@ -162,16 +146,7 @@ func Restore(from, stateDir string) error {
 			return fmt.Errorf("restore: keep the old store: %w", err)
 		}
 	}
-	tmp := dst + ".restore"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	if err := syncFile(tmp); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("restore: %w", err)
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		_ = os.Remove(tmp)
+	if err := atomicfile.WriteFile(dst, data, 0o600); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
 	return nil
@@ -182,17 +157,5 @@ func copyFile(from, to string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(to, data, 0o600); err != nil {
-		return err
-	}
-	return syncFile(to)
-}
-
-func syncFile(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
+	return atomicfile.WriteFile(to, data, 0o600)
 }

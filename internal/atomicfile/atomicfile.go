@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,13 +13,24 @@ import (
 // package doc). It is safe for concurrent use on different names; writers
 // of the same name race only for which content stays, never mix.
 func WriteFile(name string, data []byte, perm os.FileMode) error {
-	return write(name, data, perm, true)
+	return write(name, perm, true, bytesTo(data))
+}
+
+// WriteFunc is WriteFile for content too large to hold in memory: fill
+// writes it (e.g. a database's consistent copy). An error from fill leaves
+// name unchanged.
+func WriteFunc(name string, perm os.FileMode, fill func(io.Writer) error) error {
+	return write(name, perm, true, fill)
+}
+
+func bytesTo(data []byte) func(io.Writer) error {
+	return func(w io.Writer) error { _, err := w.Write(data); return err }
 }
 
 // WriteFileNoSync replaces name with data atomically against a crash of
 // the calling process, but not of the machine: nothing is fsynced.
 func WriteFileNoSync(name string, data []byte, perm os.FileMode) error {
-	return write(name, data, perm, false)
+	return write(name, perm, false, bytesTo(data))
 }
 
 // Remove removes name durably: once it returns nil the removal survives a
@@ -34,7 +46,7 @@ func Remove(name string) error {
 	return nil
 }
 
-func write(name string, data []byte, perm os.FileMode, sync bool) (err error) {
+func write(name string, perm os.FileMode, sync bool, fill func(io.Writer) error) (err error) {
 	dir := filepath.Dir(name)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp*")
 	if err != nil {
@@ -47,7 +59,7 @@ func write(name string, data []byte, perm os.FileMode, sync bool) (err error) {
 			err = fmt.Errorf("write %s: %w", name, err)
 		}
 	}()
-	if err := writeClose(f, data, perm, sync); err != nil {
+	if err := writeClose(f, fill, perm, sync); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, name); err != nil {
@@ -59,10 +71,10 @@ func write(name string, data []byte, perm os.FileMode, sync bool) (err error) {
 	return syncDir(dir)
 }
 
-// writeClose writes data to f, sets its mode (CreateTemp makes 0600,
-// whatever the umask would allow), optionally fsyncs, and closes it.
-func writeClose(f *os.File, data []byte, perm os.FileMode, sync bool) error {
-	_, err := f.Write(data)
+// writeClose fills f, sets its mode (CreateTemp makes 0600, whatever the
+// umask would allow), optionally fsyncs, and closes it.
+func writeClose(f *os.File, fill func(io.Writer) error, perm os.FileMode, sync bool) error {
+	err := fill(f)
 	if err == nil {
 		err = f.Chmod(perm)
 	}

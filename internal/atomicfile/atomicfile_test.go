@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -91,4 +92,23 @@ func assertOnly(t *testing.T, dir string, names ...string) {
 	if len(ents) != len(names) {
 		t.Errorf("dir holds %d entries, want %d", len(ents), len(names))
 	}
+}
+
+// WriteFunc streams the content; a fill that fails changes nothing and
+// leaves no temporary file.
+func TestWriteFunc(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "store.db")
+	if err := WriteFunc(p, 0o600, func(w io.Writer) error { _, err := io.WriteString(w, "copy"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("read transaction failed")
+	err := WriteFunc(p, 0o600, func(w io.Writer) error { _, _ = io.WriteString(w, "half"); return boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want the fill's error", err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != "copy" {
+		t.Errorf("content after a failed fill: %q", got)
+	}
+	assertOnly(t, dir, "store.db")
 }

@@ -4,37 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// listen makes a real NOTIFY_SOCKET datagram listener, as systemd has.
-func listen(t *testing.T) <-chan string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "notify.sock")
-	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	t.Setenv("NOTIFY_SOCKET", path)
-	ch := make(chan string, 100)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := c.Read(buf)
-			if err != nil {
-				close(ch)
-				return
-			}
-			ch <- string(buf[:n])
-		}
-	}()
-	return ch
-}
+	"github.com/brimnode/brim/internal/testutil"
+)
 
 func next(t *testing.T, ch <-chan string) string {
 	t.Helper()
@@ -48,7 +23,7 @@ func next(t *testing.T, ch <-chan string) string {
 }
 
 func TestNotifySequence(t *testing.T) {
-	ch := listen(t)
+	ch := testutil.NotifySocket(t)
 	n := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := n.Ready("serving 3 containers"); err != nil {
 		t.Fatal(err)
@@ -79,7 +54,7 @@ func TestNoSocketIsNoop(t *testing.T) {
 
 // A wedged loop stops the pings; they resume when it beats again.
 func TestWatchdogFollowsLoops(t *testing.T) {
-	ch := listen(t)
+	ch := testutil.NotifySocket(t)
 	n := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

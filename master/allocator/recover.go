@@ -2,6 +2,7 @@ package allocator
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/brimnode/brim/resources"
@@ -54,77 +55,21 @@ func (a *Allocator) RecoverRole(frameworkID, roleName, agentID string, res resou
 	mine := func(e *allocEntry) bool {
 		return e.client >= 0 && a.clients[e.client].fw == f && (ri < 0 || a.clients[e.client].role == ri)
 	}
-	// validate
-	for _, kv := range kvs {
-		pi := ag.poolIndex(kv.key)
-		var held vec
-		for j := range ag.allocs {
-			if e := &ag.allocs[j]; int(e.pool) == pi && mine(e) {
-				held.add(&e.v)
-			}
-		}
-		if pi < 0 || !kv.v.le(&held) {
-			return fmt.Errorf("recover %s from %s on %s: %w", res, frameworkID, agentID, ErrInsufficient)
-		}
-	}
-	var heldOther resources.Resources
-	for j := range ag.allocs {
-		if e := &ag.allocs[j]; mine(e) {
-			heldOther = heldOther.Add(e.other)
-		}
-	}
-	if !heldOther.Contains(oth) {
-		return fmt.Errorf("recover %s from %s on %s: %w", res, frameworkID, agentID, ErrInsufficient)
-	}
 	type refused struct{ nonrev, rev vec }
 	got := map[int32]*refused{}
-	note := func(c int32) *refused {
+	taken := func(c int32, part *vec, revocable bool) {
 		if got[c] == nil {
 			got[c] = &refused{}
 		}
-		return got[c]
-	}
-	for _, kv := range kvs {
-		pi := ag.poolIndex(kv.key)
-		left := kv.v
-		for j := range ag.allocs {
-			e := &ag.allocs[j]
-			if int(e.pool) != pi || !mine(e) {
-				continue
-			}
-			part := left
-			part.clampMin(&e.v)
-			left.sub(&part)
-			r := note(e.client)
-			if kv.key.revocable {
-				r.rev.add(&part)
-			} else {
-				r.nonrev.add(&part)
-			}
-			a.take(ag, j, &part, nil)
+		if revocable {
+			got[c].rev.add(part)
+		} else {
+			got[c].nonrev.add(part)
 		}
 	}
-	if len(oth) > 0 {
-		left := oth
-		for j := range ag.allocs {
-			e := &ag.allocs[j]
-			if !mine(e) || len(left) == 0 {
-				continue
-			}
-			var part resources.Resources
-			for _, r := range left {
-				if e.other.Contains(resources.Resources{r}) {
-					part = append(part, r)
-				}
-			}
-			if len(part) > 0 {
-				note(e.client)
-				a.take(ag, j, &vec{}, part)
-				left = left.Subtract(part)
-			}
-		}
+	if !a.takeBack(ag, kvs, oth, mine, taken) {
+		return fmt.Errorf("recover %s from %s on %s: %w", res, frameworkID, agentID, ErrInsufficient)
 	}
-	ag.dropEmpty()
 	d := a.opts.DefaultRefuse
 	if refuse != nil {
 		d = *refuse
@@ -157,23 +102,25 @@ func (a *Allocator) recoverOrphan(frameworkID, agentID string, res resources.Res
 	}
 	ag := a.agents[ai]
 	mine := func(e *allocEntry) bool { return e.client < 0 && e.fw == frameworkID }
-	found := false
-	for j := range ag.allocs {
-		found = found || mine(&ag.allocs[j])
-	}
-	if !found {
+	if !slices.ContainsFunc(ag.allocs, func(e allocEntry) bool { return mine(&e) }) {
 		return fmt.Errorf("recover from %s: framework: %w", frameworkID, ErrNotFound)
 	}
 	kvs, oth, err := a.split(res, false)
 	if err != nil {
 		return fmt.Errorf("recover from %s on %s: %w", frameworkID, agentID, err)
 	}
-	var heldOther resources.Resources
-	for j := range ag.allocs {
-		if e := &ag.allocs[j]; mine(e) {
-			heldOther = heldOther.Add(e.other)
-		}
+	if !a.takeBack(ag, kvs, oth, mine, nil) {
+		return fmt.Errorf("recover %s from %s on %s: %w", res, frameworkID, agentID, ErrInsufficient)
 	}
+	return nil
+}
+
+// takeBack returns kvs and oth, held by the entries of ag that mine
+// selects, to the agent: all of it, or nothing (false) when those entries
+// hold less. taken, if not nil, hears of every scalar part taken from a
+// client (for refusal filters); a non-scalar part is reported as an empty
+// vec.
+func (a *Allocator) takeBack(ag *agent, kvs []keyedVec, oth resources.Resources, mine func(*allocEntry) bool, taken func(c int32, part *vec, revocable bool)) bool {
 	for _, kv := range kvs {
 		pi := ag.poolIndex(kv.key)
 		var held vec
@@ -183,11 +130,17 @@ func (a *Allocator) recoverOrphan(frameworkID, agentID string, res resources.Res
 			}
 		}
 		if pi < 0 || !kv.v.le(&held) {
-			return fmt.Errorf("recover %s from %s on %s: %w", res, frameworkID, agentID, ErrInsufficient)
+			return false
+		}
+	}
+	var heldOther resources.Resources
+	for j := range ag.allocs {
+		if e := &ag.allocs[j]; mine(e) {
+			heldOther = heldOther.Add(e.other)
 		}
 	}
 	if !heldOther.Contains(oth) {
-		return fmt.Errorf("recover %s from %s on %s: %w", res, frameworkID, agentID, ErrInsufficient)
+		return false
 	}
 	for _, kv := range kvs {
 		pi := ag.poolIndex(kv.key)
@@ -200,6 +153,9 @@ func (a *Allocator) recoverOrphan(frameworkID, agentID string, res resources.Res
 			part := left
 			part.clampMin(&e.v)
 			left.sub(&part)
+			if taken != nil {
+				taken(e.client, &part, kv.key.revocable)
+			}
 			a.take(ag, j, &part, nil)
 		}
 	}
@@ -216,10 +172,13 @@ func (a *Allocator) recoverOrphan(frameworkID, agentID string, res resources.Res
 			}
 		}
 		if len(part) > 0 {
+			if taken != nil {
+				taken(e.client, &vec{}, false)
+			}
 			a.take(ag, j, &vec{}, part)
 			left = left.Subtract(part)
 		}
 	}
 	ag.dropEmpty()
-	return nil
+	return true
 }
