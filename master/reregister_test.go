@@ -39,7 +39,10 @@ func waitAgent(t *testing.T, m *master.Master, what string, ok func(master.Agent
 // and re-registers after a restart without losing one. Before paging its
 // Register was refused for its size and every task went LOST.
 func TestReregisterManyLargeTasks(t *testing.T) {
-	c := newCluster(t, master.Options{MaxMissedHeartbeats: 100})
+	// The agent must stay known while it restarts: re-sending 9 MB of
+	// specs takes seconds on a loaded host, and an agent declared
+	// unreachable (heartbeat × missed) would come back under a new ID.
+	c := newCluster(t, master.Options{MaxMissedHeartbeats: 1000})
 	r := newFakeRunner()
 	pad := strings.Repeat("x", 90_000)
 	for i := range 100 {
