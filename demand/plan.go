@@ -1,0 +1,305 @@
+package demand
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/brimnode/brim/demand/timespec"
+	"github.com/brimnode/brim/resources"
+)
+
+// dims are the scalars a plan tracks.
+var dims = [...]string{resources.CPUs, resources.Mem, resources.Disk, resources.NetBandwidth}
+
+type vec [len(dims)]int64
+
+func toVec(r resources.Resources) vec {
+	var v vec
+	for i, n := range dims {
+		v[i] = int64(r.Scalar(n))
+	}
+	return v
+}
+
+// fits is how many units of per fit in free.
+func fits(free, per vec) int {
+	n := -1
+	for i := range free {
+		if per[i] <= 0 {
+			continue
+		}
+		k := int(max(free[i], 0) / per[i])
+		if n < 0 || k < n {
+			n = k
+		}
+	}
+	if n < 0 {
+		return 1 << 30
+	}
+	return n
+}
+
+// booking is a demand's claim on an agent over [from, to) (to zero: open).
+type booking struct {
+	id       string
+	from, to time.Time
+	use      vec
+}
+
+func (b *booking) overlaps(from, to time.Time) bool {
+	return (b.to.IsZero() || b.to.After(from)) && (to.IsZero() || b.from.Before(to))
+}
+
+type agentPlan struct {
+	id    string
+	total vec
+	books []booking
+}
+
+// peak is the most the agent's bookings use at once over [from, to).
+func (a *agentPlan) peak(from, to time.Time, skip string) vec {
+	var best vec
+	probe := func(t time.Time) {
+		var u vec
+		for i := range a.books {
+			b := &a.books[i]
+			if b.id != skip && !b.from.After(t) && (b.to.IsZero() || b.to.After(t)) {
+				for d := range u {
+					u[d] += b.use[d]
+				}
+			}
+		}
+		for d := range best {
+			best[d] = max(best[d], u[d])
+		}
+	}
+	probe(from)
+	for i := range a.books {
+		if b := &a.books[i]; b.from.After(from) && (to.IsZero() || b.from.Before(to)) {
+			probe(b.from)
+		}
+	}
+	return best
+}
+
+// Plan is the time-indexed plan of future capacity: per agent, the demands
+// booked on it and when. Capacity outside bookings belongs to the DRF
+// allocator. Not safe for concurrent use.
+type Plan struct {
+	agents map[string]*agentPlan
+	order  []string // sorted agent IDs
+	where  map[string][]string
+}
+
+// NewPlan returns an empty plan.
+func NewPlan() *Plan {
+	return &Plan{agents: map[string]*agentPlan{}, where: map[string][]string{}}
+}
+
+// SetAgent adds an agent or changes its capacity (its unreserved,
+// non-revocable scalars).
+func (p *Plan) SetAgent(id string, total resources.Resources) {
+	a := p.agents[id]
+	if a == nil {
+		a = &agentPlan{id: id}
+		p.agents[id] = a
+		i, _ := slices.BinarySearch(p.order, id)
+		p.order = slices.Insert(p.order, i, id)
+	}
+	a.total = toVec(total.Unreserved().NonRevocable())
+}
+
+// RemoveAgent drops an agent (its bookings go with it).
+func (p *Plan) RemoveAgent(id string) {
+	delete(p.agents, id)
+	if i, ok := slices.BinarySearch(p.order, id); ok {
+		p.order = slices.Delete(p.order, i, i+1)
+	}
+}
+
+// Request is what Place is asked to place.
+type Request struct {
+	ID      string
+	Per     resources.Resources
+	Tasks   int
+	Gang    bool
+	Timing  Timing
+	Now     time.Time
+	Relaxed bool
+}
+
+// maxCandidates bounds the start times a loose placement tries.
+const maxCandidates = 256
+
+// Place finds where and when the plan can hold r, without booking it: a
+// strict start at its window's beginning only, a loose one at the
+// earliest instant in its windows (or, marked Late, after them). Errors
+// wrap ErrNeverFits or ErrNoFit.
+func (p *Plan) Place(r Request) (Placement, error) {
+	per := toVec(r.Per)
+	capTotal := 0
+	for _, id := range p.order {
+		capTotal += min(fits(p.agents[id].total, per), r.Tasks)
+	}
+	if capTotal < r.Tasks {
+		return Placement{}, fmt.Errorf("%w: %d tasks of %s; the cluster holds %d at most", ErrNeverFits, r.Tasks, r.Per, capTotal)
+	}
+	ws := r.Timing.Start
+	first := ws[0].From
+	if first.Before(r.Now) {
+		first = r.Now
+	}
+	if r.Timing.StartStrict {
+		if pl, ok := p.placeAt(first, r, per); ok {
+			return pl, nil
+		}
+		return Placement{}, fmt.Errorf("%w: %d tasks of %s at %s", ErrNoFit, r.Tasks, r.Per, first.UTC().Format(time.RFC3339))
+	}
+	// Loose: the start times worth trying are the window starts and the
+	// ends of bookings (capacity only ever frees up there).
+	cands := []time.Time{}
+	for _, w := range ws {
+		cands = append(cands, maxTime(w.From, r.Now))
+	}
+	for _, a := range p.agents {
+		for i := range a.books {
+			if t := a.books[i].to; !t.IsZero() && t.After(first) {
+				cands = append(cands, t)
+			}
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].Before(cands[j]) })
+	cands = slices.CompactFunc(cands, func(a, b time.Time) bool { return a.Equal(b) })
+	if len(cands) > maxCandidates {
+		cands = cands[:maxCandidates]
+	}
+	for _, t := range cands {
+		if pl, ok := p.placeAt(t, r, per); ok {
+			pl.Late = !inWindows(ws, t)
+			return pl, nil
+		}
+	}
+	return Placement{}, fmt.Errorf("%w: %d tasks of %s: no capacity in the plan", ErrNoFit, r.Tasks, r.Per)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
+}
+
+func inWindows(ws []timespec.Window, t time.Time) bool {
+	for _, w := range ws {
+		if w.Contains(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// placeAt places r starting at s: every task at once. Agents that stay
+// free through the deadline come first (the deadline steers the choice:
+// a demand there can overrun its length and still finish in time), then
+// the fullest (best fit, leaving large holes for large demands).
+func (p *Plan) placeAt(s time.Time, r Request, per vec) (Placement, bool) {
+	end := time.Time{}
+	if r.Timing.Length > 0 {
+		end = s.Add(r.Timing.Length)
+	}
+	type cand struct {
+		id      string
+		n       int
+		through bool
+		free    int
+	}
+	var cs []cand
+	total := 0
+	for _, id := range p.order {
+		a := p.agents[id]
+		pk := a.peak(s, end, r.ID)
+		var free vec
+		for d := range free {
+			free[d] = a.total[d] - pk[d]
+		}
+		n := min(fits(free, per), r.Tasks)
+		if n == 0 {
+			continue
+		}
+		c := cand{id: id, n: n, free: n}
+		if dl := r.Timing.Deadline; !dl.IsZero() && (end.IsZero() || dl.After(end)) {
+			pk2 := a.peak(s, dl, r.ID)
+			for d := range free {
+				free[d] = a.total[d] - pk2[d]
+			}
+			c.through = fits(free, per) >= n
+		}
+		cs = append(cs, c)
+		total += n
+	}
+	if total < r.Tasks {
+		return Placement{}, false
+	}
+	sort.SliceStable(cs, func(i, j int) bool {
+		if cs[i].through != cs[j].through {
+			return cs[i].through
+		}
+		return cs[i].free < cs[j].free
+	})
+	pl := Placement{Start: s, End: end}
+	left := r.Tasks
+	for _, c := range cs {
+		if left == 0 {
+			break
+		}
+		k := min(c.n, left)
+		pl.Slots = append(pl.Slots, Slot{Agent: c.id, Tasks: k})
+		left -= k
+	}
+	sort.Slice(pl.Slots, func(i, j int) bool { return pl.Slots[i].Agent < pl.Slots[j].Agent })
+	return pl, true
+}
+
+// Book records a placement of demand id (replacing any earlier one).
+func (p *Plan) Book(id string, per resources.Resources, pl Placement) {
+	p.Release(id)
+	v := toVec(per)
+	for _, s := range pl.Slots {
+		a := p.agents[s.Agent]
+		if a == nil {
+			continue
+		}
+		var use vec
+		for d := range use {
+			use[d] = v[d] * int64(s.Tasks)
+		}
+		a.books = append(a.books, booking{id: id, from: pl.Start, to: pl.End, use: use})
+		p.where[id] = append(p.where[id], s.Agent)
+	}
+}
+
+// Release forgets demand id's bookings.
+func (p *Plan) Release(id string) {
+	for _, ag := range p.where[id] {
+		if a := p.agents[ag]; a != nil {
+			a.books = slices.DeleteFunc(a.books, func(b booking) bool { return b.id == id })
+		}
+	}
+	delete(p.where, id)
+}
+
+// Extend moves the end of demand id's bookings to end (zero: open): a
+// loose demand running past its length keeps its capacity.
+func (p *Plan) Extend(id string, end time.Time) {
+	for _, ag := range p.where[id] {
+		if a := p.agents[ag]; a != nil {
+			for i := range a.books {
+				if a.books[i].id == id {
+					a.books[i].to = end
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,306 @@
+package demand
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/resources"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt")
+
+// epoch is t=0 of every script: 2026-11-25 10:00:00 UTC.
+var epoch = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+
+// TestScenarios runs the scripts testdata/*.txt (etcd-io/raft's
+// interaction tests, with a small reader): each command is followed by
+// ---- and the changes it caused, one per line. Commands:
+//
+//	new lead=1m pickup=2m          a book (drops the previous one)
+//	agent a1 cpus:4;mem:4096       add an agent to the plan
+//	submit t=0 {...} | [{...}]     submit a demand or a batch at t
+//	tick t=5m                      time passes
+//	held a n=2 t=5m                an allocation opportunity: n tasks' worth held
+//	claim a t=6m                   the framework launched on it
+//	ended a ok=true t=20m          its tasks ended
+//	cancel a t=7m
+//	replace a t=7m                 re-place a relaxed demand
+//	show                           every demand, one line each
+//
+// t is an offset from 10:00:00 UTC (a Go duration). -rewrite writes the
+// outputs back.
+func TestScenarios(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.txt")
+	if len(files) == 0 {
+		t.Fatal("no scenario scripts")
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScript(t, f) })
+	}
+}
+
+type scriptCase struct {
+	line      int
+	comments  []string
+	cmd, want string
+}
+
+func readScript(t *testing.T, path string) []scriptCase {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []scriptCase
+	var cur *scriptCase
+	var comments, want []string
+	inWant := false
+	flush := func() {
+		if cur != nil {
+			cur.want = strings.Join(want, "\n")
+			out = append(out, *cur)
+		}
+		cur, want, inWant = nil, nil, false
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		switch {
+		case inWant && line == "":
+			flush()
+		case inWant:
+			want = append(want, line)
+		case line == "" || strings.HasPrefix(line, "#"):
+			if strings.HasPrefix(line, "#") {
+				comments = append(comments, line)
+			}
+		case line == "----":
+			if cur == nil {
+				t.Fatalf("%s:%d: ---- without a command", path, n)
+			}
+			inWant = true
+		case cur != nil:
+			t.Fatalf("%s:%d: command %q without ----", path, n, line)
+		default:
+			cur = &scriptCase{line: n, cmd: line, comments: comments}
+			comments = nil
+		}
+	}
+	flush()
+	return out
+}
+
+func at(s string) (time.Time, error) {
+	d, err := time.ParseDuration(s)
+	return epoch.Add(d), err
+}
+
+func rel(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return "+" + t.Sub(epoch).String()
+}
+
+func renderChanges(cs []Change) string {
+	var b strings.Builder
+	for _, c := range cs {
+		fmt.Fprintf(&b, "%s %s -> %s", c.Demand.ID, c.From, c.To)
+		if c.Reason != "" {
+			fmt.Fprintf(&b, " [%s]", c.Reason)
+		}
+		if c.Message != "" {
+			fmt.Fprintf(&b, ": %s", c.Message)
+		}
+		b.WriteString("\n")
+	}
+	if b.Len() == 0 {
+		return "no change"
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func renderDemand(d *Demand) string {
+	s := fmt.Sprintf("%s %s start=%s end=%s", d.ID, d.State, rel(d.Start), rel(d.End))
+	var pl []string
+	for _, p := range d.Placement {
+		pl = append(pl, fmt.Sprintf("%s:%d", p.Agent, p.Tasks))
+	}
+	if len(pl) > 0 {
+		s += " on=" + strings.Join(pl, ",")
+	}
+	if d.Reason != "" {
+		s += fmt.Sprintf(" reason=%q", d.Reason)
+	}
+	if d.Opportunities > 0 {
+		s += fmt.Sprintf(" opportunities=%d", d.Opportunities)
+	}
+	if d.Handed > 0 {
+		s += fmt.Sprintf(" handed=%d", d.Handed)
+	}
+	if d.Late {
+		s += " late"
+	}
+	if d.Relaxed {
+		s += " relaxed"
+	}
+	return s
+}
+
+func runScript(t *testing.T, path string) {
+	var b *Book
+	cases := readScript(t, path)
+	failed := false
+	for i, c := range cases {
+		name, rest, _ := strings.Cut(c.cmd, " ")
+		fields := strings.Fields(rest)
+		kv := map[string]string{}
+		var pos []string
+		for _, f := range fields {
+			if k, v, ok := strings.Cut(f, "="); ok && !strings.ContainsAny(k, "{[\"") {
+				kv[k] = v
+			} else {
+				pos = append(pos, f)
+			}
+		}
+		now, err := at(kv["t"])
+		if kv["t"] == "" {
+			now, err = epoch, nil
+		}
+		if err != nil {
+			t.Fatalf("%s:%d: t: %v", path, c.line, err)
+		}
+		dur := func(k string) time.Duration {
+			d, err := time.ParseDuration(kv[k])
+			if err != nil {
+				t.Fatalf("%s:%d: %s: %v", path, c.line, k, err)
+			}
+			return d
+		}
+		if name != "new" && b == nil {
+			t.Fatalf("%s:%d: %s before new", path, c.line, name)
+		}
+		var got string
+		var cs []Change
+		switch name {
+		case "new":
+			b, got = NewBook(Config{Lead: dur("lead"), PickUp: dur("pickup")}, NewPlan()), "ok"
+		case "agent":
+			b.plan.SetAgent(pos[0], resources.MustParse(pos[1]))
+			got = "ok"
+		case "submit":
+			doc := strings.TrimSpace(rest[strings.Index(rest, " ")+1:])
+			var specs []*Spec
+			if strings.HasPrefix(doc, "[") {
+				for _, part := range splitBatch(doc) {
+					s, err := ParseSpec([]byte(part))
+					if err != nil {
+						got = "error: " + err.Error()
+						break
+					}
+					specs = append(specs, s)
+				}
+			} else if s, err := ParseSpec([]byte(doc)); err != nil {
+				got = "error: " + err.Error()
+			} else {
+				specs = []*Spec{s}
+			}
+			if got == "" {
+				_, cs, err = b.Submit(now, specs)
+				if err != nil {
+					got = "error: " + err.Error()
+				}
+			}
+		case "tick":
+			cs = b.Tick(now)
+		case "held", "claim", "ended", "cancel", "replace":
+			switch name {
+			case "held":
+				n, _ := strconv.Atoi(kv["n"])
+				cs, err = b.Held(pos[0], n, now)
+			case "claim":
+				cs, err = b.Claim(pos[0], now)
+			case "ended":
+				cs, err = b.Ended(pos[0], kv["ok"] == "true", "tasks ended", now)
+			case "cancel":
+				cs, err = b.Cancel(pos[0], "by the operator", now)
+			case "replace":
+				cs, err = b.Replace(pos[0], now)
+			}
+			if err != nil {
+				got = "error: " + err.Error()
+			}
+		case "show":
+			var lines []string
+			for _, d := range b.List() {
+				lines = append(lines, renderDemand(d))
+			}
+			got = strings.Join(lines, "\n")
+			if got == "" {
+				got = "no demands"
+			}
+		default:
+			t.Fatalf("%s:%d: unknown command %q", path, c.line, name)
+		}
+		if got == "" {
+			got = renderChanges(cs)
+		}
+		if *rewrite {
+			cases[i].want = got
+			continue
+		}
+		if got != c.want {
+			failed = true
+			t.Errorf("%s:%d: %s\n got:\n%s\n want:\n%s", path, c.line, c.cmd, got, c.want)
+		}
+	}
+	if *rewrite {
+		var out strings.Builder
+		for _, c := range cases {
+			for _, cm := range c.comments {
+				out.WriteString(cm + "\n")
+			}
+			fmt.Fprintf(&out, "%s\n----\n%s\n\n", c.cmd, c.want)
+		}
+		if err := os.WriteFile(path, []byte(strings.TrimSuffix(out.String(), "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = failed
+}
+
+// splitBatch splits a JSON list of objects into the objects' texts.
+func splitBatch(s string) []string {
+	var out []string
+	depth, start := 0, -1
+	inStr := false
+	for i, r := range s {
+		switch {
+		case inStr:
+			if r == '"' && s[i-1] != '\\' {
+				inStr = false
+			}
+		case r == '"':
+			inStr = true
+		case r == '{':
+			if depth == 0 {
+				start = i
+			}
+			depth++
+		case r == '}':
+			depth--
+			if depth == 0 {
+				out = append(out, s[start:i+1])
+			}
+		}
+	}
+	return out
+}
