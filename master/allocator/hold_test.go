@@ -1,0 +1,57 @@
+package allocator
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/brimnode/brim/resources"
+)
+
+// TestHoldKeepsCapacityFromDRF: held capacity is never offered; granted
+// capacity is the framework's like an offer's; released capacity is
+// offered again.
+func TestHoldKeepsCapacityFromDRF(t *testing.T) {
+	a, _ := newTest(t, Options{})
+	must(t, a.AddAgent(AgentInfo{ID: "a1", Total: resources.MustParse("cpus:4;mem:4096")}, nil))
+	addFramework(t, a, "drf", "r1")
+	addFramework(t, a, "planned", "r2")
+	got, err := a.Hold("a1", "d1", resources.MustParse("cpus:3;mem:1024"))
+	must(t, err)
+	if !got.Equal(resources.MustParse("cpus:3;mem:1024")) {
+		t.Fatalf("held %s", got)
+	}
+	// A second hold gets what is left, no more.
+	if got, _ := a.Hold("a1", "d2", resources.MustParse("cpus:2")); !got.Equal(resources.MustParse("cpus:1")) {
+		t.Fatalf("second hold got %s, want cpus:1", got)
+	}
+	a.Release("a1", "d2")
+	for _, o := range a.Allocate() {
+		if o.Resources.CPUs() > resources.MustParse("cpus:1").CPUs() {
+			t.Fatalf("offer %+v dips into the hold", o)
+		}
+		must(t, a.RecoverRole(o.FrameworkID, o.Role, o.AgentID, o.Resources, nil))
+	}
+	o, err := a.Grant("a1", "d1", "planned", "r2", resources.MustParse("cpus:2;mem:512"))
+	must(t, err)
+	if o.FrameworkID != "planned" || !o.Resources.Equal(resources.MustParse("cpus:2;mem:512")) {
+		t.Fatalf("grant = %+v", o)
+	}
+	if _, err := a.Grant("a1", "d1", "planned", "r2", resources.MustParse("cpus:2")); !errors.Is(err, ErrInsufficient) {
+		t.Fatalf("over-grant: %v", err)
+	}
+	if h := a.Held("a1", "d1"); !h.Equal(resources.MustParse("cpus:1;mem:512")) {
+		t.Fatalf("held after grant = %s", h)
+	}
+	// The grant is the framework's: recovering it works like an offer's.
+	must(t, a.RecoverRole("planned", "r2", "a1", o.Resources, nil))
+	a.Release("a1", "d1")
+	if h := a.Held("a1", "d1"); len(h) != 0 {
+		t.Fatalf("held after release = %s", h)
+	}
+	if _, err := a.Hold("nope", "d1", nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown agent: %v", err)
+	}
+	if _, err := a.Hold("a1", "d1", resources.MustParse("ports:[1-2]")); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("ports: %v", err)
+	}
+}
