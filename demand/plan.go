@@ -268,8 +268,9 @@ func (p *Plan) Book(id string, per resources.Resources, pl Placement) {
 	v := toVec(per)
 	for _, s := range pl.Slots {
 		a := p.agents[s.Agent]
-		if a == nil {
-			continue
+		if a == nil { // restored before its agent is back: no capacity yet
+			p.SetAgent(s.Agent, nil)
+			a = p.agents[s.Agent]
 		}
 		var use vec
 		for d := range use {

@@ -272,6 +272,7 @@ func (m *Master) applyAcceptLocked(p acceptPlan) {
 		m.cycles.launches++
 		m.metrics.launches.Inc()
 	}
+	m.demandLaunchedLocked(p.offers, p)
 	m.trigger()
 }
 

@@ -179,6 +179,7 @@ func (m *Master) addToAllocatorLocked(ag *agentEntry) error {
 		}
 	}
 	ag.inAllocator = true
+	m.dem.book.Plan().SetAgent(ag.id, ag.total)
 	return nil
 }
 

@@ -84,9 +84,12 @@ func frameworkEventToPB(ev toFramework) *pb.Event {
 	case *offersMade:
 		offers := make([]*pb.Offer, len(x.offers))
 		for i, o := range x.offers {
-			offers[i] = &pb.Offer{Id: o.id, FrameworkId: o.fw, AgentId: o.agent, Hostname: x.hostnames[i], Role: o.role, Resources: o.res.String()}
+			offers[i] = &pb.Offer{Id: o.id, FrameworkId: o.fw, AgentId: o.agent, Hostname: x.hostnames[i], Role: o.role, Resources: o.res.String(), DemandId: o.demand}
 		}
 		return &pb.Event{Event: &pb.Event_Offers{Offers: &pb.Offers{Offers: offers}}}
+	case *demandEvent:
+		return &pb.Event{Event: &pb.Event_Demand{Demand: &pb.DemandEvent{DemandId: x.id, From: x.From.String(), State: x.To.String(),
+			Reason: string(x.Reason), Message: x.Message, AtUnixNano: x.At.UnixNano()}}}
 	case *offerRescinded:
 		return &pb.Event{Event: &pb.Event_Rescind{Rescind: &pb.Rescind{OfferId: x.offerID}}}
 	case *taskStatus:

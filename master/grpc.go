@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/brimnode/brim/demand"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -206,6 +207,48 @@ func (s schedulerAPI) Accept(ctx context.Context, req *pb.AcceptRequest) (*pb.Em
 // Decline gives offers back with an optional refusal filter.
 func (s schedulerAPI) Decline(ctx context.Context, req *pb.DeclineRequest) (*pb.Empty, error) {
 	return s.call(ctx, req.FrameworkId, func() error { return s.m.decline(req.FrameworkId, req.OfferIds, refuseOf(req.Filters)) })
+}
+
+// SubmitDemand submits a demand for the framework (docs/demands.md);
+// its role needs the caller's submit_demand ACL.
+func (s schedulerAPI) SubmitDemand(ctx context.Context, req *pb.SubmitDemandRequest) (*pb.Empty, error) {
+	p, a, err := s.m.authorizeCall(ctx, req.FrameworkId)
+	var specs []*demand.Spec
+	if err == nil {
+		specs, err = ParseDemandDocuments([]byte(req.Document))
+	}
+	if err == nil {
+		for _, sp := range specs {
+			if sp.Framework != "" && sp.Framework != req.FrameworkId {
+				err = fmt.Errorf("%w: FrameworkID: %q is not the caller %s", ErrInvalid, sp.Framework, req.FrameworkId)
+			}
+			sp.Framework = req.FrameworkId
+		}
+	}
+	if err == nil {
+		_, err = s.m.SubmitDemands(specs, func(role string) error {
+			if a == nil {
+				return nil
+			}
+			return a.Authorize(p, ActionSubmitDemand, role)
+		})
+	}
+	if err != nil {
+		return nil, s.m.grpcError(err)
+	}
+	return &pb.Empty{}, nil
+}
+
+// CancelDemand cancels one of the framework's demands.
+func (s schedulerAPI) CancelDemand(ctx context.Context, req *pb.CancelDemandRequest) (*pb.Empty, error) {
+	return s.call(ctx, req.FrameworkId, func() error {
+		return s.m.CancelDemand(req.DemandId, func(d *demand.Demand) error {
+			if d.Framework != req.FrameworkId {
+				return fmt.Errorf("demand %s of another framework: %w", d.ID, ErrNotFound)
+			}
+			return nil
+		})
+	})
 }
 
 // Revive clears the framework's filters and unsuppresses its roles.

@@ -44,6 +44,7 @@ func (m *Master) HTTPHandler(auth Authorizer) http.Handler {
 		writeJSON(w, http.StatusOK, m.State().Weights)
 	})
 	mux.HandleFunc("POST /weights", h.setWeights)
+	h.demandRoutes(mux)
 	m.serviceRoutes(mux)
 	return h
 }

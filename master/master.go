@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/brimnode/brim/demand"
 	"github.com/brimnode/brim/master/allocator"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
@@ -68,6 +69,8 @@ type Options struct {
 	// completedFrameworks); 0: the defaults, negative: none kept.
 	MaxCompletedTasks      int
 	MaxCompletedFrameworks int
+	// Demands configures time-aware demands (docs/demands.md).
+	Demands DemandOptions
 	// Log receives the master's logs; nil discards them.
 	Log *slog.Logger
 }
@@ -82,6 +85,8 @@ type Store interface {
 	PutQuota(role string, q allocator.Quota) error
 	// PutWeights records roles' weights in one write: all or none.
 	PutWeights(weights map[string]float64) error
+	// PutDemand records a demand: its spec, state, history and plan.
+	PutDemand(d *demand.Demand) error
 }
 
 // Persisted is what a Store holds.
@@ -91,6 +96,7 @@ type Persisted struct {
 	Reservations map[string]resources.Resources
 	Quota        map[string]allocator.Quota
 	Weights      map[string]float64
+	Demands      []*demand.Demand
 }
 
 // PersistedFramework is a framework as a Store keeps it: its roles and
@@ -142,6 +148,7 @@ type Master struct {
 
 	metrics *metrics
 	ready   atomic.Bool // see SetReady
+	dem     *demands    // time-aware demands (demands.go)
 }
 
 type cycleStats struct {
@@ -206,6 +213,7 @@ type offerEntry struct {
 	id, fw, agent, role string
 	res                 resources.Resources
 	created             time.Time
+	demand              string // the demand whose capacity it hands over; "" for DRF's
 }
 
 // New returns a master; with a Store it loads the persisted state
@@ -256,6 +264,7 @@ func New(opts Options) (*Master, error) {
 		completed:    newCompleted(opts.MaxCompletedTasks, opts.MaxCompletedFrameworks),
 		started:      time.Now(),
 	}
+	m.dem = newDemands(opts.Demands)
 	m.metrics = newMetrics(m)
 	if bs, ok := m.store.(*BoltStore); ok {
 		bs.onWrite = m.metrics.observeStoreWrite
@@ -286,6 +295,9 @@ func New(opts Options) (*Master, error) {
 				return nil, fmt.Errorf("restore weight of %s: %w", role, err)
 			}
 			m.weights[role] = w
+		}
+		if err := m.restoreDemandsLocked(p.Demands); err != nil {
+			return nil, fmt.Errorf("restore demands: %w", err)
 		}
 	}
 	return m, nil
@@ -360,6 +372,7 @@ func (m *Master) allocate() {
 	defer m.mu.Unlock()
 	start := time.Now()
 	before := len(m.offers)
+	m.demandCycleLocked() // holds first: DRF offers what is left
 	offers := m.alloc.Allocate()
 	byFW := map[string]*offersMade{}
 	for _, o := range offers {
@@ -464,6 +477,7 @@ func (m *Master) rescindLocked(o *offerEntry, refuse *time.Duration) {
 	if err := m.alloc.RecoverRole(o.fw, o.role, o.agent, o.res, refuse); err != nil {
 		m.log.Debug("recover rescinded offer", "offer", o.id, "err", err)
 	}
+	m.demandOfferBackLocked(o)
 	m.trigger()
 }
 
@@ -506,6 +520,7 @@ func (m *Master) dropAgentFromAllocatorLocked(ag *agentEntry) {
 			m.log.Warn("remove agent from allocator", "agent", ag.id, "err", err)
 		}
 		ag.inAllocator = false
+		m.dem.book.Plan().SetAgent(ag.id, nil) // no capacity until it is back
 	}
 	for _, t := range ag.tasks {
 		t.recovered = true // the allocator forgot them with the agent
@@ -534,6 +549,9 @@ func (m *Master) setTaskStatusLocked(t *taskEntry, st *taskStatus) {
 			}
 			m.trigger()
 		}
+	}
+	if terminal(st.state) {
+		m.demandTaskEndedLocked(t, st.state == pb.TaskState_TASK_FINISHED)
 	}
 	if f := m.frameworks[t.fw]; f != nil {
 		f.out.send(st)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/brimnode/brim/demand"
 	"github.com/brimnode/brim/master/allocator"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
@@ -34,6 +35,8 @@ type State struct {
 	// Cycles: allocation cycles run, offers made, tasks launched, and the
 	// recent cycles' p50 and p99 in milliseconds.
 	Cycles map[string]float64 `json:"cycles"`
+	// Demands are the time-aware demands, in submission order.
+	Demands []demand.Demand `json:"demands"`
 }
 
 // AgentState is one agent in State.
@@ -153,6 +156,11 @@ func (m *Master) State() State {
 	p50, p99 := m.cyclePercentilesLocked()
 	st.Cycles = map[string]float64{"count": float64(m.cycles.count), "offers": float64(m.cycles.offers),
 		"launches": float64(m.cycles.launches), "p50Ms": p50.Seconds() * 1000, "p99Ms": p99.Seconds() * 1000}
+	for _, d := range m.dem.book.List() {
+		c := *d
+		c.History = slices.Clone(d.History)
+		st.Demands = append(st.Demands, c)
+	}
 	return st
 }
 

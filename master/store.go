@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/brimnode/brim/demand"
 	"github.com/brimnode/brim/master/allocator"
 	"github.com/brimnode/brim/resources"
 	bolt "go.etcd.io/bbolt"
@@ -20,6 +21,7 @@ var (
 	bucketReservations = []byte("reservations")
 	bucketQuota        = []byte("quota")
 	bucketWeights      = []byte("weights")
+	bucketDemands      = []byte("demands")
 )
 
 // BoltStore is the master's Store in an embedded bbolt file. Every Put is
@@ -76,7 +78,7 @@ func OpenBoltStoreWith(path string, o StoreOptions) (*BoltStore, error) {
 	}
 	err = guard(path, func() error {
 		return db.Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bucketAgents, bucketFrameworks, bucketReservations, bucketQuota, bucketWeights} {
+			for _, b := range [][]byte{bucketAgents, bucketFrameworks, bucketReservations, bucketQuota, bucketWeights, bucketDemands} {
 				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 					return err
 				}
@@ -242,6 +244,11 @@ func (s *BoltStore) PutWeights(weights map[string]float64) error {
 	})
 }
 
+// PutDemand records a demand as JSON under its ID.
+func (s *BoltStore) PutDemand(d *demand.Demand) error {
+	return s.put(bucketDemands, d.ID, d)
+}
+
 // Load reads everything.
 func (s *BoltStore) Load() (*Persisted, error) {
 	p := &Persisted{Agents: map[string]PersistedAgent{}, Frameworks: map[string]PersistedFramework{}, Reservations: map[string]resources.Resources{},
@@ -304,11 +311,24 @@ func (s *BoltStore) load(p *Persisted) func(tx *bolt.Tx) error {
 		}); err != nil {
 			return err
 		}
-		return each(bucketWeights, func(k string, v []byte) error {
+		if err := each(bucketWeights, func(k string, v []byte) error {
 			var w float64
 			err := json.Unmarshal(v, &w)
 			p.Weights[k] = w
 			return err
+		}); err != nil {
+			return err
+		}
+		if tx.Bucket(bucketDemands) == nil {
+			return nil // a read-only copy of a store older than demands
+		}
+		return each(bucketDemands, func(k string, v []byte) error {
+			d := &demand.Demand{}
+			if err := json.Unmarshal(v, d); err != nil {
+				return err
+			}
+			p.Demands = append(p.Demands, d)
+			return nil
 		})
 	}
 }

@@ -59,6 +59,9 @@ type Callbacks struct {
 	Update func(ctx context.Context, st *pb.TaskStatus)
 	// Error gets errors the master reports on the stream.
 	Error func(ctx context.Context, msg string)
+	// Demand gets every transition of the framework's demands
+	// (SubmitDemand); offers of a demand's capacity carry its DemandId.
+	Demand func(ctx context.Context, ev *pb.DemandEvent)
 	// Disconnected gets why a subscription attempt failed or a
 	// subscription broke (a master that cannot be reached gives
 	// codes.Unavailable with the dial error), and when Run tries again.
@@ -212,6 +215,10 @@ func (d *Driver) session(ctx context.Context, cb Callbacks) (bool, error) {
 		case *pb.Event_Error:
 			if cb.Error != nil {
 				cb.Error(ctx, x.Error.Message)
+			}
+		case *pb.Event_Demand:
+			if cb.Demand != nil {
+				cb.Demand(ctx, x.Demand)
 			}
 		case *pb.Event_Heartbeat:
 		}

@@ -1628,13 +1628,15 @@ func (x *SubscribeRequest) GetSuppressedRoles() []string {
 }
 
 type Offer struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	FrameworkId   string                 `protobuf:"bytes,2,opt,name=framework_id,json=frameworkId,proto3" json:"framework_id,omitempty"`
-	AgentId       string                 `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	Hostname      string                 `protobuf:"bytes,4,opt,name=hostname,proto3" json:"hostname,omitempty"`
-	Role          string                 `protobuf:"bytes,5,opt,name=role,proto3" json:"role,omitempty"`
-	Resources     string                 `protobuf:"bytes,6,opt,name=resources,proto3" json:"resources,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	FrameworkId string                 `protobuf:"bytes,2,opt,name=framework_id,json=frameworkId,proto3" json:"framework_id,omitempty"`
+	AgentId     string                 `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	Hostname    string                 `protobuf:"bytes,4,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	Role        string                 `protobuf:"bytes,5,opt,name=role,proto3" json:"role,omitempty"`
+	Resources   string                 `protobuf:"bytes,6,opt,name=resources,proto3" json:"resources,omitempty"`
+	// demand_id: the offer hands over capacity planned for this demand.
+	DemandId      string `protobuf:"bytes,7,opt,name=demand_id,json=demandId,proto3" json:"demand_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1707,6 +1709,13 @@ func (x *Offer) GetRole() string {
 func (x *Offer) GetResources() string {
 	if x != nil {
 		return x.Resources
+	}
+	return ""
+}
+
+func (x *Offer) GetDemandId() string {
+	if x != nil {
+		return x.DemandId
 	}
 	return ""
 }
@@ -1905,6 +1914,7 @@ type Event struct {
 	//	*Event_Update
 	//	*Event_Heartbeat
 	//	*Event_Error
+	//	*Event_Demand
 	Event         isEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2001,6 +2011,15 @@ func (x *Event) GetError() *ErrorEvent {
 	return nil
 }
 
+func (x *Event) GetDemand() *DemandEvent {
+	if x != nil {
+		if x, ok := x.Event.(*Event_Demand); ok {
+			return x.Demand
+		}
+	}
+	return nil
+}
+
 type isEvent_Event interface {
 	isEvent_Event()
 }
@@ -2029,6 +2048,10 @@ type Event_Error struct {
 	Error *ErrorEvent `protobuf:"bytes,6,opt,name=error,proto3,oneof"`
 }
 
+type Event_Demand struct {
+	Demand *DemandEvent `protobuf:"bytes,7,opt,name=demand,proto3,oneof"`
+}
+
 func (*Event_Subscribed) isEvent_Event() {}
 
 func (*Event_Offers) isEvent_Event() {}
@@ -2040,6 +2063,199 @@ func (*Event_Update) isEvent_Event() {}
 func (*Event_Heartbeat) isEvent_Event() {}
 
 func (*Event_Error) isEvent_Event() {}
+
+func (*Event_Demand) isEvent_Event() {}
+
+// DemandEvent is one transition of a framework's demand.
+type DemandEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DemandId      string                 `protobuf:"bytes,1,opt,name=demand_id,json=demandId,proto3" json:"demand_id,omitempty"`
+	From          string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message       string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	AtUnixNano    int64                  `protobuf:"varint,6,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DemandEvent) Reset() {
+	*x = DemandEvent{}
+	mi := &file_masterlink_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DemandEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DemandEvent) ProtoMessage() {}
+
+func (x *DemandEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_masterlink_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DemandEvent.ProtoReflect.Descriptor instead.
+func (*DemandEvent) Descriptor() ([]byte, []int) {
+	return file_masterlink_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *DemandEvent) GetDemandId() string {
+	if x != nil {
+		return x.DemandId
+	}
+	return ""
+}
+
+func (x *DemandEvent) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *DemandEvent) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *DemandEvent) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *DemandEvent) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *DemandEvent) GetAtUnixNano() int64 {
+	if x != nil {
+		return x.AtUnixNano
+	}
+	return 0
+}
+
+type SubmitDemandRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	FrameworkId string                 `protobuf:"bytes,1,opt,name=framework_id,json=frameworkId,proto3" json:"framework_id,omitempty"`
+	// document: the demand's JSON (docs/demands.md); FrameworkID is set
+	// to framework_id.
+	Document      string `protobuf:"bytes,2,opt,name=document,proto3" json:"document,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitDemandRequest) Reset() {
+	*x = SubmitDemandRequest{}
+	mi := &file_masterlink_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitDemandRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitDemandRequest) ProtoMessage() {}
+
+func (x *SubmitDemandRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_masterlink_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitDemandRequest.ProtoReflect.Descriptor instead.
+func (*SubmitDemandRequest) Descriptor() ([]byte, []int) {
+	return file_masterlink_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SubmitDemandRequest) GetFrameworkId() string {
+	if x != nil {
+		return x.FrameworkId
+	}
+	return ""
+}
+
+func (x *SubmitDemandRequest) GetDocument() string {
+	if x != nil {
+		return x.Document
+	}
+	return ""
+}
+
+type CancelDemandRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FrameworkId   string                 `protobuf:"bytes,1,opt,name=framework_id,json=frameworkId,proto3" json:"framework_id,omitempty"`
+	DemandId      string                 `protobuf:"bytes,2,opt,name=demand_id,json=demandId,proto3" json:"demand_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelDemandRequest) Reset() {
+	*x = CancelDemandRequest{}
+	mi := &file_masterlink_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelDemandRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelDemandRequest) ProtoMessage() {}
+
+func (x *CancelDemandRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_masterlink_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelDemandRequest.ProtoReflect.Descriptor instead.
+func (*CancelDemandRequest) Descriptor() ([]byte, []int) {
+	return file_masterlink_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CancelDemandRequest) GetFrameworkId() string {
+	if x != nil {
+		return x.FrameworkId
+	}
+	return ""
+}
+
+func (x *CancelDemandRequest) GetDemandId() string {
+	if x != nil {
+		return x.DemandId
+	}
+	return ""
+}
 
 type Operation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2055,7 +2271,7 @@ type Operation struct {
 
 func (x *Operation) Reset() {
 	*x = Operation{}
-	mi := &file_masterlink_proto_msgTypes[24]
+	mi := &file_masterlink_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2067,7 +2283,7 @@ func (x *Operation) String() string {
 func (*Operation) ProtoMessage() {}
 
 func (x *Operation) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[24]
+	mi := &file_masterlink_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2080,7 +2296,7 @@ func (x *Operation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation.ProtoReflect.Descriptor instead.
 func (*Operation) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{24}
+	return file_masterlink_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Operation) GetOp() isOperation_Op {
@@ -2150,7 +2366,7 @@ type Filters struct {
 
 func (x *Filters) Reset() {
 	*x = Filters{}
-	mi := &file_masterlink_proto_msgTypes[25]
+	mi := &file_masterlink_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2162,7 +2378,7 @@ func (x *Filters) String() string {
 func (*Filters) ProtoMessage() {}
 
 func (x *Filters) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[25]
+	mi := &file_masterlink_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2175,7 +2391,7 @@ func (x *Filters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Filters.ProtoReflect.Descriptor instead.
 func (*Filters) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{25}
+	return file_masterlink_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Filters) GetRefuseSeconds() float64 {
@@ -2197,7 +2413,7 @@ type AcceptRequest struct {
 
 func (x *AcceptRequest) Reset() {
 	*x = AcceptRequest{}
-	mi := &file_masterlink_proto_msgTypes[26]
+	mi := &file_masterlink_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2209,7 +2425,7 @@ func (x *AcceptRequest) String() string {
 func (*AcceptRequest) ProtoMessage() {}
 
 func (x *AcceptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[26]
+	mi := &file_masterlink_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2222,7 +2438,7 @@ func (x *AcceptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptRequest.ProtoReflect.Descriptor instead.
 func (*AcceptRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{26}
+	return file_masterlink_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *AcceptRequest) GetFrameworkId() string {
@@ -2264,7 +2480,7 @@ type DeclineRequest struct {
 
 func (x *DeclineRequest) Reset() {
 	*x = DeclineRequest{}
-	mi := &file_masterlink_proto_msgTypes[27]
+	mi := &file_masterlink_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2276,7 +2492,7 @@ func (x *DeclineRequest) String() string {
 func (*DeclineRequest) ProtoMessage() {}
 
 func (x *DeclineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[27]
+	mi := &file_masterlink_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2289,7 +2505,7 @@ func (x *DeclineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeclineRequest.ProtoReflect.Descriptor instead.
 func (*DeclineRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{27}
+	return file_masterlink_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DeclineRequest) GetFrameworkId() string {
@@ -2323,7 +2539,7 @@ type ReviveRequest struct {
 
 func (x *ReviveRequest) Reset() {
 	*x = ReviveRequest{}
-	mi := &file_masterlink_proto_msgTypes[28]
+	mi := &file_masterlink_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2335,7 +2551,7 @@ func (x *ReviveRequest) String() string {
 func (*ReviveRequest) ProtoMessage() {}
 
 func (x *ReviveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[28]
+	mi := &file_masterlink_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2348,7 +2564,7 @@ func (x *ReviveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviveRequest.ProtoReflect.Descriptor instead.
 func (*ReviveRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{28}
+	return file_masterlink_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReviveRequest) GetFrameworkId() string {
@@ -2375,7 +2591,7 @@ type SuppressRequest struct {
 
 func (x *SuppressRequest) Reset() {
 	*x = SuppressRequest{}
-	mi := &file_masterlink_proto_msgTypes[29]
+	mi := &file_masterlink_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2387,7 +2603,7 @@ func (x *SuppressRequest) String() string {
 func (*SuppressRequest) ProtoMessage() {}
 
 func (x *SuppressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[29]
+	mi := &file_masterlink_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2400,7 +2616,7 @@ func (x *SuppressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuppressRequest.ProtoReflect.Descriptor instead.
 func (*SuppressRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{29}
+	return file_masterlink_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SuppressRequest) GetFrameworkId() string {
@@ -2427,7 +2643,7 @@ type KillRequest struct {
 
 func (x *KillRequest) Reset() {
 	*x = KillRequest{}
-	mi := &file_masterlink_proto_msgTypes[30]
+	mi := &file_masterlink_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2439,7 +2655,7 @@ func (x *KillRequest) String() string {
 func (*KillRequest) ProtoMessage() {}
 
 func (x *KillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[30]
+	mi := &file_masterlink_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2452,7 +2668,7 @@ func (x *KillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRequest.ProtoReflect.Descriptor instead.
 func (*KillRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{30}
+	return file_masterlink_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *KillRequest) GetFrameworkId() string {
@@ -2481,7 +2697,7 @@ type AcknowledgeRequest struct {
 
 func (x *AcknowledgeRequest) Reset() {
 	*x = AcknowledgeRequest{}
-	mi := &file_masterlink_proto_msgTypes[31]
+	mi := &file_masterlink_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2493,7 +2709,7 @@ func (x *AcknowledgeRequest) String() string {
 func (*AcknowledgeRequest) ProtoMessage() {}
 
 func (x *AcknowledgeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[31]
+	mi := &file_masterlink_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2506,7 +2722,7 @@ func (x *AcknowledgeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcknowledgeRequest.ProtoReflect.Descriptor instead.
 func (*AcknowledgeRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{31}
+	return file_masterlink_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AcknowledgeRequest) GetFrameworkId() string {
@@ -2547,7 +2763,7 @@ type ReconcileRequest struct {
 
 func (x *ReconcileRequest) Reset() {
 	*x = ReconcileRequest{}
-	mi := &file_masterlink_proto_msgTypes[32]
+	mi := &file_masterlink_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2559,7 +2775,7 @@ func (x *ReconcileRequest) String() string {
 func (*ReconcileRequest) ProtoMessage() {}
 
 func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[32]
+	mi := &file_masterlink_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2572,7 +2788,7 @@ func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileRequest.ProtoReflect.Descriptor instead.
 func (*ReconcileRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{32}
+	return file_masterlink_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ReconcileRequest) GetFrameworkId() string {
@@ -2605,7 +2821,7 @@ type UpdateTaskRequest struct {
 
 func (x *UpdateTaskRequest) Reset() {
 	*x = UpdateTaskRequest{}
-	mi := &file_masterlink_proto_msgTypes[33]
+	mi := &file_masterlink_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2617,7 +2833,7 @@ func (x *UpdateTaskRequest) String() string {
 func (*UpdateTaskRequest) ProtoMessage() {}
 
 func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[33]
+	mi := &file_masterlink_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2630,7 +2846,7 @@ func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{33}
+	return file_masterlink_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *UpdateTaskRequest) GetFrameworkId() string {
@@ -2670,7 +2886,7 @@ type Operation_Launch struct {
 
 func (x *Operation_Launch) Reset() {
 	*x = Operation_Launch{}
-	mi := &file_masterlink_proto_msgTypes[36]
+	mi := &file_masterlink_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2682,7 +2898,7 @@ func (x *Operation_Launch) String() string {
 func (*Operation_Launch) ProtoMessage() {}
 
 func (x *Operation_Launch) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[36]
+	mi := &file_masterlink_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2695,7 +2911,7 @@ func (x *Operation_Launch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_Launch.ProtoReflect.Descriptor instead.
 func (*Operation_Launch) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{24, 0}
+	return file_masterlink_proto_rawDescGZIP(), []int{27, 0}
 }
 
 func (x *Operation_Launch) GetTasks() []*TaskInfo {
@@ -2714,7 +2930,7 @@ type Operation_Reserve struct {
 
 func (x *Operation_Reserve) Reset() {
 	*x = Operation_Reserve{}
-	mi := &file_masterlink_proto_msgTypes[37]
+	mi := &file_masterlink_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2726,7 +2942,7 @@ func (x *Operation_Reserve) String() string {
 func (*Operation_Reserve) ProtoMessage() {}
 
 func (x *Operation_Reserve) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[37]
+	mi := &file_masterlink_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2739,7 +2955,7 @@ func (x *Operation_Reserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_Reserve.ProtoReflect.Descriptor instead.
 func (*Operation_Reserve) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{24, 1}
+	return file_masterlink_proto_rawDescGZIP(), []int{27, 1}
 }
 
 func (x *Operation_Reserve) GetResources() string {
@@ -2758,7 +2974,7 @@ type Operation_Unreserve struct {
 
 func (x *Operation_Unreserve) Reset() {
 	*x = Operation_Unreserve{}
-	mi := &file_masterlink_proto_msgTypes[38]
+	mi := &file_masterlink_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2770,7 +2986,7 @@ func (x *Operation_Unreserve) String() string {
 func (*Operation_Unreserve) ProtoMessage() {}
 
 func (x *Operation_Unreserve) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[38]
+	mi := &file_masterlink_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2783,7 +2999,7 @@ func (x *Operation_Unreserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_Unreserve.ProtoReflect.Descriptor instead.
 func (*Operation_Unreserve) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{24, 2}
+	return file_masterlink_proto_rawDescGZIP(), []int{27, 2}
 }
 
 func (x *Operation_Unreserve) GetResources() string {
@@ -2912,14 +3128,15 @@ const file_masterlink_proto_rawDesc = "" +
 	"\tprincipal\x18\x06 \x01(\tR\tprincipal\"~\n" +
 	"\x10SubscribeRequest\x12?\n" +
 	"\tframework\x18\x01 \x01(\v2!.brim.masterlink.v1.FrameworkInfoR\tframework\x12)\n" +
-	"\x10suppressed_roles\x18\x02 \x03(\tR\x0fsuppressedRoles\"\xa3\x01\n" +
+	"\x10suppressed_roles\x18\x02 \x03(\tR\x0fsuppressedRoles\"\xc0\x01\n" +
 	"\x05Offer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fframework_id\x18\x02 \x01(\tR\vframeworkId\x12\x19\n" +
 	"\bagent_id\x18\x03 \x01(\tR\aagentId\x12\x1a\n" +
 	"\bhostname\x18\x04 \x01(\tR\bhostname\x12\x12\n" +
 	"\x04role\x18\x05 \x01(\tR\x04role\x12\x1c\n" +
-	"\tresources\x18\x06 \x01(\tR\tresources\"i\n" +
+	"\tresources\x18\x06 \x01(\tR\tresources\x12\x1b\n" +
+	"\tdemand_id\x18\a \x01(\tR\bdemandId\"i\n" +
 	"\n" +
 	"Subscribed\x12!\n" +
 	"\fframework_id\x18\x01 \x01(\tR\vframeworkId\x128\n" +
@@ -2930,7 +3147,7 @@ const file_masterlink_proto_rawDesc = "" +
 	"\boffer_id\x18\x01 \x01(\tR\aofferId\"&\n" +
 	"\n" +
 	"ErrorEvent\x12\x18\n" +
-	"\amessage\x18\x01 \x01(\tR\amessage\"\xf2\x02\n" +
+	"\amessage\x18\x01 \x01(\tR\amessage\"\xad\x03\n" +
 	"\x05Event\x12@\n" +
 	"\n" +
 	"subscribed\x18\x01 \x01(\v2\x1e.brim.masterlink.v1.SubscribedH\x00R\n" +
@@ -2939,8 +3156,23 @@ const file_masterlink_proto_rawDesc = "" +
 	"\arescind\x18\x03 \x01(\v2\x1b.brim.masterlink.v1.RescindH\x00R\arescind\x128\n" +
 	"\x06update\x18\x04 \x01(\v2\x1e.brim.masterlink.v1.TaskStatusH\x00R\x06update\x12=\n" +
 	"\theartbeat\x18\x05 \x01(\v2\x1d.brim.masterlink.v1.HeartbeatH\x00R\theartbeat\x126\n" +
-	"\x05error\x18\x06 \x01(\v2\x1e.brim.masterlink.v1.ErrorEventH\x00R\x05errorB\a\n" +
-	"\x05event\"\xef\x02\n" +
+	"\x05error\x18\x06 \x01(\v2\x1e.brim.masterlink.v1.ErrorEventH\x00R\x05error\x129\n" +
+	"\x06demand\x18\a \x01(\v2\x1f.brim.masterlink.v1.DemandEventH\x00R\x06demandB\a\n" +
+	"\x05event\"\xa8\x01\n" +
+	"\vDemandEvent\x12\x1b\n" +
+	"\tdemand_id\x18\x01 \x01(\tR\bdemandId\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\tR\x04from\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12 \n" +
+	"\fat_unix_nano\x18\x06 \x01(\x03R\n" +
+	"atUnixNano\"T\n" +
+	"\x13SubmitDemandRequest\x12!\n" +
+	"\fframework_id\x18\x01 \x01(\tR\vframeworkId\x12\x1a\n" +
+	"\bdocument\x18\x02 \x01(\tR\bdocument\"U\n" +
+	"\x13CancelDemandRequest\x12!\n" +
+	"\fframework_id\x18\x01 \x01(\tR\vframeworkId\x12\x1b\n" +
+	"\tdemand_id\x18\x02 \x01(\tR\bdemandId\"\xef\x02\n" +
 	"\tOperation\x12>\n" +
 	"\x06launch\x18\x01 \x01(\v2$.brim.masterlink.v1.Operation.LaunchH\x00R\x06launch\x12A\n" +
 	"\areserve\x18\x02 \x01(\v2%.brim.masterlink.v1.Operation.ReserveH\x00R\areserve\x12G\n" +
@@ -3017,7 +3249,7 @@ const file_masterlink_proto_rawDesc = "" +
 	"\x0eRECONCILIATION\x10\r\x12\x10\n" +
 	"\fINVALID_TASK\x10\x0e2_\n" +
 	"\tAgentLink\x12R\n" +
-	"\aConnect\x12 .brim.masterlink.v1.AgentMessage\x1a!.brim.masterlink.v1.MasterMessage(\x010\x012\xb5\x05\n" +
+	"\aConnect\x12 .brim.masterlink.v1.AgentMessage\x1a!.brim.masterlink.v1.MasterMessage(\x010\x012\xdd\x06\n" +
 	"\tScheduler\x12N\n" +
 	"\tSubscribe\x12$.brim.masterlink.v1.SubscribeRequest\x1a\x19.brim.masterlink.v1.Event0\x01\x12F\n" +
 	"\x06Accept\x12!.brim.masterlink.v1.AcceptRequest\x1a\x19.brim.masterlink.v1.Empty\x12H\n" +
@@ -3028,7 +3260,9 @@ const file_masterlink_proto_rawDesc = "" +
 	"\vAcknowledge\x12&.brim.masterlink.v1.AcknowledgeRequest\x1a\x19.brim.masterlink.v1.Empty\x12L\n" +
 	"\tReconcile\x12$.brim.masterlink.v1.ReconcileRequest\x1a\x19.brim.masterlink.v1.Empty\x12N\n" +
 	"\n" +
-	"UpdateTask\x12%.brim.masterlink.v1.UpdateTaskRequest\x1a\x19.brim.masterlink.v1.EmptyB2Z0github.com/brimnode/brim/masterlink/masterlinkpbb\x06proto3"
+	"UpdateTask\x12%.brim.masterlink.v1.UpdateTaskRequest\x1a\x19.brim.masterlink.v1.Empty\x12R\n" +
+	"\fSubmitDemand\x12'.brim.masterlink.v1.SubmitDemandRequest\x1a\x19.brim.masterlink.v1.Empty\x12R\n" +
+	"\fCancelDemand\x12'.brim.masterlink.v1.CancelDemandRequest\x1a\x19.brim.masterlink.v1.EmptyB2Z0github.com/brimnode/brim/masterlink/masterlinkpbb\x06proto3"
 
 var (
 	file_masterlink_proto_rawDescOnce sync.Once
@@ -3043,7 +3277,7 @@ func file_masterlink_proto_rawDescGZIP() []byte {
 }
 
 var file_masterlink_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_masterlink_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_masterlink_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_masterlink_proto_goTypes = []any{
 	(TaskState)(0),              // 0: brim.masterlink.v1.TaskState
 	(TaskReason)(0),             // 1: brim.masterlink.v1.TaskReason
@@ -3071,29 +3305,32 @@ var file_masterlink_proto_goTypes = []any{
 	(*Rescind)(nil),             // 23: brim.masterlink.v1.Rescind
 	(*ErrorEvent)(nil),          // 24: brim.masterlink.v1.ErrorEvent
 	(*Event)(nil),               // 25: brim.masterlink.v1.Event
-	(*Operation)(nil),           // 26: brim.masterlink.v1.Operation
-	(*Filters)(nil),             // 27: brim.masterlink.v1.Filters
-	(*AcceptRequest)(nil),       // 28: brim.masterlink.v1.AcceptRequest
-	(*DeclineRequest)(nil),      // 29: brim.masterlink.v1.DeclineRequest
-	(*ReviveRequest)(nil),       // 30: brim.masterlink.v1.ReviveRequest
-	(*SuppressRequest)(nil),     // 31: brim.masterlink.v1.SuppressRequest
-	(*KillRequest)(nil),         // 32: brim.masterlink.v1.KillRequest
-	(*AcknowledgeRequest)(nil),  // 33: brim.masterlink.v1.AcknowledgeRequest
-	(*ReconcileRequest)(nil),    // 34: brim.masterlink.v1.ReconcileRequest
-	(*UpdateTaskRequest)(nil),   // 35: brim.masterlink.v1.UpdateTaskRequest
-	nil,                         // 36: brim.masterlink.v1.TaskInfo.LabelsEntry
-	nil,                         // 37: brim.masterlink.v1.Register.AttributesEntry
-	(*Operation_Launch)(nil),    // 38: brim.masterlink.v1.Operation.Launch
-	(*Operation_Reserve)(nil),   // 39: brim.masterlink.v1.Operation.Reserve
-	(*Operation_Unreserve)(nil), // 40: brim.masterlink.v1.Operation.Unreserve
+	(*DemandEvent)(nil),         // 26: brim.masterlink.v1.DemandEvent
+	(*SubmitDemandRequest)(nil), // 27: brim.masterlink.v1.SubmitDemandRequest
+	(*CancelDemandRequest)(nil), // 28: brim.masterlink.v1.CancelDemandRequest
+	(*Operation)(nil),           // 29: brim.masterlink.v1.Operation
+	(*Filters)(nil),             // 30: brim.masterlink.v1.Filters
+	(*AcceptRequest)(nil),       // 31: brim.masterlink.v1.AcceptRequest
+	(*DeclineRequest)(nil),      // 32: brim.masterlink.v1.DeclineRequest
+	(*ReviveRequest)(nil),       // 33: brim.masterlink.v1.ReviveRequest
+	(*SuppressRequest)(nil),     // 34: brim.masterlink.v1.SuppressRequest
+	(*KillRequest)(nil),         // 35: brim.masterlink.v1.KillRequest
+	(*AcknowledgeRequest)(nil),  // 36: brim.masterlink.v1.AcknowledgeRequest
+	(*ReconcileRequest)(nil),    // 37: brim.masterlink.v1.ReconcileRequest
+	(*UpdateTaskRequest)(nil),   // 38: brim.masterlink.v1.UpdateTaskRequest
+	nil,                         // 39: brim.masterlink.v1.TaskInfo.LabelsEntry
+	nil,                         // 40: brim.masterlink.v1.Register.AttributesEntry
+	(*Operation_Launch)(nil),    // 41: brim.masterlink.v1.Operation.Launch
+	(*Operation_Reserve)(nil),   // 42: brim.masterlink.v1.Operation.Reserve
+	(*Operation_Unreserve)(nil), // 43: brim.masterlink.v1.Operation.Unreserve
 }
 var file_masterlink_proto_depIdxs = []int32{
-	36, // 0: brim.masterlink.v1.TaskInfo.labels:type_name -> brim.masterlink.v1.TaskInfo.LabelsEntry
+	39, // 0: brim.masterlink.v1.TaskInfo.labels:type_name -> brim.masterlink.v1.TaskInfo.LabelsEntry
 	0,  // 1: brim.masterlink.v1.TaskStatus.state:type_name -> brim.masterlink.v1.TaskState
 	3,  // 2: brim.masterlink.v1.TaskSnapshot.task:type_name -> brim.masterlink.v1.TaskInfo
 	0,  // 3: brim.masterlink.v1.TaskSnapshot.state:type_name -> brim.masterlink.v1.TaskState
 	5,  // 4: brim.masterlink.v1.Register.tasks:type_name -> brim.masterlink.v1.TaskSnapshot
-	37, // 5: brim.masterlink.v1.Register.attributes:type_name -> brim.masterlink.v1.Register.AttributesEntry
+	40, // 5: brim.masterlink.v1.Register.attributes:type_name -> brim.masterlink.v1.Register.AttributesEntry
 	9,  // 6: brim.masterlink.v1.Register.oversubscription:type_name -> brim.masterlink.v1.Oversubscribed
 	5,  // 7: brim.masterlink.v1.ReregisterTasks.tasks:type_name -> brim.masterlink.v1.TaskSnapshot
 	10, // 8: brim.masterlink.v1.Oversubscribed.corrections:type_name -> brim.masterlink.v1.Correction
@@ -3116,38 +3353,43 @@ var file_masterlink_proto_depIdxs = []int32{
 	4,  // 25: brim.masterlink.v1.Event.update:type_name -> brim.masterlink.v1.TaskStatus
 	8,  // 26: brim.masterlink.v1.Event.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
 	24, // 27: brim.masterlink.v1.Event.error:type_name -> brim.masterlink.v1.ErrorEvent
-	38, // 28: brim.masterlink.v1.Operation.launch:type_name -> brim.masterlink.v1.Operation.Launch
-	39, // 29: brim.masterlink.v1.Operation.reserve:type_name -> brim.masterlink.v1.Operation.Reserve
-	40, // 30: brim.masterlink.v1.Operation.unreserve:type_name -> brim.masterlink.v1.Operation.Unreserve
-	26, // 31: brim.masterlink.v1.AcceptRequest.operations:type_name -> brim.masterlink.v1.Operation
-	27, // 32: brim.masterlink.v1.AcceptRequest.filters:type_name -> brim.masterlink.v1.Filters
-	27, // 33: brim.masterlink.v1.DeclineRequest.filters:type_name -> brim.masterlink.v1.Filters
-	3,  // 34: brim.masterlink.v1.Operation.Launch.tasks:type_name -> brim.masterlink.v1.TaskInfo
-	11, // 35: brim.masterlink.v1.AgentLink.Connect:input_type -> brim.masterlink.v1.AgentMessage
-	19, // 36: brim.masterlink.v1.Scheduler.Subscribe:input_type -> brim.masterlink.v1.SubscribeRequest
-	28, // 37: brim.masterlink.v1.Scheduler.Accept:input_type -> brim.masterlink.v1.AcceptRequest
-	29, // 38: brim.masterlink.v1.Scheduler.Decline:input_type -> brim.masterlink.v1.DeclineRequest
-	30, // 39: brim.masterlink.v1.Scheduler.Revive:input_type -> brim.masterlink.v1.ReviveRequest
-	31, // 40: brim.masterlink.v1.Scheduler.Suppress:input_type -> brim.masterlink.v1.SuppressRequest
-	32, // 41: brim.masterlink.v1.Scheduler.Kill:input_type -> brim.masterlink.v1.KillRequest
-	33, // 42: brim.masterlink.v1.Scheduler.Acknowledge:input_type -> brim.masterlink.v1.AcknowledgeRequest
-	34, // 43: brim.masterlink.v1.Scheduler.Reconcile:input_type -> brim.masterlink.v1.ReconcileRequest
-	35, // 44: brim.masterlink.v1.Scheduler.UpdateTask:input_type -> brim.masterlink.v1.UpdateTaskRequest
-	17, // 45: brim.masterlink.v1.AgentLink.Connect:output_type -> brim.masterlink.v1.MasterMessage
-	25, // 46: brim.masterlink.v1.Scheduler.Subscribe:output_type -> brim.masterlink.v1.Event
-	2,  // 47: brim.masterlink.v1.Scheduler.Accept:output_type -> brim.masterlink.v1.Empty
-	2,  // 48: brim.masterlink.v1.Scheduler.Decline:output_type -> brim.masterlink.v1.Empty
-	2,  // 49: brim.masterlink.v1.Scheduler.Revive:output_type -> brim.masterlink.v1.Empty
-	2,  // 50: brim.masterlink.v1.Scheduler.Suppress:output_type -> brim.masterlink.v1.Empty
-	2,  // 51: brim.masterlink.v1.Scheduler.Kill:output_type -> brim.masterlink.v1.Empty
-	2,  // 52: brim.masterlink.v1.Scheduler.Acknowledge:output_type -> brim.masterlink.v1.Empty
-	2,  // 53: brim.masterlink.v1.Scheduler.Reconcile:output_type -> brim.masterlink.v1.Empty
-	2,  // 54: brim.masterlink.v1.Scheduler.UpdateTask:output_type -> brim.masterlink.v1.Empty
-	45, // [45:55] is the sub-list for method output_type
-	35, // [35:45] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	26, // 28: brim.masterlink.v1.Event.demand:type_name -> brim.masterlink.v1.DemandEvent
+	41, // 29: brim.masterlink.v1.Operation.launch:type_name -> brim.masterlink.v1.Operation.Launch
+	42, // 30: brim.masterlink.v1.Operation.reserve:type_name -> brim.masterlink.v1.Operation.Reserve
+	43, // 31: brim.masterlink.v1.Operation.unreserve:type_name -> brim.masterlink.v1.Operation.Unreserve
+	29, // 32: brim.masterlink.v1.AcceptRequest.operations:type_name -> brim.masterlink.v1.Operation
+	30, // 33: brim.masterlink.v1.AcceptRequest.filters:type_name -> brim.masterlink.v1.Filters
+	30, // 34: brim.masterlink.v1.DeclineRequest.filters:type_name -> brim.masterlink.v1.Filters
+	3,  // 35: brim.masterlink.v1.Operation.Launch.tasks:type_name -> brim.masterlink.v1.TaskInfo
+	11, // 36: brim.masterlink.v1.AgentLink.Connect:input_type -> brim.masterlink.v1.AgentMessage
+	19, // 37: brim.masterlink.v1.Scheduler.Subscribe:input_type -> brim.masterlink.v1.SubscribeRequest
+	31, // 38: brim.masterlink.v1.Scheduler.Accept:input_type -> brim.masterlink.v1.AcceptRequest
+	32, // 39: brim.masterlink.v1.Scheduler.Decline:input_type -> brim.masterlink.v1.DeclineRequest
+	33, // 40: brim.masterlink.v1.Scheduler.Revive:input_type -> brim.masterlink.v1.ReviveRequest
+	34, // 41: brim.masterlink.v1.Scheduler.Suppress:input_type -> brim.masterlink.v1.SuppressRequest
+	35, // 42: brim.masterlink.v1.Scheduler.Kill:input_type -> brim.masterlink.v1.KillRequest
+	36, // 43: brim.masterlink.v1.Scheduler.Acknowledge:input_type -> brim.masterlink.v1.AcknowledgeRequest
+	37, // 44: brim.masterlink.v1.Scheduler.Reconcile:input_type -> brim.masterlink.v1.ReconcileRequest
+	38, // 45: brim.masterlink.v1.Scheduler.UpdateTask:input_type -> brim.masterlink.v1.UpdateTaskRequest
+	27, // 46: brim.masterlink.v1.Scheduler.SubmitDemand:input_type -> brim.masterlink.v1.SubmitDemandRequest
+	28, // 47: brim.masterlink.v1.Scheduler.CancelDemand:input_type -> brim.masterlink.v1.CancelDemandRequest
+	17, // 48: brim.masterlink.v1.AgentLink.Connect:output_type -> brim.masterlink.v1.MasterMessage
+	25, // 49: brim.masterlink.v1.Scheduler.Subscribe:output_type -> brim.masterlink.v1.Event
+	2,  // 50: brim.masterlink.v1.Scheduler.Accept:output_type -> brim.masterlink.v1.Empty
+	2,  // 51: brim.masterlink.v1.Scheduler.Decline:output_type -> brim.masterlink.v1.Empty
+	2,  // 52: brim.masterlink.v1.Scheduler.Revive:output_type -> brim.masterlink.v1.Empty
+	2,  // 53: brim.masterlink.v1.Scheduler.Suppress:output_type -> brim.masterlink.v1.Empty
+	2,  // 54: brim.masterlink.v1.Scheduler.Kill:output_type -> brim.masterlink.v1.Empty
+	2,  // 55: brim.masterlink.v1.Scheduler.Acknowledge:output_type -> brim.masterlink.v1.Empty
+	2,  // 56: brim.masterlink.v1.Scheduler.Reconcile:output_type -> brim.masterlink.v1.Empty
+	2,  // 57: brim.masterlink.v1.Scheduler.UpdateTask:output_type -> brim.masterlink.v1.Empty
+	2,  // 58: brim.masterlink.v1.Scheduler.SubmitDemand:output_type -> brim.masterlink.v1.Empty
+	2,  // 59: brim.masterlink.v1.Scheduler.CancelDemand:output_type -> brim.masterlink.v1.Empty
+	48, // [48:60] is the sub-list for method output_type
+	36, // [36:48] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_masterlink_proto_init() }
@@ -3176,8 +3418,9 @@ func file_masterlink_proto_init() {
 		(*Event_Update)(nil),
 		(*Event_Heartbeat)(nil),
 		(*Event_Error)(nil),
+		(*Event_Demand)(nil),
 	}
-	file_masterlink_proto_msgTypes[24].OneofWrappers = []any{
+	file_masterlink_proto_msgTypes[27].OneofWrappers = []any{
 		(*Operation_Launch_)(nil),
 		(*Operation_Reserve_)(nil),
 		(*Operation_Unreserve_)(nil),
@@ -3188,7 +3431,7 @@ func file_masterlink_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_masterlink_proto_rawDesc), len(file_masterlink_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   39,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

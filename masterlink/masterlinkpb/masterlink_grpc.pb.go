@@ -132,15 +132,17 @@ var AgentLink_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Scheduler_Subscribe_FullMethodName   = "/brim.masterlink.v1.Scheduler/Subscribe"
-	Scheduler_Accept_FullMethodName      = "/brim.masterlink.v1.Scheduler/Accept"
-	Scheduler_Decline_FullMethodName     = "/brim.masterlink.v1.Scheduler/Decline"
-	Scheduler_Revive_FullMethodName      = "/brim.masterlink.v1.Scheduler/Revive"
-	Scheduler_Suppress_FullMethodName    = "/brim.masterlink.v1.Scheduler/Suppress"
-	Scheduler_Kill_FullMethodName        = "/brim.masterlink.v1.Scheduler/Kill"
-	Scheduler_Acknowledge_FullMethodName = "/brim.masterlink.v1.Scheduler/Acknowledge"
-	Scheduler_Reconcile_FullMethodName   = "/brim.masterlink.v1.Scheduler/Reconcile"
-	Scheduler_UpdateTask_FullMethodName  = "/brim.masterlink.v1.Scheduler/UpdateTask"
+	Scheduler_Subscribe_FullMethodName    = "/brim.masterlink.v1.Scheduler/Subscribe"
+	Scheduler_Accept_FullMethodName       = "/brim.masterlink.v1.Scheduler/Accept"
+	Scheduler_Decline_FullMethodName      = "/brim.masterlink.v1.Scheduler/Decline"
+	Scheduler_Revive_FullMethodName       = "/brim.masterlink.v1.Scheduler/Revive"
+	Scheduler_Suppress_FullMethodName     = "/brim.masterlink.v1.Scheduler/Suppress"
+	Scheduler_Kill_FullMethodName         = "/brim.masterlink.v1.Scheduler/Kill"
+	Scheduler_Acknowledge_FullMethodName  = "/brim.masterlink.v1.Scheduler/Acknowledge"
+	Scheduler_Reconcile_FullMethodName    = "/brim.masterlink.v1.Scheduler/Reconcile"
+	Scheduler_UpdateTask_FullMethodName   = "/brim.masterlink.v1.Scheduler/UpdateTask"
+	Scheduler_SubmitDemand_FullMethodName = "/brim.masterlink.v1.Scheduler/SubmitDemand"
+	Scheduler_CancelDemand_FullMethodName = "/brim.masterlink.v1.Scheduler/CancelDemand"
 )
 
 // SchedulerClient is the client API for Scheduler service.
@@ -169,6 +171,12 @@ type SchedulerClient interface {
 	// field) or RESOURCES_UPDATE_FAILED (the task keeps running with its old
 	// resources).
 	UpdateTask(ctx context.Context, in *UpdateTaskRequest, opts ...grpc.CallOption) (*Empty, error)
+	// SubmitDemand submits a time-aware demand (docs/demands.md) for the
+	// framework; its transitions come back as DemandEvents and its
+	// resources as offers carrying its demand_id.
+	SubmitDemand(ctx context.Context, in *SubmitDemandRequest, opts ...grpc.CallOption) (*Empty, error)
+	// CancelDemand fails one of the framework's demands (cancelled).
+	CancelDemand(ctx context.Context, in *CancelDemandRequest, opts ...grpc.CallOption) (*Empty, error)
 }
 
 type schedulerClient struct {
@@ -278,6 +286,26 @@ func (c *schedulerClient) UpdateTask(ctx context.Context, in *UpdateTaskRequest,
 	return out, nil
 }
 
+func (c *schedulerClient) SubmitDemand(ctx context.Context, in *SubmitDemandRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Scheduler_SubmitDemand_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *schedulerClient) CancelDemand(ctx context.Context, in *CancelDemandRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Scheduler_CancelDemand_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SchedulerServer is the server API for Scheduler service.
 // All implementations must embed UnimplementedSchedulerServer
 // for forward compatibility.
@@ -304,6 +332,12 @@ type SchedulerServer interface {
 	// field) or RESOURCES_UPDATE_FAILED (the task keeps running with its old
 	// resources).
 	UpdateTask(context.Context, *UpdateTaskRequest) (*Empty, error)
+	// SubmitDemand submits a time-aware demand (docs/demands.md) for the
+	// framework; its transitions come back as DemandEvents and its
+	// resources as offers carrying its demand_id.
+	SubmitDemand(context.Context, *SubmitDemandRequest) (*Empty, error)
+	// CancelDemand fails one of the framework's demands (cancelled).
+	CancelDemand(context.Context, *CancelDemandRequest) (*Empty, error)
 	mustEmbedUnimplementedSchedulerServer()
 }
 
@@ -340,6 +374,12 @@ func (UnimplementedSchedulerServer) Reconcile(context.Context, *ReconcileRequest
 }
 func (UnimplementedSchedulerServer) UpdateTask(context.Context, *UpdateTaskRequest) (*Empty, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateTask not implemented")
+}
+func (UnimplementedSchedulerServer) SubmitDemand(context.Context, *SubmitDemandRequest) (*Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "method SubmitDemand not implemented")
+}
+func (UnimplementedSchedulerServer) CancelDemand(context.Context, *CancelDemandRequest) (*Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelDemand not implemented")
 }
 func (UnimplementedSchedulerServer) mustEmbedUnimplementedSchedulerServer() {}
 func (UnimplementedSchedulerServer) testEmbeddedByValue()                   {}
@@ -517,6 +557,42 @@ func _Scheduler_UpdateTask_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Scheduler_SubmitDemand_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SubmitDemandRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SchedulerServer).SubmitDemand(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Scheduler_SubmitDemand_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SchedulerServer).SubmitDemand(ctx, req.(*SubmitDemandRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Scheduler_CancelDemand_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelDemandRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SchedulerServer).CancelDemand(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Scheduler_CancelDemand_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SchedulerServer).CancelDemand(ctx, req.(*CancelDemandRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Scheduler_ServiceDesc is the grpc.ServiceDesc for Scheduler service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -555,6 +631,14 @@ var Scheduler_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateTask",
 			Handler:    _Scheduler_UpdateTask_Handler,
+		},
+		{
+			MethodName: "SubmitDemand",
+			Handler:    _Scheduler_SubmitDemand_Handler,
+		},
+		{
+			MethodName: "CancelDemand",
+			Handler:    _Scheduler_CancelDemand_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

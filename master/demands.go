@@ -1,0 +1,468 @@
+package master
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/brimnode/brim/demand"
+	"github.com/brimnode/brim/resources"
+	"github.com/google/uuid"
+)
+
+// Defaults of DemandOptions.
+const (
+	DefaultDemandLead   = 30 * time.Second
+	DefaultDemandPickUp = time.Minute
+)
+
+// DemandOptions configure the master's time-aware demands
+// (docs/demands.md).
+type DemandOptions struct {
+	// Lead: a demand starts ALLOCATING (its capacity is held from DRF)
+	// this long before its planned start.
+	Lead time.Duration
+	// PickUp: an ALLOCATED demand fails when its framework launches
+	// nothing on it within this long; its resources are released.
+	PickUp time.Duration
+	// Clock tells the demands the time; nil: the system clock.
+	Clock func() time.Time
+}
+
+// ActionSubmitDemand lets a principal submit and cancel demands for a role.
+const ActionSubmitDemand = "submit_demand"
+
+// demands is the master's part for demands: the book (state machines
+// and plan) and the links between demands, offers and tasks. Guarded by
+// Master.mu.
+type demands struct {
+	book   *demand.Book
+	clock  func() time.Time
+	offers map[string]string          // offer ID → demand ID
+	tasks  map[string]string          // task ID → demand ID
+	live   map[string]int             // demand ID → tasks not ended
+	failed map[string]int             // demand ID → tasks that did not finish
+	holds  map[string]map[string]bool // demand ID → agents holding for it
+}
+
+func newDemands(o DemandOptions) *demands {
+	if o.Lead <= 0 {
+		o.Lead = DefaultDemandLead
+	}
+	if o.PickUp <= 0 {
+		o.PickUp = DefaultDemandPickUp
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	return &demands{
+		book:  demand.NewBook(demand.Config{Lead: o.Lead, PickUp: o.PickUp}, demand.NewPlan()),
+		clock: o.Clock, offers: map[string]string{}, tasks: map[string]string{},
+		live: map[string]int{}, failed: map[string]int{}, holds: map[string]map[string]bool{},
+	}
+}
+
+// demandEvent is a transition of one of a framework's demands.
+type demandEvent struct {
+	id string
+	demand.Transition
+}
+
+func (*demandEvent) isToFramework() {}
+
+// restoreDemandsLocked puts back the demands a store kept.
+func (m *Master) restoreDemandsLocked(ds []*demand.Demand) error {
+	return m.dem.book.Restore(ds)
+}
+
+// SubmitDemands validates and submits demands (one document or a batch)
+// for principal: each names a known framework and one of its roles (the
+// first by default), which principal may submit_demand for. Nothing is
+// stored when any is invalid. Errors wrap ErrInvalid (naming the demand
+// and field), ErrNotFound (framework), ErrForbidden or ErrConflict (an
+// ID in use).
+func (m *Master) SubmitDemands(specs []*demand.Spec, authorize func(role string) error) ([]*demand.Demand, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range specs {
+		if s.Framework == "" {
+			return nil, fmt.Errorf("%w: demand %s: FrameworkID: missing", ErrInvalid, s.Time.DemandID)
+		}
+		roles, ok := m.frameworkRolesLocked(s.Framework)
+		if !ok {
+			return nil, fmt.Errorf("demand %s: FrameworkID: %q: framework %w", s.Time.DemandID, s.Framework, ErrNotFound)
+		}
+		if s.Role == "" {
+			s.Role = roles[0]
+		} else if !slices.Contains(roles, s.Role) {
+			return nil, fmt.Errorf("%w: demand %s: Role: %q is not a role of framework %s (%v)", ErrInvalid, s.Time.DemandID, s.Role, s.Framework, roles)
+		}
+		if authorize != nil {
+			if err := authorize(s.Role); err != nil {
+				return nil, err
+			}
+		}
+	}
+	ds, changes, err := m.dem.book.Submit(m.dem.clock(), specs)
+	if err != nil {
+		return nil, demandError(err)
+	}
+	for _, d := range ds {
+		m.persistDemandLocked(d)
+	}
+	m.applyDemandChangesLocked(changes)
+	m.trigger()
+	return ds, nil
+}
+
+func (m *Master) frameworkRolesLocked(id string) ([]string, bool) {
+	if f := m.frameworks[id]; f != nil {
+		return f.roles, true
+	}
+	if f, ok := m.knownFWs[id]; ok {
+		return f.Roles, true
+	}
+	return nil, false
+}
+
+// demandError maps the demand package's sentinels onto the master's.
+func demandError(err error) error {
+	switch {
+	case errors.Is(err, demand.ErrInvalid):
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	case errors.Is(err, demand.ErrExist):
+		return fmt.Errorf("%w: %w", ErrConflict, err)
+	case errors.Is(err, demand.ErrNotFound):
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return err
+}
+
+// CancelDemand fails demand id (cancelled): its capacity is released and
+// its tasks killed. authorize, if not nil, is asked about the demand's
+// role. Errors wrap ErrNotFound, ErrInvalid (already ended) or the
+// authorizer's.
+func (m *Master) CancelDemand(id string, authorize func(d *demand.Demand) error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, err := m.dem.book.Get(id)
+	if err != nil {
+		return demandError(err)
+	}
+	if authorize != nil {
+		if err := authorize(d); err != nil {
+			return err
+		}
+	}
+	changes, err := m.dem.book.Cancel(id, "cancelled by request", m.dem.clock())
+	if err != nil {
+		return demandError(err)
+	}
+	m.applyDemandChangesLocked(changes)
+	return nil
+}
+
+// Demands returns copies of every demand, in submission order.
+func (m *Master) Demands() []demand.Demand {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []demand.Demand
+	for _, d := range m.dem.book.List() {
+		c := *d
+		c.History = slices.Clone(d.History)
+		c.Placement = slices.Clone(d.Placement)
+		out = append(out, c)
+	}
+	return out
+}
+
+// Demand returns a copy of demand id. Errors wrap ErrNotFound.
+func (m *Master) Demand(id string) (demand.Demand, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, err := m.dem.book.Get(id)
+	if err != nil {
+		return demand.Demand{}, demandError(err)
+	}
+	c := *d
+	c.History = slices.Clone(d.History)
+	return c, nil
+}
+
+func (m *Master) persistDemandLocked(d *demand.Demand) {
+	if m.store == nil {
+		return
+	}
+	if err := m.store.PutDemand(d); err != nil {
+		m.log.Warn("persist demand", "demand", d.ID, "err", err)
+	}
+}
+
+// applyDemandChangesLocked carries out transitions: stored, sent to the
+// framework; a final one releases the demand's holds and offers, and one
+// that ends it early kills its tasks.
+func (m *Master) applyDemandChangesLocked(changes []demand.Change) {
+	seen := map[*demand.Demand]bool{}
+	for _, c := range changes {
+		d := c.Demand
+		m.log.Info("demand", "demand", d.ID, "from", c.From, "to", c.To, "reason", c.Reason, "message", c.Message)
+		if f := m.frameworks[d.Framework]; f != nil {
+			f.out.send(&demandEvent{id: d.ID, Transition: c.Transition})
+		}
+		if c.To.Final() {
+			m.releaseDemandLocked(d)
+		}
+		if !seen[d] {
+			seen[d] = true
+			defer m.persistDemandLocked(d) // once, after all of its changes
+		}
+	}
+}
+
+// releaseDemandLocked gives back what a demand holds, rescinds its
+// offers and kills its live tasks.
+func (m *Master) releaseDemandLocked(d *demand.Demand) {
+	for ag := range m.dem.holds[d.ID] {
+		m.alloc.Release(ag, d.ID)
+	}
+	delete(m.dem.holds, d.ID)
+	for oid, id := range m.dem.offers {
+		if id == d.ID {
+			delete(m.dem.offers, oid)
+			if o := m.offers[oid]; o != nil {
+				m.rescindLocked(o, nil)
+			}
+		}
+	}
+	for tid, id := range m.dem.tasks {
+		if id != d.ID {
+			continue
+		}
+		if t := m.tasks[tid]; t != nil && !terminal(t.state) {
+			if ag := m.agents[t.agent]; ag != nil {
+				ag.out.send(&killTask{taskID: tid, framework: t.fw})
+			}
+		}
+	}
+	m.trigger()
+}
+
+// demandCycleLocked runs before every DRF cycle: demands step on the
+// clock; those ALLOCATING or handed over but not whole hold what frees
+// on their agents (so DRF never sees it); at or after their start every
+// cycle is an allocation opportunity, and what is held is offered to the
+// demand's framework, tagged with the demand's ID.
+func (m *Master) demandCycleLocked() {
+	now := m.dem.clock()
+	m.applyDemandChangesLocked(m.dem.book.Tick(now))
+	for _, d := range m.dem.book.List() {
+		if d.State != demand.Allocating && d.State != demand.Allocated && d.State != demand.Monitoring {
+			continue
+		}
+		spec := d.Spec()
+		if d.Handed >= spec.Tasks {
+			continue
+		}
+		held := m.holdForDemandLocked(d)
+		if now.Before(d.Start) {
+			continue
+		}
+		f := m.frameworks[d.Framework]
+		if f == nil || f.out == nil {
+			continue // not there to take it: no opportunity
+		}
+		units := 0
+		for _, u := range held {
+			units += u
+		}
+		changes, _ := m.dem.book.Held(d.ID, d.Handed+units, now)
+		m.applyDemandChangesLocked(changes)
+		if d.State == demand.Allocated || d.State == demand.Monitoring {
+			m.grantDemandLocked(d, f, held)
+		} else if d.Relaxed {
+			_, _ = m.dem.book.Replace(d.ID, now)
+		}
+	}
+}
+
+// holdForDemandLocked tops up d's holds on its agents (any agent once
+// relaxed) and returns how many tasks' worth each agent holds.
+func (m *Master) holdForDemandLocked(d *demand.Demand) map[string]int {
+	spec := d.Spec()
+	need := spec.Tasks - d.Handed
+	out := map[string]int{}
+	slots := d.Placement
+	if d.Relaxed {
+		slots = nil
+		ids := make([]string, 0, len(m.agents))
+		for id, ag := range m.agents {
+			if ag.inAllocator {
+				ids = append(ids, id)
+			}
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			slots = append(slots, demand.Slot{Agent: id, Tasks: need})
+		}
+	}
+	for _, s := range slots {
+		if need <= 0 {
+			break
+		}
+		ag := m.agents[s.Agent]
+		if ag == nil || !ag.inAllocator {
+			continue
+		}
+		want := min(s.Tasks, need)
+		have := unitsIn(m.alloc.Held(s.Agent, d.ID), spec.Resources)
+		if have < want {
+			got, err := m.alloc.Hold(s.Agent, d.ID, scale(spec.Resources, want-have))
+			if err != nil {
+				m.log.Warn("hold for demand", "demand", d.ID, "agent", s.Agent, "err", err)
+			}
+			if len(got) > 0 {
+				if m.dem.holds[d.ID] == nil {
+					m.dem.holds[d.ID] = map[string]bool{}
+				}
+				m.dem.holds[d.ID][s.Agent] = true
+			}
+			have = unitsIn(m.alloc.Held(s.Agent, d.ID), spec.Resources)
+		}
+		if have = min(have, want); have > 0 {
+			out[s.Agent] = have
+			need -= have
+		}
+	}
+	return out
+}
+
+// grantDemandLocked offers the held units to the demand's framework, at
+// most what it still lacks.
+func (m *Master) grantDemandLocked(d *demand.Demand, f *frameworkEntry, held map[string]int) {
+	spec := d.Spec()
+	made := &offersMade{}
+	agents := make([]string, 0, len(held))
+	for a := range held {
+		agents = append(agents, a)
+	}
+	sort.Strings(agents)
+	for _, a := range agents {
+		o, err := m.alloc.Grant(a, d.ID, f.id, d.Role, scale(spec.Resources, held[a]))
+		if err != nil {
+			m.log.Warn("grant demand", "demand", d.ID, "agent", a, "err", err)
+			continue
+		}
+		e := &offerEntry{id: uuid.NewString(), fw: f.id, agent: a, role: o.Role, res: o.Resources, created: time.Now(), demand: d.ID}
+		m.offers[e.id] = e
+		f.offers[e.id] = e
+		m.dem.offers[e.id] = d.ID
+		made.offers = append(made.offers, e)
+		made.hostnames = append(made.hostnames, m.agents[a].hostname)
+	}
+	if len(made.offers) > 0 {
+		f.out.send(made)
+	}
+}
+
+// demandOfferBackLocked returns a declined or rescinded demand offer to
+// the demand's hold while the demand still wants it.
+func (m *Master) demandOfferBackLocked(o *offerEntry) {
+	id, ok := m.dem.offers[o.id]
+	if !ok {
+		return
+	}
+	delete(m.dem.offers, o.id)
+	d, err := m.dem.book.Get(id)
+	if err != nil || d.State.Final() {
+		return
+	}
+	if got, err := m.alloc.Hold(o.agent, id, o.res); err == nil && len(got) > 0 {
+		d.Handed = max(0, d.Handed-unitsIn(got, d.Spec().Resources))
+		if m.dem.holds[id] == nil {
+			m.dem.holds[id] = map[string]bool{}
+		}
+		m.dem.holds[id][o.agent] = true
+	}
+}
+
+// demandLaunchedLocked links tasks launched on demand offers to their
+// demand and reports the claim.
+func (m *Master) demandLaunchedLocked(offerIDs []string, p acceptPlan) {
+	id := ""
+	for _, oid := range offerIDs {
+		if d, ok := m.dem.offers[oid]; ok {
+			id = d
+			delete(m.dem.offers, oid)
+		}
+	}
+	if id == "" {
+		return
+	}
+	for _, l := range p.launches {
+		m.dem.tasks[l.info.id] = id
+		m.dem.live[id]++
+	}
+	if len(p.launches) > 0 {
+		changes, _ := m.dem.book.Claim(id, m.dem.clock())
+		m.applyDemandChangesLocked(changes)
+	}
+}
+
+// demandTaskEndedLocked counts a demand's ended task; when the last one
+// ends and every task was handed over, the demand ends.
+func (m *Master) demandTaskEndedLocked(t *taskEntry, ok bool) {
+	id, found := m.dem.tasks[t.info.id]
+	if !found {
+		return
+	}
+	delete(m.dem.tasks, t.info.id)
+	m.dem.live[id]--
+	if !ok {
+		m.dem.failed[id]++
+	}
+	d, err := m.dem.book.Get(id)
+	if err != nil || m.dem.live[id] > 0 || d.Handed < d.Spec().Tasks {
+		return
+	}
+	for _, did := range m.dem.offers {
+		if did == id {
+			return // an offer of it is still out
+		}
+	}
+	failed := m.dem.failed[id]
+	delete(m.dem.live, id)
+	delete(m.dem.failed, id)
+	msg := fmt.Sprintf("all %d tasks finished", d.Spec().Tasks)
+	if failed > 0 {
+		msg = fmt.Sprintf("%d tasks did not finish", failed)
+	}
+	changes, _ := m.dem.book.Ended(id, failed == 0, msg, m.dem.clock())
+	m.applyDemandChangesLocked(changes)
+}
+
+// unitsIn is how many copies of per fit in r.
+func unitsIn(r, per resources.Resources) int {
+	n := -1
+	for _, p := range per {
+		if p.Type != resources.Scalar || p.Scalar <= 0 {
+			continue
+		}
+		k := int(r.Scalar(p.Name) / p.Scalar)
+		if n < 0 || k < n {
+			n = k
+		}
+	}
+	return max(n, 0)
+}
+
+// scale is n copies of per.
+func scale(per resources.Resources, n int) resources.Resources {
+	out := make(resources.Resources, 0, len(per))
+	for _, p := range per {
+		p.Scalar *= resources.Value(n)
+		out = append(out, p)
+	}
+	return out
+}
