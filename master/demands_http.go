@@ -26,7 +26,7 @@ func (h *httpAPI) demandRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /demands/{id}", func(w http.ResponseWriter, r *http.Request) {
 		d, err := h.m.Demand(r.PathValue("id"))
 		if err != nil {
-			h.fail(w, err)
+			h.failDemand(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, d)
@@ -40,12 +40,22 @@ func (h *httpAPI) demandRoutes(mux *http.ServeMux) {
 		}
 		err = h.m.CancelDemand(r.PathValue("id"), func(d *demand.Demand) error { return h.authorize(p, ActionSubmitDemand, d.Role) })
 		if err != nil {
-			h.fail(w, err)
+			h.failDemand(w, err)
 			return
 		}
 		d, _ := h.m.Demand(r.PathValue("id"))
 		writeJSON(w, http.StatusOK, d)
 	})
+}
+
+// failDemand is fail, with 404 for a demand the path names that does not
+// exist (elsewhere ErrNotFound names a bad argument: 400).
+func (h *httpAPI) failDemand(w http.ResponseWriter, err error) {
+	if errors.Is(err, ErrNotFound) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+		return
+	}
+	h.fail(w, err)
 }
 
 func (h *httpAPI) submitDemands(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,336 @@
+package master_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/demand"
+	"github.com/brimnode/brim/master"
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/scheduler"
+)
+
+// testClock is the demands' clock, moved by the test.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *testClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+// demandFramework is a framework that declines every DRF offer for an
+// hour (so DRF never holds the agent) and passes on demand offers and
+// demand events.
+type demandFramework struct {
+	d      *scheduler.Driver
+	offers chan *pb.Offer
+	events chan *pb.DemandEvent
+	drf    chan *pb.Offer
+	up     chan *pb.TaskStatus
+}
+
+func (c *cluster) startDemandFramework(name string, keepDRF bool) *demandFramework {
+	c.t.Helper()
+	d, err := scheduler.New(scheduler.Options{Master: c.addr, Name: name, FailoverTimeout: time.Hour})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	f := &demandFramework{d: d, offers: make(chan *pb.Offer, 100), events: make(chan *pb.DemandEvent, 100), drf: make(chan *pb.Offer, 100), up: make(chan *pb.TaskStatus, 100)}
+	sub := make(chan struct{})
+	var once sync.Once
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = d.Run(ctx, scheduler.Callbacks{
+			Subscribed: func(context.Context, string) { once.Do(func() { close(sub) }) },
+			Offers: func(ctx context.Context, os []*pb.Offer) {
+				for _, o := range os {
+					switch {
+					case o.DemandId != "":
+						f.offers <- o
+					case keepDRF:
+						f.drf <- o
+					default:
+						_ = d.Decline(ctx, []string{o.Id}, 3600)
+					}
+				}
+			},
+			Demand: func(_ context.Context, ev *pb.DemandEvent) { f.events <- ev },
+			Update: func(_ context.Context, st *pb.TaskStatus) { f.up <- st },
+		})
+	}()
+	c.t.Cleanup(func() { cancel(); <-done; d.Close() })
+	select {
+	case <-sub:
+	case <-time.After(30 * time.Second):
+		c.t.Fatal("framework never subscribed")
+	}
+	return f
+}
+
+func (f *demandFramework) nextDemandOffer(t *testing.T, id string) *pb.Offer {
+	t.Helper()
+	for {
+		select {
+		case o := <-f.offers:
+			if o.DemandId == id {
+				return o
+			}
+			t.Fatalf("offer for demand %s while waiting for %s", o.DemandId, id)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no offer for demand %s", id)
+		}
+	}
+}
+
+// expectEvents waits for the demand events want ("ID STATE"), in order,
+// skipping others.
+func (f *demandFramework) expectEvents(t *testing.T, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		for {
+			select {
+			case ev := <-f.events:
+				if ev.DemandId+" "+ev.State == w {
+					goto next
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no demand event %q", w)
+			}
+		}
+	next:
+	}
+}
+
+func postDemands(t *testing.T, h http.Handler, body string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/demands", strings.NewReader(body)))
+	return rec.Code, rec.Body.String()
+}
+
+func getDemands(t *testing.T, h http.Handler) map[string]demand.Demand {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/demands", nil))
+	var ds []demand.Demand
+	if err := json.Unmarshal(rec.Body.Bytes(), &ds); err != nil {
+		t.Fatalf("GET /demands: %v: %s", err, rec.Body)
+	}
+	out := map[string]demand.Demand{}
+	for _, d := range ds {
+		out[d.ID] = d
+	}
+	return out
+}
+
+// TestSeedExample: seed 003's example end to end through the master with
+// a (fake) agent: demand 1234 is allocated only after 1200 finishes, and
+// both finish; every transition reaches the framework.
+func TestDemandSeedExample(t *testing.T) {
+	c := newCluster(t, master.Options{Store: storeOpener(t)()})
+	r := newFakeRunner()
+	c.startAgent(t.TempDir(), r)
+	waitAgents(t, c.m, 1)
+	f := c.startDemandFramework("workflow", false)
+	h := c.m.HTTPHandler(nil)
+	fw := f.d.FrameworkID()
+	code, body := postDemands(t, h, `[
+	  {"DemandID": 1200, "FrameworkID": "`+fw+`", "Resources": "cpus:2;mem:512", "Duration": {"Time": [null, "+10m"]}},
+	  {"DemandID": 1234, "FrameworkID": "`+fw+`", "OrderBy": 1200, "Resources": "cpus:2;mem:512",
+	   "Duration": {"Time": [null, "+20m"], "Strategy": "loose"}}]`)
+	if code != http.StatusOK {
+		t.Fatalf("POST /demands: %d %s", code, body)
+	}
+	f.expectEvents(t, "1200 ACCEPTED", "1200 ALLOCATING", "1200 ALLOCATED")
+	o := f.nextDemandOffer(t, "1200")
+	if ds := getDemands(t, h); ds["1234"].State != demand.Accepted {
+		t.Fatalf("1234 is %s before 1200 finished", ds["1234"].State)
+	}
+	if err := f.d.Launch(context.Background(), []string{o.Id}, []*pb.TaskInfo{{TaskId: "t1200", Resources: o.Resources, Command: []string{"true"}}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.expectEvents(t, "1200 MONITORING")
+	select {
+	case o := <-f.offers:
+		t.Fatalf("offer for %s while 1200 runs", o.DemandId)
+	case <-time.After(300 * time.Millisecond):
+	}
+	waitState(t, c.m, "t1200 running", func(st master.State) bool { return len(st.Tasks) == 1 && strings.HasSuffix(st.Tasks[0].State, "RUNNING") })
+	finishTask(t, r, "t1200")
+	f.expectEvents(t, "1200 FINISHED", "1234 ALLOCATING", "1234 ALLOCATED")
+	o = f.nextDemandOffer(t, "1234")
+	if err := f.d.Launch(context.Background(), []string{o.Id}, []*pb.TaskInfo{{TaskId: "t1234", Resources: o.Resources, Command: []string{"true"}}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.expectEvents(t, "1234 MONITORING")
+	waitState(t, c.m, "t1234 running", func(st master.State) bool { return len(st.Tasks) == 1 && strings.HasSuffix(st.Tasks[0].State, "RUNNING") })
+	finishTask(t, r, "t1234")
+	f.expectEvents(t, "1234 FINISHED")
+	ds := getDemands(t, h)
+	if a, b := ds["1200"], ds["1234"]; !b.AllocatedAt.After(a.EndedAt) && !b.AllocatedAt.Equal(a.EndedAt) {
+		t.Errorf("1234 allocated at %s, before 1200 ended at %s", b.AllocatedAt, a.EndedAt)
+	}
+	if st := c.m.State(); len(st.Demands) != 2 {
+		t.Errorf("/state shows %d demands, want 2", len(st.Demands))
+	}
+}
+
+// finishTask makes the fake agent's task finish (exit 0).
+func finishTask(t *testing.T, r *fakeRunner, id string) {
+	t.Helper()
+	if err := r.finish(id, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDemandBadInput: bad documents are a 400 naming the field, and
+// nothing is stored.
+func TestDemandBadInput(t *testing.T) {
+	c := newCluster(t, master.Options{})
+	c.startAgent(t.TempDir(), newFakeRunner())
+	waitAgents(t, c.m, 1)
+	f := c.startDemandFramework("fw", false)
+	h := c.m.HTTPHandler(nil)
+	fw := f.d.FrameworkID()
+	for _, tc := range []struct{ body, want string }{
+		{`{"DemandID": "a", "FrameworkID": "` + fw + `", "Resources": "cpus:1",`, "want a JSON object"},
+		{`{"DemandID": "a", "FrameworkID": "` + fw + `", "Resources": "cpus:1", "Colour": 1}`, `unknown field "Colour"`},
+		{`{"DemandID": "a", "FrameworkID": "` + fw + `", "Resources": "cpus:1", "Start": {"Time": ["2026-11-25 12:00:00", "2026-11-25 11:00:00"]}}`, "T2 is before T1"},
+		{`{"DemandID": "a", "FrameworkID": "` + fw + `", "Resources": "cpus:1", "Start": {"Time": ["2020-01-01 00:00:00", "+1m"], "Strategy": "strict"}}`, "Start.Time"},
+		{`{"DemandID": "a", "FrameworkID": "` + fw + `", "Resources": "cpus:1", "OrderBy": "ghost"}`, `OrderBy: "ghost": no such demand`},
+		{`[{"DemandID": "a", "FrameworkID": "` + fw + `", "Resources": "cpus:1", "OrderBy": "b"}, {"DemandID": "b", "FrameworkID": "` + fw + `", "Resources": "cpus:1", "OrderBy": "a"}]`, "cycle"},
+		{`{"DemandID": "a", "FrameworkID": "` + fw + `", "Resources": "cpus:64"}`, "Resources"},
+		{`{"DemandID": "a", "Resources": "cpus:1"}`, "FrameworkID: missing"},
+		{`{"DemandID": "a", "FrameworkID": "` + fw + `", "Role": "other", "Resources": "cpus:1"}`, "Role"},
+	} {
+		code, body := postDemands(t, h, tc.body)
+		var e map[string]string
+		if json.Unmarshal([]byte(body), &e) != nil || e["error"] == "" {
+			t.Errorf("%s: not a JSON error: %s", tc.body, body)
+		}
+		if code != http.StatusBadRequest || !strings.Contains(e["error"], tc.want) {
+			t.Errorf("%s:\n  got %d %s\n want 400 naming %q", tc.body, code, body, tc.want)
+		}
+	}
+	if ds := getDemands(t, h); len(ds) != 0 {
+		t.Errorf("bad input stored demands: %v", ds)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodDelete, "/demands/none", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("DELETE unknown: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestDemandSurvivesRestart: a master restart in the middle of a plan
+// keeps the demand, its state and its plan; after the restart the
+// capacity is held from DRF at the lead and handed to the demand at its
+// start.
+func TestDemandSurvivesRestart(t *testing.T) {
+	start := time.Now().UTC().Truncate(time.Second)
+	clock := &testClock{t: start}
+	open := storeOpener(t)
+	store := open()
+	opts := master.Options{Store: store, Demands: master.DemandOptions{Lead: time.Minute, PickUp: time.Hour, Clock: clock.Now}}
+	c := newClusterAt(t, opts, "127.0.0.1:0")
+	addr := c.addr
+	agentDir := t.TempDir()
+	c.startAgent(agentDir, newFakeRunner())
+	waitAgents(t, c.m, 1)
+	f := c.startDemandFramework("planned", false)
+	fw := f.d.FrameworkID()
+	at := start.Add(time.Hour).Format(time.RFC3339)
+	code, body := postDemands(t, c.m.HTTPHandler(nil), `{"DemandID": "night", "FrameworkID": "`+fw+`", "Resources": "cpus:3;mem:1024",
+	  "Start": {"Time": ["`+at+`", "+5m"], "Strategy": "strict"}, "Duration": {"Time": [null, "+30m"], "Strategy": "strict"}}`)
+	if code != http.StatusOK {
+		t.Fatalf("POST /demands: %d %s", code, body)
+	}
+	before := getDemands(t, c.m.HTTPHandler(nil))["night"]
+	if before.State != demand.Accepted || len(before.Placement) != 1 {
+		t.Fatalf("before the restart: %+v", before)
+	}
+	c.stop()
+	store.Close()
+
+	opts.Store = open()
+	c2 := newClusterAt(t, opts, addr)
+	h := c2.m.HTTPHandler(nil)
+	after := getDemands(t, h)["night"]
+	if after.State != demand.Accepted || !after.Start.Equal(before.Start) || len(after.Placement) != 1 || after.Placement[0] != before.Placement[0] {
+		t.Fatalf("after the restart: %+v, want %+v", after, before)
+	}
+	waitAgents(t, c2.m, 1)
+	// The plan is intact: a second strict demand for the same hour does
+	// not fit beside it.
+	code, body = postDemands(t, h, `{"DemandID": "rival", "FrameworkID": "`+fw+`", "Resources": "cpus:2",
+	  "Start": {"Time": ["`+at+`", "+5m"], "Strategy": "strict"}}`)
+	if code != http.StatusOK || !strings.Contains(body, `"not allocatable in time"`) {
+		t.Fatalf("rival: %d %s", code, body)
+	}
+	// A DRF framework takes what is free now; at the lead the capacity it
+	// gives back is held, never offered again.
+	drf := c2.startDemandFramework("drf", true)
+	o := <-drf.drf
+	clock.Set(start.Add(time.Hour - time.Minute))
+	waitDemand(t, c2.m, "night", demand.Allocating)
+	if err := drf.d.Decline(context.Background(), []string{o.Id}, 0); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(time.Second)
+	for done := false; !done; {
+		select {
+		case o := <-drf.drf:
+			if got := resourcesCPUs(o.Resources); got > 1 {
+				t.Fatalf("DRF offered %s while the demand holds 3 cpus", o.Resources)
+			}
+			_ = drf.d.Decline(context.Background(), []string{o.Id}, 0)
+		case <-deadline:
+			done = true
+		}
+	}
+	clock.Set(start.Add(time.Hour))
+	o = f.nextDemandOffer(t, "night")
+	if got := resourcesCPUs(o.Resources); got != 3 {
+		t.Fatalf("demand offer %s, want cpus:3", o.Resources)
+	}
+}
+
+func resourcesCPUs(s string) float64 {
+	for _, part := range strings.Split(s, ";") {
+		if v, ok := strings.CutPrefix(part, "cpus:"); ok {
+			var f float64
+			_ = json.Unmarshal([]byte(v), &f)
+			return f
+		}
+	}
+	return 0
+}
+
+func waitDemand(t *testing.T, m *master.Master, id string, want demand.State) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		d, err := m.Demand(id)
+		if err == nil && d.State == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("demand %s is %s (%v), want %s", id, d.State, err, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
