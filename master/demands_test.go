@@ -168,7 +168,9 @@ func TestDemandSeedExample(t *testing.T) {
 		t.Fatalf("offer for %s while 1200 runs", o.DemandId)
 	case <-time.After(300 * time.Millisecond):
 	}
-	waitState(t, c.m, "t1200 running", func(st master.State) bool { return len(st.Tasks) == 1 && strings.HasSuffix(st.Tasks[0].State, "RUNNING") })
+	waitState(t, c.m, "t1200 running", func(st master.State) bool {
+		return len(st.Tasks) == 1 && strings.HasSuffix(st.Tasks[0].State, "RUNNING")
+	})
 	finishTask(t, r, "t1200")
 	f.expectEvents(t, "1200 FINISHED", "1234 ALLOCATING", "1234 ALLOCATED")
 	o = f.nextDemandOffer(t, "1234")
@@ -176,7 +178,9 @@ func TestDemandSeedExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.expectEvents(t, "1234 MONITORING")
-	waitState(t, c.m, "t1234 running", func(st master.State) bool { return len(st.Tasks) == 1 && strings.HasSuffix(st.Tasks[0].State, "RUNNING") })
+	waitState(t, c.m, "t1234 running", func(st master.State) bool {
+		return len(st.Tasks) == 1 && strings.HasSuffix(st.Tasks[0].State, "RUNNING")
+	})
 	finishTask(t, r, "t1234")
 	f.expectEvents(t, "1234 FINISHED")
 	ds := getDemands(t, h)
@@ -333,4 +337,3 @@ func waitDemand(t *testing.T, m *master.Master, id string, want demand.State) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-
