@@ -2,6 +2,8 @@ package demand
 
 import (
 	"errors"
+
+	"github.com/brimnode/brim/demand/timespec"
 	"fmt"
 	"slices"
 	"strings"
@@ -48,6 +50,28 @@ func (b *Book) List() []*Demand {
 	for _, id := range b.order {
 		out = append(out, b.demands[id])
 	}
+	return out
+}
+
+// ByUrgency returns the demands not final in the order capacity should
+// go to them: strict starts first, then by planned start, then by
+// submission.
+func (b *Book) ByUrgency() []*Demand {
+	var out []*Demand
+	for _, id := range b.order {
+		if d := b.demands[id]; !d.State.Final() {
+			out = append(out, d)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y *Demand) int {
+		if x.timing.StartStrict != y.timing.StartStrict {
+			if x.timing.StartStrict {
+				return -1
+			}
+			return 1
+		}
+		return x.Start.Compare(y.Start)
+	})
 	return out
 }
 
@@ -279,15 +303,45 @@ func (b *Book) Cancel(id, msg string, now time.Time) ([]Change, error) {
 	return b.event(id, Event{Kind: EvCancel, At: now, Message: msg})
 }
 
-// Replace re-places a relaxed loose demand now on any agents (delay
-// scheduling: its ^N opportunities passed).
-func (b *Book) Replace(id string, now time.Time) ([]Change, error) {
+// Postpone re-places a loose demand still ALLOCATING after its planned
+// start at now, if the plan has room now, so that it never runs over
+// capacity the plan gave to others; it reports whether the placement
+// changed (the driver then releases holds on agents no longer in it).
+// Strict and other demands are left alone.
+func (b *Book) Postpone(id string, now time.Time) bool {
+	d := b.demands[id]
+	if d == nil || d.State != Allocating || d.timing.StartStrict || !now.After(d.Start) {
+		return false
+	}
+	return b.placeNow(d, now)
+}
+
+// placeNow moves d's booking to start at now where the plan has room
+// now (one probe, not a search), reporting whether it did.
+func (b *Book) placeNow(d *Demand, now time.Time) bool {
+	pl, err := b.plan.Place(Request{ID: d.ID, Per: d.spec.Resources, Tasks: d.spec.Tasks, Gang: d.spec.Gang, Timing: Timing{
+		Ref: d.timing.Ref, Start: []timespec.Window{{From: now}}, StartStrict: true,
+		Length: d.timing.Length, Deadline: d.timing.Deadline}, Now: now})
+	if err != nil {
+		return false
+	}
+	b.plan.Book(d.ID, d.spec.Resources, pl)
+	d.place(&pl)
+	return true
+}
+
+// Replace re-places a relaxed loose demand (delay scheduling: its ^N
+// opportunities passed) now, on whichever agents the plan has room on.
+// It reports whether the placement changed. Errors wrap ErrNotFound.
+func (b *Book) Replace(id string, now time.Time) (bool, error) {
 	d, err := b.Get(id)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	pl, perr := b.place(d, now)
-	return b.event(id, Event{Kind: EvPlan, At: now, Plan: pl, Err: perr})
+	if d.State.Final() {
+		return false, nil
+	}
+	return b.placeNow(d, now), nil
 }
 
 func (b *Book) event(id string, ev Event) ([]Change, error) {

@@ -217,8 +217,10 @@ func stepAllocating(d *Demand, ev Event, _ Config) *Transition {
 	if ev.At.Before(d.Start) {
 		return nil // held early; handed over at the start
 	}
+	// A gang, and a strict start (all of it at the stated time), is
+	// handed over whole; a loose non-gang demand from its first task.
 	need := 1
-	if d.spec.Gang {
+	if d.spec.Gang || d.timing.StartStrict {
 		need = d.spec.Tasks
 	}
 	if ev.Held >= need {

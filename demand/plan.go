@@ -170,7 +170,7 @@ func (p *Plan) Place(r Request) (Placement, error) {
 			}
 		}
 	}
-	sort.Slice(cands, func(i, j int) bool { return cands[i].Before(cands[j]) })
+	slices.SortFunc(cands, func(a, b time.Time) int { return a.Compare(b) })
 	cands = slices.CompactFunc(cands, func(a, b time.Time) bool { return a.Equal(b) })
 	if len(cands) > maxCandidates {
 		cands = cands[:maxCandidates]

@@ -233,7 +233,11 @@ func runScript(t *testing.T, path string) {
 			case "cancel":
 				cs, err = b.Cancel(pos[0], "by the operator", now)
 			case "replace":
-				cs, err = b.Replace(pos[0], now)
+				var moved bool
+				moved, err = b.Replace(pos[0], now)
+				if err == nil {
+					got = fmt.Sprintf("replaced: %v", moved)
+				}
 			}
 			if err != nil {
 				got = "error: " + err.Error()

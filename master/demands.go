@@ -221,13 +221,46 @@ func (m *Master) applyDemandChangesLocked(changes []demand.Change) {
 	}
 }
 
-// releaseDemandLocked gives back what a demand holds, rescinds its
-// offers and kills its live tasks.
-func (m *Master) releaseDemandLocked(d *demand.Demand) {
+// releaseHoldsLocked gives back what a demand holds.
+func (m *Master) releaseHoldsLocked(d *demand.Demand) {
 	for ag := range m.dem.holds[d.ID] {
 		m.alloc.Release(ag, d.ID)
 	}
 	delete(m.dem.holds, d.ID)
+}
+
+// yieldLooseHoldsLocked releases the holds of loose demands on an agent
+// (a strict start takes precedence; the loose ones hold again when
+// capacity frees) and reports whether there were any.
+func (m *Master) yieldLooseHoldsLocked(agent string) bool {
+	any := false
+	for id, ags := range m.dem.holds {
+		d, err := m.dem.book.Get(id)
+		if err != nil || d.Timing().StartStrict || !ags[agent] {
+			continue
+		}
+		m.alloc.Release(agent, id)
+		delete(ags, agent)
+		any = true
+	}
+	return any
+}
+
+// releaseHoldsOutsideLocked gives back what a demand holds on agents its
+// placement no longer names.
+func (m *Master) releaseHoldsOutsideLocked(d *demand.Demand) {
+	for ag := range m.dem.holds[d.ID] {
+		if !slices.ContainsFunc(d.Placement, func(s demand.Slot) bool { return s.Agent == ag }) {
+			m.alloc.Release(ag, d.ID)
+			delete(m.dem.holds[d.ID], ag)
+		}
+	}
+}
+
+// releaseDemandLocked gives back what a demand holds, rescinds its
+// offers and kills its live tasks.
+func (m *Master) releaseDemandLocked(d *demand.Demand) {
+	m.releaseHoldsLocked(d)
 	for oid, id := range m.dem.offers {
 		if id == d.ID {
 			delete(m.dem.offers, oid)
@@ -257,13 +290,16 @@ func (m *Master) releaseDemandLocked(d *demand.Demand) {
 func (m *Master) demandCycleLocked() {
 	now := m.dem.clock()
 	m.applyDemandChangesLocked(m.dem.book.Tick(now))
-	for _, d := range m.dem.book.List() {
+	for _, d := range m.dem.book.ByUrgency() {
 		if d.State != demand.Allocating && d.State != demand.Allocated && d.State != demand.Monitoring {
 			continue
 		}
 		spec := d.Spec()
 		if d.Handed >= spec.Tasks {
 			continue
+		}
+		if m.dem.book.Postpone(d.ID, now) {
+			m.releaseHoldsOutsideLocked(d)
 		}
 		held := m.holdForDemandLocked(d)
 		if now.Before(d.Start) {
@@ -282,7 +318,11 @@ func (m *Master) demandCycleLocked() {
 		if d.State == demand.Allocated || d.State == demand.Monitoring {
 			m.grantDemandLocked(d, f, held)
 		} else if d.Relaxed {
-			_, _ = m.dem.book.Replace(d.ID, now)
+			// Delay scheduling: its ^N opportunities passed; the plan
+			// places it again, now, wherever it has room.
+			if moved, _ := m.dem.book.Replace(d.ID, now); moved {
+				m.releaseHoldsOutsideLocked(d)
+			}
 		}
 	}
 }
@@ -293,21 +333,7 @@ func (m *Master) holdForDemandLocked(d *demand.Demand) map[string]int {
 	spec := d.Spec()
 	need := spec.Tasks - d.Handed
 	out := map[string]int{}
-	slots := d.Placement
-	if d.Relaxed {
-		slots = nil
-		ids := make([]string, 0, len(m.agents))
-		for id, ag := range m.agents {
-			if ag.inAllocator {
-				ids = append(ids, id)
-			}
-		}
-		sort.Strings(ids)
-		for _, id := range ids {
-			slots = append(slots, demand.Slot{Agent: id, Tasks: need})
-		}
-	}
-	for _, s := range slots {
+	for _, s := range d.Placement {
 		if need <= 0 {
 			break
 		}
@@ -329,6 +355,10 @@ func (m *Master) holdForDemandLocked(d *demand.Demand) map[string]int {
 				m.dem.holds[d.ID][s.Agent] = true
 			}
 			have = unitsIn(m.alloc.Held(s.Agent, d.ID), spec.Resources)
+			if have < want && d.Timing().StartStrict && m.yieldLooseHoldsLocked(s.Agent) {
+				_, _ = m.alloc.Hold(s.Agent, d.ID, scale(spec.Resources, want-have))
+				have = unitsIn(m.alloc.Held(s.Agent, d.ID), spec.Resources)
+			}
 		}
 		if have = min(have, want); have > 0 {
 			out[s.Agent] = have
