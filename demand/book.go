@@ -3,8 +3,8 @@ package demand
 import (
 	"errors"
 
-	"github.com/brimnode/brim/demand/timespec"
 	"fmt"
+	"github.com/brimnode/brim/demand/timespec"
 	"slices"
 	"strings"
 	"time"
