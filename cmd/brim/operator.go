@@ -151,6 +151,12 @@ func printState(w io.Writer, st *master.State) error {
 		q := st.Quota[r.Role]
 		fmt.Fprintf(tw, "%s\t%g\t%.3f\t%s\t%s\t%s\n", r.Role, r.Weight, r.Share, dash(r.Allocated), dash(q.Guarantee), dash(q.Limit))
 	}
+	if len(st.Demands) > 0 {
+		fmt.Fprintf(tw, "\nDEMAND\tSTATE\tFRAMEWORK\tSTART\tREASON\n")
+		for _, d := range st.Demands {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.ID, d.State, d.Framework, stamp(d.Start), dash(string(d.Reason)))
+		}
+	}
 	fmt.Fprintf(tw, "\noutstanding offers\t%d\n", len(st.Offers))
 	return tw.Flush()
 }

@@ -1,0 +1,39 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+
+	"github.com/brimnode/brim/demand"
+)
+
+// Demands lists the master's demands (GET /demands).
+func (c *Client) Demands(ctx context.Context) ([]demand.Demand, error) {
+	var ds []demand.Demand
+	return ds, c.do(ctx, "GET", "/demands", nil, &ds)
+}
+
+// Demand returns one demand (GET /demands/ID).
+func (c *Client) Demand(ctx context.Context, id string) (*demand.Demand, error) {
+	var d demand.Demand
+	return &d, c.do(ctx, "GET", "/demands/"+url.PathEscape(id), nil, &d)
+}
+
+// SubmitDemands posts a demand document, or a JSON list of them, as is
+// (POST /demands) and returns the demands as submitted. A document that
+// is not JSON is refused here, before anything is sent.
+func (c *Client) SubmitDemands(ctx context.Context, document []byte) ([]demand.Demand, error) {
+	if !json.Valid(document) {
+		return nil, fmt.Errorf("demand document: not valid JSON")
+	}
+	var ds []demand.Demand
+	return ds, c.do(ctx, "POST", "/demands", json.RawMessage(document), &ds)
+}
+
+// CancelDemand cancels a demand (DELETE /demands/ID).
+func (c *Client) CancelDemand(ctx context.Context, id string) (*demand.Demand, error) {
+	var d demand.Demand
+	return &d, c.do(ctx, "DELETE", "/demands/"+url.PathEscape(id), nil, &d)
+}
