@@ -55,7 +55,10 @@ Exit status 1 with the master's message naming the field on bad input
 				return exitError{code: 2, msg: fmt.Sprintf("-f: %v", err)}
 			}
 			var ds []demand.Demand
-			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) { ds, err = c.SubmitDemands(ctx, doc); return err }); err != nil {
+			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) {
+				ds, err = c.SubmitDemands(ctx, doc)
+				return err
+			}); err != nil {
 				return err
 			}
 			if asJSON {
@@ -135,7 +138,10 @@ func demandCancel() *cobra.Command {
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var d *demand.Demand
-			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) { d, err = c.CancelDemand(ctx, args[0]); return err }); err != nil {
+			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) {
+				d, err = c.CancelDemand(ctx, args[0])
+				return err
+			}); err != nil {
 				return err
 			}
 			if asJSON {
