@@ -3,6 +3,7 @@ package master_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -335,5 +336,53 @@ func waitDemand(t *testing.T, m *master.Master, id string, want demand.State) {
 			t.Fatalf("demand %s is %s (%v), want %s", id, d.State, err, want)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// headerAuth authenticates the principal named in X-Principal and allows
+// submit_demand to "etl-admin" for role "etl" only.
+type headerAuth struct{}
+
+func (headerAuth) Authenticate(r *http.Request) (string, error) { return r.Header.Get("X-Principal"), nil }
+func (headerAuth) AuthenticateSecret(string, string) error      { return nil }
+func (headerAuth) Authorize(p, action, role string) error {
+	if action == master.ActionSubmitDemand && (p != "etl-admin" || role != "etl") {
+		return fmt.Errorf("principal %q may not %s for role %q: %w", p, action, role, master.ErrForbidden)
+	}
+	return nil
+}
+
+// TestDemandACL: submit_demand is checked per role for POST and DELETE;
+// a refused submission stores nothing.
+func TestDemandACL(t *testing.T) {
+	store := storeOpener(t)()
+	if err := store.PutFramework("fw1", master.PersistedFramework{Roles: []string{"etl", "web"}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := master.New(master.Options{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.HTTPHandler(headerAuth{})
+	req := func(method, path, principal, body string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(method, path, strings.NewReader(body))
+		r.Header.Set("X-Principal", principal)
+		h.ServeHTTP(rec, r)
+		return rec
+	}
+	doc := `{"DemandID": "nightly", "FrameworkID": "fw1", "Role": "%s", "Resources": "cpus:1"}`
+	if rec := req("POST", "/demands", "ops", fmt.Sprintf(doc, "etl")); rec.Code != http.StatusForbidden {
+		t.Fatalf("ops: %d %s", rec.Code, rec.Body)
+	}
+	if rec := req("POST", "/demands", "etl-admin", fmt.Sprintf(doc, "web")); rec.Code != http.StatusForbidden {
+		t.Fatalf("etl-admin for web: %d %s", rec.Code, rec.Body)
+	}
+	if ds := getDemands(t, h); len(ds) != 0 {
+		t.Fatalf("refused demands stored: %v", ds)
+	}
+	// No agent yet: the demand can never fit, a 400 naming Resources.
+	if rec := req("POST", "/demands", "etl-admin", fmt.Sprintf(doc, "etl")); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "Resources") {
+		t.Fatalf("etl-admin without agents: %d %s", rec.Code, rec.Body)
 	}
 }
