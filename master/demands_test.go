@@ -343,8 +343,10 @@ func waitDemand(t *testing.T, m *master.Master, id string, want demand.State) {
 // submit_demand to "etl-admin" for role "etl" only.
 type headerAuth struct{}
 
-func (headerAuth) Authenticate(r *http.Request) (string, error) { return r.Header.Get("X-Principal"), nil }
-func (headerAuth) AuthenticateSecret(string, string) error      { return nil }
+func (headerAuth) Authenticate(r *http.Request) (string, error) {
+	return r.Header.Get("X-Principal"), nil
+}
+func (headerAuth) AuthenticateSecret(string, string) error { return nil }
 func (headerAuth) Authorize(p, action, role string) error {
 	if action == master.ActionSubmitDemand && (p != "etl-admin" || role != "etl") {
 		return fmt.Errorf("principal %q may not %s for role %q: %w", p, action, role, master.ErrForbidden)
