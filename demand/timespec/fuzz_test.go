@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 )
 
 // FuzzParse: Parse never panics, every error wraps ErrInvalid, and what
@@ -25,6 +26,20 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("error does not wrap ErrInvalid: %v", err)
 			}
 			return
+		}
+		for _, c := range []*Condition{d.Start, d.Duration, d.Deadline} {
+			if c == nil {
+				continue
+			}
+			ws := Windows(c.Time, time.Unix(1_800_000_000, 0))
+			for i, w := range ws {
+				if !w.From.IsZero() && !w.To.IsZero() && w.To.Before(w.From) {
+					t.Fatalf("window %d ends before it starts: %v", i, w)
+				}
+				if i > 0 && (ws[i-1].To.IsZero() || !ws[i-1].To.Before(w.From)) {
+					t.Fatalf("windows not sorted and disjoint: %v", ws)
+				}
+			}
 		}
 		b, err := d.MarshalJSON()
 		if err != nil {
