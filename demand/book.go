@@ -1,8 +1,6 @@
 package demand
 
 import (
-	"errors"
-
 	"fmt"
 	"github.com/brimnode/brim/demand/timespec"
 	"slices"
@@ -120,12 +118,10 @@ func (b *Book) Validate(now time.Time, specs []*Spec) error {
 		return fmt.Errorf("%w: OrderBy: cycle %s", ErrInvalid, strings.Join(cyc, " → "))
 	}
 	for _, s := range specs {
-		t, err := s.Resolve(now)
-		if err != nil {
+		if _, err := s.Resolve(now); err != nil {
 			return fmt.Errorf("demand %s: %w", s.Time.DemandID, err)
 		}
-		_, err = b.plan.Place(Request{ID: s.Time.DemandID, Per: s.Resources, Tasks: s.Tasks, Gang: s.Gang, Timing: t, Now: now})
-		if errors.Is(err, ErrNeverFits) {
+		if err := b.plan.CanEverFit(s.Resources, s.Tasks); err != nil {
 			return fmt.Errorf("%w: demand %s: Resources: %v", ErrInvalid, s.Time.DemandID, err)
 		}
 	}

@@ -91,6 +91,7 @@ type Plan struct {
 	agents map[string]*agentPlan
 	order  []string // sorted agent IDs
 	where  map[string][]string
+	next   int // where the next scan of agents starts
 }
 
 // NewPlan returns an empty plan.
@@ -130,22 +131,41 @@ type Request struct {
 	Relaxed bool
 }
 
+// CanEverFit checks that tasks × per fit the cluster's capacity with
+// nothing booked. Errors wrap ErrNeverFits.
+func (p *Plan) CanEverFit(per resources.Resources, tasks int) error {
+	v := toVec(per)
+	capTotal := 0
+	for _, id := range p.order {
+		if capTotal += min(fits(p.agents[id].total, v), tasks); capTotal >= tasks {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %d tasks of %s; the cluster holds %d at most", ErrNeverFits, tasks, per, capTotal)
+}
+
 // maxCandidates bounds the start times a loose placement tries.
-const maxCandidates = 256
+const maxCandidates = 64
+
+// enough: a scan of agents stops once it has found room for this many
+// times the tasks asked for (and seen scanMin agents): enough choice for
+// the deadline and best-fit order, without visiting every agent of a
+// large cluster. Scans start where the last one stopped, spreading
+// demands over the cluster.
+const (
+	enough  = 2
+	scanMin = 16
+)
 
 // Place finds where and when the plan can hold r, without booking it: a
 // strict start at its window's beginning only, a loose one at the
 // earliest instant in its windows (or, marked Late, after them). Errors
 // wrap ErrNeverFits or ErrNoFit.
 func (p *Plan) Place(r Request) (Placement, error) {
+	if err := p.CanEverFit(r.Per, r.Tasks); err != nil {
+		return Placement{}, err
+	}
 	per := toVec(r.Per)
-	capTotal := 0
-	for _, id := range p.order {
-		capTotal += min(fits(p.agents[id].total, per), r.Tasks)
-	}
-	if capTotal < r.Tasks {
-		return Placement{}, fmt.Errorf("%w: %d tasks of %s; the cluster holds %d at most", ErrNeverFits, r.Tasks, r.Per, capTotal)
-	}
 	ws := r.Timing.Start
 	first := ws[0].From
 	if first.Before(r.Now) {
@@ -217,7 +237,17 @@ func (p *Plan) placeAt(s time.Time, r Request, per vec) (Placement, bool) {
 	}
 	var cs []cand
 	total := 0
-	for _, id := range p.order {
+	n := len(p.order)
+	start := 0
+	if n > 0 {
+		start = p.next % n
+	}
+	for i := 0; i < n; i++ {
+		if total >= enough*r.Tasks && i >= scanMin {
+			p.next = start + i
+			break
+		}
+		id := p.order[(start+i)%n]
 		a := p.agents[id]
 		pk := a.peak(s, end, r.ID)
 		var free vec
