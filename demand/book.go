@@ -312,9 +312,20 @@ func (b *Book) Postpone(id string, now time.Time) bool {
 	return b.placeNow(d, now)
 }
 
-// placeNow moves d's booking to start at now where the plan has room
-// now (one probe, not a search), reporting whether it did.
+// placeNow moves d's booking to start at now: on the same agents when the
+// plan has room there (holds stay useful), else wherever it has room now
+// (one probe, not a search). It reports whether the agents changed.
 func (b *Book) placeNow(d *Demand, now time.Time) bool {
+	end := time.Time{}
+	if d.timing.Length > 0 {
+		end = now.Add(d.timing.Length)
+	}
+	if len(d.Placement) > 0 && b.plan.Fits(d.ID, d.spec.Resources, d.Placement, now, end) {
+		pl := Placement{Start: now, End: end, Slots: d.Placement}
+		b.plan.Book(d.ID, d.spec.Resources, pl)
+		d.place(&pl)
+		return false
+	}
 	pl, err := b.plan.Place(Request{ID: d.ID, Per: d.spec.Resources, Tasks: d.spec.Tasks, Gang: d.spec.Gang, Timing: Timing{
 		Ref: d.timing.Ref, Start: []timespec.Window{{From: now}}, StartStrict: true,
 		Length: d.timing.Length, Deadline: d.timing.Deadline}, Now: now})

@@ -292,6 +292,27 @@ func (p *Plan) placeAt(s time.Time, r Request, per vec) (Placement, bool) {
 	return pl, true
 }
 
+// Fits reports whether slots of per fit over [from, to) (to zero: open)
+// besides every booking but demand id's own.
+func (p *Plan) Fits(id string, per resources.Resources, slots []Slot, from, to time.Time) bool {
+	v := toVec(per)
+	for _, s := range slots {
+		a := p.agents[s.Agent]
+		if a == nil {
+			return false
+		}
+		pk := a.peak(from, to, id)
+		var free vec
+		for d := range free {
+			free[d] = a.total[d] - pk[d]
+		}
+		if fits(free, v) < s.Tasks {
+			return false
+		}
+	}
+	return true
+}
+
 // Book records a placement of demand id (replacing any earlier one).
 func (p *Plan) Book(id string, per resources.Resources, pl Placement) {
 	p.Release(id)

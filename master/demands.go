@@ -291,6 +291,13 @@ func (m *Master) demandCycleLocked() {
 	now := m.dem.clock()
 	m.applyDemandChangesLocked(m.dem.book.Tick(now))
 	for _, d := range m.dem.book.ByUrgency() {
+		if _, known := m.frameworkRolesLocked(d.Framework); !known {
+			// Its framework was removed (failover timeout, teardown):
+			// nobody is left to take the capacity.
+			changes, _ := m.dem.book.Cancel(d.ID, "framework "+d.Framework+" removed", now)
+			m.applyDemandChangesLocked(changes)
+			continue
+		}
 		if d.State != demand.Allocating && d.State != demand.Allocated && d.State != demand.Monitoring {
 			continue
 		}
