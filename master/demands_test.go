@@ -15,6 +15,8 @@ import (
 	"github.com/brimnode/brim/master"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/scheduler"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // testClock is the demands' clock, moved by the test.
@@ -386,5 +388,55 @@ func TestDemandACL(t *testing.T) {
 	// No agent yet: the demand can never fit, a 400 naming Resources.
 	if rec := req("POST", "/demands", "etl-admin", fmt.Sprintf(doc, "etl")); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "Resources") {
 		t.Fatalf("etl-admin without agents: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestDemandSDKAndFrameworkRemoved: a framework submits a demand through
+// the SDK (Driver.SubmitDemand; a bad one is InvalidArgument naming the
+// field), receives its events, and when the framework is removed (its
+// failover timeout passed) its demand fails, cancelled, and holds nothing.
+func TestDemandSDKAndFrameworkRemoved(t *testing.T) {
+	c := newCluster(t, master.Options{})
+	c.startAgent(t.TempDir(), newFakeRunner())
+	waitAgents(t, c.m, 1)
+	d, err := scheduler.New(scheduler.Options{Master: c.addr, Name: "short", FailoverTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan *pb.DemandEvent, 10)
+	sub := make(chan struct{})
+	var once sync.Once
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = d.Run(ctx, scheduler.Callbacks{
+			Subscribed: func(context.Context, string) { once.Do(func() { close(sub) }) },
+			Demand:     func(_ context.Context, ev *pb.DemandEvent) { events <- ev },
+		})
+	}()
+	<-sub
+	err = d.SubmitDemand(ctx, []byte(`{"DemandID": "later", "Resources": "cpus:1", "Tasks": 0}`))
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "Tasks") {
+		t.Fatalf("bad SubmitDemand: %v", err)
+	}
+	at := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	if err := d.SubmitDemand(ctx, []byte(`{"DemandID": "later", "Resources": "cpus:1", "Start": {"Time": ["`+at+`", null]}}`)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-events:
+		if ev.DemandId != "later" || ev.State != "ACCEPTED" {
+			t.Fatalf("event %+v", ev)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no demand event")
+	}
+	cancel() // the framework goes away and does not come back
+	<-done
+	d.Close()
+	waitDemand(t, c.m, "later", demand.Failed)
+	if got, _ := c.m.Demand("later"); got.Reason != demand.ReasonCancelled || !strings.Contains(got.Message, "removed") {
+		t.Fatalf("demand after its framework left: %s %q", got.Reason, got.Message)
 	}
 }
