@@ -303,6 +303,7 @@ func (m *Master) demandCycleLocked() {
 		}
 		spec := d.Spec()
 		if d.Handed >= spec.Tasks {
+			m.releaseHoldsLocked(d) // what is left is less than a task
 			continue
 		}
 		if m.dem.book.Postpone(d.ID, now) {
@@ -351,7 +352,7 @@ func (m *Master) holdForDemandLocked(d *demand.Demand) map[string]int {
 		want := min(s.Tasks, need)
 		have := unitsIn(m.alloc.Held(s.Agent, d.ID), spec.Resources)
 		if have < want {
-			got, err := m.alloc.Hold(s.Agent, d.ID, scale(spec.Resources, want-have))
+			got, err := m.alloc.Hold(s.Agent, d.ID, shortfall(spec.Resources, want, m.alloc.Held(s.Agent, d.ID)))
 			if err != nil {
 				m.log.Warn("hold for demand", "demand", d.ID, "agent", s.Agent, "err", err)
 			}
@@ -363,7 +364,7 @@ func (m *Master) holdForDemandLocked(d *demand.Demand) map[string]int {
 			}
 			have = unitsIn(m.alloc.Held(s.Agent, d.ID), spec.Resources)
 			if have < want && d.Timing().StartStrict && m.yieldLooseHoldsLocked(s.Agent) {
-				_, _ = m.alloc.Hold(s.Agent, d.ID, scale(spec.Resources, want-have))
+				_, _ = m.alloc.Hold(s.Agent, d.ID, shortfall(spec.Resources, want, m.alloc.Held(s.Agent, d.ID)))
 				have = unitsIn(m.alloc.Held(s.Agent, d.ID), spec.Resources)
 			}
 		}
@@ -492,6 +493,17 @@ func unitsIn(r, per resources.Resources) int {
 		}
 	}
 	return max(n, 0)
+}
+
+// shortfall is what n copies of per need beyond held, per scalar (a
+// partial hold of one scalar is not taken again).
+func shortfall(per resources.Resources, n int, held resources.Resources) resources.Resources {
+	out := make(resources.Resources, 0, len(per))
+	for _, p := range per {
+		p.Scalar = max(0, p.Scalar*resources.Value(n)-held.Scalar(p.Name))
+		out = append(out, p)
+	}
+	return out
 }
 
 // scale is n copies of per.

@@ -239,6 +239,7 @@ func (s *sim) demandCycle() {
 		}
 		spec := d.Spec()
 		if d.Handed >= spec.Tasks {
+			s.release(d.ID, nil) // what is left is less than a task
 			continue
 		}
 		if s.book.Postpone(d.ID, now) {
@@ -255,7 +256,7 @@ func (s *sim) demandCycle() {
 			want := min(sl.Tasks, need)
 			have := units(s.alloc.Held(sl.Agent, d.ID), spec.Resources)
 			if have < want {
-				_, err := s.alloc.Hold(sl.Agent, d.ID, scale(spec.Resources, want-have))
+				_, err := s.alloc.Hold(sl.Agent, d.ID, shortfall(spec.Resources, want, s.alloc.Held(sl.Agent, d.ID)))
 				must(err)
 				s.held(d.ID, sl.Agent)
 				have = units(s.alloc.Held(sl.Agent, d.ID), spec.Resources)
@@ -266,7 +267,7 @@ func (s *sim) demandCycle() {
 							delete(ags, sl.Agent)
 						}
 					}
-					_, _ = s.alloc.Hold(sl.Agent, d.ID, scale(spec.Resources, want-have))
+					_, _ = s.alloc.Hold(sl.Agent, d.ID, shortfall(spec.Resources, want, s.alloc.Held(sl.Agent, d.ID)))
 					have = units(s.alloc.Held(sl.Agent, d.ID), spec.Resources)
 				}
 			}
@@ -521,6 +522,15 @@ func units(r, per resources.Resources) int {
 		}
 	}
 	return max(n, 0)
+}
+
+func shortfall(per resources.Resources, n int, held resources.Resources) resources.Resources {
+	out := make(resources.Resources, 0, len(per))
+	for _, p := range per {
+		p.Scalar = max(0, p.Scalar*resources.Value(n)-held.Scalar(p.Name))
+		out = append(out, p)
+	}
+	return out
 }
 
 func scale(per resources.Resources, n int) resources.Resources {
