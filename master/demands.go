@@ -333,6 +333,16 @@ func (m *Master) demandCycleLocked() {
 			}
 		}
 	}
+	// Loose demands moved or yielded above may have freed capacity a
+	// strict start still lacks: it gets it before DRF does.
+	for _, d := range m.dem.book.ByUrgency() {
+		if !d.Timing().StartStrict {
+			break
+		}
+		if d.State == demand.Allocating {
+			m.holdForDemandLocked(d)
+		}
+	}
 }
 
 // holdForDemandLocked tops up d's holds on its agents (any agent once

@@ -311,6 +311,22 @@ func (s *sim) demandCycle() {
 			s.book.Plan().Extend(d.ID, end) // tasks handed late run past the booking
 		}
 	}
+	for _, d := range s.book.ByUrgency() { // what loose demands freed goes to strict starts first
+		if !d.Timing().StartStrict {
+			break
+		}
+		if d.State != demand.Allocating {
+			continue
+		}
+		spec := d.Spec()
+		for _, sl := range d.Placement {
+			if units(s.alloc.Held(sl.Agent, d.ID), spec.Resources) < sl.Tasks {
+				_, err := s.alloc.Hold(sl.Agent, d.ID, shortfall(spec.Resources, sl.Tasks, s.alloc.Held(sl.Agent, d.ID)))
+				must(err)
+				s.held(d.ID, sl.Agent)
+			}
+		}
+	}
 }
 
 func (s *sim) drfCycle() {
