@@ -289,6 +289,11 @@ type Demand struct {
 	EndedAt       time.Time    `json:"endedAt,omitzero"`
 	Opportunities int          `json:"opportunities,omitempty"`
 	Handed        int          `json:"handed,omitempty"` // tasks' worth handed over
+	// LiveTasks are the IDs of the tasks launched on it that have not
+	// ended, and Failures how many ended without finishing: kept by the
+	// driver (the master) so that a restart keeps the link.
+	LiveTasks []string `json:"liveTasks,omitempty"`
+	Failures  int      `json:"failures,omitempty"`
 	History       []Transition `json:"history"`
 
 	spec   *Spec

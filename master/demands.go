@@ -42,8 +42,6 @@ type demands struct {
 	clock  func() time.Time
 	offers map[string]string          // offer ID → demand ID
 	tasks  map[string]string          // task ID → demand ID
-	live   map[string]int             // demand ID → tasks not ended
-	failed map[string]int             // demand ID → tasks that did not finish
 	holds  map[string]map[string]bool // demand ID → agents holding for it
 }
 
@@ -60,7 +58,7 @@ func newDemands(o DemandOptions) *demands {
 	return &demands{
 		book:  demand.NewBook(demand.Config{Lead: o.Lead, PickUp: o.PickUp}, demand.NewPlan()),
 		clock: o.Clock, offers: map[string]string{}, tasks: map[string]string{},
-		live: map[string]int{}, failed: map[string]int{}, holds: map[string]map[string]bool{},
+		holds: map[string]map[string]bool{},
 	}
 }
 
@@ -74,7 +72,17 @@ func (*demandEvent) isToFramework() {}
 
 // restoreDemandsLocked puts back the demands a store kept.
 func (m *Master) restoreDemandsLocked(ds []*demand.Demand) error {
-	return m.dem.book.Restore(ds)
+	if err := m.dem.book.Restore(ds); err != nil {
+		return err
+	}
+	for _, d := range ds {
+		if !d.State.Final() {
+			for _, id := range d.LiveTasks {
+				m.dem.tasks[id] = d.ID
+			}
+		}
+	}
+	return nil
 }
 
 // SubmitDemands validates and submits demands (one document or a batch)
@@ -448,14 +456,19 @@ func (m *Master) demandLaunchedLocked(offerIDs []string, p acceptPlan) {
 	if id == "" {
 		return
 	}
+	d, err := m.dem.book.Get(id)
+	if err != nil || len(p.launches) == 0 {
+		return
+	}
 	for _, l := range p.launches {
 		m.dem.tasks[l.info.id] = id
-		m.dem.live[id]++
+		d.LiveTasks = append(d.LiveTasks, l.info.id)
 	}
-	if len(p.launches) > 0 {
-		changes, _ := m.dem.book.Claim(id, m.dem.clock())
-		m.applyDemandChangesLocked(changes)
+	changes, _ := m.dem.book.Claim(id, m.dem.clock())
+	if len(changes) == 0 {
+		m.persistDemandLocked(d) // its live tasks changed
 	}
+	m.applyDemandChangesLocked(changes)
 }
 
 // demandTaskEndedLocked counts a demand's ended task; when the last one
@@ -466,22 +479,25 @@ func (m *Master) demandTaskEndedLocked(t *taskEntry, ok bool) {
 		return
 	}
 	delete(m.dem.tasks, t.info.id)
-	m.dem.live[id]--
-	if !ok {
-		m.dem.failed[id]++
-	}
 	d, err := m.dem.book.Get(id)
-	if err != nil || m.dem.live[id] > 0 || d.Handed < d.Spec().Tasks {
+	if err != nil {
 		return
 	}
+	d.LiveTasks = slices.DeleteFunc(d.LiveTasks, func(x string) bool { return x == t.info.id })
+	if !ok {
+		d.Failures++
+	}
+	done := len(d.LiveTasks) == 0 && d.Handed >= d.Spec().Tasks
 	for _, did := range m.dem.offers {
 		if did == id {
-			return // an offer of it is still out
+			done = false // an offer of it is still out
 		}
 	}
-	failed := m.dem.failed[id]
-	delete(m.dem.live, id)
-	delete(m.dem.failed, id)
+	if !done {
+		m.persistDemandLocked(d)
+		return
+	}
+	failed := d.Failures
 	msg := fmt.Sprintf("all %d tasks finished", d.Spec().Tasks)
 	if failed > 0 {
 		msg = fmt.Sprintf("%d tasks did not finish", failed)

@@ -440,3 +440,36 @@ func TestDemandSDKAndFrameworkRemoved(t *testing.T) {
 		t.Fatalf("demand after its framework left: %s %q", got.Reason, got.Message)
 	}
 }
+
+// TestDemandMonitoringSurvivesRestart: a demand whose task runs across a
+// master restart still finishes when the task does (the master keeps the
+// link between the demand and its tasks in the store).
+func TestDemandMonitoringSurvivesRestart(t *testing.T) {
+	open := storeOpener(t)
+	store := open()
+	c := newClusterAt(t, master.Options{Store: store}, "127.0.0.1:0")
+	addr := c.addr
+	r := newFakeRunner()
+	c.startAgent(t.TempDir(), r)
+	waitAgents(t, c.m, 1)
+	f := c.startDemandFramework("wf", false)
+	code, body := postDemands(t, c.m.HTTPHandler(nil), `{"DemandID": "long", "FrameworkID": "`+f.d.FrameworkID()+`", "Resources": "cpus:1;mem:128"}`)
+	if code != http.StatusOK {
+		t.Fatalf("POST: %d %s", code, body)
+	}
+	o := f.nextDemandOffer(t, "long")
+	if err := f.d.Launch(context.Background(), []string{o.Id}, []*pb.TaskInfo{{TaskId: "tl", Resources: o.Resources, Command: []string{"true"}}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitDemand(t, c.m, "long", demand.Monitoring)
+	waitState(t, c.m, "tl running", func(st master.State) bool { return len(st.Tasks) == 1 && strings.HasSuffix(st.Tasks[0].State, "RUNNING") })
+	c.stop()
+	store.Close()
+
+	c2 := newClusterAt(t, master.Options{Store: open()}, addr)
+	waitAgents(t, c2.m, 1)
+	waitDemand(t, c2.m, "long", demand.Monitoring)
+	waitState(t, c2.m, "tl adopted", func(st master.State) bool { return len(st.Tasks) == 1 })
+	finishTask(t, r, "tl")
+	waitDemand(t, c2.m, "long", demand.Finished)
+}
