@@ -283,18 +283,18 @@ type Demand struct {
 	Late bool `json:"late,omitempty"`
 	// Relaxed: a loose demand whose ^N opportunities passed; it may be
 	// handed resources on any agent.
-	Relaxed       bool         `json:"relaxed,omitempty"`
-	AllocatedAt   time.Time    `json:"allocatedAt,omitzero"`
-	ClaimedAt     time.Time    `json:"claimedAt,omitzero"`
-	EndedAt       time.Time    `json:"endedAt,omitzero"`
-	Opportunities int          `json:"opportunities,omitempty"`
-	Handed        int          `json:"handed,omitempty"` // tasks' worth handed over
+	Relaxed       bool      `json:"relaxed,omitempty"`
+	AllocatedAt   time.Time `json:"allocatedAt,omitzero"`
+	ClaimedAt     time.Time `json:"claimedAt,omitzero"`
+	EndedAt       time.Time `json:"endedAt,omitzero"`
+	Opportunities int       `json:"opportunities,omitempty"`
+	Handed        int       `json:"handed,omitempty"` // tasks' worth handed over
 	// LiveTasks are the IDs of the tasks launched on it that have not
 	// ended, and Failures how many ended without finishing: kept by the
 	// driver (the master) so that a restart keeps the link.
-	LiveTasks []string `json:"liveTasks,omitempty"`
-	Failures  int      `json:"failures,omitempty"`
-	History       []Transition `json:"history"`
+	LiveTasks []string     `json:"liveTasks,omitempty"`
+	Failures  int          `json:"failures,omitempty"`
+	History   []Transition `json:"history"`
 
 	spec   *Spec
 	timing Timing

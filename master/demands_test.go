@@ -462,7 +462,9 @@ func TestDemandMonitoringSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDemand(t, c.m, "long", demand.Monitoring)
-	waitState(t, c.m, "tl running", func(st master.State) bool { return len(st.Tasks) == 1 && strings.HasSuffix(st.Tasks[0].State, "RUNNING") })
+	waitState(t, c.m, "tl running", func(st master.State) bool {
+		return len(st.Tasks) == 1 && strings.HasSuffix(st.Tasks[0].State, "RUNNING")
+	})
 	c.stop()
 	store.Close()
 
