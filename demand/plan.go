@@ -48,10 +48,6 @@ type booking struct {
 	use      vec
 }
 
-func (b *booking) overlaps(from, to time.Time) bool {
-	return (b.to.IsZero() || b.to.After(from)) && (to.IsZero() || b.from.Before(to))
-}
-
 type agentPlan struct {
 	id    string
 	total vec

@@ -60,17 +60,17 @@ func (e *entry) per() resources.Resources {
 }
 
 func (e *entry) doc() []byte {
-	strat := map[bool]string{true: "strict", false: "loose"}[e.strict]
+	strategy := map[bool]string{true: "strict", false: "loose"}[e.strict]
 	m := map[string]any{
 		"DemandID":  e.id,
 		"Resources": e.per().String(),
 		"Tasks":     e.tasks,
 		"Gang":      e.gang,
-		"Start":     map[string]any{"Time": []any{e.start.Format(time.RFC3339), "+" + fmt.Sprint(int(e.window.Seconds())) + "s"}, "Strategy": strat},
-		"Duration":  map[string]any{"Time": []any{nil, "+" + fmt.Sprint(int(e.length.Seconds())) + "s"}, "Strategy": strat},
+		"Start":     map[string]any{"Time": []any{e.start.Format(time.RFC3339), "+" + fmt.Sprint(int(e.window.Seconds())) + "s"}, "Strategy": strategy},
+		"Duration":  map[string]any{"Time": []any{nil, "+" + fmt.Sprint(int(e.length.Seconds())) + "s"}, "Strategy": strategy},
 	}
 	if !e.deadline.IsZero() {
-		m["Deadline"] = map[string]any{"Time": []any{nil, e.deadline.Format(time.RFC3339)}, "Strategy": strat}
+		m["Deadline"] = map[string]any{"Time": []any{nil, e.deadline.Format(time.RFC3339)}, "Strategy": strategy}
 	}
 	if e.orderBy != "" {
 		m["OrderBy"] = e.orderBy
@@ -423,7 +423,7 @@ func run(planned bool, tr []*entry) result {
 	if planned {
 		for _, d := range s.book.List() {
 			e := s.entries[d.ID]
-			acc := !(len(d.History) > 0 && d.History[0].To == demand.Failed)
+			acc := len(d.History) == 0 || d.History[0].To != demand.Failed
 			if acc {
 				res.accepted++
 			}
