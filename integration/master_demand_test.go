@@ -21,6 +21,7 @@ import (
 func TestMasterDemandSeedExample(t *testing.T) {
 	addr := freeAddr(t)
 	startDevProc(t, "--listen", addr, "--allocation-interval", "100ms")
+	waitState(t, addr, "the agent registered", func(st masterState) bool { return len(st.Agents) == 1 && st.Agents[0].Connected })
 	d, err := scheduler.New(scheduler.Options{Master: addr, Name: "workflow", FailoverTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
