@@ -28,5 +28,6 @@
 // Errors name the field and the offending text, e.g.
 // `Start.Time[1]: "+5x": unit "x" is not s, m or h`, and wrap ErrInvalid.
 // Parsing is pure: NOW and relative times are resolved only when a
-// description is evaluated against a reference time.
+// description is evaluated against a reference time (Expr.Holds), or
+// turned into the spans of time it allows (Windows, for the planner).
 package timespec
