@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
@@ -13,21 +14,26 @@ import (
 // message to protobuf (convert.go) outside the master's lock.
 
 // outbox is the queue of one peer's stream: messages are queued without
-// blocking; a full queue ends the stream (the peer is too slow and will
-// reconnect). A nil outbox (a disconnected peer) drops what is sent.
+// blocking; a queue past its limit ends the stream (the peer is too slow
+// and will reconnect). A nil outbox (a disconnected peer) drops what is
+// sent. The queue holds only what is pending — an idle agent's outbox is a
+// few words, not a preallocated buffer (a 256-slot channel per agent was
+// 256 MB of the master's heap at 50,000 agents).
 type outbox[T any] struct {
-	ch     chan T
-	cancel context.CancelFunc // ends the stream
+	mu      sync.Mutex
+	pending []T
+	limit   int
+	ready   chan struct{}      // 1-buffered: something was queued
+	cancel  context.CancelFunc // ends the stream
 }
 
-// newOutbox makes a stream's queue of size n: agents get few messages at
-// a time (n small keeps 10,000s of agents cheap), frameworks get bursts of
-// offers and updates.
-func newOutbox[T any](cancel context.CancelFunc, n int) *outbox[T] {
-	return &outbox[T]{ch: make(chan T, n), cancel: cancel}
+// newOutbox makes a stream's queue holding at most limit messages: agents
+// get few messages at a time, frameworks get bursts of offers and updates.
+func newOutbox[T any](cancel context.CancelFunc, limit int) *outbox[T] {
+	return &outbox[T]{limit: limit, ready: make(chan struct{}, 1), cancel: cancel}
 }
 
-// Stream queue sizes.
+// Stream queue limits.
 const (
 	agentQueue     = 256
 	frameworkQueue = 8192
@@ -37,13 +43,29 @@ func (c *outbox[T]) send(m T) bool {
 	if c == nil {
 		return false
 	}
-	select {
-	case c.ch <- m:
-		return true
-	default:
+	c.mu.Lock()
+	if len(c.pending) >= c.limit {
+		c.mu.Unlock()
 		c.cancel()
 		return false
 	}
+	c.pending = append(c.pending, m)
+	c.mu.Unlock()
+	select {
+	case c.ready <- struct{}{}:
+	default: // already signalled
+	}
+	return true
+}
+
+// take returns what is queued, oldest first, and empties the queue; the
+// stream's sender calls it when ready fires.
+func (c *outbox[T]) take() []T {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.pending
+	c.pending = nil
+	return out
 }
 
 // toAgent is a message for an agent: *runTask, *killTask, *ackStatus or
