@@ -283,39 +283,6 @@ func (m *Master) agentStatusLocked(ag *agentEntry, st *taskStatus) {
 	m.setTaskStatusLocked(t, st)
 }
 
-// AgentOversubState is an agent's oversubscription status in State: its
-// estimator's latest forwarded estimate and the QoS corrections in force.
-type AgentOversubState struct {
-	Estimator string `json:"estimator,omitempty"`
-	QoS       string `json:"qos,omitempty"`
-	// Estimate is the revocable capacity the agent forwarded; Summary
-	// explains how the estimator computed it.
-	Estimate string `json:"estimate"`
-	Summary  string `json:"summary,omitempty"`
-	// Corrections are the corrections in force (throttles, freezes) and
-	// the agent's recent kills.
-	Corrections []CorrectionState `json:"corrections"`
-}
-
-// CorrectionState is one QoS correction in AgentOversubState.
-type CorrectionState struct {
-	Type        string `json:"type"`
-	ContainerID string `json:"containerId"`
-	TaskID      string `json:"taskId,omitempty"`
-	// CPUQuotaMilli is a throttle's cpu limit in thousandths of a cpu.
-	CPUQuotaMilli int64  `json:"cpuQuotaMilli,omitempty"`
-	Reason        string `json:"reason,omitempty"`
-	// Signal, Victim, Value, Baseline and Threshold are the trigger.
-	Signal    string    `json:"signal"`
-	Victim    string    `json:"victim,omitempty"`
-	Value     float64   `json:"value"`
-	Baseline  float64   `json:"baseline"`
-	Threshold float64   `json:"threshold"`
-	AppliedAt time.Time `json:"appliedAt,omitzero"`
-	// Active: in force now; false for a recent kill.
-	Active bool `json:"active"`
-}
-
 // oversubStateLocked renders the agent's oversubscription status; nil
 // when the agent never sent one (no estimator).
 func (ag *agentEntry) oversubStateLocked() *AgentOversubState {
