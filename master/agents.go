@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/master/allocator"
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/google/uuid"
 )
@@ -75,7 +74,7 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 			continue
 		}
 		if t := ag.tasks[tid]; t != nil {
-			if terminal(rep.state) || t.state == pb.TaskState_TASK_STAGING {
+			if terminal(rep.state) || t.state == taskStaging {
 				t.state = rep.state
 			}
 			t.recovered = terminal(t.state)
@@ -120,10 +119,10 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 	}
 	clear(ag.lost)
 	for tid, t := range ag.tasks {
-		if !seen[tid] && !terminal(t.state) && t.state != pb.TaskState_TASK_STAGING {
+		if !seen[tid] && !terminal(t.state) && t.state != taskStaging {
 			t.recovered = true // not in the allocator's usage below
 			m.setTaskStatusLocked(t, &taskStatus{
-				taskID: tid, agentID: id, frameworkID: t.fw, state: pb.TaskState_TASK_LOST,
+				taskID: tid, agentID: id, frameworkID: t.fw, state: taskLost,
 				reason: ReasonUnknownOnAgent, message: "the agent re-registered without this task",
 			})
 			m.forgetTaskLocked(t)
@@ -277,7 +276,7 @@ func (m *Master) agentStatusLocked(ag *agentEntry, st *taskStatus) {
 		return
 	}
 	st.frameworkID = t.fw
-	if st.reason == pb.ReasonResourcesUpdated || st.reason == pb.ReasonResourcesUpdateFailed {
+	if st.reason == reasonResourcesUpdated || st.reason == reasonResourcesUpdateFailed {
 		m.resizeStatusLocked(ag, t, st)
 	}
 	m.setTaskStatusLocked(t, st)

@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	"github.com/brimnode/brim/master/allocator"
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 )
 
@@ -325,6 +324,3 @@ func (m *Master) SetWeights(weights map[string]float64) error {
 	m.trigger()
 	return nil
 }
-
-// stateName is the short name of a task state ("RUNNING").
-func stateName(s pb.TaskState) string { return s.String()[len("TASK_"):] }
