@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/client"
+	"github.com/brimnode/brim/internal/cliout"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/brimnode/brim/scheduler"
@@ -60,7 +61,7 @@ largest free resources offered are named).`,
 			if revocable {
 				rev = "{REV}"
 			}
-			want, err := resources.Parse(fmt.Sprintf("cpus%s:%s;mem%s:%d", rev, fmtCPUs(milli), rev, mem))
+			want, err := resources.Parse(fmt.Sprintf("cpus%s:%s;mem%s:%d", rev, cliout.CPUs(milli), rev, mem))
 			if err != nil {
 				return exitError{code: 2, msg: err.Error()}
 			}
