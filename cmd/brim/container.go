@@ -273,44 +273,10 @@ monitor or has not sampled the container twice yet.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			sample := func() (map[string]*agentpb.Statistics, error) {
-				m := map[string]*agentpb.Statistics{}
-				for _, id := range args {
-					st, err := api.Stats(ctx, &agentpb.StatsRequest{Id: id})
-					if err != nil {
-						return nil, cl.rpcError(err)
-					}
-					m[id] = st
-				}
-				return m, nil
-			}
-			prev, err := sample()
-			if err != nil {
-				return err
-			}
-			for {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(interval):
-				}
-				cur, err := sample()
-				if err != nil {
-					return err
-				}
-				var rows []agentclient.Stats
-				for _, id := range args {
-					rows = append(rows, agentclient.ComputeStats(prev[id], cur[id]))
-				}
-				if err := cliout.Stats(cmd.OutOrStdout(), rows, asJSON); err != nil {
-					return err
-				}
-				if !watch {
-					return nil
-				}
-				prev = cur
-			}
+			err = agentclient.WatchStats(cmd.Context(), api, args, interval, watch, func(rows []agentclient.Stats) error {
+				return cliout.Stats(cmd.OutOrStdout(), rows, asJSON)
+			})
+			return cl.rpcError(err)
 		},
 	}
 	f := cmd.Flags()
