@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/master/api"
 )
 
 var (
@@ -86,8 +86,8 @@ func New(cfg Config) (*Client, error) {
 func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 
 // State returns the master's state (GET /state).
-func (c *Client) State(ctx context.Context) (*master.State, error) {
-	var st master.State
+func (c *Client) State(ctx context.Context) (*api.State, error) {
+	var st api.State
 	if err := c.do(ctx, http.MethodGet, "/state", nil, &st); err != nil {
 		return nil, err
 	}
@@ -95,18 +95,18 @@ func (c *Client) State(ctx context.Context) (*master.State, error) {
 }
 
 // Reserve dynamically reserves resources of an agent (POST /reserve).
-func (c *Client) Reserve(ctx context.Context, req master.ReserveRequest) error {
+func (c *Client) Reserve(ctx context.Context, req api.ReserveRequest) error {
 	return c.do(ctx, http.MethodPost, "/reserve", req, nil)
 }
 
 // Unreserve releases dynamic reservations (POST /unreserve).
-func (c *Client) Unreserve(ctx context.Context, req master.ReserveRequest) error {
+func (c *Client) Unreserve(ctx context.Context, req api.ReserveRequest) error {
 	return c.do(ctx, http.MethodPost, "/unreserve", req, nil)
 }
 
 // Quota returns every role's quota (GET /quota).
-func (c *Client) Quota(ctx context.Context) (map[string]master.QuotaState, error) {
-	var q map[string]master.QuotaState
+func (c *Client) Quota(ctx context.Context) (map[string]api.QuotaState, error) {
+	var q map[string]api.QuotaState
 	if err := c.do(ctx, http.MethodGet, "/quota", nil, &q); err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func (c *Client) Quota(ctx context.Context) (map[string]master.QuotaState, error
 
 // SetQuota sets or (with neither guarantee nor limit) removes a role's
 // quota (POST /quota).
-func (c *Client) SetQuota(ctx context.Context, req master.QuotaRequest) error {
+func (c *Client) SetQuota(ctx context.Context, req api.QuotaRequest) error {
 	return c.do(ctx, http.MethodPost, "/quota", req, nil)
 }
 
@@ -130,21 +130,21 @@ func (c *Client) Weights(ctx context.Context) (map[string]float64, error) {
 
 // ParseWeights parses ROLE=WEIGHT arguments (brim weights) into the
 // request SetWeights sends; a weight must be a positive number.
-func ParseWeights(args []string) ([]master.WeightRequest, error) {
-	var req []master.WeightRequest
+func ParseWeights(args []string) ([]api.WeightRequest, error) {
+	var req []api.WeightRequest
 	for _, a := range args {
 		role, w, ok := strings.Cut(a, "=")
 		v, err := strconv.ParseFloat(w, 64)
 		if !ok || role == "" || err != nil || !(v > 0) {
 			return nil, fmt.Errorf("%q: want ROLE=WEIGHT with a positive weight", a)
 		}
-		req = append(req, master.WeightRequest{Role: role, Weight: v})
+		req = append(req, api.WeightRequest{Role: role, Weight: v})
 	}
 	return req, nil
 }
 
 // SetWeights sets roles' weights (POST /weights).
-func (c *Client) SetWeights(ctx context.Context, req []master.WeightRequest) error {
+func (c *Client) SetWeights(ctx context.Context, req []api.WeightRequest) error {
 	return c.do(ctx, http.MethodPost, "/weights", req, nil)
 }
 

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/internal/speclimit"
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 )
 
@@ -267,7 +266,7 @@ func (m *Master) applyAcceptLocked(p acceptPlan) {
 		m.tasks[t.info.id] = t
 		f.tasks[t.info.id] = t
 		ag.tasks[t.info.id] = t
-		m.setTaskStatusLocked(t, &taskStatus{taskID: t.info.id, agentID: p.agent, frameworkID: f.id, state: pb.TaskState_TASK_STAGING})
+		m.setTaskStatusLocked(t, &taskStatus{taskID: t.info.id, agentID: p.agent, frameworkID: f.id, state: taskStaging})
 		ag.out.send(&runTask{info: t.info, framework: t.fw, agent: t.agent, res: t.res})
 		m.cycles.launches++
 		m.metrics.launches.Inc()

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/master/allocator"
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/google/uuid"
 )
@@ -75,7 +74,7 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 			continue
 		}
 		if t := ag.tasks[tid]; t != nil {
-			if terminal(rep.state) || t.state == pb.TaskState_TASK_STAGING {
+			if terminal(rep.state) || t.state == taskStaging {
 				t.state = rep.state
 			}
 			t.recovered = terminal(t.state)
@@ -120,10 +119,10 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 	}
 	clear(ag.lost)
 	for tid, t := range ag.tasks {
-		if !seen[tid] && !terminal(t.state) && t.state != pb.TaskState_TASK_STAGING {
+		if !seen[tid] && !terminal(t.state) && t.state != taskStaging {
 			t.recovered = true // not in the allocator's usage below
 			m.setTaskStatusLocked(t, &taskStatus{
-				taskID: tid, agentID: id, frameworkID: t.fw, state: pb.TaskState_TASK_LOST,
+				taskID: tid, agentID: id, frameworkID: t.fw, state: taskLost,
 				reason: ReasonUnknownOnAgent, message: "the agent re-registered without this task",
 			})
 			m.forgetTaskLocked(t)
@@ -277,43 +276,10 @@ func (m *Master) agentStatusLocked(ag *agentEntry, st *taskStatus) {
 		return
 	}
 	st.frameworkID = t.fw
-	if st.reason == pb.ReasonResourcesUpdated || st.reason == pb.ReasonResourcesUpdateFailed {
+	if st.reason == reasonResourcesUpdated || st.reason == reasonResourcesUpdateFailed {
 		m.resizeStatusLocked(ag, t, st)
 	}
 	m.setTaskStatusLocked(t, st)
-}
-
-// AgentOversubState is an agent's oversubscription status in State: its
-// estimator's latest forwarded estimate and the QoS corrections in force.
-type AgentOversubState struct {
-	Estimator string `json:"estimator,omitempty"`
-	QoS       string `json:"qos,omitempty"`
-	// Estimate is the revocable capacity the agent forwarded; Summary
-	// explains how the estimator computed it.
-	Estimate string `json:"estimate"`
-	Summary  string `json:"summary,omitempty"`
-	// Corrections are the corrections in force (throttles, freezes) and
-	// the agent's recent kills.
-	Corrections []CorrectionState `json:"corrections"`
-}
-
-// CorrectionState is one QoS correction in AgentOversubState.
-type CorrectionState struct {
-	Type        string `json:"type"`
-	ContainerID string `json:"containerId"`
-	TaskID      string `json:"taskId,omitempty"`
-	// CPUQuotaMilli is a throttle's cpu limit in thousandths of a cpu.
-	CPUQuotaMilli int64  `json:"cpuQuotaMilli,omitempty"`
-	Reason        string `json:"reason,omitempty"`
-	// Signal, Victim, Value, Baseline and Threshold are the trigger.
-	Signal    string    `json:"signal"`
-	Victim    string    `json:"victim,omitempty"`
-	Value     float64   `json:"value"`
-	Baseline  float64   `json:"baseline"`
-	Threshold float64   `json:"threshold"`
-	AppliedAt time.Time `json:"appliedAt,omitzero"`
-	// Active: in force now; false for a recent kill.
-	Active bool `json:"active"`
 }
 
 // oversubStateLocked renders the agent's oversubscription status; nil

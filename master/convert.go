@@ -11,6 +11,25 @@ import (
 // domain's types, in one place: the gRPC handlers convert requests on the
 // way in, the domain builds what it sends through these functions.
 
+// Task status reasons the master sets itself: names of the proto's
+// TaskReason (masterlinkpb/reasons.go), the one definition.
+var (
+	ReasonAgentUnreachable = pb.ReasonAgentUnreachable
+	ReasonAgentRemoved     = pb.ReasonAgentRemoved
+	ReasonUnknownOnAgent   = pb.ReasonTaskUnknownOnAgent
+	ReasonFrameworkRemoved = pb.ReasonFrameworkRemoved
+	ReasonReconciliation   = pb.ReasonReconciliation
+	ReasonInvalidTask      = pb.ReasonInvalidTask
+
+	// The agent's answers to a resource update (update.go).
+	reasonResourcesUpdated      = pb.ReasonResourcesUpdated
+	reasonResourcesUpdateFailed = pb.ReasonResourcesUpdateFailed
+)
+
+// taskStateFromPB and taskStateToPB convert by number (see taskState).
+func taskStateFromPB(s pb.TaskState) taskState { return taskState(s) }
+func taskStateToPB(s taskState) pb.TaskState   { return pb.TaskState(s) }
+
 // acceptRequestFromPB converts an ACCEPT call; an operation of a kind this
 // master does not know becomes opUnknown (planAccept rejects it).
 func acceptRequestFromPB(req *pb.AcceptRequest) acceptRequest {
@@ -101,13 +120,13 @@ func heartbeatEvent() *pb.Event {
 
 // taskStatusFromPB converts a status update from an agent.
 func taskStatusFromPB(st *pb.TaskStatus) *taskStatus {
-	return &taskStatus{taskID: st.GetTaskId(), agentID: st.GetAgentId(), frameworkID: st.GetFrameworkId(), state: st.GetState(),
+	return &taskStatus{taskID: st.GetTaskId(), agentID: st.GetAgentId(), frameworkID: st.GetFrameworkId(), state: taskStateFromPB(st.GetState()),
 		reason: st.GetReason(), message: st.GetMessage(), hasExitCode: st.GetHasExitCode(), exitCode: st.GetExitCode(),
 		uuid: st.GetUuid(), timestampUnixNano: st.GetTimestampUnixNano(), resources: st.GetResources()}
 }
 
 func taskStatusToPB(st *taskStatus) *pb.TaskStatus {
-	return &pb.TaskStatus{TaskId: st.taskID, AgentId: st.agentID, FrameworkId: st.frameworkID, State: st.state,
+	return &pb.TaskStatus{TaskId: st.taskID, AgentId: st.agentID, FrameworkId: st.frameworkID, State: taskStateToPB(st.state),
 		Reason: st.reason, Message: st.message, HasExitCode: st.hasExitCode, ExitCode: st.exitCode,
 		Uuid: st.uuid, TimestampUnixNano: st.timestampUnixNano, Resources: st.resources}
 }
@@ -151,7 +170,7 @@ func taskReportsFromPB(reps []taskReport, snaps []*pb.TaskSnapshot) []taskReport
 			continue
 		}
 		reps = append(reps, taskReport{info: taskInfoFromPB(ti), framework: ti.GetFrameworkId(),
-			resources: ti.GetResources(), state: snap.GetState(), acknowledged: snap.GetAcknowledged()})
+			resources: ti.GetResources(), state: taskStateFromPB(snap.GetState()), acknowledged: snap.GetAcknowledged()})
 	}
 	return reps
 }

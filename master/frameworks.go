@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/master/allocator"
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/google/uuid"
 )
@@ -321,7 +320,7 @@ func (m *Master) kill(fw, taskID string) error {
 		}
 		if t == nil {
 			f.out.send(&taskStatus{
-				taskID: taskID, frameworkID: f.id, state: pb.TaskState_TASK_LOST,
+				taskID: taskID, frameworkID: f.id, state: taskLost,
 				reason: ReasonReconciliation, message: "unknown task", timestampUnixNano: time.Now().UnixNano(),
 			})
 			return nil
@@ -379,7 +378,7 @@ func (m *Master) reconcile(fw string, taskIDs []string) error {
 				if len(m.awaited) > 0 {
 					continue // it may be on an agent that has not re-registered yet
 				}
-				st.state, st.message = pb.TaskState_TASK_LOST, "unknown task"
+				st.state, st.message = taskLost, "unknown task"
 			}
 			f.out.send(st)
 		}

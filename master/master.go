@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/master/allocator"
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/google/uuid"
 )
@@ -26,17 +25,6 @@ const (
 	// DefaultRole is the role of a framework that names none ("*" is
 	// reserved for unreserved resources).
 	DefaultRole = "default"
-)
-
-// Task status reasons the master sets itself: names of the proto's
-// TaskReason (masterlinkpb/reasons.go), the one definition.
-var (
-	ReasonAgentUnreachable = pb.ReasonAgentUnreachable
-	ReasonAgentRemoved     = pb.ReasonAgentRemoved
-	ReasonUnknownOnAgent   = pb.ReasonTaskUnknownOnAgent
-	ReasonFrameworkRemoved = pb.ReasonFrameworkRemoved
-	ReasonReconciliation   = pb.ReasonReconciliation
-	ReasonInvalidTask      = pb.ReasonInvalidTask
 )
 
 // Options configure a Master. The zero value is valid.
@@ -193,7 +181,7 @@ type taskEntry struct {
 	fw, agent string
 	role      string
 	res       resources.Resources
-	state     pb.TaskState
+	state     taskState
 	status    *taskStatus // latest
 	recovered bool        // resources given back to the allocator
 	pending   *resize     // resource update sent to the agent, unanswered
@@ -481,7 +469,7 @@ func (m *Master) markUnreachableLocked(ag *agentEntry) {
 			ag.lost[id] = true
 		}
 		m.setTaskStatusLocked(t, &taskStatus{
-			taskID: id, agentID: ag.id, frameworkID: t.fw, state: pb.TaskState_TASK_LOST,
+			taskID: id, agentID: ag.id, frameworkID: t.fw, state: taskLost,
 			reason:  ReasonAgentUnreachable,
 			message: fmt.Sprintf("agent %s missed %d heartbeats", ag.id, m.opts.MaxMissedHeartbeats),
 		})
@@ -512,7 +500,7 @@ func (m *Master) dropAgentFromAllocatorLocked(ag *agentEntry) {
 	}
 }
 
-func terminal(s pb.TaskState) bool { return s.Terminal() }
+func terminal(s taskState) bool { return s.terminal() }
 
 // setTaskStatusLocked records a status, gives a newly terminal task's
 // resources back to the allocator, and forwards the status to the
@@ -545,7 +533,7 @@ func (m *Master) setTaskStatusLocked(t *taskEntry, st *taskStatus) {
 func (m *Master) forgetTaskLocked(t *taskEntry) {
 	if m.tasks[t.info.id] == t {
 		ts := taskStateOf(t)
-		ts.State = stateName(terminalOrLost(t.state))
+		ts.State = terminalOrLost(t.state).String()
 		m.completed.addTask(ts)
 	}
 	delete(m.tasks, t.info.id)
@@ -569,7 +557,7 @@ func (m *Master) removeFrameworkLocked(f *frameworkEntry) {
 			if ag := m.agents[t.agent]; ag != nil {
 				ag.out.send(&killTask{taskID: t.info.id, framework: f.id})
 			}
-			t.state = pb.TaskState_TASK_KILLED // in the completed history
+			t.state = taskKilled // in the completed history
 			t.status = &taskStatus{taskID: t.info.id, agentID: t.agent, frameworkID: f.id, state: t.state, reason: ReasonFrameworkRemoved}
 		}
 		m.forgetTaskLocked(t)

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 )
 
@@ -121,11 +120,11 @@ func (*offerRescinded) isToFramework() {}
 func (*taskStatus) isToFramework()     {}
 
 // taskStatus is a task status update as the master keeps and forwards it;
-// never changed once recorded (a new one replaces it). The state and
-// reason vocabularies are masterlinkpb's, shared with agents.
+// never changed once recorded (a new one replaces it). The reason
+// vocabulary is masterlinkpb's (convert.go), shared with agents.
 type taskStatus struct {
 	taskID, agentID, frameworkID string
-	state                        pb.TaskState
+	state                        taskState
 	reason, message              string
 	hasExitCode                  bool
 	exitCode                     int32
@@ -151,7 +150,7 @@ type taskReport struct {
 	info      taskInfo // info.id "": a report without a task, ignored
 	framework string
 	resources string
-	state     pb.TaskState
+	state     taskState
 	// acknowledged: terminal, and its framework acknowledged its end.
 	acknowledged bool
 }

@@ -1,17 +1,16 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/brimnode/brim/agent/agentclient"
 	"github.com/brimnode/brim/agent/agentpb"
+	"github.com/brimnode/brim/internal/cliout"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
 )
@@ -200,12 +199,6 @@ func exitFor(c *agentpb.Container) error {
 	return nil
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 func newContainerLs(cl *agentClient) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -228,46 +221,13 @@ func newContainerLs(cl *agentClient) *cobra.Command {
 				for _, c := range list {
 					js = append(js, agentclient.ViewOf(c))
 				}
-				return writeJSON(out, js)
+				return cliout.JSON(out, js)
 			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tSTATE\tPID\tCPUS\tMEM\tCREATED\tEXIT")
-			now := time.Now()
-			for _, c := range list {
-				pid, exit := "-", "-"
-				if c.State == "running" && c.Pid != 0 {
-					pid = fmt.Sprint(c.Pid)
-				}
-				if e := c.Exit; e != nil {
-					exit = fmt.Sprint(agentclient.ExitCode(c))
-					if e.Reason != "" {
-						exit += " (" + e.Reason + ")"
-					}
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%dMiB\t%s ago\t%s\n", c.Id, c.Name, c.State, pid,
-					fmtCPUs(c.MilliCpus), c.MemMib, humanDuration(now.Sub(agentclient.TimeOf(c.CreatedAtUnixNano))), exit)
-			}
-			return tw.Flush()
+			return cliout.Containers(out, list, time.Now())
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
-}
-
-func fmtCPUs(milli int64) string {
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", float64(milli)/1000), "0"), ".")
-}
-
-func humanDuration(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
 func newContainerInspect(cl *agentClient) *cobra.Command {
@@ -284,7 +244,7 @@ func newContainerInspect(cl *agentClient) *cobra.Command {
 			if err != nil {
 				return cl.rpcError(err)
 			}
-			return writeJSON(cmd.OutOrStdout(), agentclient.ViewOf(c))
+			return cliout.JSON(cmd.OutOrStdout(), agentclient.ViewOf(c))
 		},
 	}
 }
@@ -313,44 +273,10 @@ monitor or has not sampled the container twice yet.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			sample := func() (map[string]*agentpb.Statistics, error) {
-				m := map[string]*agentpb.Statistics{}
-				for _, id := range args {
-					st, err := api.Stats(ctx, &agentpb.StatsRequest{Id: id})
-					if err != nil {
-						return nil, cl.rpcError(err)
-					}
-					m[id] = st
-				}
-				return m, nil
-			}
-			prev, err := sample()
-			if err != nil {
-				return err
-			}
-			for {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(interval):
-				}
-				cur, err := sample()
-				if err != nil {
-					return err
-				}
-				var rows []agentclient.Stats
-				for _, id := range args {
-					rows = append(rows, agentclient.ComputeStats(prev[id], cur[id]))
-				}
-				if err := printStats(cmd.OutOrStdout(), rows, asJSON); err != nil {
-					return err
-				}
-				if !watch {
-					return nil
-				}
-				prev = cur
-			}
+			err = agentclient.WatchStats(cmd.Context(), api, args, interval, watch, func(rows []agentclient.Stats) error {
+				return cliout.Stats(cmd.OutOrStdout(), rows, asJSON)
+			})
+			return cl.rpcError(err)
 		},
 	}
 	f := cmd.Flags()
@@ -358,63 +284,6 @@ monitor or has not sampled the container twice yet.`,
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.DurationVar(&interval, "interval", time.Second, "sampling interval for cpu%")
 	return cmd
-}
-
-func printStats(w io.Writer, rows []agentclient.Stats, asJSON bool) error {
-	if asJSON {
-		return writeJSON(w, rows)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCPU%\tCPUS\tMEM USAGE / LIMIT\tMEM%\tPIDS\tTHROTTLED\tOOM KILLS\tNET RX / TX\tRUNQ P50/P99/P99.9\tON-CPU")
-	for _, r := range rows {
-		memPct := "-"
-		if r.MemLimitBytes > 0 && r.MemLimitBytes < 1<<60 {
-			memPct = fmt.Sprintf("%.1f%%", float64(r.MemUsageBytes)/float64(r.MemLimitBytes)*100)
-		}
-		pids := fmt.Sprint(r.Pids)
-		if r.PidsLimit > 0 {
-			pids += fmt.Sprintf("/%d", r.PidsLimit)
-		}
-		net := "-"
-		if r.HasNet {
-			net = fmt.Sprintf("%d B / %d B", r.NetRxBytes, r.NetTxBytes)
-		}
-		rq, onCPU := "-", "-"
-		if q := r.RunQueue; q != nil {
-			rq = fmt.Sprintf("%s/%s/%s (%s)", latency(q.P50Seconds), latency(q.P99Seconds), latency(q.P999Seconds), q.Source)
-		}
-		if r.OnCPUSeconds != nil {
-			onCPU = fmt.Sprintf("%.2fs", *r.OnCPUSeconds)
-		}
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%g\t%s / %s\t%s\t%s\t%d/%d periods, %.2fs\t%d\t%s\t%s\t%s\n", r.ID, r.CPUPercent, r.CPUs,
-			mib(r.MemUsageBytes), mib(r.MemLimitBytes), memPct, pids, r.CPUThrottled, r.CPUPeriods, r.ThrottledSeconds, r.OOMKills, net, rq, onCPU)
-	}
-	return tw.Flush()
-}
-
-// latency formats a latency in seconds to three significant digits
-// ("12.3µs", "4.56ms").
-func latency(sec float64) string {
-	d := time.Duration(sec * 1e9)
-	for _, u := range []time.Duration{time.Second, time.Millisecond, time.Microsecond} {
-		if d >= 100*u {
-			return d.Round(u).String()
-		}
-		if d >= 10*u {
-			return d.Round(u / 10).String()
-		}
-		if d >= u {
-			return d.Round(u / 100).String()
-		}
-	}
-	return d.String()
-}
-
-func mib(b uint64) string {
-	if b >= 1<<60 {
-		return "unlimited"
-	}
-	return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20))
 }
 
 func newContainerUpdate(cl *agentClient) *cobra.Command {
@@ -449,7 +318,7 @@ func newContainerUpdate(cl *agentClient) *cobra.Command {
 			if err != nil {
 				return cl.rpcError(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s cpus:%s mem:%dMiB\n", c.Id, fmtCPUs(c.MilliCpus), c.MemMib)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s cpus:%s mem:%dMiB\n", c.Id, cliout.CPUs(c.MilliCpus), c.MemMib)
 			return nil
 		},
 	}

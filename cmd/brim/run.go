@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/brimnode/brim/client"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
-	"github.com/brimnode/brim/resources"
 	"github.com/brimnode/brim/scheduler"
 	"github.com/brimnode/brim/scheduler/runner"
 	"github.com/google/uuid"
@@ -56,11 +53,7 @@ largest free resources offered are named).`,
 			if mem <= 0 {
 				return exitError{code: 2, msg: "--mem must be positive"}
 			}
-			rev := ""
-			if revocable {
-				rev = "{REV}"
-			}
-			want, err := resources.Parse(fmt.Sprintf("cpus%s:%s;mem%s:%d", rev, fmtCPUs(milli), rev, mem))
+			want, err := runner.Want(milli, mem, revocable)
 			if err != nil {
 				return exitError{code: 2, msg: err.Error()}
 			}
@@ -76,13 +69,7 @@ largest free resources offered are named).`,
 			if timeout < 0 {
 				return exitError{code: 2, msg: "--timeout must not be negative"}
 			}
-			ids := []string{taskID}
-			if instances > 1 {
-				ids = ids[:0]
-				for i := 0; i < instances; i++ {
-					ids = append(ids, fmt.Sprintf("%s-%d", taskID, i))
-				}
-			}
+			ids := runner.TaskIDs(taskID, instances)
 			var roles []string
 			if role != "" {
 				roles = []string{role}
@@ -104,7 +91,7 @@ largest free resources offered are named).`,
 			cfg := runner.Config{Task: &pb.TaskInfo{Name: name, Command: args, Env: env}, IDs: ids, Want: want, Role: role,
 				PerOffer: perOffer, KillAfter: killAfter, Timeout: timeout, Master: addr, Out: cmd.OutOrStdout()}
 			if dial == nil {
-				cfg.Explain = explainTLS(addr)
+				cfg.Explain = client.ExplainTLS(addr)
 			}
 			return runExit(runner.Run(cmd.Context(), d, cfg))
 		},
@@ -177,20 +164,4 @@ func runExit(err error) error {
 		return exitError{code: 1, msg: err.Error()}
 	}
 	return refusal(err)
-}
-
-// explainTLS adds to a plain connection's failure that the master at addr
-// serves TLS, when it does (probed once, at the first failure).
-func explainTLS(addr string) func(context.Context, error) error {
-	var (
-		once sync.Once
-		tls  bool
-	)
-	return func(ctx context.Context, err error) error {
-		once.Do(func() { tls = client.ServesTLS(ctx, addr) })
-		if tls {
-			return fmt.Errorf("%w (%w)", err, client.ErrServesTLS)
-		}
-		return err
-	}
 }
