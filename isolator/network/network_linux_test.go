@@ -325,7 +325,7 @@ func natTables(t *testing.T, iso *Isolator) int {
 	}
 	n := 0
 	for _, tb := range tables {
-		if tb.Name == iso.natTable().Name {
+		if tb.Name == iso.fwTable().Name {
 			n++
 		}
 	}

@@ -1,0 +1,371 @@
+//go:build linux
+
+package network
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/brimnode/brim/internal/testutil"
+	"github.com/brimnode/brim/isolator"
+)
+
+// The firewall tests run the isolator in a network namespace of their own
+// (its "host"): listeners on 0.0.0.0 and port mappings there touch nothing
+// of the real host.
+
+// nsIsolator is the current Isolator of a test whose agent restarts.
+type nsIsolator struct {
+	*Isolator
+	hostPath string
+	cfg      Config
+}
+
+// restart closes the Isolator as an agent's shutdown does and makes a new
+// one on cfg, recovering the containers in known (nil: every recorded one).
+func (p *nsIsolator) restart(t *testing.T, known map[string]isolator.Limits) {
+	t.Helper()
+	if known == nil {
+		known = map[string]isolator.Limits{}
+		for id, r := range p.recs {
+			known[id] = r.Limits
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := inNetNS(p.hostPath, func() (err error) {
+		p.Isolator, err = New(p.cfg)
+		return err
+	}); err != nil {
+		t.Fatalf("new isolator after restart: %v", err)
+	}
+	if err := p.Recover(context.Background(), known); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// prepareIn prepares container id (Uninstall cleans it up) and returns its
+// netns path.
+func prepareIn(t *testing.T, iso *Isolator, id string, limits isolator.Limits) string {
+	t.Helper()
+	limits.Network = true
+	var l isolator.Launch
+	if err := iso.Prepare(context.Background(), id, limits, &l); err != nil {
+		t.Fatalf("prepare %s: %v", id, err)
+	}
+	return l.NetNSPath
+}
+
+// newIsolatorIn returns an Isolator for cfg made in the namespace at
+// hostPath. At cleanup the current one is uninstalled and must leave no
+// table, bridge or IFB behind in that namespace.
+func newIsolatorIn(t *testing.T, hostPath string, cfg Config) *nsIsolator {
+	t.Helper()
+	p := &nsIsolator{hostPath: hostPath, cfg: cfg}
+	if err := inNetNS(hostPath, func() (err error) {
+		p.Isolator, err = New(cfg)
+		return err
+	}); err != nil {
+		t.Fatalf("new isolator: %v", err)
+	}
+	t.Cleanup(func() {
+		iso := p.Isolator
+		if err := iso.Uninstall(context.Background()); err != nil {
+			t.Errorf("uninstall: %v", err)
+		}
+		if n := tablesNamed(t, iso); n != 0 {
+			t.Errorf("%d nftables tables %s left after uninstall", n, iso.fwTable().Name)
+		}
+		h := nsHandle(t, hostPath)
+		for _, name := range []string{cfg.Bridge, cfg.Bridge + "-tx", cfg.Bridge + "-rx"} {
+			if _, err := h.LinkByName(name); err == nil {
+				t.Errorf("link %s left after uninstall", name)
+			}
+		}
+		_ = iso.Close()
+	})
+	return p
+}
+
+// tablesNamed counts the tables named like iso's in its host namespace.
+func tablesNamed(t *testing.T, iso *Isolator) int {
+	t.Helper()
+	c, err := iso.nftConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, tb := range tables {
+		if tb.Name == iso.fwTable().Name {
+			n++
+		}
+	}
+	return n
+}
+
+// chainRules returns the number of rules in each chain of iso's table.
+func chainRules(t *testing.T, iso *Isolator) map[string]int {
+	t.Helper()
+	c, err := iso.nftConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, ch := range chains {
+		if ch.Table.Name != iso.fwTable().Name {
+			continue
+		}
+		rules, err := c.GetRules(ch.Table, ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[ch.Name] = len(rules)
+	}
+	return out
+}
+
+func nsHandle(t *testing.T, path string) *netlink.Handle {
+	t.Helper()
+	ns, err := netns.GetFromPath(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	return h
+}
+
+// echoServer listens on addr (tcp4 or udp4) in the namespace at nsPath and
+// answers every line (datagram) with "echo <line>" until the test ends. It
+// returns the port.
+func echoServer(t *testing.T, nsPath, network, addr string) uint16 {
+	t.Helper()
+	if network == "udp4" {
+		var pc net.PacketConn
+		if err := inNetNS(nsPath, func() (err error) {
+			pc, err = net.ListenPacket(network, addr)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pc.Close() })
+		go func() {
+			buf := make([]byte, 512)
+			for {
+				n, from, err := pc.ReadFrom(buf)
+				if err != nil {
+					return
+				}
+				_, _ = pc.WriteTo(append([]byte("echo "), buf[:n]...), from)
+			}
+		}()
+		return uint16(pc.LocalAddr().(*net.UDPAddr).Port)
+	}
+	var ln net.Listener
+	if err := inNetNS(nsPath, func() (err error) {
+		ln, err = net.Listen(network, addr)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				line, err := bufio.NewReader(c).ReadString('\n')
+				if err == nil {
+					_, _ = c.Write([]byte("echo " + line))
+				}
+			}()
+		}
+	}()
+	return uint16(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// talk sends a line to addr from the namespace at nsPath and checks the
+// echo. A refused or unanswered connection is an error (the timeout only
+// bounds a drop).
+func talk(nsPath, network string, addr netip.AddrPort) error {
+	return inNetNS(nsPath, func() error {
+		c, err := net.DialTimeout(network, addr.String(), 3*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+		if _, err := c.Write([]byte("hello\n")); err != nil {
+			return err
+		}
+		buf := make([]byte, 64)
+		n, err := c.Read(buf)
+		if err != nil {
+			return err
+		}
+		if got := string(buf[:n]); got != "echo hello\n" {
+			return fmt.Errorf("got %q", got)
+		}
+		return nil
+	})
+}
+
+// TestHostConfinement: a container cannot reach a host listener on
+// 0.0.0.0 (TCP gets a reset, UDP an ICMP error) except on the allowed
+// ports, while the host still reaches the container.
+func TestHostConfinement(t *testing.T) {
+	hostPath := "/run/netns/" + testutil.NewNetNS(t)
+	denied := echoServer(t, hostPath, "tcp4", "0.0.0.0:0")
+	allowed := echoServer(t, hostPath, "tcp4", "0.0.0.0:0")
+	deniedUDP := echoServer(t, hostPath, "udp4", "0.0.0.0:0")
+	allowedUDP := echoServer(t, hostPath, "udp4", "0.0.0.0:0")
+	cfg := testConfig(t, 1000)
+	cfg.HostAllow = []HostPort{{Port: allowed, Protocol: isolator.TCP}, {Port: allowedUDP, Protocol: isolator.UDP}}
+	iso := newIsolatorIn(t, hostPath, cfg).Isolator
+	if n := tablesNamed(t, iso); n != 1 {
+		t.Fatalf("%d tables %s, want 1", n, iso.fwTable().Name)
+	}
+	nsC := prepareIn(t, iso, "c", isolator.Limits{})
+	gw := iso.Gateway()
+
+	err := talk(nsC, "tcp4", netip.AddrPortFrom(gw, denied))
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("container → host 0.0.0.0:%d (not allowed): %v, want connection refused by the reject rule", denied, err)
+	}
+	if err := talk(nsC, "udp4", netip.AddrPortFrom(gw, deniedUDP)); err == nil {
+		t.Errorf("container → host udp 0.0.0.0:%d (not allowed): answered", deniedUDP)
+	}
+	if err := talk(nsC, "tcp4", netip.AddrPortFrom(gw, allowed)); err != nil {
+		t.Errorf("container → host 0.0.0.0:%d (allowed): %v", allowed, err)
+	}
+	if err := talk(nsC, "udp4", netip.AddrPortFrom(gw, allowedUDP)); err != nil {
+		t.Errorf("container → host udp 0.0.0.0:%d (allowed): %v", allowedUDP, err)
+	}
+	// The host reaches the container (its replies are established).
+	addrC := mustAddr(t, iso, "c")
+	port := echoServer(t, nsC, "tcp4", addrC.String()+":0")
+	if err := talk(hostPath, "tcp4", netip.AddrPortFrom(addrC, port)); err != nil {
+		t.Errorf("host → container %s:%d: %v", addrC, port, err)
+	}
+}
+
+// TestContainerIsolation: without Config.Isolate containers reach each
+// other; with it they do not (bridge ports isolated, routed traffic
+// dropped), and an agent restarted with the other setting applies it to
+// the running containers.
+func TestContainerIsolation(t *testing.T) {
+	hostPath := "/run/netns/" + testutil.NewNetNS(t)
+	cfg := testConfig(t, 1000)
+	cfg.Spares = -1
+	iso := newIsolatorIn(t, hostPath, cfg)
+	ns1 := prepareIn(t, iso.Isolator, "c1", isolator.Limits{})
+	ns2 := prepareIn(t, iso.Isolator, "c2", isolator.Limits{})
+	addr2 := mustAddr(t, iso.Isolator, "c2")
+	port := echoServer(t, ns2, "tcp4", addr2.String()+":0")
+	to2 := netip.AddrPortFrom(addr2, port)
+	if err := talk(ns1, "tcp4", to2); err != nil {
+		t.Fatalf("without isolation, c1 → c2: %v", err)
+	}
+	h := nsHandle(t, hostPath)
+	isolated := func(id string) bool {
+		l, err := h.LinkByName(iso.vethName(iso.recs[id].Index))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pi, err := h.LinkGetProtinfo(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pi.Isolated
+	}
+	if isolated("c1") {
+		t.Error("c1's bridge port is isolated without Config.Isolate")
+	}
+
+	// Restart with isolation: the running containers' ports are isolated
+	// by Recover, new ones at Prepare.
+	restart := func(isolate bool) {
+		t.Helper()
+		iso.cfg.Isolate = isolate
+		iso.restart(t, nil)
+	}
+	restart(true)
+	ns3 := prepareIn(t, iso.Isolator, "c3", isolator.Limits{})
+	for _, id := range []string{"c1", "c2", "c3"} {
+		if !isolated(id) {
+			t.Errorf("%s's bridge port is not isolated", id)
+		}
+	}
+	if err := talk(ns1, "tcp4", to2); err == nil {
+		t.Error("with isolation, c1 (recovered) reaches c2")
+	}
+	if err := talk(ns3, "tcp4", to2); err == nil {
+		t.Error("with isolation, c3 (new) reaches c2")
+	}
+	// As on a host without br_netfilter: bridged traffic skips the ip
+	// family's forward hook, and the isolated ports alone keep c1 from c2.
+	if err := inNetNS(hostPath, func() error {
+		return os.WriteFile("/proc/sys/net/bridge/bridge-nf-call-iptables", []byte("0"), 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := talk(ns1, "tcp4", to2); err == nil {
+		t.Error("with isolation and no br_netfilter, c1 reaches c2")
+	}
+	if chainRules(t, iso.Isolator)["forward"] != 2 {
+		t.Errorf("forward chain rules = %v, want 2", chainRules(t, iso.Isolator))
+	}
+	restart(false)
+	if isolated("c1") || isolated("c3") {
+		t.Error("bridge ports still isolated after a restart without Config.Isolate")
+	}
+	// c3's failed ARP for c2 stays cached for a while ("no route to
+	// host"): forget it.
+	h3 := nsHandle(t, ns3)
+	neighs, err := h3.NeighList(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range neighs {
+		if n.IP.Equal(addr2.AsSlice()) {
+			if err := h3.NeighDel(&n); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := talk(ns3, "tcp4", to2); err != nil {
+		t.Errorf("after a restart without isolation, c3 → c2: %v", err)
+	}
+	if _, ok := chainRules(t, iso.Isolator)["forward"]; ok {
+		t.Error("forward chain kept after a restart without isolation")
+	}
+}
