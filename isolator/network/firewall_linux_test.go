@@ -369,3 +369,165 @@ func TestContainerIsolation(t *testing.T) {
 		t.Error("forward chain kept after a restart without isolation")
 	}
 }
+
+// TestPortMapping: host ports forwarded to a container over TCP and UDP,
+// from the host (bridge address, another host address) and from another
+// container (hairpin), kept across an agent restart, refused when taken or
+// malformed, and gone with the container.
+func TestPortMapping(t *testing.T) {
+	hostPath := "/run/netns/" + testutil.NewNetNS(t)
+	h := nsHandle(t, hostPath)
+	// Another host address, as a node's own uplink address (a veth pair:
+	// this kernel has no dummy links).
+	la := netlink.NewLinkAttrs()
+	la.Name = "up0"
+	if err := h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "up1"}); err != nil {
+		t.Fatal(err)
+	}
+	up, err := h.LinkByName("up0")
+	if err == nil {
+		err = h.AddrAdd(up, ipNet(netip.MustParseAddr("192.0.2.10"), 24))
+	}
+	for _, name := range []string{"up0", "up1"} {
+		if err == nil {
+			err = h.LinkSetUp(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name}})
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	uplink := netip.MustParseAddr("192.0.2.10")
+
+	cfg := testConfig(t, 1000)
+	cfg.NAT = true // forwarding on: the hairpin is routed
+	iso := newIsolatorIn(t, hostPath, cfg)
+	const hostTCP, hostUDP = 18080, 15353
+	// The server's ports are known before it runs: the container's
+	// address is, after Prepare.
+	ports := []isolator.PortMapping{
+		{HostPort: hostTCP, ContainerPort: 8080, Protocol: isolator.TCP},
+		{HostPort: hostUDP, ContainerPort: 5353, Protocol: isolator.UDP},
+	}
+	nsS := prepareIn(t, iso.Isolator, "server", isolator.Limits{Ports: ports})
+	addrS := mustAddr(t, iso.Isolator, "server")
+	echoServer(t, nsS, "tcp4", addrS.String()+":8080")
+	echoServer(t, nsS, "udp4", addrS.String()+":5353")
+	nsC := prepareIn(t, iso.Isolator, "client", isolator.Limits{})
+
+	gw := iso.Gateway()
+	check := func(when string) {
+		t.Helper()
+		for _, c := range []struct {
+			from, what, network string
+			to                  netip.AddrPort
+		}{
+			{hostPath, "host → bridge address", "tcp4", netip.AddrPortFrom(gw, hostTCP)},
+			{hostPath, "host → uplink address", "tcp4", netip.AddrPortFrom(uplink, hostTCP)},
+			{hostPath, "host → bridge address", "udp4", netip.AddrPortFrom(gw, hostUDP)},
+			{nsC, "container → bridge address (hairpin)", "tcp4", netip.AddrPortFrom(gw, hostTCP)},
+		} {
+			if err := talk(c.from, c.network, c.to); err != nil {
+				t.Errorf("%s: %s %s %s: %v", when, c.what, c.network, c.to, err)
+			}
+		}
+	}
+	check("after prepare")
+	if rules := chainRules(t, iso.Isolator); rules["prerouting"] != 2 || rules["output"] != 2 {
+		t.Errorf("nat rules = %v, want 2 in prerouting and in output", rules)
+	}
+
+	// Agent restart: the mappings come back from the record.
+	iso.restart(t, map[string]isolator.Limits{"server": {Network: true}, "client": {Network: true}})
+	check("after restart")
+	if got := iso.recs["server"].Limits.Ports; len(got) != 2 {
+		t.Errorf("recorded ports after restart = %v", got)
+	}
+	// A restart that empties the table (someone flushed it) gets it back.
+	c, err := iso.nftConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DelTable(iso.fwTable())
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	iso.restart(t, nil)
+	check("after a restart over a deleted table")
+
+	// Taken and malformed mappings are refused, with nothing left behind.
+	for _, bad := range []struct {
+		ports []isolator.PortMapping
+		want  error
+	}{
+		{[]isolator.PortMapping{{HostPort: hostTCP, ContainerPort: 80, Protocol: isolator.TCP}}, isolator.ErrPortInUse},
+		{[]isolator.PortMapping{{HostIP: gw, HostPort: hostUDP, ContainerPort: 80, Protocol: isolator.UDP}}, isolator.ErrPortInUse},
+		{[]isolator.PortMapping{{HostPort: 0, ContainerPort: 80, Protocol: isolator.TCP}}, isolator.ErrBadPort},
+		{[]isolator.PortMapping{{HostPort: 81, ContainerPort: 80, Protocol: isolator.TCP}, {HostPort: 81, ContainerPort: 82, Protocol: isolator.TCP}}, isolator.ErrBadPort},
+	} {
+		var l isolator.Launch
+		err := iso.Prepare(context.Background(), "bad", isolator.Limits{Network: true, Ports: bad.ports}, &l)
+		if !errors.Is(err, bad.want) {
+			t.Errorf("prepare with %v: %v, want %v", bad.ports, err, bad.want)
+		}
+		if _, ok := iso.recs["bad"]; ok {
+			t.Errorf("prepare with %v: record left", bad.ports)
+		}
+	}
+	// The same port on another protocol is free.
+	prepareIn(t, iso.Isolator, "other", isolator.Limits{Ports: []isolator.PortMapping{{HostPort: hostTCP, ContainerPort: 1, Protocol: isolator.UDP}}})
+
+	// Release (the container exited): the mapping goes, the port is free.
+	if err := iso.Release(context.Background(), "server"); err != nil {
+		t.Fatal(err)
+	}
+	if err := talk(hostPath, "tcp4", netip.AddrPortFrom(gw, hostTCP)); err == nil {
+		t.Error("host port still reaches something after the container's release")
+	}
+	if rules := chainRules(t, iso.Isolator); rules["prerouting"] != 1 || rules["output"] != 1 {
+		t.Errorf("nat rules after release = %v, want only the other container's", rules)
+	}
+	prepareIn(t, iso.Isolator, "next", isolator.Limits{Ports: ports[:1]})
+}
+
+// TestPortMappingFailureLeavesNothing: a Prepare that fails after its
+// mappings were installed removes them with the rest.
+func TestPortMappingFailureLeavesNothing(t *testing.T) {
+	hostPath := "/run/netns/" + testutil.NewNetNS(t)
+	iso := newIsolatorIn(t, hostPath, testConfig(t, 1000))
+	iso.failStep = func(step string) error {
+		if step == "ports" {
+			return errors.New("injected")
+		}
+		return nil
+	}
+	var l isolator.Launch
+	ports := []isolator.PortMapping{{HostPort: 2000, ContainerPort: 80, Protocol: isolator.TCP}}
+	if err := iso.Prepare(context.Background(), "c", isolator.Limits{Network: true, Ports: ports}, &l); err == nil {
+		t.Fatal("prepare did not fail")
+	}
+	if rules := chainRules(t, iso.Isolator); rules["prerouting"] != 0 || rules["output"] != 0 {
+		t.Errorf("nat rules after a failed prepare = %v", rules)
+	}
+	if l := leftoversIn(t, iso.Isolator); len(l) > 0 {
+		t.Errorf("left after a failed prepare: %v", l)
+	}
+}
+
+// leftoversIn is leftovers for an isolator in a namespace of its own:
+// records and netns files without a live container.
+func leftoversIn(t *testing.T, iso *Isolator) []string {
+	t.Helper()
+	var out []string
+	recs, err := iso.store.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range recs {
+		out = append(out, "record "+id)
+	}
+	ents, _ := os.ReadDir(iso.cfg.NetNSDir)
+	for _, e := range ents {
+		out = append(out, "netns file "+e.Name())
+	}
+	return out
+}
