@@ -3,6 +3,7 @@
 package network
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,11 +11,12 @@ import (
 	"net/netip"
 	"os"
 	"slices"
-	"strings"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
+	"github.com/google/nftables/userdata"
+	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/brimnode/brim/isolator"
@@ -35,13 +37,111 @@ func (i *Isolator) fwTable() *nftables.Table {
 	return &nftables.Table{Family: nftables.TableFamilyIPv4, Name: "brim-" + i.cfg.Bridge}
 }
 
-// nftConn returns an nftables connection to the isolator's host namespace.
-func (i *Isolator) nftConn() (*nftables.Conn, error) {
-	c, err := nftables.New(nftables.WithNetNSFd(int(i.hostNS)))
+// nftConn returns an nftables connection to the isolator's host namespace
+// for a transaction of about msgs messages. The library asks an
+// acknowledgement for every message and reads them after sending the
+// whole batch: with the default socket buffers a table of 100 port
+// mappings failed with ENOBUFS (acknowledgements lost: whether the batch
+// applied cannot be told) and one of 1000 with EMSGSIZE. The buffers are
+// sized to the batch (forced: beyond net.core.rmem_max, as root may).
+func (i *Isolator) nftConn(msgs int) (*nftables.Conn, error) {
+	size := max(1<<20, msgs*4096)
+	c, err := nftables.New(nftables.WithNetNSFd(int(i.hostNS)), nftables.WithSockOptions(func(nc *netlink.Conn) error {
+		raw, err := nc.SyscallConn()
+		if err != nil {
+			return err
+		}
+		var serr error
+		err = raw.Control(func(fd uintptr) {
+			serr = errors.Join(
+				unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, size),
+				unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, size))
+		})
+		return errors.Join(err, serr)
+	}))
 	if err != nil {
 		return nil, fmt.Errorf("open nftables: %w", err)
 	}
 	return c, nil
+}
+
+// Chains of the isolator's table that hold the port mappings.
+const (
+	chainPre = "prerouting"
+	chainOut = "output"
+)
+
+// mappingTag is the comment of the rules of container id's port mappings
+// (shown by `nft list table`), by which Release finds them.
+func mappingTag(id string) []byte {
+	return userdata.AppendString(nil, userdata.TypeComment, "brim container "+id)
+}
+
+// addMappingRules queues the two rules of one mapping.
+func addMappingRules(c *nftables.Conn, t *nftables.Table, id string, m mapping) {
+	dst := localDst()
+	if m.HostIP.IsValid() {
+		dst = addrMatch(16, netip.PrefixFrom(m.HostIP, 32), true)
+	}
+	notLoopback := addrMatch(16, netip.MustParsePrefix("127.0.0.0/8"), false)
+	tag := mappingTag(id)
+	c.AddRule(&nftables.Rule{Table: t, Chain: &nftables.Chain{Name: chainPre, Table: t}, UserData: tag,
+		Exprs: slices.Concat(dst, l4port(m.Protocol, m.HostPort), dnat(m.addr, m.ContainerPort))})
+	c.AddRule(&nftables.Rule{Table: t, Chain: &nftables.Chain{Name: chainOut, Table: t}, UserData: tag,
+		Exprs: slices.Concat(notLoopback, dst, l4port(m.Protocol, m.HostPort), dnat(m.addr, m.ContainerPort))})
+}
+
+// addMappingsLocked installs the port mappings of r in one transaction,
+// without touching the rest of the table (replacing it would re-register
+// its hooks: ≈ 12 ms a launch). When that fails (the table is gone: someone
+// deleted it) the whole table is made again. i.mu is held; r is recorded.
+func (i *Isolator) addMappingsLocked(r record) error {
+	if len(r.Limits.Ports) == 0 {
+		return nil
+	}
+	c, err := i.nftConn(2 * len(r.Limits.Ports))
+	if err != nil {
+		return err
+	}
+	t := i.fwTable()
+	for _, p := range r.Limits.Ports {
+		addMappingRules(c, t, r.ID, mapping{PortMapping: p, addr: r.Address})
+	}
+	if err := c.Flush(); err != nil {
+		return i.syncFirewallLocked("")
+	}
+	return nil
+}
+
+// delMappingsLocked removes the rules of container id's port mappings in
+// one transaction, or makes the whole table again without them when that
+// fails. i.mu is held.
+func (i *Isolator) delMappingsLocked(id string) error {
+	c, err := i.nftConn(16)
+	if err != nil {
+		return err
+	}
+	t := i.fwTable()
+	tag := mappingTag(id)
+	for _, name := range []string{chainPre, chainOut} {
+		ch := &nftables.Chain{Name: name, Table: t}
+		rules, err := c.GetRules(t, ch)
+		if err != nil {
+			return i.syncFirewallLocked(id)
+		}
+		for _, r := range rules {
+			if bytes.Equal(r.UserData, tag) {
+				r.Table, r.Chain = t, ch
+				if err := c.DelRule(r); err != nil {
+					return i.syncFirewallLocked(id)
+				}
+			}
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return i.syncFirewallLocked(id)
+	}
+	return nil
 }
 
 // enableForwarding turns IPv4 forwarding on (Config.NAT).
@@ -58,25 +158,10 @@ type mapping struct {
 	addr netip.Addr
 }
 
-// mappingsLocked returns the port mappings of every recorded container but
-// skip, in a stable order. i.mu is held.
-func (i *Isolator) mappingsLocked(skip string) []mapping {
-	var ms []mapping
-	for id, r := range i.recs {
-		if id == skip {
-			continue
-		}
-		for _, p := range r.Limits.Ports {
-			ms = append(ms, mapping{PortMapping: p, addr: r.Address})
-		}
-	}
-	slices.SortFunc(ms, func(a, b mapping) int { return strings.Compare(a.String(), b.String()) })
-	return ms
-}
-
 // syncFirewallLocked (re)creates, in one transaction, the isolator's table
 // with the port mappings of every recorded container but skip (one being
-// cleaned up):
+// cleaned up). New and Recover call it; a launch or exit changes only the
+// mapping rules (addMappingsLocked, delMappingsLocked):
 //
 //	table ip brim-<bridge> {
 //		chain input {	# containers → host
@@ -93,7 +178,7 @@ func (i *Isolator) mappingsLocked(skip string) []mapping {
 //		}
 //		chain prerouting {	# port mappings, from elsewhere
 //			type nat hook prerouting priority dstnat;
-//			fib daddr type local meta l4proto <proto> th dport <host port> dnat to <address>:<port>
+//			fib daddr type local meta l4proto <proto> th dport <host port> dnat to <address>:<port> comment "brim container <id>"
 //		}
 //		chain output {	# port mappings, from the host itself
 //			type nat hook output priority dstnat;
@@ -110,7 +195,16 @@ func (i *Isolator) mappingsLocked(skip string) []mapping {
 // `fib daddr type local`. Replacing the whole table makes this idempotent:
 // a restarted agent, or a table someone emptied, gets exactly these rules.
 func (i *Isolator) syncFirewallLocked(skip string) error {
-	c, err := i.nftConn()
+	ids := make([]string, 0, len(i.recs))
+	n := 32 + len(i.cfg.HostAllow)
+	for id, r := range i.recs {
+		if id != skip && len(r.Limits.Ports) > 0 {
+			ids = append(ids, id)
+			n += 2 * len(r.Limits.Ports)
+		}
+	}
+	slices.Sort(ids)
+	c, err := i.nftConn(n)
 	if err != nil {
 		return err
 	}
@@ -147,16 +241,13 @@ func (i *Isolator) syncFirewallLocked(skip string) error {
 		rule(fw, between, verdict(expr.VerdictDrop))
 	}
 
-	pre := chain("prerouting", nftables.ChainTypeNAT, nftables.ChainHookPrerouting, nftables.ChainPriorityNATDest)
-	out := chain("output", nftables.ChainTypeNAT, nftables.ChainHookOutput, nftables.ChainPriorityNATDest)
-	notLoopback := addrMatch(16, netip.MustParsePrefix("127.0.0.0/8"), false)
-	for _, m := range i.mappingsLocked(skip) {
-		dst := localDst()
-		if m.HostIP.IsValid() {
-			dst = addrMatch(16, netip.PrefixFrom(m.HostIP, 32), true)
+	chain(chainPre, nftables.ChainTypeNAT, nftables.ChainHookPrerouting, nftables.ChainPriorityNATDest)
+	chain(chainOut, nftables.ChainTypeNAT, nftables.ChainHookOutput, nftables.ChainPriorityNATDest)
+	for _, id := range ids {
+		r := i.recs[id]
+		for _, p := range r.Limits.Ports {
+			addMappingRules(c, t, id, mapping{PortMapping: p, addr: r.Address})
 		}
-		rule(pre, dst, l4port(m.Protocol, m.HostPort), dnat(m.addr, m.ContainerPort))
-		rule(out, notLoopback, dst, l4port(m.Protocol, m.HostPort), dnat(m.addr, m.ContainerPort))
 	}
 
 	post := chain("postrouting", nftables.ChainTypeNAT, nftables.ChainHookPostrouting, nftables.ChainPriorityNATSource)
@@ -174,7 +265,7 @@ func (i *Isolator) syncFirewallLocked(skip string) error {
 // removeTable deletes the isolator's table if there is one. A host without
 // nf_tables has none.
 func (i *Isolator) removeTable() error {
-	c, err := i.nftConn()
+	c, err := i.nftConn(1)
 	if err != nil {
 		return nil
 	}

@@ -103,7 +103,7 @@ func newIsolatorIn(t *testing.T, hostPath string, cfg Config) *nsIsolator {
 // tablesNamed counts the tables named like iso's in its host namespace.
 func tablesNamed(t *testing.T, iso *Isolator) int {
 	t.Helper()
-	c, err := iso.nftConn()
+	c, err := iso.nftConn(1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,9 +121,9 @@ func tablesNamed(t *testing.T, iso *Isolator) int {
 }
 
 // chainRules returns the number of rules in each chain of iso's table.
-func chainRules(t *testing.T, iso *Isolator) map[string]int {
+func chainRules(t testing.TB, iso *Isolator) map[string]int {
 	t.Helper()
-	c, err := iso.nftConn()
+	c, err := iso.nftConn(1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func chainRules(t *testing.T, iso *Isolator) map[string]int {
 	return out
 }
 
-func nsHandle(t *testing.T, path string) *netlink.Handle {
+func nsHandle(t testing.TB, path string) *netlink.Handle {
 	t.Helper()
 	ns, err := netns.GetFromPath(path)
 	if err != nil {
@@ -443,7 +443,7 @@ func TestPortMapping(t *testing.T) {
 		t.Errorf("recorded ports after restart = %v", got)
 	}
 	// A restart that empties the table (someone flushed it) gets it back.
-	c, err := iso.nftConn()
+	c, err := iso.nftConn(1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,4 +530,140 @@ func leftoversIn(t *testing.T, iso *Isolator) []string {
 		out = append(out, "netns file "+e.Name())
 	}
 	return out
+}
+
+// BenchmarkFirewall: the cost of the table with N port mappings on the
+// node. "rebuild" replaces the whole table (New and Recover do, once);
+// "mapping" adds one container's two mappings as Prepare does (add-ms, on
+// the launch path) and removes them as Release does (del-ms, after the
+// exit). The baseline is each with no other mapping, in the same run.
+func BenchmarkFirewall(b *testing.B) {
+	hostPath := "/run/netns/" + testutil.NewNetNS(b)
+	cfg := testConfig(b, 1000)
+	cfg.HostAllow = []HostPort{{Port: 53, Protocol: isolator.UDP}, {Port: 53, Protocol: isolator.TCP}}
+	cfg.Spares = -1
+	var iso *Isolator
+	if err := inNetNS(hostPath, func() (err error) {
+		iso, err = New(cfg)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		iso.mu.Lock()
+		iso.recs = map[string]record{} // the fake records below have no kernel objects
+		iso.mu.Unlock()
+		if err := iso.Uninstall(context.Background()); err != nil {
+			b.Error(err)
+		}
+		_ = iso.Close()
+	}()
+	fake := func(k int) record {
+		id := fmt.Sprintf("fake%d", k)
+		return record{ID: id, Index: uint32(k + 2), Address: addrAt(cfg.Subnet, uint32(k%250+2)),
+			Limits: isolator.Limits{Network: true, Ports: []isolator.PortMapping{
+				{HostPort: uint16(20000 + k), ContainerPort: 80, Protocol: isolator.TCP},
+				{HostPort: uint16(20000 + k), ContainerPort: 53, Protocol: isolator.UDP}}}}
+	}
+	base := map[string]float64{}
+	for _, n := range []int{0, 100, 1000} {
+		iso.mu.Lock()
+		iso.recs = map[string]record{}
+		for k := range n {
+			r := fake(k)
+			iso.recs[r.ID] = r
+		}
+		if err := iso.syncFirewallLocked(""); err != nil {
+			b.Fatal(err)
+		}
+		iso.mu.Unlock()
+		b.Run(fmt.Sprintf("rebuild/mappings=%d", 2*n), func(b *testing.B) {
+			iso.mu.Lock()
+			defer iso.mu.Unlock()
+			start := time.Now()
+			for b.Loop() {
+				if err := iso.syncFirewallLocked(""); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ms := float64(time.Since(start).Microseconds()) / 1000 / float64(b.N)
+			if n == 0 {
+				base["rebuild"] = ms
+			}
+			b.ReportMetric(ms, "ms/op")
+			b.ReportMetric(ms/base["rebuild"], "x-alone")
+		})
+		b.Run(fmt.Sprintf("mapping/mappings=%d", 2*n), func(b *testing.B) {
+			iso.mu.Lock()
+			defer iso.mu.Unlock()
+			extra := fake(n + 1)
+			var add, del time.Duration
+			for b.Loop() {
+				iso.recs[extra.ID] = extra
+				t0 := time.Now()
+				err := iso.addMappingsLocked(extra)
+				t1 := time.Now()
+				if err == nil {
+					err = iso.delMappingsLocked(extra.ID)
+				}
+				add, del = add+t1.Sub(t0), del+time.Since(t1)
+				delete(iso.recs, extra.ID)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			addMs := float64(add.Microseconds()) / 1000 / float64(b.N)
+			delMs := float64(del.Microseconds()) / 1000 / float64(b.N)
+			if n == 0 {
+				base["add"], base["del"] = addMs, delMs
+			}
+			b.ReportMetric(addMs, "add-ms")
+			b.ReportMetric(delMs, "del-ms")
+			b.ReportMetric(addMs/base["add"], "add-x-alone")
+			b.ReportMetric(delMs/base["del"], "del-x-alone")
+		})
+	}
+	if got := chainRules(b, iso); got["prerouting"] != 2000 {
+		b.Errorf("prerouting rules after the benchmark: %d, want the 2000 of 1000 fake containers", got["prerouting"])
+	}
+}
+
+// TestManyMappings: a table with 2000 port mappings is installed whole
+// (an agent restarting on a busy node) and one more is added and removed.
+// With the netlink socket's default buffers 200 mappings failed with
+// ENOBUFS and 2000 with EMSGSIZE.
+func TestManyMappings(t *testing.T) {
+	hostPath := "/run/netns/" + testutil.NewNetNS(t)
+	cfg := testConfig(t, 1000)
+	cfg.Spares = -1
+	iso := newIsolatorIn(t, hostPath, cfg).Isolator
+	iso.mu.Lock()
+	defer iso.mu.Unlock()
+	defer func() { iso.recs = map[string]record{} }() // no kernel objects behind them
+	for k := range 1000 {
+		id := fmt.Sprintf("fake%d", k)
+		iso.recs[id] = record{ID: id, Index: uint32(k + 2), Address: addrAt(cfg.Subnet, uint32(k%250+2)),
+			Limits: isolator.Limits{Network: true, Ports: []isolator.PortMapping{
+				{HostPort: uint16(20000 + k), ContainerPort: 80, Protocol: isolator.TCP},
+				{HostPort: uint16(20000 + k), ContainerPort: 53, Protocol: isolator.UDP}}}}
+	}
+	if err := iso.syncFirewallLocked(""); err != nil {
+		t.Fatal(err)
+	}
+	if got := chainRules(t, iso); got["prerouting"] != 2000 || got["output"] != 2000 {
+		t.Fatalf("rules %v, want 2000 in prerouting and output", got)
+	}
+	one := iso.recs["fake7"]
+	if err := iso.delMappingsLocked("fake7"); err != nil {
+		t.Fatal(err)
+	}
+	if got := chainRules(t, iso); got["prerouting"] != 1998 {
+		t.Errorf("rules after removing one container's: %v, want 1998", got)
+	}
+	if err := iso.addMappingsLocked(one); err != nil {
+		t.Fatal(err)
+	}
+	if got := chainRules(t, iso); got["prerouting"] != 2000 {
+		t.Errorf("rules after adding them back: %v, want 2000", got)
+	}
 }

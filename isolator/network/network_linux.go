@@ -295,7 +295,7 @@ func (i *Isolator) Prepare(ctx context.Context, id string, limits isolator.Limit
 	i.last, i.seq = idx, r.Seq
 	err := i.setup(r)
 	if err == nil && len(r.Limits.Ports) > 0 {
-		if err = i.syncFirewallLocked(""); err == nil {
+		if err = i.addMappingsLocked(r); err == nil {
 			err = i.step("ports")
 		}
 	}
@@ -581,7 +581,7 @@ func (i *Isolator) cleanupLocked(id string) error {
 	}
 	var errs []error
 	if len(r.Limits.Ports) > 0 {
-		if err := i.syncFirewallLocked(id); err != nil {
+		if err := i.delMappingsLocked(id); err != nil {
 			errs = append(errs, err)
 		}
 	}
