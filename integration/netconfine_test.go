@@ -150,6 +150,13 @@ func TestNetworkConfinementCLI(t *testing.T) {
 		t.Errorf("nat rules after the restart: %v, want the one mapping", rules)
 	}
 
+	// A container's mappings go when it exits, not only at rm.
+	short := fmt.Sprintf("%s:%d:9000", gw, freePort(t))
+	a.mustBrim("container", "run", "--wait", "--network", "-p", short, "--cpus", "0.1", "--mem", "32", "--", "true")
+	if r := a.brim("container", "run", "--wait", "--network", "-p", short, "--cpus", "0.1", "--mem", "32", "--", "true"); r.code != 0 {
+		t.Errorf("-p %s again after the first container exited: exit %d: %s", short, r.code, r.stderr)
+	}
+
 	a.mustBrim("container", "rm", "-f", srv)
 	if rules, _ := nftRules(t, table); rules["prerouting"] != 0 || rules["output"] != 0 {
 		t.Errorf("nat rules after rm: %v, want none", rules)
