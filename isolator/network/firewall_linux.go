@@ -17,6 +17,7 @@ import (
 	"github.com/google/nftables/expr"
 	"github.com/google/nftables/userdata"
 	"github.com/mdlayher/netlink"
+	vnl "github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/brimnode/brim/isolator"
@@ -365,4 +366,27 @@ func dnat(addr netip.Addr, port uint16) []expr.Any {
 		&expr.Immediate{Register: 2, Data: p},
 		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1, RegProtoMin: 2, Specified: true},
 	}
+}
+
+// forgetFlows deletes the connection tracking entries of flows translated
+// to addr (a container whose mappings are gone). The kernel keeps
+// translating a tracked flow for as long as it sees traffic, so a UDP
+// client that keeps sending to a host port would otherwise never reach
+// the next container mapped to it. A host without conntrack over netlink
+// has nothing to delete.
+func (i *Isolator) forgetFlows(addr netip.Addr) error {
+	h, err := vnl.NewHandleAt(i.hostNS, unix.NETLINK_NETFILTER)
+	if err != nil {
+		return nil
+	}
+	defer h.Close()
+	f := &vnl.ConntrackFilter{}
+	if err := f.AddIP(vnl.ConntrackReplySrcIP, addr.AsSlice()); err != nil {
+		return fmt.Errorf("forget flows to %s: %w", addr, err)
+	}
+	if _, err := h.ConntrackDeleteFilters(vnl.ConntrackTable, unix.AF_INET, f); err != nil &&
+		!errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EPROTONOSUPPORT) {
+		return fmt.Errorf("forget flows to %s: %w", addr, err)
+	}
+	return nil
 }

@@ -687,3 +687,52 @@ func TestManyMappings(t *testing.T) {
 		t.Errorf("rules after adding them back: %v, want 2000", got)
 	}
 }
+
+// TestPortMappingReuseUDP: when a container with a UDP mapping is gone and
+// the host port goes to a new container, a client that keeps its socket
+// reaches the new one. The kernel keeps translating a UDP flow as long as
+// it sees traffic, so without removing the gone container's connection
+// tracking entries the client's datagrams went to the old address forever.
+func TestPortMappingReuseUDP(t *testing.T) {
+	hostPath := "/run/netns/" + testutil.NewNetNS(t)
+	iso := newIsolatorIn(t, hostPath, testConfig(t, 1000)).Isolator
+	ports := []isolator.PortMapping{{HostPort: 15300, ContainerPort: 5300, Protocol: isolator.UDP}}
+	serve := func(id string) {
+		ns := prepareIn(t, iso, id, isolator.Limits{Ports: ports})
+		echoServer(t, ns, "udp4", mustAddr(t, iso, id).String()+":5300")
+	}
+	serve("old")
+	var conn net.Conn
+	if err := inNetNS(hostPath, func() (err error) {
+		conn, err = net.Dial("udp4", netip.AddrPortFrom(iso.Gateway(), 15300).String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ask := func() error {
+		_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := conn.Write([]byte("hello\n")); err != nil {
+			return err
+		}
+		buf := make([]byte, 64)
+		n, err := conn.Read(buf)
+		if err != nil {
+			return err
+		}
+		if string(buf[:n]) != "echo hello\n" {
+			return fmt.Errorf("got %q", buf[:n])
+		}
+		return nil
+	}
+	if err := ask(); err != nil {
+		t.Fatalf("first container: %v", err)
+	}
+	if err := iso.Release(context.Background(), "old"); err != nil {
+		t.Fatal(err)
+	}
+	serve("new")
+	if err := ask(); err != nil {
+		t.Errorf("same client socket after the mapping moved to a new container: %v", err)
+	}
+}

@@ -583,6 +583,8 @@ func (i *Isolator) cleanupLocked(id string) error {
 	if len(r.Limits.Ports) > 0 {
 		if err := i.delMappingsLocked(id); err != nil {
 			errs = append(errs, err)
+		} else if err := i.forgetFlows(r.Address); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := i.unshape(r.Index); err != nil {
