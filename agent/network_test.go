@@ -222,4 +222,8 @@ func TestPortMappings(t *testing.T) {
 	if st, _ := status.FromError(toStatus(taken)); st.Code() != codes.AlreadyExists {
 		t.Errorf("ErrPortInUse is %v on the wire, want AlreadyExists", st.Code())
 	}
+	notHere := fmt.Errorf("launch: 192.0.2.99 is not an address of this host: %w", isolator.ErrBadPort)
+	if st, _ := status.FromError(toStatus(notHere)); st.Code() != codes.InvalidArgument {
+		t.Errorf("ErrBadPort from the isolator is %v on the wire, want InvalidArgument", st.Code())
+	}
 }

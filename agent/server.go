@@ -121,7 +121,7 @@ func toStatus(err error) error {
 		code = codes.NotFound
 	case errors.Is(err, ErrNameInUse), errors.Is(err, isolator.ErrPortInUse):
 		code = codes.AlreadyExists
-	case errors.Is(err, ErrInvalidArgument), errors.Is(err, ErrCommandNotFound):
+	case errors.Is(err, ErrInvalidArgument), errors.Is(err, ErrCommandNotFound), errors.Is(err, isolator.ErrBadPort):
 		code = codes.InvalidArgument
 	case errors.Is(err, ErrInsufficientResources):
 		code = codes.ResourceExhausted

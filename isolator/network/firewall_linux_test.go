@@ -483,6 +483,7 @@ func TestPortMapping(t *testing.T) {
 		{[]isolator.PortMapping{{HostIP: gw, HostPort: hostUDP, ContainerPort: 80, Protocol: isolator.UDP}}, isolator.ErrPortInUse},
 		{[]isolator.PortMapping{{HostPort: 0, ContainerPort: 80, Protocol: isolator.TCP}}, isolator.ErrBadPort},
 		{[]isolator.PortMapping{{HostPort: 81, ContainerPort: 80, Protocol: isolator.TCP}, {HostPort: 81, ContainerPort: 82, Protocol: isolator.TCP}}, isolator.ErrBadPort},
+		{[]isolator.PortMapping{{HostIP: netip.MustParseAddr("192.0.2.99"), HostPort: 82, ContainerPort: 80, Protocol: isolator.TCP}}, isolator.ErrBadPort},
 	} {
 		var l isolator.Launch
 		err := iso.Prepare(context.Background(), "bad", isolator.Limits{Network: true, Ports: bad.ports}, &l)

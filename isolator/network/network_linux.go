@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -274,6 +275,9 @@ func (i *Isolator) Prepare(ctx context.Context, id string, limits isolator.Limit
 		return fmt.Errorf("prepare network of %s: %w", id, ErrExist)
 	}
 	if err := i.portsFreeLocked(limits.Ports); err != nil {
+		return fmt.Errorf("prepare network of %s: %w", id, err)
+	}
+	if err := i.hostAddrsExist(limits.Ports); err != nil {
 		return fmt.Errorf("prepare network of %s: %w", id, err)
 	}
 	used := make(map[uint32]bool, len(i.recs))
@@ -803,6 +807,28 @@ func (i *Isolator) portsFreeLocked(ports []isolator.PortMapping) error {
 					return fmt.Errorf("host port %d/%s (%s): mapped to container %s (%s): %w", p.HostPort, p.Protocol, p, r.ID, q, isolator.ErrPortInUse)
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// hostAddrsExist returns an error wrapping ErrInvalid and
+// isolator.ErrBadPort when a mapping names a host address that no
+// interface of the host has: its rule would never match.
+func (i *Isolator) hostAddrsExist(ports []isolator.PortMapping) error {
+	var addrs []netlink.Addr
+	for _, p := range ports {
+		if !p.HostIP.IsValid() {
+			continue
+		}
+		if addrs == nil {
+			var err error
+			if addrs, err = i.nl.AddrList(nil, netlink.FAMILY_V4); err != nil {
+				return fmt.Errorf("list host addresses: %w", err)
+			}
+		}
+		if !slices.ContainsFunc(addrs, func(a netlink.Addr) bool { return a.IP.Equal(p.HostIP.AsSlice()) }) {
+			return fmt.Errorf("port mapping %s: %s is not an address of this host: %w: %w", p, p.HostIP, ErrInvalid, isolator.ErrBadPort)
 		}
 	}
 	return nil
