@@ -121,6 +121,9 @@ type Spec struct {
 	// address on the agent's bridge (the agent must run with --network);
 	// Resources.NetMbit then limits its bandwidth both ways.
 	Network bool
+	// Ports are host ports forwarded to the container (with Network);
+	// released when it exits.
+	Ports []isolator.PortMapping
 	// Revocable runs the container best-effort (low priority). With
 	// Options.Oversub it is admitted against the revocable pool (see
 	// Oversub), otherwise against the same total as the others.
@@ -546,6 +549,9 @@ func (s *Spec) validate() error {
 			return fmt.Errorf("%w: env %q: want KEY=VALUE", ErrInvalidArgument, e)
 		}
 	}
+	if err := s.checkPorts(); err != nil {
+		return err
+	}
 	if s.Rootfs != "" {
 		if !filepath.IsAbs(s.Rootfs) {
 			return fmt.Errorf("%w: rootfs %q: must be an absolute path", ErrInvalidArgument, s.Rootfs)
@@ -596,6 +602,7 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 		MemoryBytes: spec.Resources.MemMiB << 20,
 		Pids:        spec.Pids,
 		Network:     spec.Network,
+		Ports:       spec.Ports,
 	}
 	if spec.Network {
 		limits.NetBandwidthMbit = spec.Resources.NetMbit

@@ -86,6 +86,9 @@ type Limits struct {
 	Network bool
 	// Class is the QoS class (revocable containers are BestEffort).
 	Class QoSClass
+	// Ports are host ports forwarded to the container (with Network only).
+	// They are set at Prepare and never change: Update ignores them.
+	Ports []PortMapping `json:",omitempty"`
 }
 
 // Verifier is an optional interface of isolators whose Isolate changes

@@ -44,6 +44,7 @@ type View struct {
 	Quarantine string            `json:"quarantine,omitempty"`
 	NetMbit    int64             `json:"netMbit,omitempty"`
 	Address    string            `json:"address,omitempty"`
+	Ports      []PortView        `json:"ports,omitempty"`
 }
 
 // ExitView is how a container ended, in View.
@@ -71,7 +72,7 @@ func ViewOf(c *agentpb.Container) View {
 		CPUs: float64(c.MilliCpus) / 1000, MemMiB: c.MemMib, Pids: c.Pids, CPUQuota: c.CpuQuota,
 		Revocable: c.Revocable, CreatedAt: TimeOf(c.CreatedAtUnixNano), SandboxDir: c.SandboxDir, Labels: c.Labels,
 		Quarantine: c.Quarantine,
-		NetMbit:    c.NetMbit, Address: c.Address,
+		NetMbit:    c.NetMbit, Address: c.Address, Ports: portViews(c.Ports),
 	}
 	if c.StartedAtUnixNano != 0 {
 		t := TimeOf(c.StartedAtUnixNano)

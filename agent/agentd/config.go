@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,6 +78,10 @@ type NetworkConfig struct {
 	HostRateMbit int64  // --network-host-rate: positive
 	NAT          bool   // --network-nat
 	NetNSDir     string // --network-netns-dir; empty: /run/brim/netns/<bridge>
+	// AllowHost is --network-allow-host: the host ports containers may
+	// reach, PORT[/tcp|/udp] each; everything else is rejected.
+	AllowHost []string
+	Isolate   bool // --network-isolate: containers cannot reach each other
 }
 
 // OversubConfig is the monitor, estimator, QoS and metrics flags.
@@ -271,7 +276,20 @@ func (n NetworkConfig) resolve(stateDir string) (network.Config, error) {
 	if n.HostRateMbit <= 0 {
 		return network.Config{}, bad("--network-host-rate", "%d: must be positive", n.HostRateMbit)
 	}
+	var allow []network.HostPort
+	for _, s := range n.AllowHost {
+		h, err := network.ParseHostPort(s)
+		if err != nil {
+			return network.Config{}, bad("--network-allow-host", "%w", err)
+		}
+		if slices.Contains(allow, h) {
+			return network.Config{}, bad("--network-allow-host", "%s: listed twice", h)
+		}
+		allow = append(allow, h)
+	}
 	return network.Config{
+		HostAllow:    allow,
+		Isolate:      n.Isolate,
 		Bridge:       n.Bridge,
 		Subnet:       subnet,
 		StateDir:     filepath.Join(stateDir, "network"),

@@ -126,6 +126,8 @@ func registerAgentFlags(f *pflag.FlagSet, cfg *agentd.Config) {
 	f.StringVar(&n.Subnet, "network-subnet", n.Subnet, "IPv4 container subnet (/16 to /30); the bridge takes its first address")
 	f.Int64Var(&n.HostRateMbit, "network-host-rate", n.HostRateMbit, "uplink rate in Mbit/s: the parent of every container's HTB class, best-effort ceiling")
 	f.BoolVar(&n.NAT, "network-nat", n.NAT, "masquerade the subnet to the outside (nftables table brim-<bridge>) and turn on IPv4 forwarding")
+	f.StringSliceVar(&n.AllowHost, "network-allow-host", n.AllowHost, "host ports containers may reach on the host's addresses, PORT[/tcp|/udp] comma-separated (e.g. 53/udp,53/tcp); everything else is rejected")
+	f.BoolVar(&n.Isolate, "network-isolate", n.Isolate, "containers cannot reach each other (isolated bridge ports); port mappings still work from the host and other machines")
 	f.StringVar(&n.NetNSDir, "network-netns-dir", n.NetNSDir, "directory of the containers' netns files (default /run/brim/netns/<bridge>)")
 
 	sec := &cfg.Security

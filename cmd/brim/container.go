@@ -120,6 +120,7 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 		user            string
 		cwd             string
 		env, labels     []string
+		publish         []string
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARG…]",
@@ -138,6 +139,10 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 				}
 				lab[k] = v
 			}
+			ports, err := agentclient.ParsePorts(publish)
+			if err != nil {
+				return exitError{code: 2, msg: "-p: " + err.Error()}
+			}
 			api, err := cl.dial()
 			if err != nil {
 				return err
@@ -146,7 +151,7 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 			c, err := api.Run(ctx, &agentpb.RunRequest{
 				Name: name, Command: args, Env: env, Cwd: cwd, Rootfs: rootfs, User: user,
 				MilliCpus: milli, MemMib: mem, Pids: pids, Revocable: revocable, CpuQuota: quota, Labels: lab,
-				Network: network, NetBwMbit: netBw,
+				Network: network, NetBwMbit: netBw, Ports: ports,
 			})
 			if err != nil {
 				return cl.rpcError(err)
@@ -171,6 +176,7 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 	f.BoolVar(&revocable, "revocable", false, "run best-effort on revocable resources (low priority)")
 	f.BoolVar(&network, "network", false, "own network namespace with an address on the agent's bridge (agent --network); without it: loopback only")
 	f.Int64Var(&netBw, "net-bw", 0, "with --network: bandwidth limit in Mbit/s, both directions (net_bw; 0: no limit)")
+	f.StringArrayVarP(&publish, "publish", "p", nil, "with --network: forward a host port to the container, [HOSTIP:]HOSTPORT:CONTAINERPORT[/tcp|/udp] (repeatable)")
 	f.StringVar(&rootfs, "rootfs", "", "root filesystem directory (default: the host root, read-only)")
 	f.StringVar(&user, "user", "", "run as NAME, UID, NAME:GROUP or UID:GID of the host (default: the agent's --default-user; root needs the agent's --allow-root-tasks)")
 	f.StringVar(&name, "name", "", "unique container name (default: its ID)")
