@@ -202,7 +202,7 @@ func (p *acceptPlan) planLaunch(v acceptView, tasks []taskSpec, ids map[string]b
 			// resources go back with the rest of the offers.
 			p.unused[role] = p.unused[role].Add(res)
 			p.refused = append(p.refused, refusedTask{id: id, reason: pb.ReasonTaskUnauthorized,
-				message: fmt.Sprintf("task %s runs as user %q (root) but the framework's principal may not run_as_root for role %q: %v", id, ts.info.user, role, rootErr)})
+				message: fmt.Sprintf("task %s runs as user %q, which needs run_as_root: %v", id, ts.info.user, rootErr)})
 			continue
 		}
 		p.launches = append(p.launches, launchOp{info: ts.info, res: res, role: role, runAsRoot: rootErr == nil})
