@@ -67,6 +67,18 @@ func RuntimeSpec(b *Bundle, dir, rootfs string) *specs.Spec {
 		l.Namespaces = append(l.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace})
 		l.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: r.HostUID, Size: r.Size}}
 		l.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: r.HostGID, Size: r.Size}}
+		if b.NetNSPath != "" {
+			// A joined network namespace belongs to the host's user
+			// namespace: the kernel refuses a new sysfs there (EPERM).
+			// Bind the host's instead, recursively read-only, as runc
+			// does for rootless containers.
+			for i, m := range spec.Mounts {
+				if m.Destination == "/sys" {
+					spec.Mounts[i] = specs.Mount{Destination: "/sys", Type: "bind", Source: "/sys",
+						Options: []string{"rbind", "nosuid", "noexec", "nodev", "rro"}}
+				}
+			}
+		}
 	}
 	if !b.NoSeccomp {
 		l.Seccomp = defaultSeccomp()
