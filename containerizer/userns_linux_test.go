@@ -163,3 +163,38 @@ func TestUserNSUnreachableStateDir(t *testing.T) {
 		t.Errorf("left behind: %v", ents)
 	}
 }
+
+// TestUserNSRootfs: a task in a user namespace on an operator's rootfs
+// that has no /mnt (the sandbox's mount point) starts, writes its sandbox
+// and runs as the range; runc's init inside the namespace could not
+// create the mount point in the host-owned rootfs, so the shim does.
+func TestUserNSRootfs(t *testing.T) {
+	base, _ := usernsBase(t)
+	e := newEnv(t, filepath.Join(base, "state"))
+	rootfs := busyboxRootfs(t)
+	// t.TempDir's two levels are 0700: the namespace's root must reach it.
+	for _, d := range []string{filepath.Dir(rootfs), filepath.Dir(filepath.Dir(rootfs))} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(rootfs, "mnt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the rootfs has /mnt already (%v): the test needs one without", err)
+	}
+	r := testRange
+	info := e.launch(Spec{Rootfs: rootfs, UserNS: &r, Command: []string{"sh", "-c", `echo hi > /mnt/sandbox/mine && echo uid $(id -u)`},
+		Limits: isolator.Limits{MilliCPUs: 100}})
+	if st := e.wait(info.ID); st.Code != 0 {
+		t.Fatalf("exit %+v; stderr: %s", st, readSandbox(t, info, "stderr"))
+	}
+	if out := readSandbox(t, info, "stdout"); out != "uid 0\n" {
+		t.Errorf("stdout %q, want uid 0", out)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(info.SandboxDir, "mine"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Uid != r.HostUID || st.Gid != r.HostGID {
+		t.Errorf("the task's file is %d:%d on the host, want %d:%d", st.Uid, st.Gid, r.HostUID, r.HostGID)
+	}
+}
