@@ -143,7 +143,7 @@ func (s *server) Run(ctx context.Context, r *agentpb.RunRequest) (*agentpb.Conta
 		return nil, toStatus(fmt.Errorf("run: %w", err))
 	}
 	c, err := s.a.Launch(ctx, Spec{
-		Name: r.Name, Command: r.Command, Env: r.Env, Cwd: r.Cwd, Rootfs: r.Rootfs, User: r.User,
+		Name: r.Name, Command: r.Command, Env: r.Env, Cwd: r.Cwd, Rootfs: r.Rootfs, User: r.User, UserNS: r.Userns,
 		Resources: Resources{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib, NetMbit: r.NetBwMbit},
 		Pids:      r.Pids, CPUQuota: r.CpuQuota, Revocable: r.Revocable, Labels: r.Labels,
 		Network: r.Network, Ports: ports,
@@ -364,7 +364,7 @@ func unixNano(t time.Time) int64 {
 // ToProto converts a container record to its wire form.
 func ToProto(c *Container) *agentpb.Container {
 	p := &agentpb.Container{
-		Id: c.ID, Name: c.Name, State: c.State, Pid: int32(c.Pid), Command: c.Command, Rootfs: c.Rootfs, User: c.User,
+		Id: c.ID, Name: c.Name, State: c.State, Pid: int32(c.Pid), Command: c.Command, Rootfs: c.Rootfs, User: c.User, Userns: c.UserNS,
 		MilliCpus: c.Limits.MilliCPUs, MemMib: c.Limits.MemoryBytes >> 20, Pids: c.Limits.Pids,
 		Revocable: c.Revocable, CpuQuota: c.Limits.CPUQuota,
 		CreatedAtUnixNano: unixNano(c.CreatedAt), StartedAtUnixNano: unixNano(c.StartedAt),

@@ -20,6 +20,7 @@ var (
 	ReasonFrameworkRemoved = pb.ReasonFrameworkRemoved
 	ReasonReconciliation   = pb.ReasonReconciliation
 	ReasonInvalidTask      = pb.ReasonInvalidTask
+	reasonTaskUnauthorized = pb.ReasonTaskUnauthorized
 
 	// The agent's answers to a resource update (update.go).
 	reasonResourcesUpdated      = pb.ReasonResourcesUpdated
@@ -65,20 +66,22 @@ func refuseOf(fl *pb.Filters) *time.Duration {
 // taskInfoFromPB is the part of a TaskInfo the master keeps as given (the
 // agent, framework and resources are the task entry's).
 func taskInfoFromPB(ti *pb.TaskInfo) taskInfo {
-	return taskInfo{id: ti.GetTaskId(), name: ti.GetName(), command: ti.GetCommand(), env: ti.GetEnv(), labels: ti.GetLabels()}
+	return taskInfo{id: ti.GetTaskId(), name: ti.GetName(), command: ti.GetCommand(), env: ti.GetEnv(), labels: ti.GetLabels(),
+		user: ti.GetUser(), userns: ti.GetUserns()}
 }
 
 // taskInfoToPB is the TaskInfo of a task as the agent runs it.
 func taskInfoToPB(r *runTask) *pb.TaskInfo {
 	return &pb.TaskInfo{TaskId: r.info.id, Name: r.info.name, AgentId: r.agent, FrameworkId: r.framework,
-		Resources: r.res.String(), Command: r.info.command, Env: r.info.env, Labels: r.info.labels}
+		Resources: r.res.String(), Command: r.info.command, Env: r.info.env, Labels: r.info.labels,
+		User: r.info.user, Userns: r.info.userns}
 }
 
 // agentMessageToPB converts a message for an agent.
 func agentMessageToPB(msg toAgent) *pb.MasterMessage {
 	switch x := msg.(type) {
 	case *runTask:
-		return &pb.MasterMessage{Msg: &pb.MasterMessage_Run{Run: &pb.RunTask{Task: taskInfoToPB(x)}}}
+		return &pb.MasterMessage{Msg: &pb.MasterMessage_Run{Run: &pb.RunTask{Task: taskInfoToPB(x), RunAsRoot: x.runAsRoot}}}
 	case *killTask:
 		return &pb.MasterMessage{Msg: &pb.MasterMessage_Kill{Kill: &pb.KillTask{TaskId: x.taskID, FrameworkId: x.framework}}}
 	case *ackStatus:

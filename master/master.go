@@ -174,6 +174,8 @@ type taskInfo struct {
 	id, name     string
 	command, env []string
 	labels       map[string]string
+	user         string // "" : the agent's default user
+	userns       bool
 }
 
 type taskEntry struct {

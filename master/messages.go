@@ -76,6 +76,9 @@ type runTask struct {
 	info             taskInfo
 	framework, agent string
 	res              resources.Resources
+	// runAsRoot: the run_as_root ACL allows the task's principal to run
+	// it as root for its role (the agent checks the resolved uid).
+	runAsRoot bool
 }
 
 // killTask kills a task.

@@ -19,12 +19,13 @@ const (
 	taskLost
 	taskGone
 	taskKilling
+	taskError
 )
 
 var taskStateNames = [...]string{
 	taskUnknown: "UNKNOWN", taskStaging: "STAGING", taskStarting: "STARTING", taskRunning: "RUNNING",
 	taskFinished: "FINISHED", taskFailed: "FAILED", taskKilled: "KILLED", taskLost: "LOST",
-	taskGone: "GONE", taskKilling: "KILLING",
+	taskGone: "GONE", taskKilling: "KILLING", taskError: "ERROR",
 }
 
 // String is the state's short name ("RUNNING"), as State shows it; the
@@ -39,7 +40,7 @@ func (s taskState) String() string {
 // terminal reports whether a task in state s has ended.
 func (s taskState) terminal() bool {
 	switch s {
-	case taskFinished, taskFailed, taskKilled, taskLost, taskGone:
+	case taskFinished, taskFailed, taskKilled, taskLost, taskGone, taskError:
 		return true
 	}
 	return false

@@ -64,6 +64,13 @@ type Task struct {
 	Command     []string
 	Env         []string
 	Labels      map[string]string
+	// User runs the task (empty: the agent's default user); UserNS puts
+	// it in a user namespace.
+	User   string
+	UserNS bool
+	// RunAsRoot: the master's run_as_root ACL allows the task to run as
+	// root (RunTask.run_as_root); never set from a snapshot.
+	RunAsRoot bool
 }
 
 // TaskSnapshot is a task the agent runs (or ran), reported when it
@@ -581,7 +588,7 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 		}
 		switch x := msg.Msg.(type) {
 		case *pb.MasterMessage_Run:
-			c.launch(ctx, x.Run.GetTask())
+			c.launch(ctx, x.Run.GetTask(), x.Run.GetRunAsRoot())
 		case *pb.MasterMessage_Kill:
 			c.kill(ctx, x.Kill.TaskId)
 		case *pb.MasterMessage_Ack:
@@ -691,11 +698,12 @@ func (c *Client) ack(taskID, id string) {
 	c.poke()
 }
 
-func (c *Client) launch(ctx context.Context, ti *pb.TaskInfo) {
+func (c *Client) launch(ctx context.Context, ti *pb.TaskInfo, runAsRoot bool) {
 	if ti == nil {
 		return
 	}
 	t, err := taskFromProto(ti)
+	t.RunAsRoot = runAsRoot
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -750,7 +758,7 @@ func (c *Client) kill(ctx context.Context, id string) {
 
 func taskToProto(t Task) *pb.TaskInfo {
 	return &pb.TaskInfo{TaskId: t.ID, FrameworkId: t.FrameworkID, Name: t.Name, Resources: t.Resources.String(),
-		Command: t.Command, Env: t.Env, Labels: t.Labels}
+		Command: t.Command, Env: t.Env, Labels: t.Labels, User: t.User, Userns: t.UserNS}
 }
 
 func taskFromProto(ti *pb.TaskInfo) (Task, error) {
@@ -758,7 +766,8 @@ func taskFromProto(ti *pb.TaskInfo) (Task, error) {
 	if err != nil {
 		return Task{}, fmt.Errorf("task %s: resources: %w", ti.TaskId, err)
 	}
-	return Task{ID: ti.TaskId, FrameworkID: ti.FrameworkId, Name: ti.Name, Resources: res, Command: ti.Command, Env: ti.Env, Labels: ti.Labels}, nil
+	return Task{ID: ti.TaskId, FrameworkID: ti.FrameworkId, Name: ti.Name, Resources: res, Command: ti.Command, Env: ti.Env, Labels: ti.Labels,
+		User: ti.User, UserNS: ti.Userns}, nil
 }
 
 // rejected reports whether err is the master's refusal of the agent's

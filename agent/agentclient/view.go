@@ -31,6 +31,7 @@ type View struct {
 	Command    []string          `json:"command"`
 	Rootfs     string            `json:"rootfs,omitempty"`
 	User       string            `json:"user,omitempty"`
+	UserNS     bool              `json:"userns,omitempty"`
 	CPUs       float64           `json:"cpus"`
 	MemMiB     int64             `json:"memMiB"`
 	Pids       int64             `json:"pids,omitempty"`
@@ -68,7 +69,7 @@ func TimeOf(ns int64) time.Time {
 // ViewOf converts an API container into its View.
 func ViewOf(c *agentpb.Container) View {
 	j := View{
-		ID: c.Id, Name: c.Name, State: c.State, Pid: c.Pid, Command: c.Command, Rootfs: c.Rootfs, User: c.User,
+		ID: c.Id, Name: c.Name, State: c.State, Pid: c.Pid, Command: c.Command, Rootfs: c.Rootfs, User: c.User, UserNS: c.Userns,
 		CPUs: float64(c.MilliCpus) / 1000, MemMiB: c.MemMib, Pids: c.Pids, CPUQuota: c.CpuQuota,
 		Revocable: c.Revocable, CreatedAt: TimeOf(c.CreatedAtUnixNano), SandboxDir: c.SandboxDir, Labels: c.Labels,
 		Quarantine: c.Quarantine,

@@ -68,6 +68,10 @@ type SecurityConfig struct {
 	AllowRoot   bool     // --allow-root-tasks
 	DefaultPids int64    // --default-pids: 0 unlimited, not negative
 	HidePaths   []string // --hide-paths: absolute, below /
+	UserNS      bool     // --userns: every task in a user namespace
+	UserNSRange string   // --userns-range: START:COUNT or a NAME of the subid files
+	SubUIDFile  string   // --subuid-file (default /etc/subuid)
+	SubGIDFile  string   // --subgid-file (default /etc/subgid)
 }
 
 // NetworkConfig is the --network* flags.
@@ -387,7 +391,14 @@ func (s SecurityConfig) validate() error {
 	if s.DefaultPids < 0 {
 		return bad("--default-pids", "%d: must not be negative (0: unlimited)", s.DefaultPids)
 	}
-	if err := agent.CheckUser(s.DefaultUser, s.AllowRoot); err != nil {
+	userns, err := s.usernsRange()
+	if err != nil {
+		return err
+	}
+	if !s.UserNS {
+		userns = nil // the default user runs outside one
+	}
+	if err := agent.CheckUser(s.DefaultUser, s.AllowRoot, userns); err != nil {
 		return bad("--default-user", "%q: %w", s.DefaultUser, err)
 	}
 	for _, p := range s.HidePaths {

@@ -129,6 +129,15 @@ func TestValidate(t *testing.T) {
 		{"retry max below min", "--status-retry-max", "at least --status-retry-min", func(c *Config) { c.Link.RetryMin, c.Link.RetryMax = time.Minute, time.Second }},
 		{"principal with colon", "--principal", "must not contain ':'", func(c *Config) { c.Link.Principal = "a:b" }},
 		{"negative perf score", "--perf-score", "must be a positive number", func(c *Config) { c.Link.PerfScore = -1 }},
+		{"userns without a range", "--userns", "needs --userns-range", func(c *Config) { c.Security.UserNS = true }},
+		{"malformed userns range", "--userns-range", "want START:COUNT", func(c *Config) { c.Security.UserNSRange = "1:x" }},
+		{"userns range over root", "--userns-range", "includes host root", func(c *Config) { c.Security.UserNSRange = "0:65536" }},
+		{"userns name without a file", "--userns-range", "no such file", func(c *Config) {
+			c.Security.UserNSRange, c.Security.SubUIDFile = "brim", "/nonexistent/subuid"
+		}},
+		{"default user outside the range", "--default-user", "outside the user namespace", func(c *Config) {
+			c.Security.UserNS, c.Security.UserNSRange = true, "100000:1000"
+		}},
 	} {
 		for _, preset := range []struct {
 			name string

@@ -142,6 +142,10 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("containerizer: %w", err)
 	}
+	userns, err := cfg.Security.usernsRange()
+	if err != nil {
+		return err
+	}
 	a, err := agent.New(agent.Options{
 		StateDir:     cfg.StateDir,
 		Runtime:      runtimeAdapter{cz},
@@ -155,6 +159,8 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		Oversub:      over,
 		DefaultUser:  cfg.Security.DefaultUser,
 		AllowRoot:    cfg.Security.AllowRoot,
+		UserNS:       cfg.Security.UserNS,
+		UserNSRange:  userns,
 	})
 	if err != nil {
 		return err

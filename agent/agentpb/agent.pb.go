@@ -94,8 +94,13 @@ type RunRequest struct {
 	// user runs the process: NAME, UID, NAME:GROUP or UID:GID in the host's
 	// /etc/passwd and /etc/group; empty: the agent's default user (nobody
 	// unless configured). Root (uid 0) is refused with PERMISSION_DENIED
-	// unless the agent runs with --allow-root-tasks.
+	// unless the agent runs with --allow-root-tasks or the container has a
+	// user namespace.
 	User string `protobuf:"bytes,14,opt,name=user,proto3" json:"user,omitempty"`
+	// userns runs the container in a user namespace: its uids (root
+	// included) map to the agent's --userns-range, unprivileged on the host.
+	// An agent with --userns does so for every container.
+	Userns bool `protobuf:"varint,15,opt,name=userns,proto3" json:"userns,omitempty"`
 	// ports forward host ports to the container (network must be set);
 	// a host port mapped to another container is refused with
 	// ALREADY_EXISTS, a malformed mapping with INVALID_ARGUMENT.
@@ -231,6 +236,13 @@ func (x *RunRequest) GetUser() string {
 		return x.User
 	}
 	return ""
+}
+
+func (x *RunRequest) GetUserns() bool {
+	if x != nil {
+		return x.Userns
+	}
+	return false
 }
 
 func (x *RunRequest) GetPorts() []*PortMapping {
@@ -430,6 +442,9 @@ type Container struct {
 	Address string `protobuf:"bytes,19,opt,name=address,proto3" json:"address,omitempty"`
 	// user the process runs as, as asked (or the agent's default).
 	User string `protobuf:"bytes,20,opt,name=user,proto3" json:"user,omitempty"`
+	// userns: the container runs in a user namespace (its user is then an
+	// ID inside it, mapped to the agent's --userns-range on the host).
+	Userns bool `protobuf:"varint,21,opt,name=userns,proto3" json:"userns,omitempty"`
 	// ports are the container's port mappings, as asked (kept after its
 	// exit, when they have been given back).
 	Ports         []*PortMapping `protobuf:"bytes,30,rep,name=ports,proto3" json:"ports,omitempty"`
@@ -605,6 +620,13 @@ func (x *Container) GetUser() string {
 		return x.User
 	}
 	return ""
+}
+
+func (x *Container) GetUserns() bool {
+	if x != nil {
+		return x.Userns
+	}
+	return false
 }
 
 func (x *Container) GetPorts() []*PortMapping {
@@ -2402,7 +2424,7 @@ var File_agent_proto protoreflect.FileDescriptor
 
 const file_agent_proto_rawDesc = "" +
 	"\n" +
-	"\vagent.proto\x12\rbrim.agent.v1\"\xf7\x03\n" +
+	"\vagent.proto\x12\rbrim.agent.v1\"\x8f\x04\n" +
 	"\n" +
 	"RunRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
@@ -2420,7 +2442,8 @@ const file_agent_proto_rawDesc = "" +
 	"\x06labels\x18\v \x03(\v2%.brim.agent.v1.RunRequest.LabelsEntryR\x06labels\x12\x18\n" +
 	"\anetwork\x18\f \x01(\bR\anetwork\x12\x1e\n" +
 	"\vnet_bw_mbit\x18\r \x01(\x03R\tnetBwMbit\x12\x12\n" +
-	"\x04user\x18\x0e \x01(\tR\x04user\x120\n" +
+	"\x04user\x18\x0e \x01(\tR\x04user\x12\x16\n" +
+	"\x06userns\x18\x0f \x01(\bR\x06userns\x120\n" +
 	"\x05ports\x18\x1e \x03(\v2\x1a.brim.agent.v1.PortMappingR\x05ports\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -2438,7 +2461,7 @@ const file_agent_proto_rawDesc = "" +
 	"oom_killed\x18\x03 \x01(\bR\toomKilled\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x121\n" +
-	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xd6\x05\n" +
+	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xee\x05\n" +
 	"\tContainer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -2464,7 +2487,8 @@ const file_agent_proto_rawDesc = "" +
 	"quarantine\x12\x19\n" +
 	"\bnet_mbit\x18\x12 \x01(\x03R\anetMbit\x12\x18\n" +
 	"\aaddress\x18\x13 \x01(\tR\aaddress\x12\x12\n" +
-	"\x04user\x18\x14 \x01(\tR\x04user\x120\n" +
+	"\x04user\x18\x14 \x01(\tR\x04user\x12\x16\n" +
+	"\x06userns\x18\x15 \x01(\bR\x06userns\x120\n" +
 	"\x05ports\x18\x1e \x03(\v2\x1a.brim.agent.v1.PortMappingR\x05ports\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +

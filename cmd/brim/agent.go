@@ -134,6 +134,10 @@ func registerAgentFlags(f *pflag.FlagSet, cfg *agentd.Config) {
 	f.StringVar(&sec.DefaultUser, "default-user", sec.DefaultUser, "user of tasks that name none: NAME, UID, NAME:GROUP or UID:GID from the host's /etc/passwd and /etc/group")
 	f.BoolVar(&sec.AllowRoot, "allow-root-tasks", sec.AllowRoot, "let tasks run as root (uid 0) when they ask (container run --user root) or as --default-user")
 	f.Int64Var(&sec.DefaultPids, "default-pids", sec.DefaultPids, "pids.max of a container that asks for no pids limit (0: unlimited)")
+	f.BoolVar(&sec.UserNS, "userns", sec.UserNS, "run every task in a user namespace mapped onto --userns-range (container run --userns and a task's userns do it per task)")
+	f.StringVar(&sec.UserNSRange, "userns-range", sec.UserNSRange, "host IDs user namespaces map container IDs 0..COUNT-1 onto: START:COUNT, or a NAME in --subuid-file and --subgid-file (docs/security.md)")
+	f.StringVar(&sec.SubUIDFile, "subuid-file", sec.SubUIDFile, "subordinate uid file (NAME:START:COUNT lines) for a --userns-range NAME (default /etc/subuid)")
+	f.StringVar(&sec.SubGIDFile, "subgid-file", sec.SubGIDFile, "subordinate gid file for a --userns-range NAME (default /etc/subgid)")
 	f.StringSliceVar(&sec.HidePaths, "hide-paths", sec.HidePaths, "host paths masked from tasks on the host root (comma-separated; the state dir, the socket's directory and the netns directory always are)")
 
 	o := &cfg.Oversub

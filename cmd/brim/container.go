@@ -118,6 +118,7 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 		netBw           int64
 		rootfs, name    string
 		user            string
+		userns          bool
 		cwd             string
 		env, labels     []string
 		publish         []string
@@ -149,7 +150,7 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			c, err := api.Run(ctx, &agentpb.RunRequest{
-				Name: name, Command: args, Env: env, Cwd: cwd, Rootfs: rootfs, User: user,
+				Name: name, Command: args, Env: env, Cwd: cwd, Rootfs: rootfs, User: user, Userns: userns,
 				MilliCpus: milli, MemMib: mem, Pids: pids, Revocable: revocable, CpuQuota: quota, Labels: lab,
 				Network: network, NetBwMbit: netBw, Ports: ports,
 			})
@@ -178,7 +179,8 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 	f.Int64Var(&netBw, "net-bw", 0, "with --network: bandwidth limit in Mbit/s, both directions (net_bw; 0: no limit)")
 	f.StringArrayVarP(&publish, "publish", "p", nil, "with --network: forward a host port to the container, [HOSTIP:]HOSTPORT:CONTAINERPORT[/tcp|/udp] (repeatable)")
 	f.StringVar(&rootfs, "rootfs", "", "root filesystem directory (default: the host root, read-only)")
-	f.StringVar(&user, "user", "", "run as NAME, UID, NAME:GROUP or UID:GID of the host (default: the agent's --default-user; root needs the agent's --allow-root-tasks)")
+	f.StringVar(&user, "user", "", "run as NAME, UID, NAME:GROUP or UID:GID of the host (default: the agent's --default-user; root needs the agent's --allow-root-tasks, or --userns)")
+	f.BoolVar(&userns, "userns", false, "run in a user namespace mapped onto the agent's --userns-range: the task's IDs, root included, are unprivileged host IDs")
 	f.StringVar(&name, "name", "", "unique container name (default: its ID)")
 	f.StringVar(&cwd, "cwd", "", "working directory inside the container")
 	f.StringArrayVar(&env, "env", nil, "environment variable KEY=VALUE (repeatable)")

@@ -26,6 +26,8 @@ func newRunCommand() *cobra.Command {
 		mem                      int64
 		revocable                bool
 		env                      []string
+		user                     string
+		userns                   bool
 		failover, killAfter      time.Duration
 		instances, perOffer      int
 		timeout                  time.Duration
@@ -88,7 +90,7 @@ largest free resources offered are named).`,
 				return exitError{code: 2, msg: err.Error()}
 			}
 			defer func() { _ = d.Close() }() // the run's outcome is the exit code
-			cfg := runner.Config{Task: &pb.TaskInfo{Name: name, Command: args, Env: env}, IDs: ids, Want: want, Role: role,
+			cfg := runner.Config{Task: &pb.TaskInfo{Name: name, Command: args, Env: env, User: user, Userns: userns}, IDs: ids, Want: want, Role: role,
 				PerOffer: perOffer, KillAfter: killAfter, Timeout: timeout, Master: addr, Out: cmd.OutOrStdout()}
 			if dial == nil {
 				cfg.Explain = client.ExplainTLS(addr)
@@ -109,6 +111,8 @@ largest free resources offered are named).`,
 	f.StringVar(&name, "name", "", "task name (default: the task ID)")
 	f.StringVar(&taskID, "task-id", "", "task ID (default: run-<random>)")
 	f.StringArrayVar(&env, "env", nil, "environment variable K=V (repeatable)")
+	f.StringVar(&user, "user", "", "run the task as NAME, UID, NAME:GROUP or UID:GID of the agent's host (default: the agent's --default-user); root needs the master's run_as_root ACL for the principal and role, or --userns")
+	f.BoolVar(&userns, "userns", false, "run the task in a user namespace (the agent needs --userns-range): its root is an unprivileged host uid")
 	f.DurationVar(&failover, "failover-timeout", 10*time.Second, "how long the master keeps the framework after brim run exits")
 	f.DurationVar(&killAfter, "kill-after", 0, "kill the task after this long (0: never)")
 	f.IntVar(&perOffer, "tasks-per-offer", 0, "launch at most this many tasks per offer (0: as many as fit); 1 lets the allocator apply DRF task by task")
