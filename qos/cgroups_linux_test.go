@@ -98,8 +98,8 @@ func cgroupFile(t *testing.T, ctrl, path, file string) string {
 
 // TestInterferenceOnRealCgroups drives the interference controller and the
 // Applier over real container groups with real processes: the graded
-// response lands in the cgroup files (cfs quota, freezer) and the kill
-// ends the youngest process. Latency is reported synthetically (the
+// response lands in the cgroup files (cfs quota, freezer) and the kill of
+// a confirmed cause ends its process. Latency is reported synthetically (the
 // application-latency path) on a fake clock, so nothing depends on timing.
 func TestInterferenceOnRealCgroups(t *testing.T) {
 	testutil.RequireRoot(t)
@@ -156,7 +156,7 @@ func TestInterferenceOnRealCgroups(t *testing.T) {
 	// (active-cpu=active-stall=0); persist=1 and freeze-hold=cooldown give
 	// the plain graded response.
 	ic, err := NewInterference(Options{"warmup": "3", "cooldown": "3s", "recover-after": "5s",
-		"persist": "1", "freeze-hold": "3s", "active-cpu": "0", "active-stall": "0"}, nil)
+		"persist": "1", "freeze-hold": "3s", "active-cpu": "0", "active-stall": "0", "kill-after": "1"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,10 +211,21 @@ func TestInterferenceOnRealCgroups(t *testing.T) {
 			t.Fatalf("%s freezer = %s", id, s)
 		}
 	}
-	round(9, 10*ms) // the step to the kill level
-	// Both burn: the more active one (by its cpu before the freeze) goes.
+	// The freeze ends the degradation: the cause is confirmed, and the
+	// suspects are re-admitted (THAW) after recover-after.
+	round(7, ms)
+	if got := render(round(12, ms)); got != "THAW be0, THAW be1" {
+		t.Fatalf("re-admission: %s", got)
+	}
+	for _, id := range []string{"be0", "be1"} {
+		if s := cgroupFile(t, "freezer", iso.Path(id), "freezer.state"); s != "THAWED" {
+			t.Fatalf("%s freezer = %s", id, s)
+		}
+	}
+	// Degraded again after the re-admission (kill-after=1): the more
+	// active one (both burn) is killed, the other stays throttled.
 	killed, kept := "be1", "be0"
-	switch got := render(round(12, 10*ms)); got {
+	switch got := render(round(15, 10*ms)); got {
 	case "KILL be1":
 	case "KILL be0":
 		killed, kept = "be0", "be1"
@@ -227,16 +238,10 @@ func TestInterferenceOnRealCgroups(t *testing.T) {
 	n.mu.Lock()
 	n.ids = slices.DeleteFunc(n.ids, func(id string) bool { return id == killed }) // its container is gone
 	n.mu.Unlock()
-	// Recovery: thaw after recover-after, then lift the throttle.
-	round(13, ms)
-	if got := render(round(18, ms)); got != "THAW "+kept {
-		t.Fatalf("recovery 1: %s", got)
-	}
-	if s := cgroupFile(t, "freezer", iso.Path(kept), "freezer.state"); s != "THAWED" {
-		t.Fatalf("%s freezer = %s", kept, s)
-	}
-	if got := render(round(23, ms)); got != "UNTHROTTLE "+kept {
-		t.Fatalf("recovery 2: %s", got)
+	// Recovery: the throttle is lifted after recover-after.
+	round(16, ms)
+	if got := render(round(21, ms)); got != "UNTHROTTLE "+kept {
+		t.Fatalf("recovery: %s", got)
 	}
 	if q := cgroupFile(t, "cpu", iso.Path(kept), "cpu.cfs_quota_us"); q != "-1" {
 		t.Fatalf("%s quota after unthrottle = %s, want -1", kept, q)

@@ -147,6 +147,18 @@ func (o Options) int(key string, def int, errs *[]error) int {
 	return n
 }
 
+func (o Options) bool(key string, def bool, errs *[]error) bool {
+	v, ok := o[key]
+	if !ok || v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption))
+	}
+	return b
+}
+
 func (o Options) duration(key string, def time.Duration, errs *[]error) time.Duration {
 	v, ok := o[key]
 	if !ok || v == "" {
