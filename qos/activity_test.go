@@ -183,14 +183,14 @@ func TestInterferenceFreezeHold(t *testing.T) {
 		{"stalled", []activeStep{
 			{3, 9 * ms, busy, "THROTTLE a@200, THROTTLE b@200"},
 			{5, 9 * ms, busy, "FREEZE a, FREEZE b"},
-			{8, 9 * ms, busy, ""},  // 3 s < freeze-hold 5 s
+			{8, 9 * ms, busy, ""},                                            // 3 s < freeze-hold 5 s
 			{10, 9 * ms, busy, "THAW a, THAW b, UNTHROTTLE a, UNTHROTTLE b"}, // the cause test failed
 		}},
 		{"improving", []activeStep{
 			{3, 9 * ms, busy, "THROTTLE a@200, THROTTLE b@200"},
 			{5, 12 * ms, busy, "FREEZE a, FREEZE b"},
-			{10, 8 * ms, busy, ""}, // improved by 1/3: wait
-			{12, 6 * ms, busy, ""}, // improved by 1/4: wait
+			{10, 8 * ms, busy, ""},                                           // improved by 1/3: wait
+			{12, 6 * ms, busy, ""},                                           // improved by 1/4: wait
 			{14, 6 * ms, busy, "THAW a, THAW b, UNTHROTTLE a, UNTHROTTLE b"}, // stalled: the cause test failed
 		}},
 	} {
