@@ -240,13 +240,66 @@ func TestLoadYoungestFirst(t *testing.T) {
 			}
 		}
 	}
-	// No thresholds: load5 above the cpu count.
-	l2, err := NewLoad(Options{}, nil)
+}
+
+// TestLoadScenario: the load controller's rules on a fake clock — nothing
+// in the first minute after its start (the load averages still carry what
+// ran before), only active revocable work (idle antagonists make no
+// load), host cpu pressure when the host has PSI, load1 otherwise, never
+// load5 by default.
+func TestLoadScenario(t *testing.T) {
+	l, err := NewLoad(Options{"cooldown": "5s"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cs, _ := l2.Corrections(ctx, at(0, 2.5, "x")); render(cs) != "KILL x" {
-		t.Fatalf("default threshold: %v", render(cs))
+	ctx := context.Background()
+	type host struct {
+		psi          float64 // some avg10, percent; <0: no PSI
+		load1, load5 float64
+	}
+	at := func(sec int, h host, bes ...be) monitor.Usage {
+		u := activeNode(sec, time.Millisecond, bes...)
+		u.Host.Load1, u.Host.Load5 = h.load1, h.load5
+		if h.psi >= 0 {
+			u.Host.HasCPUPressure, u.Host.CPUPressure.SomeAvg10 = true, h.psi
+		}
+		return u
+	}
+	idle := []be{{"old", 0.9, 0}, {"young", 0.01, 0}} // young sleeps
+	for _, s := range []struct {
+		name string
+		u    monitor.Usage
+		want string
+	}{
+		{"start: load5 left over from earlier work", at(0, host{-1, 9, 9}, idle...), ""},
+		{"still in the grace period", at(59, host{90, 9, 9}, idle...), ""},
+		{"load5 alone does not count", at(60, host{-1, 1, 9}, idle...), ""},
+		{"load1 over the cpu count, without PSI: the youngest active", at(61, host{-1, 3, 9}, idle...), "KILL old"},
+		{"cool-down", at(62, host{-1, 3, 9}, be{"young", 0.9, 0}), ""},
+		{"PSI preferred: under 50 % with load1 high", at(70, host{20, 9, 9}, be{"young", 0.9, 0}), ""},
+		{"PSI over 50 %", at(71, host{80, 0.5, 0.5}, be{"young", 0.9, 0}), "KILL young"},
+		{"nothing active", at(80, host{80, 9, 9}, be{"idle", 0, 0}, be{"new", 0, 0}), ""},
+	} {
+		if s.name == "nothing active" {
+			s.u.Containers[2].History = monitor.NewRing(2) // "new": no samples yet
+		}
+		cs, err := l.Corrections(ctx, s.u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := render(cs); got != s.want {
+			t.Fatalf("%s: %q, want %q", s.name, got, s.want)
+		}
+		for _, c := range cs {
+			if c.Trigger.Value <= c.Trigger.Threshold || c.Trigger.Signal == "" {
+				t.Fatalf("%s: trigger %+v", s.name, c.Trigger)
+			}
+		}
+	}
+	for _, o := range []Options{{"psi": "2"}, {"grace": "x"}, {"load1": "-1"}, {"active-cpu": "-1"}} {
+		if _, err := NewLoad(o, nil); err == nil {
+			t.Errorf("%v accepted", o)
+		}
 	}
 }
 
