@@ -202,7 +202,13 @@ func TestInterferenceFreezeHold(t *testing.T) {
 }
 
 func TestInterferenceNewOptions(t *testing.T) {
-	for _, o := range []Options{{"persist": "-1"}, {"freeze-hold": "-1s"}, {"improvement": "1"}, {"active-cpu": "-0.1"}, {"active-stall": "x"}} {
+	// recover-after beyond the default max-readmit (5 min) raises it.
+	if _, err := NewInterference(Options{"recover-after": "10m"}, nil); err != nil {
+		t.Errorf("recover-after=10m: %v", err)
+	}
+	for _, o := range []Options{{"persist": "-1"}, {"freeze-hold": "-1s"}, {"improvement": "1"}, {"active-cpu": "-0.1"}, {"active-stall": "x"},
+		{"alpha": "0.1"}, {"recover-after": "10m", "max-readmit": "1m"}, {"slo-p99": "x"}, {"slo-exit": "1.5"}, {"warmup": "30", "baseline-window": "20"},
+		{"stable": "0.5"}, {"busy-cpu": "-1"}, {"kill-after": "-1"}, {"noise-hold": "-1s"}, {"be-cpu-idle": "perhaps"}} {
 		if _, err := NewInterference(o, nil); err == nil {
 			t.Errorf("%v accepted", o)
 		}

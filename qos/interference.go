@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/brimnode/brim/isolator"
@@ -88,7 +89,8 @@ type InterferenceConfig struct {
 	// RecoverAfter is how long every victim must stay healthy before one
 	// step of de-escalation (the first re-admission); each re-degradation
 	// after a re-admission doubles it (exponential back-off), up to
-	// MaxReadmit (default 5 min); default 10 s.
+	// MaxReadmit (default the larger of 5 min and RecoverAfter); default
+	// 10 s.
 	RecoverAfter time.Duration
 	MaxReadmit   time.Duration
 	// ThrottleFraction is the throttled quota as a fraction of a revocable
@@ -165,6 +167,7 @@ type Interference struct {
 	lastChange   time.Time
 	healthySince time.Time
 	cause        Trigger
+	blame        string // how the suspects of the last step were chosen
 	throttled    map[string]bool
 	frozen       map[string]bool
 	killed       map[string]bool // until they leave the usage
@@ -279,7 +282,7 @@ func NewInterference(opts Options, _ *slog.Logger) (Controller, error) {
 		BusyCPU:           opts.float("busy-cpu", 0.05, &errs),
 		Cooldown:          opts.duration("cooldown", 2*time.Second, &errs),
 		RecoverAfter:      opts.duration("recover-after", 10*time.Second, &errs),
-		MaxReadmit:        opts.duration("max-readmit", 5*time.Minute, &errs),
+		MaxReadmit:        opts.duration("max-readmit", 0, &errs),
 		ThrottleFraction:  opts.float("throttle-fraction", 0.2, &errs),
 		MinQuota:          int64(opts.int("min-quota", 10, &errs)),
 		Persist:           opts.int("persist", 2, &errs),
@@ -294,6 +297,9 @@ func NewInterference(opts Options, _ *slog.Logger) (Controller, error) {
 	}
 	for s, f := range DefaultFloors {
 		c.Floors[s] = opts.float("floor-"+s, f, &errs)
+	}
+	if _, ok := opts["max-readmit"]; !ok {
+		c.MaxReadmit = max(5*time.Minute, c.RecoverAfter)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("interference controller: %w", err)
@@ -460,10 +466,10 @@ func (ic *Interference) competes(a activity, r string, hog bool) bool {
 
 // attribute returns the suspects among be for a degradation on the
 // resources rs (none: any resource), most active first: the containers
-// that compete on one of them. For an unattributed degradation (rs empty)
-// with no competitor, every correctable container is a suspect (the cause
-// test then tells).
-func (ic *Interference) attribute(be []*monitor.ContainerUsage, acts map[string]activity, rs []string) []*monitor.ContainerUsage {
+// that compete on one of them; and a phrase saying how they were chosen.
+// For an unattributed degradation (rs empty) with no competitor, every
+// correctable container is a suspect (the cause test then tells).
+func (ic *Interference) attribute(be []*monitor.ContainerUsage, acts map[string]activity, rs []string) ([]*monitor.ContainerUsage, string) {
 	hog, top := "", 0.0
 	for _, c := range be {
 		if a := acts[c.ID]; a.known && a.memBytes > top {
@@ -484,10 +490,13 @@ func (ic *Interference) attribute(be []*monitor.ContainerUsage, acts map[string]
 			}
 		}
 	}
-	if len(out) == 0 && len(rs) == 0 {
-		return be
+	switch {
+	case len(rs) > 0:
+		return out, "competing for " + strings.Join(rs, ", ")
+	case len(out) > 0:
+		return out, "stalled on io or memory, or on cpu at its priority"
 	}
-	return out
+	return be, "no competitor identified: every active revocable container"
 }
 
 // Corrections implements Controller. The round's time is u.Timestamp.

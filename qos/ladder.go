@@ -58,6 +58,7 @@ type observation struct {
 	be       []*monitor.ContainerUsage
 	acts     map[string]activity
 	suspects []*monitor.ContainerUsage
+	blame    string // how suspects were chosen
 	// cooled: a cool-down has passed since the last change of level.
 	cooled bool
 }
@@ -145,7 +146,7 @@ func (ic *Interference) observe(u *monitor.Usage) observation {
 	if o.worst == nil {
 		o.stamp = newest
 	} else {
-		o.suspects = ic.attribute(o.be, o.acts, o.resources)
+		o.suspects, o.blame = ic.attribute(o.be, o.acts, o.resources)
 	}
 	o.cooled = ic.lastChange.IsZero() || o.now.Sub(ic.lastChange) >= ic.cfg.Cooldown
 	if ic.level > LevelNone || len(o.be) == 0 {
@@ -221,7 +222,7 @@ func (ic *Interference) escalate(o *observation, target int) ([]Correction, bool
 		return ic.kill(o)
 	}
 	ic.become(target, o.now, *o.worst)
-	ic.ref = o.ratio
+	ic.ref, ic.blame = o.ratio, o.blame
 	return nil, false
 }
 
@@ -400,12 +401,12 @@ func (ic *Interference) bring(o *observation) []Correction {
 		if ic.level >= LevelThrottle && !ic.throttled[c.ID] {
 			q := max(int64(float64(c.Limits.MilliCPUs)*ic.cfg.ThrottleFraction), ic.cfg.MinQuota)
 			out = append(out, Correction{Type: Throttle, ContainerID: c.ID, CPUQuota: q, Trigger: ic.cause,
-				Reason: fmt.Sprintf("%s degraded: throttling best-effort work", ic.cause.Victim)})
+				Reason: fmt.Sprintf("%s degraded (%s): throttling the suspects (%s)", ic.cause.Victim, ic.cause.Signal, ic.blame)})
 			ic.throttled[c.ID] = true
 		}
 		if ic.level >= LevelFreeze && !ic.frozen[c.ID] {
 			out = append(out, Correction{Type: Freeze, ContainerID: c.ID, Trigger: ic.cause,
-				Reason: fmt.Sprintf("%s still degraded with best-effort work throttled: freezing it", ic.cause.Victim)})
+				Reason: fmt.Sprintf("%s still degraded (%s): freezing the suspects (%s)", ic.cause.Victim, ic.cause.Signal, ic.blame)})
 			ic.frozen[c.ID] = true
 			ic.frozenAct[c.ID] = o.acts[c.ID]
 			ic.frozeAt = o.now

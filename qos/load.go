@@ -81,7 +81,7 @@ func NewLoadWith(c LoadConfig) *Load { return &Load{cfg: c} }
 func (l *Load) trigger(h *monitor.HostStatistics) (Trigger, bool) {
 	if l.cfg.PSI > 0 && h.HasCPUPressure {
 		if v := h.CPUPressure.SomeAvg10 / 100; v > l.cfg.PSI {
-			return Trigger{Signal: "load-psi-cpu", Value: v, Threshold: l.cfg.PSI}, true
+			return Trigger{Signal: "host-psi-cpu", Value: v, Threshold: l.cfg.PSI}, true
 		}
 	} else {
 		t1 := l.cfg.Load1
