@@ -98,6 +98,11 @@ type InterferenceConfig struct {
 	// below; default 10.
 	ThrottleFraction float64
 	MinQuota         int64
+	// IOThrottle (bytes/s), when set, makes the first step against a
+	// degradation on io alone a THROTTLE_IO of the suspects to this
+	// rate (through the Actuator's IOActuator) instead of a FREEZE;
+	// default 0 (off).
+	IOThrottle int64
 	// Persist is the number of degraded observations (each a new report
 	// or sample of the victim) among the last Persist+1 before the first
 	// correction, the latest one degraded; default 2 (2 of the last 3).
@@ -169,6 +174,8 @@ type Interference struct {
 	cause        Trigger
 	blame        string // how the suspects of the last step were chosen
 	throttled    map[string]bool
+	ioThrottled  map[string]bool
+	ioCause      bool // the throttle level limits io (IOThrottle), not cpu
 	frozen       map[string]bool
 	killed       map[string]bool // until they leave the usage
 	suspects     map[string]bool // the revocable containers blamed in this episode
@@ -263,7 +270,7 @@ const (
 // NewInterference is the interference factory. Options: enter-factor,
 // exit-factor, slo-p99 (a duration), slo-exit, warmup, stable,
 // baseline-window, busy-cpu, cooldown, recover-after, max-readmit,
-// throttle-fraction, min-quota, persist, freeze-hold, noise-hold,
+// throttle-fraction, min-quota, io-throttle, persist, freeze-hold, noise-hold,
 // kill-after, improvement, active-cpu, active-stall, be-cpu-idle, and
 // floor-<signal> (e.g. floor-runqueue-p99=0.002).
 func NewInterference(opts Options, _ *slog.Logger) (Controller, error) {
@@ -285,6 +292,7 @@ func NewInterference(opts Options, _ *slog.Logger) (Controller, error) {
 		MaxReadmit:        opts.duration("max-readmit", 0, &errs),
 		ThrottleFraction:  opts.float("throttle-fraction", 0.2, &errs),
 		MinQuota:          int64(opts.int("min-quota", 10, &errs)),
+		IOThrottle:        int64(opts.float("io-throttle", 0, &errs)),
 		Persist:           opts.int("persist", 2, &errs),
 		FreezeHold:        opts.duration("freeze-hold", 5*time.Second, &errs),
 		NoiseHold:         opts.duration("noise-hold", time.Minute, &errs),
@@ -321,6 +329,8 @@ func NewInterferenceWith(c InterferenceConfig) (*Interference, error) {
 		return nil, fmt.Errorf("interference controller: need 0 < throttle-fraction ≤ 1, min-quota ≥ 1: %w", ErrInvalidOption)
 	case c.Persist < 0 || c.FreezeHold < 0 || c.NoiseHold < 0 || c.KillAfter < 0 || c.Improvement < 0 || c.Improvement >= 1 || c.ActiveCPU < 0 || c.ActiveStall < 0:
 		return nil, fmt.Errorf("interference controller: need persist, freeze-hold, noise-hold, kill-after ≥ 0, 0 ≤ improvement < 1, active-cpu ≥ 0, active-stall ≥ 0: %w", ErrInvalidOption)
+	case c.IOThrottle < 0:
+		return nil, fmt.Errorf("interference controller: need io-throttle ≥ 0: %w", ErrInvalidOption)
 	case c.RecoverAfter < 0 || c.MaxReadmit < c.RecoverAfter:
 		return nil, fmt.Errorf("interference controller: need 0 ≤ recover-after ≤ max-readmit: %w", ErrInvalidOption)
 	}
@@ -331,8 +341,9 @@ func NewInterferenceWith(c InterferenceConfig) (*Interference, error) {
 		cfg:       c,
 		baselines: map[string]map[string]*baseline{},
 		noise:     map[string]time.Time{},
-		throttled: map[string]bool{},
-		frozen:    map[string]bool{},
+		throttled:   map[string]bool{},
+		ioThrottled: map[string]bool{},
+		frozen:      map[string]bool{},
 		killed:    map[string]bool{},
 		suspects:  map[string]bool{},
 		frozenAct: map[string]activity{},
@@ -525,7 +536,7 @@ func (ic *Interference) prune(u *monitor.Usage) {
 			delete(ic.baselines, id)
 		}
 	}
-	for _, m := range []map[string]bool{ic.throttled, ic.frozen, ic.killed, ic.suspects} {
+	for _, m := range []map[string]bool{ic.throttled, ic.ioThrottled, ic.frozen, ic.killed, ic.suspects} {
 		for id := range m {
 			if !live[id] {
 				delete(m, id)

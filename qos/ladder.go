@@ -184,9 +184,11 @@ func (ic *Interference) stepNone(o *observation) ([]Correction, bool) {
 	}
 	ic.forget()
 	target := LevelThrottle
-	if len(o.resources) > 0 && !slices.Contains(o.resources, ResourceCPU) {
+	ioOnly := slices.Equal(o.resources, []string{ResourceIO})
+	if len(o.resources) > 0 && !slices.Contains(o.resources, ResourceCPU) && (!ioOnly || ic.cfg.IOThrottle == 0) {
 		target = LevelFreeze
 	}
+	ic.ioCause = ioOnly && ic.cfg.IOThrottle > 0
 	return ic.escalate(o, target)
 }
 
@@ -281,6 +283,7 @@ func (ic *Interference) kill(o *observation) ([]Correction, bool) {
 	ic.become(LevelThrottle, o.now, *o.worst)
 	ic.confirmed, ic.readmitted, ic.strikes = false, false, 0
 	delete(ic.throttled, c.ID)
+	delete(ic.ioThrottled, c.ID)
 	delete(ic.frozen, c.ID)
 	delete(ic.frozenAct, c.ID)
 	delete(ic.suspects, c.ID)
@@ -303,12 +306,16 @@ func (ic *Interference) notTheCause(o *observation) ([]Correction, bool) {
 	for _, id := range sortedKeys(ic.throttled) {
 		out = append(out, Correction{Type: Unthrottle, ContainerID: id, Trigger: t, Reason: why + ": lifting the throttle"})
 	}
+	for _, id := range sortedKeys(ic.ioThrottled) {
+		out = append(out, Correction{Type: UnthrottleIO, ContainerID: id, Trigger: t, Reason: why + ": lifting the io throttle"})
+	}
 	if ic.cfg.NoiseHold > 0 {
 		ic.noise[noiseKey(w.Victim, w.Signal)] = o.now.Add(ic.cfg.NoiseHold)
 	}
 	clear(ic.frozen)
 	clear(ic.frozenAct)
 	clear(ic.throttled)
+	clear(ic.ioThrottled)
 	clear(ic.suspects)
 	ic.level, ic.lastChange, ic.healthySince = LevelNone, o.now, time.Time{}
 	ic.confirmed, ic.readmitted, ic.strikes = false, false, 0
@@ -369,7 +376,12 @@ func (ic *Interference) stepDown(o *observation) ([]Correction, bool) {
 			out = append(out, Correction{Type: Unthrottle, ContainerID: id, Trigger: rec,
 				Reason: fmt.Sprintf("victims healthy for %s: re-admitting (lifting the throttle)", ic.backoff())})
 		}
+		for _, id := range sortedKeys(ic.ioThrottled) {
+			out = append(out, Correction{Type: UnthrottleIO, ContainerID: id, Trigger: rec,
+				Reason: fmt.Sprintf("victims healthy for %s: re-admitting (lifting the io throttle)", ic.backoff())})
+		}
 		clear(ic.throttled)
+		clear(ic.ioThrottled)
 		ic.level = LevelNone
 	}
 	ic.lastChange, ic.healthySince = o.now, o.now
@@ -398,7 +410,12 @@ func (ic *Interference) bring(o *observation) []Correction {
 		if !ic.suspects[c.ID] {
 			continue // not competing for what the victim lacks: left running
 		}
-		if ic.level >= LevelThrottle && !ic.throttled[c.ID] {
+		if ic.level >= LevelThrottle && ic.ioCause && !ic.ioThrottled[c.ID] {
+			out = append(out, Correction{Type: ThrottleIO, ContainerID: c.ID, IOBytesPerSec: ic.cfg.IOThrottle, Trigger: ic.cause,
+				Reason: fmt.Sprintf("%s degraded (%s): limiting the suspects' io (%s)", ic.cause.Victim, ic.cause.Signal, ic.blame)})
+			ic.ioThrottled[c.ID] = true
+		}
+		if ic.level >= LevelThrottle && !ic.ioCause && !ic.throttled[c.ID] {
 			q := max(int64(float64(c.Limits.MilliCPUs)*ic.cfg.ThrottleFraction), ic.cfg.MinQuota)
 			out = append(out, Correction{Type: Throttle, ContainerID: c.ID, CPUQuota: q, Trigger: ic.cause,
 				Reason: fmt.Sprintf("%s degraded (%s): throttling the suspects (%s)", ic.cause.Victim, ic.cause.Signal, ic.blame)})

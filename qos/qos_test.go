@@ -582,3 +582,38 @@ func TestInterferencePending(t *testing.T) {
 		t.Fatalf("confirmed: %v, pending %v", render(cs), ic.Pending())
 	}
 }
+
+// ioActuator is a fakeActuator that can also limit io (IOActuator).
+type ioActuator struct{ fakeActuator }
+
+func (f *ioActuator) SetIOLimit(_ context.Context, id string, bps int64) error {
+	return f.do(fmt.Sprintf("io=%d", bps), id)
+}
+
+// TestApplierIO: THROTTLE_IO and UNTHROTTLE_IO go through the Actuator's
+// IOActuator, are in force in between, and fail with ErrNotSupported on
+// an Actuator that cannot limit io.
+func TestApplierIO(t *testing.T) {
+	ctx := context.Background()
+	trig := Trigger{Signal: SignalPSIIO, Victim: "lc"}
+	if err := NewApplier(&fakeActuator{}, nil).Apply(ctx, []Correction{{Type: ThrottleIO, ContainerID: "d", IOBytesPerSec: 1 << 20, Trigger: trig}}); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("without IOActuator: %v", err)
+	}
+	act := &ioActuator{}
+	a := NewApplier(act, nil)
+	if err := a.Apply(ctx, []Correction{{Type: ThrottleIO, ContainerID: "d", IOBytesPerSec: 0, Trigger: trig}}); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("zero limit: %v", err)
+	}
+	if err := a.Apply(ctx, []Correction{{Type: ThrottleIO, ContainerID: "d", IOBytesPerSec: 1 << 20, Trigger: trig}}); err != nil {
+		t.Fatal(err)
+	}
+	if act := a.Active(); len(act) != 1 || act[0].Type != ThrottleIO || !strings.Contains(a.Blocking(), "THROTTLE_IO d") {
+		t.Fatalf("active %v, blocking %q", act, a.Blocking())
+	}
+	if err := a.Apply(ctx, []Correction{{Type: UnthrottleIO, ContainerID: "d", Trigger: trig}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(act.calls, "|"); got != "io=1048576 d|io=0 d" || len(a.Active()) != 0 {
+		t.Fatalf("calls %s, active %v", got, a.Active())
+	}
+}
