@@ -338,15 +338,15 @@ func NewInterferenceWith(c InterferenceConfig) (*Interference, error) {
 		c.Floors = DefaultFloors
 	}
 	return &Interference{
-		cfg:       c,
-		baselines: map[string]map[string]*baseline{},
-		noise:     map[string]time.Time{},
+		cfg:         c,
+		baselines:   map[string]map[string]*baseline{},
+		noise:       map[string]time.Time{},
 		throttled:   map[string]bool{},
 		ioThrottled: map[string]bool{},
 		frozen:      map[string]bool{},
-		killed:    map[string]bool{},
-		suspects:  map[string]bool{},
-		frozenAct: map[string]activity{},
+		killed:      map[string]bool{},
+		suspects:    map[string]bool{},
+		frozenAct:   map[string]activity{},
 	}, nil
 }
 
