@@ -76,7 +76,8 @@ type InterferenceConfig struct {
 	// window does not move it); default 60, at least Warmup.
 	BaselineWindow int
 	// BusyCPU is the victim's cpu use (cpus, over its last monitor
-	// interval) at or above which a sample is busy; only busy samples
+	// interval) at or above which a sample is busy — or its stall
+	// fraction (PSI some, cpu + io + memory: a blocked LC); only busy samples
 	// learn baselines or are compared with them, except the application's
 	// own latency reports, which are busy by definition. A bursty LC's
 	// idle seconds (run-queue p99 0, no stalls) would otherwise set a
@@ -383,7 +384,9 @@ func Signals(c *monitor.ContainerUsage) map[string]float64 {
 }
 
 // busy reports whether victim c was busy over its last monitor interval:
-// it used at least BusyCPU cpus (unknown use counts as busy).
+// it used at least BusyCPU cpus, or it was stalled (PSI some, cpu + io +
+// memory) at least BusyCPU of the time — an LC blocked by interference
+// wants to run even though it uses little cpu. Unknown use counts as busy.
 func (ic *Interference) busy(c *monitor.ContainerUsage) bool {
 	if ic.cfg.BusyCPU <= 0 || c.History == nil {
 		return true
@@ -392,8 +395,18 @@ func (ic *Interference) busy(c *monitor.ContainerUsage) bool {
 	if len(p) < 2 {
 		return true
 	}
-	r, ok := monitor.CPURate(&p[0], &p[1])
-	return !ok || r >= ic.cfg.BusyCPU
+	prev, cur := &p[0], &p[1]
+	r, ok := monitor.CPURate(prev, cur)
+	if !ok || r >= ic.cfg.BusyCPU {
+		return true
+	}
+	if dt := cur.Timestamp.Sub(prev.Timestamp); dt > 0 && prev.HasPressure && cur.HasPressure {
+		stall := cur.CPUPressure.SomeTotal - prev.CPUPressure.SomeTotal +
+			cur.IOPressure.SomeTotal - prev.IOPressure.SomeTotal +
+			cur.MemPressure.SomeTotal - prev.MemPressure.SomeTotal
+		return float64(stall)/float64(dt) >= ic.cfg.BusyCPU
+	}
+	return false
 }
 
 // stamp is the time of the observation behind signal sig of c: when the
