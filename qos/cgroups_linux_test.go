@@ -34,8 +34,12 @@ func (n *cgroupNode) Containers(context.Context) ([]monitor.ContainerInfo, error
 	defer n.mu.Unlock()
 	var out []monitor.ContainerInfo
 	for i, id := range n.ids {
+		limits := isolator.Limits{MilliCPUs: 1000}
+		if id != "lc" {
+			limits.Class = isolator.BestEffort // as prepared: cpu.idle, no cpu competitor
+		}
 		out = append(out, monitor.ContainerInfo{ID: id, Revocable: id != "lc", CgroupPath: n.Path(id),
-			StartedAt: time.Unix(int64(i), 0), Limits: isolator.Limits{MilliCPUs: 1000}})
+			StartedAt: time.Unix(int64(i), 0), Limits: limits})
 	}
 	return out, nil
 }
@@ -192,8 +196,12 @@ func TestInterferenceOnRealCgroups(t *testing.T) {
 			t.Fatalf("quiet round %d: %v", s, cs)
 		}
 	}
-	if got := render(round(3, 10*ms)); got != "THROTTLE be0@200, THROTTLE be1@200" {
-		t.Fatalf("degraded: %s", got)
+	if cs := round(3, 10*ms); render(cs) != "THROTTLE be0@200, THROTTLE be1@200" {
+		var why []string
+		for _, c := range cs {
+			why = append(why, c.Reason)
+		}
+		t.Fatalf("degraded: %s (%s)", render(cs), strings.Join(why, "; "))
 	}
 	for _, id := range []string{"be0", "be1"} {
 		if q := cgroupFile(t, "cpu", iso.Path(id), "cpu.cfs_quota_us"); q != "20000" {

@@ -474,9 +474,18 @@ func (ic *Interference) competes(a activity, r string, hog bool) bool {
 	if !a.known {
 		return true
 	}
-	cpu := !a.idleCPU && a.cpu >= max(ic.cfg.ActiveCPU, 1e-9)
-	io := a.io >= max(ic.cfg.ActiveStall, 1e-9)
-	mem := a.mem >= max(ic.cfg.ActiveStall, 1e-9) || hog
+	// Competing takes real use even where activity is off (zero
+	// thresholds): the defaults then.
+	cpuThr, stallThr := ic.cfg.ActiveCPU, ic.cfg.ActiveStall
+	if cpuThr == 0 {
+		cpuThr = 0.05
+	}
+	if stallThr == 0 {
+		stallThr = 0.05
+	}
+	cpu := !a.idleCPU && a.cpu >= cpuThr
+	io := a.io >= stallThr
+	mem := a.mem >= stallThr || hog
 	switch r {
 	case ResourceCPU:
 		return cpu
@@ -503,7 +512,7 @@ func (ic *Interference) attribute(be []*monitor.ContainerUsage, acts map[string]
 	var out []*monitor.ContainerUsage
 	for _, c := range be {
 		a := acts[c.ID]
-		if len(rs) == 0 && ic.competes(a, "", c.ID == hog && a.mem > 0) {
+		if len(rs) == 0 && ic.competes(a, "", false) {
 			out = append(out, c)
 			continue
 		}
