@@ -237,6 +237,11 @@ func (ic *Interference) stepThrottle(o *observation) ([]Correction, bool) {
 	if o.cooled && len(o.suspects) > 0 {
 		return ic.escalate(o, LevelFreeze)
 	}
+	if len(o.suspects) == 0 && o.cooled && o.now.Sub(ic.lastChange) >= ic.cfg.FreezeHold {
+		// Degraded for FreezeHold with nothing revocable competing
+		// for it any more (the throttled work went idle): not theirs.
+		return ic.notTheCause(o)
+	}
 	for _, c := range o.suspects {
 		ic.suspects[c.ID] = true // newcomers competing for it: brought to the level
 	}
@@ -297,8 +302,12 @@ func (ic *Interference) kill(o *observation) ([]Correction, bool) {
 func (ic *Interference) notTheCause(o *observation) ([]Correction, bool) {
 	w := *o.worst
 	t := Trigger{Signal: SignalNotCause, Victim: w.Victim, Value: w.Value, Baseline: w.Baseline, Threshold: w.Threshold}
-	why := fmt.Sprintf("%s still degraded (%s) with every suspect frozen for %s: not their doing; %s of %s counts as noise for %s",
-		w.Victim, w.Signal, o.now.Sub(ic.frozeAt), w.Signal, w.Victim, ic.cfg.NoiseHold)
+	held := "with every suspect frozen for " + o.now.Sub(ic.frozeAt).String()
+	if ic.level == LevelThrottle {
+		held = "with no suspect competing for " + o.now.Sub(ic.lastChange).String()
+	}
+	why := fmt.Sprintf("%s still degraded (%s) %s: not their doing; %s of %s counts as noise for %s",
+		w.Victim, w.Signal, held, w.Signal, w.Victim, ic.cfg.NoiseHold)
 	var out []Correction
 	for _, id := range sortedKeys(ic.frozen) {
 		out = append(out, Correction{Type: Thaw, ContainerID: id, Trigger: t, Reason: why + ": thawing"})
