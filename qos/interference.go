@@ -170,8 +170,9 @@ type Interference struct {
 	noise     map[string]time.Time            // victim/signal → marked as noise until
 
 	level        int // 0 none, 1 throttled, 2 frozen, 3 killing
-	lastChange   time.Time
-	healthySince time.Time
+	lastChange    time.Time
+	healthySince  time.Time
+	degradedSince time.Time // start of the current run of degraded observations
 	cause        Trigger
 	blame        string // how the suspects of the last step were chosen
 	throttled    map[string]bool

@@ -158,8 +158,24 @@ func (ic *Interference) observe(u *monitor.Usage) observation {
 	ic.suspect = suspect && ic.level == LevelNone
 	if o.worst != nil {
 		ic.healthySince = time.Time{}
+		if ic.degradedSince.IsZero() {
+			ic.degradedSince = o.now
+		}
+	} else {
+		ic.degradedSince = time.Time{}
 	}
 	return o
+}
+
+// heldSince is when the current test of the suspects started: the later
+// of the last change (a freeze) and the start of the current run of
+// degraded observations — a victim healthy in between says nothing
+// against them.
+func (ic *Interference) heldSince(from time.Time) time.Time {
+	if ic.degradedSince.After(from) {
+		return ic.degradedSince
+	}
+	return from
 }
 
 func noiseKey(victim, sig string) string { return victim + "/" + sig }
@@ -237,7 +253,7 @@ func (ic *Interference) stepThrottle(o *observation) ([]Correction, bool) {
 	if o.cooled && len(o.suspects) > 0 {
 		return ic.escalate(o, LevelFreeze)
 	}
-	if len(o.suspects) == 0 && o.cooled && o.now.Sub(ic.lastChange) >= ic.cfg.FreezeHold {
+	if len(o.suspects) == 0 && o.cooled && o.now.Sub(ic.heldSince(ic.lastChange)) >= ic.cfg.FreezeHold {
 		// Degraded for FreezeHold with nothing revocable competing
 		// for it any more (the throttled work went idle): not theirs.
 		return ic.notTheCause(o)
@@ -259,7 +275,7 @@ func (ic *Interference) stepFreeze(o *observation) ([]Correction, bool) {
 	for _, c := range o.suspects {
 		ic.suspects[c.ID] = true // bring freezes a newcomer; the hold starts again
 	}
-	if !o.cooled || o.now.Sub(ic.frozeAt) < ic.cfg.FreezeHold || ic.improving(o) {
+	if !o.cooled || o.now.Sub(ic.heldSince(ic.frozeAt)) < ic.cfg.FreezeHold || ic.improving(o) {
 		return nil, false
 	}
 	for id := range ic.suspects {
@@ -302,9 +318,9 @@ func (ic *Interference) kill(o *observation) ([]Correction, bool) {
 func (ic *Interference) notTheCause(o *observation) ([]Correction, bool) {
 	w := *o.worst
 	t := Trigger{Signal: SignalNotCause, Victim: w.Victim, Value: w.Value, Baseline: w.Baseline, Threshold: w.Threshold}
-	held := "with every suspect frozen for " + o.now.Sub(ic.frozeAt).String()
+	held := "with every suspect frozen for " + o.now.Sub(ic.heldSince(ic.frozeAt)).String()
 	if ic.level == LevelThrottle {
-		held = "with no suspect competing for " + o.now.Sub(ic.lastChange).String()
+		held = "with no suspect competing for " + o.now.Sub(ic.heldSince(ic.lastChange)).String()
 	}
 	why := fmt.Sprintf("%s still degraded (%s) %s: not their doing; %s of %s counts as noise for %s",
 		w.Victim, w.Signal, held, w.Signal, w.Victim, ic.cfg.NoiseHold)
@@ -326,7 +342,7 @@ func (ic *Interference) notTheCause(o *observation) ([]Correction, bool) {
 	clear(ic.throttled)
 	clear(ic.ioThrottled)
 	clear(ic.suspects)
-	ic.level, ic.lastChange, ic.healthySince = LevelNone, o.now, time.Time{}
+	ic.level, ic.lastChange, ic.healthySince, ic.degradedSince = LevelNone, o.now, time.Time{}, time.Time{}
 	ic.confirmed, ic.readmitted, ic.strikes = false, false, 0
 	return out, true
 }
