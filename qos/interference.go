@@ -169,18 +169,18 @@ type Interference struct {
 	baselines map[string]map[string]*baseline // victim → signal → baseline
 	noise     map[string]time.Time            // victim/signal → marked as noise until
 
-	level        int // 0 none, 1 throttled, 2 frozen, 3 killing
+	level         int // 0 none, 1 throttled, 2 frozen, 3 killing
 	lastChange    time.Time
 	healthySince  time.Time
 	degradedSince time.Time // start of the current run of degraded observations
-	cause        Trigger
-	blame        string // how the suspects of the last step were chosen
-	throttled    map[string]bool
-	ioThrottled  map[string]bool
-	ioCause      bool // the throttle level limits io (IOThrottle), not cpu
-	frozen       map[string]bool
-	killed       map[string]bool // until they leave the usage
-	suspects     map[string]bool // the revocable containers blamed in this episode
+	cause         Trigger
+	blame         string // how the suspects of the last step were chosen
+	throttled     map[string]bool
+	ioThrottled   map[string]bool
+	ioCause       bool // the throttle level limits io (IOThrottle), not cpu
+	frozen        map[string]bool
+	killed        map[string]bool // until they leave the usage
+	suspects      map[string]bool // the revocable containers blamed in this episode
 
 	suspect   bool      // the last round saw a value in the hysteresis band (Pending)
 	recent    []bool    // the last Persist+1 observations at LevelNone: degraded?
