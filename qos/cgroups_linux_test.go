@@ -155,12 +155,14 @@ func TestInterferenceOnRealCgroups(t *testing.T) {
 	start := time.Now().Add(time.Hour).Truncate(time.Second)
 	now := start
 	mon := monitor.New(n, monitor.Config{Host: monitor.NoHost, Now: func() time.Time { return now }}, nil)
-	// The clock is fake (rounds 1 s apart run back to back), so cpu usage
-	// per fake second says nothing: the activity rule is off
-	// (active-cpu=active-stall=0); persist=1 and freeze-hold=cooldown give
-	// the plain graded response.
+	// The clock is fake (rounds 1 s apart run 50 ms apart), so cpu usage
+	// per fake second is tiny: any use counts as activity and as
+	// competition (active-cpu=active-stall=1e-6), and the burners compete
+	// on cpu (be-cpu-idle=false: attributed, so a confirmed cause may be
+	// killed; a KILL never follows a fallback attribution). persist=1 and
+	// freeze-hold=cooldown give the plain graded response.
 	ic, err := NewInterference(Options{"warmup": "3", "cooldown": "3s", "recover-after": "5s",
-		"persist": "1", "freeze-hold": "3s", "active-cpu": "0", "active-stall": "0", "kill-after": "1"}, nil)
+		"persist": "1", "freeze-hold": "3s", "active-cpu": "0.000001", "active-stall": "0.000001", "be-cpu-idle": "false", "kill-after": "1"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,6 +170,7 @@ func TestInterferenceOnRealCgroups(t *testing.T) {
 	round := func(sec int, lat time.Duration) []Correction {
 		t.Helper()
 		now = start.Add(time.Duration(sec) * time.Second)
+		time.Sleep(50 * time.Millisecond) // the burners get some cpu between samples
 		if err := mon.Sample(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -500,10 +500,11 @@ func (ic *Interference) competes(a activity, r string, hog bool) bool {
 
 // attribute returns the suspects among be for a degradation on the
 // resources rs (none: any resource), most active first: the containers
-// that compete on one of them; and a phrase saying how they were chosen.
+// that compete on one of them; a phrase saying how they were chosen; and
+// whether they are the fallback (nobody competes: every container).
 // For an unattributed degradation (rs empty) with no competitor, every
 // correctable container is a suspect (the cause test then tells).
-func (ic *Interference) attribute(be []*monitor.ContainerUsage, acts map[string]activity, rs []string) ([]*monitor.ContainerUsage, string) {
+func (ic *Interference) attribute(be []*monitor.ContainerUsage, acts map[string]activity, rs []string) ([]*monitor.ContainerUsage, string, bool) {
 	hog, top := "", 0.0
 	for _, c := range be {
 		if a := acts[c.ID]; a.known && a.memBytes > top {
@@ -526,11 +527,11 @@ func (ic *Interference) attribute(be []*monitor.ContainerUsage, acts map[string]
 	}
 	switch {
 	case len(rs) > 0:
-		return out, "competing for " + strings.Join(rs, ", ")
+		return out, "competing for " + strings.Join(rs, ", "), false
 	case len(out) > 0:
-		return out, "stalled on io or memory, or on cpu at its priority"
+		return out, "stalled on io or memory, or on cpu at its priority", false
 	}
-	return be, "no competitor identified: every active revocable container"
+	return be, "no competitor identified: every active revocable container", true
 }
 
 // Corrections implements Controller. The round's time is u.Timestamp.

@@ -59,6 +59,7 @@ type observation struct {
 	acts     map[string]activity
 	suspects []*monitor.ContainerUsage
 	blame    string // how suspects were chosen
+	fallback bool   // nobody competes: every correctable container is a suspect
 	// cooled: a cool-down has passed since the last change of level.
 	cooled bool
 }
@@ -146,7 +147,7 @@ func (ic *Interference) observe(u *monitor.Usage) observation {
 	if o.worst == nil {
 		o.stamp = newest
 	} else {
-		o.suspects, o.blame = ic.attribute(o.be, o.acts, o.resources)
+		o.suspects, o.blame, o.fallback = ic.attribute(o.be, o.acts, o.resources)
 	}
 	o.cooled = ic.lastChange.IsZero() || o.now.Sub(ic.lastChange) >= ic.cfg.Cooldown
 	if ic.level > LevelNone || len(o.be) == 0 {
@@ -229,6 +230,16 @@ func (ic *Interference) endEpisode(o *observation) {
 // confirmed earlier that strikes KillAfter times is killed (the most
 // active suspect) instead of frozen again.
 func (ic *Interference) escalate(o *observation, target int) ([]Correction, bool) {
+	if target >= LevelFreeze {
+		// Freeze only what competes now (and what is frozen already):
+		// a container blamed by an earlier round's fallback, which
+		// competes for nothing now, stays merely throttled.
+		for id := range ic.suspects {
+			if !ic.frozen[id] {
+				delete(ic.suspects, id)
+			}
+		}
+	}
 	for _, c := range o.suspects {
 		ic.suspects[c.ID] = true
 	}
@@ -236,7 +247,9 @@ func (ic *Interference) escalate(o *observation, target int) ([]Correction, bool
 		ic.strikes++
 		ic.readmitted = false
 	}
-	if target >= LevelFreeze && ic.confirmed && ic.cfg.KillAfter > 0 && ic.strikes >= ic.cfg.KillAfter && len(o.suspects) > 0 {
+	// Never kill on a fallback attribution (nobody identified as
+	// competing): freeze, and let the cause test tell.
+	if target >= LevelFreeze && ic.confirmed && ic.cfg.KillAfter > 0 && ic.strikes >= ic.cfg.KillAfter && len(o.suspects) > 0 && !o.fallback {
 		return ic.kill(o)
 	}
 	ic.become(target, o.now, *o.worst)
