@@ -349,7 +349,10 @@ type actuator struct {
 	cg CgroupActuator
 }
 
-var _ qos.Actuator = actuator{}
+var (
+	_ qos.Actuator   = actuator{}
+	_ qos.IOActuator = actuator{}
+)
 
 func (x actuator) SetCPUQuota(ctx context.Context, id string, milli int64) error {
 	if x.cg == nil {
@@ -370,6 +373,17 @@ func (x actuator) Thaw(ctx context.Context, id string) error {
 		return fmt.Errorf("thaw %s: %w", id, ErrNotSupported)
 	}
 	return x.cg.Thaw(ctx, id)
+}
+
+// SetIOLimit implements qos.IOActuator when the cgroup actuator can limit
+// io (the cgroups isolator's SetIOLimit: io.max / blkio.throttle.*);
+// otherwise it fails with ErrNotSupported.
+func (x actuator) SetIOLimit(ctx context.Context, id string, bytesPerSec int64) error {
+	io, ok := x.cg.(qos.IOActuator)
+	if !ok {
+		return fmt.Errorf("limit io of %s: %w", id, ErrNotSupported)
+	}
+	return io.SetIOLimit(ctx, id, bytesPerSec)
 }
 
 func (x actuator) Kill(ctx context.Context, id, reason string) error {

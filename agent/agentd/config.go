@@ -333,7 +333,7 @@ func (o OversubConfig) validate() error {
 		}
 	}
 	if strings.TrimSpace(o.Estimator) == "" {
-		return &ConfigError{Flag: "--estimator", Err: errors.New("--estimator: empty (want noop, fixed, usage or plugin:/path)")}
+		return &ConfigError{Flag: "--estimator", Err: errors.New("--estimator: empty (want noop, fixed, usage, idle or plugin:/path)")}
 	}
 	if strings.TrimSpace(o.QoS) == "" {
 		return &ConfigError{Flag: "--qos", Err: errors.New("--qos: empty (want noop, load, interference or plugin:/path)")}

@@ -141,7 +141,7 @@ func registerAgentFlags(f *pflag.FlagSet, cfg *agentd.Config) {
 	f.StringSliceVar(&sec.HidePaths, "hide-paths", sec.HidePaths, "host paths masked from tasks on the host root (comma-separated; the state dir, the socket's directory and the netns directory always are)")
 
 	o := &cfg.Oversub
-	f.StringVar(&o.Estimator, "estimator", o.Estimator, `resource estimator: noop, fixed, usage or "plugin:/path/to/bin [args]"`)
+	f.StringVar(&o.Estimator, "estimator", o.Estimator, `resource estimator: noop, fixed, usage, idle or "plugin:/path/to/bin [args]"`)
 	f.StringArrayVar(&o.EstimatorOpts, "estimator-opt", o.EstimatorOpts, "estimator option key=value (repeatable), e.g. resources=cpus:1;mem:512 for fixed")
 	f.DurationVar(&o.EstimatorInterval, "estimator-interval", o.EstimatorInterval, "how often the estimator runs (at least 1s)")
 	f.StringVar(&o.QoS, "qos", o.QoS, `QoS controller: noop, load, interference or "plugin:/path/to/bin [args]"`)
