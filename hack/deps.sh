@@ -14,7 +14,7 @@ PKGS=(
   linux-perf                           # `perf bench sched pipe` in make bench
   protobuf-compiler                    # `make generate` (generated code is committed)
   jq procps util-linux curl
-  qemu-system-x86 cpio                 # make test-v2: the cgroup v2 guest
+  qemu-system-x86 cpio e2fsprogs       # make test-v2: the cgroup v2 guest and its scratch disk
 )
 
 missing=()
