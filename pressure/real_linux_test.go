@@ -105,7 +105,9 @@ func (n *node) Containers(ctx context.Context) ([]monitor.ContainerInfo, error) 
 	return out, nil
 }
 
-func (n *node) Usage(ctx context.Context, id string) (*isolator.Statistics, error) { return n.c.Usage(ctx, id) }
+func (n *node) Usage(ctx context.Context, id string) (*isolator.Statistics, error) {
+	return n.c.Usage(ctx, id)
+}
 
 func (n *node) Evict(ctx context.Context, id, msg string) error {
 	n.mu.Lock()
