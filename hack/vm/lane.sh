@@ -103,7 +103,7 @@ echo "${VM_TEST_TIMEOUT:-6m}" >"$root/brim/timeout"
 # Kernel modules: the network ones and their dependencies, for modprobe.
 mkdir -p "$root/lib/modules/$KERNEL_RELEASE"
 cp "$kmods"/modules.* "$root/lib/modules/$KERNEL_RELEASE/"
-(cd "$kmods" && cp -a --parents kernel/net kernel/drivers/net kernel/drivers/block/virtio_blk.ko kernel/lib kernel/crypto "$root/lib/modules/$KERNEL_RELEASE/")
+(cd "$kmods" && cp -a --parents kernel/net kernel/drivers/net kernel/drivers/block/virtio_blk.ko kernel/drivers/virtio kernel/lib kernel/crypto "$root/lib/modules/$KERNEL_RELEASE/")
 busybox depmod -b "$root" "$KERNEL_RELEASE" # the package leaves modules.dep to its postinst
 
 # A scratch disk (virtio, ext4, made fresh each run) for the tests of the
