@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/brimnode/brim/isolator"
@@ -28,6 +29,15 @@ type Source interface {
 // implements it (its parent group, or the node).
 type ScopeReader interface {
 	ParentMemory() (cgroups.ScopeMemory, error)
+}
+
+// Waker is an optional ability of a ScopeReader: WatchParentMemory
+// reports the kernel's own memory-pressure notifications for the scope
+// (*cgroups.Isolator: v1 memory.pressure_level, v2 a PSI trigger), so
+// that a round runs at once rather than at the next tick. The channel
+// closes when ctx ends.
+type Waker interface {
+	WatchParentMemory(ctx context.Context) (<-chan struct{}, error)
 }
 
 // Evictor ends a revocable container; its task's status carries message.
@@ -99,7 +109,8 @@ type MemoryGuard struct {
 	now   func() time.Time
 
 	stalls stallTracker
-	last   time.Time // of the last eviction
+	last   time.Time    // of the last eviction
+	wakes  atomic.Int64 // rounds run on a kernel notification
 
 	mu     sync.Mutex
 	recent []Eviction // newest last, bounded
@@ -124,18 +135,42 @@ func NewMemory(cfg MemoryConfig, src Source, scope ScopeReader, ev Evictor, log 
 		stalls: stallTracker{last: map[string]stallSample{}}}, nil
 }
 
-// Run runs a round every Interval until ctx ends; it returns ctx.Err().
-// A failed round is logged and the next one runs as usual.
+// Run runs a round every Interval, and at once when the scope's kernel
+// notification (Waker) fires (at most one extra round per Interval/5),
+// until ctx ends; it returns ctx.Err(). A failed round is logged and the
+// next one runs as usual.
 func (g *MemoryGuard) Run(ctx context.Context) error {
 	t := time.NewTicker(g.cfg.Interval)
 	defer t.Stop()
-	var failing bool
+	var wake <-chan struct{}
+	if w, ok := g.scope.(Waker); ok {
+		ch, err := w.WatchParentMemory(ctx)
+		if err != nil {
+			g.log.Info("no kernel memory-pressure notifications; polling only", "interval", g.cfg.Interval, "err", err)
+		} else {
+			wake = ch
+		}
+	}
+	var (
+		failing bool
+		last    time.Time
+	)
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+		case _, ok := <-wake:
+			if !ok {
+				wake = nil
+				continue
+			}
+			if time.Since(last) < g.cfg.Interval/5 {
+				continue // a round just ran; the next tick follows
+			}
+			g.wakes.Add(1)
 		}
+		last = time.Now()
 		err := g.Round(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
@@ -245,6 +280,10 @@ func (g *MemoryGuard) record(e Eviction) {
 		g.recent = slices.Delete(g.recent, 0, n-recentEvictions)
 	}
 }
+
+// Wakes returns how many rounds ran on a kernel notification rather than
+// the tick.
+func (g *MemoryGuard) Wakes() int64 { return g.wakes.Load() }
 
 // Evictions returns the last evictions (up to 32), oldest first.
 func (g *MemoryGuard) Evictions() []Eviction {

@@ -216,3 +216,48 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// wakingScope is a full scope whose kernel notification the test fires.
+type wakingScope struct {
+	ch chan struct{}
+}
+
+func (w wakingScope) ParentMemory() (cgroups.ScopeMemory, error) {
+	return cgroups.ScopeMemory{Used: 99, Limit: 100}, nil
+}
+
+func (w wakingScope) WatchParentMemory(context.Context) (<-chan struct{}, error) { return w.ch, nil }
+
+// syncEvictor records evictions on a channel (Run's goroutine evicts).
+type syncEvictor chan string
+
+func (e syncEvictor) Evict(_ context.Context, id, _ string) error { e <- id; return nil }
+
+// TestMemoryGuardWakes: with an hour between ticks, a kernel notification
+// runs a round at once.
+func TestMemoryGuardWakes(t *testing.T) {
+	f := newFake()
+	f.add("be", true, 10)
+	scope := wakingScope{ch: make(chan struct{}, 1)}
+	ev := make(syncEvictor, 1)
+	g, err := NewMemory(MemoryConfig{Interval: time.Hour}, f, scope, ev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- g.Run(ctx) }()
+	scope.ch <- struct{}{}
+	select {
+	case id := <-ev:
+		if id != "be" {
+			t.Errorf("evicted %s", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no round on the notification")
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) || g.Wakes() != 1 {
+		t.Errorf("Run = %v, wakes %d", err, g.Wakes())
+	}
+}

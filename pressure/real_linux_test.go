@@ -194,7 +194,7 @@ func TestMemoryGuardEvictsHogBeforeOOM(t *testing.T) {
 	if !evicted || st.OOMKilled || !strings.HasPrefix(msg, "evicted: memory pressure") {
 		t.Fatalf("hog ended %+v; evicted by brim %v (%q): want an eviction, not an OOM kill", st, evicted, msg)
 	}
-	t.Logf("hog evicted: %s; evictions %+v", msg, g.Evictions())
+	t.Logf("hog evicted: %s; evictions %+v; rounds on a kernel notification: %d", msg, g.Evictions(), g.Wakes())
 	if k := oomKills(t, n.cg.Path(lc.ID)); k != 0 {
 		t.Errorf("the guaranteed container had %d OOM kills", k)
 	}
