@@ -102,24 +102,24 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 		return nil, fmt.Errorf("launch %s: %w", id, err)
 	}
 	bundle := &executor.Bundle{
-		Version:     executor.BundleVersion,
-		ID:          id,
-		Args:        spec.Command,
-		Env:         append(append([]string(nil), spec.Env...), launch.Env...),
-		Cwd:         spec.Cwd,
-		Rootfs:      spec.Rootfs,
-		CgroupPath:  launch.CgroupPath,
-		NetNSPath:   launch.NetNSPath,
-		StateRoot:   c.runcRoot,
-		HidePaths:   append([]string{c.cfg.StateDir}, c.cfg.HidePaths...),
-		UID:         user.UID,
-		GID:         user.GID,
-		OOMScoreAdj: launch.OOMScoreAdj,
+		Version:    executor.BundleVersion,
+		ID:         id,
+		Args:       spec.Command,
+		Env:        append(append([]string(nil), spec.Env...), launch.Env...),
+		Cwd:        spec.Cwd,
+		Rootfs:     spec.Rootfs,
+		CgroupPath: launch.CgroupPath,
+		NetNSPath:  launch.NetNSPath,
+		StateRoot:  c.runcRoot,
+		HidePaths:  append([]string{c.cfg.StateDir}, c.cfg.HidePaths...),
+		UID:        user.UID,
+		GID:        user.GID,
 		// The shim verifies the cgroup and network namespace itself
 		// before exec: no go-ahead round trip unless an isolator must see
 		// the init first.
 		SkipGoAhead: !c.needIsolate(),
 	}
+	bundle.OOMScoreAdj = launch.OOMScoreAdj // the cgroup isolator's, by class
 	if err := executor.WriteBundle(dir, bundle); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", id, err)
 	}
