@@ -29,6 +29,7 @@ func (o *oversub) newGuards(a *Agent) error {
 			return err
 		}
 		o.memG = g
+		o.reg.MustRegister(g)
 	}
 	if c := o.cfg.IOGuard; c != nil {
 		if o.cfg.IOThrottler == nil {
@@ -39,6 +40,7 @@ func (o *oversub) newGuards(a *Agent) error {
 			return err
 		}
 		o.ioG = g
+		o.reg.MustRegister(g)
 	}
 	return nil
 }

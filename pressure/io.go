@@ -92,9 +92,10 @@ type IOGuard struct {
 	victims, causes stallTracker
 	lastBad         time.Time
 
-	mu        sync.Mutex
-	throttled map[string]bool
-	recent    []IOAction
+	mu          sync.Mutex
+	throttled   map[string]bool
+	recent      []IOAction
+	nSet, nLift int64 // totals, for metrics
 }
 
 // NewIO returns an IO guard. Errors wrap ErrInvalidConfig.
@@ -224,6 +225,11 @@ func (g *IOGuard) set(ctx context.Context, id string, l cgroups.IOLimit, now tim
 			delete(g.throttled, id)
 		}
 	}
+	if err == nil && on {
+		g.nSet++
+	} else if err == nil {
+		g.nLift++
+	}
 	g.recent = append(g.recent, IOAction{At: now, ContainerID: id, Throttle: on, Why: why, Err: err})
 	if n := len(g.recent); n > recentEvictions {
 		g.recent = slices.Delete(g.recent, 0, n-recentEvictions)
@@ -259,7 +265,8 @@ func (g *IOGuard) Throttled() []string {
 }
 
 // Actions returns the last throttles set or lifted (up to 32), oldest
-// first.
+// first. The guard is also a prometheus.Collector
+// (brim_pressure_io_actions_total, brim_pressure_io_throttled).
 func (g *IOGuard) Actions() []IOAction {
 	g.mu.Lock()
 	defer g.mu.Unlock()

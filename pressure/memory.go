@@ -112,8 +112,9 @@ type MemoryGuard struct {
 	last   time.Time    // of the last eviction
 	wakes  atomic.Int64 // rounds run on a kernel notification
 
-	mu     sync.Mutex
-	recent []Eviction // newest last, bounded
+	mu              sync.Mutex
+	recent          []Eviction // newest last, bounded
+	evicted, failed int64      // totals, for metrics
 }
 
 const recentEvictions = 32
@@ -275,6 +276,11 @@ func (g *MemoryGuard) largest(ctx context.Context, revocable []monitor.Container
 func (g *MemoryGuard) record(e Eviction) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if e.Err != nil {
+		g.failed++
+	} else {
+		g.evicted++
+	}
 	g.recent = append(g.recent, e)
 	if n := len(g.recent); n > recentEvictions {
 		g.recent = slices.Delete(g.recent, 0, n-recentEvictions)
@@ -285,7 +291,9 @@ func (g *MemoryGuard) record(e Eviction) {
 // the tick.
 func (g *MemoryGuard) Wakes() int64 { return g.wakes.Load() }
 
-// Evictions returns the last evictions (up to 32), oldest first.
+// Evictions returns the last evictions (up to 32), oldest first. The
+// guard is also a prometheus.Collector (brim_pressure_evictions_total,
+// brim_pressure_memory_wakes_total).
 func (g *MemoryGuard) Evictions() []Eviction {
 	g.mu.Lock()
 	defer g.mu.Unlock()

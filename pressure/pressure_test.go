@@ -12,6 +12,7 @@ import (
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/isolator/cgroups"
 	"github.com/brimnode/brim/monitor"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // fakeNode is a scripted node: containers with a working set and
@@ -259,5 +260,40 @@ func TestMemoryGuardWakes(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) || g.Wakes() != 1 {
 		t.Errorf("Run = %v, wakes %d", err, g.Wakes())
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	f := newFake()
+	f.add("be", true, 10)
+	f.add("lc", false, 0)
+	f.scope = cgroups.ScopeMemory{Used: 99, Limit: 100}
+	g := memGuard(t, f)
+	round(t, g)
+	want := `
+# HELP brim_pressure_evictions_total Revocable containers evicted by the memory guard (result: ok or error).
+# TYPE brim_pressure_evictions_total counter
+brim_pressure_evictions_total{result="error"} 0
+brim_pressure_evictions_total{result="ok"} 1
+`
+	if err := promtest.CollectAndCompare(g, strings.NewReader(want), "brim_pressure_evictions_total"); err != nil {
+		t.Error(err)
+	}
+	io, err := NewIO(IOConfig{}, f, f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.now = func() time.Time { return f.now }
+	f.add("w", true, 0)
+	round(t, io)
+	f.tick(time.Second, nil, map[string]float64{"lc": 0.9, "w": 0.9})
+	round(t, io)
+	want = `
+# HELP brim_pressure_io_throttled Revocable containers whose IO the IO guard throttles now.
+# TYPE brim_pressure_io_throttled gauge
+brim_pressure_io_throttled 1
+`
+	if err := promtest.CollectAndCompare(io, strings.NewReader(want), "brim_pressure_io_throttled"); err != nil {
+		t.Error(err)
 	}
 }
