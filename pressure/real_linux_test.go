@@ -225,8 +225,7 @@ func waitFile(t *testing.T, p string) {
 // not reproducible) while on is set; every other figure is real.
 type stalledVictim struct {
 	Source
-	id    string
-	start time.Time
+	id string
 
 	mu   sync.Mutex
 	on   bool
