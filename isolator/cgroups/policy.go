@@ -146,8 +146,9 @@ func (i *Isolator) setLow(id string, low int64) error {
 
 // setOOMScoreAdj writes adj to the oom_score_adj of every process in the
 // group of id (processes that exit meanwhile are skipped). Processes the
-// group gains later inherit it from their parent; the container's
-// processes lack CAP_SYS_RESOURCE and cannot lower it.
+// group gains later inherit it from their parent. Written with
+// CAP_SYS_RESOURCE it is also each process's oom_score_adj_min, which the
+// container's processes (without that capability) cannot go below.
 func (i *Isolator) setOOMScoreAdj(id string, adj int) error {
 	pids, err := readProcs(i.dir(i.pidsController(), i.Path(id)))
 	if errors.Is(err, fs.ErrNotExist) {
