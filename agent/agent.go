@@ -282,6 +282,11 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.Oversub != nil {
 		a.over = newOversub(a, *opts.Oversub)
+		if err := a.over.newGuards(a); err != nil {
+			cancel()
+			_ = lock.Close() // New fails with err; the lock only has to go
+			return nil, fmt.Errorf("oversubscription: %w", err)
+		}
 	}
 	return a, nil
 }

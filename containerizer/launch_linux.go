@@ -135,6 +135,7 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 		// the init first.
 		SkipGoAhead: !c.needIsolate(),
 	}
+	bundle.OOMScoreAdj = launch.OOMScoreAdj // the cgroup isolator's, by class
 	if err := executor.WriteBundle(dir, bundle); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", id, err)
 	}

@@ -102,6 +102,10 @@ type Bundle struct {
 	UserNS *subid.Range `json:"userns,omitempty"`
 	// NoSeccomp disables the default seccomp profile.
 	NoSeccomp bool `json:"no_seccomp,omitempty"`
+	// OOMScoreAdj, when set, is the oom_score_adj of the container's init
+	// (its processes inherit it), set before the user process runs; nil
+	// inherits the shim's. The cgroup isolator chooses it by QoS class.
+	OOMScoreAdj *int `json:"oom_score_adj,omitempty"`
 	// SkipGoAhead lets a shim started with the launch handshake run the
 	// user process as soon as the init is created and its confinement
 	// verified (cgroup and network namespace), without waiting for the
@@ -130,6 +134,8 @@ func (b *Bundle) Validate() error {
 		return fmt.Errorf("state root %q is not absolute", b.StateRoot)
 	case b.Rootfs != "" && !filepath.IsAbs(b.Rootfs):
 		return fmt.Errorf("rootfs %q is not absolute", b.Rootfs)
+	case b.OOMScoreAdj != nil && (*b.OOMScoreAdj < -1000 || *b.OOMScoreAdj > 1000):
+		return fmt.Errorf("oom_score_adj %d outside [-1000, 1000]", *b.OOMScoreAdj)
 	}
 	if r := b.UserNS; r != nil {
 		if err := r.Validate(); err != nil {

@@ -18,8 +18,8 @@ import (
 // paths; no_new_privileges; device rules), a read-only root, a private
 // /tmp, the sandbox (dir/sandbox) at /mnt/sandbox, the process user
 // (b.UID, b.GID, no supplementary groups), the cgroup path, the
-// network namespace, a user namespace with b.UserNS's mappings when set
-// and, unless b.NoSeccomp, brim's seccomp profile.
+// network namespace, a user namespace with b.UserNS's mappings when set,
+// the oom_score_adj and, unless b.NoSeccomp, brim's seccomp profile.
 // rootfs is the directory libcontainer pivots into. Cgroup limits are not
 // in it: the isolators own them. Any OCI runtime can run the result
 // (bench/10-launch.bench.sh gives it to runc as the equivalent bundle).
@@ -39,6 +39,7 @@ func RuntimeSpec(b *Bundle, dir, rootfs string) *specs.Spec {
 		p.Cwd = "/"
 	}
 	p.Rlimits = nil // inherit the shim's
+	p.OOMScoreAdj = b.OOMScoreAdj
 	// No supplementary groups: libcontainer sets them to exactly this list.
 	p.User = specs.User{UID: b.UID, GID: b.GID}
 

@@ -128,6 +128,10 @@ type Launch struct {
 	NetNSPath string
 	// Env is added to the container's environment.
 	Env []string
+	// OOMScoreAdj, when set, is the oom_score_adj of the container's init
+	// (inherited by every process it starts), applied by the runtime
+	// before the user process runs; nil inherits the shim's.
+	OOMScoreAdj *int
 }
 
 // Statistics is one sample of a container's usage: Mesos's ResourceStatistics

@@ -57,6 +57,7 @@ type Config struct {
 	Network    NetworkConfig
 	Oversub    OversubConfig
 	Security   SecurityConfig
+	Safety     SafetyConfig // memory and IO safety of oversubscription (safety.go)
 	Link       LinkConfig
 	// Version is reported by the local API.
 	Version string
@@ -143,6 +144,7 @@ func DefaultConfig() Config {
 			DefaultPids: cgroups.DefaultPidsMax,
 			HidePaths:   append([]string(nil), containerizer.DefaultHidePaths...),
 		},
+		Safety: DefaultSafety(),
 	}
 }
 
@@ -223,6 +225,9 @@ func (c Config) resolve() (resolved, error) {
 		return r, err
 	}
 	if err := c.Security.validate(); err != nil {
+		return r, err
+	}
+	if err := c.Safety.validate(); err != nil {
 		return r, err
 	}
 	if err := c.Oversub.validate(); err != nil {
