@@ -6,6 +6,7 @@ import (
 	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/isolator/cgroups"
 	"github.com/brimnode/brim/pressure"
+	"github.com/brimnode/brim/qos"
 )
 
 // SafetyConfig is the memory and IO safety of oversubscription: how the
@@ -104,3 +105,8 @@ func (s SafetyConfig) guards(over *agent.Oversub, cg *cgroups.Isolator) {
 		over.IOThrottler = cg
 	}
 }
+
+// The cgroups isolator is the QoS controller's IO actuator too (its
+// THROTTLE_IO correction, qos io-throttle=): the agent's actuator finds
+// SetIOLimit on it.
+var _ qos.IOActuator = (*cgroups.Isolator)(nil)

@@ -619,6 +619,16 @@ func (i *Isolator) ThrottleIO(ctx context.Context, id string, l IOLimit) error {
 	return nil
 }
 
+// SetIOLimit is the QoS controller's IO correction (qos.IOActuator): it
+// caps reads and writes of container id at bytesPerSec each, through
+// ThrottleIO; 0 lifts the cap.
+func (i *Isolator) SetIOLimit(ctx context.Context, id string, bytesPerSec int64) error {
+	if bytesPerSec < 0 {
+		return fmt.Errorf("limit io of %s to %d bytes/s: %w", id, bytesPerSec, ErrInvalid)
+	}
+	return i.ThrottleIO(ctx, id, IOLimit{ReadBPS: bytesPerSec, WriteBPS: bytesPerSec})
+}
+
 // Spec returns what brim last wrote for container id (limits, the class's
 // soft limits, io weight and oom_score_adj, corrections in force); ok is
 // false for an unknown group or one whose state is unknown.

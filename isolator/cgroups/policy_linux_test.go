@@ -2,6 +2,7 @@ package cgroups
 
 import (
 	"context"
+	"errors"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -123,6 +124,27 @@ func TestPolicyWrites(t *testing.T) {
 	}
 	if got := throttleFile(); got != "" {
 		t.Errorf("unthrottled: %q, want empty", got)
+	}
+	// The QoS controller's IO correction (qos.IOActuator) caps reads and
+	// writes alike and lifts with 0.
+	if err := i.SetIOLimit(ctx, be, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	wantIO := want // v1: the write file read here
+	if v2 {
+		wantIO = dev + " rbps=1048576 wbps=1048576 riops=max wiops=max"
+	}
+	if got := throttleFile(); got != wantIO {
+		t.Errorf("SetIOLimit: %q, want %q", got, wantIO)
+	}
+	if err := i.SetIOLimit(ctx, be, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := throttleFile(); got != "" {
+		t.Errorf("SetIOLimit 0: %q, want empty", got)
+	}
+	if err := i.SetIOLimit(ctx, be, -1); !errors.Is(err, ErrInvalid) {
+		t.Errorf("SetIOLimit -1: %v, want ErrInvalid", err)
 	}
 
 	// Recover: limits, soft limits and oom_score_adj rewritten, throttle lifted.
