@@ -98,6 +98,9 @@ while read -r dir _; do
   mkdir -p "$root/src/$dir"
   cp -a "$dir"/. "$root/src/$dir"/
 done <"$root/brim/packages"
+# The copies are the tests' working directories (their testdata); a go.mod
+# of their own keeps them out of the repo's ./... (lint, vet, test).
+printf 'module brim-vm-copies\n' >"$root/src/go.mod"
 echo "${VM_TEST_TIMEOUT:-6m}" >"$root/brim/timeout"
 
 # Kernel modules: the network ones and their dependencies, for modprobe.
