@@ -427,8 +427,11 @@ func (c *Client) Run(ctx context.Context) error {
 			case notLeader:
 				// A standby: go to the leader it names (the next
 				// listed master while none is elected).
-				c.log.Info("master is a standby; following the leader", "master", target, "leader", leader, "retry_in", wait)
 				masters.Follow(leader)
+				if leader != "" { // the leader is known: try it soon
+					attempt, wait = -1, retry.delay(0, rand.Float64())
+				}
+				c.log.Info("master is a standby; following the leader", "master", target, "leader", leader, "retry_in", wait)
 			case !registered && rejected(err):
 				if !everRegistered {
 					_ = cc.Close()

@@ -192,6 +192,7 @@ func (d *Driver) Run(ctx context.Context, cb Callbacks) error {
 		if leader, ok := masteraddr.Leader(err); ok {
 			d.log.Info("master is a standby; following the leader", "leader", leader)
 			d.masters.Follow(leader)
+			delay = minRetry // a failover under way: no reason to wait longer
 		} else if d.masters.Len() > 1 {
 			d.masters.Failed()
 		}

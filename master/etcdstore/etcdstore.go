@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -181,7 +182,7 @@ func (c *Client) campaign(ctx context.Context, s *concurrency.Session, addr stri
 		}
 		return nil, err
 	}
-	t := &Term{c: c, s: s, e: e, key: e.Key(), rev: e.Rev(), addr: addr}
+	t := &Term{c: c, s: s, e: e, key: e.Key(), rev: e.Rev(), addr: addr, done: make(chan struct{}), stop: make(chan struct{})}
 	rctx, rcancel := context.WithTimeout(ctx, c.timeout)
 	defer rcancel()
 	resp, err := c.cli.Get(rctx, t.key)
@@ -192,6 +193,7 @@ func (c *Client) campaign(ctx context.Context, s *concurrency.Session, addr stri
 		return nil, fmt.Errorf("check leadership: election key %s is gone: %w", t.key, master.ErrNotLeader)
 	}
 	c.log.Info("elected leader", "key", t.key, "revision", t.rev, "advertise", addr)
+	go t.watch(time.Now()) // owned by t: ends with the term or Resign
 	return t, nil
 }
 
@@ -278,6 +280,62 @@ type Term struct {
 	key  string
 	rev  int64
 	addr string
+
+	done     chan struct{} // closed by watch when the term is over
+	stop     chan struct{} // closed by Resign
+	stopOnce sync.Once
+}
+
+// watch closes done when the session ends — or earlier, when this
+// master cannot be sure it still leads. The session's own end comes
+// when the client's keepalive deadline passes, which lags etcd's
+// expiry of the lease (measured: 0.6 s after a standby was elected with
+// a 2 s TTL): two leaders for a moment. So watch refreshes the lease
+// itself every TTL/4 and ends the term once TTL·3/4 passed since the
+// last refresh that succeeded was sent: etcd keeps the lease at least
+// TTL after that send, so this master steps down before any other can
+// be elected.
+func (t *Term) watch(lastOK time.Time) {
+	defer close(t.done)
+	ttl := time.Duration(t.c.ttl) * time.Second
+	every, limit := ttl/4, ttl*3/4
+	tick := time.NewTicker(every / 2)
+	defer tick.Stop()
+	type result struct {
+		sent time.Time
+		err  error
+	}
+	results := make(chan result, 1)
+	inflight := false
+	lastSent := time.Time{}
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-t.s.Done():
+			t.c.log.Warn("etcd session ended: leadership lost")
+			return
+		case r := <-results:
+			inflight = false
+			if r.err == nil && r.sent.After(lastOK) {
+				lastOK = r.sent
+			}
+		case now := <-tick.C:
+			if now.Sub(lastOK) > limit {
+				t.c.log.Warn("no lease refresh acknowledged in time: stepping down", "since", now.Sub(lastOK).Round(time.Millisecond), "ttl", ttl)
+				return
+			}
+			if !inflight && now.Sub(lastSent) >= every {
+				inflight, lastSent = true, now
+				go func() { // bounded by its timeout; reports once
+					ctx, cancel := context.WithTimeout(t.s.Ctx(), every)
+					defer cancel()
+					_, err := t.c.cli.KeepAliveOnce(ctx, t.s.Lease())
+					results <- result{sent: now, err: err}
+				}()
+			}
+		}
+	}
 }
 
 var (
@@ -288,13 +346,14 @@ var (
 // Store is the registry, every write fenced by this leadership.
 func (t *Term) Store() master.Store { return t }
 
-// Done is closed when the session ends (its lease expired or revoked):
-// the leadership is lost.
-func (t *Term) Done() <-chan struct{} { return t.s.Done() }
+// Done is closed when the leadership is lost (or may be: see watch),
+// and after Resign.
+func (t *Term) Done() <-chan struct{} { return t.done }
 
 // Resign gives the leadership up at once (a clean stop), ending the
 // session.
 func (t *Term) Resign(ctx context.Context) error {
+	t.stopOnce.Do(func() { close(t.stop) })
 	err := t.e.Resign(ctx)
 	return errors.Join(err, t.s.Close())
 }

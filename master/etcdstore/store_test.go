@@ -105,7 +105,17 @@ func TestTermFencing(t *testing.T) {
 	}
 
 	pa.Restore()
-	time.Sleep(200 * time.Millisecond)
+	// Until its client reconnects a write fails otherwise; never succeeds.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		err := s.PutAgent("agent-3", master.PersistedAgent{Hostname: "h3"})
+		if errors.Is(err, master.ErrNotLeader) {
+			break
+		}
+		if err == nil || time.Now().After(deadline) {
+			t.Fatalf("deposed leader's first write: %v, want ErrNotLeader", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	for name, err := range map[string]error{
 		"PutAgent":        s.PutAgent("agent-3", master.PersistedAgent{Hostname: "h3"}),
 		"PutWeights":      s.PutWeights(map[string]float64{"ads": 9}),
