@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -43,6 +44,8 @@ type masterFlags struct {
 	maxCompletedFWs     int
 	// tlsCert and tlsKey serve the port over TLS (brim master only).
 	tlsCert, tlsKey string
+	// ha chooses the store: bbolt or etcd (brim master only).
+	ha haFlags
 }
 
 // register adds the flags to fl; --state-dir only with a default.
@@ -103,6 +106,10 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	}
 	cfg.Allocator.DefaultRefuse = f.refuse
 	cfg.Allocator.Sorter = f.sorter
+	closeStore, err := f.ha.apply(ctx, &cfg, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	// SIGHUP is caught from here on, before the master serves.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -110,11 +117,12 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	r, err := master.Start(ctx, cfg)
 	if err != nil {
 		signal.Stop(hup)
+		_ = closeStore()
 		return nil, nil, nil, err
 	}
 	wait := func() error {
 		defer signal.Stop(hup)
-		return r.Wait()
+		return errors.Join(r.Wait(), closeStore())
 	}
 	return r.Master, r.Addr, wait, nil
 }
@@ -128,6 +136,7 @@ type masterCommandFlags struct {
 
 func (m *masterCommandFlags) register(f *pflag.FlagSet) {
 	m.masterFlags.register(f, defaultMasterStateDir)
+	m.ha.register(f)
 	f.StringVar(&m.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve the port over TLS, gRPC and HTTP API alike (with --tls-key; default: no TLS)")
 	f.StringVar(&m.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	m.lf.register(f)
@@ -145,7 +154,7 @@ func (m *masterCommandFlags) check() error {
 	if (m.tlsCert == "") != (m.tlsKey == "") {
 		return exitError{code: 2, msg: "--tls-cert and --tls-key go together"}
 	}
-	return nil
+	return m.ha.check()
 }
 
 func newMasterCommand() *cobra.Command {

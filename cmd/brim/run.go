@@ -110,7 +110,7 @@ largest free resources offered are named).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "master", defaultMasterListen, "master address")
+	f.StringVar(&addr, "master", defaultMasterListen, "master address host:port, or the masters of a highly available cluster, comma-separated (the leader is found and followed)")
 	f.Float64Var(&cpus, "cpus", 0.1, "cpus of the task")
 	f.Int64Var(&mem, "mem", 64, "memory of the task, MiB")
 	f.StringVar(&principal, "principal", "", "principal to authenticate the framework as (needed when the master has --credentials)")
@@ -187,7 +187,7 @@ func explainTLS(addr string) func(context.Context, error) error {
 		tls  bool
 	)
 	return func(ctx context.Context, err error) error {
-		once.Do(func() { tls = client.ServesTLS(ctx, addr) })
+		once.Do(func() { tls = client.ServesTLS(ctx, strings.Split(addr, ",")[0]) })
 		if tls {
 			return fmt.Errorf("%w (%w)", err, client.ErrServesTLS)
 		}

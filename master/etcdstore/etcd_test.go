@@ -236,4 +236,3 @@ func waitDone(t *testing.T, ch <-chan struct{}, d time.Duration, what string) ti
 		return 0
 	}
 }
-
