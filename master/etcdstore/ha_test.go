@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/brimnode/brim/client"
 	"github.com/brimnode/brim/internal/masteraddr"
 	"github.com/brimnode/brim/master"
 	"github.com/brimnode/brim/master/etcdstore"
@@ -377,6 +378,25 @@ func TestFailover(t *testing.T) {
 	if w := nm.State().Weights["ads"]; w != 3 {
 		t.Fatalf("weight after the deposed leader's write: %v", w)
 	}
+	// The operator client with the dead master listed first, then a
+	// standby: it moves on, follows the redirect, sends its change.
+	var standby *haMaster
+	for _, s := range standbys {
+		if s != next {
+			standby = s
+		}
+	}
+	oc, err := client.New(client.Config{Master: strings.Join([]string{leader.addr(), standby.addr()}, ","), Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := oc.SetWeights(context.Background(), []master.WeightRequest{{Role: "web", Weight: 4}}); err != nil {
+		t.Fatalf("operator client through the dead master and a standby: %v", err)
+	}
+	if got, err := oc.State(context.Background()); err != nil || got.Weights["web"] != 4 || got.Weights["ads"] != 3 {
+		t.Fatalf("operator client State: %v %v", got.Weights, err)
+	}
+
 	updMu.Lock()
 	defer updMu.Unlock()
 	if updates["TASK_RUNNING"] != 1 {
