@@ -35,6 +35,7 @@ type masterFlags struct {
 	maxMissedHeartbeats int
 	offerTimeout        time.Duration
 	failoverTimeout     time.Duration
+	reregisterTimeout   time.Duration
 	refuse              time.Duration
 	sorter              string
 	fresh               bool
@@ -62,6 +63,7 @@ func (f *masterFlags) register(fl *pflag.FlagSet, stateDirDefault string) {
 	fl.IntVar(&f.maxMissedHeartbeats, "max-missed-heartbeats", master.DefaultMaxMissedHeartbeats, "missed heartbeats after which an agent is unreachable and its tasks LOST")
 	fl.DurationVar(&f.offerTimeout, "offer-timeout", 0, "rescind offers not used within this time (0: never)")
 	fl.DurationVar(&f.failoverTimeout, "failover-timeout", master.DefaultFailoverTimeout, "how long a disconnected framework keeps its tasks unless it asks for another timeout")
+	fl.DurationVar(&f.reregisterTimeout, "reregistration-timeout", 0, "after a start or a failover, how long to wait for the registry's agents before reconciliation calls tasks it does not know LOST (0: heartbeat-interval × max-missed-heartbeats)")
 	fl.DurationVar(&f.refuse, "default-refuse", 5*time.Second, "how long declined resources are not offered again to the framework by default")
 	fl.StringVar(&f.sorter, "sorter", "drf", "allocation order: drf, medrf or random")
 	fl.BoolVar(&f.fresh, "fresh", false, "start with an empty store when STATE-DIR/master.db is empty or damaged (it is kept as master.db.broken-TIME); without it the master refuses to start")
@@ -78,6 +80,9 @@ func (f *masterFlags) register(fl *pflag.FlagSet, stateDirDefault string) {
 func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master.Master, net.Addr, func() error, error) {
 	if f.maxCompletedTasks < 1 || f.maxCompletedFWs < 1 {
 		return nil, nil, nil, exitError{code: 2, msg: "--max-completed-tasks and --max-completed-frameworks must be positive"}
+	}
+	if f.reregisterTimeout < 0 {
+		return nil, nil, nil, exitError{code: 2, msg: "--reregistration-timeout must not be negative"}
 	}
 	if f.backupInterval < 0 || f.backupKeep < 1 {
 		return nil, nil, nil, exitError{code: 2, msg: "--backup-interval must not be negative and --backup-keep must be at least 1"}
@@ -96,6 +101,7 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 			MaxMissedHeartbeats:    f.maxMissedHeartbeats,
 			OfferTimeout:           f.offerTimeout,
 			FailoverTimeout:        f.failoverTimeout,
+			ReregistrationTimeout:  f.reregisterTimeout,
 			AuthenticateAgents:     f.authenticateAgents,
 			MaxCompletedTasks:      f.maxCompletedTasks,
 			MaxCompletedFrameworks: f.maxCompletedFWs,

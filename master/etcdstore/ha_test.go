@@ -56,7 +56,7 @@ type haMaster struct {
 
 func (h *haMaster) addr() string { return h.r.Addr.String() }
 
-func startHAMaster(t *testing.T, c *etcdCluster, ttl time.Duration) *haMaster {
+func startHAMaster(t *testing.T, c *etcdCluster, ttl time.Duration, listen string) *haMaster {
 	t.Helper()
 	ps := newProxies(t, c)
 	e := &recordingElector{Client: open(t, ps.addrs(), "/brim-ha", ttl)}
@@ -64,7 +64,7 @@ func startHAMaster(t *testing.T, c *etcdCluster, ttl time.Duration) *haMaster {
 	r, err := master.Start(ctx, master.Config{
 		Options: master.Options{AllocationInterval: 50 * time.Millisecond, HeartbeatInterval: 200 * time.Millisecond,
 			MaxMissedHeartbeats: 25, FailoverTimeout: time.Minute},
-		Listen:  "127.0.0.1:0",
+		Listen:  listen,
 		Elector: e,
 	})
 	if err != nil {
@@ -193,7 +193,7 @@ func TestFailover(t *testing.T) {
 	const ttl = 2 * time.Second
 	var ms []*haMaster
 	for range 3 {
-		ms = append(ms, startHAMaster(t, c, ttl))
+		ms = append(ms, startHAMaster(t, c, ttl, "127.0.0.1:0"))
 	}
 	leader := leaderOf(t, ms, 20*time.Second)
 	var standbys []*haMaster
@@ -398,8 +398,29 @@ func TestFailover(t *testing.T) {
 	}
 
 	updMu.Lock()
-	defer updMu.Unlock()
 	if updates["TASK_RUNNING"] != 1 {
 		t.Errorf("the framework got RUNNING %d times, want once: %v", updates["TASK_RUNNING"], updates)
+	}
+	updMu.Unlock()
+
+	// A full restart of every master on the same addresses: the
+	// registry is etcd's, the agent and the framework come back.
+	for _, m := range ms {
+		m.cancel()
+		<-m.stopped
+	}
+	var again []*haMaster
+	for _, m := range ms {
+		again = append(again, startHAMaster(t, c, ttl, m.addr()))
+	}
+	lm = leaderOf(t, again, 20*time.Second).r.Leading()
+	st = waitState(t, lm, 30*time.Second, "agent and framework back after a full restart", func(s *master.State) bool {
+		return len(s.Agents) == 1 && s.Agents[0].Connected && len(s.Tasks) == 1 && s.Tasks[0].State == "RUNNING" &&
+			len(s.Frameworks) == 1 && s.Frameworks[0].Connected
+	})
+	if st.Agents[0].ID != agentID || st.Frameworks[0].ID != fwID || st.Weights["ads"] != 3 || st.Weights["web"] != 4 ||
+		st.Quota["ads"].Guarantee != "cpus:1" || st.Agents[0].Reserved == "" {
+		b, _ := json.Marshal(st)
+		t.Fatalf("after a full restart: %s", b)
 	}
 }
