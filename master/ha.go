@@ -236,9 +236,9 @@ func (g *gate) current() (*Master, error) {
 	return g.m, nil
 }
 
-// ServeHTTP serves the leader's API, or as a standby: /health 503 with
-// the leader, /version, and a 307 to the leader for anything else (503
-// while none is elected).
+// ServeHTTP serves the leader's API, or as a standby: /health and
+// /metrics 503 naming the leader, /version, and a 307 to the leader for
+// anything else (503 while none is elected).
 func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.RLock()
 	h, leader := g.h, g.otherLocked()
@@ -252,6 +252,10 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "standby", "leader": leader})
 	case r.Method == http.MethodGet && r.URL.Path == "/version":
 		writeJSON(w, http.StatusOK, buildinfo.Get())
+	case r.URL.Path == "/metrics":
+		// A scraper wants this master's figures, not the leader's: a
+		// standby has none.
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "standby", "leader": leader})
 	case leader == "":
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "this master is a standby and no leader is elected yet; try again", "leader": ""})
 	default:

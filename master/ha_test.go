@@ -121,6 +121,9 @@ func TestHAStandbyThenLeader(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	if code, body := getJSON(t, noFollow, base+"/metrics"); code != http.StatusServiceUnavailable || body["leader"] != "10.9.9.9:5050" {
+		t.Fatalf("/metrics on a standby: %d %v", code, body)
+	}
 	resp, err = noFollow.Get(base + "/state?x=1")
 	if err != nil {
 		t.Fatal(err)
