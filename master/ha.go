@@ -79,7 +79,7 @@ func startHA(ctx context.Context, cfg Config, log *slog.Logger) (_ *Running, err
 		l = tls.NewListener(l, cfg.TLS)
 		scheme = "https"
 	}
-	gt := &gate{self: advertise, scheme: scheme}
+	gt := &gate{self: advertise, scheme: scheme, changed: make(chan struct{})}
 	gs := grpc.NewServer(masterlink.ServerOptions()...)
 	pb.RegisterAgentLinkServer(gs, gatedAgentLink{g: gt})
 	pb.RegisterSchedulerServer(gs, gatedScheduler{g: gt})
@@ -193,28 +193,83 @@ func (r *Running) Leading() *Master {
 type gate struct {
 	self, scheme string
 
-	mu     sync.RWMutex
-	m      *Master
-	h      http.Handler
-	leader string // the elected leader's address; never self while standby
+	mu      sync.RWMutex
+	m       *Master
+	h       http.Handler
+	leader  string        // the elected leader's address; never self while standby
+	changed chan struct{} // closed and replaced at every change
+}
+
+// changeLocked wakes the streams held while no leader was known.
+func (g *gate) changeLocked() {
+	if g.changed != nil {
+		close(g.changed)
+	}
+	g.changed = make(chan struct{})
 }
 
 func (g *gate) setLeader(addr string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.leader = addr
+	g.changeLocked()
 }
 
 func (g *gate) lead(m *Master, h http.Handler) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.m, g.h = m, h
+	g.changeLocked()
 }
 
 func (g *gate) depose() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.m, g.h = nil, nil
+	g.changeLocked()
+}
+
+// MaxStandbyHold bounds how long a standby holds an agent's or a
+// framework's stream while no leader is known.
+const MaxStandbyHold = 30 * time.Second
+
+// await is current for the streams of agents and frameworks: while no
+// leader is known (an election under way) a standby holds the stream —
+// up to MaxStandbyHold or until the client gives up — and answers the
+// moment it learns the leader, or serves it if it is elected itself. A
+// failover's followers then come at once, rather than when their
+// backoff, grown while nobody led, runs out.
+//
+// A client that could not reach the leader this standby names says so
+// (masteraddr.WithUnreachable): etcd keeps a dead leader's key until its
+// lease expires, and sending the client back to it would only make it
+// bounce between the dead leader and the standbys until then. Such a
+// stream is held like one with no leader known.
+func (g *gate) await(ctx context.Context) (*Master, error) {
+	limit := time.NewTimer(MaxStandbyHold)
+	defer limit.Stop()
+	dead := masteraddr.UnreachableFrom(ctx)
+	for {
+		g.mu.RLock()
+		m, leader, changed := g.m, g.otherLocked(), g.changed
+		g.mu.RUnlock()
+		if m != nil {
+			return m, nil
+		}
+		if leader == dead {
+			leader = ""
+		}
+		if leader != "" || changed == nil {
+			return nil, masteraddr.NotLeader(leader)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, masteraddr.NotLeader("")
+		case <-limit.C:
+			return nil, masteraddr.NotLeader("")
+		}
+	}
 }
 
 // other is the leader to name while not serving: never this master (its
@@ -272,7 +327,7 @@ type gatedAgentLink struct {
 }
 
 func (s gatedAgentLink) Connect(stream pb.AgentLink_ConnectServer) error {
-	m, err := s.g.current()
+	m, err := s.g.await(stream.Context())
 	if err != nil {
 		return err
 	}
@@ -290,11 +345,11 @@ func (s gatedScheduler) api() (schedulerAPI, error) {
 }
 
 func (s gatedScheduler) Subscribe(req *pb.SubscribeRequest, stream pb.Scheduler_SubscribeServer) error {
-	a, err := s.api()
+	m, err := s.g.await(stream.Context())
 	if err != nil {
 		return err
 	}
-	return a.Subscribe(req, stream)
+	return schedulerAPI{m: m}.Subscribe(req, stream)
 }
 
 // unary serves one unary call on the leading Master.

@@ -109,7 +109,35 @@ func TestHAStandbyThenLeader(t *testing.T) {
 		t.Fatalf("POST /weights with no leader: %d", resp.StatusCode)
 	}
 
+	// While no leader is known a standby holds a stream, and answers it
+	// the moment it learns the leader.
+	cc, err := grpc.NewClient(r.Addr.String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	held := make(chan error, 1)
+	go func() {
+		stream, err := pb.NewSchedulerClient(cc).Subscribe(ctx, &pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}})
+		if err == nil {
+			_, err = stream.Recv()
+		}
+		held <- err
+	}()
+	select {
+	case err := <-held:
+		t.Fatalf("a standby with no leader answered at once: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
 	e.leaders <- "10.9.9.9:5050"
+	select {
+	case err := <-held:
+		if l, ok := masteraddr.Leader(err); !ok || l != "10.9.9.9:5050" {
+			t.Fatalf("held Subscribe answered %v (leader %q)", err, l)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held Subscribe was not answered when the leader became known")
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		code, body := getJSON(t, noFollow, base+"/health")
@@ -121,6 +149,32 @@ func TestHAStandbyThenLeader(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	// A client that could not reach the leader named is held until
+	// another is named (etcd keeps a dead leader's key until its lease
+	// expires).
+	go func() {
+		uctx := masteraddr.WithUnreachable(ctx, "10.9.9.9:5050")
+		stream, err := pb.NewSchedulerClient(cc).Subscribe(uctx, &pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}})
+		if err == nil {
+			_, err = stream.Recv()
+		}
+		held <- err
+	}()
+	select {
+	case err := <-held:
+		t.Fatalf("a client that could not reach the named leader was sent back to it: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	e.leaders <- "10.8.8.8:5050"
+	select {
+	case err := <-held:
+		if l, ok := masteraddr.Leader(err); !ok || l != "10.8.8.8:5050" {
+			t.Fatalf("held Subscribe answered %v (leader %q), want the new leader", err, l)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held Subscribe was not answered when another leader was named")
+	}
+	e.leaders <- "10.9.9.9:5050"
 	if code, body := getJSON(t, noFollow, base+"/metrics"); code != http.StatusServiceUnavailable || body["leader"] != "10.9.9.9:5050" {
 		t.Fatalf("/metrics on a standby: %d %v", code, body)
 	}
@@ -132,11 +186,6 @@ func TestHAStandbyThenLeader(t *testing.T) {
 	if resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != "http://10.9.9.9:5050/state?x=1" {
 		t.Fatalf("GET /state on a standby: %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	cc, err := grpc.NewClient(r.Addr.String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
 	stream, err := pb.NewSchedulerClient(cc).Subscribe(ctx, &pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}})
 	if err == nil {
 		_, err = stream.Recv()

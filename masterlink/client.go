@@ -413,7 +413,7 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		api := pb.NewAgentLinkClient(cc)
 		for target == masters.Current() {
-			registered, err := c.session(ctx, cc, api, masters.Len() == 1)
+			registered, err := c.session(masteraddr.WithUnreachable(ctx, masters.Unreachable()), cc, api, masters.Len() == 1)
 			if ctx.Err() != nil {
 				_ = cc.Close() // the run is over; its error is the one to report
 				return nil
@@ -421,6 +421,7 @@ func (c *Client) Run(ctx context.Context) error {
 			everRegistered = everRegistered || registered
 			if registered {
 				attempt = 0
+				masters.Reached()
 			}
 			wait := retry.delay(attempt, rand.Float64())
 			switch leader, notLeader := masteraddr.Leader(err); {

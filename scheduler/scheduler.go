@@ -176,7 +176,7 @@ const (
 func (d *Driver) Run(ctx context.Context, cb Callbacks) error {
 	delay := minRetry
 	for {
-		subscribed, err := d.session(ctx, cb)
+		subscribed, err := d.session(masteraddr.WithUnreachable(ctx, d.masters.Unreachable()), cb)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -186,6 +186,7 @@ func (d *Driver) Run(ctx context.Context, cb Callbacks) error {
 		}
 		if subscribed {
 			delay = minRetry
+			d.masters.Reached()
 		}
 		// Several masters: a standby names the leader; otherwise the one
 		// in use may be gone, so ask the next.

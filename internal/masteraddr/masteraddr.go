@@ -1,6 +1,7 @@
 package masteraddr
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -89,6 +91,9 @@ type Set struct {
 	next   int    // index in addrs of the next address to try
 	leader string // a leader named by a standby, tried first; "" none
 	cur    string
+	// unreachable is a leader a standby named that could not be
+	// reached (dead, its key not yet expired in etcd); "" none.
+	unreachable string
 }
 
 // NewSet returns a Set of addrs (Parse's result), starting at the first.
@@ -126,12 +131,56 @@ func (s *Set) Follow(leader string) string {
 }
 
 // Failed moves on from the current address (unreachable, or no longer
-// the leader): to the next listed one, round robin.
+// the leader): to the next listed one, round robin. A followed leader
+// that failed is remembered (Unreachable) until Reached.
 func (s *Set) Failed() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.leader != "" && s.cur == s.leader {
+		s.unreachable = s.leader
+	}
 	s.leader = ""
 	s.cur = s.addrs[s.next]
 	s.next = (s.next + 1) % len(s.addrs)
 	return s.cur
+}
+
+// Unreachable is the leader a standby named that this client then could
+// not reach ("" none): the standbys' view lags its death by up to the
+// session TTL. Sent with WithUnreachable, it makes a standby hold the
+// stream until etcd names another leader instead of sending the client
+// back to the dead one.
+func (s *Set) Unreachable() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unreachable
+}
+
+// Reached says the client registered (or subscribed) with the current
+// master: whatever was unreachable is forgotten.
+func (s *Set) Reached() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unreachable = ""
+}
+
+// unreachableKey is the gRPC metadata key of WithUnreachable.
+const unreachableKey = "brim-unreachable-leader"
+
+// WithUnreachable adds the leader the client could not reach to the
+// outgoing gRPC metadata of ctx ("" adds nothing).
+func WithUnreachable(ctx context.Context, leader string) context.Context {
+	if leader == "" {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, unreachableKey, leader)
+}
+
+// UnreachableFrom is the leader a client said it could not reach (the
+// incoming metadata of a call), "" none.
+func UnreachableFrom(ctx context.Context) string {
+	if v := metadata.ValueFromIncomingContext(ctx, unreachableKey); len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }

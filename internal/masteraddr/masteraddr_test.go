@@ -1,11 +1,13 @@
 package masteraddr
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -59,5 +61,34 @@ func TestSet(t *testing.T) {
 	}
 	if got := s.Follow(""); got != "a:1" {
 		t.Fatalf("Follow(\"\") = %s, want the next listed", got)
+	}
+}
+
+func TestUnreachableLeader(t *testing.T) {
+	s := NewSet([]string{"a:1", "b:1"})
+	s.Failed() // a listed master, not a followed leader
+	if s.Unreachable() != "" {
+		t.Fatalf("Unreachable after a listed master failed: %q", s.Unreachable())
+	}
+	s.Follow("z:9")
+	s.Failed()
+	if s.Unreachable() != "z:9" {
+		t.Fatalf("Unreachable after the followed leader failed: %q", s.Unreachable())
+	}
+	s.Reached()
+	if s.Unreachable() != "" {
+		t.Fatalf("Unreachable after Reached: %q", s.Unreachable())
+	}
+	out := WithUnreachable(context.Background(), "z:9")
+	md, _ := metadata.FromOutgoingContext(out)
+	in := metadata.NewIncomingContext(context.Background(), md)
+	if got := UnreachableFrom(in); got != "z:9" {
+		t.Fatalf("UnreachableFrom = %q", got)
+	}
+	if got := UnreachableFrom(context.Background()); got != "" {
+		t.Fatalf("UnreachableFrom without metadata = %q", got)
+	}
+	if WithUnreachable(context.Background(), "") != context.Background() {
+		t.Fatal("WithUnreachable(\"\") changed the context")
 	}
 }

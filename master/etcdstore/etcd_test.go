@@ -26,7 +26,7 @@ type etcdCluster struct {
 
 // freePorts reserves n loopback ports (listen on :0, then close: etcd
 // takes URLs, not listeners).
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ls []net.Listener
 	var ports []int
@@ -44,7 +44,7 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
-func startEtcd(t *testing.T, n int) *etcdCluster {
+func startEtcd(t testing.TB, n int) *etcdCluster {
 	t.Helper()
 	ports := freePorts(t, 2*n)
 	mkURL := func(p int) url.URL { return url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", p)} }
@@ -109,7 +109,7 @@ type proxy struct {
 	wg    sync.WaitGroup
 }
 
-func newProxy(t *testing.T, target string) *proxy {
+func newProxy(t testing.TB, target string) *proxy {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -184,7 +184,7 @@ func (p *proxy) close() {
 // proxies is one proxy per etcd member: a master's whole path to etcd.
 type proxies []*proxy
 
-func newProxies(t *testing.T, c *etcdCluster) proxies {
+func newProxies(t testing.TB, c *etcdCluster) proxies {
 	var ps proxies
 	for _, a := range c.clients {
 		ps = append(ps, newProxy(t, a))
@@ -213,7 +213,7 @@ func (ps proxies) Restore() {
 }
 
 // open connects to etcd at endpoints under prefix with a short session.
-func open(t *testing.T, endpoints []string, prefix string, ttl time.Duration) *etcdstore.Client {
+func open(t testing.TB, endpoints []string, prefix string, ttl time.Duration) *etcdstore.Client {
 	t.Helper()
 	c, err := etcdstore.Open(context.Background(), etcdstore.Config{Endpoints: endpoints, Prefix: prefix, SessionTTL: ttl,
 		DialTimeout: 2 * time.Second, RequestTimeout: 2 * time.Second})

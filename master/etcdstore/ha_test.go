@@ -58,12 +58,17 @@ func (h *haMaster) addr() string { return h.r.Addr.String() }
 
 func startHAMaster(t *testing.T, c *etcdCluster, ttl time.Duration, listen string) *haMaster {
 	t.Helper()
+	return startHAMasterWith(t, c, ttl, listen, master.Options{AllocationInterval: 50 * time.Millisecond,
+		HeartbeatInterval: 200 * time.Millisecond, MaxMissedHeartbeats: 25, FailoverTimeout: time.Minute})
+}
+
+func startHAMasterWith(t testing.TB, c *etcdCluster, ttl time.Duration, listen string, opts master.Options) *haMaster {
+	t.Helper()
 	ps := newProxies(t, c)
 	e := &recordingElector{Client: open(t, ps.addrs(), "/brim-ha", ttl)}
 	ctx, cancel := context.WithCancel(context.Background())
 	r, err := master.Start(ctx, master.Config{
-		Options: master.Options{AllocationInterval: 50 * time.Millisecond, HeartbeatInterval: 200 * time.Millisecond,
-			MaxMissedHeartbeats: 25, FailoverTimeout: time.Minute},
+		Options: opts,
 		Listen:  listen,
 		Elector: e,
 	})
