@@ -46,6 +46,15 @@ func freePorts(t testing.TB, n int) []int {
 
 func startEtcd(t testing.TB, n int) *etcdCluster {
 	t.Helper()
+	return startEtcdWith(t, n, 20, 200)
+}
+
+// startEtcdWith starts n members with the given raft tick and election
+// timeout (ms). Short ones start a cluster fast; under heavy load in the
+// same process they make etcd change its leader, which renews every
+// lease (a dead master's too) and delays a failover by up to a TTL.
+func startEtcdWith(t testing.TB, n int, tickMs, electionMs uint) *etcdCluster {
+	t.Helper()
 	ports := freePorts(t, 2*n)
 	mkURL := func(p int) url.URL { return url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", p)} }
 	var initial []string
@@ -66,7 +75,7 @@ func startEtcd(t testing.TB, n int) *etcdCluster {
 		cfg.InitialCluster = strings.Join(initial, ",")
 		cfg.InitialClusterToken = token
 		cfg.UnsafeNoFsync = true
-		cfg.TickMs, cfg.ElectionMs = 20, 200
+		cfg.TickMs, cfg.ElectionMs = tickMs, electionMs
 		cfg.LogLevel = "error"
 		cfg.LogOutputs = []string{"/dev/null"}
 		e, err := embed.StartEtcd(cfg)
