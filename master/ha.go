@@ -143,7 +143,9 @@ func lead(ctx context.Context, cfg Config, auth Authorizer, advertise string, gt
 	stop := func() {
 		gt.depose()
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			log.Warn("master loop", "err", err)
+		}
 	}
 	select {
 	case <-t.Done():
