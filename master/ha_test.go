@@ -174,9 +174,19 @@ func TestHAStandbyThenLeader(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the held Subscribe was not answered when another leader was named")
 	}
-	e.leaders <- "10.9.9.9:5050"
-	if code, body := getJSON(t, noFollow, base+"/metrics"); code != http.StatusServiceUnavailable || body["leader"] != "10.9.9.9:5050" {
-		t.Fatalf("/metrics on a standby: %d %v", code, body)
+	e.leaders <- "10.9.9.9:5050" // applied asynchronously: poll
+	for {
+		code, body := getJSON(t, noFollow, base+"/metrics")
+		if code != http.StatusServiceUnavailable {
+			t.Fatalf("/metrics on a standby: %d %v", code, body)
+		}
+		if body["leader"] == "10.9.9.9:5050" {
+			break
+		}
+		if time.Now().After(deadline.Add(5 * time.Second)) {
+			t.Fatalf("/metrics on a standby names %q", body["leader"])
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	resp, err = noFollow.Get(base + "/state?x=1")
 	if err != nil {
