@@ -292,7 +292,8 @@ func TestFailover(t *testing.T) {
 			Offers: func(ctx context.Context, offers []*pb.Offer) {
 				launched.Do(func() {
 					err := d.Launch(ctx, []string{offers[0].Id},
-						[]*pb.TaskInfo{{TaskId: "t1", Resources: "cpus:0.5;mem:64", Command: []string{"sleep", "600"}}}, 0)
+						[]*pb.TaskInfo{{TaskId: "t1", Resources: "cpus:0.5;mem:64", Command: []string{"sleep", "600"}},
+							{TaskId: "t2", Resources: "cpus:0.5;mem:64", Command: []string{"sleep", "600"}}}, 0)
 					if err != nil {
 						t.Errorf("launch: %v", err)
 					}
@@ -300,19 +301,27 @@ func TestFailover(t *testing.T) {
 			},
 			Update: func(_ context.Context, s *pb.TaskStatus) {
 				updMu.Lock()
-				updates[s.State.String()]++
+				updates[s.TaskId+" "+s.State.String()]++
 				updMu.Unlock()
 			},
 		})
 	}()
-	st = waitState(t, lm, 20*time.Second, "task t1 running", func(s *master.State) bool {
-		return len(s.Tasks) == 1 && s.Tasks[0].State == "RUNNING"
+	st = waitState(t, lm, 20*time.Second, "tasks t1 and t2 running", func(s *master.State) bool {
+		return len(s.Tasks) == 2 && s.Tasks[0].State == "RUNNING" && s.Tasks[1].State == "RUNNING"
 	})
 	fwID := st.Tasks[0].FrameworkID
 
 	// "Kill" the leader: no more traffic between it and etcd.
 	cut := time.Now()
 	leader.etcd.Cut()
+	// t2 ends while nobody leads: its checkpointed FINISHED must reach
+	// the framework once, through the new leader.
+	if err := agent.Update(masterlink.Status{TaskID: "t2", State: pb.TaskState_TASK_FINISHED, Reason: "COMMAND_EXITED"}); err != nil {
+		t.Fatal(err)
+	}
+	runner.mu.Lock()
+	runner.tasks["t2"].State = pb.TaskState_TASK_FINISHED
+	runner.mu.Unlock()
 	// Watch both at once: the cut leader stepping down, a standby
 	// taking over.
 	var stepped, elected time.Duration
@@ -344,9 +353,9 @@ func TestFailover(t *testing.T) {
 		t.Fatal("the cut leader's Start did not end")
 	}
 	nm := next.r.Leading()
-	st = waitState(t, nm, 30*time.Second, "agent re-registered with its task, framework re-subscribed", func(s *master.State) bool {
+	st = waitState(t, nm, 30*time.Second, "agent re-registered with t1, t2 done, framework re-subscribed", func(s *master.State) bool {
 		return len(s.Agents) == 1 && s.Agents[0].Connected && len(s.Tasks) == 1 && s.Tasks[0].State == "RUNNING" &&
-			len(s.Frameworks) == 1 && s.Frameworks[0].Connected
+			len(s.Frameworks) == 1 && s.Frameworks[0].Connected && len(s.CompletedTasks) == 1 && s.CompletedTasks[0].ID == "t2"
 	})
 	t.Logf("new leader %s elected %v after the cut (session TTL %v); agent and framework back %v after the cut",
 		next.addr(), elected.Round(time.Millisecond), ttl, time.Since(cut).Round(time.Millisecond))
@@ -403,8 +412,10 @@ func TestFailover(t *testing.T) {
 	}
 
 	updMu.Lock()
-	if updates["TASK_RUNNING"] != 1 {
-		t.Errorf("the framework got RUNNING %d times, want once: %v", updates["TASK_RUNNING"], updates)
+	for _, u := range []string{"t1 TASK_RUNNING", "t2 TASK_RUNNING", "t2 TASK_FINISHED"} {
+		if updates[u] != 1 {
+			t.Errorf("the framework got %s %d times, want once: %v", u, updates[u], updates)
+		}
 	}
 	updMu.Unlock()
 
