@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -96,4 +97,39 @@ func (h *haFlags) apply(ctx context.Context, cfg *master.Config, log *slog.Logge
 	cfg.StateDir, cfg.BackupInterval = "", 0 // the registry is etcd's; back it up with etcdctl snapshot
 	cfg.Elector, cfg.Advertise = c, h.advertise
 	return c.Close, nil
+}
+
+// resolveMasters turns a --master value of the form
+// etcd://HOST:2379[,…]/PREFIX into the list of the masters campaigning
+// there, the leader first (etcdstore.Discover); any other value is
+// returned as it is. TLS and authentication to etcd come from the
+// environment: BRIM_ETCD_CA, BRIM_ETCD_CERT, BRIM_ETCD_KEY,
+// BRIM_ETCD_USER, BRIM_ETCD_PASSWORD_FILE.
+func resolveMasters(ctx context.Context, master string) (string, error) {
+	if !strings.HasPrefix(master, "etcd://") {
+		return master, nil
+	}
+	endpoints, prefix, err := etcdstore.ParseURL(master)
+	if err != nil {
+		return "", exitError{code: 2, msg: "--master " + err.Error()}
+	}
+	tlsCfg, err := etcdstore.LoadTLS(os.Getenv("BRIM_ETCD_CA"), os.Getenv("BRIM_ETCD_CERT"), os.Getenv("BRIM_ETCD_KEY"))
+	if err != nil {
+		return "", exitError{code: 2, msg: "BRIM_ETCD_…: " + err.Error()}
+	}
+	cfg := etcdstore.Config{Endpoints: endpoints, Prefix: prefix, TLS: tlsCfg}
+	if user, file := os.Getenv("BRIM_ETCD_USER"), os.Getenv("BRIM_ETCD_PASSWORD_FILE"); user != "" || file != "" {
+		if user == "" || file == "" {
+			return "", exitError{code: 2, msg: "BRIM_ETCD_USER and BRIM_ETCD_PASSWORD_FILE go together"}
+		}
+		if cfg.Password, err = etcdstore.ReadPassword(file); err != nil {
+			return "", exitError{code: 2, msg: err.Error()}
+		}
+		cfg.Username = user
+	}
+	addrs, err := etcdstore.Discover(ctx, cfg)
+	if err != nil {
+		return "", exitError{code: 1, msg: fmt.Sprintf("--master %s: %v", master, err)}
+	}
+	return strings.Join(addrs, ","), nil
 }

@@ -133,6 +133,27 @@ func TestMasterOnEtcd(t *testing.T) {
 	b, stopB, waitB := start()
 	defer func() { stopB(); _ = waitB() }()
 	waitFor(b.String(), http.StatusServiceUnavailable, a.String())
+	// --master etcd://…: the campaigning masters, the leader first.
+	// (b campaigns concurrently with serving: poll until its key is there.)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got, err := resolveMasters(context.Background(), "etcd://"+etcd+"/brim-cmd")
+		if err == nil && got == a.String()+","+b.String() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("resolveMasters = %q, %v; want %s,%s", got, err, a, b)
+		}
+	}
+	if got, err := resolveMasters(context.Background(), "h:1,h:2"); err != nil || got != "h:1,h:2" {
+		t.Fatalf("resolveMasters of a list = %q, %v", got, err)
+	}
+	var ee exitError
+	if _, err := resolveMasters(context.Background(), "etcd://"+etcd+"/nobody"); !errors.As(err, &ee) || ee.code != 1 {
+		t.Fatalf("resolveMasters with no master there: %v, want exit 1", err)
+	}
+	if _, err := resolveMasters(context.Background(), "etcd://"+etcd); !errors.As(err, &ee) || ee.code != 2 {
+		t.Fatalf("resolveMasters without a prefix: %v, want exit 2", err)
+	}
 	stopA()
 	if err := waitA(); err != nil {
 		t.Fatalf("the leader stopped with %v", err)

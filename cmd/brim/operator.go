@@ -40,7 +40,11 @@ func (o *operatorFlags) flags(cmd *cobra.Command) {
 
 // client returns the client the flags describe.
 func (o *operatorFlags) client() (*client.Client, error) {
-	cfg := client.Config{Master: o.master, Principal: o.principal}
+	master, err := resolveMasters(context.Background(), o.master)
+	if err != nil {
+		return nil, err
+	}
+	cfg := client.Config{Master: master, Principal: o.principal}
 	if o.principal != "" {
 		cfg.Secret = o.secret
 		if cfg.Secret == "" {

@@ -95,6 +95,9 @@ largest free resources offered are named).`,
 			if err != nil {
 				return err
 			}
+			if addr, err = resolveMasters(cmd.Context(), addr); err != nil {
+				return err
+			}
 			d, err := scheduler.New(scheduler.Options{Master: addr, Name: "brim-run", Roles: roles, Revocable: revocable, FailoverTimeout: failover,
 				Principal: principal, Secret: secret, DialOptions: dial})
 			if err != nil {

@@ -182,3 +182,34 @@ func TestParseURL(t *testing.T) {
 		}
 	}
 }
+
+// TestDiscover: the campaigning masters' addresses, the leader first.
+func TestDiscover(t *testing.T) {
+	c := startEtcd(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := etcdstore.Config{Endpoints: c.clients, Prefix: "/brim-discover", SessionTTL: 2 * time.Second}
+	if _, err := etcdstore.Discover(ctx, cfg); !errors.Is(err, etcdstore.ErrNoMasters) {
+		t.Fatalf("Discover with no master: %v, want ErrNoMasters", err)
+	}
+	a := open(t, c.clients, "/brim-discover", 2*time.Second)
+	b := open(t, c.clients, "/brim-discover", 2*time.Second)
+	if _, err := a.Campaign(ctx, "10.0.0.1:5050"); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = b.Campaign(ctx, "10.0.0.2:5050") }() // waits behind a until ctx ends
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := etcdstore.Discover(ctx, cfg)
+		if err == nil && len(got) == 2 {
+			if got[0] != "10.0.0.1:5050" || got[1] != "10.0.0.2:5050" {
+				t.Fatalf("Discover = %v, want the leader first", got)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Discover = %v, %v", got, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
