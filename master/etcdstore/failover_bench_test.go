@@ -124,7 +124,11 @@ func failoverOnce(b *testing.B, n int) {
 			},
 		})
 	}()
-	<-subscribed
+	select {
+	case <-subscribed:
+	case <-time.After(2 * time.Minute):
+		b.Fatalf("the framework did not subscribe within 2 minutes of %d agents registering", n)
+	}
 
 	term0 := c.members[0].Server.Term()
 	cpu0 := cpuTime()
