@@ -51,7 +51,7 @@ func (m *Master) answerDeferredLocked() {
 				continue
 			}
 			f.out.send(&taskStatus{taskID: id, frameworkID: fw, state: pb.TaskState_TASK_LOST, reason: ReasonReconciliation,
-				message:           "unknown task: its agent did not re-register within the re-registration window",
+				message:           "unknown task: no agent reported it after the master's start or failover",
 				timestampUnixNano: time.Now().UnixNano()})
 		}
 	}
