@@ -160,3 +160,118 @@ func TestMasterHAKill9(t *testing.T) {
 		t.Fatalf("brim run printed KILLED %d times (want once) or a LOST:\n%s", n, out)
 	}
 }
+
+// TestMasterHAKill9DuringLaunches: the leader of three `brim master`
+// processes is killed with SIGKILL as soon as the first of 20 launches
+// (one task per offer) is staged. Every task is accounted for exactly
+// once: RUNNING at the new leader with exactly one running container of
+// its name on the agent, or reported LOST to brim run (a launch the
+// dead leader accepted but that never reached the agent) with no
+// container; no task runs twice.
+func TestMasterHAKill9DuringLaunches(t *testing.T) {
+	testutil.RequireRoot(t)
+	etcd := startEtcdCluster(t, 3)
+	store := "etcd://" + strings.Join(etcd, ",") + "/brim-it"
+	var ms []*masterProc
+	var addrs []string
+	for range 3 {
+		m := startMasterProc(t, "--store", store, "--session-ttl", "2s")
+		ms = append(ms, m)
+		addrs = append(addrs, m.Addr)
+	}
+	list := strings.Join(addrs, ",")
+	var leader *masterProc
+	for deadline := time.Now().Add(20 * time.Second); leader == nil; time.Sleep(20 * time.Millisecond) {
+		for _, m := range ms {
+			if healthOf(m.Addr) == http.StatusOK {
+				leader = m
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no leader")
+		}
+	}
+	ag := startLinkedAgent(t, list, "--resources", "cpus:4;mem:4096")
+	const n = 20
+	run := startRun(t, list, "--task-id", "ha", "--instances", fmt.Sprint(n), "--tasks-per-offer", "1",
+		"--cpus", "0.1", "--mem", "32", "--", "sleep", "300")
+	run.waitLine(t, "STAGING")
+	if err := leader.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-leader.exited
+	lost := func(id string) bool { return strings.Contains(run.output(), "task "+id+": LOST") }
+	var next *masterProc
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if next == nil {
+			for _, m := range ms {
+				if m != leader && healthOf(m.Addr) == http.StatusOK {
+					next = m
+				}
+			}
+		}
+		settled := 0
+		if next != nil {
+			st := getState(t, next.Addr)
+			for i := range n {
+				id := fmt.Sprintf("ha-%d", i)
+				for _, tk := range st.Tasks {
+					if tk.ID == id && tk.State == "RUNNING" {
+						settled++
+					}
+				}
+				if lost(id) {
+					settled++
+				}
+			}
+		}
+		if settled == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			var at any
+			if next != nil {
+				at = getState(t, next.Addr).Tasks
+			}
+			t.Fatalf("%d of %d tasks RUNNING or LOST 90 s after the kill; at the new leader %+v; containers %+v; brim run:\n%s",
+				settled, n, at, ag.list(), run.output())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	st := getState(t, next.Addr)
+	containers := map[string]int{}
+	for _, c := range ag.list() {
+		if c.State == "running" {
+			containers[strings.SplitN(c.Name, ".", 2)[0]]++
+		}
+	}
+	running, lostN := 0, 0
+	for i := range n {
+		id := fmt.Sprintf("ha-%d", i)
+		atLeader := 0
+		for _, tk := range st.Tasks {
+			if tk.ID == id {
+				atLeader++
+			}
+		}
+		switch {
+		case lost(id):
+			lostN++
+			if atLeader != 0 || containers[id] != 0 {
+				t.Errorf("%s reported LOST but %d at the leader, %d containers", id, atLeader, containers[id])
+			}
+		case atLeader != 1 || containers[id] != 1:
+			t.Errorf("%s: %d at the leader, %d running containers; want 1 and 1", id, atLeader, containers[id])
+		default:
+			running++
+		}
+		if c := strings.Count(run.output(), "task "+id+": RUNNING"); c > 1 {
+			t.Errorf("%s RUNNING printed %d times", id, c)
+		}
+	}
+	t.Logf("after kill -9 of the leader during launches: %d running, %d lost, %d containers", running, lostN, len(containers))
+	if len(containers) != running {
+		t.Errorf("%d task containers running, %d tasks RUNNING: %v", len(containers), running, containers)
+	}
+}
