@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -11,13 +12,15 @@ import (
 // with ServesTLS, at the first failure; other errors are returned as they
 // are). brim run gives it to the runner for its gRPC connection. The
 // function is safe for concurrent use.
+//
+// addr may be a --master list: the first master is probed.
 func ExplainTLS(addr string) func(context.Context, error) error {
 	var (
 		once sync.Once
 		tls  bool
 	)
 	return func(ctx context.Context, err error) error {
-		once.Do(func() { tls = ServesTLS(ctx, addr) })
+		once.Do(func() { tls = ServesTLS(ctx, strings.Split(addr, ",")[0]) })
 		if tls {
 			return fmt.Errorf("%w (%w)", err, ErrServesTLS)
 		}

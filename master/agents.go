@@ -12,24 +12,40 @@ import (
 
 // registerAgent adds or re-registers an agent authenticated as principal
 // ("" without agent authentication) and reconciles its tasks. It returns
-// the agent ID and the tasks the agent must kill.
+// the agent ID and the tasks the agent must kill. A new agent (or a new
+// principal) is written to the store before it returns, but outside the
+// master's lock: with etcd each write is a network round trip and a
+// raft commit, and under the lock 10,000 first registrations queued
+// behind one another; outside it they proceed together.
 func (m *Master) registerAgent(reg *registration, principal string, c *outbox[toAgent]) (string, []string, error) {
+	id, kill, persist, err := m.registerAgentInRegistry(reg, principal, c)
+	if err == nil && persist != nil && m.store != nil {
+		if err := m.store.PutAgent(id, *persist); err != nil {
+			m.log.Warn("persist agent", "agent", id, "err", err)
+		}
+	}
+	return id, kill, err
+}
+
+// registerAgentInRegistry is registerAgent under the master's lock; it
+// returns what the store must record (nil: nothing new).
+func (m *Master) registerAgentInRegistry(reg *registration, principal string, c *outbox[toAgent]) (string, []string, *PersistedAgent, error) {
 	total, err := resources.Parse(reg.resources)
 	if err != nil {
-		return "", nil, fmt.Errorf("register agent: resources: %w: %w", ErrInvalid, err)
+		return "", nil, nil, fmt.Errorf("register agent: resources: %w: %w", ErrInvalid, err)
 	}
 	rev, err := resources.Parse(reg.revocable)
 	if err != nil {
-		return "", nil, fmt.Errorf("register agent: revocable: %w: %w", ErrInvalid, err)
+		return "", nil, nil, fmt.Errorf("register agent: revocable: %w: %w", ErrInvalid, err)
 	}
 	if s := reg.score; s < 0 || math.IsNaN(s) || math.IsInf(s, 0) {
-		return "", nil, fmt.Errorf("register agent: performance score %v: must be a positive number (0: none): %w", s, ErrInvalid)
+		return "", nil, nil, fmt.Errorf("register agent: performance score %v: must be a positive number (0: none): %w", s, ErrInvalid)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	principal, err = m.agentPrincipalLocked(reg.agentID, principal)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	id := reg.agentID
 	if id == "" {
@@ -130,19 +146,16 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 	}
 	if err := m.addToAllocatorLocked(ag); err != nil {
 		delete(m.agents, id)
-		return "", nil, fmt.Errorf("register agent %s: %w", id, fromAllocator(err))
+		return "", nil, nil, fmt.Errorf("register agent %s: %w", id, fromAllocator(err))
 	}
+	var persist *PersistedAgent
 	if known := (PersistedAgent{Hostname: ag.hostname, Principal: principal}); m.knownAgents[id] != known {
 		m.knownAgents[id] = known
-		if m.store != nil {
-			if err := m.store.PutAgent(id, known); err != nil {
-				m.log.Warn("persist agent", "agent", id, "err", err)
-			}
-		}
+		persist = &known
 	}
 	m.log.Info("agent registered", "agent", id, "hostname", ag.hostname, "principal", principal, "resources", total.String(), "tasks", len(ag.tasks))
 	m.trigger()
-	return id, kill, nil
+	return id, kill, persist, nil
 }
 
 // frameworkKnownLocked reports whether a framework is subscribed or

@@ -376,7 +376,10 @@ func (m *Master) reconcile(fw string, taskIDs []string) error {
 				}
 			} else {
 				if len(m.awaited) > 0 {
-					continue // it may be on an agent that has not re-registered yet
+					// It may be on an agent that has not re-registered
+					// yet: answered when the window closes.
+					m.deferReconcileLocked(f.id, id)
+					continue
 				}
 				st.state, st.message = taskLost, "unknown task"
 			}

@@ -43,6 +43,12 @@ type Options struct {
 	// FailoverTimeout is how long a disconnected framework keeps its tasks
 	// when it asked for none itself.
 	FailoverTimeout time.Duration
+	// ReregistrationTimeout is how long a master that starts (or is
+	// elected) with a registry waits for the agents of the previous run
+	// before tasks it does not know are LOST to reconciliation (Mesos's
+	// agent_reregister_timeout); 0: HeartbeatInterval ×
+	// MaxMissedHeartbeats.
+	ReregistrationTimeout time.Duration
 	// Store persists what must survive a restart; nil keeps nothing.
 	Store Store
 	// AuthenticateAgents makes every agent registration (and
@@ -123,7 +129,11 @@ type Master struct {
 	// awaited are agents of the previous run not yet re-registered: until
 	// they are back (or the agent timeout passes) unknown tasks may be
 	// theirs, so reconciliation does not call them LOST.
-	awaited   map[string]bool
+	awaited map[string]bool
+	// deferred are tasks frameworks asked to reconcile while agents
+	// were awaited (framework → task IDs): answered LOST when the
+	// re-registration window closes if still unknown (reregister.go).
+	deferred  map[string]map[string]bool
 	completed *completed // history of tasks and frameworks gone
 	started   time.Time
 	cycles    cycleStats
@@ -243,6 +253,7 @@ func New(opts Options) (*Master, error) {
 		knownFWs:     map[string]PersistedFramework{},
 		knownAgents:  map[string]PersistedAgent{},
 		awaited:      map[string]bool{},
+		deferred:     map[string]map[string]bool{},
 		completed:    newCompleted(opts.MaxCompletedTasks, opts.MaxCompletedFrameworks),
 		started:      time.Now(),
 	}
@@ -413,9 +424,12 @@ func (m *Master) checkTimeouts(now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	limit := m.opts.HeartbeatInterval * time.Duration(m.opts.MaxMissedHeartbeats)
-	if len(m.awaited) > 0 && now.Sub(m.started) > limit {
+	if len(m.awaited) > 0 && now.Sub(m.started) > m.reregistrationWindow() {
 		m.log.Warn("agents of the previous run did not come back", "count", len(m.awaited))
 		clear(m.awaited)
+	}
+	if len(m.awaited) == 0 && len(m.deferred) > 0 {
+		m.answerDeferredLocked()
 	}
 	for _, ag := range m.agents {
 		if !ag.unreachable && now.Sub(ag.lastSeen) > limit {

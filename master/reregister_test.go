@@ -94,3 +94,40 @@ func TestRegisterPagesOnlyThenRegistered(t *testing.T) {
 		t.Fatalf("a refused registration left agents %+v", st.Agents)
 	}
 }
+
+// TestReconcileAnsweredWhenWindowCloses: a master that starts (or is
+// elected) with a registry naming an agent that never comes back does
+// not call a task it does not know LOST during the re-registration
+// window (it may be on that agent), but answers the question LOST once
+// the window closes. Before, the question was dropped and never
+// answered: a framework that reconciled right after a failover waited
+// forever for a task of a dead agent.
+func TestReconcileAnsweredWhenWindowCloses(t *testing.T) {
+	st, err := master.OpenBoltStore(t.TempDir() + "/master.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.PutAgent("gone", master.PersistedAgent{Hostname: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	const window = 1500 * time.Millisecond
+	start := time.Now() // the window runs from the master's start
+	c := newCluster(t, master.Options{Store: st, ReregistrationTimeout: window, MaxMissedHeartbeats: 1000})
+	f := c.startFramework("recon")
+	<-f.subscribed
+	if err := f.d.Reconcile(context.Background(), "ghost"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case u := <-f.updates:
+		if time.Since(start) < window {
+			t.Fatalf("answered %s within the window (%v after)", u.State, time.Since(start))
+		}
+		if u.TaskId != "ghost" || u.State != pb.TaskState_TASK_LOST || u.Reason != master.ReasonReconciliation {
+			t.Fatalf("answer %s %s %s", u.TaskId, u.State, u.Reason)
+		}
+	case <-time.After(window + 10*time.Second):
+		t.Fatal("the reconciliation was never answered")
+	}
+}

@@ -85,7 +85,7 @@ func (af *agentFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&af.cfg.StateDir, "state-dir", af.cfg.StateDir, "agent state: ID, checkpoint, containers' sandboxes")
 	registerAgentFlags(f, &af.cfg)
 	af.lf.register(f)
-	f.StringVar(&af.cfg.Link.Master, "master", "", "master address host:port; empty: standalone (local API only)")
+	f.StringVar(&af.cfg.Link.Master, "master", "", "master address host:port, or the masters of a highly available cluster, comma-separated (the agent follows the leader); empty: standalone (local API only)")
 	af.lo.register(f)
 	af.cf.register(f, defaultAgentConfig)
 }

@@ -29,7 +29,7 @@ type operatorFlags struct {
 
 func (o *operatorFlags) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&o.master, "master", defaultMasterListen, "master address")
+	f.StringVar(&o.master, "master", defaultMasterListen, "master address host:port, or the masters of a highly available cluster, comma-separated (requests go to the leader)")
 	f.StringVar(&o.principal, "principal", "", "principal to authenticate as (HTTP basic)")
 	f.StringVar(&o.secret, "secret", "", "the principal's secret (prefer --secret-file or $BRIM_SECRET)")
 	f.StringVar(&o.secretFile, "secret-file", "", "file holding the principal's secret")
@@ -38,7 +38,11 @@ func (o *operatorFlags) flags(cmd *cobra.Command) {
 
 // client returns the client the flags describe.
 func (o *operatorFlags) client() (*client.Client, error) {
-	cfg := client.Config{Master: o.master, Principal: o.principal}
+	master, err := resolveMasters(context.Background(), o.master)
+	if err != nil {
+		return nil, err
+	}
+	cfg := client.Config{Master: master, Principal: o.principal}
 	if o.principal != "" {
 		cfg.Secret = o.secret
 		if cfg.Secret == "" {

@@ -84,6 +84,9 @@ largest free resources offered are named).`,
 			if err != nil {
 				return err
 			}
+			if addr, err = resolveMasters(cmd.Context(), addr); err != nil {
+				return err
+			}
 			d, err := scheduler.New(scheduler.Options{Master: addr, Name: "brim-run", Roles: roles, Revocable: revocable, FailoverTimeout: failover,
 				Principal: principal, Secret: secret, DialOptions: dial})
 			if err != nil {
@@ -99,7 +102,7 @@ largest free resources offered are named).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "master", defaultMasterListen, "master address")
+	f.StringVar(&addr, "master", defaultMasterListen, "master address host:port, or the masters of a highly available cluster, comma-separated (the leader is found and followed)")
 	f.Float64Var(&cpus, "cpus", 0.1, "cpus of the task")
 	f.Int64Var(&mem, "mem", 64, "memory of the task, MiB")
 	f.StringVar(&principal, "principal", "", "principal to authenticate the framework as (needed when the master has --credentials)")
