@@ -62,7 +62,16 @@ func TestMemoryGuardEvictsThroughAgent(t *testing.T) {
 	if c, _ := a.Get(lc.ID); c.State != StateRunning {
 		t.Fatalf("non-revocable container %+v", c)
 	}
-	if st, _ := a.Oversubscription(); len(st.Evictions) == 0 || st.Evictions[0].ContainerID != be.ID {
+	// The guard records the eviction once Evict returns, which may be just
+	// after the container's exit reached Wait.
+	var st Oversubscription
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		st, _ = a.Oversubscription()
+		if len(st.Evictions) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(st.Evictions) == 0 || st.Evictions[0].ContainerID != be.ID {
 		t.Fatalf("status evictions %+v", st.Evictions)
 	}
 }
