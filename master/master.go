@@ -355,6 +355,13 @@ func (m *Master) trigger() {
 	}
 }
 
+// maxOffersPerEvent bounds one Offers event: a cycle's offers to one
+// framework go out in events of at most this many, so that no event nears
+// gRPC's message limit however many agents the cluster has (one event of
+// 50,000 offers was 4.15 MB, past the 4 MiB default, and the framework
+// never got it).
+const maxOffersPerEvent = 1000
+
 // allocate runs one cycle and sends the offers.
 func (m *Master) allocate() {
 	m.mu.Lock()
@@ -381,6 +388,10 @@ func (m *Master) allocate() {
 		}
 		made.offers = append(made.offers, e)
 		made.hostnames = append(made.hostnames, ag.hostname)
+		if len(made.offers) == maxOffersPerEvent {
+			f.out.send(made)
+			delete(byFW, f.id)
+		}
 	}
 	for id, made := range byFW {
 		m.frameworks[id].out.send(made)
