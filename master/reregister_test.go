@@ -3,6 +3,8 @@ package master_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,13 +54,24 @@ func TestReregisterManyLargeTasks(t *testing.T) {
 	}
 	dir := t.TempDir()
 	stop := c.startAgent(dir, r)
-	waitAgent(t, c.m, "registered with its 100 tasks", func(a master.AgentState) bool { return a.Connected && a.Tasks == 100 })
+	first := waitAgent(t, c.m, "registered with its 100 tasks", func(a master.AgentState) bool { return a.Connected && a.Tasks == 100 })
+	// The agent saves its ID just after the master answers: stopped
+	// before that, it would come back as a new agent.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(filepath.Join(dir, "masterlink", "agent-id"))
+		if err == nil && strings.TrimSpace(string(b)) == first.ID {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent did not save its ID %s: %q, %v", first.ID, b, err)
+		}
+	}
 	stop()
 	waitAgent(t, c.m, "disconnected", func(a master.AgentState) bool { return !a.Connected })
 	c.startAgent(dir, r)
 	a := waitAgent(t, c.m, "re-registered", func(a master.AgentState) bool { return a.Connected })
-	if a.Tasks != 100 {
-		t.Fatalf("re-registered with %d tasks, want 100", a.Tasks)
+	if a.Tasks != 100 || a.ID != first.ID {
+		t.Fatalf("re-registered as %s with %d tasks, want %s with 100", a.ID, a.Tasks, first.ID)
 	}
 }
 
