@@ -111,8 +111,8 @@ generate: deps bin/tools/protoc-gen-go bin/tools/protoc-gen-go-grpc
 
 ## check-generated: the committed generated code is what `make generate` makes
 check-generated: generate
-	@git diff --exit-code -- '*.pb.go' '*_bpfel.go' '*_bpfel.o' || { echo "check-generated: generated code is stale; run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain --untracked-files=all -- '*.pb.go' '*_bpfel.go' '*_bpfel.o')" || { echo "check-generated: make generate made new files"; git status --short; exit 1; }
+	@git diff --exit-code -- '*.pb.go' '*_pb2.py' '*_bpfel.go' '*_bpfel.o' || { echo "check-generated: generated code is stale; run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- '*.pb.go' '*_pb2.py' '*_bpfel.go' '*_bpfel.o')" || { echo "check-generated: make generate made new files"; git status --short; exit 1; }
 
 clean:
 	rm -rf bin

@@ -21,6 +21,7 @@ import (
 
 	"github.com/brimnode/brim/internal/hostuser"
 	"github.com/brimnode/brim/internal/speclimit"
+	"github.com/brimnode/brim/internal/subid"
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/monitor"
 	"github.com/brimnode/brim/resources"
@@ -59,8 +60,16 @@ type Options struct {
 	// empty means DefaultUser ("nobody").
 	DefaultUser string
 	// AllowRoot lets containers run as root (uid 0), asked for or as the
-	// default user; without it such a launch fails with ErrRootNotAllowed.
+	// default user; without it such a launch fails with ErrRootNotAllowed
+	// (unless the launch carries Spec.RunAsRoot, or runs in a user
+	// namespace).
 	AllowRoot bool
+	// UserNSRange is the host ID range user namespaces map containers'
+	// IDs onto (--userns-range); nil: containers cannot have one.
+	UserNSRange *subid.Range
+	// UserNS runs every container in a user namespace (needs
+	// UserNSRange), as if each Spec had UserNS.
+	UserNS bool
 	// Oversub runs the monitor, estimator and QoS controller and admits
 	// revocable containers against the revocable pool. nil: none of them,
 	// and revocable containers are accounted against Resources like the
@@ -110,8 +119,16 @@ type Spec struct {
 	Cwd     string
 	Rootfs  string // absolute directory; empty: the host root, read-only
 	// User runs the process (see Options.DefaultUser for the syntax);
-	// empty: Options.DefaultUser.
+	// empty: Options.DefaultUser. In a user namespace it names the IDs
+	// inside it (resolved in the host's user database all the same).
 	User string
+	// UserNS runs the container in a user namespace mapped onto
+	// Options.UserNSRange: root inside it is an unprivileged host uid, so
+	// it needs no AllowRoot.
+	UserNS bool
+	// RunAsRoot: whoever asked for the container may run it as root (the
+	// master's run_as_root ACL, for its tasks), as AllowRoot does for all.
+	RunAsRoot bool
 	// Resources are accounted against the agent's and set the limits:
 	// cpu shares (and a CFS quota with CPUQuota), memory limit.
 	Resources Resources
@@ -121,6 +138,9 @@ type Spec struct {
 	// address on the agent's bridge (the agent must run with --network);
 	// Resources.NetMbit then limits its bandwidth both ways.
 	Network bool
+	// Ports are host ports forwarded to the container (with Network);
+	// released when it exits.
+	Ports []isolator.PortMapping
 	// Revocable runs the container best-effort (low priority). With
 	// Options.Oversub it is admitted against the revocable pool (see
 	// Oversub), otherwise against the same total as the others.
@@ -206,7 +226,19 @@ func New(opts Options) (*Agent, error) {
 	if opts.DefaultUser == "" {
 		opts.DefaultUser = DefaultUser
 	}
-	if _, err := resolveUser(opts.DefaultUser, opts.AllowRoot); err != nil {
+	if opts.UserNSRange != nil {
+		if err := opts.UserNSRange.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: --userns-range: %w", ErrInvalidArgument, err)
+		}
+	}
+	if opts.UserNS && opts.UserNSRange == nil {
+		return nil, fmt.Errorf("%w: user namespaces for every container need a range (--userns-range)", ErrInvalidArgument)
+	}
+	defaultNS := opts.UserNSRange
+	if !opts.UserNS {
+		defaultNS = nil
+	}
+	if _, err := resolveUser(opts.DefaultUser, opts.AllowRoot, defaultNS); err != nil {
 		return nil, fmt.Errorf("default user: %w", err)
 	}
 	log := opts.Log
@@ -250,6 +282,11 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.Oversub != nil {
 		a.over = newOversub(a, *opts.Oversub)
+		if err := a.over.newGuards(a); err != nil {
+			cancel()
+			_ = lock.Close() // New fails with err; the lock only has to go
+			return nil, fmt.Errorf("oversubscription: %w", err)
+		}
 	}
 	return a, nil
 }
@@ -546,6 +583,9 @@ func (s *Spec) validate() error {
 			return fmt.Errorf("%w: env %q: want KEY=VALUE", ErrInvalidArgument, e)
 		}
 	}
+	if err := s.checkPorts(); err != nil {
+		return err
+	}
 	if s.Rootfs != "" {
 		if !filepath.IsAbs(s.Rootfs) {
 			return fmt.Errorf("%w: rootfs %q: must be an absolute path", ErrInvalidArgument, s.Rootfs)
@@ -583,7 +623,14 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	if spec.User == "" {
 		spec.User = a.opts.DefaultUser
 	}
-	user, err := resolveUser(spec.User, a.opts.AllowRoot)
+	var userns *subid.Range
+	if spec.UserNS || a.opts.UserNS {
+		if a.opts.UserNSRange == nil {
+			return nil, fmt.Errorf("run: %w: a user namespace was asked for but the agent has no --userns-range", ErrInvalidArgument)
+		}
+		spec.UserNS, userns = true, a.opts.UserNSRange
+	}
+	user, err := resolveUser(spec.User, a.opts.AllowRoot || spec.RunAsRoot, userns)
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
@@ -596,6 +643,7 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 		MemoryBytes: spec.Resources.MemMiB << 20,
 		Pids:        spec.Pids,
 		Network:     spec.Network,
+		Ports:       spec.Ports,
 	}
 	if spec.Network {
 		limits.NetBandwidthMbit = spec.Resources.NetMbit
@@ -628,7 +676,7 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	}
 	c := &Container{
 		ID: id, Name: name, Command: spec.Command, Env: spec.Env, Cwd: spec.Cwd,
-		Rootfs: spec.Rootfs, User: spec.User, Limits: limits, Revocable: spec.Revocable, Labels: spec.Labels,
+		Rootfs: spec.Rootfs, User: spec.User, UserNS: spec.UserNS, Limits: limits, Revocable: spec.Revocable, Labels: spec.Labels,
 		State: StateLaunching, CreatedAt: time.Now().UTC(),
 	}
 	// Checkpoint before launching: after a crash mid-launch the recovery
@@ -645,7 +693,7 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 
 	in, err := a.rt.Launch(ctx, LaunchSpec{
 		ID: id, Name: name, Command: spec.Command, Env: spec.Env, Cwd: spec.Cwd,
-		Rootfs: spec.Rootfs, User: user.String(), Limits: limits, Labels: spec.Labels,
+		Rootfs: spec.Rootfs, User: user.String(), UserNS: userns, Limits: limits, Labels: spec.Labels,
 	})
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -1091,22 +1139,32 @@ var _ monitor.Source = (*Agent)(nil)
 const DefaultUser = "nobody"
 
 // CheckUser reports whether containers may run as user on an agent with
-// allowRoot: cmd/brim checks --default-user with it before creating
-// anything. Errors wrap ErrInvalidArgument or ErrRootNotAllowed.
-func CheckUser(user string, allowRoot bool) error {
-	_, err := resolveUser(user, allowRoot)
+// allowRoot, in a user namespace of range userns when it is not nil:
+// cmd/brim checks --default-user with it before creating anything.
+// Errors wrap ErrInvalidArgument or ErrRootNotAllowed.
+func CheckUser(user string, allowRoot bool, userns *subid.Range) error {
+	_, err := resolveUser(user, allowRoot, userns)
 	return err
 }
 
-// resolveUser resolves user in the host's user database; root (uid 0)
-// only with allowRoot. Errors wrap ErrInvalidArgument or ErrRootNotAllowed.
-func resolveUser(user string, allowRoot bool) (hostuser.ID, error) {
+// resolveUser resolves user in the host's user database. Without a user
+// namespace (userns nil) root (uid 0) needs allowRoot; in one, user's IDs
+// must fall inside the range, and root is allowed (it is the range's
+// first host uid). Errors wrap ErrInvalidArgument or ErrRootNotAllowed.
+func resolveUser(user string, allowRoot bool, userns *subid.Range) (hostuser.ID, error) {
 	id, err := hostuser.Lookup("/", user)
 	if err != nil {
 		return hostuser.ID{}, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
+	if userns != nil {
+		if !userns.Contains(id.UID, id.GID) {
+			return hostuser.ID{}, fmt.Errorf("%w: user %q (%s) is outside the user namespace's %d IDs (--userns-range %s)",
+				ErrInvalidArgument, user, id, userns.Size, userns)
+		}
+		return id, nil
+	}
 	if id.Root() && !allowRoot {
-		return hostuser.ID{}, fmt.Errorf("user %q is uid 0: %w", user, ErrRootNotAllowed)
+		return hostuser.ID{}, fmt.Errorf("user %q is uid 0: %w; a task from the master needs the run_as_root ACL, or a user namespace", user, ErrRootNotAllowed)
 	}
 	return id, nil
 }

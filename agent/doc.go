@@ -14,7 +14,9 @@
 //
 // It decides who a task runs as: the launch's user or Options.DefaultUser
 // (nobody), resolved in the host's user database; root (uid 0) only with
-// Options.AllowRoot, else ErrRootNotAllowed (docs/security.md).
+// Options.AllowRoot, the launch's Spec.RunAsRoot (the master's run_as_root
+// ACL) or in a user namespace (Spec.UserNS, Options.UserNS, mapped onto
+// Options.UserNSRange), else ErrRootNotAllowed (docs/security.md).
 //
 // Recovery quarantines a checkpoint record it cannot read instead of
 // failing: the file stays untouched, the container it names is kept (never

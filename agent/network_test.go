@@ -3,8 +3,16 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/brimnode/brim/agent/agentpb"
+	"github.com/brimnode/brim/isolator"
 )
 
 // TestNetworkAccounting: net_bw of guaranteed containers is accounted
@@ -143,5 +151,79 @@ func TestNetBandwidthWithoutTotal(t *testing.T) {
 	}
 	if _, err := b.Launch(ctx, spec("after", 100, 16)); err != nil {
 		t.Fatalf("plain launch next to a recovered net_bw container: %v", err)
+	}
+}
+
+// TestPortMappings: port mappings need networking and valid ports, reach
+// the runtime in the limits, are checkpointed (a restarted agent still
+// shows them), and a taken host port is ALREADY_EXISTS on the wire.
+func TestPortMappings(t *testing.T) {
+	ctx := context.Background()
+	rt := newFakeRuntime(t.TempDir())
+	dir := t.TempDir()
+	a, err := New(Options{StateDir: dir, Runtime: rt, Resources: Resources{MilliCPUs: 4000, MemMiB: 1024}, Network: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := []isolator.PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: isolator.TCP}, {HostPort: 5353, ContainerPort: 53, Protocol: isolator.UDP}}
+	for _, bad := range []struct {
+		name    string
+		network bool
+		ports   []isolator.PortMapping
+	}{
+		{"without network", false, ports},
+		{"port 0", true, []isolator.PortMapping{{HostPort: 0, ContainerPort: 80, Protocol: isolator.TCP}}},
+		{"duplicate", true, []isolator.PortMapping{ports[0], {HostPort: 8080, ContainerPort: 81, Protocol: isolator.TCP}}},
+		{"protocol", true, []isolator.PortMapping{{HostPort: 1, ContainerPort: 1, Protocol: "sctp"}}},
+	} {
+		s := spec(bad.name, 100, 16)
+		s.Network, s.Ports = bad.network, bad.ports
+		if _, err := a.Launch(ctx, s); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", bad.name, err)
+		}
+	}
+	if n := len(a.List()); n != 0 {
+		t.Errorf("%d containers after refused launches", n)
+	}
+	s := spec("web", 100, 16)
+	s.Network, s.Ports = true, ports
+	c, err := a.Launch(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.containers[c.ID].limits.Ports; !reflect.DeepEqual(got, ports) {
+		t.Errorf("runtime got ports %v, want %v", got, ports)
+	}
+	if got := ToProto(c).Ports; len(got) != 2 || got[0].HostPort != 8080 || got[0].ContainerPort != 80 || got[1].Protocol != "udp" {
+		t.Errorf("wire ports %v", got)
+	}
+	// Resizes keep them.
+	if c, err = a.Resize(ctx, c.ID, Update{MilliCPUs: 200}); err != nil || !reflect.DeepEqual(c.Limits.Ports, ports) {
+		t.Errorf("after a resize: %+v, %v", c, err)
+	}
+	a.Close()
+	b, err := New(Options{StateDir: dir, Runtime: rt, Resources: Resources{MilliCPUs: 4000, MemMiB: 1024}, Network: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Get(c.ID)
+	if err != nil || !reflect.DeepEqual(got.Limits.Ports, ports) {
+		t.Errorf("after a restart: %+v, %v", got, err)
+	}
+
+	if _, err := portsFromProto([]*agentpb.PortMapping{{HostPort: 70000, ContainerPort: 80, Protocol: "tcp"}}); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("host port 70000 on the wire: %v, want ErrInvalidArgument", err)
+	}
+	taken := fmt.Errorf("launch: %w", isolator.ErrPortInUse)
+	if st, _ := status.FromError(toStatus(taken)); st.Code() != codes.AlreadyExists {
+		t.Errorf("ErrPortInUse is %v on the wire, want AlreadyExists", st.Code())
+	}
+	notHere := fmt.Errorf("launch: 192.0.2.99 is not an address of this host: %w", isolator.ErrBadPort)
+	if st, _ := status.FromError(toStatus(notHere)); st.Code() != codes.InvalidArgument {
+		t.Errorf("ErrBadPort from the isolator is %v on the wire, want InvalidArgument", st.Code())
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/brimnode/brim/estimator"
 	"github.com/brimnode/brim/monitor"
+	"github.com/brimnode/brim/pressure"
 	"github.com/brimnode/brim/qos"
 	"github.com/brimnode/brim/resources"
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,6 +60,18 @@ type Oversub struct {
 	// RunQueueSource names the run-queue latency source in Info ("ebpf",
 	// "schedstat-mean"); informational.
 	RunQueueSource string
+
+	// MemoryGuard, when set, runs a pressure.MemoryGuard over the agent's
+	// containers: it evicts revocable containers under memory pressure
+	// (reason CONTAINER_PREEMPTED). MemoryScope reads the memory they
+	// share (the cgroups isolator's parent); nil: PSI only.
+	MemoryGuard *pressure.MemoryConfig
+	MemoryScope pressure.ScopeReader
+	// IOGuard, when set with IOThrottler (the cgroups isolator), runs a
+	// pressure.IOGuard that throttles revocable containers' IO while a
+	// non-revocable one stalls on IO.
+	IOGuard     *pressure.IOConfig
+	IOThrottler pressure.IOThrottler
 }
 
 // CgroupActuator changes a running container's cgroups for QoS
@@ -108,6 +121,10 @@ type Oversubscription struct {
 	Recent []qos.Applied
 	// RunQueueSource names the run-queue latency source.
 	RunQueueSource string
+	// Evictions are the memory guard's last evictions; IOThrottled the
+	// containers whose IO the IO guard throttles.
+	Evictions   []pressure.Eviction
+	IOThrottled []string
 }
 
 // oversub is the agent's oversubscription machinery.
@@ -120,6 +137,8 @@ type oversub struct {
 	ctrl    qos.Controller
 	reg     *prometheus.Registry
 	kick    chan struct{} // a monitor round is wanted (sample)
+	memG    *pressure.MemoryGuard
+	ioG     *pressure.IOGuard
 }
 
 // recorder wraps the guarded estimator and keeps its latest estimate with
@@ -245,6 +264,7 @@ func (o *oversub) start(a *Agent) {
 			return qos.Run(ctx, o.mon, o.ctrl, o.applier, qos.LoopConfig{Interval: o.cfg.QoSInterval}, log.With("component", "qos"))
 		},
 	}
+	loops = append(loops, o.guardLoops(a)...)
 	for _, run := range loops {
 		a.wg.Add(1)
 		go func() {
@@ -321,6 +341,7 @@ func (o *oversub) status(used Resources) Oversubscription {
 		Pool: p, Used: used, Free: resourcesOf(p.Model().Subtract(used.Model())),
 		Active: o.applier.Active(), Recent: o.applier.Recent(),
 		RunQueueSource: o.cfg.RunQueueSource,
+		Evictions:      o.evictions(), IOThrottled: o.ioThrottled(),
 	}
 }
 
@@ -349,7 +370,10 @@ type actuator struct {
 	cg CgroupActuator
 }
 
-var _ qos.Actuator = actuator{}
+var (
+	_ qos.Actuator   = actuator{}
+	_ qos.IOActuator = actuator{}
+)
 
 func (x actuator) SetCPUQuota(ctx context.Context, id string, milli int64) error {
 	if x.cg == nil {
@@ -370,6 +394,17 @@ func (x actuator) Thaw(ctx context.Context, id string) error {
 		return fmt.Errorf("thaw %s: %w", id, ErrNotSupported)
 	}
 	return x.cg.Thaw(ctx, id)
+}
+
+// SetIOLimit implements qos.IOActuator when the cgroup actuator can limit
+// io (the cgroups isolator's SetIOLimit: io.max / blkio.throttle.*);
+// otherwise it fails with ErrNotSupported.
+func (x actuator) SetIOLimit(ctx context.Context, id string, bytesPerSec int64) error {
+	io, ok := x.cg.(qos.IOActuator)
+	if !ok {
+		return fmt.Errorf("limit io of %s: %w", id, ErrNotSupported)
+	}
+	return io.SetIOLimit(ctx, id, bytesPerSec)
 }
 
 func (x actuator) Kill(ctx context.Context, id, reason string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/brimnode/brim/internal/subid"
 	"github.com/brimnode/brim/isolator"
 )
 
@@ -39,8 +40,11 @@ type LaunchSpec struct {
 	Cwd     string
 	Rootfs  string // empty: the host root, read-only
 	User    string // "UID:GID", resolved by the agent
-	Limits  isolator.Limits
-	Labels  map[string]string
+	// UserNS: a user namespace mapped onto this range (User is then
+	// the container's IDs inside it); nil: none.
+	UserNS *subid.Range
+	Limits isolator.Limits
+	Labels map[string]string
 }
 
 // RuntimeInfo describes a container as the Runtime sees it.

@@ -119,9 +119,9 @@ func toStatus(err error) error {
 	switch {
 	case errors.Is(err, ErrNotFound):
 		code = codes.NotFound
-	case errors.Is(err, ErrNameInUse):
+	case errors.Is(err, ErrNameInUse), errors.Is(err, isolator.ErrPortInUse):
 		code = codes.AlreadyExists
-	case errors.Is(err, ErrInvalidArgument), errors.Is(err, ErrCommandNotFound):
+	case errors.Is(err, ErrInvalidArgument), errors.Is(err, ErrCommandNotFound), errors.Is(err, isolator.ErrBadPort):
 		code = codes.InvalidArgument
 	case errors.Is(err, ErrInsufficientResources):
 		code = codes.ResourceExhausted
@@ -138,11 +138,15 @@ func toStatus(err error) error {
 }
 
 func (s *server) Run(ctx context.Context, r *agentpb.RunRequest) (*agentpb.Container, error) {
+	ports, err := portsFromProto(r.Ports)
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("run: %w", err))
+	}
 	c, err := s.a.Launch(ctx, Spec{
-		Name: r.Name, Command: r.Command, Env: r.Env, Cwd: r.Cwd, Rootfs: r.Rootfs, User: r.User,
+		Name: r.Name, Command: r.Command, Env: r.Env, Cwd: r.Cwd, Rootfs: r.Rootfs, User: r.User, UserNS: r.Userns,
 		Resources: Resources{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib, NetMbit: r.NetBwMbit},
 		Pids:      r.Pids, CPUQuota: r.CpuQuota, Revocable: r.Revocable, Labels: r.Labels,
-		Network: r.Network,
+		Network: r.Network, Ports: ports,
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -360,7 +364,7 @@ func unixNano(t time.Time) int64 {
 // ToProto converts a container record to its wire form.
 func ToProto(c *Container) *agentpb.Container {
 	p := &agentpb.Container{
-		Id: c.ID, Name: c.Name, State: c.State, Pid: int32(c.Pid), Command: c.Command, Rootfs: c.Rootfs, User: c.User,
+		Id: c.ID, Name: c.Name, State: c.State, Pid: int32(c.Pid), Command: c.Command, Rootfs: c.Rootfs, User: c.User, Userns: c.UserNS,
 		MilliCpus: c.Limits.MilliCPUs, MemMib: c.Limits.MemoryBytes >> 20, Pids: c.Limits.Pids,
 		Revocable: c.Revocable, CpuQuota: c.Limits.CPUQuota,
 		CreatedAtUnixNano: unixNano(c.CreatedAt), StartedAtUnixNano: unixNano(c.StartedAt),
@@ -368,6 +372,7 @@ func ToProto(c *Container) *agentpb.Container {
 	}
 	if c.Limits.Network {
 		p.NetMbit = c.Limits.NetBandwidthMbit
+		p.Ports = PortsToProto(c.Limits.Ports)
 	}
 	if c.Exit != nil {
 		p.Exit = &agentpb.ExitStatus{

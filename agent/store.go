@@ -29,6 +29,7 @@ type Container struct {
 	Cwd        string            `json:"cwd,omitempty"`
 	Rootfs     string            `json:"rootfs,omitempty"`
 	User       string            `json:"user,omitempty"`
+	UserNS     bool              `json:"userns,omitempty"`
 	Limits     isolator.Limits   `json:"limits"`
 	Revocable  bool              `json:"revocable,omitempty"`
 	Labels     map[string]string `json:"labels,omitempty"`

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"os/user"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/brimnode/brim/internal/subid"
 	"github.com/brimnode/brim/internal/testutil"
 )
 
@@ -72,4 +74,73 @@ func TestTaskUser(t *testing.T) {
 	if got := rt.containers[c.ID].spec.User; got != "0:0" {
 		t.Errorf("root launch: runtime got user %q, want 0:0", got)
 	}
+}
+
+// TestTaskUserNS (issue 13): a launch with RunAsRoot (the master's
+// run_as_root ACL) may run as root on an agent without AllowRoot; in a
+// user namespace root needs neither, the runtime gets the range, and a
+// user outside the range is refused; a user namespace without a range
+// is refused, as is Options.UserNS without one.
+func TestTaskUserNS(t *testing.T) {
+	ctx := context.Background()
+	res := Resources{MilliCPUs: 4000, MemMiB: 4096}
+	rt := newFakeRuntime(t.TempDir())
+	r := &subid.Range{HostUID: 100000, HostGID: 100000, Size: 65536}
+	a, err := New(Options{StateDir: t.TempDir(), Runtime: rt, Resources: res, UserNSRange: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := spec("acl-root", 100, 10)
+	s.User, s.RunAsRoot = "root", true
+	c, err := a.Launch(ctx, s)
+	if err != nil {
+		t.Fatalf("launch as root with RunAsRoot: %v", err)
+	}
+	if got := rt.containers[c.ID].spec; got.User != "0:0" || got.UserNS != nil {
+		t.Errorf("RunAsRoot launch: runtime got user %q userns %v, want 0:0 without one", got.User, got.UserNS)
+	}
+	s = spec("ns-root", 100, 10)
+	s.User, s.UserNS = "root", true
+	c, err = a.Launch(ctx, s)
+	if err != nil {
+		t.Fatalf("launch as root in a user namespace: %v", err)
+	}
+	if got := rt.containers[c.ID].spec; got.User != "0:0" || got.UserNS == nil || *got.UserNS != *r || !c.UserNS {
+		t.Errorf("userns launch: runtime got user %q userns %v (container userns %v), want 0:0 in %v", got.User, got.UserNS, c.UserNS, r)
+	}
+	s = spec("", 100, 10)
+	s.User, s.UserNS = "70000:70000", true
+	if _, err := a.Launch(ctx, s); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "outside") {
+		t.Errorf("launch as a user outside the range: %v, want ErrInvalidArgument", err)
+	}
+	if n := len(rt.containers); n != 2 {
+		t.Errorf("%d containers reached the runtime, want 2", n)
+	}
+
+	noRange, err := New(Options{StateDir: t.TempDir(), Runtime: rt, Resources: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer noRange.Close()
+	if err := noRange.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s = spec("", 100, 10)
+	s.UserNS = true
+	if _, err := noRange.Launch(ctx, s); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "--userns-range") {
+		t.Errorf("userns launch without a range: %v, want ErrInvalidArgument naming --userns-range", err)
+	}
+	if _, err := New(Options{StateDir: t.TempDir(), Runtime: rt, Resources: res, UserNS: true}); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("New with UserNS and no range: %v, want ErrInvalidArgument", err)
+	}
+	// Every container in a namespace: a root default user is fine.
+	all, err := New(Options{StateDir: t.TempDir(), Runtime: rt, Resources: res, UserNS: true, UserNSRange: r, DefaultUser: "root"})
+	if err != nil {
+		t.Fatalf("New with UserNS and default user root: %v", err)
+	}
+	all.Close()
 }

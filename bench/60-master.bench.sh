@@ -43,6 +43,17 @@ if [ "${MASTER_BENCH_SIM:-1}" = 1 ]; then
   done
 fi
 
+# 1b. failover: two masters on a 3-member etcd (in the test process), N
+#     simulated agents and a framework; the leader is killed. Time to the
+#     new leader (goal <= session TTL + 1 s), its first offer, all agents
+#     re-registered; baseline: their first registration, same run.
+#     MASTER_BENCH_FAILOVER="1000 10000 50000" chooses the points; 0 skips.
+if [ "${MASTER_BENCH_FAILOVER:-1000 10000}" != 0 ]; then
+  BRIM_FAILOVER_AGENTS="${MASTER_BENCH_FAILOVER:-1000 10000}" \
+    go test -run '^$' -bench '^BenchmarkFailover$' -benchtime 1x -timeout 30m ./master/etcdstore/ |
+    grep -E 'agents=[0-9]+ TTL|re-registrations after' | sed 's/^ *failover_bench_test.go:[0-9]*: /failover: /'
+fi
+
 if [ "$(id -u)" != 0 ]; then
   echo "real containers: skipped (needs root)"
   exit 0

@@ -10,11 +10,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/internal/masteraddr"
+	"github.com/brimnode/brim/master/api"
 )
 
 var (
@@ -42,7 +44,10 @@ func (e *APIError) Error() string { return fmt.Sprintf("%s (HTTP %d)", e.Message
 
 // Config configures a Client.
 type Config struct {
-	// Master is the master's address, host:port.
+	// Master is the master's address, host:port, or a comma-separated
+	// list of the masters of a highly available cluster: a request goes
+	// to the leader (a standby's 307 is followed, credentials sent again)
+	// and to the next listed master when one cannot be reached.
 	Master string
 	// Principal and Secret authenticate with HTTP basic authentication;
 	// nothing is sent without a Principal.
@@ -57,9 +62,10 @@ type Config struct {
 // Client talks to the master's operator HTTP API. Safe for concurrent
 // use; it holds idle connections, released by CloseIdleConnections.
 type Client struct {
-	cfg  Config
-	base string
-	hc   *http.Client
+	cfg     Config
+	scheme  string
+	masters *masteraddr.Set
+	hc      *http.Client
 }
 
 // New returns a client of the master at cfg.Master. It does no I/O.
@@ -70,6 +76,10 @@ func New(cfg Config) (*Client, error) {
 	if strings.Contains(cfg.Principal, ":") {
 		return nil, fmt.Errorf("new client: principal %q: must not contain ':'", cfg.Principal)
 	}
+	addrs, err := masteraddr.Parse(cfg.Master)
+	if err != nil {
+		return nil, fmt.Errorf("new client: %w", err)
+	}
 	scheme := "http://"
 	if cfg.TLS != nil {
 		scheme = "https://"
@@ -78,16 +88,22 @@ func New(cfg Config) (*Client, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Client{cfg: cfg, base: scheme + cfg.Master,
-		hc: &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: cfg.TLS}}}, nil
+	return &Client{cfg: cfg, scheme: scheme, masters: masteraddr.NewSet(addrs),
+		hc: &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: cfg.TLS},
+			// A standby's 307 is followed by do, which sends the
+			// credentials again (net/http drops them for another host).
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, nil
 }
+
+// maxRedirects bounds the standbys' redirects one request follows.
+const maxRedirects = 3
 
 // CloseIdleConnections closes the client's idle connections.
 func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 
 // State returns the master's state (GET /state).
-func (c *Client) State(ctx context.Context) (*master.State, error) {
-	var st master.State
+func (c *Client) State(ctx context.Context) (*api.State, error) {
+	var st api.State
 	if err := c.do(ctx, http.MethodGet, "/state", nil, &st); err != nil {
 		return nil, err
 	}
@@ -95,18 +111,18 @@ func (c *Client) State(ctx context.Context) (*master.State, error) {
 }
 
 // Reserve dynamically reserves resources of an agent (POST /reserve).
-func (c *Client) Reserve(ctx context.Context, req master.ReserveRequest) error {
+func (c *Client) Reserve(ctx context.Context, req api.ReserveRequest) error {
 	return c.do(ctx, http.MethodPost, "/reserve", req, nil)
 }
 
 // Unreserve releases dynamic reservations (POST /unreserve).
-func (c *Client) Unreserve(ctx context.Context, req master.ReserveRequest) error {
+func (c *Client) Unreserve(ctx context.Context, req api.ReserveRequest) error {
 	return c.do(ctx, http.MethodPost, "/unreserve", req, nil)
 }
 
 // Quota returns every role's quota (GET /quota).
-func (c *Client) Quota(ctx context.Context) (map[string]master.QuotaState, error) {
-	var q map[string]master.QuotaState
+func (c *Client) Quota(ctx context.Context) (map[string]api.QuotaState, error) {
+	var q map[string]api.QuotaState
 	if err := c.do(ctx, http.MethodGet, "/quota", nil, &q); err != nil {
 		return nil, err
 	}
@@ -115,7 +131,7 @@ func (c *Client) Quota(ctx context.Context) (map[string]master.QuotaState, error
 
 // SetQuota sets or (with neither guarantee nor limit) removes a role's
 // quota (POST /quota).
-func (c *Client) SetQuota(ctx context.Context, req master.QuotaRequest) error {
+func (c *Client) SetQuota(ctx context.Context, req api.QuotaRequest) error {
 	return c.do(ctx, http.MethodPost, "/quota", req, nil)
 }
 
@@ -130,55 +146,87 @@ func (c *Client) Weights(ctx context.Context) (map[string]float64, error) {
 
 // ParseWeights parses ROLE=WEIGHT arguments (brim weights) into the
 // request SetWeights sends; a weight must be a positive number.
-func ParseWeights(args []string) ([]master.WeightRequest, error) {
-	var req []master.WeightRequest
+func ParseWeights(args []string) ([]api.WeightRequest, error) {
+	var req []api.WeightRequest
 	for _, a := range args {
 		role, w, ok := strings.Cut(a, "=")
 		v, err := strconv.ParseFloat(w, 64)
 		if !ok || role == "" || err != nil || !(v > 0) {
 			return nil, fmt.Errorf("%q: want ROLE=WEIGHT with a positive weight", a)
 		}
-		req = append(req, master.WeightRequest{Role: role, Weight: v})
+		req = append(req, api.WeightRequest{Role: role, Weight: v})
 	}
 	return req, nil
 }
 
 // SetWeights sets roles' weights (POST /weights).
-func (c *Client) SetWeights(ctx context.Context, req []master.WeightRequest) error {
+func (c *Client) SetWeights(ctx context.Context, req []api.WeightRequest) error {
 	return c.do(ctx, http.MethodPost, "/weights", req, nil)
 }
 
-// do sends a request and decodes a 200 answer into out.
+// do sends a request to the leader and decodes a 200 answer into out:
+// it follows a standby's redirect, and tries the next listed master when
+// one cannot be reached (each once).
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
+	var data []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return fmt.Errorf("encode %s %s: %w", method, path, err)
 		}
-		rd = bytes.NewReader(b)
+		data = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	unreachable, redirects := 0, 0
+	for {
+		addr := c.masters.Current()
+		leader, err := c.once(ctx, addr, method, path, data, out)
+		switch {
+		case leader != "" && redirects < maxRedirects:
+			redirects++
+			c.masters.Follow(leader)
+		case leader != "":
+			return fmt.Errorf("%w: %d redirects from standby to standby (last to %s)", ErrUnreachable, redirects, leader)
+		case errors.Is(err, ErrUnreachable) && ctx.Err() == nil && c.masters.Len() > 1 && unreachable+1 < c.masters.Len():
+			unreachable++
+			c.masters.Failed()
+		default:
+			return err
+		}
+	}
+}
+
+// once sends one request to addr; a 307 returns the leader it names.
+func (c *Client) once(ctx context.Context, addr, method, path string, data []byte, out any) (leader string, err error) {
+	var rd io.Reader
+	if data != nil {
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.scheme+addr+path, rd)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if c.cfg.Principal != "" {
 		req.SetBasicAuth(c.cfg.Principal, c.cfg.Secret)
 	}
-	if body != nil {
+	if data != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return "", ctx.Err()
 		}
-		return c.unreachable(ctx, err)
+		return "", c.unreachable(ctx, addr, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("%w at %s: read answer: %w", ErrUnreachable, c.cfg.Master, err)
+		return "", fmt.Errorf("%w at %s: read answer: %w", ErrUnreachable, addr, err)
+	}
+	if resp.StatusCode == http.StatusTemporaryRedirect {
+		if u, perr := url.Parse(resp.Header.Get("Location")); perr == nil && u.Host != "" {
+			return u.Host, nil
+		}
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
@@ -190,26 +238,26 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		}
 		// net/http's own TLS server answers a plain request so.
 		if c.cfg.TLS == nil && resp.StatusCode == http.StatusBadRequest && strings.Contains(e.Error, "HTTP request to an HTTPS server") {
-			return fmt.Errorf("%w at %s: %s (%w)", ErrUnreachable, c.cfg.Master, e.Error, ErrServesTLS)
+			return "", fmt.Errorf("%w at %s: %s (%w)", ErrUnreachable, addr, e.Error, ErrServesTLS)
 		}
-		return &APIError{Status: resp.StatusCode, Message: e.Error}
+		return "", &APIError{Status: resp.StatusCode, Message: e.Error}
 	}
 	if out == nil {
-		return nil
+		return "", nil
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("decode the answer to %s %s: %w", method, path, err)
+		return "", fmt.Errorf("decode the answer to %s %s: %w", method, path, err)
 	}
-	return nil
+	return "", nil
 }
 
 // unreachable wraps a transport error in ErrUnreachable, and in
 // ErrServesTLS when that explains it.
-func (c *Client) unreachable(ctx context.Context, err error) error {
-	if c.cfg.TLS == nil && ServesTLS(ctx, c.cfg.Master) {
-		return fmt.Errorf("%w at %s: %w (%w)", ErrUnreachable, c.cfg.Master, err, ErrServesTLS)
+func (c *Client) unreachable(ctx context.Context, addr string, err error) error {
+	if c.cfg.TLS == nil && ServesTLS(ctx, addr) {
+		return fmt.Errorf("%w at %s: %w (%w)", ErrUnreachable, addr, err, ErrServesTLS)
 	}
-	return fmt.Errorf("%w at %s: %w", ErrUnreachable, c.cfg.Master, err)
+	return fmt.Errorf("%w at %s: %w", ErrUnreachable, addr, err)
 }
 
 // ServesTLS reports whether addr completes a TLS handshake (certificate

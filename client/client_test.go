@@ -16,6 +16,7 @@ import (
 
 	"github.com/brimnode/brim/client"
 	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/master/api"
 	"google.golang.org/grpc"
 )
 
@@ -41,7 +42,7 @@ func (f *fakeMaster) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.got = append(f.got, r.Method+" "+r.URL.Path+" "+p+":"+s+" "+r.Header.Get("Content-Type")+" "+string(b))
 	switch r.Method + " " + r.URL.Path {
 	case "GET /state":
-		_ = json.NewEncoder(w).Encode(master.State{Agents: []master.AgentState{{ID: "a1", Hostname: "h"}}})
+		_ = json.NewEncoder(w).Encode(api.State{Agents: []api.AgentState{{ID: "a1", Hostname: "h"}}})
 	case "GET /weights":
 		_, _ = io.WriteString(w, `{"web":2}`)
 	case "POST /reserve":
@@ -71,15 +72,15 @@ func TestClientRequests(t *testing.T) {
 		t.Fatalf("Weights: %v, %v", ws, err)
 	}
 	var ae *client.APIError
-	err = c.Reserve(ctx, master.ReserveRequest{AgentID: "a1", Resources: "cpus(ads):9"})
+	err = c.Reserve(ctx, api.ReserveRequest{AgentID: "a1", Resources: "cpus(ads):9"})
 	if !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Message != "cpus(ads):9 is not available on agent a1" {
 		t.Fatalf("Reserve: %v", err)
 	}
-	err = c.SetQuota(ctx, master.QuotaRequest{Role: "web", Limit: "cpus:1"})
+	err = c.SetQuota(ctx, api.QuotaRequest{Role: "web", Limit: "cpus:1"})
 	if !errors.As(err, &ae) || ae.Status != http.StatusForbidden || ae.Message != "forbidden" {
 		t.Fatalf("SetQuota: %v", err)
 	}
-	if err := c.SetWeights(ctx, []master.WeightRequest{{Role: "web", Weight: 3}}); err != nil {
+	if err := c.SetWeights(ctx, []api.WeightRequest{{Role: "web", Weight: 3}}); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{

@@ -17,6 +17,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/brimnode/brim/executor"
+	"github.com/brimnode/brim/internal/subid"
 	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/isolator/cgroups"
@@ -34,7 +35,9 @@ import (
 // iteration launches one container of each kind, in a random order and
 // each once the warm shims have settled (see settle), so all three see the
 // same machine load; the p50 ratios brim/runc are the figures to compare
-// across runs.
+// across runs. A third variant, brim-shim-userns, is the shim-only binary
+// launching into a user namespace (testRange): its p50 ratio against
+// brim-shim is what a user namespace costs a launch.
 func BenchmarkLaunch(b *testing.B) {
 	testutil.RequireRoot(b)
 	parent := testutil.NewCgroupParent(b)
@@ -44,9 +47,16 @@ func BenchmarkLaunch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	variants := []*launchVariant{{name: "brim", shim: shimBinary}, {name: "brim-shim", shim: smallShimBinary}}
+	userns := testRange
+	variants := []*launchVariant{{name: "brim", shim: shimBinary}, {name: "brim-shim", shim: smallShimBinary},
+		{name: "brim-shim-userns", shim: smallShimBinary, userns: &userns}}
 	for _, v := range variants {
-		v.c, err = New(Config{StateDir: b.TempDir(), Isolators: []isolator.Isolator{cg}, ShimBinary: v.shim, HidePaths: DefaultHidePaths})
+		stateDir := b.TempDir()
+		if v.userns != nil {
+			// The namespace's root must reach the container directories.
+			stateDir = traversableTempDir(b)
+		}
+		v.c, err = New(Config{StateDir: stateDir, Isolators: []isolator.Isolator{cg}, ShimBinary: v.shim, HidePaths: DefaultHidePaths})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -63,6 +73,12 @@ func BenchmarkLaunch(b *testing.B) {
 		})
 	}
 	rootfs := busyboxRootfs(b)
+	// ... and the rootfs (t.TempDir's two levels are 0700).
+	for _, d := range []string{filepath.Dir(rootfs), filepath.Dir(filepath.Dir(rootfs))} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			b.Fatal(err)
+		}
+	}
 	runc, _ := exec.LookPath("runc")
 	var runcBundle, runcRoot string
 	if runc != "" {
@@ -91,7 +107,7 @@ func BenchmarkLaunch(b *testing.B) {
 			id := testutil.UniqueName("bench")
 			b.StartTimer()
 			start := time.Now()
-			_, err := v.c.Launch(ctx, Spec{ID: id, Command: []string{"sleep", "1000"}, Rootfs: rootfs, Limits: limits})
+			_, err := v.c.Launch(ctx, Spec{ID: id, Command: []string{"sleep", "1000"}, Rootfs: rootfs, Limits: limits, UserNS: v.userns})
 			d := time.Since(start)
 			b.StopTimer()
 			if err != nil {
@@ -121,6 +137,25 @@ func BenchmarkLaunch(b *testing.B) {
 			b.ReportMetric(float64(p50)/float64(r50), v.name+"/runc-p50-ratio")
 		}
 	}
+	// What a user namespace costs: the same shim with and without one.
+	if plain, ns := variants[1], variants[2]; len(plain.times) > 0 {
+		b.ReportMetric(float64(percentile(ns.times, 50))/float64(percentile(plain.times, 50)), "userns/plain-p50-ratio")
+	}
+}
+
+// traversableTempDir is a temporary directory whose every parent others
+// may traverse (under /var/tmp), removed at the end of the benchmark.
+func traversableTempDir(b *testing.B) string {
+	b.Helper()
+	dir, err := os.MkdirTemp("/var/tmp", "brim-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o711); err != nil {
+		b.Fatal(err)
+	}
+	return dir
 }
 
 // settle waits (untimed, at most 2 s) until every containerizer's pool of
@@ -178,6 +213,7 @@ func cpuNanos(pids []int) uint64 {
 // launchVariant is one shim binary of BenchmarkLaunch and its timings.
 type launchVariant struct {
 	name, shim string
+	userns     *subid.Range // launch into a user namespace of this range
 	c          *Containerizer
 	times      []time.Duration
 }

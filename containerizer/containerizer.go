@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/executor"
+	"github.com/brimnode/brim/internal/subid"
 	"github.com/brimnode/brim/isolator"
 )
 
@@ -32,6 +33,10 @@ var (
 	ErrCommandNotFound = executor.ErrCommandNotFound
 	// ErrNotSupported is returned on hosts that cannot run containers.
 	ErrNotSupported = executor.ErrNotSupported
+	// ErrUserNS is returned by Launch when a container's user namespace
+	// cannot be set up: a range that does not hold the user, or a state
+	// dir the namespace's root cannot reach.
+	ErrUserNS = errors.New("user namespace cannot be set up")
 )
 
 // DefaultHidePaths are the host paths an agent masks from containers on
@@ -108,7 +113,12 @@ type Spec struct {
 	// in the host's /etc/passwd and /etc/group (internal/hostuser); the
 	// sandbox is owned by it. "" is root: the agent applies its default
 	// user and refuses root unless allowed, the containerizer does not.
-	User   string            `json:"user,omitempty"`
+	User string `json:"user,omitempty"`
+	// UserNS runs the container in a user namespace mapping its IDs onto
+	// the range: User is then resolved as the container's IDs, which must
+	// fall inside it, and the sandbox is owned by their host IDs. nil:
+	// none.
+	UserNS *subid.Range      `json:"userns,omitempty"`
 	Limits isolator.Limits   `json:"limits"`
 	Labels map[string]string `json:"labels,omitempty"`
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -343,7 +344,7 @@ func TestRecoverAfterAgentDeath(t *testing.T) {
 	if len(e.iso.known) != 3 {
 		t.Errorf("isolator Recover got %v, want the 3 containers", e.iso.known)
 	}
-	if got := e.iso.known[running.ID]; got != limits {
+	if got := e.iso.known[running.ID]; !reflect.DeepEqual(got, limits) {
 		t.Errorf("isolator Recover limits = %+v, want %+v", got, limits)
 	}
 

@@ -37,6 +37,16 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 			return nil, fmt.Errorf("launch %s: %w", spec.ID, err)
 		}
 	}
+	owner := user // who owns the sandbox on the host
+	if r := spec.UserNS; r != nil {
+		if err := r.Validate(); err != nil {
+			return nil, fmt.Errorf("launch %s: %w: %w", spec.ID, ErrUserNS, err)
+		}
+		if !r.Contains(user.UID, user.GID) {
+			return nil, fmt.Errorf("launch %s: user %s is outside the user namespace's %d IDs: %w", spec.ID, user, r.Size, ErrUserNS)
+		}
+		owner.UID, owner.GID = r.Host(user.UID, user.GID)
+	}
 	id := spec.ID
 	c.mu.Lock()
 	if _, ok := c.containers[id]; ok {
@@ -70,8 +80,13 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 	}
 	// The task's user writes its files there; the shim (root) creates
 	// stdout and stderr in it, which stay the agent's.
-	if err := os.Chown(sandbox, int(user.UID), int(user.GID)); err != nil {
+	if err := os.Chown(sandbox, int(owner.UID), int(owner.GID)); err != nil {
 		return nil, fmt.Errorf("launch %s: own sandbox: %w", id, err)
+	}
+	if spec.UserNS != nil {
+		if err := prepareUserNSDir(c.cfg.StateDir, dir, *spec.UserNS); err != nil {
+			return nil, fmt.Errorf("launch %s: %w", id, err)
+		}
 	}
 	// config.json is written once the isolators are prepared; a directory
 	// without it is an orphan to Recover, which cleans up the isolators.
@@ -114,11 +129,13 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 		HidePaths:  append([]string{c.cfg.StateDir}, c.cfg.HidePaths...),
 		UID:        user.UID,
 		GID:        user.GID,
+		UserNS:     spec.UserNS,
 		// The shim verifies the cgroup and network namespace itself
 		// before exec: no go-ahead round trip unless an isolator must see
 		// the init first.
 		SkipGoAhead: !c.needIsolate(),
 	}
+	bundle.OOMScoreAdj = launch.OOMScoreAdj // the cgroup isolator's, by class
 	if err := executor.WriteBundle(dir, bundle); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", id, err)
 	}

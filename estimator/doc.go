@@ -4,7 +4,7 @@
 // explain` and the agent API).
 //
 // It owns: the Estimator contract, the Registry of factories, the
-// built-ins (noop, fixed, usage), the Forwarder that applies hysteresis to
+// built-ins (noop, fixed, usage, idle), the Forwarder that applies hysteresis to
 // what the agent sends to the master, the Guard that offers nothing while
 // QoS corrections are in force, the Fallback that turns a failing
 // estimator into noop, the agent's loop (Run), and the out-of-process

@@ -150,11 +150,12 @@ type Registry struct {
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{r: registry.New[Factory]("estimator")} }
 
-// RegisterBuiltins registers noop, fixed and usage on r.
+// RegisterBuiltins registers noop, fixed, usage and idle on r.
 func RegisterBuiltins(r *Registry) {
 	r.Register("noop", NewNoop)
 	r.Register("fixed", NewFixed)
 	r.Register("usage", NewUsage)
+	r.Register("idle", NewIdle)
 }
 
 // Register adds f under name. It panics on an empty or duplicate name or a

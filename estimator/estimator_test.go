@@ -245,7 +245,7 @@ func TestGuardAndFallback(t *testing.T) {
 func TestRegistry(t *testing.T) {
 	r := NewRegistry()
 	RegisterBuiltins(r)
-	if got := strings.Join(r.Names(), ","); got != "fixed,noop,usage" {
+	if got := strings.Join(r.Names(), ","); got != "fixed,idle,noop,usage" {
 		t.Fatalf("names = %s", got)
 	}
 	for _, f := range []func(){

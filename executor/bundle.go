@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/brimnode/brim/internal/atomicfile"
 	"github.com/brimnode/brim/internal/errdefs"
+	"github.com/brimnode/brim/internal/subid"
 	"os"
 	"path/filepath"
 	"time"
@@ -93,8 +94,18 @@ type Bundle struct {
 	// and owns the sandbox to them.
 	UID uint32 `json:"uid,omitempty"`
 	GID uint32 `json:"gid,omitempty"`
+	// UserNS runs the container in a new user namespace whose IDs
+	// 0..Size-1 map onto the range's host IDs: UID and GID are then the
+	// container's IDs (root included, unprivileged on the host), and the
+	// containerizer owns the sandbox to their host IDs. nil: no user
+	// namespace, UID and GID are host IDs.
+	UserNS *subid.Range `json:"userns,omitempty"`
 	// NoSeccomp disables the default seccomp profile.
 	NoSeccomp bool `json:"no_seccomp,omitempty"`
+	// OOMScoreAdj, when set, is the oom_score_adj of the container's init
+	// (its processes inherit it), set before the user process runs; nil
+	// inherits the shim's. The cgroup isolator chooses it by QoS class.
+	OOMScoreAdj *int `json:"oom_score_adj,omitempty"`
 	// SkipGoAhead lets a shim started with the launch handshake run the
 	// user process as soon as the init is created and its confinement
 	// verified (cgroup and network namespace), without waiting for the
@@ -123,6 +134,16 @@ func (b *Bundle) Validate() error {
 		return fmt.Errorf("state root %q is not absolute", b.StateRoot)
 	case b.Rootfs != "" && !filepath.IsAbs(b.Rootfs):
 		return fmt.Errorf("rootfs %q is not absolute", b.Rootfs)
+	case b.OOMScoreAdj != nil && (*b.OOMScoreAdj < -1000 || *b.OOMScoreAdj > 1000):
+		return fmt.Errorf("oom_score_adj %d outside [-1000, 1000]", *b.OOMScoreAdj)
+	}
+	if r := b.UserNS; r != nil {
+		if err := r.Validate(); err != nil {
+			return err
+		}
+		if !r.Contains(b.UID, b.GID) {
+			return fmt.Errorf("user %d:%d is outside the user namespace's %d IDs", b.UID, b.GID, r.Size)
+		}
 	}
 	for _, p := range b.HidePaths {
 		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {

@@ -2,8 +2,13 @@ package executor
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/brimnode/brim/internal/subid"
 )
 
 func TestIsCommandNotFound(t *testing.T) {
@@ -68,5 +73,52 @@ func TestRuntimeSpecUser(t *testing.T) {
 	b.UID, b.GID = 0, 0
 	if u := RuntimeSpec(b, "/d", "/d/rootfs").Process.User; u.UID != 0 || u.GID != 0 {
 		t.Errorf("process user of a bundle without uid = %+v, want root", u)
+	}
+}
+
+// TestRuntimeSpecUserNS: a bundle's range becomes a user namespace with
+// one mapping each for uids and gids; with a joined netns /sys is the
+// host's, bound recursively read-only (no new sysfs there); without
+// UserNS the spec has neither.
+func TestRuntimeSpecUserNS(t *testing.T) {
+	r := subid.Range{HostUID: 100000, HostGID: 200000, Size: 65536}
+	hasUserNS := func(s *specs.Spec) bool {
+		for _, ns := range s.Linux.Namespaces {
+			if ns.Type == specs.UserNamespace {
+				return true
+			}
+		}
+		return false
+	}
+	sysOf := func(s *specs.Spec) specs.Mount {
+		for _, m := range s.Mounts {
+			if m.Destination == "/sys" {
+				return m
+			}
+		}
+		t.Fatal("no /sys mount")
+		return specs.Mount{}
+	}
+	b := &Bundle{ID: "c", Args: []string{"sh"}, CgroupPath: "/brim/c"}
+	if s := RuntimeSpec(b, "/d", "/d/rootfs"); hasUserNS(s) || s.Linux.UIDMappings != nil || sysOf(s).Type != "sysfs" {
+		t.Errorf("no UserNS: namespaces %v, uid mappings %v, /sys %+v", s.Linux.Namespaces, s.Linux.UIDMappings, sysOf(s))
+	}
+	b.UserNS = &r
+	s := RuntimeSpec(b, "/d", "/d/rootfs")
+	if !hasUserNS(s) {
+		t.Errorf("no user namespace in %v", s.Linux.Namespaces)
+	}
+	wantU := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 100000, Size: 65536}}
+	wantG := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 200000, Size: 65536}}
+	if !slices.Equal(s.Linux.UIDMappings, wantU) || !slices.Equal(s.Linux.GIDMappings, wantG) {
+		t.Errorf("mappings %v %v, want %v %v", s.Linux.UIDMappings, s.Linux.GIDMappings, wantU, wantG)
+	}
+	if m := sysOf(s); m.Type != "sysfs" {
+		t.Errorf("own netns: /sys %+v, want a new sysfs", m)
+	}
+	b.NetNSPath = "/run/netns/x"
+	m := sysOf(RuntimeSpec(b, "/d", "/d/rootfs"))
+	if m.Type != "bind" || m.Source != "/sys" || !slices.Contains(m.Options, "rro") || !slices.Contains(m.Options, "rbind") {
+		t.Errorf("joined netns: /sys %+v, want the host's bound recursively read-only", m)
 	}
 }

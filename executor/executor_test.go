@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/brimnode/brim/internal/subid"
 	"time"
 )
 
@@ -21,17 +23,22 @@ func TestBundleValidate(t *testing.T) {
 		t.Fatalf("valid bundle: %v", err)
 	}
 	for name, mutate := range map[string]func(*Bundle){
-		"version":         func(b *Bundle) { b.Version = 99 },
-		"empty id":        func(b *Bundle) { b.ID = "" },
-		"id with slash":   func(b *Bundle) { b.ID = "a/b" },
-		"id dotdot":       func(b *Bundle) { b.ID = ".." },
-		"no command":      func(b *Bundle) { b.Args = nil },
-		"empty argv0":     func(b *Bundle) { b.Args = []string{""} },
-		"relative cgroup": func(b *Bundle) { b.CgroupPath = "brim/x" },
-		"empty cgroup":    func(b *Bundle) { b.CgroupPath = "" },
-		"root cgroup":     func(b *Bundle) { b.CgroupPath = "/" },
-		"relative state":  func(b *Bundle) { b.StateRoot = "runc" },
-		"relative rootfs": func(b *Bundle) { b.Rootfs = "rootfs" },
+		"version":          func(b *Bundle) { b.Version = 99 },
+		"empty id":         func(b *Bundle) { b.ID = "" },
+		"id with slash":    func(b *Bundle) { b.ID = "a/b" },
+		"id dotdot":        func(b *Bundle) { b.ID = ".." },
+		"no command":       func(b *Bundle) { b.Args = nil },
+		"empty argv0":      func(b *Bundle) { b.Args = []string{""} },
+		"relative cgroup":  func(b *Bundle) { b.CgroupPath = "brim/x" },
+		"empty cgroup":     func(b *Bundle) { b.CgroupPath = "" },
+		"root cgroup":      func(b *Bundle) { b.CgroupPath = "/" },
+		"relative state":   func(b *Bundle) { b.StateRoot = "runc" },
+		"relative rootfs":  func(b *Bundle) { b.Rootfs = "rootfs" },
+		"userns over root": func(b *Bundle) { b.UserNS = &subid.Range{Size: 65536} },
+		"userns empty":     func(b *Bundle) { b.UserNS = &subid.Range{HostUID: 1000, HostGID: 1000} },
+		"user outside userns": func(b *Bundle) {
+			b.UserNS, b.UID = &subid.Range{HostUID: 100000, HostGID: 100000, Size: 1000}, 65534
+		},
 	} {
 		b := good
 		b.Args = append([]string(nil), good.Args...)

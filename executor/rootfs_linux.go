@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
+	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
 
@@ -112,6 +114,20 @@ func maskPaths(dir, root string, hide []string) error {
 		}
 		if err := unix.Mount(empty, target, "", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("hide %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// prepareMountPoints creates in an operator's rootfs the mount points of
+// mounts that it lacks (such as /mnt/sandbox), as root on the host. runc
+// does so itself outside a user namespace; inside one its init may not
+// create directories in a rootfs owned by host root. Paths resolve inside
+// rootfs (symlinks cannot lead out of it).
+func prepareMountPoints(rootfs string, mounts []specs.Mount) error {
+	for _, m := range mounts {
+		if err := pathrs.MkdirAll(rootfs, m.Destination, 0o755); err != nil {
+			return fmt.Errorf("create mount point %s in rootfs %s: %w", m.Destination, rootfs, err)
 		}
 	}
 	return nil

@@ -165,6 +165,10 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 		if rootfs, err = prepareHostRoot(s.dir, b.HidePaths); err != nil {
 			return err
 		}
+	} else if b.UserNS != nil {
+		if err := prepareMountPoints(rootfs, RuntimeSpec(b, s.dir, rootfs).Mounts); err != nil {
+			return err
+		}
 	}
 	// The control socket is bound while libcontainer creates and starts
 	// the container (the shim mostly waits for the init meanwhile): it

@@ -18,7 +18,8 @@ import (
 // paths; no_new_privileges; device rules), a read-only root, a private
 // /tmp, the sandbox (dir/sandbox) at /mnt/sandbox, the process user
 // (b.UID, b.GID, no supplementary groups), the cgroup path, the
-// network namespace and, unless b.NoSeccomp, brim's seccomp profile.
+// network namespace, a user namespace with b.UserNS's mappings when set,
+// the oom_score_adj and, unless b.NoSeccomp, brim's seccomp profile.
 // rootfs is the directory libcontainer pivots into. Cgroup limits are not
 // in it: the isolators own them. Any OCI runtime can run the result
 // (bench/10-launch.bench.sh gives it to runc as the equivalent bundle).
@@ -38,6 +39,7 @@ func RuntimeSpec(b *Bundle, dir, rootfs string) *specs.Spec {
 		p.Cwd = "/"
 	}
 	p.Rlimits = nil // inherit the shim's
+	p.OOMScoreAdj = b.OOMScoreAdj
 	// No supplementary groups: libcontainer sets them to exactly this list.
 	p.User = specs.User{UID: b.UID, GID: b.GID}
 
@@ -58,6 +60,25 @@ func RuntimeSpec(b *Bundle, dir, rootfs string) *specs.Spec {
 	for i := range l.Namespaces {
 		if l.Namespaces[i].Type == specs.NetworkNamespace {
 			l.Namespaces[i].Path = b.NetNSPath
+		}
+	}
+	if r := b.UserNS; r != nil {
+		// Created first by runc, so that the container's other namespaces
+		// (and the mounts of /proc, /sys, /dev in them) belong to it.
+		l.Namespaces = append(l.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace})
+		l.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: r.HostUID, Size: r.Size}}
+		l.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: r.HostGID, Size: r.Size}}
+		if b.NetNSPath != "" {
+			// A joined network namespace belongs to the host's user
+			// namespace: the kernel refuses a new sysfs there (EPERM).
+			// Bind the host's instead, recursively read-only, as runc
+			// does for rootless containers.
+			for i, m := range spec.Mounts {
+				if m.Destination == "/sys" {
+					spec.Mounts[i] = specs.Mount{Destination: "/sys", Type: "bind", Source: "/sys",
+						Options: []string{"rbind", "nosuid", "noexec", "nodev", "rro"}}
+				}
+			}
 		}
 	}
 	if !b.NoSeccomp {

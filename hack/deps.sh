@@ -13,8 +13,9 @@ PKGS=(
   clang llvm libbpf-dev bpftool        # `make generate` (BPF objects are committed)
   linux-perf                           # `perf bench sched pipe` in make bench
   protobuf-compiler                    # `make generate` (generated code is committed)
+  python3-grpcio python3-protobuf      # the Python example plugin (examples/python-plugin) and its test
   jq procps util-linux curl
-  qemu-system-x86 cpio                 # make test-v2: the cgroup v2 guest
+  qemu-system-x86 cpio e2fsprogs       # make test-v2: the cgroup v2 guest and its scratch disk
 )
 
 missing=()

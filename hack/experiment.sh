@@ -115,6 +115,9 @@ done
 # dir (hidden): so the base dir is under /var/tmp and the state dirs are
 # below it.
 BASE=$(mktemp -d /var/tmp/brim-exp.XXXXXX)
+# Tasks run as the agent's default user (nobody): the probe it runs from
+# here must be able to reach the base dir.
+chmod 755 "$BASE"
 RUN_ID=$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
 AGENT_PID= SOCK= PARENT= FWD_PID=
 PARENTS=()
@@ -191,8 +194,8 @@ antagonist_cmd() {
   local run
   case $1 in
     hdd) run="exec stress-ng --hdd 1 --hdd-bytes 64M --hdd-opts fsync --temp-path /mnt/sandbox -t 0 -q" ;;
-    vm) run="exec stress-ng --vm 1 --vm-bytes $((BE_MEM / 2))M --vm-keep -t 0 -q" ;;
-    cpu) run="exec stress-ng --cpu 1 -t 0 -q" ;;
+    vm) run="exec stress-ng --vm 1 --vm-bytes $((BE_MEM / 2))M --vm-keep --temp-path /mnt/sandbox -t 0 -q" ;;
+    cpu) run="exec stress-ng --cpu 1 --temp-path /mnt/sandbox -t 0 -q" ;;
     dd) run="while :; do dd if=/dev/zero of=/mnt/sandbox/junk bs=1M count=64 conv=fsync 2>/dev/null; done" ;;
   esac
   echo "while [ ! -e /mnt/sandbox/go ]; do sleep 0.05; done; $run"

@@ -227,7 +227,7 @@ func TestMasterOversubQoSKill(t *testing.T) {
 	m := startMasterProc(t)
 	startAgent(t, "--master", m.Addr, "--estimator", "fixed", "--estimator-opt", "resources=cpus:1;mem:512",
 		"--estimator-interval", "1s", "--no-bpf", "--status-retry-min", "200ms", "--status-retry-max", "2s",
-		"--qos", "load", "--qos-opt", "load5=0.0001", "--qos-opt", "cooldown=1s", "--qos-interval", "1s")
+		"--qos", "load", "--qos-opt", "load5=0.0001", "--qos-opt", "cooldown=1s", "--qos-opt", "grace=0", "--qos-opt", "psi=0", "--qos-interval", "1s")
 	waitOversubState(t, m.Addr, "the agent's estimate", func(st oversubState) bool {
 		return len(st.Agents) == 1 && st.Agents[0].Oversubscription != nil && st.Agents[0].Oversubscription.Estimate != ""
 	})

@@ -266,7 +266,7 @@ func TestAgentOversubFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--estimator", "bogus"}, `--estimator "bogus": unknown (want one of fixed, noop, usage`},
+		{[]string{"--estimator", "bogus"}, `--estimator "bogus": unknown (want one of fixed, idle, noop, usage`},
 		{[]string{"--estimator", "fixed"}, "option resources is required"},
 		{[]string{"--estimator", "usage", "--estimator-opt", "percentile=200"}, `--estimator "usage"`},
 		{[]string{"--estimator-opt", "novalue"}, "--estimator-opt"},

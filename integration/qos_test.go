@@ -196,9 +196,11 @@ func (r *lcReporter) measure(t *testing.T, ok func(time.Duration) bool) (time.Du
 // latency through the agent API beside best-effort cpu, memory and disk
 // antagonists on revocable resources (the best-effort cgroup class). With
 // --qos noop its latency degrades and stays degraded, with no correction;
-// with --qos interference the controller corrects every antagonist (each
-// correction naming its trigger: signal, value, the LC's baseline) and the
-// LC's median p99 returns within recoveredBound of its solo baseline.
+// with --qos interference the controller corrects the antagonists that
+// compete for what the LC lacks — the disk writer always, never by a KILL
+// (each correction naming its trigger: signal, value, the LC's baseline) —
+// and the LC's median p99 returns within recoveredBound of its solo
+// baseline.
 func TestQoSInterference(t *testing.T) {
 	for _, mode := range []string{"noop", "interference"} {
 		t.Run(mode, func(t *testing.T) {
@@ -292,17 +294,23 @@ func TestQoSInterference(t *testing.T) {
 			ex = a.explain()
 			t.Logf("lc p99: solo %v, contended %v, corrected %v (bound %v), %d windows after the first correction",
 				solo, contended, recovered, recoveredBound(solo), rep.windows()-corrected)
-			// Every antagonist is at work, so every one is corrected (the
-			// controller throttles, then freezes, every active revocable
-			// container).
+			// Corrections are attributed: the LC's signals name the
+			// resource it lacks, and only antagonists competing for it are
+			// corrected. The disk writer (io stall) is always among them;
+			// the cpu burner runs in cpu.idle, so no cpu signal names it.
+			// Nothing is killed: recover-after=10m re-admits nothing, and
+			// only a cause confirmed by re-degrading after re-admissions is.
 			kinds := map[string][]string{}
+			last := map[string]string{} // id → type of its last correction
 			for _, c := range ex.Recent {
 				kinds[bes[c.Container]] = append(kinds[bes[c.Container]], c.Type)
-			}
-			for _, k := range qosAntagonists {
-				if len(kinds[k.name]) == 0 {
-					t.Errorf("the %s antagonist was not corrected: %+v", k.name, ex.Recent)
+				last[c.Container] = c.Type
+				if c.Type == "KILL" {
+					t.Errorf("an antagonist was killed: %+v", c)
 				}
+			}
+			if len(kinds["disk"]) == 0 {
+				t.Errorf("the disk antagonist was not corrected: %+v", ex.Recent)
 			}
 			t.Logf("corrections by antagonist: %v", kinds)
 			// Every correction acts on an antagonist and names its trigger:
@@ -331,6 +339,9 @@ func TestQoSInterference(t *testing.T) {
 			// TestInterferenceOnRealCgroups).
 			var stopped, throttled []string
 			for id := range bes {
+				if l := last[id]; l != "THROTTLE" && l != "FREEZE" {
+					continue // never corrected, or released (thawed: not the cause)
+				}
 				c := a.inspect(id)
 				switch {
 				case c.State == "exited" && c.Exit != nil && c.Exit.Reason == "CONTAINER_PREEMPTED",

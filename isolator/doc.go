@@ -1,14 +1,17 @@
 // Package isolator defines the Isolator contract that the containerizer runs
 // for every container — prepare, isolate, update, usage, cleanup, recover —
-// and the types that cross it: Limits (what a container may use) and
-// Statistics (what it used). Implementations live in sub-packages:
+// and the types that cross it: Limits (what a container may use, its port
+// mappings included: PortMapping, ParsePort, CheckPorts) and Statistics
+// (what it used). Implementations live in sub-packages:
 // isolator/cgroups (cgroup v1 and v2) and isolator/network (netns, veth,
 // bridge, HTB).
 //
 // Isolators decide no policy: they apply the limits they are given.
 //
 // Sentinels: ErrNotFound (no such container in this isolator),
-// ErrNotSupported (the host lacks what the isolator needs).
+// ErrNotSupported (the host lacks what the isolator needs), ErrBadPort (a
+// malformed port mapping), ErrPortInUse (a host port another container
+// maps).
 //
 // ErrNotSupported is an alias of internal/errdefs.ErrNotSupported.
 // ErrNotFound stays the isolators' own: a container the agent knows may

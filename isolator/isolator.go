@@ -86,6 +86,9 @@ type Limits struct {
 	Network bool
 	// Class is the QoS class (revocable containers are BestEffort).
 	Class QoSClass
+	// Ports are host ports forwarded to the container (with Network only).
+	// They are set at Prepare and never change: Update ignores them.
+	Ports []PortMapping `json:",omitempty"`
 }
 
 // Verifier is an optional interface of isolators whose Isolate changes
@@ -125,6 +128,10 @@ type Launch struct {
 	NetNSPath string
 	// Env is added to the container's environment.
 	Env []string
+	// OOMScoreAdj, when set, is the oom_score_adj of the container's init
+	// (inherited by every process it starts), applied by the runtime
+	// before the user process runs; nil inherits the shim's.
+	OOMScoreAdj *int
 }
 
 // Statistics is one sample of a container's usage: Mesos's ResourceStatistics

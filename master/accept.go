@@ -2,10 +2,11 @@ package master
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/brimnode/brim/internal/speclimit"
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 )
 
@@ -50,6 +51,10 @@ type acceptView struct {
 	agentConnected func(id string) bool
 	// taskExists reports whether a task ID is in use.
 	taskExists func(id string) bool
+	// mayRunAsRoot says whether the framework's principal may run tasks
+	// as root for role (ActionRunAsRoot; an error wrapping ErrForbidden
+	// says why not). nil: nobody may.
+	mayRunAsRoot func(role string) error
 }
 
 // acceptPlan is everything an accepted ACCEPT changes; applyAcceptLocked
@@ -61,6 +66,17 @@ type acceptPlan struct {
 	refuse           *time.Duration
 	reservations     []reservationOp
 	launches         []launchOp
+	// refused are tasks the master ends with TASK_ERROR instead of
+	// launching (a root task without run_as_root); their resources stay
+	// in unused.
+	refused []refusedTask
+}
+
+// refusedTask is a task of an ACCEPT that the master refuses on its own
+// (the rest of the ACCEPT goes ahead): the framework gets TASK_ERROR with
+// reason and message.
+type refusedTask struct {
+	id, reason, message string
 }
 
 // reservationOp is one RESERVE or UNRESERVE: res in reserved form (one
@@ -76,6 +92,8 @@ type launchOp struct {
 	info taskInfo
 	res  resources.Resources
 	role string
+	// runAsRoot: the run_as_root ACL allows it for role (runTask.runAsRoot).
+	runAsRoot bool
 }
 
 // planAccept validates an ACCEPT completely and returns what it changes;
@@ -174,7 +192,19 @@ func (p *acceptPlan) planLaunch(v acceptView, tasks []taskSpec, ids map[string]b
 			return fmt.Errorf("task %s: %w", id, err)
 		}
 		ids[id] = true
-		p.launches = append(p.launches, launchOp{info: ts.info, res: res, role: role})
+		rootErr := fmt.Errorf("no ACL allows run_as_root: %w", ErrForbidden)
+		if v.mayRunAsRoot != nil {
+			rootErr = v.mayRunAsRoot(role)
+		}
+		if rootUser(ts.info.user) && !ts.info.userns && rootErr != nil {
+			// Refused on its own, as Mesos does with TASK_ERROR: the
+			// resources go back with the rest of the offers.
+			p.unused[role] = p.unused[role].Add(res)
+			p.refused = append(p.refused, refusedTask{id: id, reason: reasonTaskUnauthorized,
+				message: fmt.Sprintf("task %s runs as user %q, which needs run_as_root: %v", id, ts.info.user, rootErr)})
+			continue
+		}
+		p.launches = append(p.launches, launchOp{info: ts.info, res: res, role: role, runAsRoot: rootErr == nil})
 	}
 	return nil
 }
@@ -222,6 +252,18 @@ func (p *acceptPlan) planUnreserve(text string) error {
 	return nil
 }
 
+// rootUser reports whether a task's user names root literally: "root" or
+// uid 0, with or without a group. The agent resolves other names and
+// refuses uid 0 without runTask.runAsRoot.
+func rootUser(user string) bool {
+	name, _, _ := strings.Cut(user, ":")
+	if name == "root" {
+		return true
+	}
+	n, err := strconv.ParseUint(name, 10, 32)
+	return err == nil && n == 0
+}
+
 // accept is the ACCEPT call: it applies operations to offers of one agent,
 // validating everything before anything changes (see planAccept, whose
 // errors it returns).
@@ -235,6 +277,13 @@ func (m *Master) accept(req acceptRequest) error {
 			return ag != nil && ag.out != nil
 		},
 		taskExists: func(id string) bool { return m.tasks[id] != nil },
+		mayRunAsRoot: func(role string) error {
+			a, f := m.authorizer(), m.frameworks[req.frameworkID]
+			if a == nil {
+				return fmt.Errorf("the master has no ACLs (--credentials, --acls with a run_as_root rule): %w", ErrForbidden)
+			}
+			return a.Authorize(f.principal, ActionRunAsRoot, role)
+		},
 	}, req)
 	if err != nil {
 		return err
@@ -267,10 +316,15 @@ func (m *Master) applyAcceptLocked(p acceptPlan) {
 		m.tasks[t.info.id] = t
 		f.tasks[t.info.id] = t
 		ag.tasks[t.info.id] = t
-		m.setTaskStatusLocked(t, &taskStatus{taskID: t.info.id, agentID: p.agent, frameworkID: f.id, state: pb.TaskState_TASK_STAGING})
-		ag.out.send(&runTask{info: t.info, framework: t.fw, agent: t.agent, res: t.res})
+		m.setTaskStatusLocked(t, &taskStatus{taskID: t.info.id, agentID: p.agent, frameworkID: f.id, state: taskStaging})
+		ag.out.send(&runTask{info: t.info, framework: t.fw, agent: t.agent, res: t.res, runAsRoot: l.runAsRoot})
 		m.cycles.launches++
 		m.metrics.launches.Inc()
+	}
+	for _, r := range p.refused {
+		m.log.Info("task refused", "task", r.id, "framework", f.id, "reason", r.reason, "message", r.message)
+		f.out.send(&taskStatus{taskID: r.id, agentID: p.agent, frameworkID: f.id, state: taskError,
+			reason: r.reason, message: r.message, timestampUnixNano: time.Now().UnixNano()})
 	}
 	m.demandLaunchedLocked(p.offers, p)
 	m.trigger()

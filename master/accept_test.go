@@ -236,3 +236,63 @@ func TestAcceptRequestFromPB(t *testing.T) {
 		t.Errorf("task info to the agent %v", back)
 	}
 }
+
+// A root task needs the run_as_root ACL for the role its resources come
+// from: without it the task alone is refused (TASK_ERROR) and its
+// resources go back; with it, or in a user namespace, it launches.
+func TestPlanAcceptRunAsRoot(t *testing.T) {
+	asUser := func(id, user string, userns bool) taskSpec {
+		ts := task(id, "cpus:1;mem:128")
+		ts.info.user, ts.info.userns = user, userns
+		return ts
+	}
+	deny := func(role string) error { return fmt.Errorf("no rule for %s: %w", role, ErrForbidden) }
+	allow := func(string) error { return nil }
+	cases := []struct {
+		name     string
+		may      func(string) error
+		task     taskSpec
+		refused  bool
+		runRoot  bool
+		unusedOf string
+	}{
+		{"root refused without the ACL", deny, asUser("t1", "root", false), true, false, "cpus:2;mem:1024"},
+		{"uid 0 with a group refused", deny, asUser("t1", "0:0", false), true, false, "cpus:2;mem:1024"},
+		{"root refused without an authorizer", nil, asUser("t1", "root:wheel", false), true, false, "cpus:2;mem:1024"},
+		{"root allowed with the ACL", allow, asUser("t1", "root", false), false, true, "cpus:1;mem:896"},
+		{"root in a user namespace needs no ACL", deny, asUser("t1", "root", true), false, false, "cpus:1;mem:896"},
+		{"a non-root user needs no ACL", deny, asUser("t1", "nobody", false), false, false, "cpus:1;mem:896"},
+		{"the default user needs no ACL", deny, asUser("t1", "", false), false, false, "cpus:1;mem:896"},
+		{"a numeric non-root uid", deny, asUser("t1", "1000:1000", false), false, false, "cpus:1;mem:896"},
+		{"the ACL is passed on for any user", allow, asUser("t1", "toor", false), false, true, "cpus:1;mem:896"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := acceptFixture()
+			v.mayRunAsRoot = tc.may
+			p, err := planAccept(v, accept([]operation{launchOf(tc.task)}, "o1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.unused["ads"].Equal(resources.MustParse(tc.unusedOf)) {
+				t.Errorf("unused %s, want %s", p.unused["ads"], tc.unusedOf)
+			}
+			if tc.refused {
+				if len(p.launches) != 0 || len(p.refused) != 1 {
+					t.Fatalf("launches %+v refused %+v, want one refused", p.launches, p.refused)
+				}
+				r := p.refused[0]
+				if r.id != "t1" || r.reason != pb.ReasonTaskUnauthorized || !strings.Contains(r.message, "run_as_root") {
+					t.Errorf("refused %+v: want t1, %s, a message naming run_as_root", r, pb.ReasonTaskUnauthorized)
+				}
+				return
+			}
+			if len(p.refused) != 0 || len(p.launches) != 1 {
+				t.Fatalf("launches %+v refused %+v, want one launch", p.launches, p.refused)
+			}
+			if p.launches[0].runAsRoot != tc.runRoot {
+				t.Errorf("runAsRoot %v, want %v", p.launches[0].runAsRoot, tc.runRoot)
+			}
+		})
+	}
+}

@@ -6,31 +6,46 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/master/allocator"
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/google/uuid"
 )
 
 // registerAgent adds or re-registers an agent authenticated as principal
 // ("" without agent authentication) and reconciles its tasks. It returns
-// the agent ID and the tasks the agent must kill.
+// the agent ID and the tasks the agent must kill. A new agent (or a new
+// principal) is written to the store before it returns, but outside the
+// master's lock: with etcd each write is a network round trip and a
+// raft commit, and under the lock 10,000 first registrations queued
+// behind one another; outside it they proceed together.
 func (m *Master) registerAgent(reg *registration, principal string, c *outbox[toAgent]) (string, []string, error) {
+	id, kill, persist, err := m.registerAgentInRegistry(reg, principal, c)
+	if err == nil && persist != nil && m.store != nil {
+		if err := m.store.PutAgent(id, *persist); err != nil {
+			m.log.Warn("persist agent", "agent", id, "err", err)
+		}
+	}
+	return id, kill, err
+}
+
+// registerAgentInRegistry is registerAgent under the master's lock; it
+// returns what the store must record (nil: nothing new).
+func (m *Master) registerAgentInRegistry(reg *registration, principal string, c *outbox[toAgent]) (string, []string, *PersistedAgent, error) {
 	total, err := resources.Parse(reg.resources)
 	if err != nil {
-		return "", nil, fmt.Errorf("register agent: resources: %w: %w", ErrInvalid, err)
+		return "", nil, nil, fmt.Errorf("register agent: resources: %w: %w", ErrInvalid, err)
 	}
 	rev, err := resources.Parse(reg.revocable)
 	if err != nil {
-		return "", nil, fmt.Errorf("register agent: revocable: %w: %w", ErrInvalid, err)
+		return "", nil, nil, fmt.Errorf("register agent: revocable: %w: %w", ErrInvalid, err)
 	}
 	if s := reg.score; s < 0 || math.IsNaN(s) || math.IsInf(s, 0) {
-		return "", nil, fmt.Errorf("register agent: performance score %v: must be a positive number (0: none): %w", s, ErrInvalid)
+		return "", nil, nil, fmt.Errorf("register agent: performance score %v: must be a positive number (0: none): %w", s, ErrInvalid)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	principal, err = m.agentPrincipalLocked(reg.agentID, principal)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	id := reg.agentID
 	if id == "" {
@@ -75,7 +90,7 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 			continue
 		}
 		if t := ag.tasks[tid]; t != nil {
-			if terminal(rep.state) || t.state == pb.TaskState_TASK_STAGING {
+			if terminal(rep.state) || t.state == taskStaging {
 				t.state = rep.state
 			}
 			t.recovered = terminal(t.state)
@@ -120,10 +135,10 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 	}
 	clear(ag.lost)
 	for tid, t := range ag.tasks {
-		if !seen[tid] && !terminal(t.state) && t.state != pb.TaskState_TASK_STAGING {
+		if !seen[tid] && !terminal(t.state) && t.state != taskStaging {
 			t.recovered = true // not in the allocator's usage below
 			m.setTaskStatusLocked(t, &taskStatus{
-				taskID: tid, agentID: id, frameworkID: t.fw, state: pb.TaskState_TASK_LOST,
+				taskID: tid, agentID: id, frameworkID: t.fw, state: taskLost,
 				reason: ReasonUnknownOnAgent, message: "the agent re-registered without this task",
 			})
 			m.forgetTaskLocked(t)
@@ -131,19 +146,16 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 	}
 	if err := m.addToAllocatorLocked(ag); err != nil {
 		delete(m.agents, id)
-		return "", nil, fmt.Errorf("register agent %s: %w", id, fromAllocator(err))
+		return "", nil, nil, fmt.Errorf("register agent %s: %w", id, fromAllocator(err))
 	}
+	var persist *PersistedAgent
 	if known := (PersistedAgent{Hostname: ag.hostname, Principal: principal}); m.knownAgents[id] != known {
 		m.knownAgents[id] = known
-		if m.store != nil {
-			if err := m.store.PutAgent(id, known); err != nil {
-				m.log.Warn("persist agent", "agent", id, "err", err)
-			}
-		}
+		persist = &known
 	}
 	m.log.Info("agent registered", "agent", id, "hostname", ag.hostname, "principal", principal, "resources", total.String(), "tasks", len(ag.tasks))
 	m.trigger()
-	return id, kill, nil
+	return id, kill, persist, nil
 }
 
 // frameworkKnownLocked reports whether a framework is subscribed or
@@ -278,43 +290,10 @@ func (m *Master) agentStatusLocked(ag *agentEntry, st *taskStatus) {
 		return
 	}
 	st.frameworkID = t.fw
-	if st.reason == pb.ReasonResourcesUpdated || st.reason == pb.ReasonResourcesUpdateFailed {
+	if st.reason == reasonResourcesUpdated || st.reason == reasonResourcesUpdateFailed {
 		m.resizeStatusLocked(ag, t, st)
 	}
 	m.setTaskStatusLocked(t, st)
-}
-
-// AgentOversubState is an agent's oversubscription status in State: its
-// estimator's latest forwarded estimate and the QoS corrections in force.
-type AgentOversubState struct {
-	Estimator string `json:"estimator,omitempty"`
-	QoS       string `json:"qos,omitempty"`
-	// Estimate is the revocable capacity the agent forwarded; Summary
-	// explains how the estimator computed it.
-	Estimate string `json:"estimate"`
-	Summary  string `json:"summary,omitempty"`
-	// Corrections are the corrections in force (throttles, freezes) and
-	// the agent's recent kills.
-	Corrections []CorrectionState `json:"corrections"`
-}
-
-// CorrectionState is one QoS correction in AgentOversubState.
-type CorrectionState struct {
-	Type        string `json:"type"`
-	ContainerID string `json:"containerId"`
-	TaskID      string `json:"taskId,omitempty"`
-	// CPUQuotaMilli is a throttle's cpu limit in thousandths of a cpu.
-	CPUQuotaMilli int64  `json:"cpuQuotaMilli,omitempty"`
-	Reason        string `json:"reason,omitempty"`
-	// Signal, Victim, Value, Baseline and Threshold are the trigger.
-	Signal    string    `json:"signal"`
-	Victim    string    `json:"victim,omitempty"`
-	Value     float64   `json:"value"`
-	Baseline  float64   `json:"baseline"`
-	Threshold float64   `json:"threshold"`
-	AppliedAt time.Time `json:"appliedAt,omitzero"`
-	// Active: in force now; false for a recent kill.
-	Active bool `json:"active"`
 }
 
 // oversubStateLocked renders the agent's oversubscription status; nil

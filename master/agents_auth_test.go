@@ -61,6 +61,14 @@ func agentAuthCluster(t *testing.T, store master.Store, addr string) *cluster {
 // result.
 func runAgentAs(t *testing.T, addr, dir, principal, secret string) (*masterlink.Client, <-chan error) {
 	t.Helper()
+	cl, done, _ := runStoppableAgentAs(t, addr, dir, principal, secret)
+	return cl, done
+}
+
+// runStoppableAgentAs is runAgentAs that also returns a stop function,
+// which ends the agent's Run and waits for it.
+func runStoppableAgentAs(t *testing.T, addr, dir, principal, secret string) (*masterlink.Client, <-chan error, func()) {
+	t.Helper()
 	cl, err := masterlink.New(masterlink.Options{Master: addr, StateDir: dir, Resources: resources.MustParse("cpus:2;mem:1024"),
 		Runner: newFakeRunner(), Principal: principal, Secret: secret,
 		ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
@@ -71,8 +79,9 @@ func runAgentAs(t *testing.T, addr, dir, principal, secret string) (*masterlink.
 	done := make(chan error, 1)
 	finished := make(chan struct{})
 	go func() { defer close(finished); done <- cl.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-finished })
-	return cl, done
+	stop := func() { cancel(); <-finished }
+	t.Cleanup(stop)
+	return cl, done, stop
 }
 
 // refusedAgent waits for Run to give up on its first registration and
@@ -171,7 +180,7 @@ func TestAgentIDKeepsItsPrincipal(t *testing.T) {
 	c := agentAuthCluster(t, store, "127.0.0.1:0")
 	addr := c.addr
 	dir := t.TempDir()
-	cl, done := runAgentAs(t, addr, dir, "agent1", "a1")
+	cl, done, stopOwner := runStoppableAgentAs(t, addr, dir, "agent1", "a1")
 	id := waitAgentRegistered(t, cl, done)
 
 	// Live: another principal with the same agent ID.
@@ -181,7 +190,10 @@ func TestAgentIDKeepsItsPrincipal(t *testing.T) {
 		t.Fatalf("agents after the refused takeover: %+v", st.Agents)
 	}
 
-	// After a restart the persisted principal decides.
+	// After a restart the persisted principal decides. The owner is
+	// stopped first: running on, it would re-register with the new master
+	// before the check that the thief left nothing behind.
+	stopOwner()
 	c.stop()
 	store.Close()
 	c2 := agentAuthCluster(t, &recordingStore{BoltStore: open(), agents: map[string]master.PersistedAgent{}}, addr)

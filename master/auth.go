@@ -19,6 +19,12 @@ const (
 	// Options.AuthenticateAgents); it has no role: a rule's roles are not
 	// looked at.
 	ActionRegisterAgent = "register_agent"
+	// ActionRunAsRoot lets a principal launch tasks that run as root
+	// (uid 0) on the agent, for a role. Unlike the other actions it is
+	// never allowed by default: only a rule naming it allows it (not the
+	// absence of an ACL file, not Permissive). A task in a user namespace
+	// (TaskInfo.userns) needs none: its root is unprivileged on the host.
+	ActionRunAsRoot = "run_as_root"
 )
 
 // Authorizer authenticates operators (HTTP), frameworks and agents (gRPC) and
@@ -124,9 +130,13 @@ func (a *FileAuth) AuthenticateSecret(principal, secret string) error {
 	return nil
 }
 
-// Authorize applies the ACL rules.
+// Authorize applies the ACL rules. ActionRunAsRoot is allowed only by a
+// rule that names it.
 func (a *FileAuth) Authorize(principal, action, role string) error {
 	if a.acls == nil {
+		if action == ActionRunAsRoot {
+			return fmt.Errorf("principal %q may not %s for role %q: no ACL file (--acls) allows it: %w", principal, action, role, ErrForbidden)
+		}
 		return nil
 	}
 	named := false
@@ -139,7 +149,7 @@ func (a *FileAuth) Authorize(principal, action, role string) error {
 			return nil
 		}
 	}
-	if !named && a.acls.Permissive {
+	if !named && a.acls.Permissive && action != ActionRunAsRoot {
 		return nil
 	}
 	if role == "" {

@@ -1,7 +1,5 @@
 package master
 
-import pb "github.com/brimnode/brim/masterlink/masterlinkpb"
-
 // Defaults of the completed history (Mesos's max_completed_tasks_per_framework
 // and max_completed_frameworks figures).
 const (
@@ -64,7 +62,7 @@ func (c *completed) addFramework(fs FrameworkState) {
 
 // taskStateOf renders a task for State.
 func taskStateOf(t *taskEntry) TaskState {
-	ts := TaskState{ID: t.info.id, Name: t.info.name, FrameworkID: t.fw, AgentID: t.agent, State: stateName(t.state), Resources: t.res.String()}
+	ts := TaskState{ID: t.info.id, Name: t.info.name, FrameworkID: t.fw, AgentID: t.agent, State: t.state.String(), Resources: t.res.String()}
 	if t.status != nil {
 		ts.Reason, ts.Message = t.status.reason, t.status.message
 		if t.status.hasExitCode {
@@ -82,14 +80,14 @@ func (m *Master) completeReportLocked(agentID string, rep taskReport) {
 		return
 	}
 	m.completed.addTask(TaskState{ID: rep.info.id, Name: rep.info.name, FrameworkID: rep.framework, AgentID: agentID,
-		State: stateName(rep.state), Resources: rep.resources})
+		State: rep.state.String(), Resources: rep.resources})
 }
 
 // terminalOrLost is the state a task leaves the master in: its own when
 // terminal, else the LOST its removal means.
-func terminalOrLost(s pb.TaskState) pb.TaskState {
+func terminalOrLost(s taskState) taskState {
 	if terminal(s) {
 		return s
 	}
-	return pb.TaskState_TASK_LOST
+	return taskLost
 }

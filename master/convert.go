@@ -11,6 +11,26 @@ import (
 // domain's types, in one place: the gRPC handlers convert requests on the
 // way in, the domain builds what it sends through these functions.
 
+// Task status reasons the master sets itself: names of the proto's
+// TaskReason (masterlinkpb/reasons.go), the one definition.
+var (
+	ReasonAgentUnreachable = pb.ReasonAgentUnreachable
+	ReasonAgentRemoved     = pb.ReasonAgentRemoved
+	ReasonUnknownOnAgent   = pb.ReasonTaskUnknownOnAgent
+	ReasonFrameworkRemoved = pb.ReasonFrameworkRemoved
+	ReasonReconciliation   = pb.ReasonReconciliation
+	ReasonInvalidTask      = pb.ReasonInvalidTask
+	reasonTaskUnauthorized = pb.ReasonTaskUnauthorized
+
+	// The agent's answers to a resource update (update.go).
+	reasonResourcesUpdated      = pb.ReasonResourcesUpdated
+	reasonResourcesUpdateFailed = pb.ReasonResourcesUpdateFailed
+)
+
+// taskStateFromPB and taskStateToPB convert by number (see taskState).
+func taskStateFromPB(s pb.TaskState) taskState { return taskState(s) }
+func taskStateToPB(s taskState) pb.TaskState   { return pb.TaskState(s) }
+
 // acceptRequestFromPB converts an ACCEPT call; an operation of a kind this
 // master does not know becomes opUnknown (planAccept rejects it).
 func acceptRequestFromPB(req *pb.AcceptRequest) acceptRequest {
@@ -46,20 +66,22 @@ func refuseOf(fl *pb.Filters) *time.Duration {
 // taskInfoFromPB is the part of a TaskInfo the master keeps as given (the
 // agent, framework and resources are the task entry's).
 func taskInfoFromPB(ti *pb.TaskInfo) taskInfo {
-	return taskInfo{id: ti.GetTaskId(), name: ti.GetName(), command: ti.GetCommand(), env: ti.GetEnv(), labels: ti.GetLabels()}
+	return taskInfo{id: ti.GetTaskId(), name: ti.GetName(), command: ti.GetCommand(), env: ti.GetEnv(), labels: ti.GetLabels(),
+		user: ti.GetUser(), userns: ti.GetUserns()}
 }
 
 // taskInfoToPB is the TaskInfo of a task as the agent runs it.
 func taskInfoToPB(r *runTask) *pb.TaskInfo {
 	return &pb.TaskInfo{TaskId: r.info.id, Name: r.info.name, AgentId: r.agent, FrameworkId: r.framework,
-		Resources: r.res.String(), Command: r.info.command, Env: r.info.env, Labels: r.info.labels}
+		Resources: r.res.String(), Command: r.info.command, Env: r.info.env, Labels: r.info.labels,
+		User: r.info.user, Userns: r.info.userns}
 }
 
 // agentMessageToPB converts a message for an agent.
 func agentMessageToPB(msg toAgent) *pb.MasterMessage {
 	switch x := msg.(type) {
 	case *runTask:
-		return &pb.MasterMessage{Msg: &pb.MasterMessage_Run{Run: &pb.RunTask{Task: taskInfoToPB(x)}}}
+		return &pb.MasterMessage{Msg: &pb.MasterMessage_Run{Run: &pb.RunTask{Task: taskInfoToPB(x), RunAsRoot: x.runAsRoot}}}
 	case *killTask:
 		return &pb.MasterMessage{Msg: &pb.MasterMessage_Kill{Kill: &pb.KillTask{TaskId: x.taskID, FrameworkId: x.framework}}}
 	case *ackStatus:
@@ -104,13 +126,13 @@ func heartbeatEvent() *pb.Event {
 
 // taskStatusFromPB converts a status update from an agent.
 func taskStatusFromPB(st *pb.TaskStatus) *taskStatus {
-	return &taskStatus{taskID: st.GetTaskId(), agentID: st.GetAgentId(), frameworkID: st.GetFrameworkId(), state: st.GetState(),
+	return &taskStatus{taskID: st.GetTaskId(), agentID: st.GetAgentId(), frameworkID: st.GetFrameworkId(), state: taskStateFromPB(st.GetState()),
 		reason: st.GetReason(), message: st.GetMessage(), hasExitCode: st.GetHasExitCode(), exitCode: st.GetExitCode(),
 		uuid: st.GetUuid(), timestampUnixNano: st.GetTimestampUnixNano(), resources: st.GetResources()}
 }
 
 func taskStatusToPB(st *taskStatus) *pb.TaskStatus {
-	return &pb.TaskStatus{TaskId: st.taskID, AgentId: st.agentID, FrameworkId: st.frameworkID, State: st.state,
+	return &pb.TaskStatus{TaskId: st.taskID, AgentId: st.agentID, FrameworkId: st.frameworkID, State: taskStateToPB(st.state),
 		Reason: st.reason, Message: st.message, HasExitCode: st.hasExitCode, ExitCode: st.exitCode,
 		Uuid: st.uuid, TimestampUnixNano: st.timestampUnixNano, Resources: st.resources}
 }
@@ -154,7 +176,7 @@ func taskReportsFromPB(reps []taskReport, snaps []*pb.TaskSnapshot) []taskReport
 			continue
 		}
 		reps = append(reps, taskReport{info: taskInfoFromPB(ti), framework: ti.GetFrameworkId(),
-			resources: ti.GetResources(), state: snap.GetState(), acknowledged: snap.GetAcknowledged()})
+			resources: ti.GetResources(), state: taskStateFromPB(snap.GetState()), acknowledged: snap.GetAcknowledged()})
 	}
 	return reps
 }

@@ -33,8 +33,11 @@
 //     (auth.go, rpcauth.go), convert, call the domain and map its error
 //     once (status.go);
 //   - convert.go: every conversion between masterlinkpb and the domain's
-//     types; the domain's state holds no protobuf message and no stream,
-//     only outboxes of domain messages (messages.go) the streams drain;
+//     types (task states: taskstate.go); the domain's files import no
+//     protobuf and its state holds no stream, only outboxes of domain
+//     messages (messages.go) the streams drain;
+//   - wire.go: the operator API's JSON types, defined in master/api (which
+//     the client imports) and aliased here;
 //   - domain: master.go (state, cycle, timeouts), agents.go, frameworks.go,
 //     accept.go (planAccept computes an ACCEPT, pure; applyAcceptLocked
 //     carries it out), update.go, operator.go (all-or-nothing operator

@@ -35,4 +35,8 @@ var (
 	ErrStoreBusy = errors.New("master store in use")
 	// ErrClosed: the master has been closed.
 	ErrClosed = errors.New("master closed")
+	// ErrNotLeader: this master does not lead (a standby, or a leader
+	// whose etcd session ended): a fenced store write was refused, or
+	// the master stopped serving when it lost its leadership.
+	ErrNotLeader = errors.New("not the leader")
 )

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/master/allocator"
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/google/uuid"
 )
@@ -322,7 +321,7 @@ func (m *Master) kill(fw, taskID string) error {
 		}
 		if t == nil {
 			f.out.send(&taskStatus{
-				taskID: taskID, frameworkID: f.id, state: pb.TaskState_TASK_LOST,
+				taskID: taskID, frameworkID: f.id, state: taskLost,
 				reason: ReasonReconciliation, message: "unknown task", timestampUnixNano: time.Now().UnixNano(),
 			})
 			return nil
@@ -378,9 +377,12 @@ func (m *Master) reconcile(fw string, taskIDs []string) error {
 				}
 			} else {
 				if len(m.awaited) > 0 {
-					continue // it may be on an agent that has not re-registered yet
+					// It may be on an agent that has not re-registered
+					// yet: answered when the window closes.
+					m.deferReconcileLocked(f.id, id)
+					continue
 				}
-				st.state, st.message = pb.TaskState_TASK_LOST, "unknown task"
+				st.state, st.message = taskLost, "unknown task"
 			}
 			f.out.send(st)
 		}

@@ -90,9 +90,11 @@ func (s agentLink) Connect(stream pb.AgentLink_ConnectServer) error {
 			default:
 				return status.Error(codes.Unavailable, "agent stream closed by the master")
 			}
-		case msg := <-c.ch:
-			if err := stream.Send(agentMessageToPB(msg)); err != nil {
-				return err
+		case <-c.ready:
+			for _, msg := range c.take() {
+				if err := stream.Send(agentMessageToPB(msg)); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -162,9 +164,11 @@ func (s schedulerAPI) Subscribe(req *pb.SubscribeRequest, stream pb.Scheduler_Su
 				return nil
 			}
 			return status.Error(codes.Unavailable, "framework stream closed by the master")
-		case ev := <-c.ch:
-			if err := stream.Send(frameworkEventToPB(ev)); err != nil {
-				return err
+		case <-c.ready:
+			for _, ev := range c.take() {
+				if err := stream.Send(frameworkEventToPB(ev)); err != nil {
+					return err
+				}
 			}
 		case <-hb.C:
 			if err := stream.Send(heartbeatEvent()); err != nil {

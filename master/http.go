@@ -145,12 +145,6 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	return fmt.Errorf("malformed JSON body: %w: %w", ErrInvalid, err)
 }
 
-// ReserveRequest is the body of POST /reserve and /unreserve.
-type ReserveRequest struct {
-	AgentID   string `json:"agentId"`
-	Resources string `json:"resources"` // e.g. "cpus(ads):1;mem(ads):512"
-}
-
 func (h *httpAPI) reservation(unreserve bool) http.HandlerFunc {
 	action := ActionReserve
 	if unreserve {
@@ -202,14 +196,6 @@ func (h *httpAPI) reservation(unreserve bool) http.HandlerFunc {
 	}
 }
 
-// QuotaRequest is the body of POST /quota; empty guarantee and limit
-// remove the role's quota.
-type QuotaRequest struct {
-	Role      string `json:"role"`
-	Guarantee string `json:"guarantee"`
-	Limit     string `json:"limit"`
-}
-
 func (h *httpAPI) setQuota(w http.ResponseWriter, r *http.Request) {
 	p, err := h.principal(r)
 	if err != nil {
@@ -248,12 +234,6 @@ func (h *httpAPI) setQuota(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"result": "ok"})
-}
-
-// WeightRequest is one entry of the body of POST /weights.
-type WeightRequest struct {
-	Role   string  `json:"role"`
-	Weight float64 `json:"weight"`
 }
 
 func (h *httpAPI) setWeights(w http.ResponseWriter, r *http.Request) {

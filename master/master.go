@@ -13,7 +13,6 @@ import (
 
 	"github.com/brimnode/brim/demand"
 	"github.com/brimnode/brim/master/allocator"
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/google/uuid"
 )
@@ -27,17 +26,6 @@ const (
 	// DefaultRole is the role of a framework that names none ("*" is
 	// reserved for unreserved resources).
 	DefaultRole = "default"
-)
-
-// Task status reasons the master sets itself: names of the proto's
-// TaskReason (masterlinkpb/reasons.go), the one definition.
-var (
-	ReasonAgentUnreachable = pb.ReasonAgentUnreachable
-	ReasonAgentRemoved     = pb.ReasonAgentRemoved
-	ReasonUnknownOnAgent   = pb.ReasonTaskUnknownOnAgent
-	ReasonFrameworkRemoved = pb.ReasonFrameworkRemoved
-	ReasonReconciliation   = pb.ReasonReconciliation
-	ReasonInvalidTask      = pb.ReasonInvalidTask
 )
 
 // Options configure a Master. The zero value is valid.
@@ -56,6 +44,12 @@ type Options struct {
 	// FailoverTimeout is how long a disconnected framework keeps its tasks
 	// when it asked for none itself.
 	FailoverTimeout time.Duration
+	// ReregistrationTimeout is how long a master that starts (or is
+	// elected) with a registry waits for the agents of the previous run
+	// before tasks it does not know are LOST to reconciliation (Mesos's
+	// agent_reregister_timeout); 0: HeartbeatInterval ×
+	// MaxMissedHeartbeats.
+	ReregistrationTimeout time.Duration
 	// Store persists what must survive a restart; nil keeps nothing.
 	Store Store
 	// AuthenticateAgents makes every agent registration (and
@@ -141,7 +135,11 @@ type Master struct {
 	// awaited are agents of the previous run not yet re-registered: until
 	// they are back (or the agent timeout passes) unknown tasks may be
 	// theirs, so reconciliation does not call them LOST.
-	awaited   map[string]bool
+	awaited map[string]bool
+	// deferred are tasks frameworks asked to reconcile while agents
+	// were awaited (framework → task IDs): answered LOST when the
+	// re-registration window closes if still unknown (reregister.go).
+	deferred  map[string]map[string]bool
 	completed *completed // history of tasks and frameworks gone
 	started   time.Time
 	cycles    cycleStats
@@ -193,6 +191,8 @@ type taskInfo struct {
 	id, name     string
 	command, env []string
 	labels       map[string]string
+	user         string // "" : the agent's default user
+	userns       bool
 }
 
 type taskEntry struct {
@@ -200,7 +200,7 @@ type taskEntry struct {
 	fw, agent string
 	role      string
 	res       resources.Resources
-	state     pb.TaskState
+	state     taskState
 	status    *taskStatus // latest
 	recovered bool        // resources given back to the allocator
 	pending   *resize     // resource update sent to the agent, unanswered
@@ -261,6 +261,7 @@ func New(opts Options) (*Master, error) {
 		knownFWs:     map[string]PersistedFramework{},
 		knownAgents:  map[string]PersistedAgent{},
 		awaited:      map[string]bool{},
+		deferred:     map[string]map[string]bool{},
 		completed:    newCompleted(opts.MaxCompletedTasks, opts.MaxCompletedFrameworks),
 		started:      time.Now(),
 	}
@@ -366,6 +367,13 @@ func (m *Master) trigger() {
 	}
 }
 
+// maxOffersPerEvent bounds one Offers event: a cycle's offers to one
+// framework go out in events of at most this many, so that no event nears
+// gRPC's message limit however many agents the cluster has (one event of
+// 50,000 offers was 4.15 MB, past the 4 MiB default, and the framework
+// never got it).
+const maxOffersPerEvent = 1000
+
 // allocate runs one cycle and sends the offers.
 func (m *Master) allocate() {
 	m.mu.Lock()
@@ -393,6 +401,10 @@ func (m *Master) allocate() {
 		}
 		made.offers = append(made.offers, e)
 		made.hostnames = append(made.hostnames, ag.hostname)
+		if len(made.offers) == maxOffersPerEvent {
+			f.out.send(made)
+			delete(byFW, f.id)
+		}
 	}
 	for id, made := range byFW {
 		m.frameworks[id].out.send(made)
@@ -436,9 +448,12 @@ func (m *Master) checkTimeouts(now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	limit := m.opts.HeartbeatInterval * time.Duration(m.opts.MaxMissedHeartbeats)
-	if len(m.awaited) > 0 && now.Sub(m.started) > limit {
+	if len(m.awaited) > 0 && now.Sub(m.started) > m.reregistrationWindow() {
 		m.log.Warn("agents of the previous run did not come back", "count", len(m.awaited))
 		clear(m.awaited)
+	}
+	if len(m.awaited) == 0 && len(m.deferred) > 0 {
+		m.answerDeferredLocked()
 	}
 	for _, ag := range m.agents {
 		if !ag.unreachable && now.Sub(ag.lastSeen) > limit {
@@ -495,7 +510,7 @@ func (m *Master) markUnreachableLocked(ag *agentEntry) {
 			ag.lost[id] = true
 		}
 		m.setTaskStatusLocked(t, &taskStatus{
-			taskID: id, agentID: ag.id, frameworkID: t.fw, state: pb.TaskState_TASK_LOST,
+			taskID: id, agentID: ag.id, frameworkID: t.fw, state: taskLost,
 			reason:  ReasonAgentUnreachable,
 			message: fmt.Sprintf("agent %s missed %d heartbeats", ag.id, m.opts.MaxMissedHeartbeats),
 		})
@@ -527,7 +542,7 @@ func (m *Master) dropAgentFromAllocatorLocked(ag *agentEntry) {
 	}
 }
 
-func terminal(s pb.TaskState) bool { return s.Terminal() }
+func terminal(s taskState) bool { return s.terminal() }
 
 // setTaskStatusLocked records a status, gives a newly terminal task's
 // resources back to the allocator, and forwards the status to the
@@ -551,7 +566,7 @@ func (m *Master) setTaskStatusLocked(t *taskEntry, st *taskStatus) {
 		}
 	}
 	if terminal(st.state) {
-		m.demandTaskEndedLocked(t, st.state == pb.TaskState_TASK_FINISHED)
+		m.demandTaskEndedLocked(t, st.state == taskFinished)
 	}
 	if f := m.frameworks[t.fw]; f != nil {
 		f.out.send(st)
@@ -563,7 +578,7 @@ func (m *Master) setTaskStatusLocked(t *taskEntry, st *taskStatus) {
 func (m *Master) forgetTaskLocked(t *taskEntry) {
 	if m.tasks[t.info.id] == t {
 		ts := taskStateOf(t)
-		ts.State = stateName(terminalOrLost(t.state))
+		ts.State = terminalOrLost(t.state).String()
 		m.completed.addTask(ts)
 	}
 	delete(m.tasks, t.info.id)
@@ -587,7 +602,7 @@ func (m *Master) removeFrameworkLocked(f *frameworkEntry) {
 			if ag := m.agents[t.agent]; ag != nil {
 				ag.out.send(&killTask{taskID: t.info.id, framework: f.id})
 			}
-			t.state = pb.TaskState_TASK_KILLED // in the completed history
+			t.state = taskKilled // in the completed history
 			t.status = &taskStatus{taskID: t.info.id, agentID: t.agent, frameworkID: f.id, state: t.state, reason: ReasonFrameworkRemoved}
 		}
 		m.forgetTaskLocked(t)

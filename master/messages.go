@@ -2,9 +2,9 @@ package master
 
 import (
 	"context"
+	"sync"
 	"time"
 
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 )
 
@@ -13,21 +13,26 @@ import (
 // message to protobuf (convert.go) outside the master's lock.
 
 // outbox is the queue of one peer's stream: messages are queued without
-// blocking; a full queue ends the stream (the peer is too slow and will
-// reconnect). A nil outbox (a disconnected peer) drops what is sent.
+// blocking; a queue past its limit ends the stream (the peer is too slow
+// and will reconnect). A nil outbox (a disconnected peer) drops what is
+// sent. The queue holds only what is pending — an idle agent's outbox is a
+// few words, not a preallocated buffer (a 256-slot channel per agent was
+// 256 MB of the master's heap at 50,000 agents).
 type outbox[T any] struct {
-	ch     chan T
-	cancel context.CancelFunc // ends the stream
+	mu      sync.Mutex
+	pending []T
+	limit   int
+	ready   chan struct{}      // 1-buffered: something was queued
+	cancel  context.CancelFunc // ends the stream
 }
 
-// newOutbox makes a stream's queue of size n: agents get few messages at
-// a time (n small keeps 10,000s of agents cheap), frameworks get bursts of
-// offers and updates.
-func newOutbox[T any](cancel context.CancelFunc, n int) *outbox[T] {
-	return &outbox[T]{ch: make(chan T, n), cancel: cancel}
+// newOutbox makes a stream's queue holding at most limit messages: agents
+// get few messages at a time, frameworks get bursts of offers and updates.
+func newOutbox[T any](cancel context.CancelFunc, limit int) *outbox[T] {
+	return &outbox[T]{limit: limit, ready: make(chan struct{}, 1), cancel: cancel}
 }
 
-// Stream queue sizes.
+// Stream queue limits.
 const (
 	agentQueue     = 256
 	frameworkQueue = 8192
@@ -37,13 +42,29 @@ func (c *outbox[T]) send(m T) bool {
 	if c == nil {
 		return false
 	}
-	select {
-	case c.ch <- m:
-		return true
-	default:
+	c.mu.Lock()
+	if len(c.pending) >= c.limit {
+		c.mu.Unlock()
 		c.cancel()
 		return false
 	}
+	c.pending = append(c.pending, m)
+	c.mu.Unlock()
+	select {
+	case c.ready <- struct{}{}:
+	default: // already signalled
+	}
+	return true
+}
+
+// take returns what is queued, oldest first, and empties the queue; the
+// stream's sender calls it when ready fires.
+func (c *outbox[T]) take() []T {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.pending
+	c.pending = nil
+	return out
 }
 
 // toAgent is a message for an agent: *runTask, *killTask, *ackStatus or
@@ -55,6 +76,9 @@ type runTask struct {
 	info             taskInfo
 	framework, agent string
 	res              resources.Resources
+	// runAsRoot: the run_as_root ACL allows the task's principal to run
+	// it as root for its role (the agent checks the resolved uid).
+	runAsRoot bool
 }
 
 // killTask kills a task.
@@ -99,11 +123,11 @@ func (*offerRescinded) isToFramework() {}
 func (*taskStatus) isToFramework()     {}
 
 // taskStatus is a task status update as the master keeps and forwards it;
-// never changed once recorded (a new one replaces it). The state and
-// reason vocabularies are masterlinkpb's, shared with agents.
+// never changed once recorded (a new one replaces it). The reason
+// vocabulary is masterlinkpb's (convert.go), shared with agents.
 type taskStatus struct {
 	taskID, agentID, frameworkID string
-	state                        pb.TaskState
+	state                        taskState
 	reason, message              string
 	hasExitCode                  bool
 	exitCode                     int32
@@ -129,7 +153,7 @@ type taskReport struct {
 	info      taskInfo // info.id "": a report without a task, ignored
 	framework string
 	resources string
-	state     pb.TaskState
+	state     taskState
 	// acknowledged: terminal, and its framework acknowledged its end.
 	acknowledged bool
 }

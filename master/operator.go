@@ -8,113 +8,10 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"time"
 
-	"github.com/brimnode/brim/demand"
 	"github.com/brimnode/brim/master/allocator"
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 )
-
-// State is the master's state as GET /state reports it.
-type State struct {
-	StartedAt  time.Time             `json:"startedAt"`
-	Agents     []AgentState          `json:"agents"`
-	Frameworks []FrameworkState      `json:"frameworks"`
-	Tasks      []TaskState           `json:"tasks"`
-	Offers     []OfferState          `json:"offers"`
-	Roles      []RoleState           `json:"roles"`
-	Shares     []FrameworkShareState `json:"frameworkShares"`
-	Quota      map[string]QuotaState `json:"quota"`
-	Weights    map[string]float64    `json:"weights"`
-	// CompletedTasks and CompletedFrameworks are the bounded history of
-	// tasks and frameworks that left the master, oldest first
-	// (Options.MaxCompletedTasks, MaxCompletedFrameworks).
-	CompletedTasks      []TaskState      `json:"completedTasks"`
-	CompletedFrameworks []FrameworkState `json:"completedFrameworks"`
-	// Cycles: allocation cycles run, offers made, tasks launched, and the
-	// recent cycles' p50 and p99 in milliseconds.
-	Cycles map[string]float64 `json:"cycles"`
-	// Demands are the time-aware demands, in submission order.
-	Demands []demand.Demand `json:"demands"`
-}
-
-// AgentState is one agent in State.
-type AgentState struct {
-	ID       string `json:"id"`
-	Hostname string `json:"hostname"`
-	// Principal is the principal the agent authenticated as (empty
-	// without agent authentication).
-	Principal   string `json:"principal,omitempty"`
-	Resources   string `json:"resources"`
-	Revocable   string `json:"revocable,omitempty"`
-	Reserved    string `json:"reserved,omitempty"`
-	Connected   bool   `json:"connected"`
-	Unreachable bool   `json:"unreachable,omitempty"`
-	Tasks       int    `json:"tasks"`
-	// PerformanceScore is the machine performance score the agent
-	// reported (meDRF's; 0: none, the allocator reads it as 1).
-	PerformanceScore float64 `json:"performanceScore"`
-	// Oversubscription is the agent's estimate and QoS corrections (nil
-	// without an estimator).
-	Oversubscription *AgentOversubState `json:"oversubscription,omitempty"`
-}
-
-// FrameworkState is one framework in State.
-type FrameworkState struct {
-	ID        string   `json:"id"`
-	Name      string   `json:"name"`
-	Principal string   `json:"principal,omitempty"`
-	Roles     []string `json:"roles"`
-	Connected bool     `json:"connected"`
-	Tasks     int      `json:"tasks"`
-	Offers    int      `json:"offers"`
-}
-
-// TaskState is one task in State.
-type TaskState struct {
-	ID          string `json:"id"`
-	Name        string `json:"name,omitempty"`
-	FrameworkID string `json:"frameworkId"`
-	AgentID     string `json:"agentId"`
-	State       string `json:"state"`
-	Resources   string `json:"resources"`
-	Reason      string `json:"reason,omitempty"`
-	Message     string `json:"message,omitempty"`
-	// ExitCode is the command's exit code, when it exited.
-	ExitCode *int32 `json:"exitCode,omitempty"`
-}
-
-// OfferState is one outstanding offer in State.
-type OfferState struct {
-	ID          string `json:"id"`
-	FrameworkID string `json:"frameworkId"`
-	AgentID     string `json:"agentId"`
-	Role        string `json:"role"`
-	Resources   string `json:"resources"`
-}
-
-// RoleState is a role's DRF share in State.
-type RoleState struct {
-	Role      string  `json:"role"`
-	Weight    float64 `json:"weight"`
-	Share     float64 `json:"share"`
-	Allocated string  `json:"allocated"`
-}
-
-// FrameworkShareState is a framework's DRF share in one role.
-type FrameworkShareState struct {
-	FrameworkID string  `json:"frameworkId"`
-	Role        string  `json:"role"`
-	Share       float64 `json:"share"`
-	Allocated   string  `json:"allocated"`
-}
-
-// QuotaState is a role's quota in State.
-type QuotaState struct {
-	Guarantee string `json:"guarantee,omitempty"`
-	Limit     string `json:"limit,omitempty"`
-}
 
 // State returns a snapshot of the master's state.
 func (m *Master) State() State {
@@ -157,9 +54,8 @@ func (m *Master) State() State {
 	st.Cycles = map[string]float64{"count": float64(m.cycles.count), "offers": float64(m.cycles.offers),
 		"launches": float64(m.cycles.launches), "p50Ms": p50.Seconds() * 1000, "p99Ms": p99.Seconds() * 1000}
 	for _, d := range m.dem.book.List() {
-		c := *d
-		c.History = slices.Clone(d.History)
-		st.Demands = append(st.Demands, c)
+		st.Demands = append(st.Demands, DemandState{ID: d.ID, State: d.State.String(), Framework: d.Framework, Role: d.Role,
+			Reason: string(d.Reason), Message: d.Message, Start: d.Start, End: d.End})
 	}
 	return st
 }
@@ -432,6 +328,3 @@ func (m *Master) SetWeights(weights map[string]float64) error {
 	m.trigger()
 	return nil
 }
-
-// stateName is the short name of a task state ("RUNNING").
-func stateName(s pb.TaskState) string { return s.String()[len("TASK_"):] }

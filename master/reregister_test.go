@@ -3,6 +3,8 @@ package master_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,13 +54,24 @@ func TestReregisterManyLargeTasks(t *testing.T) {
 	}
 	dir := t.TempDir()
 	stop := c.startAgent(dir, r)
-	waitAgent(t, c.m, "registered with its 100 tasks", func(a master.AgentState) bool { return a.Connected && a.Tasks == 100 })
+	first := waitAgent(t, c.m, "registered with its 100 tasks", func(a master.AgentState) bool { return a.Connected && a.Tasks == 100 })
+	// The agent saves its ID just after the master answers: stopped
+	// before that, it would come back as a new agent.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(filepath.Join(dir, "masterlink", "agent-id"))
+		if err == nil && strings.TrimSpace(string(b)) == first.ID {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent did not save its ID %s: %q, %v", first.ID, b, err)
+		}
+	}
 	stop()
 	waitAgent(t, c.m, "disconnected", func(a master.AgentState) bool { return !a.Connected })
 	c.startAgent(dir, r)
 	a := waitAgent(t, c.m, "re-registered", func(a master.AgentState) bool { return a.Connected })
-	if a.Tasks != 100 {
-		t.Fatalf("re-registered with %d tasks, want 100", a.Tasks)
+	if a.Tasks != 100 || a.ID != first.ID {
+		t.Fatalf("re-registered as %s with %d tasks, want %s with 100", a.ID, a.Tasks, first.ID)
 	}
 }
 
@@ -92,5 +105,42 @@ func TestRegisterPagesOnlyThenRegistered(t *testing.T) {
 	}
 	if st := c.m.State(); len(st.Agents) != 0 {
 		t.Fatalf("a refused registration left agents %+v", st.Agents)
+	}
+}
+
+// TestReconcileAnsweredWhenWindowCloses: a master that starts (or is
+// elected) with a registry naming an agent that never comes back does
+// not call a task it does not know LOST during the re-registration
+// window (it may be on that agent), but answers the question LOST once
+// the window closes. Before, the question was dropped and never
+// answered: a framework that reconciled right after a failover waited
+// forever for a task of a dead agent.
+func TestReconcileAnsweredWhenWindowCloses(t *testing.T) {
+	st, err := master.OpenBoltStore(t.TempDir() + "/master.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.PutAgent("gone", master.PersistedAgent{Hostname: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	const window = 1500 * time.Millisecond
+	start := time.Now() // the window runs from the master's start
+	c := newCluster(t, master.Options{Store: st, ReregistrationTimeout: window, MaxMissedHeartbeats: 1000})
+	f := c.startFramework("recon")
+	<-f.subscribed
+	if err := f.d.Reconcile(context.Background(), "ghost"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case u := <-f.updates:
+		if time.Since(start) < window {
+			t.Fatalf("answered %s within the window (%v after)", u.State, time.Since(start))
+		}
+		if u.TaskId != "ghost" || u.State != pb.TaskState_TASK_LOST || u.Reason != master.ReasonReconciliation {
+			t.Fatalf("answer %s %s %s", u.TaskId, u.State, u.Reason)
+		}
+	case <-time.After(window + 10*time.Second):
+		t.Fatal("the reconciliation was never answered")
 	}
 }

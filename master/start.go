@@ -49,6 +49,12 @@ type Config struct {
 	// (brim master: SIGHUP). A reload that fails is logged and keeps the
 	// files as last loaded.
 	Reload <-chan os.Signal
+	// Elector, when set, makes the master highly available (ha.go): it
+	// serves as a standby until elected, then with the term's fenced
+	// store (StateDir must be empty). Advertise is the address it is
+	// reached at, named by standbys (default: the listener's).
+	Elector   Elector
+	Advertise string
 }
 
 // Running is a started master. Wait for it after its context ends.
@@ -56,9 +62,12 @@ type Running struct {
 	// Master is the running master.
 	Master *Master
 	// Addr is the address it listens on.
-	Addr  net.Addr
-	g     *errgroup.Group
-	store Store
+	Addr net.Addr
+	// Advertise is the address a highly available master is reached at.
+	Advertise string
+	g         *errgroup.Group
+	store     Store
+	gate      *gate // highly available: what it serves; nil otherwise
 }
 
 // Start opens cfg's store, loads its credentials, listens and runs the
@@ -69,6 +78,9 @@ func Start(ctx context.Context, cfg Config) (_ *Running, err error) {
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Elector != nil {
+		return startHA(ctx, cfg, log)
 	}
 	var closers []func() error
 	var bolt *BoltStore

@@ -30,6 +30,7 @@ var wireCodes = []struct {
 	{ErrNotFound, codes.NotFound, http.StatusBadRequest},
 	{ErrInsufficient, codes.ResourceExhausted, http.StatusConflict},
 	{ErrClosed, codes.Unavailable, http.StatusServiceUnavailable},
+	{ErrNotLeader, codes.Unavailable, http.StatusServiceUnavailable},
 }
 
 // toStatus is err as a gRPC status (codes.Internal for an error that

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 )
 
@@ -57,8 +56,8 @@ func (m *Master) UpdateTask(frameworkID, id, resourcesText string, offerIDs []st
 		}
 		return fmt.Errorf("update task %q: unknown task: %w", id, ErrNotFound)
 	}
-	if t.state != pb.TaskState_TASK_RUNNING && t.state != pb.TaskState_TASK_STARTING {
-		return fmt.Errorf("update task %s: task is %s, not RUNNING or STARTING: %w", id, stateName(t.state), ErrConflict)
+	if t.state != taskRunning && t.state != taskStarting {
+		return fmt.Errorf("update task %s: task is %s, not RUNNING or STARTING: %w", id, t.state, ErrConflict)
 	}
 	if t.pending != nil {
 		return fmt.Errorf("update task %s: the update to %s is not answered yet: %w", id, t.pending.res, ErrConflict)
@@ -208,7 +207,7 @@ func (m *Master) resizeStatusLocked(ag *agentEntry, t *taskEntry, st *taskStatus
 	p := t.pending
 	zero := time.Duration(0)
 	switch st.reason {
-	case pb.ReasonResourcesUpdated:
+	case reasonResourcesUpdated:
 		res, err := resources.Parse(st.resources)
 		if err != nil || res.IsEmpty() {
 			m.log.Warn("resource update confirmation without valid resources", "task", t.info.id, "resources", st.resources, "err", err)
@@ -236,7 +235,7 @@ func (m *Master) resizeStatusLocked(ag *agentEntry, t *taskEntry, st *taskStatus
 			t.setResources(res)
 			m.resyncAgentLocked(ag)
 		}
-	case pb.ReasonResourcesUpdateFailed:
+	case reasonResourcesUpdateFailed:
 		if p == nil {
 			return
 		}

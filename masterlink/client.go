@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/brimnode/brim/internal/atomicfile"
+	"github.com/brimnode/brim/internal/masteraddr"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -64,6 +65,13 @@ type Task struct {
 	Command     []string
 	Env         []string
 	Labels      map[string]string
+	// User runs the task (empty: the agent's default user); UserNS puts
+	// it in a user namespace.
+	User   string
+	UserNS bool
+	// RunAsRoot: the master's run_as_root ACL allows the task to run as
+	// root (RunTask.run_as_root); never set from a snapshot.
+	RunAsRoot bool
 }
 
 // TaskSnapshot is a task the agent runs (or ran), reported when it
@@ -117,7 +125,11 @@ type TaskUpdater interface {
 
 // Options configure a Client.
 type Options struct {
-	// Master is the master's address, host:port.
+	// Master is the master's address, host:port, or a comma-separated
+	// list of the masters of a highly available cluster: the Client
+	// registers with the leader, follows the leader a standby names
+	// (masteraddr.NotLeader) and asks the next listed master when the
+	// one it used is gone.
 	Master string
 	// StateDir keeps the agent ID the master gave and the status updates
 	// not yet acknowledged (under StateDir/masterlink).
@@ -187,6 +199,9 @@ type Client struct {
 func New(opts Options) (*Client, error) {
 	if opts.Master == "" || opts.StateDir == "" || opts.Runner == nil {
 		return nil, errors.New("new masterlink client: master, state dir and runner are required")
+	}
+	if _, err := masteraddr.Parse(opts.Master); err != nil {
+		return nil, fmt.Errorf("new masterlink client: %w", err)
 	}
 	if opts.RetryMin <= 0 {
 		opts.RetryMin = DefaultRetryMin
@@ -388,41 +403,65 @@ func (c *Client) Run(ctx context.Context) error {
 		// Stated, not relied on: specs and registration pages stay far below.
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(speclimit.MaxMsgBytes), grpc.MaxCallSendMsgSize(speclimit.MaxMsgBytes)))
 	dial = append(dial, c.opts.DialOptions...)
-	cc, err := grpc.NewClient(c.opts.Master, dial...)
+	addrs, err := masteraddr.Parse(c.opts.Master)
 	if err != nil {
-		return fmt.Errorf("dial master %s: %w", c.opts.Master, err)
+		return fmt.Errorf("masterlink: %w", err)
 	}
-	defer func() { _ = cc.Close() }() // the run is over; its error is the one to report
+	masters := masteraddr.NewSet(addrs)
 	defer c.wg.Wait()
-	api := pb.NewAgentLinkClient(cc)
 	retry := p.retry
 	attempt := 0
 	everRegistered := false
 	for {
-		registered, err := c.session(ctx, cc, api)
-		if ctx.Err() != nil {
-			return nil
+		target := masters.Current()
+		cc, err := grpc.NewClient(target, dial...)
+		if err != nil {
+			return fmt.Errorf("dial master %s: %w", target, err)
 		}
-		everRegistered = everRegistered || registered
-		if registered {
-			attempt = 0
-		}
-		wait := retry.delay(attempt, rand.Float64())
-		if !registered && rejected(err) {
-			if !everRegistered {
-				return fmt.Errorf("master %s refused the agent: %w: %w", c.opts.Master, ErrRejected, err)
+		api := pb.NewAgentLinkClient(cc)
+		for target == masters.Current() {
+			registered, err := c.session(masteraddr.WithUnreachable(ctx, masters.Unreachable()), cc, api, masters.Len() == 1)
+			if ctx.Err() != nil {
+				_ = cc.Close() // the run is over; its error is the one to report
+				return nil
 			}
-			wait = retry.Max
-			c.log.Error("master refused the agent", "master", c.opts.Master, "err", err, "retry_in", wait)
-		} else {
-			c.log.Warn("master link down", "master", c.opts.Master, "err", err, "retry_in", wait)
+			everRegistered = everRegistered || registered
+			if registered {
+				attempt = 0
+				masters.Reached()
+			}
+			wait := retry.delay(attempt, rand.Float64())
+			switch leader, notLeader := masteraddr.Leader(err); {
+			case notLeader:
+				// A standby: go to the leader it names (the next
+				// listed master while none is elected).
+				masters.Follow(leader)
+				if leader != "" { // the leader is known: try it soon
+					attempt, wait = -1, retry.delay(0, rand.Float64())
+				}
+				c.log.Info("master is a standby; following the leader", "master", target, "leader", leader, "retry_in", wait)
+			case !registered && rejected(err):
+				if !everRegistered {
+					_ = cc.Close()
+					return fmt.Errorf("master %s refused the agent: %w: %w", target, ErrRejected, err)
+				}
+				wait = retry.Max
+				c.log.Error("master refused the agent", "master", target, "err", err, "retry_in", wait)
+			default:
+				c.log.Warn("master link down", "master", target, "err", err, "retry_in", wait)
+				if masters.Len() > 1 {
+					masters.Failed() // the leader may be gone: ask the others
+				}
+			}
+			select {
+			case <-ctx.Done():
+				_ = cc.Close()
+				return nil
+			case <-time.After(wait):
+			}
+			attempt++
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
-		}
-		attempt++
+		_ = cc.Close()
 	}
 }
 
@@ -484,7 +523,9 @@ func (c *Client) reportConnectErrors(ctx context.Context, cc *grpc.ClientConn, a
 var errRegisterTimeout = errors.New("no registration in time")
 
 // session runs one stream: register, then serve until it breaks.
-func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentLinkClient) (bool, error) {
+// With waitForReady (one master listed) it waits for the channel to
+// connect; with several it fails fast, so that Run asks the next one.
+func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentLinkClient, waitForReady bool) (bool, error) {
 	sctx, cancelCause := context.WithCancelCause(ctx)
 	cancel := func() { cancelCause(nil) }
 	defer cancel()
@@ -497,7 +538,7 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 	wctx, stopWatch := context.WithCancel(sctx)
 	watched := make(chan struct{})
 	go func() { defer close(watched); c.reportConnectErrors(wctx, cc, api) }()
-	stream, err := api.Connect(sctx, grpc.WaitForReady(true))
+	stream, err := api.Connect(sctx, grpc.WaitForReady(waitForReady))
 	stopWatch()
 	<-watched
 	if err != nil {
@@ -539,7 +580,7 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 	if err := c.setID(r.AgentId); err != nil {
 		return false, err
 	}
-	c.log.Info("registered with master", "master", c.opts.Master, "agent", r.AgentId, "tasks", len(snaps))
+	c.log.Info("registered with master", "master", cc.Target(), "agent", r.AgentId, "tasks", len(snaps))
 	for _, id := range r.Kill {
 		c.kill(ctx, id)
 	}
@@ -581,7 +622,7 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 		}
 		switch x := msg.Msg.(type) {
 		case *pb.MasterMessage_Run:
-			c.launch(ctx, x.Run.GetTask())
+			c.launch(ctx, x.Run.GetTask(), x.Run.GetRunAsRoot())
 		case *pb.MasterMessage_Kill:
 			c.kill(ctx, x.Kill.TaskId)
 		case *pb.MasterMessage_Ack:
@@ -691,11 +732,12 @@ func (c *Client) ack(taskID, id string) {
 	c.poke()
 }
 
-func (c *Client) launch(ctx context.Context, ti *pb.TaskInfo) {
+func (c *Client) launch(ctx context.Context, ti *pb.TaskInfo, runAsRoot bool) {
 	if ti == nil {
 		return
 	}
 	t, err := taskFromProto(ti)
+	t.RunAsRoot = runAsRoot
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -750,7 +792,7 @@ func (c *Client) kill(ctx context.Context, id string) {
 
 func taskToProto(t Task) *pb.TaskInfo {
 	return &pb.TaskInfo{TaskId: t.ID, FrameworkId: t.FrameworkID, Name: t.Name, Resources: t.Resources.String(),
-		Command: t.Command, Env: t.Env, Labels: t.Labels}
+		Command: t.Command, Env: t.Env, Labels: t.Labels, User: t.User, Userns: t.UserNS}
 }
 
 func taskFromProto(ti *pb.TaskInfo) (Task, error) {
@@ -758,7 +800,8 @@ func taskFromProto(ti *pb.TaskInfo) (Task, error) {
 	if err != nil {
 		return Task{}, fmt.Errorf("task %s: resources: %w", ti.TaskId, err)
 	}
-	return Task{ID: ti.TaskId, FrameworkID: ti.FrameworkId, Name: ti.Name, Resources: res, Command: ti.Command, Env: ti.Env, Labels: ti.Labels}, nil
+	return Task{ID: ti.TaskId, FrameworkID: ti.FrameworkId, Name: ti.Name, Resources: res, Command: ti.Command, Env: ti.Env, Labels: ti.Labels,
+		User: ti.User, UserNS: ti.Userns}, nil
 }
 
 // rejected reports whether err is the master's refusal of the agent's

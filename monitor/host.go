@@ -2,7 +2,9 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -60,6 +62,11 @@ func (h *HostSampler) Host(ctx context.Context) (HostStatistics, error) {
 		return hs, fmt.Errorf("read memory: %w", err)
 	}
 	hs.MemTotalBytes, hs.MemAvailableBytes, hs.MemUsedBytes = vm.Total, vm.Available, vm.Used
+	if p, err := readPressure(hostCPUPressure); err == nil {
+		hs.CPUPressure, hs.HasCPUPressure = p, true
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return hs, err
+	}
 	return hs, nil
 }
 

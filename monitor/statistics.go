@@ -88,6 +88,10 @@ type HostStatistics struct {
 	CPUUserSeconds, CPUSystemSeconds, CPUIdleSeconds, CPUIOWaitSeconds, CPUStealSeconds float64
 	Load1, Load5, Load15                                                                float64
 	MemTotalBytes, MemAvailableBytes, MemUsedBytes                                      uint64
+	// CPUPressure is the host's cpu pressure (/proc/pressure/cpu), valid
+	// when HasCPUPressure (kernels with PSI).
+	HasCPUPressure bool
+	CPUPressure    isolator.PSI
 }
 
 // ContainerUsage is one container in a Usage snapshot.

@@ -26,6 +26,16 @@ type Actuator interface {
 	Kill(ctx context.Context, id string, reason string) error
 }
 
+// IOActuator is an optional ability of an Actuator: limit a container's
+// block io to bytesPerSec (read and write, every device it uses; cgroup v2
+// io.max, v1 blkio.throttle.*), or lift the limit with 0. The Applier
+// applies ThrottleIO and UnthrottleIO through it; an Actuator without it
+// fails them with an error wrapping ErrNotSupported. The cgroup writes
+// belong to the cgroups isolator.
+type IOActuator interface {
+	SetIOLimit(ctx context.Context, id string, bytesPerSec int64) error
+}
+
 // Applied is a correction as applied, for status and the agent API.
 type Applied struct {
 	Correction
@@ -45,6 +55,7 @@ type Applier struct {
 
 	mu        sync.Mutex
 	throttled map[string]Correction
+	ioLimited map[string]Correction
 	frozen    map[string]Correction
 	recent    []Applied // newest last, bounded
 
@@ -60,7 +71,7 @@ func NewApplier(act Actuator, log *slog.Logger) *Applier {
 	}
 	return &Applier{
 		act: act, log: log.With("component", "qos"), now: time.Now,
-		throttled: map[string]Correction{}, frozen: map[string]Correction{},
+		throttled: map[string]Correction{}, ioLimited: map[string]Correction{}, frozen: map[string]Correction{},
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "brim_qos_corrections_total", Help: "QoS corrections applied, by type and triggering signal.",
 		}, []string{"type", "trigger"}),
@@ -111,6 +122,26 @@ func (a *Applier) apply(ctx context.Context, c Correction) error {
 			delete(a.throttled, c.ContainerID)
 			a.mu.Unlock()
 		}
+	case ThrottleIO, UnthrottleIO:
+		io, ok := a.act.(IOActuator)
+		if !ok {
+			return fmt.Errorf("%s %s: the actuator cannot limit io: %w", strings.ToLower(c.Type.String()), c.ContainerID, ErrNotSupported)
+		}
+		limit := c.IOBytesPerSec
+		if c.Type == UnthrottleIO {
+			limit = 0
+		} else if limit <= 0 {
+			return fmt.Errorf("throttle io %s: limit %d B/s: %w", c.ContainerID, limit, ErrInvalidOption)
+		}
+		if err = io.SetIOLimit(ctx, c.ContainerID, limit); err == nil {
+			a.mu.Lock()
+			if c.Type == ThrottleIO {
+				a.ioLimited[c.ContainerID] = c
+			} else {
+				delete(a.ioLimited, c.ContainerID)
+			}
+			a.mu.Unlock()
+		}
 	case Freeze:
 		if err = a.act.Freeze(ctx, c.ContainerID); err == nil {
 			a.mu.Lock()
@@ -148,17 +179,18 @@ func (a *Applier) apply(ctx context.Context, c Correction) error {
 func (a *Applier) Forget(id string) {
 	a.mu.Lock()
 	delete(a.throttled, id)
+	delete(a.ioLimited, id)
 	delete(a.frozen, id)
 	a.mu.Unlock()
 }
 
-// Active returns the corrections in force (throttles, then freezes, by
-// container ID).
+// Active returns the corrections in force (throttles, io throttles, then
+// freezes, by container ID).
 func (a *Applier) Active() []Correction {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make([]Correction, 0, len(a.throttled)+len(a.frozen))
-	for _, m := range []map[string]Correction{a.throttled, a.frozen} {
+	out := make([]Correction, 0, len(a.throttled)+len(a.ioLimited)+len(a.frozen))
+	for _, m := range []map[string]Correction{a.throttled, a.ioLimited, a.frozen} {
 		ids := make([]string, 0, len(m))
 		for id := range m {
 			ids = append(ids, id)
@@ -204,8 +236,9 @@ func (a *Applier) Describe(ch chan<- *prometheus.Desc) {
 func (a *Applier) Collect(ch chan<- prometheus.Metric) {
 	a.total.Collect(ch)
 	a.mu.Lock()
-	nt, nf := len(a.throttled), len(a.frozen)
+	nt, ni, nf := len(a.throttled), len(a.ioLimited), len(a.frozen)
 	a.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(descActive, prometheus.GaugeValue, float64(nt), Throttle.String())
+	ch <- prometheus.MustNewConstMetric(descActive, prometheus.GaugeValue, float64(ni), ThrottleIO.String())
 	ch <- prometheus.MustNewConstMetric(descActive, prometheus.GaugeValue, float64(nf), Freeze.String())
 }

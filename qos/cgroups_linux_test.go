@@ -34,8 +34,12 @@ func (n *cgroupNode) Containers(context.Context) ([]monitor.ContainerInfo, error
 	defer n.mu.Unlock()
 	var out []monitor.ContainerInfo
 	for i, id := range n.ids {
+		limits := isolator.Limits{MilliCPUs: 1000}
+		if id != "lc" {
+			limits.Class = isolator.BestEffort // as prepared: cpu.idle, no cpu competitor
+		}
 		out = append(out, monitor.ContainerInfo{ID: id, Revocable: id != "lc", CgroupPath: n.Path(id),
-			StartedAt: time.Unix(int64(i), 0), Limits: isolator.Limits{MilliCPUs: 1000}})
+			StartedAt: time.Unix(int64(i), 0), Limits: limits})
 	}
 	return out, nil
 }
@@ -98,8 +102,8 @@ func cgroupFile(t *testing.T, ctrl, path, file string) string {
 
 // TestInterferenceOnRealCgroups drives the interference controller and the
 // Applier over real container groups with real processes: the graded
-// response lands in the cgroup files (cfs quota, freezer) and the kill
-// ends the youngest process. Latency is reported synthetically (the
+// response lands in the cgroup files (cfs quota, freezer) and the kill of
+// a confirmed cause ends its process. Latency is reported synthetically (the
 // application-latency path) on a fake clock, so nothing depends on timing.
 func TestInterferenceOnRealCgroups(t *testing.T) {
 	testutil.RequireRoot(t)
@@ -151,12 +155,14 @@ func TestInterferenceOnRealCgroups(t *testing.T) {
 	start := time.Now().Add(time.Hour).Truncate(time.Second)
 	now := start
 	mon := monitor.New(n, monitor.Config{Host: monitor.NoHost, Now: func() time.Time { return now }}, nil)
-	// The clock is fake (rounds 1 s apart run back to back), so cpu usage
-	// per fake second says nothing: the activity rule is off
-	// (active-cpu=active-stall=0); persist=1 and freeze-hold=cooldown give
-	// the plain graded response.
+	// The clock is fake (rounds 1 s apart run 50 ms apart), so cpu usage
+	// per fake second is tiny: any use counts as activity and as
+	// competition (active-cpu=active-stall=1e-6), and the burners compete
+	// on cpu (be-cpu-idle=false: attributed, so a confirmed cause may be
+	// killed; a KILL never follows a fallback attribution). persist=1 and
+	// freeze-hold=cooldown give the plain graded response.
 	ic, err := NewInterference(Options{"warmup": "3", "cooldown": "3s", "recover-after": "5s",
-		"persist": "1", "freeze-hold": "3s", "active-cpu": "0", "active-stall": "0"}, nil)
+		"persist": "1", "freeze-hold": "3s", "active-cpu": "0.000001", "active-stall": "0.000001", "be-cpu-idle": "false", "kill-after": "1"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +170,7 @@ func TestInterferenceOnRealCgroups(t *testing.T) {
 	round := func(sec int, lat time.Duration) []Correction {
 		t.Helper()
 		now = start.Add(time.Duration(sec) * time.Second)
+		time.Sleep(50 * time.Millisecond) // the burners get some cpu between samples
 		if err := mon.Sample(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -192,8 +199,12 @@ func TestInterferenceOnRealCgroups(t *testing.T) {
 			t.Fatalf("quiet round %d: %v", s, cs)
 		}
 	}
-	if got := render(round(3, 10*ms)); got != "THROTTLE be0@200, THROTTLE be1@200" {
-		t.Fatalf("degraded: %s", got)
+	if cs := round(3, 10*ms); render(cs) != "THROTTLE be0@200, THROTTLE be1@200" {
+		var why []string
+		for _, c := range cs {
+			why = append(why, c.Reason)
+		}
+		t.Fatalf("degraded: %s (%s)", render(cs), strings.Join(why, "; "))
 	}
 	for _, id := range []string{"be0", "be1"} {
 		if q := cgroupFile(t, "cpu", iso.Path(id), "cpu.cfs_quota_us"); q != "20000" {
@@ -211,10 +222,21 @@ func TestInterferenceOnRealCgroups(t *testing.T) {
 			t.Fatalf("%s freezer = %s", id, s)
 		}
 	}
-	round(9, 10*ms) // the step to the kill level
-	// Both burn: the more active one (by its cpu before the freeze) goes.
+	// The freeze ends the degradation: the cause is confirmed, and the
+	// suspects are re-admitted (THAW) after recover-after.
+	round(7, ms)
+	if got := render(round(12, ms)); got != "THAW be0, THAW be1" {
+		t.Fatalf("re-admission: %s", got)
+	}
+	for _, id := range []string{"be0", "be1"} {
+		if s := cgroupFile(t, "freezer", iso.Path(id), "freezer.state"); s != "THAWED" {
+			t.Fatalf("%s freezer = %s", id, s)
+		}
+	}
+	// Degraded again after the re-admission (kill-after=1): the more
+	// active one (both burn) is killed, the other stays throttled.
 	killed, kept := "be1", "be0"
-	switch got := render(round(12, 10*ms)); got {
+	switch got := render(round(15, 10*ms)); got {
 	case "KILL be1":
 	case "KILL be0":
 		killed, kept = "be0", "be1"
@@ -227,16 +249,10 @@ func TestInterferenceOnRealCgroups(t *testing.T) {
 	n.mu.Lock()
 	n.ids = slices.DeleteFunc(n.ids, func(id string) bool { return id == killed }) // its container is gone
 	n.mu.Unlock()
-	// Recovery: thaw after recover-after, then lift the throttle.
-	round(13, ms)
-	if got := render(round(18, ms)); got != "THAW "+kept {
-		t.Fatalf("recovery 1: %s", got)
-	}
-	if s := cgroupFile(t, "freezer", iso.Path(kept), "freezer.state"); s != "THAWED" {
-		t.Fatalf("%s freezer = %s", kept, s)
-	}
-	if got := render(round(23, ms)); got != "UNTHROTTLE "+kept {
-		t.Fatalf("recovery 2: %s", got)
+	// Recovery: the throttle is lifted after recover-after.
+	round(16, ms)
+	if got := render(round(21, ms)); got != "UNTHROTTLE "+kept {
+		t.Fatalf("recovery: %s", got)
 	}
 	if q := cgroupFile(t, "cpu", iso.Path(kept), "cpu.cfs_quota_us"); q != "-1" {
 		t.Fatalf("%s quota after unthrottle = %s, want -1", kept, q)

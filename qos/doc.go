@@ -15,9 +15,13 @@
 // out-of-process plugin host and serve side (hashicorp/go-plugin over
 // gRPC, protocol in package pluginpb).
 //
-// The interference controller's graded response is a ladder of levels,
-// one step function per level (ladder.go); its scenarios are scripts
-// under testdata/interference.
+// The interference controller learns baselines from the victims' busy
+// samples only (medians, a stable warm-up, or an absolute slo-p99),
+// attributes a degradation to the revocable work competing for its
+// resource, tests the cause with the suspects frozen before anything is
+// killed, and re-admits with exponential back-off. Its graded response is
+// a ladder of levels, one step function per level (ladder.go); its
+// scenarios are scripts under testdata/interference.
 //
 // It never estimates revocable resources and never touches cgroups or
 // processes itself: controllers compute, the Applier calls the Actuator.

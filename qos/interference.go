@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/monitor"
 )
 
@@ -17,9 +19,32 @@ const (
 	SignalRunQueueP99   = "runqueue-p99"   // seconds, from the eBPF monitor
 	SignalPSICPU        = "psi-cpu"        // fraction of time stalled (some), from PSI totals
 	SignalPSIMemory     = "psi-memory"
+	SignalPSIIO         = "psi-io"
 	SignalAppLatency    = "app-latency" // seconds, p99 reported by the application
 	SignalRecovered     = "recovered"
+	// SignalNotCause is the trigger of the THAW and UNTHROTTLE that end a
+	// failed cause test: the victim stayed degraded with every suspect
+	// frozen for FreezeHold, so they were not the cause and the signal is
+	// marked as noise for NoiseHold.
+	SignalNotCause = "not-the-cause"
 )
+
+// Resources a signal can point at (attribution).
+const (
+	ResourceCPU    = "cpu"
+	ResourceIO     = "io"
+	ResourceMemory = "memory"
+)
+
+// signalResource is the resource each signal measures contention on;
+// app-latency measures none in particular ("").
+var signalResource = map[string]string{
+	SignalCPUThrottling: ResourceCPU,
+	SignalRunQueueP99:   ResourceCPU,
+	SignalPSICPU:        ResourceCPU,
+	SignalPSIMemory:     ResourceMemory,
+	SignalPSIIO:         ResourceIO,
+}
 
 // InterferenceConfig configures the interference controller. NewInterference
 // fills defaults from options.
@@ -33,37 +58,73 @@ type InterferenceConfig struct {
 	// Floors are the minimum absolute excess over the baseline, by signal,
 	// so near-zero baselines do not trigger on noise.
 	Floors map[string]float64
-	// Alpha is the EWMA weight of a new quiet sample in the baseline
-	// once warmed up (during the warm-up the baseline is the median of
-	// the samples); default 0.1.
-	Alpha float64
-	// Warmup is the number of quiet samples before a baseline is trusted;
-	// their median starts it; default 10.
+	// SLOP99, when set, is an absolute bound on the application's
+	// reported p99 (app-latency): degraded above it, recovered below
+	// SLOP99 × SLOExit (default 0.8), with no warm-up needed. Without it
+	// app-latency uses factor × baseline like every other signal.
+	SLOP99  time.Duration
+	SLOExit float64
+	// Warmup is the number of quiet busy samples before a baseline is
+	// trusted, and the warm-up must be stable: the medians of its older
+	// and newer halves within a factor Stable (default 1.5) of each other
+	// (or closer than the signal's floor); otherwise it keeps sliding.
+	// Default 20. Below 4 samples the stability check is skipped.
 	Warmup int
+	Stable float64
+	// BaselineWindow is how many quiet busy samples the baseline keeps;
+	// the baseline is their median (robust: one unusually fast or slow
+	// window does not move it); default 60, at least Warmup.
+	BaselineWindow int
+	// BusyCPU is the victim's cpu use (cpus, over its last monitor
+	// interval) at or above which a sample is busy — or its stall
+	// fraction (PSI some, cpu + io + memory: a blocked LC); only busy samples
+	// learn baselines or are compared with them, except the application's
+	// own latency reports, which are busy by definition. A bursty LC's
+	// idle seconds (run-queue p99 0, no stalls) would otherwise set a
+	// baseline its every busy second exceeds. Default 0.05; 0: every
+	// sample is busy.
+	BusyCPU float64
 	// Cooldown is the minimum time between two escalations (or
-	// de-escalations); default 3 s.
+	// de-escalations); default 2 s.
 	Cooldown time.Duration
 	// RecoverAfter is how long every victim must stay healthy before one
-	// step of de-escalation; default 10 s.
+	// step of de-escalation (the first re-admission); each re-degradation
+	// after a re-admission doubles it (exponential back-off), up to
+	// MaxReadmit (default the larger of 5 min and RecoverAfter); default
+	// 10 s.
 	RecoverAfter time.Duration
+	MaxReadmit   time.Duration
 	// ThrottleFraction is the throttled quota as a fraction of a revocable
 	// container's allocation; default 0.2. MinQuota (mcpu) bounds it from
 	// below; default 10.
 	ThrottleFraction float64
 	MinQuota         int64
+	// IOThrottle (bytes/s), when set, makes the first step against a
+	// degradation on io alone a THROTTLE_IO of the suspects to this
+	// rate (through the Actuator's IOActuator) instead of a FREEZE;
+	// default 0 (off).
+	IOThrottle int64
 	// Persist is the number of degraded observations (each a new report
 	// or sample of the victim) among the last Persist+1 before the first
 	// correction, the latest one degraded; default 2 (2 of the last 3).
 	// Zero or one: the first degraded observation corrects.
 	Persist int
-	// FreezeHold is the minimum time at the FREEZE level before the first
-	// KILL (a frozen disk writer's dirty pages keep flushing for a while);
-	// default 5 s. Never shorter than Cooldown.
+	// FreezeHold is the cause test: with every suspect frozen for this
+	// long (and the signal no longer improving), a victim still degraded
+	// was not hurt by them — they are thawed and the signal marked as
+	// noise for NoiseHold (default 1 min) instead of anything being
+	// killed. Default 5 s.
 	FreezeHold time.Duration
-	// Improvement: past FREEZE, an escalation (the kill level, each KILL)
-	// waits while the worst signal keeps improving — its value over its
-	// threshold dropped by at least this fraction since the last step or
-	// check; default 0.2. Zero disables the check.
+	NoiseHold  time.Duration
+	// KillAfter: a cause confirmed by a freeze (the victim recovered with
+	// the suspects frozen) that re-degrades after this many re-admissions
+	// is killed, most active suspect first, instead of frozen again;
+	// default 3; 0 never kills.
+	KillAfter int
+	// Improvement: past FREEZE, the cause test waits while the worst
+	// signal keeps improving — its value over its threshold dropped by at
+	// least this fraction since the last step or check (a frozen disk
+	// writer's dirty pages still flushing); default 0.2. Zero disables it.
 	Improvement float64
 	// ActiveCPU (cpus) and ActiveStall (fraction of time stalled on io or
 	// memory, PSI some) are the activity over the last monitor interval at
@@ -71,6 +132,12 @@ type InterferenceConfig struct {
 	// containers are corrected. Defaults 0.05 and 0.05. Both zero: every
 	// revocable container counts as active.
 	ActiveCPU, ActiveStall float64
+	// BestEffortCPUIdle says that best-effort (revocable) containers run
+	// in cpu.idle (SCHED_IDLE) groups, as the cgroups isolator makes them
+	// where the kernel has cpu.idle: on cpu-like signals (run-queue,
+	// cpu PSI, throttling) such work does not compete at the victim's
+	// priority and is never a suspect. Default true.
+	BestEffortCPUIdle bool
 }
 
 // DefaultFloors are the default absolute floors per signal.
@@ -79,81 +146,114 @@ var DefaultFloors = map[string]float64{
 	SignalRunQueueP99:   0.001,
 	SignalPSICPU:        0.1,
 	SignalPSIMemory:     0.1,
+	SignalPSIIO:         0.1,
 	SignalAppLatency:    0.0005,
 }
 
 // Interference protects every non-revocable (latency-critical) container:
-// it compares each of its signals with the container's own baseline and,
-// once one has been degraded on Persist of the last Persist+1 observations,
-// escalates one step per cool-down — THROTTLE every active revocable
-// container, then FREEZE them, then (after FreezeHold, and only while the
-// signal stops improving) KILL them one at a time, most active first
-// (youngest first when activity is unknown). A revocable container is
-// active when it used cpu, or stalled on io or memory, over the last
-// monitor interval (a frozen one keeps the activity it had when frozen; one
-// with fewer than two samples counts as active); idle ones are never
-// corrected. When every victim has stayed healthy for RecoverAfter it
-// steps back down (THAW, then UNTHROTTLE). Baselines are learned only
-// while no correction is in force and the signal is not degraded; while
-// revocable work is active, only from values at or below the exit
-// threshold (the hysteresis band may be interference). Every
-// correction names the signal (and victim) that triggered it. Not safe for
-// concurrent use.
+// it compares each of its busy signals with the container's own baseline
+// (or the app-latency with an absolute SLO) and, once one has been
+// degraded on Persist of the last Persist+1 observations, attributes it to
+// the revocable containers that compete on the signal's resource (the
+// suspects) and escalates one step per cool-down — THROTTLE them (for cpu
+// signals), then FREEZE them. With every suspect frozen for FreezeHold the
+// cause is tested: a victim still degraded was not hurt by them, and they
+// are thawed and the signal marked as noise; a victim that recovers
+// confirms the cause, and the suspects are re-admitted (THAW, then
+// UNTHROTTLE) after RecoverAfter, doubled after each re-degradation. Only
+// a confirmed cause that re-degrades after KillAfter re-admissions is
+// killed, one container at a time. Not safe for concurrent use.
 type Interference struct {
 	cfg InterferenceConfig
 
 	baselines map[string]map[string]*baseline // victim → signal → baseline
+	noise     map[string]time.Time            // victim/signal → marked as noise until
 
-	level        int // 0 none, 1 throttled, 2 frozen, 3 killing
-	lastChange   time.Time
-	healthySince time.Time
-	cause        Trigger
-	throttled    map[string]bool
-	frozen       map[string]bool
-	killed       map[string]bool // until they leave the usage
+	level         int // 0 none, 1 throttled, 2 frozen, 3 killing
+	lastChange    time.Time
+	healthySince  time.Time
+	degradedSince time.Time // start of the current run of degraded observations
+	cause         Trigger
+	blame         string // how the suspects of the last step were chosen
+	throttled     map[string]bool
+	ioThrottled   map[string]bool
+	ioCause       bool // the throttle level limits io (IOThrottle), not cpu
+	frozen        map[string]bool
+	killed        map[string]bool // until they leave the usage
+	suspects      map[string]bool // the revocable containers blamed in this episode
 
 	suspect   bool      // the last round saw a value in the hysteresis band (Pending)
 	recent    []bool    // the last Persist+1 observations at LevelNone: degraded?
 	lastStamp time.Time // time of the last observation counted in recent
 	ref       float64   // worst value/threshold at the last step or check past FREEZE
-	frozeAt   time.Time // when the FREEZE level was entered
+	frozeAt   time.Time // when the last suspect was frozen
 	frozenAct map[string]activity
+
+	// The episode: from the first correction until the victims have been
+	// healthy for a whole back-off with nothing in force.
+	confirmed  bool // a correction ended a degradation (the cause is known)
+	readmitted bool // a step down happened since the last degradation
+	strikes    int  // re-degradations after a re-admission in this episode
 }
 
 // activity is a revocable container's use over the last monitor interval.
 type activity struct {
-	known  bool    // two samples with cpu figures
-	active bool    // at or above the activity thresholds (or unknown)
-	cpu    float64 // cpus
-	stall  float64 // fraction of time stalled on io + memory (PSI some)
+	known    bool    // two samples with cpu figures
+	active   bool    // at or above the activity thresholds (or unknown)
+	cpu      float64 // cpus
+	io, mem  float64 // fractions of time stalled on io, memory (PSI some)
+	memBytes float64 // working set
+	idleCPU  bool    // runs in cpu.idle: does not compete on cpu
 }
 
-func (a activity) score() float64 { return a.cpu + a.stall }
+func (a activity) stall() float64 { return a.io + a.mem }
+func (a activity) score() float64 { return a.cpu + a.stall() }
 
+// baseline is a signal's learned normal: the median of the newest quiet
+// busy values (a robust statistic: one unusually fast window moves it by
+// at most one rank, never to the minimum).
 type baseline struct {
-	mean float64
-	n    int
-	warm []float64 // the samples of the warm-up, until it ends
+	vals  []float64
+	n     int // values learned in all
+	warm  bool
+	value float64
 }
 
-// learn adds a quiet sample v: during the warm-up the baseline is the
-// median of the samples so far (one noisy sample does not set it, as it
-// would the first value of an EWMA), then an EWMA with weight alpha.
-func (b *baseline) learn(v, alpha float64, warmup int) {
+// learn adds a quiet busy value v.
+func (b *baseline) learn(v float64, c *InterferenceConfig, floor float64) {
 	b.n++
-	if b.n > warmup {
-		b.mean += alpha * (v - b.mean)
-		return
+	b.vals = append(b.vals, v)
+	if len(b.vals) > c.BaselineWindow {
+		b.vals = slices.Delete(b.vals, 0, len(b.vals)-c.BaselineWindow)
 	}
-	b.warm = append(b.warm, v)
-	s := slices.Clone(b.warm)
+	b.value = medianOf(b.vals)
+	if !b.warm && len(b.vals) >= c.Warmup {
+		b.warm = stable(b.vals[len(b.vals)-c.Warmup:], c.Stable, floor)
+	}
+}
+
+// stable reports whether the medians of the older and newer halves of
+// xs are within a factor f of each other (or closer than floor); true
+// for fewer than 4 values.
+func stable(xs []float64, f, floor float64) bool {
+	if len(xs) < 4 {
+		return true
+	}
+	a, b := medianOf(xs[:len(xs)/2]), medianOf(xs[len(xs)/2:])
+	lo, hi := min(a, b), max(a, b)
+	return hi-lo <= floor || hi <= lo*f
+}
+
+func medianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
 	slices.Sort(s)
-	if b.mean = s[len(s)/2]; len(s)%2 == 0 {
-		b.mean = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	if len(s)%2 == 0 {
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
-	if b.n == warmup {
-		b.warm = nil
-	}
+	return s[len(s)/2]
 }
 
 var (
@@ -170,29 +270,46 @@ const (
 )
 
 // NewInterference is the interference factory. Options: enter-factor,
-// exit-factor, alpha, warmup, cooldown, recover-after, throttle-fraction,
-// min-quota, persist, freeze-hold, improvement, active-cpu, active-stall,
-// and floor-<signal> (e.g. floor-runqueue-p99=0.002).
+// exit-factor, slo-p99 (a duration), slo-exit, warmup, stable,
+// baseline-window, busy-cpu, cooldown, recover-after, max-readmit,
+// throttle-fraction, min-quota, io-throttle, persist, freeze-hold, noise-hold,
+// kill-after, improvement, active-cpu, active-stall, be-cpu-idle, and
+// floor-<signal> (e.g. floor-runqueue-p99=0.002).
 func NewInterference(opts Options, _ *slog.Logger) (Controller, error) {
 	var errs []error
+	if _, ok := opts["alpha"]; ok {
+		errs = append(errs, fmt.Errorf("option alpha: removed, the baseline is the median of baseline-window quiet busy samples: %w", ErrInvalidOption))
+	}
 	c := InterferenceConfig{
-		EnterFactor:      opts.float("enter-factor", 2, &errs),
-		ExitFactor:       opts.float("exit-factor", 1.3, &errs),
-		Alpha:            opts.float("alpha", 0.1, &errs),
-		Warmup:           opts.int("warmup", 10, &errs),
-		Cooldown:         opts.duration("cooldown", 3*time.Second, &errs),
-		RecoverAfter:     opts.duration("recover-after", 10*time.Second, &errs),
-		ThrottleFraction: opts.float("throttle-fraction", 0.2, &errs),
-		MinQuota:         int64(opts.int("min-quota", 10, &errs)),
-		Persist:          opts.int("persist", 2, &errs),
-		FreezeHold:       opts.duration("freeze-hold", 5*time.Second, &errs),
-		Improvement:      opts.float("improvement", 0.2, &errs),
-		ActiveCPU:        opts.float("active-cpu", 0.05, &errs),
-		ActiveStall:      opts.float("active-stall", 0.05, &errs),
-		Floors:           map[string]float64{},
+		EnterFactor:       opts.float("enter-factor", 2, &errs),
+		ExitFactor:        opts.float("exit-factor", 1.3, &errs),
+		SLOP99:            opts.duration("slo-p99", 0, &errs),
+		SLOExit:           opts.float("slo-exit", 0.8, &errs),
+		Warmup:            opts.int("warmup", 20, &errs),
+		Stable:            opts.float("stable", 1.5, &errs),
+		BaselineWindow:    opts.int("baseline-window", 60, &errs),
+		BusyCPU:           opts.float("busy-cpu", 0.05, &errs),
+		Cooldown:          opts.duration("cooldown", 2*time.Second, &errs),
+		RecoverAfter:      opts.duration("recover-after", 10*time.Second, &errs),
+		MaxReadmit:        opts.duration("max-readmit", 0, &errs),
+		ThrottleFraction:  opts.float("throttle-fraction", 0.2, &errs),
+		MinQuota:          int64(opts.int("min-quota", 10, &errs)),
+		IOThrottle:        int64(opts.float("io-throttle", 0, &errs)),
+		Persist:           opts.int("persist", 2, &errs),
+		FreezeHold:        opts.duration("freeze-hold", 5*time.Second, &errs),
+		NoiseHold:         opts.duration("noise-hold", time.Minute, &errs),
+		KillAfter:         opts.int("kill-after", 3, &errs),
+		Improvement:       opts.float("improvement", 0.2, &errs),
+		ActiveCPU:         opts.float("active-cpu", 0.05, &errs),
+		ActiveStall:       opts.float("active-stall", 0.05, &errs),
+		BestEffortCPUIdle: opts.bool("be-cpu-idle", true, &errs),
+		Floors:            map[string]float64{},
 	}
 	for s, f := range DefaultFloors {
 		c.Floors[s] = opts.float("floor-"+s, f, &errs)
+	}
+	if _, ok := opts["max-readmit"]; !ok {
+		c.MaxReadmit = max(5*time.Minute, c.RecoverAfter)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("interference controller: %w", err)
@@ -206,28 +323,41 @@ func NewInterferenceWith(c InterferenceConfig) (*Interference, error) {
 	switch {
 	case c.EnterFactor <= 1 || c.ExitFactor < 1 || c.ExitFactor > c.EnterFactor:
 		return nil, fmt.Errorf("interference controller: need 1 ≤ exit-factor ≤ enter-factor, enter-factor > 1: %w", ErrInvalidOption)
-	case c.Alpha <= 0 || c.Alpha > 1 || c.Warmup < 1:
-		return nil, fmt.Errorf("interference controller: need 0 < alpha ≤ 1, warmup ≥ 1: %w", ErrInvalidOption)
+	case c.Warmup < 1 || c.BaselineWindow < c.Warmup || c.Stable < 1:
+		return nil, fmt.Errorf("interference controller: need warmup ≥ 1, baseline-window ≥ warmup, stable ≥ 1: %w", ErrInvalidOption)
+	case c.SLOP99 < 0 || c.SLOExit <= 0 || c.SLOExit > 1 || c.BusyCPU < 0:
+		return nil, fmt.Errorf("interference controller: need slo-p99 ≥ 0, 0 < slo-exit ≤ 1, busy-cpu ≥ 0: %w", ErrInvalidOption)
 	case c.ThrottleFraction <= 0 || c.ThrottleFraction > 1 || c.MinQuota < 1:
 		return nil, fmt.Errorf("interference controller: need 0 < throttle-fraction ≤ 1, min-quota ≥ 1: %w", ErrInvalidOption)
-	case c.Persist < 0 || c.FreezeHold < 0 || c.Improvement < 0 || c.Improvement >= 1 || c.ActiveCPU < 0 || c.ActiveStall < 0:
-		return nil, fmt.Errorf("interference controller: need persist ≥ 0, freeze-hold ≥ 0, 0 ≤ improvement < 1, active-cpu ≥ 0, active-stall ≥ 0: %w", ErrInvalidOption)
+	case c.Persist < 0 || c.FreezeHold < 0 || c.NoiseHold < 0 || c.KillAfter < 0 || c.Improvement < 0 || c.Improvement >= 1 || c.ActiveCPU < 0 || c.ActiveStall < 0:
+		return nil, fmt.Errorf("interference controller: need persist, freeze-hold, noise-hold, kill-after ≥ 0, 0 ≤ improvement < 1, active-cpu ≥ 0, active-stall ≥ 0: %w", ErrInvalidOption)
+	case c.IOThrottle < 0:
+		return nil, fmt.Errorf("interference controller: need io-throttle ≥ 0: %w", ErrInvalidOption)
+	case c.RecoverAfter < 0 || c.MaxReadmit < c.RecoverAfter:
+		return nil, fmt.Errorf("interference controller: need 0 ≤ recover-after ≤ max-readmit: %w", ErrInvalidOption)
 	}
 	if c.Floors == nil {
 		c.Floors = DefaultFloors
 	}
 	return &Interference{
-		cfg:       c,
-		baselines: map[string]map[string]*baseline{},
-		throttled: map[string]bool{},
-		frozen:    map[string]bool{},
-		killed:    map[string]bool{},
-		frozenAct: map[string]activity{},
+		cfg:         c,
+		baselines:   map[string]map[string]*baseline{},
+		noise:       map[string]time.Time{},
+		throttled:   map[string]bool{},
+		ioThrottled: map[string]bool{},
+		frozen:      map[string]bool{},
+		killed:      map[string]bool{},
+		suspects:    map[string]bool{},
+		frozenAct:   map[string]activity{},
 	}, nil
 }
 
 // Level returns the current level of the graded response (LevelNone…).
 func (ic *Interference) Level() int { return ic.level }
+
+// Strikes returns the re-degradations after a re-admission in the current
+// episode (each doubles the next re-admission's wait).
+func (ic *Interference) Strikes() int { return ic.strikes }
 
 // Signals returns the signals of container c in this usage snapshot, by
 // name; a signal the host cannot provide is absent.
@@ -241,6 +371,7 @@ func Signals(c *monitor.ContainerUsage) map[string]float64 {
 		if dt := cur.Timestamp.Sub(prev.Timestamp); dt > 0 && prev.HasPressure && cur.HasPressure {
 			out[SignalPSICPU] = max(0, float64(cur.CPUPressure.SomeTotal-prev.CPUPressure.SomeTotal)/float64(dt))
 			out[SignalPSIMemory] = max(0, float64(cur.MemPressure.SomeTotal-prev.MemPressure.SomeTotal)/float64(dt))
+			out[SignalPSIIO] = max(0, float64(cur.IOPressure.SomeTotal-prev.IOPressure.SomeTotal)/float64(dt))
 		}
 	}
 	// Latest may carry a latency reported after the round (event-driven).
@@ -253,6 +384,32 @@ func Signals(c *monitor.ContainerUsage) map[string]float64 {
 	return out
 }
 
+// busy reports whether victim c was busy over its last monitor interval:
+// it used at least BusyCPU cpus, or it was stalled (PSI some, cpu + io +
+// memory) at least BusyCPU of the time — an LC blocked by interference
+// wants to run even though it uses little cpu. Unknown use counts as busy.
+func (ic *Interference) busy(c *monitor.ContainerUsage) bool {
+	if ic.cfg.BusyCPU <= 0 || c.History == nil {
+		return true
+	}
+	p := c.History.Last(2)
+	if len(p) < 2 {
+		return true
+	}
+	prev, cur := &p[0], &p[1]
+	r, ok := monitor.CPURate(prev, cur)
+	if !ok || r >= ic.cfg.BusyCPU {
+		return true
+	}
+	if dt := cur.Timestamp.Sub(prev.Timestamp); dt > 0 && prev.HasPressure && cur.HasPressure {
+		stall := cur.CPUPressure.SomeTotal - prev.CPUPressure.SomeTotal +
+			cur.IOPressure.SomeTotal - prev.IOPressure.SomeTotal +
+			cur.MemPressure.SomeTotal - prev.MemPressure.SomeTotal
+		return float64(stall)/float64(dt) >= ic.cfg.BusyCPU
+	}
+	return false
+}
+
 // stamp is the time of the observation behind signal sig of c: when the
 // application measured its latency, else the sample's time.
 func stamp(c *monitor.ContainerUsage, sig string) time.Time {
@@ -262,41 +419,127 @@ func stamp(c *monitor.ContainerUsage, sig string) time.Time {
 	return c.Latest.Timestamp
 }
 
+// thresholds returns signal sig's enter and exit thresholds for baseline
+// b, and whether they can be trusted yet.
+func (ic *Interference) thresholds(sig string, b *baseline) (enter, exit float64, trusted bool) {
+	if sig == SignalAppLatency && ic.cfg.SLOP99 > 0 {
+		slo := ic.cfg.SLOP99.Seconds()
+		return slo, slo * ic.cfg.SLOExit, true
+	}
+	f := ic.cfg.Floors[sig]
+	return max(b.value*ic.cfg.EnterFactor, b.value+f), max(b.value*ic.cfg.ExitFactor, b.value+f), b.warm
+}
+
 // activityOf returns c's activity over its last monitor interval.
 func (ic *Interference) activityOf(c *monitor.ContainerUsage) activity {
 	if a, ok := ic.frozenAct[c.ID]; ok && ic.frozen[c.ID] {
 		return a
 	}
+	idle := ic.cfg.BestEffortCPUIdle && c.Limits.Class == isolator.BestEffort
 	off := ic.cfg.ActiveCPU == 0 && ic.cfg.ActiveStall == 0
 	var p []monitor.Statistics
 	if c.History != nil {
 		p = c.History.Last(2)
 	}
 	if len(p) < 2 || !p[0].HasCPU || !p[1].HasCPU {
-		return activity{active: true}
+		return activity{active: true, idleCPU: idle}
 	}
 	prev, cur := &p[0], &p[1]
 	dt := cur.Timestamp.Sub(prev.Timestamp)
 	if dt <= 0 {
-		return activity{active: true}
+		return activity{active: true, idleCPU: idle}
 	}
-	a := activity{known: true}
+	a := activity{known: true, idleCPU: idle}
 	if cur.CPUUsageNanos >= prev.CPUUsageNanos {
 		a.cpu = float64(cur.CPUUsageNanos-prev.CPUUsageNanos) / float64(dt)
 	}
 	if prev.HasPressure && cur.HasPressure {
-		a.stall = max(0, float64(cur.IOPressure.SomeTotal-prev.IOPressure.SomeTotal)/float64(dt)) +
-			max(0, float64(cur.MemPressure.SomeTotal-prev.MemPressure.SomeTotal)/float64(dt))
+		a.io = max(0, float64(cur.IOPressure.SomeTotal-prev.IOPressure.SomeTotal)/float64(dt))
+		a.mem = max(0, float64(cur.MemPressure.SomeTotal-prev.MemPressure.SomeTotal)/float64(dt))
 	}
-	a.active = off || (ic.cfg.ActiveCPU > 0 && a.cpu >= ic.cfg.ActiveCPU) || (ic.cfg.ActiveStall > 0 && a.stall >= ic.cfg.ActiveStall)
+	if cur.HasMemory {
+		a.memBytes = float64(cur.MemWorkingSet)
+		if a.memBytes == 0 {
+			a.memBytes = float64(cur.MemUsageBytes)
+		}
+	}
+	a.active = off || (ic.cfg.ActiveCPU > 0 && a.cpu >= ic.cfg.ActiveCPU) || (ic.cfg.ActiveStall > 0 && a.stall() >= ic.cfg.ActiveStall)
 	return a
+}
+
+// competes reports whether a (an active revocable container) competes
+// with a victim on resource r: cpu at the victim's priority (not in
+// cpu.idle), io or memory stalls, or, for memory, the largest working set
+// (hog). Unknown activity competes on everything.
+func (ic *Interference) competes(a activity, r string, hog bool) bool {
+	if !a.known {
+		return true
+	}
+	// Competing takes real use even where activity is off (zero
+	// thresholds): the defaults then.
+	cpuThr, stallThr := ic.cfg.ActiveCPU, ic.cfg.ActiveStall
+	if cpuThr == 0 {
+		cpuThr = 0.05
+	}
+	if stallThr == 0 {
+		stallThr = 0.05
+	}
+	cpu := !a.idleCPU && a.cpu >= cpuThr
+	io := a.io >= stallThr
+	mem := a.mem >= stallThr || hog
+	switch r {
+	case ResourceCPU:
+		return cpu
+	case ResourceIO:
+		return io
+	case ResourceMemory:
+		return mem
+	}
+	return cpu || io || mem
+}
+
+// attribute returns the suspects among be for a degradation on the
+// resources rs (none: any resource), most active first: the containers
+// that compete on one of them; a phrase saying how they were chosen; and
+// whether they are the fallback (nobody competes: every container).
+// For an unattributed degradation (rs empty) with no competitor, every
+// correctable container is a suspect (the cause test then tells).
+func (ic *Interference) attribute(be []*monitor.ContainerUsage, acts map[string]activity, rs []string) ([]*monitor.ContainerUsage, string, bool) {
+	hog, top := "", 0.0
+	for _, c := range be {
+		if a := acts[c.ID]; a.known && a.memBytes > top {
+			hog, top = c.ID, a.memBytes
+		}
+	}
+	var out []*monitor.ContainerUsage
+	for _, c := range be {
+		a := acts[c.ID]
+		if len(rs) == 0 && ic.competes(a, "", false) {
+			out = append(out, c)
+			continue
+		}
+		for _, r := range rs {
+			if ic.competes(a, r, c.ID == hog) {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	switch {
+	case len(rs) > 0:
+		return out, "competing for " + strings.Join(rs, ", "), false
+	case len(out) > 0:
+		return out, "stalled on io or memory, or on cpu at its priority", false
+	}
+	return be, "no competitor identified: every active revocable container", true
 }
 
 // Corrections implements Controller. The round's time is u.Timestamp.
 // A round is three phases (ladder.go): observe the usage (signals against
-// baselines, which revocable work is correctable), step the ladder with
-// the step function of the current level (which may move it one level, or
-// kill), and bring every correctable container to the level in force.
+// baselines, which revocable work is correctable and which of it is
+// suspected), step the ladder with the step function of the current level
+// (which may move it one level, kill, or end a failed cause test), and
+// bring every suspect to the level in force.
 func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Correction, error) {
 	o := ic.observe(&u)
 	out, done := ladder[ic.level](ic, &o)
@@ -317,7 +560,7 @@ func (ic *Interference) prune(u *monitor.Usage) {
 			delete(ic.baselines, id)
 		}
 	}
-	for _, m := range []map[string]bool{ic.throttled, ic.frozen, ic.killed} {
+	for _, m := range []map[string]bool{ic.throttled, ic.ioThrottled, ic.frozen, ic.killed, ic.suspects} {
 		for id := range m {
 			if !live[id] {
 				delete(m, id)
@@ -327,6 +570,11 @@ func (ic *Interference) prune(u *monitor.Usage) {
 	for id := range ic.frozenAct {
 		if !ic.frozen[id] {
 			delete(ic.frozenAct, id)
+		}
+	}
+	for k, until := range ic.noise {
+		if !u.Timestamp.Before(until) {
+			delete(ic.noise, k)
 		}
 	}
 }

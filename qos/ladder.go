@@ -2,6 +2,7 @@ package qos
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -39,25 +40,34 @@ var ladder = [...]func(*Interference, *observation) ([]Correction, bool){
 // observation is what a round saw.
 type observation struct {
 	now time.Time
-	// worst is the most degraded signal (value over threshold), nil when
-	// none is; ratio its value over its threshold.
+	// worst is the most degraded signal (value over threshold) that may
+	// trigger, nil when none is; ratio its value over its threshold.
 	worst *Trigger
 	ratio float64
+	// resources are what worst points at: its own resource, or for the
+	// application's latency the resources whose signals of the same
+	// victim are above their exit thresholds (none: any).
+	resources []string
 	// stamp is the time of the observation behind worst, else of the
 	// newest observation of any signal: what the persistence window
 	// counts.
 	stamp time.Time
 	// be are the correctable revocable containers, most active first;
-	// acts the activity of every revocable container not being killed.
-	be   []*monitor.ContainerUsage
-	acts map[string]activity
+	// acts the activity of every revocable container not being killed;
+	// suspects those of be that compete on resources (worst's cause).
+	be       []*monitor.ContainerUsage
+	acts     map[string]activity
+	suspects []*monitor.ContainerUsage
+	blame    string // how suspects were chosen
+	fallback bool   // nobody competes: every correctable container is a suspect
 	// cooled: a cool-down has passed since the last change of level.
 	cooled bool
 }
 
 // observe reads u: it prunes the state of containers gone, compares every
-// victim's signals with its baselines (learning them at LevelNone from
-// quiet values), and does the bookkeeping common to every level.
+// victim's busy signals with its baselines (learning them at LevelNone
+// from quiet values), attributes the worst degradation to suspects, and
+// does the bookkeeping common to every level.
 func (ic *Interference) observe(u *monitor.Usage) observation {
 	o := observation{now: u.Timestamp}
 	ic.prune(u)
@@ -75,7 +85,17 @@ func (ic *Interference) observe(u *monitor.Usage) observation {
 			bs = map[string]*baseline{}
 			ic.baselines[c.ID] = bs
 		}
-		for sig, v := range Signals(c) {
+		sigs := Signals(c)
+		_, app := sigs[SignalAppLatency]
+		busy := ic.busy(c)
+		elevated := map[string]bool{} // resources with a signal above its exit threshold
+		var cand *Trigger
+		var candRatio float64
+		for _, sig := range slices.Sorted(maps.Keys(sigs)) {
+			v := sigs[sig]
+			if sig != SignalAppLatency && !busy {
+				continue // an idle second says nothing about interference
+			}
 			if st := stamp(c, sig); st.After(newest) {
 				newest = st
 			}
@@ -84,15 +104,23 @@ func (ic *Interference) observe(u *monitor.Usage) observation {
 				b = &baseline{}
 				bs[sig] = b
 			}
-			factor := ic.cfg.EnterFactor
+			enter, exit, trusted := ic.thresholds(sig, b)
+			thr := enter
 			if ic.level > LevelNone {
-				factor = ic.cfg.ExitFactor
+				thr = exit
 			}
-			thr := max(b.mean*factor, b.mean+ic.cfg.Floors[sig])
-			if b.n >= ic.cfg.Warmup && v > thr {
-				if r := v / thr; o.worst == nil || r > o.ratio {
-					o.worst = &Trigger{Signal: sig, Victim: c.ID, Value: v, Baseline: b.mean, Threshold: thr}
-					o.ratio, o.stamp = r, stamp(c, sig)
+			if r := signalResource[sig]; trusted && v > exit && r != "" {
+				elevated[r] = true
+			}
+			// The application's own latency, when it reports one, is
+			// the victim's only trigger; the others only attribute.
+			trigger := !app || sig == SignalAppLatency
+			if trusted && v > thr {
+				if _, noisy := ic.noise[noiseKey(c.ID, sig)]; trigger && !noisy {
+					if r := v / thr; cand == nil || r > candRatio {
+						cand = &Trigger{Signal: sig, Victim: c.ID, Value: v, Baseline: b.value, Threshold: thr}
+						candRatio = r
+					}
 				}
 				continue
 			}
@@ -100,15 +128,26 @@ func (ic *Interference) observe(u *monitor.Usage) observation {
 			// band (above the exit threshold, not yet degraded) may be
 			// interference: learning it lets the baseline drift up to the
 			// contended level when the degradation is intermittent.
-			quiet := len(o.be) == 0 || b.n < ic.cfg.Warmup || v <= max(b.mean*ic.cfg.ExitFactor, b.mean+ic.cfg.Floors[sig])
+			quiet := len(o.be) == 0 || !trusted || v <= exit
 			if ic.level == LevelNone && quiet {
-				b.learn(v, ic.cfg.Alpha, ic.cfg.Warmup)
+				b.learn(v, &ic.cfg, ic.cfg.Floors[sig])
 			}
-			suspect = suspect || !quiet
+			suspect = suspect || (!quiet && trigger)
+		}
+		if cand != nil && (o.worst == nil || candRatio > o.ratio) {
+			o.worst, o.ratio, o.stamp = cand, candRatio, stamp(c, cand.Signal)
+			o.resources = nil
+			if r := signalResource[cand.Signal]; r != "" {
+				o.resources = []string{r}
+			} else {
+				o.resources = slices.Sorted(maps.Keys(elevated))
+			}
 		}
 	}
 	if o.worst == nil {
 		o.stamp = newest
+	} else {
+		o.suspects, o.blame, o.fallback = ic.attribute(o.be, o.acts, o.resources)
 	}
 	o.cooled = ic.lastChange.IsZero() || o.now.Sub(ic.lastChange) >= ic.cfg.Cooldown
 	if ic.level > LevelNone || len(o.be) == 0 {
@@ -120,75 +159,218 @@ func (ic *Interference) observe(u *monitor.Usage) observation {
 	ic.suspect = suspect && ic.level == LevelNone
 	if o.worst != nil {
 		ic.healthySince = time.Time{}
+		if ic.degradedSince.IsZero() {
+			ic.degradedSince = o.now
+		}
+	} else {
+		ic.degradedSince = time.Time{}
 	}
 	return o
 }
 
+// heldSince is when the current test of the suspects started: the later
+// of the last change (a freeze) and the start of the current run of
+// degraded observations — a victim healthy in between says nothing
+// against them.
+func (ic *Interference) heldSince(from time.Time) time.Time {
+	if ic.degradedSince.After(from) {
+		return ic.degradedSince
+	}
+	return from
+}
+
+func noiseKey(victim, sig string) string { return victim + "/" + sig }
+
 // stepNone: no correction in force. A degradation persistent over the
-// window (Persist of the last Persist+1 observations) throttles.
+// window (Persist of the last Persist+1 observations) that some revocable
+// work competes for throttles it — or, when the signal is not about cpu
+// (io, memory), freezes it at once (a cpu quota does not stop a disk
+// writer). A degradation nobody revocable competes for is left alone.
 func (ic *Interference) stepNone(o *observation) ([]Correction, bool) {
 	if len(o.be) == 0 {
 		return nil, true
 	}
-	ic.record(o.worst != nil, o.stamp)
-	if o.worst == nil || !ic.persistent() {
-		return nil, false // healthy, or not yet persistent: maybe noise
+	degraded := o.worst != nil && len(o.suspects) > 0
+	ic.record(degraded, o.stamp)
+	if !degraded {
+		ic.endEpisode(o)
+		return nil, false
+	}
+	if !ic.persistent() {
+		return nil, false // not yet persistent: maybe noise
 	}
 	ic.forget()
-	ic.become(LevelThrottle, o.now, *o.worst)
+	target := LevelThrottle
+	ioOnly := slices.Equal(o.resources, []string{ResourceIO})
+	if len(o.resources) > 0 && !slices.Contains(o.resources, ResourceCPU) && (!ioOnly || ic.cfg.IOThrottle == 0) {
+		target = LevelFreeze
+	}
+	ic.ioCause = ioOnly && ic.cfg.IOThrottle > 0
+	return ic.escalate(o, target)
+}
+
+// endEpisode: at LevelNone and healthy for a whole back-off since the
+// last step down, the episode ends: its strikes, confirmation and
+// suspects are forgotten.
+func (ic *Interference) endEpisode(o *observation) {
+	if o.worst != nil {
+		return
+	}
+	if ic.healthySince.IsZero() {
+		ic.healthySince = o.now
+	}
+	if (ic.confirmed || ic.strikes > 0 || ic.readmitted) && o.now.Sub(ic.healthySince) >= ic.backoff() {
+		ic.confirmed, ic.readmitted, ic.strikes = false, false, 0
+		clear(ic.suspects)
+	}
+}
+
+// escalate moves the ladder up to target for o's degradation, blaming
+// its suspects. A degradation after a re-admission is a strike; a cause
+// confirmed earlier that strikes KillAfter times is killed (the most
+// active suspect) instead of frozen again.
+func (ic *Interference) escalate(o *observation, target int) ([]Correction, bool) {
+	if target >= LevelFreeze {
+		// Freeze only what competes now (and what is frozen already):
+		// a container blamed by an earlier round's fallback, which
+		// competes for nothing now, stays merely throttled.
+		for id := range ic.suspects {
+			if !ic.frozen[id] {
+				delete(ic.suspects, id)
+			}
+		}
+	}
+	for _, c := range o.suspects {
+		ic.suspects[c.ID] = true
+	}
+	if ic.readmitted {
+		ic.strikes++
+		ic.readmitted = false
+	}
+	// Never kill on a fallback attribution (nobody identified as
+	// competing): freeze, and let the cause test tell.
+	if target >= LevelFreeze && ic.confirmed && ic.cfg.KillAfter > 0 && ic.strikes >= ic.cfg.KillAfter && len(o.suspects) > 0 && !o.fallback {
+		return ic.kill(o)
+	}
+	ic.become(target, o.now, *o.worst)
+	ic.ref, ic.blame = o.ratio, o.blame
 	return nil, false
 }
 
-// stepThrottle: revocable work throttled. Still degraded a cool-down
-// later: freeze.
+// stepThrottle: suspects throttled. Still degraded a cool-down later:
+// freeze them.
 func (ic *Interference) stepThrottle(o *observation) ([]Correction, bool) {
 	if o.worst == nil {
 		return ic.stepDown(o)
 	}
-	if o.cooled && len(o.be) > 0 {
-		ic.become(LevelFreeze, o.now, *o.worst)
-		ic.ref, ic.frozeAt = o.ratio, o.now
+	if o.cooled && len(o.suspects) > 0 {
+		return ic.escalate(o, LevelFreeze)
+	}
+	if len(o.suspects) == 0 && o.cooled && o.now.Sub(ic.heldSince(ic.lastChange)) >= ic.cfg.FreezeHold {
+		// Degraded for FreezeHold with nothing revocable competing
+		// for it any more (the throttled work went idle): not theirs.
+		return ic.notTheCause(o)
+	}
+	for _, c := range o.suspects {
+		ic.suspects[c.ID] = true // newcomers competing for it: brought to the level
 	}
 	return nil, false
 }
 
-// stepFreeze: revocable work frozen. Still degraded after FreezeHold and
-// a cool-down, and no longer improving: the kill level (its first KILL a
-// cool-down later).
+// stepFreeze (and stepKill, after a kill): suspects frozen. Still
+// degraded with every suspect frozen for FreezeHold, a cool-down after
+// the last change and no longer improving: the cause test failed — they
+// are not the cause (notTheCause).
 func (ic *Interference) stepFreeze(o *observation) ([]Correction, bool) {
 	if o.worst == nil {
 		return ic.stepDown(o)
 	}
-	if len(o.be) == 0 || !o.cooled || o.now.Sub(ic.frozeAt) < ic.cfg.FreezeHold || ic.improving(o) {
+	for _, c := range o.suspects {
+		ic.suspects[c.ID] = true // bring freezes a newcomer; the hold starts again
+	}
+	if !o.cooled || o.now.Sub(ic.heldSince(ic.frozeAt)) < ic.cfg.FreezeHold || ic.improving(o) {
 		return nil, false
 	}
-	ic.become(LevelKill, o.now, *o.worst)
-	ic.ref = o.ratio
-	return nil, false
+	for id := range ic.suspects {
+		if !ic.frozen[id] && !ic.killed[id] && slices.ContainsFunc(o.be, func(c *monitor.ContainerUsage) bool { return c.ID == id }) {
+			return nil, false // not every suspect is frozen yet
+		}
+	}
+	return ic.notTheCause(o)
 }
 
-// stepKill: killing. Still degraded a cool-down after the last change,
-// and no longer improving: KILL the most active correctable container
-// (youngest first when activity is unknown), alone.
-func (ic *Interference) stepKill(o *observation) ([]Correction, bool) {
-	if o.worst == nil {
-		return ic.stepDown(o)
-	}
-	if len(o.be) == 0 || !o.cooled || ic.improving(o) {
-		return nil, false
-	}
-	ic.cause, ic.lastChange, ic.ref = *o.worst, o.now, o.ratio
-	c := o.be[0]
+// stepKill: LevelKill is no longer entered (a KILL returns to the
+// throttle level); kept so that the level numbers stay stable.
+func (ic *Interference) stepKill(o *observation) ([]Correction, bool) { return ic.stepFreeze(o) }
+
+// kill kills the most active suspect of o (a cause confirmed by earlier
+// freezes), alone. The other suspects stay throttled (the throttle level)
+// and the evidence starts over: if the victim stays degraded they are
+// frozen and tested again, never killed on the old evidence.
+func (ic *Interference) kill(o *observation) ([]Correction, bool) {
+	c := o.suspects[0]
 	why := "the youngest"
 	if a := o.acts[c.ID]; a.known {
-		why = fmt.Sprintf("the most active (cpu %.2f, io+memory stall %.2f)", a.cpu, a.stall)
+		why = fmt.Sprintf("the most active (cpu %.2f, io stall %.2f, memory stall %.2f)", a.cpu, a.io, a.mem)
 	}
+	reason := fmt.Sprintf("%s degraded again after %d re-admissions of work whose freeze ended it: preempting %s suspect", o.worst.Victim, ic.strikes, why)
+	ic.become(LevelThrottle, o.now, *o.worst)
+	ic.confirmed, ic.readmitted, ic.strikes = false, false, 0
 	delete(ic.throttled, c.ID)
+	delete(ic.ioThrottled, c.ID)
 	delete(ic.frozen, c.ID)
 	delete(ic.frozenAct, c.ID)
+	delete(ic.suspects, c.ID)
 	ic.killed[c.ID] = true
-	return []Correction{{Type: Kill, ContainerID: c.ID, Trigger: *o.worst,
-		Reason: fmt.Sprintf("%s still degraded with revocable work frozen: preempting %s revocable container", o.worst.Victim, why)}}, true
+	return []Correction{{Type: Kill, ContainerID: c.ID, Trigger: *o.worst, Reason: reason}}, true
+}
+
+// notTheCause ends a failed cause test: THAW and UNTHROTTLE every
+// corrected container, mark the worst signal of its victim as noise for
+// NoiseHold (it triggers nothing meanwhile), and start over at LevelNone.
+func (ic *Interference) notTheCause(o *observation) ([]Correction, bool) {
+	w := *o.worst
+	t := Trigger{Signal: SignalNotCause, Victim: w.Victim, Value: w.Value, Baseline: w.Baseline, Threshold: w.Threshold}
+	held := "with every suspect frozen for " + o.now.Sub(ic.heldSince(ic.frozeAt)).String()
+	if ic.level == LevelThrottle {
+		held = "with no suspect competing for " + o.now.Sub(ic.heldSince(ic.lastChange)).String()
+	}
+	why := fmt.Sprintf("%s still degraded (%s) %s: not their doing; %s of %s counts as noise for %s",
+		w.Victim, w.Signal, held, w.Signal, w.Victim, ic.cfg.NoiseHold)
+	var out []Correction
+	for _, id := range sortedKeys(ic.frozen) {
+		out = append(out, Correction{Type: Thaw, ContainerID: id, Trigger: t, Reason: why + ": thawing"})
+	}
+	for _, id := range sortedKeys(ic.throttled) {
+		out = append(out, Correction{Type: Unthrottle, ContainerID: id, Trigger: t, Reason: why + ": lifting the throttle"})
+	}
+	for _, id := range sortedKeys(ic.ioThrottled) {
+		out = append(out, Correction{Type: UnthrottleIO, ContainerID: id, Trigger: t, Reason: why + ": lifting the io throttle"})
+	}
+	if ic.cfg.NoiseHold > 0 {
+		ic.noise[noiseKey(w.Victim, w.Signal)] = o.now.Add(ic.cfg.NoiseHold)
+	}
+	clear(ic.frozen)
+	clear(ic.frozenAct)
+	clear(ic.throttled)
+	clear(ic.ioThrottled)
+	clear(ic.suspects)
+	ic.level, ic.lastChange, ic.healthySince, ic.degradedSince = LevelNone, o.now, time.Time{}, time.Time{}
+	ic.confirmed, ic.readmitted, ic.strikes = false, false, 0
+	return out, true
+}
+
+// backoff is the healthy time before the next re-admission:
+// RecoverAfter doubled per strike, at most MaxReadmit.
+func (ic *Interference) backoff() time.Duration {
+	d := ic.cfg.RecoverAfter
+	for range ic.strikes {
+		if d >= ic.cfg.MaxReadmit/2 {
+			return ic.cfg.MaxReadmit
+		}
+		d *= 2
+	}
+	return min(d, ic.cfg.MaxReadmit)
 }
 
 // improving reports whether, past FREEZE, the worst signal is still
@@ -212,23 +394,32 @@ func (ic *Interference) stepDown(o *observation) ([]Correction, bool) {
 	if ic.healthySince.IsZero() {
 		ic.healthySince = o.now
 	}
-	if o.now.Sub(ic.healthySince) < ic.cfg.RecoverAfter || !o.cooled {
+	if o.now.Sub(ic.healthySince) < ic.backoff() || !o.cooled {
 		return nil, false
 	}
+	// The corrections ended the degradation: the suspects were the cause.
+	ic.confirmed, ic.readmitted = true, true
 	rec := Trigger{Signal: SignalRecovered, Victim: ic.cause.Victim, Baseline: ic.cause.Baseline, Threshold: ic.cause.Threshold}
 	var out []Correction
 	if ic.level >= LevelFreeze {
 		for _, id := range sortedKeys(ic.frozen) {
-			out = append(out, Correction{Type: Thaw, ContainerID: id, Trigger: rec, Reason: "victims healthy: thawing"})
+			out = append(out, Correction{Type: Thaw, ContainerID: id, Trigger: rec,
+				Reason: fmt.Sprintf("victims healthy for %s: re-admitting (thawing)", ic.backoff())})
 		}
 		clear(ic.frozen)
 		clear(ic.frozenAct)
 		ic.level = LevelThrottle
 	} else {
 		for _, id := range sortedKeys(ic.throttled) {
-			out = append(out, Correction{Type: Unthrottle, ContainerID: id, Trigger: rec, Reason: "victims healthy: lifting the throttle"})
+			out = append(out, Correction{Type: Unthrottle, ContainerID: id, Trigger: rec,
+				Reason: fmt.Sprintf("victims healthy for %s: re-admitting (lifting the throttle)", ic.backoff())})
+		}
+		for _, id := range sortedKeys(ic.ioThrottled) {
+			out = append(out, Correction{Type: UnthrottleIO, ContainerID: id, Trigger: rec,
+				Reason: fmt.Sprintf("victims healthy for %s: re-admitting (lifting the io throttle)", ic.backoff())})
 		}
 		clear(ic.throttled)
+		clear(ic.ioThrottled)
 		ic.level = LevelNone
 	}
 	ic.lastChange, ic.healthySince = o.now, o.now
@@ -254,17 +445,26 @@ func (ic *Interference) bring(o *observation) []Correction {
 		return strings.Compare(y.ID, x.ID)
 	})
 	for _, c := range byAge {
-		if ic.level >= LevelThrottle && !ic.throttled[c.ID] {
+		if !ic.suspects[c.ID] {
+			continue // not competing for what the victim lacks: left running
+		}
+		if ic.level >= LevelThrottle && ic.ioCause && !ic.ioThrottled[c.ID] {
+			out = append(out, Correction{Type: ThrottleIO, ContainerID: c.ID, IOBytesPerSec: ic.cfg.IOThrottle, Trigger: ic.cause,
+				Reason: fmt.Sprintf("%s degraded (%s): limiting the suspects' io (%s)", ic.cause.Victim, ic.cause.Signal, ic.blame)})
+			ic.ioThrottled[c.ID] = true
+		}
+		if ic.level >= LevelThrottle && !ic.ioCause && !ic.throttled[c.ID] {
 			q := max(int64(float64(c.Limits.MilliCPUs)*ic.cfg.ThrottleFraction), ic.cfg.MinQuota)
 			out = append(out, Correction{Type: Throttle, ContainerID: c.ID, CPUQuota: q, Trigger: ic.cause,
-				Reason: fmt.Sprintf("%s degraded: throttling best-effort work", ic.cause.Victim)})
+				Reason: fmt.Sprintf("%s degraded (%s): throttling the suspects (%s)", ic.cause.Victim, ic.cause.Signal, ic.blame)})
 			ic.throttled[c.ID] = true
 		}
 		if ic.level >= LevelFreeze && !ic.frozen[c.ID] {
 			out = append(out, Correction{Type: Freeze, ContainerID: c.ID, Trigger: ic.cause,
-				Reason: fmt.Sprintf("%s still degraded with best-effort work throttled: freezing it", ic.cause.Victim)})
+				Reason: fmt.Sprintf("%s still degraded (%s): freezing the suspects (%s)", ic.cause.Victim, ic.cause.Signal, ic.blame)})
 			ic.frozen[c.ID] = true
 			ic.frozenAct[c.ID] = o.acts[c.ID]
+			ic.frozeAt = o.now
 		}
 	}
 	return out

@@ -124,4 +124,9 @@ func (a *Applier) Prune(u *monitor.Usage) {
 			delete(a.frozen, id)
 		}
 	}
+	for id := range a.ioLimited {
+		if !live[id] {
+			delete(a.ioLimited, id)
+		}
+	}
 }

@@ -65,9 +65,16 @@ const (
 	// Kill kills a revocable container; its task ends with reason
 	// CONTAINER_PREEMPTED.
 	Kill
+	// ThrottleIO limits a revocable container's block io to
+	// IOBytesPerSec (cgroup v2 io.max, v1 blkio.throttle.*); the writes
+	// are the Actuator's (IOActuator). Not part of the plugin protocol.
+	ThrottleIO
+	// UnthrottleIO lifts a ThrottleIO.
+	UnthrottleIO
 )
 
-var typeNames = [...]string{Throttle: "THROTTLE", Unthrottle: "UNTHROTTLE", Freeze: "FREEZE", Thaw: "THAW", Kill: "KILL"}
+var typeNames = [...]string{Throttle: "THROTTLE", Unthrottle: "UNTHROTTLE", Freeze: "FREEZE", Thaw: "THAW", Kill: "KILL",
+	ThrottleIO: "THROTTLE_IO", UnthrottleIO: "UNTHROTTLE_IO"}
 
 // String returns the wire name ("THROTTLE", …).
 func (t Type) String() string {
@@ -104,6 +111,9 @@ type Correction struct {
 	ContainerID string
 	// CPUQuota is the new cpu limit in thousandths of a cpu (Throttle).
 	CPUQuota int64
+	// IOBytesPerSec is the block io limit (ThrottleIO), read and write,
+	// per device.
+	IOBytesPerSec int64
 	// Reason is a human sentence; Trigger the signal behind it.
 	Reason  string
 	Trigger Trigger
@@ -112,8 +122,11 @@ type Correction struct {
 // String renders the correction for logs.
 func (c Correction) String() string {
 	s := c.Type.String() + " " + c.ContainerID
-	if c.Type == Throttle {
+	switch c.Type {
+	case Throttle:
 		s += fmt.Sprintf(" to %d mcpu", c.CPUQuota)
+	case ThrottleIO:
+		s += fmt.Sprintf(" to %d B/s", c.IOBytesPerSec)
 	}
 	return s + ": " + c.Trigger.String()
 }
@@ -145,6 +158,18 @@ func (o Options) int(key string, def int, errs *[]error) int {
 		*errs = append(*errs, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption))
 	}
 	return n
+}
+
+func (o Options) bool(key string, def bool, errs *[]error) bool {
+	v, ok := o[key]
+	if !ok || v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption))
+	}
+	return b
 }
 
 func (o Options) duration(key string, def time.Duration, errs *[]error) time.Duration {

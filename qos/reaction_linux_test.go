@@ -380,7 +380,7 @@ func runReaction(t testing.TB, loop LoopConfig) (reaction, error) {
 // duration (latency signals).
 func (ic *Interference) baseline(victim, sig string) time.Duration {
 	if b := ic.baselines[victim][sig]; b != nil {
-		return time.Duration(b.mean * float64(time.Second))
+		return time.Duration(b.value * float64(time.Second))
 	}
 	return 0
 }

@@ -203,11 +203,16 @@ func renderRound(ic *Interference, cs []Correction) string {
 }
 
 // scriptUsage builds the usage of a round: t=<seconds since t0>,
-// lat=<p99 of lc>, measured=<seconds since t0 of lc's report>,
-// be=<id[:cpu[:io]],…>.
+// lat=<p99 of lc> (absent: lc reports nothing), measured=<seconds since
+// t0 of lc's report>, lccpu=<cpus lc used over the last second> (absent:
+// unknown, which counts as busy), rq=<lc's run-queue p99>,
+// lcio=<fraction of the second lc stalled on io>, lcmem=<… on memory>,
+// be=<[+]id[:cpu[:io[:mem[:MiB]]]],…> (a leading + runs the container at
+// the LC's cpu priority instead of the best-effort class; mem is the
+// fraction of the second it stalled on memory, MiB its working set).
 func scriptUsage(kv map[string]string, starts map[string]int) (monitor.Usage, error) {
 	for k := range kv {
-		if !slices.Contains([]string{"t", "lat", "measured", "be"}, k) {
+		if !slices.Contains([]string{"t", "lat", "measured", "be", "lccpu", "rq", "lcio", "lcmem"}, k) {
 			return monitor.Usage{}, fmt.Errorf("unknown round argument %q", k)
 		}
 	}
@@ -215,22 +220,73 @@ func scriptUsage(kv map[string]string, starts map[string]int) (monitor.Usage, er
 	if err != nil {
 		return monitor.Usage{}, fmt.Errorf("t=%q: %w", kv["t"], err)
 	}
-	lat, err := time.ParseDuration(kv["lat"])
-	if err != nil {
-		return monitor.Usage{}, fmt.Errorf("lat=%q: %w", kv["lat"], err)
+	var lat time.Duration
+	if l, ok := kv["lat"]; ok {
+		if lat, err = time.ParseDuration(l); err != nil {
+			return monitor.Usage{}, fmt.Errorf("lat=%q: %w", l, err)
+		}
 	}
 	u := node(sec, lat)
+	lc := &u.Containers[0]
+	if _, ok := kv["lat"]; !ok {
+		lc.Latest.AppLatency = nil
+	}
 	if m, ok := kv["measured"]; ok {
 		ms, err := strconv.Atoi(m)
 		if err != nil {
 			return monitor.Usage{}, fmt.Errorf("measured=%q: %w", m, err)
 		}
-		u.Containers[0].Latest.AppLatency.Measured = t0.Add(time.Duration(ms) * time.Second)
+		lc.Latest.AppLatency.Measured = t0.Add(time.Duration(ms) * time.Second)
+	}
+	flt := func(k string) (float64, bool, error) {
+		v, ok := kv[k]
+		if !ok {
+			return 0, false, nil
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, false, fmt.Errorf("%s=%q: %w", k, v, err)
+		}
+		return f, true, nil
+	}
+	cpu, hasCPU, err := flt("lccpu")
+	if err != nil {
+		return monitor.Usage{}, err
+	}
+	lcio, _, err := flt("lcio")
+	if err != nil {
+		return monitor.Usage{}, err
+	}
+	lcmem, _, err := flt("lcmem")
+	if err != nil {
+		return monitor.Usage{}, err
+	}
+	if rq, ok := kv["rq"]; ok {
+		d, err := time.ParseDuration(rq)
+		if err != nil {
+			return monitor.Usage{}, fmt.Errorf("rq=%q: %w", rq, err)
+		}
+		lc.Latest.RunQueue = &monitor.LatencySummary{P99: d, Source: "ebpf"}
+	}
+	if hasCPU || kv["lcio"] != "" || kv["lcmem"] != "" {
+		prev, cur := twoSamples(u.Timestamp, cpu, lcio, lcmem, 0)
+		cur.RunQueue, cur.AppLatency = lc.Latest.RunQueue, lc.Latest.AppLatency
+		if !hasCPU {
+			prev.HasCPU, cur.HasCPU = false, false
+		}
+		lc.Latest = cur
+		lc.History = monitor.NewRing(2)
+		lc.History.Push(prev)
+		lc.History.Push(cur)
 	}
 	if kv["be"] == "" {
 		return u, nil
 	}
 	for _, spec := range strings.Split(kv["be"], ",") {
+		class := isolator.BestEffort
+		if strings.HasPrefix(spec, "+") {
+			spec, class = spec[1:], isolator.Guaranteed
+		}
 		f := strings.Split(spec, ":")
 		id := f[0]
 		if _, ok := starts[id]; !ok {
@@ -238,18 +294,38 @@ func scriptUsage(kv map[string]string, starts map[string]int) (monitor.Usage, er
 		}
 		c := monitor.ContainerUsage{ContainerInfo: monitor.ContainerInfo{
 			ID: id, Revocable: true, StartedAt: t0.Add(time.Duration(starts[id]) * time.Second),
-			Limits: isolator.Limits{MilliCPUs: 1000, Class: isolator.BestEffort}}}
+			Limits: isolator.Limits{MilliCPUs: 1000, Class: class}}}
 		if len(f) > 1 {
-			var act [2]float64
-			for i, s := range f[1:min(len(f), 3)] {
+			var act [4]float64
+			for i, s := range f[1:min(len(f), 5)] {
 				if act[i], err = strconv.ParseFloat(s, 64); err != nil {
 					return monitor.Usage{}, fmt.Errorf("be %q: %w", spec, err)
 				}
 			}
-			c = activeNode(sec, lat, be{id, act[0], act[1]}).Containers[1]
-			c.StartedAt = t0.Add(time.Duration(starts[id]) * time.Second)
+			prev, cur := twoSamples(u.Timestamp, act[0], act[1], act[2], uint64(act[3]*(1<<20)))
+			c.Latest, c.History = cur, monitor.NewRing(2)
+			c.History.Push(prev)
+			c.History.Push(cur)
 		}
 		u.Containers = append(u.Containers, c)
 	}
 	return u, nil
+}
+
+// twoSamples returns two samples one second apart ending at now, over
+// which a container used cpu cpus, stalled on io and memory for those
+// fractions of the second, with working set ws bytes.
+func twoSamples(now time.Time, cpu, io, mem float64, ws uint64) (prev, cur monitor.Statistics) {
+	prev.Timestamp, cur.Timestamp = now.Add(-time.Second), now
+	prev.HasCPU, cur.HasCPU = true, true
+	prev.CPUUsageNanos = 5e9
+	cur.CPUUsageNanos = prev.CPUUsageNanos + uint64(cpu*1e9)
+	prev.HasPressure, cur.HasPressure = true, true
+	cur.IOPressure.SomeTotal = time.Duration(io * float64(time.Second))
+	cur.MemPressure.SomeTotal = time.Duration(mem * float64(time.Second))
+	if ws > 0 {
+		prev.HasMemory, cur.HasMemory = true, true
+		prev.MemWorkingSet, cur.MemWorkingSet = ws, ws
+	}
+	return prev, cur
 }

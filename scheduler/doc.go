@@ -14,6 +14,13 @@
 // codes.PermissionDenied (bad credentials, or an ACL refusing the
 // principal a role).
 //
+// A task (masterlinkpb.TaskInfo) names its user (User: a user of the
+// agent's host; empty: the agent's default) and whether it runs in a user
+// namespace (Userns). A root User outside a user namespace needs the
+// master's run_as_root ACL for the principal and the role of the task's
+// resources: without it Accept still succeeds and the task alone gets a
+// TASK_ERROR update with reason TASK_UNAUTHORIZED (docs/security.md).
+//
 // It owns no resources and never talks to agents. Errors from calls are the
 // master's gRPC status errors (codes.InvalidArgument for a bad operation,
 // codes.FailedPrecondition for a stale offer, codes.NotFound for an unknown

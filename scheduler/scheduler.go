@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/brimnode/brim/internal/masteraddr"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -25,7 +26,10 @@ var ErrNotSubscribed = errors.New("framework not subscribed")
 
 // Options configure a Driver.
 type Options struct {
-	// Master is the master's address, host:port.
+	// Master is the master's address, host:port, or a comma-separated list
+	// of the masters of a highly available cluster: the Driver subscribes
+	// with the leader, follows the leader a standby names and asks the
+	// next listed master when the one it used is gone.
 	Master string
 	Name   string
 	// Roles default to the master's default role ("default").
@@ -72,12 +76,14 @@ type Callbacks struct {
 // use; Run owns the subscription, the other methods may be called from
 // callbacks or other goroutines.
 type Driver struct {
-	opts Options
-	log  *slog.Logger
-	cc   *grpc.ClientConn
-	api  pb.SchedulerClient
+	opts    Options
+	log     *slog.Logger
+	dial    []grpc.DialOption
+	masters *masteraddr.Set
 
 	mu   sync.Mutex
+	cc   *grpc.ClientConn // to masters.Current()
+	api  pb.SchedulerClient
 	id   string
 	seen map[string]bool
 }
@@ -105,17 +111,50 @@ func New(opts Options) (*Driver, error) {
 		MinConnectTimeout: 5 * time.Second,
 	}))
 	dial = append(dial, opts.DialOptions...)
-	cc, err := grpc.NewClient(opts.Master, dial...)
+	addrs, err := masteraddr.Parse(opts.Master)
 	if err != nil {
-		return nil, fmt.Errorf("dial master %s: %w", opts.Master, err)
+		return nil, fmt.Errorf("new scheduler: %w", err)
 	}
-	return &Driver{opts: opts, log: log.With("component", "scheduler"), cc: cc, api: pb.NewSchedulerClient(cc),
-		id: opts.FrameworkID, seen: map[string]bool{}}, nil
+	d := &Driver{opts: opts, log: log.With("component", "scheduler"), dial: dial, masters: masteraddr.NewSet(addrs),
+		id: opts.FrameworkID, seen: map[string]bool{}}
+	if err := d.redial(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// redial points the Driver at masters.Current(), closing the previous
+// channel (calls in flight on it fail and are retried by their callers).
+func (d *Driver) redial() error {
+	target := d.masters.Current()
+	cc, err := grpc.NewClient(target, d.dial...)
+	if err != nil {
+		return fmt.Errorf("dial master %s: %w", target, err)
+	}
+	d.mu.Lock()
+	old := d.cc
+	d.cc, d.api = cc, pb.NewSchedulerClient(cc)
+	d.mu.Unlock()
+	if old != nil {
+		_ = old.Close()
+	}
+	return nil
+}
+
+// conn is the Scheduler client of the master in use.
+func (d *Driver) conn() pb.SchedulerClient {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.api
 }
 
 // Close closes the connection to the master. The framework stays
 // registered until its failover timeout.
-func (d *Driver) Close() error { return d.cc.Close() }
+func (d *Driver) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cc.Close()
+}
 
 // FrameworkID returns the framework's ID ("" before the first
 // subscription).
@@ -140,7 +179,7 @@ const (
 func (d *Driver) Run(ctx context.Context, cb Callbacks) error {
 	delay := minRetry
 	for {
-		subscribed, err := d.session(ctx, cb)
+		subscribed, err := d.session(masteraddr.WithUnreachable(ctx, d.masters.Unreachable()), cb)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -150,6 +189,24 @@ func (d *Driver) Run(ctx context.Context, cb Callbacks) error {
 		}
 		if subscribed {
 			delay = minRetry
+			d.masters.Reached()
+		}
+		// Several masters: a standby names the leader; otherwise the one
+		// in use may be gone, so ask the next.
+		if leader, ok := masteraddr.Leader(err); ok {
+			d.log.Info("master is a standby; following the leader", "leader", leader)
+			d.masters.Follow(leader)
+			delay = minRetry // a failover under way: no reason to wait longer
+		} else if d.masters.Len() > 1 {
+			d.masters.Failed()
+		}
+		d.mu.Lock()
+		moved := d.cc.Target() != d.masters.Current()
+		d.mu.Unlock()
+		if moved {
+			if err := d.redial(); err != nil {
+				return err
+			}
 		}
 		wait := jitter(delay)
 		d.log.Warn("subscription broken", "err", err, "retry_in", wait)
@@ -172,7 +229,7 @@ func (d *Driver) session(ctx context.Context, cb Callbacks) (bool, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	roles := d.opts.Roles // none: the master's default role
-	stream, err := d.api.Subscribe(sctx, &pb.SubscribeRequest{Framework: &pb.FrameworkInfo{
+	stream, err := d.conn().Subscribe(sctx, &pb.SubscribeRequest{Framework: &pb.FrameworkInfo{
 		Id: d.FrameworkID(), Name: d.opts.Name, Roles: roles, Revocable: d.opts.Revocable,
 		FailoverTimeoutNanos: int64(d.opts.FailoverTimeout), Principal: d.opts.Principal,
 	}})
@@ -263,7 +320,7 @@ func (d *Driver) Accept(ctx context.Context, offerIDs []string, ops []*pb.Operat
 	if err != nil {
 		return err
 	}
-	_, err = d.api.Accept(ctx, &pb.AcceptRequest{FrameworkId: id, OfferIds: offerIDs, Operations: ops, Filters: filters(refuseSeconds)})
+	_, err = d.conn().Accept(ctx, &pb.AcceptRequest{FrameworkId: id, OfferIds: offerIDs, Operations: ops, Filters: filters(refuseSeconds)})
 	return err
 }
 
@@ -279,7 +336,7 @@ func (d *Driver) Decline(ctx context.Context, offerIDs []string, refuseSeconds f
 	if err != nil {
 		return err
 	}
-	_, err = d.api.Decline(ctx, &pb.DeclineRequest{FrameworkId: id, OfferIds: offerIDs, Filters: filters(refuseSeconds)})
+	_, err = d.conn().Decline(ctx, &pb.DeclineRequest{FrameworkId: id, OfferIds: offerIDs, Filters: filters(refuseSeconds)})
 	return err
 }
 
@@ -289,7 +346,7 @@ func (d *Driver) Revive(ctx context.Context, roles ...string) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.api.Revive(ctx, &pb.ReviveRequest{FrameworkId: id, Roles: roles})
+	_, err = d.conn().Revive(ctx, &pb.ReviveRequest{FrameworkId: id, Roles: roles})
 	return err
 }
 
@@ -299,7 +356,7 @@ func (d *Driver) Suppress(ctx context.Context, roles ...string) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.api.Suppress(ctx, &pb.SuppressRequest{FrameworkId: id, Roles: roles})
+	_, err = d.conn().Suppress(ctx, &pb.SuppressRequest{FrameworkId: id, Roles: roles})
 	return err
 }
 
@@ -309,7 +366,7 @@ func (d *Driver) Kill(ctx context.Context, taskID string) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.api.Kill(ctx, &pb.KillRequest{FrameworkId: id, TaskId: taskID})
+	_, err = d.conn().Kill(ctx, &pb.KillRequest{FrameworkId: id, TaskId: taskID})
 	return err
 }
 
@@ -319,7 +376,7 @@ func (d *Driver) Acknowledge(ctx context.Context, agentID, taskID, uuid string) 
 	if err != nil {
 		return err
 	}
-	_, err = d.api.Acknowledge(ctx, &pb.AcknowledgeRequest{FrameworkId: id, AgentId: agentID, TaskId: taskID, Uuid: uuid})
+	_, err = d.conn().Acknowledge(ctx, &pb.AcknowledgeRequest{FrameworkId: id, AgentId: agentID, TaskId: taskID, Uuid: uuid})
 	return err
 }
 
@@ -330,7 +387,7 @@ func (d *Driver) Reconcile(ctx context.Context, taskIDs ...string) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.api.Reconcile(ctx, &pb.ReconcileRequest{FrameworkId: id, TaskIds: taskIDs})
+	_, err = d.conn().Reconcile(ctx, &pb.ReconcileRequest{FrameworkId: id, TaskIds: taskIDs})
 	return err
 }
 
@@ -350,6 +407,6 @@ func (d *Driver) UpdateTask(ctx context.Context, taskID, res string, offerIDs []
 	if err != nil {
 		return err
 	}
-	_, err = d.api.UpdateTask(ctx, &pb.UpdateTaskRequest{FrameworkId: id, TaskId: taskID, Resources: res, OfferIds: offerIDs})
+	_, err = d.conn().UpdateTask(ctx, &pb.UpdateTaskRequest{FrameworkId: id, TaskId: taskID, Resources: res, OfferIds: offerIDs})
 	return err
 }

@@ -31,6 +31,7 @@ type View struct {
 	Command    []string          `json:"command"`
 	Rootfs     string            `json:"rootfs,omitempty"`
 	User       string            `json:"user,omitempty"`
+	UserNS     bool              `json:"userns,omitempty"`
 	CPUs       float64           `json:"cpus"`
 	MemMiB     int64             `json:"memMiB"`
 	Pids       int64             `json:"pids,omitempty"`
@@ -44,6 +45,7 @@ type View struct {
 	Quarantine string            `json:"quarantine,omitempty"`
 	NetMbit    int64             `json:"netMbit,omitempty"`
 	Address    string            `json:"address,omitempty"`
+	Ports      []PortView        `json:"ports,omitempty"`
 }
 
 // ExitView is how a container ended, in View.
@@ -67,11 +69,11 @@ func TimeOf(ns int64) time.Time {
 // ViewOf converts an API container into its View.
 func ViewOf(c *agentpb.Container) View {
 	j := View{
-		ID: c.Id, Name: c.Name, State: c.State, Pid: c.Pid, Command: c.Command, Rootfs: c.Rootfs, User: c.User,
+		ID: c.Id, Name: c.Name, State: c.State, Pid: c.Pid, Command: c.Command, Rootfs: c.Rootfs, User: c.User, UserNS: c.Userns,
 		CPUs: float64(c.MilliCpus) / 1000, MemMiB: c.MemMib, Pids: c.Pids, CPUQuota: c.CpuQuota,
 		Revocable: c.Revocable, CreatedAt: TimeOf(c.CreatedAtUnixNano), SandboxDir: c.SandboxDir, Labels: c.Labels,
 		Quarantine: c.Quarantine,
-		NetMbit:    c.NetMbit, Address: c.Address,
+		NetMbit:    c.NetMbit, Address: c.Address, Ports: portViews(c.Ports),
 	}
 	if c.StartedAtUnixNano != 0 {
 		t := TimeOf(c.StartedAtUnixNano)

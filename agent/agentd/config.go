@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,6 +57,7 @@ type Config struct {
 	Network    NetworkConfig
 	Oversub    OversubConfig
 	Security   SecurityConfig
+	Safety     SafetyConfig // memory and IO safety of oversubscription (safety.go)
 	Link       LinkConfig
 	// Version is reported by the local API.
 	Version string
@@ -67,6 +69,10 @@ type SecurityConfig struct {
 	AllowRoot   bool     // --allow-root-tasks
 	DefaultPids int64    // --default-pids: 0 unlimited, not negative
 	HidePaths   []string // --hide-paths: absolute, below /
+	UserNS      bool     // --userns: every task in a user namespace
+	UserNSRange string   // --userns-range: START:COUNT or a NAME of the subid files
+	SubUIDFile  string   // --subuid-file (default /etc/subuid)
+	SubGIDFile  string   // --subgid-file (default /etc/subgid)
 }
 
 // NetworkConfig is the --network* flags.
@@ -77,6 +83,10 @@ type NetworkConfig struct {
 	HostRateMbit int64  // --network-host-rate: positive
 	NAT          bool   // --network-nat
 	NetNSDir     string // --network-netns-dir; empty: /run/brim/netns/<bridge>
+	// AllowHost is --network-allow-host: the host ports containers may
+	// reach, PORT[/tcp|/udp] each; everything else is rejected.
+	AllowHost []string
+	Isolate   bool // --network-isolate: containers cannot reach each other
 }
 
 // OversubConfig is the monitor, estimator, QoS and metrics flags.
@@ -134,6 +144,7 @@ func DefaultConfig() Config {
 			DefaultPids: cgroups.DefaultPidsMax,
 			HidePaths:   append([]string(nil), containerizer.DefaultHidePaths...),
 		},
+		Safety: DefaultSafety(),
 	}
 }
 
@@ -216,6 +227,9 @@ func (c Config) resolve() (resolved, error) {
 	if err := c.Security.validate(); err != nil {
 		return r, err
 	}
+	if err := c.Safety.validate(); err != nil {
+		return r, err
+	}
 	if err := c.Oversub.validate(); err != nil {
 		return r, err
 	}
@@ -271,7 +285,20 @@ func (n NetworkConfig) resolve(stateDir string) (network.Config, error) {
 	if n.HostRateMbit <= 0 {
 		return network.Config{}, bad("--network-host-rate", "%d: must be positive", n.HostRateMbit)
 	}
+	var allow []network.HostPort
+	for _, s := range n.AllowHost {
+		h, err := network.ParseHostPort(s)
+		if err != nil {
+			return network.Config{}, bad("--network-allow-host", "%w", err)
+		}
+		if slices.Contains(allow, h) {
+			return network.Config{}, bad("--network-allow-host", "%s: listed twice", h)
+		}
+		allow = append(allow, h)
+	}
 	return network.Config{
+		HostAllow:    allow,
+		Isolate:      n.Isolate,
 		Bridge:       n.Bridge,
 		Subnet:       subnet,
 		StateDir:     filepath.Join(stateDir, "network"),
@@ -311,7 +338,7 @@ func (o OversubConfig) validate() error {
 		}
 	}
 	if strings.TrimSpace(o.Estimator) == "" {
-		return &ConfigError{Flag: "--estimator", Err: errors.New("--estimator: empty (want noop, fixed, usage or plugin:/path)")}
+		return &ConfigError{Flag: "--estimator", Err: errors.New("--estimator: empty (want noop, fixed, usage, idle or plugin:/path)")}
 	}
 	if strings.TrimSpace(o.QoS) == "" {
 		return &ConfigError{Flag: "--qos", Err: errors.New("--qos: empty (want noop, load, interference or plugin:/path)")}
@@ -369,7 +396,14 @@ func (s SecurityConfig) validate() error {
 	if s.DefaultPids < 0 {
 		return bad("--default-pids", "%d: must not be negative (0: unlimited)", s.DefaultPids)
 	}
-	if err := agent.CheckUser(s.DefaultUser, s.AllowRoot); err != nil {
+	userns, err := s.usernsRange()
+	if err != nil {
+		return err
+	}
+	if !s.UserNS {
+		userns = nil // the default user runs outside one
+	}
+	if err := agent.CheckUser(s.DefaultUser, s.AllowRoot, userns); err != nil {
 		return bad("--default-user", "%q: %w", s.DefaultUser, err)
 	}
 	for _, p := range s.HidePaths {

@@ -5,12 +5,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/estimator"
+	"github.com/brimnode/brim/isolator/network"
 	"github.com/brimnode/brim/qos"
 )
 
@@ -67,6 +70,12 @@ func TestNetworkFlagsConfig(t *testing.T) {
 	if err != nil || cfg.StateDir != "/var/lib/brim/agent/network" || cfg.Subnet.String() != "10.77.0.0/16" || cfg.HostRateMbit != 1000 {
 		t.Errorf("config: %+v, %v", cfg, err)
 	}
+	n.AllowHost, n.Isolate = []string{"53/udp", "53", "8125/udp"}, true
+	cfg, err = n.resolve("/var/lib/brim/agent")
+	want := []network.HostPort{{Port: 53, Protocol: "udp"}, {Port: 53, Protocol: "tcp"}, {Port: 8125, Protocol: "udp"}}
+	if err != nil || !slices.Equal(cfg.HostAllow, want) || !cfg.Isolate {
+		t.Errorf("--network-allow-host 53/udp,53,8125/udp --network-isolate: %+v, %v", cfg, err)
+	}
 	for _, bad := range []NetworkConfig{{Subnet: "10.77.0.0", HostRateMbit: 1}, {Subnet: "10.77.0.0/16", HostRateMbit: 0}} {
 		if _, err := bad.resolve("/x"); err == nil {
 			t.Errorf("%+v accepted", bad)
@@ -98,6 +107,10 @@ func TestValidate(t *testing.T) {
 		{"bad subnet", "--network-subnet", "--network-subnet", func(c *Config) { c.Network.Subnet = "10.0.0.0" }},
 		{"zero host rate", "--network-host-rate", "must be positive", func(c *Config) { c.Network.HostRateMbit = 0 }},
 		{"negative host rate", "--network-host-rate", "must be positive", func(c *Config) { c.Network.HostRateMbit = -5 }},
+		{"allowed host port 0", "--network-allow-host", `"0": 0 is out of range 1-65535`, func(c *Config) { c.Network.AllowHost = []string{"0"} }},
+		{"allowed host port 70000", "--network-allow-host", `"70000/udp": 70000 is out of range`, func(c *Config) { c.Network.AllowHost = []string{"70000/udp"} }},
+		{"allowed host protocol", "--network-allow-host", `protocol "sctp"`, func(c *Config) { c.Network.AllowHost = []string{"53/sctp"} }},
+		{"allowed host port twice", "--network-allow-host", "53/tcp: listed twice", func(c *Config) { c.Network.AllowHost = []string{"53", "53/tcp"} }},
 		{"short estimator interval", "--estimator-interval", "--estimator-interval 100ms: must be at least 1s", func(c *Config) { c.Oversub.EstimatorInterval = 100 * time.Millisecond }},
 		{"zero estimator interval", "--estimator-interval", "must be at least 1s", func(c *Config) { c.Oversub.EstimatorInterval = 0 }},
 		{"negative estimator interval", "--estimator-interval", "must be at least 1s", func(c *Config) { c.Oversub.EstimatorInterval = -time.Second }},
@@ -116,6 +129,15 @@ func TestValidate(t *testing.T) {
 		{"retry max below min", "--status-retry-max", "at least --status-retry-min", func(c *Config) { c.Link.RetryMin, c.Link.RetryMax = time.Minute, time.Second }},
 		{"principal with colon", "--principal", "must not contain ':'", func(c *Config) { c.Link.Principal = "a:b" }},
 		{"negative perf score", "--perf-score", "must be a positive number", func(c *Config) { c.Link.PerfScore = -1 }},
+		{"userns without a range", "--userns", "needs --userns-range", func(c *Config) { c.Security.UserNS = true }},
+		{"malformed userns range", "--userns-range", "want START:COUNT", func(c *Config) { c.Security.UserNSRange = "1:x" }},
+		{"userns range over root", "--userns-range", "includes host root", func(c *Config) { c.Security.UserNSRange = "0:65536" }},
+		{"userns name without a file", "--userns-range", "no such file", func(c *Config) {
+			c.Security.UserNSRange, c.Security.SubUIDFile = "brim", "/nonexistent/subuid"
+		}},
+		{"default user outside the range", "--default-user", "outside the user namespace", func(c *Config) {
+			c.Security.UserNS, c.Security.UserNSRange = true, "100000:1000"
+		}},
 	} {
 		for _, preset := range []struct {
 			name string
@@ -147,7 +169,7 @@ func TestPresetsValid(t *testing.T) {
 		t.Errorf("dev preset: %+v", dev)
 	}
 	dev.StateDir, dev.Socket, dev.CgroupParent, dev.KillGrace = def.StateDir, def.Socket, def.CgroupParent, def.KillGrace
-	if dev.Retention != def.Retention || dev.Network != def.Network || dev.Link.RetryMin != def.Link.RetryMin ||
+	if dev.Retention != def.Retention || !reflect.DeepEqual(dev.Network, def.Network) || dev.Link.RetryMin != def.Link.RetryMin ||
 		dev.Oversub.EstimatorInterval != def.Oversub.EstimatorInterval || dev.Oversub.Estimator != def.Oversub.Estimator {
 		t.Errorf("dev preset drifted from the default beyond its own settings: %+v vs %+v", dev, def)
 	}

@@ -101,7 +101,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	defer func() { _ = l.Close() }() // Serve closes it too (and reports); this is for early returns
 	raiseFileLimit(log)
-	cgCfg, err := cgroupConfig(cgroups.Config{Parent: d.res.cgParent, DefaultPids: cfg.Security.DefaultPids}, log)
+	cgCfg, err := cgroupConfig(cfg.Safety.cgroupsConfig(cgroups.Config{Parent: d.res.cgParent, DefaultPids: cfg.Security.DefaultPids}, cfg.StateDir), log)
 	if err != nil {
 		return err
 	}
@@ -120,6 +120,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	cfg.Safety.guards(over, cg)
 	isos := []isolator.Isolator{cg}
 	if cfg.Network.Enabled {
 		// Before the containerizer: its warm shims must start after the
@@ -142,6 +143,10 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("containerizer: %w", err)
 	}
+	userns, err := cfg.Security.usernsRange()
+	if err != nil {
+		return err
+	}
 	a, err := agent.New(agent.Options{
 		StateDir:     cfg.StateDir,
 		Runtime:      runtimeAdapter{cz},
@@ -155,6 +160,8 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		Oversub:      over,
 		DefaultUser:  cfg.Security.DefaultUser,
 		AllowRoot:    cfg.Security.AllowRoot,
+		UserNS:       cfg.Security.UserNS,
+		UserNSRange:  userns,
 	})
 	if err != nil {
 		return err

@@ -57,7 +57,7 @@ func infoOf(in *containerizer.Info) *agent.RuntimeInfo {
 func (r runtimeAdapter) Launch(ctx context.Context, s agent.LaunchSpec) (*agent.RuntimeInfo, error) {
 	in, err := r.c.Launch(ctx, containerizer.Spec{
 		ID: s.ID, Name: s.Name, Command: s.Command, Env: s.Env, Cwd: s.Cwd,
-		Rootfs: s.Rootfs, Limits: s.Limits, Labels: s.Labels, User: s.User,
+		Rootfs: s.Rootfs, Limits: s.Limits, Labels: s.Labels, User: s.User, UserNS: s.UserNS,
 	})
 	if err != nil {
 		return nil, mapErr(err)

@@ -68,7 +68,7 @@ func (x LogChunk_Stream) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use LogChunk_Stream.Descriptor instead.
 func (LogChunk_Stream) EnumDescriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{12, 0}
+	return file_agent_proto_rawDescGZIP(), []int{13, 0}
 }
 
 type RunRequest struct {
@@ -94,8 +94,18 @@ type RunRequest struct {
 	// user runs the process: NAME, UID, NAME:GROUP or UID:GID in the host's
 	// /etc/passwd and /etc/group; empty: the agent's default user (nobody
 	// unless configured). Root (uid 0) is refused with PERMISSION_DENIED
-	// unless the agent runs with --allow-root-tasks.
-	User          string `protobuf:"bytes,14,opt,name=user,proto3" json:"user,omitempty"`
+	// unless the agent runs with --allow-root-tasks or the container has a
+	// user namespace.
+	User string `protobuf:"bytes,14,opt,name=user,proto3" json:"user,omitempty"`
+	// userns runs the container in a user namespace: its uids (root
+	// included) map to the agent's --userns-range, unprivileged on the host.
+	// An agent with --userns does so for every container.
+	Userns bool `protobuf:"varint,15,opt,name=userns,proto3" json:"userns,omitempty"`
+	// ports forward host ports to the container (network must be set);
+	// a host port mapped to another container is refused with
+	// ALREADY_EXISTS, a malformed mapping with INVALID_ARGUMENT.
+	// (Field 30: well above the others, room for fields added meanwhile.)
+	Ports         []*PortMapping `protobuf:"bytes,30,rep,name=ports,proto3" json:"ports,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -228,6 +238,94 @@ func (x *RunRequest) GetUser() string {
 	return ""
 }
 
+func (x *RunRequest) GetUserns() bool {
+	if x != nil {
+		return x.Userns
+	}
+	return false
+}
+
+func (x *RunRequest) GetPorts() []*PortMapping {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
+}
+
+// PortMapping forwards host_port on the host's addresses (or on host_ip
+// only, when set) to container_port on the container's address.
+type PortMapping struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// host_ip: an IPv4 address of the host other than loopback; empty:
+	// every address.
+	HostIp string `protobuf:"bytes,1,opt,name=host_ip,json=hostIp,proto3" json:"host_ip,omitempty"`
+	// host_port and container_port: 1 to 65535.
+	HostPort      uint32 `protobuf:"varint,2,opt,name=host_port,json=hostPort,proto3" json:"host_port,omitempty"`
+	ContainerPort uint32 `protobuf:"varint,3,opt,name=container_port,json=containerPort,proto3" json:"container_port,omitempty"`
+	// protocol: "tcp" or "udp".
+	Protocol      string `protobuf:"bytes,4,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PortMapping) Reset() {
+	*x = PortMapping{}
+	mi := &file_agent_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PortMapping) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PortMapping) ProtoMessage() {}
+
+func (x *PortMapping) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PortMapping.ProtoReflect.Descriptor instead.
+func (*PortMapping) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PortMapping) GetHostIp() string {
+	if x != nil {
+		return x.HostIp
+	}
+	return ""
+}
+
+func (x *PortMapping) GetHostPort() uint32 {
+	if x != nil {
+		return x.HostPort
+	}
+	return 0
+}
+
+func (x *PortMapping) GetContainerPort() uint32 {
+	if x != nil {
+		return x.ContainerPort
+	}
+	return 0
+}
+
+func (x *PortMapping) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
 type ExitStatus struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Code      int32                  `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
@@ -243,7 +341,7 @@ type ExitStatus struct {
 
 func (x *ExitStatus) Reset() {
 	*x = ExitStatus{}
-	mi := &file_agent_proto_msgTypes[1]
+	mi := &file_agent_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -255,7 +353,7 @@ func (x *ExitStatus) String() string {
 func (*ExitStatus) ProtoMessage() {}
 
 func (x *ExitStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[1]
+	mi := &file_agent_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -268,7 +366,7 @@ func (x *ExitStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitStatus.ProtoReflect.Descriptor instead.
 func (*ExitStatus) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{1}
+	return file_agent_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ExitStatus) GetCode() int32 {
@@ -343,14 +441,20 @@ type Container struct {
 	// address has been given back); empty without networking.
 	Address string `protobuf:"bytes,19,opt,name=address,proto3" json:"address,omitempty"`
 	// user the process runs as, as asked (or the agent's default).
-	User          string `protobuf:"bytes,20,opt,name=user,proto3" json:"user,omitempty"`
+	User string `protobuf:"bytes,20,opt,name=user,proto3" json:"user,omitempty"`
+	// userns: the container runs in a user namespace (its user is then an
+	// ID inside it, mapped to the agent's --userns-range on the host).
+	Userns bool `protobuf:"varint,21,opt,name=userns,proto3" json:"userns,omitempty"`
+	// ports are the container's port mappings, as asked (kept after its
+	// exit, when they have been given back).
+	Ports         []*PortMapping `protobuf:"bytes,30,rep,name=ports,proto3" json:"ports,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_agent_proto_msgTypes[2]
+	mi := &file_agent_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -362,7 +466,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[2]
+	mi := &file_agent_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -375,7 +479,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{2}
+	return file_agent_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Container) GetId() string {
@@ -518,6 +622,20 @@ func (x *Container) GetUser() string {
 	return ""
 }
 
+func (x *Container) GetUserns() bool {
+	if x != nil {
+		return x.Userns
+	}
+	return false
+}
+
+func (x *Container) GetPorts() []*PortMapping {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
+}
+
 // ListRequest asks for one page of the containers, in creation order. A
 // page holds at most page_size containers and about 1 MiB (at least one
 // container), so no answer nears gRPC's message limit however many
@@ -537,7 +655,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_agent_proto_msgTypes[3]
+	mi := &file_agent_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -549,7 +667,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[3]
+	mi := &file_agent_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -562,7 +680,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{3}
+	return file_agent_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListRequest) GetPageSize() int32 {
@@ -590,7 +708,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_agent_proto_msgTypes[4]
+	mi := &file_agent_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -602,7 +720,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[4]
+	mi := &file_agent_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -615,7 +733,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{4}
+	return file_agent_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListResponse) GetContainers() []*Container {
@@ -641,7 +759,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_agent_proto_msgTypes[5]
+	mi := &file_agent_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -653,7 +771,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[5]
+	mi := &file_agent_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -666,7 +784,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{5}
+	return file_agent_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetRequest) GetId() string {
@@ -685,7 +803,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_agent_proto_msgTypes[6]
+	mi := &file_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -697,7 +815,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[6]
+	mi := &file_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -710,7 +828,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{6}
+	return file_agent_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StatsRequest) GetId() string {
@@ -777,7 +895,7 @@ type Statistics struct {
 
 func (x *Statistics) Reset() {
 	*x = Statistics{}
-	mi := &file_agent_proto_msgTypes[7]
+	mi := &file_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -789,7 +907,7 @@ func (x *Statistics) String() string {
 func (*Statistics) ProtoMessage() {}
 
 func (x *Statistics) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[7]
+	mi := &file_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -802,7 +920,7 @@ func (x *Statistics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Statistics.ProtoReflect.Descriptor instead.
 func (*Statistics) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{7}
+	return file_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Statistics) GetId() string {
@@ -1072,7 +1190,7 @@ type UpdateRequest struct {
 
 func (x *UpdateRequest) Reset() {
 	*x = UpdateRequest{}
-	mi := &file_agent_proto_msgTypes[8]
+	mi := &file_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +1202,7 @@ func (x *UpdateRequest) String() string {
 func (*UpdateRequest) ProtoMessage() {}
 
 func (x *UpdateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[8]
+	mi := &file_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +1215,7 @@ func (x *UpdateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateRequest.ProtoReflect.Descriptor instead.
 func (*UpdateRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{8}
+	return file_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UpdateRequest) GetId() string {
@@ -1146,7 +1264,7 @@ type KillRequest struct {
 
 func (x *KillRequest) Reset() {
 	*x = KillRequest{}
-	mi := &file_agent_proto_msgTypes[9]
+	mi := &file_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1158,7 +1276,7 @@ func (x *KillRequest) String() string {
 func (*KillRequest) ProtoMessage() {}
 
 func (x *KillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[9]
+	mi := &file_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1171,7 +1289,7 @@ func (x *KillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRequest.ProtoReflect.Descriptor instead.
 func (*KillRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{9}
+	return file_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *KillRequest) GetId() string {
@@ -1197,7 +1315,7 @@ type WaitRequest struct {
 
 func (x *WaitRequest) Reset() {
 	*x = WaitRequest{}
-	mi := &file_agent_proto_msgTypes[10]
+	mi := &file_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1209,7 +1327,7 @@ func (x *WaitRequest) String() string {
 func (*WaitRequest) ProtoMessage() {}
 
 func (x *WaitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[10]
+	mi := &file_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1222,7 +1340,7 @@ func (x *WaitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitRequest.ProtoReflect.Descriptor instead.
 func (*WaitRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{10}
+	return file_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WaitRequest) GetId() string {
@@ -1242,7 +1360,7 @@ type LogsRequest struct {
 
 func (x *LogsRequest) Reset() {
 	*x = LogsRequest{}
-	mi := &file_agent_proto_msgTypes[11]
+	mi := &file_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1372,7 @@ func (x *LogsRequest) String() string {
 func (*LogsRequest) ProtoMessage() {}
 
 func (x *LogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[11]
+	mi := &file_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1267,7 +1385,7 @@ func (x *LogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
 func (*LogsRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{11}
+	return file_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LogsRequest) GetId() string {
@@ -1294,7 +1412,7 @@ type LogChunk struct {
 
 func (x *LogChunk) Reset() {
 	*x = LogChunk{}
-	mi := &file_agent_proto_msgTypes[12]
+	mi := &file_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +1424,7 @@ func (x *LogChunk) String() string {
 func (*LogChunk) ProtoMessage() {}
 
 func (x *LogChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[12]
+	mi := &file_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1319,7 +1437,7 @@ func (x *LogChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
 func (*LogChunk) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{12}
+	return file_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LogChunk) GetStream() LogChunk_Stream {
@@ -1347,7 +1465,7 @@ type DestroyRequest struct {
 
 func (x *DestroyRequest) Reset() {
 	*x = DestroyRequest{}
-	mi := &file_agent_proto_msgTypes[13]
+	mi := &file_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1359,7 +1477,7 @@ func (x *DestroyRequest) String() string {
 func (*DestroyRequest) ProtoMessage() {}
 
 func (x *DestroyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[13]
+	mi := &file_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1372,7 +1490,7 @@ func (x *DestroyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyRequest.ProtoReflect.Descriptor instead.
 func (*DestroyRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{13}
+	return file_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DestroyRequest) GetId() string {
@@ -1397,7 +1515,7 @@ type DestroyResponse struct {
 
 func (x *DestroyResponse) Reset() {
 	*x = DestroyResponse{}
-	mi := &file_agent_proto_msgTypes[14]
+	mi := &file_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1409,7 +1527,7 @@ func (x *DestroyResponse) String() string {
 func (*DestroyResponse) ProtoMessage() {}
 
 func (x *DestroyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[14]
+	mi := &file_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1422,7 +1540,7 @@ func (x *DestroyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyResponse.ProtoReflect.Descriptor instead.
 func (*DestroyResponse) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{14}
+	return file_agent_proto_rawDescGZIP(), []int{15}
 }
 
 type AgentInfoRequest struct {
@@ -1433,7 +1551,7 @@ type AgentInfoRequest struct {
 
 func (x *AgentInfoRequest) Reset() {
 	*x = AgentInfoRequest{}
-	mi := &file_agent_proto_msgTypes[15]
+	mi := &file_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1445,7 +1563,7 @@ func (x *AgentInfoRequest) String() string {
 func (*AgentInfoRequest) ProtoMessage() {}
 
 func (x *AgentInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[15]
+	mi := &file_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1458,7 +1576,7 @@ func (x *AgentInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentInfoRequest.ProtoReflect.Descriptor instead.
 func (*AgentInfoRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{15}
+	return file_agent_proto_rawDescGZIP(), []int{16}
 }
 
 type AgentInfoResponse struct {
@@ -1492,7 +1610,7 @@ type AgentInfoResponse struct {
 
 func (x *AgentInfoResponse) Reset() {
 	*x = AgentInfoResponse{}
-	mi := &file_agent_proto_msgTypes[16]
+	mi := &file_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1622,7 @@ func (x *AgentInfoResponse) String() string {
 func (*AgentInfoResponse) ProtoMessage() {}
 
 func (x *AgentInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[16]
+	mi := &file_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1635,7 @@ func (x *AgentInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentInfoResponse.ProtoReflect.Descriptor instead.
 func (*AgentInfoResponse) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{16}
+	return file_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AgentInfoResponse) GetId() string {
@@ -1662,7 +1780,7 @@ type QuarantinedRecord struct {
 
 func (x *QuarantinedRecord) Reset() {
 	*x = QuarantinedRecord{}
-	mi := &file_agent_proto_msgTypes[17]
+	mi := &file_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1674,7 +1792,7 @@ func (x *QuarantinedRecord) String() string {
 func (*QuarantinedRecord) ProtoMessage() {}
 
 func (x *QuarantinedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[17]
+	mi := &file_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1687,7 +1805,7 @@ func (x *QuarantinedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuarantinedRecord.ProtoReflect.Descriptor instead.
 func (*QuarantinedRecord) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{17}
+	return file_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *QuarantinedRecord) GetId() string {
@@ -1726,7 +1844,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_agent_proto_msgTypes[18]
+	mi := &file_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1738,7 +1856,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[18]
+	mi := &file_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1751,7 +1869,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{18}
+	return file_agent_proto_rawDescGZIP(), []int{19}
 }
 
 type Term struct {
@@ -1766,7 +1884,7 @@ type Term struct {
 
 func (x *Term) Reset() {
 	*x = Term{}
-	mi := &file_agent_proto_msgTypes[19]
+	mi := &file_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1778,7 +1896,7 @@ func (x *Term) String() string {
 func (*Term) ProtoMessage() {}
 
 func (x *Term) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[19]
+	mi := &file_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1791,7 +1909,7 @@ func (x *Term) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Term.ProtoReflect.Descriptor instead.
 func (*Term) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{19}
+	return file_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Term) GetName() string {
@@ -1837,7 +1955,7 @@ type Estimate struct {
 
 func (x *Estimate) Reset() {
 	*x = Estimate{}
-	mi := &file_agent_proto_msgTypes[20]
+	mi := &file_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1849,7 +1967,7 @@ func (x *Estimate) String() string {
 func (*Estimate) ProtoMessage() {}
 
 func (x *Estimate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[20]
+	mi := &file_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1862,7 +1980,7 @@ func (x *Estimate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Estimate.ProtoReflect.Descriptor instead.
 func (*Estimate) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{20}
+	return file_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Estimate) GetEstimator() string {
@@ -1914,7 +2032,7 @@ type Trigger struct {
 
 func (x *Trigger) Reset() {
 	*x = Trigger{}
-	mi := &file_agent_proto_msgTypes[21]
+	mi := &file_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1926,7 +2044,7 @@ func (x *Trigger) String() string {
 func (*Trigger) ProtoMessage() {}
 
 func (x *Trigger) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[21]
+	mi := &file_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1939,7 +2057,7 @@ func (x *Trigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Trigger.ProtoReflect.Descriptor instead.
 func (*Trigger) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{21}
+	return file_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Trigger) GetSignal() string {
@@ -1994,7 +2112,7 @@ type Correction struct {
 
 func (x *Correction) Reset() {
 	*x = Correction{}
-	mi := &file_agent_proto_msgTypes[22]
+	mi := &file_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +2124,7 @@ func (x *Correction) String() string {
 func (*Correction) ProtoMessage() {}
 
 func (x *Correction) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[22]
+	mi := &file_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +2137,7 @@ func (x *Correction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Correction.ProtoReflect.Descriptor instead.
 func (*Correction) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{22}
+	return file_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Correction) GetType() string {
@@ -2093,7 +2211,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_agent_proto_msgTypes[23]
+	mi := &file_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2105,7 +2223,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[23]
+	mi := &file_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2118,7 +2236,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{23}
+	return file_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ExplainResponse) GetEnabled() bool {
@@ -2210,7 +2328,7 @@ type ReportLatencyRequest struct {
 
 func (x *ReportLatencyRequest) Reset() {
 	*x = ReportLatencyRequest{}
-	mi := &file_agent_proto_msgTypes[24]
+	mi := &file_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2222,7 +2340,7 @@ func (x *ReportLatencyRequest) String() string {
 func (*ReportLatencyRequest) ProtoMessage() {}
 
 func (x *ReportLatencyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[24]
+	mi := &file_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2235,7 +2353,7 @@ func (x *ReportLatencyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportLatencyRequest.ProtoReflect.Descriptor instead.
 func (*ReportLatencyRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{24}
+	return file_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReportLatencyRequest) GetId() string {
@@ -2274,7 +2392,7 @@ type ReportLatencyResponse struct {
 
 func (x *ReportLatencyResponse) Reset() {
 	*x = ReportLatencyResponse{}
-	mi := &file_agent_proto_msgTypes[25]
+	mi := &file_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2286,7 +2404,7 @@ func (x *ReportLatencyResponse) String() string {
 func (*ReportLatencyResponse) ProtoMessage() {}
 
 func (x *ReportLatencyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[25]
+	mi := &file_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2299,14 +2417,14 @@ func (x *ReportLatencyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportLatencyResponse.ProtoReflect.Descriptor instead.
 func (*ReportLatencyResponse) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{25}
+	return file_agent_proto_rawDescGZIP(), []int{26}
 }
 
 var File_agent_proto protoreflect.FileDescriptor
 
 const file_agent_proto_rawDesc = "" +
 	"\n" +
-	"\vagent.proto\x12\rbrim.agent.v1\"\xc5\x03\n" +
+	"\vagent.proto\x12\rbrim.agent.v1\"\x8f\x04\n" +
 	"\n" +
 	"RunRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
@@ -2324,10 +2442,17 @@ const file_agent_proto_rawDesc = "" +
 	"\x06labels\x18\v \x03(\v2%.brim.agent.v1.RunRequest.LabelsEntryR\x06labels\x12\x18\n" +
 	"\anetwork\x18\f \x01(\bR\anetwork\x12\x1e\n" +
 	"\vnet_bw_mbit\x18\r \x01(\x03R\tnetBwMbit\x12\x12\n" +
-	"\x04user\x18\x0e \x01(\tR\x04user\x1a9\n" +
+	"\x04user\x18\x0e \x01(\tR\x04user\x12\x16\n" +
+	"\x06userns\x18\x0f \x01(\bR\x06userns\x120\n" +
+	"\x05ports\x18\x1e \x03(\v2\x1a.brim.agent.v1.PortMappingR\x05ports\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbc\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x86\x01\n" +
+	"\vPortMapping\x12\x17\n" +
+	"\ahost_ip\x18\x01 \x01(\tR\x06hostIp\x12\x1b\n" +
+	"\thost_port\x18\x02 \x01(\rR\bhostPort\x12%\n" +
+	"\x0econtainer_port\x18\x03 \x01(\rR\rcontainerPort\x12\x1a\n" +
+	"\bprotocol\x18\x04 \x01(\tR\bprotocol\"\xbc\x01\n" +
 	"\n" +
 	"ExitStatus\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x16\n" +
@@ -2336,7 +2461,7 @@ const file_agent_proto_rawDesc = "" +
 	"oom_killed\x18\x03 \x01(\bR\toomKilled\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x121\n" +
-	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xa4\x05\n" +
+	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xee\x05\n" +
 	"\tContainer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -2362,7 +2487,9 @@ const file_agent_proto_rawDesc = "" +
 	"quarantine\x12\x19\n" +
 	"\bnet_mbit\x18\x12 \x01(\x03R\anetMbit\x12\x18\n" +
 	"\aaddress\x18\x13 \x01(\tR\aaddress\x12\x12\n" +
-	"\x04user\x18\x14 \x01(\tR\x04user\x1a9\n" +
+	"\x04user\x18\x14 \x01(\tR\x04user\x12\x16\n" +
+	"\x06userns\x18\x15 \x01(\bR\x06userns\x120\n" +
+	"\x05ports\x18\x1e \x03(\v2\x1a.brim.agent.v1.PortMappingR\x05ports\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"I\n" +
@@ -2555,80 +2682,83 @@ func file_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_agent_proto_goTypes = []any{
 	(LogChunk_Stream)(0),          // 0: brim.agent.v1.LogChunk.Stream
 	(*RunRequest)(nil),            // 1: brim.agent.v1.RunRequest
-	(*ExitStatus)(nil),            // 2: brim.agent.v1.ExitStatus
-	(*Container)(nil),             // 3: brim.agent.v1.Container
-	(*ListRequest)(nil),           // 4: brim.agent.v1.ListRequest
-	(*ListResponse)(nil),          // 5: brim.agent.v1.ListResponse
-	(*GetRequest)(nil),            // 6: brim.agent.v1.GetRequest
-	(*StatsRequest)(nil),          // 7: brim.agent.v1.StatsRequest
-	(*Statistics)(nil),            // 8: brim.agent.v1.Statistics
-	(*UpdateRequest)(nil),         // 9: brim.agent.v1.UpdateRequest
-	(*KillRequest)(nil),           // 10: brim.agent.v1.KillRequest
-	(*WaitRequest)(nil),           // 11: brim.agent.v1.WaitRequest
-	(*LogsRequest)(nil),           // 12: brim.agent.v1.LogsRequest
-	(*LogChunk)(nil),              // 13: brim.agent.v1.LogChunk
-	(*DestroyRequest)(nil),        // 14: brim.agent.v1.DestroyRequest
-	(*DestroyResponse)(nil),       // 15: brim.agent.v1.DestroyResponse
-	(*AgentInfoRequest)(nil),      // 16: brim.agent.v1.AgentInfoRequest
-	(*AgentInfoResponse)(nil),     // 17: brim.agent.v1.AgentInfoResponse
-	(*QuarantinedRecord)(nil),     // 18: brim.agent.v1.QuarantinedRecord
-	(*ExplainRequest)(nil),        // 19: brim.agent.v1.ExplainRequest
-	(*Term)(nil),                  // 20: brim.agent.v1.Term
-	(*Estimate)(nil),              // 21: brim.agent.v1.Estimate
-	(*Trigger)(nil),               // 22: brim.agent.v1.Trigger
-	(*Correction)(nil),            // 23: brim.agent.v1.Correction
-	(*ExplainResponse)(nil),       // 24: brim.agent.v1.ExplainResponse
-	(*ReportLatencyRequest)(nil),  // 25: brim.agent.v1.ReportLatencyRequest
-	(*ReportLatencyResponse)(nil), // 26: brim.agent.v1.ReportLatencyResponse
-	nil,                           // 27: brim.agent.v1.RunRequest.LabelsEntry
-	nil,                           // 28: brim.agent.v1.Container.LabelsEntry
+	(*PortMapping)(nil),           // 2: brim.agent.v1.PortMapping
+	(*ExitStatus)(nil),            // 3: brim.agent.v1.ExitStatus
+	(*Container)(nil),             // 4: brim.agent.v1.Container
+	(*ListRequest)(nil),           // 5: brim.agent.v1.ListRequest
+	(*ListResponse)(nil),          // 6: brim.agent.v1.ListResponse
+	(*GetRequest)(nil),            // 7: brim.agent.v1.GetRequest
+	(*StatsRequest)(nil),          // 8: brim.agent.v1.StatsRequest
+	(*Statistics)(nil),            // 9: brim.agent.v1.Statistics
+	(*UpdateRequest)(nil),         // 10: brim.agent.v1.UpdateRequest
+	(*KillRequest)(nil),           // 11: brim.agent.v1.KillRequest
+	(*WaitRequest)(nil),           // 12: brim.agent.v1.WaitRequest
+	(*LogsRequest)(nil),           // 13: brim.agent.v1.LogsRequest
+	(*LogChunk)(nil),              // 14: brim.agent.v1.LogChunk
+	(*DestroyRequest)(nil),        // 15: brim.agent.v1.DestroyRequest
+	(*DestroyResponse)(nil),       // 16: brim.agent.v1.DestroyResponse
+	(*AgentInfoRequest)(nil),      // 17: brim.agent.v1.AgentInfoRequest
+	(*AgentInfoResponse)(nil),     // 18: brim.agent.v1.AgentInfoResponse
+	(*QuarantinedRecord)(nil),     // 19: brim.agent.v1.QuarantinedRecord
+	(*ExplainRequest)(nil),        // 20: brim.agent.v1.ExplainRequest
+	(*Term)(nil),                  // 21: brim.agent.v1.Term
+	(*Estimate)(nil),              // 22: brim.agent.v1.Estimate
+	(*Trigger)(nil),               // 23: brim.agent.v1.Trigger
+	(*Correction)(nil),            // 24: brim.agent.v1.Correction
+	(*ExplainResponse)(nil),       // 25: brim.agent.v1.ExplainResponse
+	(*ReportLatencyRequest)(nil),  // 26: brim.agent.v1.ReportLatencyRequest
+	(*ReportLatencyResponse)(nil), // 27: brim.agent.v1.ReportLatencyResponse
+	nil,                           // 28: brim.agent.v1.RunRequest.LabelsEntry
+	nil,                           // 29: brim.agent.v1.Container.LabelsEntry
 }
 var file_agent_proto_depIdxs = []int32{
-	27, // 0: brim.agent.v1.RunRequest.labels:type_name -> brim.agent.v1.RunRequest.LabelsEntry
-	2,  // 1: brim.agent.v1.Container.exit:type_name -> brim.agent.v1.ExitStatus
-	28, // 2: brim.agent.v1.Container.labels:type_name -> brim.agent.v1.Container.LabelsEntry
-	3,  // 3: brim.agent.v1.ListResponse.containers:type_name -> brim.agent.v1.Container
-	0,  // 4: brim.agent.v1.LogChunk.stream:type_name -> brim.agent.v1.LogChunk.Stream
-	18, // 5: brim.agent.v1.AgentInfoResponse.quarantined:type_name -> brim.agent.v1.QuarantinedRecord
-	20, // 6: brim.agent.v1.Estimate.terms:type_name -> brim.agent.v1.Term
-	22, // 7: brim.agent.v1.Correction.trigger:type_name -> brim.agent.v1.Trigger
-	21, // 8: brim.agent.v1.ExplainResponse.current:type_name -> brim.agent.v1.Estimate
-	21, // 9: brim.agent.v1.ExplainResponse.forwarded:type_name -> brim.agent.v1.Estimate
-	23, // 10: brim.agent.v1.ExplainResponse.active:type_name -> brim.agent.v1.Correction
-	23, // 11: brim.agent.v1.ExplainResponse.recent:type_name -> brim.agent.v1.Correction
-	1,  // 12: brim.agent.v1.Agent.Run:input_type -> brim.agent.v1.RunRequest
-	4,  // 13: brim.agent.v1.Agent.List:input_type -> brim.agent.v1.ListRequest
-	6,  // 14: brim.agent.v1.Agent.Get:input_type -> brim.agent.v1.GetRequest
-	7,  // 15: brim.agent.v1.Agent.Stats:input_type -> brim.agent.v1.StatsRequest
-	9,  // 16: brim.agent.v1.Agent.Update:input_type -> brim.agent.v1.UpdateRequest
-	10, // 17: brim.agent.v1.Agent.Kill:input_type -> brim.agent.v1.KillRequest
-	11, // 18: brim.agent.v1.Agent.Wait:input_type -> brim.agent.v1.WaitRequest
-	12, // 19: brim.agent.v1.Agent.Logs:input_type -> brim.agent.v1.LogsRequest
-	14, // 20: brim.agent.v1.Agent.Destroy:input_type -> brim.agent.v1.DestroyRequest
-	16, // 21: brim.agent.v1.Agent.AgentInfo:input_type -> brim.agent.v1.AgentInfoRequest
-	19, // 22: brim.agent.v1.Agent.Explain:input_type -> brim.agent.v1.ExplainRequest
-	25, // 23: brim.agent.v1.Agent.ReportLatency:input_type -> brim.agent.v1.ReportLatencyRequest
-	3,  // 24: brim.agent.v1.Agent.Run:output_type -> brim.agent.v1.Container
-	5,  // 25: brim.agent.v1.Agent.List:output_type -> brim.agent.v1.ListResponse
-	3,  // 26: brim.agent.v1.Agent.Get:output_type -> brim.agent.v1.Container
-	8,  // 27: brim.agent.v1.Agent.Stats:output_type -> brim.agent.v1.Statistics
-	3,  // 28: brim.agent.v1.Agent.Update:output_type -> brim.agent.v1.Container
-	3,  // 29: brim.agent.v1.Agent.Kill:output_type -> brim.agent.v1.Container
-	3,  // 30: brim.agent.v1.Agent.Wait:output_type -> brim.agent.v1.Container
-	13, // 31: brim.agent.v1.Agent.Logs:output_type -> brim.agent.v1.LogChunk
-	15, // 32: brim.agent.v1.Agent.Destroy:output_type -> brim.agent.v1.DestroyResponse
-	17, // 33: brim.agent.v1.Agent.AgentInfo:output_type -> brim.agent.v1.AgentInfoResponse
-	24, // 34: brim.agent.v1.Agent.Explain:output_type -> brim.agent.v1.ExplainResponse
-	26, // 35: brim.agent.v1.Agent.ReportLatency:output_type -> brim.agent.v1.ReportLatencyResponse
-	24, // [24:36] is the sub-list for method output_type
-	12, // [12:24] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	28, // 0: brim.agent.v1.RunRequest.labels:type_name -> brim.agent.v1.RunRequest.LabelsEntry
+	2,  // 1: brim.agent.v1.RunRequest.ports:type_name -> brim.agent.v1.PortMapping
+	3,  // 2: brim.agent.v1.Container.exit:type_name -> brim.agent.v1.ExitStatus
+	29, // 3: brim.agent.v1.Container.labels:type_name -> brim.agent.v1.Container.LabelsEntry
+	2,  // 4: brim.agent.v1.Container.ports:type_name -> brim.agent.v1.PortMapping
+	4,  // 5: brim.agent.v1.ListResponse.containers:type_name -> brim.agent.v1.Container
+	0,  // 6: brim.agent.v1.LogChunk.stream:type_name -> brim.agent.v1.LogChunk.Stream
+	19, // 7: brim.agent.v1.AgentInfoResponse.quarantined:type_name -> brim.agent.v1.QuarantinedRecord
+	21, // 8: brim.agent.v1.Estimate.terms:type_name -> brim.agent.v1.Term
+	23, // 9: brim.agent.v1.Correction.trigger:type_name -> brim.agent.v1.Trigger
+	22, // 10: brim.agent.v1.ExplainResponse.current:type_name -> brim.agent.v1.Estimate
+	22, // 11: brim.agent.v1.ExplainResponse.forwarded:type_name -> brim.agent.v1.Estimate
+	24, // 12: brim.agent.v1.ExplainResponse.active:type_name -> brim.agent.v1.Correction
+	24, // 13: brim.agent.v1.ExplainResponse.recent:type_name -> brim.agent.v1.Correction
+	1,  // 14: brim.agent.v1.Agent.Run:input_type -> brim.agent.v1.RunRequest
+	5,  // 15: brim.agent.v1.Agent.List:input_type -> brim.agent.v1.ListRequest
+	7,  // 16: brim.agent.v1.Agent.Get:input_type -> brim.agent.v1.GetRequest
+	8,  // 17: brim.agent.v1.Agent.Stats:input_type -> brim.agent.v1.StatsRequest
+	10, // 18: brim.agent.v1.Agent.Update:input_type -> brim.agent.v1.UpdateRequest
+	11, // 19: brim.agent.v1.Agent.Kill:input_type -> brim.agent.v1.KillRequest
+	12, // 20: brim.agent.v1.Agent.Wait:input_type -> brim.agent.v1.WaitRequest
+	13, // 21: brim.agent.v1.Agent.Logs:input_type -> brim.agent.v1.LogsRequest
+	15, // 22: brim.agent.v1.Agent.Destroy:input_type -> brim.agent.v1.DestroyRequest
+	17, // 23: brim.agent.v1.Agent.AgentInfo:input_type -> brim.agent.v1.AgentInfoRequest
+	20, // 24: brim.agent.v1.Agent.Explain:input_type -> brim.agent.v1.ExplainRequest
+	26, // 25: brim.agent.v1.Agent.ReportLatency:input_type -> brim.agent.v1.ReportLatencyRequest
+	4,  // 26: brim.agent.v1.Agent.Run:output_type -> brim.agent.v1.Container
+	6,  // 27: brim.agent.v1.Agent.List:output_type -> brim.agent.v1.ListResponse
+	4,  // 28: brim.agent.v1.Agent.Get:output_type -> brim.agent.v1.Container
+	9,  // 29: brim.agent.v1.Agent.Stats:output_type -> brim.agent.v1.Statistics
+	4,  // 30: brim.agent.v1.Agent.Update:output_type -> brim.agent.v1.Container
+	4,  // 31: brim.agent.v1.Agent.Kill:output_type -> brim.agent.v1.Container
+	4,  // 32: brim.agent.v1.Agent.Wait:output_type -> brim.agent.v1.Container
+	14, // 33: brim.agent.v1.Agent.Logs:output_type -> brim.agent.v1.LogChunk
+	16, // 34: brim.agent.v1.Agent.Destroy:output_type -> brim.agent.v1.DestroyResponse
+	18, // 35: brim.agent.v1.Agent.AgentInfo:output_type -> brim.agent.v1.AgentInfoResponse
+	25, // 36: brim.agent.v1.Agent.Explain:output_type -> brim.agent.v1.ExplainResponse
+	27, // 37: brim.agent.v1.Agent.ReportLatency:output_type -> brim.agent.v1.ReportLatencyResponse
+	26, // [26:38] is the sub-list for method output_type
+	14, // [14:26] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_agent_proto_init() }
@@ -2642,7 +2772,7 @@ func file_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_proto_rawDesc), len(file_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

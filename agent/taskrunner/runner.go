@@ -136,6 +136,7 @@ func (r *Runner) LaunchTask(ctx context.Context, t masterlink.Task) error {
 	tk.launching, tk.container, tk.killed = true, "", false
 	r.mu.Unlock()
 	c, err := r.a.Launch(ctx, agent.Spec{Name: ContainerName(t.FrameworkID, t.ID), Command: t.Command, Env: t.Env, Resources: ar, Revocable: rev, Labels: labels,
+		User: t.User, UserNS: t.UserNS, RunAsRoot: t.RunAsRoot, // the master checked run_as_root
 		Network: ar.NetMbit > 0}) // net_bw needs the container's own netns (agent --network)
 	r.mu.Lock()
 	tk = r.taskLocked(t.ID)
@@ -271,7 +272,7 @@ func (r *Runner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
 			continue
 		}
 		s := masterlink.TaskSnapshot{Task: masterlink.Task{ID: id, FrameworkID: c.Labels[LabelFramework], Name: c.Labels[LabelTaskName],
-			Resources: res, Command: c.Command, Env: c.Env}, State: pb.TaskState_TASK_RUNNING}
+			Resources: res, Command: c.Command, Env: c.Env, User: c.User, UserNS: c.UserNS}, State: pb.TaskState_TASK_RUNNING}
 		switch c.State {
 		case agent.StateLaunching:
 			s.State = pb.TaskState_TASK_STARTING

@@ -2,20 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/brimnode/brim/agent/agentclient"
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/brimnode/brim/agent/agentd"
 	"github.com/brimnode/brim/agent/agentpb"
 	"github.com/brimnode/brim/estimator"
+	"github.com/brimnode/brim/internal/cliout"
 	"github.com/brimnode/brim/qos"
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
@@ -87,7 +85,7 @@ func (af *agentFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&af.cfg.StateDir, "state-dir", af.cfg.StateDir, "agent state: ID, checkpoint, containers' sandboxes")
 	registerAgentFlags(f, &af.cfg)
 	af.lf.register(f)
-	f.StringVar(&af.cfg.Link.Master, "master", "", "master address host:port; empty: standalone (local API only)")
+	f.StringVar(&af.cfg.Link.Master, "master", "", "master address host:port, or the masters of a highly available cluster, comma-separated (the agent follows the leader); empty: standalone (local API only)")
 	af.lo.register(f)
 	af.cf.register(f, defaultAgentConfig)
 }
@@ -128,16 +126,22 @@ func registerAgentFlags(f *pflag.FlagSet, cfg *agentd.Config) {
 	f.StringVar(&n.Subnet, "network-subnet", n.Subnet, "IPv4 container subnet (/16 to /30); the bridge takes its first address")
 	f.Int64Var(&n.HostRateMbit, "network-host-rate", n.HostRateMbit, "uplink rate in Mbit/s: the parent of every container's HTB class, best-effort ceiling")
 	f.BoolVar(&n.NAT, "network-nat", n.NAT, "masquerade the subnet to the outside (nftables table brim-<bridge>) and turn on IPv4 forwarding")
+	f.StringSliceVar(&n.AllowHost, "network-allow-host", n.AllowHost, "host ports containers may reach on the host's addresses, PORT[/tcp|/udp] comma-separated (e.g. 53/udp,53/tcp); everything else is rejected")
+	f.BoolVar(&n.Isolate, "network-isolate", n.Isolate, "containers cannot reach each other (isolated bridge ports); port mappings still work from the host and other machines")
 	f.StringVar(&n.NetNSDir, "network-netns-dir", n.NetNSDir, "directory of the containers' netns files (default /run/brim/netns/<bridge>)")
 
 	sec := &cfg.Security
 	f.StringVar(&sec.DefaultUser, "default-user", sec.DefaultUser, "user of tasks that name none: NAME, UID, NAME:GROUP or UID:GID from the host's /etc/passwd and /etc/group")
 	f.BoolVar(&sec.AllowRoot, "allow-root-tasks", sec.AllowRoot, "let tasks run as root (uid 0) when they ask (container run --user root) or as --default-user")
 	f.Int64Var(&sec.DefaultPids, "default-pids", sec.DefaultPids, "pids.max of a container that asks for no pids limit (0: unlimited)")
+	f.BoolVar(&sec.UserNS, "userns", sec.UserNS, "run every task in a user namespace mapped onto --userns-range (container run --userns and a task's userns do it per task)")
+	f.StringVar(&sec.UserNSRange, "userns-range", sec.UserNSRange, "host IDs user namespaces map container IDs 0..COUNT-1 onto: START:COUNT, or a NAME in --subuid-file and --subgid-file (docs/security.md)")
+	f.StringVar(&sec.SubUIDFile, "subuid-file", sec.SubUIDFile, "subordinate uid file (NAME:START:COUNT lines) for a --userns-range NAME (default /etc/subuid)")
+	f.StringVar(&sec.SubGIDFile, "subgid-file", sec.SubGIDFile, "subordinate gid file for a --userns-range NAME (default /etc/subgid)")
 	f.StringSliceVar(&sec.HidePaths, "hide-paths", sec.HidePaths, "host paths masked from tasks on the host root (comma-separated; the state dir, the socket's directory and the netns directory always are)")
 
 	o := &cfg.Oversub
-	f.StringVar(&o.Estimator, "estimator", o.Estimator, `resource estimator: noop, fixed, usage or "plugin:/path/to/bin [args]"`)
+	f.StringVar(&o.Estimator, "estimator", o.Estimator, `resource estimator: noop, fixed, usage, idle or "plugin:/path/to/bin [args]"`)
 	f.StringArrayVar(&o.EstimatorOpts, "estimator-opt", o.EstimatorOpts, "estimator option key=value (repeatable), e.g. resources=cpus:1;mem:512 for fixed")
 	f.DurationVar(&o.EstimatorInterval, "estimator-interval", o.EstimatorInterval, "how often the estimator runs (at least 1s)")
 	f.StringVar(&o.QoS, "qos", o.QoS, `QoS controller: noop, load, interference or "plugin:/path/to/bin [args]"`)
@@ -146,6 +150,7 @@ func registerAgentFlags(f *pflag.FlagSet, cfg *agentd.Config) {
 	f.DurationVar(&o.MonitorInterval, "monitor-interval", o.MonitorInterval, "container and host sampling interval (at least 100ms)")
 	f.StringVar(&o.MetricsListen, "metrics-listen", o.MetricsListen, "serve Prometheus /metrics over HTTP on this address, e.g. 127.0.0.1:9105 (default off)")
 	f.BoolVar(&o.NoBPF, "no-bpf", o.NoBPF, "measure run-queue latency from schedstat (mean waits) instead of loading the eBPF monitor")
+	registerSafetyFlags(f, &cfg.Safety)
 }
 
 // logFlags are --log-level and --log-format.
@@ -206,34 +211,13 @@ func newAgentInfo(socket *string) *cobra.Command {
 			if err != nil {
 				return cl.rpcError(err)
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "id\t%s\nversion\t%s\nstate dir\t%s\ncgroup parent\t%s\n", in.Id, in.Version, in.StateDir, in.CgroupParent)
-			fmt.Fprintf(tw, "resources total\t%s\nresources used\t%s\nresources free\t%s\n", in.ResourcesTotal, in.ResourcesUsed, in.ResourcesFree)
-			fmt.Fprintf(tw, "containers\t%d running, %d exited\n", in.ContainersRunning, in.ContainersExited)
-			for _, q := range in.Quarantined {
-				fmt.Fprintf(tw, "quarantined record\t%s (container %s): %s\n", q.File, q.Container, q.Error)
-			}
+			var ex *agentpb.ExplainResponse
 			if in.Estimator != "" {
-				fmt.Fprintf(tw, "estimator\t%s\nqos controller\t%s\nrun-queue source\t%s\n", in.Estimator, in.QosController, orNone(in.RunqueueSource))
-				fmt.Fprintf(tw, "revocable total\t%s\nrevocable used\t%s\nrevocable free\t%s\n", in.RevocableTotal, in.RevocableUsed, in.RevocableFree)
-				fmt.Fprintf(tw, "corrections active\t%d\n", in.CorrectionsActive)
-				ex, err := api.Explain(cmd.Context(), &agentpb.ExplainRequest{})
-				if err != nil {
+				if ex, err = api.Explain(cmd.Context(), &agentpb.ExplainRequest{}); err != nil {
 					return cl.rpcError(err)
 				}
-				if e := ex.Current; e != nil {
-					fmt.Fprintf(tw, "revocable estimate\t%s (%s: %s)\n", orNone(e.Revocable), e.Estimator, e.Summary)
-				}
-				for _, c := range ex.Active {
-					t := c.Trigger
-					if t == nil {
-						t = &agentpb.Trigger{}
-					}
-					fmt.Fprintf(tw, "correction\t%s %s: %s %.4g (baseline %.4g, threshold %.4g) of %s\n",
-						c.Type, c.ContainerId, t.Signal, t.Value, t.Baseline, t.Threshold, orNone(t.Victim))
-				}
 			}
-			return tw.Flush()
+			return cliout.AgentInfo(cmd.OutOrStdout(), in, ex)
 		},
 	}
 }
@@ -292,13 +276,6 @@ func (h logrusHook) Fire(e *logrus.Entry) error {
 	return nil
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
-}
-
 func newAgentExplain(socket *string) *cobra.Command {
 	cl := &agentClient{socket: socket}
 	var asJSON bool
@@ -323,69 +300,13 @@ that triggered it (value, the victim's baseline, the threshold).`,
 			ex := agentclient.ExplainOf(r)
 			w := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(ex)
+				return cliout.JSON(w, ex)
 			}
-			return printExplain(w, ex)
+			return cliout.Explain(w, ex)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
-}
-
-func printExplain(w io.Writer, ex agentclient.Explain) error {
-	if !ex.Enabled {
-		_, err := fmt.Fprintln(w, "oversubscription is not enabled on this agent")
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if e := ex.Current; e != nil {
-		fmt.Fprintf(tw, "estimator\t%s\nestimate\t%s\t(computed %s)\nsummary\t%s\n", e.Estimator, orNone(e.Revocable), e.ComputedAt.Format(time.RFC3339), e.Summary)
-		for _, t := range e.Terms {
-			fmt.Fprintf(tw, "  %s\t%s %s\t%s\n", t.Name, strconv.FormatFloat(t.Value, 'g', 6, 64), t.Unit, t.Note)
-		}
-	}
-	if e := ex.Forwarded; e != nil {
-		fmt.Fprintf(tw, "last forwarded\t%s\t(computed %s)\n", orNone(e.Revocable), e.ComputedAt.Format(time.RFC3339))
-	} else {
-		fmt.Fprintf(tw, "last forwarded\tnone\n")
-	}
-	if ex.Blocking != "" {
-		fmt.Fprintf(tw, "blocked\t%s\n", ex.Blocking)
-	}
-	fmt.Fprintf(tw, "revocable pool\t%s\nrevocable used\t%s\nrevocable free\t%s\n", ex.RevocableTotal, ex.RevocableUsed, ex.RevocableFree)
-	fmt.Fprintf(tw, "qos controller\t%s\nrun-queue source\t%s\n", ex.QoS, orNone(ex.RunQueueSource))
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, part := range []struct {
-		title string
-		cs    []agentclient.Correction
-	}{{"active corrections", ex.Active}, {"recent corrections", ex.Recent}} {
-		fmt.Fprintf(w, "\n%s: %d\n", part.title, len(part.cs))
-		if len(part.cs) == 0 {
-			continue
-		}
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TYPE\tCONTAINER\tSIGNAL\tVALUE\tBASELINE\tTHRESHOLD\tVICTIM\tAT\tREASON")
-		for _, c := range part.cs {
-			at := ""
-			if c.At != nil {
-				at = c.At.Format("15:04:05.000")
-			}
-			reason := c.Reason
-			if c.Error != "" {
-				reason += " (failed: " + c.Error + ")"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%.4g\t%.4g\t%.4g\t%s\t%s\t%s\n", c.Type, c.Container, c.Trigger.Signal,
-				c.Trigger.Value, c.Trigger.Baseline, c.Trigger.Threshold, c.Trigger.Victim, at, reason)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func newAgentReportLatency(socket *string) *cobra.Command {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -56,6 +57,11 @@ func (lo *linkOptions) resolve(l *agentd.LinkConfig) error {
 	if err := lo.credentials(); err != nil {
 		return err
 	}
+	master, err := resolveMasters(context.Background(), l.Master)
+	if err != nil {
+		return err
+	}
+	l.Master = master
 	l.Principal, l.Secret, l.DialOptions = lo.principal, lo.secret, lo.dial
 	return nil
 }

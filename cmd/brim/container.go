@@ -1,17 +1,16 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/brimnode/brim/agent/agentclient"
 	"github.com/brimnode/brim/agent/agentpb"
+	"github.com/brimnode/brim/internal/cliout"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
 )
@@ -119,8 +118,10 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 		netBw           int64
 		rootfs, name    string
 		user            string
+		userns          bool
 		cwd             string
 		env, labels     []string
+		publish         []string
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARG…]",
@@ -139,15 +140,19 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 				}
 				lab[k] = v
 			}
+			ports, err := agentclient.ParsePorts(publish)
+			if err != nil {
+				return exitError{code: 2, msg: "-p: " + err.Error()}
+			}
 			api, err := cl.dial()
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
 			c, err := api.Run(ctx, &agentpb.RunRequest{
-				Name: name, Command: args, Env: env, Cwd: cwd, Rootfs: rootfs, User: user,
+				Name: name, Command: args, Env: env, Cwd: cwd, Rootfs: rootfs, User: user, Userns: userns,
 				MilliCpus: milli, MemMib: mem, Pids: pids, Revocable: revocable, CpuQuota: quota, Labels: lab,
-				Network: network, NetBwMbit: netBw,
+				Network: network, NetBwMbit: netBw, Ports: ports,
 			})
 			if err != nil {
 				return cl.rpcError(err)
@@ -172,8 +177,10 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 	f.BoolVar(&revocable, "revocable", false, "run best-effort on revocable resources (low priority)")
 	f.BoolVar(&network, "network", false, "own network namespace with an address on the agent's bridge (agent --network); without it: loopback only")
 	f.Int64Var(&netBw, "net-bw", 0, "with --network: bandwidth limit in Mbit/s, both directions (net_bw; 0: no limit)")
+	f.StringArrayVarP(&publish, "publish", "p", nil, "with --network: forward a host port to the container, [HOSTIP:]HOSTPORT:CONTAINERPORT[/tcp|/udp] (repeatable)")
 	f.StringVar(&rootfs, "rootfs", "", "root filesystem directory (default: the host root, read-only)")
-	f.StringVar(&user, "user", "", "run as NAME, UID, NAME:GROUP or UID:GID of the host (default: the agent's --default-user; root needs the agent's --allow-root-tasks)")
+	f.StringVar(&user, "user", "", "run as NAME, UID, NAME:GROUP or UID:GID of the host (default: the agent's --default-user; root needs the agent's --allow-root-tasks, or --userns)")
+	f.BoolVar(&userns, "userns", false, "run in a user namespace mapped onto the agent's --userns-range: the task's IDs, root included, are unprivileged host IDs")
 	f.StringVar(&name, "name", "", "unique container name (default: its ID)")
 	f.StringVar(&cwd, "cwd", "", "working directory inside the container")
 	f.StringArrayVar(&env, "env", nil, "environment variable KEY=VALUE (repeatable)")
@@ -200,12 +207,6 @@ func exitFor(c *agentpb.Container) error {
 	return nil
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 func newContainerLs(cl *agentClient) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -228,46 +229,13 @@ func newContainerLs(cl *agentClient) *cobra.Command {
 				for _, c := range list {
 					js = append(js, agentclient.ViewOf(c))
 				}
-				return writeJSON(out, js)
+				return cliout.JSON(out, js)
 			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tSTATE\tPID\tCPUS\tMEM\tCREATED\tEXIT")
-			now := time.Now()
-			for _, c := range list {
-				pid, exit := "-", "-"
-				if c.State == "running" && c.Pid != 0 {
-					pid = fmt.Sprint(c.Pid)
-				}
-				if e := c.Exit; e != nil {
-					exit = fmt.Sprint(agentclient.ExitCode(c))
-					if e.Reason != "" {
-						exit += " (" + e.Reason + ")"
-					}
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%dMiB\t%s ago\t%s\n", c.Id, c.Name, c.State, pid,
-					fmtCPUs(c.MilliCpus), c.MemMib, humanDuration(now.Sub(agentclient.TimeOf(c.CreatedAtUnixNano))), exit)
-			}
-			return tw.Flush()
+			return cliout.Containers(out, list, time.Now())
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
-}
-
-func fmtCPUs(milli int64) string {
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", float64(milli)/1000), "0"), ".")
-}
-
-func humanDuration(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
 func newContainerInspect(cl *agentClient) *cobra.Command {
@@ -284,7 +252,7 @@ func newContainerInspect(cl *agentClient) *cobra.Command {
 			if err != nil {
 				return cl.rpcError(err)
 			}
-			return writeJSON(cmd.OutOrStdout(), agentclient.ViewOf(c))
+			return cliout.JSON(cmd.OutOrStdout(), agentclient.ViewOf(c))
 		},
 	}
 }
@@ -313,44 +281,10 @@ monitor or has not sampled the container twice yet.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			sample := func() (map[string]*agentpb.Statistics, error) {
-				m := map[string]*agentpb.Statistics{}
-				for _, id := range args {
-					st, err := api.Stats(ctx, &agentpb.StatsRequest{Id: id})
-					if err != nil {
-						return nil, cl.rpcError(err)
-					}
-					m[id] = st
-				}
-				return m, nil
-			}
-			prev, err := sample()
-			if err != nil {
-				return err
-			}
-			for {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(interval):
-				}
-				cur, err := sample()
-				if err != nil {
-					return err
-				}
-				var rows []agentclient.Stats
-				for _, id := range args {
-					rows = append(rows, agentclient.ComputeStats(prev[id], cur[id]))
-				}
-				if err := printStats(cmd.OutOrStdout(), rows, asJSON); err != nil {
-					return err
-				}
-				if !watch {
-					return nil
-				}
-				prev = cur
-			}
+			err = agentclient.WatchStats(cmd.Context(), api, args, interval, watch, func(rows []agentclient.Stats) error {
+				return cliout.Stats(cmd.OutOrStdout(), rows, asJSON)
+			})
+			return cl.rpcError(err)
 		},
 	}
 	f := cmd.Flags()
@@ -358,63 +292,6 @@ monitor or has not sampled the container twice yet.`,
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.DurationVar(&interval, "interval", time.Second, "sampling interval for cpu%")
 	return cmd
-}
-
-func printStats(w io.Writer, rows []agentclient.Stats, asJSON bool) error {
-	if asJSON {
-		return writeJSON(w, rows)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCPU%\tCPUS\tMEM USAGE / LIMIT\tMEM%\tPIDS\tTHROTTLED\tOOM KILLS\tNET RX / TX\tRUNQ P50/P99/P99.9\tON-CPU")
-	for _, r := range rows {
-		memPct := "-"
-		if r.MemLimitBytes > 0 && r.MemLimitBytes < 1<<60 {
-			memPct = fmt.Sprintf("%.1f%%", float64(r.MemUsageBytes)/float64(r.MemLimitBytes)*100)
-		}
-		pids := fmt.Sprint(r.Pids)
-		if r.PidsLimit > 0 {
-			pids += fmt.Sprintf("/%d", r.PidsLimit)
-		}
-		net := "-"
-		if r.HasNet {
-			net = fmt.Sprintf("%d B / %d B", r.NetRxBytes, r.NetTxBytes)
-		}
-		rq, onCPU := "-", "-"
-		if q := r.RunQueue; q != nil {
-			rq = fmt.Sprintf("%s/%s/%s (%s)", latency(q.P50Seconds), latency(q.P99Seconds), latency(q.P999Seconds), q.Source)
-		}
-		if r.OnCPUSeconds != nil {
-			onCPU = fmt.Sprintf("%.2fs", *r.OnCPUSeconds)
-		}
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%g\t%s / %s\t%s\t%s\t%d/%d periods, %.2fs\t%d\t%s\t%s\t%s\n", r.ID, r.CPUPercent, r.CPUs,
-			mib(r.MemUsageBytes), mib(r.MemLimitBytes), memPct, pids, r.CPUThrottled, r.CPUPeriods, r.ThrottledSeconds, r.OOMKills, net, rq, onCPU)
-	}
-	return tw.Flush()
-}
-
-// latency formats a latency in seconds to three significant digits
-// ("12.3µs", "4.56ms").
-func latency(sec float64) string {
-	d := time.Duration(sec * 1e9)
-	for _, u := range []time.Duration{time.Second, time.Millisecond, time.Microsecond} {
-		if d >= 100*u {
-			return d.Round(u).String()
-		}
-		if d >= 10*u {
-			return d.Round(u / 10).String()
-		}
-		if d >= u {
-			return d.Round(u / 100).String()
-		}
-	}
-	return d.String()
-}
-
-func mib(b uint64) string {
-	if b >= 1<<60 {
-		return "unlimited"
-	}
-	return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20))
 }
 
 func newContainerUpdate(cl *agentClient) *cobra.Command {
@@ -449,7 +326,7 @@ func newContainerUpdate(cl *agentClient) *cobra.Command {
 			if err != nil {
 				return cl.rpcError(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s cpus:%s mem:%dMiB\n", c.Id, fmtCPUs(c.MilliCpus), c.MemMib)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s cpus:%s mem:%dMiB\n", c.Id, cliout.CPUs(c.MilliCpus), c.MemMib)
 			return nil
 		},
 	}

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"text/tabwriter"
-	"time"
 
 	"github.com/brimnode/brim/client"
 	"github.com/brimnode/brim/demand"
+	"github.com/brimnode/brim/internal/cliout"
 	"github.com/spf13/cobra"
 )
 
@@ -62,9 +61,9 @@ Exit status 1 with the master's message naming the field on bad input
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), ds)
+				return cliout.JSON(cmd.OutOrStdout(), ds)
 			}
-			return printDemands(cmd.OutOrStdout(), ds)
+			return cliout.Demands(cmd.OutOrStdout(), ds)
 		},
 	}
 	o.flags(cmd)
@@ -90,9 +89,9 @@ func demandList() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), ds)
+				return cliout.JSON(cmd.OutOrStdout(), ds)
 			}
-			return printDemands(cmd.OutOrStdout(), ds)
+			return cliout.Demands(cmd.OutOrStdout(), ds)
 		},
 	}
 	o.flags(cmd)
@@ -116,9 +115,9 @@ func demandShow() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), d)
+				return cliout.JSON(cmd.OutOrStdout(), d)
 			}
-			return printDemand(cmd.OutOrStdout(), d)
+			return cliout.Demand(cmd.OutOrStdout(), d)
 		},
 	}
 	o.flags(cmd)
@@ -145,43 +144,13 @@ func demandCancel() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), d)
+				return cliout.JSON(cmd.OutOrStdout(), d)
 			}
-			return printDemand(cmd.OutOrStdout(), d)
+			return cliout.Demand(cmd.OutOrStdout(), d)
 		},
 	}
 	o.flags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the raw JSON")
 	markUsageErrors(cmd)
 	return cmd
-}
-
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-func printDemands(w io.Writer, ds []demand.Demand) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "DEMAND\tSTATE\tFRAMEWORK\tSTART\tEND\tAGENTS\tREASON\n")
-	for _, d := range ds {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", d.ID, d.State, d.Framework, stamp(d.Start), stamp(d.End), len(d.Placement), dash(string(d.Reason)))
-	}
-	return tw.Flush()
-}
-
-func printDemand(w io.Writer, d *demand.Demand) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "demand\t%s\nstate\t%s\t%s\nframework\t%s (role %s)\ndocument\t%s\nplanned\t%s .. %s\n",
-		d.ID, d.State, dash(string(d.Reason)), d.Framework, d.Role, d.Doc, stamp(d.Start), stamp(d.End))
-	for _, s := range d.Placement {
-		fmt.Fprintf(tw, "  on\t%s\t%d tasks\n", s.Agent, s.Tasks)
-	}
-	fmt.Fprintf(tw, "\nAT\tFROM\tTO\tREASON\tMESSAGE\n")
-	for _, h := range d.History {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", stamp(h.At), h.From, h.To, dash(string(h.Reason)), h.Message)
-	}
-	return tw.Flush()
 }

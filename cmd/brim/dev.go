@@ -68,6 +68,9 @@ QoS controller's corrections show in "brim state".`,
 			// The master's address is known once it listens; the agent
 			// is checked (and its plugins opened) before the master
 			// creates anything.
+			if join, err = resolveMasters(cmd.Context(), join); err != nil {
+				return err
+			}
 			cfg.Link.Master = join
 			if join == "" {
 				cfg.Link.Master = mf.listen

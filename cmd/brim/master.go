@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -34,6 +35,7 @@ type masterFlags struct {
 	maxMissedHeartbeats int
 	offerTimeout        time.Duration
 	failoverTimeout     time.Duration
+	reregisterTimeout   time.Duration
 	refuse              time.Duration
 	sorter              string
 	fresh               bool
@@ -43,6 +45,8 @@ type masterFlags struct {
 	maxCompletedFWs     int
 	// tlsCert and tlsKey serve the port over TLS (brim master only).
 	tlsCert, tlsKey string
+	// ha chooses the store: bbolt or etcd (brim master only).
+	ha haFlags
 }
 
 // register adds the flags to fl; --state-dir only with a default.
@@ -59,6 +63,7 @@ func (f *masterFlags) register(fl *pflag.FlagSet, stateDirDefault string) {
 	fl.IntVar(&f.maxMissedHeartbeats, "max-missed-heartbeats", master.DefaultMaxMissedHeartbeats, "missed heartbeats after which an agent is unreachable and its tasks LOST")
 	fl.DurationVar(&f.offerTimeout, "offer-timeout", 0, "rescind offers not used within this time (0: never)")
 	fl.DurationVar(&f.failoverTimeout, "failover-timeout", master.DefaultFailoverTimeout, "how long a disconnected framework keeps its tasks unless it asks for another timeout")
+	fl.DurationVar(&f.reregisterTimeout, "reregistration-timeout", 0, "after a start or a failover, how long to wait for the registry's agents before reconciliation calls tasks it does not know LOST (0: heartbeat-interval × max-missed-heartbeats)")
 	fl.DurationVar(&f.refuse, "default-refuse", 5*time.Second, "how long declined resources are not offered again to the framework by default")
 	fl.StringVar(&f.sorter, "sorter", "drf", "allocation order: drf, medrf or random")
 	fl.BoolVar(&f.fresh, "fresh", false, "start with an empty store when STATE-DIR/master.db is empty or damaged (it is kept as master.db.broken-TIME); without it the master refuses to start")
@@ -75,6 +80,9 @@ func (f *masterFlags) register(fl *pflag.FlagSet, stateDirDefault string) {
 func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master.Master, net.Addr, func() error, error) {
 	if f.maxCompletedTasks < 1 || f.maxCompletedFWs < 1 {
 		return nil, nil, nil, exitError{code: 2, msg: "--max-completed-tasks and --max-completed-frameworks must be positive"}
+	}
+	if f.reregisterTimeout < 0 {
+		return nil, nil, nil, exitError{code: 2, msg: "--reregistration-timeout must not be negative"}
 	}
 	if f.backupInterval < 0 || f.backupKeep < 1 {
 		return nil, nil, nil, exitError{code: 2, msg: "--backup-interval must not be negative and --backup-keep must be at least 1"}
@@ -93,6 +101,7 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 			MaxMissedHeartbeats:    f.maxMissedHeartbeats,
 			OfferTimeout:           f.offerTimeout,
 			FailoverTimeout:        f.failoverTimeout,
+			ReregistrationTimeout:  f.reregisterTimeout,
 			AuthenticateAgents:     f.authenticateAgents,
 			MaxCompletedTasks:      f.maxCompletedTasks,
 			MaxCompletedFrameworks: f.maxCompletedFWs,
@@ -103,6 +112,10 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	}
 	cfg.Allocator.DefaultRefuse = f.refuse
 	cfg.Allocator.Sorter = f.sorter
+	closeStore, err := f.ha.apply(ctx, &cfg, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	// SIGHUP is caught from here on, before the master serves.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -110,11 +123,12 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	r, err := master.Start(ctx, cfg)
 	if err != nil {
 		signal.Stop(hup)
+		_ = closeStore()
 		return nil, nil, nil, err
 	}
 	wait := func() error {
 		defer signal.Stop(hup)
-		return r.Wait()
+		return errors.Join(r.Wait(), closeStore())
 	}
 	return r.Master, r.Addr, wait, nil
 }
@@ -128,6 +142,7 @@ type masterCommandFlags struct {
 
 func (m *masterCommandFlags) register(f *pflag.FlagSet) {
 	m.masterFlags.register(f, defaultMasterStateDir)
+	m.ha.register(f)
 	f.StringVar(&m.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve the port over TLS, gRPC and HTTP API alike (with --tls-key; default: no TLS)")
 	f.StringVar(&m.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	m.lf.register(f)
@@ -145,7 +160,7 @@ func (m *masterCommandFlags) check() error {
 	if (m.tlsCert == "") != (m.tlsKey == "") {
 		return exitError{code: 2, msg: "--tls-cert and --tls-key go together"}
 	}
-	return nil
+	return m.ha.check()
 }
 
 func newMasterCommand() *cobra.Command {

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/brimnode/brim/client"
-	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/internal/cliout"
+	"github.com/brimnode/brim/master/api"
 	"github.com/spf13/cobra"
 )
 
@@ -31,7 +29,7 @@ type operatorFlags struct {
 
 func (o *operatorFlags) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&o.master, "master", defaultMasterListen, "master address")
+	f.StringVar(&o.master, "master", defaultMasterListen, "master address host:port, or the masters of a highly available cluster, comma-separated (requests go to the leader)")
 	f.StringVar(&o.principal, "principal", "", "principal to authenticate as (HTTP basic)")
 	f.StringVar(&o.secret, "secret", "", "the principal's secret (prefer --secret-file or $BRIM_SECRET)")
 	f.StringVar(&o.secretFile, "secret-file", "", "file holding the principal's secret")
@@ -40,7 +38,11 @@ func (o *operatorFlags) flags(cmd *cobra.Command) {
 
 // client returns the client the flags describe.
 func (o *operatorFlags) client() (*client.Client, error) {
-	cfg := client.Config{Master: o.master, Principal: o.principal}
+	master, err := resolveMasters(context.Background(), o.master)
+	if err != nil {
+		return nil, err
+	}
+	cfg := client.Config{Master: master, Principal: o.principal}
 	if o.principal != "" {
 		cfg.Secret = o.secret
 		if cfg.Secret == "" {
@@ -97,75 +99,21 @@ func newStateCommand() *cobra.Command {
 		Short: "Show the master's state: agents, frameworks, tasks, offers, DRF shares, quota",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var st *master.State
+			var st *api.State
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) { st, err = c.State(ctx); return err }); err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return writeJSON(w, st)
+				return cliout.JSON(w, st)
 			}
-			return printState(w, st)
+			return cliout.State(w, st)
 		},
 	}
 	o.flags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the raw JSON")
 	markUsageErrors(cmd)
 	return cmd
-}
-
-func printState(w io.Writer, st *master.State) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "AGENT\tHOSTNAME\tRESOURCES\tRESERVED\tCONNECTED\tTASKS\n")
-	for _, a := range st.Agents {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%d\n", a.ID, a.Hostname, a.Resources, dash(a.Reserved), a.Connected, a.Tasks)
-	}
-	for _, a := range st.Agents {
-		o := a.Oversubscription
-		if o == nil {
-			continue
-		}
-		fmt.Fprintf(tw, "\nAGENT %s\testimator %s\tqos %s\testimate %s\n", a.ID, o.Estimator, o.QoS, dash(o.Estimate))
-		for _, c := range o.Corrections {
-			fmt.Fprintf(tw, "  %s\t%s\ttask %s\t%s %.4g (baseline %.4g, threshold %.4g)\tactive %v\n",
-				c.Type, c.ContainerID, dash(c.TaskID), c.Signal, c.Value, c.Baseline, c.Threshold, c.Active)
-		}
-	}
-	fmt.Fprintf(tw, "\nFRAMEWORK\tNAME\tROLES\tCONNECTED\tTASKS\tOFFERS\n")
-	for _, f := range st.Frameworks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%d\n", f.ID, f.Name, strings.Join(f.Roles, ","), f.Connected, f.Tasks, f.Offers)
-	}
-	fmt.Fprintf(tw, "\nTASK\tSTATE\tAGENT\tRESOURCES\tREASON\n")
-	for _, t := range st.Tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.State, t.AgentID, t.Resources, dash(t.Reason))
-	}
-	if done := st.CompletedTasks; len(done) > 0 {
-		const shown = 10
-		fmt.Fprintf(tw, "\nCOMPLETED TASK\tSTATE\tFRAMEWORK\tAGENT\tREASON\t(newest %d of %d; --json for all)\n", min(shown, len(done)), len(done))
-		for _, t := range done[max(0, len(done)-shown):] {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.State, t.FrameworkID, t.AgentID, dash(t.Reason))
-		}
-	}
-	fmt.Fprintf(tw, "\nROLE\tWEIGHT\tDOMINANT SHARE\tALLOCATED\tQUOTA GUARANTEE\tQUOTA LIMIT\n")
-	for _, r := range st.Roles {
-		q := st.Quota[r.Role]
-		fmt.Fprintf(tw, "%s\t%g\t%.3f\t%s\t%s\t%s\n", r.Role, r.Weight, r.Share, dash(r.Allocated), dash(q.Guarantee), dash(q.Limit))
-	}
-	if len(st.Demands) > 0 {
-		fmt.Fprintf(tw, "\nDEMAND\tSTATE\tFRAMEWORK\tSTART\tREASON\n")
-		for _, d := range st.Demands {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.ID, d.State, d.Framework, stamp(d.Start), dash(string(d.Reason)))
-		}
-	}
-	fmt.Fprintf(tw, "\noutstanding offers\t%d\n", len(st.Offers))
-	return tw.Flush()
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func newReserveCommand(unreserve bool) *cobra.Command {
@@ -189,7 +137,7 @@ Exit status 1 with the master's message on 400 (bad arguments), 401
 			if agentID == "" {
 				return exitError{code: 2, msg: "--agent is required"}
 			}
-			req := master.ReserveRequest{AgentID: agentID, Resources: args[0]}
+			req := api.ReserveRequest{AgentID: agentID, Resources: args[0]}
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) error { return call(c, ctx, req) }); err != nil {
 				return err
 			}
@@ -215,21 +163,16 @@ func newQuotaCommand() *cobra.Command {
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if role == "" {
-				var q map[string]master.QuotaState
+				var q map[string]api.QuotaState
 				if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) { q, err = c.Quota(ctx); return err }); err != nil {
 					return err
 				}
-				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintf(tw, "ROLE\tGUARANTEE\tLIMIT\n")
-				for _, r := range sortedKeys(q) {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", r, dash(q[r].Guarantee), dash(q[r].Limit))
-				}
-				return tw.Flush()
+				return cliout.Quota(cmd.OutOrStdout(), q)
 			}
 			if !remove && guarantee == "" && limit == "" {
 				return exitError{code: 2, msg: "give --guarantee and/or --limit, or --remove"}
 			}
-			req := master.QuotaRequest{Role: role, Guarantee: guarantee, Limit: limit}
+			req := api.QuotaRequest{Role: role, Guarantee: guarantee, Limit: limit}
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) error { return c.SetQuota(ctx, req) }); err != nil {
 				return err
 			}
@@ -259,12 +202,7 @@ func newWeightsCommand() *cobra.Command {
 				if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) { ws, err = c.Weights(ctx); return err }); err != nil {
 					return err
 				}
-				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintf(tw, "ROLE\tWEIGHT\n")
-				for _, r := range sortedKeys(ws) {
-					fmt.Fprintf(tw, "%s\t%g\n", r, ws[r])
-				}
-				return tw.Flush()
+				return cliout.Weights(cmd.OutOrStdout(), ws)
 			}
 			req, err := client.ParseWeights(args)
 			if err != nil {
@@ -280,13 +218,4 @@ func newWeightsCommand() *cobra.Command {
 	o.flags(cmd)
 	markUsageErrors(cmd)
 	return cmd
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

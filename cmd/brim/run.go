@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/brimnode/brim/client"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
-	"github.com/brimnode/brim/resources"
 	"github.com/brimnode/brim/scheduler"
 	"github.com/brimnode/brim/scheduler/runner"
 	"github.com/google/uuid"
@@ -29,6 +26,8 @@ func newRunCommand() *cobra.Command {
 		mem                      int64
 		revocable                bool
 		env                      []string
+		user                     string
+		userns                   bool
 		failover, killAfter      time.Duration
 		instances, perOffer      int
 		timeout                  time.Duration
@@ -56,11 +55,7 @@ largest free resources offered are named).`,
 			if mem <= 0 {
 				return exitError{code: 2, msg: "--mem must be positive"}
 			}
-			rev := ""
-			if revocable {
-				rev = "{REV}"
-			}
-			want, err := resources.Parse(fmt.Sprintf("cpus%s:%s;mem%s:%d", rev, fmtCPUs(milli), rev, mem))
+			want, err := runner.Want(milli, mem, revocable)
 			if err != nil {
 				return exitError{code: 2, msg: err.Error()}
 			}
@@ -76,13 +71,7 @@ largest free resources offered are named).`,
 			if timeout < 0 {
 				return exitError{code: 2, msg: "--timeout must not be negative"}
 			}
-			ids := []string{taskID}
-			if instances > 1 {
-				ids = ids[:0]
-				for i := 0; i < instances; i++ {
-					ids = append(ids, fmt.Sprintf("%s-%d", taskID, i))
-				}
-			}
+			ids := runner.TaskIDs(taskID, instances)
 			var roles []string
 			if role != "" {
 				roles = []string{role}
@@ -95,22 +84,25 @@ largest free resources offered are named).`,
 			if err != nil {
 				return err
 			}
+			if addr, err = resolveMasters(cmd.Context(), addr); err != nil {
+				return err
+			}
 			d, err := scheduler.New(scheduler.Options{Master: addr, Name: "brim-run", Roles: roles, Revocable: revocable, FailoverTimeout: failover,
 				Principal: principal, Secret: secret, DialOptions: dial})
 			if err != nil {
 				return exitError{code: 2, msg: err.Error()}
 			}
 			defer func() { _ = d.Close() }() // the run's outcome is the exit code
-			cfg := runner.Config{Task: &pb.TaskInfo{Name: name, Command: args, Env: env}, IDs: ids, Want: want, Role: role,
+			cfg := runner.Config{Task: &pb.TaskInfo{Name: name, Command: args, Env: env, User: user, Userns: userns}, IDs: ids, Want: want, Role: role,
 				PerOffer: perOffer, KillAfter: killAfter, Timeout: timeout, Master: addr, Out: cmd.OutOrStdout()}
 			if dial == nil {
-				cfg.Explain = explainTLS(addr)
+				cfg.Explain = client.ExplainTLS(addr)
 			}
 			return runExit(runner.Run(cmd.Context(), d, cfg))
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "master", defaultMasterListen, "master address")
+	f.StringVar(&addr, "master", defaultMasterListen, "master address host:port, or the masters of a highly available cluster, comma-separated (the leader is found and followed)")
 	f.Float64Var(&cpus, "cpus", 0.1, "cpus of the task")
 	f.Int64Var(&mem, "mem", 64, "memory of the task, MiB")
 	f.StringVar(&principal, "principal", "", "principal to authenticate the framework as (needed when the master has --credentials)")
@@ -122,6 +114,8 @@ largest free resources offered are named).`,
 	f.StringVar(&name, "name", "", "task name (default: the task ID)")
 	f.StringVar(&taskID, "task-id", "", "task ID (default: run-<random>)")
 	f.StringArrayVar(&env, "env", nil, "environment variable K=V (repeatable)")
+	f.StringVar(&user, "user", "", "run the task as NAME, UID, NAME:GROUP or UID:GID of the agent's host (default: the agent's --default-user); root needs the master's run_as_root ACL for the principal and role, or --userns")
+	f.BoolVar(&userns, "userns", false, "run the task in a user namespace (the agent needs --userns-range): its root is an unprivileged host uid")
 	f.DurationVar(&failover, "failover-timeout", 10*time.Second, "how long the master keeps the framework after brim run exits")
 	f.DurationVar(&killAfter, "kill-after", 0, "kill the task after this long (0: never)")
 	f.IntVar(&perOffer, "tasks-per-offer", 0, "launch at most this many tasks per offer (0: as many as fit); 1 lets the allocator apply DRF task by task")
@@ -177,20 +171,4 @@ func runExit(err error) error {
 		return exitError{code: 1, msg: err.Error()}
 	}
 	return refusal(err)
-}
-
-// explainTLS adds to a plain connection's failure that the master at addr
-// serves TLS, when it does (probed once, at the first failure).
-func explainTLS(addr string) func(context.Context, error) error {
-	var (
-		once sync.Once
-		tls  bool
-	)
-	return func(ctx context.Context, err error) error {
-		once.Do(func() { tls = client.ServesTLS(ctx, addr) })
-		if tls {
-			return fmt.Errorf("%w (%w)", err, client.ErrServesTLS)
-		}
-		return err
-	}
 }

@@ -98,13 +98,24 @@ while read -r dir _; do
   mkdir -p "$root/src/$dir"
   cp -a "$dir"/. "$root/src/$dir"/
 done <"$root/brim/packages"
+# The copies are the tests' working directories (their testdata); a go.mod
+# of their own keeps them out of the repo's ./... (lint, vet, test).
+printf 'module brim-vm-copies\n' >"$root/src/go.mod"
 echo "${VM_TEST_TIMEOUT:-6m}" >"$root/brim/timeout"
 
 # Kernel modules: the network ones and their dependencies, for modprobe.
 mkdir -p "$root/lib/modules/$KERNEL_RELEASE"
 cp "$kmods"/modules.* "$root/lib/modules/$KERNEL_RELEASE/"
-(cd "$kmods" && cp -a --parents kernel/net kernel/drivers/net kernel/lib kernel/crypto "$root/lib/modules/$KERNEL_RELEASE/")
+(cd "$kmods" && cp -a --parents kernel/net kernel/drivers/net kernel/drivers/block/virtio_blk.ko kernel/drivers/virtio kernel/lib kernel/crypto "$root/lib/modules/$KERNEL_RELEASE/")
 busybox depmod -b "$root" "$KERNEL_RELEASE" # the package leaves modules.dep to its postinst
+
+# A scratch disk (virtio, ext4, made fresh each run) for the tests of the
+# io controller (io.weight, io.max): the initramfs' tmpfs is on no block
+# device. The guest mounts it at /mnt/disk (BRIM_TEST_DISK).
+disk=$vm/disk.img
+rm -f "$disk"
+truncate -s 512M "$disk"
+mkfs.ext4 -q -F "$disk"
 
 initrd=$vm/initramfs.cpio
 (cd "$root" && find . | cpio -o -H newc --quiet) >"$initrd"
@@ -123,6 +134,7 @@ console=$vm/console.log
 boot() { # accel timeout-seconds: runs the guest; sets rc
   local a=$1 limit=$2 args=(-machine q35 -m "${VM_MEM:-3072}" -smp 2 -nographic -no-reboot -nic none
     -kernel "$kernel" -initrd "$initrd" -serial "file:$console" -monitor none -display none
+    -drive "file=$disk,if=virtio,format=raw,cache=unsafe"
     -append "console=ttyS0 quiet loglevel=3 panic=-1 systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all")
   if [ "$a" = kvm ]; then args+=(-enable-kvm -cpu host,-arch-capabilities); else args+=(-accel tcg,thread=multi -cpu max); fi
   : >"$console"

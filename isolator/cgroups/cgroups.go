@@ -53,6 +53,15 @@ type Config struct {
 	// setup enables the controllers in every node from Delegated down to
 	// Parent. Empty: only in Parent itself. Ignored on v1.
 	Delegated string
+	// Policy is how containers are treated by class beyond their limits
+	// (oom_score_adj, memory soft limit and protection, io weight); nil:
+	// DefaultPolicy.
+	Policy *Policy
+	// IOPaths are filesystem paths whose disks the IO throttle
+	// (ThrottleIO) applies to, e.g. the agent's state dir, which holds the
+	// sandboxes. A path on no block device (tmpfs, overlay) is an error.
+	// None: ThrottleIO fails with isolator.ErrNotSupported.
+	IOPaths []string
 }
 
 // DefaultPidsMax is the agent's default pids.max per container.
@@ -66,6 +75,12 @@ type Isolator struct {
 	delegated    string // v2 subtree brim owns above parent ("" for none)
 	version      Version
 	unified      string // hybrid host: the v2 mount ("" otherwise)
+	policy       Policy
+	ioDevices    []string // whole disks for the io throttle ("MAJ:MIN")
+
+	lowMu     sync.Mutex
+	lows      map[string]int64 // v2 memory.low of each group brim set
+	parentLow int64            // last written to the parent (-1: unknown)
 
 	setupMu sync.Mutex
 	ready   bool
@@ -123,7 +138,19 @@ func New(cfg Config) (*Isolator, error) {
 	if cfg.DefaultPids < 0 {
 		return nil, fmt.Errorf("default pids limit %d: %w", cfg.DefaultPids, ErrInvalid)
 	}
-	i := &Isolator{root: cfg.Root, parent: cfg.Parent, delegated: cfg.Delegated, version: V1, groups: make(map[string]*group), defaultPids: cfg.DefaultPids}
+	pol := DefaultPolicy()
+	if cfg.Policy != nil {
+		pol = *cfg.Policy
+	}
+	if err := pol.Validate(); err != nil {
+		return nil, err
+	}
+	devs, err := diskDevices(sysRoot, cfg.IOPaths)
+	if err != nil {
+		return nil, err
+	}
+	i := &Isolator{root: cfg.Root, parent: cfg.Parent, delegated: cfg.Delegated, version: V1, groups: make(map[string]*group),
+		defaultPids: cfg.DefaultPids, policy: pol, ioDevices: devs, lows: make(map[string]int64), parentLow: -1}
 	if exists(filepath.Join(cfg.Root, "cgroup.controllers")) {
 		i.version = V2
 	} else if u := filepath.Join(cfg.Root, "unified"); exists(filepath.Join(u, "cgroup.controllers")) {
@@ -168,21 +195,50 @@ func (i *Isolator) detect() Features {
 			ctrls, _ = os.ReadFile(filepath.Join(filepath.Dir(p), "cgroup.subtree_control"))
 		}
 		set := strings.Fields(string(ctrls))
-		return Features{
-			CPU:     slices.Contains(set, "cpu"),
-			Memory:  slices.Contains(set, "memory"),
-			Pids:    slices.Contains(set, "pids"),
-			CPUIdle: exists(filepath.Join(p, "cpu.idle")),
-			MemSwap: exists(filepath.Join(p, "memory.swap.max")),
+		f := Features{
+			CPU:        slices.Contains(set, "cpu"),
+			Memory:     slices.Contains(set, "memory"),
+			Pids:       slices.Contains(set, "pids"),
+			CPUIdle:    exists(filepath.Join(p, "cpu.idle")),
+			MemSwap:    exists(filepath.Join(p, "memory.swap.max")),
+			IOThrottle: slices.Contains(set, "io"),
+		}
+		// memory.high and memory.low exist in every non-root group with
+		// the memory controller.
+		f.MemSoft = f.Memory
+		if f.IOThrottle {
+			f.IOWeightFile = firstExisting(p, "io.weight", "io.bfq.weight")
+			f.IODevices = i.ioDevices
+		}
+		return f
+	}
+	blkio := filepath.Join(i.root, "blkio")
+	f := Features{
+		CPU:        exists(filepath.Join(i.root, "cpu")),
+		Memory:     exists(filepath.Join(i.root, "memory")),
+		Pids:       exists(filepath.Join(i.root, "pids")),
+		CPUIdle:    exists(filepath.Join(i.root, "cpu", "cpu.idle")),
+		MemSwap:    exists(filepath.Join(i.root, "memory", "memory.memsw.limit_in_bytes")),
+		MemSoft:    exists(filepath.Join(i.root, "memory", "memory.soft_limit_in_bytes")),
+		IOThrottle: exists(filepath.Join(blkio, "blkio.throttle.write_bps_device")),
+	}
+	if exists(blkio) {
+		f.IOWeightFile = firstExisting(blkio, "blkio.weight", "blkio.bfq.weight")
+	}
+	if f.IOThrottle {
+		f.IODevices = i.ioDevices
+	}
+	return f
+}
+
+// firstExisting returns the first of names that exists in dir, or "".
+func firstExisting(dir string, names ...string) string {
+	for _, n := range names {
+		if exists(filepath.Join(dir, n)) {
+			return n
 		}
 	}
-	return Features{
-		CPU:     exists(filepath.Join(i.root, "cpu")),
-		Memory:  exists(filepath.Join(i.root, "memory")),
-		Pids:    exists(filepath.Join(i.root, "pids")),
-		CPUIdle: exists(filepath.Join(i.root, "cpu", "cpu.idle")),
-		MemSwap: exists(filepath.Join(i.root, "memory", "memory.memsw.limit_in_bytes")),
-	}
+	return ""
 }
 
 // dir returns the directory of cgroup path p (relative to the hierarchy
@@ -352,6 +408,9 @@ func (i *Isolator) Prepare(ctx context.Context, id string, limits isolator.Limit
 		return fmt.Errorf("prepare %s: %w", id, err)
 	}
 	spec = i.withDefaults(spec)
+	if err := spec.validate(); err != nil {
+		return fmt.Errorf("prepare %s: %w", id, err)
+	}
 	g := i.group(id, true)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -380,8 +439,13 @@ func (i *Isolator) Prepare(ctx context.Context, id string, limits isolator.Limit
 		return fmt.Errorf("prepare %s: %w", id, err)
 	}
 	g.spec = &spec
+	if err := i.setLow(id, spec.MemoryLow); err != nil {
+		return fmt.Errorf("prepare %s: %w", id, err)
+	}
 	if launch != nil {
 		launch.CgroupPath = p
+		adj := spec.OOMScoreAdj
+		launch.OOMScoreAdj = &adj
 	}
 	return nil
 }
@@ -477,6 +541,7 @@ func (i *Isolator) Update(ctx context.Context, id string, limits isolator.Limits
 	want := Spec{Limits: limits}
 	if g.spec != nil {
 		want.ThrottleMilliCPUs = g.spec.ThrottleMilliCPUs
+		want.IOThrottle = g.spec.IOThrottle
 	}
 	if err := i.set(id, g, want); err != nil {
 		return fmt.Errorf("update %s: %w", id, err)
@@ -485,30 +550,101 @@ func (i *Isolator) Update(ctx context.Context, id string, limits isolator.Limits
 }
 
 // withDefaults gives s the default pids limit when it asks for none and
-// the host has the controller.
+// the host has the controller, and what the policy derives from its class.
 func (i *Isolator) withDefaults(s Spec) Spec {
 	if s.Limits.Pids == 0 && i.defaultPids > 0 && i.Features().Pids {
 		s.Limits.Pids = i.defaultPids
 	}
-	return s
+	return i.policy.derive(s, i.Features().IOWeightFile)
 }
 
-// set applies want to g (locked by the caller).
+// set applies want to g (locked by the caller), then the oom_score_adj of
+// the group's processes when it changes or is unknown.
 func (i *Isolator) set(id string, g *group, want Spec) error {
 	f := i.Features()
 	if err := f.check(want); err != nil {
 		return err
 	}
 	want = i.withDefaults(want)
-	writes := Plan(i.version, f, want, g.spec)
+	if err := want.validate(); err != nil {
+		return err
+	}
+	have := g.spec
+	writes := Plan(i.version, f, want, have)
 	if err := i.apply(id, writes); err != nil {
 		if len(writes) > 1 {
 			g.spec = nil // partly applied: rewrite everything next time
 		}
 		return err
 	}
+	if have == nil || have.OOMScoreAdj != want.OOMScoreAdj {
+		if err := i.setOOMScoreAdj(id, want.OOMScoreAdj); err != nil {
+			g.spec = nil
+			return err
+		}
+	}
 	g.spec = &want
+	return i.setLow(id, want.MemoryLow)
+}
+
+// ThrottleIO is the QoS controller's IO throttle: it caps the container's
+// IO on the disks of Config.IOPaths (v1 blkio.throttle.*_device, v2 io.max)
+// until called with a zero IOLimit. Later Updates keep it; Recover lifts
+// it (corrections do not survive an agent restart). On v1 the kernel
+// throttles only IO the group issues itself (direct and synchronous IO):
+// page-cache writeback is not charged to the writer's group there. Errors
+// wrap isolator.ErrNotFound, ErrInvalid and isolator.ErrNotSupported (no
+// throttling controller, or no disk configured).
+func (i *Isolator) ThrottleIO(ctx context.Context, id string, l IOLimit) error {
+	if err := validID(id); err != nil {
+		return fmt.Errorf("throttle io of %s: %w", id, err)
+	}
+	g := i.group(id, false)
+	if g == nil {
+		return fmt.Errorf("throttle io of %s: %w", id, isolator.ErrNotFound)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.spec == nil {
+		return fmt.Errorf("throttle io of %s: limits unknown: %w", id, isolator.ErrNotFound)
+	}
+	want := *g.spec
+	want.IOThrottle = l
+	if err := want.validate(); err != nil {
+		return fmt.Errorf("throttle io of %s: %w", id, err)
+	}
+	if err := i.set(id, g, want); err != nil {
+		return fmt.Errorf("throttle io of %s: %w", id, err)
+	}
 	return nil
+}
+
+// SetIOLimit is the QoS controller's IO correction (qos.IOActuator): it
+// caps reads and writes of container id at bytesPerSec each, through
+// ThrottleIO; 0 lifts the cap.
+func (i *Isolator) SetIOLimit(ctx context.Context, id string, bytesPerSec int64) error {
+	if bytesPerSec < 0 {
+		return fmt.Errorf("limit io of %s to %d bytes/s: %w", id, bytesPerSec, ErrInvalid)
+	}
+	return i.ThrottleIO(ctx, id, IOLimit{ReadBPS: bytesPerSec, WriteBPS: bytesPerSec})
+}
+
+// Spec returns what brim last wrote for container id (limits, the class's
+// soft limits, io weight and oom_score_adj, corrections in force); ok is
+// false for an unknown group or one whose state is unknown.
+func (i *Isolator) Spec(id string) (s Spec, ok bool) {
+	i.mu.Lock()
+	g := i.groups[id]
+	i.mu.Unlock()
+	if g == nil {
+		return Spec{}, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.spec == nil {
+		return Spec{}, false
+	}
+	return *g.spec, true
 }
 
 // SetCPUQuota is the QoS controller's throttle: it caps the container's
@@ -690,6 +826,9 @@ func (i *Isolator) Cleanup(ctx context.Context, id string) error {
 		delete(i.groups, id)
 	}
 	i.mu.Unlock()
+	if err := i.setLow(id, 0); err != nil {
+		return fmt.Errorf("cleanup %s: %w", id, err)
+	}
 	return nil
 }
 

@@ -5,7 +5,14 @@
 // It owns the container groups below its parent in every hierarchy: it
 // creates them with cpu shares/weight, an optional CFS quota, a memory limit
 // and a pids limit (Config.DefaultPids when the limits ask for none); changes those limits while the container runs (live
-// resize); reads usage (cpu, throttling, memory, pids, OOM kills, PSI);
+// resize); writes what its Policy derives from the container's class so
+// that an oversubscribed node sheds best-effort (revocable) work first —
+// oom_score_adj (through Launch, and for the group's processes on Update
+// and Recover), a memory soft limit (v1 memory.soft_limit_in_bytes, v2
+// memory.high), memory.low for guaranteed containers on v2 (their sum on
+// the parent), the io weight (blkio.weight / io.weight where the host has
+// a weight file) — and caps a container's IO on request (ThrottleIO: v1
+// blkio.throttle.*, v2 io.max); reads usage (cpu, throttling, memory, pids, OOM kills, PSI);
 // freezes and thaws; reports OOM events; and removes the groups (also the
 // unified directory libcontainer adds on a hybrid host) on cleanup and after
 // an agent restart.

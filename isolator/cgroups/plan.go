@@ -52,6 +52,20 @@ type Features struct {
 	// MemSwap says the host accounts swap: v1 memory.memsw.limit_in_bytes,
 	// v2 memory.swap.max.
 	MemSwap bool
+	// MemSoft says the host has a memory soft limit: v1
+	// memory.soft_limit_in_bytes, v2 memory.high (and memory.low).
+	MemSoft bool
+	// IOWeightFile is the io weight file the host offers ("" for none): v1
+	// blkio.weight (CFQ) or blkio.bfq.weight, v2 io.weight (blk-iocost) or
+	// io.bfq.weight. Which one depends on the kernel and the disks'
+	// scheduler.
+	IOWeightFile string
+	// IOThrottle says the host can cap a group's IO: v1
+	// blkio.throttle.*_device, v2 io.max.
+	IOThrottle bool
+	// IODevices are the whole disks ("MAJ:MIN") the IO throttle applies to
+	// (Config.IOPaths resolved); none: no throttle is written.
+	IODevices []string
 }
 
 // check returns an error wrapping isolator.ErrNotSupported when spec needs
@@ -64,23 +78,60 @@ func (f Features) check(s Spec) error {
 		return fmt.Errorf("memory limit: memory controller: %w", isolator.ErrNotSupported)
 	case s.Limits.Pids > 0 && !f.Pids:
 		return fmt.Errorf("pids limit: pids controller: %w", isolator.ErrNotSupported)
+	case !s.IOThrottle.IsZero() && (!f.IOThrottle || len(f.IODevices) == 0):
+		return fmt.Errorf("io throttle: blkio/io controller with throttling and a disk to throttle (Config.IOPaths): %w", isolator.ErrNotSupported)
 	}
 	return nil
 }
 
-// Spec is what a container group should look like: the container's limits
-// plus a QoS throttle correction.
+// Spec is what a container group should look like: the container's limits,
+// what the isolator's policy derives from their class (soft limits, io
+// weight, oom_score_adj: see Policy) and the QoS corrections (cpu and io
+// throttles).
 type Spec struct {
 	Limits isolator.Limits
 	// ThrottleMilliCPUs, when > 0, caps the CFS quota below the limits
 	// (set by SetCPUQuota; 0 = no correction).
 	ThrottleMilliCPUs int64
+	// IOThrottle caps the group's IO on Features.IODevices (set by
+	// ThrottleIO; zero = no correction).
+	IOThrottle IOLimit
+
+	// MemorySoft is the soft limit in bytes: v1 memory.soft_limit_in_bytes,
+	// v2 memory.high; 0 = none (-1 / max).
+	MemorySoft int64
+	// MemoryLow is v2 memory.low in bytes (reclaim protection); 0 = none.
+	MemoryLow int64
+	// IOWeight is written to Features.IOWeightFile; 0 leaves it alone.
+	IOWeight uint64
+	// OOMScoreAdj is the oom_score_adj of the group's processes (not a
+	// cgroup file: the launcher applies it to the init, and Update and
+	// Recover rewrite it for every process in the group).
+	OOMScoreAdj int
 }
+
+// IOLimit caps a group's IO per disk; a zero field is no cap.
+type IOLimit struct {
+	ReadBPS, WriteBPS   int64 // bytes per second
+	ReadIOPS, WriteIOPS int64 // operations per second
+}
+
+// IsZero reports whether l caps nothing.
+func (l IOLimit) IsZero() bool { return l == IOLimit{} }
 
 func (s Spec) validate() error {
 	l := s.Limits
 	if l.MilliCPUs < 0 || l.MemoryBytes < 0 || l.Pids < 0 || s.ThrottleMilliCPUs < 0 {
 		return fmt.Errorf("negative limit in %+v: %w", s, ErrInvalid)
+	}
+	if t := s.IOThrottle; t.ReadBPS < 0 || t.WriteBPS < 0 || t.ReadIOPS < 0 || t.WriteIOPS < 0 {
+		return fmt.Errorf("negative io throttle %+v: %w", t, ErrInvalid)
+	}
+	if s.MemorySoft < 0 || s.MemoryLow < 0 {
+		return fmt.Errorf("negative memory soft limit or protection in %+v: %w", s, ErrInvalid)
+	}
+	if s.OOMScoreAdj < -1000 || s.OOMScoreAdj > 1000 {
+		return fmt.Errorf("oom_score_adj %d outside [-1000, 1000]: %w", s.OOMScoreAdj, ErrInvalid)
 	}
 	if l.CPUQuota && l.MilliCPUs == 0 {
 		return fmt.Errorf("cpu quota without cpus: %w", ErrInvalid)
@@ -194,6 +245,7 @@ func Plan(v Version, f Features, want Spec, have *Spec) []Write {
 		}
 		p.add("pids", "pids.max", val)
 	}
+	p.io(f, want, have)
 	return p.out
 }
 
@@ -254,6 +306,79 @@ func (p *planner) cpu(f Features, want Spec, have *Spec) {
 }
 
 func (p *planner) memory(f Features, want Spec, have *Spec) {
+	p.memoryLimit(f, want, have)
+	if !f.MemSoft {
+		return
+	}
+	if have == nil || have.MemorySoft != want.MemorySoft {
+		if p.v == V2 {
+			p.add("memory", "memory.high", bytesOrMax(want.MemorySoft))
+		} else {
+			val := "-1"
+			if want.MemorySoft > 0 {
+				val = strconv.FormatInt(want.MemorySoft, 10)
+			}
+			p.add("memory", "memory.soft_limit_in_bytes", val)
+		}
+	}
+	if p.v == V2 && (have == nil || have.MemoryLow != want.MemoryLow) {
+		p.add("memory", "memory.low", strconv.FormatInt(want.MemoryLow, 10))
+	}
+}
+
+// bytesOrMax renders a v2 byte limit: "max" for none.
+func bytesOrMax(n int64) string {
+	if n > 0 {
+		return strconv.FormatInt(n, 10)
+	}
+	return "max"
+}
+
+// io writes the io weight and the io throttle (per disk).
+func (p *planner) io(f Features, want Spec, have *Spec) {
+	ctrl := "blkio"
+	if f.IOWeightFile != "" && want.IOWeight > 0 && (have == nil || have.IOWeight != want.IOWeight) {
+		p.add(ctrl, f.IOWeightFile, strconv.FormatUint(want.IOWeight, 10))
+	}
+	if !f.IOThrottle || (have != nil && have.IOThrottle == want.IOThrottle) {
+		return
+	}
+	t := want.IOThrottle
+	for _, dev := range f.IODevices {
+		if p.v == V2 {
+			n := func(v int64) string { return bytesOrMax(v) }
+			p.add(ctrl, "io.max", fmt.Sprintf("%s rbps=%s wbps=%s riops=%s wiops=%s", dev, n(t.ReadBPS), n(t.WriteBPS), n(t.ReadIOPS), n(t.WriteIOPS)))
+			continue
+		}
+		// 0 removes a v1 rule.
+		for _, w := range []struct {
+			file string
+			v    int64
+		}{{"blkio.throttle.read_bps_device", t.ReadBPS}, {"blkio.throttle.write_bps_device", t.WriteBPS},
+			{"blkio.throttle.read_iops_device", t.ReadIOPS}, {"blkio.throttle.write_iops_device", t.WriteIOPS}} {
+			if have != nil && !changedIO(w.file, *have, want) {
+				continue
+			}
+			p.add(ctrl, w.file, dev+" "+strconv.FormatInt(w.v, 10))
+		}
+	}
+}
+
+// changedIO reports whether v1 throttle file changes between have and want.
+func changedIO(file string, have, want Spec) bool {
+	h, w := have.IOThrottle, want.IOThrottle
+	switch file {
+	case "blkio.throttle.read_bps_device":
+		return h.ReadBPS != w.ReadBPS
+	case "blkio.throttle.write_bps_device":
+		return h.WriteBPS != w.WriteBPS
+	case "blkio.throttle.read_iops_device":
+		return h.ReadIOPS != w.ReadIOPS
+	}
+	return h.WriteIOPS != w.WriteIOPS
+}
+
+func (p *planner) memoryLimit(f Features, want Spec, have *Spec) {
 	m := want.Limits.MemoryBytes
 	if have != nil && have.Limits.MemoryBytes == m {
 		return

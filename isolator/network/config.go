@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	"github.com/brimnode/brim/isolator"
 )
 
 var (
@@ -70,6 +73,42 @@ type Config struct {
 	// (an nftables table "brim-<bridge>") and turns on IPv4 forwarding in
 	// the host namespace. Off by default.
 	NAT bool
+	// HostAllow lists the host ports containers may reach on the host's
+	// addresses (e.g. 53/udp for a resolver on the bridge address).
+	// Everything else a container sends to the host is rejected (an
+	// nftables table "brim-<bridge>", always installed). Default: nothing.
+	HostAllow []HostPort
+	// Isolate keeps containers from reaching each other: their bridge
+	// ports are isolated (IFLA_BRPORT_ISOLATED) and traffic routed between
+	// two containers is dropped, except through a port mapping.
+	Isolate bool
+}
+
+// HostPort is a port of the host that containers may reach (Config.HostAllow).
+type HostPort struct {
+	Port     uint16
+	Protocol string // isolator.TCP or isolator.UDP
+}
+
+func (h HostPort) String() string { return fmt.Sprintf("%d/%s", h.Port, h.Protocol) }
+
+// ParseHostPort parses PORT[/tcp|/udp] (tcp when no protocol is given).
+// Errors wrap ErrInvalid.
+func ParseHostPort(s string) (HostPort, error) {
+	num, proto, ok := strings.Cut(s, "/")
+	if !ok {
+		proto = isolator.TCP
+	}
+	n, err := strconv.ParseUint(num, 10, 64)
+	switch {
+	case proto != isolator.TCP && proto != isolator.UDP:
+		return HostPort{}, fmt.Errorf("host port %q: protocol %q: want tcp or udp: %w", s, proto, ErrInvalid)
+	case err != nil:
+		return HostPort{}, fmt.Errorf("host port %q: want PORT[/tcp|/udp]: %w", s, ErrInvalid)
+	case n < 1 || n > 65535:
+		return HostPort{}, fmt.Errorf("host port %q: %d is out of range 1-65535: %w", s, n, ErrInvalid)
+	}
+	return HostPort{Port: uint16(n), Protocol: proto}, nil
 }
 
 // withDefaults returns c with defaults filled in, or an error wrapping
@@ -105,6 +144,16 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("state dir %q and netns dir %q must be absolute: %w", c.StateDir, c.NetNSDir, ErrInvalid)
 	case c.HostRateMbit < 0:
 		return c, fmt.Errorf("host rate %d Mbit/s: %w", c.HostRateMbit, ErrInvalid)
+	}
+	seen := map[HostPort]bool{}
+	for _, h := range c.HostAllow {
+		if h.Port == 0 || (h.Protocol != isolator.TCP && h.Protocol != isolator.UDP) {
+			return c, fmt.Errorf("allowed host port %s: want a port 1-65535 and tcp or udp: %w", h, ErrInvalid)
+		}
+		if seen[h] {
+			return c, fmt.Errorf("allowed host port %s: listed twice: %w", h, ErrInvalid)
+		}
+		seen[h] = true
 	}
 	return c, nil
 }

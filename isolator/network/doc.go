@@ -33,14 +33,23 @@
 // under it, the veths whose names start with its bridge's prefix, its
 // HTB classes and filters, and the IPAM records under Config.StateDir. It
 // never decides policy (limits come from the caller), never logs, and never
-// touches links, namespaces or qdiscs it did not create. With Config.NAT it
-// also owns the nftables table "brim-<bridge>" (masquerade of the subnet)
-// and turns IPv4 forwarding on.
+// touches links, namespaces or qdiscs it did not create. It owns the
+// nftables table "ip brim-<bridge>", replaced as a whole in one
+// transaction at New, Recover and whenever a port mapping comes or goes,
+// and never touches another table: containers reach the host only on
+// Config.HostAllow (TCP reset, ICMP admin-prohibited otherwise); the port
+// mappings (isolator.Limits.Ports, kept in the IPAM record) are DNAT rules
+// with a hairpin masquerade; with Config.Isolate the containers' bridge
+// ports are isolated (IFLA_BRPORT_ISOLATED) and routed traffic between
+// them is dropped; with Config.NAT the subnet is masqueraded and IPv4
+// forwarding turned on.
 //
 // Sentinels: isolator.ErrNotFound (unknown container), ErrExist (Prepare of a
 // container already prepared), ErrExhausted (no free address in the subnet),
 // isolator.ErrNotSupported (not Linux), ErrInvalid (a bad Config or
-// container ID; Isolate of a process outside the container's namespace),
+// container ID, a bad port mapping with isolator.ErrBadPort; Isolate of a
+// process outside the container's namespace), isolator.ErrPortInUse (a
+// host port mapped to another container),
 // ErrLocked (another Isolator holds the state dir: one Isolator per bridge
 // and state dir).
 package network

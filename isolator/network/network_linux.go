@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,8 +70,10 @@ var _ isolator.Isolator = (*Isolator)(nil)
 // New returns an Isolator for cfg, creating the bridge (with the subnet's
 // first address) and the two IFB devices when they are missing, and loading
 // the IPAM records in cfg.StateDir. After an agent restart, call Recover.
-// With cfg.NAT it installs the NAT table; without, it removes one left by an
-// earlier run. It makes cfg.NetNSDir a mount point with shared propagation
+// It installs (or replaces) the nftables table "brim-<bridge>": containers
+// may reach the host only on cfg.HostAllow, the recorded containers' port
+// mappings, with cfg.Isolate the forward rule between containers, with
+// cfg.NAT the masquerade (and IPv4 forwarding on). It makes cfg.NetNSDir a mount point with shared propagation
 // (as `ip netns` does with /run/netns), so that a process which copied the
 // mount namespace before a container's netns file was mounted there (a shim
 // started ahead of the launch) joins the namespace, not the empty file
@@ -161,11 +164,14 @@ func newLocked(cfg Config, lock *lockfile.Lock) (*Isolator, error) {
 		return nil, err
 	}
 	if cfg.NAT {
-		err = i.setupNAT()
-	} else {
-		err = i.removeNAT() // NAT turned off since the last run
+		if err := enableForwarding(); err != nil {
+			i.release()
+			return nil, err
+		}
 	}
-	if err != nil {
+	// The recorded containers' port mappings come back with the table;
+	// Recover drops those of containers the agent no longer knows.
+	if err := i.syncFirewallLocked(""); err != nil {
 		i.release()
 		return nil, err
 	}
@@ -242,14 +248,23 @@ func ipNet(a netip.Addr, bits int) *netlink.Addr {
 // container's namespace, veth, address, route and HTB classes, and sets
 // launch.NetNSPath (and BRIM_CONTAINER_IP in launch.Env); without it, it does
 // nothing and the launcher gives the container a namespace with only
-// loopback. A failure removes whatever was made. Errors wrap ErrExist,
-// ErrExhausted or ErrInvalid.
+// loopback. limits.Ports are installed as DNAT rules once the container's
+// address exists. A failure removes whatever was made. Errors wrap ErrExist,
+// ErrExhausted, ErrInvalid (also for bad port mappings, with
+// isolator.ErrBadPort) or isolator.ErrPortInUse (a host port mapped to
+// another container).
 func (i *Isolator) Prepare(ctx context.Context, id string, limits isolator.Limits, launch *isolator.Launch) error {
 	if !limits.Network {
+		if len(limits.Ports) > 0 {
+			return fmt.Errorf("prepare network of %s: port mappings need networking: %w", id, ErrInvalid)
+		}
 		return nil
 	}
 	if err := checkID(id); err != nil {
 		return err
+	}
+	if err := isolator.CheckPorts(limits.Ports); err != nil {
+		return fmt.Errorf("prepare network of %s: %w: %w", id, ErrInvalid, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("prepare network of %s: %w", id, err)
@@ -258,6 +273,12 @@ func (i *Isolator) Prepare(ctx context.Context, id string, limits isolator.Limit
 	defer i.mu.Unlock()
 	if _, ok := i.recs[id]; ok {
 		return fmt.Errorf("prepare network of %s: %w", id, ErrExist)
+	}
+	if err := i.portsFreeLocked(limits.Ports); err != nil {
+		return fmt.Errorf("prepare network of %s: %w", id, err)
+	}
+	if err := i.hostAddrsExist(limits.Ports); err != nil {
+		return fmt.Errorf("prepare network of %s: %w", id, err)
 	}
 	used := make(map[uint32]bool, len(i.recs))
 	for _, r := range i.recs {
@@ -276,7 +297,13 @@ func (i *Isolator) Prepare(ctx context.Context, id string, limits isolator.Limit
 	}
 	i.recs[id] = r
 	i.last, i.seq = idx, r.Seq
-	if err := i.setup(r); err != nil {
+	err := i.setup(r)
+	if err == nil && len(r.Limits.Ports) > 0 {
+		if err = i.addMappingsLocked(r); err == nil {
+			err = i.step("ports")
+		}
+	}
+	if err != nil {
 		err = fmt.Errorf("prepare network of %s: %w", id, err)
 		return errors.Join(err, i.cleanupLocked(id))
 	}
@@ -331,6 +358,9 @@ func (i *Isolator) setup(r record) error {
 
 	if host != nil {
 		err := i.nl.LinkSetMasterByIndex(host, i.bridge)
+		if err == nil && i.cfg.Isolate {
+			err = i.nl.LinkSetIsolated(host, true)
+		}
 		if err == nil {
 			err = i.nl.LinkSetUp(host)
 		}
@@ -347,6 +377,13 @@ func (i *Isolator) setup(r record) error {
 			return fmt.Errorf("create veth %s: %w", name, err)
 		}
 		host = veth
+		// The container does not run yet: nothing crosses the port
+		// before it is isolated.
+		if i.cfg.Isolate {
+			if err := i.nl.LinkSetIsolated(host, true); err != nil {
+				return fmt.Errorf("isolate bridge port %s: %w", name, err)
+			}
+		}
 	}
 	if err := i.step("veth"); err != nil {
 		return err
@@ -443,6 +480,7 @@ func (i *Isolator) applyLimits(r record, limits isolator.Limits) error {
 		}
 	}
 	limits.Network = true
+	limits.Ports = r.Limits.Ports // fixed at Prepare
 	r.Limits = limits
 	if err := i.store.put(r); err != nil {
 		return err
@@ -546,6 +584,13 @@ func (i *Isolator) cleanupLocked(id string) error {
 		return nil
 	}
 	var errs []error
+	if len(r.Limits.Ports) > 0 {
+		if err := i.delMappingsLocked(id); err != nil {
+			errs = append(errs, err)
+		} else if err := i.forgetFlows(r.Address); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := i.unshape(r.Index); err != nil {
 		errs = append(errs, err)
 	}
@@ -607,6 +652,9 @@ func (i *Isolator) Recover(ctx context.Context, known map[string]isolator.Limits
 	if err := i.sweepLocked(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := i.syncFirewallLocked(""); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("recover network: %w", err)
 	}
@@ -616,6 +664,16 @@ func (i *Isolator) Recover(ctx context.Context, known map[string]isolator.Limits
 // restore puts back the classes and selectors of a live container (a no-op
 // when they are there) with limits l.
 func (i *Isolator) restore(r record, l isolator.Limits) error {
+	// The port follows Config.Isolate as it is now, also when the agent
+	// restarted with another setting.
+	name := i.vethName(r.Index)
+	host, err := i.nl.LinkByName(name)
+	if err == nil {
+		err = i.nl.LinkSetIsolated(host, i.cfg.Isolate)
+	}
+	if err != nil {
+		return fmt.Errorf("set isolation of bridge port %s: %w", name, err)
+	}
 	for _, d := range []struct {
 		ifb int
 		off int32
@@ -707,7 +765,7 @@ func (i *Isolator) Close() error {
 }
 
 // Uninstall removes every container's network (as Cleanup) and then the
-// bridge, the IFB devices, the NAT table and the netns dir's mount. The Isolator is unusable afterwards. For tests
+// bridge, the IFB devices, the nftables table and the netns dir's mount. The Isolator is unusable afterwards. For tests
 // and for taking a node out of service.
 func (i *Isolator) Uninstall(ctx context.Context) error {
 	i.stopRefiller()
@@ -727,7 +785,7 @@ func (i *Isolator) Uninstall(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := i.removeNAT(); err != nil {
+	if err := i.removeTable(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := unshareDir(i.cfg.NetNSDir); err != nil {
@@ -735,6 +793,43 @@ func (i *Isolator) Uninstall(ctx context.Context) error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("uninstall network: %w", err)
+	}
+	return nil
+}
+
+// portsFreeLocked returns an error wrapping isolator.ErrPortInUse when a
+// host port of ports is mapped to a recorded container. i.mu is held.
+func (i *Isolator) portsFreeLocked(ports []isolator.PortMapping) error {
+	for _, p := range ports {
+		for _, r := range i.recs {
+			for _, q := range r.Limits.Ports {
+				if p.Conflicts(q) {
+					return fmt.Errorf("host port %d/%s (%s): mapped to container %s (%s): %w", p.HostPort, p.Protocol, p, r.ID, q, isolator.ErrPortInUse)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// hostAddrsExist returns an error wrapping ErrInvalid and
+// isolator.ErrBadPort when a mapping names a host address that no
+// interface of the host has: its rule would never match.
+func (i *Isolator) hostAddrsExist(ports []isolator.PortMapping) error {
+	var addrs []netlink.Addr
+	for _, p := range ports {
+		if !p.HostIP.IsValid() {
+			continue
+		}
+		if addrs == nil {
+			var err error
+			if addrs, err = i.nl.AddrList(nil, netlink.FAMILY_V4); err != nil {
+				return fmt.Errorf("list host addresses: %w", err)
+			}
+		}
+		if !slices.ContainsFunc(addrs, func(a netlink.Addr) bool { return a.IP.Equal(p.HostIP.AsSlice()) }) {
+			return fmt.Errorf("port mapping %s: %s is not an address of this host: %w: %w", p, p.HostIP, ErrInvalid, isolator.ErrBadPort)
+		}
 	}
 	return nil
 }

@@ -315,7 +315,7 @@ func TestNAT(t *testing.T) {
 // natTables counts iso's NAT tables in its host namespace.
 func natTables(t *testing.T, iso *Isolator) int {
 	t.Helper()
-	c, err := iso.nftConn()
+	c, err := iso.nftConn(1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +325,7 @@ func natTables(t *testing.T, iso *Isolator) int {
 	}
 	n := 0
 	for _, tb := range tables {
-		if tb.Name == iso.natTable().Name {
+		if tb.Name == iso.fwTable().Name {
 			n++
 		}
 	}

@@ -3,6 +3,7 @@ package network
 import (
 	"errors"
 	"net/netip"
+	"reflect"
 	"testing"
 
 	"github.com/brimnode/brim/isolator"
@@ -112,7 +113,8 @@ func TestStore(t *testing.T) {
 	if err != nil || len(recs) != 0 {
 		t.Fatalf("load of a missing dir = %v, %v", recs, err)
 	}
-	r := record{ID: "c1", Index: 7, Address: netip.MustParseAddr("10.0.0.7"), Limits: isolator.Limits{Network: true, NetBandwidthMbit: 50, Class: isolator.BestEffort}, Seq: 4}
+	r := record{ID: "c1", Index: 7, Address: netip.MustParseAddr("10.0.0.7"), Limits: isolator.Limits{Network: true, NetBandwidthMbit: 50, Class: isolator.BestEffort,
+		Ports: []isolator.PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}, {HostIP: netip.MustParseAddr("192.0.2.1"), HostPort: 53, ContainerPort: 5353, Protocol: "udp"}}}, Seq: 4}
 	if err := s.put(r); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +122,7 @@ func TestStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 1 || recs["c1"] != r {
+	if len(recs) != 1 || !reflect.DeepEqual(recs["c1"], r) {
 		t.Errorf("load = %+v, want %+v", recs, r)
 	}
 	if err := s.put(record{ID: "c2", Index: 3, Seq: 9}); err != nil {

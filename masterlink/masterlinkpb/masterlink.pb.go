@@ -39,21 +39,26 @@ const (
 	TaskState_TASK_LOST     TaskState = 7
 	TaskState_TASK_GONE     TaskState = 8
 	TaskState_TASK_KILLING  TaskState = 9
+	// TASK_ERROR: the master refused the task at ACCEPT (e.g. reason
+	// TASK_UNAUTHORIZED: a root task without the run_as_root ACL); it never
+	// reached an agent. Terminal; its resources went back to the offer pool.
+	TaskState_TASK_ERROR TaskState = 10
 )
 
 // Enum value maps for TaskState.
 var (
 	TaskState_name = map[int32]string{
-		0: "TASK_UNKNOWN",
-		1: "TASK_STAGING",
-		2: "TASK_STARTING",
-		3: "TASK_RUNNING",
-		4: "TASK_FINISHED",
-		5: "TASK_FAILED",
-		6: "TASK_KILLED",
-		7: "TASK_LOST",
-		8: "TASK_GONE",
-		9: "TASK_KILLING",
+		0:  "TASK_UNKNOWN",
+		1:  "TASK_STAGING",
+		2:  "TASK_STARTING",
+		3:  "TASK_RUNNING",
+		4:  "TASK_FINISHED",
+		5:  "TASK_FAILED",
+		6:  "TASK_KILLED",
+		7:  "TASK_LOST",
+		8:  "TASK_GONE",
+		9:  "TASK_KILLING",
+		10: "TASK_ERROR",
 	}
 	TaskState_value = map[string]int32{
 		"TASK_UNKNOWN":  0,
@@ -66,6 +71,7 @@ var (
 		"TASK_LOST":     7,
 		"TASK_GONE":     8,
 		"TASK_KILLING":  9,
+		"TASK_ERROR":    10,
 	}
 )
 
@@ -124,6 +130,9 @@ const (
 	TaskReason_FRAMEWORK_REMOVED     TaskReason = 12
 	TaskReason_RECONCILIATION        TaskReason = 13
 	TaskReason_INVALID_TASK          TaskReason = 14
+	// TASK_UNAUTHORIZED: the framework's principal may not launch the task
+	// as it is (a root user without the run_as_root ACL); with TASK_ERROR.
+	TaskReason_TASK_UNAUTHORIZED TaskReason = 15
 )
 
 // Enum value maps for TaskReason.
@@ -144,6 +153,7 @@ var (
 		12: "FRAMEWORK_REMOVED",
 		13: "RECONCILIATION",
 		14: "INVALID_TASK",
+		15: "TASK_UNAUTHORIZED",
 	}
 	TaskReason_value = map[string]int32{
 		"REASON_UNSPECIFIED":          0,
@@ -161,6 +171,7 @@ var (
 		"FRAMEWORK_REMOVED":           12,
 		"RECONCILIATION":              13,
 		"INVALID_TASK":                14,
+		"TASK_UNAUTHORIZED":           15,
 	}
 )
 
@@ -229,15 +240,24 @@ func (*Empty) Descriptor() ([]byte, []int) {
 
 // TaskInfo is a task to run on an agent.
 type TaskInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	AgentId       string                 `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	FrameworkId   string                 `protobuf:"bytes,4,opt,name=framework_id,json=frameworkId,proto3" json:"framework_id,omitempty"`
-	Resources     string                 `protobuf:"bytes,5,opt,name=resources,proto3" json:"resources,omitempty"`
-	Command       []string               `protobuf:"bytes,6,rep,name=command,proto3" json:"command,omitempty"`
-	Env           []string               `protobuf:"bytes,7,rep,name=env,proto3" json:"env,omitempty"`
-	Labels        map[string]string      `protobuf:"bytes,8,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	TaskId      string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Name        string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	AgentId     string                 `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	FrameworkId string                 `protobuf:"bytes,4,opt,name=framework_id,json=frameworkId,proto3" json:"framework_id,omitempty"`
+	Resources   string                 `protobuf:"bytes,5,opt,name=resources,proto3" json:"resources,omitempty"`
+	Command     []string               `protobuf:"bytes,6,rep,name=command,proto3" json:"command,omitempty"`
+	Env         []string               `protobuf:"bytes,7,rep,name=env,proto3" json:"env,omitempty"`
+	Labels      map[string]string      `protobuf:"bytes,8,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// user runs the task: NAME, UID, NAME:GROUP or UID:GID in the agent's
+	// user database; empty: the agent's --default-user. Root (root, 0, or
+	// any name the agent resolves to uid 0) needs the run_as_root ACL for
+	// the framework's principal and the task's role, unless userns is set.
+	User string `protobuf:"bytes,9,opt,name=user,proto3" json:"user,omitempty"`
+	// userns runs the task in a user namespace: its uids (root included)
+	// map to the agent's --userns-range, unprivileged on the host. An agent
+	// with --userns does so for every task.
+	Userns        bool `protobuf:"varint,10,opt,name=userns,proto3" json:"userns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -326,6 +346,20 @@ func (x *TaskInfo) GetLabels() map[string]string {
 		return x.Labels
 	}
 	return nil
+}
+
+func (x *TaskInfo) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *TaskInfo) GetUserns() bool {
+	if x != nil {
+		return x.Userns
+	}
+	return false
 }
 
 // TaskStatus is one state transition of a task.
@@ -1154,8 +1188,13 @@ func (x *Registered) GetKill() []string {
 }
 
 type RunTask struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Task          *TaskInfo              `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Task  *TaskInfo              `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	// run_as_root: the master's ACLs let the task's principal run it as
+	// root (action run_as_root for its role); the agent refuses a task that
+	// resolves to uid 0 without it (unless in a user namespace, or the agent
+	// runs with --allow-root-tasks).
+	RunAsRoot     bool `protobuf:"varint,2,opt,name=run_as_root,json=runAsRoot,proto3" json:"run_as_root,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1195,6 +1234,13 @@ func (x *RunTask) GetTask() *TaskInfo {
 		return x.Task
 	}
 	return nil
+}
+
+func (x *RunTask) GetRunAsRoot() bool {
+	if x != nil {
+		return x.RunAsRoot
+	}
+	return false
 }
 
 type KillTask struct {
@@ -3014,7 +3060,7 @@ var File_masterlink_proto protoreflect.FileDescriptor
 const file_masterlink_proto_rawDesc = "" +
 	"\n" +
 	"\x10masterlink.proto\x12\x12brim.masterlink.v1\"\a\n" +
-	"\x05Empty\"\xbc\x02\n" +
+	"\x05Empty\"\xe8\x02\n" +
 	"\bTaskInfo\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
@@ -3023,7 +3069,10 @@ const file_masterlink_proto_rawDesc = "" +
 	"\tresources\x18\x05 \x01(\tR\tresources\x12\x18\n" +
 	"\acommand\x18\x06 \x03(\tR\acommand\x12\x10\n" +
 	"\x03env\x18\a \x03(\tR\x03env\x12@\n" +
-	"\x06labels\x18\b \x03(\v2(.brim.masterlink.v1.TaskInfo.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\b \x03(\v2(.brim.masterlink.v1.TaskInfo.LabelsEntryR\x06labels\x12\x12\n" +
+	"\x04user\x18\t \x01(\tR\x04user\x12\x16\n" +
+	"\x06userns\x18\n" +
+	" \x01(\bR\x06userns\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xed\x02\n" +
@@ -3097,9 +3146,10 @@ const file_masterlink_proto_rawDesc = "" +
 	"Registered\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x128\n" +
 	"\x18heartbeat_interval_nanos\x18\x02 \x01(\x03R\x16heartbeatIntervalNanos\x12\x12\n" +
-	"\x04kill\x18\x03 \x03(\tR\x04kill\";\n" +
+	"\x04kill\x18\x03 \x03(\tR\x04kill\"[\n" +
 	"\aRunTask\x120\n" +
-	"\x04task\x18\x01 \x01(\v2\x1c.brim.masterlink.v1.TaskInfoR\x04task\"F\n" +
+	"\x04task\x18\x01 \x01(\v2\x1c.brim.masterlink.v1.TaskInfoR\x04task\x12\x1e\n" +
+	"\vrun_as_root\x18\x02 \x01(\bR\trunAsRoot\"F\n" +
 	"\bKillTask\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12!\n" +
 	"\fframework_id\x18\x02 \x01(\tR\vframeworkId\"C\n" +
@@ -3218,7 +3268,7 @@ const file_masterlink_proto_rawDesc = "" +
 	"\fframework_id\x18\x01 \x01(\tR\vframeworkId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x1c\n" +
 	"\tresources\x18\x03 \x01(\tR\tresources\x12\x1b\n" +
-	"\toffer_ids\x18\x04 \x03(\tR\bofferIds*\xb9\x01\n" +
+	"\toffer_ids\x18\x04 \x03(\tR\bofferIds*\xc9\x01\n" +
 	"\tTaskState\x12\x10\n" +
 	"\fTASK_UNKNOWN\x10\x00\x12\x10\n" +
 	"\fTASK_STAGING\x10\x01\x12\x11\n" +
@@ -3229,7 +3279,10 @@ const file_masterlink_proto_rawDesc = "" +
 	"\vTASK_KILLED\x10\x06\x12\r\n" +
 	"\tTASK_LOST\x10\a\x12\r\n" +
 	"\tTASK_GONE\x10\b\x12\x10\n" +
-	"\fTASK_KILLING\x10\t*\xec\x02\n" +
+	"\fTASK_KILLING\x10\t\x12\x0e\n" +
+	"\n" +
+	"TASK_ERROR\x10\n" +
+	"*\x83\x03\n" +
 	"\n" +
 	"TaskReason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x12\n" +
@@ -3247,7 +3300,8 @@ const file_masterlink_proto_rawDesc = "" +
 	"\x15TASK_UNKNOWN_ON_AGENT\x10\v\x12\x15\n" +
 	"\x11FRAMEWORK_REMOVED\x10\f\x12\x12\n" +
 	"\x0eRECONCILIATION\x10\r\x12\x10\n" +
-	"\fINVALID_TASK\x10\x0e2_\n" +
+	"\fINVALID_TASK\x10\x0e\x12\x15\n" +
+	"\x11TASK_UNAUTHORIZED\x10\x0f2_\n" +
 	"\tAgentLink\x12R\n" +
 	"\aConnect\x12 .brim.masterlink.v1.AgentMessage\x1a!.brim.masterlink.v1.MasterMessage(\x010\x012\xdd\x06\n" +
 	"\tScheduler\x12N\n" +

@@ -27,15 +27,18 @@ var (
 	ReasonFrameworkRemoved      = TaskReason_name[int32(TaskReason_FRAMEWORK_REMOVED)]
 	ReasonReconciliation        = TaskReason_name[int32(TaskReason_RECONCILIATION)]
 	ReasonInvalidTask           = TaskReason_name[int32(TaskReason_INVALID_TASK)]
+	// ReasonTaskUnauthorized: the master refused the task at ACCEPT
+	// (TASK_ERROR): its principal may not run it as asked (run_as_root).
+	ReasonTaskUnauthorized = TaskReason_name[int32(TaskReason_TASK_UNAUTHORIZED)]
 )
 
 // Terminal reports whether s ends a task (FINISHED, FAILED, KILLED, LOST,
-// GONE). It is the one definition: the master, the task runner, brim run
+// GONE, ERROR). It is the one definition: the master, the task runner, brim run
 // and the examples call it.
 func (s TaskState) Terminal() bool {
 	switch s {
 	case TaskState_TASK_FINISHED, TaskState_TASK_FAILED, TaskState_TASK_KILLED,
-		TaskState_TASK_LOST, TaskState_TASK_GONE:
+		TaskState_TASK_LOST, TaskState_TASK_GONE, TaskState_TASK_ERROR:
 		return true
 	}
 	return false

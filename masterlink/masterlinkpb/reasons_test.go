@@ -20,14 +20,15 @@ func TestReasonWireNames(t *testing.T) {
 		ReasonFrameworkRemoved:          "FRAMEWORK_REMOVED",
 		ReasonReconciliation:            "RECONCILIATION",
 		ReasonInvalidTask:               "INVALID_TASK",
+		ReasonTaskUnauthorized:          "TASK_UNAUTHORIZED",
 	} {
 		if got != want {
 			t.Errorf("reason %q, want %q", got, want)
 		}
 	}
-	// Every named reason has its Go name above (the enum has 14 plus the
+	// Every named reason has its Go name above (the enum has 15 plus the
 	// unspecified zero).
-	if n := len(TaskReason_name); n != 15 {
+	if n := len(TaskReason_name); n != 16 {
 		t.Errorf("TaskReason has %d values; name the new ones in reasons.go and here", n)
 	}
 }
@@ -36,7 +37,7 @@ func TestTerminal(t *testing.T) {
 	for s := range TaskState_name {
 		st := TaskState(s)
 		want := st == TaskState_TASK_FINISHED || st == TaskState_TASK_FAILED || st == TaskState_TASK_KILLED ||
-			st == TaskState_TASK_LOST || st == TaskState_TASK_GONE
+			st == TaskState_TASK_LOST || st == TaskState_TASK_GONE || st == TaskState_TASK_ERROR
 		if st.Terminal() != want {
 			t.Errorf("%s.Terminal() = %v", st, !want)
 		}

@@ -17,6 +17,8 @@ type task struct {
 // spec is what every task of a run asks for.
 type spec struct {
 	command, env []string
+	user         string // TaskInfo.user
+	userns       bool   // TaskInfo.userns
 	want         resources.Resources
 	// role, when set, lets tasks use resources reserved for it.
 	role string
@@ -52,7 +54,8 @@ func match(offers []*pb.Offer, pending []task, s spec) (launches []launch, decli
 				break
 			}
 			t := pending[len(tasks)]
-			tasks = append(tasks, &pb.TaskInfo{TaskId: t.ID, Name: t.Name, Command: s.command, Env: s.env, Resources: res.String()})
+			tasks = append(tasks, &pb.TaskInfo{TaskId: t.ID, Name: t.Name, Command: s.command, Env: s.env, Resources: res.String(),
+				User: s.user, Userns: s.userns})
 			have = have.Subtract(res)
 		}
 		if len(tasks) == 0 {

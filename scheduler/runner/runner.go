@@ -176,7 +176,7 @@ func newRun(d *scheduler.Driver, cfg Config, now time.Time) *run {
 	if cfg.Out == nil {
 		r.cfg.Out = io.Discard
 	}
-	r.s = spec{command: cfg.Task.Command, env: cfg.Task.Env, want: cfg.Want, role: cfg.Role, perOffer: cfg.PerOffer}
+	r.s = spec{command: cfg.Task.Command, env: cfg.Task.Env, user: cfg.Task.User, userns: cfg.Task.Userns, want: cfg.Want, role: cfg.Role, perOffer: cfg.PerOffer}
 	for i, id := range cfg.IDs {
 		name := cfg.Task.Name
 		if len(cfg.IDs) > 1 {

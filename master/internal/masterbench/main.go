@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,12 +55,20 @@ func main() {
 	flag.DurationVar(&heartbeat, "heartbeat", 15*time.Second, "agents' heartbeat interval")
 	flag.IntVar(&agentsPerConn, "agents-per-conn", 250, "simulated agents sharing one gRPC connection")
 	flag.DurationVar(&allocationInterval, "allocation-interval", time.Second, "the master's allocation interval")
+	flag.StringVar(&memProfile, "memprofile", "", "write a heap profile here after the measurement (in-process master only: -brim \"\")")
 	flag.Parse()
+	if memProfile != "" && brim != "" {
+		fmt.Fprintln(os.Stderr, "masterbench: -memprofile needs the in-process master (-brim \"\")")
+		os.Exit(2)
+	}
 	if err := run(brim, agents, frameworks, duration, taskLife, heartbeat, agentsPerConn, allocationInterval); err != nil {
 		fmt.Fprintln(os.Stderr, "masterbench:", err)
 		os.Exit(1)
 	}
 }
+
+// memProfile is where -memprofile writes the heap profile.
+var memProfile string
 
 const agentResources = "cpus:16;mem:65536"
 const taskResources = "cpus:1;mem:2048"
@@ -112,6 +121,9 @@ func run(brim string, nAgents, nFrameworks int, duration, taskLife, heartbeat ti
 		}
 	}
 	regTime := time.Since(start)
+	// The master's footprint for the agents alone, before any framework
+	// adds tasks and offers (issue 16's "RSS at 50,000 agents").
+	regRSS := rssMiB(pid)
 
 	// Frameworks.
 	for i := 0; i < nFrameworks; i++ {
@@ -163,8 +175,14 @@ func run(brim string, nAgents, nFrameworks int, duration, taskLife, heartbeat ti
 		return err
 	}
 	rss := rssMiB(pid)
+	if memProfile != "" {
+		if err := writeHeapProfile(memProfile); err != nil {
+			return err
+		}
+	}
 	base := allocatorBaseline(nAgents, nFrameworks)
 	p99 := st.Cycles["p99Ms"]
+	fmt.Printf("agents=%d: master RSS after registration, before any framework: %s\n", nAgents, regRSS)
 	fmt.Printf("agents=%d frameworks=%d: registration %.1fs (%.0f agents/s); offers/s %.0f; task launches/s %.0f (launch errors %d); status updates %d\n",
 		nAgents, nFrameworks, regTime.Seconds(), float64(nAgents)/regTime.Seconds(), offers, launches, stats.launchErrors.Load(), stats.updates.Load())
 	fmt.Printf("agents=%d frameworks=%d: master cycle p50 %.1f ms p99 %.1f ms over %d cycles (target p99 <= 1000 ms: %s); master RSS %s (target <= 2048 MiB)\n",
@@ -172,6 +190,25 @@ func run(brim string, nAgents, nFrameworks int, duration, taskLife, heartbeat ti
 	fmt.Printf("agents=%d frameworks=%d: baseline: bare allocator full cycle (every agent idle) %.1f ms; master cycle p99 / that = %.2fx\n",
 		nAgents, nFrameworks, base, p99/base)
 	return nil
+}
+
+// writeHeapProfile writes the live heap after a GC, as `go tool pprof`
+// reads it (-sample_index=inuse_space).
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fmt.Printf("in-process memory: heap in use %d MiB, stacks %d MiB (%d goroutines), other runtime %d MiB\n",
+		ms.HeapInuse>>20, ms.StackInuse>>20, runtime.NumGoroutine(), (ms.Sys-ms.HeapSys-ms.StackSys)>>20)
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		_ = f.Close() // already failing
+		return fmt.Errorf("heap profile %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 func verdict(ok bool) string {

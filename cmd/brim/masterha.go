@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/master/etcdstore"
+	"github.com/spf13/pflag"
+)
+
+// haFlags choose the master's store: bbolt in a directory (the default)
+// or etcd, which makes the master one of a highly available cluster
+// (docs/ha.md). brim master only.
+type haFlags struct {
+	store                     string
+	advertise                 string
+	etcdCA, etcdCert, etcdKey string
+	etcdUser, etcdPassword    string
+	sessionTTL                time.Duration
+}
+
+func (h *haFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&h.store, "store", "", "where the registry lives: bbolt:DIR (same as --state-dir DIR; the default is bbolt:--state-dir) or etcd://HOST:2379[,HOST:2379…]/PREFIX (highly available: leader election, docs/ha.md)")
+	f.StringVar(&h.advertise, "advertise", "", "with an etcd store: the HOST:PORT agents, frameworks and operators reach this master at, named by standbys (default: --listen, which must then name a host)")
+	f.StringVar(&h.etcdCA, "etcd-ca", "", "PEM CA that signed etcd's certificate: talk to etcd over TLS")
+	f.StringVar(&h.etcdCert, "etcd-cert", "", "PEM client certificate for etcd (with --etcd-key)")
+	f.StringVar(&h.etcdKey, "etcd-key", "", "PEM private key of --etcd-cert")
+	f.StringVar(&h.etcdUser, "etcd-user", "", "etcd user (with --etcd-password-file), when etcd has authentication on")
+	f.StringVar(&h.etcdPassword, "etcd-password-file", "", "file holding the etcd user's password")
+	f.DurationVar(&h.sessionTTL, "session-ttl", etcdstore.DefaultSessionTTL, "with an etcd store: the leader's session lease (whole seconds); a dead or cut-off leader is replaced after about this long")
+}
+
+// check validates the flags without connecting to anything.
+func (h *haFlags) check() error {
+	switch {
+	case h.store == "", strings.HasPrefix(h.store, "bbolt:") && len(h.store) > len("bbolt:"):
+		if h.advertise != "" {
+			return exitError{code: 2, msg: "--advertise needs --store etcd://…"}
+		}
+		return nil
+	case strings.HasPrefix(h.store, "etcd://"):
+		if _, _, err := etcdstore.ParseURL(h.store); err != nil {
+			return exitError{code: 2, msg: err.Error()}
+		}
+		if h.sessionTTL < time.Second || h.sessionTTL%time.Second != 0 {
+			return exitError{code: 2, msg: fmt.Sprintf("--session-ttl %v: want whole seconds, at least 1s", h.sessionTTL)}
+		}
+		return nil
+	}
+	return exitError{code: 2, msg: fmt.Sprintf("--store %q: want bbolt:DIR or etcd://HOST:2379[,HOST:2379…]/PREFIX", h.store)}
+}
+
+// apply sets cfg's store from the flags: a state dir for bbolt, an
+// Elector on etcd. The returned function closes what it opened.
+func (h *haFlags) apply(ctx context.Context, cfg *master.Config, log *slog.Logger) (func() error, error) {
+	nothing := func() error { return nil }
+	if err := h.check(); err != nil {
+		return nil, err
+	}
+	if h.store == "" {
+		return nothing, nil
+	}
+	if dir, ok := strings.CutPrefix(h.store, "bbolt:"); ok {
+		cfg.StateDir = dir
+		return nothing, nil
+	}
+	endpoints, prefix, err := etcdstore.ParseURL(h.store)
+	if err != nil {
+		return nil, exitError{code: 2, msg: err.Error()}
+	}
+	if cfg.Fresh {
+		return nil, exitError{code: 2, msg: "--fresh is for a bbolt store; an etcd store is managed with etcdctl"}
+	}
+	tlsCfg, err := etcdstore.LoadTLS(h.etcdCA, h.etcdCert, h.etcdKey)
+	if err != nil {
+		return nil, exitError{code: 2, msg: err.Error()}
+	}
+	ec := etcdstore.Config{Endpoints: endpoints, Prefix: prefix, TLS: tlsCfg, SessionTTL: h.sessionTTL, Log: log}
+	if (h.etcdUser == "") != (h.etcdPassword == "") {
+		return nil, exitError{code: 2, msg: "--etcd-user and --etcd-password-file go together"}
+	}
+	if h.etcdUser != "" {
+		if ec.Password, err = etcdstore.ReadPassword(h.etcdPassword); err != nil {
+			return nil, exitError{code: 2, msg: err.Error()}
+		}
+		ec.Username = h.etcdUser
+	}
+	c, err := etcdstore.Open(ctx, ec)
+	if err != nil {
+		return nil, err
+	}
+	cfg.StateDir, cfg.BackupInterval = "", 0 // the registry is etcd's; back it up with etcdctl snapshot
+	cfg.Elector, cfg.Advertise = c, h.advertise
+	return c.Close, nil
+}
+
+// resolveMasters turns a --master value of the form
+// etcd://HOST:2379[,…]/PREFIX into the list of the masters campaigning
+// there, the leader first (etcdstore.Discover); any other value is
+// returned as it is. TLS and authentication to etcd come from the
+// environment: BRIM_ETCD_CA, BRIM_ETCD_CERT, BRIM_ETCD_KEY,
+// BRIM_ETCD_USER, BRIM_ETCD_PASSWORD_FILE.
+func resolveMasters(ctx context.Context, master string) (string, error) {
+	if !strings.HasPrefix(master, "etcd://") {
+		return master, nil
+	}
+	endpoints, prefix, err := etcdstore.ParseURL(master)
+	if err != nil {
+		return "", exitError{code: 2, msg: "--master " + err.Error()}
+	}
+	tlsCfg, err := etcdstore.LoadTLS(os.Getenv("BRIM_ETCD_CA"), os.Getenv("BRIM_ETCD_CERT"), os.Getenv("BRIM_ETCD_KEY"))
+	if err != nil {
+		return "", exitError{code: 2, msg: "BRIM_ETCD_…: " + err.Error()}
+	}
+	cfg := etcdstore.Config{Endpoints: endpoints, Prefix: prefix, TLS: tlsCfg}
+	if user, file := os.Getenv("BRIM_ETCD_USER"), os.Getenv("BRIM_ETCD_PASSWORD_FILE"); user != "" || file != "" {
+		if user == "" || file == "" {
+			return "", exitError{code: 2, msg: "BRIM_ETCD_USER and BRIM_ETCD_PASSWORD_FILE go together"}
+		}
+		if cfg.Password, err = etcdstore.ReadPassword(file); err != nil {
+			return "", exitError{code: 2, msg: err.Error()}
+		}
+		cfg.Username = user
+	}
+	addrs, err := etcdstore.Discover(ctx, cfg)
+	if err != nil {
+		return "", exitError{code: 1, msg: fmt.Sprintf("--master %s: %v", master, err)}
+	}
+	return strings.Join(addrs, ","), nil
+}

@@ -1,0 +1,44 @@
+package cliout
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/brimnode/brim/demand"
+)
+
+// stamp is t in RFC 3339 UTC, or "-" for the zero time.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// Demands writes brim demand ls's table.
+func Demands(w io.Writer, ds []demand.Demand) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "DEMAND\tSTATE\tFRAMEWORK\tSTART\tEND\tAGENTS\tREASON\n")
+	for _, d := range ds {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", d.ID, d.State, d.Framework, stamp(d.Start), stamp(d.End), len(d.Placement), dash(string(d.Reason)))
+	}
+	return tw.Flush()
+}
+
+// Demand writes brim demand show's view: the document, the plan and every
+// transition.
+func Demand(w io.Writer, d *demand.Demand) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "demand\t%s\nstate\t%s\t%s\nframework\t%s (role %s)\ndocument\t%s\nplanned\t%s .. %s\n",
+		d.ID, d.State, dash(string(d.Reason)), d.Framework, d.Role, d.Doc, stamp(d.Start), stamp(d.End))
+	for _, s := range d.Placement {
+		fmt.Fprintf(tw, "  on\t%s\t%d tasks\n", s.Agent, s.Tasks)
+	}
+	fmt.Fprintf(tw, "\nAT\tFROM\tTO\tREASON\tMESSAGE\n")
+	for _, h := range d.History {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", stamp(h.At), h.From, h.To, dash(string(h.Reason)), h.Message)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,186 @@
+package masteraddr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// Parse splits a --master value, host:port[,host:port…], into its
+// addresses. Every entry must be host:port with a port; an empty entry,
+// one without a port or a duplicate is an error naming it.
+func Parse(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, errors.New("no master address")
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, a := range strings.Split(s, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			return nil, fmt.Errorf("master list %q: empty entry", s)
+		}
+		_, port, err := net.SplitHostPort(a)
+		if err != nil {
+			return nil, fmt.Errorf("master address %q: %w (want host:port)", a, err)
+		}
+		if port == "" {
+			return nil, fmt.Errorf("master address %q: no port", a)
+		}
+		if seen[a] {
+			return nil, fmt.Errorf("master list %q: %q named twice", s, a)
+		}
+		seen[a] = true
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// Reason and Domain of the ErrorInfo detail that names the leader.
+const (
+	Reason    = "NOT_LEADER"
+	Domain    = "brim"
+	leaderKey = "leader"
+)
+
+// NotLeader is the gRPC status a standby master answers every call with:
+// codes.Unavailable, with an ErrorInfo detail whose metadata "leader" is
+// the leader's address ("" while none is elected).
+func NotLeader(leader string) error {
+	msg := "this master is a standby; no leader is elected yet"
+	if leader != "" {
+		msg = "this master is a standby; the leader is at " + leader
+	}
+	st := status.New(codes.Unavailable, msg)
+	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: Reason, Domain: Domain, Metadata: map[string]string{leaderKey: leader}}); err == nil {
+		st = d
+	}
+	return st.Err()
+}
+
+// Leader reads a standby's answer (NotLeader), also wrapped: whether err
+// is one, and the leader it names ("" when none is elected).
+func Leader(err error) (leader string, ok bool) {
+	var se interface{ GRPCStatus() *status.Status }
+	if !errors.As(err, &se) {
+		return "", false
+	}
+	for _, d := range se.GRPCStatus().Details() {
+		if ei, isInfo := d.(*errdetails.ErrorInfo); isInfo && ei.GetReason() == Reason && ei.GetDomain() == Domain {
+			return ei.GetMetadata()[leaderKey], true
+		}
+	}
+	return "", false
+}
+
+// Set is a client's view of the masters: the listed addresses and the
+// leader last learnt. Current is the address to use; Follow moves to a
+// leader a standby named, Failed to the next listed address. Safe for
+// concurrent use.
+type Set struct {
+	mu     sync.Mutex
+	addrs  []string
+	next   int    // index in addrs of the next address to try
+	leader string // a leader named by a standby, tried first; "" none
+	cur    string
+	// unreachable is a leader a standby named that could not be
+	// reached (dead, its key not yet expired in etcd); "" none.
+	unreachable string
+}
+
+// NewSet returns a Set of addrs (Parse's result), starting at the first.
+func NewSet(addrs []string) *Set {
+	s := &Set{addrs: append([]string(nil), addrs...)}
+	s.cur = s.addrs[0]
+	s.next = 1 % len(s.addrs)
+	return s
+}
+
+// Len is the number of listed addresses.
+func (s *Set) Len() int { return len(s.addrs) }
+
+// String is the list as given.
+func (s *Set) String() string { return strings.Join(s.addrs, ",") }
+
+// Current is the address to use now.
+func (s *Set) Current() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
+// Follow makes leader the current address (a standby named it); it may
+// be outside the list (an advertised address). An empty leader is
+// Failed: no leader is elected, try the next.
+func (s *Set) Follow(leader string) string {
+	if leader == "" {
+		return s.Failed()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leader, s.cur = leader, leader
+	return s.cur
+}
+
+// Failed moves on from the current address (unreachable, or no longer
+// the leader): to the next listed one, round robin. A followed leader
+// that failed is remembered (Unreachable) until Reached.
+func (s *Set) Failed() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.leader != "" && s.cur == s.leader {
+		s.unreachable = s.leader
+	}
+	s.leader = ""
+	s.cur = s.addrs[s.next]
+	s.next = (s.next + 1) % len(s.addrs)
+	return s.cur
+}
+
+// Unreachable is the leader a standby named that this client then could
+// not reach ("" none): the standbys' view lags its death by up to the
+// session TTL. Sent with WithUnreachable, it makes a standby hold the
+// stream until etcd names another leader instead of sending the client
+// back to the dead one.
+func (s *Set) Unreachable() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unreachable
+}
+
+// Reached says the client registered (or subscribed) with the current
+// master: whatever was unreachable is forgotten.
+func (s *Set) Reached() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unreachable = ""
+}
+
+// unreachableKey is the gRPC metadata key of WithUnreachable.
+const unreachableKey = "brim-unreachable-leader"
+
+// WithUnreachable adds the leader the client could not reach to the
+// outgoing gRPC metadata of ctx ("" adds nothing).
+func WithUnreachable(ctx context.Context, leader string) context.Context {
+	if leader == "" {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, unreachableKey, leader)
+}
+
+// UnreachableFrom is the leader a client said it could not reach (the
+// incoming metadata of a call), "" none.
+func UnreachableFrom(ctx context.Context) string {
+	if v := metadata.ValueFromIncomingContext(ctx, unreachableKey); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}

@@ -1,0 +1,13 @@
+// Package etcdstore keeps a highly available master's registry in etcd
+// and elects its leader there: agents, frameworks (with principals),
+// dynamic reservations, quota and weights under PREFIX/registry/, the
+// election under PREFIX/election (concurrency.Election on a session with
+// a TTL). Every write is a transaction conditioned on the leader's
+// election key still existing with the create revision it won with, so a
+// deposed leader (its session expired, another elected) can never write:
+// its writes fail with ErrNotLeader.
+//
+// The master declares what it needs (master.Elector, master.Term,
+// master.Store); cmd/brim opens a Client from --store etcd://… and hands
+// it over. Tests run etcd in-process (server/v3/embed, test code only).
+package etcdstore

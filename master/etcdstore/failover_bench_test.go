@@ -1,0 +1,325 @@
+package etcdstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/brimnode/brim/internal/masteraddr"
+	"github.com/brimnode/brim/master"
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/scheduler"
+)
+
+// BenchmarkFailover: N simulated agents (the agent side of masterlink:
+// register, heartbeats, no tasks; many per gRPC connection, as
+// masterbench does) and one framework follow two masters on a 3-member
+// in-process etcd. The leader is killed (its etcd path cut and its port
+// closed, as after kill -9), and the benchmark reports, from the kill:
+// the new leader (s-to-leader), its first offer to the framework
+// (s-to-offer), all agents re-registered with it (s-to-reregistered),
+// and the storm's CPU (cpu-s of this process, masters, etcd and agents
+// together, during the re-registration). Baseline in the same run: the
+// first registration of the same agents with the first leader
+// (s-registration); reregistered/registration is their ratio.
+//
+//	go test -run '^$' -bench '^BenchmarkFailover$' -benchtime 1x ./master/etcdstore/
+//
+// BRIM_FAILOVER_AGENTS="1000 10000 50000" chooses the points (default
+// 1000 and 10000).
+func BenchmarkFailover(b *testing.B) {
+	points := []int{1000, 10000}
+	if v := os.Getenv("BRIM_FAILOVER_AGENTS"); v != "" {
+		points = nil
+		for _, f := range strings.Fields(v) {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 {
+				b.Fatalf("BRIM_FAILOVER_AGENTS: %q is not a positive number", f)
+			}
+			points = append(points, n)
+		}
+	}
+	for _, n := range points {
+		b.Run(fmt.Sprintf("agents=%d", n), func(b *testing.B) {
+			for range b.N {
+				failoverOnce(b, n)
+			}
+		})
+	}
+}
+
+const (
+	benchTTL       = 3 * time.Second
+	benchHeartbeat = 5 * time.Second
+	benchPerConn   = 500
+)
+
+func failoverOnce(b *testing.B, n int) {
+	c := startEtcdWith(b, 3, 100, 1000) // etcd's defaults: no leader churn under the storm
+	opts := master.Options{HeartbeatInterval: benchHeartbeat, MaxMissedHeartbeats: 5}
+	first := startHAMasterWith(b, c, benchTTL, "127.0.0.1:0", opts)
+	for first.r.Leading() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	standby := startHAMasterWith(b, c, benchTTL, "127.0.0.1:0", opts)
+	list := []string{first.addr(), standby.addr()}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	pool := newConnPool()
+	defer pool.close()
+	registrations := make(chan time.Time, 4*n)
+	start := time.Now()
+	for i := range n {
+		a := &benchAgent{id: fmt.Sprintf("sim-%06d", i), idx: i, masters: masteraddr.NewSet(list)}
+		wg.Add(1)
+		go func() { defer wg.Done(); a.run(ctx, pool, registrations) }()
+	}
+	waitRegistrations(b, registrations, n, 5*time.Minute)
+	registration := time.Since(start)
+
+	var offerAt atomic.Int64
+	var killedAt atomic.Int64
+	d, err := scheduler.New(scheduler.Options{Master: strings.Join(list, ","), Name: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = d.Close() }()
+	subscribed := make(chan struct{}, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = d.Run(ctx, scheduler.Callbacks{
+			Subscribed: func(context.Context, string) {
+				select {
+				case subscribed <- struct{}{}:
+				default:
+				}
+			},
+			Offers: func(ctx context.Context, offers []*pb.Offer) {
+				// The first offer of the new leader (the old one may
+				// still send one as it dies).
+				if killedAt.Load() != 0 && standby.r.Leading() != nil {
+					offerAt.CompareAndSwap(0, time.Now().UnixNano())
+				}
+				ids := make([]string, 0, len(offers))
+				for _, o := range offers {
+					ids = append(ids, o.Id)
+				}
+				_ = d.Decline(ctx, ids, 1)
+			},
+		})
+	}()
+	select {
+	case <-subscribed:
+	case <-time.After(2 * time.Minute):
+		b.Fatalf("the framework did not subscribe within 2 minutes of %d agents registering", n)
+	}
+
+	term0 := c.members[0].Server.Term()
+	cpu0 := cpuTime()
+	kill := time.Now()
+	killedAt.Store(kill.UnixNano())
+	first.etcd.Cut()
+	first.cancel() // its port closes: every stream breaks, as after kill -9
+	var toLeader time.Duration
+	for standby.r.Leading() == nil {
+		if time.Since(kill) > 10*benchTTL {
+			b.Fatalf("no new leader within %v", 10*benchTTL)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	toLeader = time.Since(kill)
+	again := waitRegistrations(b, registrations, n, 5*time.Minute)
+	toAll := time.Since(kill)
+	q := func(f float64) float64 {
+		return again[min(len(again)-1, int(f*float64(len(again))))].Sub(kill).Seconds()
+	}
+	b.Logf("re-registrations after the kill: first %.2fs, 10%% %.2fs, 50%% %.2fs, 90%% %.2fs, last %.2fs", q(0), q(0.1), q(0.5), q(0.9), q(1))
+	cpu := cpuTime() - cpu0
+	for offerAt.Load() == 0 && time.Since(kill) < toAll+30*time.Second {
+		time.Sleep(10 * time.Millisecond)
+	}
+	toOffer := time.Duration(offerAt.Load() - kill.UnixNano())
+	if offerAt.Load() == 0 {
+		toOffer = -1
+	}
+	if term := c.members[0].Server.Term(); term != term0 {
+		b.Logf("etcd changed its leader during the failover (raft term %d → %d): that renews every lease, the dead master's too", term0, term)
+	}
+	b.ReportMetric(toLeader.Seconds(), "s-to-leader")
+	b.ReportMetric(toOffer.Seconds(), "s-to-offer")
+	b.ReportMetric(toAll.Seconds(), "s-to-reregistered")
+	b.ReportMetric(registration.Seconds(), "s-registration")
+	b.ReportMetric(toAll.Seconds()/registration.Seconds(), "reregistered/registration")
+	b.ReportMetric(cpu.Seconds(), "cpu-s")
+	b.Logf("agents=%d TTL=%v: new leader %.2fs after the kill (goal <= TTL+1s: %v), first offer %.2fs, all re-registered %.2fs "+
+		"(first registration %.2fs: %.2fx), CPU %.1fs over the re-registration (%.0f%% of one core)",
+		n, benchTTL, toLeader.Seconds(), toLeader <= benchTTL+time.Second, toOffer.Seconds(), toAll.Seconds(),
+		registration.Seconds(), toAll.Seconds()/registration.Seconds(), cpu.Seconds(), 100*cpu.Seconds()/toAll.Seconds())
+}
+
+// waitRegistrations waits for n registrations and returns their times.
+func waitRegistrations(b *testing.B, ch <-chan time.Time, n int, within time.Duration) []time.Time {
+	b.Helper()
+	deadline := time.After(within)
+	var at []time.Time
+	for i := range n {
+		select {
+		case t := <-ch:
+			at = append(at, t)
+		case <-deadline:
+			b.Fatalf("only %d of %d agents registered within %v", i, n, within)
+		}
+	}
+	return at
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// connPool shares gRPC connections among simulated agents: agent i uses
+// connection i/benchPerConn to a given master.
+type connPool struct {
+	mu    sync.Mutex
+	conns map[string]map[int]*grpc.ClientConn
+}
+
+func newConnPool() *connPool { return &connPool{conns: map[string]map[int]*grpc.ClientConn{}} }
+
+func (p *connPool) api(target string, idx int) (pb.AgentLinkClient, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := p.conns[target]
+	if m == nil {
+		m = map[int]*grpc.ClientConn{}
+		p.conns[target] = m
+	}
+	cc := m[idx/benchPerConn]
+	if cc == nil {
+		var err error
+		cc, err = grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil, err
+		}
+		m[idx/benchPerConn] = cc
+	}
+	return pb.NewAgentLinkClient(cc), nil
+}
+
+func (p *connPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.conns {
+		for _, cc := range m {
+			_ = cc.Close()
+		}
+	}
+}
+
+// benchAgent is a simulated agent that follows the leader as
+// masterlink.Client does: a standby's NOT_LEADER sends it to the leader
+// named after a short delay, anything else to the next listed master
+// with a jittered backoff (0.5 s doubling to 5 s, 20 % down at random).
+type benchAgent struct {
+	id      string
+	idx     int
+	masters *masteraddr.Set
+}
+
+func (a *benchAgent) run(ctx context.Context, pool *connPool, registered chan<- time.Time) {
+	const minWait, maxWait = 500 * time.Millisecond, 5 * time.Second
+	attempt := 0
+	for ctx.Err() == nil {
+		ok, err := a.session(masteraddr.WithUnreachable(ctx, a.masters.Unreachable()), pool, registered)
+		if ctx.Err() != nil {
+			return
+		}
+		if ok {
+			attempt = 0
+			a.masters.Reached()
+		}
+		wait := min(minWait<<min(attempt, 8), maxWait)
+		if leader, isStandby := masteraddr.Leader(err); isStandby && leader != "" {
+			a.masters.Follow(leader)
+			wait, attempt = minWait, -1
+		} else {
+			a.masters.Failed()
+		}
+		wait -= time.Duration(rand.Float64() * 0.2 * float64(wait))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		attempt++
+	}
+}
+
+// session registers and sends heartbeats until the stream breaks.
+func (a *benchAgent) session(ctx context.Context, pool *connPool, registered chan<- time.Time) (bool, error) {
+	api, err := pool.api(a.masters.Current(), a.idx)
+	if err != nil {
+		return false, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := api.Connect(sctx)
+	if err != nil {
+		return false, err
+	}
+	var mu sync.Mutex
+	send := func(m *pb.AgentMessage) error { mu.Lock(); defer mu.Unlock(); return stream.Send(m) }
+	if err := send(&pb.AgentMessage{Msg: &pb.AgentMessage_Register{Register: &pb.Register{AgentId: a.id, Hostname: a.id,
+		Resources: "cpus:16;mem:65536"}}}); err != nil {
+		return false, err
+	}
+	m, err := stream.Recv()
+	if err != nil {
+		return false, err
+	}
+	if m.GetRegistered() == nil {
+		return false, errors.New("no Registered")
+	}
+	registered <- time.Now()
+	done := make(chan struct{})
+	defer close(done)
+	go func() { // ends with the session
+		t := time.NewTicker(benchHeartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if send(&pb.AgentMessage{Msg: &pb.AgentMessage_Heartbeat{Heartbeat: &pb.Heartbeat{}}}) != nil {
+					return
+				}
+			}
+		}
+	}()
+	for {
+		if _, err := stream.Recv(); err != nil {
+			return true, err
+		}
+	}
+}

@@ -1,0 +1,215 @@
+package etcdstore_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/master/allocator"
+	"github.com/brimnode/brim/master/etcdstore"
+	"github.com/brimnode/brim/resources"
+)
+
+func mustParse(t *testing.T, s string) resources.Resources {
+	t.Helper()
+	r, err := resources.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestTermFencing: a leader writes the whole registry; cut from etcd it
+// loses its term (Done) and a standby is elected within the session TTL
+// and a little; the new leader loads the registry intact, and the
+// deposed leader's writes are refused with ErrNotLeader even once it
+// reaches etcd again.
+func TestTermFencing(t *testing.T) {
+	c := startEtcd(t, 3)
+	const ttl = 2 * time.Second
+	pa := newProxies(t, c)
+	a := open(t, pa.addrs(), "/brim-test", ttl)
+	b := open(t, c.clients, "/brim-test", ttl)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	ta, err := a.Campaign(ctx, "10.0.0.1:5050")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ta.Store()
+	q := allocator.Quota{Guarantee: mustParse(t, "cpus:2"), Limit: mustParse(t, "cpus:4;mem:1024")}
+	for _, err := range []error{
+		s.PutAgent("agent-1", master.PersistedAgent{Hostname: "h1", Principal: "agents"}),
+		s.PutAgent("agent-2", master.PersistedAgent{Hostname: "h2"}),
+		s.PutFramework("fw-1", master.PersistedFramework{Roles: []string{"ads"}, Principal: "ops"}),
+		s.PutFramework("fw-gone", master.PersistedFramework{Roles: []string{"web"}}),
+		s.DeleteFramework("fw-gone"),
+		s.PutReservations("agent-1", mustParse(t, "cpus(ads,ops):1;mem(ads,ops):512")),
+		s.PutQuota("ads", q),
+		s.PutWeights(map[string]float64{"ads": 2, "web": 0.5}),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Agents) != 2 || want.Frameworks["fw-1"].Principal != "ops" || len(want.Frameworks) != 1 ||
+		want.Weights["ads"] != 2 || want.Quota["ads"].Limit.String() != q.Limit.String() || want.Reservations["agent-1"].IsEmpty() {
+		t.Fatalf("registry as loaded: %+v", want)
+	}
+
+	elected := make(chan master.Term, 1)
+	go func() { // ends with ctx
+		tb, err := b.Campaign(ctx, "10.0.0.2:5050")
+		if err != nil {
+			t.Error(err)
+		}
+		elected <- tb
+	}()
+	leaders := b.Observe(ctx)
+	if l := <-leaders; l != "10.0.0.1:5050" {
+		t.Fatalf("observed leader %q, want a's address", l)
+	}
+
+	cut := time.Now()
+	pa.Cut()
+	lost := waitDone(t, ta.Done(), 3*ttl, "the cut leader's term ends")
+	var tb master.Term
+	select {
+	case tb = <-elected:
+	case <-time.After(3 * ttl):
+		t.Fatalf("no new leader within %v of the cut", 3*ttl)
+	}
+	t.Logf("cut leader saw its term end after %v; new leader elected %v after the cut (session TTL %v)",
+		lost.Round(time.Millisecond), time.Since(cut).Round(time.Millisecond), ttl)
+	for l := range leaders {
+		if l == "10.0.0.2:5050" {
+			break
+		}
+	}
+
+	got, err := tb.Store().Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(registryText(got), registryText(want)) {
+		t.Fatalf("the new leader loads\n%v\nwant\n%v", registryText(got), registryText(want))
+	}
+
+	pa.Restore()
+	// Until its client reconnects a write fails otherwise; never succeeds.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		err := s.PutAgent("agent-3", master.PersistedAgent{Hostname: "h3"})
+		if errors.Is(err, master.ErrNotLeader) {
+			break
+		}
+		if err == nil || time.Now().After(deadline) {
+			t.Fatalf("deposed leader's first write: %v, want ErrNotLeader", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for name, err := range map[string]error{
+		"PutAgent":        s.PutAgent("agent-3", master.PersistedAgent{Hostname: "h3"}),
+		"PutWeights":      s.PutWeights(map[string]float64{"ads": 9}),
+		"DeleteFramework": s.DeleteFramework("fw-1"),
+		"PutQuota":        s.PutQuota("ads", allocator.Quota{}),
+	} {
+		if !errors.Is(err, master.ErrNotLeader) {
+			t.Errorf("deposed leader's %s: %v, want ErrNotLeader", name, err)
+		}
+	}
+	if _, err := s.Load(); !errors.Is(err, master.ErrNotLeader) {
+		t.Errorf("deposed leader's Load: %v, want ErrNotLeader", err)
+	}
+	after, err := tb.Store().Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(registryText(after), registryText(want)) {
+		t.Fatalf("after the deposed leader's writes the registry is\n%v\nwant\n%v", registryText(after), registryText(want))
+	}
+	if err := tb.Store().PutAgent("agent-3", master.PersistedAgent{Hostname: "h3"}); err != nil {
+		t.Fatalf("the new leader's write: %v", err)
+	}
+}
+
+// registryText is a Persisted in comparable text.
+func registryText(p *master.Persisted) map[string]string {
+	out := map[string]string{}
+	for id, a := range p.Agents {
+		out["agent/"+id] = a.Hostname + "|" + a.Principal
+	}
+	for id, f := range p.Frameworks {
+		out["fw/"+id] = f.Principal + "|" + joinRoles(f.Roles)
+	}
+	for id, r := range p.Reservations {
+		out["res/"+id] = r.String()
+	}
+	for role, q := range p.Quota {
+		out["quota/"+role] = q.Guarantee.String() + "|" + q.Limit.String()
+	}
+	for role, w := range p.Weights {
+		out["weight/"+role] = strconv.FormatFloat(w, 'g', -1, 64)
+	}
+	return out
+}
+
+func joinRoles(r []string) string {
+	s := ""
+	for _, x := range r {
+		s += x + ","
+	}
+	return s
+}
+
+// TestParseURL: the --store forms and their errors.
+func TestParseURL(t *testing.T) {
+	eps, prefix, err := etcdstore.ParseURL("etcd://10.0.0.1:2379,10.0.0.2:2379/brim/prod")
+	if err != nil || len(eps) != 2 || eps[1] != "10.0.0.2:2379" || prefix != "/brim/prod" {
+		t.Fatalf("ParseURL: %v %q %v", eps, prefix, err)
+	}
+	for _, bad := range []string{"etcd://10.0.0.1:2379", "etcd://10.0.0.1:2379/", "etcd://10.0.0.1/brim", "http://h:1/brim", "etcd://h:1,/brim", "etcd://h:1/brim?x=1"} {
+		if _, _, err := etcdstore.ParseURL(bad); err == nil {
+			t.Errorf("ParseURL(%q): no error", bad)
+		}
+	}
+}
+
+// TestDiscover: the campaigning masters' addresses, the leader first.
+func TestDiscover(t *testing.T) {
+	c := startEtcd(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := etcdstore.Config{Endpoints: c.clients, Prefix: "/brim-discover", SessionTTL: 2 * time.Second}
+	if _, err := etcdstore.Discover(ctx, cfg); !errors.Is(err, etcdstore.ErrNoMasters) {
+		t.Fatalf("Discover with no master: %v, want ErrNoMasters", err)
+	}
+	a := open(t, c.clients, "/brim-discover", 2*time.Second)
+	b := open(t, c.clients, "/brim-discover", 2*time.Second)
+	if _, err := a.Campaign(ctx, "10.0.0.1:5050"); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = b.Campaign(ctx, "10.0.0.2:5050") }() // waits behind a until ctx ends
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := etcdstore.Discover(ctx, cfg)
+		if err == nil && len(got) == 2 {
+			if got[0] != "10.0.0.1:5050" || got[1] != "10.0.0.2:5050" {
+				t.Fatalf("Discover = %v, want the leader first", got)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Discover = %v, %v", got, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

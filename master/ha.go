@@ -1,0 +1,396 @@
+package master
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+
+	"github.com/brimnode/brim/internal/buildinfo"
+	"github.com/brimnode/brim/internal/masteraddr"
+	"github.com/brimnode/brim/internal/sdnotify"
+	"github.com/brimnode/brim/masterlink"
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+)
+
+// Elector elects one leader among the masters of a cluster (etcdstore's
+// Client on etcd). Campaign blocks until this master leads, advertising
+// addr, or ctx ends; Observe sends the leader's address ("" while none is
+// elected) at once and at every change until ctx ends, then closes.
+type Elector interface {
+	Campaign(ctx context.Context, addr string) (Term, error)
+	Observe(ctx context.Context) <-chan string
+}
+
+// Term is one leadership. Its Store writes only while it lasts (a fenced
+// store: a deposed leader's writes fail with ErrNotLeader); Done is
+// closed the moment it is lost (the session's lease expired); Resign
+// gives it up at once.
+type Term interface {
+	Store() Store
+	Done() <-chan struct{}
+	Resign(ctx context.Context) error
+}
+
+// ErrLostLeadership ends a highly available master whose leadership
+// ended under it (its etcd session expired: a partition, a long pause).
+// It wraps ErrNotLeader. The process exits non-zero and its supervisor
+// starts it again, as a standby (Mesos's masters do the same).
+var ErrLostLeadership = fmt.Errorf("lost the leadership: the etcd session ended: %w", ErrNotLeader)
+
+// startHA is Start for a master with an Elector: it serves at once as a
+// standby — /health answers 503 naming the leader, the operator API
+// redirects there (307), gRPC calls get masteraddr.NotLeader — and
+// campaigns. Once elected it loads the registry through the term's
+// fenced store into a new Master and serves it; when the term ends it
+// stops serving at once and Wait returns ErrLostLeadership.
+func startHA(ctx context.Context, cfg Config, log *slog.Logger) (_ *Running, err error) {
+	if cfg.StateDir != "" {
+		return nil, errors.New("a state dir (bbolt store) and an etcd store exclude each other")
+	}
+	var auth Authorizer
+	var reloadable *ReloadableAuth
+	if cfg.Credentials != "" {
+		a, err := NewReloadableAuth(cfg.Credentials, cfg.ACLs)
+		if err != nil {
+			return nil, err
+		}
+		auth, reloadable = a, a
+	}
+	l, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	advertise, err := advertiseAddr(cfg.Advertise, l.Addr())
+	if err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	scheme := "http"
+	if cfg.TLS != nil {
+		l = tls.NewListener(l, cfg.TLS)
+		scheme = "https"
+	}
+	gt := &gate{self: advertise, scheme: scheme, changed: make(chan struct{})}
+	gs := grpc.NewServer(masterlink.ServerOptions()...)
+	pb.RegisterAgentLinkServer(gs, gatedAgentLink{g: gt})
+	pb.RegisterSchedulerServer(gs, gatedScheduler{g: gt})
+	srv := &Server{GRPC: gs, HTTP: gt}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return srv.Serve(gctx, l) })
+	g.Go(func() error {
+		for leader := range cfg.Elector.Observe(gctx) {
+			gt.setLeader(leader)
+		}
+		return nil
+	})
+	n := sdnotify.New(log)
+	if cfg.Reload != nil {
+		g.Go(func() error { reloadOn(gctx, cfg.Reload, reloadable, cfg, log, n); return nil })
+	}
+	g.Go(func() error { return lead(gctx, cfg, auth, advertise, gt, n, log) })
+	if err := n.Ready("standby on " + l.Addr().String()); err != nil {
+		log.Warn("notify systemd", "err", err)
+	}
+	log.Info("master serving as a standby; campaigning", "listen", l.Addr().String(), "advertise", advertise, "tls", cfg.TLS != nil)
+	return &Running{Addr: l.Addr(), g: g, gate: gt, Advertise: advertise}, nil
+}
+
+// lead campaigns, then runs a Master for the term it won until the term
+// or ctx ends.
+func lead(ctx context.Context, cfg Config, auth Authorizer, advertise string, gt *gate, n *sdnotify.Notifier, log *slog.Logger) error {
+	t, err := cfg.Elector.Campaign(ctx, advertise)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("campaign for the leadership: %w", err)
+	}
+	elected := time.Now()
+	resign := func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := t.Resign(rctx); err != nil {
+			log.Warn("resign the leadership", "err", err)
+		}
+	}
+	opts := cfg.Options
+	opts.Store = t.Store()
+	m, err := New(opts)
+	if err != nil {
+		resign()
+		return fmt.Errorf("lead: %w", err)
+	}
+	h := m.HTTPHandler(auth)
+	m.SetReady(true)
+	tctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(tctx) }() // owned here: waited for below
+	gt.lead(m, h)
+	log.Info("elected leader: serving", "advertise", advertise, "load_took", time.Since(elected).Round(time.Millisecond),
+		"agents_awaited", len(m.awaited))
+	if err := n.Ready("leader on " + advertise); err != nil {
+		log.Warn("notify systemd", "err", err)
+	}
+	stop := func() {
+		gt.depose()
+		cancel()
+		if err := <-done; err != nil {
+			log.Warn("master loop", "err", err)
+		}
+	}
+	select {
+	case <-t.Done():
+		stop()
+		log.Error("lost the leadership: stopped serving", "err", ErrLostLeadership)
+		return ErrLostLeadership
+	case <-ctx.Done():
+		stop()
+		resign()
+		return nil
+	case err := <-done:
+		gt.depose()
+		cancel()
+		resign()
+		return err
+	}
+}
+
+// advertiseAddr is where other masters send clients to reach this one:
+// the given address, or the listener's when it names a host.
+func advertiseAddr(advertise string, l net.Addr) (string, error) {
+	if advertise != "" {
+		if _, port, err := net.SplitHostPort(advertise); err != nil || port == "" {
+			return "", fmt.Errorf("--advertise %q: want HOST:PORT", advertise)
+		}
+		return advertise, nil
+	}
+	ta, ok := l.(*net.TCPAddr)
+	if !ok || ta.IP.IsUnspecified() {
+		return "", fmt.Errorf("--listen %s names no host that others can reach: give --advertise HOST:PORT", l)
+	}
+	return ta.String(), nil
+}
+
+// Leading is the master this process leads with, nil while it is a
+// standby (or always for a master without an Elector: see Master).
+func (r *Running) Leading() *Master {
+	if r.gate == nil {
+		return r.Master
+	}
+	m, _ := r.gate.current()
+	return m
+}
+
+// gate is what a highly available master serves: the Master of its term
+// while it leads, else the standby's answers naming the leader.
+type gate struct {
+	self, scheme string
+
+	mu      sync.RWMutex
+	m       *Master
+	h       http.Handler
+	leader  string        // the elected leader's address; never self while standby
+	changed chan struct{} // closed and replaced at every change
+}
+
+// changeLocked wakes the streams held while no leader was known.
+func (g *gate) changeLocked() {
+	if g.changed != nil {
+		close(g.changed)
+	}
+	g.changed = make(chan struct{})
+}
+
+func (g *gate) setLeader(addr string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.leader = addr
+	g.changeLocked()
+}
+
+func (g *gate) lead(m *Master, h http.Handler) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.m, g.h = m, h
+	g.changeLocked()
+}
+
+func (g *gate) depose() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.m, g.h = nil, nil
+	g.changeLocked()
+}
+
+// MaxStandbyHold bounds how long a standby holds an agent's or a
+// framework's stream while no leader is known.
+const MaxStandbyHold = 30 * time.Second
+
+// await is current for the streams of agents and frameworks: while no
+// leader is known (an election under way) a standby holds the stream —
+// up to MaxStandbyHold or until the client gives up — and answers the
+// moment it learns the leader, or serves it if it is elected itself. A
+// failover's followers then come at once, rather than when their
+// backoff, grown while nobody led, runs out.
+//
+// A client that could not reach the leader this standby names says so
+// (masteraddr.WithUnreachable): etcd keeps a dead leader's key until its
+// lease expires, and sending the client back to it would only make it
+// bounce between the dead leader and the standbys until then. Such a
+// stream is held like one with no leader known.
+func (g *gate) await(ctx context.Context) (*Master, error) {
+	limit := time.NewTimer(MaxStandbyHold)
+	defer limit.Stop()
+	dead := masteraddr.UnreachableFrom(ctx)
+	for {
+		g.mu.RLock()
+		m, leader, changed := g.m, g.otherLocked(), g.changed
+		g.mu.RUnlock()
+		if m != nil {
+			return m, nil
+		}
+		if leader == dead {
+			leader = ""
+		}
+		if leader != "" || changed == nil {
+			return nil, masteraddr.NotLeader(leader)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, masteraddr.NotLeader("")
+		case <-limit.C:
+			return nil, masteraddr.NotLeader("")
+		}
+	}
+}
+
+// other is the leader to name while not serving: never this master (its
+// own expired key may linger in etcd for a moment).
+func (g *gate) otherLocked() string {
+	if g.leader == g.self {
+		return ""
+	}
+	return g.leader
+}
+
+// current is the leading Master, or the standby's gRPC answer.
+func (g *gate) current() (*Master, error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.m == nil {
+		return nil, masteraddr.NotLeader(g.otherLocked())
+	}
+	return g.m, nil
+}
+
+// ServeHTTP serves the leader's API, or as a standby: /health and
+// /metrics 503 naming the leader, /version, and a 307 to the leader for
+// anything else (503 while none is elected).
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.mu.RLock()
+	h, leader := g.h, g.otherLocked()
+	g.mu.RUnlock()
+	if h != nil {
+		h.ServeHTTP(w, r)
+		return
+	}
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/health":
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "standby", "leader": leader})
+	case r.Method == http.MethodGet && r.URL.Path == "/version":
+		writeJSON(w, http.StatusOK, buildinfo.Get())
+	case r.URL.Path == "/metrics":
+		// A scraper wants this master's figures, not the leader's: a
+		// standby has none.
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "standby", "leader": leader})
+	case leader == "":
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "this master is a standby and no leader is elected yet; try again", "leader": ""})
+	default:
+		w.Header().Set("Location", g.scheme+"://"+leader+r.URL.RequestURI())
+		writeJSON(w, http.StatusTemporaryRedirect, map[string]string{"error": "this master is a standby; the leader is at " + leader, "leader": leader})
+	}
+}
+
+// gatedAgentLink and gatedScheduler serve the gRPC services of the
+// leading Master, or answer masteraddr.NotLeader.
+type gatedAgentLink struct {
+	pb.UnimplementedAgentLinkServer
+	g *gate
+}
+
+func (s gatedAgentLink) Connect(stream pb.AgentLink_ConnectServer) error {
+	m, err := s.g.await(stream.Context())
+	if err != nil {
+		return err
+	}
+	return agentLink{m: m}.Connect(stream)
+}
+
+type gatedScheduler struct {
+	pb.UnimplementedSchedulerServer
+	g *gate
+}
+
+func (s gatedScheduler) api() (schedulerAPI, error) {
+	m, err := s.g.current()
+	return schedulerAPI{m: m}, err
+}
+
+func (s gatedScheduler) Subscribe(req *pb.SubscribeRequest, stream pb.Scheduler_SubscribeServer) error {
+	m, err := s.g.await(stream.Context())
+	if err != nil {
+		return err
+	}
+	return schedulerAPI{m: m}.Subscribe(req, stream)
+}
+
+// unary serves one unary call on the leading Master.
+func unary[Req any](s gatedScheduler, ctx context.Context, req Req, fn func(schedulerAPI, context.Context, Req) (*pb.Empty, error)) (*pb.Empty, error) {
+	a, err := s.api()
+	if err != nil {
+		return nil, err
+	}
+	return fn(a, ctx, req)
+}
+
+func (s gatedScheduler) Accept(ctx context.Context, req *pb.AcceptRequest) (*pb.Empty, error) {
+	return unary(s, ctx, req, schedulerAPI.Accept)
+}
+
+func (s gatedScheduler) Decline(ctx context.Context, req *pb.DeclineRequest) (*pb.Empty, error) {
+	return unary(s, ctx, req, schedulerAPI.Decline)
+}
+
+func (s gatedScheduler) Revive(ctx context.Context, req *pb.ReviveRequest) (*pb.Empty, error) {
+	return unary(s, ctx, req, schedulerAPI.Revive)
+}
+
+func (s gatedScheduler) Suppress(ctx context.Context, req *pb.SuppressRequest) (*pb.Empty, error) {
+	return unary(s, ctx, req, schedulerAPI.Suppress)
+}
+
+func (s gatedScheduler) Kill(ctx context.Context, req *pb.KillRequest) (*pb.Empty, error) {
+	return unary(s, ctx, req, schedulerAPI.Kill)
+}
+
+func (s gatedScheduler) Acknowledge(ctx context.Context, req *pb.AcknowledgeRequest) (*pb.Empty, error) {
+	return unary(s, ctx, req, schedulerAPI.Acknowledge)
+}
+
+func (s gatedScheduler) Reconcile(ctx context.Context, req *pb.ReconcileRequest) (*pb.Empty, error) {
+	return unary(s, ctx, req, schedulerAPI.Reconcile)
+}
+
+func (s gatedScheduler) UpdateTask(ctx context.Context, req *pb.UpdateTaskRequest) (*pb.Empty, error) {
+	return unary(s, ctx, req, schedulerAPI.UpdateTask)
+}

@@ -1,0 +1,59 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// TestOffersBatched: a cycle that offers a framework more agents than fit
+// one event sends several Offers events, each of at most
+// maxOffersPerEvent offers and well under gRPC's 4 MiB default, which
+// together hold every offer once.
+func TestOffersBatched(t *testing.T) {
+	m, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	n := 2*maxOffersPerEvent + 17
+	for i := 0; i < n; i++ {
+		_, _, err := m.registerAgent(registrationFromPB(&pb.Register{Hostname: fmt.Sprintf("host-%05d", i), Resources: "cpus:16;mem:65536"}), "", newOutbox[toAgent](cancel, agentQueue))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fwOut := newOutbox[toFramework](cancel, frameworkQueue)
+	if _, err := m.subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "big"}}), fwOut); err != nil {
+		t.Fatal(err)
+	}
+	m.allocate()
+	seen := map[string]bool{}
+	events := 0
+	for _, ev := range fwOut.take() {
+		made, ok := ev.(*offersMade)
+		if !ok {
+			continue
+		}
+		events++
+		if len(made.offers) > maxOffersPerEvent {
+			t.Errorf("event of %d offers, want at most %d", len(made.offers), maxOffersPerEvent)
+		}
+		if size := proto.Size(frameworkEventToPB(made)); size > 1<<20 {
+			t.Errorf("event of %d bytes, want under 1 MiB", size)
+		}
+		for _, o := range made.offers {
+			if seen[o.id] {
+				t.Errorf("offer %s sent twice", o.id)
+			}
+			seen[o.id] = true
+		}
+	}
+	if len(seen) != n || events != 3 {
+		t.Fatalf("%d offers in %d events, want %d in 3", len(seen), events, n)
+	}
+}

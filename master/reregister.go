@@ -1,0 +1,57 @@
+package master
+
+import (
+	"time"
+)
+
+// The re-registration window: a master that starts — or is elected —
+// with a registry knows its agents but not their tasks, which come back
+// with each agent's re-registration. Until every agent of the registry
+// is back or the window (Options.ReregistrationTimeout) has passed, a
+// task it does not know may be on one of them: reconciliation does not
+// call it LOST but remembers the question, and answers it once the
+// window closes — LOST, reason RECONCILIATION, if the task is still
+// unknown (its agent never came back), as Mesos does after its
+// agent_reregister_timeout.
+
+// reregistrationWindow is how long the master waits for the agents of
+// the previous run.
+func (m *Master) reregistrationWindow() time.Duration {
+	if m.opts.ReregistrationTimeout > 0 {
+		return m.opts.ReregistrationTimeout
+	}
+	return m.opts.HeartbeatInterval * time.Duration(m.opts.MaxMissedHeartbeats)
+}
+
+// deferReconcileLocked remembers that framework fw asked for task while
+// agents were awaited.
+func (m *Master) deferReconcileLocked(fw, task string) {
+	ids := m.deferred[fw]
+	if ids == nil {
+		ids = map[string]bool{}
+		m.deferred[fw] = ids
+	}
+	ids[task] = true
+}
+
+// answerDeferredLocked answers the deferred reconciliations once the
+// window closed: LOST for every task still unknown to a framework still
+// there (a task its agent brought back was reported at its
+// re-registration).
+func (m *Master) answerDeferredLocked() {
+	for fw, ids := range m.deferred {
+		f := m.frameworks[fw]
+		if f == nil {
+			continue
+		}
+		for id := range ids {
+			if f.tasks[id] != nil {
+				continue
+			}
+			f.out.send(&taskStatus{taskID: id, frameworkID: fw, state: taskLost, reason: ReasonReconciliation,
+				message:           "unknown task: no agent reported it after the master's start or failover",
+				timestampUnixNano: time.Now().UnixNano()})
+		}
+	}
+	clear(m.deferred)
+}
