@@ -504,22 +504,49 @@ func (h *harness) heal() {
 // awaitRuns waits for every brim run to exit; one still running after
 // bound is a hang, reported and killed.
 func (h *harness) awaitRuns(bound time.Duration) {
-	deadline := time.Now().Add(bound)
 	h.mu.Lock()
 	runs := append([]*frameworkRun(nil), h.runs...)
 	h.mu.Unlock()
-	for _, r := range runs {
+	dones := make([]<-chan struct{}, len(runs))
+	for i, r := range runs {
+		dones[i] = r.done
+	}
+	for _, i := range overdue(dones, time.Now().Add(bound)) {
+		r := runs[i]
+		h.violation("task %s: brim run still running %v after the faults stopped:\n%s", r.task, bound, strings.Join(r.output(), "\n"))
+		_ = r.cmd.Process.Signal(syscall.SIGKILL)
+		<-r.done
+		r.mu.Lock()
+		r.code = -1
+		r.mu.Unlock()
+	}
+}
+
+// overdue waits until every channel of dones is closed or deadline
+// passes, and returns the indexes of those still open then. A closed
+// channel always wins over the passed deadline (a select with both ready
+// picks either).
+func overdue(dones []<-chan struct{}, deadline time.Time) []int {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	expired := false
+	var out []int
+	for i, done := range dones {
+		if !expired {
+			select {
+			case <-done:
+				continue
+			case <-timer.C:
+				expired = true
+			}
+		}
 		select {
-		case <-r.done:
-		case <-time.After(time.Until(deadline)):
-			h.violation("task %s: brim run still running %v after the faults stopped:\n%s", r.task, bound, strings.Join(r.output(), "\n"))
-			_ = r.cmd.Process.Signal(syscall.SIGKILL)
-			<-r.done
-			r.mu.Lock()
-			r.code = -1
-			r.mu.Unlock()
+		case <-done:
+		default:
+			out = append(out, i)
 		}
 	}
+	return out
 }
 
 // judge checks every framework's status sequence and its task's outcome

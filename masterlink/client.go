@@ -183,12 +183,15 @@ type Client struct {
 
 	overMu sync.Mutex // orders oversubscription updates
 
-	mu        sync.Mutex
-	id        string
-	out       *outbox
-	over      Oversubscription
-	send      func(*pb.AgentMessage) error // nil while disconnected
-	wake      chan struct{}
+	mu   sync.Mutex
+	id   string
+	out  *outbox
+	over Oversubscription
+	send func(*pb.AgentMessage) error // nil while disconnected
+	wake chan struct{}
+	// unsaved are the tasks whose queue in memory is newer than its
+	// checkpoint (a write failed: a full disk); saveUnsaved retries them.
+	unsaved   map[string]bool
 	connected bool
 	wg        sync.WaitGroup
 
@@ -237,7 +240,7 @@ func New(opts Options) (*Client, error) {
 	}
 	c := &Client{opts: opts, log: log.With("component", "masterlink"), dir: dir, over: Oversubscription{Revocable: opts.Revocable},
 		out: newOutbox(backoff{Min: opts.RetryMin, Max: opts.RetryMax, Jitter: jitter}, rand.Float64), wake: make(chan struct{}, 1),
-		registerTimeout: defaultRegisterTimeout}
+		unsaved: map[string]bool{}, registerTimeout: defaultRegisterTimeout}
 	b, err := os.ReadFile(filepath.Join(dir, "agent-id"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read agent id: %w", err)
@@ -274,6 +277,13 @@ func (c *Client) Connected() bool {
 // Update checkpoints a status update and queues it for delivery. A repeat
 // of the task's latest state is ignored, so runners may report again
 // after a restart.
+//
+// A checkpoint that cannot be written (a full state dir) does not lose
+// the update: it is queued and sent all the same, from memory, and Run
+// writes the checkpoint again every CheckpointRetry until it succeeds
+// (logged once per task and failure). Only an agent that dies before then
+// loses it; the master then learns the task's fate from the agent's
+// re-registration.
 func (c *Client) Update(st Status) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -281,12 +291,58 @@ func (c *Client) Update(st Status) error {
 	if !ok {
 		return nil
 	}
-	if err := q.save(filepath.Join(c.dir, "updates")); err != nil {
-		return fmt.Errorf("checkpoint status of %s: %w", st.TaskID, err)
-	}
 	c.out.put(q)
+	c.saveLocked(q, "checkpoint status")
 	c.poke()
 	return nil
+}
+
+// CheckpointRetry is how often Run writes again the checkpoints of status
+// updates whose write failed.
+const CheckpointRetry = time.Second
+
+// saveLocked checkpoints q, or marks it for saveUnsaved to retry.
+func (c *Client) saveLocked(q *queue, what string) {
+	if err := q.save(filepath.Join(c.dir, "updates")); err != nil {
+		if !c.unsaved[q.TaskID] {
+			c.log.Warn(what+": kept in memory, the checkpoint is retried", "task", q.TaskID, "err", err)
+		}
+		c.unsaved[q.TaskID] = true
+		return
+	}
+	if c.unsaved[q.TaskID] {
+		c.log.Info(what+": checkpoint written after all", "task", q.TaskID)
+		delete(c.unsaved, q.TaskID)
+	}
+}
+
+// saveUnsaved retries the checkpoints that failed.
+func (c *Client) saveUnsaved() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id := range c.unsaved {
+		if q := c.out.queues[id]; q != nil {
+			c.saveLocked(q, "checkpoint status")
+		} else {
+			delete(c.unsaved, id)
+		}
+	}
+}
+
+// retryCheckpoints runs saveUnsaved every CheckpointRetry until ctx ends,
+// and once more then.
+func (c *Client) retryCheckpoints(ctx context.Context) {
+	t := time.NewTicker(CheckpointRetry)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.saveUnsaved()
+			return
+		case <-t.C:
+			c.saveUnsaved()
+		}
+	}
 }
 
 // Oversubscription is the agent's oversubscription status as the master
@@ -408,6 +464,10 @@ func (c *Client) Run(ctx context.Context) error {
 		return fmt.Errorf("masterlink: %w", err)
 	}
 	masters := masteraddr.NewSet(addrs)
+	cpCtx, stopCheckpoints := context.WithCancel(context.Background())
+	cpDone := make(chan struct{})
+	go func() { defer close(cpDone); c.retryCheckpoints(cpCtx) }()
+	defer func() { stopCheckpoints(); <-cpDone }() // after the launches' last updates (c.wg)
 	defer c.wg.Wait()
 	retry := p.retry
 	attempt := 0
@@ -726,9 +786,7 @@ func (c *Client) ack(taskID, id string) {
 	if !ok {
 		return // a duplicate acknowledgement
 	}
-	if err := q.save(filepath.Join(c.dir, "updates")); err != nil {
-		c.log.Warn("checkpoint acknowledgement", "task", taskID, "err", err)
-	}
+	c.saveLocked(q, "checkpoint acknowledgement")
 	c.poke()
 }
 

@@ -6,7 +6,7 @@
 // conversion between monitor.Usage and its wire form, and the host-side
 // Supervisor that starts a plugin process, bounds every call with a
 // timeout, detects crashes and hangs and restarts the process with
-// exponential backoff.
+// jittered exponential backoff (each delay less up to BackoffJitter of it).
 //
 // It never decides anything: the estimator and qos packages own the
 // contracts, the Go serve side (estimator.Serve, qos.Serve) and the

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os/exec"
 	"sync"
 	"time"
@@ -58,9 +59,30 @@ type SupervisorConfig struct {
 	StartTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the delay before a restart after a
 	// failure (doubling per consecutive failure); defaults 1 s and 1 min.
+	// Each delay is jittered down by up to BackoffJitter of it, so that
+	// the plugins of many agents (or of one agent, restarted) do not come
+	// back in step.
 	MinBackoff, MaxBackoff time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Rand returns the jitter's random number in [0, 1); default
+	// math/rand/v2's Float64.
+	Rand func() float64
+}
+
+// BackoffJitter is the share of a restart delay that is random: a delay
+// d is drawn from [(1−BackoffJitter)·d, d].
+const BackoffJitter = 0.2
+
+// restartDelay is the delay before the restart after the n-th
+// consecutive failure (from 1), given r in [0, 1): min·2ⁿ⁻¹ capped at
+// max, less up to BackoffJitter of it.
+func restartDelay(minD, maxD time.Duration, n int, r float64) time.Duration {
+	d := minD << min(n-1, 20)
+	if d > maxD || d <= 0 {
+		d = maxD
+	}
+	return d - time.Duration(float64(d)*BackoffJitter*r)
 }
 
 // Supervisor runs one plugin process and calls it. It starts the process
@@ -98,6 +120,9 @@ func NewSupervisor(cfg SupervisorConfig, log *slog.Logger) *Supervisor {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -213,10 +238,7 @@ func (s *Supervisor) failLocked(why string) {
 		s.client, s.raw = nil, nil
 	}
 	s.failures++
-	d := s.cfg.MinBackoff << min(s.failures-1, 20)
-	if d > s.cfg.MaxBackoff || d <= 0 {
-		d = s.cfg.MaxBackoff
-	}
+	d := restartDelay(s.cfg.MinBackoff, s.cfg.MaxBackoff, s.failures, s.cfg.Rand())
 	s.nextStart = s.cfg.Now().Add(d)
 	s.log.Warn("plugin failed; restarting with backoff", "reason", why, "failures", s.failures, "backoff", d)
 }

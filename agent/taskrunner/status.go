@@ -53,6 +53,11 @@ var (
 	ReasonPreempted = pb.ReasonContainerPreempted
 )
 
+// reasonShimLost is the exit reason the containerizer records when a
+// container's shim died without recording the exit status
+// (executor.ReasonShimLost).
+const reasonShimLost = "shim-lost"
+
 // agentResourcesOf turns a task's resources into the agent's limits.
 func agentResourcesOf(res resources.Resources) (agent.Resources, bool, error) {
 	rev := !res.Revocable().IsEmpty()
@@ -90,6 +95,13 @@ func finalStatus(c *agent.Container, killed bool) masterlink.Status {
 		st.Reason, st.Message = ReasonMemoryLimit, "memory limit exceeded"
 	case e.Reason == agent.ReasonLost:
 		st.State, st.Reason, st.Message, st.ExitCode = pb.TaskState_TASK_LOST, ReasonContainerLost, e.Message, nil
+	case e.Reason == reasonShimLost:
+		// The runtime lost the task (Mesos: REASON_EXECUTOR_TERMINATED):
+		// the SIGKILL and its code are the agent's cleanup, not the
+		// command's end.
+		st.Reason, st.ExitCode = ReasonContainerLost, nil
+		st.Message = "the container runtime lost the task: " + e.Message
+		return st
 	case e.Code == 0 && e.Signal == 0:
 		st.State, st.Message = pb.TaskState_TASK_FINISHED, "command exited with code 0"
 	case e.Signal != 0:
