@@ -135,7 +135,13 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 	}
 	clear(ag.lost)
 	for tid, t := range ag.tasks {
-		if !seen[tid] && !terminal(t.state) && t.state != taskStaging {
+		if !seen[tid] && t.state == taskStaging {
+			if _, ok := m.unseenStaging[t]; !ok {
+				m.unseenStaging[t] = time.Now()
+			}
+			continue
+		}
+		if !seen[tid] && !terminal(t.state) {
 			t.recovered = true // not in the allocator's usage below
 			m.setTaskStatusLocked(t, &taskStatus{
 				taskID: tid, agentID: id, frameworkID: t.fw, state: taskLost,

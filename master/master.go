@@ -139,10 +139,15 @@ type Master struct {
 	// deferred are tasks frameworks asked to reconcile while agents
 	// were awaited (framework → task IDs): answered LOST when the
 	// re-registration window closes if still unknown (reregister.go).
-	deferred  map[string]map[string]bool
-	completed *completed // history of tasks and frameworks gone
-	started   time.Time
-	cycles    cycleStats
+	deferred map[string]map[string]bool
+	// unseenStaging are STAGING tasks an agent re-registered without,
+	// since when: their launch may still be in flight (the agent reports
+	// it with its next status), else it was lost with the old stream.
+	// Past stagingGrace they go LOST (checkTimeouts).
+	unseenStaging map[*taskEntry]time.Time
+	completed     *completed // history of tasks and frameworks gone
+	started       time.Time
+	cycles        cycleStats
 
 	metrics *metrics
 	ready   atomic.Bool // see SetReady
@@ -246,24 +251,25 @@ func New(opts Options) (*Master, error) {
 		return nil, fmt.Errorf("create allocator: %w", err)
 	}
 	m := &Master{
-		opts:         opts,
-		log:          log.With("component", "master"),
-		alloc:        a,
-		store:        opts.Store,
-		kick:         make(chan struct{}, 1),
-		agents:       map[string]*agentEntry{},
-		frameworks:   map[string]*frameworkEntry{},
-		tasks:        map[string]*taskEntry{},
-		offers:       map[string]*offerEntry{},
-		reservations: map[string]resources.Resources{},
-		quota:        map[string]allocator.Quota{},
-		weights:      map[string]float64{},
-		knownFWs:     map[string]PersistedFramework{},
-		knownAgents:  map[string]PersistedAgent{},
-		awaited:      map[string]bool{},
-		deferred:     map[string]map[string]bool{},
-		completed:    newCompleted(opts.MaxCompletedTasks, opts.MaxCompletedFrameworks),
-		started:      time.Now(),
+		opts:          opts,
+		log:           log.With("component", "master"),
+		alloc:         a,
+		store:         opts.Store,
+		kick:          make(chan struct{}, 1),
+		agents:        map[string]*agentEntry{},
+		frameworks:    map[string]*frameworkEntry{},
+		tasks:         map[string]*taskEntry{},
+		offers:        map[string]*offerEntry{},
+		reservations:  map[string]resources.Resources{},
+		quota:         map[string]allocator.Quota{},
+		weights:       map[string]float64{},
+		knownFWs:      map[string]PersistedFramework{},
+		knownAgents:   map[string]PersistedAgent{},
+		awaited:       map[string]bool{},
+		unseenStaging: map[*taskEntry]time.Time{},
+		deferred:      map[string]map[string]bool{},
+		completed:     newCompleted(opts.MaxCompletedTasks, opts.MaxCompletedFrameworks),
+		started:       time.Now(),
 	}
 	m.dem = newDemands(opts.Demands)
 	m.metrics = newMetrics(m)
@@ -455,6 +461,7 @@ func (m *Master) checkTimeouts(now time.Time) {
 	if len(m.awaited) == 0 && len(m.deferred) > 0 {
 		m.answerDeferredLocked()
 	}
+	m.loseUnseenStagingLocked(now)
 	for _, ag := range m.agents {
 		if !ag.unreachable && now.Sub(ag.lastSeen) > limit {
 			m.log.Warn("agent unreachable", "agent", ag.id, "silent", now.Sub(ag.lastSeen).Round(time.Millisecond))
@@ -472,6 +479,34 @@ func (m *Master) checkTimeouts(now time.Time) {
 		if f.out == nil && now.Sub(f.disconnectedAt) > f.failover {
 			m.log.Info("framework failover timeout", "framework", f.id)
 			m.removeFrameworkLocked(f)
+		}
+	}
+}
+
+// stagingGrace is how long a STAGING task an agent re-registered
+// without may still show up: two heartbeats.
+func (m *Master) stagingGrace() time.Duration { return 2 * m.opts.HeartbeatInterval }
+
+// loseUnseenStagingLocked declares LOST the STAGING tasks an agent
+// re-registered without and has not reported since, stagingGrace later:
+// their RunTask went down with the agent's old stream (or the agent died
+// before it checkpointed the launch). Without this they stayed STAGING
+// forever and their resources allocated (found by the chaos harness).
+func (m *Master) loseUnseenStagingLocked(now time.Time) {
+	for t, since := range m.unseenStaging {
+		switch {
+		case t.state != taskStaging || m.tasks[t.info.id] != t:
+			delete(m.unseenStaging, t) // reported, ended or forgotten
+		case now.Sub(since) > m.stagingGrace():
+			delete(m.unseenStaging, t)
+			m.setTaskStatusLocked(t, &taskStatus{
+				taskID: t.info.id, agentID: t.agent, frameworkID: t.fw, state: taskLost,
+				reason: ReasonUnknownOnAgent, message: fmt.Sprintf("the agent re-registered without this launch and did not report it within %v", m.stagingGrace()),
+			})
+			if ag := m.agents[t.agent]; ag != nil {
+				ag.lost[t.info.id] = true // killed should it still turn up
+			}
+			m.forgetTaskLocked(t)
 		}
 	}
 }
