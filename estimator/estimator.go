@@ -132,6 +132,43 @@ func (o Options) Bool(key string, def bool) (bool, error) {
 	return b, nil
 }
 
+// optionReader reads several options and keeps the first error, so a
+// factory reads them all and checks once.
+type optionReader struct {
+	o   Options
+	err error
+}
+
+func (r *optionReader) keep(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+func (r *optionReader) float(key string, def float64) float64 {
+	v, err := r.o.Float(key, def)
+	r.keep(err)
+	return v
+}
+
+func (r *optionReader) int(key string, def int) int {
+	v, err := r.o.Int(key, def)
+	r.keep(err)
+	return v
+}
+
+func (r *optionReader) duration(key string, def time.Duration) time.Duration {
+	v, err := r.o.Duration(key, def)
+	r.keep(err)
+	return v
+}
+
+func (r *optionReader) bool(key string, def bool) bool {
+	v, err := r.o.Bool(key, def)
+	r.keep(err)
+	return v
+}
+
 // ParseOptions parses "k=v" pairs (repeated flags) into Options.
 func ParseOptions(kvs []string) (Options, error) {
 	o, err := registry.ParseOptions(kvs, ErrInvalidOption)

@@ -57,34 +57,20 @@ var _ Estimator = (*Idle)(nil)
 // margin, cap, mem-margin, mem-cap (fractions), min-samples,
 // unallocated, memory (bools).
 func NewIdle(opts Options, _ *slog.Logger) (Estimator, error) {
-	var c IdleConfig
-	var first error
-	set := func(err error) {
-		if first == nil {
-			first = err
-		}
+	r := optionReader{o: opts}
+	c := IdleConfig{
+		Window:      r.duration("window", 5*time.Minute),
+		HalfLife:    r.duration("half-life", 30*time.Second),
+		Margin:      r.float("margin", 0.1),
+		Cap:         r.float("cap", 1),
+		MemMargin:   r.float("mem-margin", 0.1),
+		MemCap:      r.float("mem-cap", 1),
+		MinSamples:  r.int("min-samples", 10),
+		Unallocated: r.bool("unallocated", true),
+		Memory:      r.bool("memory", true),
 	}
-	var err error
-	c.Window, err = opts.Duration("window", 5*time.Minute)
-	set(err)
-	c.HalfLife, err = opts.Duration("half-life", 30*time.Second)
-	set(err)
-	c.Margin, err = opts.Float("margin", 0.1)
-	set(err)
-	c.Cap, err = opts.Float("cap", 1)
-	set(err)
-	c.MemMargin, err = opts.Float("mem-margin", 0.1)
-	set(err)
-	c.MemCap, err = opts.Float("mem-cap", 1)
-	set(err)
-	c.MinSamples, err = opts.Int("min-samples", 10)
-	set(err)
-	c.Unallocated, err = opts.Bool("unallocated", true)
-	set(err)
-	c.Memory, err = opts.Bool("memory", true)
-	set(err)
-	if first != nil {
-		return nil, fmt.Errorf("idle estimator: %w", first)
+	if r.err != nil {
+		return nil, fmt.Errorf("idle estimator: %w", r.err)
 	}
 	return NewIdleWith(c)
 }

@@ -48,32 +48,19 @@ var _ Estimator = (*Usage)(nil)
 // mem-percentile (0–100), margin, cap (fractions 0–1), min-samples,
 // recent (samples; 0 disables), memory (bool).
 func NewUsage(opts Options, _ *slog.Logger) (Estimator, error) {
-	var c UsageConfig
-	var err error
-	errs := func(e error) {
-		if err == nil {
-			err = e
-		}
+	r := optionReader{o: opts}
+	c := UsageConfig{
+		Window:        r.duration("window", 5*time.Minute),
+		Percentile:    r.float("percentile", 95),
+		MemPercentile: r.float("mem-percentile", 100),
+		Margin:        r.float("margin", 0.1),
+		Cap:           r.float("cap", 0.5),
+		MinSamples:    r.int("min-samples", 10),
+		Recent:        r.int("recent", 3),
+		Memory:        r.bool("memory", true),
 	}
-	var e error
-	c.Window, e = opts.Duration("window", 5*time.Minute)
-	errs(e)
-	c.Percentile, e = opts.Float("percentile", 95)
-	errs(e)
-	c.MemPercentile, e = opts.Float("mem-percentile", 100)
-	errs(e)
-	c.Margin, e = opts.Float("margin", 0.1)
-	errs(e)
-	c.Cap, e = opts.Float("cap", 0.5)
-	errs(e)
-	c.MinSamples, e = opts.Int("min-samples", 10)
-	errs(e)
-	c.Recent, e = opts.Int("recent", 3)
-	errs(e)
-	c.Memory, e = opts.Bool("memory", true)
-	errs(e)
-	if err != nil {
-		return nil, fmt.Errorf("usage estimator: %w", err)
+	if r.err != nil {
+		return nil, fmt.Errorf("usage estimator: %w", r.err)
 	}
 	return NewUsageWith(c)
 }
