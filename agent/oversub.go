@@ -139,12 +139,28 @@ type oversub struct {
 	kick    chan struct{} // a monitor round is wanted (sample)
 	memG    *pressure.MemoryGuard
 	ioG     *pressure.IOGuard
+	swtch   *qos.Switch // replaces ctrl in the QoS loop (SwapController)
+	log     *slog.Logger
+
+	nameMu           sync.Mutex // guards the names, which a swap changes
+	estName, qosName string
+}
+
+// names returns the estimator's and the QoS controller's names.
+func (o *oversub) names() (est, ctrl string) {
+	o.nameMu.Lock()
+	defer o.nameMu.Unlock()
+	return o.estName, o.qosName
 }
 
 // recorder wraps the guarded estimator and keeps its latest estimate with
 // the revocable resources in use that it saw, and the last one forwarded.
 type recorder struct {
-	e estimator.Estimator
+	// call is held across a call of e: a swap waits for the call in
+	// flight, so a replaced estimator is never called once the swap
+	// returns.
+	call sync.Mutex
+	e    estimator.Estimator
 
 	mu        sync.Mutex
 	forward   estimator.ForwardFunc
@@ -153,7 +169,9 @@ type recorder struct {
 }
 
 func (r *recorder) Estimate(ctx context.Context, u monitor.Usage) (estimator.Estimate, error) {
+	r.call.Lock()
 	est, err := r.e.Estimate(ctx, u)
+	r.call.Unlock()
 	if err != nil {
 		return est, err
 	}
@@ -179,6 +197,14 @@ func (r *recorder) send(ctx context.Context, est estimator.Estimate) error {
 		return nil
 	}
 	return forward(ctx, est)
+}
+
+// swap makes e the estimator of the next call, once the call in flight
+// (if any) has returned.
+func (r *recorder) swap(e estimator.Estimator) {
+	r.call.Lock()
+	r.e = e
+	r.call.Unlock()
 }
 
 func (r *recorder) forwarding() bool {
@@ -224,15 +250,18 @@ func newOversub(a *Agent, cfg Oversub) *oversub {
 		Signals:  cfg.Signals,
 	}, base)
 	o := &oversub{cfg: cfg, mon: mon, fwd: estimator.NewForwarder(estimator.ForwarderConfig{}), ctrl: cfg.Controller,
-		kick: make(chan struct{}, 1)}
+		kick: make(chan struct{}, 1), swtch: qos.NewSwitch(), log: base, estName: cfg.EstimatorName, qosName: cfg.QoSName}
 	o.applier = qos.NewApplier(actuator{a: a, cg: cfg.Cgroups}, base)
-	o.est = &recorder{
-		e:       estimator.Fallback(estimator.Guard(cfg.Estimator, o.applier), base.With("component", "estimator")),
-		forward: cfg.Forward,
-	}
+	o.est = &recorder{e: o.guarded(cfg.Estimator), forward: cfg.Forward}
 	o.reg = monitor.NewRegistry(mon)
 	o.reg.MustRegister(o.fwd, o.applier)
 	return o
+}
+
+// guarded wraps an estimator as the loop calls it: nothing offered while
+// QoS corrections are in force, and noop when it fails.
+func (o *oversub) guarded(e estimator.Estimator) estimator.Estimator {
+	return estimator.Fallback(estimator.Guard(e, o.applier), o.log.With("component", "estimator"))
 }
 
 // start samples once, computes the first estimate (so that revocable
@@ -261,7 +290,7 @@ func (o *oversub) start(a *Agent) {
 			return estimator.Run(ctx, o.mon, o.est, o.fwd, o.cfg.EstimatorInterval, o.est.send, log.With("component", "estimator"))
 		},
 		func() error {
-			return qos.Run(ctx, o.mon, o.ctrl, o.applier, qos.LoopConfig{Interval: o.cfg.QoSInterval}, log.With("component", "qos"))
+			return qos.Run(ctx, o.mon, o.ctrl, o.applier, qos.LoopConfig{Interval: o.cfg.QoSInterval, Switch: o.swtch}, log.With("component", "qos"))
 		},
 	}
 	loops = append(loops, o.guardLoops(a)...)
@@ -274,7 +303,8 @@ func (o *oversub) start(a *Agent) {
 			}
 		}()
 	}
-	a.log.Info("oversubscription running", "estimator", o.cfg.EstimatorName, "qos", o.cfg.QoSName,
+	estName, qosName := o.names()
+	a.log.Info("oversubscription running", "estimator", estName, "qos", qosName,
 		"monitor_interval", o.cfg.MonitorInterval, "estimator_interval", o.cfg.EstimatorInterval,
 		"qos_interval", o.cfg.QoSInterval, "runqueue_source", o.cfg.RunQueueSource)
 }
@@ -327,7 +357,8 @@ func (o *oversub) admit(l *ledger, ask resources.Resources, op func() error) err
 	var ie *InsufficientResourcesError
 	if errors.As(err, &ie) {
 		ie.Pool = "revocable"
-		ie.Why = fmt.Sprintf("revocable pool %s, in use %s; estimator %s: %s", p, resourcesOf(l.Used().Revocable()), o.cfg.EstimatorName, cur.Explanation.Summary)
+		estName, _ := o.names()
+		ie.Why = fmt.Sprintf("revocable pool %s, in use %s; estimator %s: %s", p, resourcesOf(l.Used().Revocable()), estName, cur.Explanation.Summary)
 	}
 	return err
 }
@@ -335,8 +366,9 @@ func (o *oversub) admit(l *ledger, ask resources.Resources, op func() error) err
 func (o *oversub) status(used Resources) Oversubscription {
 	p, blocking, _ := o.pool()
 	cur, sent, hasSent := o.est.snapshot()
+	estName, qosName := o.names()
 	return Oversubscription{
-		Estimator: o.cfg.EstimatorName, QoS: o.cfg.QoSName,
+		Estimator: estName, QoS: qosName,
 		Current: cur, Forwarded: sent, HasForwarded: hasSent, Blocking: blocking,
 		Pool: p, Used: used, Free: resourcesOf(p.Model().Subtract(used.Model())),
 		Active: o.applier.Active(), Recent: o.applier.Recent(),
@@ -438,6 +470,51 @@ func (a *Agent) SetForward(f estimator.ForwardFunc) {
 	a.over.est.forward = f
 	a.over.est.mu.Unlock()
 	a.over.fwd.Invalidate()
+}
+
+// SwapEstimator makes e, named name, the estimator from its next round on
+// (an agent's reload): the round in flight, if any, ends with the old one,
+// which is not called again once SwapEstimator returns (the caller closes
+// it). The next estimate is forwarded whatever the hysteresis says. Errors
+// wrap ErrNotSupported without oversubscription.
+func (a *Agent) SwapEstimator(e estimator.Estimator, name string) error {
+	if a.over == nil {
+		return fmt.Errorf("swap the estimator: %w: the agent runs without oversubscription", ErrNotSupported)
+	}
+	if e == nil {
+		return fmt.Errorf("swap the estimator: %w: nil", ErrInvalidArgument)
+	}
+	a.over.est.swap(a.over.guarded(e))
+	a.over.nameMu.Lock()
+	a.over.estName = name
+	a.over.nameMu.Unlock()
+	a.over.fwd.Invalidate()
+	a.log.Info("estimator replaced", "estimator", name)
+	return nil
+}
+
+// SwapController makes c, named name, the QoS controller from the QoS
+// loop's next round on (an agent's reload); the old one is not called
+// again once SwapController returns (the caller closes it). It fails
+// with qos.ErrCorrectionsInForce while corrections are in force (only
+// the controller that made them knows when to lift them), and with ctx's
+// error when the loop does not run. Errors wrap ErrNotSupported without
+// oversubscription.
+func (a *Agent) SwapController(ctx context.Context, c qos.Controller, name string) error {
+	if a.over == nil {
+		return fmt.Errorf("swap the qos controller: %w: the agent runs without oversubscription", ErrNotSupported)
+	}
+	if c == nil {
+		return fmt.Errorf("swap the qos controller: %w: nil", ErrInvalidArgument)
+	}
+	if _, err := a.over.swtch.Replace(ctx, c); err != nil {
+		return err
+	}
+	a.over.nameMu.Lock()
+	a.over.qosName = name
+	a.over.nameMu.Unlock()
+	a.log.Info("qos controller replaced", "qos", name)
+	return nil
 }
 
 // Metrics returns the Prometheus registry of the monitor, the estimator's

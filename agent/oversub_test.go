@@ -332,3 +332,71 @@ func TestRestartLiftsCorrections(t *testing.T) {
 		t.Fatalf("recovered non-revocable use: %s", in.Used)
 	}
 }
+
+// countingController counts its rounds.
+type countingController struct {
+	mu     sync.Mutex
+	rounds int
+}
+
+func (c *countingController) Corrections(context.Context, monitor.Usage) ([]qos.Correction, error) {
+	c.mu.Lock()
+	c.rounds++
+	c.mu.Unlock()
+	return nil, nil
+}
+
+func (c *countingController) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rounds
+}
+
+// A reload swaps the estimator (the next estimate is the new one's) and
+// the QoS controller, but not while corrections are in force.
+func TestSwapEstimatorAndController(t *testing.T) {
+	ctx := context.Background()
+	a := newOversubAgent(t, fixed(t, "cpus:1;mem:200"), "fixed", &fakeCgroups{})
+	if err := a.SwapEstimator(fixed(t, "cpus:0.5;mem:100"), "fixed-small"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.over.est.Estimate(ctx, a.over.mon.Usage()); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := a.Oversubscription(); st.Estimator != "fixed-small" || st.Current.Offered() != (Resources{MilliCPUs: 500, MemMiB: 100}) {
+		t.Fatalf("after the swap: estimator %q offered %s", st.Estimator, st.Current.Offered())
+	}
+
+	c, err := a.Launch(ctx, Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}, Revocable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trig := qos.Trigger{Signal: qos.SignalAppLatency, Victim: "lc", Value: 0.004, Baseline: 0.001, Threshold: 0.002}
+	if err := a.over.applier.Apply(ctx, []qos.Correction{{Type: qos.Freeze, ContainerID: c.ID, Reason: "test", Trigger: trig}}); err != nil {
+		t.Fatal(err)
+	}
+	next := &countingController{}
+	tctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := a.SwapController(tctx, next, "counting"); !errors.Is(err, qos.ErrCorrectionsInForce) {
+		t.Fatalf("swap with a freeze in force = %v, want ErrCorrectionsInForce", err)
+	}
+	if st, _ := a.Oversubscription(); st.QoS != "noop" {
+		t.Fatalf("refused swap renamed the controller: %q", st.QoS)
+	}
+	if err := a.over.applier.Apply(ctx, []qos.Correction{{Type: qos.Thaw, ContainerID: c.ID, Reason: "test", Trigger: trig}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SwapController(tctx, next, "counting"); err != nil {
+		t.Fatalf("swap once the freeze is lifted: %v", err)
+	}
+	if st, _ := a.Oversubscription(); st.QoS != "counting" {
+		t.Fatalf("controller %q after the swap", st.QoS)
+	}
+	// The loop runs the new controller at once (its interval is an hour).
+	for deadline := time.Now().Add(time.Minute); next.count() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the new controller never ran")
+		}
+	}
+}

@@ -74,6 +74,53 @@ func TestAgentHangup(t *testing.T) {
 			t.Fatal("agent ended on SIGHUP")
 		}
 	})
+	t.Run("plugins", func(t *testing.T) {
+		dir := t.TempDir()
+		conf := writeTemp(t, dir, "agent.toml", "estimator = \"fixed\"\nestimator-opt = [\"resources=cpus:1;mem:128\"]\nestimator-interval = \"1s\"\n")
+		a := startAgent(t, "--config", conf)
+		a.waitInfo("revocable total", "cpus:1;mem:128", "qos controller", "noop")
+		// A new estimator option and QoS controller take effect without a
+		// restart; a changed setting that needs one is named, not applied.
+		writeTemp(t, dir, "agent.toml", "estimator = \"fixed\"\nestimator-opt = [\"resources=cpus:0.5;mem:64\"]\nestimator-interval = \"1s\"\n"+
+			"qos = \"interference\"\nsandbox-retention = \"5\"\n")
+		hangup(a)
+		a.waitLogged("SIGHUP: settings reloaded", 1)
+		a.waitLogged("changed settings that need a restart were not applied", 1)
+		a.waitLogged("--sandbox-retention", 1)
+		a.waitInfo("revocable total", "cpus:0.5;mem:64", "qos controller", "interference")
+		// An estimator that does not open keeps the one in force.
+		writeTemp(t, dir, "agent.toml", "estimator = \"fixed\"\nestimator-opt = [\"resources=plenty\"]\nestimator-interval = \"1s\"\nqos = \"interference\"\n")
+		hangup(a)
+		a.waitLogged("the previous ones stay in force", 1)
+		a.waitInfo("revocable total", "cpus:0.5;mem:64", "qos controller", "interference")
+	})
+}
+
+// waitInfo waits until `brim agent info` shows each key's line holding
+// its value (keys and values alternate).
+func (a *agentProc) waitInfo(kv ...string) {
+	a.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out := a.brim("agent", "info").stdout
+		ok := true
+		for i := 0; i+1 < len(kv); i += 2 {
+			line := ""
+			for _, l := range strings.Split(out, "\n") {
+				if strings.HasPrefix(l, kv[i]) {
+					line = l
+				}
+			}
+			ok = ok && strings.Contains(line, kv[i+1])
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			a.t.Fatalf("agent info does not show %q:\n%s", kv, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // TestAgentRefusesSubstitutes: flags that used to be replaced silently

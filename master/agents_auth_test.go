@@ -70,7 +70,7 @@ func runAgentAs(t *testing.T, addr, dir, principal, secret string) (*masterlink.
 func runStoppableAgentAs(t *testing.T, addr, dir, principal, secret string) (*masterlink.Client, <-chan error, func()) {
 	t.Helper()
 	cl, err := masterlink.New(masterlink.Options{Master: addr, StateDir: dir, Resources: resources.MustParse("cpus:2;mem:1024"),
-		Runner: newFakeRunner(), Principal: principal, Secret: secret,
+		Runner: newFakeRunner(), Principal: principal, Secret: masterlink.NewSecret(secret),
 		ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

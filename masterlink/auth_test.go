@@ -73,7 +73,7 @@ func startGate(t *testing.T, refuse codes.Code) (*gateMaster, string) {
 func newAuthClient(t *testing.T, addr, principal, secret string) *masterlink.Client {
 	t.Helper()
 	c, err := masterlink.New(masterlink.Options{Master: addr, StateDir: t.TempDir(), Resources: resources.MustParse("cpus:1;mem:128"),
-		Runner: idleRunner{}, Principal: principal, Secret: secret, ReconnectMin: 10 * time.Millisecond, ReconnectMax: 20 * time.Millisecond})
+		Runner: idleRunner{}, Principal: principal, Secret: masterlink.NewSecret(secret), ReconnectMin: 10 * time.Millisecond, ReconnectMax: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,5 +163,31 @@ func waitConnected(t *testing.T, c *masterlink.Client, done <-chan error) {
 			t.Fatal("not connected")
 		case <-time.After(5 * time.Millisecond):
 		}
+	}
+}
+
+// TestSecretRotates: a new secret (an agent's reload) is sent from the
+// next stream on, without a restart of the link.
+func TestSecretRotates(t *testing.T) {
+	m, addr := startGate(t, codes.OK)
+	secret := masterlink.NewSecret("old")
+	c, err := masterlink.New(masterlink.Options{Master: addr, StateDir: t.TempDir(), Resources: resources.MustParse("cpus:1;mem:128"),
+		Runner: idleRunner{}, Principal: "agent1", Secret: secret, ReconnectMin: 10 * time.Millisecond, ReconnectMax: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	basic := func(s string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte("agent1:"+s)) }
+	if got := nextAuth(t, m); len(got) != 1 || got[0] != basic("old") {
+		t.Fatalf("first stream's authorization %q, want %q", got, basic("old"))
+	}
+	waitConnected(t, c, done)
+	secret.Set("new")
+	m.kick <- struct{}{} // the master ends the stream; the client reconnects
+	if got := nextAuth(t, m); len(got) != 1 || got[0] != basic("new") {
+		t.Fatalf("authorization after the rotation %q, want %q", got, basic("new"))
 	}
 }

@@ -164,7 +164,10 @@ type Options struct {
 	// "authorization: Basic base64(principal:secret)" (BasicCredentials).
 	// The dial is without TLS unless DialOptions add it: the secret then
 	// crosses the network in clear text. Empty Principal: none sent.
-	Principal, Secret string
+	// Each stream reads Secret when it opens, so a new secret (Set) is
+	// used from the next reconnection on.
+	Principal string
+	Secret    *Secret
 	// DialOptions are added to the gRPC dial; default insecure.
 	DialOptions []grpc.DialOption
 	Log         *slog.Logger
@@ -452,7 +455,7 @@ func (c *Client) poke() {
 func (c *Client) Run(ctx context.Context) error {
 	dial := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	if c.opts.Principal != "" {
-		dial = append(dial, grpc.WithPerRPCCredentials(BasicCredentials(c.opts.Principal, c.opts.Secret)))
+		dial = append(dial, grpc.WithPerRPCCredentials(rotatingAuth{principal: c.opts.Principal, secret: c.opts.Secret}))
 	}
 	p := c.linkParams()
 	dial = append(dial, grpc.WithConnectParams(p.connect), grpc.WithKeepaliveParams(p.keepalive),

@@ -28,6 +28,9 @@ type LoopConfig struct {
 	// Recheck is the delay of the next round while the controller has a
 	// degradation to confirm (Pender); default Interval/10.
 	Recheck time.Duration
+	// Switch, when set, replaces the controller between rounds (see
+	// Switch.Replace).
+	Switch *Switch
 }
 
 // Run is the agent's QoS loop: every Interval, on every notification of
@@ -36,7 +39,8 @@ type LoopConfig struct {
 // latest usage and applies them with a. A controller error is logged (the
 // first of a run of failures, then at most once per Interval, and when it
 // recovers) and the round yields no corrections (noop fallback);
-// corrections of containers that have gone away are forgotten. It returns
+// corrections of containers that have gone away are forgotten. With
+// cfg.Switch the controller may be replaced between rounds. It returns
 // ctx.Err() when ctx is done.
 func Run(ctx context.Context, src UsageSource, c Controller, a *Applier, cfg LoopConfig, log *slog.Logger) error {
 	if cfg.Interval <= 0 {
@@ -55,7 +59,10 @@ func Run(ctx context.Context, src UsageSource, c Controller, a *Applier, cfg Loo
 		notify = ch
 	}
 	l := &loop{c: c, a: a, log: log, fails: failrun.Logger{Every: cfg.Interval}}
-	pender, _ := c.(Pender)
+	var swaps <-chan swapRequest
+	if cfg.Switch != nil {
+		swaps = cfg.Switch.reqs
+	}
 	tick := time.NewTimer(cfg.Interval)
 	defer tick.Stop()
 	recheck := time.NewTimer(cfg.Recheck)
@@ -68,10 +75,16 @@ func Run(ctx context.Context, src UsageSource, c Controller, a *Applier, cfg Loo
 		case <-tick.C:
 		case <-notify:
 		case <-recheck.C:
+		case r := <-swaps:
+			var took bool
+			if l.c, took = r.take(l.c, a); !took {
+				continue
+			}
+			// A new controller learns from the latest usage at once.
 		}
 		l.round(ctx, src.Usage())
 		tick.Reset(cfg.Interval)
-		if pender != nil && pender.Pending() {
+		if pender, ok := l.c.(Pender); ok && pender.Pending() {
 			recheck.Reset(cfg.Recheck)
 		} else {
 			recheck.Stop()

@@ -1,6 +1,7 @@
 package agentd
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os"
@@ -236,23 +237,23 @@ func TestReloadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	d.reload()
+	d.reload(context.Background())
 	if deps.Level.Level() != slog.LevelWarn {
 		t.Errorf("level after a reload: %v, want warn", deps.Level.Level())
 	}
 	next = Reloadable{LogLevel: "loud"}
-	d.reload()
+	d.reload(context.Background())
 	if deps.Level.Level() != slog.LevelWarn {
 		t.Errorf("level after a reload of a bad level: %v, want warn (kept)", deps.Level.Level())
 	}
 	next, nextErr = Reloadable{LogLevel: "debug"}, errors.New("config: unknown key")
-	d.reload()
+	d.reload(context.Background())
 	if deps.Level.Level() != slog.LevelWarn {
 		t.Errorf("level after a failed reload: %v, want warn (kept)", deps.Level.Level())
 	}
 	d.cfg.ConfigFile = ""
 	before := reads
-	d.reload()
+	d.reload(context.Background())
 	if reads != before {
 		t.Error("reloaded without --config")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/isolator/cgroups"
 	"github.com/brimnode/brim/isolator/network"
+	"github.com/brimnode/brim/masterlink"
 	"github.com/brimnode/brim/qos"
 	"golang.org/x/sync/errgroup"
 )
@@ -42,6 +43,9 @@ type Daemon struct {
 	deps    Deps
 	log     *slog.Logger
 	plugins *plugins
+	// secret is the agent's secret towards the master; a reload sets a
+	// new one.
+	secret *masterlink.Secret
 }
 
 // New checks cfg and opens the estimator and
@@ -62,11 +66,11 @@ func New(cfg Config, deps Deps) (*Daemon, error) {
 	if err := checkNetworkState(cfg.StateDir, cfg.Network.Enabled); err != nil {
 		return nil, err
 	}
-	p, err := openPlugins(cfg.Oversub, deps, log)
+	p, err := openPlugins(cfg.Oversub, deps, log, true, true)
 	if err != nil {
 		return nil, err
 	}
-	return &Daemon{cfg: cfg, res: res, deps: deps, log: log, plugins: p}, nil
+	return &Daemon{cfg: cfg, res: res, deps: deps, log: log, plugins: p, secret: masterlink.NewSecret(cfg.Link.Secret)}, nil
 }
 
 // Close releases the estimator and QoS controller of a Daemon that did
@@ -166,6 +170,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	d.plugins.mu.Lock()
+	d.plugins.agent = a
+	d.plugins.mu.Unlock()
 	metrics, err := d.plugins.openMetrics(a)
 	if err != nil {
 		_ = a.Close() // failing with err; Close only releases the state dir
@@ -205,7 +212,7 @@ func (d *Daemon) serve(ctx context.Context, a *agent.Agent, l net.Listener, metr
 			err := taskrunner.Run(gctx, a, taskrunner.LinkConfig{
 				PerformanceScore: score,
 				Master:           lc.Master, StateDir: d.cfg.StateDir, Resources: d.res.total,
-				RetryMin: lc.RetryMin, RetryMax: lc.RetryMax, Principal: lc.Principal, Secret: lc.Secret,
+				RetryMin: lc.RetryMin, RetryMax: lc.RetryMax, Principal: lc.Principal, Secret: d.secret,
 				DialOptions: lc.DialOptions,
 			}, d.log)
 			if err == nil && gctx.Err() == nil {

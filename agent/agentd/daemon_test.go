@@ -13,6 +13,7 @@ import (
 
 	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/isolator"
+	"github.com/brimnode/brim/monitor"
 )
 
 // emptyRuntime is a fake runtime with no containers: enough for an agent
@@ -99,5 +100,75 @@ func TestServeStopsWithContext(t *testing.T) {
 	}
 	if _, err := net.Dial("tcp", ml.Addr().String()); err == nil {
 		t.Error("metrics server still accepts after shutdown")
+	}
+}
+
+// TestReloadSwapsPlugins: a reload opens the estimator and QoS controller
+// the file now names and swaps them into the running agent, all or
+// nothing: a new principal, or a plugin that does not open, leaves every
+// setting in force (the log level included); the secret is rotated.
+func TestReloadSwapsPlugins(t *testing.T) {
+	dir := t.TempDir()
+	c := DefaultConfig()
+	c.StateDir, c.Socket, c.Resources, c.ConfigFile = filepath.Join(dir, "state"), filepath.Join(dir, "a.sock"), "cpus:1;mem:512", "/etc/brim/agent.toml"
+	c.Oversub.Estimator, c.Oversub.EstimatorOpts = "fixed", []string{"resources=cpus:1;mem:128"}
+	c.Link.Principal, c.Link.Secret = "agent1", "old"
+	next := Reloadable{}
+	deps := testDeps()
+	deps.Reload = func() (Reloadable, error) { return next, nil }
+	d, err := New(c, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	a, err := agent.New(agent.Options{StateDir: c.StateDir, Runtime: emptyRuntime{}, Resources: agent.Resources{MilliCPUs: 1000, MemMiB: 512},
+		Oversub: &agent.Oversub{Host: monitor.NoHost, Estimator: d.plugins.est, EstimatorName: "fixed", Controller: d.plugins.ctrl, QoSName: "noop",
+			MonitorInterval: time.Hour, EstimatorInterval: time.Hour, QoSInterval: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.plugins.agent = a
+	l, err := agent.Listen(filepath.Join(dir, "a.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- a.Serve(ctx, l) }()
+	t.Cleanup(func() { cancel(); <-served })
+	<-a.Ready()
+	names := func() (string, string) {
+		st, _ := a.Oversubscription()
+		return st.Estimator, st.QoS
+	}
+
+	deps.Level.Set(slog.LevelInfo)
+	plugins := &PluginConfig{Estimator: "fixed", EstimatorOpts: []string{"resources=cpus:1;mem:128"}, QoS: "noop"}
+	for _, bad := range []Reloadable{
+		{LogLevel: "debug", Principal: "agent2", Plugins: plugins},
+		{LogLevel: "debug", Principal: "agent1", Plugins: &PluginConfig{Estimator: "fixed", EstimatorOpts: []string{"resources=lots"}, QoS: "interference"}},
+		{LogLevel: "debug", Plugins: &PluginConfig{Estimator: "usage", QoS: "nosuch"}},
+	} {
+		next = bad
+		d.reload(ctx)
+		if est, ctrl := names(); est != "fixed" || ctrl != "noop" || deps.Level.Level() != slog.LevelInfo || d.secret.Get() != "old" {
+			t.Errorf("after the bad reload %+v: estimator %s, qos %s, level %s, secret %q; want all kept", bad, est, ctrl, deps.Level.Level(), d.secret.Get())
+		}
+	}
+	oldEst := d.plugins.est
+	next = Reloadable{LogLevel: "debug", Principal: "agent1", Secret: "new",
+		Plugins: &PluginConfig{Estimator: "fixed", EstimatorOpts: []string{"resources=cpus:0.5;mem:64"}, QoS: "interference", QoSOpts: []string{"warmup=3"}}}
+	d.reload(ctx)
+	if est, ctrl := names(); est != "fixed" || ctrl != "interference" || deps.Level.Level() != slog.LevelDebug || d.secret.Get() != "new" {
+		t.Fatalf("after the reload: estimator %s, qos %s, level %s, secret %q", est, ctrl, deps.Level.Level(), d.secret.Get())
+	}
+	if d.plugins.est == oldEst || d.plugins.cfg.EstimatorOpts[0] != "resources=cpus:0.5;mem:64" {
+		t.Fatalf("the estimator with new options was not opened anew: %+v", d.plugins.cfg)
+	}
+	// The same plugins again: nothing is reopened.
+	kept := d.plugins.est
+	d.reload(ctx)
+	if d.plugins.est != kept {
+		t.Error("an unchanged estimator was opened again")
 	}
 }

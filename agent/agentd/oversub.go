@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/brimnode/brim/agent"
@@ -24,18 +25,23 @@ import (
 const metricsShutdown = 5 * time.Second
 
 // plugins are the opened estimator and controller, and later the run-queue
-// source; close releases them.
+// source; close releases them. A reload swaps the estimator and the
+// controller (swapPlugins) under mu.
 type plugins struct {
-	cfg  OversubConfig
-	est  estimator.Estimator
-	ctrl qos.Controller
-	rq   monitor.RunQueueSource
-	sig  *monitor.RunQueueSignal
+	mu    sync.Mutex
+	cfg   OversubConfig
+	est   estimator.Estimator
+	ctrl  qos.Controller
+	agent *agent.Agent // the agent they run in, once built
+
+	rq  monitor.RunQueueSource
+	sig *monitor.RunQueueSignal
 }
 
-// openPlugins builds the estimator and the QoS controller from the
-// registries. Errors are the operator's (*ConfigError).
-func openPlugins(cfg OversubConfig, deps Deps, log *slog.Logger) (*plugins, error) {
+// openPlugins builds the estimator (withEst) and the QoS controller
+// (withCtrl) from the registries; the other stays nil. Errors are the
+// operator's (*ConfigError).
+func openPlugins(cfg OversubConfig, deps Deps, log *slog.Logger, withEst, withCtrl bool) (*plugins, error) {
 	eopts, err := estimator.ParseOptions(cfg.EstimatorOpts)
 	if err != nil {
 		return nil, &ConfigError{Flag: "--estimator-opt", Err: fmt.Errorf("--estimator-opt: %w", err)}
@@ -44,22 +50,25 @@ func openPlugins(cfg OversubConfig, deps Deps, log *slog.Logger) (*plugins, erro
 	if err != nil {
 		return nil, &ConfigError{Flag: "--qos-opt", Err: fmt.Errorf("--qos-opt: %w", err)}
 	}
-	est, err := estimator.Open(deps.Estimators, cfg.Estimator, eopts, log.With("component", "estimator"))
-	if err != nil {
-		if errors.Is(err, estimator.ErrUnknown) {
-			return nil, bad("--estimator", "%q: unknown (want one of %s, or plugin:/path)", cfg.Estimator, strings.Join(deps.Estimators.Names(), ", "))
+	p := &plugins{cfg: cfg}
+	if withEst {
+		if p.est, err = estimator.Open(deps.Estimators, cfg.Estimator, eopts, log.With("component", "estimator")); err != nil {
+			if errors.Is(err, estimator.ErrUnknown) {
+				return nil, bad("--estimator", "%q: unknown (want one of %s, or plugin:/path)", cfg.Estimator, strings.Join(deps.Estimators.Names(), ", "))
+			}
+			return nil, bad("--estimator", "%q: %w", cfg.Estimator, err)
 		}
-		return nil, bad("--estimator", "%q: %w", cfg.Estimator, err)
 	}
-	ctrl, err := qos.Open(deps.QoS, cfg.QoS, qopts, log.With("component", "qos"))
-	if err != nil {
-		closePlugin(est, log)
-		if errors.Is(err, qos.ErrUnknown) {
-			return nil, bad("--qos", "%q: unknown (want one of %s, or plugin:/path)", cfg.QoS, strings.Join(deps.QoS.Names(), ", "))
+	if withCtrl {
+		if p.ctrl, err = qos.Open(deps.QoS, cfg.QoS, qopts, log.With("component", "qos")); err != nil {
+			closePlugin(p.est, log)
+			if errors.Is(err, qos.ErrUnknown) {
+				return nil, bad("--qos", "%q: unknown (want one of %s, or plugin:/path)", cfg.QoS, strings.Join(deps.QoS.Names(), ", "))
+			}
+			return nil, bad("--qos", "%q: %w", cfg.QoS, err)
 		}
-		return nil, bad("--qos", "%q: %w", cfg.QoS, err)
 	}
-	return &plugins{cfg: cfg, est: est, ctrl: ctrl}, nil
+	return p, nil
 }
 
 // oversub opens the run-queue latency source (eBPF, or schedstat with
@@ -86,6 +95,8 @@ func (p *plugins) oversub(cg agent.CgroupActuator, log *slog.Logger) (*agent.Ove
 }
 
 func (p *plugins) close(log *slog.Logger) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	closePlugin(p.est, log)
 	closePlugin(p.ctrl, log)
 	if p.rq != nil {

@@ -31,8 +31,10 @@ type LinkConfig struct {
 	// RetryMin and RetryMax bound the backoff of status update retries
 	// (masterlink.Options).
 	RetryMin, RetryMax time.Duration
-	// Principal and Secret authenticate the agent; empty: none.
-	Principal, Secret string
+	// Principal and Secret authenticate the agent; empty Principal: none.
+	// Secret may change while the link runs (masterlink.Secret).
+	Principal string
+	Secret    *masterlink.Secret
 	// DialOptions are extra options to reach the master (TLS).
 	DialOptions []grpc.DialOption
 	// PerformanceScore is the machine's score for the master's meDRF

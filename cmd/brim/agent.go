@@ -32,7 +32,8 @@ its checkpoint in --state-dir, and puts containers' cgroups under
 --cgroup-parent. Stopping it (SIGTERM, SIGINT) never stops containers: a new
 agent with the same --state-dir reattaches to them. Every flag is also a key
 of the --config file (TOML; flags win); SIGHUP reads the file again (the log
-level) and never stops the agent.`,
+level, the estimator and QoS controller with their options, the secret file)
+and never stops the agent.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := af.load(cmd.Flags()); err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -111,9 +112,17 @@ func writeConfig(w io.Writer, f *pflag.FlagSet, daemon string, commented bool) e
 	return err
 }
 
+// reloadable are the flags of an agent that a reload applies (SIGHUP);
+// a change of any other flag in the file needs a restart.
+var reloadable = map[string]bool{"log-level": true, "estimator": true, "estimator-opt": true,
+	"qos": true, "qos-opt": true, "principal": true, "secret-file": true}
+
 // reloadFrom reads the configuration file at path again (SIGHUP) into a
 // fresh flag set of the command newCmd builds, the command line (cmdline)
-// still winning, and returns what an agent may reload.
+// still winning, and returns what an agent may reload: the log level, the
+// estimator and QoS controller with their options, the principal's
+// secret (its file is read again), and the names of changed flags that
+// need a restart.
 func reloadFrom(newCmd func() *cobra.Command, cmdline *pflag.FlagSet, path string) func() (agentd.Reloadable, error) {
 	return func() (agentd.Reloadable, error) {
 		c := newCmd()
@@ -125,6 +134,29 @@ func reloadFrom(newCmd func() *cobra.Command, cmdline *pflag.FlagSet, path strin
 		if err := flagfile.Apply(f, path, notKeys...); err != nil {
 			return agentd.Reloadable{}, err
 		}
-		return agentd.Reloadable{LogLevel: f.Lookup("log-level").Value.String()}, nil
+		str := func(name string) string { return f.Lookup(name).Value.String() }
+		arr := func(name string) []string { v, _ := f.GetStringArray(name); return v }
+		r := agentd.Reloadable{
+			LogLevel: str("log-level"),
+			Plugins: &agentd.PluginConfig{Estimator: str("estimator"), EstimatorOpts: arr("estimator-opt"),
+				QoS: str("qos"), QoSOpts: arr("qos-opt")},
+			Principal: str("principal"),
+		}
+		if r.Principal != "" {
+			secret, err := frameworkSecret(r.Principal, "", str("secret-file"))
+			if err != nil {
+				return agentd.Reloadable{}, err
+			}
+			r.Secret = secret
+		}
+		f.VisitAll(func(fl *pflag.Flag) {
+			if reloadable[fl.Name] || slices.Contains(notKeys, fl.Name) {
+				return
+			}
+			if cur := cmdline.Lookup(fl.Name); cur != nil && cur.Value.String() != fl.Value.String() {
+				r.Restart = append(r.Restart, "--"+fl.Name)
+			}
+		})
+		return r, nil
 	}
 }
