@@ -190,12 +190,16 @@ type Agent struct {
 	Socket   string
 	Parent   string // absolute cgroup parent, e.g. /brim-chaos-1a2b3c4d
 	Link     *Proxy
+	Net      *Network // the container network (--network)
 }
 
-func newAgent(bin, base, name, parent string, link *Proxy, extra ...string) (*Agent, error) {
+// newAgent starts agent i of a run.
+func newAgent(bin, base string, i int, parent string, link *Proxy, extra ...string) (*Agent, error) {
+	name := fmt.Sprintf("a%d", i)
 	dir := filepath.Join(base, name)
 	a := &Agent{Name: name, Base: dir, StateDir: filepath.Join(dir, "state"), Socket: filepath.Join(dir, "run", "agent.sock"),
 		Parent: parent, Link: link}
+	a.Net = newNetwork(parent, i, dir, a.StateDir)
 	a.bin, a.logPath = bin, filepath.Join(dir, "agent.log")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -209,10 +213,10 @@ func newAgent(bin, base, name, parent string, link *Proxy, extra ...string) (*Ag
 		return nil, fmt.Errorf("mount tmpfs on %s: %w", a.StateDir, err)
 	}
 	a.args = append([]string{"agent", "--master", link.Addr(), "--state-dir", a.StateDir, "--socket", a.Socket,
-		"--cgroup-parent", parent, "--resources", "cpus:2;mem:1024", "--kill-grace", "2s",
+		"--cgroup-parent", parent, "--resources", "cpus:2;mem:1024;net_bw:200", "--kill-grace", "2s",
 		"--status-retry-min", "200ms", "--status-retry-max", "2s", "--no-bpf",
 		"--estimator", "fixed", "--estimator-opt", "resources=cpus:1;mem:256", "--estimator-interval", "1s",
-		"--log-level", "debug"}, extra...)
+		"--log-level", "debug"}, append(a.Net.args(), extra...)...)
 	if err := a.Start(); err != nil {
 		return a, err
 	}
@@ -279,6 +283,7 @@ type Container struct {
 	Pid       int     `json:"pid"`
 	CPUs      float64 `json:"cpus"`
 	MemMiB    int64   `json:"memMiB"`
+	NetMbit   int64   `json:"netMbit"`
 	Revocable bool    `json:"revocable"`
 	// Quarantine is why the agent could not read the container's
 	// checkpoint record (empty normally).
@@ -377,11 +382,13 @@ func (a *Agent) Leftovers() []string {
 		out = append(out, "cgroup "+d)
 	}
 	for _, m := range mountsUnder(a.Base) {
-		if m != a.StateDir { // the harness's own tmpfs
+		// The harness's own tmpfs, and the netns dir's mount, which the
+		// network keeps for the node's life (Network.Remove).
+		if m != a.StateDir && (a.Net == nil || m != a.Net.NetNSDir) {
 			out = append(out, "mount "+m)
 		}
 	}
-	return out
+	return append(out, a.Net.Leftovers()...)
 }
 
 // LeftoverPids are processes (other than the running agent) inside this

@@ -64,6 +64,7 @@ type frameworkRun struct {
 	want      int
 	revocable bool
 	role      string
+	netMbit   int64 // net_bw: its own network namespace
 	cmd       *exec.Cmd
 	start     time.Time
 	end       time.Time
@@ -145,8 +146,7 @@ func (h *harness) setup() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		name := fmt.Sprintf("a%d", i)
-		a, err := newAgent(h.cfg.Brim, h.base, name, fmt.Sprintf("/%s-%d", h.cfg.Parent, i), link)
+		a, err := newAgent(h.cfg.Brim, h.base, i, fmt.Sprintf("/%s-%d", h.cfg.Parent, i), link)
 		if a != nil {
 			h.agents = append(h.agents, a)
 		}
@@ -204,6 +204,12 @@ func (h *harness) workload(ctx context.Context, rng *rand.Rand) {
 		case 1:
 			r.role = ReservedRole
 		}
+		// Every third plain task has bandwidth, so its own netns, veth,
+		// address and HTB classes (chosen by n, not drawn: the draws of
+		// a seed stay what they were).
+		if !r.revocable && n%3 == 0 {
+			r.netMbit = 5
+		}
 		h.launch(r, sleep)
 	}
 }
@@ -231,6 +237,9 @@ func (h *harness) launch(r *frameworkRun, sleep int) {
 	if r.role != "" {
 		args = append(args, "--role", r.role)
 	}
+	if r.netMbit > 0 {
+		args = append(args, "--net-bw", strconv.FormatInt(r.netMbit, 10))
+	}
 	args = append(args, "--", "sh", "-c", fmt.Sprintf("sleep %d; exit %d", sleep, r.want))
 	r.cmd = exec.Command(h.cfg.Brim, args...)
 	out, err := r.cmd.StdoutPipe()
@@ -245,7 +254,7 @@ func (h *harness) launch(r *frameworkRun, sleep int) {
 		h.violation("start brim run %s: %v", r.task, err)
 		return
 	}
-	h.events.add("launch %s revocable=%v role=%q sleep=%d exit=%d", r.task, r.revocable, r.role, sleep, r.want)
+	h.events.add("launch %s revocable=%v role=%q net_bw=%d sleep=%d exit=%d", r.task, r.revocable, r.role, r.netMbit, sleep, r.want)
 	h.mu.Lock()
 	h.runs = append(h.runs, r)
 	h.mu.Unlock()
@@ -629,6 +638,9 @@ func (h *harness) disagreements() []string {
 			}
 			running[c.Task()] = a.ID
 			r := fmt.Sprintf("cpus:%g;mem:%d", c.CPUs, c.MemMiB)
+			if c.NetMbit > 0 {
+				r += fmt.Sprintf(";net_bw:%d", c.NetMbit)
+			}
 			held = append(held, r)
 		}
 		info, err := a.Info()
@@ -679,7 +691,8 @@ func orEmpty(s string) string {
 }
 
 // teardown removes every container through its agent, stops the agents
-// and the master, and reports anything left: processes, cgroups, mounts.
+// and the master, and reports anything left: processes, cgroups, mounts,
+// and the network's netns files, veths, address records and HTB classes.
 func (h *harness) teardown() {
 	for _, a := range h.agents {
 		cs, err := a.List()
@@ -748,6 +761,9 @@ func (h *harness) cleanup() {
 		if err := removeCgroupTree(a.Parent); err != nil {
 			h.t.Errorf("cleanup: %v", err)
 		}
+		if err := a.Net.Remove(); err != nil {
+			h.t.Errorf("cleanup: %v", err)
+		}
 	}
 	for _, m := range mountsUnder(h.base) {
 		_ = syscall.Unmount(m, syscall.MNT_DETACH)
@@ -792,6 +808,9 @@ func (h *harness) outcomes() string {
 			}
 		}
 		n[final]++
+		if r.netMbit > 0 && final == "FINISHED" {
+			n["FINISHED with net_bw"]++
+		}
 	}
 	return counts(n)
 }

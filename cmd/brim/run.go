@@ -23,7 +23,7 @@ func newRunCommand() *cobra.Command {
 		principal, secret        string
 		secretFile               string
 		cpus                     float64
-		mem                      int64
+		mem, netBw               int64
 		revocable                bool
 		env                      []string
 		user                     string
@@ -55,9 +55,9 @@ largest free resources offered are named).`,
 			if mem <= 0 {
 				return exitError{code: 2, msg: "--mem must be positive"}
 			}
-			want, err := runner.Want(milli, mem, revocable)
+			want, err := runner.Want(milli, mem, netBw, revocable)
 			if err != nil {
-				return exitError{code: 2, msg: err.Error()}
+				return exitError{code: 2, msg: "--net-bw: " + err.Error()}
 			}
 			if instances < 1 {
 				return exitError{code: 2, msg: "--instances must be at least 1"}
@@ -105,6 +105,7 @@ largest free resources offered are named).`,
 	f.StringVar(&addr, "master", defaultMasterListen, "master address host:port, or the masters of a highly available cluster, comma-separated (the leader is found and followed)")
 	f.Float64Var(&cpus, "cpus", 0.1, "cpus of the task")
 	f.Int64Var(&mem, "mem", 64, "memory of the task, MiB")
+	f.Int64Var(&netBw, "net-bw", 0, "bandwidth of the task, Mbit/s (net_bw): the task gets its own network namespace, shaped to it, on an agent with --network; 0: none, the host's network")
 	f.StringVar(&principal, "principal", "", "principal to authenticate the framework as (needed when the master has --credentials)")
 	f.StringVar(&secret, "secret", "", "the principal's secret (prefer --secret-file or $BRIM_SECRET)")
 	f.StringVar(&secretFile, "secret-file", "", "file holding the principal's secret")
