@@ -96,7 +96,16 @@ func startHA(ctx context.Context, cfg Config, log *slog.Logger) (_ *Running, err
 	if cfg.Reload != nil {
 		g.Go(func() error { reloadOn(gctx, cfg.Reload, reloadable, cfg, log, n); return nil })
 	}
-	g.Go(func() error { return lead(gctx, cfg, auth, advertise, gt, n, log) })
+	iv, err := sdnotify.WatchdogInterval()
+	if err != nil {
+		log.Warn("systemd watchdog off", "err", err)
+	} else if iv > 0 {
+		// A standby's main loop is its gate (every request passes it); a
+		// leader's are also its allocation cycles (lead).
+		g.Go(func() error { n.RunWatchdog(gctx, iv); return nil })
+		g.Go(func() error { gt.watchdog(gctx, n, iv); return nil })
+	}
+	g.Go(func() error { return lead(gctx, cfg, auth, advertise, gt, n, iv, log) })
 	if err := n.Ready("standby on " + l.Addr().String()); err != nil {
 		log.Warn("notify systemd", "err", err)
 	}
@@ -105,8 +114,9 @@ func startHA(ctx context.Context, cfg Config, log *slog.Logger) (_ *Running, err
 }
 
 // lead campaigns, then runs a Master for the term it won until the term
-// or ctx ends.
-func lead(ctx context.Context, cfg Config, auth Authorizer, advertise string, gt *gate, n *sdnotify.Notifier, log *slog.Logger) error {
+// or ctx ends. With a watchdog interval (iv > 0) the term's allocation
+// cycles feed systemd's watchdog too.
+func lead(ctx context.Context, cfg Config, auth Authorizer, advertise string, gt *gate, n *sdnotify.Notifier, iv time.Duration, log *slog.Logger) error {
 	t, err := cfg.Elector.Campaign(ctx, advertise)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -134,6 +144,13 @@ func lead(ctx context.Context, cfg Config, auth Authorizer, advertise string, gt
 	tctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- m.Run(tctx) }() // owned here: waited for below
+	watched := make(chan struct{})
+	go func() { // owned here: waited for below
+		defer close(watched)
+		if iv > 0 {
+			m.watchdog(tctx, n, iv)
+		}
+	}()
 	gt.lead(m, h)
 	log.Info("elected leader: serving", "advertise", advertise, "load_took", time.Since(elected).Round(time.Millisecond),
 		"agents_awaited", len(m.awaited))
@@ -146,6 +163,7 @@ func lead(ctx context.Context, cfg Config, auth Authorizer, advertise string, gt
 		if err := <-done; err != nil {
 			log.Warn("master loop", "err", err)
 		}
+		<-watched
 	}
 	select {
 	case <-t.Done():
@@ -159,6 +177,7 @@ func lead(ctx context.Context, cfg Config, auth Authorizer, advertise string, gt
 	case err := <-done:
 		gt.depose()
 		cancel()
+		<-watched
 		resign()
 		return err
 	}
@@ -200,6 +219,25 @@ type gate struct {
 	h       http.Handler
 	leader  string        // the elected leader's address; never self while standby
 	changed chan struct{} // closed and replaced at every change
+}
+
+// watchdog beats the "gate" loop while the gate's lock can be taken (a
+// wedged gate stops every request), so that systemd's watchdog pings
+// stop when it wedges.
+func (g *gate) watchdog(ctx context.Context, n *sdnotify.Notifier, interval time.Duration) {
+	loop := n.Loop("gate", 2*interval)
+	t := time.NewTicker(interval / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		g.mu.Lock()
+		g.mu.Unlock() //nolint:staticcheck // an empty critical section: the beat proves the lock is free
+		loop.Beat()
+	}
 }
 
 // changeLocked wakes the streams held while no leader was known.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/brimnode/brim/internal/masteraddr"
+	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/master"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 )
@@ -259,5 +261,60 @@ func TestHAAdvertise(t *testing.T) {
 	}
 	if _, err := master.Start(context.Background(), master.Config{Listen: "127.0.0.1:0", Elector: e, StateDir: t.TempDir()}); err == nil {
 		t.Fatal("an Elector with a state dir started")
+	}
+}
+
+// TestHAWatchdog: a highly available master feeds systemd's watchdog as a
+// standby (its gate answers) and as the leader (its allocation cycles
+// run); it used to send no WATCHDOG=1 at all, so WatchdogSec= in its unit
+// restarted it every period.
+func TestHAWatchdog(t *testing.T) {
+	msgs := testutil.NotifySocket(t)
+	t.Setenv("WATCHDOG_USEC", "200000")
+	e := &fakeElector{terms: make(chan *fakeTerm), leaders: make(chan string)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, err := master.Start(ctx, master.Config{Listen: "127.0.0.1:0", Elector: e,
+		Options: master.Options{AllocationInterval: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- r.Wait() }()
+	await := func(prefix string) string {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case m := <-msgs:
+				if strings.HasPrefix(m, prefix) {
+					return m
+				}
+			case <-deadline:
+				t.Fatalf("no %s from the master", prefix)
+			}
+		}
+	}
+	if m := await("READY=1"); !strings.Contains(m, "standby") {
+		t.Fatalf("first READY: %q", m)
+	}
+	for range 3 {
+		await("WATCHDOG=1")
+	}
+	st, err := master.OpenBoltStore(filepath.Join(t.TempDir(), "master.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e.terms <- &fakeTerm{store: st, done: make(chan struct{})}
+	if m := await("READY=1"); !strings.Contains(m, "leader on") {
+		t.Fatalf("READY after the election: %q", m)
+	}
+	for range 3 {
+		await("WATCHDOG=1")
+	}
+	cancel()
+	if err := <-waited; err != nil {
+		t.Fatalf("Wait: %v", err)
 	}
 }

@@ -273,10 +273,8 @@ func New(opts Options) (*Master, error) {
 	}
 	m.dem = newDemands(opts.Demands)
 	m.metrics = newMetrics(m)
-	if bs, ok := m.store.(*BoltStore); ok {
-		bs.onWrite = m.metrics.observeStoreWrite
-	}
 	if m.store != nil {
+		m.store = timedStore{Store: m.store, observe: m.metrics.observeStoreWrite}
 		p, err := m.store.Load()
 		if err != nil {
 			return nil, fmt.Errorf("load master state: %w", err)

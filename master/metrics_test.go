@@ -73,3 +73,26 @@ func TestServiceEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// memStore is a Store that is neither bbolt nor etcd (as a test's or a
+// future backend's).
+type memStore struct{ Store }
+
+func (memStore) Load() (*Persisted, error)            { return &Persisted{}, nil }
+func (memStore) PutWeights(map[string]float64) error { return nil }
+
+// Every store's writes are timed, not only bbolt's: the etcd store's
+// were missing from brim_master_store_write_seconds.
+func TestStoreWritesTimedWhateverTheStore(t *testing.T) {
+	m, err := New(Options{Store: memStore{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetWeights(map[string]float64{"a": 2}); err != nil {
+		t.Fatal(err)
+	}
+	_, body := get(t, m.HTTPHandler(denyAll{}), "/metrics")
+	if !strings.Contains(body, "brim_master_store_write_seconds_count 1\n") {
+		t.Errorf("/metrics after one write to a non-bbolt store lacks brim_master_store_write_seconds_count 1:\n%s", body)
+	}
+}

@@ -30,9 +30,6 @@ type BoltStore struct {
 	db    *bolt.DB
 	path  string
 	aside string // where Fresh moved an unusable file; "" when none
-	// onWrite, set by the master that owns the store before any write,
-	// receives the start of each write transaction.
-	onWrite func(start time.Time)
 }
 
 var _ Store = (*BoltStore)(nil)
@@ -171,11 +168,8 @@ func guard(path string, fn func() error) (err error) {
 func (s *BoltStore) Close() error { return s.db.Close() }
 
 // update runs a write transaction (a bbolt panic becomes an error naming
-// the file), timed for the master's metrics.
+// the file).
 func (s *BoltStore) update(fn func(tx *bolt.Tx) error) error {
-	if s.onWrite != nil {
-		defer s.onWrite(time.Now())
-	}
 	return guard(s.path, func() error { return s.db.Update(fn) })
 }
 
