@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"github.com/brimnode/brim/agent/agentclient"
 	"io"
 	"log/slog"
@@ -14,8 +13,8 @@ import (
 	"github.com/brimnode/brim/agent/agentpb"
 	"github.com/brimnode/brim/estimator"
 	"github.com/brimnode/brim/internal/cliout"
+	"github.com/brimnode/brim/internal/logging"
 	"github.com/brimnode/brim/qos"
-	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -166,7 +165,7 @@ func (lf *logFlags) register(f *pflag.FlagSet) {
 // reload on SIGHUP). A bad flag exits 2.
 func (lf *logFlags) logger(w io.Writer) (*slog.Logger, *slog.LevelVar, error) {
 	level := new(slog.LevelVar)
-	log, err := newLevelLogger(w, lf.level, lf.format, level)
+	log, err := logging.New(w, lf.level, lf.format, level)
 	if err != nil {
 		return nil, nil, exitError{code: 2, msg: err.Error()}
 	}
@@ -193,7 +192,7 @@ func newDaemon(cfg agentd.Config, log *slog.Logger, level *slog.LevelVar, reload
 // runDaemon runs d until ctx ends; a master's refusal of the agent exits 1
 // with its reason.
 func runDaemon(ctx context.Context, d *agentd.Daemon, log *slog.Logger) error {
-	routeLogrus(log)
+	logging.RouteLogrus(log)
 	return masterRefusal("agent", d.Run(ctx))
 }
 
@@ -224,57 +223,7 @@ func newAgentInfo(socket *string) *cobra.Command {
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
-	return newLevelLogger(w, level, format, nil)
-}
-
-// newLevelLogger is newLogger whose level is held in lv (nil: fixed).
-func newLevelLogger(w io.Writer, level, format string, lv *slog.LevelVar) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
-	}
-	var leveler slog.Leveler = l
-	if lv != nil {
-		lv.Set(l)
-		leveler = lv
-	}
-	opts := &slog.HandlerOptions{Level: leveler}
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", format)
-}
-
-// routeLogrus sends libcontainer's global logrus output into log, once.
-func routeLogrus(log *slog.Logger) {
-	logrus.SetOutput(io.Discard)
-	logrus.SetLevel(logrus.DebugLevel)
-	logrus.AddHook(logrusHook{log.With("component", "libcontainer")})
-}
-
-type logrusHook struct{ log *slog.Logger }
-
-func (logrusHook) Levels() []logrus.Level { return logrus.AllLevels }
-
-func (h logrusHook) Fire(e *logrus.Entry) error {
-	lv := slog.LevelDebug
-	switch {
-	case e.Level <= logrus.ErrorLevel:
-		lv = slog.LevelError
-	case e.Level == logrus.WarnLevel:
-		lv = slog.LevelWarn
-	case e.Level == logrus.InfoLevel:
-		lv = slog.LevelInfo
-	}
-	args := make([]any, 0, 2*len(e.Data))
-	for k, v := range e.Data {
-		args = append(args, k, v)
-	}
-	h.log.Log(context.Background(), lv, e.Message, args...)
-	return nil
+	return logging.New(w, level, format, nil)
 }
 
 func newAgentExplain(socket *string) *cobra.Command {
