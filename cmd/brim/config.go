@@ -134,6 +134,11 @@ func reloadFrom(newCmd func() *cobra.Command, cmdline *pflag.FlagSet, path strin
 		if err := flagfile.Apply(f, path, notKeys...); err != nil {
 			return agentd.Reloadable{}, err
 		}
+		for _, name := range []string{"log-level", "estimator", "estimator-opt", "qos", "qos-opt", "principal", "secret-file"} {
+			if f.Lookup(name) == nil {
+				return agentd.Reloadable{}, fmt.Errorf("reload: the command has no --%s", name)
+			}
+		}
 		str := func(name string) string { return f.Lookup(name).Value.String() }
 		arr := func(name string) []string { v, _ := f.GetStringArray(name); return v }
 		r := agentd.Reloadable{
