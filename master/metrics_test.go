@@ -78,7 +78,7 @@ func TestServiceEndpoints(t *testing.T) {
 // future backend's).
 type memStore struct{ Store }
 
-func (memStore) Load() (*Persisted, error)            { return &Persisted{}, nil }
+func (memStore) Load() (*Persisted, error)           { return &Persisted{}, nil }
 func (memStore) PutWeights(map[string]float64) error { return nil }
 
 // Every store's writes are timed, not only bbolt's: the etcd store's
