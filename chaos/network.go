@@ -104,8 +104,11 @@ func (n *Network) Remove() error {
 	if err != nil {
 		return fmt.Errorf("network isolator of %s for its removal: %w", n.Bridge, err)
 	}
-	defer iso.Close()
-	if err := iso.Uninstall(context.Background()); err != nil {
+	err = iso.Uninstall(context.Background())
+	if cerr := iso.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("remove network %s: %w", n.Bridge, err)
 	}
 	return nil
