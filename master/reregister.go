@@ -2,6 +2,8 @@ package master
 
 import (
 	"time"
+
+	"github.com/brimnode/brim/masterlink"
 )
 
 // The re-registration window: a master that starts — or is elected —
@@ -15,13 +17,22 @@ import (
 // agent_reregister_timeout.
 
 // reregistrationWindow is how long the master waits for the agents of
-// the previous run.
+// the previous run: Options.ReregistrationTimeout, by default the agent
+// heartbeat timeout but at least MinReregistrationWindow.
 func (m *Master) reregistrationWindow() time.Duration {
 	if m.opts.ReregistrationTimeout > 0 {
 		return m.opts.ReregistrationTimeout
 	}
-	return m.opts.HeartbeatInterval * time.Duration(m.opts.MaxMissedHeartbeats)
+	return max(m.opts.HeartbeatInterval*time.Duration(m.opts.MaxMissedHeartbeats), MinReregistrationWindow)
 }
+
+// MinReregistrationWindow is the shortest default re-registration window:
+// twice the agents' longest reconnect backoff (masterlink), so that an
+// agent that waits out a whole backoff after the master comes back is
+// not called LOST. (With a 2 s heartbeat timeout, the window was shorter
+// than that backoff: a master restart alone made running tasks LOST,
+// then come back; chaos seed 2611.)
+const MinReregistrationWindow = 2 * masterlink.DefaultReconnectMax
 
 // deferReconcileLocked remembers that framework fw asked for task while
 // agents were awaited.

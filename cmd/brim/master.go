@@ -63,7 +63,7 @@ func (f *masterFlags) register(fl *pflag.FlagSet, stateDirDefault string) {
 	fl.IntVar(&f.maxMissedHeartbeats, "max-missed-heartbeats", master.DefaultMaxMissedHeartbeats, "missed heartbeats after which an agent is unreachable and its tasks LOST")
 	fl.DurationVar(&f.offerTimeout, "offer-timeout", 0, "rescind offers not used within this time (0: never)")
 	fl.DurationVar(&f.failoverTimeout, "failover-timeout", master.DefaultFailoverTimeout, "how long a disconnected framework keeps its tasks unless it asks for another timeout")
-	fl.DurationVar(&f.reregisterTimeout, "reregistration-timeout", 0, "after a start or a failover, how long to wait for the registry's agents before reconciliation calls tasks it does not know LOST (0: heartbeat-interval × max-missed-heartbeats)")
+	fl.DurationVar(&f.reregisterTimeout, "reregistration-timeout", 0, "after a start or a failover, how long to wait for the registry's agents before reconciliation calls tasks it does not know LOST (0: heartbeat-interval × max-missed-heartbeats, at least 10s: twice the agents' longest reconnect backoff)")
 	fl.DurationVar(&f.refuse, "default-refuse", 5*time.Second, "how long declined resources are not offered again to the framework by default")
 	fl.StringVar(&f.sorter, "sorter", "drf", "allocation order: drf, medrf or random")
 	fl.BoolVar(&f.fresh, "fresh", false, "start with an empty store when STATE-DIR/master.db is empty or damaged (it is kept as master.db.broken-TIME); without it the master refuses to start")
