@@ -103,6 +103,17 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 			}
 			continue
 		}
+		if fw, ok := m.answeredLost[tid]; ok && fw == rep.framework {
+			// Its framework was told LOST (its agent missed the
+			// re-registration window): LOST stays final. The task is
+			// killed, its updates acknowledged on arrival, unforwarded.
+			if terminal(rep.state) {
+				m.completeReportLocked(id, rep)
+			} else {
+				kill = append(kill, tid)
+			}
+			continue
+		}
 		if terminal(rep.state) && (rep.acknowledged || !m.frameworkKnownLocked(rep.framework)) {
 			// Never resurrect an ended task whose end was acknowledged
 			// (its ID would stay in use forever): it goes to the history.

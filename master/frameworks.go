@@ -320,6 +320,7 @@ func (m *Master) kill(fw, taskID string) error {
 			return fmt.Errorf("kill %s: unknown until the agents of the previous run re-register: %w", taskID, ErrClosed)
 		}
 		if t == nil {
+			m.answeredLost[taskID] = f.id
 			f.out.send(&taskStatus{
 				taskID: taskID, frameworkID: f.id, state: taskLost,
 				reason: ReasonReconciliation, message: "unknown task", timestampUnixNano: time.Now().UnixNano(),
@@ -383,6 +384,7 @@ func (m *Master) reconcile(fw string, taskIDs []string) error {
 					continue
 				}
 				st.state, st.message = taskLost, "unknown task"
+				m.answeredLost[id] = f.id
 			}
 			f.out.send(st)
 		}

@@ -145,9 +145,13 @@ type Master struct {
 	// it with its next status), else it was lost with the old stream.
 	// Past stagingGrace they go LOST (checkTimeouts).
 	unseenStaging map[*taskEntry]time.Time
-	completed     *completed // history of tasks and frameworks gone
-	started       time.Time
-	cycles        cycleStats
+	// answeredLost are the tasks the master told their framework were
+	// LOST without knowing them (reconciliation, kill): task ID → framework
+	// ID. LOST is final: one that turns up later is killed, not adopted.
+	answeredLost map[string]string
+	completed    *completed // history of tasks and frameworks gone
+	started      time.Time
+	cycles       cycleStats
 
 	metrics *metrics
 	ready   atomic.Bool // see SetReady
@@ -267,6 +271,7 @@ func New(opts Options) (*Master, error) {
 		knownAgents:   map[string]PersistedAgent{},
 		awaited:       map[string]bool{},
 		unseenStaging: map[*taskEntry]time.Time{},
+		answeredLost:  map[string]string{},
 		deferred:      map[string]map[string]bool{},
 		completed:     newCompleted(opts.MaxCompletedTasks, opts.MaxCompletedFrameworks),
 		started:       time.Now(),
@@ -626,6 +631,11 @@ func (m *Master) forgetTaskLocked(t *taskEntry) {
 // removeFrameworkLocked kills the framework's tasks, rescinds its offers
 // and forgets it.
 func (m *Master) removeFrameworkLocked(f *frameworkEntry) {
+	for tid, fw := range m.answeredLost {
+		if fw == f.id {
+			delete(m.answeredLost, tid)
+		}
+	}
 	for _, o := range f.offers {
 		m.rescindLocked(o, nil)
 	}

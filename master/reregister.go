@@ -59,6 +59,7 @@ func (m *Master) answerDeferredLocked() {
 			if f.tasks[id] != nil {
 				continue
 			}
+			m.answeredLost[id] = fw
 			f.out.send(&taskStatus{taskID: id, frameworkID: fw, state: taskLost, reason: ReasonReconciliation,
 				message:           "unknown task: no agent reported it after the master's start or failover",
 				timestampUnixNano: time.Now().UnixNano()})

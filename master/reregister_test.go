@@ -144,3 +144,57 @@ func TestReconcileAnsweredWhenWindowCloses(t *testing.T) {
 		t.Fatal("the reconciliation was never answered")
 	}
 }
+
+// TestAnsweredLostStaysLost: once the master told a framework that a task
+// it does not know is LOST, an agent that turns up later with that task
+// (it missed the re-registration window) gets it killed, and the
+// framework hears nothing more of it. Before, the master adopted it and
+// forwarded its later updates: FAILED or FINISHED after a terminal LOST
+// (chaos seed 2611).
+func TestAnsweredLostStaysLost(t *testing.T) {
+	c := newCluster(t, master.Options{MaxMissedHeartbeats: 1000})
+	f := c.startFramework("late")
+	<-f.subscribed
+	if err := f.d.Reconcile(context.Background(), "late-1"); err != nil {
+		t.Fatal(err)
+	}
+	var fw string
+	select {
+	case u := <-f.updates:
+		if u.TaskId != "late-1" || u.State != pb.TaskState_TASK_LOST {
+			t.Fatalf("answer %s %s", u.TaskId, u.State)
+		}
+		fw = u.FrameworkId
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reconciliation was never answered")
+	}
+	if fw == "" {
+		t.Fatal("the LOST answer names no framework")
+	}
+	r := newFakeRunner()
+	r.tasks["late-1"] = &masterlink.TaskSnapshot{State: pb.TaskState_TASK_RUNNING, Task: masterlink.Task{ID: "late-1", FrameworkID: fw,
+		Resources: resources.MustParse("cpus:0.1;mem:16"), Command: []string{"sleep", "600"}}}
+	c.startAgent(t.TempDir(), r)
+	waitAgent(t, c.m, "registered", func(a master.AgentState) bool { return a.Connected })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		r.mu.Lock()
+		st := r.tasks["late-1"].State
+		r.mu.Unlock()
+		if st == pb.TaskState_TASK_KILLED {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the late task is %s, want killed", st)
+		}
+	}
+	select {
+	case u := <-f.updates:
+		t.Fatalf("update after the LOST answer: %s %s (%s)", u.TaskId, u.State, u.Reason)
+	case <-time.After(time.Second):
+	}
+	for _, a := range c.m.State().Agents {
+		if a.Tasks != 0 {
+			t.Errorf("agent %s holds %d tasks, want the late one not adopted", a.ID, a.Tasks)
+		}
+	}
+}

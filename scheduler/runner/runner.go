@@ -477,7 +477,11 @@ func (r *run) update(ctx context.Context, st *pb.TaskStatus) {
 		return
 	}
 	r.printf("%s\n", statusLine(st))
-	if st.State.Terminal() && st.Reason != pb.ReasonReconciliation {
+	// A reconciliation answer is final only when LOST (the master kills
+	// the task should its agent turn up later); a terminal state it
+	// reports for a known task is followed by the agent's own update,
+	// which is acknowledged.
+	if st.State.Terminal() && (st.Reason != pb.ReasonReconciliation || st.State == pb.TaskState_TASK_LOST) {
 		// Acknowledge before exiting so the agent stops retrying (the
 		// driver's own acknowledgement would race with the exit).
 		if st.Uuid != "" {

@@ -29,6 +29,9 @@ type fakeMaster struct {
 	offers    []*pb.Offer
 	launchErr error
 	exitCode  int32
+	// lost: the task's end is the master's reconciliation answer LOST
+	// (its agent missed the re-registration window), nothing after.
+	lost bool
 
 	mu       sync.Mutex
 	launched []string
@@ -69,6 +72,11 @@ func (m *fakeMaster) Accept(_ context.Context, r *pb.AcceptRequest) (*pb.Empty, 
 			st := &pb.TaskStatus{TaskId: ti.TaskId, AgentId: "a1", State: pb.TaskState_TASK_RUNNING}
 			go func() {
 				m.send(&pb.Event{Event: &pb.Event_Update{Update: st}})
+				if m.lost {
+					m.send(&pb.Event{Event: &pb.Event_Update{Update: &pb.TaskStatus{TaskId: st.TaskId, State: pb.TaskState_TASK_LOST,
+						Reason: pb.ReasonReconciliation, Message: "unknown task"}}})
+					return
+				}
 				end := &pb.TaskStatus{TaskId: st.TaskId, AgentId: "a1", State: pb.TaskState_TASK_FINISHED, HasExitCode: true, ExitCode: m.exitCode}
 				if m.exitCode != 0 {
 					end.State = pb.TaskState_TASK_FAILED
@@ -158,6 +166,22 @@ func TestRunExitCode(t *testing.T) {
 	var ee *runner.ExitError
 	if !errors.As(err, &ee) || ee.Code != 3 || ee.TaskID != "t" {
 		t.Fatalf("Run: %v, want the task's exit code 3\n%s", err, out)
+	}
+}
+
+// TestRunLostByReconciliation: the master's LOST answer to a
+// reconciliation is final (it kills the task should its agent turn up):
+// Run ends with it at once instead of waiting out its timeout.
+func TestRunLostByReconciliation(t *testing.T) {
+	m := &fakeMaster{offers: offers("a1", "cpus:2;mem:1024"), lost: true}
+	start := time.Now()
+	out, err := runAgainst(t, context.Background(), serve(t, m), runner.Config{Want: resources.MustParse("cpus:0.5;mem:64"), Timeout: time.Minute})
+	var ee *runner.ExitError
+	if !errors.As(err, &ee) || ee.Code != 1 || !strings.Contains(out, "task t: LOST (RECONCILIATION): unknown task") {
+		t.Fatalf("Run: %v, want exit 1 on the LOST answer\n%s", err, out)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("Run took %v: it waited for more than the LOST answer", d)
 	}
 }
 
