@@ -150,10 +150,22 @@ func TestRunQueueSignalThrottles(t *testing.T) {
 		return cs, lcP99(u)
 	}
 
-	// Learn the baseline: the first round has no interval yet, then 5
-	// quiet rounds (warmup). No correction is possible before the warmup.
+	// Learn the baseline: the first round has no interval yet, then at
+	// least 5 quiet rounds (warmup), and more until the warm-up is stable
+	// (its halves' medians within 1.5× or 1 ms): a noisy start (a guest
+	// under emulation, other jobs here) must not leave the controller
+	// without a trusted baseline when the antagonist starts, since it
+	// learns nothing above the exit threshold while revocable work runs.
+	// No correction is possible before the warm-up.
 	var quiet []time.Duration
-	for i := range 7 {
+	warm := func() bool {
+		b := ic.(*Interference).baselines["lc"][SignalRunQueueP99]
+		return b != nil && b.warm
+	}
+	for i := 0; i < 7 || !warm(); i++ {
+		if i == 40 {
+			t.Fatalf("no stable run-queue baseline after %d quiet rounds: %v", i, quiet)
+		}
 		time.Sleep(time.Second)
 		cs, p99 := round()
 		if len(cs) != 0 {
