@@ -19,10 +19,12 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/brimnode/brim/internal/cgtree"
 )
 
 // CgroupRoot is where the cgroup hierarchies are mounted.
-const CgroupRoot = "/sys/fs/cgroup"
+const CgroupRoot = cgtree.Root
 
 // Binaries are the programs under test.
 type Binaries struct {
@@ -378,7 +380,7 @@ func (a *Agent) Leftovers() []string {
 		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 		out = append(out, fmt.Sprintf("process %d %q", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
 	}
-	for _, d := range cgroupDirs(a.Parent) {
+	for _, d := range cgtree.Children(a.Parent) {
 		out = append(out, "cgroup "+d)
 	}
 	for _, m := range mountsUnder(a.Base) {
@@ -422,61 +424,6 @@ func (a *Agent) LeftoverPids() []int {
 		out = append(out, pid)
 	}
 	return out
-}
-
-// cgroupDirs lists the directories below parent in every hierarchy (not
-// parent itself).
-func cgroupDirs(parent string) []string {
-	roots, _ := filepath.Glob(filepath.Join(CgroupRoot, "*", parent))
-	if fi, err := os.Stat(filepath.Join(CgroupRoot, parent)); err == nil && fi.IsDir() {
-		roots = append(roots, filepath.Join(CgroupRoot, parent))
-	}
-	var out []string
-	for _, r := range roots {
-		entries, _ := os.ReadDir(r)
-		for _, e := range entries {
-			if e.IsDir() {
-				out = append(out, filepath.Join(r, e.Name()))
-			}
-		}
-	}
-	return out
-}
-
-// removeCgroupTree removes parent (which must name brim) and everything
-// below it in every hierarchy, deepest first.
-func removeCgroupTree(parent string) error {
-	if !filepath.IsAbs(parent) || !strings.Contains(parent, "brim") || parent == "/" {
-		return fmt.Errorf("refusing to remove cgroup tree %q", parent)
-	}
-	roots, _ := filepath.Glob(filepath.Join(CgroupRoot, "*", parent))
-	if fi, err := os.Stat(filepath.Join(CgroupRoot, parent)); err == nil && fi.IsDir() {
-		roots = append(roots, filepath.Join(CgroupRoot, parent))
-	}
-	var errs []error
-	for _, d := range roots {
-		var dirs []string
-		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
-			if err == nil && e.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		for i := len(dirs) - 1; i >= 0; i-- {
-			var err error
-			for try := 0; try < 50; try++ {
-				if err = os.Remove(dirs[i]); err == nil || errors.Is(err, os.ErrNotExist) {
-					err = nil
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			if err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // mountsUnder lists mount points below dir, deepest first.

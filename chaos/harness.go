@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/brimnode/brim/internal/cgtree"
 )
 
 // Config is one chaos run.
@@ -758,7 +760,7 @@ func (h *harness) cleanup() {
 		h.master.kill9()
 	}
 	for _, a := range h.agents {
-		if err := removeCgroupTree(a.Parent); err != nil {
+		if err := cgtree.Remove(a.Parent); err != nil {
 			h.t.Errorf("cleanup: %v", err)
 		}
 		if err := a.Net.Remove(); err != nil {
