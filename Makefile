@@ -5,6 +5,7 @@ GO        ?= go
 TAGS      ?= seccomp
 BIN       := bin/brim
 SHIM      := bin/brim-shim
+EXPERIMENT := bin/brim-experiment
 PKGS      := ./...
 # Kernel-facing tests share cgroups, CPUs and netlink; run packages two at a
 # time and bound the whole suite.
@@ -27,11 +28,13 @@ all: build
 deps:
 	@bash hack/deps.sh
 
-## build: bin/brim (everything) and bin/brim-shim (the container shim alone,
-## which starts faster; the agent uses it when it sits next to bin/brim)
+## build: bin/brim (everything), bin/brim-shim (the container shim alone,
+## which starts faster; the agent uses it when it sits next to bin/brim) and
+## bin/brim-experiment (`brim experiment`, with the plotting library)
 build: deps
 	$(GO) build -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/brim
 	$(GO) build -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(SHIM) ./cmd/brim-shim
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(EXPERIMENT) ./cmd/brim-experiment
 
 ## package: bin/brim_<version>_amd64.deb (nfpm, pinned in tools/go.mod) with
 ## brim, brim-shim, the systemd units and commented default configurations

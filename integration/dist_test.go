@@ -46,7 +46,7 @@ func TestDebPackage(t *testing.T) {
 	// Never touch an operator's installation: on a machine that has one,
 	// skip (and fail in CI, which runs on fresh machines).
 	testutil.Require(t, exec.Command("dpkg-query", "-W", "brim").Run() != nil, "a brim package is installed on this machine")
-	paths := []string{"/usr/bin/brim", "/usr/bin/brim-shim", "/lib/systemd/system/brim-agent.service",
+	paths := []string{"/usr/bin/brim", "/usr/bin/brim-shim", "/usr/bin/brim-experiment", "/lib/systemd/system/brim-agent.service",
 		"/lib/systemd/system/brim-master.service", "/etc/brim/agent.toml", "/etc/brim/master.toml",
 		"/usr/share/doc/brim/operators.md", "/var/lib/brim"}
 	for _, p := range paths {

@@ -25,11 +25,14 @@ func run(m *testing.M) int {
 		}
 		defer os.RemoveAll(dir)
 		brimBinary = filepath.Join(dir, "brim")
-		build := exec.Command("go", "build", "-tags", "seccomp", "-o", brimBinary, "../cmd/brim")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "build brim:", err)
-			return 1
+		// brim-experiment beside brim: `brim experiment` runs it.
+		for pkg, out := range map[string]string{"../cmd/brim": brimBinary, "../cmd/brim-experiment": brimBinary + "-experiment"} {
+			build := exec.Command("go", "build", "-tags", "seccomp", "-o", out, pkg)
+			build.Stdout, build.Stderr = os.Stderr, os.Stderr
+			if err := build.Run(); err != nil {
+				fmt.Fprintln(os.Stderr, "build", pkg+":", err)
+				return 1
+			}
 		}
 	}
 	return m.Run()

@@ -17,8 +17,8 @@
 //	    /var/tmp/lc-probe --rate 100 --work 200us --fsync-bytes 4096 --duration 60s
 //
 // It cannot reach the agent's socket (root only, not mounted in the
-// container); hack/experiment.sh tails --out and forwards each window with
-// `brim agent report-latency ID --p50 … --p99 … --p999 …`.
+// container); `brim experiment` (lc.report) tails --out and forwards each
+// window as `brim agent report-latency ID --p50 … --p99 … --p999 …` does.
 //
 // It uses only the standard library and never logs to anything but stderr.
 package main
