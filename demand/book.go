@@ -203,7 +203,7 @@ func (b *Book) Submit(now time.Time, specs []*Spec) ([]*Demand, []Change, error)
 
 // place asks the plan for d and books it.
 func (b *Book) place(d *Demand, now time.Time) (*Placement, error) {
-	pl, err := b.plan.Place(Request{ID: d.ID, Per: d.spec.Resources, Tasks: d.spec.Tasks, Gang: d.spec.Gang, Timing: d.timing, Now: now, Relaxed: d.Relaxed})
+	pl, err := b.plan.Place(Request{ID: d.ID, Per: d.spec.Resources, Tasks: d.spec.Tasks, Gang: d.spec.Gang, Timing: d.timing, Now: now, Relaxed: d.Relaxed, Lead: b.cfg.Lead})
 	if err != nil {
 		return nil, err
 	}

@@ -51,6 +51,7 @@ type booking struct {
 type agentPlan struct {
 	id    string
 	total vec
+	load  vec // what DRF frameworks hold now (SetLoad)
 	books []booking
 }
 
@@ -108,6 +109,16 @@ func (p *Plan) SetAgent(id string, total resources.Resources) {
 	a.total = toVec(total.Unreserved().NonRevocable())
 }
 
+// SetLoad tells the plan what DRF frameworks hold on an agent now (its
+// unreserved non-revocable scalars in offers and tasks, not counting
+// demands' own): work that may still run at a start less than the hold
+// lead away. Unknown agents are ignored.
+func (p *Plan) SetLoad(id string, load resources.Resources) {
+	if a := p.agents[id]; a != nil {
+		a.load = toVec(load)
+	}
+}
+
 // RemoveAgent drops an agent (its bookings go with it).
 func (p *Plan) RemoveAgent(id string) {
 	delete(p.agents, id)
@@ -125,6 +136,11 @@ type Request struct {
 	Timing  Timing
 	Now     time.Time
 	Relaxed bool
+	// Lead: a strict start less than this far from Now is placed only
+	// where the agents' current DRF load (SetLoad) leaves room too: the
+	// capacity is held from Now on, and DRF work already running there
+	// may not end before the start.
+	Lead time.Duration
 }
 
 // CanEverFit checks that tasks × per fit the cluster's capacity with
@@ -225,6 +241,7 @@ func (p *Plan) placeAt(s time.Time, r Request, per vec) (Placement, bool) {
 	if r.Timing.Length > 0 {
 		end = s.Add(r.Timing.Length)
 	}
+	loaded := r.Timing.StartStrict && s.Sub(r.Now) < r.Lead
 	type cand struct {
 		id      string
 		n       int
@@ -249,6 +266,9 @@ func (p *Plan) placeAt(s time.Time, r Request, per vec) (Placement, bool) {
 		var free vec
 		for d := range free {
 			free[d] = a.total[d] - pk[d]
+			if loaded {
+				free[d] -= a.load[d]
+			}
 		}
 		n := min(fits(free, per), r.Tasks)
 		if n == 0 {

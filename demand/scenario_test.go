@@ -25,6 +25,7 @@ var epoch = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 //
 //	new lead=1m pickup=2m          a book (drops the previous one)
 //	agent a1 cpus:4;mem:4096       add an agent to the plan
+//	load a1 cpus:3                 what DRF frameworks hold on it now
 //	submit t=0 {...} | [{...}]     submit a demand or a batch at t
 //	tick t=5m                      time passes
 //	held a n=2 t=5m                an allocation opportunity: n tasks' worth held
@@ -195,6 +196,9 @@ func runScript(t *testing.T, path string) {
 			b, got = NewBook(Config{Lead: dur("lead"), PickUp: dur("pickup")}, NewPlan()), "ok"
 		case "agent":
 			b.plan.SetAgent(pos[0], resources.MustParse(pos[1]))
+			got = "ok"
+		case "load":
+			b.plan.SetLoad(pos[0], resources.MustParse(pos[1]))
 			got = "ok"
 		case "submit":
 			doc := strings.TrimSpace(rest[strings.Index(rest, " ")+1:])
