@@ -51,7 +51,6 @@ type booking struct {
 type agentPlan struct {
 	id    string
 	total vec
-	load  vec // what DRF frameworks hold now (SetLoad)
 	books []booking
 }
 
@@ -88,7 +87,8 @@ type Plan struct {
 	agents map[string]*agentPlan
 	order  []string // sorted agent IDs
 	where  map[string][]string
-	next   int // where the next scan of agents starts
+	next   int                                    // where the next scan of agents starts
+	loadOf func(agent string) resources.Resources // SetLoadFunc
 }
 
 // NewPlan returns an empty plan.
@@ -109,15 +109,13 @@ func (p *Plan) SetAgent(id string, total resources.Resources) {
 	a.total = toVec(total.Unreserved().NonRevocable())
 }
 
-// SetLoad tells the plan what DRF frameworks hold on an agent now (its
-// unreserved non-revocable scalars in offers and tasks, not counting
-// demands' own): work that may still run at a start less than the hold
-// lead away. Unknown agents are ignored.
-func (p *Plan) SetLoad(id string, load resources.Resources) {
-	if a := p.agents[id]; a != nil {
-		a.load = toVec(load)
-	}
-}
+// SetLoadFunc gives the plan a way to learn what DRF frameworks have on
+// an agent now (its unreserved non-revocable scalars in offers and tasks,
+// not counting demands' own): work that may still run at a start less
+// than the hold lead away (Request.Lead). The plan asks only while placing
+// such a start, only about agents that fit it otherwise; nil (the
+// default) counts no load.
+func (p *Plan) SetLoadFunc(f func(agent string) resources.Resources) { p.loadOf = f }
 
 // RemoveAgent drops an agent (its bookings go with it).
 func (p *Plan) RemoveAgent(id string) {
@@ -266,11 +264,15 @@ func (p *Plan) placeAt(s time.Time, r Request, per vec) (Placement, bool) {
 		var free vec
 		for d := range free {
 			free[d] = a.total[d] - pk[d]
-			if loaded {
-				free[d] -= a.load[d]
-			}
 		}
 		n := min(fits(free, per), r.Tasks)
+		if n > 0 && loaded && p.loadOf != nil {
+			load := toVec(p.loadOf(id))
+			for d := range free {
+				free[d] -= load[d]
+			}
+			n = min(fits(free, per), r.Tasks)
+		}
 		if n == 0 {
 			continue
 		}

@@ -158,6 +158,7 @@ func renderDemand(d *Demand) string {
 
 func runScript(t *testing.T, path string) {
 	var b *Book
+	loads := map[string]resources.Resources{} // the load command's
 	cases := readScript(t, path)
 	failed := false
 	for i, c := range cases {
@@ -198,7 +199,8 @@ func runScript(t *testing.T, path string) {
 			b.plan.SetAgent(pos[0], resources.MustParse(pos[1]))
 			got = "ok"
 		case "load":
-			b.plan.SetLoad(pos[0], resources.MustParse(pos[1]))
+			loads[pos[0]] = resources.MustParse(pos[1])
+			b.plan.SetLoadFunc(func(id string) resources.Resources { return loads[id] })
 			got = "ok"
 		case "submit":
 			doc := strings.TrimSpace(rest[strings.Index(rest, " ")+1:])

@@ -43,6 +43,10 @@ type demands struct {
 	offers map[string]string          // offer ID → demand ID
 	tasks  map[string]string          // task ID → demand ID
 	holds  map[string]map[string]bool // demand ID → agents holding for it
+	// own is what demands' tasks and offers have per agent (unreserved
+	// non-revocable), refreshed before every Submit and Tick: DRF's load
+	// on an agent is its allocation less this (drfLoadLocked).
+	own map[string]resources.Resources
 }
 
 func newDemands(o DemandOptions) *demands {
@@ -113,6 +117,7 @@ func (m *Master) SubmitDemands(specs []*demand.Spec, authorize func(role string)
 			}
 		}
 	}
+	m.refreshDemandOwnLocked()
 	ds, changes, err := m.dem.book.Submit(m.dem.clock(), specs)
 	if err != nil {
 		return nil, demandError(err)
@@ -123,6 +128,35 @@ func (m *Master) SubmitDemands(specs []*demand.Spec, authorize func(role string)
 	m.applyDemandChangesLocked(changes)
 	m.trigger()
 	return ds, nil
+}
+
+// drfLoadLocked is what DRF frameworks have on an agent now
+// (unreserved non-revocable, in offers and tasks, less the demands' own):
+// the plan asks (demand.Plan.SetLoadFunc) while placing a strict demand
+// that starts within the hold lead, since DRF work running now may still
+// run at its start. Called with m.mu held (placement happens under it).
+func (m *Master) drfLoadLocked(agent string) resources.Resources {
+	load := m.alloc.Allocated(agent)
+	if u := m.dem.own[agent]; len(u) > 0 && load.Contains(u) {
+		load = load.Subtract(u)
+	}
+	return load
+}
+
+// refreshDemandOwnLocked recomputes m.dem.own before demands are placed.
+func (m *Master) refreshDemandOwnLocked() {
+	own := map[string]resources.Resources{}
+	for tid := range m.dem.tasks {
+		if t := m.tasks[tid]; t != nil && !terminal(t.state) && !t.recovered {
+			own[t.agent] = own[t.agent].Add(t.held().NonRevocable().Unreserved())
+		}
+	}
+	for oid := range m.dem.offers {
+		if o := m.offers[oid]; o != nil {
+			own[o.agent] = own[o.agent].Add(o.res.NonRevocable().Unreserved())
+		}
+	}
+	m.dem.own = own
 }
 
 func (m *Master) frameworkRolesLocked(id string) ([]string, bool) {
@@ -297,6 +331,7 @@ func (m *Master) releaseDemandLocked(d *demand.Demand) {
 // demand's framework, tagged with the demand's ID.
 func (m *Master) demandCycleLocked() {
 	now := m.dem.clock()
+	m.refreshDemandOwnLocked()
 	m.applyDemandChangesLocked(m.dem.book.Tick(now))
 	for _, d := range m.dem.book.ByUrgency() {
 		if _, known := m.frameworkRolesLocked(d.Framework); !known {

@@ -475,3 +475,40 @@ func TestDemandMonitoringSurvivesRestart(t *testing.T) {
 	finishTask(t, r, "tl")
 	waitDemand(t, c2.m, "long", demand.Finished)
 }
+
+// TestDemandAdmissionSeesDRFLoad: a strict demand starting within the
+// lead is admitted only where what DRF frameworks run now leaves room
+// (their tasks may still run at the start); one further out is planned
+// on the plan alone.
+func TestDemandAdmissionSeesDRFLoad(t *testing.T) {
+	start := time.Now().UTC().Truncate(time.Second)
+	clock := &testClock{t: start}
+	c := newCluster(t, master.Options{Demands: master.DemandOptions{Lead: 10 * time.Minute, PickUp: time.Hour, Clock: clock.Now}})
+	c.startAgent(t.TempDir(), newFakeRunner())
+	waitAgents(t, c.m, 1)
+	f := c.startDemandFramework("planned", false)
+	drf := c.startDemandFramework("drf", true)
+	o := <-drf.drf
+	if err := drf.d.Launch(context.Background(), []string{o.Id}, []*pb.TaskInfo{{TaskId: "busy", Resources: "cpus:3;mem:1024", Command: []string{"sleep"}}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c.m, "busy running", func(st master.State) bool {
+		return len(st.Tasks) == 1 && strings.HasSuffix(st.Tasks[0].State, "RUNNING")
+	})
+	h := c.m.HTTPHandler(nil)
+	submit := func(id string, in time.Duration) string {
+		at := start.Add(in).Format(time.RFC3339)
+		code, body := postDemands(t, h, `{"DemandID": "`+id+`", "FrameworkID": "`+f.d.FrameworkID()+`", "Resources": "cpus:2;mem:512",
+		  "Start": {"Time": ["`+at+`", "+1m"], "Strategy": "strict"}, "Duration": {"Time": [null, "+10m"], "Strategy": "strict"}}`)
+		if code != http.StatusOK {
+			t.Fatalf("POST /demands %s: %d %s", id, code, body)
+		}
+		return body
+	}
+	if body := submit("soon", 5*time.Minute); !strings.Contains(body, `"not allocatable in time"`) {
+		t.Fatalf("soon, with DRF's task on 3 of 4 cpus: %s", body)
+	}
+	if body := submit("later", time.Hour); strings.Contains(body, `"FAILED"`) {
+		t.Fatalf("later, beyond the lead: %s", body)
+	}
+}

@@ -277,6 +277,7 @@ func New(opts Options) (*Master, error) {
 		started:       time.Now(),
 	}
 	m.dem = newDemands(opts.Demands)
+	m.dem.book.Plan().SetLoadFunc(m.drfLoadLocked) // asked while placing, under m.mu
 	m.metrics = newMetrics(m)
 	if m.store != nil {
 		m.store = timedStore{Store: m.store, observe: m.metrics.observeStoreWrite}

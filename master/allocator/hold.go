@@ -3,6 +3,7 @@ package allocator
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/brimnode/brim/resources"
 )
@@ -119,4 +120,23 @@ func (a *Allocator) Grant(agentID, holdID, frameworkID, roleName string, res res
 	v := kvs[0].v
 	a.give(ag, f.clients[ci], "", 0, &v, nil)
 	return Offer{AgentID: ag.id, FrameworkID: frameworkID, Role: roleName, Resources: a.appendPool(nil, &ag.pools[0], &v)}, nil
+}
+
+// Allocated is what frameworks have of the agent's unreserved
+// non-revocable resources now, in offers and tasks (orphans included,
+// holds excluded): the load a planner must expect to still run there
+// for a while (demand.Plan.SetLoad). Nil for an unknown agent.
+func (a *Allocator) Allocated(agentID string) resources.Resources {
+	ai, ok := a.agentIdx[agentID]
+	if !ok {
+		return nil
+	}
+	ag := a.agents[ai]
+	var v vec
+	for j := range ag.allocs {
+		if e := &ag.allocs[j]; e.pool == 0 && (e.client >= 0 || !strings.HasPrefix(e.fw, holdPrefix)) {
+			v.add(&e.v)
+		}
+	}
+	return a.appendPool(nil, &ag.pools[0], &v)
 }

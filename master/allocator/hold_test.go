@@ -55,3 +55,33 @@ func TestHoldKeepsCapacityFromDRF(t *testing.T) {
 		t.Fatalf("ports: %v", err)
 	}
 }
+
+// TestAllocatedCountsFrameworksNotHolds: Allocated is what frameworks
+// have in offers and tasks of the unreserved non-revocable pool; holds
+// and revocable resources are not in it.
+func TestAllocatedCountsFrameworksNotHolds(t *testing.T) {
+	a, _ := newTest(t, Options{})
+	must(t, a.AddAgent(AgentInfo{ID: "a1", Total: resources.MustParse("cpus:8;mem:8192"), Revocable: resources.MustParse("cpus:2")}, nil))
+	addFramework(t, a, "drf", "r1")
+	if got := a.Allocated("a1"); len(got) != 0 {
+		t.Fatalf("allocated before any offer = %s", got)
+	}
+	if _, err := a.Hold("a1", "d1", resources.MustParse("cpus:3;mem:1024")); err != nil {
+		t.Fatal(err)
+	}
+	offers := a.Allocate()
+	if len(offers) != 1 {
+		t.Fatalf("offers %+v", offers)
+	}
+	want := offers[0].Resources.Unreserved().NonRevocable()
+	if got := a.Allocated("a1"); !got.Equal(want) || want.CPUs() != resources.MustParse("cpus:5").CPUs() {
+		t.Fatalf("allocated = %s, want the offer's non-revocable part %s (5 cpus: 8 less the hold)", got, want)
+	}
+	must(t, a.RecoverRole("drf", "r1", "a1", offers[0].Resources, nil))
+	if got := a.Allocated("a1"); len(got) != 0 {
+		t.Fatalf("allocated after the offer came back = %s", got)
+	}
+	if got := a.Allocated("nope"); got != nil {
+		t.Fatalf("unknown agent: %s", got)
+	}
+}

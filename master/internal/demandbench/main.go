@@ -144,7 +144,8 @@ type sim struct {
 	book    *demand.Book
 	entries map[string]*entry
 	live    map[string]int
-	holds   map[string]map[string]bool // demand → agents holding for it
+	holds   map[string]map[string]bool     // demand → agents holding for it
+	own     map[string]resources.Resources // demands' own tasks per agent (refreshOwn)
 	// plain mode: pending tasks of demands, FIFO
 	queue   []*pending
 	started map[string]time.Time
@@ -179,6 +180,8 @@ func newSim(planned bool) *sim {
 	// (suppressed for DRF); in plain mode revived while it has a queue.
 	must(a.AddFramework(allocator.FrameworkInfo{ID: "timed", Roles: []string{"timed"}, SuppressedRoles: []string{"timed"}}, nil))
 	s.book = demand.NewBook(demand.Config{Lead: *lead, PickUp: time.Hour}, plan)
+	s.own = map[string]resources.Resources{}
+	plan.SetLoadFunc(s.drfLoad)
 	return s
 }
 
@@ -383,6 +386,9 @@ func run(planned bool, tr []*entry) result {
 				s.entries[e.id] = e
 				spec, err := demand.ParseSpec(e.doc())
 				must(err)
+				// As the master does before Submit (not timed: the master
+				// walks its demands' tasks only, the simulation every task).
+				s.refreshOwn()
 				begin := time.Now()
 				_, cs, err := s.book.Submit(e.submit, []*demand.Spec{spec})
 				planTimes = append(planTimes, time.Since(begin))
@@ -392,6 +398,7 @@ func run(planned bool, tr []*entry) result {
 				}
 				s.apply(cs, nil)
 			}
+			s.refreshOwn()
 			s.demandCycle()
 		} else {
 			for nextStart < len(byStart) && !byStart[nextStart].start.After(now) {
@@ -556,4 +563,25 @@ func scale(per resources.Resources, n int) resources.Resources {
 		out = append(out, p)
 	}
 	return out
+}
+
+// refreshOwn is the master's refreshDemandOwnLocked on the simulated
+// cluster: what the demands' own tasks have per agent, so that the plan's
+// load function (drfLoad, installed in newSim) sees DRF's share alone.
+func (s *sim) refreshOwn() {
+	clear(s.own)
+	for _, t := range s.tasks {
+		if t.demand != "" && t.end.After(s.clock.t) {
+			s.own[t.agent] = s.own[t.agent].Add(t.res)
+		}
+	}
+}
+
+// drfLoad is the master's drfLoadLocked.
+func (s *sim) drfLoad(agent string) resources.Resources {
+	load := s.alloc.Allocated(agent)
+	if u := s.own[agent]; len(u) > 0 && load.Contains(u) {
+		load = load.Subtract(u)
+	}
+	return load
 }
