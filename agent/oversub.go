@@ -91,6 +91,8 @@ type Estimate struct {
 	// InUse are the revocable resources allocated when it was computed
 	// (the estimate does not count them).
 	InUse Resources
+	// inUseBy is InUse per revocable container (ForwardedInUse).
+	inUseBy map[string]Resources
 }
 
 // Offered is the estimate's revocable resources in the agent's units.
@@ -180,8 +182,14 @@ func (r *recorder) Estimate(ctx context.Context, u monitor.Usage) (estimator.Est
 	if at.IsZero() {
 		at = time.Now()
 	}
+	by := map[string]Resources{}
+	for i := range u.Containers {
+		if c := &u.Containers[i]; c.Revocable {
+			by[c.ID] = Resources{MilliCPUs: c.Limits.MilliCPUs, MemMiB: c.Limits.MemoryBytes >> 20}
+		}
+	}
 	r.mu.Lock()
-	r.cur = Estimate{Estimate: est, At: at, InUse: Resources{MilliCPUs: inUse.MilliCPUs, MemMiB: inUse.MemoryBytes >> 20}}
+	r.cur = Estimate{Estimate: est, At: at, InUse: Resources{MilliCPUs: inUse.MilliCPUs, MemMiB: inUse.MemoryBytes >> 20}, inUseBy: by}
 	r.mu.Unlock()
 	return est, nil
 }
@@ -596,4 +604,39 @@ func (o *oversub) sampler(ctx context.Context, log *slog.Logger) error {
 			log.Debug("monitor round after a launch or an exit", "err", err)
 		}
 	}
+}
+
+// ForwardedInUse is what the revocable containers that include selects
+// (by container ID; the master link: its tasks' containers) held when the
+// estimate last forwarded — the one being forwarded, inside a
+// ForwardFunc — was computed: the same monitor snapshot. Marked
+// revocable. The master sizes its revocable pool as that estimate plus
+// this, both from one moment of the agent, never mixed with its own view
+// of the tasks. Empty without oversubscription or before the first
+// forward.
+func (a *Agent) ForwardedInUse(include func(containerID string) bool) resources.Resources {
+	if a.over == nil {
+		return nil
+	}
+	r := a.over.est
+	r.mu.Lock()
+	by := r.sent.inUseBy
+	sent := r.hasSent
+	r.mu.Unlock()
+	if !sent {
+		return nil
+	}
+	var sum Resources
+	for id, res := range by {
+		if include(id) {
+			sum.MilliCPUs += res.MilliCPUs
+			sum.MemMiB += res.MemMiB
+		}
+	}
+	var out resources.Resources
+	for _, e := range sum.Model() {
+		e.Revocable = true
+		out = out.Add(resources.Resources{e})
+	}
+	return out
 }

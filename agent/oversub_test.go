@@ -10,6 +10,7 @@ import (
 
 	"github.com/brimnode/brim/estimator"
 	"github.com/brimnode/brim/monitor"
+	"github.com/brimnode/brim/resources"
 	"github.com/brimnode/brim/qos"
 )
 
@@ -251,10 +252,14 @@ func TestSetForward(t *testing.T) {
 	if st, _ := a.Oversubscription(); !st.HasForwarded || st.Forwarded.Offered() != (Resources{MilliCPUs: 1000, MemMiB: 200}) {
 		t.Fatalf("status before SetForward: %+v", st)
 	}
-	sent := make(chan estimator.Estimate, 16)
+	type forwarded struct {
+		estimator.Estimate
+		inUse resources.Resources // ForwardedInUse inside the call
+	}
+	sent := make(chan forwarded, 16)
 	a.SetForward(func(_ context.Context, e estimator.Estimate) error {
 		select {
-		case sent <- e:
+		case sent <- forwarded{e, a.ForwardedInUse(func(string) bool { return true })}:
 		default:
 		}
 		return nil
@@ -262,8 +267,8 @@ func TestSetForward(t *testing.T) {
 	// The next check forwards the unchanged estimate (hysteresis reset).
 	select {
 	case e := <-sent:
-		if (Estimate{Estimate: e}).Offered() != (Resources{MilliCPUs: 1000, MemMiB: 200}) {
-			t.Fatalf("forwarded %s", e.Revocable)
+		if (Estimate{Estimate: e.Estimate}).Offered() != (Resources{MilliCPUs: 1000, MemMiB: 200}) || len(e.inUse) != 0 {
+			t.Fatalf("forwarded %s, in use %s (want nothing in use)", e.Revocable, e.inUse)
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("nothing forwarded after SetForward")
@@ -276,7 +281,17 @@ func TestSetForward(t *testing.T) {
 	for {
 		select {
 		case e := <-sent:
-			if (Estimate{Estimate: e}).Offered() == (Resources{MilliCPUs: 400, MemMiB: 100}) {
+			if (Estimate{Estimate: e.Estimate}).Offered() == (Resources{MilliCPUs: 400, MemMiB: 100}) {
+				// The master adds back what was in use in the same
+				// snapshot (master: revocablePoolLocked).
+				if !e.inUse.Equal(resources.MustParse("cpus{REV}:0.6;mem{REV}:100")) {
+					t.Fatalf("forwarded 0.4 cpus with %q in use, want cpus{REV}:0.6;mem{REV}:100", e.inUse)
+				}
+				// Containers the caller leaves out (not the master's
+				// tasks) are not in it.
+				if none := a.ForwardedInUse(func(string) bool { return false }); len(none) != 0 {
+					t.Fatalf("in use with every container left out: %s", none)
+				}
 				return
 			}
 		case <-deadline:

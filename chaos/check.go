@@ -13,11 +13,12 @@ import (
 // MasterState is the part of the master's GET /state the checks read.
 type MasterState struct {
 	Agents []struct {
-		ID        string `json:"id"`
-		Resources string `json:"resources"`
-		Revocable string `json:"revocable"`
-		Reserved  string `json:"reserved"`
-		Connected bool   `json:"connected"`
+		ID             string `json:"id"`
+		Resources      string `json:"resources"`
+		Revocable      string `json:"revocable"`
+		RevocableInUse string `json:"revocableInUse"`
+		Reserved       string `json:"reserved"`
+		Connected      bool   `json:"connected"`
 	} `json:"agents"`
 	Tasks []struct {
 		ID          string `json:"id"`
@@ -157,8 +158,16 @@ func CheckAllocation(st MasterState) []string {
 		if !plain.Contains(used.NonRevocable()) {
 			bad = append(bad, fmt.Sprintf("agent %s: tasks+offers %q exceed its resources %q", ag.ID, used.NonRevocable(), plain))
 		}
-		if !free.Contains(offers.Revocable()) {
-			bad = append(bad, fmt.Sprintf("agent %s: revocable offers %q exceed its revocable estimate %q", ag.ID, offers.Revocable(), free))
+		// What the agent's tasks held when it computed the estimate but
+		// the master no longer counts (tasks whose end it has seen since)
+		// is free as well; the agent's next estimate will say so.
+		inUse, err := sum(ag.RevocableInUse)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("agent %s: %v", ag.ID, err))
+			continue
+		}
+		if allowed := free.Add(endedSince(inUse, used.Revocable(), offers.Revocable())); !allowed.Contains(offers.Revocable()) {
+			bad = append(bad, fmt.Sprintf("agent %s: revocable offers %q exceed its revocable estimate %q (in use then %q)", ag.ID, offers.Revocable(), free, inUse))
 		}
 	}
 	for id := range onAgent {
@@ -383,6 +392,24 @@ func Judge(o Outcome, faults []Fault) string {
 
 // sameScalars compares two resource sets' totals per scalar name,
 // whatever their roles, reservations or revocability.
+// endedSince is, per scalar, what the agent had in use when it computed
+// its estimate beyond what its revocable tasks hold now in the master
+// (used less offers): the share of tasks that ended since; never
+// negative.
+func endedSince(inUse, used, offers resources.Resources) resources.Resources {
+	var out resources.Resources
+	for _, r := range inUse {
+		if r.Type != resources.Scalar {
+			continue
+		}
+		if v := r.Scalar - (used.Scalar(r.Name) - offers.Scalar(r.Name)); v > 0 {
+			r.Scalar = v
+			out = out.Add(resources.Resources{r})
+		}
+	}
+	return out
+}
+
 func sameScalars(a, b resources.Resources) bool {
 	names := map[string]bool{}
 	for _, r := range append(append(resources.Resources{}, a...), b...) {

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -38,6 +39,10 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("register agent: revocable: %w: %w", ErrInvalid, err)
 	}
+	revInUse, err := resources.Parse(reg.revInUse)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("register agent: revocable in use: %w: %w", ErrInvalid, err)
+	}
 	if s := reg.score; s < 0 || math.IsNaN(s) || math.IsInf(s, 0) {
 		return "", nil, nil, fmt.Errorf("register agent: performance score %v: must be a positive number (0: none): %w", s, ErrInvalid)
 	}
@@ -63,6 +68,7 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 	}
 	ag.hostname, ag.principal, ag.total, ag.revocable, ag.attributes = reg.hostname, principal, total, rev, reg.attributes
 	ag.oversub, ag.score = reg.oversub, reg.score
+	ag.revInUse, ag.revInUseSet = revInUse, reg.revInUseSet
 	ag.out, ag.lastSeen, ag.unreachable = c, time.Now(), false
 	delete(m.awaited, id)
 
@@ -195,8 +201,9 @@ func (m *Master) addToAllocatorLocked(ag *agentEntry) error {
 			t.recovered = false
 		}
 	}
-	// The estimate leaves out what the tasks hold; they are in used.
-	info := allocator.AgentInfo{ID: ag.id, Total: ag.total, Revocable: asRevocable(ag.revocable).Add(tasksRevocableLocked(ag)), Attributes: ag.attributes,
+	// The estimate leaves out what the revocable tasks hold; the pool adds
+	// it back (revocablePoolLocked); the tasks are in used.
+	info := allocator.AgentInfo{ID: ag.id, Total: ag.total, Revocable: revocablePoolLocked(ag, ag.revocable), Attributes: ag.attributes,
 		Score: ag.score}
 	if r := m.reservations[ag.id]; len(r) > 0 {
 		info.Total = applyReservations(ag.total, r)
@@ -256,18 +263,20 @@ func (m *Master) agentMessage(id string, c *outbox[toAgent], msg fromAgent) {
 	case *taskStatus:
 		m.agentStatusLocked(ag, x)
 	case *agentOversub:
-		rev, err := resources.Parse(x.revocable)
-		if err != nil {
+		rev, err1 := resources.Parse(x.revocable)
+		inUse, err2 := resources.Parse(x.inUse)
+		if err := errors.Join(err1, err2); err != nil {
 			m.log.Warn("bad oversubscribed resources", "agent", id, "err", err)
 			return
 		}
 		ag.oversub = x.state
-		if rev.Equal(ag.revocable) {
+		if rev.Equal(ag.revocable) && inUse.Equal(ag.revInUse) && x.inUseSet == ag.revInUseSet {
 			return // only the corrections or the explanation changed
 		}
-		ag.revocable = rev
-		// rev is what is free now: the allocator's total adds back the
-		// tasks' revocable use; offers beyond rev are rescinded first.
+		ag.revocable, ag.revInUse, ag.revInUseSet = rev, inUse, x.inUseSet
+		// rev is what is free now: the allocator's total adds back what
+		// revocable containers held when rev was computed; offers beyond
+		// rev are rescinded first.
 		info := allocator.AgentInfo{ID: id, Total: ag.total, Revocable: m.revocableTotalLocked(ag, rev), Attributes: ag.attributes, Score: ag.score}
 		if r := m.reservations[id]; len(r) > 0 {
 			info.Total = applyReservations(ag.total, r)

@@ -162,6 +162,7 @@ func oversubFromPB(o *pb.Oversubscribed) *AgentOversubState {
 func registrationFromPB(reg *pb.Register) *registration {
 	out := &registration{agentID: reg.GetAgentId(), hostname: reg.GetHostname(), resources: reg.GetResources(),
 		revocable: reg.GetRevocable(), attributes: reg.GetAttributes(), oversub: oversubFromPB(reg.GetOversubscription()),
+		revInUse: reg.GetOversubscription().GetRevocableInUse(), revInUseSet: reg.GetOversubscription().GetRevocableInUseSet(),
 		score: reg.GetPerformanceScore(), moreTasks: reg.GetMoreTasks()}
 	out.tasks = taskReportsFromPB(out.tasks, reg.GetTasks())
 	return out
@@ -188,7 +189,8 @@ func agentMessageFromPB(msg *pb.AgentMessage) fromAgent {
 	case *pb.AgentMessage_Status:
 		return taskStatusFromPB(x.Status)
 	case *pb.AgentMessage_Oversubscribed:
-		return &agentOversub{revocable: x.Oversubscribed.GetRevocable(), state: oversubFromPB(x.Oversubscribed)}
+		return &agentOversub{revocable: x.Oversubscribed.GetRevocable(), inUse: x.Oversubscribed.GetRevocableInUse(),
+			inUseSet: x.Oversubscribed.GetRevocableInUseSet(), state: oversubFromPB(x.Oversubscribed)}
 	}
 	return nil
 }

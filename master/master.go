@@ -172,15 +172,19 @@ type agentEntry struct {
 	principal    string // authenticated principal; "" without agent authentication
 	total        resources.Resources
 	revocable    resources.Resources
-	oversub      *AgentOversubState // the agent's last oversubscription status, without the estimate; nil: none sent
-	attributes   map[string]string
-	score        float64          // performance score for meDRF; 0: none reported
-	out          *outbox[toAgent] // nil: disconnected
-	lastSeen     time.Time
-	unreachable  bool
-	inAllocator  bool
-	tasks        map[string]*taskEntry
-	lost         map[string]bool // tasks declared LOST while unreachable
+	// revInUse is what the agent's revocable containers held when it
+	// computed revocable (revInUseSet: it said so; older agents do not).
+	revInUse    resources.Resources
+	revInUseSet bool
+	oversub     *AgentOversubState // the agent's last oversubscription status, without the estimate; nil: none sent
+	attributes  map[string]string
+	score       float64          // performance score for meDRF; 0: none reported
+	out         *outbox[toAgent] // nil: disconnected
+	lastSeen    time.Time
+	unreachable bool
+	inAllocator bool
+	tasks       map[string]*taskEntry
+	lost        map[string]bool // tasks declared LOST while unreachable
 }
 
 type frameworkEntry struct {

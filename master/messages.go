@@ -141,6 +141,8 @@ type taskStatus struct {
 type registration struct {
 	agentID, hostname    string // agentID "" the first time
 	resources, revocable string // as the agent wrote them
+	revInUse             string // what revocable containers held (revInUseSet: sent)
+	revInUseSet          bool
 	attributes           map[string]string
 	oversub              *AgentOversubState // nil: no estimator
 	score                float64            // performance score; 0: none
@@ -165,6 +167,8 @@ type fromAgent interface{ isFromAgent() }
 // agentOversub is an agent's new oversubscription status.
 type agentOversub struct {
 	revocable string // the revocable resources, as the agent wrote them
+	inUse     string // what revocable containers held then (inUseSet: sent)
+	inUseSet  bool
 	state     *AgentOversubState
 }
 

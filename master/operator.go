@@ -20,7 +20,7 @@ func (m *Master) State() State {
 	st := State{StartedAt: m.started, Quota: map[string]QuotaState{}, Weights: map[string]float64{}}
 	for _, ag := range m.agents {
 		st.Agents = append(st.Agents, AgentState{ID: ag.id, Hostname: ag.hostname, Principal: ag.principal, Resources: ag.total.String(), Revocable: ag.revocable.String(),
-			Reserved: m.reservations[ag.id].String(), Connected: ag.out != nil, Unreachable: ag.unreachable, Tasks: len(ag.tasks),
+			RevocableInUse: ag.revInUse.String(), Reserved: m.reservations[ag.id].String(), Connected: ag.out != nil, Unreachable: ag.unreachable, Tasks: len(ag.tasks),
 			PerformanceScore: ag.score, Oversubscription: ag.oversubStateLocked()})
 	}
 	sort.Slice(st.Agents, func(i, j int) bool { return st.Agents[i].ID < st.Agents[j].ID })

@@ -10,12 +10,30 @@ import (
 // The agent's estimate is what it may lend out *now*: the revocable
 // resources its running tasks hold are already subtracted, and it knows
 // nothing of the master's outstanding offers. The allocator wants the
-// pool's total. So the total is the estimate plus what the agent's live
-// tasks hold revocably (docs/oversubscription.md: "the master adds those
-// back"), and outstanding revocable offers must fit in the estimate:
-// those that do not are rescinded, newest first. The allocator then
-// never takes back a running task's share, and never offers again what
-// an outstanding offer covers.
+// pool's total. So the total is the estimate plus what the agent's
+// revocable containers held when it computed the estimate — the agent
+// sends both, from one snapshot (docs/oversubscription.md: "the master
+// adds those back") — and outstanding revocable offers must fit in the
+// estimate: those that do not are rescinded, newest first. The allocator
+// then never takes back a running task's share, and never offers again
+// what an outstanding offer covers.
+//
+// The master's own view of the tasks is not used when the agent says
+// what was in use: it may lag the agent's. A revocable task that ended
+// on the agent after the snapshot before last, whose update is still in
+// flight, is already in the new estimate's free part; adding it back
+// from the master's view would count it twice once its update arrives
+// (found by the chaos harness: revocable offers 0.1 cpu and 32 MiB above
+// the estimate). Agents older than the field get the master's view.
+
+// revocablePoolLocked is the allocator's revocable total for the agent's
+// estimate.
+func revocablePoolLocked(ag *agentEntry, estimate resources.Resources) resources.Resources {
+	if ag.revInUseSet {
+		return asRevocable(estimate).Add(asRevocable(ag.revInUse))
+	}
+	return asRevocable(estimate).Add(tasksRevocableLocked(ag))
+}
 
 // tasksRevocableLocked is the revocable part of what the agent's live
 // tasks hold in the allocator.
@@ -55,7 +73,7 @@ func (m *Master) revocableTotalLocked(ag *agentEntry, estimate resources.Resourc
 		offered = offered.Subtract(o.res.Revocable())
 		m.rescindLocked(o, nil)
 	}
-	return free.Add(tasksRevocableLocked(ag))
+	return revocablePoolLocked(ag, free)
 }
 
 // asRevocable marks every entry revocable (an estimate may omit {REV}).

@@ -353,6 +353,11 @@ func (c *Client) retryCheckpoints(ctx context.Context) {
 type Oversubscription struct {
 	// Revocable is what the master may offer as revocable.
 	Revocable resources.Resources
+	// InUse is what revocable containers held when Revocable was
+	// computed: the pool's total is Revocable + InUse. InUseSet says it
+	// was (an estimate was forwarded; InUse may be empty).
+	InUse    resources.Resources
+	InUseSet bool
 	// Estimator and QoS name the agent's estimator and QoS controller;
 	// Summary explains the latest estimate.
 	Estimator, QoS, Summary string
@@ -370,12 +375,12 @@ func (o Oversubscription) registered() *pb.Oversubscribed {
 }
 
 func (o Oversubscription) proto() *pb.Oversubscribed {
-	return &pb.Oversubscribed{Revocable: o.Revocable.String(), Corrections: o.Corrections,
+	return &pb.Oversubscribed{Revocable: o.Revocable.String(), RevocableInUse: o.InUse.String(), RevocableInUseSet: o.InUseSet, Corrections: o.Corrections,
 		Estimator: o.Estimator, Summary: o.Summary, Qos: o.QoS}
 }
 
 func (o Oversubscription) equal(p Oversubscription) bool {
-	if !o.Revocable.Equal(p.Revocable) || o.Estimator != p.Estimator || o.QoS != p.QoS ||
+	if !o.Revocable.Equal(p.Revocable) || !o.InUse.Equal(p.InUse) || o.InUseSet != p.InUseSet || o.Estimator != p.Estimator || o.QoS != p.QoS ||
 		o.Summary != p.Summary || len(o.Corrections) != len(p.Corrections) {
 		return false
 	}

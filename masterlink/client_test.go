@@ -256,7 +256,16 @@ func TestOversubscription(t *testing.T) {
 	if o := next(); o.Revocable != "cpus{REV}:0.5" || len(o.Corrections) != 1 || o.Estimator != "fixed" {
 		t.Fatalf("first update: %v, want the new revocable with the corrections kept", o)
 	}
-	if o := next(); o.Revocable != "cpus{REV}:0.5" || len(o.Corrections) != 0 {
-		t.Fatalf("second update: %v, want no corrections", o)
+	if o := next(); o.Revocable != "cpus{REV}:0.5" || len(o.Corrections) != 0 || o.RevocableInUseSet {
+		t.Fatalf("second update: %v, want no corrections (and no in-use figure: none was set)", o)
+	}
+	// An estimate goes with what was in use when it was computed.
+	if err := c.UpdateOversubscription(func(o *masterlink.Oversubscription) {
+		o.Revocable, o.InUse, o.InUseSet = resources.MustParse("cpus{REV}:0.25"), resources.MustParse("cpus{REV}:0.25;mem{REV}:64"), true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if o := next(); o.Revocable != "cpus{REV}:0.25" || o.RevocableInUse != "cpus{REV}:0.25;mem{REV}:64" || !o.RevocableInUseSet {
+		t.Fatalf("third update: %v, want the estimate with its in-use figure", o)
 	}
 }

@@ -92,8 +92,15 @@ func Run(ctx context.Context, a *agent.Agent, cfg LinkConfig, log *slog.Logger) 
 	// QoS corrections in force.
 	if _, ok := a.Oversubscription(); ok {
 		a.SetForward(func(_ context.Context, est estimator.Estimate) error {
+			// What this runner's tasks held in the snapshot est was
+			// computed against (local revocable containers are neither
+			// in est nor the master's to add back).
+			inUse := a.ForwardedInUse(func(id string) bool {
+				c, err := a.Get(id)
+				return err == nil && c.Labels[LabelTask] != ""
+			})
 			return link.UpdateOversubscription(func(o *masterlink.Oversubscription) {
-				o.Revocable, o.Summary = est.Revocable, est.Explanation.Summary
+				o.Revocable, o.InUse, o.InUseSet, o.Summary = est.Revocable, inUse, true, est.Explanation.Summary
 			})
 		})
 		defer a.SetForward(nil)

@@ -44,13 +44,17 @@ type AgentState struct {
 	Hostname string `json:"hostname"`
 	// Principal is the principal the agent authenticated as (empty
 	// without agent authentication).
-	Principal   string `json:"principal,omitempty"`
-	Resources   string `json:"resources"`
-	Revocable   string `json:"revocable,omitempty"`
-	Reserved    string `json:"reserved,omitempty"`
-	Connected   bool   `json:"connected"`
-	Unreachable bool   `json:"unreachable,omitempty"`
-	Tasks       int    `json:"tasks"`
+	Principal string `json:"principal,omitempty"`
+	Resources string `json:"resources"`
+	Revocable string `json:"revocable,omitempty"`
+	// RevocableInUse is what the agent's revocable tasks held when it
+	// computed Revocable (the pool is the sum of both); empty from agents
+	// that do not say.
+	RevocableInUse string `json:"revocableInUse,omitempty"`
+	Reserved       string `json:"reserved,omitempty"`
+	Connected      bool   `json:"connected"`
+	Unreachable    bool   `json:"unreachable,omitempty"`
+	Tasks          int    `json:"tasks"`
 	// PerformanceScore is the machine performance score the agent
 	// reported (meDRF's; 0: none, the allocator reads it as 1).
 	PerformanceScore float64 `json:"performanceScore"`

@@ -783,9 +783,20 @@ type Oversubscribed struct {
 	Estimator string `protobuf:"bytes,3,opt,name=estimator,proto3" json:"estimator,omitempty"`
 	Summary   string `protobuf:"bytes,4,opt,name=summary,proto3" json:"summary,omitempty"`
 	// qos names the agent's QoS controller.
-	Qos           string `protobuf:"bytes,5,opt,name=qos,proto3" json:"qos,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Qos string `protobuf:"bytes,5,opt,name=qos,proto3" json:"qos,omitempty"`
+	// revocable_in_use is what the agent's revocable containers held when
+	// the estimator computed revocable (the same snapshot): the pool's
+	// total is revocable + revocable_in_use. The master sizes the pool from
+	// these two alone, never mixing in its own view of the tasks, which may
+	// lag the agent's (a task that ended there but whose update is still
+	// in flight would be counted twice).
+	RevocableInUse string `protobuf:"bytes,6,opt,name=revocable_in_use,json=revocableInUse,proto3" json:"revocable_in_use,omitempty"`
+	// revocable_in_use_set: revocable_in_use is sent (it may be empty:
+	// nothing in use). Unset from agents older than the field: the master
+	// then adds its own view of the tasks.
+	RevocableInUseSet bool `protobuf:"varint,7,opt,name=revocable_in_use_set,json=revocableInUseSet,proto3" json:"revocable_in_use_set,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Oversubscribed) Reset() {
@@ -851,6 +862,20 @@ func (x *Oversubscribed) GetQos() string {
 		return x.Qos
 	}
 	return ""
+}
+
+func (x *Oversubscribed) GetRevocableInUse() string {
+	if x != nil {
+		return x.RevocableInUse
+	}
+	return ""
+}
+
+func (x *Oversubscribed) GetRevocableInUseSet() bool {
+	if x != nil {
+		return x.RevocableInUseSet
+	}
+	return false
 }
 
 // Correction is one QoS correction of the agent's controller.
@@ -3113,13 +3138,15 @@ const file_masterlink_proto_rawDesc = "" +
 	"\x0fReregisterTasks\x126\n" +
 	"\x05tasks\x18\x01 \x03(\v2 .brim.masterlink.v1.TaskSnapshotR\x05tasks\x12\x12\n" +
 	"\x04last\x18\x02 \x01(\bR\x04last\"\v\n" +
-	"\tHeartbeat\"\xba\x01\n" +
+	"\tHeartbeat\"\x95\x02\n" +
 	"\x0eOversubscribed\x12\x1c\n" +
 	"\trevocable\x18\x01 \x01(\tR\trevocable\x12@\n" +
 	"\vcorrections\x18\x02 \x03(\v2\x1e.brim.masterlink.v1.CorrectionR\vcorrections\x12\x1c\n" +
 	"\testimator\x18\x03 \x01(\tR\testimator\x12\x18\n" +
 	"\asummary\x18\x04 \x01(\tR\asummary\x12\x10\n" +
-	"\x03qos\x18\x05 \x01(\tR\x03qos\"\xe0\x02\n" +
+	"\x03qos\x18\x05 \x01(\tR\x03qos\x12(\n" +
+	"\x10revocable_in_use\x18\x06 \x01(\tR\x0erevocableInUse\x12/\n" +
+	"\x14revocable_in_use_set\x18\a \x01(\bR\x11revocableInUseSet\"\xe0\x02\n" +
 	"\n" +
 	"Correction\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12!\n" +
