@@ -98,9 +98,9 @@ func PlotRun(r *Run, res RunResult, path string) error {
 		if err != nil {
 			return err
 		}
-		s.GlyphStyle.Shape = draw.TriangleGlyph{}
-		s.GlyphStyle.Radius = vg.Points(3.5)
-		s.GlyphStyle.Color = typeColor(t)
+		s.Shape = draw.TriangleGlyph{}
+		s.Radius = vg.Points(3.5)
+		s.Color = typeColor(t)
 		lat.Add(s)
 		lat.Legend.Add(t, s)
 	}
@@ -217,11 +217,11 @@ func addLine(p *plot.Plot, xy plotter.XYs, label string, c color.Color, dashed b
 	if err != nil {
 		return err
 	}
-	l.LineStyle.Color = c
-	l.LineStyle.Width = vg.Points(1.2)
+	l.Color = c
+	l.Width = vg.Points(1.2)
 	if dashed {
-		l.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		l.LineStyle.Width = vg.Points(0.8)
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		l.Width = vg.Points(0.8)
 	}
 	p.Add(l)
 	if label != "" {

@@ -100,7 +100,7 @@ func TestExperimentRun(t *testing.T) {
 		if err := json.Unmarshal(b, &meta); err != nil {
 			t.Fatal(err)
 		}
-		if !(meta.SoloStart < meta.Onset && meta.Onset < meta.ContendedEnd && meta.ContendedEnd <= meta.AfterStart && meta.AfterStart < meta.AfterEnd) {
+		if !ascending(meta.SoloStart, meta.Onset, meta.ContendedEnd-1, meta.AfterStart, meta.AfterEnd) {
 			t.Errorf("%s: phases out of order: %+v", m, meta)
 		}
 		starts[strconv.Itoa(meta.Trial)+meta.Controller] = meta.SoloStart
@@ -108,7 +108,7 @@ func TestExperimentRun(t *testing.T) {
 			t.Errorf("cgroup parent left: %v", roots)
 		}
 	}
-	if !(starts["1noop"] < starts["1interference"] && starts["1interference"] < starts["2interference"] && starts["2interference"] < starts["2noop"]) {
+	if !ascending(starts["1noop"], starts["1interference"], starts["2interference"], starts["2noop"]) {
 		t.Errorf("runs not interleaved (noop, interference, interference, noop): %v", starts)
 	}
 	// Every run: ratio exactly 1 (the LC's p99 never changes), the
@@ -248,6 +248,16 @@ func readTSVComma(t *testing.T, path string, comma rune) [][]string {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return rows
+}
+
+// ascending reports whether xs strictly increase.
+func ascending(xs ...int64) bool {
+	for i := 1; i < len(xs); i++ {
+		if xs[i] <= xs[i-1] {
+			return false
+		}
+	}
+	return true
 }
 
 func lastLinesOf(s string, n int) string {
