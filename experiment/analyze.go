@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/brimnode/brim/qos"
 )
 
 // Phase names, as in windows.csv and the plots.
@@ -174,7 +176,7 @@ func Analyze(r *Run) RunResult {
 	}
 	for _, a := range r.Antagonists {
 		res.RevocableCPUSeconds += a.CPUSeconds
-		if a.ExitReason == "preempted" {
+		if a.ExitReason == qos.ReasonPreempted {
 			res.Killed++
 		}
 	}

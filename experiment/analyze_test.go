@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brimnode/brim/qos"
 )
 
 // synthRun is a run of 1 s windows: solo [0, 10 s) at p99 1 ms (one
@@ -48,7 +50,7 @@ func synthRun(trial int, controller string) *Run {
 	}
 	r.Antagonists = []AntagonistResult{
 		{Name: "be-0", CPUSeconds: 4, State: "running"},
-		{Name: "be-1", CPUSeconds: 2.5, State: "exited", ExitReason: "preempted"},
+		{Name: "be-1", CPUSeconds: 2.5, State: "exited", ExitReason: qos.ReasonPreempted},
 	}
 	return r
 }

@@ -81,7 +81,7 @@ type AntagonistResult struct {
 	// (starting the shell and making the FIFO: milliseconds).
 	HeldCPUSeconds float64
 	// State and ExitReason at the end of the contended phase
-	// ("preempted": killed by the QoS controller).
+	// (qos.ReasonPreempted: killed by the QoS controller).
 	State      string
 	ExitReason string
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/brimnode/brim/executor"
 	"github.com/brimnode/brim/internal/atomicfile"
 	"github.com/brimnode/brim/internal/cgtree"
+	"github.com/brimnode/brim/qos"
 )
 
 // gateFIFO is the named pipe each antagonist blocks on until the onset:
@@ -239,7 +240,7 @@ func (ru *run) execute(ctx context.Context, c ControllerSpec) error {
 				res.ExitReason = g.Exit.Reason
 			}
 		}
-		if res.State != "running" && res.ExitReason != "preempted" {
+		if res.State != "running" && res.ExitReason != qos.ReasonPreempted {
 			ru.r.Log.Warn("an antagonist ended on its own during the contended phase: its work is missing from the run",
 				"antagonist", ct.Name, "state", res.State, "reason", res.ExitReason, "logs", "agent.log, or brim container logs")
 		}
