@@ -10,8 +10,8 @@ import (
 
 	"github.com/brimnode/brim/estimator"
 	"github.com/brimnode/brim/monitor"
-	"github.com/brimnode/brim/resources"
 	"github.com/brimnode/brim/qos"
+	"github.com/brimnode/brim/resources"
 )
 
 // fakeCgroups records the QoS cgroup changes.
