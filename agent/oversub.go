@@ -633,10 +633,5 @@ func (a *Agent) ForwardedInUse(include func(containerID string) bool) resources.
 			sum.MemMiB += res.MemMiB
 		}
 	}
-	var out resources.Resources
-	for _, e := range sum.Model() {
-		e.Revocable = true
-		out = out.Add(resources.Resources{e})
-	}
-	return out
+	return estimator.MarkRevocable(sum.Model())
 }

@@ -46,6 +46,9 @@ const gateFIFO = ".brim-experiment-gate"
 // waits again.
 var gateScript = fmt.Sprintf(`g=%s/%s; mkfifo "$g" || exit 97; until read -r _ < "$g"; do :; done; exec "$@"`, executor.SandboxMountPoint, gateFIFO)
 
+// ErrResultsExist is wrapped by Run when Out already holds something.
+var ErrResultsExist = errors.New("results directory in use")
+
 // Runner runs a Spec: every trial of every controller, each with a fresh
 // agent, recording into Out (see record.go), then writes the tables and
 // plots (Report).
@@ -73,7 +76,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	if entries, err := os.ReadDir(r.Out); err != nil {
 		return fmt.Errorf("results directory: %w", err)
 	} else if len(entries) > 0 {
-		return fmt.Errorf("results directory %s is not empty: choose a new one (results are never overwritten)", r.Out)
+		return fmt.Errorf("%w: %s is not empty: choose a new one (results are never overwritten)", ErrResultsExist, r.Out)
 	}
 	if r.Work == "" {
 		r.Work = "/var/tmp"

@@ -44,8 +44,9 @@ type demands struct {
 	tasks  map[string]string          // task ID → demand ID
 	holds  map[string]map[string]bool // demand ID → agents holding for it
 	// own is what demands' tasks and offers have per agent (unreserved
-	// non-revocable), refreshed before every Submit and Tick: DRF's load
-	// on an agent is its allocation less this (drfLoadLocked).
+	// non-revocable): DRF's load on an agent is its allocation less this
+	// (drfLoadLocked). Dropped before every Submit and Tick, built on the
+	// first load asked after (only placements within the lead ask).
 	own map[string]resources.Resources
 }
 
@@ -117,7 +118,7 @@ func (m *Master) SubmitDemands(specs []*demand.Spec, authorize func(role string)
 			}
 		}
 	}
-	m.refreshDemandOwnLocked()
+	m.dem.own = nil // rebuilt if a placement asks for DRF's load
 	ds, changes, err := m.dem.book.Submit(m.dem.clock(), specs)
 	if err != nil {
 		return nil, demandError(err)
@@ -136,6 +137,9 @@ func (m *Master) SubmitDemands(specs []*demand.Spec, authorize func(role string)
 // that starts within the hold lead, since DRF work running now may still
 // run at its start. Called with m.mu held (placement happens under it).
 func (m *Master) drfLoadLocked(agent string) resources.Resources {
+	if m.dem.own == nil {
+		m.dem.own = m.demandOwnLocked()
+	}
 	load := m.alloc.Allocated(agent)
 	if u := m.dem.own[agent]; len(u) > 0 && load.Contains(u) {
 		load = load.Subtract(u)
@@ -143,8 +147,8 @@ func (m *Master) drfLoadLocked(agent string) resources.Resources {
 	return load
 }
 
-// refreshDemandOwnLocked recomputes m.dem.own before demands are placed.
-func (m *Master) refreshDemandOwnLocked() {
+// demandOwnLocked is what the demands' tasks and offers have per agent.
+func (m *Master) demandOwnLocked() map[string]resources.Resources {
 	own := map[string]resources.Resources{}
 	for tid := range m.dem.tasks {
 		if t := m.tasks[tid]; t != nil && !terminal(t.state) && !t.recovered {
@@ -156,7 +160,7 @@ func (m *Master) refreshDemandOwnLocked() {
 			own[o.agent] = own[o.agent].Add(o.res.NonRevocable().Unreserved())
 		}
 	}
-	m.dem.own = own
+	return own
 }
 
 func (m *Master) frameworkRolesLocked(id string) ([]string, bool) {
@@ -331,7 +335,7 @@ func (m *Master) releaseDemandLocked(d *demand.Demand) {
 // demand's framework, tagged with the demand's ID.
 func (m *Master) demandCycleLocked() {
 	now := m.dem.clock()
-	m.refreshDemandOwnLocked()
+	m.dem.own = nil // rebuilt if a placement asks for DRF's load
 	m.applyDemandChangesLocked(m.dem.book.Tick(now))
 	for _, d := range m.dem.book.ByUrgency() {
 		if _, known := m.frameworkRolesLocked(d.Framework); !known {

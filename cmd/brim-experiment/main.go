@@ -75,9 +75,6 @@ removed; the runs before it stay in DIR); 130 when interrupted.`,
 			if out == "" {
 				return exitError{code: 2, msg: "--out DIR is required (results are kept there)"}
 			}
-			if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
-				return exitError{code: 2, msg: fmt.Sprintf("--out %s is not empty: results are never overwritten", out)}
-			}
 			if brim, err = brimBinary(brim); err != nil {
 				return exitError{code: 2, msg: err.Error()}
 			}
@@ -88,6 +85,9 @@ removed; the runs before it stay in DIR); 130 when interrupted.`,
 				Log:      slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
 				Progress: cmd.ErrOrStderr()}
 			if err := r.Run(cmd.Context()); err != nil {
+				if errors.Is(err, experiment.ErrResultsExist) {
+					return exitError{code: 2, msg: "--out: " + err.Error()}
+				}
 				if cmd.Context().Err() != nil {
 					return exitError{code: 130, msg: "interrupted; the runs finished before stay in " + out}
 				}
