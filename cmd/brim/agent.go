@@ -3,20 +3,18 @@ package main
 import (
 	"context"
 	"errors"
-	"github.com/brimnode/brim/agent/agentclient"
 	"io"
 	"log/slog"
 	"os"
-	"time"
 
-	"github.com/brimnode/brim/agent/agentd"
-	"github.com/brimnode/brim/agent/agentpb"
-	"github.com/brimnode/brim/estimator"
-	"github.com/brimnode/brim/internal/cliout"
-	"github.com/brimnode/brim/internal/logging"
-	"github.com/brimnode/brim/qos"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/brimnode/brim/agent/agentd"
+	"github.com/brimnode/brim/cli"
+	"github.com/brimnode/brim/estimator"
+	"github.com/brimnode/brim/internal/logging"
+	"github.com/brimnode/brim/qos"
 )
 
 var _ = registerSubcommand(newAgentCommand)
@@ -33,7 +31,7 @@ agent with the same --state-dir reattaches to them. Every flag is also a key
 of the --config file (TOML; flags win); SIGHUP reads the file again (the log
 level, the estimator and QoS controller with their options, the secret file)
 and never stops the agent.`,
-		Args: usageArgs(cobra.NoArgs),
+		Args: cli.UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := af.load(cmd.Flags()); err != nil {
 				return err
@@ -51,21 +49,22 @@ and never stops the agent.`,
 			}
 			if os.Geteuid() != 0 {
 				d.Close()
-				return exitError{code: 1, msg: "brim agent must run as root"}
+				return cli.ExitError{Code: 1, Msg: "brim agent must run as root"}
 			}
 			return runDaemon(cmd.Context(), d, log)
 		},
 	}
 	cmd.PersistentFlags().StringVar(&af.cfg.Socket, "socket", af.cfg.Socket, "unix socket of the local API (0600)")
 	af.register(cmd.Flags())
-	cmd.AddCommand(newAgentInfo(&af.cfg.Socket), newAgentExplain(&af.cfg.Socket), newAgentReportLatency(&af.cfg.Socket),
+	cmd.AddCommand(cli.AgentCommands(&af.cfg.Socket)...)
+	cmd.AddCommand(
 		newConfigCommand("agent", func(f *pflag.FlagSet) (func() error, *configFile) {
 			c := newAgentFlags()
 			f.StringVar(&c.cfg.Socket, "socket", c.cfg.Socket, "unix socket of the local API (0600)")
 			c.register(f)
 			return c.check, &c.cf
 		}))
-	markUsageErrors(cmd)
+	cli.MarkUsageErrors(cmd)
 	return cmd
 }
 
@@ -103,7 +102,7 @@ func (af *agentFlags) check() error {
 		return err
 	}
 	if err := af.cfg.Validate(); err != nil {
-		return exitError{code: 2, msg: err.Error()}
+		return cli.ExitError{Code: 2, Msg: err.Error()}
 	}
 	return nil
 }
@@ -167,7 +166,7 @@ func (lf *logFlags) logger(w io.Writer) (*slog.Logger, *slog.LevelVar, error) {
 	level := new(slog.LevelVar)
 	log, err := logging.New(w, lf.level, lf.format, level)
 	if err != nil {
-		return nil, nil, exitError{code: 2, msg: err.Error()}
+		return nil, nil, cli.ExitError{Code: 2, Msg: err.Error()}
 	}
 	return log, level, nil
 }
@@ -184,7 +183,7 @@ func newDaemon(cfg agentd.Config, log *slog.Logger, level *slog.LevelVar, reload
 	d, err := agentd.New(cfg, agentd.Deps{Estimators: ereg, QoS: qreg, Log: log, Level: level, Reload: reload})
 	var ce *agentd.ConfigError
 	if errors.As(err, &ce) {
-		return nil, exitError{code: 2, msg: err.Error()}
+		return nil, cli.ExitError{Code: 2, Msg: err.Error()}
 	}
 	return d, err
 }
@@ -193,100 +192,9 @@ func newDaemon(cfg agentd.Config, log *slog.Logger, level *slog.LevelVar, reload
 // with its reason.
 func runDaemon(ctx context.Context, d *agentd.Daemon, log *slog.Logger) error {
 	logging.RouteLogrus(log)
-	return masterRefusal("agent", d.Run(ctx))
-}
-
-func newAgentInfo(socket *string) *cobra.Command {
-	cl := &agentClient{socket: socket}
-	return &cobra.Command{
-		Use:   "info",
-		Short: "Describe the running agent: ID, resources total/used/free, revocable pool, estimate, corrections in force",
-		Args:  usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := cl.dial()
-			if err != nil {
-				return err
-			}
-			in, err := api.AgentInfo(cmd.Context(), &agentpb.AgentInfoRequest{})
-			if err != nil {
-				return cl.rpcError(err)
-			}
-			var ex *agentpb.ExplainResponse
-			if in.Estimator != "" {
-				if ex, err = api.Explain(cmd.Context(), &agentpb.ExplainRequest{}); err != nil {
-					return cl.rpcError(err)
-				}
-			}
-			return cliout.AgentInfo(cmd.OutOrStdout(), in, ex)
-		},
-	}
+	return cli.MasterRefusal("agent", d.Run(ctx))
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return logging.New(w, level, format, nil)
-}
-
-func newAgentExplain(socket *string) *cobra.Command {
-	cl := &agentClient{socket: socket}
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "explain",
-		Short: "Show the revocable estimate with the terms of its computation, and the QoS corrections",
-		Long: `Show the estimator's current estimate of the revocable resources this node
-may offer, with the terms of its computation, the last estimate forwarded,
-the revocable pool (estimate plus revocable resources in use) and its use,
-and the QoS corrections in force and recently applied, each with the signal
-that triggered it (value, the victim's baseline, the threshold).`,
-		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := cl.dial()
-			if err != nil {
-				return err
-			}
-			r, err := api.Explain(cmd.Context(), &agentpb.ExplainRequest{})
-			if err != nil {
-				return cl.rpcError(err)
-			}
-			ex := agentclient.ExplainOf(r)
-			w := cmd.OutOrStdout()
-			if asJSON {
-				return cliout.JSON(w, ex)
-			}
-			return cliout.Explain(w, ex)
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
-}
-
-func newAgentReportLatency(socket *string) *cobra.Command {
-	cl := &agentClient{socket: socket}
-	var p50, p99, p999 time.Duration
-	cmd := &cobra.Command{
-		Use:   "report-latency CONTAINER --p99 DURATION [--p50 DURATION] [--p999 DURATION]",
-		Short: "Report a latency the application in a container measured (QoS signal app-latency)",
-		Long: `Report the latency the application in a (non-revocable) container measured
-over its last window, e.g. its request p99. The monitor attaches it to the
-container's samples while fresh (3 monitor intervals) and the QoS controller
-compares it with the container's learned baseline (signal app-latency).`,
-		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if p99 <= 0 {
-				return exitError{code: 2, msg: "brim agent report-latency: --p99 must be positive (see --help)"}
-			}
-			api, err := cl.dial()
-			if err != nil {
-				return err
-			}
-			_, err = api.ReportLatency(cmd.Context(), &agentpb.ReportLatencyRequest{
-				Id: args[0], P50Nanos: int64(p50), P99Nanos: int64(p99), P999Nanos: int64(p999),
-			})
-			return cl.rpcError(err)
-		},
-	}
-	f := cmd.Flags()
-	f.DurationVar(&p50, "p50", 0, "median latency, e.g. 800us")
-	f.DurationVar(&p99, "p99", 0, "99th percentile latency (required), e.g. 2ms")
-	f.DurationVar(&p999, "p999", 0, "99.9th percentile latency (default: p99)")
-	return cmd
 }

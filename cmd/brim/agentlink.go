@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 
-	"github.com/brimnode/brim/agent/agentd"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+
+	"github.com/brimnode/brim/agent/agentd"
+	"github.com/brimnode/brim/cli"
 )
 
 // linkOptions are the agent's credentials towards the master, shared by
@@ -21,7 +20,7 @@ type linkOptions struct {
 	// secret is resolved from them by credentials.
 	principal, secretFile, secret string
 	// tls is --master-ca; dial is resolved from it by credentials.
-	tls  masterTLS
+	tls  cli.MasterTLS
 	dial []grpc.DialOption
 }
 
@@ -29,24 +28,24 @@ type linkOptions struct {
 func (lo *linkOptions) register(f *pflag.FlagSet) {
 	f.StringVar(&lo.principal, "principal", "", "principal to authenticate the agent as (needed when the master has --authenticate-agents)")
 	f.StringVar(&lo.secretFile, "secret-file", "", "file holding the principal's secret (default: $BRIM_SECRET)")
-	lo.tls.register(f)
+	lo.tls.Register(f)
 }
 
 // credentials resolves the agent's secret (--secret-file, else
 // $BRIM_SECRET) and its TLS dial options (--master-ca); a usage error
 // exits 2.
 func (lo *linkOptions) credentials() error {
-	dial, err := lo.tls.dialOptions()
+	dial, err := lo.tls.DialOptions()
 	if err != nil {
 		return err
 	}
 	lo.dial = dial
 	if lo.principal != "" && lo.secretFile == "" && os.Getenv("BRIM_SECRET") == "" {
-		return exitError{code: 2, msg: fmt.Sprintf("--principal %s needs a secret: --secret-file or $BRIM_SECRET", lo.principal)}
+		return cli.ExitError{Code: 2, Msg: fmt.Sprintf("--principal %s needs a secret: --secret-file or $BRIM_SECRET", lo.principal)}
 	}
-	secret, err := frameworkSecret(lo.principal, "", lo.secretFile)
+	secret, err := cli.FrameworkSecret(lo.principal, "", lo.secretFile)
 	if err != nil {
-		return exitError{code: 2, msg: err.Error()}
+		return cli.ExitError{Code: 2, Msg: err.Error()}
 	}
 	lo.secret = secret
 	return nil
@@ -57,32 +56,11 @@ func (lo *linkOptions) resolve(l *agentd.LinkConfig) error {
 	if err := lo.credentials(); err != nil {
 		return err
 	}
-	master, err := resolveMasters(context.Background(), l.Master)
+	master, err := cli.ResolveMasters(context.Background(), l.Master)
 	if err != nil {
 		return err
 	}
 	l.Master = master
 	l.Principal, l.Secret, l.DialOptions = lo.principal, lo.secret, lo.dial
 	return nil
-}
-
-// masterRefusal turns the master's refusal of who ("agent",
-// "framework": codes.Unauthenticated or PermissionDenied anywhere in err's
-// chain) into a one-line message and exit code 1; other errors are
-// returned as they are.
-func masterRefusal(who string, err error) error {
-	var gs interface{ GRPCStatus() *status.Status }
-	if !errors.As(err, &gs) {
-		return err
-	}
-	var what string
-	switch st := gs.GRPCStatus(); st.Code() {
-	case codes.Unauthenticated:
-		what = "unauthenticated"
-	case codes.PermissionDenied:
-		what = "permission denied"
-	default:
-		return err
-	}
-	return exitError{code: 1, msg: "the master refused the " + who + ": " + what + ": " + gs.GRPCStatus().Message()}
 }

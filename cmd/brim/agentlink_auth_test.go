@@ -2,30 +2,12 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/brimnode/brim/masterlink"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"github.com/brimnode/brim/cli"
 )
-
-func TestMasterRefusalOfAgent(t *testing.T) {
-	rejected := fmt.Errorf("master m refused the agent: %w: %w", masterlink.ErrRejected,
-		fmt.Errorf("register: %w", status.Error(codes.Unauthenticated, `agent authentication: bad credentials for "a1": wrong secret`)))
-	var ee exitError
-	if err := masterRefusal("agent", rejected); !errors.As(err, &ee) || ee.code != 1 ||
-		ee.msg != `the master refused the agent: unauthenticated: agent authentication: bad credentials for "a1": wrong secret` {
-		t.Fatalf("refusal: %#v", err)
-	}
-	for _, err := range []error{nil, errors.New("dial: boom"), status.Error(codes.Unavailable, "down")} {
-		if got := masterRefusal("agent", err); got != err {
-			t.Fatalf("refusal of %v: %#v", err, got)
-		}
-	}
-}
 
 func TestLinkCredentials(t *testing.T) {
 	t.Setenv("BRIM_SECRET", "")
@@ -49,9 +31,9 @@ func TestLinkCredentials(t *testing.T) {
 		t.Setenv("BRIM_SECRET", tc.env)
 		lo := linkOptions{principal: tc.principal, secretFile: tc.file}
 		err := lo.credentials()
-		var ee exitError
+		var ee cli.ExitError
 		if tc.usage {
-			if !errors.As(err, &ee) || ee.code != 2 {
+			if !errors.As(err, &ee) || ee.Code != 2 {
 				t.Errorf("%s: %v, want a usage error (exit 2)", tc.name, err)
 			}
 			continue

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/brimnode/brim/agent/agentd"
+	"github.com/brimnode/brim/cli"
 	"github.com/brimnode/brim/internal/flagfile"
 )
 
@@ -54,10 +55,10 @@ func (c *configFile) load(f *pflag.FlagSet) (string, error) {
 		p = c.def
 	}
 	if !filepath.IsAbs(p) {
-		return "", exitError{code: 2, msg: fmt.Sprintf("--config %q: must be an absolute path (it is read again on SIGHUP)", p)}
+		return "", cli.ExitError{Code: 2, Msg: fmt.Sprintf("--config %q: must be an absolute path (it is read again on SIGHUP)", p)}
 	}
 	if err := flagfile.Apply(f, p, notKeys...); err != nil {
-		return "", exitError{code: 2, msg: err.Error()}
+		return "", cli.ExitError{Code: 2, Msg: err.Error()}
 	}
 	return p, nil
 }
@@ -74,7 +75,7 @@ func newConfigCommand(daemon string, register func(f *pflag.FlagSet) (check func
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Print the effective configuration of brim " + daemon + " (file, then flags) as TOML",
-		Args:  usageArgs(cobra.NoArgs),
+		Args:  cli.UsageArgs(cobra.NoArgs),
 	}
 	check, cf := register(cmd.Flags())
 	cmd.Flags().BoolVar(&commented, "commented", false, "print every key commented out (a default configuration file)")
@@ -87,7 +88,7 @@ func newConfigCommand(daemon string, register func(f *pflag.FlagSet) (check func
 		}
 		return writeConfig(cmd.OutOrStdout(), cmd.Flags(), daemon, commented)
 	}
-	markUsageErrors(cmd)
+	cli.MarkUsageErrors(cmd)
 	return cmd
 }
 
@@ -148,7 +149,7 @@ func reloadFrom(newCmd func() *cobra.Command, cmdline *pflag.FlagSet, path strin
 			Principal: str("principal"),
 		}
 		if r.Principal != "" {
-			secret, err := frameworkSecret(r.Principal, "", str("secret-file"))
+			secret, err := cli.FrameworkSecret(r.Principal, "", str("secret-file"))
 			if err != nil {
 				return agentd.Reloadable{}, err
 			}

@@ -7,9 +7,11 @@ import (
 	"path"
 	"path/filepath"
 
-	"github.com/brimnode/brim/agent/agentd"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/brimnode/brim/agent/agentd"
+	"github.com/brimnode/brim/cli"
 )
 
 var _ = registerSubcommand(newDevCommand)
@@ -40,7 +42,7 @@ The agent takes the flags of "brim agent" (--network…, --estimator, --qos,
 --estimator-opt resources=cpus:1;mem:512 the master offers revocable
 resources to frameworks that accept them (brim run --revocable), and the
 QoS controller's corrections show in "brim state".`,
-		Args: usageArgs(cobra.NoArgs),
+		Args: cli.UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			conf, err := cf.load(cmd.Flags())
 			if err != nil {
@@ -52,15 +54,15 @@ QoS controller's corrections show in "brim state".`,
 				return err
 			}
 			if !path.IsAbs(base) {
-				return exitError{code: 2, msg: fmt.Sprintf("--state-dir %q: must be an absolute path", base)}
+				return cli.ExitError{Code: 2, Msg: fmt.Sprintf("--state-dir %q: must be an absolute path", base)}
 			}
 			cfg.StateDir = filepath.Join(base, "agent")
 			cfg.Socket = socket
 			if socket == "" {
 				cfg.Socket = filepath.Join(base, "agent.sock")
 			}
-			if lo.tls.caFile != "" && join == "" {
-				return exitError{code: 2, msg: "--master-ca needs --join: the master brim dev runs itself has no TLS"}
+			if lo.tls.CAFile != "" && join == "" {
+				return cli.ExitError{Code: 2, Msg: "--master-ca needs --join: the master brim dev runs itself has no TLS"}
 			}
 			if err := lo.resolve(&cfg.Link); err != nil {
 				return err
@@ -68,7 +70,7 @@ QoS controller's corrections show in "brim state".`,
 			// The master's address is known once it listens; the agent
 			// is checked (and its plugins opened) before the master
 			// creates anything.
-			if join, err = resolveMasters(cmd.Context(), join); err != nil {
+			if join, err = cli.ResolveMasters(cmd.Context(), join); err != nil {
 				return err
 			}
 			cfg.Link.Master = join
@@ -81,7 +83,7 @@ QoS controller's corrections show in "brim state".`,
 			}
 			if os.Geteuid() != 0 {
 				d.Close()
-				return exitError{code: 1, msg: "brim dev runs containers and must run as root"}
+				return cli.ExitError{Code: 1, Msg: "brim dev runs containers and must run as root"}
 			}
 			// The master and the agent are one group: either failing
 			// stops the other.
@@ -115,6 +117,6 @@ QoS controller's corrections show in "brim state".`,
 	lf.register(f)
 	lo.register(f)
 	cf.register(f, "")
-	markUsageErrors(cmd)
+	cli.MarkUsageErrors(cmd)
 	return cmd
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/opencontainers/runc/libcontainer"
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"
+
+	"github.com/brimnode/brim/cli"
 )
 
 func init() {
@@ -33,23 +35,14 @@ func main() {
 	defer stop()
 	root := newRootCommand()
 	if err := root.ExecuteContext(ctx); err != nil {
-		var ee exitError
+		var ee cli.ExitError
 		if errors.As(err, &ee) {
-			if ee.msg != "" {
-				fmt.Fprintln(os.Stderr, "brim:", ee.msg)
+			if ee.Msg != "" {
+				fmt.Fprintln(os.Stderr, "brim:", ee.Msg)
 			}
-			os.Exit(ee.code)
+			os.Exit(ee.Code)
 		}
 		fmt.Fprintln(os.Stderr, "brim:", err)
 		os.Exit(1)
 	}
 }
-
-// exitError makes a subcommand exit with a given code (e.g. the exit code of
-// a container for `--wait`), optionally printing a message.
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }

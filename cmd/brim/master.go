@@ -13,13 +13,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/brimnode/brim/master"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/brimnode/brim/cli"
+	"github.com/brimnode/brim/master"
 )
 
 const (
-	defaultMasterListen   = "127.0.0.1:5050"
 	defaultMasterStateDir = "/var/lib/brim/master"
 )
 
@@ -51,7 +52,7 @@ type masterFlags struct {
 
 // register adds the flags to fl; --state-dir only with a default.
 func (f *masterFlags) register(fl *pflag.FlagSet, stateDirDefault string) {
-	fl.StringVar(&f.listen, "listen", defaultMasterListen, "address of the gRPC (agents, frameworks) and HTTP (operators) API, one port")
+	fl.StringVar(&f.listen, "listen", cli.DefaultMaster, "address of the gRPC (agents, frameworks) and HTTP (operators) API, one port")
 	if stateDirDefault != "" {
 		fl.StringVar(&f.stateDir, "state-dir", stateDirDefault, "state directory (the master's bbolt store lives in STATE-DIR/master.db)")
 	}
@@ -79,16 +80,16 @@ func (f *masterFlags) register(fl *pflag.FlagSet, stateDirDefault string) {
 // --acls, and never ends the master.
 func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master.Master, net.Addr, func() error, error) {
 	if f.maxCompletedTasks < 1 || f.maxCompletedFWs < 1 {
-		return nil, nil, nil, exitError{code: 2, msg: "--max-completed-tasks and --max-completed-frameworks must be positive"}
+		return nil, nil, nil, cli.ExitError{Code: 2, Msg: "--max-completed-tasks and --max-completed-frameworks must be positive"}
 	}
 	if f.reregisterTimeout < 0 {
-		return nil, nil, nil, exitError{code: 2, msg: "--reregistration-timeout must not be negative"}
+		return nil, nil, nil, cli.ExitError{Code: 2, Msg: "--reregistration-timeout must not be negative"}
 	}
 	if f.backupInterval < 0 || f.backupKeep < 1 {
-		return nil, nil, nil, exitError{code: 2, msg: "--backup-interval must not be negative and --backup-keep must be at least 1"}
+		return nil, nil, nil, cli.ExitError{Code: 2, Msg: "--backup-interval must not be negative and --backup-keep must be at least 1"}
 	}
 	if f.authenticateAgents && f.credentials == "" {
-		return nil, nil, nil, exitError{code: 2, msg: "--authenticate-agents needs --credentials (the principals and secrets agents authenticate with)"}
+		return nil, nil, nil, cli.ExitError{Code: 2, Msg: "--authenticate-agents needs --credentials (the principals and secrets agents authenticate with)"}
 	}
 	tlsCfg, cert, err := serverTLS(f.tlsCert, f.tlsKey)
 	if err != nil {
@@ -152,13 +153,13 @@ func (m *masterCommandFlags) register(f *pflag.FlagSet) {
 // check validates what `brim master` checks before it starts anything.
 func (m *masterCommandFlags) check() error {
 	if _, err := newLogger(io.Discard, m.lf.level, m.lf.format); err != nil {
-		return exitError{code: 2, msg: err.Error()}
+		return cli.ExitError{Code: 2, Msg: err.Error()}
 	}
 	if m.authenticateAgents && m.credentials == "" {
-		return exitError{code: 2, msg: "--authenticate-agents needs --credentials (the principals and secrets agents authenticate with)"}
+		return cli.ExitError{Code: 2, Msg: "--authenticate-agents needs --credentials (the principals and secrets agents authenticate with)"}
 	}
 	if (m.tlsCert == "") != (m.tlsKey == "") {
-		return exitError{code: 2, msg: "--tls-cert and --tls-key go together"}
+		return cli.ExitError{Code: 2, Msg: "--tls-cert and --tls-key go together"}
 	}
 	return m.ha.check()
 }
@@ -170,14 +171,14 @@ func newMasterCommand() *cobra.Command {
 		Short: "Run the master: agents register, frameworks get DRF offers, operators use the HTTP API",
 		Long: `Run the master. Every flag is also a key of the --config file (TOML; flags
 win). SIGHUP re-reads --credentials and --acls and never stops the master.`,
-		Args: usageArgs(cobra.NoArgs),
+		Args: cli.UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := f.cf.load(cmd.Flags()); err != nil {
 				return err
 			}
 			log, err := newLogger(cmd.ErrOrStderr(), f.lf.level, f.lf.format)
 			if err != nil {
-				return exitError{code: 2, msg: err.Error()}
+				return cli.ExitError{Code: 2, Msg: err.Error()}
 			}
 			_, _, wait, err := startMaster(cmd.Context(), &f.masterFlags, log)
 			if err != nil {
@@ -192,7 +193,7 @@ win). SIGHUP re-reads --credentials and --acls and never stops the master.`,
 		c.register(fl)
 		return c.check, &c.cf
 	}), newMasterRestoreCommand())
-	markUsageErrors(cmd)
+	cli.MarkUsageErrors(cmd)
 	return cmd
 }
 
@@ -203,10 +204,10 @@ func newMasterRestoreCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "restore --from FILE [--state-dir DIR]",
 		Short: "Replace the master's store with a backup (the master must be stopped)",
-		Args:  usageArgs(cobra.NoArgs),
+		Args:  cli.UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" {
-				return exitError{code: 2, msg: "--from is required (a backup, e.g. STATE-DIR/backups/master-….db)"}
+				return cli.ExitError{Code: 2, Msg: "--from is required (a backup, e.g. STATE-DIR/backups/master-….db)"}
 			}
 			if err := master.Restore(from, stateDir); err != nil {
 				return err
@@ -217,6 +218,6 @@ func newMasterRestoreCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&from, "from", "", "the backup to restore (a bbolt file written by the master's backups)")
 	cmd.Flags().StringVar(&stateDir, "state-dir", defaultMasterStateDir, "the master's state directory")
-	markUsageErrors(cmd)
+	cli.MarkUsageErrors(cmd)
 	return cmd
 }

@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"github.com/brimnode/brim/cli"
 	"github.com/brimnode/brim/master"
 	"github.com/brimnode/brim/master/etcdstore"
-	"github.com/spf13/pflag"
 )
 
 // haFlags choose the master's store: bbolt in a directory (the default)
@@ -40,19 +41,19 @@ func (h *haFlags) check() error {
 	switch {
 	case h.store == "", strings.HasPrefix(h.store, "bbolt:") && len(h.store) > len("bbolt:"):
 		if h.advertise != "" {
-			return exitError{code: 2, msg: "--advertise needs --store etcd://…"}
+			return cli.ExitError{Code: 2, Msg: "--advertise needs --store etcd://…"}
 		}
 		return nil
 	case strings.HasPrefix(h.store, "etcd://"):
 		if _, _, err := etcdstore.ParseURL(h.store); err != nil {
-			return exitError{code: 2, msg: err.Error()}
+			return cli.ExitError{Code: 2, Msg: err.Error()}
 		}
 		if h.sessionTTL < time.Second || h.sessionTTL%time.Second != 0 {
-			return exitError{code: 2, msg: fmt.Sprintf("--session-ttl %v: want whole seconds, at least 1s", h.sessionTTL)}
+			return cli.ExitError{Code: 2, Msg: fmt.Sprintf("--session-ttl %v: want whole seconds, at least 1s", h.sessionTTL)}
 		}
 		return nil
 	}
-	return exitError{code: 2, msg: fmt.Sprintf("--store %q: want bbolt:DIR or etcd://HOST:2379[,HOST:2379…]/PREFIX", h.store)}
+	return cli.ExitError{Code: 2, Msg: fmt.Sprintf("--store %q: want bbolt:DIR or etcd://HOST:2379[,HOST:2379…]/PREFIX", h.store)}
 }
 
 // apply sets cfg's store from the flags: a state dir for bbolt, an
@@ -71,22 +72,22 @@ func (h *haFlags) apply(ctx context.Context, cfg *master.Config, log *slog.Logge
 	}
 	endpoints, prefix, err := etcdstore.ParseURL(h.store)
 	if err != nil {
-		return nil, exitError{code: 2, msg: err.Error()}
+		return nil, cli.ExitError{Code: 2, Msg: err.Error()}
 	}
 	if cfg.Fresh {
-		return nil, exitError{code: 2, msg: "--fresh is for a bbolt store; an etcd store is managed with etcdctl"}
+		return nil, cli.ExitError{Code: 2, Msg: "--fresh is for a bbolt store; an etcd store is managed with etcdctl"}
 	}
 	tlsCfg, err := etcdstore.LoadTLS(h.etcdCA, h.etcdCert, h.etcdKey)
 	if err != nil {
-		return nil, exitError{code: 2, msg: err.Error()}
+		return nil, cli.ExitError{Code: 2, Msg: err.Error()}
 	}
 	ec := etcdstore.Config{Endpoints: endpoints, Prefix: prefix, TLS: tlsCfg, SessionTTL: h.sessionTTL, Log: log}
 	if (h.etcdUser == "") != (h.etcdPassword == "") {
-		return nil, exitError{code: 2, msg: "--etcd-user and --etcd-password-file go together"}
+		return nil, cli.ExitError{Code: 2, Msg: "--etcd-user and --etcd-password-file go together"}
 	}
 	if h.etcdUser != "" {
 		if ec.Password, err = etcdstore.ReadPassword(h.etcdPassword); err != nil {
-			return nil, exitError{code: 2, msg: err.Error()}
+			return nil, cli.ExitError{Code: 2, Msg: err.Error()}
 		}
 		ec.Username = h.etcdUser
 	}
@@ -97,39 +98,4 @@ func (h *haFlags) apply(ctx context.Context, cfg *master.Config, log *slog.Logge
 	cfg.StateDir, cfg.BackupInterval = "", 0 // the registry is etcd's; back it up with etcdctl snapshot
 	cfg.Elector, cfg.Advertise = c, h.advertise
 	return c.Close, nil
-}
-
-// resolveMasters turns a --master value of the form
-// etcd://HOST:2379[,…]/PREFIX into the list of the masters campaigning
-// there, the leader first (etcdstore.Discover); any other value is
-// returned as it is. TLS and authentication to etcd come from the
-// environment: BRIM_ETCD_CA, BRIM_ETCD_CERT, BRIM_ETCD_KEY,
-// BRIM_ETCD_USER, BRIM_ETCD_PASSWORD_FILE.
-func resolveMasters(ctx context.Context, master string) (string, error) {
-	if !strings.HasPrefix(master, "etcd://") {
-		return master, nil
-	}
-	endpoints, prefix, err := etcdstore.ParseURL(master)
-	if err != nil {
-		return "", exitError{code: 2, msg: "--master " + err.Error()}
-	}
-	tlsCfg, err := etcdstore.LoadTLS(os.Getenv("BRIM_ETCD_CA"), os.Getenv("BRIM_ETCD_CERT"), os.Getenv("BRIM_ETCD_KEY"))
-	if err != nil {
-		return "", exitError{code: 2, msg: "BRIM_ETCD_…: " + err.Error()}
-	}
-	cfg := etcdstore.Config{Endpoints: endpoints, Prefix: prefix, TLS: tlsCfg}
-	if user, file := os.Getenv("BRIM_ETCD_USER"), os.Getenv("BRIM_ETCD_PASSWORD_FILE"); user != "" || file != "" {
-		if user == "" || file == "" {
-			return "", exitError{code: 2, msg: "BRIM_ETCD_USER and BRIM_ETCD_PASSWORD_FILE go together"}
-		}
-		if cfg.Password, err = etcdstore.ReadPassword(file); err != nil {
-			return "", exitError{code: 2, msg: err.Error()}
-		}
-		cfg.Username = user
-	}
-	addrs, err := etcdstore.Discover(ctx, cfg)
-	if err != nil {
-		return "", exitError{code: 1, msg: fmt.Sprintf("--master %s: %v", master, err)}
-	}
-	return strings.Join(addrs, ","), nil
 }

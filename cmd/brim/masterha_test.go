@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.etcd.io/etcd/server/v3/embed"
 
+	"github.com/brimnode/brim/cli"
 	"github.com/brimnode/brim/internal/testutil"
 )
 
@@ -29,8 +30,8 @@ func TestStoreFlagErrors(t *testing.T) {
 		{store: "bbolt:/tmp/x", advertise: "h:1"},
 		{advertise: "h:1"},
 	} {
-		var ee exitError
-		if err := tc.check(); !errors.As(err, &ee) || ee.code != 2 {
+		var ee cli.ExitError
+		if err := tc.check(); !errors.As(err, &ee) || ee.Code != 2 {
 			t.Errorf("%+v: %v, want exit 2", tc, err)
 		}
 	}
@@ -136,7 +137,7 @@ func TestMasterOnEtcd(t *testing.T) {
 	// --master etcd://…: the campaigning masters, the leader first.
 	// (b campaigns concurrently with serving: poll until its key is there.)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		got, err := resolveMasters(context.Background(), "etcd://"+etcd+"/brim-cmd")
+		got, err := cli.ResolveMasters(context.Background(), "etcd://"+etcd+"/brim-cmd")
 		if err == nil && got == a.String()+","+b.String() {
 			break
 		}
@@ -144,14 +145,14 @@ func TestMasterOnEtcd(t *testing.T) {
 			t.Fatalf("resolveMasters = %q, %v; want %s,%s", got, err, a, b)
 		}
 	}
-	if got, err := resolveMasters(context.Background(), "h:1,h:2"); err != nil || got != "h:1,h:2" {
+	if got, err := cli.ResolveMasters(context.Background(), "h:1,h:2"); err != nil || got != "h:1,h:2" {
 		t.Fatalf("resolveMasters of a list = %q, %v", got, err)
 	}
-	var ee exitError
-	if _, err := resolveMasters(context.Background(), "etcd://"+etcd+"/nobody"); !errors.As(err, &ee) || ee.code != 1 {
+	var ee cli.ExitError
+	if _, err := cli.ResolveMasters(context.Background(), "etcd://"+etcd+"/nobody"); !errors.As(err, &ee) || ee.Code != 1 {
 		t.Fatalf("resolveMasters with no master there: %v, want exit 1", err)
 	}
-	if _, err := resolveMasters(context.Background(), "etcd://"+etcd); !errors.As(err, &ee) || ee.code != 2 {
+	if _, err := cli.ResolveMasters(context.Background(), "etcd://"+etcd); !errors.As(err, &ee) || ee.Code != 2 {
 		t.Fatalf("resolveMasters without a prefix: %v, want exit 2", err)
 	}
 	stopA()

@@ -3,12 +3,13 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/brimnode/brim/cli"
 	"github.com/brimnode/brim/internal/buildinfo"
 )
 
-// newRootCommand builds the command tree. Each feature adds its subcommands
-// from its own file (agent.go, container.go, master.go, …) through the
-// subcommands list, so that files can grow independently.
+// newRootCommand builds the command tree: the processes brim runs as
+// (agent, master, dev, shim: each adds itself from its own file through
+// the subcommands list) and the client commands of package cli.
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "brim",
@@ -21,6 +22,7 @@ func newRootCommand() *cobra.Command {
 	for _, sub := range subcommands {
 		root.AddCommand(sub())
 	}
+	root.AddCommand(cli.Commands()...)
 	return root
 }
 

@@ -1,8 +1,9 @@
 package main
 
 import (
-	"github.com/brimnode/brim/agent/agentd"
 	"github.com/spf13/pflag"
+
+	"github.com/brimnode/brim/agent/agentd"
 )
 
 // registerSafetyFlags binds the memory and IO safety flags of

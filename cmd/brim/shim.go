@@ -6,8 +6,9 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/brimnode/brim/executor"
 	"github.com/spf13/cobra"
+
+	"github.com/brimnode/brim/executor"
 )
 
 // The per-container shim, started detached by the containerizer (never by

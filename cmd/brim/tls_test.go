@@ -6,12 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/brimnode/brim/cli"
 )
 
 func TestTLSFlagErrors(t *testing.T) {
 	dir := t.TempDir()
-	var ee exitError
-	if _, _, err := serverTLS("cert.pem", ""); !errors.As(err, &ee) || ee.code != 2 {
+	var ee cli.ExitError
+	if _, _, err := serverTLS("cert.pem", ""); !errors.As(err, &ee) || ee.Code != 2 {
 		t.Errorf("--tls-cert alone: %v, want exit 2", err)
 	}
 	if cfg, _, err := serverTLS("", ""); cfg != nil || err != nil {
@@ -25,12 +27,12 @@ func TestTLSFlagErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{filepath.Join(dir, "missing.pem"), notPEM} {
-		m := masterTLS{caFile: f}
-		if _, err := m.dialOptions(); !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(ee.msg, "--master-ca") {
+		m := cli.MasterTLS{CAFile: f}
+		if _, err := m.DialOptions(); !errors.As(err, &ee) || ee.Code != 2 || !strings.Contains(ee.Msg, "--master-ca") {
 			t.Errorf("--master-ca %s: %v, want exit 2 naming the flag", f, err)
 		}
 	}
-	if d, err := (&masterTLS{}).dialOptions(); d != nil || err != nil {
+	if d, err := (&cli.MasterTLS{}).DialOptions(); d != nil || err != nil {
 		t.Errorf("no --master-ca: %v, %v", d, err)
 	}
 }

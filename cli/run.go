@@ -1,21 +1,17 @@
-package main
+package cli
 
 import (
 	"errors"
-	"fmt"
-	"os"
-	"strings"
 	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
 
 	"github.com/brimnode/brim/client"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/scheduler"
 	"github.com/brimnode/brim/scheduler/runner"
-	"github.com/google/uuid"
-	"github.com/spf13/cobra"
 )
-
-var _ = registerSubcommand(newRunCommand)
 
 func newRunCommand() *cobra.Command {
 	var (
@@ -31,7 +27,7 @@ func newRunCommand() *cobra.Command {
 		failover, killAfter      time.Duration
 		instances, perOffer      int
 		timeout                  time.Duration
-		mtls                     masterTLS
+		mtls                     MasterTLS
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARG…]",
@@ -46,21 +42,21 @@ after --timeout with exit status 1 and the reason: the master's address does
 not answer (or serves TLS and --master-ca is missing), the master refuses the
 task (an invalid task ID, or one in use), or no agent offers enough (the
 largest free resources offered are named).`,
-		Args: usageArgs(cobra.MinimumNArgs(1)),
+		Args: UsageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			milli, err := milliCPUs(cpus)
 			if err != nil {
-				return exitError{code: 2, msg: err.Error()}
+				return ExitError{Code: 2, Msg: err.Error()}
 			}
 			if mem <= 0 {
-				return exitError{code: 2, msg: "--mem must be positive"}
+				return ExitError{Code: 2, Msg: "--mem must be positive"}
 			}
 			want, err := runner.Want(milli, mem, netBw, revocable)
 			if err != nil {
-				return exitError{code: 2, msg: "--net-bw: " + err.Error()}
+				return ExitError{Code: 2, Msg: "--net-bw: " + err.Error()}
 			}
 			if instances < 1 {
-				return exitError{code: 2, msg: "--instances must be at least 1"}
+				return ExitError{Code: 2, Msg: "--instances must be at least 1"}
 			}
 			if taskID == "" {
 				taskID = "run-" + uuid.NewString()[:8]
@@ -69,28 +65,28 @@ largest free resources offered are named).`,
 				name = taskID
 			}
 			if timeout < 0 {
-				return exitError{code: 2, msg: "--timeout must not be negative"}
+				return ExitError{Code: 2, Msg: "--timeout must not be negative"}
 			}
 			ids := runner.TaskIDs(taskID, instances)
 			var roles []string
 			if role != "" {
 				roles = []string{role}
 			}
-			secret, err := frameworkSecret(principal, secret, secretFile)
+			secret, err := FrameworkSecret(principal, secret, secretFile)
 			if err != nil {
-				return exitError{code: 2, msg: err.Error()}
+				return ExitError{Code: 2, Msg: err.Error()}
 			}
-			dial, err := mtls.dialOptions()
+			dial, err := mtls.DialOptions()
 			if err != nil {
 				return err
 			}
-			if addr, err = resolveMasters(cmd.Context(), addr); err != nil {
+			if addr, err = ResolveMasters(cmd.Context(), addr); err != nil {
 				return err
 			}
 			d, err := scheduler.New(scheduler.Options{Master: addr, Name: "brim-run", Roles: roles, Revocable: revocable, FailoverTimeout: failover,
 				Principal: principal, Secret: secret, DialOptions: dial})
 			if err != nil {
-				return exitError{code: 2, msg: err.Error()}
+				return ExitError{Code: 2, Msg: err.Error()}
 			}
 			defer func() { _ = d.Close() }() // the run's outcome is the exit code
 			cfg := runner.Config{Task: &pb.TaskInfo{Name: name, Command: args, Env: env, User: user, Userns: userns}, IDs: ids, Want: want, Role: role,
@@ -102,14 +98,14 @@ largest free resources offered are named).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "master", defaultMasterListen, "master address host:port, or the masters of a highly available cluster, comma-separated (the leader is found and followed)")
+	f.StringVar(&addr, "master", DefaultMaster, "master address host:port, or the masters of a highly available cluster, comma-separated (the leader is found and followed)")
 	f.Float64Var(&cpus, "cpus", 0.1, "cpus of the task")
 	f.Int64Var(&mem, "mem", 64, "memory of the task, MiB")
 	f.Int64Var(&netBw, "net-bw", 0, "bandwidth of the task, Mbit/s (net_bw): the task gets its own network namespace, shaped to it, on an agent with --network; 0: none, the host's network")
 	f.StringVar(&principal, "principal", "", "principal to authenticate the framework as (needed when the master has --credentials)")
 	f.StringVar(&secret, "secret", "", "the principal's secret (prefer --secret-file or $BRIM_SECRET)")
 	f.StringVar(&secretFile, "secret-file", "", "file holding the principal's secret")
-	mtls.register(f)
+	mtls.Register(f)
 	f.StringVar(&role, "role", "", "role to subscribe with (default: the master's default role)")
 	f.BoolVar(&revocable, "revocable", false, "run on revocable (oversubscribed) resources")
 	f.StringVar(&name, "name", "", "task name (default: the task ID)")
@@ -122,39 +118,13 @@ largest free resources offered are named).`,
 	f.IntVar(&perOffer, "tasks-per-offer", 0, "launch at most this many tasks per offer (0: as many as fit); 1 lets the allocator apply DRF task by task")
 	f.DurationVar(&timeout, "timeout", 3*time.Minute, "give up (exit 1, saying why) after waiting this long for the master, or from the start for a first offer that fits (0: wait forever)")
 	f.IntVar(&instances, "instances", 1, "run this many copies of the task (IDs TASK-ID-0…); exit with the first non-zero exit code")
-	markUsageErrors(cmd)
+	MarkUsageErrors(cmd)
 	return cmd
 }
 
 // refusal turns the master's refusal of the framework (authentication,
 // ACL) into a one-line message; other errors are returned as they are.
-func refusal(err error) error { return masterRefusal("framework", err) }
-
-// frameworkSecret is the secret of principal: --secret-file (trimmed),
-// else --secret, else $BRIM_SECRET. --secret or --secret-file without a
-// principal is a usage error, as is a principal without any secret;
-// $BRIM_SECRET alone is ignored.
-func frameworkSecret(principal, secret, secretFile string) (string, error) {
-	if principal == "" {
-		if secret != "" || secretFile != "" {
-			return "", errors.New("--secret and --secret-file need --principal")
-		}
-		return "", nil
-	}
-	if secretFile != "" {
-		b, err := os.ReadFile(secretFile)
-		if err != nil {
-			return "", fmt.Errorf("--secret-file: %w", err)
-		}
-		secret = strings.TrimSpace(string(b))
-	} else if secret == "" {
-		secret = os.Getenv("BRIM_SECRET")
-	}
-	if secret == "" {
-		return "", fmt.Errorf("--principal %s needs a secret: --secret-file, --secret or $BRIM_SECRET", principal)
-	}
-	return secret, nil
-}
+func refusal(err error) error { return MasterRefusal("framework", err) }
 
 // runExit turns runner.Run's outcome into brim run's exit: the failed
 // task's exit code, 130 when interrupted, 1 with the reason when giving
@@ -165,11 +135,11 @@ func runExit(err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &te):
-		return exitError{code: te.Code}
+		return ExitError{Code: te.Code}
 	case errors.Is(err, runner.ErrInterrupted):
-		return exitError{code: 130, msg: "interrupted"}
+		return ExitError{Code: 130, Msg: "interrupted"}
 	case errors.Is(err, runner.ErrTimeout), errors.Is(err, runner.ErrRefused), errors.Is(err, runner.ErrStopped):
-		return exitError{code: 1, msg: err.Error()}
+		return ExitError{Code: 1, Msg: err.Error()}
 	}
 	return refusal(err)
 }

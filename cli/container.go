@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -8,24 +8,22 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/brimnode/brim/agent/agentclient"
 	"github.com/brimnode/brim/agent/agentpb"
 	"github.com/brimnode/brim/internal/cliout"
-	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
 )
 
 // defaultSocket is where `brim agent` serves its local API.
 const defaultSocket = "/run/brim/agent.sock"
-
-var _ = registerSubcommand(newContainerCommand)
 
 func newContainerCommand() *cobra.Command {
 	var socket string
 	cmd := &cobra.Command{
 		Use:   "container",
 		Short: "Run and manage containers on the local agent (through its unix socket)",
-		Args:  usageArgs(cobra.NoArgs),
+		Args:  UsageArgs(cobra.NoArgs),
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.PersistentFlags().StringVar(&socket, "socket", defaultSocket, "the agent's local API socket")
@@ -36,7 +34,7 @@ func newContainerCommand() *cobra.Command {
 		newContainerRm(cl),
 	)
 	cmd.AddCommand(newContainerReportLatency(&socket))
-	markUsageErrors(cmd)
+	MarkUsageErrors(cmd)
 	return cmd
 }
 
@@ -47,66 +45,11 @@ func newContainerReportLatency(socket *string) *cobra.Command {
 	cmd.Short += " (alias of brim agent report-latency)"
 	cmd.PreRunE = func(c *cobra.Command, _ []string) error {
 		if p99, err := c.Flags().GetDuration("p99"); err == nil && p99 <= 0 {
-			return exitError{code: 2, msg: c.CommandPath() + ": --p99 must be positive (see --help)"}
+			return ExitError{Code: 2, Msg: c.CommandPath() + ": --p99 must be positive (see --help)"}
 		}
 		return nil
 	}
 	return cmd
-}
-
-// markUsageErrors makes flag errors exit with status 2, recursively.
-func markUsageErrors(cmd *cobra.Command) {
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return exitError{code: 2, msg: fmt.Sprintf("%s: %v (see --help)", c.CommandPath(), err)}
-	})
-	for _, c := range cmd.Commands() {
-		markUsageErrors(c)
-	}
-}
-
-// usageArgs turns an argument validation error into exit status 2.
-func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := v(cmd, args); err != nil {
-			return exitError{code: 2, msg: fmt.Sprintf("%s: %v (see --help)", cmd.CommandPath(), err)}
-		}
-		return nil
-	}
-}
-
-// agentClient dials the agent's socket lazily: the flag is parsed after
-// the commands are built. It maps the client's errors to exit codes.
-type agentClient struct {
-	socket *string
-	c      *agentclient.Client
-}
-
-// dial returns an API client. A dead socket gives a message that says so.
-func (c *agentClient) dial() (agentpb.AgentClient, error) {
-	if c.c == nil {
-		cl, err := agentclient.Dial(*c.socket)
-		if errors.Is(err, agentclient.ErrUnreachable) {
-			return nil, exitError{code: 1, msg: err.Error()}
-		}
-		if err != nil {
-			return nil, err
-		}
-		c.c = cl
-	}
-	return c.c, nil
-}
-
-// rpcError turns an API error into the CLI's message (the agent's own
-// text) and exit code.
-func (c *agentClient) rpcError(err error) error {
-	var ae *agentclient.APIError
-	if c.c == nil || !errors.As(c.c.Error(err), &ae) {
-		return err
-	}
-	if ae.Code == codes.Canceled {
-		return exitError{code: 130, msg: "interrupted"}
-	}
-	return exitError{code: 1, msg: ae.Error()}
 }
 
 func newContainerRun(cl *agentClient) *cobra.Command {
@@ -126,23 +69,23 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARG…]",
 		Short: "Run a container; prints its ID (--wait: exits with its exit code)",
-		Args:  usageArgs(cobra.MinimumNArgs(1)),
+		Args:  UsageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			milli, err := milliCPUs(cpus)
 			if err != nil {
-				return exitError{code: 2, msg: err.Error()}
+				return ExitError{Code: 2, Msg: err.Error()}
 			}
 			lab := map[string]string{}
 			for _, l := range labels {
 				k, v, ok := strings.Cut(l, "=")
 				if !ok || k == "" {
-					return exitError{code: 2, msg: fmt.Sprintf("--label %q: want KEY=VALUE", l)}
+					return ExitError{Code: 2, Msg: fmt.Sprintf("--label %q: want KEY=VALUE", l)}
 				}
 				lab[k] = v
 			}
 			ports, err := agentclient.ParsePorts(publish)
 			if err != nil {
-				return exitError{code: 2, msg: "-p: " + err.Error()}
+				return ExitError{Code: 2, Msg: "-p: " + err.Error()}
 			}
 			api, err := cl.dial()
 			if err != nil {
@@ -202,7 +145,7 @@ func milliCPUs(cpus float64) (int64, error) {
 
 func exitFor(c *agentpb.Container) error {
 	if code := agentclient.ExitCode(c); code != 0 {
-		return exitError{code: code}
+		return ExitError{Code: code}
 	}
 	return nil
 }
@@ -213,7 +156,7 @@ func newContainerLs(cl *agentClient) *cobra.Command {
 		Use:     "ls",
 		Aliases: []string{"list", "ps"},
 		Short:   "List the agent's containers (running and finished)",
-		Args:    usageArgs(cobra.NoArgs),
+		Args:    UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			api, err := cl.dial()
 			if err != nil {
@@ -242,7 +185,7 @@ func newContainerInspect(cl *agentClient) *cobra.Command {
 	return &cobra.Command{
 		Use:   "inspect ID|NAME",
 		Short: "Print a container as JSON",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Args:  UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := cl.dial()
 			if err != nil {
@@ -272,10 +215,10 @@ over the monitor's latest interval with its source (ebpf, or
 schedstat-mean: only the mean wait, shown for all three) and cumulative
 on-cpu time. They show "-" (null in --json) when the agent runs without a
 monitor or has not sampled the container twice yet.`,
-		Args: usageArgs(cobra.MinimumNArgs(1)),
+		Args: UsageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if interval <= 0 {
-				return exitError{code: 2, msg: "--interval must be positive"}
+				return ExitError{Code: 2, Msg: "--interval must be positive"}
 			}
 			api, err := cl.dial()
 			if err != nil {
@@ -302,21 +245,21 @@ func newContainerUpdate(cl *agentClient) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "update [--cpus N] [--mem MiB] [--pids N] [--net-bw MBIT] ID|NAME",
 		Short: "Resize a running container",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Args:  UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := &agentpb.UpdateRequest{Id: args[0], MemMib: mem, Pids: pids, NetBwMbit: netBw}
 			if cmd.Flags().Changed("cpus") {
 				m, err := milliCPUs(cpus)
 				if err != nil {
-					return exitError{code: 2, msg: err.Error()}
+					return ExitError{Code: 2, Msg: err.Error()}
 				}
 				req.MilliCpus = m
 			}
 			if req.MilliCpus == 0 && mem == 0 && pids == 0 && netBw == 0 {
-				return exitError{code: 2, msg: "update: give at least one of --cpus, --mem, --pids, --net-bw"}
+				return ExitError{Code: 2, Msg: "update: give at least one of --cpus, --mem, --pids, --net-bw"}
 			}
 			if mem < 0 || pids < 0 || netBw < 0 {
-				return exitError{code: 2, msg: "update: --mem, --pids and --net-bw must be positive"}
+				return ExitError{Code: 2, Msg: "update: --mem, --pids and --net-bw must be positive"}
 			}
 			api, err := cl.dial()
 			if err != nil {
@@ -343,12 +286,12 @@ func newContainerKill(cl *agentClient) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kill [--grace D] ID|NAME",
 		Short: "Stop a container: SIGTERM, then SIGKILL after the grace period",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Args:  UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g := int64(-1) // the agent's default
 			if cmd.Flags().Changed("grace") {
 				if grace < 0 {
-					return exitError{code: 2, msg: "--grace must not be negative"}
+					return ExitError{Code: 2, Msg: "--grace must not be negative"}
 				}
 				g = int64(grace)
 			}
@@ -373,7 +316,7 @@ func newContainerLogs(cl *agentClient) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs [-f] ID|NAME",
 		Short: "Print a container's stdout and stderr (-f: until it exits)",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Args:  UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := cl.dial()
 			if err != nil {
@@ -409,7 +352,7 @@ func newContainerWait(cl *agentClient) *cobra.Command {
 	return &cobra.Command{
 		Use:   "wait ID|NAME",
 		Short: "Wait for a container to exit; prints and exits with its exit code",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Args:  UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := cl.dial()
 			if err != nil {
@@ -431,7 +374,7 @@ func newContainerRm(cl *agentClient) *cobra.Command {
 		Use:     "rm [-f] ID|NAME…",
 		Aliases: []string{"destroy"},
 		Short:   "Destroy finished containers (-f: kill running ones first): cgroups, state, sandbox",
-		Args:    usageArgs(cobra.MinimumNArgs(1)),
+		Args:    UsageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := cl.dial()
 			if err != nil {
@@ -451,14 +394,14 @@ func newContainerRm(cl *agentClient) *cobra.Command {
 			if len(errs) > 1 {
 				var msgs []string
 				for _, e := range errs {
-					var ee exitError
+					var ee ExitError
 					if errors.As(e, &ee) {
-						msgs = append(msgs, ee.msg)
+						msgs = append(msgs, ee.Msg)
 					} else {
 						msgs = append(msgs, e.Error())
 					}
 				}
-				return exitError{code: 1, msg: strings.Join(msgs, "\nbrim: ")}
+				return ExitError{Code: 1, Msg: strings.Join(msgs, "\nbrim: ")}
 			}
 			return nil
 		},

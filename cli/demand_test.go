@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/brimnode/brim/master"
 )
@@ -24,7 +26,8 @@ func TestDemandCommands(t *testing.T) {
 	t.Cleanup(srv.Close)
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	run := func(args ...string) (string, error) {
-		root := newRootCommand()
+		root := &cobra.Command{Use: "brim", SilenceUsage: true, SilenceErrors: true}
+		root.AddCommand(Commands()...)
 		var out bytes.Buffer
 		root.SetOut(&out)
 		root.SetArgs(append(args, "--master", addr))
@@ -37,12 +40,12 @@ func TestDemandCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = run("demand", "submit", "-f", bad)
-	var ee exitError
-	if !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(ee.msg, `Start.Time[1]: "+5x"`) {
+	var ee ExitError
+	if !errors.As(err, &ee) || ee.Code != 1 || !strings.Contains(ee.Msg, `Start.Time[1]: "+5x"`) {
 		t.Fatalf("submit bad: %v %+v", err, ee)
 	}
 	_, err = run("demand", "submit", "-f", filepath.Join(dir, "missing.json"))
-	if !errors.As(err, &ee) || ee.code != 2 {
+	if !errors.As(err, &ee) || ee.Code != 2 {
 		t.Fatalf("submit missing file: %v", err)
 	}
 	out, err := run("demand", "ls")
@@ -50,11 +53,11 @@ func TestDemandCommands(t *testing.T) {
 		t.Fatalf("ls: %v\n%s", err, out)
 	}
 	_, err = run("demand", "show", "nope")
-	if !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(ee.msg, "not found") {
+	if !errors.As(err, &ee) || ee.Code != 1 || !strings.Contains(ee.Msg, "not found") {
 		t.Fatalf("show unknown: %v %+v", err, ee)
 	}
 	_, err = run("demand", "cancel", "nope")
-	if !errors.As(err, &ee) || ee.code != 1 {
+	if !errors.As(err, &ee) || ee.Code != 1 {
 		t.Fatalf("cancel unknown: %v %+v", err, ee)
 	}
 }

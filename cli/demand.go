@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -6,13 +6,12 @@ import (
 	"io"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/brimnode/brim/client"
 	"github.com/brimnode/brim/demand"
 	"github.com/brimnode/brim/internal/cliout"
-	"github.com/spf13/cobra"
 )
-
-var _ = registerSubcommand(newDemandCommand)
 
 // newDemandCommand is `brim demand submit|ls|show|cancel`: the master's
 // /demands API (docs/demands.md).
@@ -20,7 +19,7 @@ func newDemandCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demand",
 		Short: "Submit, list, show and cancel time-aware demands (docs/demands.md)",
-		Args:  usageArgs(cobra.NoArgs),
+		Args:  UsageArgs(cobra.NoArgs),
 	}
 	cmd.AddCommand(demandSubmit(), demandList(), demandShow(), demandCancel())
 	return cmd
@@ -38,10 +37,10 @@ func demandSubmit() *cobra.Command {
 		Long: `Submit a demand document, or a JSON list of them (all or nothing).
 Exit status 1 with the master's message naming the field on bad input
 (nothing is stored), 2 for a file that cannot be read.`,
-		Args: usageArgs(cobra.NoArgs),
+		Args: UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
-				return exitError{code: 2, msg: "-f FILE is required"}
+				return ExitError{Code: 2, Msg: "-f FILE is required"}
 			}
 			var doc []byte
 			var err error
@@ -51,7 +50,7 @@ Exit status 1 with the master's message naming the field on bad input
 				doc, err = os.ReadFile(file)
 			}
 			if err != nil {
-				return exitError{code: 2, msg: fmt.Sprintf("-f: %v", err)}
+				return ExitError{Code: 2, Msg: fmt.Sprintf("-f: %v", err)}
 			}
 			var ds []demand.Demand
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) {
@@ -69,7 +68,7 @@ Exit status 1 with the master's message naming the field on bad input
 	o.flags(cmd)
 	cmd.Flags().StringVarP(&file, "file", "f", "", "demand document (JSON; - for stdin)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the raw JSON")
-	markUsageErrors(cmd)
+	MarkUsageErrors(cmd)
 	return cmd
 }
 
@@ -82,7 +81,7 @@ func demandList() *cobra.Command {
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List demands with their state and plan",
-		Args:    usageArgs(cobra.NoArgs),
+		Args:    UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var ds []demand.Demand
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) { ds, err = c.Demands(ctx); return err }); err != nil {
@@ -96,7 +95,7 @@ func demandList() *cobra.Command {
 	}
 	o.flags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the raw JSON")
-	markUsageErrors(cmd)
+	MarkUsageErrors(cmd)
 	return cmd
 }
 
@@ -108,7 +107,7 @@ func demandShow() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show one demand: its document, plan and every transition",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Args:  UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var d *demand.Demand
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) { d, err = c.Demand(ctx, args[0]); return err }); err != nil {
@@ -122,7 +121,7 @@ func demandShow() *cobra.Command {
 	}
 	o.flags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the raw JSON")
-	markUsageErrors(cmd)
+	MarkUsageErrors(cmd)
 	return cmd
 }
 
@@ -134,7 +133,7 @@ func demandCancel() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel ID",
 		Short: "Cancel a demand: FAILED (cancelled), its capacity released, its tasks killed",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Args:  UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var d *demand.Demand
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) {
@@ -151,6 +150,6 @@ func demandCancel() *cobra.Command {
 	}
 	o.flags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the raw JSON")
-	markUsageErrors(cmd)
+	MarkUsageErrors(cmd)
 	return cmd
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -7,38 +7,31 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/brimnode/brim/client"
 	"github.com/brimnode/brim/internal/cliout"
 	"github.com/brimnode/brim/master/api"
-	"github.com/spf13/cobra"
-)
-
-var (
-	_ = registerSubcommand(newStateCommand)
-	_ = registerSubcommand(func() *cobra.Command { return newReserveCommand(false) })
-	_ = registerSubcommand(func() *cobra.Command { return newReserveCommand(true) })
-	_ = registerSubcommand(newQuotaCommand)
-	_ = registerSubcommand(newWeightsCommand)
 )
 
 // operatorFlags are the flags of the master's HTTP API clients.
 type operatorFlags struct {
 	master, principal, secret, secretFile string
-	tls                                   masterTLS
+	tls                                   MasterTLS
 }
 
 func (o *operatorFlags) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&o.master, "master", defaultMasterListen, "master address host:port, or the masters of a highly available cluster, comma-separated (requests go to the leader)")
+	f.StringVar(&o.master, "master", DefaultMaster, "master address host:port, or the masters of a highly available cluster, comma-separated (requests go to the leader)")
 	f.StringVar(&o.principal, "principal", "", "principal to authenticate as (HTTP basic)")
 	f.StringVar(&o.secret, "secret", "", "the principal's secret (prefer --secret-file or $BRIM_SECRET)")
 	f.StringVar(&o.secretFile, "secret-file", "", "file holding the principal's secret")
-	o.tls.register(f)
+	o.tls.Register(f)
 }
 
 // client returns the client the flags describe.
 func (o *operatorFlags) client() (*client.Client, error) {
-	master, err := resolveMasters(context.Background(), o.master)
+	master, err := ResolveMasters(context.Background(), o.master)
 	if err != nil {
 		return nil, err
 	}
@@ -51,19 +44,19 @@ func (o *operatorFlags) client() (*client.Client, error) {
 		if o.secretFile != "" {
 			b, err := os.ReadFile(o.secretFile)
 			if err != nil {
-				return nil, exitError{code: 2, msg: fmt.Sprintf("--secret-file: %v", err)}
+				return nil, ExitError{Code: 2, Msg: fmt.Sprintf("--secret-file: %v", err)}
 			}
 			cfg.Secret = strings.TrimSpace(string(b))
 		}
 	}
-	tlsCfg, err := o.tls.config()
+	tlsCfg, err := o.tls.Config()
 	if err != nil {
 		return nil, err
 	}
 	cfg.TLS = tlsCfg
 	c, err := client.New(cfg)
 	if err != nil {
-		return nil, exitError{code: 2, msg: err.Error()}
+		return nil, ExitError{Code: 2, Msg: err.Error()}
 	}
 	return c, nil
 }
@@ -82,9 +75,9 @@ func (o *operatorFlags) call(cmd *cobra.Command, req func(context.Context, *clie
 	case err == nil:
 		return nil
 	case errors.As(err, &ae), errors.Is(err, client.ErrUnreachable):
-		return exitError{code: 1, msg: err.Error()}
+		return ExitError{Code: 1, Msg: err.Error()}
 	case errors.Is(err, context.Canceled):
-		return exitError{code: 130, msg: "interrupted"}
+		return ExitError{Code: 130, Msg: "interrupted"}
 	}
 	return err
 }
@@ -97,7 +90,7 @@ func newStateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "state",
 		Short: "Show the master's state: agents, frameworks, tasks, offers, DRF shares, quota",
-		Args:  usageArgs(cobra.NoArgs),
+		Args:  UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var st *api.State
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) { st, err = c.State(ctx); return err }); err != nil {
@@ -112,7 +105,7 @@ func newStateCommand() *cobra.Command {
 	}
 	o.flags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the raw JSON")
-	markUsageErrors(cmd)
+	MarkUsageErrors(cmd)
 	return cmd
 }
 
@@ -132,10 +125,10 @@ func newReserveCommand(unreserve bool) *cobra.Command {
 (unreserve: the reservations as /state shows them, e.g. "cpus(ads,ops):1").
 Exit status 1 with the master's message on 400 (bad arguments), 401
 (unauthenticated), 403 (not permitted) or 409 (insufficient resources).`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Args: UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if agentID == "" {
-				return exitError{code: 2, msg: "--agent is required"}
+				return ExitError{Code: 2, Msg: "--agent is required"}
 			}
 			req := api.ReserveRequest{AgentID: agentID, Resources: args[0]}
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) error { return call(c, ctx, req) }); err != nil {
@@ -147,7 +140,7 @@ Exit status 1 with the master's message on 400 (bad arguments), 401
 	}
 	o.flags(cmd)
 	cmd.Flags().StringVar(&agentID, "agent", "", "agent ID (see brim state)")
-	markUsageErrors(cmd)
+	MarkUsageErrors(cmd)
 	return cmd
 }
 
@@ -160,7 +153,7 @@ func newQuotaCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "quota [--role R --guarantee RES --limit RES | --role R --remove]",
 		Short: "Show or set roles' quota (guarantee and limit)",
-		Args:  usageArgs(cobra.NoArgs),
+		Args:  UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if role == "" {
 				var q map[string]api.QuotaState
@@ -170,7 +163,7 @@ func newQuotaCommand() *cobra.Command {
 				return cliout.Quota(cmd.OutOrStdout(), q)
 			}
 			if !remove && guarantee == "" && limit == "" {
-				return exitError{code: 2, msg: "give --guarantee and/or --limit, or --remove"}
+				return ExitError{Code: 2, Msg: "give --guarantee and/or --limit, or --remove"}
 			}
 			req := api.QuotaRequest{Role: role, Guarantee: guarantee, Limit: limit}
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) error { return c.SetQuota(ctx, req) }); err != nil {
@@ -186,7 +179,7 @@ func newQuotaCommand() *cobra.Command {
 	f.StringVar(&guarantee, "guarantee", "", `guaranteed resources, e.g. "cpus:2;mem:4096"`)
 	f.StringVar(&limit, "limit", "", "resources the role never exceeds")
 	f.BoolVar(&remove, "remove", false, "remove the role's quota")
-	markUsageErrors(cmd)
+	MarkUsageErrors(cmd)
 	return cmd
 }
 
@@ -195,7 +188,7 @@ func newWeightsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "weights [ROLE=WEIGHT…]",
 		Short: "Show or set roles' weights (a role's DRF share is divided by its weight)",
-		Args:  usageArgs(cobra.ArbitraryArgs),
+		Args:  UsageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				var ws map[string]float64
@@ -206,7 +199,7 @@ func newWeightsCommand() *cobra.Command {
 			}
 			req, err := client.ParseWeights(args)
 			if err != nil {
-				return exitError{code: 2, msg: err.Error()}
+				return ExitError{Code: 2, Msg: err.Error()}
 			}
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) error { return c.SetWeights(ctx, req) }); err != nil {
 				return err
@@ -216,6 +209,6 @@ func newWeightsCommand() *cobra.Command {
 		},
 	}
 	o.flags(cmd)
-	markUsageErrors(cmd)
+	MarkUsageErrors(cmd)
 	return cmd
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -9,8 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 )
-
-var _ = registerSubcommand(newExperimentCommand)
 
 // experimentBinary is the program `brim experiment` runs: a binary of its
 // own (cmd/brim-experiment), so that the agent's does not carry the
@@ -36,7 +34,7 @@ the brim-experiment binary (installed beside brim by make build and the
 			bin := filepath.Join(filepath.Dir(self), experimentBinary)
 			if _, err := os.Stat(bin); err != nil {
 				if bin, err = exec.LookPath(experimentBinary); err != nil {
-					return exitError{code: 2, msg: fmt.Sprintf("brim experiment needs %s beside %s or on $PATH (make build writes bin/%s; the .deb installs /usr/bin/%s)",
+					return ExitError{Code: 2, Msg: fmt.Sprintf("brim experiment needs %s beside %s or on $PATH (make build writes bin/%s; the .deb installs /usr/bin/%s)",
 						experimentBinary, self, experimentBinary, experimentBinary)}
 				}
 			}

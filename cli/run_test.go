@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -7,9 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/brimnode/brim/scheduler/runner"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/brimnode/brim/scheduler/runner"
 )
 
 func TestFrameworkSecret(t *testing.T) {
@@ -30,22 +31,22 @@ func TestFrameworkSecret(t *testing.T) {
 		{"file without principal", "", "", file, "", false},
 		{"missing file", "ops", "", filepath.Join(t.TempDir(), "none"), "", false},
 	} {
-		got, err := frameworkSecret(tc.principal, tc.secret, tc.file)
+		got, err := FrameworkSecret(tc.principal, tc.secret, tc.file)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("%s: %q, %v; want %q (ok %v)", tc.name, got, err, tc.want, tc.ok)
 		}
 	}
 	t.Setenv("BRIM_SECRET", "")
-	if _, err := frameworkSecret("ops", "", ""); err == nil {
+	if _, err := FrameworkSecret("ops", "", ""); err == nil {
 		t.Error("a principal without any secret accepted")
 	}
 }
 
 func TestRefusalMessage(t *testing.T) {
 	wrapped := fmt.Errorf("subscribe: %w", status.Error(codes.PermissionDenied, `principal "ops" may not register_framework for role "web"`))
-	var ee exitError
-	if err := refusal(wrapped); !errors.As(err, &ee) || ee.code != 1 ||
-		ee.msg != `the master refused the framework: permission denied: principal "ops" may not register_framework for role "web"` {
+	var ee ExitError
+	if err := refusal(wrapped); !errors.As(err, &ee) || ee.Code != 1 ||
+		ee.Msg != `the master refused the framework: permission denied: principal "ops" may not register_framework for role "web"` {
 		t.Fatalf("refusal: %#v", err)
 	}
 	other := fmt.Errorf("subscribe: %w", status.Error(codes.Internal, "boom"))
@@ -69,8 +70,8 @@ func TestRunExit(t *testing.T) {
 		{refused, 1, refused.Error()},
 		{fmt.Errorf("subscribe: %w", status.Error(codes.Unauthenticated, "bad credentials")), 1, "the master refused the framework: unauthenticated: bad credentials"},
 	} {
-		var ee exitError
-		if err := runExit(tc.in); !errors.As(err, &ee) || ee.code != tc.code || ee.msg != tc.msg {
+		var ee ExitError
+		if err := runExit(tc.in); !errors.As(err, &ee) || ee.Code != tc.code || ee.Msg != tc.msg {
 			t.Errorf("runExit(%v) = %#v, want exit %d %q", tc.in, err, tc.code, tc.msg)
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -13,8 +13,8 @@ func TestExperimentNeedsItsBinary(t *testing.T) {
 	cmd := newExperimentCommand()
 	cmd.SetArgs([]string{"run", "spec.toml", "--out", "x"})
 	err := cmd.Execute()
-	var ee exitError
-	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(ee.msg, "brim-experiment") {
+	var ee ExitError
+	if !errors.As(err, &ee) || ee.Code != 2 || !strings.Contains(ee.Msg, "brim-experiment") {
 		t.Fatalf("brim experiment without its binary: %v", err)
 	}
 }
