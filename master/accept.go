@@ -314,7 +314,9 @@ func (m *Master) applyAcceptLocked(p acceptPlan) {
 	for _, l := range p.launches {
 		t := &taskEntry{info: l.info, fw: f.id, agent: p.agent, role: l.role, res: l.res}
 		m.tasks[t.info.id] = t
-		delete(m.answeredLost, t.info.id) // a new task of that ID
+		if m.forgetLostLocked(f.id, t.info.id) { // a new task of that ID
+			m.persistFrameworkLocked(f.id)
+		}
 		f.tasks[t.info.id] = t
 		ag.tasks[t.info.id] = t
 		m.setTaskStatusLocked(t, &taskStatus{taskID: t.info.id, agentID: p.agent, frameworkID: f.id, state: taskStaging})

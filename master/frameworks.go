@@ -171,12 +171,8 @@ func (m *Master) subscribe(req *subscription, c *outbox[toFramework]) (string, e
 			return "", fmt.Errorf("subscribe %s: %w", id, fromAllocator(err))
 		}
 		m.frameworks[id] = f
-		m.knownFWs[id] = PersistedFramework{Roles: roles, Principal: fi.principal}
-		if m.store != nil {
-			if err := m.store.PutFramework(id, m.knownFWs[id]); err != nil {
-				m.log.Warn("persist framework", "framework", id, "err", err)
-			}
-		}
+		m.knownFWs[id] = PersistedFramework{Roles: roles, Principal: fi.principal, Lost: m.knownFWs[id].Lost}
+		m.persistFrameworkLocked(id)
 		m.log.Info("framework subscribed", "framework", id, "name", fi.name, "roles", roles)
 	}
 	c.send(&subscribed{framework: id, heartbeat: m.opts.HeartbeatInterval})
@@ -320,7 +316,8 @@ func (m *Master) kill(fw, taskID string) error {
 			return fmt.Errorf("kill %s: unknown until the agents of the previous run re-register: %w", taskID, ErrClosed)
 		}
 		if t == nil {
-			m.answeredLost[taskID] = f.id
+			m.answerLostLocked(f.id, taskID)
+			m.persistFrameworkLocked(f.id)
 			f.out.send(&taskStatus{
 				taskID: taskID, frameworkID: f.id, state: taskLost,
 				reason: ReasonReconciliation, message: "unknown task", timestampUnixNano: time.Now().UnixNano(),
@@ -369,6 +366,8 @@ func (m *Master) reconcile(fw string, taskIDs []string) error {
 				ids = append(ids, id)
 			}
 		}
+		answers := make([]*taskStatus, 0, len(ids))
+		lost := false
 		for _, id := range ids {
 			st := &taskStatus{taskID: id, frameworkID: f.id, reason: ReasonReconciliation, timestampUnixNano: time.Now().UnixNano()}
 			if t := f.tasks[id]; t != nil {
@@ -384,10 +383,65 @@ func (m *Master) reconcile(fw string, taskIDs []string) error {
 					continue
 				}
 				st.state, st.message = taskLost, "unknown task"
-				m.answeredLost[id] = f.id
+				m.answerLostLocked(f.id, id)
+				lost = true
 			}
+			answers = append(answers, st)
+		}
+		if lost {
+			m.persistFrameworkLocked(f.id) // before the framework hears LOST
+		}
+		for _, st := range answers {
 			f.out.send(st)
 		}
 		return nil
 	})
+}
+
+// answerLostLocked records that the framework fw is being told that the
+// task taskID, which the master does not know, is LOST: a task of that
+// ID an agent reports later is killed, not adopted (agents.go). The
+// record joins the framework's persisted ones at the next
+// persistFrameworkLocked, which the caller runs before it sends the
+// answer, so that a restart or a failover keeps it.
+func (m *Master) answerLostLocked(fw, taskID string) {
+	m.answeredLost[taskID] = fw
+	k, ok := m.knownFWs[fw]
+	if !ok {
+		return
+	}
+	lost := slices.DeleteFunc(slices.Clone(k.Lost), func(id string) bool { return id == taskID })
+	lost = append(lost, taskID)
+	if n := len(lost) - maxAnsweredLost; n > 0 {
+		lost = lost[n:]
+	}
+	k.Lost = lost
+	m.knownFWs[fw] = k
+}
+
+// forgetLostLocked drops a LOST answer: a new task of that ID was
+// launched. The caller persists the framework.
+func (m *Master) forgetLostLocked(fw, taskID string) bool {
+	if _, ok := m.answeredLost[taskID]; !ok {
+		return false
+	}
+	delete(m.answeredLost, taskID)
+	if k, ok := m.knownFWs[fw]; ok {
+		k.Lost = slices.DeleteFunc(slices.Clone(k.Lost), func(id string) bool { return id == taskID })
+		m.knownFWs[fw] = k
+	}
+	return true
+}
+
+// persistFrameworkLocked writes the framework's record (roles, principal,
+// LOST answers) to the store; a failed write is logged, as at
+// subscription.
+func (m *Master) persistFrameworkLocked(fw string) {
+	k, ok := m.knownFWs[fw]
+	if !ok || m.store == nil {
+		return
+	}
+	if err := m.store.PutFramework(fw, k); err != nil {
+		m.log.Warn("persist framework", "framework", fw, "err", err)
+	}
 }

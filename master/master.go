@@ -99,7 +99,18 @@ type Persisted struct {
 type PersistedFramework struct {
 	Roles     []string `json:"roles"`
 	Principal string   `json:"principal,omitempty"`
+	// Lost are the task IDs the master answered LOST to this framework
+	// without knowing them (reconciliation, kill), oldest first, at most
+	// maxAnsweredLost: LOST is final, so a task of one of these IDs that
+	// an agent reports later — after a restart or failover too — is
+	// killed, not adopted.
+	Lost []string `json:"lost,omitempty"`
 }
+
+// maxAnsweredLost bounds PersistedFramework.Lost; the oldest answers go
+// first (a framework that reconciles thousands of unknown IDs keeps the
+// newest).
+const maxAnsweredLost = 1000
 
 // PersistedAgent is an agent as a Store keeps it: its hostname and the
 // principal it registered with ("" without agent authentication), which
@@ -295,6 +306,9 @@ func New(opts Options) (*Master, error) {
 		}
 		for id, f := range p.Frameworks {
 			m.knownFWs[id] = f
+			for _, tid := range f.Lost {
+				m.answeredLost[tid] = id
+			}
 		}
 		for id, r := range p.Reservations {
 			m.reservations[id] = r

@@ -55,11 +55,17 @@ func (m *Master) answerDeferredLocked() {
 		if f == nil {
 			continue
 		}
+		var answers []string
 		for id := range ids {
-			if f.tasks[id] != nil {
-				continue
+			if f.tasks[id] == nil {
+				m.answerLostLocked(fw, id)
+				answers = append(answers, id)
 			}
-			m.answeredLost[id] = fw
+		}
+		if len(answers) > 0 {
+			m.persistFrameworkLocked(fw) // before the framework hears LOST
+		}
+		for _, id := range answers {
 			f.out.send(&taskStatus{taskID: id, frameworkID: fw, state: taskLost, reason: ReasonReconciliation,
 				message:           "unknown task: no agent reported it after the master's start or failover",
 				timestampUnixNano: time.Now().UnixNano()})

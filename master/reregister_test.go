@@ -198,3 +198,60 @@ func TestAnsweredLostStaysLost(t *testing.T) {
 		}
 	}
 }
+
+// TestAnsweredLostSurvivesRestart: the master's answer "LOST" to a task
+// it did not know is final across a master restart (or an HA failover,
+// which starts the new leader from the same registry): an agent that
+// turns up afterwards with that task gets it killed, and the framework
+// hears nothing more of it. Before, the answers lived in the master's
+// memory only, and the restarted master adopted the task: RUNNING after
+// a terminal LOST.
+func TestAnsweredLostSurvivesRestart(t *testing.T) {
+	open := storeOpener(t)
+	store := open()
+	c := newClusterAt(t, master.Options{Store: store, MaxMissedHeartbeats: 1000}, "127.0.0.1:0")
+	addr := c.addr
+	f := c.startFramework("late")
+	<-f.subscribed
+	if err := f.d.Reconcile(context.Background(), "late-1"); err != nil {
+		t.Fatal(err)
+	}
+	u := f.nextUpdate(t)
+	if u.TaskId != "late-1" || u.State != pb.TaskState_TASK_LOST {
+		t.Fatalf("answer %s %s", u.TaskId, u.State)
+	}
+	fw := u.FrameworkId
+	c.stop()
+	store.Close()
+
+	c2 := newClusterAt(t, master.Options{Store: open(), MaxMissedHeartbeats: 1000}, addr)
+	// The framework re-subscribes to the restarted master first: its
+	// subscription must not forget the answers either.
+	waitState(t, c2.m, "the framework back", func(st master.State) bool {
+		return len(st.Frameworks) == 1 && st.Frameworks[0].Connected
+	})
+	r := newFakeRunner()
+	r.tasks["late-1"] = &masterlink.TaskSnapshot{State: pb.TaskState_TASK_RUNNING, Task: masterlink.Task{ID: "late-1", FrameworkID: fw,
+		Resources: resources.MustParse("cpus:0.1;mem:16"), Command: []string{"sleep", "600"}}}
+	c2.startAgent(t.TempDir(), r)
+	waitAgent(t, c2.m, "registered", func(a master.AgentState) bool { return a.Connected })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		r.mu.Lock()
+		st := r.tasks["late-1"].State
+		r.mu.Unlock()
+		if st == pb.TaskState_TASK_KILLED {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the late task is %s after the restart, want killed", st)
+		}
+	}
+	select {
+	case u := <-f.updates:
+		t.Fatalf("update after the LOST answer: %s %s (%s)", u.TaskId, u.State, u.Reason)
+	case <-time.After(time.Second):
+	}
+	if n := len(c2.m.State().Tasks); n != 0 {
+		t.Errorf("/state lists %d tasks, want the late one not adopted", n)
+	}
+}
