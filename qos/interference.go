@@ -109,6 +109,11 @@ type InterferenceConfig struct {
 	// correction, the latest one degraded; default 2 (2 of the last 3).
 	// Zero or one: the first degraded observation corrects.
 	Persist int
+	// Severe: an observation at least Severe × its threshold corrects at
+	// once, without waiting for Persist (a disk flood multiplies a p99
+	// many times over in its first window; noise on a busy machine stays
+	// within a few thresholds). Default 5; 0 turns it off.
+	Severe float64
 	// FreezeHold is the cause test: with every suspect frozen for this
 	// long (and the signal no longer improving), a victim still degraded
 	// was not hurt by them — they are thawed and the signal marked as
@@ -296,6 +301,7 @@ func NewInterference(opts Options, _ *slog.Logger) (Controller, error) {
 		MinQuota:          int64(opts.int("min-quota", 10, &errs)),
 		IOThrottle:        int64(opts.float("io-throttle", 0, &errs)),
 		Persist:           opts.int("persist", 2, &errs),
+		Severe:            opts.float("severe", 5, &errs),
 		FreezeHold:        opts.duration("freeze-hold", 5*time.Second, &errs),
 		NoiseHold:         opts.duration("noise-hold", time.Minute, &errs),
 		KillAfter:         opts.int("kill-after", 3, &errs),
@@ -333,6 +339,8 @@ func NewInterferenceWith(c InterferenceConfig) (*Interference, error) {
 		return nil, fmt.Errorf("interference controller: need persist, freeze-hold, noise-hold, kill-after ≥ 0, 0 ≤ improvement < 1, active-cpu ≥ 0, active-stall ≥ 0: %w", ErrInvalidOption)
 	case c.IOThrottle < 0:
 		return nil, fmt.Errorf("interference controller: need io-throttle ≥ 0: %w", ErrInvalidOption)
+	case c.Severe != 0 && c.Severe <= 1:
+		return nil, fmt.Errorf("interference controller: need severe > 1 (or 0: off): %w", ErrInvalidOption)
 	case c.RecoverAfter < 0 || c.MaxReadmit < c.RecoverAfter:
 		return nil, fmt.Errorf("interference controller: need 0 ≤ recover-after ≤ max-readmit: %w", ErrInvalidOption)
 	}

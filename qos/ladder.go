@@ -196,7 +196,8 @@ func (ic *Interference) stepNone(o *observation) ([]Correction, bool) {
 		ic.endEpisode(o)
 		return nil, false
 	}
-	if !ic.persistent() {
+	severe := ic.cfg.Severe > 0 && o.ratio >= ic.cfg.Severe
+	if !ic.persistent() && !severe {
 		return nil, false // not yet persistent: maybe noise
 	}
 	ic.forget()
