@@ -208,7 +208,8 @@ func TestInterferenceNewOptions(t *testing.T) {
 	}
 	for _, o := range []Options{{"persist": "-1"}, {"freeze-hold": "-1s"}, {"improvement": "1"}, {"active-cpu": "-0.1"}, {"active-stall": "x"},
 		{"alpha": "0.1"}, {"recover-after": "10m", "max-readmit": "1m"}, {"slo-p99": "x"}, {"slo-exit": "1.5"}, {"warmup": "30", "baseline-window": "20"},
-		{"stable": "0.5"}, {"busy-cpu": "-1"}, {"kill-after": "-1"}, {"noise-hold": "-1s"}, {"be-cpu-idle": "perhaps"}} {
+		{"stable": "0.5"}, {"busy-cpu": "-1"}, {"kill-after": "-1"}, {"noise-hold": "-1s"}, {"be-cpu-idle": "perhaps"},
+		{"relief": "1"}, {"relief": "-0.1"}, {"severe": "1"}, {"severe": "-2"}} {
 		if _, err := NewInterference(o, nil); err == nil {
 			t.Errorf("%v accepted", o)
 		}

@@ -121,6 +121,12 @@ type InterferenceConfig struct {
 	// killed. Default 5 s.
 	FreezeHold time.Duration
 	NoiseHold  time.Duration
+	// Relief: a freeze that brought the signal that caused it below
+	// (1 - Relief) of its value at the freeze did relieve the
+	// victim, though not below the exit threshold: the cause test keeps
+	// the suspects frozen (a cause, at least in part) instead of thawing
+	// them and marking the signal as noise. Default 0.5; 0 turns it off.
+	Relief float64
 	// KillAfter: a cause confirmed by a freeze (the victim recovered with
 	// the suspects frozen) that re-degrades after this many re-admissions
 	// is killed, most active suspect first, instead of frozen again;
@@ -304,6 +310,7 @@ func NewInterference(opts Options, _ *slog.Logger) (Controller, error) {
 		Severe:            opts.float("severe", 5, &errs),
 		FreezeHold:        opts.duration("freeze-hold", 5*time.Second, &errs),
 		NoiseHold:         opts.duration("noise-hold", time.Minute, &errs),
+		Relief:            opts.float("relief", 0.5, &errs),
 		KillAfter:         opts.int("kill-after", 3, &errs),
 		Improvement:       opts.float("improvement", 0.2, &errs),
 		ActiveCPU:         opts.float("active-cpu", 0.05, &errs),
@@ -339,6 +346,8 @@ func NewInterferenceWith(c InterferenceConfig) (*Interference, error) {
 		return nil, fmt.Errorf("interference controller: need persist, freeze-hold, noise-hold, kill-after ≥ 0, 0 ≤ improvement < 1, active-cpu ≥ 0, active-stall ≥ 0: %w", ErrInvalidOption)
 	case c.IOThrottle < 0:
 		return nil, fmt.Errorf("interference controller: need io-throttle ≥ 0: %w", ErrInvalidOption)
+	case c.Relief < 0 || c.Relief >= 1:
+		return nil, fmt.Errorf("interference controller: need 0 ≤ relief < 1: %w", ErrInvalidOption)
 	case c.Severe != 0 && c.Severe <= 1:
 		return nil, fmt.Errorf("interference controller: need severe > 1 (or 0: off): %w", ErrInvalidOption)
 	case c.RecoverAfter < 0 || c.MaxReadmit < c.RecoverAfter:

@@ -297,7 +297,24 @@ func (ic *Interference) stepFreeze(o *observation) ([]Correction, bool) {
 			return nil, false // not every suspect is frozen yet
 		}
 	}
+	if ic.relieved(o) {
+		// The freeze cut the degradation, though not below the exit
+		// threshold: the suspects were a cause, at least in part. They
+		// stay frozen until the victim is healthy; what remains is not
+		// theirs, and nothing else competes for it.
+		ic.confirmed = true
+		return nil, false
+	}
 	return ic.notTheCause(o)
+}
+
+// relieved reports whether the signal that caused the freeze (ic.cause,
+// set when the ladder reached FREEZE) has come down below (1 - Relief)
+// of its value then.
+func (ic *Interference) relieved(o *observation) bool {
+	c := ic.cause
+	return ic.cfg.Relief > 0 && o.worst.Signal == c.Signal && o.worst.Victim == c.Victim &&
+		o.worst.Value < c.Value*(1-ic.cfg.Relief)
 }
 
 // stepKill: LevelKill is no longer entered (a KILL returns to the
