@@ -85,35 +85,38 @@ func FrameworkSecret(principal, secret, secretFile string) (string, error) {
 
 // ResolveMasters turns a --master value of the form
 // etcd://HOST:2379[,…]/PREFIX into the list of the masters campaigning
-// there, the leader first (etcdstore.Discover); any other value is
-// returned as it is. TLS and authentication to etcd come from the
-// environment: BRIM_ETCD_CA, BRIM_ETCD_CERT, BRIM_ETCD_KEY,
-// BRIM_ETCD_USER, BRIM_ETCD_PASSWORD_FILE.
-func ResolveMasters(ctx context.Context, master string) (string, error) {
+// there, the leader first (etcdstore.Discover), and returns the
+// discovery itself for clients that live long enough to need it again
+// (agents, frameworks: masterlink and scheduler Options.Discover). Any
+// other value is returned as it is, with a nil discovery. TLS and
+// authentication to etcd come from the environment: BRIM_ETCD_CA,
+// BRIM_ETCD_CERT, BRIM_ETCD_KEY, BRIM_ETCD_USER, BRIM_ETCD_PASSWORD_FILE.
+func ResolveMasters(ctx context.Context, master string) (string, func(context.Context) ([]string, error), error) {
 	if !strings.HasPrefix(master, "etcd://") {
-		return master, nil
+		return master, nil, nil
 	}
 	endpoints, prefix, err := etcdstore.ParseURL(master)
 	if err != nil {
-		return "", ExitError{Code: 2, Msg: "--master " + err.Error()}
+		return "", nil, ExitError{Code: 2, Msg: "--master " + err.Error()}
 	}
 	tlsCfg, err := etcdstore.LoadTLS(os.Getenv("BRIM_ETCD_CA"), os.Getenv("BRIM_ETCD_CERT"), os.Getenv("BRIM_ETCD_KEY"))
 	if err != nil {
-		return "", ExitError{Code: 2, Msg: "BRIM_ETCD_…: " + err.Error()}
+		return "", nil, ExitError{Code: 2, Msg: "BRIM_ETCD_…: " + err.Error()}
 	}
 	cfg := etcdstore.Config{Endpoints: endpoints, Prefix: prefix, TLS: tlsCfg}
 	if user, file := os.Getenv("BRIM_ETCD_USER"), os.Getenv("BRIM_ETCD_PASSWORD_FILE"); user != "" || file != "" {
 		if user == "" || file == "" {
-			return "", ExitError{Code: 2, Msg: "BRIM_ETCD_USER and BRIM_ETCD_PASSWORD_FILE go together"}
+			return "", nil, ExitError{Code: 2, Msg: "BRIM_ETCD_USER and BRIM_ETCD_PASSWORD_FILE go together"}
 		}
 		if cfg.Password, err = etcdstore.ReadPassword(file); err != nil {
-			return "", ExitError{Code: 2, Msg: err.Error()}
+			return "", nil, ExitError{Code: 2, Msg: err.Error()}
 		}
 		cfg.Username = user
 	}
-	addrs, err := etcdstore.Discover(ctx, cfg)
+	discover := func(ctx context.Context) ([]string, error) { return etcdstore.Discover(ctx, cfg) }
+	addrs, err := discover(ctx)
 	if err != nil {
-		return "", ExitError{Code: 1, Msg: fmt.Sprintf("--master %s: %v", master, err)}
+		return "", nil, ExitError{Code: 1, Msg: fmt.Sprintf("--master %s: %v", master, err)}
 	}
-	return strings.Join(addrs, ","), nil
+	return strings.Join(addrs, ","), discover, nil
 }

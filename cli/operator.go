@@ -31,7 +31,7 @@ func (o *operatorFlags) flags(cmd *cobra.Command) {
 
 // client returns the client the flags describe.
 func (o *operatorFlags) client() (*client.Client, error) {
-	master, err := ResolveMasters(context.Background(), o.master)
+	master, _, err := ResolveMasters(context.Background(), o.master) // one request: no rediscovery
 	if err != nil {
 		return nil, err
 	}

@@ -80,10 +80,11 @@ largest free resources offered are named).`,
 			if err != nil {
 				return err
 			}
-			if addr, err = ResolveMasters(cmd.Context(), addr); err != nil {
+			addr, discover, err := ResolveMasters(cmd.Context(), addr)
+			if err != nil {
 				return err
 			}
-			d, err := scheduler.New(scheduler.Options{Master: addr, Name: "brim-run", Roles: roles, Revocable: revocable, FailoverTimeout: failover,
+			d, err := scheduler.New(scheduler.Options{Master: addr, Discover: discover, Name: "brim-run", Roles: roles, Revocable: revocable, FailoverTimeout: failover,
 				Principal: principal, Secret: secret, DialOptions: dial})
 			if err != nil {
 				return ExitError{Code: 2, Msg: err.Error()}

@@ -3,9 +3,12 @@ package master_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/brimnode/brim/masterlink"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
+	"github.com/brimnode/brim/scheduler"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -253,5 +257,53 @@ func TestAnsweredLostSurvivesRestart(t *testing.T) {
 	}
 	if n := len(c2.m.State().Tasks); n != 0 {
 		t.Errorf("/state lists %d tasks, want the late one not adopted", n)
+	}
+}
+
+// TestClientsRediscoverMasters: an agent and a framework whose listed
+// masters are all gone (here: a port nobody listens on) ask their
+// discovery (etcd:// in production) for the masters again and reach the
+// one it names. Before, the list read at start was final: a client
+// outlived by every master it knew never found the new ones.
+func TestClientsRediscoverMasters(t *testing.T) {
+	c := newCluster(t, master.Options{MaxMissedHeartbeats: 1000})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := l.Addr().String()
+	l.Close() // a master that was there when the client started
+	var asked atomic.Int32
+	discover := func(context.Context) ([]string, error) { asked.Add(1); return []string{c.addr}, nil }
+
+	cl, err := masterlink.New(masterlink.Options{Master: gone, Discover: discover, StateDir: t.TempDir(),
+		Resources: resources.MustParse("cpus:1;mem:256"), Runner: newFakeRunner(),
+		ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = cl.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitAgent(t, c.m, "registered through the discovery", func(a master.AgentState) bool { return a.Connected })
+
+	d, err := scheduler.New(scheduler.Options{Master: gone, Discover: discover, Name: "rediscover", FailoverTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subscribed := make(chan struct{})
+	var once sync.Once
+	go func() {
+		_ = d.Run(ctx, scheduler.Callbacks{Subscribed: func(context.Context, string) { once.Do(func() { close(subscribed) }) }})
+	}()
+	t.Cleanup(func() { _ = d.Close() })
+	select {
+	case <-subscribed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the framework never subscribed through the discovery")
+	}
+	if asked.Load() < 2 {
+		t.Errorf("discovery asked %d times, want once by each client", asked.Load())
 	}
 }

@@ -131,6 +131,10 @@ type Options struct {
 	// (masteraddr.NotLeader) and asks the next listed master when the
 	// one it used is gone.
 	Master string
+	// Discover, when set, finds the masters again (etcd:// discovery):
+	// called when every address in use has failed since the agent last
+	// registered, its answer replaces the list. Nil: the list is fixed.
+	Discover func(context.Context) ([]string, error)
 	// StateDir keeps the agent ID the master gave and the status updates
 	// not yet acknowledged (under StateDir/masterlink).
 	StateDir string
@@ -488,7 +492,7 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		api := pb.NewAgentLinkClient(cc)
 		for target == masters.Current() {
-			registered, err := c.session(masteraddr.WithUnreachable(ctx, masters.Unreachable()), cc, api, masters.Len() == 1)
+			registered, err := c.session(masteraddr.WithUnreachable(ctx, masters.Unreachable()), cc, api, masters.Len() == 1 && c.opts.Discover == nil)
 			if ctx.Err() != nil {
 				_ = cc.Close() // the run is over; its error is the one to report
 				return nil
@@ -517,8 +521,12 @@ func (c *Client) Run(ctx context.Context) error {
 				c.log.Error("master refused the agent", "master", target, "err", err, "retry_in", wait)
 			default:
 				c.log.Warn("master link down", "master", target, "err", err, "retry_in", wait)
-				if masters.Len() > 1 {
-					masters.Failed() // the leader may be gone: ask the others
+				// The leader may be gone: ask the next listed master
+				// (the only one again when one is listed — or it, after
+				// a leader it named).
+				masters.Failed()
+				if c.opts.Discover != nil && masters.Exhausted() {
+					masteraddr.Rediscover(ctx, c.opts.Discover, masters, c.log)
 				}
 			}
 			select {
@@ -591,8 +599,9 @@ func (c *Client) reportConnectErrors(ctx context.Context, cc *grpc.ClientConn, a
 var errRegisterTimeout = errors.New("no registration in time")
 
 // session runs one stream: register, then serve until it breaks.
-// With waitForReady (one master listed) it waits for the channel to
-// connect; with several it fails fast, so that Run asks the next one.
+// With waitForReady (one master listed, no discovery) it waits for the
+// channel to connect; with several, or a discovery to ask again, it fails
+// fast, so that Run asks the next one.
 func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentLinkClient, waitForReady bool) (bool, error) {
 	sctx, cancelCause := context.WithCancelCause(ctx)
 	cancel := func() { cancelCause(nil) }

@@ -31,7 +31,11 @@ type Options struct {
 	// with the leader, follows the leader a standby names and asks the
 	// next listed master when the one it used is gone.
 	Master string
-	Name   string
+	// Discover, when set, finds the masters again (etcd:// discovery):
+	// called when every address in use has failed since the framework
+	// last subscribed; its answer replaces the list. Nil: fixed list.
+	Discover func(context.Context) ([]string, error)
+	Name     string
 	// Roles default to the master's default role ("default").
 	Roles []string
 	// Revocable asks for revocable (oversubscribed) resources.
@@ -197,8 +201,11 @@ func (d *Driver) Run(ctx context.Context, cb Callbacks) error {
 			d.log.Info("master is a standby; following the leader", "leader", leader)
 			d.masters.Follow(leader)
 			delay = minRetry // a failover under way: no reason to wait longer
-		} else if d.masters.Len() > 1 {
-			d.masters.Failed()
+		} else {
+			d.masters.Failed() // the only one again when one is listed
+			if d.opts.Discover != nil && d.masters.Exhausted() {
+				masteraddr.Rediscover(ctx, d.opts.Discover, d.masters, d.log)
+			}
 		}
 		d.mu.Lock()
 		moved := d.cc.Target() != d.masters.Current()

@@ -1,6 +1,7 @@
 package agentd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -105,6 +106,9 @@ type OversubConfig struct {
 // LinkConfig is the master link flags.
 type LinkConfig struct {
 	Master string // --master host:port; empty: standalone (local API only)
+	// Discover finds the masters again when every listed one has failed
+	// (--master etcd://…, resolved in cmd); nil: the list is fixed.
+	Discover func(context.Context) ([]string, error)
 	// RetryMin and RetryMax are --status-retry-min (positive) and
 	// --status-retry-max (at least RetryMin).
 	RetryMin, RetryMax time.Duration

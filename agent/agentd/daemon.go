@@ -211,7 +211,7 @@ func (d *Daemon) serve(ctx context.Context, a *agent.Agent, l net.Listener, metr
 			}
 			err := taskrunner.Run(gctx, a, taskrunner.LinkConfig{
 				PerformanceScore: score,
-				Master:           lc.Master, StateDir: d.cfg.StateDir, Resources: d.res.total,
+				Master:           lc.Master, Discover: lc.Discover, StateDir: d.cfg.StateDir, Resources: d.res.total,
 				RetryMin: lc.RetryMin, RetryMax: lc.RetryMax, Principal: lc.Principal, Secret: d.secret,
 				DialOptions: lc.DialOptions,
 			}, d.log)

@@ -22,8 +22,11 @@ const oversubPollInterval = time.Second
 
 // LinkConfig is how an agent links to its master.
 type LinkConfig struct {
-	// Master is the master's host:port.
+	// Master is the master's host:port, or a comma-separated list.
 	Master string
+	// Discover finds the masters again when every listed one has failed
+	// (masterlink.Options); nil: the list is fixed.
+	Discover func(context.Context) ([]string, error)
 	// StateDir holds the link's own state (the agent's state dir).
 	StateDir string
 	// Resources is what the agent offers.
@@ -78,7 +81,7 @@ func Run(ctx context.Context, a *agent.Agent, cfg LinkConfig, log *slog.Logger) 
 	r := New(ctx, a, log)
 	defer r.Close()
 	link, err := masterlink.New(masterlink.Options{
-		Master: cfg.Master, StateDir: cfg.StateDir, AgentID: a.ID(), Resources: res, Runner: r,
+		Master: cfg.Master, Discover: cfg.Discover, StateDir: cfg.StateDir, AgentID: a.ID(), Resources: res, Runner: r,
 		RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax, Principal: cfg.Principal, Secret: cfg.Secret,
 		DialOptions: cfg.DialOptions, PerformanceScore: cfg.PerformanceScore, Log: log,
 	})

@@ -56,11 +56,11 @@ func (lo *linkOptions) resolve(l *agentd.LinkConfig) error {
 	if err := lo.credentials(); err != nil {
 		return err
 	}
-	master, err := cli.ResolveMasters(context.Background(), l.Master)
+	master, discover, err := cli.ResolveMasters(context.Background(), l.Master)
 	if err != nil {
 		return err
 	}
-	l.Master = master
+	l.Master, l.Discover = master, discover
 	l.Principal, l.Secret, l.DialOptions = lo.principal, lo.secret, lo.dial
 	return nil
 }

@@ -70,7 +70,7 @@ QoS controller's corrections show in "brim state".`,
 			// The master's address is known once it listens; the agent
 			// is checked (and its plugins opened) before the master
 			// creates anything.
-			if join, err = cli.ResolveMasters(cmd.Context(), join); err != nil {
+			if join, cfg.Link.Discover, err = cli.ResolveMasters(cmd.Context(), join); err != nil {
 				return err
 			}
 			cfg.Link.Master = join

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -136,23 +137,28 @@ func TestMasterOnEtcd(t *testing.T) {
 	waitFor(b.String(), http.StatusServiceUnavailable, a.String())
 	// --master etcd://…: the campaigning masters, the leader first.
 	// (b campaigns concurrently with serving: poll until its key is there.)
+	var discover func(context.Context) ([]string, error)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		got, err := cli.ResolveMasters(context.Background(), "etcd://"+etcd+"/brim-cmd")
+		got, d, err := cli.ResolveMasters(context.Background(), "etcd://"+etcd+"/brim-cmd")
 		if err == nil && got == a.String()+","+b.String() {
+			discover = d
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("resolveMasters = %q, %v; want %s,%s", got, err, a, b)
 		}
 	}
-	if got, err := cli.ResolveMasters(context.Background(), "h:1,h:2"); err != nil || got != "h:1,h:2" {
-		t.Fatalf("resolveMasters of a list = %q, %v", got, err)
+	if discover == nil {
+		t.Fatal("resolveMasters of etcd:// returned no discovery to run again")
+	}
+	if got, d, err := cli.ResolveMasters(context.Background(), "h:1,h:2"); err != nil || got != "h:1,h:2" || d != nil {
+		t.Fatalf("resolveMasters of a list = %q, %v (discovery %v)", got, err, d != nil)
 	}
 	var ee cli.ExitError
-	if _, err := cli.ResolveMasters(context.Background(), "etcd://"+etcd+"/nobody"); !errors.As(err, &ee) || ee.Code != 1 {
+	if _, _, err := cli.ResolveMasters(context.Background(), "etcd://"+etcd+"/nobody"); !errors.As(err, &ee) || ee.Code != 1 {
 		t.Fatalf("resolveMasters with no master there: %v, want exit 1", err)
 	}
-	if _, err := cli.ResolveMasters(context.Background(), "etcd://"+etcd); !errors.As(err, &ee) || ee.Code != 2 {
+	if _, _, err := cli.ResolveMasters(context.Background(), "etcd://"+etcd); !errors.As(err, &ee) || ee.Code != 2 {
 		t.Fatalf("resolveMasters without a prefix: %v, want exit 2", err)
 	}
 	stopA()
@@ -160,4 +166,9 @@ func TestMasterOnEtcd(t *testing.T) {
 		t.Fatalf("the leader stopped with %v", err)
 	}
 	waitFor(b.String(), http.StatusOK, "")
+	// Run again (an agent whose masters all failed), the discovery finds
+	// the masters campaigning now: b alone.
+	if got, err := discover(context.Background()); err != nil || !slices.Equal(got, []string{b.String()}) {
+		t.Fatalf("discovery after the leader left = %v, %v; want [%s]", got, err, b)
+	}
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -94,6 +96,9 @@ type Set struct {
 	// unreachable is a leader a standby named that could not be
 	// reached (dead, its key not yet expired in etcd); "" none.
 	unreachable string
+	// misses counts the failures since a master was last reached or the
+	// list replaced (Exhausted).
+	misses int
 }
 
 // NewSet returns a Set of addrs (Parse's result), starting at the first.
@@ -105,10 +110,18 @@ func NewSet(addrs []string) *Set {
 }
 
 // Len is the number of listed addresses.
-func (s *Set) Len() int { return len(s.addrs) }
+func (s *Set) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.addrs)
+}
 
 // String is the list as given.
-func (s *Set) String() string { return strings.Join(s.addrs, ",") }
+func (s *Set) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.addrs, ",")
+}
 
 // Current is the address to use now.
 func (s *Set) Current() string {
@@ -136,6 +149,7 @@ func (s *Set) Follow(leader string) string {
 func (s *Set) Failed() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.misses++
 	if s.leader != "" && s.cur == s.leader {
 		s.unreachable = s.leader
 	}
@@ -162,6 +176,30 @@ func (s *Set) Reached() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.unreachable = ""
+	s.misses = 0
+}
+
+// Exhausted reports whether every listed address has failed (Failed)
+// since a master was last reached or the list replaced: the masters may
+// all have moved, time to discover them again (Replace).
+func (s *Set) Exhausted() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.misses >= len(s.addrs)
+}
+
+// Replace lists addrs (a discovery's result, Parse's form) instead,
+// starting over at the first, and forgets the misses. An empty addrs
+// changes nothing.
+func (s *Set) Replace(addrs []string) {
+	if len(addrs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addrs = append(s.addrs[:0:0], addrs...)
+	s.leader, s.misses = "", 0
+	s.cur, s.next = s.addrs[0], 1%len(s.addrs)
 }
 
 // unreachableKey is the gRPC metadata key of WithUnreachable.
@@ -183,4 +221,28 @@ func UnreachableFrom(ctx context.Context) string {
 		return v[0]
 	}
 	return ""
+}
+
+// DiscoverTimeout bounds one discovery of the masters (Rediscover).
+const DiscoverTimeout = 5 * time.Second
+
+// Rediscover asks discover for the masters (bounded by DiscoverTimeout)
+// and lists them in s; a failed discovery keeps the list and is logged.
+// The misses are forgotten either way, so the next discovery comes after
+// another round of failures.
+func Rediscover(ctx context.Context, discover func(context.Context) ([]string, error), s *Set, log *slog.Logger) {
+	dctx, cancel := context.WithTimeout(ctx, DiscoverTimeout)
+	defer cancel()
+	addrs, err := discover(dctx)
+	if err != nil || len(addrs) == 0 {
+		log.Warn("discover the masters: keeping the list", "masters", s.String(), "err", err)
+		s.mu.Lock()
+		s.misses = 0
+		s.mu.Unlock()
+		return
+	}
+	if got := strings.Join(addrs, ","); got != s.String() {
+		log.Info("masters discovered", "masters", got, "were", s.String())
+	}
+	s.Replace(addrs)
 }

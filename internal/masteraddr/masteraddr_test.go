@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -90,5 +91,47 @@ func TestUnreachableLeader(t *testing.T) {
 	}
 	if WithUnreachable(context.Background(), "") != context.Background() {
 		t.Fatal("WithUnreachable(\"\") changed the context")
+	}
+}
+
+// Exhausted once every listed address failed since the last success or
+// replacement; Replace starts over at the new list's first address; a
+// failed discovery keeps the list but waits another round.
+func TestSetRediscovery(t *testing.T) {
+	s := NewSet([]string{"a:1", "b:1"})
+	if s.Exhausted() {
+		t.Fatal("exhausted before any failure")
+	}
+	s.Failed()
+	if s.Exhausted() {
+		t.Fatal("exhausted after one of two failed")
+	}
+	s.Failed()
+	if !s.Exhausted() {
+		t.Fatal("not exhausted after both failed")
+	}
+	s.Reached()
+	if s.Exhausted() {
+		t.Fatal("exhausted after a master was reached")
+	}
+	s.Failed()
+	s.Failed()
+	log := slog.New(slog.DiscardHandler)
+	Rediscover(context.Background(), func(context.Context) ([]string, error) { return nil, errors.New("etcd down") }, s, log)
+	if s.Exhausted() || s.String() != "a:1,b:1" {
+		t.Fatalf("after a failed discovery: exhausted %v, list %s", s.Exhausted(), s)
+	}
+	s.Follow("leader:1")
+	Rediscover(context.Background(), func(context.Context) ([]string, error) { return []string{"c:1", "d:1"}, nil }, s, log)
+	if s.String() != "c:1,d:1" || s.Current() != "c:1" || s.Len() != 2 {
+		t.Fatalf("after a discovery: list %s, current %s", s, s.Current())
+	}
+	if s.Failed(); s.Current() != "d:1" {
+		t.Fatalf("next after the discovery: %s", s.Current())
+	}
+	// One address: a failure exhausts it.
+	one := NewSet([]string{"a:1"})
+	if one.Failed(); !one.Exhausted() || one.Current() != "a:1" {
+		t.Fatalf("one address: exhausted %v, current %s", one.Exhausted(), one.Current())
 	}
 }
