@@ -234,6 +234,7 @@ func (m *Master) Demand(id string) (demand.Demand, error) {
 	}
 	c := *d
 	c.History = slices.Clone(d.History)
+	c.Placement = slices.Clone(d.Placement)
 	return c, nil
 }
 
@@ -406,7 +407,13 @@ func (m *Master) holdForDemandLocked(d *demand.Demand) map[string]int {
 		if ag == nil || !ag.inAllocator {
 			continue
 		}
-		want := min(s.Tasks, need)
+		// What was handed over on this agent already counts against its
+		// slot: holding the slot's Tasks again would take capacity the
+		// plan booked there for other demands.
+		want := min(s.Unhanded(), need)
+		if want == 0 {
+			continue
+		}
 		have := unitsIn(m.alloc.Held(s.Agent, d.ID), spec.Resources)
 		if have < want {
 			got, err := m.alloc.Hold(s.Agent, d.ID, shortfall(spec.Resources, want, m.alloc.Held(s.Agent, d.ID)))
@@ -449,6 +456,7 @@ func (m *Master) grantDemandLocked(d *demand.Demand, f *frameworkEntry, held map
 			m.log.Warn("grant demand", "demand", d.ID, "agent", a, "err", err)
 			continue
 		}
+		d.Hand(a, held[a])
 		e := &offerEntry{id: uuid.NewString(), fw: f.id, agent: a, role: o.Role, res: o.Resources, created: time.Now(), demand: d.ID}
 		m.offers[e.id] = e
 		f.offers[e.id] = e
@@ -474,7 +482,9 @@ func (m *Master) demandOfferBackLocked(o *offerEntry) {
 		return
 	}
 	if got, err := m.alloc.Hold(o.agent, id, o.res); err == nil && len(got) > 0 {
-		d.Handed = max(0, d.Handed-unitsIn(got, d.Spec().Resources))
+		n := unitsIn(got, d.Spec().Resources)
+		d.Handed = max(0, d.Handed-n)
+		d.Hand(o.agent, -n)
 		if m.dem.holds[id] == nil {
 			m.dem.holds[id] = map[string]bool{}
 		}

@@ -256,7 +256,10 @@ func (s *sim) demandCycle() {
 			if need <= 0 {
 				break
 			}
-			want := min(sl.Tasks, need)
+			want := min(sl.Unhanded(), need) // its tasks already there count
+			if want == 0 {
+				continue
+			}
 			have := units(s.alloc.Held(sl.Agent, d.ID), spec.Resources)
 			if have < want {
 				_, err := s.alloc.Hold(sl.Agent, d.ID, shortfall(spec.Resources, want, s.alloc.Held(sl.Agent, d.ID)))
@@ -302,6 +305,7 @@ func (s *sim) demandCycle() {
 			o, err := s.alloc.Grant(a, d.ID, "timed", "timed", scale(spec.Resources, u))
 			must(err)
 			_ = o
+			d.Hand(a, u)
 			for range u {
 				s.launch("timed", "timed", a, spec.Resources, e.actual, d.ID, e.cpus)
 				s.live[d.ID]++
