@@ -139,6 +139,8 @@ type Request struct {
 	// capacity is held from Now on, and DRF work already running there
 	// may not end before the start.
 	Lead time.Duration
+	// Loaded: count the agents' current DRF load whatever the start.
+	Loaded bool
 }
 
 // CanEverFit checks that tasks × per fit the cluster's capacity with
@@ -239,7 +241,7 @@ func (p *Plan) placeAt(s time.Time, r Request, per vec) (Placement, bool) {
 	if r.Timing.Length > 0 {
 		end = s.Add(r.Timing.Length)
 	}
-	loaded := r.Timing.StartStrict && s.Sub(r.Now) < r.Lead
+	loaded := r.Loaded || r.Timing.StartStrict && s.Sub(r.Now) < r.Lead
 	type cand struct {
 		id      string
 		n       int
@@ -325,6 +327,32 @@ func (p *Plan) Fits(id string, per resources.Resources, slots []Slot, from, to t
 			free[d] = a.total[d] - pk[d]
 		}
 		if fits(free, v) < s.Tasks {
+			return false
+		}
+	}
+	return true
+}
+
+// roomNow reports whether the slots' tasks not yet handed over fit beside
+// DRF's current load as well as the bookings over [from, to) (always,
+// without a load function).
+func (p *Plan) roomNow(id string, per resources.Resources, slots []Slot, from, to time.Time) bool {
+	if p.loadOf == nil {
+		return true
+	}
+	v := toVec(per)
+	for _, s := range slots {
+		a := p.agents[s.Agent]
+		if a == nil {
+			return false
+		}
+		pk := a.peak(from, to, id)
+		load := toVec(p.loadOf(s.Agent))
+		var free vec
+		for d := range free {
+			free[d] = a.total[d] - pk[d] - load[d]
+		}
+		if fits(free, v) < s.Unhanded() {
 			return false
 		}
 	}

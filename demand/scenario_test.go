@@ -23,7 +23,8 @@ var epoch = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 // interaction tests, with a small reader): each command is followed by
 // ---- and the changes it caused, one per line. Commands:
 //
-//	new lead=1m pickup=2m          a book (drops the previous one)
+//	new lead=1m pickup=2m          a book (drops the previous one);
+//	                               looselead=1m: Config.LooseLead
 //	agent a1 cpus:4;mem:4096       add an agent to the plan
 //	load a1 cpus:3                 what DRF frameworks hold on it now
 //	submit t=0 {...} | [{...}]     submit a demand or a batch at t
@@ -33,6 +34,7 @@ var epoch = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 //	ended a ok=true t=20m          its tasks ended
 //	cancel a t=7m
 //	replace a t=7m                 re-place a relaxed demand
+//	postpone a t=7m                re-place a loose demand short at its start
 //	show                           every demand, one line each
 //
 // t is an offset from 10:00:00 UTC (a Go duration). -rewrite writes the
@@ -194,7 +196,11 @@ func runScript(t *testing.T, path string) {
 		var cs []Change
 		switch name {
 		case "new":
-			b, got = NewBook(Config{Lead: dur("lead"), PickUp: dur("pickup")}, NewPlan()), "ok"
+			cfg := Config{Lead: dur("lead"), PickUp: dur("pickup")}
+			if kv["looselead"] != "" {
+				cfg.LooseLead = dur("looselead")
+			}
+			b, got = NewBook(cfg, NewPlan()), "ok"
 		case "agent":
 			b.plan.SetAgent(pos[0], resources.MustParse(pos[1]))
 			got = "ok"
@@ -227,6 +233,8 @@ func runScript(t *testing.T, path string) {
 			}
 		case "tick":
 			cs = b.Tick(now)
+		case "postpone":
+			got = fmt.Sprintf("moved: %v", b.Postpone(pos[0], now))
 		case "held", "claim", "ended", "cancel", "replace":
 			switch name {
 			case "held":

@@ -24,6 +24,10 @@ type DemandOptions struct {
 	// Lead: a demand starts ALLOCATING (its capacity is held from DRF)
 	// this long before its planned start.
 	Lead time.Duration
+	// LooseLead is Lead for loose starts (0: Lead). Shorter, a loose
+	// demand leaves DRF the capacity until closer to its start; short at
+	// its start, it moves to agents with room beside DRF's load now.
+	LooseLead time.Duration
 	// PickUp: an ALLOCATED demand fails when its framework launches
 	// nothing on it within this long; its resources are released.
 	PickUp time.Duration
@@ -61,7 +65,7 @@ func newDemands(o DemandOptions) *demands {
 		o.Clock = time.Now
 	}
 	return &demands{
-		book:  demand.NewBook(demand.Config{Lead: o.Lead, PickUp: o.PickUp}, demand.NewPlan()),
+		book:  demand.NewBook(demand.Config{Lead: o.Lead, LooseLead: o.LooseLead, PickUp: o.PickUp}, demand.NewPlan()),
 		clock: o.Clock, offers: map[string]string{}, tasks: map[string]string{},
 		holds: map[string]map[string]bool{},
 	}

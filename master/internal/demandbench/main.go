@@ -33,6 +33,7 @@ var (
 	nDemands = flag.Int("demands", 5000, "demands over the simulated day")
 	seed     = flag.Uint64("seed", 1, "trace seed")
 	lead     = flag.Duration("lead", 30*time.Minute, "hold lead; the filler's tasks last at most this long")
+	looseLd  = flag.Duration("loose-lead", time.Second, "hold lead of loose starts (0: -lead; 1s: from the start)")
 	step     = flag.Duration("step", time.Minute, "simulated allocation interval")
 	cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the planned run")
 )
@@ -179,7 +180,7 @@ func newSim(planned bool) *sim {
 	// The demands' framework: in planned mode it is handed capacity only
 	// (suppressed for DRF); in plain mode revived while it has a queue.
 	must(a.AddFramework(allocator.FrameworkInfo{ID: "timed", Roles: []string{"timed"}, SuppressedRoles: []string{"timed"}}, nil))
-	s.book = demand.NewBook(demand.Config{Lead: *lead, PickUp: time.Hour}, plan)
+	s.book = demand.NewBook(demand.Config{Lead: *lead, LooseLead: *looseLd, PickUp: time.Hour}, plan)
 	s.own = map[string]resources.Resources{}
 	plan.SetLoadFunc(s.drfLoad)
 	return s
@@ -484,8 +485,8 @@ func run(planned bool, tr []*entry) result {
 func main() {
 	flag.Parse()
 	tr := trace(rand.New(rand.NewPCG(*seed, 3)))
-	fmt.Printf("demandbench: %d agents x cpus:32, %d demands over a simulated day (step %s, lead %s), %d untimed DRF frameworks filling the rest\n",
-		*nAgents, len(tr), *step, *lead, fillers)
+	fmt.Printf("demandbench: %d agents x cpus:32, %d demands over a simulated day (step %s, lead %s, loose lead %s), %d untimed DRF frameworks filling the rest\n",
+		*nAgents, len(tr), *step, *lead, *looseLd, fillers)
 	w0 := time.Now()
 	if *cpuprof != "" {
 		f, err := os.Create(*cpuprof)
