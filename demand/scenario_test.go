@@ -35,6 +35,7 @@ var epoch = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 //	cancel a t=7m
 //	replace a t=7m                 re-place a relaxed demand
 //	postpone a t=7m                re-place a loose demand short at its start
+//	hand a a1 n=1                  n tasks handed over on agent a1 (n < 0: back)
 //	show                           every demand, one line each
 //
 // t is an offset from 10:00:00 UTC (a Go duration). -rewrite writes the
@@ -135,7 +136,11 @@ func renderDemand(d *Demand) string {
 	s := fmt.Sprintf("%s %s start=%s end=%s", d.ID, d.State, rel(d.Start), rel(d.End))
 	var pl []string
 	for _, p := range d.Placement {
-		pl = append(pl, fmt.Sprintf("%s:%d", p.Agent, p.Tasks))
+		s := fmt.Sprintf("%s:%d", p.Agent, p.Tasks)
+		if p.Handed > 0 {
+			s += fmt.Sprintf("(handed %d, %d to hold)", p.Handed, p.Unhanded())
+		}
+		pl = append(pl, s)
 	}
 	if len(pl) > 0 {
 		s += " on=" + strings.Join(pl, ",")
@@ -233,6 +238,14 @@ func runScript(t *testing.T, path string) {
 			}
 		case "tick":
 			cs = b.Tick(now)
+		case "hand":
+			d, err := b.Get(pos[0])
+			if err != nil {
+				t.Fatalf("%s:%d: %v", path, c.line, err)
+			}
+			n, _ := strconv.Atoi(kv["n"])
+			d.Hand(pos[1], n)
+			got = "ok"
 		case "postpone":
 			got = fmt.Sprintf("moved: %v", b.Postpone(pos[0], now))
 		case "held", "claim", "ended", "cancel", "replace":
