@@ -27,6 +27,7 @@ var epoch = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 //	                               looselead=1m: Config.LooseLead
 //	agent a1 cpus:4;mem:4096       add an agent to the plan
 //	load a1 cpus:3                 what DRF frameworks hold on it now
+//	holding a1 cpus:2              what demands hold on it now
 //	submit t=0 {...} | [{...}]     submit a demand or a batch at t
 //	tick t=5m                      time passes
 //	held a n=2 t=5m                an allocation opportunity: n tasks' worth held
@@ -165,7 +166,8 @@ func renderDemand(d *Demand) string {
 
 func runScript(t *testing.T, path string) {
 	var b *Book
-	loads := map[string]resources.Resources{} // the load command's
+	loads := map[string]resources.Resources{}    // the load command's
+	holdings := map[string]resources.Resources{} // the holding command's
 	cases := readScript(t, path)
 	failed := false
 	for i, c := range cases {
@@ -245,6 +247,10 @@ func runScript(t *testing.T, path string) {
 			}
 			n, _ := strconv.Atoi(kv["n"])
 			d.Hand(pos[1], n)
+			got = "ok"
+		case "holding":
+			holdings[pos[0]] = resources.MustParse(pos[1])
+			b.plan.SetHeldFunc(func(id, _ string) resources.Resources { return holdings[id] })
 			got = "ok"
 		case "postpone":
 			got = fmt.Sprintf("moved: %v", b.Postpone(pos[0], now))

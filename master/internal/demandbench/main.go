@@ -185,6 +185,7 @@ func newSim(planned bool) *sim {
 	s.book = demand.NewBook(demand.Config{Lead: *lead, LooseLead: *looseLd, PickUp: time.Hour}, plan)
 	s.own = map[string]resources.Resources{}
 	plan.SetLoadFunc(s.drfLoad)
+	plan.SetHeldFunc(s.alloc.HeldOn)
 	return s
 }
 
