@@ -8,7 +8,7 @@
 # deadlines met by accepted strict demands (goal 100 %), mean start
 # delay of loose demands, utilization (goal >= 95 %) and the planner's
 # time per submitted demand (goal p99 <= 1 ms). DEMAND_BENCH_ARGS passes
-# flags (-agents, -demands, -seed, -lead, -step).
+# flags (-agents, -demands, -seed, -lead, -loose-lead, -step).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -313,14 +313,17 @@ func (b *Book) Postpone(id string, now time.Time) bool {
 }
 
 // placeNow moves d's booking to start at now: on the same agents when the
-// plan has room there (holds stay useful), else wherever it has room now
-// (one probe, not a search). It reports whether the agents changed.
+// plan has room there beside DRF's current load (holds stay useful), else
+// wherever it has that room now (one probe, not a search). It reports
+// whether the agents changed. Starting now, the load counts: an agent the
+// plan alone leaves room on may be busy with DRF work for up to the
+// lead, while another has the room free this cycle.
 func (b *Book) placeNow(d *Demand, now time.Time) bool {
 	end := time.Time{}
 	if d.timing.Length > 0 {
 		end = now.Add(d.timing.Length)
 	}
-	if len(d.Placement) > 0 && b.plan.Fits(d.ID, d.spec.Resources, d.Placement, now, end) {
+	if len(d.Placement) > 0 && b.plan.Fits(d.ID, d.spec.Resources, d.Placement, now, end) && b.plan.roomNow(d.ID, d.spec.Resources, d.Placement, now, end) {
 		pl := Placement{Start: now, End: end, Slots: d.Placement}
 		b.plan.Book(d.ID, d.spec.Resources, pl)
 		d.place(&pl)
@@ -328,7 +331,7 @@ func (b *Book) placeNow(d *Demand, now time.Time) bool {
 	}
 	pl, err := b.plan.Place(Request{ID: d.ID, Per: d.spec.Resources, Tasks: d.spec.Tasks, Gang: d.spec.Gang, Timing: Timing{
 		Ref: d.timing.Ref, Start: []timespec.Window{{From: now}}, StartStrict: true,
-		Length: d.timing.Length, Deadline: d.timing.Deadline}, Now: now})
+		Length: d.timing.Length, Deadline: d.timing.Deadline}, Now: now, Loaded: true})
 	if err != nil {
 		return false
 	}

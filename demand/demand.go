@@ -246,10 +246,12 @@ func (s *Spec) Resolve(ref time.Time) (Timing, error) {
 	return t, nil
 }
 
-// Slot is a part of a placement: Tasks tasks on Agent.
+// Slot is a part of a placement: Tasks tasks on Agent, of which Handed
+// have been handed over there so far (Demand.Hand).
 type Slot struct {
-	Agent string `json:"agent"`
-	Tasks int    `json:"tasks"`
+	Agent  string `json:"agent"`
+	Tasks  int    `json:"tasks"`
+	Handed int    `json:"handed,omitempty"`
 }
 
 // Transition is one change of state.
@@ -299,6 +301,23 @@ type Demand struct {
 	spec   *Spec
 	timing Timing
 }
+
+// Hand records that n tasks' worth of d were handed over on agent (n < 0:
+// given back, e.g. a declined offer). The driver keeps what it holds and
+// hands on an agent within the slot's Tasks less its Handed (Unhanded): a
+// demand handed over task by task must never take, on an agent where its
+// slot is used up, capacity the plan booked there for another demand.
+func (d *Demand) Hand(agent string, n int) {
+	for i := range d.Placement {
+		if s := &d.Placement[i]; s.Agent == agent {
+			s.Handed = min(max(s.Handed+n, 0), s.Tasks)
+			return
+		}
+	}
+}
+
+// Unhanded is how many tasks of slot s are still to be handed over.
+func (s Slot) Unhanded() int { return max(s.Tasks-s.Handed, 0) }
 
 // Spec is the demand's parsed spec.
 func (d *Demand) Spec() *Spec { return d.spec }

@@ -64,8 +64,21 @@ type Config struct {
 	// Lead is how long before its start a demand starts ALLOCATING
 	// (capacity is held from then on).
 	Lead time.Duration
+	// LooseLead is Lead for loose starts (0: Lead). Capacity held ahead
+	// of a start idles until then; a loose start is not guaranteed, so it
+	// may hold for a shorter time and, when short at its start, move to
+	// agents with room beside DRF's load (Book.Postpone).
+	LooseLead time.Duration
 	// PickUp is how long an ALLOCATED demand waits for its framework.
 	PickUp time.Duration
+}
+
+// lead is how long before its start d holds capacity.
+func (c Config) lead(d *Demand) time.Duration {
+	if c.LooseLead > 0 && !d.timing.StartStrict {
+		return c.LooseLead
+	}
+	return c.Lead
 }
 
 type stepFunc func(d *Demand, ev Event, c Config) *Transition
@@ -177,7 +190,7 @@ func stepAccepted(d *Demand, ev Event, c Config) *Transition {
 	if d.timing.StartStrict && !d.startHolds(ev.At) && ev.At.After(d.timing.Start[0].From) {
 		return d.fail(ev.At, ReasonNotAllocatable, "start window passed before the demand could be allocated")
 	}
-	if ev.Pred != PredDone || d.Start.IsZero() || ev.At.Before(d.Start.Add(-c.Lead)) {
+	if ev.Pred != PredDone || d.Start.IsZero() || ev.At.Before(d.Start.Add(-c.lead(d))) {
 		return nil
 	}
 	return d.move(ev.At, Allocating, "", "holding capacity")

@@ -87,8 +87,9 @@ type Plan struct {
 	agents map[string]*agentPlan
 	order  []string // sorted agent IDs
 	where  map[string][]string
-	next   int                                    // where the next scan of agents starts
-	loadOf func(agent string) resources.Resources // SetLoadFunc
+	next   int                                            // where the next scan of agents starts
+	loadOf func(agent string) resources.Resources         // SetLoadFunc
+	heldOf func(agent, except string) resources.Resources // SetHeldFunc
 }
 
 // NewPlan returns an empty plan.
@@ -117,6 +118,29 @@ func (p *Plan) SetAgent(id string, total resources.Resources) {
 // default) counts no load.
 func (p *Plan) SetLoadFunc(f func(agent string) resources.Resources) { p.loadOf = f }
 
+// SetHeldFunc gives the plan a way to learn what demands other than
+// except hold on an agent now. A start now (Request.Loaded) cannot use
+// it even where those demands' bookings begin after its end: it is held
+// until then. nil (the default) counts no holds.
+func (p *Plan) SetHeldFunc(f func(agent, except string) resources.Resources) { p.heldOf = f }
+
+// busyNow is what is in use on the agent now beyond the bookings: DRF's
+// load and, for a start now (held), what other demands than id hold
+// there. ok is false when the plan has no way to know.
+func (p *Plan) busyNow(agent, id string, held bool) (v vec, ok bool) {
+	if p.loadOf != nil {
+		v, ok = toVec(p.loadOf(agent)), true
+	}
+	if held && p.heldOf != nil {
+		h := toVec(p.heldOf(agent, id))
+		for d := range v {
+			v[d] += h[d]
+		}
+		ok = true
+	}
+	return v, ok
+}
+
 // RemoveAgent drops an agent (its bookings go with it).
 func (p *Plan) RemoveAgent(id string) {
 	delete(p.agents, id)
@@ -139,6 +163,9 @@ type Request struct {
 	// capacity is held from Now on, and DRF work already running there
 	// may not end before the start.
 	Lead time.Duration
+	// Loaded: a start now; count the agents' current DRF load and what
+	// other demands hold there (SetHeldFunc), whatever the lead.
+	Loaded bool
 }
 
 // CanEverFit checks that tasks × per fit the cluster's capacity with
@@ -239,7 +266,7 @@ func (p *Plan) placeAt(s time.Time, r Request, per vec) (Placement, bool) {
 	if r.Timing.Length > 0 {
 		end = s.Add(r.Timing.Length)
 	}
-	loaded := r.Timing.StartStrict && s.Sub(r.Now) < r.Lead
+	loaded := r.Loaded || r.Timing.StartStrict && s.Sub(r.Now) < r.Lead
 	type cand struct {
 		id      string
 		n       int
@@ -266,12 +293,13 @@ func (p *Plan) placeAt(s time.Time, r Request, per vec) (Placement, bool) {
 			free[d] = a.total[d] - pk[d]
 		}
 		n := min(fits(free, per), r.Tasks)
-		if n > 0 && loaded && p.loadOf != nil {
-			load := toVec(p.loadOf(id))
-			for d := range free {
-				free[d] -= load[d]
+		if n > 0 && loaded {
+			if busy, ok := p.busyNow(id, r.ID, r.Loaded); ok {
+				for d := range free {
+					free[d] -= busy[d]
+				}
+				n = min(fits(free, per), r.Tasks)
 			}
-			n = min(fits(free, per), r.Tasks)
 		}
 		if n == 0 {
 			continue
@@ -325,6 +353,32 @@ func (p *Plan) Fits(id string, per resources.Resources, slots []Slot, from, to t
 			free[d] = a.total[d] - pk[d]
 		}
 		if fits(free, v) < s.Tasks {
+			return false
+		}
+	}
+	return true
+}
+
+// roomNow reports whether the slots' tasks not yet handed over fit beside
+// what is busy there now (busyNow) as well as the bookings over [from,
+// to) (always, when the plan cannot know what is busy).
+func (p *Plan) roomNow(id string, per resources.Resources, slots []Slot, from, to time.Time) bool {
+	v := toVec(per)
+	for _, s := range slots {
+		a := p.agents[s.Agent]
+		if a == nil {
+			return false
+		}
+		busy, ok := p.busyNow(s.Agent, id, true)
+		if !ok {
+			return true
+		}
+		pk := a.peak(from, to, id)
+		var free vec
+		for d := range free {
+			free[d] = a.total[d] - pk[d] - busy[d]
+		}
+		if fits(free, v) < s.Unhanded() {
 			return false
 		}
 	}

@@ -23,9 +23,11 @@ var epoch = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 // interaction tests, with a small reader): each command is followed by
 // ---- and the changes it caused, one per line. Commands:
 //
-//	new lead=1m pickup=2m          a book (drops the previous one)
+//	new lead=1m pickup=2m          a book (drops the previous one);
+//	                               looselead=1m: Config.LooseLead
 //	agent a1 cpus:4;mem:4096       add an agent to the plan
 //	load a1 cpus:3                 what DRF frameworks hold on it now
+//	holding a1 cpus:2              what demands hold on it now
 //	submit t=0 {...} | [{...}]     submit a demand or a batch at t
 //	tick t=5m                      time passes
 //	held a n=2 t=5m                an allocation opportunity: n tasks' worth held
@@ -33,6 +35,8 @@ var epoch = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 //	ended a ok=true t=20m          its tasks ended
 //	cancel a t=7m
 //	replace a t=7m                 re-place a relaxed demand
+//	postpone a t=7m                re-place a loose demand short at its start
+//	hand a a1 n=1                  n tasks handed over on agent a1 (n < 0: back)
 //	show                           every demand, one line each
 //
 // t is an offset from 10:00:00 UTC (a Go duration). -rewrite writes the
@@ -133,7 +137,11 @@ func renderDemand(d *Demand) string {
 	s := fmt.Sprintf("%s %s start=%s end=%s", d.ID, d.State, rel(d.Start), rel(d.End))
 	var pl []string
 	for _, p := range d.Placement {
-		pl = append(pl, fmt.Sprintf("%s:%d", p.Agent, p.Tasks))
+		s := fmt.Sprintf("%s:%d", p.Agent, p.Tasks)
+		if p.Handed > 0 {
+			s += fmt.Sprintf("(handed %d, %d to hold)", p.Handed, p.Unhanded())
+		}
+		pl = append(pl, s)
 	}
 	if len(pl) > 0 {
 		s += " on=" + strings.Join(pl, ",")
@@ -158,7 +166,8 @@ func renderDemand(d *Demand) string {
 
 func runScript(t *testing.T, path string) {
 	var b *Book
-	loads := map[string]resources.Resources{} // the load command's
+	loads := map[string]resources.Resources{}    // the load command's
+	holdings := map[string]resources.Resources{} // the holding command's
 	cases := readScript(t, path)
 	failed := false
 	for i, c := range cases {
@@ -194,7 +203,11 @@ func runScript(t *testing.T, path string) {
 		var cs []Change
 		switch name {
 		case "new":
-			b, got = NewBook(Config{Lead: dur("lead"), PickUp: dur("pickup")}, NewPlan()), "ok"
+			cfg := Config{Lead: dur("lead"), PickUp: dur("pickup")}
+			if kv["looselead"] != "" {
+				cfg.LooseLead = dur("looselead")
+			}
+			b, got = NewBook(cfg, NewPlan()), "ok"
 		case "agent":
 			b.plan.SetAgent(pos[0], resources.MustParse(pos[1]))
 			got = "ok"
@@ -227,6 +240,20 @@ func runScript(t *testing.T, path string) {
 			}
 		case "tick":
 			cs = b.Tick(now)
+		case "hand":
+			d, err := b.Get(pos[0])
+			if err != nil {
+				t.Fatalf("%s:%d: %v", path, c.line, err)
+			}
+			n, _ := strconv.Atoi(kv["n"])
+			d.Hand(pos[1], n)
+			got = "ok"
+		case "holding":
+			holdings[pos[0]] = resources.MustParse(pos[1])
+			b.plan.SetHeldFunc(func(id, _ string) resources.Resources { return holdings[id] })
+			got = "ok"
+		case "postpone":
+			got = fmt.Sprintf("moved: %v", b.Postpone(pos[0], now))
 		case "held", "claim", "ended", "cancel", "replace":
 			switch name {
 			case "held":

@@ -24,6 +24,10 @@ type DemandOptions struct {
 	// Lead: a demand starts ALLOCATING (its capacity is held from DRF)
 	// this long before its planned start.
 	Lead time.Duration
+	// LooseLead is Lead for loose starts (0: Lead). Shorter, a loose
+	// demand leaves DRF the capacity until closer to its start; short at
+	// its start, it moves to agents with room beside DRF's load now.
+	LooseLead time.Duration
 	// PickUp: an ALLOCATED demand fails when its framework launches
 	// nothing on it within this long; its resources are released.
 	PickUp time.Duration
@@ -61,7 +65,7 @@ func newDemands(o DemandOptions) *demands {
 		o.Clock = time.Now
 	}
 	return &demands{
-		book:  demand.NewBook(demand.Config{Lead: o.Lead, PickUp: o.PickUp}, demand.NewPlan()),
+		book:  demand.NewBook(demand.Config{Lead: o.Lead, LooseLead: o.LooseLead, PickUp: o.PickUp}, demand.NewPlan()),
 		clock: o.Clock, offers: map[string]string{}, tasks: map[string]string{},
 		holds: map[string]map[string]bool{},
 	}
@@ -234,6 +238,7 @@ func (m *Master) Demand(id string) (demand.Demand, error) {
 	}
 	c := *d
 	c.History = slices.Clone(d.History)
+	c.Placement = slices.Clone(d.Placement)
 	return c, nil
 }
 
@@ -406,7 +411,13 @@ func (m *Master) holdForDemandLocked(d *demand.Demand) map[string]int {
 		if ag == nil || !ag.inAllocator {
 			continue
 		}
-		want := min(s.Tasks, need)
+		// What was handed over on this agent already counts against its
+		// slot: holding the slot's Tasks again would take capacity the
+		// plan booked there for other demands.
+		want := min(s.Unhanded(), need)
+		if want == 0 {
+			continue
+		}
 		have := unitsIn(m.alloc.Held(s.Agent, d.ID), spec.Resources)
 		if have < want {
 			got, err := m.alloc.Hold(s.Agent, d.ID, shortfall(spec.Resources, want, m.alloc.Held(s.Agent, d.ID)))
@@ -449,6 +460,7 @@ func (m *Master) grantDemandLocked(d *demand.Demand, f *frameworkEntry, held map
 			m.log.Warn("grant demand", "demand", d.ID, "agent", a, "err", err)
 			continue
 		}
+		d.Hand(a, held[a])
 		e := &offerEntry{id: uuid.NewString(), fw: f.id, agent: a, role: o.Role, res: o.Resources, created: time.Now(), demand: d.ID}
 		m.offers[e.id] = e
 		f.offers[e.id] = e
@@ -474,7 +486,9 @@ func (m *Master) demandOfferBackLocked(o *offerEntry) {
 		return
 	}
 	if got, err := m.alloc.Hold(o.agent, id, o.res); err == nil && len(got) > 0 {
-		d.Handed = max(0, d.Handed-unitsIn(got, d.Spec().Resources))
+		n := unitsIn(got, d.Spec().Resources)
+		d.Handed = max(0, d.Handed-n)
+		d.Hand(o.agent, -n)
 		if m.dem.holds[id] == nil {
 			m.dem.holds[id] = map[string]bool{}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/brimnode/brim/demand"
 	"github.com/brimnode/brim/master"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+	"github.com/brimnode/brim/resources"
 	"github.com/brimnode/brim/scheduler"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -511,4 +513,131 @@ func TestDemandAdmissionSeesDRFLoad(t *testing.T) {
 	if body := submit("later", time.Hour); strings.Contains(body, `"FAILED"`) {
 		t.Fatalf("later, beyond the lead: %s", body)
 	}
+}
+
+// TestDemandHandedTaskByTaskKeepsToItsSlots: a loose non-gang demand is
+// handed over from its first task on, the rest as capacity frees. The
+// rest must come from its slots not yet used: holding a used slot's
+// tasks again on the same agent took capacity the plan had booked there
+// for a strict demand, which then failed at its start with "start window
+// passed with the capacity not held" (demandbench: 11 of 2,465 strict
+// demands, seed 1).
+func TestDemandHandedTaskByTaskKeepsToItsSlots(t *testing.T) {
+	start := time.Now().UTC().Truncate(time.Second)
+	clock := &testClock{t: start}
+	c := newCluster(t, master.Options{Demands: master.DemandOptions{Lead: time.Minute, PickUp: time.Hour, Clock: clock.Now}})
+	c.startAgentWith(t.TempDir(), newFakeRunner(), resources.MustParse("cpus:6;mem:6144"))
+	c.startAgentWith(t.TempDir(), newFakeRunner(), resources.MustParse("cpus:3;mem:3072"))
+	big, small := "", ""
+	for _, a := range waitAgents(t, c.m, 2) {
+		if resourcesCPUs(a.Resources) == 6 {
+			big = a.ID
+		} else {
+			small = a.ID
+		}
+	}
+	f := c.startDemandFramework("planned", false)
+	// DRF keeps a task on the small agent (and is offered the rest of it
+	// again): the loose demand's slot there cannot be held, so only its
+	// slot on the big agent is handed over. DRF declines the big agent.
+	drf := c.startDemandFramework("drf", true)
+	for busy, declined := false, false; !busy || !declined; {
+		select {
+		case o := <-drf.drf:
+			var err error
+			switch {
+			case o.AgentId == big:
+				err, declined = drf.d.Decline(context.Background(), []string{o.Id}, 3600), true
+			case !busy:
+				err, busy = drf.d.Launch(context.Background(), []string{o.Id}, []*pb.TaskInfo{{TaskId: "busy", Resources: "cpus:1;mem:512", Command: []string{"sleep"}}}, 0), true
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("no DRF offers for both agents")
+		}
+	}
+	waitState(t, c.m, "busy running", func(st master.State) bool {
+		return len(st.Tasks) == 1 && strings.HasSuffix(st.Tasks[0].State, "RUNNING")
+	})
+	h := c.m.HTTPHandler(nil)
+	at := func(d time.Duration) string { return start.Add(d).Format(time.RFC3339) }
+	fw := f.d.FrameworkID()
+	code, body := postDemands(t, h, `[
+	  {"DemandID": "loose", "FrameworkID": "`+fw+`", "Resources": "cpus:3;mem:512", "Tasks": 2,
+	   "Start": {"Time": ["`+at(2*time.Minute)+`", "+10m"], "Strategy": "loose"}, "Duration": {"Time": [null, "+30m"], "Strategy": "loose"}},
+	  {"DemandID": "strict", "FrameworkID": "`+fw+`", "Resources": "cpus:3;mem:512",
+	   "Start": {"Time": ["`+at(20*time.Minute)+`", "+1m"], "Strategy": "strict"}, "Duration": {"Time": [null, "+5m"], "Strategy": "strict"}}]`)
+	if code != http.StatusOK {
+		t.Fatalf("POST /demands: %d %s", code, body)
+	}
+	ds := getDemands(t, h)
+	// The plan: one task of "loose" on each agent; "strict" in the rest
+	// of the big agent, while "loose" still runs there.
+	if got, want := fmt.Sprint(ds["loose"].Placement), fmt.Sprint(sortedSlots(demand.Slot{Agent: big, Tasks: 1}, demand.Slot{Agent: small, Tasks: 1})); got != want {
+		t.Fatalf("loose placed on %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(ds["strict"].Placement), fmt.Sprint([]demand.Slot{{Agent: big, Tasks: 1}}); got != want {
+		t.Fatalf("strict placed on %s, want %s", got, want)
+	}
+
+	clock.Set(start.Add(time.Minute)) // loose's lead
+	waitDemand(t, c.m, "loose", demand.Allocating)
+	clock.Set(start.Add(2 * time.Minute)) // loose's start: one task held
+	launched := 0
+	launch := func(o *pb.Offer) {
+		launched++
+		if err := f.d.Launch(context.Background(), []string{o.Id}, []*pb.TaskInfo{{TaskId: fmt.Sprintf("loose-%d", launched), Resources: o.Resources, Command: []string{"sleep"}}}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	launch(f.nextDemandOffer(t, "loose"))
+	waitDemand(t, c.m, "loose", demand.Monitoring)
+	// A framework takes whatever its demand is offered.
+	for quiet := time.After(time.Second); ; {
+		select {
+		case o := <-f.offers:
+			if o.DemandId == "loose" {
+				launch(o)
+			}
+			continue
+		case <-quiet:
+		}
+		break
+	}
+
+	clock.Set(start.Add(19 * time.Minute)) // strict's lead
+	waitDemand(t, c.m, "strict", demand.Allocating)
+	clock.Set(start.Add(20 * time.Minute)) // its start
+	settled := func(within time.Duration) demand.Demand {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for {
+			d, err := c.m.Demand("strict")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.State != demand.Allocating || time.Now().After(deadline) {
+				return d
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	d := settled(5 * time.Second)
+	if d.State == demand.Allocating {
+		clock.Set(start.Add(22 * time.Minute)) // its window has passed
+		d = settled(30 * time.Second)
+	}
+	if d.State != demand.Allocated {
+		t.Fatalf("strict is %s (%s: %s), want ALLOCATED; loose was handed %d tasks on the big agent, its slot there holds 1", d.State, d.Reason, d.Message, launched)
+	}
+	if launched != 1 {
+		t.Errorf("loose was handed %d tasks on the big agent, its slot there holds 1", launched)
+	}
+}
+
+func sortedSlots(s ...demand.Slot) []demand.Slot {
+	slices.SortFunc(s, func(a, b demand.Slot) int { return strings.Compare(a.Agent, b.Agent) })
+	return s
 }

@@ -293,6 +293,7 @@ func New(opts Options) (*Master, error) {
 	}
 	m.dem = newDemands(opts.Demands)
 	m.dem.book.Plan().SetLoadFunc(m.drfLoadLocked) // asked while placing, under m.mu
+	m.dem.book.Plan().SetHeldFunc(m.alloc.HeldOn)  // likewise
 	m.metrics = newMetrics(m)
 	if m.store != nil {
 		m.store = timedStore{Store: m.store, observe: m.metrics.observeStoreWrite}

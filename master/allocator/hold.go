@@ -140,3 +140,22 @@ func (a *Allocator) Allocated(agentID string) resources.Resources {
 	}
 	return a.appendPool(nil, &ag.pools[0], &v)
 }
+
+// HeldOn is what every hold but hold except keeps on the agent: capacity
+// that other demands keep, which a planner placing a start now cannot
+// use (demand.Plan.SetHeldFunc). Nil for an unknown agent.
+func (a *Allocator) HeldOn(agentID, except string) resources.Resources {
+	ai, ok := a.agentIdx[agentID]
+	if !ok {
+		return nil
+	}
+	ag := a.agents[ai]
+	skip := holdKey(except)
+	var v vec
+	for j := range ag.allocs {
+		if e := &ag.allocs[j]; e.client < 0 && e.pool == 0 && strings.HasPrefix(e.fw, holdPrefix) && e.fw != skip {
+			v.add(&e.v)
+		}
+	}
+	return a.appendPool(nil, &ag.pools[0], &v)
+}

@@ -85,3 +85,28 @@ func TestAllocatedCountsFrameworksNotHolds(t *testing.T) {
 		t.Fatalf("unknown agent: %s", got)
 	}
 }
+
+// TestHeldOnSumsOtherHolds: HeldOn is what the agent's holds keep, less
+// the one named; frameworks' allocations are not in it.
+func TestHeldOnSumsOtherHolds(t *testing.T) {
+	a, _ := newTest(t, Options{})
+	must(t, a.AddAgent(AgentInfo{ID: "a1", Total: resources.MustParse("cpus:8;mem:8192")}, nil))
+	addFramework(t, a, "drf", "r1")
+	for id, r := range map[string]string{"d1": "cpus:1;mem:100", "d2": "cpus:2;mem:200"} {
+		if _, err := a.Hold("a1", id, resources.MustParse(r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if offers := a.Allocate(); len(offers) != 1 {
+		t.Fatalf("offers %+v", offers)
+	}
+	if got := a.HeldOn("a1", "d1"); !got.Equal(resources.MustParse("cpus:2;mem:200")) {
+		t.Fatalf("HeldOn(a1, except d1) = %s, want cpus:2;mem:200", got)
+	}
+	if got := a.HeldOn("a1", ""); got.CPUs() != resources.MustParse("cpus:3").CPUs() {
+		t.Fatalf("HeldOn(a1) = %s, want 3 cpus", got)
+	}
+	if got := a.HeldOn("nope", ""); got != nil {
+		t.Fatalf("unknown agent: %s", got)
+	}
+}
