@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	_ "net/http/pprof" // BRIM_FAILOVER_PPROF
 	"os"
 	"strconv"
 	"strings"
@@ -38,7 +40,10 @@ import (
 //	go test -run '^$' -bench '^BenchmarkFailover$' -benchtime 1x ./master/etcdstore/
 //
 // BRIM_FAILOVER_AGENTS="1000 10000 50000" chooses the points (default
-// 1000 and 10000).
+// 1000 and 10000); BRIM_FAILOVER_PPROF=127.0.0.1:6060 serves pprof;
+// BRIM_FAILOVER_RAMP=5000 starts the agents at 5,000 a second for their
+// first registration (default: all at once; the failover's storm is
+// never ramped).
 func BenchmarkFailover(b *testing.B) {
 	points := []int{1000, 10000}
 	if v := os.Getenv("BRIM_FAILOVER_AGENTS"); v != "" {
@@ -50,6 +55,10 @@ func BenchmarkFailover(b *testing.B) {
 			}
 			points = append(points, n)
 		}
+	}
+	if addr := os.Getenv("BRIM_FAILOVER_PPROF"); addr != "" {
+		// Profiles of the storm while it runs: /debug/pprof/ on addr.
+		go func() { _ = http.ListenAndServe(addr, nil) }()
 	}
 	for _, n := range points {
 		b.Run(fmt.Sprintf("agents=%d", n), func(b *testing.B) {
@@ -67,6 +76,7 @@ const (
 )
 
 func failoverOnce(b *testing.B, n int) {
+	var killed atomic.Bool
 	c := startEtcdWith(b, 3, 100, 1000) // etcd's defaults: no leader churn under the storm
 	opts := master.Options{HeartbeatInterval: benchHeartbeat, MaxMissedHeartbeats: 5}
 	first := startHAMasterWith(b, c, benchTTL, "127.0.0.1:0", opts)
@@ -75,6 +85,23 @@ func failoverOnce(b *testing.B, n int) {
 	}
 	standby := startHAMasterWith(b, c, benchTTL, "127.0.0.1:0", opts)
 	list := []string{first.addr(), standby.addr()}
+	over := make(chan struct{})
+	var reporters sync.WaitGroup
+	defer reporters.Wait()
+	defer close(over)
+	for _, h := range []*haMaster{first, standby} {
+		reporters.Add(1)
+		go func() { // reports a master that stops on its own (lost leadership)
+			defer reporters.Done()
+			select {
+			case <-h.stopped:
+				if !killed.Load() { // now, not with the benchmark's log at its end
+					fmt.Fprintf(os.Stderr, "%s master %s stopped before the kill: %v\n", time.Now().Format(time.TimeOnly), h.addr(), h.err)
+				}
+			case <-over:
+			}
+		}()
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -84,7 +111,17 @@ func failoverOnce(b *testing.B, n int) {
 	defer pool.close()
 	registrations := make(chan time.Time, 4*n)
 	start := time.Now()
+	ramp := 0 // agents started a second for the first registration; 0: all at once
+	if v := os.Getenv("BRIM_FAILOVER_RAMP"); v != "" {
+		var err error
+		if ramp, err = strconv.Atoi(v); err != nil || ramp < 0 {
+			b.Fatalf("BRIM_FAILOVER_RAMP: %q is not a number of agents a second", v)
+		}
+	}
 	for i := range n {
+		if ramp > 0 && i > 0 && i%1000 == 0 {
+			time.Sleep(time.Second * 1000 / time.Duration(ramp))
+		}
 		a := &benchAgent{id: fmt.Sprintf("sim-%06d", i), idx: i, masters: masteraddr.NewSet(list)}
 		wg.Add(1)
 		go func() { defer wg.Done(); a.run(ctx, pool, registrations) }()
@@ -133,6 +170,7 @@ func failoverOnce(b *testing.B, n int) {
 	term0 := c.members[0].Server.Term()
 	cpu0 := cpuTime()
 	kill := time.Now()
+	killed.Store(true)
 	killedAt.Store(kill.UnixNano())
 	first.etcd.Cut()
 	first.cancel() // its port closes: every stream breaks, as after kill -9
