@@ -107,7 +107,7 @@ func failoverOnce(b *testing.B, n int) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	pool := newConnPool()
+	pool := newConnPool(b, list, n)
 	defer pool.close()
 	registrations := make(chan time.Time, 4*n)
 	start := time.Now()
@@ -236,15 +236,36 @@ func cpuTime() time.Duration {
 }
 
 // connPool shares gRPC connections among simulated agents: agent i uses
-// connection i/benchPerConn to a given master.
+// connection i/benchPerConn to a given master. The masters' connections
+// are made up front (gRPC connects lazily) and read without a lock: with
+// Go 1.26 the waiters on one mutex form a chain that every stack shrink
+// of a waiter walks (runtime.adjustsudogs), and 50,000 agents waiting on
+// the pool's mutex made each garbage collection quadratic — 90 % of the
+// CPU, until both masters lost their etcd sessions.
 type connPool struct {
+	fixed map[string][]*grpc.ClientConn // read-only after newConnPool
 	mu    sync.Mutex
-	conns map[string]map[int]*grpc.ClientConn
+	conns map[string]map[int]*grpc.ClientConn // other targets
 }
 
-func newConnPool() *connPool { return &connPool{conns: map[string]map[int]*grpc.ClientConn{}} }
+func newConnPool(b *testing.B, targets []string, n int) *connPool {
+	p := &connPool{fixed: map[string][]*grpc.ClientConn{}, conns: map[string]map[int]*grpc.ClientConn{}}
+	for _, t := range targets {
+		for range (n + benchPerConn - 1) / benchPerConn {
+			cc, err := grpc.NewClient(t, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.fixed[t] = append(p.fixed[t], cc)
+		}
+	}
+	return p
+}
 
 func (p *connPool) api(target string, idx int) (pb.AgentLinkClient, error) {
+	if ccs := p.fixed[target]; idx/benchPerConn < len(ccs) {
+		return pb.NewAgentLinkClient(ccs[idx/benchPerConn]), nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	m := p.conns[target]
@@ -265,6 +286,11 @@ func (p *connPool) api(target string, idx int) (pb.AgentLinkClient, error) {
 }
 
 func (p *connPool) close() {
+	for _, ccs := range p.fixed {
+		for _, cc := range ccs {
+			_ = cc.Close()
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, m := range p.conns {
