@@ -240,6 +240,9 @@ func (m *Master) agentGone(id string, c *outbox[toAgent]) {
 	}
 	ag.out = nil
 	m.log.Info("agent disconnected", "agent", id)
+	if m.stopped {
+		return // see Master.stopped
+	}
 	// No offers for an agent that cannot receive tasks; its tasks keep
 	// their resources until it comes back or times out.
 	for _, o := range m.offers {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/brimnode/brim/demand"
+	"github.com/brimnode/brim/masterlink"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -31,73 +33,134 @@ type agentLink struct {
 }
 
 // Connect serves one agent stream: Register first, then heartbeats, status
-// updates and oversubscription changes until the stream breaks. Its
-// receiving goroutine ends with the stream, when Connect returns.
+// updates and oversubscription changes until the stream breaks or the
+// master ends it. On a server made with masterlink.ServerOptions the
+// stream holds one goroutine, this one, receiving: the master ends the
+// stream by canceling its context (masterlink.StreamCancel), which
+// unblocks the Recv. Sends, rare for an agent, come from a goroutine that
+// runs while the outbox has messages (startDrain). At 50,000 agents,
+// goroutine stacks were most of the master's memory: two per agent, one
+// receiving, one waiting to end the stream and sending.
 func (s agentLink) Connect(stream pb.AgentLink_ConnectServer) error {
+	end, ok := masterlink.StreamCancel(stream.Context())
+	if !ok {
+		return s.connectWaiting(stream)
+	}
+	var closed atomic.Bool // by the master
+	c := newOutbox[toAgent](func() { closed.Store(true); end() }, agentQueue)
+	err := s.receive(stream, c)
+	c.stopDrain() // no Send once Connect returns
+	if closed.Load() {
+		return status.Error(codes.Unavailable, "agent stream closed by the master")
+	}
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// connectWaiting is Connect on a server whose streams the handler cannot
+// cancel: this goroutine waits for the end (returning ends the stream,
+// which unblocks a Recv) and another one receives.
+func (s agentLink) connectWaiting(stream pb.AgentLink_ConnectServer) error {
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	c := newOutbox[toAgent](cancel, agentQueue)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- s.receive(stream, c)
+		cancel()
+	}()
+	<-ctx.Done()
+	c.stopDrain() // no Send once Connect returns
+	select {
+	case err := <-errc:
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	default:
+		return status.Error(codes.Unavailable, "agent stream closed by the master")
+	}
+}
+
+// receive registers the agent of stream with outbox c, starts c's sends
+// (the Registered message first) and hands the agent's messages to the
+// master until the stream breaks; its error is the stream's status.
+func (s agentLink) receive(stream pb.AgentLink_ConnectServer, c *outbox[toAgent]) error {
 	m := s.m
-	first, err := stream.Recv()
+	// Registration runs deep (decoding, the store, the allocator) and a
+	// goroutine keeps the stack it grew until garbage collections halve
+	// it, one halving each: it runs in a goroutine of its own, which
+	// ends, so that the one receiving for the stream's life stays small.
+	var (
+		ag   string
+		kill []string
+		err  error
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ag, kill, err = s.register(stream, c)
+	}()
+	<-done
 	if err != nil {
 		return err
 	}
+	defer m.agentGone(ag, c)
+	registered := registeredMessage(ag, m.opts.HeartbeatInterval, kill)
+	c.startDrain(func(msgs []toAgent) error {
+		if registered != nil { // ahead of anything queued
+			if err := stream.Send(registered); err != nil {
+				return err
+			}
+			registered = nil
+		}
+		for _, msg := range msgs {
+			if err := stream.Send(agentMessageToPB(msg)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		m.agentMessage(ag, c, agentMessageFromPB(msg))
+	}
+}
+
+// register receives the agent's registration, authenticates it and
+// registers it with outbox c: it returns the agent ID and the tasks the
+// agent must kill, or the stream's status.
+func (s agentLink) register(stream pb.AgentLink_ConnectServer, c *outbox[toAgent]) (string, []string, error) {
+	m := s.m
+	first, err := stream.Recv()
+	if err != nil {
+		return "", nil, err
+	}
 	if first.GetRegister() == nil {
-		return status.Error(codes.InvalidArgument, "first message must be a register")
+		return "", nil, status.Error(codes.InvalidArgument, "first message must be a register")
 	}
 	reg := registrationFromPB(first.GetRegister())
 	principal, err := m.authenticateAgent(stream.Context(), reg.agentID)
 	if err != nil {
 		m.log.Warn("agent refused", "agent", reg.agentID, "hostname", reg.hostname, "err", err)
-		return m.grpcError(err)
+		return "", nil, m.grpcError(err)
 	}
 	if reg.moreTasks {
 		if err := receiveTaskPages(stream, reg); err != nil {
 			m.log.Warn("agent registration incomplete", "agent", reg.agentID, "hostname", reg.hostname, "err", err)
-			return toStatus(err)
+			return "", nil, toStatus(err)
 		}
 	}
-	ctx, cancel := context.WithCancel(stream.Context())
-	defer cancel()
-	c := newOutbox[toAgent](cancel, agentQueue)
 	ag, kill, err := m.registerAgent(reg, principal, c)
 	if err != nil {
-		return m.grpcError(err)
+		return "", nil, m.grpcError(err)
 	}
-	if err := stream.Send(registeredMessage(ag, m.opts.HeartbeatInterval, kill)); err != nil {
-		m.agentGone(ag, c)
-		return err
-	}
-	defer m.agentGone(ag, c)
-	errc := make(chan error, 1)
-	go func() {
-		for {
-			msg, err := stream.Recv()
-			if err != nil {
-				errc <- err
-				cancel()
-				return
-			}
-			m.agentMessage(ag, c, agentMessageFromPB(msg))
-		}
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			select {
-			case err := <-errc:
-				if errors.Is(err, context.Canceled) {
-					return nil
-				}
-				return err
-			default:
-				return status.Error(codes.Unavailable, "agent stream closed by the master")
-			}
-		case <-c.ready:
-			for _, msg := range c.take() {
-				if err := stream.Send(agentMessageToPB(msg)); err != nil {
-					return err
-				}
-			}
-		}
-	}
+	return ag, kill, nil
 }
 
 // maxReregisterBytes bounds the task pages of one registration: past it

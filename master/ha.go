@@ -151,9 +151,12 @@ func lead(ctx context.Context, cfg Config, auth Authorizer, advertise string, gt
 			m.watchdog(tctx, n, iv)
 		}
 	}()
+	m.mu.Lock()
+	awaited := len(m.awaited) // Run and registrations change it
+	m.mu.Unlock()
 	gt.lead(m, h)
 	log.Info("elected leader: serving", "advertise", advertise, "load_took", time.Since(elected).Round(time.Millisecond),
-		"agents_awaited", len(m.awaited))
+		"agents_awaited", awaited)
 	if err := n.Ready("leader on " + advertise); err != nil {
 		log.Warn("notify systemd", "err", err)
 	}

@@ -18,12 +18,22 @@ import (
 // sent. The queue holds only what is pending — an idle agent's outbox is a
 // few words, not a preallocated buffer (a 256-slot channel per agent was
 // 256 MB of the master's heap at 50,000 agents).
+//
+// A framework's stream drains its outbox when ready fires. An agent's
+// outbox drains itself (startDrain): a goroutine started when something is
+// queued sends it, oldest first, and ends when the queue is empty, so
+// that an idle agent's stream holds no goroutine for its sends.
 type outbox[T any] struct {
 	mu      sync.Mutex
 	pending []T
 	limit   int
 	ready   chan struct{}      // 1-buffered: something was queued
 	cancel  context.CancelFunc // ends the stream
+	// drain sends a batch on the stream (startDrain); one call at a time.
+	drain    func([]T) error
+	draining bool // a goroutine runs drain; no second one starts
+	stopped  bool // stopDrain was called or drain failed: no more sends
+	drainers sync.WaitGroup
 }
 
 // newOutbox makes a stream's queue holding at most limit messages: agents
@@ -49,7 +59,12 @@ func (c *outbox[T]) send(m T) bool {
 		return false
 	}
 	c.pending = append(c.pending, m)
+	start := c.startLocked()
 	c.mu.Unlock()
+	if start {
+		go c.drainLoop()
+		return true
+	}
 	select {
 	case c.ready <- struct{}{}:
 	default: // already signalled
@@ -65,6 +80,73 @@ func (c *outbox[T]) take() []T {
 	out := c.pending
 	c.pending = nil
 	return out
+}
+
+// startDrain makes the outbox send itself with drain, called from one
+// goroutine at a time with what is queued, oldest first; the first call
+// comes now, even with nothing queued (a stream's first message can go
+// there, ahead of the queue). A drain error stops the sends and ends the
+// stream. The stream's owner calls stopDrain before the stream ends.
+func (c *outbox[T]) startDrain(drain func([]T) error) {
+	c.mu.Lock()
+	c.drain = drain
+	start := !c.stopped && !c.draining
+	if start {
+		c.draining = true
+		c.drainers.Add(1)
+	}
+	c.mu.Unlock()
+	if start {
+		go c.drainLoop()
+	}
+}
+
+// startLocked says whether send must start a drainer, and counts it.
+func (c *outbox[T]) startLocked() bool {
+	if c.drain == nil || c.draining || c.stopped {
+		return false
+	}
+	c.draining = true
+	c.drainers.Add(1)
+	return true
+}
+
+func (c *outbox[T]) drainLoop() {
+	defer c.drainers.Done()
+	for {
+		c.mu.Lock()
+		if c.stopped {
+			c.draining = false
+			c.mu.Unlock()
+			return
+		}
+		batch := c.pending
+		c.pending = nil
+		c.mu.Unlock()
+		if err := c.drain(batch); err != nil {
+			c.mu.Lock()
+			c.stopped, c.draining = true, false
+			c.mu.Unlock()
+			c.cancel()
+			return
+		}
+		c.mu.Lock()
+		if len(c.pending) == 0 {
+			c.draining = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+	}
+}
+
+// stopDrain stops the sends and waits for a drain under way: nothing is
+// sent once it returns.
+func (c *outbox[T]) stopDrain() {
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
+	c.drainers.Wait()
 }
 
 // toAgent is a message for an agent: *runTask, *killTask, *ackStatus or

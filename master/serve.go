@@ -203,8 +203,13 @@ func (s *splitListener) run() error {
 // route peeks at a connection's first bytes (bounded by a deadline so a
 // silent client holds nothing) and hands it on.
 func (s *splitListener) route(c net.Conn) {
-	br := bufio.NewReaderSize(c, len(http2Preface))
 	_ = c.SetReadDeadline(time.Now().Add(s.peek))
+	if head, ok := peekTCP(c, len(http2Preface)); ok && string(head) == http2Preface {
+		_ = c.SetReadDeadline(time.Time{})
+		s.handOn(s.grpc, c) // unwrapped: see peekTCP
+		return
+	}
+	br := bufio.NewReaderSize(c, len(http2Preface))
 	// Only a connection starting with "P" (the preface, or POST) needs
 	// more than one byte to decide; every HTTP/1.1 request is longer than
 	// the preface.
@@ -220,8 +225,13 @@ func (s *splitListener) route(c net.Conn) {
 		c.Close()
 		return
 	}
+	s.handOn(to, &peekedConn{Conn: c, r: br})
+}
+
+// handOn gives c to l's Accept, or closes it once the listener is closed.
+func (s *splitListener) handOn(l *chanListener, c net.Conn) {
 	select {
-	case to.ch <- &peekedConn{Conn: c, r: br}:
+	case l.ch <- c:
 	case <-s.done:
 		c.Close()
 	}

@@ -187,9 +187,21 @@ func (s *BoltStore) put(bucket []byte, key string, v any) error {
 	})
 }
 
-// PutAgent records an agent ID, its hostname and principal.
+// PutAgent records an agent ID, its hostname and principal. Concurrent
+// calls share a transaction (bbolt's Batch): each new agent's
+// registration waits for its write, and one fsync each let 50,000 agents
+// register at 370 a second, the first ones marked unreachable (silent
+// 75 s) while the last still queued.
 func (s *BoltStore) PutAgent(id string, a PersistedAgent) error {
-	return s.put(bucketAgents, id, a)
+	data, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	// A panic in fn is returned to Batch, which runs fn again alone in
+	// this goroutine, under guard.
+	return guard(s.path, func() error {
+		return s.db.Batch(func(tx *bolt.Tx) error { return tx.Bucket(bucketAgents).Put([]byte(id), data) })
+	})
 }
 
 // PutFramework records a framework ID, its roles and principal.

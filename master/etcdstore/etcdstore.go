@@ -285,7 +285,30 @@ type Term struct {
 	done     chan struct{} // closed by watch when the term is over
 	stop     chan struct{} // closed by Resign
 	stopOnce sync.Once
+
+	agents agentWrites // PutAgent's queue
 }
+
+// agentWrites queues the agent records that concurrent PutAgent calls
+// write: one goroutine, started while the queue is not empty, writes
+// them maxTxnOps to a transaction. At 50,000 agents registering at once,
+// one transaction each queued 50,000 raft entries behind which the
+// leader's lease refreshes waited past the term's limit: both masters of
+// the failover benchmark stepped down during the first registration.
+type agentWrites struct {
+	mu      sync.Mutex
+	pending []agentWrite
+	writing bool // the writing goroutine runs
+}
+
+type agentWrite struct {
+	op   clientv3.Op
+	done chan error // 1-buffered
+}
+
+// maxTxnOps is etcd's default limit of operations in one transaction
+// (--max-txn-ops).
+const maxTxnOps = 128
 
 // watch closes done when the session ends — or earlier, when this
 // master cannot be sure it still leads. The session's own end comes
@@ -413,8 +436,57 @@ func (t *Term) put(family, id string, v any) error {
 	return err
 }
 
-// PutAgent records an agent ID, its hostname and principal.
-func (t *Term) PutAgent(id string, a master.PersistedAgent) error { return t.put(famAgents, id, a) }
+// PutAgent records an agent ID, its hostname and principal. Concurrent
+// calls share transactions (agentWrites). Safe for concurrent use.
+func (t *Term) PutAgent(id string, a master.PersistedAgent) error {
+	if id == "" {
+		return fmt.Errorf("etcd store: empty %skey: %w", famAgents, master.ErrInvalid)
+	}
+	data, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	w := agentWrite{op: clientv3.OpPut(t.key2(famAgents, id), string(data)), done: make(chan error, 1)}
+	q := &t.agents
+	q.mu.Lock()
+	q.pending = append(q.pending, w)
+	start := !q.writing
+	q.writing = true
+	q.mu.Unlock()
+	if start {
+		go t.writeAgents() // ends when the queue is empty; each caller waits for its write
+	}
+	return <-w.done
+}
+
+// writeAgents writes the queued agent records, maxTxnOps at a time,
+// until the queue is empty.
+func (t *Term) writeAgents() {
+	q := &t.agents
+	for {
+		q.mu.Lock()
+		n := min(len(q.pending), maxTxnOps)
+		if n == 0 {
+			q.writing = false
+			q.mu.Unlock()
+			return
+		}
+		batch := q.pending[:n:n]
+		q.pending = q.pending[n:]
+		if len(q.pending) == 0 {
+			q.pending = nil // let the backing array go
+		}
+		q.mu.Unlock()
+		ops := make([]clientv3.Op, len(batch))
+		for i, w := range batch {
+			ops[i] = w.op
+		}
+		_, err := t.txn(ops...)
+		for _, w := range batch {
+			w.done <- err
+		}
+	}
+}
 
 // PutFramework records a framework ID, its roles and principal.
 func (t *Term) PutFramework(id string, f master.PersistedFramework) error {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	_ "net/http/pprof" // BRIM_FAILOVER_PPROF
 	"os"
 	"strconv"
 	"strings"
@@ -38,7 +40,10 @@ import (
 //	go test -run '^$' -bench '^BenchmarkFailover$' -benchtime 1x ./master/etcdstore/
 //
 // BRIM_FAILOVER_AGENTS="1000 10000 50000" chooses the points (default
-// 1000 and 10000).
+// 1000 and 10000); BRIM_FAILOVER_PPROF=127.0.0.1:6060 serves pprof;
+// BRIM_FAILOVER_RAMP=5000 starts the agents at 5,000 a second for their
+// first registration (default: all at once; the failover's storm is
+// never ramped).
 func BenchmarkFailover(b *testing.B) {
 	points := []int{1000, 10000}
 	if v := os.Getenv("BRIM_FAILOVER_AGENTS"); v != "" {
@@ -50,6 +55,10 @@ func BenchmarkFailover(b *testing.B) {
 			}
 			points = append(points, n)
 		}
+	}
+	if addr := os.Getenv("BRIM_FAILOVER_PPROF"); addr != "" {
+		// Profiles of the storm while it runs: /debug/pprof/ on addr.
+		go func() { _ = http.ListenAndServe(addr, nil) }()
 	}
 	for _, n := range points {
 		b.Run(fmt.Sprintf("agents=%d", n), func(b *testing.B) {
@@ -67,6 +76,7 @@ const (
 )
 
 func failoverOnce(b *testing.B, n int) {
+	var killed atomic.Bool
 	c := startEtcdWith(b, 3, 100, 1000) // etcd's defaults: no leader churn under the storm
 	opts := master.Options{HeartbeatInterval: benchHeartbeat, MaxMissedHeartbeats: 5}
 	first := startHAMasterWith(b, c, benchTTL, "127.0.0.1:0", opts)
@@ -75,16 +85,43 @@ func failoverOnce(b *testing.B, n int) {
 	}
 	standby := startHAMasterWith(b, c, benchTTL, "127.0.0.1:0", opts)
 	list := []string{first.addr(), standby.addr()}
+	over := make(chan struct{})
+	var reporters sync.WaitGroup
+	defer reporters.Wait()
+	defer close(over)
+	for _, h := range []*haMaster{first, standby} {
+		reporters.Add(1)
+		go func() { // reports a master that stops on its own (lost leadership)
+			defer reporters.Done()
+			select {
+			case <-h.stopped:
+				if !killed.Load() { // now, not with the benchmark's log at its end
+					fmt.Fprintf(os.Stderr, "%s master %s stopped before the kill: %v\n", time.Now().Format(time.TimeOnly), h.addr(), h.err)
+				}
+			case <-over:
+			}
+		}()
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	pool := newConnPool()
+	pool := newConnPool(b, list, n)
 	defer pool.close()
 	registrations := make(chan time.Time, 4*n)
 	start := time.Now()
+	ramp := 0 // agents started a second for the first registration; 0: all at once
+	if v := os.Getenv("BRIM_FAILOVER_RAMP"); v != "" {
+		var err error
+		if ramp, err = strconv.Atoi(v); err != nil || ramp < 0 {
+			b.Fatalf("BRIM_FAILOVER_RAMP: %q is not a number of agents a second", v)
+		}
+	}
 	for i := range n {
+		if ramp > 0 && i > 0 && i%1000 == 0 {
+			time.Sleep(time.Second * 1000 / time.Duration(ramp))
+		}
 		a := &benchAgent{id: fmt.Sprintf("sim-%06d", i), idx: i, masters: masteraddr.NewSet(list)}
 		wg.Add(1)
 		go func() { defer wg.Done(); a.run(ctx, pool, registrations) }()
@@ -133,6 +170,7 @@ func failoverOnce(b *testing.B, n int) {
 	term0 := c.members[0].Server.Term()
 	cpu0 := cpuTime()
 	kill := time.Now()
+	killed.Store(true)
 	killedAt.Store(kill.UnixNano())
 	first.etcd.Cut()
 	first.cancel() // its port closes: every stream breaks, as after kill -9
@@ -198,15 +236,36 @@ func cpuTime() time.Duration {
 }
 
 // connPool shares gRPC connections among simulated agents: agent i uses
-// connection i/benchPerConn to a given master.
+// connection i/benchPerConn to a given master. The masters' connections
+// are made up front (gRPC connects lazily) and read without a lock: with
+// Go 1.26 the waiters on one mutex form a chain that every stack shrink
+// of a waiter walks (runtime.adjustsudogs), and 50,000 agents waiting on
+// the pool's mutex made each garbage collection quadratic — 90 % of the
+// CPU, until both masters lost their etcd sessions.
 type connPool struct {
+	fixed map[string][]*grpc.ClientConn // read-only after newConnPool
 	mu    sync.Mutex
-	conns map[string]map[int]*grpc.ClientConn
+	conns map[string]map[int]*grpc.ClientConn // other targets
 }
 
-func newConnPool() *connPool { return &connPool{conns: map[string]map[int]*grpc.ClientConn{}} }
+func newConnPool(b *testing.B, targets []string, n int) *connPool {
+	p := &connPool{fixed: map[string][]*grpc.ClientConn{}, conns: map[string]map[int]*grpc.ClientConn{}}
+	for _, t := range targets {
+		for range (n + benchPerConn - 1) / benchPerConn {
+			cc, err := grpc.NewClient(t, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.fixed[t] = append(p.fixed[t], cc)
+		}
+	}
+	return p
+}
 
 func (p *connPool) api(target string, idx int) (pb.AgentLinkClient, error) {
+	if ccs := p.fixed[target]; idx/benchPerConn < len(ccs) {
+		return pb.NewAgentLinkClient(ccs[idx/benchPerConn]), nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	m := p.conns[target]
@@ -227,6 +286,11 @@ func (p *connPool) api(target string, idx int) (pb.AgentLinkClient, error) {
 }
 
 func (p *connPool) close() {
+	for _, ccs := range p.fixed {
+		for _, cc := range ccs {
+			_ = cc.Close()
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, m := range p.conns {

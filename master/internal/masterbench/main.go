@@ -7,6 +7,11 @@
 // the baseline measured in the same run, the bare allocator's cycle on the
 // same cluster shape (the master's cycle ÷ the allocator's is the cost of
 // the master around the allocator).
+//
+// -brim self runs the master as `brim master` assembles it (master.Start
+// with a state dir) in a child process of this binary, so that its RSS is
+// its own, and serves the child's heap profile and memory statistics:
+// where the master's memory goes, without the simulated agents' share.
 package main
 
 import (
@@ -14,10 +19,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	httppprof "net/http/pprof"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -55,10 +63,19 @@ func main() {
 	flag.DurationVar(&heartbeat, "heartbeat", 15*time.Second, "agents' heartbeat interval")
 	flag.IntVar(&agentsPerConn, "agents-per-conn", 250, "simulated agents sharing one gRPC connection")
 	flag.DurationVar(&allocationInterval, "allocation-interval", time.Second, "the master's allocation interval")
-	flag.StringVar(&memProfile, "memprofile", "", "write a heap profile here after the measurement (in-process master only: -brim \"\")")
+	flag.StringVar(&memProfile, "memprofile", "", "write a heap profile here after the measurement (-brim \"\" or -brim self)")
+	var serve string
+	flag.StringVar(&serve, "serve", "", "internal (-brim self): run only the master: grpc-address,debug-address,state-dir")
 	flag.Parse()
-	if memProfile != "" && brim != "" {
-		fmt.Fprintln(os.Stderr, "masterbench: -memprofile needs the in-process master (-brim \"\")")
+	if serve != "" {
+		if err := serveMaster(serve, heartbeat, allocationInterval); err != nil {
+			fmt.Fprintln(os.Stderr, "masterbench -serve:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if memProfile != "" && brim != "" && brim != "self" {
+		fmt.Fprintln(os.Stderr, "masterbench: -memprofile needs the master in this binary (-brim \"\" or -brim self)")
 		os.Exit(2)
 	}
 	if err := run(brim, agents, frameworks, duration, taskLife, heartbeat, agentsPerConn, allocationInterval); err != nil {
@@ -175,10 +192,8 @@ func run(brim string, nAgents, nFrameworks int, duration, taskLife, heartbeat ti
 		return err
 	}
 	rss := rssMiB(pid)
-	if memProfile != "" {
-		if err := writeHeapProfile(memProfile); err != nil {
-			return err
-		}
+	if err := reportMemory(pid); err != nil {
+		return err
 	}
 	base := allocatorBaseline(nAgents, nFrameworks)
 	p99 := st.Cycles["p99Ms"]
@@ -192,6 +207,86 @@ func run(brim string, nAgents, nFrameworks int, duration, taskLife, heartbeat ti
 	return nil
 }
 
+// memStats is what the master's process reports of its memory after a GC.
+type memStats struct {
+	HeapInuse, StackInuse, OtherSys uint64 // bytes
+	HeapKept                        uint64 // bytes: free heap not returned to the OS
+	Goroutines                      int
+}
+
+// readMemStats collects garbage gcs times first: each collection halves
+// the stacks of goroutines that use less than a quarter of theirs.
+func readMemStats(gcs int) memStats {
+	for i := 0; i < gcs; i++ {
+		runtime.GC()
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return memStats{HeapInuse: ms.HeapInuse, StackInuse: ms.StackInuse, OtherSys: ms.Sys - ms.HeapSys - ms.StackSys,
+		HeapKept: ms.HeapIdle - ms.HeapReleased, Goroutines: runtime.NumGoroutine()}
+}
+
+// reportMemory prints the memory statistics of the master's process and
+// writes its heap profile to memProfile (the master in this process, or
+// the child of -brim self); it does nothing for a `brim master`.
+func reportMemory(pid int) error {
+	if pid != os.Getpid() && debugAddr == "" {
+		return nil
+	}
+	where := "master process"
+	if pid == os.Getpid() {
+		where = "in-process (master and simulated agents)"
+	}
+	// After one collection, then after four more (a master collects at
+	// least every 2 minutes).
+	for _, gcs := range []int{1, 4} {
+		ms, err := memStatsOf(pid, gcs)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s memory after %d GCs: heap in use %d MiB, stacks %d MiB (%d goroutines), free heap not returned %d MiB, other runtime %d MiB; RSS %s\n",
+			where, gcs, ms.HeapInuse>>20, ms.StackInuse>>20, ms.Goroutines, ms.HeapKept>>20, ms.OtherSys>>20, rssMiB(pid))
+	}
+	if memProfile == "" {
+		return nil
+	}
+	if pid == os.Getpid() {
+		return writeHeapProfile(memProfile)
+	}
+	resp, err := http.Get("http://" + debugAddr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(memProfile)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close() // already failing
+		return fmt.Errorf("heap profile %s: %w", memProfile, err)
+	}
+	return f.Close()
+}
+
+// memStatsOf returns the memory statistics of the master in process pid
+// (this one or the -brim self child) after gcs collections.
+func memStatsOf(pid, gcs int) (memStats, error) {
+	if pid == os.Getpid() {
+		return readMemStats(gcs), nil
+	}
+	var ms memStats
+	resp, err := http.Get(fmt.Sprintf("http://%s/memstats?gcs=%d", debugAddr, gcs))
+	if err != nil {
+		return ms, fmt.Errorf("master memory statistics: %w", err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&ms); err != nil {
+		return ms, fmt.Errorf("master memory statistics: %w", err)
+	}
+	return ms, nil
+}
+
 // writeHeapProfile writes the live heap after a GC, as `go tool pprof`
 // reads it (-sample_index=inuse_space).
 func writeHeapProfile(path string) error {
@@ -200,16 +295,44 @@ func writeHeapProfile(path string) error {
 		return fmt.Errorf("heap profile: %w", err)
 	}
 	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	fmt.Printf("in-process memory: heap in use %d MiB, stacks %d MiB (%d goroutines), other runtime %d MiB\n",
-		ms.HeapInuse>>20, ms.StackInuse>>20, runtime.NumGoroutine(), (ms.Sys-ms.HeapSys-ms.StackSys)>>20)
 	if err := pprof.WriteHeapProfile(f); err != nil {
 		_ = f.Close() // already failing
 		return fmt.Errorf("heap profile %s: %w", path, err)
 	}
 	return f.Close()
 }
+
+// serveMaster is the child of -brim self: the master as `brim master`
+// assembles it, its pprof handlers and /memstats on the debug address,
+// until SIGTERM.
+func serveMaster(spec string, heartbeat, interval time.Duration) error {
+	f := strings.Split(spec, ",")
+	if len(f) != 3 {
+		return fmt.Errorf("-serve %q: want grpc-address,debug-address,state-dir", spec)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	r, err := master.Start(ctx, master.Config{
+		Options: master.Options{HeartbeatInterval: heartbeat, AllocationInterval: interval},
+		Listen:  f[0], StateDir: f[2],
+	})
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", httppprof.Index)
+	mux.HandleFunc("/memstats", func(w http.ResponseWriter, r *http.Request) {
+		gcs, _ := strconv.Atoi(r.URL.Query().Get("gcs")) // none: 0
+		_ = json.NewEncoder(w).Encode(readMemStats(gcs)) // a benchmark's probe
+	})
+	hs := &http.Server{Addr: f[1], Handler: mux}
+	go func() { _ = hs.ListenAndServe() }()
+	defer hs.Close()
+	return r.Wait()
+}
+
+// debugAddr serves the -brim self child's pprof and /memstats.
+var debugAddr string
 
 func verdict(ok bool) string {
 	if ok {
@@ -326,6 +449,16 @@ func startMaster(ctx context.Context, brim string, heartbeat, interval time.Dura
 	}
 	cmd := exec.Command(brim, "master", "--listen", addr, "--state-dir", filepath.Join(dir, "state"),
 		"--heartbeat-interval", heartbeat.String(), "--allocation-interval", interval.String(), "--log-level", "warn")
+	if brim == "self" {
+		dl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", 0, nil, err
+		}
+		debugAddr = dl.Addr().String()
+		dl.Close()
+		cmd = exec.Command(os.Args[0], "-serve", addr+","+debugAddr+","+filepath.Join(dir, "state"),
+			"-heartbeat", heartbeat.String(), "-allocation-interval", interval.String())
+	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return "", 0, nil, err
