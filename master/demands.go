@@ -100,7 +100,7 @@ func (m *Master) restoreDemandsLocked(ds []*demand.Demand) error {
 // stored when any is invalid. Errors wrap ErrInvalid (naming the demand
 // and field), ErrNotFound (framework), ErrForbidden or ErrConflict (an
 // ID in use).
-func (m *Master) SubmitDemands(specs []*demand.Spec, authorize func(role string) error) ([]*demand.Demand, error) {
+func (m *Master) SubmitDemands(specs []*demand.Spec, authorize func(role string) error) ([]demand.Demand, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, s := range specs {
@@ -132,7 +132,19 @@ func (m *Master) SubmitDemands(specs []*demand.Spec, authorize func(role string)
 	}
 	m.applyDemandChangesLocked(changes)
 	m.trigger()
-	return ds, nil
+	out := make([]demand.Demand, len(ds))
+	for i, d := range ds {
+		out[i] = snapshotDemand(d) // the live ones change under m.mu
+	}
+	return out, nil
+}
+
+// snapshotDemand copies d, its slices included, for use outside m.mu.
+func snapshotDemand(d *demand.Demand) demand.Demand {
+	c := *d
+	c.History = slices.Clone(d.History)
+	c.Placement = slices.Clone(d.Placement)
+	return c
 }
 
 // drfLoadLocked is what DRF frameworks have on an agent now
@@ -220,10 +232,7 @@ func (m *Master) Demands() []demand.Demand {
 	defer m.mu.Unlock()
 	var out []demand.Demand
 	for _, d := range m.dem.book.List() {
-		c := *d
-		c.History = slices.Clone(d.History)
-		c.Placement = slices.Clone(d.Placement)
-		out = append(out, c)
+		out = append(out, snapshotDemand(d))
 	}
 	return out
 }
@@ -236,10 +245,7 @@ func (m *Master) Demand(id string) (demand.Demand, error) {
 	if err != nil {
 		return demand.Demand{}, demandError(err)
 	}
-	c := *d
-	c.History = slices.Clone(d.History)
-	c.Placement = slices.Clone(d.Placement)
-	return c, nil
+	return snapshotDemand(d), nil
 }
 
 func (m *Master) persistDemandLocked(d *demand.Demand) {

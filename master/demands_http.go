@@ -84,11 +84,7 @@ func (h *httpAPI) submitDemands(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	out := make([]demand.Demand, len(ds))
-	for i, d := range ds {
-		out[i] = *d
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, ds)
 }
 
 // ParseDemandDocuments reads one demand document or a JSON list of them.
