@@ -199,6 +199,11 @@ type Interference struct {
 	ref       float64   // worst value/threshold at the last step or check past FREEZE
 	frozeAt   time.Time // when the last suspect was frozen
 	frozenAct map[string]activity
+	// readmitted containers (thawed by a step down) keep the activity
+	// they had before their freeze until they have two samples after the
+	// thaw: a re-degradation right after a re-admission is then blamed
+	// on them, not on every active container (the fallback).
+	readmittedAct map[string]readmission
 
 	// The episode: from the first correction until the victims have been
 	// healthy for a whole back-off with nothing in force.
@@ -218,6 +223,14 @@ type activity struct {
 }
 
 func (a activity) stall() float64 { return a.io + a.mem }
+
+// readmission is a thawed container's activity before its freeze, and
+// when it was thawed.
+type readmission struct {
+	act activity
+	at  time.Time
+}
+
 func (a activity) score() float64 { return a.cpu + a.stall() }
 
 // baseline is a signal's learned normal: the median of the newest quiet
@@ -366,6 +379,8 @@ func NewInterferenceWith(c InterferenceConfig) (*Interference, error) {
 		killed:      map[string]bool{},
 		suspects:    map[string]bool{},
 		frozenAct:   map[string]activity{},
+
+		readmittedAct: map[string]readmission{},
 	}, nil
 }
 
@@ -451,6 +466,12 @@ func (ic *Interference) thresholds(sig string, b *baseline) (enter, exit float64
 func (ic *Interference) activityOf(c *monitor.ContainerUsage) activity {
 	if a, ok := ic.frozenAct[c.ID]; ok && ic.frozen[c.ID] {
 		return a
+	}
+	if r, ok := ic.readmittedAct[c.ID]; ok {
+		if c.History == nil || len(c.History.Last(2)) < 2 || !c.History.Last(2)[0].Timestamp.After(r.at) {
+			return r.act // no activity measured wholly since the thaw yet
+		}
+		delete(ic.readmittedAct, c.ID)
 	}
 	idle := ic.cfg.BestEffortCPUIdle && c.Limits.Class == isolator.BestEffort
 	off := ic.cfg.ActiveCPU == 0 && ic.cfg.ActiveStall == 0
@@ -587,6 +608,11 @@ func (ic *Interference) prune(u *monitor.Usage) {
 	for id := range ic.frozenAct {
 		if !ic.frozen[id] {
 			delete(ic.frozenAct, id)
+		}
+	}
+	for id := range ic.readmittedAct {
+		if !live[id] {
+			delete(ic.readmittedAct, id)
 		}
 	}
 	for k, until := range ic.noise {

@@ -423,6 +423,9 @@ func (ic *Interference) stepDown(o *observation) ([]Correction, bool) {
 		for _, id := range sortedKeys(ic.frozen) {
 			out = append(out, Correction{Type: Thaw, ContainerID: id, Trigger: rec,
 				Reason: fmt.Sprintf("victims healthy for %s: re-admitting (thawing)", ic.backoff())})
+			if a, ok := ic.frozenAct[id]; ok {
+				ic.readmittedAct[id] = readmission{act: a, at: o.now}
+			}
 		}
 		clear(ic.frozen)
 		clear(ic.frozenAct)
