@@ -175,27 +175,7 @@ func TestAnsweredLostStaysLost(t *testing.T) {
 	if fw == "" {
 		t.Fatal("the LOST answer names no framework")
 	}
-	r := newFakeRunner()
-	r.tasks["late-1"] = &masterlink.TaskSnapshot{State: pb.TaskState_TASK_RUNNING, Task: masterlink.Task{ID: "late-1", FrameworkID: fw,
-		Resources: resources.MustParse("cpus:0.1;mem:16"), Command: []string{"sleep", "600"}}}
-	c.startAgent(t.TempDir(), r)
-	waitAgent(t, c.m, "registered", func(a master.AgentState) bool { return a.Connected })
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		r.mu.Lock()
-		st := r.tasks["late-1"].State
-		r.mu.Unlock()
-		if st == pb.TaskState_TASK_KILLED {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the late task is %s, want killed", st)
-		}
-	}
-	select {
-	case u := <-f.updates:
-		t.Fatalf("update after the LOST answer: %s %s (%s)", u.TaskId, u.State, u.Reason)
-	case <-time.After(time.Second):
-	}
+	lateAgentKilled(t, c, f, fw, "")
 	for _, a := range c.m.State().Agents {
 		if a.Tasks != 0 {
 			t.Errorf("agent %s holds %d tasks, want the late one not adopted", a.ID, a.Tasks)
@@ -234,27 +214,7 @@ func TestAnsweredLostSurvivesRestart(t *testing.T) {
 	waitState(t, c2.m, "the framework back", func(st master.State) bool {
 		return len(st.Frameworks) == 1 && st.Frameworks[0].Connected
 	})
-	r := newFakeRunner()
-	r.tasks["late-1"] = &masterlink.TaskSnapshot{State: pb.TaskState_TASK_RUNNING, Task: masterlink.Task{ID: "late-1", FrameworkID: fw,
-		Resources: resources.MustParse("cpus:0.1;mem:16"), Command: []string{"sleep", "600"}}}
-	c2.startAgent(t.TempDir(), r)
-	waitAgent(t, c2.m, "registered", func(a master.AgentState) bool { return a.Connected })
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		r.mu.Lock()
-		st := r.tasks["late-1"].State
-		r.mu.Unlock()
-		if st == pb.TaskState_TASK_KILLED {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the late task is %s after the restart, want killed", st)
-		}
-	}
-	select {
-	case u := <-f.updates:
-		t.Fatalf("update after the LOST answer: %s %s (%s)", u.TaskId, u.State, u.Reason)
-	case <-time.After(time.Second):
-	}
+	lateAgentKilled(t, c2, f, fw, " after the restart")
 	if n := len(c2.m.State().Tasks); n != 0 {
 		t.Errorf("/state lists %d tasks, want the late one not adopted", n)
 	}
@@ -305,5 +265,33 @@ func TestClientsRediscoverMasters(t *testing.T) {
 	}
 	if asked.Load() < 2 {
 		t.Errorf("discovery asked %d times, want once by each client", asked.Load())
+	}
+}
+
+// lateAgentKilled starts an agent on c that reports task late-1 of
+// framework fw RUNNING, after fw was answered that late-1 is LOST: the
+// task must be killed and f must hear nothing more of it.
+func lateAgentKilled(t *testing.T, c *cluster, f *framework, fw, when string) {
+	t.Helper()
+	r := newFakeRunner()
+	r.tasks["late-1"] = &masterlink.TaskSnapshot{State: pb.TaskState_TASK_RUNNING, Task: masterlink.Task{ID: "late-1", FrameworkID: fw,
+		Resources: resources.MustParse("cpus:0.1;mem:16"), Command: []string{"sleep", "600"}}}
+	c.startAgent(t.TempDir(), r)
+	waitAgent(t, c.m, "registered", func(a master.AgentState) bool { return a.Connected })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		r.mu.Lock()
+		st := r.tasks["late-1"].State
+		r.mu.Unlock()
+		if st == pb.TaskState_TASK_KILLED {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the late task is %s%s, want killed", st, when)
+		}
+	}
+	select {
+	case u := <-f.updates:
+		t.Fatalf("update after the LOST answer: %s %s (%s)", u.TaskId, u.State, u.Reason)
+	case <-time.After(time.Second):
 	}
 }
