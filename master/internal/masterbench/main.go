@@ -327,7 +327,7 @@ func serveMaster(spec string, heartbeat, interval time.Duration) error {
 	})
 	hs := &http.Server{Addr: f[1], Handler: mux}
 	go func() { _ = hs.ListenAndServe() }()
-	defer hs.Close()
+	defer func() { _ = hs.Close() }() // the probe server dies with the child
 	return r.Wait()
 }
 
