@@ -55,6 +55,17 @@ type agentPlan struct {
 }
 
 // peak is the most the agent's bookings use at once over [from, to).
+// free is what the bookings over [from, to), skip's own aside, leave of
+// the agent, less busy (what is in use now beyond them; zero: nothing).
+func (a *agentPlan) free(from, to time.Time, skip string, busy vec) vec {
+	pk := a.peak(from, to, skip)
+	var out vec
+	for d := range out {
+		out[d] = a.total[d] - pk[d] - busy[d]
+	}
+	return out
+}
+
 func (a *agentPlan) peak(from, to time.Time, skip string) vec {
 	var best vec
 	probe := func(t time.Time) {
@@ -287,18 +298,10 @@ func (p *Plan) placeAt(s time.Time, r Request, per vec) (Placement, bool) {
 		}
 		id := p.order[(start+i)%n]
 		a := p.agents[id]
-		pk := a.peak(s, end, r.ID)
-		var free vec
-		for d := range free {
-			free[d] = a.total[d] - pk[d]
-		}
-		n := min(fits(free, per), r.Tasks)
+		n := min(fits(a.free(s, end, r.ID, vec{}), per), r.Tasks)
 		if n > 0 && loaded {
 			if busy, ok := p.busyNow(id, r.ID, r.Loaded); ok {
-				for d := range free {
-					free[d] -= busy[d]
-				}
-				n = min(fits(free, per), r.Tasks)
+				n = min(fits(a.free(s, end, r.ID, busy), per), r.Tasks)
 			}
 		}
 		if n == 0 {
@@ -306,11 +309,7 @@ func (p *Plan) placeAt(s time.Time, r Request, per vec) (Placement, bool) {
 		}
 		c := cand{id: id, n: n, free: n}
 		if dl := r.Timing.Deadline; !dl.IsZero() && (end.IsZero() || dl.After(end)) {
-			pk2 := a.peak(s, dl, r.ID)
-			for d := range free {
-				free[d] = a.total[d] - pk2[d]
-			}
-			c.through = fits(free, per) >= n
+			c.through = fits(a.free(s, dl, r.ID, vec{}), per) >= n
 		}
 		cs = append(cs, c)
 		total += n
@@ -347,12 +346,7 @@ func (p *Plan) Fits(id string, per resources.Resources, slots []Slot, from, to t
 		if a == nil {
 			return false
 		}
-		pk := a.peak(from, to, id)
-		var free vec
-		for d := range free {
-			free[d] = a.total[d] - pk[d]
-		}
-		if fits(free, v) < s.Tasks {
+		if fits(a.free(from, to, id, vec{}), v) < s.Tasks {
 			return false
 		}
 	}
@@ -373,12 +367,7 @@ func (p *Plan) roomNow(id string, per resources.Resources, slots []Slot, from, t
 		if !ok {
 			return true
 		}
-		pk := a.peak(from, to, id)
-		var free vec
-		for d := range free {
-			free[d] = a.total[d] - pk[d] - busy[d]
-		}
-		if fits(free, v) < s.Unhanded() {
+		if fits(a.free(from, to, id, busy), v) < s.Unhanded() {
 			return false
 		}
 	}

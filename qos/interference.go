@@ -467,18 +467,18 @@ func (ic *Interference) activityOf(c *monitor.ContainerUsage) activity {
 	if a, ok := ic.frozenAct[c.ID]; ok && ic.frozen[c.ID] {
 		return a
 	}
+	var p []monitor.Statistics
+	if c.History != nil {
+		p = c.History.Last(2)
+	}
 	if r, ok := ic.readmittedAct[c.ID]; ok {
-		if c.History == nil || len(c.History.Last(2)) < 2 || !c.History.Last(2)[0].Timestamp.After(r.at) {
+		if len(p) < 2 || !p[0].Timestamp.After(r.at) {
 			return r.act // no activity measured wholly since the thaw yet
 		}
 		delete(ic.readmittedAct, c.ID)
 	}
 	idle := ic.cfg.BestEffortCPUIdle && c.Limits.Class == isolator.BestEffort
 	off := ic.cfg.ActiveCPU == 0 && ic.cfg.ActiveStall == 0
-	var p []monitor.Statistics
-	if c.History != nil {
-		p = c.History.Last(2)
-	}
 	if len(p) < 2 || !p[0].HasCPU || !p[1].HasCPU {
 		return activity{active: true, idleCPU: idle}
 	}
