@@ -107,7 +107,12 @@ func (s agentLink) receive(stream pb.AgentLink_ConnectServer, c *outbox[toAgent]
 	if err != nil {
 		return err
 	}
-	defer m.agentGone(ag, c)
+	defer func() {
+		if cause := c.closeCause(); cause != nil {
+			m.log.Warn("agent stream ended by the master", "agent", ag, "err", cause)
+		}
+		m.agentGone(ag, c)
+	}()
 	registered := registeredMessage(ag, m.opts.HeartbeatInterval, kill)
 	c.startDrain(func(msgs []toAgent) error {
 		if registered != nil { // ahead of anything queued

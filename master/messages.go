@@ -2,6 +2,8 @@ package master
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -34,6 +36,7 @@ type outbox[T any] struct {
 	draining bool // a goroutine runs drain; no second one starts
 	stopped  bool // stopDrain was called or drain failed: no more sends
 	drainers sync.WaitGroup
+	closedBy error // why the outbox ended its stream (first reason only)
 }
 
 // newOutbox makes a stream's queue holding at most limit messages: agents
@@ -42,9 +45,17 @@ func newOutbox[T any](cancel context.CancelFunc, limit int) *outbox[T] {
 	return &outbox[T]{limit: limit, ready: make(chan struct{}, 1), cancel: cancel}
 }
 
-// Stream queue limits.
+// Stream queue limits. The queues hold only what is pending, so a limit
+// costs nothing until it is used: it bounds what a peer that stopped
+// reading can make the master hold. An agent's queue must take a whole
+// launch at once — every RunTask of an ACCEPT is queued before its
+// sender takes any, and an agent holds up to ≈1,300 containers at
+// 20,000 open files — with the acknowledgements of their updates
+// behind them. (It held 256 before: one ACCEPT of 300 small tasks, or
+// acknowledgements piling up behind a few large RunTasks to a busy
+// agent, ended the stream and lost the launches still queued.)
 const (
-	agentQueue     = 256
+	agentQueue     = 8192
 	frameworkQueue = 8192
 )
 
@@ -54,6 +65,9 @@ func (c *outbox[T]) send(m T) bool {
 	}
 	c.mu.Lock()
 	if len(c.pending) >= c.limit {
+		if c.closedBy == nil {
+			c.closedBy = fmt.Errorf("%w: %d messages queued", errOutboxFull, len(c.pending))
+		}
 		c.mu.Unlock()
 		c.cancel()
 		return false
@@ -126,6 +140,9 @@ func (c *outbox[T]) drainLoop() {
 		if err := c.drain(batch); err != nil {
 			c.mu.Lock()
 			c.stopped, c.draining = true, false
+			if c.closedBy == nil {
+				c.closedBy = fmt.Errorf("send: %w", err)
+			}
 			c.mu.Unlock()
 			c.cancel()
 			return
@@ -138,6 +155,16 @@ func (c *outbox[T]) drainLoop() {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// errOutboxFull: a peer did not take its messages as fast as they came.
+var errOutboxFull = errors.New("the peer's queue is full")
+
+// closeCause says why the outbox ended its stream, or nil if it did not.
+func (c *outbox[T]) closeCause() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closedBy
 }
 
 // stopDrain stops the sends and waits for a drain under way: nothing is

@@ -686,10 +686,18 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 	if hb <= 0 {
 		hb = 15 * time.Second
 	}
+	// Acknowledgements are checkpointed (a write and an fsync each) by a
+	// goroutine of their own, so that the loop below never waits for the
+	// disk: an agent busy launching read its stream slowly, the master's
+	// queue for it filled with RunTasks and acknowledgements, and the
+	// master ended the stream.
+	acks := &ackQueue{ready: make(chan struct{}, 1)}
+	defer func() { c.ackAll(acks.take()) }() // what came before the end
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); c.heartbeats(sctx, send, hb) }()
 	go func() { defer wg.Done(); c.deliver(sctx, send) }()
+	go func() { defer wg.Done(); c.checkpointAcks(sctx, acks) }()
 	defer wg.Wait()
 	defer cancel()
 	for {
@@ -703,7 +711,7 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 		case *pb.MasterMessage_Kill:
 			c.kill(ctx, x.Kill.TaskId)
 		case *pb.MasterMessage_Ack:
-			c.ack(x.Ack.TaskId, x.Ack.Uuid)
+			acks.push(x.Ack.TaskId, x.Ack.Uuid)
 		case *pb.MasterMessage_Update:
 			c.update(ctx, x.Update)
 		}
@@ -795,15 +803,62 @@ func (c *Client) deliver(ctx context.Context, send func(*pb.AgentMessage) error)
 	}
 }
 
-// ack drops an acknowledged update and lets the next one go.
-func (c *Client) ack(taskID, id string) {
+// ackQueue holds the acknowledgements received and not yet applied.
+type ackQueue struct {
+	mu    sync.Mutex
+	acks  []ackOf
+	ready chan struct{} // 1-buffered: something was pushed
+}
+
+// ackOf acknowledges the update id of task taskID.
+type ackOf struct{ taskID, id string }
+
+func (q *ackQueue) push(taskID, id string) {
+	q.mu.Lock()
+	q.acks = append(q.acks, ackOf{taskID, id})
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (q *ackQueue) take() []ackOf {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.acks
+	q.acks = nil
+	return out
+}
+
+// checkpointAcks applies the acknowledgements of q as they come, until
+// ctx ends.
+func (c *Client) checkpointAcks(ctx context.Context, q *ackQueue) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.ready:
+			c.ackAll(q.take())
+		}
+	}
+}
+
+// ackAll drops the acknowledged updates, checkpoints their queues and
+// lets the next updates go.
+func (c *Client) ackAll(acks []ackOf) {
+	if len(acks) == 0 {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	q, ok := c.out.ack(taskID, id)
-	if !ok {
-		return // a duplicate acknowledgement
+	for _, a := range acks {
+		q, ok := c.out.ack(a.taskID, a.id)
+		if !ok {
+			continue // a duplicate acknowledgement
+		}
+		c.saveLocked(q, "checkpoint acknowledgement")
 	}
-	c.saveLocked(q, "checkpoint acknowledgement")
 	c.poke()
 }
 

@@ -1,0 +1,65 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+)
+
+// TestLaunchBurstKeepsAgentStream: one ACCEPT launching many small tasks
+// on one agent queues a RunTask each before the stream's sender takes
+// any. Before, the agent's queue held 256 messages and such a burst (or
+// a slow agent's status acknowledgements piling up behind 30 large
+// RunTasks, as integration TestManyLargeTasksReregister saw in CI) ended
+// the agent's stream: every RunTask still queued was lost and its task
+// went LOST two heartbeats after the agent re-registered.
+func TestLaunchBurstKeepsAgentStream(t *testing.T) {
+	m, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, endStream := context.WithCancel(context.Background())
+	t.Cleanup(endStream)
+	agOut := newOutbox[toAgent](endStream, agentQueue) // nothing drains it
+	if _, _, err := m.registerAgent(registrationFromPB(&pb.Register{Hostname: "h", Resources: "cpus:64;mem:65536"}), "", agOut); err != nil {
+		t.Fatal(err)
+	}
+	fwOut := newOutbox[toFramework](func() {}, frameworkQueue)
+	fw, err := m.subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}}), fwOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.allocate()
+	var offer string
+	for _, ev := range fwOut.take() {
+		if made, ok := ev.(*offersMade); ok {
+			offer = made.offers[0].id
+		}
+	}
+	if offer == "" {
+		t.Fatal("no offer")
+	}
+	const n = 1000
+	tasks := make([]*pb.TaskInfo, n)
+	for i := range tasks {
+		tasks[i] = &pb.TaskInfo{TaskId: fmt.Sprintf("t%04d", i), Resources: "cpus:0.01;mem:32", Command: []string{"true"}}
+	}
+	if err := m.accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: []string{offer},
+		Operations: []*pb.Operation{{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: tasks}}}}})); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the agent's stream was ended by a burst of %d RunTasks: %v", n, agOut.closeCause())
+	}
+	runs := 0
+	for _, msg := range agOut.take() {
+		if _, ok := msg.(*runTask); ok {
+			runs++
+		}
+	}
+	if runs != n {
+		t.Fatalf("%d RunTasks queued, want %d", runs, n)
+	}
+}
