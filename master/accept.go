@@ -298,8 +298,9 @@ func (m *Master) accept(req acceptRequest) error {
 func (m *Master) applyAcceptLocked(p acceptPlan) {
 	f, ag := m.frameworks[p.framework], m.agents[p.agent]
 	for _, id := range p.offers {
-		delete(m.offers, id)
-		delete(f.offers, id)
+		if o := f.offers[id]; o != nil { // planAccept checked each
+			m.dropOfferLocked(o)
+		}
 	}
 	for _, role := range sortedRoles(p.unused) {
 		if res := p.unused[role]; !res.IsEmpty() {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/brimnode/brim/master/allocator"
@@ -245,10 +246,8 @@ func (m *Master) agentGone(id string, c *outbox[toAgent]) {
 	}
 	// No offers for an agent that cannot receive tasks; its tasks keep
 	// their resources until it comes back or times out.
-	for _, o := range m.offers {
-		if o.agent == id {
-			m.rescindLocked(o, nil)
-		}
+	for _, o := range slices.Clone(ag.offers) {
+		m.rescindLocked(o, nil)
 	}
 }
 
@@ -291,11 +290,10 @@ func (m *Master) agentMessage(id string, c *outbox[toAgent], msg fromAgent) {
 		}
 		// Offers the shrunk revocable pool no longer covers are rescinded.
 		for _, r := range rescinded {
-			for _, o := range m.offers {
-				if o.agent == id && o.fw == r.FrameworkID && o.res.Contains(r.Resources) {
-					delete(m.offers, o.id)
+			for _, o := range ag.offers {
+				if o.fw == r.FrameworkID && o.res.Contains(r.Resources) {
+					m.dropOfferLocked(o)
 					if f := m.frameworks[o.fw]; f != nil {
-						delete(f.offers, o.id)
 						f.out.send(&offerRescinded{offerID: o.id})
 					}
 					break

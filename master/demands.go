@@ -468,8 +468,7 @@ func (m *Master) grantDemandLocked(d *demand.Demand, f *frameworkEntry, held map
 		}
 		d.Hand(a, held[a])
 		e := &offerEntry{id: uuid.NewString(), fw: f.id, agent: a, role: o.Role, res: o.Resources, created: time.Now(), demand: d.ID}
-		m.offers[e.id] = e
-		f.offers[e.id] = e
+		m.addOfferLocked(e, f, m.agents[a])
 		m.dem.offers[e.id] = d.ID
 		made.offers = append(made.offers, e)
 		made.hostnames = append(made.hostnames, m.agents[a].hostname)

@@ -271,7 +271,12 @@ func (m *Master) withFramework(id string, fn func(f *frameworkEntry) error) erro
 // Decline gives offers back with an optional refusal filter.
 func (m *Master) decline(fw string, offerIDs []string, refuse *time.Duration) error {
 	return m.withFramework(fw, func(f *frameworkEntry) error {
+		seen := make(map[string]bool, len(offerIDs))
 		for _, oid := range offerIDs {
+			if seen[oid] {
+				return fmt.Errorf("decline offer %q: %w: named twice", oid, ErrInvalid)
+			}
+			seen[oid] = true
 			if f.offers[oid] == nil {
 				return fmt.Errorf("decline offer %q: %w", oid, ErrStaleOffer)
 			}
@@ -279,8 +284,7 @@ func (m *Master) decline(fw string, offerIDs []string, refuse *time.Duration) er
 		for _, oid := range offerIDs {
 			o := f.offers[oid]
 			m.metrics.offers.WithLabelValues("declined").Inc()
-			delete(m.offers, oid)
-			delete(f.offers, oid)
+			m.dropOfferLocked(o)
 			if err := m.alloc.RecoverRole(f.id, o.role, o.agent, o.res, refuse); err != nil {
 				m.log.Warn("recover declined offer", "offer", oid, "err", err)
 			}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -201,6 +202,11 @@ type agentEntry struct {
 	inAllocator bool
 	tasks       map[string]*taskEntry
 	lost        map[string]bool // tasks declared LOST while unreachable
+	// offers are the agent's outstanding offers (addOfferLocked): a few
+	// at a time, so a slice. Rescinding an agent's offers once scanned
+	// every offer of the master, per agent: O(agents × offers) when
+	// thousands of agents dropped at once.
+	offers []*offerEntry
 }
 
 type frameworkEntry struct {
@@ -427,8 +433,7 @@ func (m *Master) allocate() {
 			continue
 		}
 		e := &offerEntry{id: uuid.NewString(), fw: o.FrameworkID, agent: o.AgentID, role: o.Role, res: o.Resources, created: start}
-		m.offers[e.id] = e
-		f.offers[e.id] = e
+		m.addOfferLocked(e, f, ag)
 		made := byFW[f.id]
 		if made == nil {
 			made = &offersMade{}
@@ -540,17 +545,37 @@ func (m *Master) loseUnseenStagingLocked(now time.Time) {
 	}
 }
 
+// addOfferLocked records a new offer o of framework f on agent ag.
+func (m *Master) addOfferLocked(o *offerEntry, f *frameworkEntry, ag *agentEntry) {
+	m.offers[o.id] = o
+	f.offers[o.id] = o
+	ag.offers = append(ag.offers, o)
+}
+
+// dropOfferLocked forgets offer o wherever addOfferLocked recorded it
+// (its resources are the caller's to give back or use).
+func (m *Master) dropOfferLocked(o *offerEntry) {
+	delete(m.offers, o.id)
+	if f := m.frameworks[o.fw]; f != nil {
+		delete(f.offers, o.id)
+	}
+	if ag := m.agents[o.agent]; ag != nil {
+		if i := slices.Index(ag.offers, o); i >= 0 {
+			ag.offers = slices.Delete(ag.offers, i, i+1)
+		}
+	}
+}
+
 // rescindLocked withdraws an offer, tells its framework and gives the
 // resources back with the given refusal (nil: none).
 func (m *Master) rescindLocked(o *offerEntry, refuse *time.Duration) {
 	m.metrics.offers.WithLabelValues("rescinded").Inc()
-	delete(m.offers, o.id)
+	m.dropOfferLocked(o)
 	if refuse == nil {
 		zero := time.Duration(0)
 		refuse = &zero
 	}
 	if f := m.frameworks[o.fw]; f != nil {
-		delete(f.offers, o.id)
 		f.out.send(&offerRescinded{offerID: o.id})
 	}
 	if err := m.alloc.RecoverRole(o.fw, o.role, o.agent, o.res, refuse); err != nil {
@@ -585,13 +610,10 @@ func (m *Master) markUnreachableLocked(ag *agentEntry) {
 // dropAgentFromAllocatorLocked rescinds the agent's offers and removes it
 // from the allocator (its tasks stay in the registry).
 func (m *Master) dropAgentFromAllocatorLocked(ag *agentEntry) {
-	for _, o := range m.offers {
-		if o.agent == ag.id {
-			delete(m.offers, o.id)
-			if f := m.frameworks[o.fw]; f != nil {
-				delete(f.offers, o.id)
-				f.out.send(&offerRescinded{offerID: o.id})
-			}
+	for _, o := range slices.Clone(ag.offers) {
+		m.dropOfferLocked(o)
+		if f := m.frameworks[o.fw]; f != nil {
+			f.out.send(&offerRescinded{offerID: o.id})
 		}
 	}
 	if ag.inAllocator {

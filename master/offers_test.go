@@ -58,6 +58,25 @@ func TestDeclineFilterAndRevive(t *testing.T) {
 	}
 }
 
+// TestDeclineSameOfferTwiceInOneCall: a DECLINE naming one offer twice
+// is refused as invalid, and the offer stays usable. Before, the second
+// mention dereferenced the offer the first had removed: a panic that
+// ended the master process (gRPC does not recover handlers).
+func TestDeclineSameOfferTwiceInOneCall(t *testing.T) {
+	c := newCluster(t, master.Options{})
+	c.startAgent(t.TempDir(), newFakeRunner())
+	f := c.startFramework("fw")
+	o := f.nextOffers(t)[0]
+	ctx := context.Background()
+	err := f.d.Decline(ctx, []string{o.Id, o.Id}, 1)
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("decline [%s %s]: %v, want InvalidArgument", o.Id, o.Id, err)
+	}
+	if err := f.d.Launch(ctx, []string{o.Id}, []*pb.TaskInfo{{TaskId: "t", Resources: "cpus:1;mem:64", Command: []string{"true"}}}, 0); err != nil {
+		t.Fatalf("the offer after a refused decline: %v", err)
+	}
+}
+
 func TestAcceptReserveThenOfferedReserved(t *testing.T) {
 	c := newCluster(t, master.Options{})
 	c.startAgent(t.TempDir(), newFakeRunner())

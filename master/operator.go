@@ -175,8 +175,8 @@ func (m *Master) Unreserve(agentID, principal string, res resources.Resources) e
 const anonymous = "anonymous"
 
 func (m *Master) rescindAgentOffersLocked(agentID string) {
-	for _, o := range m.offers {
-		if o.agent == agentID {
+	if ag := m.agents[agentID]; ag != nil {
+		for _, o := range slices.Clone(ag.offers) {
 			m.rescindLocked(o, nil)
 		}
 	}

@@ -53,8 +53,8 @@ func tasksRevocableLocked(ag *agentEntry) resources.Resources {
 func (m *Master) revocableTotalLocked(ag *agentEntry, estimate resources.Resources) resources.Resources {
 	var offers []*offerEntry
 	var offered resources.Resources
-	for _, o := range m.offers {
-		if o.agent == ag.id && !o.res.Revocable().IsEmpty() {
+	for _, o := range ag.offers {
+		if !o.res.Revocable().IsEmpty() {
 			offers = append(offers, o)
 			offered = offered.Add(o.res.Revocable())
 		}

@@ -124,8 +124,7 @@ func (m *Master) UpdateTask(frameworkID, id, resourcesText string, offerIDs []st
 	// Apply: the offers are used up, what the growth leaves goes back.
 	zero := time.Duration(0)
 	for _, o := range offers {
-		delete(m.offers, o.id)
-		delete(f.offers, o.id)
+		m.dropOfferLocked(o)
 	}
 	for role, res := range byRole {
 		if res.IsEmpty() {
