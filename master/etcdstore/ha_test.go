@@ -18,6 +18,7 @@ import (
 
 	"github.com/brimnode/brim/client"
 	"github.com/brimnode/brim/internal/masteraddr"
+	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/master"
 	"github.com/brimnode/brim/master/etcdstore"
 	"github.com/brimnode/brim/masterlink"
@@ -59,7 +60,8 @@ func (h *haMaster) addr() string { return h.r.Addr.String() }
 func startHAMaster(t *testing.T, c *etcdCluster, ttl time.Duration, listen string) *haMaster {
 	t.Helper()
 	return startHAMasterWith(t, c, ttl, listen, master.Options{AllocationInterval: 50 * time.Millisecond,
-		HeartbeatInterval: 200 * time.Millisecond, MaxMissedHeartbeats: 25, FailoverTimeout: time.Minute})
+		HeartbeatInterval: 200 * time.Millisecond, MaxMissedHeartbeats: 25, FailoverTimeout: time.Minute,
+		Log: testutil.FailureLog(t, "master "+listen)})
 }
 
 func startHAMasterWith(t testing.TB, c *etcdCluster, ttl time.Duration, listen string, opts master.Options) *haMaster {
@@ -259,7 +261,7 @@ func TestFailover(t *testing.T) {
 	runner := &haRunner{tasks: map[string]*masterlink.TaskSnapshot{}}
 	agent, err := masterlink.New(masterlink.Options{Master: list, StateDir: t.TempDir(), Hostname: "h1", Runner: runner,
 		Resources: mustParse(t, "cpus:4;mem:4096"), ReconnectMin: 50 * time.Millisecond, ReconnectMax: 500 * time.Millisecond,
-		RetryMin: 100 * time.Millisecond, RetryMax: time.Second})
+		RetryMin: 100 * time.Millisecond, RetryMax: time.Second, Log: testutil.FailureLog(t, "agent")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +279,8 @@ func TestFailover(t *testing.T) {
 		t.Fatalf("POST /reserve: %d", resp.StatusCode)
 	}
 
-	d, err := scheduler.New(scheduler.Options{Master: list, Name: "ha", Roles: []string{"web"}, FailoverTimeout: time.Minute})
+	d, err := scheduler.New(scheduler.Options{Master: list, Name: "ha", Roles: []string{"web"}, FailoverTimeout: time.Minute,
+		Log: testutil.FailureLog(t, "framework")})
 	if err != nil {
 		t.Fatal(err)
 	}
