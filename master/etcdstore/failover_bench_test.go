@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	_ "net/http/pprof" // BRIM_FAILOVER_PPROF
@@ -78,7 +79,10 @@ const (
 func failoverOnce(b *testing.B, n int) {
 	var killed atomic.Bool
 	c := startEtcdWith(b, 3, 100, 1000) // etcd's defaults: no leader churn under the storm
-	opts := master.Options{HeartbeatInterval: benchHeartbeat, MaxMissedHeartbeats: 5}
+	// The masters' warnings (a lost term above all) and their elections
+	// go to stderr, timed: the failover's timeline.
+	opts := master.Options{HeartbeatInterval: benchHeartbeat, MaxMissedHeartbeats: 5,
+		Log: slog.New(leaderLog{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})})}
 	first := startHAMasterWith(b, c, benchTTL, "127.0.0.1:0", opts)
 	for first.r.Leading() == nil {
 		time.Sleep(10 * time.Millisecond)
@@ -118,15 +122,17 @@ func failoverOnce(b *testing.B, n int) {
 			b.Fatalf("BRIM_FAILOVER_RAMP: %q is not a number of agents a second", v)
 		}
 	}
+	var agents []*benchAgent
 	for i := range n {
 		if ramp > 0 && i > 0 && i%1000 == 0 {
 			time.Sleep(time.Second * 1000 / time.Duration(ramp))
 		}
 		a := &benchAgent{id: fmt.Sprintf("sim-%06d", i), idx: i, masters: masteraddr.NewSet(list)}
+		agents = append(agents, a)
 		wg.Add(1)
 		go func() { defer wg.Done(); a.run(ctx, pool, registrations) }()
 	}
-	waitRegistrations(b, registrations, n, 5*time.Minute)
+	waitRegistrations(b, registrations, n, 5*time.Minute, agents, 1)
 	registration := time.Since(start)
 
 	var offerAt atomic.Int64
@@ -170,6 +176,7 @@ func failoverOnce(b *testing.B, n int) {
 	term0 := c.members[0].Server.Term()
 	cpu0 := cpuTime()
 	kill := time.Now()
+	fmt.Fprintf(os.Stderr, "%s killing the leader %s\n", kill.Format(time.TimeOnly+".000"), first.addr())
 	killed.Store(true)
 	killedAt.Store(kill.UnixNano())
 	first.etcd.Cut()
@@ -182,7 +189,7 @@ func failoverOnce(b *testing.B, n int) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	toLeader = time.Since(kill)
-	again := waitRegistrations(b, registrations, n, 5*time.Minute)
+	again := waitRegistrations(b, registrations, n, 5*time.Minute, agents, 2)
 	toAll := time.Since(kill)
 	q := func(f float64) float64 {
 		return again[min(len(again)-1, int(f*float64(len(again))))].Sub(kill).Seconds()
@@ -212,7 +219,10 @@ func failoverOnce(b *testing.B, n int) {
 }
 
 // waitRegistrations waits for n registrations and returns their times.
-func waitRegistrations(b *testing.B, ch <-chan time.Time, n int, within time.Duration) []time.Time {
+// waitRegistrations waits for n registrations; if they do not come
+// within the time, it fails naming how the sessions of the agents
+// registered fewer than want times last ended.
+func waitRegistrations(b *testing.B, ch <-chan time.Time, n int, within time.Duration, agents []*benchAgent, want int32) []time.Time {
 	b.Helper()
 	deadline := time.After(within)
 	var at []time.Time
@@ -221,10 +231,31 @@ func waitRegistrations(b *testing.B, ch <-chan time.Time, n int, within time.Dur
 		case t := <-ch:
 			at = append(at, t)
 		case <-deadline:
-			b.Fatalf("only %d of %d agents registered within %v", i, n, within)
+			b.Fatalf("only %d of %d agents registered within %v; %s", i, n, within, missing(agents, want))
 		}
 	}
 	return at
+}
+
+// missing sums up how the sessions of the agents registered fewer than
+// want times last ended, by master and error.
+func missing(agents []*benchAgent, want int32) string {
+	count := map[sessionEnded]int{}
+	for _, a := range agents {
+		if a.regs.Load() >= want {
+			continue
+		}
+		e := sessionEnded{err: "no session ended yet (waiting in its first)"}
+		if l := a.last.Load(); l != nil {
+			e = *l
+		}
+		count[e]++
+	}
+	var out []string
+	for e, k := range count {
+		out = append(out, fmt.Sprintf("%d last ended at %q with %s", k, e.master, e.err))
+	}
+	return "agents missing: " + strings.Join(out, "; ")
 }
 
 func cpuTime() time.Duration {
@@ -308,16 +339,29 @@ type benchAgent struct {
 	id      string
 	idx     int
 	masters *masteraddr.Set
+	regs    atomic.Int32                 // registrations so far
+	last    atomic.Pointer[sessionEnded] // how the last session ended
 }
+
+// sessionEnded is how a simulated agent's session ended: the master it
+// talked to and the error.
+type sessionEnded struct{ master, err string }
+
+// benchRegisterTimeout bounds the wait for Registered, as the agent's
+// own (masterlink's 30 s): a simulated agent without it waited forever
+// on a stream the master never answered.
+const benchRegisterTimeout = 30 * time.Second
 
 func (a *benchAgent) run(ctx context.Context, pool *connPool, registered chan<- time.Time) {
 	const minWait, maxWait = 500 * time.Millisecond, 5 * time.Second
 	attempt := 0
 	for ctx.Err() == nil {
+		target := a.masters.Current()
 		ok, err := a.session(masteraddr.WithUnreachable(ctx, a.masters.Unreachable()), pool, registered)
 		if ctx.Err() != nil {
 			return
 		}
+		a.last.Store(&sessionEnded{master: target, err: fmt.Sprint(err)})
 		if ok {
 			attempt = 0
 			a.masters.Reached()
@@ -339,17 +383,29 @@ func (a *benchAgent) run(ctx context.Context, pool *connPool, registered chan<- 
 	}
 }
 
+var errBenchRegisterTimeout = fmt.Errorf("no Registered within %v", benchRegisterTimeout)
+
+// benchSessionErr names the register timeout when it ended the stream.
+func benchSessionErr(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, errBenchRegisterTimeout) {
+		return cause
+	}
+	return err
+}
+
 // session registers and sends heartbeats until the stream breaks.
 func (a *benchAgent) session(ctx context.Context, pool *connPool, registered chan<- time.Time) (bool, error) {
 	api, err := pool.api(a.masters.Current(), a.idx)
 	if err != nil {
 		return false, err
 	}
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := time.AfterFunc(benchRegisterTimeout, func() { cancel(errBenchRegisterTimeout) })
+	defer timer.Stop()
 	stream, err := api.Connect(sctx)
 	if err != nil {
-		return false, err
+		return false, benchSessionErr(sctx, err)
 	}
 	var mu sync.Mutex
 	send := func(m *pb.AgentMessage) error { mu.Lock(); defer mu.Unlock(); return stream.Send(m) }
@@ -359,11 +415,13 @@ func (a *benchAgent) session(ctx context.Context, pool *connPool, registered cha
 	}
 	m, err := stream.Recv()
 	if err != nil {
-		return false, err
+		return false, benchSessionErr(sctx, err)
 	}
 	if m.GetRegistered() == nil {
 		return false, errors.New("no Registered")
 	}
+	timer.Stop()
+	a.regs.Add(1)
 	registered <- time.Now()
 	done := make(chan struct{})
 	defer close(done)
@@ -387,3 +445,17 @@ func (a *benchAgent) session(ctx context.Context, pool *connPool, registered cha
 		}
 	}
 }
+
+// leaderLog passes on warnings and errors, and the records about the
+// leadership: not the master's record per agent.
+type leaderLog struct{ slog.Handler }
+
+func (l leaderLog) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn || strings.Contains(r.Message, "leader") {
+		return l.Handler.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (l leaderLog) WithAttrs(as []slog.Attr) slog.Handler { return leaderLog{l.Handler.WithAttrs(as)} }
+func (l leaderLog) WithGroup(g string) slog.Handler       { return leaderLog{l.Handler.WithGroup(g)} }
