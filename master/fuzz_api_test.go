@@ -1,0 +1,223 @@
+package master
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
+)
+
+// apiRig is a master with two agents and two frameworks whose outboxes
+// nobody drains but the rig itself, driven call by call through the
+// handlers the gRPC layer calls (after authentication).
+type apiRig struct {
+	m        *Master
+	agents   []string
+	agOut    map[string]*outbox[toAgent]
+	regs     map[string]*pb.Register
+	fws      []string
+	fwOut    map[string]*outbox[toFramework]
+	offers   []string // every offer ID seen, outstanding or not
+	uuids    []string // every status UUID sent
+	noCancel func()   // the outboxes never end a stream here
+}
+
+func newAPIRig(t testing.TB) *apiRig {
+	m, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &apiRig{m: m, agOut: map[string]*outbox[toAgent]{}, regs: map[string]*pb.Register{}, fwOut: map[string]*outbox[toFramework]{}, noCancel: func() {}}
+	for i := range 2 {
+		reg := &pb.Register{Hostname: fmt.Sprintf("h%d", i), Resources: "cpus:4;mem:4096;ports:[31000-31009]"}
+		c := newOutbox[toAgent](r.noCancel, agentQueue)
+		id, _, err := m.registerAgent(registrationFromPB(reg), "", c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg.AgentId = id
+		r.agents, r.agOut[id], r.regs[id] = append(r.agents, id), c, reg
+	}
+	for i, roles := range [][]string{{"web"}, {"web", "batch"}} {
+		c := newOutbox[toFramework](r.noCancel, frameworkQueue)
+		id, err := m.subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: fmt.Sprintf("f%d", i), Roles: roles, Revocable: i == 1}}), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.fws, r.fwOut[id] = append(r.fws, id), c
+	}
+	return r
+}
+
+// drain takes what the master queued for its peers, keeping the offer
+// IDs and status UUIDs for later calls.
+func (r *apiRig) drain() {
+	for _, c := range r.fwOut {
+		for _, ev := range c.take() {
+			switch e := ev.(type) {
+			case *offersMade:
+				for _, o := range e.offers {
+					r.offers = append(r.offers, o.id)
+				}
+			case *taskStatus:
+				if e.uuid != "" {
+					r.uuids = append(r.uuids, e.uuid)
+				}
+			}
+		}
+	}
+	for _, c := range r.agOut {
+		c.take()
+	}
+}
+
+// fuzzInput hands out the bytes of a fuzz input as small choices; past
+// its end every choice is 0.
+type fuzzInput struct {
+	b []byte
+	i int
+}
+
+func (in *fuzzInput) next() int {
+	if in.i >= len(in.b) {
+		return 0
+	}
+	in.i++
+	return int(in.b[in.i-1])
+}
+
+func (in *fuzzInput) done() bool { return in.i >= len(in.b) }
+
+// pick chooses among the known values, a duplicate-prone few and junk.
+func pick(in *fuzzInput, known []string, junk ...string) string {
+	all := append(slices.Clone(known), junk...)
+	if len(all) == 0 {
+		return ""
+	}
+	return all[in.next()%len(all)]
+}
+
+func pickN(in *fuzzInput, known []string, junk ...string) []string {
+	n := in.next() % 4
+	out := make([]string, n)
+	for i := range out {
+		out[i] = pick(in, known, junk...)
+	}
+	return out
+}
+
+var (
+	fuzzResources = []string{"cpus:1;mem:64", "cpus:0.5;mem:32", "cpus(web):1;mem:64", "cpus{REV}:1;mem:64",
+		"cpus:100;mem:1", "ports:[31000-31001];cpus:1;mem:1", "", "cpus:-1", "garbage", "mem:0"}
+	fuzzTasks = []string{"t0", "t1", "t2", "t3"}
+	fuzzRoles = []string{"web", "batch", "*", "", "other"}
+)
+
+// step runs one call chosen by in against the master.
+func (r *apiRig) step(in *fuzzInput) {
+	m := r.m
+	fw := pick(in, r.fws, "no-such-framework")
+	refuse := time.Duration(in.next()%3) * time.Second
+	switch in.next() % 12 {
+	case 0:
+		m.allocate()
+	case 1:
+		var tasks []*pb.TaskInfo
+		for range in.next() % 3 {
+			tasks = append(tasks, &pb.TaskInfo{TaskId: pick(in, fuzzTasks, ""), Resources: pick(in, fuzzResources), Command: []string{"true"}})
+		}
+		ops := []*pb.Operation{{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: tasks}}}}
+		switch in.next() % 4 {
+		case 1:
+			ops = append(ops, &pb.Operation{Op: &pb.Operation_Reserve_{Reserve: &pb.Operation_Reserve{Resources: pick(in, fuzzResources)}}})
+		case 2:
+			ops = append(ops, &pb.Operation{Op: &pb.Operation_Unreserve_{Unreserve: &pb.Operation_Unreserve{Resources: pick(in, fuzzResources)}}})
+		}
+		_ = m.accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: pickN(in, r.offers, "no-such-offer"),
+			Operations: ops, Filters: &pb.Filters{RefuseSeconds: refuse.Seconds()}}))
+	case 2:
+		_ = m.decline(fw, pickN(in, r.offers, "no-such-offer"), &refuse)
+	case 3:
+		_ = m.kill(fw, pick(in, fuzzTasks, ""))
+	case 4:
+		_ = m.acknowledge(fw, pick(in, r.agents, "", "no-such-agent"), pick(in, fuzzTasks, ""), pick(in, r.uuids, "", "no-such-uuid"))
+	case 5:
+		_ = m.reconcile(fw, pickN(in, fuzzTasks, ""))
+	case 6:
+		_ = m.UpdateTask(fw, pick(in, fuzzTasks, ""), pick(in, fuzzResources), pickN(in, r.offers, "no-such-offer"))
+	case 7:
+		_ = m.revive(fw, pickN(in, fuzzRoles))
+	case 8:
+		_ = m.suppress(fw, pickN(in, fuzzRoles))
+	case 9: // the agent reports a task
+		ag := pick(in, r.agents)
+		states := []pb.TaskState{pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING, pb.TaskState_TASK_FINISHED,
+			pb.TaskState_TASK_FAILED, pb.TaskState_TASK_KILLED, pb.TaskState_TASK_LOST}
+		m.agentMessage(ag, r.agOut[ag], agentMessageFromPB(&pb.AgentMessage{Msg: &pb.AgentMessage_Status{Status: &pb.TaskStatus{
+			TaskId: pick(in, fuzzTasks, ""), AgentId: pick(in, r.agents, "no-such-agent"), FrameworkId: pick(in, r.fws, "no-such-framework"),
+			State: states[in.next()%len(states)], Uuid: fmt.Sprintf("u%d", in.next()), Resources: pick(in, fuzzResources)}}}))
+	case 10: // the agent's stream breaks; it comes back on a new one
+		ag := pick(in, r.agents)
+		m.agentGone(ag, r.agOut[ag])
+		if in.next()%2 == 0 {
+			c := newOutbox[toAgent](r.noCancel, agentQueue)
+			if _, _, err := m.registerAgent(registrationFromPB(r.regs[ag]), "", c); err == nil {
+				r.agOut[ag] = c
+			}
+		}
+	case 11:
+		now := time.Now().Add(time.Duration(in.next()) * time.Second)
+		m.checkTimeouts(now)
+	}
+	r.drain()
+}
+
+// check fails unless the master's records agree with each other.
+func (r *apiRig) check(t *testing.T, when string) {
+	t.Helper()
+	checkOfferIndex(t, r.m, when)
+	m := r.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, tk := range m.tasks {
+		if ag := m.agents[tk.agent]; ag == nil || ag.tasks[id] != tk {
+			t.Fatalf("%s: task %s is not its agent's", when, id)
+		}
+		if f := m.frameworks[tk.fw]; f == nil || f.tasks[id] != tk {
+			t.Fatalf("%s: task %s is not its framework's", when, id)
+		}
+	}
+}
+
+// FuzzFrameworkAPI drives the master with hostile and confused calls —
+// stale, foreign, repeated and unknown offer, task and agent IDs, bad
+// resources, agents that drop and come back, status updates for tasks
+// nobody launched — and checks that no call panics (a panic in a gRPC
+// handler ends the master) and that offers and tasks stay recorded
+// consistently. A DECLINE naming one offer twice panicked before.
+func FuzzFrameworkAPI(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 1, 2, 0, 0, 0})
+	f.Add([]byte{0, 0, 0, 0, 0, 2, 2, 0, 0})             // decline the same offer twice
+	f.Add([]byte{0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 0, 0}) // launch, then report it
+	for seed := range 32 {
+		b := make([]byte, 256)
+		x := uint32(seed*2654435761 + 1)
+		for i := range b {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			b[i] = byte(x)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := newAPIRig(t)
+		in := &fuzzInput{b: b}
+		for step := 0; !in.done() && step < 500; step++ {
+			r.step(in)
+			r.check(t, fmt.Sprintf("step %d", step))
+		}
+	})
+}
