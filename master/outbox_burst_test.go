@@ -26,21 +26,7 @@ func TestLaunchBurstKeepsAgentStream(t *testing.T) {
 	if _, _, err := m.registerAgent(registrationFromPB(&pb.Register{Hostname: "h", Resources: "cpus:64;mem:65536"}), "", agOut); err != nil {
 		t.Fatal(err)
 	}
-	fwOut := newOutbox[toFramework](func() {}, frameworkQueue)
-	fw, err := m.subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}}), fwOut)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.allocate()
-	var offer string
-	for _, ev := range fwOut.take() {
-		if made, ok := ev.(*offersMade); ok {
-			offer = made.offers[0].id
-		}
-	}
-	if offer == "" {
-		t.Fatal("no offer")
-	}
+	fw, offer := subscribeAndOffer(t, m, newOutbox[toFramework](func() {}, frameworkQueue))
 	const n = 1000
 	tasks := make([]*pb.TaskInfo, n)
 	for i := range tasks {

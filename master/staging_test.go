@@ -28,20 +28,7 @@ func TestUnseenStagingGoesLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	fwOut := newOutbox[toFramework](cancel, frameworkQueue)
-	fw, err := m.subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}}), fwOut)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.allocate()
-	var offer string
-	for _, ev := range fwOut.take() {
-		if made, ok := ev.(*offersMade); ok {
-			offer = made.offers[0].id
-		}
-	}
-	if offer == "" {
-		t.Fatal("no offer")
-	}
+	fw, offer := subscribeAndOffer(t, m, fwOut)
 	if err := m.accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: []string{offer}, Filters: &pb.Filters{RefuseSeconds: 0},
 		Operations: []*pb.Operation{{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: []*pb.TaskInfo{
 			{TaskId: "t1", Resources: "cpus:3;mem:64", Command: []string{"true"}}}}}}}})); err != nil {
@@ -94,4 +81,24 @@ func TestUnseenStagingGoesLost(t *testing.T) {
 	if offered != resources.FromInt(4) {
 		t.Fatalf("offered %v cpus after the LOST, want 4", offered)
 	}
+}
+
+// subscribeAndOffer subscribes a framework "f" with outbox c, runs an
+// allocation cycle and returns the framework's ID and its first offer.
+func subscribeAndOffer(t *testing.T, m *Master, c *outbox[toFramework]) (fw, offer string) {
+	t.Helper()
+	fw, err := m.subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}}), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.allocate()
+	for _, ev := range c.take() {
+		if made, ok := ev.(*offersMade); ok && offer == "" {
+			offer = made.offers[0].id
+		}
+	}
+	if offer == "" {
+		t.Fatal("no offer")
+	}
+	return fw, offer
 }
