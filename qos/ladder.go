@@ -207,6 +207,12 @@ func (ic *Interference) stepNone(o *observation) ([]Correction, bool) {
 		target = LevelFreeze
 	}
 	ic.ioCause = ioOnly && ic.cfg.IOThrottle > 0
+	clear(ic.cleared)
+	for _, c := range o.be {
+		if !slices.Contains(o.suspects, c) {
+			ic.cleared[c.ID] = true
+		}
+	}
 	return ic.escalate(o, target)
 }
 
@@ -223,6 +229,7 @@ func (ic *Interference) endEpisode(o *observation) {
 	if (ic.confirmed || ic.strikes > 0 || ic.readmitted) && o.now.Sub(ic.healthySince) >= ic.backoff() {
 		ic.confirmed, ic.readmitted, ic.strikes = false, false, 0
 		clear(ic.suspects)
+		clear(ic.cleared)
 	}
 }
 
@@ -373,6 +380,7 @@ func (ic *Interference) notTheCause(o *observation) ([]Correction, bool) {
 	clear(ic.throttled)
 	clear(ic.ioThrottled)
 	clear(ic.suspects)
+	clear(ic.cleared)
 	ic.level, ic.lastChange, ic.healthySince, ic.degradedSince = LevelNone, o.now, time.Time{}, time.Time{}
 	ic.confirmed, ic.readmitted, ic.strikes = false, false, 0
 	return out, true
