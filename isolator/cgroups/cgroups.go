@@ -887,7 +887,8 @@ func rmdir(ctx context.Context, d string) error {
 
 // Recover is called after an agent restart: it makes the parent if missing,
 // reapplies the limits of the known containers whose groups exist (in an
-// order valid whatever the groups hold), and removes every other group
+// order valid whatever the groups hold; a group only partly there, which a
+// dead agent was making or removing, is left for Cleanup), and removes every other group
 // under the parent, in every hierarchy (orphans); never anything outside
 // the parent. It carries on past errors and returns them joined (an orphan
 // with processes wraps ErrBusy).
@@ -920,7 +921,11 @@ func (i *Isolator) Recover(ctx context.Context, known map[string]isolator.Limits
 		g := i.group(id, true)
 		g.mu.Lock()
 		g.spec = nil
-		if err := i.set(id, g, spec); err != nil {
+		// A group missing in some hierarchy (ErrNotFound) is one a dead
+		// agent was making or removing: nothing of the container runs
+		// in it (a process is in a group of every hierarchy), and
+		// Cleanup removes what is there. Not an error of the recovery.
+		if err := i.set(id, g, spec); err != nil && !errors.Is(err, isolator.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("recover %s: %w", id, err))
 		}
 		g.mu.Unlock()

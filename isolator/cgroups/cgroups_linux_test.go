@@ -409,10 +409,17 @@ func TestRecoverV1(t *testing.T) {
 	i, parent := newV1(t)
 	ctx := context.Background()
 	keep := isolator.Limits{MilliCPUs: 1000, MemoryBytes: 64 << 20}
-	for _, id := range []string{"keep", "orphan1", "orphan2"} {
+	for _, id := range []string{"keep", "orphan1", "orphan2", "half"} {
 		if err := i.Prepare(ctx, id, keep, nil); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A known container whose group the dead agent was removing (or
+	// making): gone from the cpu hierarchy, still in the others. Recover
+	// failed on it before ("set cpu/cpu.idle=0: container not found in
+	// isolator", containerizer TestNetworkRecoverAfterAgentKill9 in CI).
+	if err := os.Remove(i.dir("cpu", i.Path("half"))); err != nil {
+		t.Fatal(err)
 	}
 	// What libcontainer adds (name=systemd, unified) for an orphan, and a
 	// nested group inside an orphan.
@@ -437,8 +444,11 @@ func TestRecoverV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Recover(ctx, map[string]isolator.Limits{"keep": keep, "gone": keep}); err != nil {
+	if err := j.Recover(ctx, map[string]isolator.Limits{"keep": keep, "gone": keep, "half": keep}); err != nil {
 		t.Fatal(err)
+	}
+	if err := j.Cleanup(ctx, "half"); err != nil {
+		t.Fatalf("cleanup of the half-made group: %v", err)
 	}
 	for _, h := range j.hierarchies() {
 		ents, _ := os.ReadDir(filepath.Join(h, parent))
