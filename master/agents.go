@@ -241,9 +241,6 @@ func (m *Master) agentGone(id string, c *outbox[toAgent]) {
 	}
 	ag.out = nil
 	m.log.Info("agent disconnected", "agent", id)
-	if m.stopped {
-		return // see Master.stopped
-	}
 	// No offers for an agent that cannot receive tasks; its tasks keep
 	// their resources until it comes back or times out.
 	for _, o := range slices.Clone(ag.offers) {
@@ -292,10 +289,7 @@ func (m *Master) agentMessage(id string, c *outbox[toAgent], msg fromAgent) {
 		for _, r := range rescinded {
 			for _, o := range ag.offers {
 				if o.fw == r.FrameworkID && o.res.Contains(r.Resources) {
-					m.dropOfferLocked(o)
-					if f := m.frameworks[o.fw]; f != nil {
-						f.out.send(&offerRescinded{offerID: o.id})
-					}
+					m.withdrawOfferLocked(o) // the allocator took it back
 					break
 				}
 			}

@@ -134,12 +134,7 @@ type Master struct {
 
 	kick chan struct{} // starts an allocation cycle
 
-	mu sync.Mutex
-	// stopped: Run returned; the master makes no more offers, and
-	// agents that disconnect keep theirs (rescinding them scanned every
-	// offer for each agent: 50,000 streams ending at once against
-	// 50,000 offers held a deposed master's lock for seconds).
-	stopped      bool
+	mu           sync.Mutex
 	agents       map[string]*agentEntry
 	frameworks   map[string]*frameworkEntry
 	tasks        map[string]*taskEntry
@@ -369,7 +364,6 @@ func (m *Master) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			m.mu.Lock()
-			m.stopped = true
 			for _, ag := range m.agents {
 				if ag.out != nil {
 					ag.out.cancel()
@@ -566,17 +560,24 @@ func (m *Master) dropOfferLocked(o *offerEntry) {
 	}
 }
 
+// withdrawOfferLocked forgets offer o and tells its framework; the
+// allocator is the caller's (it already took the resources back, or
+// rescindLocked gives them back).
+func (m *Master) withdrawOfferLocked(o *offerEntry) {
+	m.dropOfferLocked(o)
+	if f := m.frameworks[o.fw]; f != nil {
+		f.out.send(&offerRescinded{offerID: o.id})
+	}
+}
+
 // rescindLocked withdraws an offer, tells its framework and gives the
 // resources back with the given refusal (nil: none).
 func (m *Master) rescindLocked(o *offerEntry, refuse *time.Duration) {
 	m.metrics.offers.WithLabelValues("rescinded").Inc()
-	m.dropOfferLocked(o)
+	m.withdrawOfferLocked(o)
 	if refuse == nil {
 		zero := time.Duration(0)
 		refuse = &zero
-	}
-	if f := m.frameworks[o.fw]; f != nil {
-		f.out.send(&offerRescinded{offerID: o.id})
 	}
 	if err := m.alloc.RecoverRole(o.fw, o.role, o.agent, o.res, refuse); err != nil {
 		m.log.Debug("recover rescinded offer", "offer", o.id, "err", err)
@@ -611,10 +612,7 @@ func (m *Master) markUnreachableLocked(ag *agentEntry) {
 // from the allocator (its tasks stay in the registry).
 func (m *Master) dropAgentFromAllocatorLocked(ag *agentEntry) {
 	for _, o := range slices.Clone(ag.offers) {
-		m.dropOfferLocked(o)
-		if f := m.frameworks[o.fw]; f != nil {
-			f.out.send(&offerRescinded{offerID: o.id})
-		}
+		m.withdrawOfferLocked(o) // the allocator forgets the agent below
 	}
 	if ag.inAllocator {
 		if err := m.alloc.RemoveAgent(ag.id); err != nil {

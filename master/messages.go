@@ -104,11 +104,7 @@ func (c *outbox[T]) take() []T {
 func (c *outbox[T]) startDrain(drain func([]T) error) {
 	c.mu.Lock()
 	c.drain = drain
-	start := !c.stopped && !c.draining
-	if start {
-		c.draining = true
-		c.drainers.Add(1)
-	}
+	start := c.startLocked()
 	c.mu.Unlock()
 	if start {
 		go c.drainLoop()
