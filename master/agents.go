@@ -20,7 +20,13 @@ import (
 // raft commit, and under the lock 10,000 first registrations queued
 // behind one another; outside it they proceed together.
 func (m *Master) registerAgent(reg *registration, principal string, c *outbox[toAgent]) (string, []string, error) {
-	id, kill, persist, err := m.registerAgentInRegistry(reg, principal, c)
+	var (
+		id      string
+		kill    []string
+		persist *PersistedAgent
+		err     error
+	)
+	m.registrations.do(func() { id, kill, persist, err = m.registerAgentInRegistry(reg, principal, c) })
 	if err == nil && persist != nil && m.store != nil {
 		if err := m.store.PutAgent(id, *persist); err != nil {
 			m.log.Warn("persist agent", "agent", id, "err", err)

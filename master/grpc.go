@@ -89,21 +89,11 @@ func (s agentLink) connectWaiting(stream pb.AgentLink_ConnectServer) error {
 // master until the stream breaks; its error is the stream's status.
 func (s agentLink) receive(stream pb.AgentLink_ConnectServer, c *outbox[toAgent]) error {
 	m := s.m
-	// Registration runs deep (decoding, the store, the allocator) and a
-	// goroutine keeps the stack it grew until garbage collections halve
-	// it, one halving each: it runs in a goroutine of its own, which
-	// ends, so that the one receiving for the stream's life stays small.
-	var (
-		ag   string
-		kill []string
-		err  error
-	)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ag, kill, err = s.register(stream, c)
-	}()
-	<-done
+	// The registration's deep part (the registry, the allocator) runs on
+	// the master's registration workers (workers.go): a goroutine keeps
+	// the stack it grew until garbage collections halve it, so the one
+	// receiving for the stream's life stays small.
+	ag, kill, err := s.register(stream, c)
 	if err != nil {
 		return err
 	}

@@ -126,11 +126,13 @@ var taskIDRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`)
 // Master is the master service. Create it with New, run its loops with Run,
 // serve its gRPC services with RegisterGRPC. Safe for concurrent use.
 type Master struct {
-	opts  Options
-	log   *slog.Logger
-	alloc *allocator.Allocator
-	store Store
-	auth  atomic.Pointer[Authorizer] // frameworks' and agents' authenticator; nil: none
+	opts Options
+	log  *slog.Logger
+	// registrations runs agents' registrations (workers.go).
+	registrations *workers
+	alloc         *allocator.Allocator
+	store         Store
+	auth          atomic.Pointer[Authorizer] // frameworks' and agents' authenticator; nil: none
 
 	kick chan struct{} // starts an allocation cycle
 
@@ -278,6 +280,7 @@ func New(opts Options) (*Master, error) {
 	m := &Master{
 		opts:          opts,
 		log:           log.With("component", "master"),
+		registrations: newRegistrationWorkers(),
 		alloc:         a,
 		store:         opts.Store,
 		kick:          make(chan struct{}, 1),
