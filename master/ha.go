@@ -79,7 +79,7 @@ func startHA(ctx context.Context, cfg Config, log *slog.Logger) (_ *Running, err
 		l = tls.NewListener(l, cfg.TLS)
 		scheme = "https"
 	}
-	gt := &gate{self: advertise, scheme: scheme, changed: make(chan struct{})}
+	gt := &gate{self: advertise, scheme: scheme, changed: make(chan struct{}), deadHold: deadLeaderHold(cfg.Elector)}
 	gs := grpc.NewServer(masterlink.ServerOptions()...)
 	pb.RegisterAgentLinkServer(gs, gatedAgentLink{g: gt})
 	pb.RegisterSchedulerServer(gs, gatedScheduler{g: gt})
@@ -222,6 +222,28 @@ type gate struct {
 	h       http.Handler
 	leader  string        // the elected leader's address; never self while standby
 	changed chan struct{} // closed and replaced at every change
+
+	deadHold time.Duration // see await
+}
+
+// SessionTTLer is an optional ability of an Elector: the lease of its
+// election sessions, after which a dead leader's key is gone.
+type SessionTTLer interface {
+	SessionTTL() time.Duration
+}
+
+// defaultDeadHold is the gate's dead-leader hold for an Elector that
+// does not tell its session TTL: etcdstore's default TTL and a half.
+const defaultDeadHold = 15 * time.Second
+
+// deadLeaderHold is how long a standby keeps naming no leader to a
+// client that could not reach the leader it names: the session TTL and
+// a half (etcd expires a lease up to about half a second late).
+func deadLeaderHold(e Elector) time.Duration {
+	if t, ok := e.(SessionTTLer); ok && t.SessionTTL() > 0 {
+		return t.SessionTTL() * 3 / 2
+	}
+	return defaultDeadHold
 }
 
 // watchdog beats the "gate" loop while the gate's lock can be taken (a
@@ -287,11 +309,18 @@ const MaxStandbyHold = 30 * time.Second
 // (masteraddr.WithUnreachable): etcd keeps a dead leader's key until its
 // lease expires, and sending the client back to it would only make it
 // bounce between the dead leader and the standbys until then. Such a
-// stream is held like one with no leader known.
+// stream is held like one with no leader known — but only for deadHold
+// (the session TTL and a half): a leader still named then refreshes its
+// lease, so it is alive (a master restarted at the same address is
+// elected again within milliseconds), and the client is sent to it.
+// Held without that bound, an agent waited out its 30 s registration
+// timeout at a standby while the leader it had failed to reach a moment
+// before was back.
 func (g *gate) await(ctx context.Context) (*Master, error) {
 	limit := time.NewTimer(MaxStandbyHold)
 	defer limit.Stop()
 	dead := masteraddr.UnreachableFrom(ctx)
+	var alive <-chan time.Time // runs while dead is the leader named
 	for {
 		g.mu.RLock()
 		m, leader, changed := g.m, g.otherLocked(), g.changed
@@ -299,7 +328,12 @@ func (g *gate) await(ctx context.Context) (*Master, error) {
 		if m != nil {
 			return m, nil
 		}
-		if leader == dead {
+		if leader != "" && leader == dead {
+			if alive == nil {
+				t := time.NewTimer(g.deadHold)
+				defer t.Stop()
+				alive = t.C
+			}
 			leader = ""
 		}
 		if leader != "" || changed == nil {
@@ -307,6 +341,8 @@ func (g *gate) await(ctx context.Context) (*Master, error) {
 		}
 		select {
 		case <-changed:
+		case <-alive:
+			dead, alive = "", nil // named all along: not dead
 		case <-ctx.Done():
 			return nil, masteraddr.NotLeader("")
 		case <-limit.C:

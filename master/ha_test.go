@@ -25,7 +25,10 @@ import (
 type fakeElector struct {
 	terms   chan *fakeTerm
 	leaders chan string
+	ttl     time.Duration // SessionTTL
 }
+
+func (e *fakeElector) SessionTTL() time.Duration { return e.ttl }
 
 func (e *fakeElector) Campaign(ctx context.Context, _ string) (master.Term, error) {
 	select {
@@ -83,7 +86,7 @@ func getJSON(t *testing.T, c *http.Client, url string) (int, map[string]string) 
 // with the term's store; when the term ends it stops serving at once
 // and Wait returns ErrLostLeadership.
 func TestHAStandbyThenLeader(t *testing.T) {
-	e := &fakeElector{terms: make(chan *fakeTerm), leaders: make(chan string)}
+	e := &fakeElector{terms: make(chan *fakeTerm), leaders: make(chan string), ttl: time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r, err := master.Start(ctx, master.Config{Listen: "127.0.0.1:0", Elector: e,
@@ -189,6 +192,30 @@ func TestHAStandbyThenLeader(t *testing.T) {
 			t.Fatalf("/metrics on a standby names %q", body["leader"])
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	// ...but not past the session TTL and a half: a leader still named
+	// then refreshes its lease, so it is alive (a master restarted at
+	// its address) and the client goes to it. Before, such a client was
+	// held 30 s: an agent's registration timed out at the standby.
+	start := time.Now()
+	go func() {
+		uctx := masteraddr.WithUnreachable(ctx, "10.9.9.9:5050")
+		stream, err := pb.NewSchedulerClient(cc).Subscribe(uctx, &pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}})
+		if err == nil {
+			_, err = stream.Recv()
+		}
+		held <- err
+	}()
+	select {
+	case err := <-held:
+		if l, ok := masteraddr.Leader(err); !ok || l != "10.9.9.9:5050" {
+			t.Fatalf("held Subscribe answered %v (leader %q), want the leader named all along", err, l)
+		}
+		if d := time.Since(start); d < e.ttl*3/2 {
+			t.Fatalf("answered %v after it came, before a dead leader's key could expire (%v)", d, e.ttl*3/2)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("a client that could not reach a leader named all along was held past the session TTL and a half")
 	}
 	resp, err = noFollow.Get(base + "/state?x=1")
 	if err != nil {

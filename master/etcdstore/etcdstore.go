@@ -62,7 +62,10 @@ type Client struct {
 	log     *slog.Logger
 }
 
-var _ master.Elector = (*Client)(nil)
+var (
+	_ master.Elector      = (*Client)(nil)
+	_ master.SessionTTLer = (*Client)(nil)
+)
 
 // Open connects to etcd (checking that it answers within DialTimeout).
 func Open(ctx context.Context, cfg Config) (*Client, error) {
@@ -118,7 +121,8 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 // its lease expires (Term.Resign ends it at once).
 func (c *Client) Close() error { return c.cli.Close() }
 
-// SessionTTL is the election session's lease.
+// SessionTTL is the lease of this client's election sessions
+// (master.SessionTTLer).
 func (c *Client) SessionTTL() time.Duration { return time.Duration(c.ttl) * time.Second }
 
 func (c *Client) electionPrefix() string { return c.prefix + "/election/" }
