@@ -67,6 +67,22 @@ func TestBadInput(t *testing.T) {
 			}
 		}
 	})
+	t.Run("io throttle without a disk", func(t *testing.T) {
+		// A QoS controller that throttles io throttles the state dir's
+		// disk: on tmpfs there is none.
+		shm, err := os.MkdirTemp("/dev/shm", "brim-it-")
+		if err != nil {
+			t.Skipf("no /dev/shm: %v", err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(shm) })
+		state := filepath.Join(shm, "state")
+		r := runBrim(t, "agent", "--state-dir", state, "--socket", filepath.Join(t.TempDir(), "s.sock"),
+			"--qos", "interference", "--qos-opt", "io-throttle=1048576")
+		expect(r, 1, "io-throttle", "not a block device")
+		if _, err := os.Stat(state); !os.IsNotExist(err) {
+			t.Errorf("state dir created: %v", err)
+		}
+	})
 	t.Run("unknown container", func(t *testing.T) {
 		for _, sub := range [][]string{{"kill"}, {"wait"}, {"logs"}, {"stats"}, {"inspect"}, {"rm"}, {"update", "--mem", "10"}} {
 			expect(a.brim(append(append([]string{"container"}, sub...), "nosuch")...), 1, `container "nosuch" not found`)

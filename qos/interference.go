@@ -389,6 +389,11 @@ func NewInterferenceWith(c InterferenceConfig) (*Interference, error) {
 	}, nil
 }
 
+// IOThrottle is the rate (bytes/s) of the THROTTLE_IO corrections this
+// controller may send (io-throttle=; 0: none): the agent checks at start
+// that it can apply them.
+func (ic *Interference) IOThrottle() int64 { return ic.cfg.IOThrottle }
+
 // Level returns the current level of the graded response (LevelNone…).
 func (ic *Interference) Level() int { return ic.level }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -105,13 +106,35 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	defer func() { _ = l.Close() }() // Serve closes it too (and reports); this is for early returns
 	raiseFileLimit(log)
-	cgCfg, err := cgroupConfig(cfg.Safety.cgroupsConfig(cgroups.Config{Parent: d.res.cgParent, DefaultPids: cfg.Security.DefaultPids}, cfg.StateDir), log)
+	qosIO := throttlesIO(d.plugins.ctrl)
+	cgCfg, err := cgroupConfig(cfg.Safety.cgroupsConfig(cgroups.Config{Parent: d.res.cgParent, DefaultPids: cfg.Security.DefaultPids}, cfg.StateDir, qosIO), log)
 	if err != nil {
 		return err
 	}
+	made := false
+	if len(cgCfg.IOPaths) > 0 {
+		// The disk to throttle is the state dir's: it must exist to be
+		// found (agent.New makes it the same way a moment later).
+		if _, err := os.Stat(cfg.StateDir); errors.Is(err, fs.ErrNotExist) {
+			if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+				return fmt.Errorf("state dir: %w", err)
+			}
+			made = true
+		}
+	}
 	cg, err := cgroups.New(cgCfg)
 	if err != nil {
+		if made {
+			_ = os.Remove(cfg.StateDir) // nothing left behind
+		}
+		if len(cgCfg.IOPaths) > 0 {
+			return fmt.Errorf("cgroup isolator (--io-guard and --qos-opt io-throttle= throttle the state dir's disk): %w", err)
+		}
 		return fmt.Errorf("cgroup isolator: %w", err)
+	}
+	d.plugins.ioLimits = cgroupIOLimits(cg, cfg.StateDir)
+	if err := checkIOThrottle(d.plugins.ctrl, d.plugins.ioLimits); err != nil {
+		return err
 	}
 	// Before recovery: an agent that took another's containers for
 	// orphans would destroy them.

@@ -3,6 +3,7 @@ package agentd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/monitor"
+	"github.com/brimnode/brim/qos"
 )
 
 // emptyRuntime is a fake runtime with no containers: enough for an agent
@@ -128,6 +130,7 @@ func TestReloadSwapsPlugins(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.plugins.agent = a
+	d.plugins.ioLimits = func() error { return fmt.Errorf("no disk to throttle: %w", qos.ErrNotSupported) }
 	l, err := agent.Listen(filepath.Join(dir, "a.sock"))
 	if err != nil {
 		t.Fatal(err)
@@ -148,6 +151,8 @@ func TestReloadSwapsPlugins(t *testing.T) {
 		{LogLevel: "debug", Principal: "agent2", Plugins: plugins},
 		{LogLevel: "debug", Principal: "agent1", Plugins: &PluginConfig{Estimator: "fixed", EstimatorOpts: []string{"resources=lots"}, QoS: "interference"}},
 		{LogLevel: "debug", Plugins: &PluginConfig{Estimator: "usage", QoS: "nosuch"}},
+		// io throttling on an agent whose cgroups cannot (ioLimits below)
+		{LogLevel: "debug", Plugins: &PluginConfig{Estimator: "fixed", EstimatorOpts: []string{"resources=cpus:1;mem:128"}, QoS: "interference", QoSOpts: []string{"io-throttle=1048576"}}},
 	} {
 		next = bad
 		d.reload(ctx)

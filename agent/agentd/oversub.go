@@ -17,6 +17,7 @@ import (
 	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/bpf"
 	"github.com/brimnode/brim/estimator"
+	"github.com/brimnode/brim/isolator/cgroups"
 	"github.com/brimnode/brim/monitor"
 	"github.com/brimnode/brim/qos"
 )
@@ -36,6 +37,50 @@ type plugins struct {
 
 	rq  monitor.RunQueueSource
 	sig *monitor.RunQueueSignal
+
+	// ioLimits says whether the agent's cgroups can throttle io, once
+	// they exist: a controller that throttles io needs it.
+	ioLimits func() error
+}
+
+// ioThrottler is a QoS controller that sends THROTTLE_IO corrections
+// (the interference controller with io-throttle=): the agent resolves
+// the disk to throttle for it, and checks at start and on reload that
+// it can.
+type ioThrottler interface{ IOThrottle() int64 }
+
+// throttlesIO reports whether c sends THROTTLE_IO corrections.
+func throttlesIO(c qos.Controller) bool {
+	t, ok := c.(ioThrottler)
+	return ok && t.IOThrottle() > 0
+}
+
+// checkIOThrottle fails a controller that throttles io on an agent whose
+// cgroups cannot (canLimit's error): every such correction would fail,
+// and each failure costs the controller a round before it escalates.
+func checkIOThrottle(c qos.Controller, canLimit func() error) error {
+	if !throttlesIO(c) || canLimit == nil {
+		return nil
+	}
+	if err := canLimit(); err != nil {
+		return bad("--qos-opt", "io-throttle=%d: %w", c.(ioThrottler).IOThrottle(), err)
+	}
+	return nil
+}
+
+// cgroupIOLimits says whether cg can throttle io: a throttling controller
+// (blkio.throttle.*, io.max) and a disk to throttle (the state dir's).
+func cgroupIOLimits(cg *cgroups.Isolator, stateDir string) func() error {
+	return func() error {
+		f := cg.Features()
+		switch {
+		case !f.IOThrottle:
+			return fmt.Errorf("this host cannot throttle io (no blkio.throttle.* on cgroup v1, no io controller on v2): %w", qos.ErrNotSupported)
+		case len(f.IODevices) == 0:
+			return fmt.Errorf("no disk to throttle: the state dir %s is resolved at start only when a controller throttles io or --io-guard is on (restart the agent): %w", stateDir, qos.ErrNotSupported)
+		}
+		return nil
+	}
 }
 
 // openPlugins builds the estimator (withEst) and the QoS controller

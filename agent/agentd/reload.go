@@ -175,6 +175,10 @@ func (d *Daemon) swapPlugins(ctx context.Context, pc PluginConfig) error {
 	if err != nil {
 		return err
 	}
+	if err := checkIOThrottle(opened.ctrl, p.ioLimits); err != nil {
+		opened.close(d.log)
+		return err
+	}
 	if newCtrl {
 		// The QoS loop takes it between rounds; it runs once the agent
 		// has recovered.

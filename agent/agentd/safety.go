@@ -80,11 +80,12 @@ func (s SafetyConfig) validate() error {
 	return nil
 }
 
-// cgroupsConfig adds the policy and, with the IO guard, the disk to
-// throttle (the state dir's: it holds the sandboxes) to c.
-func (s SafetyConfig) cgroupsConfig(c cgroups.Config, stateDir string) cgroups.Config {
+// cgroupsConfig adds the policy and, with the IO guard or a QoS
+// controller that throttles io (qosIO), the disk to throttle (the state
+// dir's: it holds the sandboxes) to c.
+func (s SafetyConfig) cgroupsConfig(c cgroups.Config, stateDir string, qosIO bool) cgroups.Config {
 	c.Policy = s.policy()
-	if s.IOGuard {
+	if s.IOGuard || qosIO {
 		c.IOPaths = []string{stateDir}
 	}
 	return c
