@@ -206,6 +206,7 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 	}
 	toAll := last.Sub(kill)
 	cpu := cpuOf(procs)
+	rss := rssMiB(standby.roleProc)
 	if profile != "" {
 		standby.send("profile-end")
 		select {
@@ -238,10 +239,11 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 	b.ReportMetric(registration.Seconds(), "s-registration")
 	b.ReportMetric(toAll.Seconds()/registration.Seconds(), "reregistered/registration")
 	b.ReportMetric(total.Seconds(), "cpu-s")
+	b.ReportMetric(rss, "leader-rss-MiB")
 	b.Logf("agents=%d TTL=%v: new leader %.2fs after the kill (goal <= TTL+1s: %v), first offer %.2fs, all re-registered %.2fs "+
-		"(first registration %.2fs: %.2fx), CPU %.1fs from the kill to the last re-registration (%s)",
+		"(first registration %.2fs: %.2fx), CPU %.1fs from the kill to the last re-registration (%s), new leader's RSS %.0f MiB",
 		n, benchTTL, toLeader.Seconds(), toLeader <= benchTTL+time.Second, toOffer.Seconds(), toAll.Seconds(),
-		registration.Seconds(), toAll.Seconds()/registration.Seconds(), total.Seconds(), strings.Join(by, ", "))
+		registration.Seconds(), toAll.Seconds()/registration.Seconds(), total.Seconds(), strings.Join(by, ", "), rss)
 }
 
 // roleProc is one process of the benchmark's cluster
@@ -410,6 +412,21 @@ func (m *masterProc) waitLeading(b *testing.B, within time.Duration) time.Time {
 		b.Fatalf("%s (%s) not elected within %v", m.name, m.addr, within)
 		return time.Time{}
 	}
+}
+
+// rssMiB reads the resident set of the process (VmRSS); 0 if gone.
+func rssMiB(p *roleProc) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
 }
 
 // cpuOf reads the CPU time (user + system) of each process so far from
