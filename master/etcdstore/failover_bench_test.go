@@ -44,7 +44,8 @@ import (
 // the simulated agents' process at that nice value (default 0): on one
 // machine their CPU is the simulation's, which 50,000 hosts would spend
 // on their own. BRIM_FAILOVER_CPUPROFILE=FILE writes the new leader's CPU
-// profile from the kill to the last re-registration.
+// profile from the kill to the last re-registration (the simulated
+// agents' into FILE.agents).
 func BenchmarkFailover(b *testing.B) {
 	points := []int{1000, 10000}
 	if v := os.Getenv("BRIM_FAILOVER_AGENTS"); v != "" {
@@ -98,6 +99,7 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 	agents := startRole(b, "agents", "agents", roleArgs{Masters: list, Agents: n, Ramp: ramp}, nice, 4*n)
 	registrations := make(chan time.Time, 4*n)
 	missingAnswers := make(chan string, 4)
+	agentsProfiled := make(chan struct{}, 1)
 	go func() { // owned by agents: ends with its stdout
 		for l := range agents.lines {
 			var idx int
@@ -109,6 +111,8 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 				}
 			} else if rest, ok := strings.CutPrefix(l, "missing "); ok {
 				missingAnswers <- rest
+			} else if l == "profiled" {
+				agentsProfiled <- struct{}{}
 			}
 		}
 	}()
@@ -194,6 +198,7 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 	profile := os.Getenv("BRIM_FAILOVER_CPUPROFILE")
 	if profile != "" {
 		standby.send("profile " + profile)
+		agents.send("profile " + profile + ".agents")
 	}
 	leadAt := standby.waitLeading(b, 10*benchTTL)
 	toLeader := leadAt.Sub(kill)
@@ -209,10 +214,16 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 	rss := rssMiB(standby.roleProc)
 	if profile != "" {
 		standby.send("profile-end")
+		agents.send("profile-end")
 		select {
 		case <-standby.profiled:
 		case <-time.After(30 * time.Second):
 			b.Errorf("%s: no profile within 30 s", standby.name)
+		}
+		select {
+		case <-agentsProfiled:
+		case <-time.After(30 * time.Second):
+			b.Errorf("agents: no profile within 30 s")
 		}
 	}
 	q := func(f float64) float64 {

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -189,23 +190,9 @@ func runMaster(ctx context.Context, a roleArgs, out *lineWriter, cmds <-chan str
 		}
 	}()
 	go func() { // owned by the process: ends with stdin
-		var f *os.File
+		p := profiler{out: out}
 		for c := range cmds {
-			if name, ok := strings.CutPrefix(c, "profile "); ok && f == nil {
-				var err error
-				if f, err = os.Create(name); err == nil {
-					err = pprof.StartCPUProfile(f)
-				}
-				if err != nil {
-					fmt.Fprintf(os.Stderr, "profile: %v\n", err)
-				}
-			} else if c == "profile-end" && f != nil {
-				pprof.StopCPUProfile()
-				_ = f.Close()
-				f = nil
-				out.printf("profiled")
-				out.flush()
-			}
+			p.command(c)
 		}
 	}()
 	err = r.Wait()
@@ -215,11 +202,49 @@ func runMaster(ctx context.Context, a roleArgs, out *lineWriter, cmds <-chan str
 	return nil
 }
 
+// profiler serves the profile commands: "profile FILE" starts a CPU
+// profile into FILE, "profile-end" ends it and answers "profiled".
+type profiler struct {
+	out *lineWriter
+	f   *os.File
+}
+
+// command runs c if it is a profile command and says whether it was.
+func (p *profiler) command(c string) bool {
+	if name, ok := strings.CutPrefix(c, "profile "); ok && p.f == nil {
+		f, err := os.Create(name)
+		if err == nil {
+			if err = pprof.StartCPUProfile(f); err != nil {
+				_ = f.Close()
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "profile: %v\n", err)
+			return true
+		}
+		p.f = f
+		return true
+	}
+	if c == "profile-end" && p.f != nil {
+		pprof.StopCPUProfile()
+		_ = p.f.Close()
+		p.f = nil
+		p.out.printf("profiled")
+		p.out.flush()
+		return true
+	}
+	return false
+}
+
 // runAgents runs a.Agents simulated agents following a.Masters: "reg
 // IDX UNIXNANO" for every registration. A command "missing K" on stdin
 // answers "missing SUMMARY": how the sessions of the agents registered
-// fewer than K times last ended.
+// fewer than K times last ended; the profiler's commands too.
 func runAgents(ctx context.Context, a roleArgs, out *lineWriter, cmds <-chan string) error {
+	// The simulation's own cost, not the cluster's: each garbage
+	// collection scans the stacks of every simulated agent's goroutines
+	// (a quarter of this process's CPU over a 10,000-agent storm).
+	debug.SetGCPercent(400)
 	pool, err := newConnPool(a.Masters, a.Agents)
 	if err != nil {
 		return err
@@ -249,6 +274,7 @@ func runAgents(ctx context.Context, a roleArgs, out *lineWriter, cmds <-chan str
 			go func() { defer wg.Done(); ag.run(ctx, pool, registered) }()
 		}
 	}()
+	prof := profiler{out: out}
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -258,6 +284,9 @@ func runAgents(ctx context.Context, a roleArgs, out *lineWriter, cmds <-chan str
 		case <-tick.C:
 			out.flush()
 		case c := <-cmds:
+			if prof.command(c) {
+				continue
+			}
 			var want int32
 			if _, err := fmt.Sscanf(c, "missing %d", &want); err != nil {
 				return fmt.Errorf("command %q: %w", c, err)
