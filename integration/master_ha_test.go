@@ -195,11 +195,12 @@ func TestMasterHAKill9DuringLaunches(t *testing.T) {
 	const n = 20
 	run := startRun(t, list, "--task-id", "ha", "--instances", fmt.Sprint(n), "--tasks-per-offer", "1",
 		"--cpus", "0.1", "--mem", "32", "--", "sleep", "300")
-	run.waitLine(t, "STAGING")
+	staged := run.waitLine(t, "STAGING")
 	if err := leader.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-leader.exited
+	t.Logf("killed the leader %s at %q", leader.Addr, staged)
 	lost := func(id string) bool { return strings.Contains(run.output(), "task "+id+": LOST") }
 	var next *masterProc
 	deadline := time.Now().Add(90 * time.Second)
@@ -208,6 +209,7 @@ func TestMasterHAKill9DuringLaunches(t *testing.T) {
 			for _, m := range ms {
 				if m != leader && healthOf(m.Addr) == http.StatusOK {
 					next = m
+					t.Logf("new leader %s", m.Addr)
 				}
 			}
 		}

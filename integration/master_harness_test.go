@@ -70,7 +70,7 @@ func startMasterWith(t *testing.T, clientTLS *tls.Config, extra ...string) *mast
 		m.stop()
 		if t.Failed() {
 			if b, err := os.ReadFile(m.logPath); err == nil {
-				t.Logf("master log:\n%s", b)
+				t.Logf("master %s log:\n%s", m.Addr, b)
 			}
 		}
 	})
@@ -271,6 +271,9 @@ func startRun(t *testing.T, addr string, args ...string) *runProc {
 		default:
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			<-r.done
+		}
+		if t.Failed() {
+			t.Logf("brim run %s output:\n%s", strings.Join(args, " "), r.output())
 		}
 	})
 	return r
