@@ -166,8 +166,8 @@ func TestMasterHAKill9(t *testing.T) {
 // (one task per offer) is staged. Every task is accounted for exactly
 // once: RUNNING at the new leader with exactly one running container of
 // its name on the agent, or reported LOST to brim run (a launch the
-// dead leader accepted but that never reached the agent) with no
-// container; no task runs twice.
+// dead leader accepted, or may have — its answer was lost —, but that
+// never reached the agent) with no container; no task runs twice.
 func TestMasterHAKill9DuringLaunches(t *testing.T) {
 	testutil.RequireRoot(t)
 	etcd := startEtcdCluster(t, 3)

@@ -24,7 +24,11 @@
 // It owns no resources and never talks to agents. Errors from calls are the
 // master's gRPC status errors (codes.InvalidArgument for a bad operation,
 // codes.FailedPrecondition for a stale offer, codes.NotFound for an unknown
-// framework); ErrNotSubscribed before the first subscription.
+// framework); ErrNotSubscribed before the first subscription. InDoubt
+// tells the errors of calls that may have been carried out all the same
+// (the connection broke after the call was sent): an Accept that failed
+// so may have launched its tasks, which a framework reconciles rather
+// than launches again.
 //
 // Subpackage runner is the framework behind `brim run`.
 package scheduler

@@ -331,6 +331,30 @@ func (d *Driver) Accept(ctx context.Context, offerIDs []string, ops []*pb.Operat
 	return err
 }
 
+// InDoubt reports whether a call that failed with err may still have been
+// carried out by the master: the call ended without the master's answer
+// (codes.Unavailable other than a standby's, DeadlineExceeded, Canceled)
+// — the connection broke, or the master died, after the call may have
+// reached it. An Accept that failed so may have launched its tasks (the
+// master stages a launch and sends it to the agent before it answers): a
+// framework learns their fate by reconciling them, not by launching the
+// same task IDs again, which the master refuses as in use when the agent
+// runs them. A standby's answer and the master's refusals are answers:
+// nothing was done; so is ErrNotSubscribed (no call was made).
+func InDoubt(err error) bool {
+	if err == nil || errors.Is(err, ErrNotSubscribed) {
+		return false
+	}
+	if _, standby := masteraddr.Leader(err); standby {
+		return false
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+		return true
+	}
+	return false
+}
+
 // Launch is Accept with one LAUNCH operation.
 func (d *Driver) Launch(ctx context.Context, offerIDs []string, tasks []*pb.TaskInfo, refuseSeconds float64) error {
 	return d.Accept(ctx, offerIDs, []*pb.Operation{{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: tasks}}}}, refuseSeconds)

@@ -9,7 +9,11 @@
 // that fit) and gives up after Config.Timeout with the reason: the
 // master's dial error, or for a task that fits no offer the largest free
 // resources any agent offered. A launch the master refuses for good (an
-// invalid task ID, or one in use) ends the run at once.
+// invalid task ID, or one in use) ends the run at once. A launch whose
+// call failed without the master's answer (scheduler.InDoubt: the leader
+// died after staging it) counts as launched: the reconciliation after
+// the next subscription tells its state, or LOST; a task is never
+// launched twice.
 //
 // Run's errors: *ExitError (a task failed), ErrInterrupted (ctx ended
 // before any task ran to its end), errors wrapping ErrTimeout or

@@ -428,14 +428,22 @@ func (r *run) offersIn(ctx context.Context, offers []*pb.Offer) {
 	}
 	launches, decline := match(offers, pending, r.s)
 	for _, l := range launches {
-		if err := r.d.Launch(ctx, []string{l.offer.Id}, l.tasks, l.refuse); err != nil {
-			switch status.Code(err) {
-			case codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated:
-				r.fatal = fmt.Errorf("%w: %s", ErrRefused, status.Convert(err).Message())
-				r.poke()
-			default:
-				r.printf("launch on %s: %v\n", l.offer.AgentId, err)
-			}
+		err := r.d.Launch(ctx, []string{l.offer.Id}, l.tasks, l.refuse)
+		switch {
+		case err == nil:
+		case scheduler.InDoubt(err):
+			// The master may have launched them before its answer was
+			// lost (killed right after staging them): they count as
+			// launched, and the next subscription's reconciliation
+			// tells their fate. Launching their IDs again would be
+			// refused as in use, or run them twice.
+			r.printf("launch on %s: %v: the master may have launched %s; asking it once it is back\n", l.offer.AgentId, err, taskIDs(l.tasks))
+		case status.Code(err) == codes.InvalidArgument || status.Code(err) == codes.PermissionDenied || status.Code(err) == codes.Unauthenticated:
+			r.fatal = fmt.Errorf("%w: %s", ErrRefused, status.Convert(err).Message())
+			r.poke()
+			continue
+		default:
+			r.printf("launch on %s: %v\n", l.offer.AgentId, err)
 			continue
 		}
 		for _, t := range l.tasks {
@@ -456,6 +464,15 @@ func (r *run) offersIn(ctx context.Context, offers []*pb.Offer) {
 			r.printf("suppress offers: %v\n", err)
 		}
 	}
+}
+
+// taskIDs lists the IDs of tasks, comma-separated.
+func taskIDs(tasks []*pb.TaskInfo) string {
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.TaskId
+	}
+	return strings.Join(ids, ", ")
 }
 
 // tellNoFitLocked says once per agent and resources that its offer is too

@@ -101,7 +101,7 @@ func (m *fakeMaster) Reconcile(context.Context, *pb.ReconcileRequest) (*pb.Empty
 	return &pb.Empty{}, nil
 }
 
-func serve(t *testing.T, m *fakeMaster) string {
+func serve(t *testing.T, m pb.SchedulerServer) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -252,5 +252,104 @@ func TestRunInterrupted(t *testing.T) {
 	out, err := runAgainst(t, ctx, serve(t, &fakeMaster{}), runner.Config{Want: resources.MustParse("cpus:1;mem:64")})
 	if !errors.Is(err, runner.ErrInterrupted) {
 		t.Fatalf("Run: %v\n%s", err, out)
+	}
+}
+
+// failoverMaster is a master that stages the first launch of each task
+// and dies before it answers: the call fails with codes.Unavailable and
+// the subscription breaks, but the task runs (its agent re-registers
+// with it). The next subscription offers again; a second launch of a
+// task it knows is refused as in use, as the real master does, and a
+// reconciliation of it is answered RUNNING, then FINISHED. A fake: the
+// failover itself is in integration/ (TestMasterHAKill9DuringLaunches).
+type failoverMaster struct {
+	fakeMaster // offers, Decline, Suppress, Acknowledge; launched: every ACCEPT's tasks, refused ones too
+
+	known      map[string]bool // tasks staged
+	reconciled []string        // task IDs asked about
+	drop       chan struct{}   // closed to break the subscription
+}
+
+func (m *failoverMaster) Subscribe(_ *pb.SubscribeRequest, stream pb.Scheduler_SubscribeServer) error {
+	drop := make(chan struct{})
+	m.mu.Lock()
+	m.stream, m.drop = stream, drop
+	m.mu.Unlock()
+	m.send(&pb.Event{Event: &pb.Event_Subscribed{Subscribed: &pb.Subscribed{FrameworkId: "fw"}}})
+	m.send(&pb.Event{Event: &pb.Event_Offers{Offers: &pb.Offers{Offers: m.offers}}})
+	select {
+	case <-stream.Context().Done():
+	case <-drop:
+	}
+	return status.Error(codes.Unavailable, "error reading from server: EOF")
+}
+
+func (m *failoverMaster) Accept(_ context.Context, r *pb.AcceptRequest) (*pb.Empty, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, op := range r.Operations {
+		for _, ti := range op.GetLaunch().GetTasks() {
+			m.launched = append(m.launched, ti.TaskId)
+			if m.known[ti.TaskId] {
+				return nil, status.Errorf(codes.InvalidArgument, "operation 0: task ID %q is in use: invalid argument", ti.TaskId)
+			}
+			m.known[ti.TaskId] = true
+		}
+	}
+	close(m.drop) // killed after staging, before answering
+	return nil, status.Error(codes.Unavailable, "error reading from server: connection reset by peer")
+}
+
+func (m *failoverMaster) Reconcile(_ context.Context, r *pb.ReconcileRequest) (*pb.Empty, error) {
+	m.mu.Lock()
+	m.reconciled = append(m.reconciled, r.TaskIds...)
+	var known []string
+	for _, id := range r.TaskIds {
+		if m.known[id] {
+			known = append(known, id)
+		}
+	}
+	m.mu.Unlock()
+	go func() {
+		for _, id := range known {
+			m.send(&pb.Event{Event: &pb.Event_Update{Update: &pb.TaskStatus{TaskId: id, AgentId: "a1", State: pb.TaskState_TASK_RUNNING,
+				Reason: pb.ReasonReconciliation}}})
+			m.send(&pb.Event{Event: &pb.Event_Update{Update: &pb.TaskStatus{TaskId: id, AgentId: "a1", State: pb.TaskState_TASK_FINISHED,
+				HasExitCode: true, Uuid: "u-" + id}}})
+		}
+	}()
+	return &pb.Empty{}, nil
+}
+
+// TestRunLaunchInDoubt is the regression test of a flake of
+// TestMasterHAKill9DuringLaunches: the leader, killed between staging a
+// launch and answering it, had sent it to the agent; brim run took the
+// failed call for a launch that did not happen and launched the task
+// again at the new leader (which the agent's re-registration had told
+// about it: refused as in use, ending the run; or, when the agent
+// reported it late, launched twice: the second launch FAILED and the
+// task was neither RUNNING nor LOST). A launch whose call failed without
+// the master's answer counts as launched; the next subscription
+// reconciles it and the task is never launched twice.
+func TestRunLaunchInDoubt(t *testing.T) {
+	m := &failoverMaster{fakeMaster: fakeMaster{offers: offers("a1", "cpus:2;mem:1024")}, known: map[string]bool{}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := runAgainst(t, ctx, serve(t, m), runner.Config{Want: resources.MustParse("cpus:0.5;mem:64"), Timeout: time.Minute})
+	if err != nil {
+		t.Fatalf("Run: %v, want the task to finish\n%s", err, out)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if got := strings.Join(m.launched, " "); got != "t" {
+		t.Errorf("launches %q, want t once", got)
+	}
+	if got := strings.Join(m.reconciled, " "); got != "t" {
+		t.Errorf("reconciled %q, want t", got)
+	}
+	for _, want := range []string{"the master may have launched t", "task t: RUNNING on agent a1 (RECONCILIATION)", "task t: FINISHED on agent a1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }
