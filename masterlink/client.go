@@ -198,7 +198,11 @@ type Client struct {
 	wake chan struct{}
 	// unsaved are the tasks whose queue in memory is newer than its
 	// checkpoint (a write failed: a full disk); saveUnsaved retries them.
-	unsaved   map[string]bool
+	unsaved map[string]bool
+	// launching are the master's RunTasks whose LaunchTask has not
+	// returned, by task ID: a Register lists them (withLaunching),
+	// as the runner's Tasks may not show them yet.
+	launching map[string]*Task
 	connected bool
 	wg        sync.WaitGroup
 
@@ -247,7 +251,7 @@ func New(opts Options) (*Client, error) {
 	}
 	c := &Client{opts: opts, log: log.With("component", "masterlink"), dir: dir, over: Oversubscription{Revocable: opts.Revocable},
 		out: newOutbox(backoff{Min: opts.RetryMin, Max: opts.RetryMax, Jitter: jitter}, rand.Float64), wake: make(chan struct{}, 1),
-		unsaved: map[string]bool{}, registerTimeout: defaultRegisterTimeout}
+		unsaved: map[string]bool{}, launching: map[string]*Task{}, registerTimeout: defaultRegisterTimeout}
 	b, err := os.ReadFile(filepath.Join(dir, "agent-id"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read agent id: %w", err)
@@ -621,10 +625,19 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 	if err != nil {
 		return false, fmt.Errorf("connect: %w", sessionErr(sctx, err))
 	}
+	// The launches under way are read first: one that ends after this
+	// shows in Tasks.
+	c.mu.Lock()
+	launching := make([]Task, 0, len(c.launching))
+	for _, t := range c.launching {
+		launching = append(launching, *t)
+	}
+	c.mu.Unlock()
 	snaps, err := c.opts.Runner.Tasks(ctx)
 	if err != nil {
 		return false, fmt.Errorf("list tasks: %w", err)
 	}
+	snaps = withLaunching(snaps, launching)
 	c.mu.Lock()
 	reg := &pb.Register{AgentId: c.id, Hostname: c.opts.Hostname, Resources: c.opts.Resources.String(), Revocable: c.over.Revocable.String(),
 		Oversubscription: c.over.registered(), PerformanceScore: c.opts.PerformanceScore}
@@ -868,6 +881,12 @@ func (c *Client) launch(ctx context.Context, ti *pb.TaskInfo, runAsRoot bool) {
 	}
 	t, err := taskFromProto(ti)
 	t.RunAsRoot = runAsRoot
+	if err == nil {
+		// Before the session can end: the next Register lists it.
+		c.mu.Lock()
+		c.launching[t.ID] = &t
+		c.mu.Unlock()
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -880,7 +899,33 @@ func (c *Client) launch(ctx context.Context, ti *pb.TaskInfo, runAsRoot bool) {
 				c.log.Error("report launch failure", "task", ti.TaskId, "err", uerr)
 			}
 		}
+		c.mu.Lock()
+		if c.launching[t.ID] == &t {
+			delete(c.launching, t.ID)
+		}
+		c.mu.Unlock()
 	}()
+}
+
+// withLaunching adds to snaps, the runner's tasks, the launches under way
+// that it does not show (its container is not created yet) as STARTING,
+// in place of an ended task of the same ID. Without them a master that
+// took over while a RunTask of its predecessor was being launched did not
+// know the task: it acknowledged the task's updates without forwarding
+// them and answered its framework LOST while the task ran, or accepted
+// the framework's second launch of it, which the agent failed as a
+// duplicate (a flake of TestMasterHAKill9DuringLaunches).
+func withLaunching(snaps []TaskSnapshot, launching []Task) []TaskSnapshot {
+	for _, t := range launching {
+		i := slices.IndexFunc(snaps, func(s TaskSnapshot) bool { return s.Task.ID == t.ID })
+		switch {
+		case i < 0:
+			snaps = append(snaps, TaskSnapshot{Task: t, State: pb.TaskState_TASK_STARTING})
+		case snaps[i].State.Terminal():
+			snaps[i] = TaskSnapshot{Task: t, State: pb.TaskState_TASK_STARTING}
+		}
+	}
+	return snaps
 }
 
 // update runs a resource update on the runner and answers the master.

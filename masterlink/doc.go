@@ -1,7 +1,8 @@
 // Package masterlink is the agent side of the agent↔master protocol
 // (package masterlinkpb): Client registers the agent with the master
 // (persisting the agent ID the master assigns), re-registers with its
-// running tasks after any break, sends heartbeats and the agent's
+// running tasks — and the master's launches still under way, STARTING —
+// after any break, sends heartbeats and the agent's
 // oversubscription status (revocable resources, the estimate's
 // explanation, the QoS corrections in force and recent kills: whole, on
 // change, in order, and again with every Register), runs the master's
