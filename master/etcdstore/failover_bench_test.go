@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,6 +204,8 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 	leadAt := standby.waitLeading(b, 10*benchTTL)
 	toLeader := leadAt.Sub(kill)
 	again := wait(5*time.Minute, 2)
+	// In the order the agents' process reported them, not quite their own.
+	slices.SortFunc(again, func(a, b time.Time) int { return a.Compare(b) })
 	last := kill
 	for _, t := range again {
 		if t.After(last) {
