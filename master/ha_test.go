@@ -122,13 +122,17 @@ func TestHAStandbyThenLeader(t *testing.T) {
 	}
 	defer cc.Close()
 	held := make(chan error, 1)
-	go func() {
-		stream, err := pb.NewSchedulerClient(cc).Subscribe(ctx, &pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}})
-		if err == nil {
-			_, err = stream.Recv()
-		}
-		held <- err
-	}()
+	// subscribe subscribes with ctx in the background; held gets its end.
+	subscribe := func(ctx context.Context) {
+		go func() {
+			stream, err := pb.NewSchedulerClient(cc).Subscribe(ctx, &pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}})
+			if err == nil {
+				_, err = stream.Recv()
+			}
+			held <- err
+		}()
+	}
+	subscribe(ctx)
 	select {
 	case err := <-held:
 		t.Fatalf("a standby with no leader answered at once: %v", err)
@@ -157,14 +161,7 @@ func TestHAStandbyThenLeader(t *testing.T) {
 	// A client that could not reach the leader named is held until
 	// another is named (etcd keeps a dead leader's key until its lease
 	// expires).
-	go func() {
-		uctx := masteraddr.WithUnreachable(ctx, "10.9.9.9:5050")
-		stream, err := pb.NewSchedulerClient(cc).Subscribe(uctx, &pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}})
-		if err == nil {
-			_, err = stream.Recv()
-		}
-		held <- err
-	}()
+	subscribe(masteraddr.WithUnreachable(ctx, "10.9.9.9:5050"))
 	select {
 	case err := <-held:
 		t.Fatalf("a client that could not reach the named leader was sent back to it: %v", err)
@@ -198,14 +195,7 @@ func TestHAStandbyThenLeader(t *testing.T) {
 	// its address) and the client goes to it. Before, such a client was
 	// held 30 s: an agent's registration timed out at the standby.
 	start := time.Now()
-	go func() {
-		uctx := masteraddr.WithUnreachable(ctx, "10.9.9.9:5050")
-		stream, err := pb.NewSchedulerClient(cc).Subscribe(uctx, &pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}})
-		if err == nil {
-			_, err = stream.Recv()
-		}
-		held <- err
-	}()
+	subscribe(masteraddr.WithUnreachable(ctx, "10.9.9.9:5050"))
 	select {
 	case err := <-held:
 		if l, ok := masteraddr.Leader(err); !ok || l != "10.9.9.9:5050" {
