@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -111,22 +110,8 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	made := false
-	if len(cgCfg.IOPaths) > 0 {
-		// The disk to throttle is the state dir's: it must exist to be
-		// found (agent.New makes it the same way a moment later).
-		if _, err := os.Stat(cfg.StateDir); errors.Is(err, fs.ErrNotExist) {
-			if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-				return fmt.Errorf("state dir: %w", err)
-			}
-			made = true
-		}
-	}
 	cg, err := cgroups.New(cgCfg)
 	if err != nil {
-		if made {
-			_ = os.Remove(cfg.StateDir) // nothing left behind
-		}
 		if len(cgCfg.IOPaths) > 0 {
 			return fmt.Errorf("cgroup isolator (--io-guard and --qos-opt io-throttle= throttle the state dir's disk): %w", err)
 		}

@@ -1,6 +1,7 @@
 package cgroups
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,12 +15,18 @@ import (
 // sorted, without duplicates): the block IO controllers refuse partitions.
 // sys is where sysfs is mounted. A path on no block device (tmpfs,
 // overlay, a btrfs subvolume's anonymous device) is an error wrapping
-// ErrInvalid.
+// ErrInvalid. A path not made yet (an agent's first state dir) is on the
+// disk of its nearest existing parent, where it will be made.
 func diskDevices(sys string, paths []string) ([]string, error) {
 	var out []string
 	for _, p := range paths {
 		var st unix.Stat_t
-		if err := unix.Stat(p, &st); err != nil {
+		err := unix.Stat(p, &st)
+		for q := p; errors.Is(err, unix.ENOENT) && filepath.Dir(q) != q; {
+			q = filepath.Dir(q)
+			err = unix.Stat(q, &st)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("io path %s: %w: %w", p, ErrInvalid, err)
 		}
 		dev := fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
