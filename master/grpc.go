@@ -93,7 +93,12 @@ func (s agentLink) receive(stream pb.AgentLink_ConnectServer, c *outbox[toAgent]
 	// the master's registration workers (workers.go): a goroutine keeps
 	// the stack it grew until garbage collections halve it, so the one
 	// receiving for the stream's life stays small.
-	ag, kill, err := s.register(stream, c)
+	t, err := m.admission.admit(stream.Context())
+	if err != nil {
+		return err
+	}
+	ag, kill, err := s.register(stream, c, t)
+	t.release()
 	if err != nil {
 		return err
 	}
@@ -127,10 +132,10 @@ func (s agentLink) receive(stream pb.AgentLink_ConnectServer, c *outbox[toAgent]
 	}
 }
 
-// register receives the agent's registration, authenticates it and
-// registers it with outbox c: it returns the agent ID and the tasks the
-// agent must kill, or the stream's status.
-func (s agentLink) register(stream pb.AgentLink_ConnectServer, c *outbox[toAgent]) (string, []string, error) {
+// register receives the agent's registration admitted with ticket t,
+// authenticates it and registers it with outbox c: it returns the agent
+// ID and the tasks the agent must kill, or the stream's status.
+func (s agentLink) register(stream pb.AgentLink_ConnectServer, c *outbox[toAgent], t *ticket) (string, []string, error) {
 	m := s.m
 	first, err := stream.Recv()
 	if err != nil {
@@ -151,6 +156,7 @@ func (s agentLink) register(stream pb.AgentLink_ConnectServer, c *outbox[toAgent
 			return "", nil, toStatus(err)
 		}
 	}
+	t.received()
 	ag, kill, err := m.registerAgent(reg, principal, c)
 	if err != nil {
 		return "", nil, m.grpcError(err)

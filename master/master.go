@@ -51,6 +51,10 @@ type Options struct {
 	// agent_reregister_timeout); 0: HeartbeatInterval ×
 	// MaxMissedHeartbeats.
 	ReregistrationTimeout time.Duration
+	// RegisterTimeout is how long an agent stream, once admitted, holds
+	// its registration slot before its registration (Register and task
+	// pages) arrived (admit.go); 0: DefaultRegisterTimeout.
+	RegisterTimeout time.Duration
 	// Store persists what must survive a restart; nil keeps nothing.
 	Store Store
 	// AuthenticateAgents makes every agent registration (and
@@ -128,7 +132,9 @@ var taskIDRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`)
 type Master struct {
 	opts Options
 	log  *slog.Logger
-	// registrations runs agents' registrations (workers.go).
+	// admission admits agents' registrations (admit.go), registrations
+	// runs them (workers.go).
+	admission     *admission
 	registrations *workers
 	alloc         *allocator.Allocator
 	store         Store
@@ -266,6 +272,9 @@ func New(opts Options) (*Master, error) {
 	if opts.MaxCompletedTasks == 0 {
 		opts.MaxCompletedTasks = DefaultMaxCompletedTasks
 	}
+	if opts.RegisterTimeout <= 0 {
+		opts.RegisterTimeout = DefaultRegisterTimeout
+	}
 	if opts.MaxCompletedFrameworks == 0 {
 		opts.MaxCompletedFrameworks = DefaultMaxCompletedFrameworks
 	}
@@ -280,6 +289,7 @@ func New(opts Options) (*Master, error) {
 	m := &Master{
 		opts:          opts,
 		log:           log.With("component", "master"),
+		admission:     newAdmission(registrationSlots(), opts.RegisterTimeout),
 		registrations: newRegistrationWorkers(),
 		alloc:         a,
 		store:         opts.Store,

@@ -44,9 +44,13 @@ import (
 // failover's storm is never ramped); BRIM_FAILOVER_AGENT_NICE=10 runs
 // the simulated agents' process at that nice value (default 0): on one
 // machine their CPU is the simulation's, which 50,000 hosts would spend
-// on their own. BRIM_FAILOVER_CPUPROFILE=FILE writes the new leader's CPU
-// profile from the kill to the last re-registration (the simulated
-// agents' into FILE.agents).
+// on their own. BRIM_FAILOVER_CPUPROFILE=FILE writes the new leader's
+// CPU profile from the kill to the last re-registration (the simulated
+// agents' into FILE.agents); BRIM_FAILOVER_HEAPPROFILE=FILE its heap
+// profile once every agent is back. The new leader's scheduling
+// latency over the storm (how long its runnable goroutines waited for
+// a CPU; its lease refresher is one) is reported with its goroutines'
+// stacks.
 func BenchmarkFailover(b *testing.B) {
 	points := []int{1000, 10000}
 	if v := os.Getenv("BRIM_FAILOVER_AGENTS"); v != "" {
@@ -117,14 +121,21 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 			}
 		}
 	}()
+	var leader *masterProc // the one that must not stop while agents come
 	wait := func(within time.Duration, round int) []time.Time {
 		b.Helper()
 		deadline := time.After(within)
+		var stopped <-chan string
+		if leader != nil {
+			stopped = leader.stopped
+		}
 		var at []time.Time
 		for i := range n {
 			select {
 			case t := <-registrations:
 				at = append(at, t)
+			case why := <-stopped:
+				b.Fatalf("%s stopped with %d of %d agents registered: %s", leader.name, i, n, why)
 			case <-deadline:
 				agents.send(fmt.Sprintf("missing %d", round))
 				answer := "(the agents' process did not answer)"
@@ -138,6 +149,7 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 		return at
 	}
 	start := time.Now()
+	leader = first
 	wait(5*time.Minute, 1)
 	registration := time.Since(start)
 
@@ -196,6 +208,7 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		b.Fatal(err)
 	}
+	standby.send("sched-mark")
 	profile := os.Getenv("BRIM_FAILOVER_CPUPROFILE")
 	if profile != "" {
 		standby.send("profile " + profile)
@@ -203,6 +216,7 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 	}
 	leadAt := standby.waitLeading(b, 10*benchTTL)
 	toLeader := leadAt.Sub(kill)
+	leader = standby
 	again := wait(5*time.Minute, 2)
 	// In the order the agents' process reported them, not quite their own.
 	slices.SortFunc(again, func(a, b time.Time) int { return a.Compare(b) })
@@ -215,6 +229,24 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 	toAll := last.Sub(kill)
 	cpu := cpuOf(procs)
 	rss := rssMiB(standby.roleProc)
+	if heap := os.Getenv("BRIM_FAILOVER_HEAPPROFILE"); heap != "" {
+		standby.send("heap " + heap)
+	}
+	standby.send("sched-report")
+	var schedP99, schedMax float64
+	select {
+	case l := <-standby.sched:
+		var p50 float64
+		var runs, stacks, goroutines int
+		if _, err := fmt.Sscanf(l, "sched %g %g %g %d %d %d", &p50, &schedP99, &schedMax, &runs, &stacks, &goroutines); err != nil {
+			b.Errorf("%s: %q: %v", standby.name, l, err)
+		}
+		b.Logf("new leader's scheduling latency from the kill to the last re-registration: p50 %.3gs, p99 %.3gs, max %.3gs over %d goroutine runs sampled; "+
+			"then %d goroutines, %.0f MiB of stacks (%.1f KiB each)",
+			p50, schedP99, schedMax, runs, goroutines, float64(stacks)/(1<<20), float64(stacks)/1024/float64(max(goroutines, 1)))
+	case <-time.After(30 * time.Second):
+		b.Errorf("%s: no scheduling latencies within 30 s", standby.name)
+	}
 	if profile != "" {
 		standby.send("profile-end")
 		agents.send("profile-end")
@@ -254,6 +286,8 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 	b.ReportMetric(toAll.Seconds()/registration.Seconds(), "reregistered/registration")
 	b.ReportMetric(total.Seconds(), "cpu-s")
 	b.ReportMetric(rss, "leader-rss-MiB")
+	b.ReportMetric(schedP99*1000, "leader-sched-p99-ms")
+	b.ReportMetric(schedMax*1000, "leader-sched-max-ms")
 	b.Logf("agents=%d TTL=%v: new leader %.2fs after the kill (goal <= TTL+1s: %v), first offer %.2fs, all re-registered %.2fs "+
 		"(first registration %.2fs: %.2fx), CPU %.1fs from the kill to the last re-registration (%s), new leader's RSS %.0f MiB",
 		n, benchTTL, toLeader.Seconds(), toLeader <= benchTTL+time.Second, toOffer.Seconds(), toAll.Seconds(),
@@ -388,12 +422,14 @@ type masterProc struct {
 	leading  atomic.Int64
 	elected  chan struct{} // closed when leading is set
 	profiled chan struct{} // gets the process's "profiled"
+	sched    chan string   // gets the process's "sched …" answers
+	stopped  chan string   // gets why it stopped on its own
 	killed   atomic.Bool
 }
 
 func startMasterProc(b *testing.B, name string, args roleArgs) *masterProc {
 	b.Helper()
-	m := &masterProc{roleProc: startRole(b, name, "master", args, 0, 4), elected: make(chan struct{}), profiled: make(chan struct{}, 1)}
+	m := &masterProc{roleProc: startRole(b, name, "master", args, 0, 4), elected: make(chan struct{}), profiled: make(chan struct{}, 1), sched: make(chan string, 1), stopped: make(chan string, 1)}
 	l := m.line(b, 30*time.Second, "its address")
 	var ok bool
 	if m.addr, ok = strings.CutPrefix(l, "addr "); !ok {
@@ -407,9 +443,15 @@ func startMasterProc(b *testing.B, name string, args roleArgs) *masterProc {
 				close(m.elected)
 			} else if l == "profiled" {
 				m.profiled <- struct{}{}
+			} else if strings.HasPrefix(l, "sched ") {
+				m.sched <- l
 			} else if v, ok := strings.CutPrefix(l, "stopped "); ok && !m.killed.Load() {
 				// now, not with the benchmark's log at its end
 				fmt.Fprintf(os.Stderr, "%s master %s stopped on its own: %s\n", time.Now().Format(time.TimeOnly), m.addr, v)
+				select {
+				case m.stopped <- v:
+				default:
+				}
 			}
 		}
 	}()

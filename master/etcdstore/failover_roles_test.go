@@ -7,12 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -203,10 +207,53 @@ func runMaster(ctx context.Context, a roleArgs, out *lineWriter, cmds <-chan str
 }
 
 // profiler serves the profile commands: "profile FILE" starts a CPU
-// profile into FILE, "profile-end" ends it and answers "profiled".
+// profile into FILE, "profile-end" ends it and answers "profiled";
+// "heap FILE" writes a heap profile after a garbage collection;
+// "sched-mark" notes the Go scheduler's latencies so far, "sched-report"
+// answers "sched P50 P99 MAX RUNS STACKS GOROUTINES" (seconds; the count
+// of goroutine runs sampled) for the runs since the mark, and the bytes
+// of goroutine stacks and the goroutines now: how long runnable goroutines
+// waited for a CPU — the lease refresher among them.
 type profiler struct {
-	out *lineWriter
-	f   *os.File
+	out   *lineWriter
+	f     *os.File
+	sched *metrics.Float64Histogram // at the mark
+}
+
+const schedLatencies = "/sched/latencies:seconds"
+
+func schedHistogram() *metrics.Float64Histogram {
+	s := []metrics.Sample{{Name: schedLatencies}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil
+	}
+	return s[0].Value.Float64Histogram()
+}
+
+// schedSince sums up the runs in now's histogram and not in mark's.
+func schedSince(mark, now *metrics.Float64Histogram) string {
+	counts := slices.Clone(now.Counts)
+	var total uint64
+	for i := range counts {
+		if mark != nil && i < len(mark.Counts) {
+			counts[i] -= mark.Counts[i]
+		}
+		total += counts[i]
+	}
+	quantile := func(q float64) float64 {
+		want := uint64(math.Ceil(q * float64(total)))
+		var seen uint64
+		for i, c := range counts {
+			if seen += c; c > 0 && seen >= want {
+				return now.Buckets[i+1] // the bucket's upper bound
+			}
+		}
+		return 0
+	}
+	mem := []metrics.Sample{{Name: "/memory/classes/heap/stacks:bytes"}, {Name: "/sched/goroutines:goroutines"}}
+	metrics.Read(mem)
+	return fmt.Sprintf("sched %g %g %g %d %d %d", quantile(0.5), quantile(0.99), quantile(1), total, mem[0].Value.Uint64(), mem[1].Value.Uint64())
 }
 
 // command runs c if it is a profile command and says whether it was.
@@ -223,6 +270,30 @@ func (p *profiler) command(c string) bool {
 			return true
 		}
 		p.f = f
+		return true
+	}
+	if name, ok := strings.CutPrefix(c, "heap "); ok {
+		f, err := os.Create(name)
+		if err == nil {
+			runtime.GC()
+			err = errors.Join(pprof.Lookup("heap").WriteTo(f, 0), f.Close())
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "heap profile: %v\n", err)
+		}
+		return true
+	}
+	switch c {
+	case "sched-mark":
+		p.sched = schedHistogram()
+		return true
+	case "sched-report":
+		if now := schedHistogram(); now != nil {
+			p.out.printf("%s", schedSince(p.sched, now))
+		} else {
+			p.out.printf("sched 0 0 0 0 0 0")
+		}
+		p.out.flush()
 		return true
 	}
 	if c == "profile-end" && p.f != nil {
