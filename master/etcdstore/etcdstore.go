@@ -130,8 +130,19 @@ func (c *Client) registryPrefix() string { return c.prefix + "/registry/" }
 
 // Campaign waits until this master leads, advertising addr (where agents,
 // frameworks and operators reach it), or ctx ends. A session that
-// expires while waiting (a standby cut from etcd) is replaced.
+// expires while waiting (a standby cut from etcd) is replaced. While it
+// waits it keeps a copy of the registry for the term's Load (mirror.go).
 func (c *Client) Campaign(ctx context.Context, addr string) (master.Term, error) {
+	copied := c.startMirror(ctx)
+	t, err := c.campaignUntilElected(ctx, addr, copied)
+	if err != nil {
+		copied.stop()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (c *Client) campaignUntilElected(ctx context.Context, addr string, copied *mirror) (*Term, error) {
 	for {
 		s, err := concurrency.NewSession(c.cli, concurrency.WithTTL(c.ttl), concurrency.WithContext(ctx))
 		if err != nil {
@@ -144,7 +155,7 @@ func (c *Client) Campaign(ctx context.Context, addr string) (master.Term, error)
 			}
 			continue
 		}
-		t, err := c.campaign(ctx, s, addr)
+		t, err := c.campaign(ctx, s, addr, copied)
 		if err == nil {
 			return t, nil
 		}
@@ -170,7 +181,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // campaign campaigns on s until elected, s expires or ctx ends, and
 // checks the leadership it won: its key must still be there.
-func (c *Client) campaign(ctx context.Context, s *concurrency.Session, addr string) (*Term, error) {
+func (c *Client) campaign(ctx context.Context, s *concurrency.Session, addr string, copied *mirror) (*Term, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -187,7 +198,7 @@ func (c *Client) campaign(ctx context.Context, s *concurrency.Session, addr stri
 		}
 		return nil, err
 	}
-	t := &Term{c: c, s: s, e: e, key: e.Key(), rev: e.Rev(), addr: addr, done: make(chan struct{}), stop: make(chan struct{})}
+	t := &Term{c: c, s: s, e: e, key: e.Key(), rev: e.Rev(), addr: addr, done: make(chan struct{}), stop: make(chan struct{}), copied: copied}
 	rctx, rcancel := context.WithTimeout(ctx, c.timeout)
 	defer rcancel()
 	resp, err := c.cli.Get(rctx, t.key)
@@ -291,6 +302,9 @@ type Term struct {
 	stopOnce sync.Once
 
 	agents agentWrites // PutAgent's queue
+
+	copyMu sync.Mutex
+	copied *mirror // the standby's copy of the registry, until Load or the term's end
 }
 
 // agentWrites queues the agent records that concurrent PutAgent calls
@@ -325,6 +339,7 @@ const maxTxnOps = 128
 // be elected.
 func (t *Term) watch(lastOK time.Time) {
 	defer close(t.done)
+	defer t.takeCopy() // not loaded: dropped
 	ttl := time.Duration(t.c.ttl) * time.Second
 	every, limit := ttl/4, ttl*3/4
 	tick := time.NewTicker(every / 2)
@@ -548,15 +563,42 @@ func (t *Term) PutWeights(weights map[string]float64) error {
 	return err
 }
 
-// Load reads the whole registry, in the same transaction as the fence:
-// what a leader loads is what it leads with.
+// takeCopy stops the standby's copy of the registry and returns it (rev
+// 0: none, or taken already).
+func (t *Term) takeCopy() (map[string][]byte, int64) {
+	t.copyMu.Lock()
+	defer t.copyMu.Unlock()
+	if t.copied == nil {
+		return nil, 0
+	}
+	kvs, rev := t.copied.take()
+	t.copied = nil
+	return kvs, rev
+}
+
+// Load reads the registry in the same transaction as the fence: what a
+// leader loads is what it leads with. The first Load of a term starts
+// from the copy the master kept while a standby (mirror.go) and reads
+// only what changed since; any other reads the whole registry.
 func (t *Term) Load() (*master.Persisted, error) {
+	if kvs, rev := t.takeCopy(); rev > 0 {
+		start := time.Now()
+		p, changed, err := t.loadSince(kvs, rev)
+		if err == nil {
+			t.c.log.Info("registry loaded from the standby's copy", "records", len(kvs), "changed_since", changed,
+				"copy_revision", rev, "took", time.Since(start).Round(time.Millisecond))
+			return p, nil
+		}
+		if !errors.Is(err, errCopyOutOfDate) {
+			return nil, err
+		}
+		t.c.log.Info("standby's copy of the registry out of date: reading it whole", "err", err)
+	}
 	resp, err := t.txn(clientv3.OpGet(t.c.registryPrefix(), clientv3.WithPrefix()))
 	if err != nil {
 		return nil, fmt.Errorf("load master registry: %w", err)
 	}
-	p := &master.Persisted{Agents: map[string]master.PersistedAgent{}, Frameworks: map[string]master.PersistedFramework{},
-		Reservations: map[string]resources.Resources{}, Quota: map[string]allocator.Quota{}, Weights: map[string]float64{}}
+	p := newPersisted()
 	for _, r := range resp.Responses {
 		for _, kv := range r.GetResponseRange().Kvs {
 			k := strings.TrimPrefix(string(kv.Key), t.c.registryPrefix())
@@ -566,6 +608,11 @@ func (t *Term) Load() (*master.Persisted, error) {
 		}
 	}
 	return p, nil
+}
+
+func newPersisted() *master.Persisted {
+	return &master.Persisted{Agents: map[string]master.PersistedAgent{}, Frameworks: map[string]master.PersistedFramework{},
+		Reservations: map[string]resources.Resources{}, Quota: map[string]allocator.Quota{}, Weights: map[string]float64{}}
 }
 
 // decode reads one registry record into p; an unknown family is an error

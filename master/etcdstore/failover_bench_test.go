@@ -247,6 +247,18 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 	case <-time.After(30 * time.Second):
 		b.Errorf("%s: no scheduling latencies within 30 s", standby.name)
 	}
+	standby.send("cycles")
+	select {
+	case l := <-standby.sched:
+		var n int
+		var p50, p99 time.Duration
+		if _, err := fmt.Sscanf(l, "cycles %d %d %d", &n, &p50, &p99); err != nil {
+			b.Errorf("%s: %q: %v", standby.name, l, err)
+		}
+		b.Logf("new leader's allocation cycles (each holds the master's lock): %d, the last 1,024 p50 %v, p99 %v", n, p50, p99)
+	case <-time.After(30 * time.Second):
+		b.Errorf("%s: no cycle figures within 30 s", standby.name)
+	}
 	if profile != "" {
 		standby.send("profile-end")
 		agents.send("profile-end")
@@ -443,7 +455,7 @@ func startMasterProc(b *testing.B, name string, args roleArgs) *masterProc {
 				close(m.elected)
 			} else if l == "profiled" {
 				m.profiled <- struct{}{}
-			} else if strings.HasPrefix(l, "sched ") {
+			} else if strings.HasPrefix(l, "sched ") || strings.HasPrefix(l, "cycles ") {
 				m.sched <- l
 			} else if v, ok := strings.CutPrefix(l, "stopped "); ok && !m.killed.Load() {
 				// now, not with the benchmark's log at its end

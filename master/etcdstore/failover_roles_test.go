@@ -167,6 +167,9 @@ func runEtcdMember(ctx context.Context, a roleArgs, out *lineWriter) error {
 // stdin: "profile FILE" starts a CPU profile into FILE, "profile-end"
 // ends it and answers "profiled".
 func runMaster(ctx context.Context, a roleArgs, out *lineWriter, cmds <-chan string) error {
+	if os.Getenv("BRIM_FAILOVER_MUTEXPROFILE") != "" {
+		runtime.SetMutexProfileFraction(10)
+	}
 	log := slog.New(leaderLog{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})})
 	e, err := etcdstore.Open(ctx, etcdstore.Config{Endpoints: a.Endpoints, Prefix: "/brim-bench", SessionTTL: a.TTL,
 		DialTimeout: 2 * time.Second, RequestTimeout: 2 * time.Second, Log: log})
@@ -196,6 +199,16 @@ func runMaster(ctx context.Context, a roleArgs, out *lineWriter, cmds <-chan str
 	go func() { // owned by the process: ends with stdin
 		p := profiler{out: out}
 		for c := range cmds {
+			if c == "cycles" {
+				if m := r.Leading(); m != nil {
+					n, _, _, p50, p99 := m.CycleStats()
+					out.printf("cycles %d %d %d", n, p50, p99)
+				} else {
+					out.printf("cycles 0 0 0")
+				}
+				out.flush()
+				continue
+			}
 			p.command(c)
 		}
 	}()
@@ -277,6 +290,11 @@ func (p *profiler) command(c string) bool {
 		if err == nil {
 			runtime.GC()
 			err = errors.Join(pprof.Lookup("heap").WriteTo(f, 0), f.Close())
+		}
+		if err == nil && os.Getenv("BRIM_FAILOVER_MUTEXPROFILE") != "" {
+			if f, err = os.Create(name + ".mutex"); err == nil {
+				err = errors.Join(pprof.Lookup("mutex").WriteTo(f, 0), f.Close())
+			}
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "heap profile: %v\n", err)

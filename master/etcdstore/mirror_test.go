@@ -1,0 +1,145 @@
+package etcdstore_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/master/etcdstore"
+)
+
+// logBuffer is a log a test reads while it is written.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) has(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Contains(l.b.String(), s)
+}
+
+// TestStandbyLoadsFromItsCopy: a standby keeps a copy of the registry
+// while it campaigns; elected, it loads the copy with what changed
+// since (records added, changed and deleted while it waited) — the same
+// registry the old leader had — and a copy that holds a record deleted
+// since is not trusted: the registry is read whole.
+func TestStandbyLoadsFromItsCopy(t *testing.T) {
+	c := startEtcd(t, 1)
+	const ttl = 2 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a := open(t, c.clients, "/brim-copy", ttl)
+	ta, err := a.Campaign(ctx, "10.0.0.1:5050")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ta.Store()
+	must := func(errs ...error) {
+		t.Helper()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	must(s.PutAgent("agent-1", master.PersistedAgent{Hostname: "h1"}),
+		s.PutFramework("fw-1", master.PersistedFramework{Roles: []string{"ads"}}),
+		s.PutFramework("fw-gone", master.PersistedFramework{Roles: []string{"web"}}),
+		s.PutWeights(map[string]float64{"ads": 2}))
+
+	standby := func() (*etcdstore.Client, *logBuffer) {
+		log := &logBuffer{}
+		b, err := etcdstore.Open(context.Background(), etcdstore.Config{Endpoints: c.clients, Prefix: "/brim-copy", SessionTTL: ttl,
+			DialTimeout: 2 * time.Second, RequestTimeout: 2 * time.Second,
+			Log: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return b, log
+	}
+	campaign := func(b *etcdstore.Client, log *logBuffer, addr string) <-chan master.Term {
+		elected := make(chan master.Term, 1)
+		go func() { // ends with ctx or the election
+			tb, err := b.Campaign(ctx, addr)
+			if err != nil {
+				t.Error(err)
+			}
+			elected <- tb
+		}()
+		for deadline := time.Now().Add(20 * time.Second); !log.has("standby's copy of the registry: read"); {
+			if time.Now().After(deadline) {
+				t.Fatal("the standby did not read its copy of the registry within 20s")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return elected
+	}
+	b, blog := standby()
+	elected := campaign(b, blog, "10.0.0.2:5050")
+
+	// While b waits: added, changed, deleted.
+	must(s.PutAgent("agent-2", master.PersistedAgent{Hostname: "h2"}),
+		s.PutAgent("agent-1", master.PersistedAgent{Hostname: "h1-renamed"}),
+		s.DeleteFramework("fw-gone"),
+		s.PutWeights(map[string]float64{"ads": 3}))
+	want, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ta.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tb := <-elected
+	if tb == nil {
+		t.FailNow()
+	}
+	got, err := tb.Store().Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(registryText(got), registryText(want)) {
+		t.Fatalf("the new leader loads\n%v\nwant\n%v", registryText(got), registryText(want))
+	}
+	if !blog.has("registry loaded from the standby's copy") {
+		t.Errorf("the new leader did not load from its copy; its log:\n%s", blog.b.String())
+	}
+
+	// A copy that missed a deletion.
+	d, dlog := standby()
+	elected = campaign(d, dlog, "10.0.0.3:5050")
+	if err := tb.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	td := <-elected
+	if td == nil {
+		t.FailNow()
+	}
+	if !etcdstore.AddToCopy(td, "agents/ghost", `{"hostname":"ghost"}`) {
+		t.Fatal("the elected standby has no copy of the registry")
+	}
+	got, err = td.Store().Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(registryText(got), registryText(want)) {
+		t.Fatalf("from a copy with a record deleted since, the new leader loads\n%v\nwant\n%v", registryText(got), registryText(want))
+	}
+	if !dlog.has("out of date: reading it whole") {
+		t.Errorf("the copy with a deleted record was not found out of date; the log:\n%s", dlog.b.String())
+	}
+}
