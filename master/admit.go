@@ -17,7 +17,7 @@ import (
 // registration workers. A goroutine woken by the network — the etcd
 // client's lease refresh among them — queued behind all of them, over
 // two seconds on two CPUs: the new leader stopped hearing its lease
-// refreshed and stepped down in the middle of the storm (1 of 4 runs of
+// refreshed and stepped down in the middle of the storm (1 of 5 runs of
 // the 50,000-agent failover benchmark). Admitted a few at a time, the
 // scheduler's queue stays short and everything else the master does
 // keeps its turn.
