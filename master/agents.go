@@ -305,12 +305,20 @@ func (m *Master) agentMessage(id string, c *outbox[toAgent], msg fromAgent) {
 }
 
 // agentStatusLocked records a status update from an agent and forwards it
-// to the framework; updates of tasks the master no longer tracks are
-// acknowledged at once so the agent stops retrying.
+// to the framework; updates of tasks the master does not track on that
+// agent are acknowledged at once so the agent stops retrying, and such
+// a task still alive is killed: nobody accounts for its resources or
+// would ever end it (the task of a framework told it was LOST, a copy of
+// a task that runs on another agent).
 func (m *Master) agentStatusLocked(ag *agentEntry, st *taskStatus) {
 	st.agentID = ag.id
 	t := ag.tasks[st.taskID]
 	if t == nil {
+		if !terminal(st.state) {
+			m.log.Warn("agent reports a live task the master does not track: killing it",
+				"agent", ag.id, "task", st.taskID, "state", st.state)
+			ag.out.send(&killTask{taskID: st.taskID, framework: st.frameworkID})
+		}
 		if st.uuid != "" {
 			ag.out.send(&ackStatus{taskID: st.taskID, uuid: st.uuid})
 		}
