@@ -102,6 +102,16 @@ func (r *Runner) update(st masterlink.Status) {
 	}
 }
 
+// liveLocked reports whether task t is being launched or its container
+// runs (the agent's own record, which outlives an agent restart).
+func (r *Runner) liveLocked(t masterlink.Task) bool {
+	if tk := r.tasks[t.ID]; tk != nil && tk.launching {
+		return true
+	}
+	c, err := r.a.Get(ContainerName(t.FrameworkID, t.ID))
+	return err == nil && c.State == agent.StateRunning
+}
+
 // taskLocked returns the record of task id, creating it.
 func (r *Runner) taskLocked(id string) *task {
 	t := r.tasks[id]
@@ -120,10 +130,17 @@ func (r *Runner) killed(id string) bool {
 
 // LaunchTask starts t's container and watches it. A kill that arrives
 // while the container is being created is acted on once it exists.
+//
+// A launch of a task being launched, or whose container runs, is a
+// duplicate — the master sent it again, or a new leader that did not know
+// the task yet launched it once more — and leaves the task as it is: no
+// second container, no status (its statuses so far stand). Launched
+// again, the agent refused the container's name, the task was reported
+// FAILED while it ran, and its record lost its container.
 func (r *Runner) LaunchTask(ctx context.Context, t masterlink.Task) error {
-	r.update(masterlink.Status{TaskID: t.ID, State: pb.TaskState_TASK_STARTING})
 	ar, rev, err := agentResourcesOf(t.Resources)
 	if err != nil {
+		r.update(masterlink.Status{TaskID: t.ID, State: pb.TaskState_TASK_STARTING})
 		return err
 	}
 	labels := map[string]string{}
@@ -132,9 +149,15 @@ func (r *Runner) LaunchTask(ctx context.Context, t masterlink.Task) error {
 	}
 	labels[LabelTask], labels[LabelFramework], labels[LabelResources], labels[LabelTaskName] = t.ID, t.FrameworkID, t.Resources.String(), t.Name
 	r.mu.Lock()
+	if r.liveLocked(t) {
+		r.mu.Unlock()
+		r.log.Info("launch of a task already launching or running: left as it is", "task", t.ID, "framework", t.FrameworkID)
+		return nil
+	}
 	tk := r.taskLocked(t.ID)
 	tk.launching, tk.container, tk.killed = true, "", false
 	r.mu.Unlock()
+	r.update(masterlink.Status{TaskID: t.ID, State: pb.TaskState_TASK_STARTING})
 	c, err := r.a.Launch(ctx, agent.Spec{Name: ContainerName(t.FrameworkID, t.ID), Command: t.Command, Env: t.Env, Resources: ar, Revocable: rev, Labels: labels,
 		User: t.User, UserNS: t.UserNS, RunAsRoot: t.RunAsRoot, // the master checked run_as_root
 		Network: ar.NetMbit > 0}) // net_bw needs the container's own netns (agent --network)

@@ -130,8 +130,17 @@ func (s *slowAgent) Wait(ctx context.Context, _ string) (*agent.Container, error
 	return s.c, nil
 }
 
-func (s *slowAgent) Get(string) (*agent.Container, error) { return nil, agent.ErrNotFound }
-func (s *slowAgent) List() []*agent.Container             { return nil }
+func (s *slowAgent) Get(ref string) (*agent.Container, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.c != nil && (ref == s.c.ID || ref == s.c.Name) {
+		c := *s.c
+		return &c, nil
+	}
+	return nil, agent.ErrNotFound
+}
+
+func (s *slowAgent) List() []*agent.Container { return nil }
 func (s *slowAgent) ResizeLabeled(context.Context, string, agent.Update, map[string]string) (*agent.Container, error) {
 	return nil, agent.ErrNotFound
 }
@@ -190,6 +199,56 @@ func TestKillDuringLaunch(t *testing.T) {
 		}
 		if st.State == pb.TaskState_TASK_LOST {
 			t.Fatalf("task reported lost: %+v", st)
+		}
+	}
+	want := []pb.TaskState{pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING, pb.TaskState_TASK_KILLED}
+	if fmt.Sprint(states) != fmt.Sprint(want) {
+		t.Errorf("states %v, want %v", states, want)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.killed != 1 {
+		t.Errorf("agent kills: %d, want 1", a.killed)
+	}
+}
+
+// TestDuplicateLaunch: a RunTask of a task being launched, or whose
+// container runs, leaves the task as it is — no second container, no
+// status — and a later kill still finds its container. (A duplicate was
+// launched again: the agent refused the container name, the task was
+// reported FAILED while it ran, and its record lost the container.)
+func TestDuplicateLaunch(t *testing.T) {
+	a := &slowAgent{entered: make(chan struct{}), release: make(chan struct{}), exitted: make(chan struct{})}
+	up := &statuses{ch: make(chan masterlink.Status, 8)}
+	r := New(context.Background(), a, nil)
+	r.SetUpdater(up)
+	defer r.Close()
+	res, err := resources.Parse("cpus:1;mem:64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := masterlink.Task{ID: "t1", FrameworkID: "f", Resources: res}
+	launched := make(chan error, 1)
+	go func() { launched <- r.LaunchTask(context.Background(), task) }()
+	<-a.entered
+	if err := r.LaunchTask(context.Background(), task); err != nil { // slowAgent.Launch again would panic
+		t.Fatalf("duplicate during the launch: %v", err)
+	}
+	close(a.release)
+	if err := <-launched; err != nil {
+		t.Fatalf("launch: %v", err)
+	}
+	if err := r.LaunchTask(context.Background(), task); err != nil {
+		t.Fatalf("duplicate of the running task: %v", err)
+	}
+	if err := r.KillTask(context.Background(), "t1"); err != nil {
+		t.Fatal(err)
+	}
+	var states []pb.TaskState
+	for st := range up.ch {
+		states = append(states, st.State)
+		if st.State.Terminal() {
+			break
 		}
 	}
 	want := []pb.TaskState{pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING, pb.TaskState_TASK_KILLED}
