@@ -153,6 +153,7 @@ type run struct {
 	mu        sync.Mutex
 	tasks     []task // every task, launched or not
 	launched  map[string]bool
+	shown     map[string]pb.TaskState // the last state printed, by task
 	ended     map[string]*pb.TaskStatus
 	stopping  bool
 	connected bool
@@ -170,7 +171,7 @@ type run struct {
 }
 
 func newRun(d *scheduler.Driver, cfg Config, now time.Time) *run {
-	r := &run{d: d, cfg: cfg, launched: map[string]bool{}, ended: map[string]*pb.TaskStatus{},
+	r := &run{d: d, cfg: cfg, launched: map[string]bool{}, shown: map[string]pb.TaskState{}, ended: map[string]*pb.TaskStatus{},
 		free: map[string]resources.Resources{}, told: map[string]string{}, waitSince: now,
 		allDone: make(chan struct{}), nudge: make(chan struct{}, 1)}
 	if cfg.Out == nil {
@@ -493,6 +494,12 @@ func (r *run) update(ctx context.Context, st *pb.TaskStatus) {
 	if !r.launched[st.TaskId] || r.ended[st.TaskId] != nil {
 		return
 	}
+	if last, ok := r.shown[st.TaskId]; ok && last == st.State && !st.State.Terminal() {
+		// Not a transition: a reconciliation answer, or an update the
+		// agent sent again to a new leader after a failover.
+		return
+	}
+	r.shown[st.TaskId] = st.State
 	r.printf("%s\n", statusLine(st))
 	// A reconciliation answer is final only when LOST (the master kills
 	// the task should its agent turn up later); a terminal state it

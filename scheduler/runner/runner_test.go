@@ -32,6 +32,8 @@ type fakeMaster struct {
 	// lost: the task's end is the master's reconciliation answer LOST
 	// (its agent missed the re-registration window), nothing after.
 	lost bool
+	// repeat: RUNNING comes again (a reconciliation answer) before the end.
+	repeat bool
 
 	mu       sync.Mutex
 	launched []string
@@ -72,6 +74,10 @@ func (m *fakeMaster) Accept(_ context.Context, r *pb.AcceptRequest) (*pb.Empty, 
 			st := &pb.TaskStatus{TaskId: ti.TaskId, AgentId: "a1", State: pb.TaskState_TASK_RUNNING}
 			go func() {
 				m.send(&pb.Event{Event: &pb.Event_Update{Update: st}})
+				if m.repeat {
+					m.send(&pb.Event{Event: &pb.Event_Update{Update: &pb.TaskStatus{TaskId: st.TaskId, AgentId: "a1",
+						State: pb.TaskState_TASK_RUNNING, Reason: pb.ReasonReconciliation}}})
+				}
 				if m.lost {
 					m.send(&pb.Event{Event: &pb.Event_Update{Update: &pb.TaskStatus{TaskId: st.TaskId, State: pb.TaskState_TASK_LOST,
 						Reason: pb.ReasonReconciliation, Message: "unknown task"}}})
@@ -157,6 +163,23 @@ func TestRunFinished(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestRunPrintsTransitions: a state a task is already in (a
+// reconciliation answer, an update resent after a failover) is not
+// printed again.
+func TestRunPrintsTransitions(t *testing.T) {
+	m := &fakeMaster{offers: offers("a1", "cpus:2;mem:1024"), repeat: true}
+	out, err := runAgainst(t, context.Background(), serve(t, m), runner.Config{Want: resources.MustParse("cpus:0.5;mem:64"), Timeout: time.Minute})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out)
+	}
+	if n := strings.Count(out, "task t: RUNNING"); n != 1 {
+		t.Errorf("RUNNING printed %d times, want once:\n%s", n, out)
+	}
+	if !strings.Contains(out, "task t: FINISHED on agent a1") {
+		t.Errorf("output lacks the end:\n%s", out)
 	}
 }
 
