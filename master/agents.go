@@ -20,6 +20,15 @@ import (
 // raft commit, and under the lock 10,000 first registrations queued
 // behind one another; outside it they proceed together.
 func (m *Master) registerAgent(reg *registration, principal string, c *outbox[toAgent]) (string, []string, error) {
+	return m.registerAgentThen(reg, principal, c, func() {})
+}
+
+// registerAgentThen is registerAgent calling registered once the
+// registry has the agent, before the store's write: a registration's
+// admission slot is not held while it waits on the store (held, 10,000
+// first registrations took 5.4 – 7.4 s instead of 2.4 – 3.0 s: too few
+// writes in flight to fill etcd's transactions).
+func (m *Master) registerAgentThen(reg *registration, principal string, c *outbox[toAgent], registered func()) (string, []string, error) {
 	var (
 		id      string
 		kill    []string
@@ -27,6 +36,7 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 		err     error
 	)
 	m.registrations.do(func() { id, kill, persist, err = m.registerAgentInRegistry(reg, principal, c) })
+	registered()
 	if err == nil && persist != nil && m.store != nil {
 		if err := m.store.PutAgent(id, *persist); err != nil {
 			m.log.Warn("persist agent", "agent", id, "err", err)

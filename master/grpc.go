@@ -157,7 +157,7 @@ func (s agentLink) register(stream pb.AgentLink_ConnectServer, c *outbox[toAgent
 		}
 	}
 	t.received()
-	ag, kill, err := m.registerAgent(reg, principal, c)
+	ag, kill, err := m.registerAgentThen(reg, principal, c, t.release)
 	if err != nil {
 		return "", nil, m.grpcError(err)
 	}
