@@ -87,7 +87,13 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 	ag.oversub, ag.score = reg.oversub, reg.score
 	ag.revInUse, ag.revInUseSet = revInUse, reg.revInUseSet
 	ag.out, ag.lastSeen, ag.unreachable = c, time.Now(), false
-	delete(m.awaited, id)
+	if m.awaited[id] {
+		delete(m.awaited, id)
+		if len(m.awaited) == 0 {
+			m.allBack = time.Now()
+			m.log.Info("every agent of the registry re-registered", "after", m.allBack.Sub(m.started).Round(time.Millisecond))
+		}
+	}
 
 	// Reconcile: what the agent runs against what the master knows.
 	var kill []string
@@ -196,6 +202,15 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 	m.log.Info("agent registered", "agent", id, "hostname", ag.hostname, "principal", principal, "resources", total.String(), "tasks", len(ag.tasks))
 	m.trigger()
 	return id, kill, persist, nil
+}
+
+// AllAgentsBack returns when the last agent of the registry the master
+// started (or was elected) with re-registered; zero while some are
+// awaited, or if it started with none.
+func (m *Master) AllAgentsBack() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.allBack
 }
 
 // frameworkKnownLocked reports whether a framework is subscribed or

@@ -156,6 +156,7 @@ type Master struct {
 	// they are back (or the agent timeout passes) unknown tasks may be
 	// theirs, so reconciliation does not call them LOST.
 	awaited map[string]bool
+	allBack time.Time // when the last awaited agent came back (AllAgentsBack)
 	// deferred are tasks frameworks asked to reconcile while agents
 	// were awaited (framework → task IDs): answered LOST when the
 	// re-registration window closes if still unknown (reregister.go).

@@ -76,6 +76,8 @@ func newMetrics(m *Master) *metrics {
 			return n
 		}),
 		connected("brim_master_offers_outstanding", "Offers made and not yet used, declined or rescinded.", func() int { return len(m.offers) }),
+		connected("brim_master_agents_awaited", "Agents of the registry not re-registered since the master started or was elected (0 once the re-registration window closed).",
+			func() int { return len(m.awaited) }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return x

@@ -227,6 +227,13 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 		}
 	}
 	toAll := last.Sub(kill)
+	for standby.allBack.Load() == 0 && time.Since(last) < 10*time.Second {
+		time.Sleep(10 * time.Millisecond)
+	}
+	toAllAtLeader := time.Duration(-1)
+	if at := standby.allBack.Load(); at != 0 {
+		toAllAtLeader = time.Unix(0, at).Sub(kill)
+	}
 	cpu := cpuOf(procs)
 	rss := rssMiB(standby.roleProc)
 	if heap := os.Getenv("BRIM_FAILOVER_HEAPPROFILE"); heap != "" {
@@ -294,12 +301,15 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 	b.ReportMetric(toLeader.Seconds(), "s-to-leader")
 	b.ReportMetric(toOffer.Seconds(), "s-to-offer")
 	b.ReportMetric(toAll.Seconds(), "s-to-reregistered")
+	b.ReportMetric(toAllAtLeader.Seconds(), "s-to-reregistered-at-leader")
 	b.ReportMetric(registration.Seconds(), "s-registration")
 	b.ReportMetric(toAll.Seconds()/registration.Seconds(), "reregistered/registration")
 	b.ReportMetric(total.Seconds(), "cpu-s")
 	b.ReportMetric(rss, "leader-rss-MiB")
 	b.ReportMetric(schedP99*1000, "leader-sched-p99-ms")
 	b.ReportMetric(schedMax*1000, "leader-sched-max-ms")
+	b.Logf("the new leader had every agent of its registry back %.2fs after the kill (its own clock); the last agent heard so %.2fs after it",
+		toAllAtLeader.Seconds(), toAll.Seconds())
 	b.Logf("agents=%d TTL=%v: new leader %.2fs after the kill (goal <= TTL+1s: %v), first offer %.2fs, all re-registered %.2fs "+
 		"(first registration %.2fs: %.2fx), CPU %.1fs from the kill to the last re-registration (%s), new leader's RSS %.0f MiB",
 		n, benchTTL, toLeader.Seconds(), toLeader <= benchTTL+time.Second, toOffer.Seconds(), toAll.Seconds(),
@@ -432,6 +442,7 @@ type masterProc struct {
 	*roleProc
 	addr     string
 	leading  atomic.Int64
+	allBack  atomic.Int64 // "allback": the last awaited agent registered (unix ns)
 	elected  chan struct{} // closed when leading is set
 	profiled chan struct{} // gets the process's "profiled"
 	sched    chan string   // gets the process's "sched …" answers
@@ -453,6 +464,9 @@ func startMasterProc(b *testing.B, name string, args roleArgs) *masterProc {
 				at, _ := strconv.ParseInt(v, 10, 64)
 				m.leading.Store(at)
 				close(m.elected)
+			} else if v, ok := strings.CutPrefix(l, "allback "); ok {
+				at, _ := strconv.ParseInt(v, 10, 64)
+				m.allBack.Store(at)
 			} else if l == "profiled" {
 				m.profiled <- struct{}{}
 			} else if strings.HasPrefix(l, "sched ") || strings.HasPrefix(l, "cycles ") {

@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -162,7 +163,8 @@ func runEtcdMember(ctx context.Context, a roleArgs, out *lineWriter) error {
 
 // runMaster runs a highly available master on the etcd endpoints:
 // "addr HOST:PORT" once it listens, "leading UNIXNANO" when it is
-// elected (its own clock: the benchmark's too), "stopped ERR" if it
+// elected (its own clock: the benchmark's too), "allback UNIXNANO" when
+// the last agent of the registry it was elected with re-registered, "stopped ERR" if it
 // ends on its own. Warnings and its elections go to stderr. Commands on
 // stdin: "profile FILE" starts a CPU profile into FILE, "profile-end"
 // ends it and answers "profiled".
@@ -194,6 +196,18 @@ func runMaster(ctx context.Context, a roleArgs, out *lineWriter, cmds <-chan str
 		if ctx.Err() == nil {
 			out.printf("leading %d", time.Now().UnixNano())
 			out.flush()
+		}
+		// When the last agent of the registry it was elected with is back
+		// (not reported if it was elected with none).
+		for ctx.Err() == nil {
+			if m := r.Leading(); m != nil {
+				if at := m.AllAgentsBack(); !at.IsZero() {
+					out.printf("allback %d", at.UnixNano())
+					out.flush()
+					return
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
 	}()
 	go func() { // owned by the process: ends with stdin
@@ -231,6 +245,7 @@ type profiler struct {
 	out   *lineWriter
 	f     *os.File
 	sched *metrics.Float64Histogram // at the mark
+	trace *os.File                  // BRIM_FAILOVER_TRACE: an execution trace with the CPU profile
 }
 
 const schedLatencies = "/sched/latencies:seconds"
@@ -283,6 +298,15 @@ func (p *profiler) command(c string) bool {
 			return true
 		}
 		p.f = f
+		if name := os.Getenv("BRIM_FAILOVER_TRACE"); name != "" && p.trace == nil && !strings.HasSuffix(f.Name(), ".agents") {
+			if tf, err := os.Create(name); err == nil {
+				if err := trace.Start(tf); err != nil {
+					_ = tf.Close()
+				} else {
+					p.trace = tf
+				}
+			}
+		}
 		return true
 	}
 	if name, ok := strings.CutPrefix(c, "heap "); ok {
@@ -318,6 +342,11 @@ func (p *profiler) command(c string) bool {
 		pprof.StopCPUProfile()
 		_ = p.f.Close()
 		p.f = nil
+		if p.trace != nil {
+			trace.Stop()
+			_ = p.trace.Close()
+			p.trace = nil
+		}
 		p.out.printf("profiled")
 		p.out.flush()
 		return true
