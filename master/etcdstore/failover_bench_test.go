@@ -442,7 +442,7 @@ type masterProc struct {
 	*roleProc
 	addr     string
 	leading  atomic.Int64
-	allBack  atomic.Int64 // "allback": the last awaited agent registered (unix ns)
+	allBack  atomic.Int64  // "allback": the last awaited agent registered (unix ns)
 	elected  chan struct{} // closed when leading is set
 	profiled chan struct{} // gets the process's "profiled"
 	sched    chan string   // gets the process's "sched …" answers
