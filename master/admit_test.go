@@ -17,18 +17,17 @@ import (
 	"github.com/brimnode/brim/resources"
 )
 
-// TestAdmissionBoundsRegistrations: with every registration slot held by
-// a stream that sends nothing (or a Register and never its task pages),
-// another agent waits; once the register timeout passes the silent
-// streams give their slots back, the waiting agent registers, and a
-// late registration still goes through.
-func TestAdmissionBoundsRegistrations(t *testing.T) {
-	const wait = 1500 * time.Millisecond
-	m, err := New(Options{HeartbeatInterval: 100 * time.Millisecond})
+// admittingMaster serves a master with opts, admitting slots
+// registrations at once with wait, over gRPC with masterlink's server
+// options; it returns a connection to it. Both end at cleanup, after
+// stop (nil: none) — what the test must undo before the master stops.
+func admittingMaster(t *testing.T, opts Options, slots int, wait time.Duration, stop func()) (*Master, *grpc.ClientConn) {
+	t.Helper()
+	m, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.admission = newAdmission(2, wait)
+	m.admission = newAdmission(slots, wait)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -40,13 +39,30 @@ func TestAdmissionBoundsRegistrations(t *testing.T) {
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = srv.Serve(l) }()
 	go func() { defer wg.Done(); _ = m.Run(ctx) }()
-	t.Cleanup(func() { cancel(); srv.Stop(); wg.Wait() })
-
+	t.Cleanup(func() {
+		if stop != nil {
+			stop()
+		}
+		cancel()
+		srv.Stop()
+		wg.Wait()
+	})
 	cc, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cc.Close() })
+	return m, cc
+}
+
+// TestAdmissionBoundsRegistrations: with every registration slot held by
+// a stream that sends nothing (or a Register and never its task pages),
+// another agent waits; once the register timeout passes the silent
+// streams give their slots back, the waiting agent registers, and a
+// late registration still goes through.
+func TestAdmissionBoundsRegistrations(t *testing.T) {
+	const wait = 1500 * time.Millisecond
+	m, cc := admittingMaster(t, Options{HeartbeatInterval: 100 * time.Millisecond}, 2, wait, nil)
 	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer scancel()
 	connect := func() pb.AgentLink_ConnectClient {
@@ -139,36 +155,12 @@ func (s *blockingStore) PutDemand(*demand.Demand) error                    { ret
 // first registrations took twice as long.)
 func TestAdmissionNotHeldOverTheStore(t *testing.T) {
 	store := &blockingStore{release: make(chan struct{}), writing: make(chan struct{})}
-	m, err := New(Options{HeartbeatInterval: 100 * time.Millisecond, Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.admission = newAdmission(1, time.Minute)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer(masterlink.ServerOptions()...)
-	m.RegisterGRPC(srv)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = srv.Serve(l) }()
-	go func() { defer wg.Done(); _ = m.Run(ctx) }()
 	released := false
-	t.Cleanup(func() {
+	_, cc := admittingMaster(t, Options{HeartbeatInterval: 100 * time.Millisecond, Store: store}, 1, time.Minute, func() {
 		if !released {
 			close(store.release)
 		}
-		cancel()
-		srv.Stop()
-		wg.Wait()
 	})
-	cc, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cc.Close() })
 	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer scancel()
 	register := func(id string) pb.AgentLink_ConnectClient {

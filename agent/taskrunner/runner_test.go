@@ -163,19 +163,42 @@ func (s *statuses) Update(st masterlink.Status) error {
 	return nil
 }
 
-// TestKillDuringLaunch: a kill that arrives while the container is being
-// created is acted on once it exists, and the task ends KILLED (not
-// LOST: the agent did not know the container when the kill came).
-func TestKillDuringLaunch(t *testing.T) {
+// slowRunner is a runner of a slowAgent whose statuses go to up, and
+// the resources of a small task.
+func slowRunner(t *testing.T) (*slowAgent, *statuses, *Runner, resources.Resources) {
+	t.Helper()
 	a := &slowAgent{entered: make(chan struct{}), release: make(chan struct{}), exitted: make(chan struct{})}
 	up := &statuses{ch: make(chan masterlink.Status, 8)}
 	r := New(context.Background(), a, nil)
 	r.SetUpdater(up)
-	defer r.Close()
+	t.Cleanup(r.Close)
 	res, err := resources.Parse("cpus:1;mem:64")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return a, up, r, res
+}
+
+// killedOnce checks that the task went STARTING, RUNNING, KILLED and
+// that a killed its container once.
+func killedOnce(t *testing.T, a *slowAgent, states []pb.TaskState) {
+	t.Helper()
+	want := []pb.TaskState{pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING, pb.TaskState_TASK_KILLED}
+	if fmt.Sprint(states) != fmt.Sprint(want) {
+		t.Errorf("states %v, want %v", states, want)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.killed != 1 {
+		t.Errorf("agent kills: %d, want 1", a.killed)
+	}
+}
+
+// TestKillDuringLaunch: a kill that arrives while the container is being
+// created is acted on once it exists, and the task ends KILLED (not
+// LOST: the agent did not know the container when the kill came).
+func TestKillDuringLaunch(t *testing.T) {
+	a, up, r, res := slowRunner(t)
 	launched := make(chan error, 1)
 	go func() {
 		launched <- r.LaunchTask(context.Background(), masterlink.Task{ID: "t1", FrameworkID: "f", Resources: res})
@@ -201,15 +224,7 @@ func TestKillDuringLaunch(t *testing.T) {
 			t.Fatalf("task reported lost: %+v", st)
 		}
 	}
-	want := []pb.TaskState{pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING, pb.TaskState_TASK_KILLED}
-	if fmt.Sprint(states) != fmt.Sprint(want) {
-		t.Errorf("states %v, want %v", states, want)
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.killed != 1 {
-		t.Errorf("agent kills: %d, want 1", a.killed)
-	}
+	killedOnce(t, a, states)
 }
 
 // TestDuplicateLaunch: a RunTask of a task being launched, or whose
@@ -218,15 +233,7 @@ func TestKillDuringLaunch(t *testing.T) {
 // launched again: the agent refused the container name, the task was
 // reported FAILED while it ran, and its record lost the container.)
 func TestDuplicateLaunch(t *testing.T) {
-	a := &slowAgent{entered: make(chan struct{}), release: make(chan struct{}), exitted: make(chan struct{})}
-	up := &statuses{ch: make(chan masterlink.Status, 8)}
-	r := New(context.Background(), a, nil)
-	r.SetUpdater(up)
-	defer r.Close()
-	res, err := resources.Parse("cpus:1;mem:64")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, up, r, res := slowRunner(t)
 	task := masterlink.Task{ID: "t1", FrameworkID: "f", Resources: res}
 	launched := make(chan error, 1)
 	go func() { launched <- r.LaunchTask(context.Background(), task) }()
@@ -251,15 +258,7 @@ func TestDuplicateLaunch(t *testing.T) {
 			break
 		}
 	}
-	want := []pb.TaskState{pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING, pb.TaskState_TASK_KILLED}
-	if fmt.Sprint(states) != fmt.Sprint(want) {
-		t.Errorf("states %v, want %v", states, want)
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.killed != 1 {
-		t.Errorf("agent kills: %d, want 1", a.killed)
-	}
+	killedOnce(t, a, states)
 }
 
 // TestKillUnknownTask: a kill of a task the agent does not have reports

@@ -13,7 +13,7 @@ import (
 // step did not happen.
 func FailureLog(t testing.TB, name string) *slog.Logger {
 	t.Helper()
-	w := &lockedBuffer{}
+	w := &LockedBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("log of %s:\n%s", name, w.String())
@@ -22,19 +22,20 @@ func FailureLog(t testing.TB, name string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// lockedBuffer is a bytes.Buffer safe for concurrent writers.
-type lockedBuffer struct {
+// LockedBuffer is a bytes.Buffer safe for concurrent writers: a log a
+// test reads while it is written.
+type LockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *LockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+func (b *LockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

@@ -1,36 +1,17 @@
 package etcdstore_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/master"
 	"github.com/brimnode/brim/master/etcdstore"
 )
-
-// logBuffer is a log a test reads while it is written.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) has(s string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Contains(l.b.String(), s)
-}
 
 // TestStandbyLoadsFromItsCopy: a standby keeps a copy of the registry
 // while it campaigns; elected, it loads the copy with what changed
@@ -61,8 +42,8 @@ func TestStandbyLoadsFromItsCopy(t *testing.T) {
 		s.PutFramework("fw-gone", master.PersistedFramework{Roles: []string{"web"}}),
 		s.PutWeights(map[string]float64{"ads": 2}))
 
-	standby := func() (*etcdstore.Client, *logBuffer) {
-		log := &logBuffer{}
+	standby := func() (*etcdstore.Client, *testutil.LockedBuffer) {
+		log := &testutil.LockedBuffer{}
 		b, err := etcdstore.Open(context.Background(), etcdstore.Config{Endpoints: c.clients, Prefix: "/brim-copy", SessionTTL: ttl,
 			DialTimeout: 2 * time.Second, RequestTimeout: 2 * time.Second,
 			Log: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
@@ -72,7 +53,8 @@ func TestStandbyLoadsFromItsCopy(t *testing.T) {
 		t.Cleanup(func() { _ = b.Close() })
 		return b, log
 	}
-	campaign := func(b *etcdstore.Client, log *logBuffer, addr string) <-chan master.Term {
+	has := func(log *testutil.LockedBuffer, s string) bool { return strings.Contains(log.String(), s) }
+	campaign := func(b *etcdstore.Client, log *testutil.LockedBuffer, addr string) <-chan master.Term {
 		elected := make(chan master.Term, 1)
 		go func() { // ends with ctx or the election
 			tb, err := b.Campaign(ctx, addr)
@@ -81,7 +63,7 @@ func TestStandbyLoadsFromItsCopy(t *testing.T) {
 			}
 			elected <- tb
 		}()
-		for deadline := time.Now().Add(20 * time.Second); !log.has("standby's copy of the registry: read"); {
+		for deadline := time.Now().Add(20 * time.Second); !has(log, "standby's copy of the registry: read"); {
 			if time.Now().After(deadline) {
 				t.Fatal("the standby did not read its copy of the registry within 20s")
 			}
@@ -115,8 +97,8 @@ func TestStandbyLoadsFromItsCopy(t *testing.T) {
 	if !reflect.DeepEqual(registryText(got), registryText(want)) {
 		t.Fatalf("the new leader loads\n%v\nwant\n%v", registryText(got), registryText(want))
 	}
-	if !blog.has("registry loaded from the standby's copy") {
-		t.Errorf("the new leader did not load from its copy; its log:\n%s", blog.b.String())
+	if !has(blog, "registry loaded from the standby's copy") {
+		t.Errorf("the new leader did not load from its copy; its log:\n%s", blog.String())
 	}
 
 	// A copy that missed a deletion.
@@ -139,7 +121,7 @@ func TestStandbyLoadsFromItsCopy(t *testing.T) {
 	if !reflect.DeepEqual(registryText(got), registryText(want)) {
 		t.Fatalf("from a copy with a record deleted since, the new leader loads\n%v\nwant\n%v", registryText(got), registryText(want))
 	}
-	if !dlog.has("out of date: reading it whole") {
-		t.Errorf("the copy with a deleted record was not found out of date; the log:\n%s", dlog.b.String())
+	if !has(dlog, "out of date: reading it whole") {
+		t.Errorf("the copy with a deleted record was not found out of date; the log:\n%s", dlog.String())
 	}
 }
