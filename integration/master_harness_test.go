@@ -151,6 +151,24 @@ func getState(t *testing.T, addr string) masterState {
 	return fetchState(t, http.DefaultClient, "http://"+addr)
 }
 
+// tryState GETs the state of master m, the leader; false if m is nil or
+// does not answer it (it stepped down, or is gone).
+func tryState(m *masterProc) (masterState, bool) {
+	var st masterState
+	if m == nil {
+		return st, false
+	}
+	resp, err := http.Get("http://" + m.Addr + "/state")
+	if err != nil {
+		return st, false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, false
+	}
+	return st, json.NewDecoder(resp.Body).Decode(&st) == nil
+}
+
 // fetchState GETs url/state with hc (a TLS master: masterProc's url and
 // http).
 func fetchState(t *testing.T, hc *http.Client, url string) masterState {
