@@ -119,13 +119,15 @@ func (m *mirror) take() (map[string][]byte, int64) {
 var errCopyOutOfDate = errors.New("the standby's copy holds records deleted since")
 
 // loadSince loads the registry from kvs, a copy at revision rev, and
-// what changed after it — in one fenced transaction. kvs is updated in
+// what changed since — in one fenced transaction. kvs is updated in
 // place.
 func (t *Term) loadSince(kvs map[string][]byte, rev int64) (*master.Persisted, int, error) {
 	prefix := t.c.registryPrefix()
 	resp, err := t.txn(
 		clientv3.OpGet(prefix, clientv3.WithPrefix(), clientv3.WithCountOnly()),
-		clientv3.OpGet(prefix, clientv3.WithPrefix(), clientv3.WithMinModRev(rev+1)),
+		// From rev itself, not rev+1: should a watch response ever have
+		// carried part of a revision, its other keys are read again.
+		clientv3.OpGet(prefix, clientv3.WithPrefix(), clientv3.WithMinModRev(rev)),
 	)
 	if err != nil {
 		return nil, 0, fmt.Errorf("load master registry: %w", err)
