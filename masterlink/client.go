@@ -882,9 +882,14 @@ func (c *Client) launch(ctx context.Context, ti *pb.TaskInfo, runAsRoot bool) {
 	t, err := taskFromProto(ti)
 	t.RunAsRoot = runAsRoot
 	if err == nil {
-		// Before the session can end: the next Register lists it.
+		// Before the session can end: the next Register lists it. A
+		// second RunTask of a launch under way keeps the first one's
+		// record (the runner leaves such a duplicate as it is and returns
+		// at once: replaced, the record went with it).
 		c.mu.Lock()
-		c.launching[t.ID] = &t
+		if c.launching[t.ID] == nil {
+			c.launching[t.ID] = &t
+		}
 		c.mu.Unlock()
 	}
 	c.wg.Add(1)

@@ -2,6 +2,7 @@ package masterlink_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,22 @@ func (r hangingLauncher) LaunchTask(ctx context.Context, t masterlink.Task) erro
 func (hangingLauncher) KillTask(context.Context, string) error                   { return nil }
 func (hangingLauncher) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) { return nil, nil }
 
+// startLaunching runs a client with runner r against a scripted master
+// behind a proxy the test cuts, until it registered once.
+func startLaunching(t *testing.T, r masterlink.TaskRunner) (*scriptedMaster, *cutProxy) {
+	t.Helper()
+	m, addr := startScripted(t)
+	p := startProxy(t, addr)
+	c, err := masterlink.New(masterlink.Options{Master: p.addr(), StateDir: t.TempDir(), Resources: resources.MustParse("cpus:1;mem:128"),
+		Runner: r, ReconnectMin: 10 * time.Millisecond, ReconnectMax: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, c)
+	waitRegister(t, m, 30*time.Second, "first")
+	return m, p
+}
+
 // TestReregisterLaunching is the regression test of a flake of
 // TestMasterHAKill9DuringLaunches: the leader died right after sending a
 // RunTask, and the agent re-registered with the new leader before the
@@ -31,16 +48,8 @@ func (hangingLauncher) Tasks(context.Context) ([]masterlink.TaskSnapshot, error)
 // framework, told LOST or launching it again, ran it twice). A launch
 // under way is registered STARTING.
 func TestReregisterLaunching(t *testing.T) {
-	m, addr := startScripted(t)
-	p := startProxy(t, addr)
 	r := hangingLauncher{started: make(chan string, 1)}
-	c, err := masterlink.New(masterlink.Options{Master: p.addr(), StateDir: t.TempDir(), Resources: resources.MustParse("cpus:1;mem:128"),
-		Runner: r, ReconnectMin: 10 * time.Millisecond, ReconnectMax: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, c)
-	waitRegister(t, m, 30*time.Second, "first")
+	m, p := startLaunching(t, r)
 	m.cmds <- &pb.MasterMessage{Msg: &pb.MasterMessage_Run{Run: &pb.RunTask{Task: &pb.TaskInfo{TaskId: "t1", FrameworkId: "fw", Name: "one",
 		Resources: "cpus:0.1;mem:32", Command: []string{"sleep", "60"}}}}}
 	select {
@@ -58,5 +67,54 @@ func TestReregisterLaunching(t *testing.T) {
 	if ts.State != pb.TaskState_TASK_STARTING || ts.Task.GetTaskId() != "t1" || ts.Task.GetFrameworkId() != "fw" ||
 		ts.Task.GetResources() != "cpus:0.1;mem:32" || ts.Acknowledged {
 		t.Errorf("re-registered with %v, want t1 of fw STARTING", ts)
+	}
+}
+
+// onceHangingLauncher hangs a task's first launch, as hangingLauncher,
+// and returns at once from any other launch of it: a duplicate, which
+// the agent's runner leaves as it is.
+type onceHangingLauncher struct {
+	hangingLauncher
+	mu    sync.Mutex
+	seen  map[string]bool
+	dupes chan string
+}
+
+func (r *onceHangingLauncher) LaunchTask(ctx context.Context, t masterlink.Task) error {
+	r.mu.Lock()
+	dup := r.seen[t.ID]
+	r.seen[t.ID] = true
+	r.mu.Unlock()
+	if dup {
+		r.dupes <- t.ID
+		return nil
+	}
+	return r.hangingLauncher.LaunchTask(ctx, t)
+}
+
+// TestReregisterLaunchingAfterDuplicate: a second RunTask of a task
+// whose launch is under way does not take the first launch out of the
+// next Register when it returns (it replaced the launch's record and
+// removed it on return: the task was left out, as in
+// TestReregisterLaunching).
+func TestReregisterLaunchingAfterDuplicate(t *testing.T) {
+	r := &onceHangingLauncher{hangingLauncher: hangingLauncher{started: make(chan string, 1)}, seen: map[string]bool{}, dupes: make(chan string, 1)}
+	m, p := startLaunching(t, r)
+	runTask := &pb.MasterMessage{Msg: &pb.MasterMessage_Run{Run: &pb.RunTask{Task: &pb.TaskInfo{TaskId: "t1", FrameworkId: "fw", Name: "one",
+		Resources: "cpus:0.1;mem:32", Command: []string{"sleep", "60"}}}}}
+	for _, want := range []chan string{r.started, r.dupes} {
+		m.cmds <- runTask
+		select {
+		case <-want:
+		case <-time.After(30 * time.Second):
+			t.Fatal("a RunTask was not launched")
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // the duplicate's launch goroutine ends
+	p.set("reset")
+	p.set("forward")
+	reg := waitRegister(t, m, 30*time.Second, "after the cut")
+	if len(reg.Tasks) != 1 || reg.Tasks[0].Task.GetTaskId() != "t1" || reg.Tasks[0].State != pb.TaskState_TASK_STARTING {
+		t.Fatalf("re-registered with %v, want t1 STARTING (its first launch is still under way)", reg.Tasks)
 	}
 }
