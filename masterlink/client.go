@@ -527,8 +527,13 @@ func (c *Client) Run(ctx context.Context) error {
 				c.log.Warn("master link down", "master", target, "err", err, "retry_in", wait)
 				// The leader may be gone: ask the next listed master
 				// (the only one again when one is listed — or it, after
-				// a leader it named).
-				masters.Failed()
+				// a leader it named), saying this one was unreachable
+				// when the link broke.
+				if masteraddr.LinkDown(err) {
+					masters.Lost()
+				} else {
+					masters.Failed()
+				}
 				if c.opts.Discover != nil && masters.Exhausted() {
 					masteraddr.Rediscover(ctx, c.opts.Discover, masters, c.log)
 				}

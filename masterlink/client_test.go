@@ -79,6 +79,14 @@ func (m *scriptedMaster) Connect(stream pb.AgentLink_ConnectServer) error {
 
 func startScripted(t *testing.T, opts ...grpc.ServerOption) (*scriptedMaster, string) {
 	t.Helper()
+	m, addr, _ := startScriptedServer(t, opts...)
+	return m, addr
+}
+
+// startScriptedServer is startScripted with its server, for a test that
+// stops it as a killed master stops: its connections closed.
+func startScriptedServer(t *testing.T, opts ...grpc.ServerOption) (*scriptedMaster, string, *grpc.Server) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +97,7 @@ func startScripted(t *testing.T, opts ...grpc.ServerOption) (*scriptedMaster, st
 	pb.RegisterAgentLinkServer(s, m)
 	go func() { _ = s.Serve(l) }()
 	t.Cleanup(s.Stop)
-	return m, l.Addr().String()
+	return m, l.Addr().String(), s
 }
 
 func newClient(t *testing.T, addr, dir string) *masterlink.Client {

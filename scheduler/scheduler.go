@@ -202,7 +202,11 @@ func (d *Driver) Run(ctx context.Context, cb Callbacks) error {
 			d.masters.Follow(leader)
 			delay = minRetry // a failover under way: no reason to wait longer
 		} else {
-			d.masters.Failed() // the only one again when one is listed
+			if masteraddr.LinkDown(err) { // the only one again when one is listed
+				d.masters.Lost()
+			} else {
+				d.masters.Failed()
+			}
 			if d.opts.Discover != nil && d.masters.Exhausted() {
 				masteraddr.Rediscover(ctx, d.opts.Discover, d.masters, d.log)
 			}

@@ -94,6 +94,49 @@ func TestUnreachableLeader(t *testing.T) {
 	}
 }
 
+// TestLostMaster: a listed master whose link broke is remembered as
+// unreachable (a standby that still names it holds the client instead of
+// sending it back) and the next address tried is another one; LinkDown
+// tells such an error from a standby's answer and from the rest.
+func TestLostMaster(t *testing.T) {
+	s := NewSet([]string{"a:1", "b:1"})
+	if got := s.Lost(); got != "b:1" || s.Unreachable() != "a:1" {
+		t.Fatalf("Lost: now %s, unreachable %q; want b:1 and a:1", got, s.Unreachable())
+	}
+	// b:1 (a standby) names a:1 while its key lingers: followed, then
+	// lost again, the client goes on to b:1, not to a:1 again.
+	s.Follow("a:1")
+	if got := s.Lost(); got != "b:1" || s.Unreachable() != "a:1" {
+		t.Fatalf("after the followed dead leader: now %s, unreachable %q; want b:1 and a:1", got, s.Unreachable())
+	}
+	s.Reached()
+	if s.Unreachable() != "" {
+		t.Fatalf("Unreachable after Reached: %q", s.Unreachable())
+	}
+	one := NewSet([]string{"a:1"})
+	if got := one.Lost(); got != "a:1" {
+		t.Fatalf("Lost with one master: %s, want it again", got)
+	}
+
+	for _, c := range []struct {
+		err  error
+		down bool
+	}{
+		{status.Error(codes.Unavailable, "error reading from server: EOF"), true},
+		{fmt.Errorf("session: %w", status.Error(codes.Unavailable, "connection refused")), true},
+		{NotLeader("a:1"), false},
+		{NotLeader(""), false},
+		{status.Error(codes.DeadlineExceeded, "no Registered"), false},
+		{status.Error(codes.Canceled, "context canceled"), false},
+		{errors.New("plain"), false},
+		{nil, false},
+	} {
+		if got := LinkDown(c.err); got != c.down {
+			t.Errorf("LinkDown(%v) = %v, want %v", c.err, got, c.down)
+		}
+	}
+}
+
 // Exhausted once every listed address failed since the last success or
 // replacement; Replace starts over at the new list's first address; a
 // failed discovery keeps the list but waits another round.

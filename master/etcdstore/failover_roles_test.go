@@ -505,7 +505,8 @@ func (p *connPool) close() {
 // benchAgent is a simulated agent that follows the leader as
 // masterlink.Client does: a standby's NOT_LEADER sends it to the leader
 // named after a short delay, anything else to the next listed master
-// with a jittered backoff (0.5 s doubling to 5 s, 20 % down at random).
+// with a jittered backoff (0.5 s doubling to 5 s, 20 % down at random)
+// — a broken link saying the master it left is unreachable.
 type benchAgent struct {
 	id      string
 	idx     int
@@ -541,6 +542,8 @@ func (a *benchAgent) run(ctx context.Context, pool *connPool, registered func(*b
 		if leader, isStandby := masteraddr.Leader(err); isStandby && leader != "" {
 			a.masters.Follow(leader)
 			wait, attempt = minWait, -1
+		} else if masteraddr.LinkDown(err) {
+			a.masters.Lost()
 		} else {
 			a.masters.Failed()
 		}
@@ -618,11 +621,12 @@ func (a *benchAgent) session(ctx context.Context, pool *connPool, registered fun
 }
 
 // leaderLog passes on warnings and errors, and the records about the
-// leadership: not the master's record per agent.
+// leadership and the registry's load: not the master's record per
+// agent.
 type leaderLog struct{ slog.Handler }
 
 func (l leaderLog) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn || strings.Contains(r.Message, "leader") {
+	if r.Level >= slog.LevelWarn || strings.Contains(r.Message, "leader") || strings.Contains(r.Message, "registry") {
 		return l.Handler.Handle(ctx, r)
 	}
 	return nil
