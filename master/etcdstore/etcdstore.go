@@ -563,30 +563,35 @@ func (t *Term) PutWeights(weights map[string]float64) error {
 	return err
 }
 
-// takeCopy stops the standby's copy of the registry and returns it (rev
-// 0: none, or taken already).
-func (t *Term) takeCopy() (map[string][]byte, int64) {
+// takeCopy stops the standby's copy of the registry (if not taken
+// already) and drops it.
+func (t *Term) takeCopy() {
+	if m := t.takeMirror(); m != nil {
+		m.stop()
+	}
+}
+
+// takeMirror takes the standby's copy of the registry from the term; nil
+// if taken already.
+func (t *Term) takeMirror() *mirror {
 	t.copyMu.Lock()
 	defer t.copyMu.Unlock()
-	if t.copied == nil {
-		return nil, 0
-	}
-	kvs, rev := t.copied.take()
+	m := t.copied
 	t.copied = nil
-	return kvs, rev
+	return m
 }
 
 // Load reads the registry in the same transaction as the fence: what a
 // leader loads is what it leads with. The first Load of a term starts
-// from the copy the master kept while a standby (mirror.go) and reads
-// only what changed since; any other reads the whole registry.
+// from the copy the master kept while a standby (mirror.go); any other
+// reads the whole registry.
 func (t *Term) Load() (*master.Persisted, error) {
-	if kvs, rev := t.takeCopy(); rev > 0 {
+	if m := t.takeMirror(); m != nil {
 		start := time.Now()
-		p, changed, err := t.loadSince(kvs, rev)
+		p, c, err := t.loadFrom(m)
 		if err == nil {
-			t.c.log.Info("registry loaded from the standby's copy", "records", len(kvs), "changed_since", changed,
-				"copy_revision", rev, "took", time.Since(start).Round(time.Millisecond))
+			t.c.log.Info("registry loaded from the standby's copy", "records", len(c.kvs), "revision", c.rev,
+				"took", time.Since(start).Round(time.Millisecond))
 			return p, nil
 		}
 		if !errors.Is(err, errCopyOutOfDate) {

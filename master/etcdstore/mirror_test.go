@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/master"
 	"github.com/brimnode/brim/master/etcdstore"
@@ -123,5 +125,38 @@ func TestStandbyLoadsFromItsCopy(t *testing.T) {
 	}
 	if !has(dlog, "out of date: reading it whole") {
 		t.Errorf("the copy with a deleted record was not found out of date; the log:\n%s", dlog.String())
+	}
+
+	// A record that does not decode, written while a standby waits: its
+	// copy keeps the agents' records decoded, and this one fails the
+	// load as a whole read fails — it is not dropped.
+	e, elog := standby()
+	elected = campaign(e, elog, "10.0.0.4:5050")
+	raw, err := clientv3.New(clientv3.Config{Endpoints: c.clients, DialTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = raw.Close() }()
+	if _, err := raw.Put(ctx, "/brim-copy/registry/agents/broken", "{not json"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if r, err := raw.Get(ctx, "/brim-copy/registry/agents/broken"); err == nil && len(r.Kvs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the broken record was not written")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := td.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	te := <-elected
+	if te == nil {
+		t.FailNow()
+	}
+	if _, err := te.Store().Load(); err == nil || !strings.Contains(err.Error(), "agents/broken") {
+		t.Fatalf("loading a registry with a record that does not decode: %v, want an error naming it", err)
 	}
 }
