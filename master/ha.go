@@ -224,6 +224,75 @@ type gate struct {
 	changed chan struct{} // closed and replaced to wake the held streams
 
 	deadHold time.Duration // see await
+	probe    leaderProbe   // see await
+}
+
+// leaderProbeTimeout bounds a standby's connection attempt to the leader
+// a client says it could not reach; leaderProbeFresh is how long its
+// answer holds.
+const (
+	leaderProbeTimeout = 500 * time.Millisecond
+	leaderProbeFresh   = time.Second
+)
+
+// leaderProbe tells whether the leader's address accepts a connection:
+// one attempt at a time, its answer kept leaderProbeFresh for the
+// thousands of streams a failover brings.
+type leaderProbe struct {
+	dial func(ctx context.Context, addr string) error // nil: TCP
+
+	mu       sync.Mutex
+	addr     string
+	at       time.Time
+	ok       bool
+	inflight chan struct{} // closed when the attempt under way ends; nil none
+}
+
+// reachable reports whether addr accepted a connection within
+// leaderProbeTimeout, lately; false also when ctx ends first.
+func (p *leaderProbe) reachable(ctx context.Context, addr string) bool {
+	for {
+		p.mu.Lock()
+		if p.addr == addr && p.inflight == nil && time.Since(p.at) < leaderProbeFresh {
+			ok := p.ok
+			p.mu.Unlock()
+			return ok
+		}
+		if wait := p.inflight; wait != nil {
+			p.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return false
+			}
+		}
+		done := make(chan struct{})
+		p.inflight = done
+		dial := p.dial
+		p.mu.Unlock()
+		if dial == nil {
+			dial = dialTCP
+		}
+		dctx, cancel := context.WithTimeout(context.Background(), leaderProbeTimeout)
+		ok := dial(dctx, addr) == nil
+		cancel()
+		p.mu.Lock()
+		p.addr, p.at, p.ok, p.inflight = addr, time.Now(), ok, nil
+		p.mu.Unlock()
+		close(done)
+		return ok
+	}
+}
+
+// dialTCP connects to addr and hangs up.
+func dialTCP(ctx context.Context, addr string) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 // SessionTTLer is an optional ability of an Elector: the lease of its
@@ -318,8 +387,11 @@ const MaxStandbyHold = 30 * time.Second
 // A client that could not reach the leader this standby names says so
 // (masteraddr.WithUnreachable): etcd keeps a dead leader's key until its
 // lease expires, and sending the client back to it would only make it
-// bounce between the dead leader and the standbys until then. Such a
-// stream is held like one with no leader known — but only for deadHold
+// bounce between the dead leader and the standbys until then. Unless the
+// standby reaches that leader itself (a connection accepted within
+// leaderProbeTimeout: the client's link broke, not the leader — it is
+// named at once), such a stream is held like one with no leader known —
+// but only for deadHold
 // (the session TTL and a half): a leader still named then refreshes its
 // lease, so it is alive (a master restarted at the same address is
 // elected again within milliseconds), and the client is sent to it.
@@ -338,7 +410,7 @@ func (g *gate) await(ctx context.Context) (*Master, error) {
 		if m != nil {
 			return m, nil
 		}
-		if leader != "" && leader == dead {
+		if leader != "" && leader == dead && !g.probe.reachable(ctx, leader) {
 			if alive == nil {
 				t := time.NewTimer(g.deadHold)
 				defer t.Stop()

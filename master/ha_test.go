@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -86,6 +87,10 @@ func getJSON(t *testing.T, c *http.Client, url string) (int, map[string]string) 
 // with the term's store; when the term ends it stops serving at once
 // and Wait returns ErrLostLeadership.
 func TestHAStandbyThenLeader(t *testing.T) {
+	// The leader etcd names: a loopback address nothing listens on, as a
+	// killed master's (the standby tries it when a client says it could
+	// not reach it).
+	dead := closedAddr(t)
 	e := &fakeElector{terms: make(chan *fakeTerm), leaders: make(chan string), ttl: time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -138,10 +143,10 @@ func TestHAStandbyThenLeader(t *testing.T) {
 		t.Fatalf("a standby with no leader answered at once: %v", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	e.leaders <- "10.9.9.9:5050"
+	e.leaders <- dead
 	select {
 	case err := <-held:
-		if l, ok := masteraddr.Leader(err); !ok || l != "10.9.9.9:5050" {
+		if l, ok := masteraddr.Leader(err); !ok || l != dead {
 			t.Fatalf("held Subscribe answered %v (leader %q)", err, l)
 		}
 	case <-time.After(5 * time.Second):
@@ -150,7 +155,7 @@ func TestHAStandbyThenLeader(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		code, body := getJSON(t, noFollow, base+"/health")
-		if code == http.StatusServiceUnavailable && body["leader"] == "10.9.9.9:5050" {
+		if code == http.StatusServiceUnavailable && body["leader"] == dead {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -161,7 +166,7 @@ func TestHAStandbyThenLeader(t *testing.T) {
 	// A client that could not reach the leader named is held until
 	// another is named (etcd keeps a dead leader's key until its lease
 	// expires).
-	subscribe(masteraddr.WithUnreachable(ctx, "10.9.9.9:5050"))
+	subscribe(masteraddr.WithUnreachable(ctx, dead))
 	select {
 	case err := <-held:
 		t.Fatalf("a client that could not reach the named leader was sent back to it: %v", err)
@@ -176,13 +181,39 @@ func TestHAStandbyThenLeader(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the held Subscribe was not answered when another leader was named")
 	}
-	e.leaders <- "10.9.9.9:5050" // applied asynchronously: poll
+	// A leader the standby reaches itself: the client's link broke, not
+	// the leader; it is named at once.
+	live, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	e.leaders <- live.Addr().String()
+	for {
+		if _, body := getJSON(t, noFollow, base+"/health"); body["leader"] == live.Addr().String() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the standby did not learn the live leader")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	subscribe(masteraddr.WithUnreachable(ctx, live.Addr().String()))
+	select {
+	case err := <-held:
+		if l, ok := masteraddr.Leader(err); !ok || l != live.Addr().String() {
+			t.Fatalf("a client that could not reach a live leader: %v (leader %q), want it named", err, l)
+		}
+	case <-time.After(e.ttl): // held, it is answered after e.ttl*3/2
+		t.Fatal("a client that could not reach a leader the standby reaches was held")
+	}
+	e.leaders <- dead // applied asynchronously: poll
 	for {
 		code, body := getJSON(t, noFollow, base+"/metrics")
 		if code != http.StatusServiceUnavailable {
 			t.Fatalf("/metrics on a standby: %d %v", code, body)
 		}
-		if body["leader"] == "10.9.9.9:5050" {
+		if body["leader"] == dead {
 			break
 		}
 		if time.Now().After(deadline.Add(5 * time.Second)) {
@@ -195,10 +226,10 @@ func TestHAStandbyThenLeader(t *testing.T) {
 	// its address) and the client goes to it. Before, such a client was
 	// held 30 s: an agent's registration timed out at the standby.
 	start := time.Now()
-	subscribe(masteraddr.WithUnreachable(ctx, "10.9.9.9:5050"))
+	subscribe(masteraddr.WithUnreachable(ctx, dead))
 	select {
 	case err := <-held:
-		if l, ok := masteraddr.Leader(err); !ok || l != "10.9.9.9:5050" {
+		if l, ok := masteraddr.Leader(err); !ok || l != dead {
 			t.Fatalf("held Subscribe answered %v (leader %q), want the leader named all along", err, l)
 		}
 		if d := time.Since(start); d < e.ttl*3/2 {
@@ -212,14 +243,14 @@ func TestHAStandbyThenLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != "http://10.9.9.9:5050/state?x=1" {
+	if resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != "http://"+dead+"/state?x=1" {
 		t.Fatalf("GET /state on a standby: %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	stream, err := pb.NewSchedulerClient(cc).Subscribe(ctx, &pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}})
 	if err == nil {
 		_, err = stream.Recv()
 	}
-	if l, ok := masteraddr.Leader(err); !ok || l != "10.9.9.9:5050" {
+	if l, ok := masteraddr.Leader(err); !ok || l != dead {
 		t.Fatalf("Subscribe on a standby: %v (leader %q)", err, l)
 	}
 	if r.Leading() != nil {
@@ -334,4 +365,16 @@ func TestHAWatchdog(t *testing.T) {
 	if err := <-waited; err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
+}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
 }
