@@ -494,9 +494,11 @@ func (r *run) update(ctx context.Context, st *pb.TaskStatus) {
 	if !r.launched[st.TaskId] || r.ended[st.TaskId] != nil {
 		return
 	}
-	if last, ok := r.shown[st.TaskId]; ok && last == st.State && !st.State.Terminal() {
+	if last, ok := r.shown[st.TaskId]; ok && !st.State.Terminal() && stage(st.State) <= stage(last) {
 		// Not a transition: a reconciliation answer, or an update the
-		// agent sent again to a new leader after a failover.
+		// agent sent again to a new leader after a failover — which
+		// may come after the new leader's answer and be older (STARTING
+		// after RUNNING).
 		return
 	}
 	r.shown[st.TaskId] = st.State
@@ -516,6 +518,22 @@ func (r *run) update(ctx context.Context, st *pb.TaskStatus) {
 		r.ended[st.TaskId] = st
 		r.checkDoneLocked()
 	}
+}
+
+// stage orders the states a task lives through: an update of a state
+// before the one shown is stale.
+func stage(s pb.TaskState) int {
+	switch s {
+	case pb.TaskState_TASK_STAGING:
+		return 1
+	case pb.TaskState_TASK_STARTING:
+		return 2
+	case pb.TaskState_TASK_RUNNING:
+		return 3
+	case pb.TaskState_TASK_KILLING:
+		return 4
+	}
+	return 5 // terminal (or unknown)
 }
 
 // statusLine is how a task's transition is printed:

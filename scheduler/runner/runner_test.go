@@ -32,7 +32,9 @@ type fakeMaster struct {
 	// lost: the task's end is the master's reconciliation answer LOST
 	// (its agent missed the re-registration window), nothing after.
 	lost bool
-	// repeat: RUNNING comes again (a reconciliation answer) before the end.
+	// repeat: after RUNNING, what a failover brings before the end — the
+	// new leader's reconciliation answer RUNNING, then the agent's
+	// unacknowledged updates sent again: STARTING, RUNNING.
 	repeat bool
 
 	mu       sync.Mutex
@@ -77,6 +79,9 @@ func (m *fakeMaster) Accept(_ context.Context, r *pb.AcceptRequest) (*pb.Empty, 
 				if m.repeat {
 					m.send(&pb.Event{Event: &pb.Event_Update{Update: &pb.TaskStatus{TaskId: st.TaskId, AgentId: "a1",
 						State: pb.TaskState_TASK_RUNNING, Reason: pb.ReasonReconciliation}}})
+					for _, s := range []pb.TaskState{pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING} {
+						m.send(&pb.Event{Event: &pb.Event_Update{Update: &pb.TaskStatus{TaskId: st.TaskId, AgentId: "a1", State: s}}})
+					}
 				}
 				if m.lost {
 					m.send(&pb.Event{Event: &pb.Event_Update{Update: &pb.TaskStatus{TaskId: st.TaskId, State: pb.TaskState_TASK_LOST,
@@ -166,9 +171,9 @@ func TestRunFinished(t *testing.T) {
 	}
 }
 
-// TestRunPrintsTransitions: a state a task is already in (a
-// reconciliation answer, an update resent after a failover) is not
-// printed again.
+// TestRunPrintsTransitions: a state a task is already in, or one it has
+// passed (a reconciliation answer, then the updates its agent resends
+// after a failover: STARTING after RUNNING), is not printed again.
 func TestRunPrintsTransitions(t *testing.T) {
 	m := &fakeMaster{offers: offers("a1", "cpus:2;mem:1024"), repeat: true}
 	out, err := runAgainst(t, context.Background(), serve(t, m), runner.Config{Want: resources.MustParse("cpus:0.5;mem:64"), Timeout: time.Minute})
@@ -177,6 +182,9 @@ func TestRunPrintsTransitions(t *testing.T) {
 	}
 	if n := strings.Count(out, "task t: RUNNING"); n != 1 {
 		t.Errorf("RUNNING printed %d times, want once:\n%s", n, out)
+	}
+	if strings.Contains(out, "task t: STARTING") {
+		t.Errorf("a STARTING older than the RUNNING shown was printed:\n%s", out)
 	}
 	if !strings.Contains(out, "task t: FINISHED on agent a1") {
 		t.Errorf("output lacks the end:\n%s", out)
