@@ -104,6 +104,7 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 	agents := startRole(b, "agents", "agents", roleArgs{Masters: list, Agents: n, Ramp: ramp}, nice, 4*n)
 	registrations := make(chan time.Time, 4*n)
 	missingAnswers := make(chan string, 4)
+	sessionCounts := make(chan int64, 4)
 	agentsProfiled := make(chan struct{}, 1)
 	go func() { // owned by agents: ends with its stdout
 		for l := range agents.lines {
@@ -114,6 +115,8 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 				case registrations <- time.Unix(0, at):
 				default: // more than 4 rounds: nobody counts them
 				}
+			} else if _, err := fmt.Sscanf(l, "sessions %d", &at); err == nil {
+				sessionCounts <- at
 			} else if rest, ok := strings.CutPrefix(l, "missing "); ok {
 				missingAnswers <- rest
 			} else if l == "profiled" {
@@ -200,6 +203,18 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 	}
 
 	procs := append([]*roleProc{first.roleProc, standby.roleProc, agents}, members...)
+	sessions := func() int64 {
+		b.Helper()
+		agents.send("sessions")
+		select {
+		case k := <-sessionCounts:
+			return k
+		case <-time.After(30 * time.Second):
+			b.Fatal("agents: no session count within 30 s")
+			return 0
+		}
+	}
+	sessions0 := sessions()
 	cpu0 := cpuOf(procs)
 	kill := time.Now()
 	fmt.Fprintf(os.Stderr, "%s killing the leader %s (SIGKILL)\n", kill.Format(time.TimeOnly+".000"), first.addr)
@@ -227,6 +242,9 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 		}
 	}
 	toAll := last.Sub(kill)
+	// Streams the agents opened to follow the new leader: one each at
+	// best (a standby that sent them back to the dead leader made it 2.3).
+	perAgent := float64(sessions()-sessions0) / float64(n)
 	for standby.allBack.Load() == 0 && time.Since(last) < 10*time.Second {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -305,15 +323,16 @@ func failoverOnce(b *testing.B, n, ramp, nice int) {
 	b.ReportMetric(registration.Seconds(), "s-registration")
 	b.ReportMetric(toAll.Seconds()/registration.Seconds(), "reregistered/registration")
 	b.ReportMetric(total.Seconds(), "cpu-s")
+	b.ReportMetric(perAgent, "streams/agent")
 	b.ReportMetric(rss, "leader-rss-MiB")
 	b.ReportMetric(schedP99*1000, "leader-sched-p99-ms")
 	b.ReportMetric(schedMax*1000, "leader-sched-max-ms")
 	b.Logf("the new leader had every agent of its registry back %.2fs after the kill (its own clock); the last agent heard so %.2fs after it",
 		toAllAtLeader.Seconds(), toAll.Seconds())
 	b.Logf("agents=%d TTL=%v: new leader %.2fs after the kill (goal <= TTL+1s: %v), first offer %.2fs, all re-registered %.2fs "+
-		"(first registration %.2fs: %.2fx), CPU %.1fs from the kill to the last re-registration (%s), new leader's RSS %.0f MiB",
+		"(first registration %.2fs: %.2fx), %.2f streams an agent, CPU %.1fs from the kill to the last re-registration (%s), new leader's RSS %.0f MiB",
 		n, benchTTL, toLeader.Seconds(), toLeader <= benchTTL+time.Second, toOffer.Seconds(), toAll.Seconds(),
-		registration.Seconds(), toAll.Seconds()/registration.Seconds(), total.Seconds(), strings.Join(by, ", "), rss)
+		registration.Seconds(), toAll.Seconds()/registration.Seconds(), perAgent, total.Seconds(), strings.Join(by, ", "), rss)
 }
 
 // roleProc is one process of the benchmark's cluster

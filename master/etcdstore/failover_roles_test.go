@@ -372,9 +372,10 @@ func runAgents(ctx context.Context, a roleArgs, out *lineWriter, cmds <-chan str
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var sessions atomic.Int64 // streams opened by all the agents
 	agents := make([]*benchAgent, a.Agents)
 	for i := range agents {
-		agents[i] = &benchAgent{id: fmt.Sprintf("sim-%06d", i), idx: i, masters: masteraddr.NewSet(a.Masters)}
+		agents[i] = &benchAgent{id: fmt.Sprintf("sim-%06d", i), idx: i, masters: masteraddr.NewSet(a.Masters), sessions: &sessions}
 	}
 	registered := func(ag *benchAgent) { out.printf("reg %d %d", ag.idx, time.Now().UnixNano()) }
 	wg.Add(1)
@@ -403,6 +404,11 @@ func runAgents(ctx context.Context, a roleArgs, out *lineWriter, cmds <-chan str
 			out.flush()
 		case c := <-cmds:
 			if prof.command(c) {
+				continue
+			}
+			if c == "sessions" {
+				out.printf("sessions %d", sessions.Load())
+				out.flush()
 				continue
 			}
 			var want int32
@@ -511,8 +517,11 @@ type benchAgent struct {
 	id      string
 	idx     int
 	masters *masteraddr.Set
-	regs    atomic.Int32                 // registrations so far
-	last    atomic.Pointer[sessionEnded] // how the last session ended
+	regs    atomic.Int32 // registrations so far
+	// sessions counts the streams all the agents opened (the "sessions"
+	// command): a failover's follow costs one each at best.
+	sessions *atomic.Int64
+	last     atomic.Pointer[sessionEnded] // how the last session ended
 }
 
 // sessionEnded is how a simulated agent's session ended: the master it
@@ -569,6 +578,7 @@ func benchSessionErr(ctx context.Context, err error) error {
 
 // session registers and sends heartbeats until the stream breaks.
 func (a *benchAgent) session(ctx context.Context, pool *connPool, registered func(*benchAgent)) (bool, error) {
+	a.sessions.Add(1)
 	api, err := pool.api(a.masters.Current(), a.idx)
 	if err != nil {
 		return false, err
