@@ -239,8 +239,6 @@ const (
 // one attempt at a time, its answer kept leaderProbeFresh for the
 // thousands of streams a failover brings.
 type leaderProbe struct {
-	dial func(ctx context.Context, addr string) error // nil: TCP
-
 	mu       sync.Mutex
 	addr     string
 	at       time.Time
@@ -269,13 +267,9 @@ func (p *leaderProbe) reachable(ctx context.Context, addr string) bool {
 		}
 		done := make(chan struct{})
 		p.inflight = done
-		dial := p.dial
 		p.mu.Unlock()
-		if dial == nil {
-			dial = dialTCP
-		}
 		dctx, cancel := context.WithTimeout(context.Background(), leaderProbeTimeout)
-		ok := dial(dctx, addr) == nil
+		ok := dialTCP(dctx, addr) == nil
 		cancel()
 		p.mu.Lock()
 		p.addr, p.at, p.ok, p.inflight = addr, time.Now(), ok, nil

@@ -64,6 +64,23 @@ func (r *fakeRunner) finish(id string, code int) error {
 	return c.Update(masterlink.Status{TaskID: id, State: st, ExitCode: &code, Reason: "COMMAND_EXITED"})
 }
 
+// waitKilled waits up to within for task id to be killed, what naming
+// the moment in the failure.
+func (r *fakeRunner) waitKilled(t *testing.T, id string, within time.Duration, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(10 * time.Millisecond) {
+		r.mu.Lock()
+		st := r.tasks[id].State
+		r.mu.Unlock()
+		if st == pb.TaskState_TASK_KILLED {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s is %s %s, want KILLED", id, st, what)
+		}
+	}
+}
+
 func (r *fakeRunner) KillTask(_ context.Context, id string) error {
 	r.mu.Lock()
 	t := r.tasks[id]

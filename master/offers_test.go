@@ -192,19 +192,7 @@ func TestFrameworkFailoverTimeoutKillsTasks(t *testing.T) {
 	cancel() // the framework goes away and does not come back
 	<-done
 	d.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r.mu.Lock()
-		st := r.tasks["orphan"].State
-		r.mu.Unlock()
-		if st == pb.TaskState_TASK_KILLED {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s after the failover timeout, want KILLED", st)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	r.waitKilled(t, "orphan", 30*time.Second, "after the failover timeout")
 	if fws := c.m.State().Frameworks; len(fws) != 0 {
 		t.Fatalf("framework still registered: %+v", fws)
 	}

@@ -16,13 +16,7 @@ func TestUnknownRunningTaskIsKilled(t *testing.T) {
 	c := newCluster(t, master.Options{})
 	r := newFakeRunner()
 	c.startAgent(t.TempDir(), r)
-	deadline := time.Now().Add(20 * time.Second)
-	for len(c.m.State().Agents) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the agent did not register within 20s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitAgent(t, c.m, "registered", func(a master.AgentState) bool { return a.Connected })
 	r.mu.Lock()
 	r.tasks["ghost"] = &masterlink.TaskSnapshot{Task: masterlink.Task{ID: "ghost", FrameworkID: "fw-nobody"}, State: pb.TaskState_TASK_RUNNING}
 	cl := r.client
@@ -30,18 +24,7 @@ func TestUnknownRunningTaskIsKilled(t *testing.T) {
 	if err := cl.Update(masterlink.Status{TaskID: "ghost", State: pb.TaskState_TASK_RUNNING}); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		r.mu.Lock()
-		st := r.tasks["ghost"].State
-		r.mu.Unlock()
-		if st == pb.TaskState_TASK_KILLED {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the task the master does not know is %s, want killed", st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	r.waitKilled(t, "ghost", 20*time.Second, "on the agent, unknown to the master")
 	if n := len(c.m.State().Tasks); n != 0 {
 		t.Errorf("the master tracks %d tasks, want none (it never launched or adopted one)", n)
 	}

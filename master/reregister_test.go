@@ -278,17 +278,7 @@ func lateAgentKilled(t *testing.T, c *cluster, f *framework, fw, when string) {
 		Resources: resources.MustParse("cpus:0.1;mem:16"), Command: []string{"sleep", "600"}}}
 	c.startAgent(t.TempDir(), r)
 	waitAgent(t, c.m, "registered", func(a master.AgentState) bool { return a.Connected })
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		r.mu.Lock()
-		st := r.tasks["late-1"].State
-		r.mu.Unlock()
-		if st == pb.TaskState_TASK_KILLED {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the late task is %s%s, want killed", st, when)
-		}
-	}
+	r.waitKilled(t, "late-1", 30*time.Second, "(the late task)"+when)
 	select {
 	case u := <-f.updates:
 		t.Fatalf("update after the LOST answer: %s %s (%s)", u.TaskId, u.State, u.Reason)

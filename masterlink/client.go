@@ -529,11 +529,7 @@ func (c *Client) Run(ctx context.Context) error {
 				// (the only one again when one is listed — or it, after
 				// a leader it named), saying this one was unreachable
 				// when the link broke.
-				if masteraddr.LinkDown(err) {
-					masters.Lost()
-				} else {
-					masters.Failed()
-				}
+				masters.Left(err)
 				if c.opts.Discover != nil && masters.Exhausted() {
 					masteraddr.Rediscover(ctx, c.opts.Discover, masters, c.log)
 				}

@@ -202,11 +202,7 @@ func (d *Driver) Run(ctx context.Context, cb Callbacks) error {
 			d.masters.Follow(leader)
 			delay = minRetry // a failover under way: no reason to wait longer
 		} else {
-			if masteraddr.LinkDown(err) { // the only one again when one is listed
-				d.masters.Lost()
-			} else {
-				d.masters.Failed()
-			}
+			d.masters.Left(err) // the only one again when one is listed
 			if d.opts.Discover != nil && d.masters.Exhausted() {
 				masteraddr.Rediscover(ctx, d.opts.Discover, d.masters, d.log)
 			}

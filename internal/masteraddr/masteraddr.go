@@ -160,6 +160,11 @@ func (s *Set) Failed() string { return s.moveOn(false) }
 // answer, the dead leader twice).
 func (s *Set) Lost() string { return s.moveOn(true) }
 
+// Left moves on from the current address after err ended the client's
+// session with it (not a standby's answer, which Follow takes): Lost if
+// the link broke (LinkDown), else Failed.
+func (s *Set) Left(err error) string { return s.moveOn(LinkDown(err)) }
+
 func (s *Set) moveOn(lost bool) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -113,6 +113,13 @@ func TestLostMaster(t *testing.T) {
 	if s.Unreachable() != "" {
 		t.Fatalf("Unreachable after Reached: %q", s.Unreachable())
 	}
+	left := NewSet([]string{"a:1", "b:1"})
+	if left.Left(NotLeader("")); left.Unreachable() != "" {
+		t.Errorf("Left after a standby's answer: unreachable %q, want none", left.Unreachable())
+	}
+	if left.Left(status.Error(codes.Unavailable, "EOF")); left.Unreachable() != "b:1" {
+		t.Errorf("Left after a broken link: unreachable %q, want b:1", left.Unreachable())
+	}
 	one := NewSet([]string{"a:1"})
 	if got := one.Lost(); got != "a:1" {
 		t.Fatalf("Lost with one master: %s, want it again", got)

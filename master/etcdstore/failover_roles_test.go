@@ -551,10 +551,8 @@ func (a *benchAgent) run(ctx context.Context, pool *connPool, registered func(*b
 		if leader, isStandby := masteraddr.Leader(err); isStandby && leader != "" {
 			a.masters.Follow(leader)
 			wait, attempt = minWait, -1
-		} else if masteraddr.LinkDown(err) {
-			a.masters.Lost()
 		} else {
-			a.masters.Failed()
+			a.masters.Left(err)
 		}
 		wait -= time.Duration(rand.Float64() * 0.2 * float64(wait))
 		select {

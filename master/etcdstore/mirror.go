@@ -34,8 +34,8 @@ import (
 // (the load then took 0.5 – 1.4 s instead of 0.3 s).
 
 // mirror is a standby's copy of the registry: the records under the
-// registry prefix at revision rev. Its goroutine (follow) owns it until
-// stop returns.
+// registry prefix, with every change up to revision rev. Its goroutine
+// (follow) owns it until stop returns.
 type mirror struct {
 	c      *Client
 	cancel context.CancelFunc
@@ -44,11 +44,11 @@ type mirror struct {
 	mu     sync.Mutex
 	kvs    map[string][]byte                // full key → value
 	agents map[string]master.PersistedAgent // agent ID → its record in kvs decoded, for those that decode
-	rev    int64                            // 0: no copy (not read yet, or the watch failed)
-	// synced is the revision up to which the watch has delivered every
-	// change (its progress notifications), for catchUp.
-	synced   int64
-	progress chan struct{} // closed and replaced when synced or rev change
+	// rev: the copy holds every change up to it (the read's revision,
+	// then the watch's progress notifications); 0: no copy (not read
+	// yet, or the watch failed).
+	rev      int64
+	progress chan struct{} // closed and replaced when rev changes (catchUp)
 }
 
 // wakeLocked wakes catchUp.
@@ -68,7 +68,7 @@ type registryCopy struct {
 // none when it does not decode (the load decodes it again, and fails as
 // a whole read would); other keys are left out.
 func (m *mirror) decodeAgent(agents map[string]master.PersistedAgent, k string, v []byte) {
-	id, ok := strings.CutPrefix(k, m.c.registryPrefix()+famAgents)
+	id, ok := m.c.agentID(k)
 	if !ok {
 		return
 	}
@@ -79,11 +79,10 @@ func (m *mirror) decodeAgent(agents map[string]master.PersistedAgent, k string, 
 	}
 }
 
-// forgetAgent drops the decoded record of full key k, if any.
-func (m *mirror) forgetAgent(agents map[string]master.PersistedAgent, k string) {
-	if id, ok := strings.CutPrefix(k, m.c.registryPrefix()+famAgents); ok {
-		delete(agents, id)
-	}
+// agentID is the ID of the agent whose record is under full key k; ok
+// false for other records.
+func (c *Client) agentID(k string) (id string, ok bool) {
+	return strings.CutPrefix(k, c.registryPrefix()+famAgents)
 }
 
 // startMirror starts copying the registry; stop (or take) ends it.
@@ -115,7 +114,7 @@ func (m *mirror) follow(ctx context.Context) {
 		m.decodeAgent(agents, string(kv.Key), kv.Value)
 	}
 	m.mu.Lock()
-	m.kvs, m.agents, m.rev, m.synced = kvs, agents, resp.Header.Revision, resp.Header.Revision
+	m.kvs, m.agents, m.rev = kvs, agents, resp.Header.Revision
 	m.wakeLocked()
 	m.mu.Unlock()
 	m.c.log.Debug("standby's copy of the registry: read", "records", len(kvs), "revision", resp.Header.Revision)
@@ -134,24 +133,23 @@ func (m *mirror) follow(ctx context.Context) {
 			return
 		}
 		m.mu.Lock()
-		if wr.IsProgressNotify() {
-			m.synced = max(m.synced, wr.Header.Revision)
-			m.wakeLocked()
-			m.mu.Unlock()
-			continue
-		}
 		for _, ev := range wr.Events {
 			k := string(ev.Kv.Key)
 			if ev.Type == clientv3.EventTypeDelete {
 				delete(m.kvs, k)
-				m.forgetAgent(m.agents, k)
+				if id, ok := m.c.agentID(k); ok {
+					delete(m.agents, id)
+				}
 			} else {
 				m.kvs[k] = ev.Kv.Value
 				m.decodeAgent(m.agents, k, ev.Kv.Value)
 			}
 		}
-		if len(wr.Events) > 0 {
-			m.rev = wr.Events[len(wr.Events)-1].Kv.ModRevision
+		// Only a progress notification says every change up to its
+		// revision has come (a response may carry part of a revision).
+		if wr.IsProgressNotify() && wr.Header.Revision > m.rev {
+			m.rev = wr.Header.Revision
+			m.wakeLocked()
 		}
 		m.mu.Unlock()
 	}
@@ -191,12 +189,12 @@ func (m *mirror) catchUp(ctx context.Context, rev int64) error {
 	defer tick.Stop()
 	for {
 		m.mu.Lock()
-		copied, synced, progress := m.rev, m.synced, m.progress
+		copied, progress := m.rev, m.progress
 		m.mu.Unlock()
 		switch {
 		case copied == 0:
 			return fmt.Errorf("%w: no copy (not read, or its watch failed)", errCopyOutOfDate)
-		case synced >= rev:
+		case copied >= rev:
 			return nil
 		}
 		// The watch's stream is the one of its context's metadata.
@@ -207,7 +205,7 @@ func (m *mirror) catchUp(ctx context.Context, rev int64) error {
 		case <-progress:
 		case <-tick.C:
 		case <-ctx.Done():
-			return fmt.Errorf("%w: its watch did not reach revision %d (at %d): %w", errCopyOutOfDate, rev, synced, ctx.Err())
+			return fmt.Errorf("%w: its watch did not reach revision %d (at %d): %w", errCopyOutOfDate, rev, copied, ctx.Err())
 		}
 	}
 }
@@ -236,7 +234,7 @@ func (t *Term) loadFrom(m *mirror) (*master.Persisted, registryCopy, error) {
 		p.Agents = c.agents // the copy is the term's now
 	}
 	for k, v := range c.kvs {
-		if id, ok := strings.CutPrefix(k, prefix+famAgents); ok {
+		if id, ok := t.c.agentID(k); ok {
 			if _, decoded := p.Agents[id]; decoded {
 				continue
 			}

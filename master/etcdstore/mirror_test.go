@@ -73,6 +73,18 @@ func TestStandbyLoadsFromItsCopy(t *testing.T) {
 		}
 		return elected
 	}
+	// handOver resigns from's term and returns the next leader's.
+	handOver := func(from master.Term, elected <-chan master.Term) master.Term {
+		t.Helper()
+		if err := from.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		next := <-elected
+		if next == nil {
+			t.FailNow()
+		}
+		return next
+	}
 	b, blog := standby()
 	elected := campaign(b, blog, "10.0.0.2:5050")
 
@@ -85,13 +97,7 @@ func TestStandbyLoadsFromItsCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ta.Resign(ctx); err != nil {
-		t.Fatal(err)
-	}
-	tb := <-elected
-	if tb == nil {
-		t.FailNow()
-	}
+	tb := handOver(ta, elected)
 	got, err := tb.Store().Load()
 	if err != nil {
 		t.Fatal(err)
@@ -105,14 +111,7 @@ func TestStandbyLoadsFromItsCopy(t *testing.T) {
 
 	// A copy that missed a deletion.
 	d, dlog := standby()
-	elected = campaign(d, dlog, "10.0.0.3:5050")
-	if err := tb.Resign(ctx); err != nil {
-		t.Fatal(err)
-	}
-	td := <-elected
-	if td == nil {
-		t.FailNow()
-	}
+	td := handOver(tb, campaign(d, dlog, "10.0.0.3:5050"))
 	if !etcdstore.AddToCopy(td, "agents/ghost", `{"hostname":"ghost"}`) {
 		t.Fatal("the elected standby has no copy of the registry")
 	}
@@ -140,22 +139,7 @@ func TestStandbyLoadsFromItsCopy(t *testing.T) {
 	if _, err := raw.Put(ctx, "/brim-copy/registry/agents/broken", "{not json"); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if r, err := raw.Get(ctx, "/brim-copy/registry/agents/broken"); err == nil && len(r.Kvs) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the broken record was not written")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := td.Resign(ctx); err != nil {
-		t.Fatal(err)
-	}
-	te := <-elected
-	if te == nil {
-		t.FailNow()
-	}
+	te := handOver(td, elected)
 	if _, err := te.Store().Load(); err == nil || !strings.Contains(err.Error(), "agents/broken") {
 		t.Fatalf("loading a registry with a record that does not decode: %v, want an error naming it", err)
 	}
