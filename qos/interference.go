@@ -176,6 +176,7 @@ var DefaultFloors = map[string]float64{
 // killed, one container at a time. Not safe for concurrent use.
 type Interference struct {
 	cfg InterferenceConfig
+	log *slog.Logger // Debug: every round that saw a degradation or had corrections in force; nil: none
 
 	baselines map[string]map[string]*baseline // victim → signal → baseline
 	noise     map[string]time.Time            // victim/signal → marked as noise until
@@ -297,13 +298,16 @@ const (
 	LevelKill
 )
 
+// levelNames name the levels in logs.
+var levelNames = [...]string{LevelNone: "none", LevelThrottle: "throttle", LevelFreeze: "freeze", LevelKill: "kill"}
+
 // NewInterference is the interference factory. Options: enter-factor,
 // exit-factor, slo-p99 (a duration), slo-exit, warmup, stable,
 // baseline-window, busy-cpu, cooldown, recover-after, max-readmit,
 // throttle-fraction, min-quota, io-throttle, persist, freeze-hold, noise-hold,
 // kill-after, improvement, active-cpu, active-stall, be-cpu-idle, and
 // floor-<signal> (e.g. floor-runqueue-p99=0.002).
-func NewInterference(opts Options, _ *slog.Logger) (Controller, error) {
+func NewInterference(opts Options, log *slog.Logger) (Controller, error) {
 	var errs []error
 	if _, ok := opts["alpha"]; ok {
 		errs = append(errs, fmt.Errorf("option alpha: removed, the baseline is the median of baseline-window quiet busy samples: %w", ErrInvalidOption))
@@ -344,7 +348,12 @@ func NewInterference(opts Options, _ *slog.Logger) (Controller, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("interference controller: %w", err)
 	}
-	return NewInterferenceWith(c)
+	ic, err := NewInterferenceWith(c)
+	if err != nil {
+		return nil, err
+	}
+	ic.log = log
+	return ic, nil
 }
 
 // NewInterferenceWith returns an interference controller for c; errors
@@ -612,11 +621,35 @@ func (ic *Interference) underCorrection(id string) bool {
 // bring every suspect to the level in force.
 func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Correction, error) {
 	o := ic.observe(&u)
+	from := ic.level
 	out, done := ladder[ic.level](ic, &o)
-	if done {
-		return out, nil
+	if !done {
+		out = append(out, ic.bring(&o)...)
 	}
-	return append(out, ic.bring(&o)...), nil
+	ic.trace(&o, from, out)
+	return out, nil
+}
+
+// trace logs, at Debug, a round that saw a degradation or began with
+// corrections in force: what was seen against which threshold, whom it
+// blamed and what the ladder did — the record a researcher needs to
+// tell why a correction came (or did not).
+func (ic *Interference) trace(o *observation, from int, out []Correction) {
+	if ic.log == nil || (o.worst == nil && from == LevelNone) || !ic.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	attrs := []any{"level", levelNames[from], "now", levelNames[ic.level], "corrections", len(out), "cooled", o.cooled}
+	if w := o.worst; w != nil {
+		ids := make([]string, len(o.suspects))
+		for i, c := range o.suspects {
+			ids[i] = c.ID
+		}
+		attrs = append(attrs, "victim", w.Victim, "signal", w.Signal, "value", w.Value, "baseline", w.Baseline,
+			"threshold", w.Threshold, "resources", o.resources, "suspects", ids, "blame", o.blame, "recent", ic.recent)
+	} else if !ic.healthySince.IsZero() {
+		attrs = append(attrs, "healthy_for", o.now.Sub(ic.healthySince).Round(time.Millisecond).String(), "backoff", ic.backoff().String())
+	}
+	ic.log.Debug("interference round", attrs...)
 }
 
 // prune forgets the state of containers absent from u.

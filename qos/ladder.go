@@ -115,8 +115,9 @@ func (ic *Interference) observe(u *monitor.Usage) observation {
 			// The application's own latency, when it reports one, is
 			// the victim's only trigger; the others only attribute.
 			trigger := !app || sig == SignalAppLatency
+			_, noisy := ic.noise[noiseKey(c.ID, sig)]
 			if trusted && v > thr {
-				if _, noisy := ic.noise[noiseKey(c.ID, sig)]; trigger && !noisy {
+				if trigger && !noisy {
 					if r := v / thr; cand == nil || r > candRatio {
 						cand = &Trigger{Signal: sig, Victim: c.ID, Value: v, Baseline: b.value, Threshold: thr}
 						candRatio = r
@@ -126,13 +127,25 @@ func (ic *Interference) observe(u *monitor.Usage) observation {
 			}
 			// While revocable work is active, a value in the hysteresis
 			// band (above the exit threshold, not yet degraded) may be
-			// interference: learning it lets the baseline drift up to the
-			// contended level when the degradation is intermittent.
-			quiet := len(o.be) == 0 || !trusted || v <= exit
-			if ic.level == LevelNone && quiet {
+			// interference: learning it would let the baseline drift up
+			// to the contended level when the degradation is
+			// intermittent. So would a value under the signal's floor
+			// but above baseline × exit-factor: the floor keeps noise
+			// from triggering, it does not make the value normal (with
+			// an 8 ms floor on a 1.4 ms p99, contended 5–9 ms windows
+			// were learned and the threshold crept up with them). Only
+			// a signal a cause test found not to be the revocable
+			// work's doing (noise) learns up to the exit threshold.
+			// (An absolute SLO has no baseline to drift: its exit
+			// threshold stands.)
+			learnMax := exit
+			if slo := sig == SignalAppLatency && ic.cfg.SLOP99 > 0; !slo && !noisy {
+				learnMax = min(exit, b.value*ic.cfg.ExitFactor)
+			}
+			if ic.level == LevelNone && (len(o.be) == 0 || !trusted || v <= learnMax) {
 				b.learn(v, &ic.cfg, ic.cfg.Floors[sig])
 			}
-			suspect = suspect || (!quiet && trigger)
+			suspect = suspect || (len(o.be) > 0 && trusted && v > exit && trigger)
 		}
 		if cand != nil && (o.worst == nil || candRatio > o.ratio) {
 			o.worst, o.ratio, o.stamp = cand, candRatio, stamp(c, cand.Signal)

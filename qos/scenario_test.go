@@ -2,9 +2,11 @@ package qos
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,6 +37,10 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the sc
 //	THROTTLE a to 200 mcpu: …     a used 0.9 cpu (a:cpu:io adds an io stall
 //	THROTTLE b to 200 mcpu: …     fraction; b alone: no samples, counts as
 //	level throttle                active); measured=<s> dates lc's report
+//
+//	why                           the controller's Debug trace of the
+//	----                          last round (what it saw against which
+//	signal=app-latency …          threshold, whom it blamed), or "quiet"
 //
 // Revocable containers start in the order they first appear after new
 // (the first is the oldest). go test -run Scenarios -rewrite writes the outputs back.
@@ -102,6 +108,15 @@ func readScript(t *testing.T, path string) []scriptCase {
 
 func runScript(t *testing.T, path string) {
 	var ic *Interference
+	var trace bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&trace, &slog.HandlerOptions{Level: slog.LevelDebug,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			switch a.Key {
+			case slog.TimeKey, slog.LevelKey, slog.MessageKey:
+				return slog.Attr{}
+			}
+			return a
+		}}))
 	starts := map[string]int{}
 	cases := readScript(t, path)
 	failed := false
@@ -118,7 +133,7 @@ func runScript(t *testing.T, path string) {
 		var got string
 		switch name {
 		case "new":
-			ctl, err := NewInterference(Options(kv), nil)
+			ctl, err := NewInterference(Options(kv), log)
 			if err != nil {
 				t.Fatalf("%s:%d: %v", path, c.line, err)
 			}
@@ -132,11 +147,17 @@ func runScript(t *testing.T, path string) {
 			if err != nil {
 				t.Fatalf("%s:%d: %v", path, c.line, err)
 			}
+			trace.Reset()
 			cs, err := ic.Corrections(context.Background(), u)
 			if err != nil {
 				t.Fatalf("%s:%d: %v", path, c.line, err)
 			}
 			got = renderRound(ic, cs)
+		case "why":
+			got = strings.TrimSpace(trace.String())
+			if got == "" {
+				got = "quiet"
+			}
 		default:
 			t.Fatalf("%s:%d: unknown command %q", path, c.line, name)
 		}
@@ -185,8 +206,6 @@ func writeScript(t *testing.T, path string, cases []scriptCase) {
 		t.Fatal(err)
 	}
 }
-
-var levelNames = [...]string{LevelNone: "none", LevelThrottle: "throttle", LevelFreeze: "freeze", LevelKill: "kill"}
 
 // renderRound is a round's corrections (with their triggers), the level
 // after it, and whether a degradation is pending.
