@@ -534,12 +534,9 @@ func (ic *Interference) competes(a activity, r string, hog bool) bool {
 	}
 	// Competing takes real use even where activity is off (zero
 	// thresholds): the defaults then.
-	cpuThr, stallThr := ic.cfg.ActiveCPU, ic.cfg.ActiveStall
+	cpuThr, stallThr := ic.cfg.ActiveCPU, ic.stallThreshold()
 	if cpuThr == 0 {
 		cpuThr = 0.05
-	}
-	if stallThr == 0 {
-		stallThr = 0.05
 	}
 	cpu := !a.idleCPU && a.cpu >= cpuThr
 	io := a.io >= stallThr
@@ -553,6 +550,16 @@ func (ic *Interference) competes(a activity, r string, hog bool) bool {
 		return mem
 	}
 	return cpu || io || mem
+}
+
+// stallThreshold is the io + memory stall fraction at which a revocable
+// container competes on them: ActiveStall, or its default where activity
+// is off.
+func (ic *Interference) stallThreshold() float64 {
+	if ic.cfg.ActiveStall == 0 {
+		return 0.05
+	}
+	return ic.cfg.ActiveStall
 }
 
 // attribute returns the suspects among be for a degradation on the
@@ -580,6 +587,23 @@ func (ic *Interference) attribute(be []*monitor.ContainerUsage, acts map[string]
 				out = append(out, c)
 				break
 			}
+		}
+	}
+	if len(out) == 0 && slices.Contains(rs, ResourceCPU) {
+		// Nothing runs at the victim's priority, yet it waits for a
+		// cpu: the kernel threads that serve io and reclaim memory
+		// (writeback, the journal, kswapd) run at that priority on
+		// behalf of whoever stalls on io or memory. A disk writer in
+		// cpu.idle delayed a cpu-bound LC 6-9x this way (colocation
+		// experiment, no fsync in the LC) while only cpu work was
+		// looked for.
+		for _, c := range be {
+			if a := acts[c.ID]; a.known && (a.io >= ic.stallThreshold() || a.mem >= ic.stallThreshold()) {
+				out = append(out, c)
+			}
+		}
+		if len(out) > 0 {
+			return out, "competing for cpu through the kernel threads serving their io or memory", false
 		}
 	}
 	switch {
@@ -638,7 +662,7 @@ func (ic *Interference) trace(o *observation, from int, out []Correction) {
 	if ic.log == nil || (o.worst == nil && from == LevelNone) || !ic.log.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
-	attrs := []any{"level", levelNames[from], "now", levelNames[ic.level], "corrections", len(out), "cooled", o.cooled}
+	attrs := []any{"from", levelNames[from], "to", levelNames[ic.level], "corrections", len(out), "cooled", o.cooled}
 	if w := o.worst; w != nil {
 		ids := make([]string, len(o.suspects))
 		for i, c := range o.suspects {
