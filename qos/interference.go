@@ -202,6 +202,7 @@ type Interference struct {
 	recent    []bool    // the last Persist+1 observations at LevelNone: degraded?
 	lastStamp time.Time // time of the last observation counted in recent
 	ref       float64   // worst value/threshold at the last step or check past FREEZE
+	relief    bool      // the freeze in force relieved its cause: no cause test undoes it
 	frozeAt   time.Time // when the last suspect was frozen
 	frozenAct map[string]activity
 	// readmitted containers (thawed by a step down) keep the activity

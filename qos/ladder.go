@@ -317,12 +317,13 @@ func (ic *Interference) stepFreeze(o *observation) ([]Correction, bool) {
 			return nil, false // not every suspect is frozen yet
 		}
 	}
-	if ic.relieved(o) {
+	if ic.relief || ic.relieved(o) {
 		// The freeze cut the degradation, though not below the exit
 		// threshold: the suspects were a cause, at least in part. They
 		// stay frozen until the victim is healthy; what remains is not
-		// theirs, and nothing else competes for it.
-		ic.confirmed = true
+		// theirs, and nothing else competes for it. A later slow
+		// window does not undo what the freeze showed.
+		ic.confirmed, ic.relief = true, true
 		return nil, false
 	}
 	return ic.notTheCause(o)
@@ -395,7 +396,7 @@ func (ic *Interference) notTheCause(o *observation) ([]Correction, bool) {
 	clear(ic.suspects)
 	clear(ic.cleared)
 	ic.level, ic.lastChange, ic.healthySince, ic.degradedSince = LevelNone, o.now, time.Time{}, time.Time{}
-	ic.confirmed, ic.readmitted, ic.strikes = false, false, 0
+	ic.confirmed, ic.readmitted, ic.strikes, ic.relief = false, false, 0, false
 	return out, true
 }
 
@@ -464,13 +465,14 @@ func (ic *Interference) stepDown(o *observation) ([]Correction, bool) {
 		clear(ic.ioThrottled)
 		ic.level = LevelNone
 	}
-	ic.lastChange, ic.healthySince = o.now, o.now
+	ic.lastChange, ic.healthySince, ic.relief = o.now, o.now, false
 	return out, true
 }
 
 // become moves the ladder up to level for cause.
 func (ic *Interference) become(level int, now time.Time, cause Trigger) {
 	ic.level, ic.lastChange, ic.cause = min(level, LevelKill), now, cause
+	ic.relief = false
 }
 
 // bring brings every correctable revocable container to the current
