@@ -52,6 +52,8 @@ type Applier struct {
 	act Actuator
 	log *slog.Logger
 	now func() time.Time
+	// freezeWait bounds the wait for a freeze to complete (FreezeWait).
+	freezeWait time.Duration
 
 	mu        sync.Mutex
 	throttled map[string]Correction
@@ -64,13 +66,18 @@ type Applier struct {
 
 const recentCorrections = 64
 
+// FreezeWait is how long Apply waits for a FREEZE to complete. A freeze
+// still under way then counts as applied: the kernel stops each remaining
+// task as it leaves its uninterruptible sleep, and the loop goes on.
+const FreezeWait = time.Second
+
 // NewApplier returns an applier over act. log may be nil.
 func NewApplier(act Actuator, log *slog.Logger) *Applier {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Applier{
-		act: act, log: log.With("component", "qos"), now: time.Now,
+		act: act, log: log.With("component", "qos"), now: time.Now, freezeWait: FreezeWait,
 		throttled: map[string]Correction{}, ioLimited: map[string]Correction{}, frozen: map[string]Correction{},
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "brim_qos_corrections_total", Help: "QoS corrections applied, by type and triggering signal.",
@@ -143,7 +150,20 @@ func (a *Applier) apply(ctx context.Context, c Correction) error {
 			a.mu.Unlock()
 		}
 	case Freeze:
-		if err = a.act.Freeze(ctx, c.ContainerID); err == nil {
+		fctx, cancel := context.WithTimeout(ctx, a.freezeWait)
+		err = a.act.Freeze(fctx, c.ContainerID)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			// Still freezing: a task in an uninterruptible sleep (a
+			// writer in an fsync) stops as it leaves it; the kernel
+			// finishes the freeze on its own. Waiting for it held the
+			// whole QoS loop — 6.6 s behind an io-throttled 64 MiB
+			// fsync in the colocation experiment.
+			a.log.Info("freeze under way: tasks in an uninterruptible sleep stop as they leave it",
+				"container", c.ContainerID, "waited", a.freezeWait.String())
+			err = nil
+		}
+		if err == nil {
 			a.mu.Lock()
 			a.frozen[c.ContainerID] = c
 			a.mu.Unlock()

@@ -186,7 +186,8 @@ type Interference struct {
 	healthySince  time.Time
 	degradedSince time.Time // start of the current run of degraded observations
 	cause         Trigger
-	blame         string // how the suspects of the last step were chosen
+	onset         Trigger // the degradation that made the first correction of the current step up from none
+	blame         string  // how the suspects of the last step were chosen
 	throttled     map[string]bool
 	ioThrottled   map[string]bool
 	ioCause       bool // the throttle level limits io (IOThrottle), not cpu
