@@ -105,6 +105,18 @@ func TestSummarize(t *testing.T) {
 	if s.WithinSLO() || !s.SLOBelowNoise() {
 		t.Fatalf("worst 4× is not within an SLO of 1.1 or a spread of 1.2; a 1.2 spread is above the SLO")
 	}
+	// The tail is judged per trial: a's worst window (1.5×) is within its
+	// own solo spread, b's (4×) is not within b's, however noisy a's
+	// solo phase was.
+	a.SoloSpread, b.SoloSpread = 5, 1.2
+	a.WorstRatio = 1.5
+	if s := Summarize([]RunResult{a, b}, []string{"x"}, 1.1)[0]; s.WithinSLO() || s.TailMissed != 1 {
+		t.Fatalf("trials with worst 1.5× (spread 5) and 4× (spread 1.2): tail missed in %d, want 1", s.TailMissed)
+	}
+	b.WorstRatio = 1.1
+	if s := Summarize([]RunResult{a, b}, []string{"x"}, 1.1)[0]; !s.WithinSLO() {
+		t.Fatalf("every trial within the SLO or its own spread: tail missed in %d", s.TailMissed)
+	}
 	if sums[0].FirstCorrection >= 0 {
 		t.Fatalf("noop: first correction %v, want none", sums[0].FirstCorrection)
 	}

@@ -131,7 +131,7 @@ func goal(s Summary) string {
 		miss = append(miss, "cpu<80%")
 	}
 	if !s.WithinSLO() {
-		miss = append(miss, "tail")
+		miss = append(miss, fmt.Sprintf("tail in %d/%d", s.TailMissed, s.Trials))
 	}
 	if len(miss) == 0 {
 		return "met"
