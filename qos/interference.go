@@ -186,7 +186,7 @@ type Interference struct {
 	healthySince  time.Time
 	degradedSince time.Time // start of the current run of degraded observations
 	cause         Trigger
-	onset         Trigger // the degradation that made the first correction of the current step up from none
+	onset         Trigger // the degradation behind the first correction since the ladder last left none; cleared by a step down
 	blame         string  // how the suspects of the last step were chosen
 	throttled     map[string]bool
 	ioThrottled   map[string]bool

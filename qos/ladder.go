@@ -408,7 +408,7 @@ func (ic *Interference) notTheCause(o *observation) ([]Correction, bool) {
 	clear(ic.suspects)
 	clear(ic.cleared)
 	ic.level, ic.lastChange, ic.healthySince, ic.degradedSince = LevelNone, o.now, time.Time{}, time.Time{}
-	ic.confirmed, ic.readmitted, ic.strikes, ic.relief = false, false, 0, false
+	ic.confirmed, ic.readmitted, ic.strikes, ic.relief, ic.onset = false, false, 0, false, Trigger{}
 	return out, true
 }
 
@@ -477,7 +477,9 @@ func (ic *Interference) stepDown(o *observation) ([]Correction, bool) {
 		clear(ic.ioThrottled)
 		ic.level = LevelNone
 	}
-	ic.lastChange, ic.healthySince, ic.relief = o.now, o.now, false
+	// The next step up is judged on its own degradation: the relief
+	// seen against this episode's onset said nothing about it.
+	ic.lastChange, ic.healthySince, ic.relief, ic.onset = o.now, o.now, false, Trigger{}
 	return out, true
 }
 
