@@ -506,7 +506,7 @@ func (ic *Interference) bring(o *observation) []Correction {
 		if !ic.suspects[c.ID] {
 			continue // not competing for what the victim lacks: left running
 		}
-		if ic.level >= LevelThrottle && ic.ioCause && !ic.ioThrottled[c.ID] {
+		if ic.level >= LevelThrottle && ic.ioLimitable(o.acts[c.ID]) && !ic.ioThrottled[c.ID] {
 			out = append(out, Correction{Type: ThrottleIO, ContainerID: c.ID, IOBytesPerSec: ic.cfg.IOThrottle, Trigger: ic.cause,
 				Reason: fmt.Sprintf("%s degraded (%s): limiting the suspects' io (%s)", ic.cause.Victim, ic.cause.Signal, ic.blame)})
 			ic.ioThrottled[c.ID] = true
@@ -526,6 +526,19 @@ func (ic *Interference) bring(o *observation) []Correction {
 		}
 	}
 	return out
+}
+
+// ioLimitable reports whether the throttle level limits a suspect's io
+// (with io-throttle set): the suspects of an io-only degradation, and any
+// suspect stalled on io (a) — a disk writer blamed through a cpu or
+// latency signal, whose flood the cpu quota does not slow. The limit
+// stays through the thaw (the throttle level), so a re-admitted writer
+// comes back at the limit, not as a flood.
+func (ic *Interference) ioLimitable(a activity) bool {
+	if ic.cfg.IOThrottle <= 0 {
+		return false
+	}
+	return ic.ioCause || (a.known && a.io >= ic.stallThreshold())
 }
 
 // record records a new observation at LevelNone (one with a later stamp
