@@ -19,6 +19,9 @@ cd "$(dirname "$0")/.."
 BRIM=${BRIM_BINARY:-$PWD/bin/brim}
 tmp=$(mktemp -d /var/tmp/brim-bench-colocation.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+# The LC runs as an unprivileged user in its container and must reach the
+# probe (mktemp makes the directory 0700).
+chmod 0755 "$tmp"
 CGO_ENABLED=0 go build -o "$tmp/lc-probe" ./examples/lc-probe
 specs=(examples/experiments/colocation.toml examples/experiments/colocation-cpu.toml)
 if [[ -n ${EXPERIMENT_SPEC:-} ]]; then

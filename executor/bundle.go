@@ -27,7 +27,7 @@ var (
 	ErrShimUnresponsive = errors.New("shim does not answer")
 	// ErrCommandNotFound is returned when the command to run does not exist
 	// (or is not executable) in the container's root filesystem.
-	ErrCommandNotFound = errors.New("command not found in the container's root filesystem")
+	ErrCommandNotFound = errors.New("command not found, or not reachable and executable by the task's user, in the container's root filesystem")
 	// ErrNotSupported is returned by the shim on hosts other than Linux
 	// (internal/errdefs.ErrNotSupported, the one "not supported").
 	ErrNotSupported = errdefs.ErrNotSupported
