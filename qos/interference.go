@@ -536,9 +536,12 @@ func (ic *Interference) competes(a activity, r string, hog bool) bool {
 	}
 	// Competing takes real use even where activity is off (zero
 	// thresholds): the defaults then.
-	cpuThr, stallThr := ic.cfg.ActiveCPU, ic.stallThreshold()
+	cpuThr, stallThr := ic.cfg.ActiveCPU, ic.cfg.ActiveStall
 	if cpuThr == 0 {
 		cpuThr = 0.05
+	}
+	if stallThr == 0 {
+		stallThr = 0.05
 	}
 	cpu := !a.idleCPU && a.cpu >= cpuThr
 	io := a.io >= stallThr
@@ -552,16 +555,6 @@ func (ic *Interference) competes(a activity, r string, hog bool) bool {
 		return mem
 	}
 	return cpu || io || mem
-}
-
-// stallThreshold is the io + memory stall fraction at which a revocable
-// container competes on them: ActiveStall, or its default where activity
-// is off.
-func (ic *Interference) stallThreshold() float64 {
-	if ic.cfg.ActiveStall == 0 {
-		return 0.05
-	}
-	return ic.cfg.ActiveStall
 }
 
 // attribute returns the suspects among be for a degradation on the
@@ -600,7 +593,9 @@ func (ic *Interference) attribute(be []*monitor.ContainerUsage, acts map[string]
 		// experiment, no fsync in the LC) while only cpu work was
 		// looked for.
 		for _, c := range be {
-			if a := acts[c.ID]; a.known && (a.io >= ic.stallThreshold() || a.mem >= ic.stallThreshold()) {
+			// (Every container here is known: one of unknown
+			// activity competes on cpu too, and out is empty.)
+			if a := acts[c.ID]; ic.competes(a, ResourceIO, false) || ic.competes(a, ResourceMemory, false) {
 				out = append(out, c)
 			}
 		}

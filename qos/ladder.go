@@ -530,15 +530,16 @@ func (ic *Interference) bring(o *observation) []Correction {
 
 // ioLimitable reports whether the throttle level limits a suspect's io
 // (with io-throttle set): the suspects of an io-only degradation, and any
-// suspect stalled on io (a) — a disk writer blamed through a cpu or
-// latency signal, whose flood the cpu quota does not slow. The limit
+// suspect competing for io (a: stalled on it, or of unknown activity) — a
+// disk writer blamed through a cpu or latency signal, whose flood the cpu
+// quota does not slow. The limit
 // stays through the thaw (the throttle level), so a re-admitted writer
 // comes back at the limit, not as a flood.
 func (ic *Interference) ioLimitable(a activity) bool {
 	if ic.cfg.IOThrottle <= 0 {
 		return false
 	}
-	return ic.ioCause || (a.known && a.io >= ic.stallThreshold())
+	return ic.ioCause || ic.competes(a, ResourceIO, false)
 }
 
 // record records a new observation at LevelNone (one with a later stamp
