@@ -42,8 +42,10 @@ type RunResult struct {
 	Utilization float64
 	// FirstCorrection after the onset (negative: none).
 	FirstCorrection time.Duration
-	// Corrections after the onset by type; BeforeOnset: corrections while
-	// the antagonists were still held (noise, by construction).
+	// Corrections after the onset by type, a slow start's apart
+	// (SlowStartCorrections); BeforeOnset: corrections while the
+	// antagonists were still held (noise, by construction), not counting
+	// a slow start's parking of idle work.
 	Corrections map[string]int
 	BeforeOnset int
 	// Revocable work: antagonists' cpu-seconds in the contended phase, and
@@ -51,6 +53,11 @@ type RunResult struct {
 	RevocableCPUSeconds float64
 	Killed              int
 }
+
+// SlowStartCorrections is the key in RunResult.Corrections of the
+// corrections of an interference controller's slow start (admission of
+// work, not a reaction to a degradation).
+const SlowStartCorrections = "SLOW_START"
 
 // Summary is one controller over all its trials.
 type Summary struct {
@@ -65,7 +72,7 @@ type Summary struct {
 	LongestBreach   time.Duration
 	Utilization     float64
 	FirstCorrection time.Duration // median over the runs that corrected; negative: none did
-	Corrections     int
+	Corrections     int           // reactions: a slow start's admissions are not counted
 	BeforeOnset     int
 	RevocableCPU    float64 // sum
 	Killed          int
@@ -168,6 +175,12 @@ func Analyze(r *Run) RunResult {
 	res.Utilization = mean(busy)
 	for _, c := range r.Corrections {
 		switch {
+		case c.Trigger == qos.SignalSlowStart:
+			// Admission, not a reaction: counted apart, and neither
+			// noise before the onset nor the first correction.
+			if c.At >= m.Onset && c.At <= m.ContendedEnd {
+				res.Corrections[SlowStartCorrections]++
+			}
 		case c.At < m.Onset:
 			res.BeforeOnset++
 		case c.At <= m.ContendedEnd:
@@ -206,8 +219,10 @@ func Summarize(results []RunResult, controllers []string, slo float64) []Summary
 			}
 			s.Breaches += r.Breaches
 			s.LongestBreach = max(s.LongestBreach, r.LongestBreach)
-			for _, n := range r.Corrections {
-				s.Corrections += n
+			for k, n := range r.Corrections {
+				if k != SlowStartCorrections {
+					s.Corrections += n // reactions
+				}
 			}
 			s.BeforeOnset += r.BeforeOnset
 			s.RevocableCPU += r.RevocableCPUSeconds

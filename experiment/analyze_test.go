@@ -43,7 +43,9 @@ func synthRun(trial int, controller string) *Run {
 		r.Node = append(r.Node, Sample{At: end, Busy: busy})
 	}
 	r.Corrections = []Correction{
-		{At: t0 + 5_000, Type: "THROTTLE", Container: "be-0", Trigger: "runqueue-p99"}, // noise, before the onset
+		{At: t0 + 3_000, Type: "THROTTLE_IO", Container: "be-0", Trigger: qos.SignalSlowStart},  // idle work parked: not noise
+		{At: t0 + 5_000, Type: "THROTTLE", Container: "be-0", Trigger: "runqueue-p99"},          // noise, before the onset
+		{At: t0 + 10_200, Type: "THROTTLE_IO", Container: "be-0", Trigger: qos.SignalSlowStart}, // admission: not the first correction
 		{At: t0 + 10_700, Type: "THROTTLE", Container: "be-0", Trigger: "app-latency"},
 		{At: t0 + 12_000, Type: "FREEZE", Container: "be-0", Trigger: "app-latency"},
 		{At: t0 + 40_000, Type: "THAW", Container: "be-0", Trigger: "recovered"}, // after the run: not counted
@@ -79,7 +81,7 @@ func TestAnalyze(t *testing.T) {
 	if math.Abs(res.Utilization-0.9) > 1e-9 {
 		t.Fatalf("utilization %v, want 0.9", res.Utilization)
 	}
-	if res.FirstCorrection != 700*time.Millisecond || res.BeforeOnset != 1 || res.Corrections["THROTTLE"] != 1 || res.Corrections["FREEZE"] != 1 || res.Corrections["THAW"] != 0 {
+	if res.FirstCorrection != 700*time.Millisecond || res.BeforeOnset != 1 || res.Corrections["THROTTLE"] != 1 || res.Corrections["FREEZE"] != 1 || res.Corrections["THAW"] != 0 || res.Corrections[SlowStartCorrections] != 1 {
 		t.Fatalf("corrections: first %v, before onset %d, by type %v", res.FirstCorrection, res.BeforeOnset, res.Corrections)
 	}
 	if res.RevocableCPUSeconds != 6.5 || res.Killed != 1 {

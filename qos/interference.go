@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -143,6 +144,12 @@ type InterferenceConfig struct {
 	// containers are corrected. Defaults 0.05 and 0.05. Both zero: every
 	// revocable container counts as active.
 	ActiveCPU, ActiveStall float64
+	// SlowStart, when set (with IOThrottle), admits revocable io
+	// gradually: a revocable container younger than SlowStart, or idle
+	// for SlowStart, is parked under IOThrottle, and the limit doubles
+	// SlowStartSteps times over SlowStart of work with every victim
+	// healthy, then is lifted (slowstart.go); default 0 (off).
+	SlowStart time.Duration
 	// BestEffortCPUIdle says that best-effort (revocable) containers run
 	// in cpu.idle (SCHED_IDLE) groups, as the cgroups isolator makes them
 	// where the kernel has cpu.idle: on cpu-like signals (run-queue,
@@ -206,6 +213,9 @@ type Interference struct {
 	relief    bool      // the freeze in force relieved its cause: no cause test undoes it
 	frozeAt   time.Time // when the last suspect was frozen
 	frozenAct map[string]activity
+	ramps     map[string]*ramp     // revocable containers in their slow start
+	seen      map[string]bool      // revocable containers seen by a round
+	idleSince map[string]time.Time // revocable containers idle since, not ramping
 	// readmitted containers (thawed by a step down) keep the activity
 	// they had before their freeze until they have two samples after the
 	// thaw: a re-degradation right after a re-admission is then blamed
@@ -307,7 +317,7 @@ var levelNames = [...]string{LevelNone: "none", LevelThrottle: "throttle", Level
 // exit-factor, slo-p99 (a duration), slo-exit, warmup, stable,
 // baseline-window, busy-cpu, cooldown, recover-after, max-readmit,
 // throttle-fraction, min-quota, io-throttle, persist, freeze-hold, noise-hold,
-// kill-after, improvement, active-cpu, active-stall, be-cpu-idle, and
+// kill-after, improvement, active-cpu, active-stall, be-cpu-idle, slow-start, and
 // floor-<signal> (e.g. floor-runqueue-p99=0.002).
 func NewInterference(opts Options, log *slog.Logger) (Controller, error) {
 	var errs []error
@@ -339,6 +349,7 @@ func NewInterference(opts Options, log *slog.Logger) (Controller, error) {
 		ActiveCPU:         opts.float("active-cpu", 0.05, &errs),
 		ActiveStall:       opts.float("active-stall", 0.05, &errs),
 		BestEffortCPUIdle: opts.bool("be-cpu-idle", true, &errs),
+		SlowStart:         opts.duration("slow-start", 0, &errs),
 		Floors:            map[string]float64{},
 	}
 	for s, f := range DefaultFloors {
@@ -372,8 +383,10 @@ func NewInterferenceWith(c InterferenceConfig) (*Interference, error) {
 		return nil, fmt.Errorf("interference controller: need 0 < throttle-fraction ≤ 1, min-quota ≥ 1: %w", ErrInvalidOption)
 	case c.Persist < 0 || c.FreezeHold < 0 || c.NoiseHold < 0 || c.KillAfter < 0 || c.Improvement < 0 || c.Improvement >= 1 || c.ActiveCPU < 0 || c.ActiveStall < 0:
 		return nil, fmt.Errorf("interference controller: need persist, freeze-hold, noise-hold, kill-after ≥ 0, 0 ≤ improvement < 1, active-cpu ≥ 0, active-stall ≥ 0: %w", ErrInvalidOption)
-	case c.IOThrottle < 0:
-		return nil, fmt.Errorf("interference controller: need io-throttle ≥ 0: %w", ErrInvalidOption)
+	case c.IOThrottle < 0 || c.SlowStart < 0:
+		return nil, fmt.Errorf("interference controller: need io-throttle ≥ 0, slow-start ≥ 0: %w", ErrInvalidOption)
+	case c.SlowStart > 0 && c.IOThrottle == 0:
+		return nil, fmt.Errorf("interference controller: slow-start limits io: it needs io-throttle (the rate it starts from): %w", ErrInvalidOption)
 	case c.Relief < 0 || c.Relief >= 1:
 		return nil, fmt.Errorf("interference controller: need 0 ≤ relief < 1: %w", ErrInvalidOption)
 	case c.Severe != 0 && c.Severe <= 1:
@@ -395,6 +408,9 @@ func NewInterferenceWith(c InterferenceConfig) (*Interference, error) {
 		suspects:    map[string]bool{},
 		cleared:     map[string]bool{},
 		frozenAct:   map[string]activity{},
+		ramps:       map[string]*ramp{},
+		seen:        map[string]bool{},
+		idleSince:   map[string]time.Time{},
 
 		readmittedAct: map[string]readmission{},
 	}, nil
@@ -647,6 +663,7 @@ func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Corre
 	if !done {
 		out = append(out, ic.bring(&o)...)
 	}
+	out = append(out, ic.slowStart(&u, &o)...)
 	ic.trace(&o, from, out)
 	return out, nil
 }
@@ -675,32 +692,15 @@ func (ic *Interference) trace(o *observation, from int, out []Correction) {
 
 // prune forgets the state of containers absent from u.
 func (ic *Interference) prune(u *monitor.Usage) {
-	live := make(map[string]bool, len(u.Containers))
-	for i := range u.Containers {
-		live[u.Containers[i].ID] = true
+	live := liveIDs(u)
+	keepLive(ic.baselines, live)
+	for _, m := range []map[string]bool{ic.throttled, ic.ioThrottled, ic.frozen, ic.killed, ic.suspects, ic.cleared, ic.seen} {
+		keepLive(m, live)
 	}
-	for id := range ic.baselines {
-		if !live[id] {
-			delete(ic.baselines, id)
-		}
-	}
-	for _, m := range []map[string]bool{ic.throttled, ic.ioThrottled, ic.frozen, ic.killed, ic.suspects, ic.cleared} {
-		for id := range m {
-			if !live[id] {
-				delete(m, id)
-			}
-		}
-	}
-	for id := range ic.frozenAct {
-		if !ic.frozen[id] {
-			delete(ic.frozenAct, id)
-		}
-	}
-	for id := range ic.readmittedAct {
-		if !live[id] {
-			delete(ic.readmittedAct, id)
-		}
-	}
+	keepLive(ic.frozenAct, ic.frozen)
+	keepLive(ic.readmittedAct, live)
+	keepLive(ic.ramps, live)
+	keepLive(ic.idleSince, live)
 	for k, until := range ic.noise {
 		if !u.Timestamp.Before(until) {
 			delete(ic.noise, k)
@@ -745,6 +745,20 @@ func (ic *Interference) correctable(u *monitor.Usage) ([]*monitor.ContainerUsage
 // while revocable work is active — maybe the start of one.
 func (ic *Interference) Pending() bool {
 	return ic.level == LevelNone && (ic.suspect || slices.Contains(ic.recent, true))
+}
+
+// liveIDs is the set of the containers in u.
+func liveIDs(u *monitor.Usage) map[string]bool {
+	live := make(map[string]bool, len(u.Containers))
+	for i := range u.Containers {
+		live[u.Containers[i].ID] = true
+	}
+	return live
+}
+
+// keepLive deletes from m every container not in live.
+func keepLive[V any](m map[string]V, live map[string]bool) {
+	maps.DeleteFunc(m, func(id string, _ V) bool { return !live[id] })
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -512,8 +512,7 @@ func (ic *Interference) bring(o *observation) []Correction {
 			ic.ioThrottled[c.ID] = true
 		}
 		if ic.level >= LevelThrottle && !ic.ioCause && !ic.throttled[c.ID] {
-			q := max(int64(float64(c.Limits.MilliCPUs)*ic.cfg.ThrottleFraction), ic.cfg.MinQuota)
-			out = append(out, Correction{Type: Throttle, ContainerID: c.ID, CPUQuota: q, Trigger: ic.cause,
+			out = append(out, Correction{Type: Throttle, ContainerID: c.ID, CPUQuota: ic.throttleQuota(c), Trigger: ic.cause,
 				Reason: fmt.Sprintf("%s degraded (%s): throttling the suspects (%s)", ic.cause.Victim, ic.cause.Signal, ic.blame)})
 			ic.throttled[c.ID] = true
 		}

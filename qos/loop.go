@@ -121,25 +121,10 @@ func (l *loop) round(ctx context.Context, u monitor.Usage) {
 
 // Prune forgets the corrections of containers absent from u.
 func (a *Applier) Prune(u *monitor.Usage) {
-	live := make(map[string]bool, len(u.Containers))
-	for i := range u.Containers {
-		live[u.Containers[i].ID] = true
-	}
+	live := liveIDs(u)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for id := range a.throttled {
-		if !live[id] {
-			delete(a.throttled, id)
-		}
-	}
-	for id := range a.frozen {
-		if !live[id] {
-			delete(a.frozen, id)
-		}
-	}
-	for id := range a.ioLimited {
-		if !live[id] {
-			delete(a.ioLimited, id)
-		}
-	}
+	keepLive(a.throttled, live)
+	keepLive(a.frozen, live)
+	keepLive(a.ioLimited, live)
 }

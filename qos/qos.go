@@ -102,6 +102,9 @@ func (t Trigger) String() string {
 	if t.Victim != "" {
 		s += " of " + t.Victim
 	}
+	if t.Value == 0 && t.Baseline == 0 && t.Threshold == 0 {
+		return s // no measurement behind it (a slow start)
+	}
 	return fmt.Sprintf("%s = %.4g (baseline %.4g, threshold %.4g)", s, t.Value, t.Baseline, t.Threshold)
 }
 

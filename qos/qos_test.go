@@ -388,7 +388,8 @@ func TestRegistry(t *testing.T) {
 	if _, err := Open(r, "nope", nil, nil); !errors.Is(err, ErrUnknown) {
 		t.Fatalf("unknown: %v", err)
 	}
-	for _, o := range []Options{{"enter-factor": "1"}, {"alpha": "0"}, {"cooldown": "x"}, {"exit-factor": "3"}} {
+	for _, o := range []Options{{"enter-factor": "1"}, {"alpha": "0"}, {"cooldown": "x"}, {"exit-factor": "3"},
+		{"slow-start": "10s"}, {"slow-start": "-1s", "io-throttle": "1000"}} {
 		if _, err := Open(r, "interference", o, nil); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("%v: %v", o, err)
 		}

@@ -42,8 +42,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the sc
 //	----                          last round (what it saw against which
 //	signal=app-latency …          threshold, whom it blamed), or "quiet"
 //
-// Revocable containers start in the order they first appear after new
-// (the first is the oldest). go test -run Scenarios -rewrite writes the outputs back.
+// Revocable containers start just before the round they first appear in,
+// in the order they appear after new (the first is the oldest). go test -run Scenarios -rewrite writes the outputs back.
 func TestInterferenceScenarios(t *testing.T) {
 	files, err := filepath.Glob("testdata/interference/*.txt")
 	if err != nil || len(files) == 0 {
@@ -117,7 +117,7 @@ func runScript(t *testing.T, path string) {
 			}
 			return a
 		}}))
-	starts := map[string]int{}
+	starts := map[string]time.Time{}
 	cases := readScript(t, path)
 	failed := false
 	for i, c := range cases {
@@ -229,7 +229,7 @@ func renderRound(ic *Interference, cs []Correction) string {
 // be=<[+]id[:cpu[:io[:mem[:MiB]]]],…> (a leading + runs the container at
 // the LC's cpu priority instead of the best-effort class; mem is the
 // fraction of the second it stalled on memory, MiB its working set).
-func scriptUsage(kv map[string]string, starts map[string]int) (monitor.Usage, error) {
+func scriptUsage(kv map[string]string, starts map[string]time.Time) (monitor.Usage, error) {
 	for k := range kv {
 		if !slices.Contains([]string{"t", "lat", "measured", "be", "lccpu", "rq", "lcio", "lcmem"}, k) {
 			return monitor.Usage{}, fmt.Errorf("unknown round argument %q", k)
@@ -309,10 +309,12 @@ func scriptUsage(kv map[string]string, starts map[string]int) (monitor.Usage, er
 		f := strings.Split(spec, ":")
 		id := f[0]
 		if _, ok := starts[id]; !ok {
-			starts[id] = len(starts)
+			// Started just before the round that first shows it (a
+			// millisecond apart in the order they appear).
+			starts[id] = u.Timestamp.Add(time.Duration(len(starts)-1000) * time.Millisecond)
 		}
 		c := monitor.ContainerUsage{ContainerInfo: monitor.ContainerInfo{
-			ID: id, Revocable: true, StartedAt: t0.Add(time.Duration(starts[id]) * time.Second),
+			ID: id, Revocable: true, StartedAt: starts[id],
 			Limits: isolator.Limits{MilliCPUs: 1000, Class: class}}}
 		if len(f) > 1 {
 			var act [4]float64

@@ -1,0 +1,137 @@
+package qos
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/brimnode/brim/monitor"
+)
+
+// SignalSlowStart is the trigger of the corrections of a slow start:
+// revocable work admitted under an io limit that doubles while the
+// victims stay healthy (InterferenceConfig.SlowStart).
+const SignalSlowStart = "slow-start"
+
+// SlowStartSteps is how many times a slow start doubles its io limit
+// before lifting it: from io-throttle to 16 × io-throttle.
+const SlowStartSteps = 4
+
+// ramp is the slow start of one revocable container: the io limit it
+// runs under now, how many times it has doubled, and since when it has
+// held with the container at work and every victim healthy.
+type ramp struct {
+	io    int64 // bytes/s
+	n     int   // doublings so far
+	since time.Time
+	held  bool // the ladder corrects the container: the ramp waits
+}
+
+// slowStart admits revocable io gradually (Heracles grows the
+// best-effort share step by step while the latency-critical work keeps
+// its SLO). Revocable work that is new (a container younger than
+// SlowStart) or has been idle for SlowStart is parked under the
+// io-throttle rate — an idle container loses nothing by it — so that a
+// disk writer that starts to work starts small. While it works and
+// every victim is healthy the limit doubles every SlowStart /
+// SlowStartSteps, and after SlowStartSteps doublings it is lifted. A
+// degradation holds every ramp where it is, and so does a correction of
+// the ladder on a ramping container, after which the ramp's limit is put
+// back. A reactive controller sees a window only once it is over:
+// without a slow start the onset of a disk writer's flood cost the LC
+// 4–13× its solo p99 for the 1–2 s before the first correction
+// (colocation experiment). Nothing is parked while no latency-critical
+// work runs.
+//
+// Only io: cpu work runs in cpu.idle, and its harm to a cpu-bound LC
+// through the caches comes and goes with what it computes (1.0–2.5×
+// with the same stress-ng worker, unlimited); parking it under a cpu
+// quota as well cut the node's cpu to 37–81 % in the colocation
+// experiment, and a freeze of the writer then no longer relieved an LC
+// still slowed by the parked cpu work, so the cause test let the writer
+// go as "not the cause".
+func (ic *Interference) slowStart(u *monitor.Usage, o *observation) []Correction {
+	if ic.cfg.SlowStart <= 0 || ic.cfg.IOThrottle <= 0 {
+		return nil
+	}
+	victims := slices.ContainsFunc(u.Containers, func(c monitor.ContainerUsage) bool { return !c.Revocable })
+	// Degraded is what holds a ramp, not a value in the hysteresis
+	// band: the LC may sit there for good with cpu work running beside
+	// it, and neither the ramp nor the ladder would move.
+	healthy := o.worst == nil
+	step := ic.cfg.SlowStart / SlowStartSteps
+	var out []Correction
+	byAge := youngestRevocable(u)
+	slices.Reverse(byAge)
+	for _, c := range byAge {
+		id := c.ID
+		r, a := ic.ramps[id], o.acts[id]
+		first := !ic.seen[id]
+		ic.seen[id] = true
+		if a.known && !a.active && !ic.underCorrection(id) {
+			if ic.idleSince[id].IsZero() {
+				ic.idleSince[id] = o.now
+			}
+		} else {
+			delete(ic.idleSince, id)
+		}
+		switch {
+		case ic.killed[id]:
+			delete(ic.ramps, id)
+		case ic.throttled[id] || ic.ioThrottled[id] || ic.frozen[id]:
+			// The ladder's corrections are on top: the ramp waits, and
+			// puts its limit back once the ladder has lifted its own
+			// (the ladder's UNTHROTTLE_IO lifts the ramp's too).
+			if r != nil {
+				r.held, r.since = true, o.now
+			}
+		case r == nil:
+			young := first && u.Timestamp.Sub(c.StartedAt) < ic.cfg.SlowStart
+			idle := !ic.idleSince[id].IsZero() && o.now.Sub(ic.idleSince[id]) >= ic.cfg.SlowStart
+			if !victims || (!young && !idle) {
+				continue
+			}
+			r = &ramp{io: ic.cfg.IOThrottle, since: o.now}
+			ic.ramps[id] = r
+			why := "new revocable work"
+			if !young {
+				why = fmt.Sprintf("revocable work idle for %s", o.now.Sub(ic.idleSince[id]).Round(time.Second))
+			}
+			out = append(out, r.limit(id, fmt.Sprintf("%s: io parked at %d B/s, doubling every %s it works with the victims healthy (slow start)",
+				why, r.io, step)))
+		case r.held:
+			r.held = false
+			out = append(out, r.limit(id, fmt.Sprintf("the corrections lifted: back to the slow start's %d B/s", r.io)))
+		case !victims:
+			delete(ic.ramps, id)
+			out = append(out, r.lift(id, "no latency-critical work left to protect: lifting the slow start's io limit"))
+		case !healthy || !a.active:
+			r.since = o.now // hold: a step counts working, healthy time only
+		case o.now.Sub(r.since) >= step:
+			r.io, r.n, r.since = r.io*2, r.n+1, o.now
+			if r.n >= SlowStartSteps {
+				delete(ic.ramps, id)
+				out = append(out, r.lift(id, "victims healthy through the slow start: lifting its io limit"))
+				continue
+			}
+			out = append(out, r.limit(id, fmt.Sprintf("victims healthy for %s of work: raising the slow start's io limit to %d B/s", step, r.io)))
+		}
+	}
+	return out
+}
+
+// limit is the correction that puts container id under r's io limit.
+func (r *ramp) limit(id, why string) Correction {
+	return Correction{Type: ThrottleIO, ContainerID: id, IOBytesPerSec: r.io, Trigger: Trigger{Signal: SignalSlowStart}, Reason: why}
+}
+
+// lift is the correction that ends r's io limit on container id.
+func (r *ramp) lift(id, why string) Correction {
+	return Correction{Type: UnthrottleIO, ContainerID: id, Trigger: Trigger{Signal: SignalSlowStart}, Reason: why}
+}
+
+// throttleQuota is the ladder's cpu quota for c: ThrottleFraction of its
+// allocation, at least MinQuota.
+func (ic *Interference) throttleQuota(c *monitor.ContainerUsage) int64 {
+	return max(int64(float64(c.Limits.MilliCPUs)*ic.cfg.ThrottleFraction), ic.cfg.MinQuota)
+}
