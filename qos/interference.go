@@ -186,7 +186,7 @@ type Interference struct {
 	log *slog.Logger // Debug: every round that saw a degradation or had corrections in force; nil: none
 
 	baselines map[string]map[string]*baseline // victim → signal → baseline
-	noise     map[string]time.Time            // victim/signal → marked as noise until
+	noise     map[string]noiseMark            // victim/signal → marked as noise
 
 	level         int // 0 none, 1 throttled, 2 frozen, 3 killing
 	lastChange    time.Time
@@ -227,6 +227,15 @@ type Interference struct {
 	confirmed  bool // a correction ended a degradation (the cause is known)
 	readmitted bool // a step down happened since the last degradation
 	strikes    int  // re-degradations after a re-admission in this episode
+}
+
+// noiseMark marks a victim's signal as noise after a failed cause test:
+// until then, values up to level × EnterFactor trigger nothing (level is
+// the value with every suspect frozen); a value above that is a new
+// degradation, not the noise the test found.
+type noiseMark struct {
+	until time.Time
+	level float64
 }
 
 // activity is a revocable container's use over the last monitor interval.
@@ -400,7 +409,7 @@ func NewInterferenceWith(c InterferenceConfig) (*Interference, error) {
 	return &Interference{
 		cfg:         c,
 		baselines:   map[string]map[string]*baseline{},
-		noise:       map[string]time.Time{},
+		noise:       map[string]noiseMark{},
 		throttled:   map[string]bool{},
 		ioThrottled: map[string]bool{},
 		frozen:      map[string]bool{},
@@ -668,15 +677,18 @@ func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Corre
 	return out, nil
 }
 
-// trace logs, at Debug, a round that saw a degradation or began with
-// corrections in force: what was seen against which threshold, whom it
+// trace logs, at Debug, a round that saw a degradation (also one masked
+// as noise) or began with corrections in force: what was seen against which threshold, whom it
 // blamed and what the ladder did — the record a researcher needs to
 // tell why a correction came (or did not).
 func (ic *Interference) trace(o *observation, from int, out []Correction) {
-	if ic.log == nil || (o.worst == nil && from == LevelNone) || !ic.log.Enabled(context.Background(), slog.LevelDebug) {
+	if ic.log == nil || (o.worst == nil && !o.masked && from == LevelNone) || !ic.log.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
 	attrs := []any{"from", levelNames[from], "to", levelNames[ic.level], "corrections", len(out), "cooled", o.cooled}
+	if o.masked {
+		attrs = append(attrs, "masked_as_noise", true)
+	}
 	if w := o.worst; w != nil {
 		ids := make([]string, len(o.suspects))
 		for i, c := range o.suspects {
@@ -701,8 +713,8 @@ func (ic *Interference) prune(u *monitor.Usage) {
 	keepLive(ic.readmittedAct, live)
 	keepLive(ic.ramps, live)
 	keepLive(ic.idleSince, live)
-	for k, until := range ic.noise {
-		if !u.Timestamp.Before(until) {
+	for k, m := range ic.noise {
+		if !u.Timestamp.Before(m.until) {
 			delete(ic.noise, k)
 		}
 	}

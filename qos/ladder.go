@@ -62,6 +62,9 @@ type observation struct {
 	fallback bool   // nobody competes: every correctable container is a suspect
 	// cooled: a cool-down has passed since the last change of level.
 	cooled bool
+	// masked: a victim's signal was above its threshold but marked as
+	// noise (a failed cause test): no trigger, and not healthy either.
+	masked bool
 }
 
 // observe reads u: it prunes the state of containers gone, compares every
@@ -115,8 +118,15 @@ func (ic *Interference) observe(u *monitor.Usage) observation {
 			// The application's own latency, when it reports one, is
 			// the victim's only trigger; the others only attribute.
 			trigger := !app || sig == SignalAppLatency
-			_, noisy := ic.noise[noiseKey(c.ID, sig)]
+			// A signal marked as noise still triggers on a value well
+			// above the one the cause test saw: a disk writer thawed as
+			// "not the cause" of an fsyncing LC's 6.5 ms (busy vCPUs
+			// slowed its disk as much) flooded it at 35-50 ms for the
+			// rest of the run, masked as noise.
+			mark, noisy := ic.noise[noiseKey(c.ID, sig)]
+			noisy = noisy && v <= mark.level*ic.cfg.EnterFactor
 			if trusted && v > thr {
+				o.masked = o.masked || (trigger && noisy)
 				if trigger && !noisy {
 					if r := v / thr; cand == nil || r > candRatio {
 						cand = &Trigger{Signal: sig, Victim: c.ID, Value: v, Baseline: b.value, Threshold: thr}
@@ -399,7 +409,7 @@ func (ic *Interference) notTheCause(o *observation) ([]Correction, bool) {
 		out = append(out, Correction{Type: UnthrottleIO, ContainerID: id, Trigger: t, Reason: why + ": lifting the io throttle"})
 	}
 	if ic.cfg.NoiseHold > 0 {
-		ic.noise[noiseKey(w.Victim, w.Signal)] = o.now.Add(ic.cfg.NoiseHold)
+		ic.noise[noiseKey(w.Victim, w.Signal)] = noiseMark{until: o.now.Add(ic.cfg.NoiseHold), level: w.Value}
 	}
 	clear(ic.frozen)
 	clear(ic.frozenAct)
