@@ -238,3 +238,26 @@ func writeRun(t *testing.T, dir string, r *Run) {
 		t.Fatal(err)
 	}
 }
+
+// The window the onset falls in is contended: it holds the onset's
+// damage, which a reactive controller cannot prevent. Counting only
+// windows wholly inside the phase left out a 3x window 92 % contended.
+func TestAnalyzeOnsetWindow(t *testing.T) {
+	const t0 = 1_700_000_000_000
+	r := &Run{Meta: Meta{Trial: 1, Controller: "x", SLO: 1.1, SoloStart: t0, Onset: t0 + 10_000, ContendedEnd: t0 + 20_000}}
+	for s := int64(1); s <= 20; s++ {
+		end := t0 + s*1000 + 500 // windows half a second off the phases
+		p99 := 1000.0
+		if end == t0+10_500 {
+			p99 = 5000 // [9.5 s, 10.5 s): the onset at 10 s
+		}
+		r.Windows = append(r.Windows, Window{End: end, P99: p99})
+	}
+	res := Analyze(r)
+	if res.SoloWindows != 9 || res.ContendedWindows != 11 {
+		t.Fatalf("windows: solo %d contended %d, want 9 (wholly solo) and 11 (the onset's and the end's included)", res.SoloWindows, res.ContendedWindows)
+	}
+	if res.WorstRatio != 5 || res.Breaches != 1 {
+		t.Fatalf("worst %v breaches %d: the onset's window (5x) must count", res.WorstRatio, res.Breaches)
+	}
+}
