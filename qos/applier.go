@@ -231,9 +231,11 @@ func (a *Applier) Recent() []Applied {
 }
 
 // Blocking implements the estimator's Blocker: a description of the
-// corrections in force, or "" when none is.
+// corrections in force, or "" when none is (a slow start's do not count).
 func (a *Applier) Blocking() string {
-	act := a.Active()
+	// A slow start's limits admit work; they do not answer interference
+	// (and idle revocable work stays parked: offers would stop for good).
+	act := slices.DeleteFunc(a.Active(), func(c Correction) bool { return c.Trigger.Signal == SignalSlowStart })
 	if len(act) == 0 {
 		return ""
 	}

@@ -9,7 +9,7 @@
 // built-ins (noop, load, interference), the Applier that applies
 // corrections through an Actuator the agent provides and keeps the set of
 // corrections in force (the estimator's Guard reads it: no new revocable
-// offers while any is in force), the agent's loop (Run: every second, on
+// offers while any is in force, a slow start's apart), the agent's loop (Run: every second, on
 // every monitor notification, and soon again while a controller has a
 // degradation to confirm — the optional Pender interface), and the
 // out-of-process plugin host and serve side (hashicorp/go-plugin over

@@ -77,7 +77,7 @@ func Run(ctx context.Context, src UsageSource, c Controller, a *Applier, cfg Loo
 		case <-recheck.C:
 		case r := <-swaps:
 			var took bool
-			if l.c, took = r.take(l.c, a); !took {
+			if l.c, took = r.take(ctx, l.c, a); !took {
 				continue
 			}
 			// A new controller learns from the latest usage at once.

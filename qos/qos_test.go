@@ -617,6 +617,23 @@ func TestApplierIO(t *testing.T) {
 	if got := strings.Join(act.calls, "|"); got != "io=1048576 d|io=0 d" || len(a.Active()) != 0 {
 		t.Fatalf("calls %s, active %v", got, a.Active())
 	}
+	// A slow start's limit is in force but blocks no offers: it admits
+	// work, it does not answer interference (idle revocable work is
+	// parked for good, and offers would stop for good with it).
+	ss := Trigger{Signal: SignalSlowStart}
+	if err := a.Apply(ctx, []Correction{{Type: ThrottleIO, ContainerID: "d", IOBytesPerSec: 1 << 20, Trigger: ss}}); err != nil {
+		t.Fatal(err)
+	}
+	if act := a.Active(); len(act) != 1 || a.Blocking() != "" {
+		t.Fatalf("slow start: active %v, blocking %q", act, a.Blocking())
+	}
+	// The ladder's io limit on the same container does block.
+	if err := a.Apply(ctx, []Correction{{Type: ThrottleIO, ContainerID: "d", IOBytesPerSec: 1 << 20, Trigger: trig}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(a.Blocking(), "THROTTLE_IO d (psi-io)") {
+		t.Fatalf("the ladder's io limit: blocking %q", a.Blocking())
+	}
 }
 
 // slowFreezer freezes nothing until ctx ends: a container whose tasks sit

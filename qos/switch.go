@@ -36,7 +36,8 @@ func NewSwitch() *Switch { return &Switch{reqs: make(chan swapRequest)} }
 
 // Replace makes c the loop's controller and returns the one it replaced,
 // which the caller closes. It fails with ErrCorrectionsInForce (c is not
-// taken) while the loop's applier has corrections in force, and with
+// taken) while the loop's applier has corrections in force (a slow
+// start's limits are lifted instead), and with
 // ctx's error when the loop does not take the request before ctx ends
 // (the loop is not running).
 func (s *Switch) Replace(ctx context.Context, c Controller) (Controller, error) {
@@ -55,11 +56,28 @@ func (s *Switch) Replace(ctx context.Context, c Controller) (Controller, error) 
 
 // take answers r for a loop whose controller is cur and whose applier is
 // a; it returns the loop's controller from now on and whether that is
-// r's.
-func (r swapRequest) take(cur Controller, a *Applier) (Controller, bool) {
-	if active := a.Active(); len(active) > 0 {
-		r.reply <- swapReply{err: fmt.Errorf("%w: %d (e.g. %s); the controller that made them stays until it lifts them", ErrCorrectionsInForce, len(active), active[0])}
-		return cur, false
+// r's. A slow start's limits do not hold the old controller (idle
+// revocable work stays parked, so a reload would never be taken): they
+// are lifted first, and the new controller parks work anew if it has a
+// slow start.
+func (r swapRequest) take(ctx context.Context, cur Controller, a *Applier) (Controller, bool) {
+	var lifts []Correction
+	for _, c := range a.Active() {
+		if c.Trigger.Signal != SignalSlowStart {
+			r.reply <- swapReply{err: fmt.Errorf("%w: e.g. %s; the controller that made them stays until it lifts them", ErrCorrectionsInForce, c)}
+			return cur, false
+		}
+		lift := Correction{Type: Unthrottle, ContainerID: c.ContainerID, Trigger: c.Trigger, Reason: "controller replaced: lifting its slow start"}
+		if c.Type == ThrottleIO {
+			lift.Type = UnthrottleIO
+		}
+		lifts = append(lifts, lift)
+	}
+	if len(lifts) > 0 {
+		if err := a.Apply(ctx, lifts); err != nil {
+			r.reply <- swapReply{err: fmt.Errorf("replace the qos controller: lifting the slow start's limits: %w", err)}
+			return cur, false
+		}
 	}
 	r.reply <- swapReply{old: cur}
 	return r.c, true

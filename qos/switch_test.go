@@ -3,6 +3,7 @@ package qos
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,7 +35,8 @@ func TestSwitchReplacesBetweenRounds(t *testing.T) {
 	a := &listController{name: "a", rounds: make(chan []Correction, 2), calls: calls}
 	b := &listController{name: "b", rounds: make(chan []Correction, 1), calls: calls}
 	src := newChanUsage()
-	ap := NewApplier(&fakeActuator{}, nil)
+	io := &ioActuator{}
+	ap := NewApplier(io, nil)
 	sw := NewSwitch()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -69,6 +71,24 @@ func TestSwitchReplacesBetweenRounds(t *testing.T) {
 	src.set(node(2, time.Millisecond, "be"))
 	if got := recv(t, calls); got != "b" {
 		t.Fatalf("round by %s, want b", got)
+	}
+	// A slow start's limit does not hold b: it is lifted, and a takes
+	// over (idle work stays parked for good; a reload was refused for
+	// good with it).
+	b.rounds <- []Correction{{Type: ThrottleIO, ContainerID: "be", IOBytesPerSec: 1 << 20, Trigger: Trigger{Signal: SignalSlowStart}}}
+	src.set(node(3, time.Millisecond, "be"))
+	if got := recv(t, calls); got != "b" {
+		t.Fatalf("round by %s, want b", got)
+	}
+	waitActive(t, ap, 1)
+	if old, err := sw.Replace(ctx, a); err != nil || old != Controller(b) {
+		t.Fatalf("replace with a slow start in force = %v, %v; want b, nil", old, err)
+	}
+	if len(ap.Active()) != 0 || !strings.Contains(strings.Join(io.calls, "|"), "io=0 be") {
+		t.Fatalf("after the replacement: in force %v, io calls %v; want the slow start lifted", ap.Active(), io.calls)
+	}
+	if got := recv(t, calls); got != "a" {
+		t.Fatalf("round by %s after the replacement, want a", got)
 	}
 	cancel()
 	if err := recv(t, done); !errors.Is(err, context.Canceled) {
