@@ -148,7 +148,9 @@ type InterferenceConfig struct {
 	// gradually: a revocable container younger than SlowStart, or idle
 	// for SlowStart, is parked under IOThrottle, and the limit doubles
 	// SlowStartSteps times over SlowStart of work with every victim
-	// healthy, then is lifted (slowstart.go); default 0 (off).
+	// healthy, then is lifted; an LC above its exit threshold holds the
+	// ramps and halves a ramping writer's limit (slowstart.go); default 0
+	// (off).
 	SlowStart time.Duration
 	// BestEffortCPUIdle says that best-effort (revocable) containers run
 	// in cpu.idle (SCHED_IDLE) groups, as the cgroups isolator makes them
@@ -180,7 +182,9 @@ var DefaultFloors = map[string]float64{
 // confirms the cause, and the suspects are re-admitted (THAW, then
 // UNTHROTTLE) after RecoverAfter, doubled after each re-degradation. Only
 // a confirmed cause that re-degrades after KillAfter re-admissions is
-// killed, one container at a time. Not safe for concurrent use.
+// killed, one container at a time. With SlowStart, new or long-idle
+// revocable work starts with its io parked and ramps up while the
+// victims stay healthy (slowstart.go). Not safe for concurrent use.
 type Interference struct {
 	cfg InterferenceConfig
 	log *slog.Logger // Debug: every round that saw a degradation or had corrections in force; nil: none
@@ -678,9 +682,9 @@ func (ic *Interference) Corrections(_ context.Context, u monitor.Usage) ([]Corre
 }
 
 // trace logs, at Debug, a round that saw a degradation (also one masked
-// as noise) or began with corrections in force: what was seen against which threshold, whom it
-// blamed and what the ladder did — the record a researcher needs to
-// tell why a correction came (or did not).
+// as noise) or began with corrections in force: what was seen against
+// which threshold, whom it blamed and what the ladder did — the record a
+// researcher needs to tell why a correction came (or did not).
 func (ic *Interference) trace(o *observation, from int, out []Correction) {
 	if ic.log == nil || (o.worst == nil && !o.masked && from == LevelNone) || !ic.log.Enabled(context.Background(), slog.LevelDebug) {
 		return

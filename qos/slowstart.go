@@ -21,10 +21,11 @@ const SlowStartSteps = 4
 // runs under now, how many times it has doubled, and since when it has
 // held with the container at work and every victim healthy.
 type ramp struct {
-	io    int64 // bytes/s
-	n     int   // doublings so far
-	since time.Time
-	held  bool // the ladder corrects the container: the ramp waits
+	io      int64     // bytes/s
+	n       int       // doublings so far
+	since   time.Time // start of the current run of working, healthy rounds
+	changed time.Time // the limit's last change
+	held    bool      // the ladder corrects the container: the ramp waits
 }
 
 // slowStart admits revocable io gradually (Heracles grows the
@@ -35,9 +36,13 @@ type ramp struct {
 // disk writer that starts to work starts small. While it works and
 // every victim is healthy the limit doubles every SlowStart /
 // SlowStartSteps, and after SlowStartSteps doublings it is lifted. A
-// degradation holds every ramp where it is, and so does a correction of
-// the ladder on a ramping container, after which the ramp's limit is put
-// back. A reactive controller sees a window only once it is over:
+// victim above its exit threshold holds every ramp where it is and
+// halves (at most once a step) the limit of a ramping container stalled
+// on io: multiplicative increase and decrease around what the LC
+// tolerates, below the ladder's enter threshold. A correction of the
+// ladder on a ramping container holds its ramp too, and the ramp's limit
+// is put back once the ladder has lifted its own. A reactive controller
+// sees a window only once it is over:
 // without a slow start the onset of a disk writer's flood cost the LC
 // 4–13× its solo p99 for the 1–2 s before the first correction
 // (colocation experiment). Nothing is parked while no latency-critical
@@ -55,12 +60,14 @@ func (ic *Interference) slowStart(u *monitor.Usage, o *observation) []Correction
 		return nil
 	}
 	victims := slices.ContainsFunc(u.Containers, func(c monitor.ContainerUsage) bool { return !c.Revocable })
-	// Degraded is what holds a ramp, not a value in the hysteresis
-	// band: the LC may sit there for good with cpu work running beside
-	// it, and neither the ramp nor the ladder would move. A degradation
-	// marked as noise holds it too: after a failed cause test the ramp
-	// climbed through a masked 6 ms p99 and let the writer out.
-	healthy := o.worst == nil && !o.masked
+	// A victim above its exit threshold — degraded, in the hysteresis
+	// band, or degraded but masked as noise by a failed cause test —
+	// holds every ramp, and halves the limit of a ramping container
+	// stalled on io (once a step): the ladder acts only from the enter
+	// threshold (2x), and a writer ramped to 32-64 MiB/s held the LC at
+	// 1.5-2.6x for 9 s below it. After a failed cause test the ramp
+	// once climbed through a masked 6 ms p99 and let the writer out.
+	healthy := o.worst == nil && !o.masked && !ic.suspect
 	step := ic.cfg.SlowStart / SlowStartSteps
 	var out []Correction
 	byAge := youngestRevocable(u)
@@ -93,7 +100,7 @@ func (ic *Interference) slowStart(u *monitor.Usage, o *observation) []Correction
 			if !victims || (!young && !idle) {
 				continue
 			}
-			r = &ramp{io: ic.cfg.IOThrottle, since: o.now}
+			r = &ramp{io: ic.cfg.IOThrottle, since: o.now, changed: o.now}
 			ic.ramps[id] = r
 			why := "new revocable work"
 			if !young {
@@ -107,10 +114,13 @@ func (ic *Interference) slowStart(u *monitor.Usage, o *observation) []Correction
 		case !victims:
 			delete(ic.ramps, id)
 			out = append(out, r.lift(id, "no latency-critical work left to protect: lifting the slow start's io limit"))
+		case !healthy && r.n > 0 && ic.competes(a, ResourceIO, false) && o.now.Sub(r.changed) >= step:
+			r.io, r.n, r.since, r.changed = r.io/2, r.n-1, o.now, o.now
+			out = append(out, r.limit(id, fmt.Sprintf("victims above their exit threshold: lowering the slow start's io limit to %d B/s", r.io)))
 		case !healthy || !a.active:
 			r.since = o.now // hold: a step counts working, healthy time only
 		case o.now.Sub(r.since) >= step:
-			r.io, r.n, r.since = r.io*2, r.n+1, o.now
+			r.io, r.n, r.since, r.changed = r.io*2, r.n+1, o.now, o.now
 			if r.n >= SlowStartSteps {
 				delete(ic.ramps, id)
 				out = append(out, r.lift(id, "victims healthy through the slow start: lifting its io limit"))
