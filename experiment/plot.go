@@ -12,6 +12,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/brimnode/brim/qos"
 )
 
 // Colours: one per correction type, one per trial line.
@@ -84,9 +86,17 @@ func PlotRun(r *Run, res RunResult, path string) error {
 	}
 	byType := map[string]plotter.XYs{}
 	for _, c := range r.Corrections {
-		if c.At >= m.SoloStart {
-			byType[c.Type] = append(byType[c.Type], plotter.XY{X: x(c.At), Y: hi / 1.15})
+		if c.At < m.SoloStart {
+			continue
 		}
+		// A slow start's limits admit work: marked apart (grey
+		// circles), so that parked idle antagonists do not read as
+		// corrections before the onset.
+		t := c.Type
+		if c.Trigger == qos.SignalSlowStart {
+			t = SlowStartCorrections
+		}
+		byType[t] = append(byType[t], plotter.XY{X: x(c.At), Y: hi / 1.15})
 	}
 	types := make([]string, 0, len(byType))
 	for t := range byType {
@@ -98,7 +108,10 @@ func PlotRun(r *Run, res RunResult, path string) error {
 		if err != nil {
 			return err
 		}
-		s.Shape = draw.TriangleGlyph{}
+		s.Shape = draw.GlyphDrawer(draw.TriangleGlyph{})
+		if t == SlowStartCorrections {
+			s.Shape = draw.CircleGlyph{}
+		}
 		s.Radius = vg.Points(3.5)
 		s.Color = typeColor(t)
 		lat.Add(s)
