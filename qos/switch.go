@@ -61,17 +61,21 @@ func (s *Switch) Replace(ctx context.Context, c Controller) (Controller, error) 
 // are lifted first, and the new controller parks work anew if it has a
 // slow start.
 func (r swapRequest) take(ctx context.Context, cur Controller, a *Applier) (Controller, bool) {
-	var lifts []Correction
+	var held, lifts []Correction
 	for _, c := range a.Active() {
 		if c.Trigger.Signal != SignalSlowStart {
-			r.reply <- swapReply{err: fmt.Errorf("%w: e.g. %s; the controller that made them stays until it lifts them", ErrCorrectionsInForce, c)}
-			return cur, false
+			held = append(held, c)
+			continue
 		}
 		lift := Correction{Type: Unthrottle, ContainerID: c.ContainerID, Trigger: c.Trigger, Reason: "controller replaced: lifting its slow start"}
 		if c.Type == ThrottleIO {
 			lift.Type = UnthrottleIO
 		}
 		lifts = append(lifts, lift)
+	}
+	if len(held) > 0 {
+		r.reply <- swapReply{err: fmt.Errorf("%w: %d (e.g. %s); the controller that made them stays until it lifts them", ErrCorrectionsInForce, len(held), held[0])}
+		return cur, false
 	}
 	if len(lifts) > 0 {
 		if err := a.Apply(ctx, lifts); err != nil {
