@@ -108,7 +108,7 @@ func PlotRun(r *Run, res RunResult, path string) error {
 		if err != nil {
 			return err
 		}
-		s.Shape = draw.GlyphDrawer(draw.TriangleGlyph{})
+		s.Shape = draw.TriangleGlyph{}
 		if t == SlowStartCorrections {
 			s.Shape = draw.CircleGlyph{}
 		}

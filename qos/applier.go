@@ -235,7 +235,7 @@ func (a *Applier) Recent() []Applied {
 func (a *Applier) Blocking() string {
 	// A slow start's limits admit work; they do not answer interference
 	// (and idle revocable work stays parked: offers would stop for good).
-	act := slices.DeleteFunc(a.Active(), func(c Correction) bool { return c.Trigger.Signal == SignalSlowStart })
+	act := slices.DeleteFunc(a.Active(), slowStarted)
 	if len(act) == 0 {
 		return ""
 	}

@@ -537,6 +537,12 @@ func (ic *Interference) bring(o *observation) []Correction {
 	return out
 }
 
+// throttleQuota is the ladder's cpu quota for c: ThrottleFraction of its
+// allocation, at least MinQuota.
+func (ic *Interference) throttleQuota(c *monitor.ContainerUsage) int64 {
+	return max(int64(float64(c.Limits.MilliCPUs)*ic.cfg.ThrottleFraction), ic.cfg.MinQuota)
+}
+
 // ioLimitable reports whether the throttle level limits a suspect's io
 // (with io-throttle set): the suspects of an io-only degradation, and any
 // suspect competing for io (a: stalled on it, or of unknown activity) — a

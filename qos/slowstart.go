@@ -142,8 +142,6 @@ func (r *ramp) lift(id, why string) Correction {
 	return Correction{Type: UnthrottleIO, ContainerID: id, Trigger: Trigger{Signal: SignalSlowStart}, Reason: why}
 }
 
-// throttleQuota is the ladder's cpu quota for c: ThrottleFraction of its
-// allocation, at least MinQuota.
-func (ic *Interference) throttleQuota(c *monitor.ContainerUsage) int64 {
-	return max(int64(float64(c.Limits.MilliCPUs)*ic.cfg.ThrottleFraction), ic.cfg.MinQuota)
-}
+// slowStarted reports whether c is a slow start's: it admits work, it
+// does not answer interference.
+func slowStarted(c Correction) bool { return c.Trigger.Signal == SignalSlowStart }

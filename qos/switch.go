@@ -63,7 +63,7 @@ func (s *Switch) Replace(ctx context.Context, c Controller) (Controller, error) 
 func (r swapRequest) take(ctx context.Context, cur Controller, a *Applier) (Controller, bool) {
 	var held, lifts []Correction
 	for _, c := range a.Active() {
-		if c.Trigger.Signal != SignalSlowStart {
+		if !slowStarted(c) {
 			held = append(held, c)
 			continue
 		}
