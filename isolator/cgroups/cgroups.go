@@ -542,6 +542,7 @@ func (i *Isolator) Update(ctx context.Context, id string, limits isolator.Limits
 	if g.spec != nil {
 		want.ThrottleMilliCPUs = g.spec.ThrottleMilliCPUs
 		want.IOThrottle = g.spec.IOThrottle
+		want.QoSIOLimit = g.spec.QoSIOLimit
 	}
 	if err := i.set(id, g, want); err != nil {
 		return fmt.Errorf("update %s: %w", id, err)
@@ -587,46 +588,57 @@ func (i *Isolator) set(id string, g *group, want Spec) error {
 	return i.setLow(id, want.MemoryLow)
 }
 
-// ThrottleIO is the QoS controller's IO throttle: it caps the container's
-// IO on the disks of Config.IOPaths (v1 blkio.throttle.*_device, v2 io.max)
-// until called with a zero IOLimit. Later Updates keep it; Recover lifts
-// it (corrections do not survive an agent restart). On v1 the kernel
+// ThrottleIO is the io guard's throttle (pressure.IOThrottler): it caps
+// the container's IO on the disks of Config.IOPaths (v1
+// blkio.throttle.*_device, v2 io.max) until called with a zero IOLimit.
+// The QoS controller's own limit (SetIOLimit) is kept apart: the group
+// gets the tighter of the two (Spec.IOCap), and lifting one leaves the
+// other in force. Later Updates keep both; Recover lifts them
+// (corrections do not survive an agent restart). On v1 the kernel
 // throttles only IO the group issues itself (direct and synchronous IO):
 // page-cache writeback is not charged to the writer's group there. Errors
 // wrap isolator.ErrNotFound, ErrInvalid and isolator.ErrNotSupported (no
 // throttling controller, or no disk configured).
 func (i *Isolator) ThrottleIO(ctx context.Context, id string, l IOLimit) error {
-	if err := validID(id); err != nil {
-		return fmt.Errorf("throttle io of %s: %w", id, err)
-	}
-	g := i.group(id, false)
-	if g == nil {
-		return fmt.Errorf("throttle io of %s: %w", id, isolator.ErrNotFound)
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.spec == nil {
-		return fmt.Errorf("throttle io of %s: limits unknown: %w", id, isolator.ErrNotFound)
-	}
-	want := *g.spec
-	want.IOThrottle = l
-	if err := want.validate(); err != nil {
-		return fmt.Errorf("throttle io of %s: %w", id, err)
-	}
-	if err := i.set(id, g, want); err != nil {
+	if err := i.setIO(id, func(s *Spec) { s.IOThrottle = l }); err != nil {
 		return fmt.Errorf("throttle io of %s: %w", id, err)
 	}
 	return nil
 }
 
 // SetIOLimit is the QoS controller's IO correction (qos.IOActuator): it
-// caps reads and writes of container id at bytesPerSec each, through
-// ThrottleIO; 0 lifts the cap.
+// caps reads and writes of container id at bytesPerSec each; 0 lifts the
+// cap. The io guard's throttle (ThrottleIO) stays in force beside it.
 func (i *Isolator) SetIOLimit(ctx context.Context, id string, bytesPerSec int64) error {
 	if bytesPerSec < 0 {
 		return fmt.Errorf("limit io of %s to %d bytes/s: %w", id, bytesPerSec, ErrInvalid)
 	}
-	return i.ThrottleIO(ctx, id, IOLimit{ReadBPS: bytesPerSec, WriteBPS: bytesPerSec})
+	if err := i.setIO(id, func(s *Spec) { s.QoSIOLimit = IOLimit{ReadBPS: bytesPerSec, WriteBPS: bytesPerSec} }); err != nil {
+		return fmt.Errorf("limit io of %s: %w", id, err)
+	}
+	return nil
+}
+
+// setIO applies one io correction (mod) to group id's spec.
+func (i *Isolator) setIO(id string, mod func(*Spec)) error {
+	if err := validID(id); err != nil {
+		return err
+	}
+	g := i.group(id, false)
+	if g == nil {
+		return isolator.ErrNotFound
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.spec == nil {
+		return fmt.Errorf("limits unknown: %w", isolator.ErrNotFound)
+	}
+	want := *g.spec
+	mod(&want)
+	if err := want.validate(); err != nil {
+		return err
+	}
+	return i.set(id, g, want)
 }
 
 // Spec returns what brim last wrote for container id (limits, the class's

@@ -78,7 +78,7 @@ func (f Features) check(s Spec) error {
 		return fmt.Errorf("memory limit: memory controller: %w", isolator.ErrNotSupported)
 	case s.Limits.Pids > 0 && !f.Pids:
 		return fmt.Errorf("pids limit: pids controller: %w", isolator.ErrNotSupported)
-	case !s.IOThrottle.IsZero() && (!f.IOThrottle || len(f.IODevices) == 0):
+	case !s.IOCap().IsZero() && (!f.IOThrottle || len(f.IODevices) == 0):
 		return fmt.Errorf("io throttle: blkio/io controller with throttling and a disk to throttle (Config.IOPaths): %w", isolator.ErrNotSupported)
 	}
 	return nil
@@ -94,8 +94,14 @@ type Spec struct {
 	// (set by SetCPUQuota; 0 = no correction).
 	ThrottleMilliCPUs int64
 	// IOThrottle caps the group's IO on Features.IODevices (set by
-	// ThrottleIO; zero = no correction).
+	// ThrottleIO: the agent's io guard; zero = no correction).
 	IOThrottle IOLimit
+	// QoSIOLimit is the QoS controller's io correction (set by
+	// SetIOLimit: THROTTLE_IO, the slow start; zero = none). The io
+	// guard and the controller act on their own and lift their own
+	// caps: the group gets the tighter of the two, field by field
+	// (IOCap), so that one lifting its cap does not lift the other's.
+	QoSIOLimit IOLimit
 
 	// MemorySoft is the soft limit in bytes: v1 memory.soft_limit_in_bytes,
 	// v2 memory.high; 0 = none (-1 / max).
@@ -119,13 +125,32 @@ type IOLimit struct {
 // IsZero reports whether l caps nothing.
 func (l IOLimit) IsZero() bool { return l == IOLimit{} }
 
+// tighter returns the tighter of l and m field by field (a zero field
+// caps nothing).
+func (l IOLimit) tighter(m IOLimit) IOLimit {
+	f := func(a, b int64) int64 {
+		if a == 0 || (b != 0 && b < a) {
+			return b
+		}
+		return a
+	}
+	return IOLimit{ReadBPS: f(l.ReadBPS, m.ReadBPS), WriteBPS: f(l.WriteBPS, m.WriteBPS),
+		ReadIOPS: f(l.ReadIOPS, m.ReadIOPS), WriteIOPS: f(l.WriteIOPS, m.WriteIOPS)}
+}
+
+// IOCap is the io cap the group gets: the tighter of the io guard's
+// throttle and the QoS controller's limit, field by field.
+func (s Spec) IOCap() IOLimit { return s.IOThrottle.tighter(s.QoSIOLimit) }
+
 func (s Spec) validate() error {
 	l := s.Limits
 	if l.MilliCPUs < 0 || l.MemoryBytes < 0 || l.Pids < 0 || s.ThrottleMilliCPUs < 0 {
 		return fmt.Errorf("negative limit in %+v: %w", s, ErrInvalid)
 	}
-	if t := s.IOThrottle; t.ReadBPS < 0 || t.WriteBPS < 0 || t.ReadIOPS < 0 || t.WriteIOPS < 0 {
-		return fmt.Errorf("negative io throttle %+v: %w", t, ErrInvalid)
+	for _, t := range []IOLimit{s.IOThrottle, s.QoSIOLimit} {
+		if t.ReadBPS < 0 || t.WriteBPS < 0 || t.ReadIOPS < 0 || t.WriteIOPS < 0 {
+			return fmt.Errorf("negative io throttle %+v: %w", t, ErrInvalid)
+		}
 	}
 	if s.MemorySoft < 0 || s.MemoryLow < 0 {
 		return fmt.Errorf("negative memory soft limit or protection in %+v: %w", s, ErrInvalid)
@@ -340,10 +365,10 @@ func (p *planner) io(f Features, want Spec, have *Spec) {
 	if f.IOWeightFile != "" && want.IOWeight > 0 && (have == nil || have.IOWeight != want.IOWeight) {
 		p.add(ctrl, f.IOWeightFile, strconv.FormatUint(want.IOWeight, 10))
 	}
-	if !f.IOThrottle || (have != nil && have.IOThrottle == want.IOThrottle) {
+	if !f.IOThrottle || (have != nil && have.IOCap() == want.IOCap()) {
 		return
 	}
-	t := want.IOThrottle
+	t := want.IOCap()
 	for _, dev := range f.IODevices {
 		if p.v == V2 {
 			n := func(v int64) string { return bytesOrMax(v) }
@@ -366,7 +391,7 @@ func (p *planner) io(f Features, want Spec, have *Spec) {
 
 // changedIO reports whether v1 throttle file changes between have and want.
 func changedIO(file string, have, want Spec) bool {
-	h, w := have.IOThrottle, want.IOThrottle
+	h, w := have.IOCap(), want.IOCap()
 	switch file {
 	case "blkio.throttle.read_bps_device":
 		return h.ReadBPS != w.ReadBPS

@@ -146,6 +146,48 @@ func TestPolicyWrites(t *testing.T) {
 	if err := i.SetIOLimit(ctx, be, -1); !errors.Is(err, ErrInvalid) {
 		t.Errorf("SetIOLimit -1: %v, want ErrInvalid", err)
 	}
+	// The io guard's throttle and the controller's limit are kept apart:
+	// the group gets the tighter of the two, and either lifting its own
+	// leaves the other's in force (the controller's lift once erased
+	// the guard's throttle).
+	if err := i.ThrottleIO(ctx, be, IOLimit{WriteBPS: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if err := i.SetIOLimit(ctx, be, 4<<20); err != nil {
+		t.Fatal(err)
+	}
+	both := want // v1: the write file: the guard's 1 MiB/s is the tighter
+	if v2 {
+		both = dev + " rbps=4194304 wbps=1048576 riops=max wiops=max"
+	}
+	if got := throttleFile(); got != both {
+		t.Errorf("guard and controller: %q, want %q", got, both)
+	}
+	if err := i.SetIOLimit(ctx, be, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := throttleFile(); got != want {
+		t.Errorf("controller lifted its limit: %q, want the guard's %q", got, want)
+	}
+	if err := i.SetIOLimit(ctx, be, 2<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := i.ThrottleIO(ctx, be, IOLimit{}); err != nil {
+		t.Fatal(err)
+	}
+	qosOnly := dev + " 2097152"
+	if v2 {
+		qosOnly = dev + " rbps=2097152 wbps=2097152 riops=max wiops=max"
+	}
+	if got := throttleFile(); got != qosOnly {
+		t.Errorf("guard lifted its throttle: %q, want the controller's %q", got, qosOnly)
+	}
+	if err := i.SetIOLimit(ctx, be, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := throttleFile(); got != "" {
+		t.Errorf("both lifted: %q, want empty", got)
+	}
 
 	// Recover: limits, soft limits and oom_score_adj rewritten, throttle lifted.
 	if err := i.ThrottleIO(ctx, be, IOLimit{WriteBPS: 1 << 20}); err != nil {
@@ -168,7 +210,7 @@ func TestPolicyWrites(t *testing.T) {
 	if got := throttleFile(); got != "" {
 		t.Errorf("after recover: throttle %q, want none (corrections do not survive a restart)", got)
 	}
-	if s, ok := j.Spec(be); !ok || s.OOMScoreAdj != 1000 || s.MemorySoft == 0 || !s.IOThrottle.IsZero() {
+	if s, ok := j.Spec(be); !ok || s.OOMScoreAdj != 1000 || s.MemorySoft == 0 || !s.IOCap().IsZero() {
 		t.Errorf("recovered record %+v, %v", s, ok)
 	}
 	if v2 {

@@ -29,6 +29,10 @@ func TestPlanPolicy(t *testing.T) {
 	be2Throttled := be2
 	be2Throttled.IOThrottle = IOLimit{WriteBPS: 1 << 20, ReadIOPS: 50}
 	noLimit := d(spec(1000, false, 0, 0, BE), v2)
+	be2Both := be2Throttled // the guard's cap and the controller's: the tighter per field
+	be2Both.QoSIOLimit = IOLimit{ReadBPS: 2 << 20, WriteBPS: 2 << 20}
+	be2QoS := be2
+	be2QoS.QoSIOLimit = be2Both.QoSIOLimit
 
 	tests := []struct {
 		name string
@@ -56,6 +60,9 @@ func TestPlanPolicy(t *testing.T) {
 		{"v2 best-effort without memory limit", V2, Features{Memory: true, MemSoft: true}, noLimit, nil,
 			"memory.max=max memory.high=max memory.low=0"},
 		{"v2 throttle", V2, v2, be2Throttled, &be2, "io.max=254:0 rbps=max wbps=1048576 riops=50 wiops=max"},
+		{"v2 throttle and controller limit", V2, v2, be2Both, &be2, "io.max=254:0 rbps=2097152 wbps=1048576 riops=50 wiops=max"},
+		{"v2 guard lifts, controller stays", V2, v2, be2QoS, &be2Both, "io.max=254:0 rbps=2097152 wbps=2097152 riops=max wiops=max"},
+		{"v2 controller limit unchanged", V2, v2, be2QoS, &be2QoS, ""},
 		{"v2 class change", V2, v2, lc2, &be2, "memory.high=max memory.low=104857600 io.weight=100"},
 		{"v2 bfq weight", V2, Features{IOWeightFile: "io.bfq.weight"}, d(spec(1000, false, 0, 0, BE), Features{IOWeightFile: "io.bfq.weight"}), nil, "io.bfq.weight=1"},
 	}
