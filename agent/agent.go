@@ -882,11 +882,10 @@ func (a *Agent) KillWithReason(ctx context.Context, ref string, grace time.Durat
 	if grace < 0 {
 		grace = a.opts.KillGrace
 	}
-	if a.over != nil && a.over.frozen(id) {
-		// A frozen process cannot die: thaw it. The freeze stays recorded
-		// until the container is gone (the QoS loop prunes it), so a QoS
-		// kill, which thaws first itself, and a user's kill look alike.
-		if err := a.over.thaw(ctx, id); err != nil {
+	if a.over != nil {
+		// A frozen process cannot die: thaw it, and freeze it no more.
+		defer a.over.endKill(id)
+		if err := a.over.beginKill(ctx, id); err != nil {
 			a.log.Warn("thaw before kill", "id", id, "err", err)
 		}
 	}

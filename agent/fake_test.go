@@ -19,6 +19,9 @@ type fakeRuntime struct {
 	containers map[string]*fakeContainer
 	launchErr  error
 	destroyed  []string
+	// heldKills, when set, receives the id of every Kill, which then
+	// leaves the container running until the test finishes it.
+	heldKills chan string
 }
 
 type fakeContainer struct {
@@ -106,6 +109,10 @@ func (f *fakeRuntime) Kill(_ context.Context, id string, grace time.Duration) er
 	}
 	if !c.info.Running {
 		return ErrNotRunning
+	}
+	if f.heldKills != nil {
+		f.heldKills <- id
+		return nil
 	}
 	f.finish(id, &ExitStatus{Code: 137, Signal: 9, Reason: "killed", Message: fmt.Sprint("grace ", grace)})
 	return nil

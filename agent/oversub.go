@@ -146,6 +146,11 @@ type oversub struct {
 
 	nameMu           sync.Mutex // guards the names, which a swap changes
 	estName, qosName string
+
+	// killMu orders the QoS controller's freezes against kills: a
+	// container being killed (killing) is thawed and frozen no more.
+	killMu  sync.Mutex
+	killing map[string]bool
 }
 
 // names returns the estimator's and the QoS controller's names.
@@ -257,9 +262,9 @@ func newOversub(a *Agent, cfg Oversub) *oversub {
 		Host:     cfg.Host,
 		Signals:  cfg.Signals,
 	}, base)
-	o := &oversub{cfg: cfg, mon: mon, fwd: estimator.NewForwarder(estimator.ForwarderConfig{}), ctrl: cfg.Controller,
+	o := &oversub{cfg: cfg, mon: mon, fwd: estimator.NewForwarder(estimator.ForwarderConfig{}), ctrl: cfg.Controller, killing: map[string]bool{},
 		kick: make(chan struct{}, 1), swtch: qos.NewSwitch(), log: base, estName: cfg.EstimatorName, qosName: cfg.QoSName}
-	o.applier = qos.NewApplier(actuator{a: a, cg: cfg.Cgroups}, base)
+	o.applier = qos.NewApplier(actuator{a: a, o: o, cg: cfg.Cgroups}, base)
 	o.est = &recorder{e: o.guarded(cfg.Estimator), forward: cfg.Forward}
 	o.reg = monitor.NewRegistry(mon)
 	o.reg.MustRegister(o.fwd, o.applier)
@@ -395,18 +400,57 @@ func (o *oversub) frozen(id string) bool {
 	return false
 }
 
-// thaw thaws a container frozen by a QoS correction before it is killed.
-func (o *oversub) thaw(ctx context.Context, id string) error {
+// beginKill marks container id as being killed, so that the QoS
+// controller freezes it no more, and thaws it: a frozen process cannot
+// die. It thaws whatever the applier's record says: a freeze that raced
+// the kill (the controller froze a disk writer the experiment runner was
+// killing, already signalled, in an fsync) left the kill waiting 100 s
+// for the controller's own thaw. It returns the error of a thaw the
+// record says was needed.
+func (o *oversub) beginKill(ctx context.Context, id string) error {
+	o.killMu.Lock()
+	o.killing[id] = true
+	o.killMu.Unlock()
 	if o.cfg.Cgroups == nil {
-		return fmt.Errorf("thaw %s: %w", id, ErrNotSupported)
+		if o.frozen(id) {
+			return fmt.Errorf("thaw %s: %w", id, ErrNotSupported)
+		}
+		return nil
 	}
-	return o.cfg.Cgroups.Thaw(ctx, id)
+	// The freeze stays recorded until the container is gone (the QoS loop
+	// prunes it), so a QoS kill, which thaws first itself, and a user's
+	// kill look alike.
+	if err := o.cfg.Cgroups.Thaw(ctx, id); err != nil && o.frozen(id) {
+		return err
+	}
+	return nil
+}
+
+// endKill ends what beginKill began (the container is gone, or the kill
+// failed).
+func (o *oversub) endKill(id string) {
+	o.killMu.Lock()
+	delete(o.killing, id)
+	o.killMu.Unlock()
+}
+
+// freeze runs the QoS controller's freeze of container id unless a kill
+// of it is under way; killMu is held across it, so a kill that begins
+// meanwhile thaws after it.
+func (o *oversub) freeze(id string, f func() error) error {
+	o.killMu.Lock()
+	defer o.killMu.Unlock()
+	if o.killing[id] {
+		return fmt.Errorf("freeze %s: %w: it is being killed", id, ErrNotRunning)
+	}
+	return f()
 }
 
 // actuator applies QoS corrections: cgroup changes through the cgroups
 // isolator, kills through the agent (so the exit reason is recorded).
 type actuator struct {
 	a  *Agent
+	o  *oversub // orders freezes against kills
 	cg CgroupActuator
 }
 
@@ -426,7 +470,7 @@ func (x actuator) Freeze(ctx context.Context, id string) error {
 	if x.cg == nil {
 		return fmt.Errorf("freeze %s: %w", id, ErrNotSupported)
 	}
-	return x.cg.Freeze(ctx, id)
+	return x.o.freeze(id, func() error { return x.cg.Freeze(ctx, id) })
 }
 
 func (x actuator) Thaw(ctx context.Context, id string) error {

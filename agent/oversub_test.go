@@ -415,3 +415,57 @@ func TestSwapEstimatorAndController(t *testing.T) {
 		}
 	}
 }
+
+// TestNoFreezeDuringAKill: a QoS freeze that comes while a kill is under
+// way (the process signalled, not yet gone) is refused, and the kill
+// thaws the container whatever the applier's record says. A freeze that
+// raced a kill once left a disk writer, signalled in an fsync, frozen:
+// the kill waited 100 s for the controller's own thaw (colocation
+// experiment).
+func TestNoFreezeDuringAKill(t *testing.T) {
+	ctx := context.Background()
+	cg := &fakeCgroups{}
+	a := newOversubAgent(t, fixed(t, "cpus:1;mem:200"), "fixed", cg)
+	rt := a.rt.(*fakeRuntime)
+	c, err := a.Launch(ctx, Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}, Revocable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.heldKills = make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Kill(ctx, c.ID, 0)
+		done <- err
+	}()
+	select {
+	case <-rt.heldKills:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the kill never reached the runtime")
+	}
+	if calls := cg.String(); calls != "thaw "+c.ID {
+		t.Errorf("cgroup calls before the signal = %q, want a thaw (no freeze recorded, none needed)", calls)
+	}
+	trig := qos.Trigger{Signal: qos.SignalAppLatency, Victim: "lc", Value: 0.004, Baseline: 0.001, Threshold: 0.002}
+	err = a.over.applier.Apply(ctx, []qos.Correction{{Type: qos.Freeze, ContainerID: c.ID, Reason: "test", Trigger: trig}})
+	if !errors.Is(err, ErrNotRunning) {
+		t.Errorf("freeze during the kill: %v, want ErrNotRunning", err)
+	}
+	if calls := cg.String(); strings.Contains(calls, "freeze") {
+		t.Errorf("cgroup calls = %q: frozen while being killed", calls)
+	}
+	rt.finish(c.ID, &ExitStatus{Code: 137, Signal: 9, Reason: "killed"})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The kill over, the mark is gone: another container freezes as before.
+	c2, err := a.Launch(ctx, Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}, Revocable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.over.applier.Apply(ctx, []qos.Correction{{Type: qos.Freeze, ContainerID: c2.ID, Reason: "test", Trigger: trig}}); err != nil {
+		t.Fatal(err)
+	}
+	if a.over.killing[c.ID] || !strings.HasSuffix(cg.String(), "freeze "+c2.ID) {
+		t.Errorf("after the kill: killing %v, calls %q", a.over.killing, cg.String())
+	}
+}
