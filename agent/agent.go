@@ -32,6 +32,10 @@ import (
 // Options.KillGrace is zero.
 const DefaultKillGrace = 10 * time.Second
 
+// DefaultKillExitTimeout is how long a kill waits for the exit after its
+// grace period when Options.KillExitTimeout is zero.
+const DefaultKillExitTimeout = 30 * time.Second
+
 // Options configure an Agent. StateDir, Runtime and Resources are
 // required.
 type Options struct {
@@ -47,6 +51,12 @@ type Options struct {
 	Network bool
 	// KillGrace is the default SIGTERM→SIGKILL grace period.
 	KillGrace time.Duration
+	// KillExitTimeout bounds how long a kill (and a forced destroy) waits
+	// for the container's exit after the grace period: a process that
+	// SIGKILL cannot end yet (uninterruptible sleep on a hung disk) makes
+	// it return ErrStillExiting instead of holding its caller; default
+	// DefaultKillExitTimeout.
+	KillExitTimeout time.Duration
 	// Retention bounds how long finished containers (their records and
 	// sandboxes) are kept; the zero value keeps them until destroyed.
 	Retention Retention
@@ -222,6 +232,9 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.KillGrace <= 0 {
 		opts.KillGrace = DefaultKillGrace
+	}
+	if opts.KillExitTimeout <= 0 {
+		opts.KillExitTimeout = DefaultKillExitTimeout
 	}
 	if opts.DefaultUser == "" {
 		opts.DefaultUser = DefaultUser
@@ -856,7 +869,9 @@ func (a *Agent) Wait(ctx context.Context, ref string) (*Container, error) {
 
 // Kill stops a running container: SIGTERM, then SIGKILL after grace (a
 // negative grace uses the agent's default). It returns once the container
-// has exited. Errors wrap ErrNotFound or ErrNotRunning.
+// has exited, or with ErrStillExiting once it has not for
+// Options.KillExitTimeout after the grace. Errors wrap ErrNotFound,
+// ErrNotRunning or ErrStillExiting.
 func (a *Agent) Kill(ctx context.Context, ref string, grace time.Duration) (*Container, error) {
 	return a.KillWithReason(ctx, ref, grace, "", "")
 }
@@ -889,14 +904,32 @@ func (a *Agent) KillWithReason(ctx context.Context, ref string, grace time.Durat
 			a.log.Warn("thaw before kill", "id", id, "err", err)
 		}
 	}
-	if err := a.rt.Kill(ctx, id, grace); err != nil && !errors.Is(err, ErrNotRunning) {
+	// The caller waits for the exit, but not forever: a process SIGKILL
+	// cannot end yet (uninterruptible sleep on a hung disk) would hold a
+	// forced rm, a task kill or the QoS loop as long as the disk hangs.
+	bound := grace + a.opts.KillExitTimeout
+	kctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	stillExiting := func() error {
+		a.log.Warn("container not gone after its kill: still exiting", "id", id, "waited", bound)
+		return fmt.Errorf("kill %s: %w %s after SIGTERM (grace %s): a process in uninterruptible sleep, on a hung disk? "+
+			"the kill goes on and the exit is recorded when it comes (brim container inspect)", id, ErrStillExiting, bound, grace)
+	}
+	if err := a.rt.Kill(kctx, id, grace); err != nil && !errors.Is(err, ErrNotRunning) {
+		if kctx.Err() != nil && ctx.Err() == nil {
+			return nil, stillExiting()
+		}
 		a.mu.Lock()
 		delete(a.killReasons, id)
 		a.mu.Unlock()
 		return nil, fmt.Errorf("kill %s: %w", id, err)
 	}
 	a.log.Info("killed container", "id", id, "grace", grace, "reason", reason)
-	return a.Wait(ctx, id)
+	done, err := a.Wait(kctx, id)
+	if err != nil && kctx.Err() != nil && ctx.Err() == nil {
+		return nil, stillExiting()
+	}
+	return done, err
 }
 
 // Resize changes a running container's limits. Growing needs free

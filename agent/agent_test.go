@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 func newTestAgent(t *testing.T, rt *fakeRuntime, dir string, res Resources, ret Retention) *Agent {
@@ -360,5 +363,51 @@ func TestKillWithReasonAndMonitorSource(t *testing.T) {
 	}
 	if infos, _ := a.Containers(ctx); len(infos) != 0 {
 		t.Fatalf("exited container listed: %+v", infos)
+	}
+}
+
+// TestKillOfAContainerThatDoesNotExit: a kill whose container does not
+// exit (a process SIGKILL cannot end yet: uninterruptible sleep on a hung
+// disk, or frozen on cgroup v1) returns ErrStillExiting after its grace
+// and KillExitTimeout, keeps the container's record and its kill reason,
+// and the exit is recorded when it comes. A forced destroy returns the
+// same error and leaves the container. Before, both waited as long as
+// their caller would (forever for `brim container rm -f`).
+func TestKillOfAContainerThatDoesNotExit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rt := newFakeRuntime(t.TempDir())
+	a, err := New(Options{StateDir: t.TempDir(), Runtime: rt, Resources: Resources{MilliCPUs: 1000, MemMiB: 100},
+		KillExitTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	c, err := a.Launch(ctx, spec("stuck", 100, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.heldKills = make(chan string, 2)
+	start := time.Now()
+	_, err = a.KillWithReason(ctx, c.ID, 0, "preempted", "test")
+	if !errors.Is(err, ErrStillExiting) || ctx.Err() != nil {
+		t.Fatalf("kill of a container that does not exit: %v after %s, want ErrStillExiting", err, time.Since(start))
+	}
+	if s := status.Code(toStatus(err)); s != codes.DeadlineExceeded {
+		t.Errorf("gRPC code %s, want DeadlineExceeded", s)
+	}
+	if err := a.Destroy(ctx, c.ID, true); !errors.Is(err, ErrStillExiting) {
+		t.Fatalf("forced destroy: %v, want ErrStillExiting", err)
+	}
+	if got, err := a.Get(c.ID); err != nil || got.State != StateRunning {
+		t.Fatalf("after the kills: %+v, %v; want the container still listed, running", got, err)
+	}
+	rt.finish(c.ID, &ExitStatus{Code: 137, Signal: 9, Reason: "killed"})
+	got, err := a.Wait(ctx, c.ID)
+	if err != nil || got.Exit == nil || got.Exit.Reason != "preempted" {
+		t.Fatalf("exit = %+v, %v; want recorded with the kill's reason", got, err)
 	}
 }

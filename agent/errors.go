@@ -27,6 +27,11 @@ var (
 	ErrNotRunning = errors.New("container is not running")
 	// ErrRunning is returned when destroying a running container without force.
 	ErrRunning = errors.New("container is running")
+	// ErrStillExiting is returned by a kill whose container has not exited
+	// within Options.KillExitTimeout of its SIGKILL (a process in
+	// uninterruptible sleep, on a hung disk): the kill goes on, and the
+	// exit is recorded when it comes.
+	ErrStillExiting = errors.New("container has not exited yet")
 	// ErrAgentRunning is returned when another agent already serves the
 	// socket or holds the state dir.
 	ErrAgentRunning = errors.New("another agent is running")

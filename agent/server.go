@@ -131,7 +131,7 @@ func toStatus(err error) error {
 		code = codes.PermissionDenied
 	case errors.Is(err, context.Canceled):
 		code = codes.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrStillExiting):
 		code = codes.DeadlineExceeded
 	}
 	return status.Error(code, err.Error())
