@@ -126,67 +126,40 @@ func TestPolicyWrites(t *testing.T) {
 		t.Errorf("unthrottled: %q, want empty", got)
 	}
 	// The QoS controller's IO correction (qos.IOActuator) caps reads and
-	// writes alike and lifts with 0.
-	if err := i.SetIOLimit(ctx, be, 1<<20); err != nil {
-		t.Fatal(err)
-	}
-	wantIO := want // v1: the write file read here
-	if v2 {
-		wantIO = dev + " rbps=1048576 wbps=1048576 riops=max wiops=max"
-	}
-	if got := throttleFile(); got != wantIO {
-		t.Errorf("SetIOLimit: %q, want %q", got, wantIO)
-	}
-	if err := i.SetIOLimit(ctx, be, 0); err != nil {
-		t.Fatal(err)
-	}
-	if got := throttleFile(); got != "" {
-		t.Errorf("SetIOLimit 0: %q, want empty", got)
+	// writes alike and lifts with 0. The io guard's throttle (ThrottleIO)
+	// is kept apart: the group gets the tighter of the two, and either
+	// lifting its own leaves the other's in force (the controller's lift
+	// once erased the guard's throttle).
+	v2max := func(r, w string) string { return dev + " rbps=" + r + " wbps=" + w + " riops=max wiops=max" }
+	guard := func(w int64) func() error { return func() error { return i.ThrottleIO(ctx, be, IOLimit{WriteBPS: w}) } }
+	ctl := func(b int64) func() error { return func() error { return i.SetIOLimit(ctx, be, b) } }
+	for _, st := range []struct {
+		what   string
+		do     func() error
+		v1, v2 string // v1: the write file; v2: io.max
+	}{
+		{"controller 1 MiB/s", ctl(1 << 20), dev + " 1048576", v2max("1048576", "1048576")},
+		{"controller lifts", ctl(0), "", ""},
+		{"guard 1 MiB/s write", guard(1 << 20), dev + " 1048576", v2max("max", "1048576")},
+		{"controller 4 MiB/s beside it", ctl(4 << 20), dev + " 1048576", v2max("4194304", "1048576")},
+		{"controller lifts: the guard's stays", ctl(0), dev + " 1048576", v2max("max", "1048576")},
+		{"controller 2 MiB/s", ctl(2 << 20), dev + " 1048576", v2max("2097152", "1048576")},
+		{"guard lifts: the controller's stays", guard(0), dev + " 2097152", v2max("2097152", "2097152")},
+		{"both lifted", ctl(0), "", ""},
+	} {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.what, err)
+		}
+		want := st.v1
+		if v2 {
+			want = st.v2
+		}
+		if got := throttleFile(); got != want {
+			t.Errorf("%s: %q, want %q", st.what, got, want)
+		}
 	}
 	if err := i.SetIOLimit(ctx, be, -1); !errors.Is(err, ErrInvalid) {
 		t.Errorf("SetIOLimit -1: %v, want ErrInvalid", err)
-	}
-	// The io guard's throttle and the controller's limit are kept apart:
-	// the group gets the tighter of the two, and either lifting its own
-	// leaves the other's in force (the controller's lift once erased
-	// the guard's throttle).
-	if err := i.ThrottleIO(ctx, be, IOLimit{WriteBPS: 1 << 20}); err != nil {
-		t.Fatal(err)
-	}
-	if err := i.SetIOLimit(ctx, be, 4<<20); err != nil {
-		t.Fatal(err)
-	}
-	both := want // v1: the write file: the guard's 1 MiB/s is the tighter
-	if v2 {
-		both = dev + " rbps=4194304 wbps=1048576 riops=max wiops=max"
-	}
-	if got := throttleFile(); got != both {
-		t.Errorf("guard and controller: %q, want %q", got, both)
-	}
-	if err := i.SetIOLimit(ctx, be, 0); err != nil {
-		t.Fatal(err)
-	}
-	if got := throttleFile(); got != want {
-		t.Errorf("controller lifted its limit: %q, want the guard's %q", got, want)
-	}
-	if err := i.SetIOLimit(ctx, be, 2<<20); err != nil {
-		t.Fatal(err)
-	}
-	if err := i.ThrottleIO(ctx, be, IOLimit{}); err != nil {
-		t.Fatal(err)
-	}
-	qosOnly := dev + " 2097152"
-	if v2 {
-		qosOnly = dev + " rbps=2097152 wbps=2097152 riops=max wiops=max"
-	}
-	if got := throttleFile(); got != qosOnly {
-		t.Errorf("guard lifted its throttle: %q, want the controller's %q", got, qosOnly)
-	}
-	if err := i.SetIOLimit(ctx, be, 0); err != nil {
-		t.Fatal(err)
-	}
-	if got := throttleFile(); got != "" {
-		t.Errorf("both lifted: %q, want empty", got)
 	}
 
 	// Recover: limits, soft limits and oom_score_adj rewritten, throttle lifted.
