@@ -789,6 +789,9 @@ func (a *Agent) exited(id string, st *ExitStatus) {
 		}
 	}
 	close(a.done[id])
+	if a.over != nil {
+		a.over.endKill(id)
+	}
 	a.log.Info("container exited", "id", id, "name", c.Name, "code", st.Code, "signal", st.Signal, "reason", st.Reason)
 }
 
@@ -898,12 +901,23 @@ func (a *Agent) KillWithReason(ctx context.Context, ref string, grace time.Durat
 		grace = a.opts.KillGrace
 	}
 	if a.over != nil {
-		// A frozen process cannot die: thaw it, and freeze it no more.
-		defer a.over.endKill(id)
+		// A frozen process cannot die: thaw it, and freeze it no more
+		// until it is gone (exited clears the mark of a kill still under
+		// way when this call returns).
 		if err := a.over.beginKill(ctx, id); err != nil {
 			a.log.Warn("thaw before kill", "id", id, "err", err)
 		}
 	}
+	done, err := a.killAndWait(ctx, id, grace, reason)
+	if a.over != nil && !errors.Is(err, ErrStillExiting) {
+		a.over.endKill(id)
+	}
+	return done, err
+}
+
+// killAndWait kills container id through the runtime and waits for its
+// exit, at most grace + KillExitTimeout (then ErrStillExiting).
+func (a *Agent) killAndWait(ctx context.Context, id string, grace time.Duration, reason string) (*Container, error) {
 	// The caller waits for the exit, but not forever: a process SIGKILL
 	// cannot end yet (uninterruptible sleep on a hung disk) would hold a
 	// forced rm, a task kill or the QoS loop as long as the disk hangs.

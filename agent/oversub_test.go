@@ -457,6 +457,32 @@ func TestNoFreezeDuringAKill(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	// A kill that gives up waiting (ErrStillExiting) leaves the mark: the
+	// process is still dying, and a freeze now would stop it. Its exit
+	// clears the mark.
+	a.opts.KillExitTimeout = 100 * time.Millisecond
+	c3, err := a.Launch(ctx, Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}, Revocable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Kill(ctx, c3.ID, 0); !errors.Is(err, ErrStillExiting) {
+		t.Fatalf("kill of a container that does not exit: %v, want ErrStillExiting", err)
+	}
+	<-rt.heldKills
+	err = a.over.applier.Apply(ctx, []qos.Correction{{Type: qos.Freeze, ContainerID: c3.ID, Reason: "test", Trigger: trig}})
+	if !errors.Is(err, ErrNotRunning) || strings.Contains(cg.String(), "freeze "+c3.ID) {
+		t.Errorf("freeze of a container still dying after its kill gave up waiting: %v; calls %q", err, cg.String())
+	}
+	rt.finish(c3.ID, &ExitStatus{Code: 137, Signal: 9, Reason: "killed"})
+	if _, err := a.Wait(ctx, c3.ID); err != nil {
+		t.Fatal(err)
+	}
+	a.over.killMu.Lock()
+	left := a.over.killing[c3.ID]
+	a.over.killMu.Unlock()
+	if left {
+		t.Error("the kill mark outlived the container's exit")
+	}
 	// The kill over, the mark is gone: another container freezes as before.
 	c2, err := a.Launch(ctx, Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}, Revocable: true})
 	if err != nil {
@@ -465,7 +491,10 @@ func TestNoFreezeDuringAKill(t *testing.T) {
 	if err := a.over.applier.Apply(ctx, []qos.Correction{{Type: qos.Freeze, ContainerID: c2.ID, Reason: "test", Trigger: trig}}); err != nil {
 		t.Fatal(err)
 	}
-	if a.over.killing[c.ID] || !strings.HasSuffix(cg.String(), "freeze "+c2.ID) {
+	a.over.killMu.Lock()
+	left = a.over.killing[c.ID]
+	a.over.killMu.Unlock()
+	if left || !strings.HasSuffix(cg.String(), "freeze "+c2.ID) {
 		t.Errorf("after the kill: killing %v, calls %q", a.over.killing, cg.String())
 	}
 }
