@@ -286,6 +286,10 @@ func newContainerKill(cl *agentClient) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kill [--grace D] ID|NAME",
 		Short: "Stop a container: SIGTERM, then SIGKILL after the grace period",
+		Long: "Stop a container: SIGTERM, then SIGKILL after the grace period (--grace, else the agent's --kill-grace).\n" +
+			"It returns once the container has exited, or fails (exit 1, \"container has not exited yet\") when it has\n" +
+			"not 30 s after the grace: a process SIGKILL cannot end yet (uninterruptible sleep on a hung disk).\n" +
+			"The kill goes on, and the exit is recorded when it comes.",
 		Args:  UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g := int64(-1) // the agent's default
