@@ -1165,7 +1165,7 @@ func (a *Agent) Containers(context.Context) ([]monitor.ContainerInfo, error) {
 		}
 		out = append(out, monitor.ContainerInfo{
 			ID: c.ID, Name: c.Name, CgroupPath: cg, Limits: c.Limits, Revocable: c.Revocable,
-			StartedAt: c.StartedAt, Labels: c.Labels,
+			StartedAt: c.StartedAt, Labels: c.Labels, Stopping: a.over != nil && a.over.isKilling(c.ID),
 		})
 	}
 	return out, nil

@@ -426,6 +426,13 @@ func (o *oversub) beginKill(ctx context.Context, id string) error {
 	return nil
 }
 
+// isKilling reports whether a kill of container id is under way.
+func (o *oversub) isKilling(id string) bool {
+	o.killMu.Lock()
+	defer o.killMu.Unlock()
+	return o.killing[id]
+}
+
 // endKill ends what beginKill began (the container is gone, or the kill
 // failed).
 func (o *oversub) endKill(id string) {

@@ -445,6 +445,10 @@ func TestNoFreezeDuringAKill(t *testing.T) {
 	if calls := cg.String(); calls != "thaw "+c.ID {
 		t.Errorf("cgroup calls before the signal = %q, want a thaw (no freeze recorded, none needed)", calls)
 	}
+	// The monitor's source says so, for the guards and the controller.
+	if infos, err := a.Containers(ctx); err != nil || len(infos) != 1 || !infos[0].Stopping {
+		t.Errorf("Containers during the kill = %+v, %v; want it listed as stopping", infos, err)
+	}
 	trig := qos.Trigger{Signal: qos.SignalAppLatency, Victim: "lc", Value: 0.004, Baseline: 0.001, Threshold: 0.002}
 	err = a.over.applier.Apply(ctx, []qos.Correction{{Type: qos.Freeze, ContainerID: c.ID, Reason: "test", Trigger: trig}})
 	if !errors.Is(err, ErrNotRunning) {

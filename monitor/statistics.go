@@ -68,6 +68,10 @@ type ContainerInfo struct {
 	// Tasks are the IDs of the tasks running in the container.
 	Tasks  []string
 	Labels map[string]string
+	// Stopping: a kill of the container is under way (signalled, not yet
+	// exited). Guards and QoS controllers leave it alone: a freeze would
+	// stop its exit, and evicting it again frees nothing more.
+	Stopping bool
 }
 
 // Capacity is an amount of the two resources estimators and controllers

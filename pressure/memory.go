@@ -257,6 +257,12 @@ func (g *MemoryGuard) largest(ctx context.Context, revocable []monitor.Container
 		errs   []error
 	)
 	for _, c := range revocable {
+		if c.Stopping {
+			// Being killed already (an eviction that is still exiting):
+			// evicting it again frees nothing more; the next largest
+			// does.
+			continue
+		}
 		st, err := g.src.Usage(ctx, c.ID)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("memory guard: usage of %s: %w", c.ID, err))

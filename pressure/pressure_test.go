@@ -137,6 +137,24 @@ func TestMemoryGuardScopeUsage(t *testing.T) {
 	}
 }
 
+// TestMemoryGuardSkipsAContainerBeingKilled: a revocable container whose
+// kill is under way (an eviction still exiting: a process SIGKILL cannot
+// end yet) is not evicted again; the next largest is. Before, the guard
+// picked the same largest container round after round while the node
+// stayed short of memory.
+func TestMemoryGuardSkipsAContainerBeingKilled(t *testing.T) {
+	f := newFake()
+	f.add("lc", false, 500<<20)
+	f.add("small", true, 100<<20)
+	f.add("hog", true, 300<<20)
+	f.containers[2].Stopping = true // hog: evicted, still exiting
+	f.scope = cgroups.ScopeMemory{Used: 950 << 20, Limit: 1000 << 20}
+	round(t, memGuard(t, f))
+	if !slices.Equal(f.evicted, []string{"small"}) {
+		t.Fatalf("evicted %v, want small (hog is being killed already)", f.evicted)
+	}
+}
+
 func TestMemoryGuardStall(t *testing.T) {
 	f := newFake()
 	f.add("lc", false, 500<<20)

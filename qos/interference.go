@@ -730,8 +730,8 @@ func (ic *Interference) prune(u *monitor.Usage) {
 func (ic *Interference) correctable(u *monitor.Usage) ([]*monitor.ContainerUsage, map[string]activity) {
 	acts := map[string]activity{}
 	be := slices.DeleteFunc(youngestRevocable(u), func(c *monitor.ContainerUsage) bool {
-		if ic.killed[c.ID] {
-			return true
+		if ic.killed[c.ID] || c.Stopping {
+			return true // being killed (by this controller, or anyone)
 		}
 		a := ic.activityOf(c)
 		acts[c.ID] = a

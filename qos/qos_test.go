@@ -680,3 +680,28 @@ func TestApplierFreezeUnderWay(t *testing.T) {
 		t.Fatalf("active = %q: a freeze cancelled by the caller counted as applied", got)
 	}
 }
+
+// TestInterferenceLeavesAContainerBeingKilledAlone: a revocable container
+// whose kill is under way (ContainerInfo.Stopping) is never corrected —
+// a freeze would stop its exit — and the degradation goes to the others.
+func TestInterferenceLeavesAContainerBeingKilledAlone(t *testing.T) {
+	ic, err := NewInterference(Options{"warmup": "3", "persist": "1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for sec := range 3 {
+		if _, err := ic.Corrections(ctx, node(sec, time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := node(3, 9*time.Millisecond, "dying", "alive")
+	u.Containers[1].Stopping = true
+	cs, err := ic.Corrections(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := render(cs); got != "THROTTLE alive@200" {
+		t.Fatalf("corrections = %q, want only the container not being killed throttled", got)
+	}
+}
