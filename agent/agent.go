@@ -909,7 +909,10 @@ func (a *Agent) KillWithReason(ctx context.Context, ref string, grace time.Durat
 		}
 	}
 	done, err := a.killAndWait(ctx, id, grace, reason)
-	if a.over != nil && !errors.Is(err, ErrStillExiting) {
+	if a.over != nil && (err == nil || errors.Is(err, ErrNotRunning)) {
+		// Gone. Otherwise the signal may be on its way or delivered
+		// (the caller stopped waiting, or the kill is still exiting):
+		// the mark stays until exited clears it.
 		a.over.endKill(id)
 	}
 	return done, err

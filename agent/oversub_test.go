@@ -487,6 +487,28 @@ func TestNoFreezeDuringAKill(t *testing.T) {
 	if left {
 		t.Error("the kill mark outlived the container's exit")
 	}
+	// So does a kill whose caller stops waiting (its context ends).
+	a.opts.KillExitTimeout = time.Hour
+	c4, err := a.Launch(ctx, Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}, Revocable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, kcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer kcancel()
+	if _, err := a.Kill(kctx, c4.ID, 0); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("kill whose caller gave up: %v, want its context's error", err)
+	}
+	<-rt.heldKills
+	if !a.over.isKilling(c4.ID) {
+		t.Error("the kill mark went with the caller, the process still dying")
+	}
+	rt.finish(c4.ID, &ExitStatus{Code: 137, Signal: 9, Reason: "killed"})
+	if _, err := a.Wait(ctx, c4.ID); err != nil {
+		t.Fatal(err)
+	}
+	if a.over.isKilling(c4.ID) {
+		t.Error("the kill mark outlived the container's exit")
+	}
 	// The kill over, the mark is gone: another container freezes as before.
 	c2, err := a.Launch(ctx, Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}, Revocable: true})
 	if err != nil {
