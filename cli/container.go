@@ -290,7 +290,7 @@ func newContainerKill(cl *agentClient) *cobra.Command {
 			"It returns once the container has exited, or fails (exit 1, \"container has not exited yet\") when it has\n" +
 			"not 30 s after the grace: a process SIGKILL cannot end yet (uninterruptible sleep on a hung disk).\n" +
 			"The kill goes on, and the exit is recorded when it comes.",
-		Args:  UsageArgs(cobra.ExactArgs(1)),
+		Args: UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g := int64(-1) // the agent's default
 			if cmd.Flags().Changed("grace") {
