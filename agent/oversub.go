@@ -148,8 +148,12 @@ type oversub struct {
 	estName, qosName string
 
 	// killMu orders the QoS controller's freezes against kills: a
-	// container being killed (killing) is thawed and frozen no more.
+	// container being killed (killing) is thawed and frozen no more. A
+	// freeze holds it across the cgroup write (up to the applier's freeze
+	// wait); markMu guards only the marks, so that the monitor's listing
+	// (Stopping) never waits behind a freeze.
 	killMu  sync.Mutex
+	markMu  sync.Mutex
 	killing map[string]bool
 }
 
@@ -408,9 +412,13 @@ func (o *oversub) frozen(id string) bool {
 // for the controller's own thaw. It returns the error of a thaw the
 // record says was needed.
 func (o *oversub) beginKill(ctx context.Context, id string) error {
-	o.killMu.Lock()
+	o.markMu.Lock()
 	o.killing[id] = true
-	o.killMu.Unlock()
+	o.markMu.Unlock()
+	// A freeze that saw no mark is over once killMu is free: the thaw
+	// below comes after it.
+	o.killMu.Lock()
+	o.killMu.Unlock() //nolint:staticcheck // an empty critical section: waits for a freeze in flight
 	if o.cfg.Cgroups == nil {
 		if o.frozen(id) {
 			return fmt.Errorf("thaw %s: %w", id, ErrNotSupported)
@@ -428,26 +436,26 @@ func (o *oversub) beginKill(ctx context.Context, id string) error {
 
 // isKilling reports whether a kill of container id is under way.
 func (o *oversub) isKilling(id string) bool {
-	o.killMu.Lock()
-	defer o.killMu.Unlock()
+	o.markMu.Lock()
+	defer o.markMu.Unlock()
 	return o.killing[id]
 }
 
 // endKill ends what beginKill began (the container is gone, or the kill
 // failed).
 func (o *oversub) endKill(id string) {
-	o.killMu.Lock()
+	o.markMu.Lock()
 	delete(o.killing, id)
-	o.killMu.Unlock()
+	o.markMu.Unlock()
 }
 
 // freeze runs the QoS controller's freeze of container id unless a kill
 // of it is under way; killMu is held across it, so a kill that begins
-// meanwhile thaws after it.
+// meanwhile (its mark set too late for the check) thaws after it.
 func (o *oversub) freeze(id string, f func() error) error {
 	o.killMu.Lock()
 	defer o.killMu.Unlock()
-	if o.killing[id] {
+	if o.isKilling(id) {
 		return fmt.Errorf("freeze %s: %w: it is being killed", id, ErrNotRunning)
 	}
 	return f()

@@ -18,6 +18,9 @@ import (
 type fakeCgroups struct {
 	mu    sync.Mutex
 	calls []string
+	// freezing, when set, receives the id of every Freeze, which then
+	// waits for unfreeze (a freeze waiting for tasks in D state).
+	freezing, unfreeze chan string
 }
 
 func (f *fakeCgroups) record(s string) {
@@ -31,6 +34,10 @@ func (f *fakeCgroups) SetCPUQuota(_ context.Context, id string, milli int64) err
 	return nil
 }
 func (f *fakeCgroups) Freeze(_ context.Context, id string) error {
+	if f.freezing != nil {
+		f.freezing <- id
+		<-f.unfreeze
+	}
 	f.record("freeze " + id)
 	return nil
 }
@@ -481,10 +488,7 @@ func TestNoFreezeDuringAKill(t *testing.T) {
 	if _, err := a.Wait(ctx, c3.ID); err != nil {
 		t.Fatal(err)
 	}
-	a.over.killMu.Lock()
-	left := a.over.killing[c3.ID]
-	a.over.killMu.Unlock()
-	if left {
+	if a.over.isKilling(c3.ID) {
 		t.Error("the kill mark outlived the container's exit")
 	}
 	// So does a kill whose caller stops waiting (its context ends).
@@ -517,10 +521,58 @@ func TestNoFreezeDuringAKill(t *testing.T) {
 	if err := a.over.applier.Apply(ctx, []qos.Correction{{Type: qos.Freeze, ContainerID: c2.ID, Reason: "test", Trigger: trig}}); err != nil {
 		t.Fatal(err)
 	}
-	a.over.killMu.Lock()
-	left = a.over.killing[c.ID]
-	a.over.killMu.Unlock()
-	if left || !strings.HasSuffix(cg.String(), "freeze "+c2.ID) {
-		t.Errorf("after the kill: killing %v, calls %q", a.over.killing, cg.String())
+	if a.over.isKilling(c.ID) || !strings.HasSuffix(cg.String(), "freeze "+c2.ID) {
+		t.Errorf("after the kill: marked %v, calls %q", a.over.isKilling(c.ID), cg.String())
+	}
+}
+
+// TestKillDuringAFreeze: a kill that begins while a QoS freeze is still
+// writing (waiting for tasks in uninterruptible sleep) thaws after the
+// freeze, and the agent's listing (the monitor's Stopping) does not wait
+// for the freeze meanwhile.
+func TestKillDuringAFreeze(t *testing.T) {
+	ctx := context.Background()
+	cg := &fakeCgroups{freezing: make(chan string), unfreeze: make(chan string)}
+	a := newOversubAgent(t, fixed(t, "cpus:1;mem:200"), "fixed", cg)
+	c, err := a.Launch(ctx, Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}, Revocable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trig := qos.Trigger{Signal: qos.SignalAppLatency, Victim: "lc", Value: 0.004, Baseline: 0.001, Threshold: 0.002}
+	froze := make(chan error, 1)
+	go func() {
+		froze <- a.over.applier.Apply(ctx, []qos.Correction{{Type: qos.Freeze, ContainerID: c.ID, Reason: "test", Trigger: trig}})
+	}()
+	<-cg.freezing // the freeze is writing
+	killed := make(chan error, 1)
+	go func() {
+		_, err := a.Kill(ctx, c.ID, 0)
+		killed <- err
+	}()
+	listed := make(chan bool, 1)
+	go func() {
+		for !a.over.isKilling(c.ID) {
+			time.Sleep(time.Millisecond)
+		}
+		infos, err := a.Containers(ctx)
+		listed <- err == nil && len(infos) == 1 && infos[0].Stopping
+	}()
+	select {
+	case ok := <-listed:
+		if !ok {
+			t.Error("the container being killed is not listed as stopping")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listing waited behind the freeze")
+	}
+	cg.unfreeze <- c.ID
+	if err := <-froze; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-killed; err != nil {
+		t.Fatal(err)
+	}
+	if calls := cg.String(); calls != "freeze "+c.ID+", thaw "+c.ID {
+		t.Errorf("cgroup calls = %q, want the freeze, then the kill's thaw", calls)
 	}
 }
