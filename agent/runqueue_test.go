@@ -171,7 +171,9 @@ func TestOOMWatcher(t *testing.T) {
 		t.Fatalf("unattributed kills = %v, want 1", got)
 	}
 
-	// ctx's end ends Run.
+	// ctx's end ends Run. (A reader still closed would end it as well,
+	// whichever the select picked: open it again.)
+	r.closed = make(chan struct{})
 	cctx, cancel := context.WithCancel(ctx)
 	go func() { done <- w.Run(cctx) }()
 	cancel()
