@@ -600,7 +600,7 @@ func (i *Isolator) set(id string, g *group, want Spec) error {
 // wrap isolator.ErrNotFound, ErrInvalid and isolator.ErrNotSupported (no
 // throttling controller, or no disk configured).
 func (i *Isolator) ThrottleIO(ctx context.Context, id string, l IOLimit) error {
-	if err := i.setIO(id, func(s *Spec) { s.IOThrottle = l }); err != nil {
+	if err := i.correct(id, func(s *Spec) { s.IOThrottle = l }); err != nil {
 		return fmt.Errorf("throttle io of %s: %w", id, err)
 	}
 	return nil
@@ -613,14 +613,15 @@ func (i *Isolator) SetIOLimit(ctx context.Context, id string, bytesPerSec int64)
 	if bytesPerSec < 0 {
 		return fmt.Errorf("limit io of %s to %d bytes/s: %w", id, bytesPerSec, ErrInvalid)
 	}
-	if err := i.setIO(id, func(s *Spec) { s.QoSIOLimit = IOLimit{ReadBPS: bytesPerSec, WriteBPS: bytesPerSec} }); err != nil {
+	if err := i.correct(id, func(s *Spec) { s.QoSIOLimit = IOLimit{ReadBPS: bytesPerSec, WriteBPS: bytesPerSec} }); err != nil {
 		return fmt.Errorf("limit io of %s: %w", id, err)
 	}
 	return nil
 }
 
-// setIO applies one io correction (mod) to group id's spec.
-func (i *Isolator) setIO(id string, mod func(*Spec)) error {
+// correct applies one QoS correction (mod: a cpu throttle, an io cap) to
+// group id's spec, keeping everything else.
+func (i *Isolator) correct(id string, mod func(*Spec)) error {
 	if err := validID(id); err != nil {
 		return err
 	}
@@ -635,10 +636,7 @@ func (i *Isolator) setIO(id string, mod func(*Spec)) error {
 	}
 	want := *g.spec
 	mod(&want)
-	if err := want.validate(); err != nil {
-		return err
-	}
-	return i.set(id, g, want)
+	return i.set(id, g, want) // validates
 }
 
 // Spec returns what brim last wrote for container id (limits, the class's
@@ -666,24 +664,10 @@ func (i *Isolator) Spec(id string) (s Spec, ok bool) {
 // isolator.ErrNotFound (also for a group whose limits brim does not know:
 // call Recover first), ErrInvalid and isolator.ErrNotSupported.
 func (i *Isolator) SetCPUQuota(ctx context.Context, id string, milliCPUs int64) error {
-	if err := validID(id); err != nil {
-		return fmt.Errorf("set cpu quota of %s: %w", id, err)
-	}
 	if milliCPUs < 0 {
 		return fmt.Errorf("set cpu quota of %s: %d millicpus: %w", id, milliCPUs, ErrInvalid)
 	}
-	g := i.group(id, false)
-	if g == nil {
-		return fmt.Errorf("set cpu quota of %s: %w", id, isolator.ErrNotFound)
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.spec == nil {
-		return fmt.Errorf("set cpu quota of %s: limits unknown: %w", id, isolator.ErrNotFound)
-	}
-	want := *g.spec
-	want.ThrottleMilliCPUs = milliCPUs
-	if err := i.set(id, g, want); err != nil {
+	if err := i.correct(id, func(s *Spec) { s.ThrottleMilliCPUs = milliCPUs }); err != nil {
 		return fmt.Errorf("set cpu quota of %s: %w", id, err)
 	}
 	return nil
