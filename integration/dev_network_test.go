@@ -39,7 +39,7 @@ func TestDevNetwork(t *testing.T) {
 			t.Errorf("uninstall: %v", err)
 		}
 	})
-	d := startDevProc(t, "--listen", freeAddr(t), "--network", "--network-bridge", cfg.Bridge,
+	d := startDevProc(t, "--listen", testutil.FreeAddr(t), "--network", "--network-bridge", cfg.Bridge,
 		"--network-subnet", cfg.Subnet.String(), "--network-netns-dir", nsDir, "--sandbox-retention", "5")
 	r := d.brim("container", "run", "--wait", "--network", "--cpus", "0.1", "--mem", "32", "--", "sh", "-c",
 		`ip=$BRIM_CONTAINER_IP; [ -n "$ip" ] && grep -q eth0 /proc/net/dev && echo "$ip" > /mnt/sandbox/ip`)

@@ -74,7 +74,7 @@ func agentPrincipals(t *testing.T, addr string) map[string]string {
 func TestMasterAgentAuth(t *testing.T) {
 	testutil.RequireRoot(t)
 	dir := t.TempDir()
-	r := runBrimBounded(t, "/"+testutil.UniqueName("brim-test"), "master", "--listen", freeAddr(t), "--state-dir", filepath.Join(dir, "nocreds"), "--authenticate-agents")
+	r := runBrimBounded(t, "/"+testutil.UniqueName("brim-test"), "master", "--listen", testutil.FreeAddr(t), "--state-dir", filepath.Join(dir, "nocreds"), "--authenticate-agents")
 	if r.code != 2 || !strings.Contains(r.stderr, "--authenticate-agents needs --credentials") {
 		t.Fatalf("master --authenticate-agents without --credentials: exit %d, want 2 and the reason:\n%s%s", r.code, r.stdout, r.stderr)
 	}

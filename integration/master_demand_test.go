@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brimnode/brim/internal/testutil"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/scheduler"
 )
@@ -19,7 +20,7 @@ import (
 // offered only after 1200's container exited; both end FINISHED, which
 // `brim demand ls --json` shows.
 func TestMasterDemandSeedExample(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	startDevProc(t, "--listen", addr, "--allocation-interval", "100ms")
 	waitState(t, addr, "the agent registered", func(st masterState) bool { return len(st.Agents) == 1 && st.Agents[0].Connected })
 	d, err := scheduler.New(scheduler.Options{Master: addr, Name: "workflow", FailoverTimeout: time.Minute})

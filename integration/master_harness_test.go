@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,17 +18,6 @@ import (
 
 	"github.com/brimnode/brim/internal/testutil"
 )
-
-// freeAddr returns a loopback address with a port free right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // masterProc is one `brim master` process started by a test.
 type masterProc struct {
@@ -58,7 +46,7 @@ func startMasterWith(t *testing.T, clientTLS *tls.Config, extra ...string) *mast
 	t.Helper()
 	testutil.RequireRoot(t)
 	base := t.TempDir()
-	m := &masterProc{t: t, Addr: freeAddr(t), StateDir: filepath.Join(base, "master"), logPath: filepath.Join(base, "master.log"),
+	m := &masterProc{t: t, Addr: testutil.FreeAddr(t), StateDir: filepath.Join(base, "master"), logPath: filepath.Join(base, "master.log"),
 		http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: clientTLS}}}
 	m.url = "http://" + m.Addr
 	if clientTLS != nil {

@@ -268,7 +268,7 @@ func TestMasterOversubQoSKill(t *testing.T) {
 // oversubscription flags; `brim run --revocable` runs on the fixed
 // estimator's revocable resources and `brim run` without it does not.
 func TestDevRevocable(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	startDevProc(t, "--listen", addr, "--allocation-interval", "100ms", "--estimator", "fixed",
 		"--estimator-opt", "resources=cpus:1;mem:512", "--estimator-interval", "1s", "--no-bpf")
 	waitOversubState(t, addr, "the dev agent's estimate", func(st oversubState) bool {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brimnode/brim/internal/testutil"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/brimnode/brim/scheduler"
@@ -20,7 +21,7 @@ import (
 // task's life STAGING → STARTING → RUNNING → FINISHED/FAILED with its exit
 // code, and KILL → KILLED.
 func TestMasterRunLifecycle(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	startDevProc(t, "--listen", addr, "--allocation-interval", "100ms")
 
 	r := runBrim(t, "run", "--master", addr, "--cpus", "0.5", "--mem", "64", "--", "sh", "-c", "echo hello; exit 3")

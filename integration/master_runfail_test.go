@@ -55,7 +55,7 @@ func garbageServer(t *testing.T) string {
 func TestRunFailsClearly(t *testing.T) {
 	testutil.RequireRoot(t)
 	noCgroup := "/" + testutil.UniqueName("brim-test")
-	closed := freeAddr(t)
+	closed := testutil.FreeAddr(t)
 
 	for _, tc := range []struct {
 		name, addr string

@@ -51,7 +51,7 @@ func TestMasterStoreRecovery(t *testing.T) {
 		if err := os.WriteFile(db, tc.data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		r := runBrimBounded(t, noCgroup, "master", "--listen", freeAddr(t), "--state-dir", m.StateDir)
+		r := runBrimBounded(t, noCgroup, "master", "--listen", testutil.FreeAddr(t), "--state-dir", m.StateDir)
 		if r.code == 0 || !strings.Contains(r.stderr, db) || !strings.Contains(r.stderr, "brim master restore") ||
 			strings.Contains(r.stderr, "panic") || strings.Contains(r.stderr, "goroutine ") {
 			t.Fatalf("%s master.db: exit %d: %s", tc.name, r.code, r.stderr)

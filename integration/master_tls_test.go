@@ -99,11 +99,11 @@ func TestMasterTLS(t *testing.T) {
 	other := newTestPKI(t, dir, "other")
 	noCgroup := "/" + testutil.UniqueName("brim-test")
 
-	r := runBrimBounded(t, noCgroup, "master", "--listen", freeAddr(t), "--state-dir", filepath.Join(dir, "half"), "--tls-cert", pki.cert)
+	r := runBrimBounded(t, noCgroup, "master", "--listen", testutil.FreeAddr(t), "--state-dir", filepath.Join(dir, "half"), "--tls-cert", pki.cert)
 	if r.code != 2 || !strings.Contains(r.stderr, "--tls-cert and --tls-key go together") {
 		t.Fatalf("master with --tls-cert alone: exit %d, want 2 and the reason:\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	r = runBrimBounded(t, noCgroup, "master", "--listen", freeAddr(t), "--state-dir", filepath.Join(dir, "badkey"), "--tls-cert", pki.cert, "--tls-key", other.key)
+	r = runBrimBounded(t, noCgroup, "master", "--listen", testutil.FreeAddr(t), "--state-dir", filepath.Join(dir, "badkey"), "--tls-cert", pki.cert, "--tls-key", other.key)
 	if r.code != 1 || !strings.Contains(r.stderr, "load --tls-cert "+pki.cert) {
 		t.Fatalf("master with a key of another certificate: exit %d, want 1 naming the files:\n%s%s", r.code, r.stdout, r.stderr)
 	}

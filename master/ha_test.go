@@ -90,7 +90,7 @@ func TestHAStandbyThenLeader(t *testing.T) {
 	// The leader etcd names: a loopback address nothing listens on, as a
 	// killed master's (the standby tries it when a client says it could
 	// not reach it).
-	dead := closedAddr(t)
+	dead := testutil.FreeAddr(t)
 	e := &fakeElector{terms: make(chan *fakeTerm), leaders: make(chan string), ttl: time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -365,16 +365,4 @@ func TestHAWatchdog(t *testing.T) {
 	if err := <-waited; err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
-}
-
-// closedAddr is a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }

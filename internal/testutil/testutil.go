@@ -3,6 +3,7 @@ package testutil
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"os"
 	"testing"
 )
@@ -54,4 +55,20 @@ func UniqueName(prefix string) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+// FreeAddr is a loopback address with a port nothing listens on right
+// now: a connection to it is refused (as to a killed server's port),
+// and a server may listen there.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
 }
