@@ -1,6 +1,19 @@
 package master
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/brimnode/brim/internal/masteraddr"
+	"github.com/brimnode/brim/internal/testutil"
+)
 
 // TestGateWakesHeldStreamsForALeaderOnly: the streams a standby holds
 // wait for a leader to name or for its own election; a change to no
@@ -39,5 +52,111 @@ func TestGateWakesHeldStreamsForALeaderOnly(t *testing.T) {
 	case <-held:
 	default:
 		t.Error("lead left the held streams waiting")
+	}
+}
+
+// enderFunc is a LeaderEnder.
+type enderFunc func(ctx context.Context, addr string) (bool, error)
+
+func (f enderFunc) EndLeader(ctx context.Context, addr string) (bool, error) { return f(ctx, addr) }
+
+// openPort is a loopback address that accepts connections until the
+// test ends.
+func openPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() { // ends when the listener closes
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// TestGateEndsOnlyALeaderThatRefuses: a standby ends the session of a
+// suspected leader only when every further connection attempt is
+// refused and etcd still names it — not a leader that accepts (a client
+// whose own link broke said it was unreachable), nor one no longer
+// named.
+func TestGateEndsOnlyALeaderThatRefuses(t *testing.T) {
+	dead, alive := testutil.FreeAddr(t), openPort(t)
+	for _, c := range []struct {
+		name, named, suspect string
+		ended                bool
+	}{
+		{"refusing and named", dead, dead, true},
+		{"accepting", alive, alive, false},
+		{"refusing, another named meanwhile", alive, dead, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := &gate{self: "127.0.0.1:1", changed: make(chan struct{}), deadHold: time.Minute, suspects: make(chan string, 1)}
+			g.setLeader(c.named)
+			ended := make(chan string, 4)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { // owned by the test: waited for below
+				defer close(done)
+				g.endDeadLeaders(ctx, enderFunc(func(_ context.Context, addr string) (bool, error) {
+					ended <- addr
+					return true, nil
+				}), slog.New(slog.DiscardHandler))
+			}()
+			defer func() { cancel(); <-done }()
+			g.suspects <- c.suspect
+			// The checks take deadLeaderChecks × deadLeaderCheckGap;
+			// wait well past them before saying nothing was ended.
+			select {
+			case addr := <-ended:
+				if !c.ended || addr != c.suspect {
+					t.Fatalf("ended the session of %s; want %v for %s", addr, c.ended, c.suspect)
+				}
+			case <-time.After(deadLeaderChecks*deadLeaderCheckGap + 2*time.Second):
+				if c.ended {
+					t.Fatalf("the session of %s, refusing every connection, was not ended", c.suspect)
+				}
+			}
+		})
+	}
+}
+
+// TestGateSuspectsARefusingLeader: a stream whose client could not
+// reach the named leader makes it a suspect when the standby's own probe
+// is refused, and not when the probe connects (the stream is then sent
+// to the leader).
+func TestGateSuspectsARefusingLeader(t *testing.T) {
+	dead, alive := testutil.FreeAddr(t), openPort(t)
+	for _, c := range []struct {
+		leader  string
+		suspect bool
+	}{{dead, true}, {alive, false}} {
+		g := &gate{self: "127.0.0.1:1", changed: make(chan struct{}), deadHold: time.Minute, suspects: make(chan string, 1)}
+		g.setLeader(c.leader)
+		// As the gRPC server hands the client's metadata to the handler.
+		md, _ := metadata.FromOutgoingContext(masteraddr.WithUnreachable(context.Background(), c.leader))
+		ctx, cancel := context.WithTimeout(metadata.NewIncomingContext(context.Background(), md), time.Second)
+		_, err := g.await(ctx)
+		cancel()
+		var nl interface{ GRPCStatus() *status.Status }
+		if !errors.As(err, &nl) {
+			t.Fatalf("await with %s named: %v, want the standby's answer", c.leader, err)
+		}
+		select {
+		case s := <-g.suspects:
+			if !c.suspect || s != c.leader {
+				t.Errorf("await suspected %s (want %v for %s)", s, c.suspect, c.leader)
+			}
+		default:
+			if c.suspect {
+				t.Errorf("await did not suspect %s, which refuses connections", c.leader)
+			}
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -28,6 +29,16 @@ import (
 type Elector interface {
 	Campaign(ctx context.Context, addr string) (Term, error)
 	Observe(ctx context.Context) <-chan string
+}
+
+// LeaderEnder is an optional ability of an Elector: EndLeader ends the
+// session of the leader advertised at addr at once — its key goes, the
+// next standby is elected, and the leader, if it still runs, finds its
+// lease gone and steps down — and reports false, doing nothing, when
+// addr no longer leads. A standby calls it for a leader whose process
+// is gone (see endDeadLeaders).
+type LeaderEnder interface {
+	EndLeader(ctx context.Context, addr string) (bool, error)
 }
 
 // Term is one leadership. Its Store writes only while it lasts (a fenced
@@ -92,6 +103,10 @@ func startHA(ctx context.Context, cfg Config, log *slog.Logger) (_ *Running, err
 		}
 		return nil
 	})
+	if e, ok := cfg.Elector.(LeaderEnder); ok && !cfg.WaitOutDeadLeader {
+		gt.suspects = make(chan string, 1)
+		g.Go(func() error { gt.endDeadLeaders(gctx, e, log); return nil })
+	}
 	n := sdnotify.New(log)
 	if cfg.Reload != nil {
 		g.Go(func() error { reloadOn(gctx, cfg.Reload, reloadable, cfg, log, n); return nil })
@@ -225,6 +240,7 @@ type gate struct {
 
 	deadHold time.Duration // see await
 	probe    leaderProbe   // see await
+	suspects chan string   // leaders whose address refused the probe; nil: none ended (endDeadLeaders)
 }
 
 // leaderProbeTimeout bounds a standby's connection attempt to the leader
@@ -243,18 +259,20 @@ type leaderProbe struct {
 	addr     string
 	at       time.Time
 	ok       bool
+	refused  bool          // the attempt was refused: nothing listens there
 	inflight chan struct{} // closed when the attempt under way ends; nil none
 }
 
 // reachable reports whether addr accepted a connection within
-// leaderProbeTimeout, lately; false also when ctx ends first.
-func (p *leaderProbe) reachable(ctx context.Context, addr string) bool {
+// leaderProbeTimeout, lately (ok), or refused it (refused: no process
+// listens there); neither also when ctx ends first.
+func (p *leaderProbe) reachable(ctx context.Context, addr string) (ok, refused bool) {
 	for {
 		p.mu.Lock()
 		if p.addr == addr && p.inflight == nil && time.Since(p.at) < leaderProbeFresh {
-			ok := p.ok
+			ok, refused := p.ok, p.refused
 			p.mu.Unlock()
-			return ok
+			return ok, refused
 		}
 		if wait := p.inflight; wait != nil {
 			p.mu.Unlock()
@@ -262,21 +280,27 @@ func (p *leaderProbe) reachable(ctx context.Context, addr string) bool {
 			case <-wait:
 				continue
 			case <-ctx.Done():
-				return false
+				return false, false
 			}
 		}
 		done := make(chan struct{})
 		p.inflight = done
 		p.mu.Unlock()
-		dctx, cancel := context.WithTimeout(context.Background(), leaderProbeTimeout)
-		ok := dialTCP(dctx, addr) == nil
-		cancel()
+		err := probeOnce(addr)
 		p.mu.Lock()
-		p.addr, p.at, p.ok, p.inflight = addr, time.Now(), ok, nil
+		p.addr, p.at, p.ok, p.refused, p.inflight = addr, time.Now(), err == nil, errors.Is(err, syscall.ECONNREFUSED), nil
+		ok, refused := p.ok, p.refused
 		p.mu.Unlock()
 		close(done)
-		return ok
+		return ok, refused
 	}
+}
+
+// probeOnce connects to addr within leaderProbeTimeout and hangs up.
+func probeOnce(addr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), leaderProbeTimeout)
+	defer cancel()
+	return dialTCP(ctx, addr)
 }
 
 // dialTCP connects to addr and hangs up.
@@ -404,7 +428,7 @@ func (g *gate) await(ctx context.Context) (*Master, error) {
 		if m != nil {
 			return m, nil
 		}
-		if leader != "" && leader == dead && !g.probe.reachable(ctx, leader) {
+		if leader != "" && leader == dead && g.unreachable(ctx, leader) {
 			if alive == nil {
 				t := time.NewTimer(g.deadHold)
 				defer t.Stop()
@@ -425,6 +449,98 @@ func (g *gate) await(ctx context.Context) (*Master, error) {
 			return nil, masteraddr.NotLeader("")
 		}
 	}
+}
+
+// unreachable probes the leader a client could not reach; one whose
+// address refused the probe is suspected dead (endDeadLeaders).
+func (g *gate) unreachable(ctx context.Context, leader string) bool {
+	ok, refused := g.probe.reachable(ctx, leader)
+	if refused && g.suspects != nil {
+		select {
+		case g.suspects <- leader:
+		default: // one is being checked: it comes again with the next stream
+		}
+	}
+	return !ok
+}
+
+// Checks of a suspected dead leader before a standby ends its session:
+// every one of deadLeaderChecks connection attempts, deadLeaderCheckGap
+// apart, must be refused.
+const (
+	deadLeaderChecks   = 3
+	deadLeaderCheckGap = 150 * time.Millisecond
+)
+
+// endDeadLeaders ends the session of a leader whose process is gone, so
+// that the next master leads at once instead of a session TTL after the
+// dead one's last lease refresh. A client that could not reach the
+// leader said so (await); the standby's own probe found the address
+// refusing connections — the host is up and nothing listens on the port
+// (a killed or crashed master: the kernel answers for it) — and so did
+// deadLeaderChecks more, spread over deadLeaderCheckGap each. Then, if
+// etcd still names that leader, its session ends (LeaderEnder). A leader
+// that cannot be reached at all (its host down, a partition: no
+// answer, not a refusal) is left to its TTL, as is every leader when
+// Config.WaitOutDeadLeader is set. Should a leader that runs ever be
+// refused (a firewall rejecting the standbys with a reset), it loses
+// its lease, steps down at its next refresh (etcdstore), and its fenced
+// store has refused its writes from the revoke on: the cost is a
+// failover, not two leaders writing.
+func (g *gate) endDeadLeaders(ctx context.Context, e LeaderEnder, log *slog.Logger) {
+	var ended string // the last leader ended: not again while its key may linger
+	var endedAt time.Time
+	for {
+		var addr string
+		select {
+		case <-ctx.Done():
+			return
+		case addr = <-g.suspects:
+		}
+		if addr == ended && time.Since(endedAt) < g.deadHold || !refusedEvery(ctx, addr) {
+			continue
+		}
+		g.mu.RLock()
+		named := g.otherLocked()
+		g.mu.RUnlock()
+		if named != addr { // changed while checking
+			continue
+		}
+		ectx, cancel := context.WithTimeout(ctx, leaderEndTimeout)
+		done, err := e.EndLeader(ectx, addr)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("end the session of a dead leader", "leader", addr, "err", err)
+			}
+			continue
+		}
+		if !done {
+			continue
+		}
+		ended, endedAt = addr, time.Now()
+		log.Warn("the leader's address refuses connections: ended its session rather than wait out its TTL", "leader", addr,
+			"checks", deadLeaderChecks+1)
+	}
+}
+
+// leaderEndTimeout bounds one EndLeader call.
+const leaderEndTimeout = 5 * time.Second
+
+// refusedEvery reports whether each of deadLeaderChecks connection
+// attempts to addr, deadLeaderCheckGap apart, was refused.
+func refusedEvery(ctx context.Context, addr string) bool {
+	for range deadLeaderChecks {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(deadLeaderCheckGap):
+		}
+		if err := probeOnce(addr); !errors.Is(err, syscall.ECONNREFUSED) {
+			return false
+		}
+	}
+	return true
 }
 
 // other is the leader to name while not serving: never this master (its

@@ -55,6 +55,11 @@ type Config struct {
 	// reached at, named by standbys (default: the listener's).
 	Elector   Elector
 	Advertise string
+	// WaitOutDeadLeader, with an Elector that can end a leader's session
+	// (LeaderEnder), keeps this standby from doing so: a leader whose
+	// address refuses connections is then replaced only when its session
+	// expires, a TTL after its last refresh (ha.go, endDeadLeaders).
+	WaitOutDeadLeader bool
 }
 
 // Running is a started master. Wait for it after its context ends.
