@@ -23,6 +23,7 @@ type haFlags struct {
 	etcdCA, etcdCert, etcdKey string
 	etcdUser, etcdPassword    string
 	sessionTTL                time.Duration
+	endDeadLeader             bool
 }
 
 func (h *haFlags) register(f *pflag.FlagSet) {
@@ -34,6 +35,7 @@ func (h *haFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&h.etcdUser, "etcd-user", "", "etcd user (with --etcd-password-file), when etcd has authentication on")
 	f.StringVar(&h.etcdPassword, "etcd-password-file", "", "file holding the etcd user's password")
 	f.DurationVar(&h.sessionTTL, "session-ttl", etcdstore.DefaultSessionTTL, "with an etcd store: the leader's session lease (whole seconds); a dead or cut-off leader is replaced after about this long")
+	f.BoolVar(&h.endDeadLeader, "end-dead-leader", true, "with an etcd store: a standby that finds the leader's port refusing connections (its process gone), as a client reported, ends the leader's session at once instead of waiting out --session-ttl (docs/ha.md)")
 }
 
 // check validates the flags without connecting to anything.
@@ -97,5 +99,6 @@ func (h *haFlags) apply(ctx context.Context, cfg *master.Config, log *slog.Logge
 	}
 	cfg.StateDir, cfg.BackupInterval = "", 0 // the registry is etcd's; back it up with etcdctl snapshot
 	cfg.Elector, cfg.Advertise = c, h.advertise
+	cfg.WaitOutDeadLeader = !h.endDeadLeader
 	return c.Close, nil
 }

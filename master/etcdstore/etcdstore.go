@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
@@ -65,6 +66,7 @@ type Client struct {
 var (
 	_ master.Elector      = (*Client)(nil)
 	_ master.SessionTTLer = (*Client)(nil)
+	_ master.LeaderEnder  = (*Client)(nil)
 )
 
 // Open connects to etcd (checking that it answers within DialTimeout).
@@ -287,6 +289,35 @@ func (c *Client) leader(ctx context.Context) (string, int64, error) {
 	return string(resp.Kvs[0].Value), resp.Header.Revision, nil
 }
 
+// EndLeader revokes the session lease of the leader advertised at addr
+// (master.LeaderEnder): etcd deletes its election key, the next standby
+// in line is elected, and the leader, were it running, finds its lease
+// gone at its next refresh (Term.watch) while every write it tries is
+// refused by the fence from now on. It reports false when addr does not
+// lead (any more) or its lease is already gone.
+func (c *Client) EndLeader(ctx context.Context, addr string) (bool, error) {
+	rctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.cli.Get(rctx, c.electionPrefix(), clientv3.WithFirstCreate()...)
+	if err != nil {
+		return false, fmt.Errorf("read the leader: %w", err)
+	}
+	if len(resp.Kvs) == 0 || string(resp.Kvs[0].Value) != addr {
+		return false, nil
+	}
+	kv := resp.Kvs[0]
+	if kv.Lease == 0 { // not written by a session: not ours to end
+		return false, fmt.Errorf("election key %s has no lease", kv.Key)
+	}
+	if _, err := c.cli.Revoke(rctx, clientv3.LeaseID(kv.Lease)); err != nil {
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return false, nil
+		}
+		return false, fmt.Errorf("revoke the session lease %x of the leader %s: %w", kv.Lease, addr, err)
+	}
+	return true, nil
+}
+
 // Term is one leadership: the store it may write (fenced by its election
 // key) and the end of the session it holds it with.
 type Term struct {
@@ -337,9 +368,17 @@ const maxTxnOps = 128
 // last refresh that succeeded was sent: etcd keeps the lease at least
 // TTL after that send, so this master steps down before any other can
 // be elected.
+//
+// It also ends the term the moment etcd deletes the election key (a
+// standby revoked the session's lease: EndLeader), not at the next
+// refresh.
 func (t *Term) watch(lastOK time.Time) {
 	defer close(t.done)
 	defer t.takeCopy() // not loaded: dropped
+	keyGone := make(chan struct{})
+	wctx, wcancel := context.WithCancel(context.Background())
+	defer wcancel()
+	go t.watchKey(wctx, keyGone) // owned here: ends with wctx
 	ttl := time.Duration(t.c.ttl) * time.Second
 	every, limit := ttl/4, ttl*3/4
 	tick := time.NewTicker(every / 2)
@@ -358,8 +397,17 @@ func (t *Term) watch(lastOK time.Time) {
 		case <-t.s.Done():
 			t.c.log.Warn("etcd session ended: leadership lost")
 			return
+		case <-keyGone:
+			t.c.log.Warn("the election key was deleted (the session's lease revoked): stepping down", "key", t.key)
+			return
 		case r := <-results:
 			inflight = false
+			if errors.Is(r.err, rpctypes.ErrLeaseNotFound) {
+				// Revoked (a standby found this master's address
+				// refusing connections: EndLeader) or expired.
+				t.c.log.Warn("the session's lease is gone: stepping down")
+				return
+			}
 			if r.err == nil && r.sent.After(lastOK) {
 				lastOK = r.sent
 			}
@@ -377,6 +425,21 @@ func (t *Term) watch(lastOK time.Time) {
 					results <- result{sent: now, err: err}
 				}()
 			}
+		}
+	}
+}
+
+// watchKey closes gone when etcd deletes the term's election key; it
+// ends with ctx, or quietly when the watch cannot go on (the lease
+// refreshes still end the term then).
+func (t *Term) watchKey(ctx context.Context, gone chan<- struct{}) {
+	for resp := range t.c.cli.Watch(ctx, t.key, clientv3.WithRev(t.rev+1), clientv3.WithFilterPut()) {
+		if resp.Err() != nil {
+			return
+		}
+		if len(resp.Events) > 0 { // deletes only (WithFilterPut)
+			close(gone)
+			return
 		}
 	}
 }

@@ -47,7 +47,9 @@ import (
 // on their own. BRIM_FAILOVER_CPUPROFILE=FILE writes the new leader's
 // CPU profile from the kill to the last re-registration (the simulated
 // agents' into FILE.agents); BRIM_FAILOVER_HEAPPROFILE=FILE its heap
-// profile once every agent is back. The new leader's scheduling
+// profile once every agent is back. BRIM_FAILOVER_WAIT_OUT=1 has the
+// standby wait out the dead leader's session TTL instead of ending it
+// (master.Config.WaitOutDeadLeader). The new leader's scheduling
 // latency over the storm (how long its runnable goroutines waited for
 // a CPU; its lease refresher is one) is reported with its goroutines'
 // stacks.
@@ -65,10 +67,18 @@ func BenchmarkFailover(b *testing.B) {
 	}
 	ramp := envInt(b, "BRIM_FAILOVER_RAMP", "a number of agents a second")
 	nice := envInt(b, "BRIM_FAILOVER_AGENT_NICE", "a nice value")
+	waitOut := false
+	switch envInt(b, "BRIM_FAILOVER_WAIT_OUT", "0 or 1") {
+	case 0:
+	case 1:
+		waitOut = true
+	default:
+		b.Fatal("BRIM_FAILOVER_WAIT_OUT: want 0 or 1")
+	}
 	for _, n := range points {
 		b.Run(fmt.Sprintf("agents=%d", n), func(b *testing.B) {
 			for range b.N {
-				failoverOnce(b, n, ramp, nice)
+				failoverOnce(b, n, ramp, nice, waitOut)
 			}
 		})
 	}
@@ -93,9 +103,9 @@ const (
 	benchPerConn   = 500
 )
 
-func failoverOnce(b *testing.B, n, ramp, nice int) {
+func failoverOnce(b *testing.B, n, ramp, nice int, waitOut bool) {
 	etcd, members := startEtcdProcs(b, 3)
-	margs := roleArgs{Endpoints: etcd, TTL: benchTTL, Heartbeat: benchHeartbeat}
+	margs := roleArgs{Endpoints: etcd, Prefix: "/brim-bench", TTL: benchTTL, Heartbeat: benchHeartbeat, WaitOut: waitOut}
 	first := startMasterProc(b, "master-1", margs)
 	first.waitLeading(b, 30*time.Second)
 	standby := startMasterProc(b, "master-2", margs)
@@ -348,7 +358,7 @@ type roleProc struct {
 // startRole starts this test binary as role with args, at the nice
 // value; its stdout lines are buffered up to buffer. It is killed (by
 // its PID) when the benchmark ends, and with the benchmark (Pdeathsig).
-func startRole(b *testing.B, name, role string, args roleArgs, nice, buffer int) *roleProc {
+func startRole(b testing.TB, name, role string, args roleArgs, nice, buffer int) *roleProc {
 	b.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -417,7 +427,7 @@ func startRole(b *testing.B, name, role string, args roleArgs, nice, buffer int)
 func (p *roleProc) send(line string) { _, _ = io.WriteString(p.stdin, line+"\n") }
 
 // line waits for the next stdout line of the process.
-func (p *roleProc) line(b *testing.B, within time.Duration, what string) string {
+func (p *roleProc) line(b testing.TB, within time.Duration, what string) string {
 	b.Helper()
 	select {
 	case l, ok := <-p.lines:
@@ -433,7 +443,7 @@ func (p *roleProc) line(b *testing.B, within time.Duration, what string) string 
 
 // startEtcdProcs starts an n-member etcd, one process a member, and
 // returns its client addresses and its processes.
-func startEtcdProcs(b *testing.B, n int) ([]string, []*roleProc) {
+func startEtcdProcs(b testing.TB, n int) ([]string, []*roleProc) {
 	b.Helper()
 	ports := freePorts(b, 2*n)
 	var initial, clients []string
@@ -469,7 +479,7 @@ type masterProc struct {
 	killed   atomic.Bool
 }
 
-func startMasterProc(b *testing.B, name string, args roleArgs) *masterProc {
+func startMasterProc(b testing.TB, name string, args roleArgs) *masterProc {
 	b.Helper()
 	m := &masterProc{roleProc: startRole(b, name, "master", args, 0, 4), elected: make(chan struct{}), profiled: make(chan struct{}, 1), sched: make(chan string, 1), stopped: make(chan string, 1)}
 	l := m.line(b, 30*time.Second, "its address")
@@ -504,7 +514,7 @@ func startMasterProc(b *testing.B, name string, args roleArgs) *masterProc {
 }
 
 // waitLeading waits for the master's election and returns its time.
-func (m *masterProc) waitLeading(b *testing.B, within time.Duration) time.Time {
+func (m *masterProc) waitLeading(b testing.TB, within time.Duration) time.Time {
 	b.Helper()
 	select {
 	case <-m.elected:

@@ -54,8 +54,11 @@ type roleArgs struct {
 	ClientPort, PeerPort      int
 	// master
 	Endpoints []string
+	Prefix    string // of the registry and the election in etcd
 	TTL       time.Duration
 	Heartbeat time.Duration
+	// WaitOut: never end a dead leader's session (master.Config.WaitOutDeadLeader)
+	WaitOut bool
 	// agents
 	Masters []string
 	Agents  int
@@ -173,16 +176,17 @@ func runMaster(ctx context.Context, a roleArgs, out *lineWriter, cmds <-chan str
 		runtime.SetMutexProfileFraction(10)
 	}
 	log := slog.New(leaderLog{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})})
-	e, err := etcdstore.Open(ctx, etcdstore.Config{Endpoints: a.Endpoints, Prefix: "/brim-bench", SessionTTL: a.TTL,
+	e, err := etcdstore.Open(ctx, etcdstore.Config{Endpoints: a.Endpoints, Prefix: a.Prefix, SessionTTL: a.TTL,
 		DialTimeout: 2 * time.Second, RequestTimeout: 2 * time.Second, Log: log})
 	if err != nil {
 		return err
 	}
 	defer func() { _ = e.Close() }()
 	r, err := master.Start(ctx, master.Config{
-		Options: master.Options{HeartbeatInterval: a.Heartbeat, MaxMissedHeartbeats: 5, Log: log},
-		Listen:  "127.0.0.1:0",
-		Elector: e,
+		Options:           master.Options{HeartbeatInterval: a.Heartbeat, MaxMissedHeartbeats: 5, Log: log},
+		Listen:            "127.0.0.1:0",
+		Elector:           e,
+		WaitOutDeadLeader: a.WaitOut,
 	})
 	if err != nil {
 		return err

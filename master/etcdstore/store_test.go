@@ -66,18 +66,7 @@ func TestTermFencing(t *testing.T) {
 		t.Fatalf("registry as loaded: %+v", want)
 	}
 
-	elected := make(chan master.Term, 1)
-	go func() { // ends with ctx
-		tb, err := b.Campaign(ctx, "10.0.0.2:5050")
-		if err != nil {
-			t.Error(err)
-		}
-		elected <- tb
-	}()
-	leaders := b.Observe(ctx)
-	if l := <-leaders; l != "10.0.0.1:5050" {
-		t.Fatalf("observed leader %q, want a's address", l)
-	}
+	elected, leaders := campaignBehind(ctx, t, b, "10.0.0.2:5050", "10.0.0.1:5050")
 
 	cut := time.Now()
 	pa.Cut()
@@ -139,6 +128,26 @@ func TestTermFencing(t *testing.T) {
 	if err := tb.Store().PutAgent("agent-3", master.PersistedAgent{Hostname: "h3"}); err != nil {
 		t.Fatalf("the new leader's write: %v", err)
 	}
+}
+
+// campaignBehind has b campaign as addr, behind the leader it must
+// observe first; the term comes on elected once b leads. Its leaders
+// go on with every change until ctx ends.
+func campaignBehind(ctx context.Context, t *testing.T, b *etcdstore.Client, addr, leader string) (elected <-chan master.Term, leaders <-chan string) {
+	t.Helper()
+	ch := make(chan master.Term, 1)
+	go func() { // ends with ctx
+		tb, err := b.Campaign(ctx, addr)
+		if err != nil {
+			t.Error(err)
+		}
+		ch <- tb
+	}()
+	leaders = b.Observe(ctx)
+	if l := <-leaders; l != leader {
+		t.Fatalf("observed leader %q, want %s", l, leader)
+	}
+	return ch, leaders
 }
 
 // registryText is a Persisted in comparable text.
@@ -211,5 +220,57 @@ func TestDiscover(t *testing.T) {
 			t.Fatalf("Discover = %v, %v", got, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestEndLeader: a standby ends the session of the leader at an address
+// (a master whose process it found gone): only that leader's, the next
+// master is elected at once — long before the session TTL —, and the
+// ended leader, still running here, steps down at its next refresh,
+// every write of its refused.
+func TestEndLeader(t *testing.T) {
+	c := startEtcd(t, 3)
+	const ttl = 30 * time.Second // nothing here may wait it out
+	a := open(t, c.clients, "/brim-end", ttl)
+	b := open(t, c.clients, "/brim-end", ttl)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ta, err := a.Campaign(ctx, "10.0.0.1:5050")
+	if err != nil {
+		t.Fatal(err)
+	}
+	elected, _ := campaignBehind(ctx, t, b, "10.0.0.2:5050", "10.0.0.1:5050")
+	for _, addr := range []string{"10.0.0.9:5050", "10.0.0.2:5050"} {
+		if ended, err := b.EndLeader(ctx, addr); err != nil || ended {
+			t.Fatalf("EndLeader(%s), not the leader: %v, %v; want false, nil", addr, ended, err)
+		}
+	}
+	select {
+	case <-ta.Done():
+		t.Fatal("the leader's term ended though no call named it")
+	case <-time.After(500 * time.Millisecond):
+	}
+
+	start := time.Now()
+	if ended, err := b.EndLeader(ctx, "10.0.0.1:5050"); err != nil || !ended {
+		t.Fatalf("EndLeader of the leader: %v, %v; want true, nil", ended, err)
+	}
+	var tb master.Term
+	select {
+	case tb = <-elected:
+	case <-time.After(ttl / 3):
+		t.Fatalf("no new leader within %v of the leader's session ended (TTL %v)", ttl/3, ttl)
+	}
+	lost := waitDone(t, ta.Done(), ttl/3, "the ended leader's term ends")
+	t.Logf("new leader %v after EndLeader; the ended leader stepped down after %v (TTL %v)",
+		time.Since(start).Round(time.Millisecond), lost.Round(time.Millisecond), ttl)
+	if err := ta.Store().PutWeights(map[string]float64{"ads": 9}); !errors.Is(err, master.ErrNotLeader) {
+		t.Errorf("the ended leader's write: %v, want ErrNotLeader", err)
+	}
+	if err := tb.Store().PutWeights(map[string]float64{"ads": 2}); err != nil {
+		t.Errorf("the new leader's write: %v", err)
+	}
+	if ended, err := b.EndLeader(ctx, "10.0.0.1:5050"); err != nil || ended {
+		t.Errorf("EndLeader of a leader already ended: %v, %v; want false, nil", ended, err)
 	}
 }
