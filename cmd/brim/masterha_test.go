@@ -18,6 +18,7 @@ import (
 
 	"github.com/brimnode/brim/cli"
 	"github.com/brimnode/brim/internal/testutil"
+	"github.com/brimnode/brim/master"
 )
 
 func TestStoreFlagErrors(t *testing.T) {
@@ -170,5 +171,34 @@ func TestMasterOnEtcd(t *testing.T) {
 	// the masters campaigning now: b alone.
 	if got, err := discover(context.Background()); err != nil || !slices.Equal(got, []string{b.String()}) {
 		t.Fatalf("discovery after the leader left = %v, %v; want [%s]", got, err, b)
+	}
+}
+
+// TestEndDeadLeaderFlag: --end-dead-leader (default true) decides whether
+// the master's standbys end a killed leader's session; false has them
+// wait out its TTL.
+func TestEndDeadLeaderFlag(t *testing.T) {
+	etcd := startTestEtcd(t)
+	for _, c := range []struct {
+		args    []string
+		waitOut bool
+	}{{nil, false}, {[]string{"--end-dead-leader=true"}, false}, {[]string{"--end-dead-leader=false"}, true}} {
+		var h haFlags
+		fs := pflag.NewFlagSet("master", pflag.ContinueOnError)
+		h.register(fs)
+		if err := fs.Parse(append([]string{"--store", "etcd://" + etcd + "/brim-flag"}, c.args...)); err != nil {
+			t.Fatal(err)
+		}
+		var cfg master.Config
+		closeStore, err := h.apply(context.Background(), &cfg, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if err := closeStore(); err != nil {
+			t.Error(err)
+		}
+		if cfg.WaitOutDeadLeader != c.waitOut {
+			t.Errorf("%v: WaitOutDeadLeader %v, want %v", c.args, cfg.WaitOutDeadLeader, c.waitOut)
+		}
 	}
 }
