@@ -381,7 +381,7 @@ func (ru *run) startAgent(ctx context.Context, c ControllerSpec) error {
 	go func() { _ = cmd.Wait(); close(ru.exited) }() // reaped; owned by cleanup
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if api, err := agentclient.Dial(sock); err == nil {
+		if api, err := agentclient.Dial(sock, agentclient.CallTimeout(agentCallTimeout)); err == nil {
 			if _, err := api.AgentInfo(ctx, &agentpb.AgentInfoRequest{}); err == nil {
 				ru.api = api
 				return nil
@@ -401,6 +401,12 @@ func (ru *run) startAgent(ctx context.Context, c ControllerSpec) error {
 		}
 	}
 }
+
+// agentCallTimeout bounds each call to the run's agent: a wedged agent
+// fails the run (and its cleanup goes on) instead of holding it. It is
+// longer than the agent's own bound on a forced destroy (its kill exit
+// timeout, 30 s).
+const agentCallTimeout = 90 * time.Second
 
 // admissionWait bounds how long a revocable launch waits for the
 // estimator's first estimates (ResourceExhausted until then).

@@ -1,6 +1,7 @@
 package agentclient
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -29,10 +30,43 @@ type Client struct {
 	socket string
 }
 
+// Option changes how Dial's client calls the agent.
+type Option func(*options)
+
+type options struct {
+	callTimeout time.Duration
+}
+
+// CallTimeout bounds every unary call but Wait (which lasts until the
+// container exits) by d, unless the caller's context ends sooner: a
+// wedged agent then fails a call with DeadlineExceeded instead of
+// holding its caller forever. 0 (the default) leaves calls to their
+// contexts.
+func CallTimeout(d time.Duration) Option { return func(o *options) { o.callTimeout = d } }
+
+// boundCalls is the unary interceptor of CallTimeout.
+func boundCalls(d time.Duration) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if method != agentpb.Agent_Wait_FullMethodName {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+}
+
 // Dial connects to the agent serving socket. It first connects once
 // itself, so that a dead socket fails here with an error wrapping
 // ErrUnreachable that names the socket, not on the first call.
-func Dial(socket string) (*Client, error) {
+func Dial(socket string, opts ...Option) (*Client, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.callTimeout < 0 {
+		return nil, fmt.Errorf("agent call timeout %v: want 0 or more", o.callTimeout)
+	}
 	probe, err := net.DialTimeout("unix", socket, probeTimeout)
 	if err != nil {
 		cause := err
@@ -48,7 +82,11 @@ func Dial(socket string) (*Client, error) {
 	if abs, err := filepath.Abs(sock); err == nil {
 		sock = abs
 	}
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	dopts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if o.callTimeout > 0 {
+		dopts = append(dopts, grpc.WithUnaryInterceptor(boundCalls(o.callTimeout)))
+	}
+	conn, err := grpc.NewClient("unix://"+sock, dopts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the agent at %s: %w", sock, err)
 	}
