@@ -883,6 +883,12 @@ func (a *Agent) Kill(ctx context.Context, ref string, grace time.Duration) (*Con
 // container's exit reason (e.g. "preempted" for a QoS kill) unless the
 // container ended otherwise (OOM, its own exit) first.
 func (a *Agent) KillWithReason(ctx context.Context, ref string, grace time.Duration, reason, message string) (*Container, error) {
+	return a.killWithin(ctx, ref, grace, a.opts.KillExitTimeout, reason, message)
+}
+
+// killWithin is KillWithReason that waits at most exitWait after the
+// grace for the exit (then ErrStillExiting).
+func (a *Agent) killWithin(ctx context.Context, ref string, grace, exitWait time.Duration, reason, message string) (*Container, error) {
 	a.mu.Lock()
 	c, err := a.resolveLocked(ref)
 	if err != nil {
@@ -908,7 +914,7 @@ func (a *Agent) KillWithReason(ctx context.Context, ref string, grace time.Durat
 			a.log.Warn("thaw before kill", "id", id, "err", err)
 		}
 	}
-	done, err := a.killAndWait(ctx, id, grace, reason)
+	done, err := a.killAndWait(ctx, id, grace, exitWait, reason)
 	if a.over != nil && (err == nil || errors.Is(err, ErrNotRunning)) {
 		// Gone. Otherwise the signal may be on its way or delivered
 		// (the caller stopped waiting, or the kill is still exiting):
@@ -919,12 +925,12 @@ func (a *Agent) KillWithReason(ctx context.Context, ref string, grace time.Durat
 }
 
 // killAndWait kills container id through the runtime and waits for its
-// exit, at most grace + KillExitTimeout (then ErrStillExiting).
-func (a *Agent) killAndWait(ctx context.Context, id string, grace time.Duration, reason string) (*Container, error) {
+// exit, at most grace + exitWait (then ErrStillExiting).
+func (a *Agent) killAndWait(ctx context.Context, id string, grace, exitWait time.Duration, reason string) (*Container, error) {
 	// The caller waits for the exit, but not forever: a process SIGKILL
 	// cannot end yet (uninterruptible sleep on a hung disk) would hold a
 	// forced rm, a task kill or the QoS loop as long as the disk hangs.
-	bound := grace + a.opts.KillExitTimeout
+	bound := grace + exitWait
 	kctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	stillExiting := func() error {

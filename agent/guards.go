@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/brimnode/brim/pressure"
 	"github.com/brimnode/brim/qos"
@@ -14,9 +16,24 @@ type evictor struct{ a *Agent }
 
 var _ pressure.Evictor = evictor{}
 
+// evictExitWait bounds how long an eviction waits for its container's
+// exit (at most the agent's KillExitTimeout). A process SIGKILL ends in
+// milliseconds, and frees its memory on the way; one still there after
+// this is stuck (uninterruptible sleep in reclaim, a hung disk) and
+// frees nothing soon: the guard's next round goes on to the next
+// largest (the agent lists this one as Stopping) instead of holding the
+// guard while the node stays short of memory.
+const evictExitWait = 5 * time.Second
+
 func (e evictor) Evict(ctx context.Context, id, message string) error {
 	// Grace 0: SIGKILL at once; memory is short.
-	_, err := e.a.KillWithReason(ctx, id, 0, qos.ReasonPreempted, message)
+	wait := min(evictExitWait, e.a.opts.KillExitTimeout)
+	_, err := e.a.killWithin(ctx, id, 0, wait, qos.ReasonPreempted, message)
+	if errors.Is(err, ErrStillExiting) {
+		// Killed, not gone yet: the exit keeps the reason when it comes.
+		e.a.log.Warn("evicted container still exiting: the memory guard goes on", "id", id, "waited", wait)
+		return nil
+	}
 	return err
 }
 
