@@ -31,7 +31,7 @@ func FromUsage(u *monitor.Usage, history int) *Usage {
 			samples[n-1].AppLatency = c.Latest.AppLatency
 		}
 		pc := &ContainerUsage{
-			Id: c.ID, Name: c.Name, Revocable: c.Revocable,
+			Id: c.ID, Name: c.Name, Revocable: c.Revocable, Stopping: c.Stopping,
 			MilliCpus: c.Limits.MilliCPUs, MemoryBytes: c.Limits.MemoryBytes,
 			StartedUnixNano: unixNano(c.StartedAt), Tasks: c.Tasks, Labels: c.Labels,
 			History: make([]*Statistics, len(samples)),
@@ -63,7 +63,7 @@ func (u *Usage) ToMonitor() monitor.Usage {
 		ring := monitor.NewRing(len(c.History))
 		cu := monitor.ContainerUsage{
 			ContainerInfo: monitor.ContainerInfo{
-				ID: c.Id, Name: c.Name, Revocable: c.Revocable,
+				ID: c.Id, Name: c.Name, Revocable: c.Revocable, Stopping: c.Stopping,
 				Limits:    isolator.Limits{MilliCPUs: c.MilliCpus, MemoryBytes: c.MemoryBytes},
 				StartedAt: fromUnixNano(c.StartedUnixNano), Tasks: c.Tasks, Labels: c.Labels,
 			},

@@ -9,6 +9,10 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
+// TestUsageRoundTrip: what the agent sends a plugin comes back the same
+// on the Go side of the plugin — Stopping too (before 2026-11-29 it was
+// lost on the wire, so a Go QoS plugin blamed and corrected containers
+// whose kill was under way).
 func TestUsageRoundTrip(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	ring := monitor.NewRing(10)
@@ -28,7 +32,7 @@ func TestUsageRoundTrip(t *testing.T) {
 		Total:     monitor.Capacity{MilliCPUs: 2000, MemoryBytes: 4 << 30},
 		Host:      monitor.HostStatistics{NumCPU: 2, Load1: 1.5, MemTotalBytes: 8 << 30},
 		Containers: []monitor.ContainerUsage{{
-			ContainerInfo: monitor.ContainerInfo{ID: "be", Name: "n", Revocable: true, StartedAt: t0,
+			ContainerInfo: monitor.ContainerInfo{ID: "be", Name: "n", Revocable: true, Stopping: true, StartedAt: t0,
 				Limits: isolator.Limits{MilliCPUs: 500, MemoryBytes: 1 << 30}, Tasks: []string{"t1"}, Labels: map[string]string{"a": "b"}},
 			Latest: latest, History: ring,
 		}},
@@ -47,7 +51,7 @@ func TestUsageRoundTrip(t *testing.T) {
 		t.Fatalf("node fields: %+v", got)
 	}
 	c := got.Containers[0]
-	if c.ID != "be" || !c.Revocable || c.Limits.Class != isolator.BestEffort || c.Limits.MilliCPUs != 500 ||
+	if c.ID != "be" || !c.Revocable || !c.Stopping || c.Limits.Class != isolator.BestEffort || c.Limits.MilliCPUs != 500 ||
 		!c.StartedAt.Equal(t0) || c.Tasks[0] != "t1" || c.Labels["a"] != "b" {
 		t.Fatalf("container fields: %+v", c.ContainerInfo)
 	}

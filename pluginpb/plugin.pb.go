@@ -776,7 +776,11 @@ type ContainerUsage struct {
 	Tasks           []string               `protobuf:"bytes,7,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	Labels          map[string]string      `protobuf:"bytes,8,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Samples, oldest first; the last one is the latest.
-	History       []*Statistics `protobuf:"bytes,9,rep,name=history,proto3" json:"history,omitempty"`
+	History []*Statistics `protobuf:"bytes,9,rep,name=history,proto3" json:"history,omitempty"`
+	// A kill of it is under way (signalled, not exited yet: an eviction,
+	// a QoS kill, a task kill): it frees its resources soon, and the agent
+	// refuses to freeze it. Leave it out of corrections and blame.
+	Stopping      bool `protobuf:"varint,10,opt,name=stopping,proto3" json:"stopping,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -872,6 +876,13 @@ func (x *ContainerUsage) GetHistory() []*Statistics {
 		return x.History
 	}
 	return nil
+}
+
+func (x *ContainerUsage) GetStopping() bool {
+	if x != nil {
+		return x.Stopping
+	}
+	return false
 }
 
 type PSI struct {
@@ -1341,7 +1352,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\x06load15\x18\x05 \x01(\x01R\x06load15\x12&\n" +
 	"\x0fmem_total_bytes\x18\x06 \x01(\x04R\rmemTotalBytes\x12.\n" +
 	"\x13mem_available_bytes\x18\a \x01(\x04R\x11memAvailableBytes\x12$\n" +
-	"\x0emem_used_bytes\x18\b \x01(\x04R\fmemUsedBytes\"\x8b\x03\n" +
+	"\x0emem_used_bytes\x18\b \x01(\x04R\fmemUsedBytes\"\xa7\x03\n" +
 	"\x0eContainerUsage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -1352,7 +1363,9 @@ const file_plugin_proto_rawDesc = "" +
 	"\x11started_unix_nano\x18\x06 \x01(\x03R\x0fstartedUnixNano\x12\x14\n" +
 	"\x05tasks\x18\a \x03(\tR\x05tasks\x12B\n" +
 	"\x06labels\x18\b \x03(\v2*.brim.plugin.v1.ContainerUsage.LabelsEntryR\x06labels\x124\n" +
-	"\ahistory\x18\t \x03(\v2\x1a.brim.plugin.v1.StatisticsR\ahistory\x1a9\n" +
+	"\ahistory\x18\t \x03(\v2\x1a.brim.plugin.v1.StatisticsR\ahistory\x12\x1a\n" +
+	"\bstopping\x18\n" +
+	" \x01(\bR\bstopping\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8b\x02\n" +

@@ -28,7 +28,9 @@ func (l *loadKiller) Corrections(_ context.Context, u monitor.Usage) ([]qos.Corr
 	var youngest *monitor.ContainerUsage
 	for i := range u.Containers {
 		c := &u.Containers[i]
-		if c.Revocable && (youngest == nil || c.StartedAt.After(youngest.StartedAt)) {
+		// One being killed already (Stopping) frees its share soon: the
+		// next youngest is the one to kill.
+		if c.Revocable && !c.Stopping && (youngest == nil || c.StartedAt.After(youngest.StartedAt)) {
 			youngest = c
 		}
 	}
