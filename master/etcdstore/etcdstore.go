@@ -291,8 +291,8 @@ func (c *Client) leader(ctx context.Context) (string, int64, error) {
 
 // EndLeader revokes the session lease of the leader advertised at addr
 // (master.LeaderEnder): etcd deletes its election key, the next standby
-// in line is elected, and the leader, were it running, finds its lease
-// gone at its next refresh (Term.watch) while every write it tries is
+// in line is elected, and the leader, were it running, sees its key
+// deleted and steps down (Term.watch) while every write it tries is
 // refused by the fence from now on. It reports false when addr does not
 // lead (any more) or its lease is already gone.
 func (c *Client) EndLeader(ctx context.Context, addr string) (bool, error) {
