@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,14 +16,28 @@ import (
 // agentClient dials the agent's socket lazily: the flag is parsed after
 // the commands are built. It maps the client's errors to exit codes.
 type agentClient struct {
-	socket *string
-	c      *agentclient.Client
+	socket  *string
+	timeout *time.Duration // bound of one call (agentclient.CallTimeout); nil: DefaultAgentTimeout
+	c       *agentclient.Client
 }
+
+// DefaultAgentTimeout bounds one call to the agent's socket (a kill's
+// plus its grace; never a wait): longer than the agent's own bound on a
+// kill with its default grace (10 s + 30 s), so that only a wedged
+// agent meets it.
+const DefaultAgentTimeout = 2 * time.Minute
 
 // dial returns an API client. A dead socket gives a message that says so.
 func (c *agentClient) dial() (agentpb.AgentClient, error) {
 	if c.c == nil {
-		cl, err := agentclient.Dial(*c.socket)
+		d := DefaultAgentTimeout
+		if c.timeout != nil {
+			d = *c.timeout
+		}
+		if d < 0 {
+			return nil, ExitError{Code: 2, Msg: fmt.Sprintf("--timeout %v: want 0 (no bound) or more", d)}
+		}
+		cl, err := agentclient.Dial(*c.socket, agentclient.CallTimeout(d))
 		if errors.Is(err, agentclient.ErrUnreachable) {
 			return nil, ExitError{Code: 1, Msg: err.Error()}
 		}

@@ -26,8 +26,10 @@ func newContainerCommand() *cobra.Command {
 		Args:  UsageArgs(cobra.NoArgs),
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	var timeout time.Duration
 	cmd.PersistentFlags().StringVar(&socket, "socket", defaultSocket, "the agent's local API socket")
-	cl := &agentClient{socket: &socket}
+	cmd.PersistentFlags().DurationVar(&timeout, "timeout", DefaultAgentTimeout, "how long one call to the agent may take (kill: plus its --grace; wait and logs -f: no bound; 0: none) before the command fails")
+	cl := &agentClient{socket: &socket, timeout: &timeout}
 	cmd.AddCommand(
 		newContainerRun(cl), newContainerLs(cl), newContainerInspect(cl), newContainerStats(cl),
 		newContainerUpdate(cl), newContainerKill(cl), newContainerLogs(cl), newContainerWait(cl),

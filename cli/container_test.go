@@ -1,6 +1,18 @@
 package cli
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/status"
+
+	"github.com/brimnode/brim/agent/agentpb"
+	"github.com/brimnode/brim/internal/testutil"
+)
 
 func TestMilliCPUs(t *testing.T) {
 	for _, tc := range []struct {
@@ -14,6 +26,45 @@ func TestMilliCPUs(t *testing.T) {
 		got, err := milliCPUs(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("milliCPUs(%v) = %d, %v", tc.in, got, err)
+		}
+	}
+}
+
+// wedgedLister is an agent whose List never answers.
+type wedgedLister struct {
+	agentpb.UnimplementedAgentServer
+}
+
+func (wedgedLister) List(ctx context.Context, _ *agentpb.ListRequest) (*agentpb.ListResponse, error) {
+	<-ctx.Done()
+	return nil, status.FromContextError(ctx.Err()).Err()
+}
+
+// TestContainerCommandsBoundTheirCalls: `brim container ls` against an
+// agent that never answers fails (exit 1) once --timeout has passed,
+// naming the bound; a negative --timeout is a usage error. Before, it
+// waited until interrupted.
+func TestContainerCommandsBoundTheirCalls(t *testing.T) {
+	sock := testutil.ServeAgent(t, wedgedLister{})
+	for _, c := range []struct {
+		timeout string
+		code    int
+		msg     string
+	}{
+		{"300ms", 1, "did not answer List within 300ms"},
+		{"-1s", 2, "--timeout -1s"},
+	} {
+		cmd := newContainerCommand()
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs([]string{"ls", "--socket", sock, "--timeout", c.timeout})
+		// The test's own bound: an unbounded call ends Canceled here.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err := cmd.ExecuteContext(ctx)
+		cancel()
+		var ee ExitError
+		if !errors.As(err, &ee) || ee.Code != c.code || !strings.Contains(ee.Msg, c.msg) {
+			t.Errorf("container ls --timeout %s against a wedged agent: %v, want exit %d saying %q", c.timeout, err, c.code, c.msg)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/brimnode/brim/agent/agentpb"
@@ -38,21 +39,38 @@ type options struct {
 }
 
 // CallTimeout bounds every unary call but Wait (which lasts until the
-// container exits) by d, unless the caller's context ends sooner: a
-// wedged agent then fails a call with DeadlineExceeded instead of
+// container exits) by d — a Kill by d plus its grace — unless the
+// caller's context ends sooner: a wedged agent then fails the call with
+// DeadlineExceeded, "the agent did not answer … within d", instead of
 // holding its caller forever. 0 (the default) leaves calls to their
 // contexts.
 func CallTimeout(d time.Duration) Option { return func(o *options) { o.callTimeout = d } }
 
+// deadlineSlack is how early before a call's bound a DeadlineExceeded
+// still counts as the bound's (rather than the agent's own, such as a
+// kill still exiting).
+const deadlineSlack = 100 * time.Millisecond
+
 // boundCalls is the unary interceptor of CallTimeout.
-func boundCalls(d time.Duration) grpc.UnaryClientInterceptor {
+func boundCalls(socket string, d time.Duration) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if method != agentpb.Agent_Wait_FullMethodName {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, d)
-			defer cancel()
+		if method == agentpb.Agent_Wait_FullMethodName {
+			return invoker(ctx, method, req, reply, cc, opts...)
 		}
-		return invoker(ctx, method, req, reply, cc, opts...)
+		bound := d
+		if k, ok := req.(*agentpb.KillRequest); ok && k.GraceNanos > 0 {
+			bound += time.Duration(k.GraceNanos)
+		}
+		bctx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
+		err := invoker(bctx, method, req, reply, cc, opts...)
+		// gRPC sends the deadline along: the agent's side may end the
+		// call a moment before this side's timer does.
+		if dl, _ := bctx.Deadline(); status.Code(err) == codes.DeadlineExceeded && ctx.Err() == nil && time.Until(dl) < deadlineSlack {
+			return status.Errorf(codes.DeadlineExceeded, "the agent at %s did not answer %s within %v (wedged?)",
+				socket, method[strings.LastIndexByte(method, '/')+1:], bound)
+		}
+		return err
 	}
 }
 
@@ -84,7 +102,7 @@ func Dial(socket string, opts ...Option) (*Client, error) {
 	}
 	dopts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	if o.callTimeout > 0 {
-		dopts = append(dopts, grpc.WithUnaryInterceptor(boundCalls(o.callTimeout)))
+		dopts = append(dopts, grpc.WithUnaryInterceptor(boundCalls(socket, o.callTimeout)))
 	}
 	conn, err := grpc.NewClient("unix://"+sock, dopts...)
 	if err != nil {

@@ -2,17 +2,16 @@ package agentclient_test
 
 import (
 	"context"
-	"net"
-	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/brimnode/brim/agent/agentclient"
 	"github.com/brimnode/brim/agent/agentpb"
+	"github.com/brimnode/brim/internal/testutil"
 )
 
 // wedgedAgent answers nothing: every call waits for its caller to go.
@@ -25,24 +24,22 @@ func (wedgedAgent) Get(ctx context.Context, _ *agentpb.GetRequest) (*agentpb.Con
 	return nil, status.FromContextError(ctx.Err()).Err()
 }
 
+func (wedgedAgent) Kill(ctx context.Context, _ *agentpb.KillRequest) (*agentpb.Container, error) {
+	<-ctx.Done()
+	return nil, status.FromContextError(ctx.Err()).Err()
+}
+
 func (wedgedAgent) Wait(ctx context.Context, _ *agentpb.WaitRequest) (*agentpb.Container, error) {
 	<-ctx.Done()
 	return nil, status.FromContextError(ctx.Err()).Err()
 }
 
 // TestCallTimeout: with CallTimeout a call to a wedged agent fails with
-// DeadlineExceeded at the bound, though its caller's context has none;
-// Wait, which lasts until the container exits, is left to its caller.
+// DeadlineExceeded at the bound (a kill's plus its grace), naming it,
+// though its caller's context has none; Wait, which lasts until the
+// container exits, is left to its caller.
 func TestCallTimeout(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "agent.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	agentpb.RegisterAgentServer(srv, wedgedAgent{})
-	go func() { _ = srv.Serve(l) }() // ends with Stop
-	t.Cleanup(srv.Stop)
+	sock := testutil.ServeAgent(t, wedgedAgent{})
 	c, err := agentclient.Dial(sock, agentclient.CallTimeout(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -56,8 +53,14 @@ func TestCallTimeout(t *testing.T) {
 	_, err = c.Get(ctx, &agentpb.GetRequest{Id: "x"})
 	stop.Stop()
 	cancel()
-	if code := status.Code(err); code != codes.DeadlineExceeded {
-		t.Fatalf("Get of a wedged agent: %v (%v), want DeadlineExceeded from the call timeout", code, err)
+	if code := status.Code(err); code != codes.DeadlineExceeded || !strings.Contains(err.Error(), "did not answer Get within 200ms") {
+		t.Fatalf("Get of a wedged agent: %v (%v), want DeadlineExceeded from the call timeout, naming it", code, err)
+	}
+
+	// A kill's bound counts its grace too.
+	_, err = c.Kill(context.Background(), &agentpb.KillRequest{Id: "x", GraceNanos: int64(300 * time.Millisecond)})
+	if code := status.Code(err); code != codes.DeadlineExceeded || !strings.Contains(err.Error(), "did not answer Kill within 500ms") {
+		t.Fatalf("Kill with a 300ms grace of a wedged agent: %v (%v), want the bound 200ms + the grace", code, err)
 	}
 
 	// Wait outlives the bound: it ends when its caller cancels.
