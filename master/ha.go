@@ -298,15 +298,7 @@ func (p *leaderProbe) reachable(ctx context.Context, addr string) (ok, refused b
 
 // probeOnce connects to addr within leaderProbeTimeout and hangs up.
 func probeOnce(addr string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), leaderProbeTimeout)
-	defer cancel()
-	return dialTCP(ctx, addr)
-}
-
-// dialTCP connects to addr and hangs up.
-func dialTCP(ctx context.Context, addr string) error {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	c, err := net.DialTimeout("tcp", addr, leaderProbeTimeout)
 	if err != nil {
 		return err
 	}
@@ -488,8 +480,6 @@ const (
 // store has refused its writes from the revoke on: the cost is a
 // failover, not two leaders writing.
 func (g *gate) endDeadLeaders(ctx context.Context, e LeaderEnder, log *slog.Logger) {
-	var ended string // the last leader ended: not again while its key may linger
-	var endedAt time.Time
 	for {
 		var addr string
 		select {
@@ -497,28 +487,26 @@ func (g *gate) endDeadLeaders(ctx context.Context, e LeaderEnder, log *slog.Logg
 			return
 		case addr = <-g.suspects:
 		}
-		if addr == ended && time.Since(endedAt) < g.deadHold || !refusedEvery(ctx, addr) {
+		if !refusedEvery(ctx, addr) {
 			continue
 		}
+		// Named no more (changed while checking, or ended already: its
+		// key is gone): nothing to end. EndLeader checks again in etcd.
 		g.mu.RLock()
 		named := g.otherLocked()
 		g.mu.RUnlock()
-		if named != addr { // changed while checking
+		if named != addr {
 			continue
 		}
 		ectx, cancel := context.WithTimeout(ctx, leaderEndTimeout)
 		done, err := e.EndLeader(ectx, addr)
 		cancel()
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("end the session of a dead leader", "leader", addr, "err", err)
-			}
-			continue
+		if err != nil && ctx.Err() == nil {
+			log.Warn("end the session of a dead leader", "leader", addr, "err", err)
 		}
 		if !done {
 			continue
 		}
-		ended, endedAt = addr, time.Now()
 		log.Warn("the leader's address refuses connections: ended its session rather than wait out its TTL", "leader", addr,
 			"checks", deadLeaderChecks+1)
 	}
