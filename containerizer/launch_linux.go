@@ -188,7 +188,10 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 	}
 	if sp == nil {
 		var err error
-		if sp, err = c.spawnShim(ct.dir, ct.spec.Rootfs == ""); err != nil {
+		// A private mount namespace for the host root it assembles, and
+		// for the sysfs it mounts for a user namespace with networking.
+		newNS := ct.spec.Rootfs == "" || (ct.spec.UserNS != nil && ct.spec.Limits.Network)
+		if sp, err = c.spawnShim(ct.dir, newNS); err != nil {
 			return err
 		}
 	}

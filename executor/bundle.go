@@ -50,6 +50,10 @@ const (
 	// RootfsDir is the mount point the shim assembles the host root on
 	// (only in its private mount namespace) when the bundle has no rootfs.
 	RootfsDir = "rootfs"
+	// SysfsDir is where the shim mounts, in its private mount namespace,
+	// the sysfs of the network namespace a container in a user namespace
+	// joins (see mountNetSysfs); the container's /sys is bound from it.
+	SysfsDir = "sysfs"
 	// StdoutFile and StderrFile are the container's output, in the sandbox.
 	StdoutFile = "stdout"
 	StderrFile = "stderr"

@@ -77,9 +77,9 @@ func TestRuntimeSpecUser(t *testing.T) {
 }
 
 // TestRuntimeSpecUserNS: a bundle's range becomes a user namespace with
-// one mapping each for uids and gids; with a joined netns /sys is the
-// host's, bound recursively read-only (no new sysfs there); without
-// UserNS the spec has neither.
+// one mapping each for uids and gids; with a joined netns /sys is bound
+// read-only from the sysfs the shim mounts in that netns (dir/sysfs),
+// never the host's; without UserNS the spec has neither.
 func TestRuntimeSpecUserNS(t *testing.T) {
 	r := subid.Range{HostUID: 100000, HostGID: 200000, Size: 65536}
 	hasUserNS := func(s *specs.Spec) bool {
@@ -118,7 +118,7 @@ func TestRuntimeSpecUserNS(t *testing.T) {
 	}
 	b.NetNSPath = "/run/netns/x"
 	m := sysOf(RuntimeSpec(b, "/d", "/d/rootfs"))
-	if m.Type != "bind" || m.Source != "/sys" || !slices.Contains(m.Options, "rro") || !slices.Contains(m.Options, "rbind") {
-		t.Errorf("joined netns: /sys %+v, want the host's bound recursively read-only", m)
+	if m.Type != "bind" || m.Source != "/d/"+SysfsDir || !slices.Contains(m.Options, "ro") {
+		t.Errorf("joined netns: /sys %+v, want /d/%s bound read-only", m, SysfsDir)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
@@ -131,4 +132,51 @@ func prepareMountPoints(rootfs string, mounts []specs.Mount) error {
 		}
 	}
 	return nil
+}
+
+// mountNetSysfs mounts, read-only, the sysfs of the network namespace at
+// netnsPath on dir/SysfsDir, in the shim's private mount namespace: the
+// /sys of a container in a user namespace that joins a namespace made by
+// the network isolator. A sysfs shows the interfaces of the network
+// namespace of the process that mounts it, and only a process with
+// CAP_SYS_ADMIN in the user namespace owning that network namespace (the
+// host's) may mount one; the container's root in its own user namespace
+// may not, the shim (host root) may. The mount lives as long as the
+// shim's and the container's mount namespaces (it holds the network
+// namespace until then); the host never sees it.
+func mountNetSysfs(dir, netnsPath string) error {
+	if err := requirePrivateMountNS(); err != nil {
+		return err
+	}
+	// Nothing mounted below may propagate back to the host (prepareHostRoot
+	// did this already for a container on the host root).
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	target := filepath.Join(dir, SysfsDir)
+	if err := os.Mkdir(target, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create sysfs mount point: %w", err)
+	}
+	ns, err := os.Open(netnsPath)
+	if err != nil {
+		return fmt.Errorf("open netns: %w", err)
+	}
+	defer ns.Close()
+	errc := make(chan error, 1)
+	go func() {
+		// The thread joins the container's network namespace and is
+		// never unlocked: Go ends it with this goroutine, so no other
+		// goroutine ever runs in that namespace.
+		runtime.LockOSThread()
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("join netns %s: %w", netnsPath, err)
+			return
+		}
+		err := unix.Mount("sysfs", target, "sysfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+		if err != nil {
+			err = fmt.Errorf("mount sysfs of netns %s: %w", netnsPath, err)
+		}
+		errc <- err
+	}()
+	return <-errc
 }

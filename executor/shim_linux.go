@@ -170,6 +170,11 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 			return err
 		}
 	}
+	if b.UserNS != nil && b.NetNSPath != "" {
+		if err := mountNetSysfs(s.dir, b.NetNSPath); err != nil {
+			return err
+		}
+	}
 	// The control socket is bound while libcontainer creates and starts
 	// the container (the shim mostly waits for the init meanwhile): it
 	// must exist by the time "created" is reported, nothing else needs it.

@@ -70,13 +70,17 @@ func RuntimeSpec(b *Bundle, dir, rootfs string) *specs.Spec {
 		l.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: r.HostGID, Size: r.Size}}
 		if b.NetNSPath != "" {
 			// A joined network namespace belongs to the host's user
-			// namespace: the kernel refuses a new sysfs there (EPERM).
-			// Bind the host's instead, recursively read-only, as runc
-			// does for rootless containers.
+			// namespace: the kernel refuses the container's root a new
+			// sysfs there (EPERM). The host's /sys, which runc binds for
+			// rootless containers, would show the host's interfaces
+			// (/sys/class/net: its NICs' addresses, every container's
+			// veth). The shim mounts the namespace's own sysfs, as host
+			// root, in its private mount namespace (mountNetSysfs); the
+			// container gets that, read-only.
 			for i, m := range spec.Mounts {
 				if m.Destination == "/sys" {
-					spec.Mounts[i] = specs.Mount{Destination: "/sys", Type: "bind", Source: "/sys",
-						Options: []string{"rbind", "nosuid", "noexec", "nodev", "rro"}}
+					spec.Mounts[i] = specs.Mount{Destination: "/sys", Type: "bind", Source: filepath.Join(dir, SysfsDir),
+						Options: []string{"rbind", "nosuid", "noexec", "nodev", "ro"}}
 				}
 			}
 		}
