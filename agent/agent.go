@@ -49,6 +49,9 @@ type Options struct {
 	// Network says the runtime has a network isolator: containers may ask
 	// for networking (Spec.Network).
 	Network bool
+	// PortRange is the host ports a container's port mappings may use
+	// (--network-port-range); zero: isolator.DefaultPortRange.
+	PortRange isolator.PortRange
 	// KillGrace is the default SIGTERM→SIGKILL grace period.
 	KillGrace time.Duration
 	// KillExitTimeout bounds how long a kill (and a forced destroy) waits
@@ -235,6 +238,9 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.KillExitTimeout <= 0 {
 		opts.KillExitTimeout = DefaultKillExitTimeout
+	}
+	if opts.PortRange.IsZero() {
+		opts.PortRange = isolator.DefaultPortRange
 	}
 	if opts.DefaultUser == "" {
 		opts.DefaultUser = DefaultUser
@@ -649,6 +655,9 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	}
 	if spec.Network && !a.opts.Network {
 		return nil, fmt.Errorf("run: %w: networking asked but the agent runs without --network", ErrInvalidArgument)
+	}
+	if err := checkPortRange(spec.Ports, a.opts.PortRange); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
 	}
 	limits := isolator.Limits{
 		MilliCPUs:   spec.Resources.MilliCPUs,

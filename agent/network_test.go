@@ -154,14 +154,16 @@ func TestNetBandwidthWithoutTotal(t *testing.T) {
 	}
 }
 
-// TestPortMappings: port mappings need networking and valid ports, reach
+// TestPortMappings: port mappings need networking, valid ports and host
+// ports in the agent's range (--network-port-range), reach
 // the runtime in the limits, are checkpointed (a restarted agent still
 // shows them), and a taken host port is ALREADY_EXISTS on the wire.
 func TestPortMappings(t *testing.T) {
 	ctx := context.Background()
 	rt := newFakeRuntime(t.TempDir())
 	dir := t.TempDir()
-	a, err := New(Options{StateDir: dir, Runtime: rt, Resources: Resources{MilliCPUs: 4000, MemMiB: 1024}, Network: true})
+	a, err := New(Options{StateDir: dir, Runtime: rt, Resources: Resources{MilliCPUs: 4000, MemMiB: 1024}, Network: true,
+		PortRange: isolator.PortRange{First: 5000, Last: 9000}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +177,8 @@ func TestPortMappings(t *testing.T) {
 		{"port 0", true, []isolator.PortMapping{{HostPort: 0, ContainerPort: 80, Protocol: isolator.TCP}}},
 		{"duplicate", true, []isolator.PortMapping{ports[0], {HostPort: 8080, ContainerPort: 81, Protocol: isolator.TCP}}},
 		{"protocol", true, []isolator.PortMapping{{HostPort: 1, ContainerPort: 1, Protocol: "sctp"}}},
+		{"outside the range", true, []isolator.PortMapping{{HostPort: 7999, ContainerPort: 80, Protocol: isolator.TCP}}},
+		{"one outside the range", true, []isolator.PortMapping{ports[0], {HostPort: 9001, ContainerPort: 80, Protocol: isolator.UDP}}},
 	} {
 		s := spec(bad.name, 100, 16)
 		s.Network, s.Ports = bad.network, bad.ports

@@ -60,7 +60,7 @@ func TestNetworkConfinementCLI(t *testing.T) {
 	})
 	gw := cfg.Subnet.Addr().Next()
 	allowed := uint16(freePort(t))
-	mapped := uint16(freePort(t))
+	mapped := freeMapPort(t)
 	a := startAgent(t, "--network", "--network-bridge", cfg.Bridge, "--network-subnet", cfg.Subnet.String(),
 		"--network-netns-dir", nsDir, "--network-isolate", "--network-allow-host", strconv.Itoa(int(allowed)))
 	// The socket accepts before the agent has set up: wait for an answer.
@@ -151,7 +151,7 @@ func TestNetworkConfinementCLI(t *testing.T) {
 	}
 
 	// A container's mappings go when it exits, not only at rm.
-	short := fmt.Sprintf("%s:%d:9000", gw, freePort(t))
+	short := fmt.Sprintf("%s:%d:9000", gw, freeMapPort(t))
 	a.mustBrim("container", "run", "--wait", "--network", "-p", short, "--cpus", "0.1", "--mem", "32", "--", "true")
 	if r := a.brim("container", "run", "--wait", "--network", "-p", short, "--cpus", "0.1", "--mem", "32", "--", "true"); r.code != 0 {
 		t.Errorf("-p %s again after the first container exited: exit %d: %s", short, r.code, r.stderr)

@@ -1,11 +1,9 @@
 package integration
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"math/rand/v2"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -15,7 +13,6 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/brimnode/brim/internal/testutil"
-	"github.com/brimnode/brim/isolator/network"
 )
 
 // TestNetworkCLI drives `brim agent --network` and `brim container run
@@ -26,30 +23,9 @@ import (
 // theirs is left.
 func TestNetworkCLI(t *testing.T) {
 	testutil.RequireRoot(t)
-	nsDir := t.TempDir()
-	// A /24 in 10.32.0.0/11: the containerizer's tests use 10.64.0.0/10,
-	// the isolator's 10.128.0.0/9 (packages' tests run at the same time).
-	cfg := network.Config{
-		Bridge:   testutil.UniqueName("bri"),
-		Subnet:   netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(32 + rand.IntN(32)), byte(rand.IntN(256)), 0}), 24),
-		StateDir: filepath.Join(t.TempDir(), "network"),
-		NetNSDir: nsDir,
-	}
-	// Runs after the agent's cleanup (registered later): the bridge, the
-	// IFBs and the netns dir's mount outlive the agent by design.
-	t.Cleanup(func() {
-		n, err := network.New(cfg)
-		if err != nil {
-			t.Errorf("network isolator for uninstall: %v", err)
-			return
-		}
-		defer n.Close()
-		if err := n.Uninstall(context.Background()); err != nil {
-			t.Errorf("uninstall: %v", err)
-		}
-	})
-	a := startAgent(t, "--network", "--network-bridge", cfg.Bridge, "--network-subnet", cfg.Subnet.String(),
-		"--network-netns-dir", nsDir, "--resources", "cpus:2;mem:2048;net_bw:100")
+	cfg := newTestNetwork(t, "bri")
+	nsDir := cfg.NetNSDir
+	a := startAgent(t, append(agentArgs(cfg), "--resources", "cpus:2;mem:2048;net_bw:100")...)
 
 	srv := a.run("--network", "--net-bw", "50", "--cpus", "0.1", "--mem", "32", "--",
 		"sh", "-c", `echo "$BRIM_CONTAINER_IP" > /mnt/sandbox/ip; exec busybox nc -ll -p 7000 -e echo pong`)

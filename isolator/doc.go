@@ -1,7 +1,7 @@
 // Package isolator defines the Isolator contract that the containerizer runs
 // for every container — prepare, isolate, update, usage, cleanup, recover —
 // and the types that cross it: Limits (what a container may use, its port
-// mappings included: PortMapping, ParsePort, CheckPorts) and Statistics
+// mappings included: PortMapping, ParsePort, CheckPorts, PortRange) and Statistics
 // (what it used). Implementations live in sub-packages:
 // isolator/cgroups (cgroup v1 and v2) and isolator/network (netns, veth,
 // bridge, HTB).
@@ -10,8 +10,9 @@
 //
 // Sentinels: ErrNotFound (no such container in this isolator),
 // ErrNotSupported (the host lacks what the isolator needs), ErrBadPort (a
-// malformed port mapping), ErrPortInUse (a host port another container
-// maps).
+// malformed port mapping, or a host port outside the agent's PortRange),
+// ErrPortInUse (a host port another container maps or a host process
+// holds).
 //
 // ErrNotSupported is an alias of internal/errdefs.ErrNotSupported.
 // ErrNotFound stays the isolators' own: a container the agent knows may

@@ -9,8 +9,9 @@ import (
 )
 
 // ErrPortInUse is returned by an isolator's Prepare when a host port a
-// container asks for is already mapped to another container.
-var ErrPortInUse = errors.New("host port already mapped")
+// container asks for is already mapped to another container or held by a
+// process of the host (a service listening on it).
+var ErrPortInUse = errors.New("host port in use")
 
 // ErrBadPort is wrapped by ParsePort and CheckPorts for a malformed port
 // mapping (port 0 or above 65535, an unknown protocol, a duplicate).
@@ -131,4 +132,44 @@ func CheckPorts(ports []PortMapping) error {
 		}
 	}
 	return nil
+}
+
+// PortRange is an inclusive range of host ports, the ports an agent
+// reserves for port mappings.
+type PortRange struct{ First, Last uint16 }
+
+// DefaultPortRange is the host ports port mappings may use when the agent
+// is given no range: Mesos's default ports resource, below Linux's
+// ephemeral port range (32768-60999), so that the kernel does not hand
+// them to the host's outgoing connections.
+var DefaultPortRange = PortRange{First: 31000, Last: 32000}
+
+// IsZero reports whether r is the zero PortRange (unset).
+func (r PortRange) IsZero() bool { return r == PortRange{} }
+
+// Contains reports whether port p is in r.
+func (r PortRange) Contains(p uint16) bool { return p >= r.First && p <= r.Last }
+
+// String is r in the syntax ParsePortRange reads: START-END.
+func (r PortRange) String() string { return fmt.Sprintf("%d-%d", r.First, r.Last) }
+
+// ParsePortRange parses START-END (1 <= START <= END <= 65535). Errors
+// wrap ErrBadPort.
+func ParsePortRange(s string) (PortRange, error) {
+	first, last, ok := strings.Cut(s, "-")
+	if !ok {
+		return PortRange{}, fmt.Errorf("port range %q: want START-END, e.g. %s: %w", s, DefaultPortRange, ErrBadPort)
+	}
+	a, err := parsePortNumber(first)
+	if err != nil {
+		return PortRange{}, fmt.Errorf("port range %q: start: %v: %w", s, err, ErrBadPort)
+	}
+	b, err := parsePortNumber(last)
+	if err != nil {
+		return PortRange{}, fmt.Errorf("port range %q: end: %v: %w", s, err, ErrBadPort)
+	}
+	if a > b {
+		return PortRange{}, fmt.Errorf("port range %q: start above end: %w", s, ErrBadPort)
+	}
+	return PortRange{First: a, Last: b}, nil
 }

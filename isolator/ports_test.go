@@ -60,3 +60,27 @@ func TestCheckPorts(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePortRange(t *testing.T) {
+	for in, want := range map[string]PortRange{
+		"31000-32000": DefaultPortRange,
+		"1-65535":     {1, 65535},
+		"80-80":       {80, 80},
+	} {
+		got, err := ParsePortRange(in)
+		if err != nil || got != want || got.String() != in {
+			t.Errorf("ParsePortRange(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "80", "0-80", "80-70000", "90-80", "a-b", "-80", "80-", "1-2-3"} {
+		if r, err := ParsePortRange(in); !errors.Is(err, ErrBadPort) {
+			t.Errorf("ParsePortRange(%q) = %v, %v; want ErrBadPort", in, r, err)
+		}
+	}
+	r := PortRange{10, 20}
+	for p, want := range map[uint16]bool{9: false, 10: true, 15: true, 20: true, 21: false} {
+		if r.Contains(p) != want {
+			t.Errorf("%v.Contains(%d) = %v", r, p, !want)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/containerizer"
 	"github.com/brimnode/brim/estimator"
+	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/isolator/cgroups"
 	"github.com/brimnode/brim/isolator/network"
 	"github.com/brimnode/brim/masterlink"
@@ -88,6 +89,9 @@ type NetworkConfig struct {
 	// reach, PORT[/tcp|/udp] each; everything else is rejected.
 	AllowHost []string
 	Isolate   bool // --network-isolate: containers cannot reach each other
+	// PortRange is --network-port-range START-END: the host ports port
+	// mappings may use.
+	PortRange string
 }
 
 // OversubConfig is the monitor, estimator, QoS and metrics flags.
@@ -134,6 +138,7 @@ func DefaultConfig() Config {
 			Bridge:       network.DefaultBridge,
 			Subnet:       network.DefaultSubnet.String(),
 			HostRateMbit: network.DefaultHostRateMbit,
+			PortRange:    isolator.DefaultPortRange.String(),
 		},
 		Oversub: OversubConfig{
 			Estimator:         "noop",
@@ -259,6 +264,11 @@ func parseResources(text string) (agent.Resources, error) {
 	if err != nil {
 		return agent.Resources{}, bad("--resources", "%q: %w", text, err)
 	}
+	if r.Ports() != nil {
+		// Dropped before without a word; an operator used to Mesos
+		// would take it for the ports containers may map.
+		return agent.Resources{}, bad("--resources", "%q: ports: the agent offers no ports to the master; the host ports of port mappings are --network-port-range (default %s)", text, isolator.DefaultPortRange)
+	}
 	r = r.NonRevocable()
 	out := agent.Resources{MilliCPUs: int64(r.CPUs()), MemMiB: int64(r.Mem()) / 1000, NetMbit: int64(r.NetBandwidth()) / 1000}
 	if out.MilliCPUs <= 0 || out.MemMiB <= 0 {
@@ -289,6 +299,10 @@ func (n NetworkConfig) resolve(stateDir string) (network.Config, error) {
 	if n.HostRateMbit <= 0 {
 		return network.Config{}, bad("--network-host-rate", "%d: must be positive", n.HostRateMbit)
 	}
+	ports, err := isolator.ParsePortRange(n.PortRange)
+	if err != nil {
+		return network.Config{}, bad("--network-port-range", "%w", err)
+	}
 	var allow []network.HostPort
 	for _, s := range n.AllowHost {
 		h, err := network.ParseHostPort(s)
@@ -309,6 +323,7 @@ func (n NetworkConfig) resolve(stateDir string) (network.Config, error) {
 		NetNSDir:     n.NetNSDir,
 		HostRateMbit: n.HostRateMbit,
 		NAT:          n.NAT,
+		PortRange:    ports,
 	}, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/estimator"
+	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/isolator/network"
 	"github.com/brimnode/brim/qos"
 )
@@ -66,9 +67,10 @@ func TestCheckNetworkState(t *testing.T) {
 
 // moved from cmd/brim (TestNetworkFlagsConfig)
 func TestNetworkFlagsConfig(t *testing.T) {
-	n := NetworkConfig{Bridge: "brim0", Subnet: "10.77.0.0/16", HostRateMbit: 1000}
+	n := NetworkConfig{Bridge: "brim0", Subnet: "10.77.0.0/16", HostRateMbit: 1000, PortRange: "20000-20099"}
 	cfg, err := n.resolve("/var/lib/brim/agent")
-	if err != nil || cfg.StateDir != "/var/lib/brim/agent/network" || cfg.Subnet.String() != "10.77.0.0/16" || cfg.HostRateMbit != 1000 {
+	if err != nil || cfg.StateDir != "/var/lib/brim/agent/network" || cfg.Subnet.String() != "10.77.0.0/16" || cfg.HostRateMbit != 1000 ||
+		cfg.PortRange != (isolator.PortRange{First: 20000, Last: 20099}) {
 		t.Errorf("config: %+v, %v", cfg, err)
 	}
 	n.AllowHost, n.Isolate = []string{"53/udp", "53", "8125/udp"}, true
@@ -77,7 +79,8 @@ func TestNetworkFlagsConfig(t *testing.T) {
 	if err != nil || !slices.Equal(cfg.HostAllow, want) || !cfg.Isolate {
 		t.Errorf("--network-allow-host 53/udp,53,8125/udp --network-isolate: %+v, %v", cfg, err)
 	}
-	for _, bad := range []NetworkConfig{{Subnet: "10.77.0.0", HostRateMbit: 1}, {Subnet: "10.77.0.0/16", HostRateMbit: 0}} {
+	for _, bad := range []NetworkConfig{{Subnet: "10.77.0.0", HostRateMbit: 1, PortRange: "1-2"}, {Subnet: "10.77.0.0/16", HostRateMbit: 0, PortRange: "1-2"},
+		{Subnet: "10.77.0.0/16", HostRateMbit: 1}} {
 		if _, err := bad.resolve("/x"); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
@@ -100,6 +103,9 @@ func TestValidate(t *testing.T) {
 		{"relative state dir", "--state-dir", "must be an absolute path", func(c *Config) { c.StateDir = "state" }},
 		{"bad resources", "--resources", "mem:lots", func(c *Config) { c.Resources = "cpus:2;mem:lots" }},
 		{"no cpus", "--resources", "need positive cpus and mem", func(c *Config) { c.Resources = "mem:100" }},
+		{"ports resource", "--resources", "the host ports of port mappings are --network-port-range (default 31000-32000)", func(c *Config) { c.Resources = "cpus:2;mem:100;ports:[31000-32000]" }},
+		{"bad port range", "--network-port-range", `port range "32000-31000": start above end`, func(c *Config) { c.Network.PortRange = "32000-31000" }},
+		{"empty port range", "--network-port-range", "want START-END", func(c *Config) { c.Network.PortRange = "" }},
 		{"bad retention", "--sandbox-retention", "--sandbox-retention", func(c *Config) { c.Retention = "lots" }},
 		{"root cgroup parent", "--cgroup-parent", "want a cgroup path", func(c *Config) { c.CgroupParent = "/" }},
 		{"zero kill grace", "--kill-grace", "--kill-grace 0s: must be positive", func(c *Config) { c.KillGrace = 0 }},

@@ -143,6 +143,10 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			return fmt.Errorf("network isolator: %w", err)
 		}
 		defer func() { _ = netIso.Close() }() // best effort at exit; containers keep their network
+		for _, err := range netIso.NotHeld() {
+			log.Warn("port mapping: a process of the host took its port while no agent held it; outside traffic still goes to the container, loopback to the process", "err", err)
+		}
+		warnEphemeralOverlap(log, d.res.network.PortRange)
 		isos = append(isos, netIso)
 	}
 	cz, err := containerizer.New(containerizer.Config{
@@ -164,6 +168,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		Runtime:      runtimeAdapter{cz},
 		Resources:    d.res.total,
 		Network:      cfg.Network.Enabled,
+		PortRange:    d.res.network.PortRange,
 		KillGrace:    cfg.KillGrace,
 		Retention:    d.res.retention,
 		Log:          log,

@@ -6,10 +6,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/isolator/cgroups"
 )
 
@@ -56,3 +58,25 @@ func cgroupConfig(cfg cgroups.Config, log *slog.Logger) (cgroups.Config, error) 
 
 // agentLeaf is the leaf of its delegated unit the agent moves into.
 const agentLeaf = "agent"
+
+// warnEphemeralOverlap logs when the port mappings' range overlaps the
+// kernel's ephemeral port range (net.ipv4.ip_local_port_range): the
+// kernel hands those ports to the host's outgoing connections, and a
+// mapping of one that is in use is refused as held by a host process.
+func warnEphemeralOverlap(log *slog.Logger, r isolator.PortRange) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return
+	}
+	lo, err1 := strconv.Atoi(f[0])
+	hi, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil || int(r.Last) < lo || int(r.First) > hi {
+		return
+	}
+	log.Warn("--network-port-range overlaps the kernel's ephemeral ports (net.ipv4.ip_local_port_range): a mapping of a port an outgoing connection uses is refused",
+		"port_range", r.String(), "ephemeral", fmt.Sprintf("%d-%d", lo, hi))
+}

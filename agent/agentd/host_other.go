@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/isolator/cgroups"
 )
 
@@ -20,3 +21,6 @@ func signalNum(string) int { return 0 }
 
 // cgroupConfig: no cgroup delegation here.
 func cgroupConfig(cfg cgroups.Config, _ *slog.Logger) (cgroups.Config, error) { return cfg, nil }
+
+// warnEphemeralOverlap: no ephemeral port range to read here.
+func warnEphemeralOverlap(*slog.Logger, isolator.PortRange) {}

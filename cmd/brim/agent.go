@@ -128,6 +128,7 @@ func registerAgentFlags(f *pflag.FlagSet, cfg *agentd.Config) {
 	f.StringSliceVar(&n.AllowHost, "network-allow-host", n.AllowHost, "host ports containers may reach on the host's addresses, PORT[/tcp|/udp] comma-separated (e.g. 53/udp,53/tcp); everything else is rejected")
 	f.BoolVar(&n.Isolate, "network-isolate", n.Isolate, "containers cannot reach each other (isolated bridge ports); port mappings still work from the host and other machines")
 	f.StringVar(&n.NetNSDir, "network-netns-dir", n.NetNSDir, "directory of the containers' netns files (default /run/brim/netns/<bridge>)")
+	f.StringVar(&n.PortRange, "network-port-range", n.PortRange, "host ports that port mappings (container run -p) may use, START-END; a mapping of a port outside it, or of one a host process holds, is refused")
 
 	sec := &cfg.Security
 	f.StringVar(&sec.DefaultUser, "default-user", sec.DefaultUser, "user of tasks that name none: NAME, UID, NAME:GROUP or UID:GID from the host's /etc/passwd and /etc/group")

@@ -82,6 +82,9 @@ type Config struct {
 	// ports are isolated (IFLA_BRPORT_ISOLATED) and traffic routed between
 	// two containers is dropped, except through a port mapping.
 	Isolate bool
+	// PortRange is the host ports port mappings may use; a mapping of a
+	// port outside it is refused. Default isolator.DefaultPortRange.
+	PortRange isolator.PortRange
 }
 
 // HostPort is a port of the host that containers may reach (Config.HostAllow).
@@ -132,6 +135,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Spares == 0 {
 		c.Spares = DefaultSpares
 	}
+	if c.PortRange.IsZero() {
+		c.PortRange = isolator.DefaultPortRange
+	}
 	c.Subnet = c.Subnet.Masked()
 	switch {
 	case len(c.Bridge) > maxBridgeName || strings.ContainsAny(c.Bridge, "/ \t\n:"):
@@ -144,6 +150,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("state dir %q and netns dir %q must be absolute: %w", c.StateDir, c.NetNSDir, ErrInvalid)
 	case c.HostRateMbit < 0:
 		return c, fmt.Errorf("host rate %d Mbit/s: %w", c.HostRateMbit, ErrInvalid)
+	case c.PortRange.First == 0 || c.PortRange.First > c.PortRange.Last:
+		return c, fmt.Errorf("port range %s: want 1 <= START <= END: %w", c.PortRange, ErrInvalid)
 	}
 	seen := map[HostPort]bool{}
 	for _, h := range c.HostAllow {

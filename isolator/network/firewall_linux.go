@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 
 	"github.com/google/nftables"
@@ -145,14 +144,6 @@ func (i *Isolator) delMappingsLocked(id string) error {
 	return nil
 }
 
-// enableForwarding turns IPv4 forwarding on (Config.NAT).
-func enableForwarding() error {
-	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0); err != nil {
-		return fmt.Errorf("enable ip forwarding: %w", err)
-	}
-	return nil
-}
-
 // mapping is one port mapping of one container, with its address.
 type mapping struct {
 	isolator.PortMapping
@@ -263,28 +254,29 @@ func (i *Isolator) syncFirewallLocked(skip string) error {
 	return nil
 }
 
-// removeTable deletes the isolator's table if there is one. A host without
-// nf_tables has none.
-func (i *Isolator) removeTable() error {
+// removeTable deletes the isolator's table if there is one and reports
+// whether it did. A host without nf_tables has none.
+func (i *Isolator) removeTable() (bool, error) {
 	c, err := i.nftConn(1)
 	if err != nil {
-		return nil
+		return false, nil
 	}
 	tables, err := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
 	if err != nil {
-		return nil
+		return false, nil
 	}
 	t := i.fwTable()
-	for _, have := range tables {
-		if have.Name != t.Name {
-			continue
-		}
-		c.DelTable(t)
-		if err := c.Flush(); err != nil && !errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("delete nftables table %s: %w", t.Name, err)
-		}
+	if !slices.ContainsFunc(tables, func(have *nftables.Table) bool { return have.Name == t.Name }) {
+		return false, nil
 	}
-	return nil
+	c.DelTable(t)
+	if err := c.Flush(); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return false, nil
+		}
+		return false, fmt.Errorf("delete nftables table %s: %w", t.Name, err)
+	}
+	return true, nil
 }
 
 // ifname is `<key> == name` (eq) or `<key> != name`.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -741,5 +742,145 @@ func TestPortMappingReuseUDP(t *testing.T) {
 	serve("new")
 	if err := ask(); err != nil {
 		t.Errorf("same client socket after the mapping moved to a new container: %v", err)
+	}
+}
+
+// hostBind binds network address addr in the namespace at nsPath as a
+// host service would (SO_REUSEADDR set, as Go's listeners and most
+// servers do), and returns the close of what it bound.
+func hostBind(nsPath, network, addr string) (func(), error) {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1) })
+		return errors.Join(err, serr)
+	}}
+	var closer func()
+	err := inNetNS(nsPath, func() error {
+		if network == "udp4" {
+			pc, err := lc.ListenPacket(context.Background(), network, addr)
+			if err != nil {
+				return err
+			}
+			closer = func() { pc.Close() }
+			return nil
+		}
+		l, err := lc.Listen(context.Background(), network, addr)
+		if err != nil {
+			return err
+		}
+		closer = func() { l.Close() }
+		return nil
+	})
+	return closer, err
+}
+
+// TestPortMappingHostService (issue 30): a mapping of a host port that a
+// process of the host holds is refused (ErrPortInUse, naming the port and
+// the host process), on all addresses or on the one the mapping names,
+// TCP and UDP apart, with nothing made; so is a port outside
+// Config.PortRange (ErrBadPort). A mapped port is held by the isolator: a
+// host service started later cannot bind it (SO_REUSEADDR or not) until
+// the container is released, also after a restart; a port a host process
+// took while no isolator held it is reported by NotHeld, and the
+// container keeps its mapping. Before, the DNAT rule took a listening
+// service's port without a word.
+func TestPortMappingHostService(t *testing.T) {
+	hostPath := "/run/netns/" + testutil.NewNetNS(t)
+	cfg := testConfig(t, 1000)
+	cfg.PortRange = isolator.PortRange{First: 31000, Last: 31010}
+	iso := newIsolatorIn(t, hostPath, cfg)
+	gw := iso.Gateway()
+	tcpSvc, err := hostBind(hostPath, "tcp4", "0.0.0.0:31001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcpSvc()
+	udpSvc, err := hostBind(hostPath, "udp4", netip.AddrPortFrom(gw, 31002).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udpSvc()
+	tcp := func(ip netip.Addr, port uint16) isolator.PortMapping {
+		return isolator.PortMapping{HostIP: ip, HostPort: port, ContainerPort: 80, Protocol: isolator.TCP}
+	}
+	udp := func(ip netip.Addr, port uint16) isolator.PortMapping {
+		return isolator.PortMapping{HostIP: ip, HostPort: port, ContainerPort: 53, Protocol: isolator.UDP}
+	}
+	var all netip.Addr
+	for _, bad := range []struct {
+		p    isolator.PortMapping
+		want error
+		text string
+	}{
+		{tcp(all, 31001), isolator.ErrPortInUse, "host port 31001/tcp (31001:80/tcp): a process of the host holds it"},
+		{tcp(gw, 31001), isolator.ErrPortInUse, "a process of the host holds it"},
+		{udp(all, 31002), isolator.ErrPortInUse, "host port 31002/udp"},
+		{udp(gw, 31002), isolator.ErrPortInUse, "a process of the host holds it"},
+		{tcp(all, 30999), isolator.ErrBadPort, "host port 30999 is outside the range reserved for port mappings (31000-31010)"},
+		{udp(all, 31011), isolator.ErrBadPort, "outside the range"},
+	} {
+		var l isolator.Launch
+		// A second mapping that is fine: it must not stay held either.
+		ports := []isolator.PortMapping{tcp(all, 31009), bad.p}
+		err := iso.Prepare(context.Background(), "bad", isolator.Limits{Network: true, Ports: ports}, &l)
+		if !errors.Is(err, bad.want) || !strings.Contains(err.Error(), bad.text) {
+			t.Errorf("prepare with %s: %v, want %v saying %q", bad.p, err, bad.want, bad.text)
+		}
+		if left := leftoversIn(t, iso.Isolator); len(left) > 0 {
+			t.Errorf("prepare with %s: left %v", bad.p, left)
+		}
+	}
+	if len(iso.held) != 0 {
+		t.Errorf("ports held after refused launches: %v", iso.held)
+	}
+	// The other protocol of a port a host service holds is free.
+	mapped := []isolator.PortMapping{udp(all, 31001), tcp(all, 31002), tcp(gw, 31003), udp(all, 31009)}
+	prepareIn(t, iso.Isolator, "c", isolator.Limits{Ports: mapped})
+	binds := func(when string, want bool) {
+		t.Helper()
+		for _, p := range mapped {
+			network, ip := p.Protocol+"4", p.HostIP
+			if !ip.IsValid() {
+				ip = netip.IPv4Unspecified()
+			}
+			closeIt, err := hostBind(hostPath, network, netip.AddrPortFrom(ip, p.HostPort).String())
+			if err == nil {
+				closeIt()
+			}
+			if got := err == nil; got != want {
+				t.Errorf("%s: a host service binding %s: %v, want bound %v", when, p, err, want)
+			}
+		}
+	}
+	binds("mapped", false)
+	iso.restart(t, nil)
+	binds("mapped, after a restart", false)
+	if err := iso.Release(context.Background(), "c"); err != nil {
+		t.Fatal(err)
+	}
+	binds("released", true)
+
+	// Taken while no isolator held it (the agent down): reported, and the
+	// container keeps its mapping.
+	prepareIn(t, iso.Isolator, "d", isolator.Limits{Ports: []isolator.PortMapping{tcp(all, 31004)}})
+	if err := iso.Close(); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := hostBind(hostPath, "tcp4", "0.0.0.0:31004")
+	if err != nil {
+		t.Fatalf("bind 31004 while no isolator holds it: %v", err)
+	}
+	defer svc()
+	if err := inNetNS(hostPath, func() (err error) { iso.Isolator, err = New(cfg); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if nh := iso.NotHeld(); len(nh) != 1 || !errors.Is(nh[0], isolator.ErrPortInUse) || !strings.Contains(nh[0].Error(), "container d: host port 31004/tcp") {
+		t.Errorf("NotHeld after a host process took 31004: %v", nh)
+	}
+	if err := iso.Recover(context.Background(), map[string]isolator.Limits{"d": {Network: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if rules := chainRules(t, iso.Isolator); rules["prerouting"] != 1 {
+		t.Errorf("nat rules of d after the restart: %v", rules)
 	}
 }

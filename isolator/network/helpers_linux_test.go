@@ -12,13 +12,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
 	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/isolator"
@@ -36,6 +34,9 @@ func testConfig(t testing.TB, hostMbit int64) Config {
 		StateDir:     filepath.Join(dir, "state"),
 		NetNSDir:     filepath.Join(dir, "netns"),
 		HostRateMbit: hostMbit,
+		// Every port: the tests map what they like, in namespaces of
+		// their own (TestPortMappingHostService checks the range).
+		PortRange: isolator.PortRange{First: 1, Last: 65535},
 	}
 }
 
@@ -155,37 +156,12 @@ func prepare(t testing.TB, iso *Isolator, id string, limits isolator.Limits) str
 // inNetNS runs fn on a thread in the namespace at path, then moves the
 // thread back.
 func inNetNS(path string, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		f, err := os.Open(path)
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("setns %s: %w", path, err)
-			return
-		}
-		err = fn()
-		// Back to the original namespace; on failure the thread stays
-		// locked and is discarded with the goroutine.
-		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-		errc <- err
-	}()
-	return <-errc
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return runInNetNS(int(f.Fd()), fn)
 }
 
 func mustAddr(t testing.TB, iso *Isolator, id string) netip.Addr {

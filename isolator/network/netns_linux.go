@@ -122,3 +122,32 @@ func unshareDir(dir string) error {
 	}
 	return nil
 }
+
+// runInNetNS runs fn on a thread in the network namespace ns (for what
+// takes the namespace of the calling thread: sockets, /proc/sys/net) and
+// returns its error. The thread goes back to its own namespace after;
+// if that fails it stays locked and Go ends it with the goroutine.
+func runInNetNS(ns int, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("open current netns: %w", err)
+			return
+		}
+		defer orig.Close()
+		if err := unix.Setns(ns, unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("enter netns: %w", err)
+			return
+		}
+		err = fn()
+		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
+	}()
+	return <-errc
+}

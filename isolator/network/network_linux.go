@@ -55,6 +55,8 @@ type Isolator struct {
 	spares  []*spare
 	pending map[string]bool // host-side names of spares being made
 	closed  bool            // Close or Uninstall: no more spares
+	held    map[string]heldPorts
+	notHeld []error // recorded mappings New could not hold (NotHeld)
 
 	refillc    chan struct{} // wakes the refiller (startRefiller)
 	refillDone chan struct{}
@@ -119,6 +121,44 @@ func lockDir(dir string) (*lockfile.Lock, error) {
 }
 
 func newLocked(cfg Config, lock *lockfile.Lock) (*Isolator, error) {
+	i, err := open(cfg, lock)
+	if err != nil {
+		return nil, err
+	}
+	if i.bridge, err = i.ensureBridge(); err != nil {
+		i.release()
+		return nil, err
+	}
+	if i.txIFB, err = i.ensureIFB(cfg.Bridge+"-tx", cfg.HostRateMbit); err != nil {
+		i.release()
+		return nil, err
+	}
+	if i.rxIFB, err = i.ensureIFB(cfg.Bridge+"-rx", cfg.HostRateMbit); err != nil {
+		i.release()
+		return nil, err
+	}
+	if cfg.NAT {
+		if err := i.enableForwarding(); err != nil {
+			i.release()
+			return nil, err
+		}
+	}
+	// The recorded containers' port mappings come back with the table;
+	// Recover drops those of containers the agent no longer knows.
+	if err := i.syncFirewallLocked(""); err != nil {
+		i.release()
+		return nil, err
+	}
+	i.holdRecordedLocked()
+	i.refill()
+	i.startRefiller()
+	return i, nil
+}
+
+// open loads the records of cfg.StateDir and opens the netlink handles
+// of the calling thread's network namespace (the host's); it makes
+// nothing. The caller holds lock and calls release.
+func open(cfg Config, lock *lockfile.Lock) (*Isolator, error) {
 	st := store{dir: cfg.StateDir}
 	recs, err := st.load()
 	if err != nil {
@@ -134,6 +174,7 @@ func newLocked(cfg Config, lock *lockfile.Lock) (*Isolator, error) {
 		recs:       recs,
 		lock:       lock,
 		pending:    map[string]bool{},
+		held:       map[string]heldPorts{},
 	}
 	i.last, i.seq = newest(recs)
 	// One netlink socket for the host namespace instead of one per request.
@@ -151,32 +192,6 @@ func newLocked(cfg Config, lock *lockfile.Lock) (*Isolator, error) {
 		return nil, fmt.Errorf("open netlink: %w", err)
 	}
 	i.tcSock = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: {Socket: sock}}
-	if i.bridge, err = i.ensureBridge(); err != nil {
-		i.release()
-		return nil, err
-	}
-	if i.txIFB, err = i.ensureIFB(cfg.Bridge+"-tx", cfg.HostRateMbit); err != nil {
-		i.release()
-		return nil, err
-	}
-	if i.rxIFB, err = i.ensureIFB(cfg.Bridge+"-rx", cfg.HostRateMbit); err != nil {
-		i.release()
-		return nil, err
-	}
-	if cfg.NAT {
-		if err := enableForwarding(); err != nil {
-			i.release()
-			return nil, err
-		}
-	}
-	// The recorded containers' port mappings come back with the table;
-	// Recover drops those of containers the agent no longer knows.
-	if err := i.syncFirewallLocked(""); err != nil {
-		i.release()
-		return nil, err
-	}
-	i.refill()
-	i.startRefiller()
 	return i, nil
 }
 
@@ -266,6 +281,12 @@ func (i *Isolator) Prepare(ctx context.Context, id string, limits isolator.Limit
 	if err := isolator.CheckPorts(limits.Ports); err != nil {
 		return fmt.Errorf("prepare network of %s: %w: %w", id, ErrInvalid, err)
 	}
+	for _, p := range limits.Ports {
+		if !i.cfg.PortRange.Contains(p.HostPort) {
+			return fmt.Errorf("prepare network of %s: port mapping %s: host port %d is outside the range reserved for port mappings (%s): %w: %w",
+				id, p, p.HostPort, i.cfg.PortRange, ErrInvalid, isolator.ErrBadPort)
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("prepare network of %s: %w", id, err)
 	}
@@ -280,6 +301,11 @@ func (i *Isolator) Prepare(ctx context.Context, id string, limits isolator.Limit
 	if err := i.hostAddrsExist(limits.Ports); err != nil {
 		return fmt.Errorf("prepare network of %s: %w", id, err)
 	}
+	// Bound before the rules exist, held until they are gone (hold_linux.go).
+	held, err := i.holdPorts(limits.Ports)
+	if err != nil {
+		return fmt.Errorf("prepare network of %s: %w", id, err)
+	}
 	used := make(map[uint32]bool, len(i.recs))
 	for _, r := range i.recs {
 		used[r.Index] = true
@@ -287,17 +313,20 @@ func (i *Isolator) Prepare(ctx context.Context, id string, limits isolator.Limit
 	first, last := indexRange(i.cfg.Subnet)
 	idx, ok := nextIndex(used, i.last, first, last)
 	if !ok {
+		held.close()
 		return fmt.Errorf("prepare network of %s: %s: %w", id, i.cfg.Subnet, ErrExhausted)
 	}
 	r := record{ID: id, Index: idx, Address: addrAt(i.cfg.Subnet, idx), Limits: limits, Seq: i.seq + 1}
 	// The record goes first: whatever happens next, Cleanup and Recover
 	// know what to look for.
 	if err := i.store.put(r); err != nil {
+		held.close()
 		return fmt.Errorf("prepare network of %s: %w", id, err)
 	}
 	i.recs[id] = r
+	i.held[id] = held
 	i.last, i.seq = idx, r.Seq
-	err := i.setup(r)
+	err = i.setup(r)
 	if err == nil && len(r.Limits.Ports) > 0 {
 		if err = i.addMappingsLocked(r); err == nil {
 			err = i.step("ports")
@@ -605,6 +634,8 @@ func (i *Isolator) cleanupLocked(id string) error {
 			errs = append(errs, err)
 		} else {
 			delete(i.recs, id)
+			// Its rules are gone: a host process may have the port.
+			i.releasePortsLocked(id)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -751,22 +782,35 @@ func (i *Isolator) sweepLocked() error {
 	return errors.Join(errs...)
 }
 
-// Close releases the isolator's netlink socket and its state dir lock.
-// Containers keep their network; a new Isolator on the same Config takes
-// them over (Recover).
+// Close releases the isolator's netlink socket, the sockets holding the
+// mapped host ports and its state dir lock. Containers keep their
+// network; a new Isolator on the same Config takes them over (Recover).
+// When no container has networking any more, it puts back the host's IPv4
+// forwarding as it was before Config.NAT turned it on: running
+// containers need it, one that starts later turns it on again.
 func (i *Isolator) Close() error {
 	i.stopRefiller()
 	var err error
 	i.closeOnce.Do(func() {
+		i.mu.Lock()
+		for id := range i.held {
+			i.releasePortsLocked(id)
+		}
+		if len(i.recs) == 0 {
+			_, err = restoreForwarding(int(i.hostNS), i.cfg.StateDir)
+		}
+		i.mu.Unlock()
 		i.release()
-		err = i.lock.Close()
+		err = errors.Join(err, i.lock.Close())
 	})
 	return err
 }
 
 // Uninstall removes every container's network (as Cleanup) and then the
-// bridge, the IFB devices, the nftables table and the netns dir's mount. The Isolator is unusable afterwards. For tests
-// and for taking a node out of service.
+// bridge, the IFB devices, the nftables table and the netns dir's mount,
+// and puts back the host's IPv4 forwarding as it was before Config.NAT
+// turned it on. The Isolator is unusable afterwards. For tests; a node
+// whose agent is gone is taken out of service with Teardown.
 func (i *Isolator) Uninstall(ctx context.Context) error {
 	i.stopRefiller()
 	i.mu.Lock()
@@ -785,10 +829,13 @@ func (i *Isolator) Uninstall(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := i.removeTable(); err != nil {
+	if _, err := i.removeTable(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := unshareDir(i.cfg.NetNSDir); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := restoreForwarding(int(i.hostNS), i.cfg.StateDir); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

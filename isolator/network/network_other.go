@@ -66,3 +66,9 @@ func (i *Isolator) Uninstall(ctx context.Context) error { return errNS() }
 
 // Close is not supported off Linux.
 func (i *Isolator) Close() error { return errNS() }
+
+// NotHeld is not supported off Linux.
+func (i *Isolator) NotHeld() []error { return nil }
+
+// Teardown returns an error wrapping isolator.ErrNotSupported.
+func Teardown(cfg Config) ([]string, error) { return nil, errNS() }
