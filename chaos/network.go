@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
 
 	"github.com/brimnode/brim/isolator/network"
@@ -89,6 +90,36 @@ func (n *Network) Leftovers() []string {
 			if m := c.Attrs().Handle & 0xffff; m != 1 && m != def {
 				out = append(out, fmt.Sprintf("class 1:%x on %s", m, ifb))
 			}
+		}
+	}
+	return out
+}
+
+// Remains are the network's own objects, which outlive its containers
+// and its agent until the node is decommissioned (Remove, `brim agent
+// cleanup`): the bridge, its IFBs, the nftables table brim-<bridge> and
+// the netns dir's mount.
+func (n *Network) Remains() []string {
+	if n == nil {
+		return nil
+	}
+	var out []string
+	for _, name := range []string{n.Bridge, n.Bridge + "-tx", n.Bridge + "-rx"} {
+		if _, err := netlink.LinkByName(name); err == nil {
+			out = append(out, "link "+name)
+		}
+	}
+	if c, err := nftables.New(); err == nil {
+		tables, _ := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
+		for _, t := range tables {
+			if t.Name == "brim-"+n.Bridge {
+				out = append(out, "nftables table ip "+t.Name)
+			}
+		}
+	}
+	for _, m := range mountsUnder(filepath.Dir(n.NetNSDir)) {
+		if m == n.NetNSDir {
+			out = append(out, "mount "+m)
 		}
 	}
 	return out

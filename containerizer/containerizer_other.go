@@ -39,3 +39,8 @@ type shimProc struct{}
 
 func (c *Containerizer) refill()    {}
 func (c *Containerizer) closePool() {}
+
+// Teardown returns an error wrapping ErrNotSupported: containers need Linux.
+func Teardown(ctx context.Context, stateDir string) ([]string, error) {
+	return nil, fmt.Errorf("tear down containers: %w", ErrNotSupported)
+}

@@ -1,6 +1,7 @@
 package containerizer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -509,14 +510,7 @@ func waitShim(ctx context.Context, ct *container, d time.Duration) bool {
 // shimAlive reports whether pid is a live (not zombie) shim of dir; the
 // command line check guards against pid reuse.
 func shimAlive(pid int, dir string) bool {
-	if pid <= 0 {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	if i := lastIndexByte(stat, ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
+	if pid <= 0 || !running(pid) {
 		return false
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
@@ -531,13 +525,14 @@ func shimAlive(pid int, dir string) bool {
 	return containsArg(cmdline, dir) || cwd == dir
 }
 
-func lastIndexByte(b []byte, c byte) int {
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == c {
-			return i
-		}
+// running reports whether pid exists and is not a zombie.
+func running(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
 	}
-	return -1
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z'
 }
 
 func containsArg(cmdline []byte, arg string) bool {
@@ -556,25 +551,21 @@ func containsArg(cmdline []byte, arg string) bool {
 // waitPidGone polls until pid no longer exists (or is a zombie), up to d.
 func waitPidGone(pid int, d time.Duration) {
 	deadline := time.Now().Add(d)
-	for pid > 0 && time.Now().Before(deadline) {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return
-		}
-		if i := lastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-			return
-		}
+	for pid > 0 && running(pid) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// removeContainerDir removes a container directory. The rootfs mount point
-// must be an empty directory (the host root is bound onto it only inside
-// the shim's mount namespace): if it is not, nothing is removed rather
-// than risking a recursive delete through a mount.
+// removeContainerDir removes a container directory. The rootfs and sysfs
+// mount points must be empty directories (the host root and a sysfs are
+// mounted on them only inside the shim's mount namespace): if one is not,
+// nothing is removed rather than risking a recursive delete through a
+// mount.
 func removeContainerDir(dir string) error {
-	if err := os.Remove(filepath.Join(dir, executor.RootfsDir)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove container dir: rootfs mount point: %w", err)
+	for _, mp := range []string{executor.RootfsDir, executor.SysfsDir} {
+		if err := os.Remove(filepath.Join(dir, mp)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove container dir: %s mount point: %w", mp, err)
+		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove container dir: %w", err)

@@ -2,13 +2,10 @@ package integration
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/netip"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,7 +14,6 @@ import (
 	"github.com/google/nftables"
 
 	"github.com/brimnode/brim/internal/testutil"
-	"github.com/brimnode/brim/isolator/network"
 )
 
 // TestNetworkConfinementCLI drives network confinement through brim agent
@@ -35,34 +31,19 @@ import (
 // uses a 0.0.0.0 listener in a namespace of its own.
 func TestNetworkConfinementCLI(t *testing.T) {
 	testutil.RequireRoot(t)
-	nsDir := t.TempDir()
-	// A /24 in 10.32.0.0/11, as TestNetworkCLI.
-	cfg := network.Config{
-		Bridge:   testutil.UniqueName("brc"),
-		Subnet:   netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(32 + rand.IntN(32)), byte(rand.IntN(256)), 0}), 24),
-		StateDir: filepath.Join(t.TempDir(), "network"),
-		NetNSDir: nsDir,
-	}
-	table := "brim-" + cfg.Bridge
+	// Registered first, so run last: after the uninstall.
+	var table string
 	t.Cleanup(func() {
-		n, err := network.New(cfg)
-		if err != nil {
-			t.Errorf("network isolator for uninstall: %v", err)
-			return
-		}
-		defer n.Close()
-		if err := n.Uninstall(context.Background()); err != nil {
-			t.Errorf("uninstall: %v", err)
-		}
 		if _, ok := nftRules(t, table); ok {
 			t.Errorf("nftables table %s left after uninstall", table)
 		}
 	})
+	cfg := newTestNetwork(t, "brc")
+	table = "brim-" + cfg.Bridge
 	gw := cfg.Subnet.Addr().Next()
 	allowed := uint16(freePort(t))
 	mapped := freeMapPort(t)
-	a := startAgent(t, "--network", "--network-bridge", cfg.Bridge, "--network-subnet", cfg.Subnet.String(),
-		"--network-netns-dir", nsDir, "--network-isolate", "--network-allow-host", strconv.Itoa(int(allowed)))
+	a := startAgent(t, append(agentArgs(cfg), "--network-isolate", "--network-allow-host", strconv.Itoa(int(allowed)))...)
 	// The socket accepts before the agent has set up: wait for an answer.
 	a.list()
 	if rules, ok := nftRules(t, table); !ok || rules["input"] != 4 || rules["forward"] != 2 {

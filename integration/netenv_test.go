@@ -21,9 +21,15 @@ import (
 // Pass agentArgs to the agent.
 func newTestNetwork(t *testing.T, prefix string) network.Config {
 	t.Helper()
+	return newTestNetworkOn(t, prefix, netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(32 + rand.IntN(32)), byte(rand.IntN(256)), 0}), 24))
+}
+
+// newTestNetworkOn is newTestNetwork on subnet.
+func newTestNetworkOn(t *testing.T, prefix string, subnet netip.Prefix) network.Config {
+	t.Helper()
 	cfg := network.Config{
 		Bridge:   testutil.UniqueName(prefix),
-		Subnet:   netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(32 + rand.IntN(32)), byte(rand.IntN(256)), 0}), 24),
+		Subnet:   subnet,
 		StateDir: filepath.Join(t.TempDir(), "network"),
 		NetNSDir: t.TempDir(),
 	}

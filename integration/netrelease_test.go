@@ -1,15 +1,12 @@
 package integration
 
 import (
-	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"net/netip"
-	"path/filepath"
 	"testing"
 
 	"github.com/brimnode/brim/internal/testutil"
-	"github.com/brimnode/brim/isolator/network"
 )
 
 // TestExitedContainersFreeAddresses: in a /29 (5 container addresses), 8
@@ -19,28 +16,10 @@ import (
 // container kept its address until rm and the sixth launch failed.
 func TestExitedContainersFreeAddresses(t *testing.T) {
 	testutil.RequireRoot(t)
-	nsDir := t.TempDir()
 	// A /29 in 10.16.0.0/12 (TestNetworkCLI uses 10.32.0.0/11).
-	cfg := network.Config{
-		Bridge:   testutil.UniqueName("bri"),
-		Subnet:   netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(16 + rand.IntN(16)), byte(rand.IntN(256)), byte(8 * rand.IntN(32))}), 29),
-		StateDir: filepath.Join(t.TempDir(), "network"),
-		NetNSDir: nsDir,
-	}
-	t.Cleanup(func() {
-		n, err := network.New(cfg)
-		if err != nil {
-			t.Errorf("network isolator for uninstall: %v", err)
-			return
-		}
-		defer n.Close()
-		if err := n.Uninstall(context.Background()); err != nil {
-			t.Errorf("uninstall: %v", err)
-		}
-	})
+	cfg := newTestNetworkOn(t, "bri", netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(16 + rand.IntN(16)), byte(rand.IntN(256)), byte(8 * rand.IntN(32))}), 29))
 	// net_bw in the total: a guaranteed --net-bw is admitted against it.
-	a := startAgent(t, "--network", "--network-bridge", cfg.Bridge, "--network-subnet", cfg.Subnet.String(),
-		"--network-netns-dir", nsDir, "--resources", "cpus:2;mem:2048;net_bw:1000")
+	a := startAgent(t, append(agentArgs(cfg), "--resources", "cpus:2;mem:2048;net_bw:1000")...)
 	type netJSON struct {
 		ID      string `json:"id"`
 		State   string `json:"state"`

@@ -207,31 +207,23 @@ func (c Config) Validate() error {
 }
 
 func (c Config) resolve() (resolved, error) {
-	var r resolved
-	if !path.IsAbs(c.Socket) {
-		return r, bad("--socket", "%q: must be an absolute path", c.Socket)
+	// Where the agent keeps things first, as `brim agent cleanup` checks
+	// them (resolveWhere).
+	r, err := c.resolveWhere()
+	if err != nil {
+		return r, err
 	}
-	if !path.IsAbs(c.StateDir) {
-		return r, bad("--state-dir", "%q: must be an absolute path", c.StateDir)
-	}
-	var err error
 	if r.total, err = parseResources(c.Resources); err != nil {
 		return r, err
 	}
 	if r.retention, err = agent.ParseRetention(c.Retention); err != nil {
 		return r, bad("--sandbox-retention", "%q: %w", c.Retention, err)
 	}
-	if r.cgParent, err = cgroupParent(c.CgroupParent); err != nil {
-		return r, err
-	}
 	if c.KillGrace <= 0 {
 		return r, bad("--kill-grace", "%s: must be positive (the wait between SIGTERM and SIGKILL)", c.KillGrace)
 	}
 	if c.ConfigFile != "" && !path.IsAbs(c.ConfigFile) {
 		return r, bad("--config", "%q: must be an absolute path (it is read again on SIGHUP)", c.ConfigFile)
-	}
-	if r.network, err = c.Network.resolve(c.StateDir); err != nil {
-		return r, err
 	}
 	if err := c.Security.validate(); err != nil {
 		return r, err
@@ -288,6 +280,28 @@ func cgroupParent(p string) (string, error) {
 		return "", bad("--cgroup-parent", "%q: want a cgroup path such as brim", p)
 	}
 	return p, nil
+}
+
+// resolveWhere checks and resolves where the agent keeps things: its
+// socket, state dir, cgroup parent and network. `brim agent cleanup`
+// needs these only; nothing else (an estimator plugin removed since, a
+// user no longer there) may keep a node from being cleaned up.
+func (c Config) resolveWhere() (resolved, error) {
+	var r resolved
+	if !path.IsAbs(c.Socket) {
+		return r, bad("--socket", "%q: must be an absolute path", c.Socket)
+	}
+	if !path.IsAbs(c.StateDir) {
+		return r, bad("--state-dir", "%q: must be an absolute path", c.StateDir)
+	}
+	var err error
+	if r.cgParent, err = cgroupParent(c.CgroupParent); err != nil {
+		return r, err
+	}
+	if r.network, err = c.Network.resolve(c.StateDir); err != nil {
+		return r, err
+	}
+	return r, nil
 }
 
 // resolve returns the isolator's Config (its New checks the rest).

@@ -57,6 +57,7 @@ and never stops the agent.`,
 	cmd.PersistentFlags().StringVar(&af.cfg.Socket, "socket", af.cfg.Socket, "unix socket of the local API (0600)")
 	af.register(cmd.Flags())
 	cmd.AddCommand(cli.AgentCommands(&af.cfg.Socket)...)
+	cmd.AddCommand(newAgentCleanupCommand())
 	cmd.AddCommand(
 		newConfigCommand("agent", func(f *pflag.FlagSet) (func() error, *configFile) {
 			c := newAgentFlags()

@@ -65,3 +65,28 @@ func TestMissing(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestHolder: a lock held by another process names that process's PID,
+// in the error of a second locker and through Holder; a free lock has no
+// holder.
+func TestHolder(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "lock")
+	if pid := Holder(p); pid != 0 {
+		t.Errorf("holder of a missing file: %d", pid)
+	}
+	l, err := File(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid := Holder(p); pid != os.Getpid() {
+		t.Errorf("holder = %d, want this process %d", pid, os.Getpid())
+	}
+	_, err = File(p)
+	if want := fmt.Sprintf("held by pid %d", os.Getpid()); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), want) {
+		t.Errorf("second lock: %v, want ErrLocked saying %q", err, want)
+	}
+	l.Close()
+	if pid := Holder(p); pid != 0 {
+		t.Errorf("holder after release: %d", pid)
+	}
+}

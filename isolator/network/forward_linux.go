@@ -81,5 +81,5 @@ func restoreForwarding(ns int, stateDir string) (string, error) {
 	if err := os.Remove(rec); err != nil {
 		return "", fmt.Errorf("restore ip forwarding: %w", err)
 	}
-	return fmt.Sprintf("net.ipv4.ip_forward %s → %s (its value before the agent turned it on)", bytes.TrimSpace(cur), prev), nil
+	return fmt.Sprintf("restored net.ipv4.ip_forward %s → %s (its value before the agent turned it on)", bytes.TrimSpace(cur), prev), nil
 }

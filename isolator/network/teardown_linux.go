@@ -24,7 +24,7 @@ import (
 // before Config.NAT turned it on. The containers' processes should be
 // gone first (their namespaces go with their last user).
 //
-// It returns what it removed, one line each; nothing on a host where
+// It returns what it did, one line each ("removed …", "restored …"); nothing on a host where
 // there is nothing left (a second call). It carries on past errors and
 // returns them joined. Call it on a thread in the host's network
 // namespace, as New. Errors wrap ErrInvalid for a bad cfg and ErrLocked
@@ -40,7 +40,7 @@ func Teardown(cfg Config) ([]string, error) {
 		if lock, err = lockDir(cfg.StateDir); err != nil {
 			return nil, fmt.Errorf("tear down network: %w", err)
 		}
-		defer lock.Close()
+		defer func() { _ = lock.Close() }() // releasing a flock: nothing to report
 	}
 	i, err := open(cfg, lock)
 	if err != nil {
@@ -59,7 +59,7 @@ func Teardown(cfg Config) ([]string, error) {
 	if removed, err := i.removeTable(); err != nil {
 		keep(err)
 	} else if removed {
-		note("nftables table ip %s (port mappings, confinement, NAT)", i.fwTable().Name)
+		note("removed nftables table ip %s (port mappings, confinement, NAT)", i.fwTable().Name)
 	}
 	ids := make([]string, 0, len(i.recs))
 	for id := range i.recs {
@@ -73,14 +73,14 @@ func Teardown(cfg Config) ([]string, error) {
 			if err := i.deleteLink(i.vethName(r.Index)); err != nil {
 				rerrs = append(rerrs, err)
 			} else {
-				note("veth %s of container %s", i.vethName(r.Index), id)
+				note("removed veth %s of container %s", i.vethName(r.Index), id)
 			}
 		}
 		if path := i.netnsPath(id); exists(path) {
 			if err := removeNetNS(path); err != nil {
 				rerrs = append(rerrs, err)
 			} else {
-				note("netns %s", path)
+				note("removed netns %s", path)
 			}
 		}
 		if len(r.Limits.Ports) > 0 {
@@ -95,7 +95,7 @@ func Teardown(cfg Config) ([]string, error) {
 			continue
 		}
 		delete(i.recs, id)
-		note("address record %s of container %s", r.Address, id)
+		note("removed address record %s of container %s", r.Address, id)
 	}
 	out, errs = i.teardownOrphans(out, errs)
 	for _, name := range []string{i.cfg.Bridge + "-tx", i.cfg.Bridge + "-rx"} {
@@ -109,24 +109,24 @@ func Teardown(cfg Config) ([]string, error) {
 			continue
 		}
 		// The root class 1:1 and the default one are the IFB's own.
-		note("ifb %s with %d container classes", name, max(len(classes)-2, 0))
+		note("removed ifb %s with %d container classes", name, max(len(classes)-2, 0))
 	}
 	if i.linkExists(i.cfg.Bridge) {
 		if err := i.deleteLink(i.cfg.Bridge); err != nil {
 			keep(err)
 		} else {
-			note("bridge %s", i.cfg.Bridge)
+			note("removed bridge %s", i.cfg.Bridge)
 		}
 	}
 	if isMountPoint(i.cfg.NetNSDir) {
 		if err := unshareDir(i.cfg.NetNSDir); err != nil {
 			keep(err)
 		} else {
-			note("mount %s", i.cfg.NetNSDir)
+			note("removed mount %s", i.cfg.NetNSDir)
 		}
 	}
 	if err := os.Remove(i.cfg.NetNSDir); err == nil {
-		note("directory %s", i.cfg.NetNSDir)
+		note("removed directory %s", i.cfg.NetNSDir)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		keep(fmt.Errorf("remove netns dir: %w", err))
 	}
@@ -156,7 +156,7 @@ func (i *Isolator) teardownOrphans(out []string, errs []error) ([]string, []erro
 		if err := removeNetNS(path); err != nil {
 			errs = append(errs, err)
 		} else {
-			out = append(out, "netns "+path+" (no record)")
+			out = append(out, "removed netns "+path+" (no record)")
 		}
 	}
 	live := map[string]bool{}
@@ -175,7 +175,7 @@ func (i *Isolator) teardownOrphans(out []string, errs []error) ([]string, []erro
 		if err := i.deleteLink(name); err != nil {
 			errs = append(errs, err)
 		} else {
-			out = append(out, "veth "+name+" (no record)")
+			out = append(out, "removed veth "+name+" (no record)")
 		}
 	}
 	return out, errs
