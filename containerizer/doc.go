@@ -56,6 +56,10 @@
 // container init re-executes it and runs the start-up of every package
 // linked into it.
 //
+// Teardown removes what containerizers left on a state dir when no agent
+// will run again (`brim agent cleanup`): shims, the containers'
+// directories, libcontainer's state.
+//
 // It never writes cgroup files itself (the isolators do) and never talks to
 // the master. It logs through the Config's logger.
 //

@@ -16,11 +16,17 @@
 // is Ready) and the SIGHUP reloader. Ending the context stops them all;
 // containers keep running.
 //
+// Cleanup (`brim agent cleanup`) is the one way out: with no agent
+// running it kills what is left of the containers through the cgroup
+// isolator's Teardown and removes everything the agent made, layer by
+// layer (cleanup.go).
+//
 // It never parses flags, names no concrete estimator or QoS controller
-// (the registries are given) and never kills a container.
+// (the registries are given) and never kills a container outside
+// Cleanup.
 //
 // Errors: *ConfigError for a bad setting (an operator's mistake, before
 // anything is created); agent.ErrAgentRunning when another agent holds the
-// socket or state dir; masterlink.ErrRejected when the master refuses the
+// socket or state dir (Run, Cleanup); masterlink.ErrRejected when the master refuses the
 // agent.
 package agentd

@@ -25,13 +25,16 @@
 // 20× a read); the limits brim wrote are taken from its record rather
 // than read back. About a dozen descriptors are held per sampled group.
 //
-// It never kills or moves processes, never writes to a cgroup outside its
+// It never kills or moves processes — except Teardown, for `brim agent
+// cleanup` with no agent running, which kills every process under its
+// parent and removes the parent — never writes to a cgroup outside its
 // parent (it creates the parent itself if missing, and on v1 copies
 // cpuset.cpus/mems into it), never decides policy (the QoS controller asks
 // for throttling through SetCPUQuota and Freeze) and never logs.
 //
-// Sentinels: ErrInvalid (bad configuration, container ID or limits),
-// ErrBusy (a group still holds processes on cleanup), ErrMemoryInUse (a
+// Sentinels: ErrInvalid (bad configuration, container ID or limits; a
+// parent Teardown refuses), ErrBusy (a group still holds processes on
+// cleanup or teardown), ErrMemoryInUse (a
 // memory limit below what the container uses and the kernel cannot
 // reclaim), ErrNotMember (Isolate with a pid outside the group), and the
 // contract's isolator.ErrNotFound (no group for that ID) and

@@ -42,14 +42,20 @@
 // with a hairpin masquerade; with Config.Isolate the containers' bridge
 // ports are isolated (IFLA_BRPORT_ISOLATED) and routed traffic between
 // them is dropped; with Config.NAT the subnet is masqueraded and IPv4
-// forwarding turned on.
+// forwarding turned on (its previous value recorded in the state dir and
+// put back by Close with no container left, Uninstall and Teardown). A
+// mapping's host port must be in Config.PortRange and free on the host:
+// the isolator binds it before the rules exist and holds the socket until
+// the mapping goes, so no host process is silently shadowed by a rule.
+// Teardown removes everything an isolator made, with none running (`brim
+// agent cleanup`).
 //
 // Sentinels: isolator.ErrNotFound (unknown container), ErrExist (Prepare of a
 // container already prepared), ErrExhausted (no free address in the subnet),
 // isolator.ErrNotSupported (not Linux), ErrInvalid (a bad Config or
 // container ID, a bad port mapping with isolator.ErrBadPort; Isolate of a
 // process outside the container's namespace), isolator.ErrPortInUse (a
-// host port mapped to another container),
-// ErrLocked (another Isolator holds the state dir: one Isolator per bridge
-// and state dir).
+// host port mapped to another container or held by a host process),
+// ErrLocked (another Isolator holds the state dir, from New and Teardown:
+// one Isolator per bridge and state dir).
 package network

@@ -263,11 +263,13 @@ func ipNet(a netip.Addr, bits int) *netlink.Addr {
 // container's namespace, veth, address, route and HTB classes, and sets
 // launch.NetNSPath (and BRIM_CONTAINER_IP in launch.Env); without it, it does
 // nothing and the launcher gives the container a namespace with only
-// loopback. limits.Ports are installed as DNAT rules once the container's
-// address exists. A failure removes whatever was made. Errors wrap ErrExist,
-// ErrExhausted, ErrInvalid (also for bad port mappings, with
-// isolator.ErrBadPort) or isolator.ErrPortInUse (a host port mapped to
-// another container).
+// loopback. limits.Ports must be in Config.PortRange; their host ports
+// are bound (and held until the mappings go: hold_linux.go), then
+// installed as DNAT rules once the container's address exists. A failure
+// removes whatever was made. Errors wrap ErrExist, ErrExhausted,
+// ErrInvalid (also for bad port mappings and ports outside the range,
+// with isolator.ErrBadPort) or isolator.ErrPortInUse (a host port mapped
+// to another container or held by a process of the host).
 func (i *Isolator) Prepare(ctx context.Context, id string, limits isolator.Limits, launch *isolator.Launch) error {
 	if !limits.Network {
 		if len(limits.Ports) > 0 {
