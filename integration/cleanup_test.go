@@ -15,7 +15,8 @@ import (
 // down a node whose agent will not come back. A real agent with --network
 // runs 4 containers with port mappings (TCP and UDP) and net_bw, each
 // with a child process; while it runs, cleanup refuses (exit 1, naming
-// its PID) and touches nothing. After a kill -9 of the agent, containers,
+// its PID) and touches nothing, and so it does (exit 2) given a cgroup
+// parent other than the agent's. After a kill -9 of the agent, containers,
 // shims, cgroups, netns mounts, veths, address records, HTB classes, the
 // nftables table (DNAT rules), IFBs and bridge are all there (the chaos
 // harness's leak probes see them); cleanup, reading the agent's settings
@@ -58,6 +59,11 @@ network-netns-dir = %q
 	}
 
 	a.kill9()
+	// A wrong parent (a typo) must not kill the host's services.
+	if r := runBrim(t, "agent", "cleanup", "--config", conf, "--cgroup-parent", "/system.slice"); r.code != 2 ||
+		!strings.Contains(r.stderr, "the agent of state dir "+a.StateDir+" used "+a.Parent) || r.stdout != "" {
+		t.Errorf("cleanup with another cgroup parent: exit %d: %s%s; want exit 2 naming the agent's", r.code, r.stdout, r.stderr)
+	}
 	before := strings.Join(append(probe.Leftovers(), probe.Net.Remains()...), "\n")
 	for _, want := range []string{"process ", "netns file " + ids[0], "address record " + ids[3] + ".json", "class 1:", "link " + cfg.Bridge, "nftables table ip brim-" + cfg.Bridge} {
 		if !strings.Contains(before, want) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/containerizer"
+	"github.com/brimnode/brim/internal/atomicfile"
 	"github.com/brimnode/brim/internal/cgtree"
 	"github.com/brimnode/brim/internal/lockfile"
 	"github.com/brimnode/brim/isolator/cgroups"
@@ -38,10 +40,15 @@ import (
 // link's state stay.
 //
 // It makes nothing it does not remove (no state dir, no cgroup parent,
-// no bridge), and carries on past errors, returning them joined. Errors
-// are *ConfigError for a bad setting, and wrap agent.ErrAgentRunning,
-// naming the PID when the kernel lists it, when an agent holds the state
-// dir (or cgroups.ErrParentInUse the cgroup parent): then it did nothing.
+// no bridge), and carries on past errors, returning them joined. It
+// touches nothing when the settings may not be the agent's: a state dir
+// without an agent-id, a cgroup parent other than the one the state dir
+// records (Run records it), or, for a state dir without that record, a
+// parent with a group named after no container of the state dir. Errors
+// are *ConfigError for a bad setting or such a mismatch, and wrap
+// agent.ErrAgentRunning, naming the PID when the kernel lists it, when an
+// agent holds the state dir (or cgroups.ErrParentInUse the cgroup
+// parent): then it did nothing.
 func Cleanup(ctx context.Context, cfg Config, report func(string)) (int, error) {
 	res, err := cfg.resolveWhere()
 	if err != nil {
@@ -55,11 +62,18 @@ func Cleanup(ctx context.Context, cfg Config, report func(string)) (int, error) 
 		}
 	}
 	if _, err := os.Stat(cfg.StateDir); err == nil {
+		if !isStateDir(cfg.StateDir) {
+			return 0, bad("--state-dir", "%s: no agent-id in it: not an agent's state dir; nothing removed", cfg.StateDir)
+		}
 		lock, err := agent.LockStateDir(cfg.StateDir)
 		if err != nil {
 			return 0, refusal(cfg.StateDir, err)
 		}
 		defer lock.Close()
+	}
+	own, err := ownedGroups(cfg.StateDir, res.cgParent)
+	if err != nil {
+		return 0, err
 	}
 	cg, err := cgroups.New(cgroups.Config{Parent: res.cgParent})
 	if err != nil {
@@ -73,7 +87,7 @@ func Cleanup(ctx context.Context, cfg Config, report func(string)) (int, error) 
 		defer lock.Close()
 	}
 	var errs []error
-	cgRep, err := cg.Teardown(ctx)
+	cgRep, err := cg.Teardown(ctx, own)
 	if len(cgRep.Killed) > 0 {
 		say(fmt.Sprintf("killed %d processes under cgroup %s (pids %s)", len(cgRep.Killed), res.cgParent, joinInts(cgRep.Killed)))
 	}
@@ -108,6 +122,59 @@ func Cleanup(ctx context.Context, cfg Config, report func(string)) (int, error) 
 		say("removed socket " + cfg.Socket + " (no agent listens)")
 	}
 	return n, errors.Join(errs...)
+}
+
+// cgroupParentFile, in the state dir, records the cgroup parent the agent
+// used, so that a cleanup given another (a typo: /system.slice) touches
+// nothing.
+const cgroupParentFile = "cgroup-parent"
+
+// recordCgroupParent writes the agent's cgroup parent into the state dir
+// when it is not there yet. A failure (a full disk) is logged, never
+// fatal: cleanup then checks the parent's groups against the state dir's
+// containers.
+func recordCgroupParent(stateDir, parent string, log *slog.Logger) {
+	p := filepath.Join(stateDir, cgroupParentFile)
+	if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == parent {
+		return
+	}
+	err := os.MkdirAll(stateDir, 0o700)
+	if err == nil {
+		err = atomicfile.WriteFile(p, []byte(parent+"\n"), 0o600)
+	}
+	if err != nil {
+		log.Warn("record the cgroup parent in the state dir (brim agent cleanup checks it)", "err", err)
+	}
+}
+
+// ownedGroups says which child groups of parent Cleanup may treat as its
+// own: all of them when the state dir records parent as its agent's
+// (nil), else those named after a container the state dir knows (an
+// agent from before the record). A state dir recording another parent
+// refuses the cleanup (*ConfigError).
+func ownedGroups(stateDir, parent string) (func(string) bool, error) {
+	b, err := os.ReadFile(filepath.Join(stateDir, cgroupParentFile))
+	if err == nil {
+		if rec := strings.TrimSpace(string(b)); rec != parent {
+			return nil, bad("--cgroup-parent", "%s: the agent of state dir %s used %s; nothing removed", parent, stateDir, rec)
+		}
+		return nil, nil
+	}
+	known := map[string]bool{}
+	for _, pattern := range []string{"containers/*", "runc/*", "checkpoint/*.json", "network/*.json"} {
+		m, _ := filepath.Glob(filepath.Join(stateDir, pattern))
+		for _, f := range m {
+			known[strings.TrimSuffix(filepath.Base(f), ".json")] = true
+		}
+	}
+	return func(child string) bool { return known[child] }, nil
+}
+
+// isStateDir reports whether dir holds an agent's ID, as every agent's
+// state dir does from its first start.
+func isStateDir(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "agent-id"))
+	return err == nil
 }
 
 // refusal is the error of a cleanup that found an agent running.

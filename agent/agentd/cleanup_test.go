@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/brimnode/brim/internal/cgtree"
@@ -46,5 +47,38 @@ func TestCleanupWithNothingMakesNothing(t *testing.T) {
 	var ce *ConfigError
 	if _, err := Cleanup(context.Background(), cfg, func(string) {}); !errors.As(err, &ce) || ce.Flag != "--state-dir" {
 		t.Errorf("relative state dir: %v, want a *ConfigError for --state-dir", err)
+	}
+}
+
+// TestCleanupRefusesOthersState: a state dir with no agent-id (a typo:
+// --state-dir /var/lib) or one whose agent recorded another cgroup parent
+// (a typo: --cgroup-parent system.slice) is refused with a *ConfigError,
+// and nothing in it is touched.
+func TestCleanupRefusesOthersState(t *testing.T) {
+	testutil.RequireRoot(t)
+	cfg := DefaultConfig()
+	cfg.StateDir = t.TempDir()
+	cfg.Socket = filepath.Join(cfg.StateDir, "agent.sock")
+	cfg.CgroupParent = testutil.UniqueName("brim-test")
+	// Someone else's: it must survive.
+	theirs := filepath.Join(cfg.StateDir, "containers", "db")
+	if err := os.MkdirAll(theirs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var ce *ConfigError
+	if _, err := Cleanup(context.Background(), cfg, func(string) {}); !errors.As(err, &ce) || ce.Flag != "--state-dir" {
+		t.Errorf("a state dir without agent-id: %v, want a *ConfigError for --state-dir", err)
+	}
+	for _, f := range []struct{ name, text string }{{"agent-id", "x\n"}, {cgroupParentFile, "/brim-other\n"}} {
+		if err := os.WriteFile(filepath.Join(cfg.StateDir, f.name), []byte(f.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := Cleanup(context.Background(), cfg, func(string) {})
+	if !errors.As(err, &ce) || ce.Flag != "--cgroup-parent" || !strings.Contains(err.Error(), "used /brim-other") {
+		t.Errorf("another recorded cgroup parent: %v, want a *ConfigError for --cgroup-parent", err)
+	}
+	if _, err := os.Stat(theirs); err != nil {
+		t.Errorf("a refused cleanup removed %s: %v", theirs, err)
 	}
 }

@@ -128,6 +128,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer parentLock.Close()
+	recordCgroupParent(cfg.StateDir, d.res.cgParent, log)
 	over, err := d.plugins.oversub(cg, log)
 	if err != nil {
 		return err

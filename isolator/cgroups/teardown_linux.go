@@ -26,12 +26,22 @@ const teardownWait = 10 * time.Second
 // process is left, then removes every group below the parent and the
 // parent itself, deepest first, in every hierarchy. It touches nothing
 // outside the parent, and refuses, before it does anything, a parent
-// whose groups hold this process, one of its ancestors or PID 1 (that is
-// not a parent of containers: a wrong --cgroup-parent). A parent that
+// that may not be the caller's (a wrong --cgroup-parent such as
+// /system.slice): one with a child group that own does not claim (own
+// says whether a child's name is one of the caller's containers; nil
+// claims every child, for a parent the caller knows is its own), or whose
+// groups hold this process, one of its ancestors or PID 1. A parent that
 // does not exist is not an error: nothing to do. Errors wrap ErrInvalid
 // for a refused parent and ErrBusy for processes that would not die.
-func (i *Isolator) Teardown(ctx context.Context) (TeardownReport, error) {
+func (i *Isolator) Teardown(ctx context.Context, own func(child string) bool) (TeardownReport, error) {
 	var rep TeardownReport
+	if own != nil {
+		for _, d := range i.parentDirs() {
+			if name, ok := i.childName(d); ok && !own(name) {
+				return rep, fmt.Errorf("tear down cgroup parent %s: group %s is no container of this agent: refusing to touch the parent (check --cgroup-parent): %w", i.parent, d, ErrInvalid)
+			}
+		}
+	}
 	pids, err := i.parentPIDs()
 	if err != nil {
 		return rep, fmt.Errorf("tear down cgroup parent %s: %w", i.parent, err)
@@ -229,6 +239,17 @@ func (i *Isolator) removeParent(ctx context.Context) ([]string, error) {
 		return strings.Compare(a, b)
 	})
 	return removed, errors.Join(errs...)
+}
+
+// childName returns the name of the parent's child group that directory
+// d is (ok false for the parent itself and deeper groups).
+func (i *Isolator) childName(d string) (string, bool) {
+	p := i.cgroupPath(d)
+	rest, ok := strings.CutPrefix(p, i.parent+"/")
+	if !ok || rest == "" || strings.Contains(rest, "/") {
+		return "", false
+	}
+	return rest, true
 }
 
 // cgroupPath is the cgroup path of directory d of one of the hierarchies.

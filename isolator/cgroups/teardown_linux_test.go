@@ -2,9 +2,11 @@ package cgroups
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/brimnode/brim/isolator"
@@ -13,7 +15,8 @@ import (
 // TestTeardown: with no agent left, Teardown kills what runs in the
 // parent's groups — forking processes, and a container frozen on its own
 // (a QoS freeze) — and removes every group and the parent in every
-// hierarchy; a second Teardown finds nothing to do.
+// hierarchy; a second Teardown finds nothing to do. A parent with a group
+// the caller does not claim is refused with nothing touched.
 func TestTeardown(t *testing.T) {
 	i, parent := newV1(t)
 	ctx := context.Background()
@@ -35,7 +38,14 @@ func TestTeardown(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(root, "memory", parent, "a", "nested"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := i.Teardown(ctx)
+	// Not the caller's: a group it does not claim. Nothing is touched.
+	if _, err := i.Teardown(ctx, func(c string) bool { return c == "a" }); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "/b is no container of this agent") {
+		t.Errorf("teardown of a parent with a group not claimed: %v, want ErrInvalid naming it", err)
+	}
+	if pids, _ := readProcs(groupDirs(i, "a")[0]); len(pids) == 0 {
+		t.Error("a refused teardown killed the processes of a")
+	}
+	rep, err := i.Teardown(ctx, func(c string) bool { return c == "a" || c == "b" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +61,7 @@ func TestTeardown(t *testing.T) {
 	if dirs, _ := filepath.Glob(filepath.Join(root, "*", parent)); len(dirs) > 0 {
 		t.Errorf("left: %v", dirs)
 	}
-	rep, err = i.Teardown(ctx)
+	rep, err = i.Teardown(ctx, nil)
 	if err != nil || len(rep.Killed)+len(rep.Removed) != 0 {
 		t.Errorf("second teardown: %+v, %v; want nothing done", rep, err)
 	}

@@ -10,6 +10,6 @@ import (
 )
 
 // Teardown returns an error wrapping isolator.ErrNotSupported.
-func (i *Isolator) Teardown(ctx context.Context) (TeardownReport, error) {
+func (i *Isolator) Teardown(ctx context.Context, own func(child string) bool) (TeardownReport, error) {
 	return TeardownReport{}, fmt.Errorf("tear down cgroup parent: %w", isolator.ErrNotSupported)
 }
