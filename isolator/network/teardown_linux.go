@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/brimnode/brim/internal/lockfile"
 )
 
@@ -103,6 +105,10 @@ func Teardown(cfg Config) ([]string, error) {
 		if err != nil {
 			continue
 		}
+		if l.Type() != "ifb" {
+			keep(fmt.Errorf("link %s is a %s, not this isolator's IFB: left in place", name, l.Type()))
+			continue
+		}
 		classes, _ := i.nl.ClassList(l, 0)
 		if err := i.deleteLink(name); err != nil {
 			keep(err)
@@ -111,8 +117,12 @@ func Teardown(cfg Config) ([]string, error) {
 		// The root class 1:1 and the default one are the IFB's own.
 		note("removed ifb %s with %d container classes", name, max(len(classes)-2, 0))
 	}
-	if i.linkExists(i.cfg.Bridge) {
-		if err := i.deleteLink(i.cfg.Bridge); err != nil {
+	if l, err := i.nl.LinkByName(i.cfg.Bridge); err == nil {
+		// A wrong --network-bridge must not take another bridge (docker0,
+		// virbr0) with it: the isolator's carries its gateway address.
+		if err := i.ownBridge(l); err != nil {
+			keep(err)
+		} else if err := i.deleteLink(i.cfg.Bridge); err != nil {
 			keep(err)
 		} else {
 			note("removed bridge %s", i.cfg.Bridge)
@@ -179,6 +189,22 @@ func (i *Isolator) teardownOrphans(out []string, errs []error) ([]string, []erro
 		}
 	}
 	return out, errs
+}
+
+// ownBridge returns an error unless l is a bridge with the isolator's
+// gateway address (ensureBridge gives it one).
+func (i *Isolator) ownBridge(l netlink.Link) error {
+	if l.Type() != "bridge" {
+		return fmt.Errorf("link %s is a %s, not a bridge: left in place", i.cfg.Bridge, l.Type())
+	}
+	addrs, err := i.nl.AddrList(l, netlink.FAMILY_V4)
+	if err != nil {
+		return fmt.Errorf("list addresses of bridge %s: %w", i.cfg.Bridge, err)
+	}
+	if !slices.ContainsFunc(addrs, func(a netlink.Addr) bool { return a.IP.Equal(i.gw.AsSlice()) }) {
+		return fmt.Errorf("bridge %s has no address %s (the gateway of %s): not this isolator's, left in place (check --network-bridge and --network-subnet)", i.cfg.Bridge, i.gw, i.cfg.Subnet)
+	}
+	return nil
 }
 
 func (i *Isolator) linkExists(name string) bool {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
 
 	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/isolator"
@@ -171,5 +172,27 @@ func TestForwardingRecord(t *testing.T) {
 	check("on before the agent", "1", "")
 	if err := inNetNS(hostPath, func() (err error) { iso.Isolator, err = New(cfg); return err }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTeardownLeavesForeignBridge: a bridge of the configured name without
+// the isolator's gateway address (a wrong --network-bridge naming docker0
+// or virbr0) is not removed: Teardown says why and leaves it.
+func TestTeardownLeavesForeignBridge(t *testing.T) {
+	hostPath := "/run/netns/" + testutil.NewNetNS(t)
+	cfg := testConfig(t, 1000)
+	h := nsHandle(t, hostPath)
+	la := netlink.NewLinkAttrs()
+	la.Name = cfg.Bridge
+	if err := h.LinkAdd(&netlink.Bridge{LinkAttrs: la}); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	err := inNetNS(hostPath, func() (err error) { out, err = Teardown(cfg); return err })
+	if err == nil || !strings.Contains(err.Error(), "not this isolator's, left in place") || len(out) > 0 {
+		t.Errorf("teardown over a foreign bridge: %v, %v; want it refused and nothing done", out, err)
+	}
+	if _, err := h.LinkByName(cfg.Bridge); err != nil {
+		t.Errorf("the foreign bridge went: %v", err)
 	}
 }
