@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/brimnode/brim/internal/atomicfile"
@@ -82,10 +83,10 @@ type Store struct {
 	unpacks singleflight.Group // by layer DiffID
 
 	mu       sync.Mutex
-	images   map[string]*Image  // by ID
-	leases   map[string]string  // container ID -> image ID
-	inflight map[string]int     // layer DiffID -> pulls using it now (GC spares them)
-	layers   map[string]int64   // DiffID -> size, of every complete layer on disk
+	images   map[string]*Image // by ID
+	leases   map[string]string // container ID -> image ID
+	inflight map[string]int    // layer DiffID -> pulls using it now (GC spares them)
+	layers   map[string]int64  // DiffID -> size, of every complete layer on disk
 }
 
 const (
@@ -234,7 +235,30 @@ func (s *Store) lookupLocked(ref string) (*Image, error) {
 			return img, nil
 		}
 	}
+	// repo@digest names an image pulled as repo:tag too.
+	if d, ok := r.(name.Digest); ok {
+		repo := repoOf(norm)
+		for _, img := range s.images {
+			if img.Digest != d.DigestStr() && img.IndexDigest != d.DigestStr() {
+				continue
+			}
+			if slices.ContainsFunc(img.Refs, func(x string) bool { return repoOf(x) == repo }) {
+				return img, nil
+			}
+		}
+	}
 	return nil, fmt.Errorf("get %s: %w", norm, ErrNotFound)
+}
+
+// repoOf is a normalised reference without its tag or digest.
+func repoOf(norm string) string {
+	if at := strings.IndexByte(norm, '@'); at >= 0 {
+		return norm[:at]
+	}
+	if c := strings.LastIndexByte(norm, ':'); c > strings.LastIndexByte(norm, '/') {
+		return norm[:c]
+	}
+	return norm
 }
 
 // List returns every image, most recently used first.

@@ -16,9 +16,13 @@ type entry struct {
 	xattrs           map[string]string
 }
 
-func file(name, body string) entry  { return entry{name: name, body: body, typ: tar.TypeReg, mode: 0o644} }
-func dir(name string) entry         { return entry{name: name, typ: tar.TypeDir, mode: 0o755} }
-func symlink(name, to string) entry { return entry{name: name, link: to, typ: tar.TypeSymlink, mode: 0o777} }
+func file(name, body string) entry {
+	return entry{name: name, body: body, typ: tar.TypeReg, mode: 0o644}
+}
+func dir(name string) entry { return entry{name: name, typ: tar.TypeDir, mode: 0o755} }
+func symlink(name, to string) entry {
+	return entry{name: name, link: to, typ: tar.TypeSymlink, mode: 0o777}
+}
 func hardlink(name, to string) entry {
 	return entry{name: name, link: to, typ: tar.TypeLink, mode: 0o644}
 }
