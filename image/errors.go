@@ -39,6 +39,7 @@ var (
 )
 
 // DigestError is content that did not hash to the digest that named it.
+// Its message names the digest; Pull's wrapping names the reference.
 type DigestError struct {
 	Ref  string // the reference pulled
 	What string // "manifest", "config", "layer", "layer (uncompressed)"
@@ -47,7 +48,7 @@ type DigestError struct {
 }
 
 func (e *DigestError) Error() string {
-	return fmt.Sprintf("%s: %s %s: content hashes to %s: %v", e.Ref, e.What, e.Want, e.Got, ErrDigestMismatch)
+	return fmt.Sprintf("%s %s: content hashes to %s: %v", e.What, e.Want, e.Got, ErrDigestMismatch)
 }
 
 // Is makes errors.Is(err, ErrDigestMismatch) hold.
@@ -61,7 +62,7 @@ type PlatformError struct {
 }
 
 func (e *PlatformError) Error() string {
-	return fmt.Sprintf("%s: %v: want %s, image has %s", e.Ref, ErrNoPlatform, e.Want, strings.Join(e.Available, ", "))
+	return fmt.Sprintf("%v: want %s, image has %s", ErrNoPlatform, e.Want, strings.Join(e.Available, ", "))
 }
 
 // Is makes errors.Is(err, ErrNoPlatform) hold.

@@ -46,27 +46,28 @@ type unpackStats struct {
 }
 
 // ensureLayer makes l's unpacked directory exist, once however many pulls
-// ask at the same time. It returns the blob bytes it fetched (0 when the
-// layer was there already).
+// ask at the same time. It returns the blob bytes it fetched: 0 when the
+// layer was there already or another pull fetched it.
 func (s *Store) ensureLayer(ctx context.Context, l layerSpec) (int64, error) {
-	v, err, _ := s.unpacks.Do(l.DiffID, func() (any, error) {
+	var fetched int64
+	_, err, _ := s.unpacks.Do(l.DiffID, func() (any, error) {
 		s.mu.Lock()
 		_, ok := s.layers[l.DiffID]
 		s.mu.Unlock()
 		if ok {
-			return int64(0), nil
+			return nil, nil
 		}
 		n, meta, err := s.fetchLayer(ctx, l)
+		fetched = n
 		if err != nil {
-			return n, err
+			return nil, err
 		}
 		s.mu.Lock()
 		s.layers[l.DiffID] = meta.Size
 		s.mu.Unlock()
-		return n, nil
+		return nil, nil
 	})
-	n, _ := v.(int64)
-	return n, err
+	return fetched, err
 }
 
 // fetchLayer streams the blob through both digests into a temporary
@@ -91,7 +92,7 @@ func (s *Store) fetchLayer(ctx context.Context, l layerSpec) (int64, layerMeta, 
 func (s *Store) unpackInto(ctx context.Context, tmp string, l layerSpec) (layerMeta, int64, error) {
 	rc, err := l.Open()
 	if err != nil {
-		return layerMeta{}, 0, fmt.Errorf("%s: fetch layer %s: %w", l.Ref, l.Digest, classify(err))
+		return layerMeta{}, 0, fmt.Errorf("fetch layer %s: %w", l.Digest, classify(err))
 	}
 	defer rc.Close()
 	blob := newHashReader(rc)
@@ -114,7 +115,7 @@ func (s *Store) unpackInto(ctx context.Context, tmp string, l layerSpec) (layerM
 		err = syncFS(tmp)
 	}
 	if err != nil {
-		return layerMeta{}, blob.n, fmt.Errorf("%s: unpack layer %s: %w", l.Ref, l.Digest, err)
+		return layerMeta{}, blob.n, fmt.Errorf("unpack layer %s: %w", l.Digest, err)
 	}
 	return meta, blob.n, nil
 }
@@ -126,7 +127,7 @@ func unpackBlob(ctx context.Context, dir string, blob io.Reader, l layerSpec) (u
 	br := bufio.NewReaderSize(blob, 1<<20)
 	dec, err := decompress(br)
 	if err != nil {
-		return unpackStats{}, fmt.Errorf("%s: layer %s: %w", l.Ref, l.Digest, err)
+		return unpackStats{}, fmt.Errorf("layer %s: %w", l.Digest, err)
 	}
 	defer dec.Close()
 	tarStream := newHashReader(dec)
@@ -135,7 +136,7 @@ func unpackBlob(ctx context.Context, dir string, blob io.Reader, l layerSpec) (u
 		_, err = io.Copy(io.Discard, tarStream)
 	}
 	if err != nil {
-		return stats, fmt.Errorf("%s: unpack layer %s: %w", l.Ref, l.Digest, err)
+		return stats, fmt.Errorf("unpack layer %s: %w", l.Digest, err)
 	}
 	if got := tarStream.digest(); got != l.DiffID {
 		return stats, &DigestError{Ref: l.Ref, What: "layer (uncompressed)", Want: l.DiffID, Got: got}
@@ -156,15 +157,30 @@ func decompress(br *bufio.Reader) (io.ReadCloser, error) {
 		if err != nil {
 			return nil, fmt.Errorf("gzip: %w", err)
 		}
-		return zr, nil
+		return labelled{zr, "gzip"}, nil
 	case len(magic) == 4 && magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd:
 		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1))
 		if err != nil {
 			return nil, fmt.Errorf("zstd: %w", err)
 		}
-		return zr.IOReadCloser(), nil
+		return labelled{zr.IOReadCloser(), "zstd"}, nil
 	}
 	return io.NopCloser(br), nil
+}
+
+// labelled names the decompressor in its errors ("gzip: flate: corrupt
+// input"), which the tar reader passes on.
+type labelled struct {
+	io.ReadCloser
+	name string
+}
+
+func (l labelled) Read(p []byte) (int, error) {
+	n, err := l.ReadCloser.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = fmt.Errorf("%s: %w", l.name, err)
+	}
+	return n, err
 }
 
 // commitLayer renames the finished temporary directory into place and

@@ -78,13 +78,13 @@ func (s *Store) pullOnce(ctx context.Context, source string, opts PullOptions, s
 		}
 		name = Normalize(ref)
 	}
-	v, err, shared := s.pulls.Do(src.String()+"\x00"+name, func() (any, error) {
-		return s.pull(ctx, src, name)
+	// Only the caller whose function ran counts the bytes and layers.
+	v, err, _ := s.pulls.Do(src.String()+"\x00"+name, func() (any, error) {
+		r, err := s.pull(ctx, src, name)
+		stats.Bytes, stats.Layers = r.bytes, r.layers
+		return r, err
 	})
 	r, _ := v.(pullResult)
-	if !shared {
-		stats.Bytes, stats.Layers = r.bytes, r.layers
-	}
 	if err != nil {
 		return Image{}, fmt.Errorf("pull %s: %w", src, err)
 	}

@@ -64,9 +64,10 @@ func (s Source) String() string {
 // `host:port/name:tag`; a name with no host is Docker Hub's, one with
 // no slash is in `library/`, no tag is `latest`; `name:tag@digest` keeps
 // the digest) or `oci:DIR[:NAME]`, `oci-archive:FILE[:NAME]`,
-// `docker-archive:FILE[:NAME]`. NAME is split at the last colon when
-// what follows it holds no slash. It returns an error wrapping
-// ErrInvalidReference.
+// `docker-archive:FILE[:NAME]`. As in skopeo, the path ends at its first
+// colon (a path with a colon cannot be named), so NAME may be a whole
+// reference (`docker-archive:app.tar:example.com/app:1`). It returns an
+// error wrapping ErrInvalidReference.
 func ParseSource(s string) (Source, error) {
 	for t, p := range transportPrefix {
 		if rest, ok := strings.CutPrefix(s, p); ok {
@@ -82,7 +83,7 @@ func ParseSource(s string) (Source, error) {
 
 func parseLocal(s string, t Transport, rest string) (Source, error) {
 	src := Source{Transport: t, Path: rest}
-	if i := strings.LastIndexByte(rest, ':'); i >= 0 && !strings.Contains(rest[i+1:], "/") {
+	if i := strings.IndexByte(rest, ':'); i >= 0 {
 		src.Path, src.Name = rest[:i], rest[i+1:]
 		if src.Name == "" {
 			return Source{}, fmt.Errorf("parse %q: empty name after the colon: %w", s, ErrInvalidReference)
