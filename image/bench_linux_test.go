@@ -8,8 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -142,7 +142,11 @@ func untar(b *testing.B, layer, dst string, sync bool) cost {
 // and size.
 func benchLayer(b *testing.B, work string) (path, diffID, digest string, size int64) {
 	b.Helper()
-	src := filepath.Join(runtime.GOROOT(), "src", "cmd")
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Fatalf("go env GOROOT: %v", err)
+	}
+	src := filepath.Join(strings.TrimSpace(string(goroot)), "src", "cmd")
 	raw := filepath.Join(work, "layer.tar")
 	if out, err := exec.Command("tar", "-C", filepath.Dir(src), "-cf", raw, filepath.Base(src)).CombinedOutput(); err != nil {
 		b.Fatalf("tar: %v: %s", err, out)

@@ -28,10 +28,10 @@ func (s *Store) Remove(ctx context.Context, ref string) (PruneReport, error) {
 		s.mu.Unlock()
 		return PruneReport{}, fmt.Errorf("remove %s: %w", ref, err)
 	}
-	byName := !strings.HasPrefix(ref, "sha256:")
-	if byName && len(img.Refs) > 1 {
-		r, _ := ParseReference(ref)
-		img.Refs = slices.DeleteFunc(img.Refs, func(x string) bool { return x == Normalize(r) })
+	// A name the image has, but not its last: only the name goes. An ID,
+	// a digest, or repo@digest: the image goes.
+	if name := nameOf(ref); len(img.Refs) > 1 && slices.Contains(img.Refs, name) {
+		img.Refs = slices.DeleteFunc(img.Refs, func(x string) bool { return x == name })
 		err := s.writeRecordLocked(img, true)
 		s.mu.Unlock()
 		return PruneReport{}, err
@@ -44,6 +44,18 @@ func (s *Store) Remove(ctx context.Context, ref string) (PruneReport, error) {
 	doomed, err := s.removeImageLocked(img, &rep)
 	s.mu.Unlock()
 	return s.finishRemoval(ctx, rep, doomed, err)
+}
+
+// nameOf is ref normalised, "" for an ID or digest.
+func nameOf(ref string) string {
+	if strings.HasPrefix(ref, "sha256:") {
+		return ""
+	}
+	r, err := ParseReference(ref)
+	if err != nil {
+		return ""
+	}
+	return Normalize(r)
 }
 
 // Prune removes every image no container holds, and every layer no

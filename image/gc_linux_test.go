@@ -137,3 +137,72 @@ func TestStoreReopen(t *testing.T) {
 		t.Errorf("Prune removed a leased image after reopen: %v, %v", s.List(), err)
 	}
 }
+
+// Remove of repo@digest removes an image pulled by tag (it used to take
+// off a name the image did not have and report success).
+func TestRemoveByRepoDigest(t *testing.T) {
+	testutil.RequireRoot(t)
+	reg := testregistry.Start(t, testregistry.Options{})
+	digest := reg.Push(t, "app:1", smallImage(t, "linux/amd64", "x"))
+	reg.Push(t, "app:2", smallImage(t, "linux/amd64", "x"))
+	s := openStore(t, Options{Registries: insecure(reg.Host)})
+	for _, tag := range []string{"app:1", "app:2"} {
+		if _, err := s.Pull(context.Background(), reg.Ref(tag), PullOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if imgs := s.List(); len(imgs) != 1 || len(imgs[0].Refs) != 2 {
+		t.Fatalf("two tags of one image: %+v", imgs)
+	}
+	if _, err := s.Remove(context.Background(), reg.Ref("app@"+digest)); err != nil {
+		t.Fatal(err)
+	}
+	if imgs := s.List(); len(imgs) != 0 {
+		t.Errorf("after Remove of app@%s: %+v, want no image", digest, imgs)
+	}
+	assertClean(t, s)
+}
+
+// The store is a cache: a record or layer changed by hand is dropped at
+// Open (not a store that refuses to open), and the next pull makes it
+// again.
+func TestStoreDropsTamperedCache(t *testing.T) {
+	testutil.RequireRoot(t)
+	reg := testregistry.Start(t, testregistry.Options{})
+	reg.Push(t, "a:1", smallImage(t, "linux/amd64", "a"))
+	reg.Push(t, "b:1", smallImage(t, "linux/amd64", "b"))
+	root := filepath.Join(t.TempDir(), "images")
+	s, err := Open(Options{Root: root, Registries: insecure(reg.Host)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Pull(context.Background(), reg.Ref("a:1"), PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Pull(context.Background(), reg.Ref("b:1"), PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	if err := os.WriteFile(filepath.Join(root, dirImages, hexOf(a.ID)+".json"), []byte("{trunc"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(root, dirLayers, hexOf(b.Layers[0].DiffID), "layer.json")); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, Options{Root: root, Registries: insecure(reg.Host)})
+	if imgs := s.List(); len(imgs) != 0 {
+		t.Errorf("images after tampering: %+v, want none", imgs)
+	}
+	ents, _ := os.ReadDir(filepath.Join(root, dirTmp))
+	if len(ents) != 0 {
+		t.Errorf("tmp after Open: %v", names(ents))
+	}
+	for _, ref := range []string{"a:1", "b:1"} {
+		if _, err := s.Pull(context.Background(), reg.Ref(ref), PullOptions{}); err != nil {
+			t.Errorf("pull %s again: %v", ref, err)
+		}
+	}
+	assertClean(t, s)
+}

@@ -178,7 +178,7 @@ func (s *Store) resolveRemote(ctx context.Context, src Source, ref name.Referenc
 		}
 		return res, s.checkManifest(&res, top)
 	}
-	return resolved{}, fmt.Errorf("registry %s: %s is a %s, not an image: %w", registryName(host), src.Ref, desc.MediaType, ErrNotFound)
+	return resolved{}, fmt.Errorf("registry %s: %s is a %s, not an OCI or Docker v2 image or index", registryName(host), src.Ref, desc.MediaType)
 }
 
 // checkManifest reads res.img's manifest and checks it hashes to want.
@@ -294,7 +294,7 @@ func (s *Store) layerSpecs(res resolved, m *v1.Manifest, cf *v1.ConfigFile) ([]l
 		spec := layerSpec{Ref: res.ref, DiffID: diffID.String(), Digest: diffID.String(), Size: -1}
 		if m != nil {
 			d := m.Layers[i]
-			if d.MediaType.IsDistributable() == false || !isLayerType(d.MediaType) {
+			if !isLayerType(d.MediaType) { // foreign (non-distributable) layers too
 				return nil, fmt.Errorf("%s: layer %s has media type %s, not a layer brim unpacks", res.ref, d.Digest, d.MediaType)
 			}
 			spec.Digest, spec.Size = d.Digest.String(), d.Size

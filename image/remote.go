@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -139,5 +138,3 @@ func classify(err error) error {
 func hostOf(ref name.Reference) string {
 	return registryName(ref.Context().RegistryStr())
 }
-
-func joinErrs(errs []string) string { return strings.Join(errs, "; ") }

@@ -27,7 +27,7 @@ func (s *Snapshot) fsmount(target string) error {
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	for _, l := range s.Lower {
 		if err := unix.FsconfigSetString(fd, "lowerdir+", l); err != nil {
 			return fmt.Errorf("lowerdir+ %s: %w", l, err)
@@ -46,6 +46,6 @@ func (s *Snapshot) fsmount(target string) error {
 	if err != nil {
 		return fmt.Errorf("fsmount: %w", err)
 	}
-	defer unix.Close(mfd)
+	defer func() { _ = unix.Close(mfd) }()
 	return unix.MoveMount(mfd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH)
 }

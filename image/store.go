@@ -140,10 +140,10 @@ func (s *Store) Close() error { return s.lock.Close() }
 
 // load reads the records and clears the temporary directory.
 func (s *Store) load() error {
-	if err := removeContents(filepath.Join(s.root, dirTmp)); err != nil {
+	if err := s.loadLayers(); err != nil {
 		return err
 	}
-	if err := s.loadLayers(); err != nil {
+	if err := removeContents(filepath.Join(s.root, dirTmp)); err != nil {
 		return err
 	}
 	ents, err := os.ReadDir(filepath.Join(s.root, dirImages))
@@ -160,14 +160,14 @@ func (s *Store) load() error {
 		if err == nil {
 			err = json.Unmarshal(b, &img)
 		}
-		if err != nil {
-			return fmt.Errorf("read image record %s: %w", p, err)
-		}
-		if !s.complete(&img) {
-			// A record is written after its layers; a missing layer means
-			// someone removed it by hand. Drop the record: the next pull
-			// makes it again.
-			_ = atomicfile.Remove(p)
+		if err != nil || !s.complete(&img) {
+			// A record is written whole after its layers: an unreadable
+			// one, or one missing a layer, was changed by hand. The
+			// store is a cache: drop the record, the next pull makes it
+			// again.
+			if err := atomicfile.Remove(p); err != nil {
+				return err
+			}
 			continue
 		}
 		s.images[img.ID] = &img
@@ -186,8 +186,14 @@ func (s *Store) loadLayers() error {
 		if err == nil {
 			err = json.Unmarshal(b, &m)
 		}
-		if err != nil {
-			return fmt.Errorf("read layer %s: %w", e.Name(), err)
+		if err != nil || m.DiffID != "sha256:"+e.Name() {
+			// Renamed into place with its layer.json: one without is
+			// not the store's. Put it where Open's next clearing of tmp
+			// removes it; the next pull unpacks the layer again.
+			if err := os.Rename(filepath.Join(s.root, dirLayers, e.Name()), filepath.Join(s.root, dirTmp, "bad-"+e.Name())); err != nil {
+				return fmt.Errorf("set aside layer %s: %w", e.Name(), err)
+			}
+			continue
 		}
 		s.layers[m.DiffID] = m.Size
 	}

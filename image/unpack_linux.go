@@ -284,7 +284,7 @@ func (x *extractor) create(pfd int, base string, hdr *tar.Header, r io.Reader) e
 	switch hdr.Typeflag {
 	case tar.TypeDir:
 		return x.mkdir(pfd, base, hdr)
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg: // the reader reports the old TypeRegA as TypeReg
 		return x.file(pfd, base, hdr, r)
 	case tar.TypeSymlink:
 		if err := x.clear(pfd, base, false); err != nil {
@@ -321,7 +321,7 @@ func (x *extractor) mkdir(pfd int, base string, hdr *tar.Header) error {
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	return x.meta(fd, hdr, true)
 }
 
@@ -366,7 +366,7 @@ func (x *extractor) hardlink(pfd int, base string, hdr *tar.Header) error {
 		if err != nil {
 			return resolveError(hdr.Linkname, tdir, err)
 		}
-		defer unix.Close(tfd)
+		defer func() { _ = unix.Close(tfd) }()
 	}
 	if err := x.clear(pfd, base, false); err != nil {
 		return err
@@ -480,6 +480,6 @@ func syncFS(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	return unix.Syncfs(fd)
 }
