@@ -16,6 +16,7 @@ PKGS=(
   python3-grpcio python3-protobuf      # the Python example plugin (examples/python-plugin) and its test
   jq procps util-linux curl
   qemu-system-x86 cpio e2fsprogs       # make test-v2: the cgroup v2 guest and its scratch disk
+  docker-registry skopeo tar           # image tests: a real registry on loopback; OCI layouts and docker-archives
 )
 
 missing=()
