@@ -49,6 +49,22 @@ type unpackStats struct {
 // ask at the same time. It returns the blob bytes it fetched: 0 when the
 // layer was there already or another pull fetched it.
 func (s *Store) ensureLayer(ctx context.Context, l layerSpec) (int64, error) {
+	for attempt := 0; ; attempt++ {
+		n, err := s.ensureLayerOnce(ctx, l)
+		if attempt < 2 && cancelledElsewhere(ctx, err) {
+			continue
+		}
+		return n, err
+	}
+}
+
+// cancelledElsewhere reports a shared call ended by the context of the
+// caller that ran it, while this caller's context is live: run it again.
+func cancelledElsewhere(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
+
+func (s *Store) ensureLayerOnce(ctx context.Context, l layerSpec) (int64, error) {
 	var fetched int64
 	_, err, _ := s.unpacks.Do(l.DiffID, func() (any, error) {
 		s.mu.Lock()

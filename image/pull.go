@@ -44,8 +44,8 @@ type resolved struct {
 // and verifies every blob by digest, unpacks the layers the store lacks
 // and records the image under its names. A tag is always resolved again
 // (tags move); layers already unpacked are not fetched again. Concurrent
-// pulls of one source happen once (the first caller's ctx governs them);
-// of one layer, once. On error nothing half-made stays and the store is
+// pulls of one source happen once, and of one layer once; a caller whose
+// shared pull was cancelled by another caller's ctx runs it again. On error nothing half-made stays and the store is
 // as before. Errors wrap ErrInvalidReference, ErrNotFound,
 // ErrUnauthorized, ErrInsecure, ErrDigestMismatch (*DigestError),
 // ErrNoPlatform (*PlatformError), ErrUnsafeLayer (*UnsafeLayerError) or
@@ -79,11 +79,17 @@ func (s *Store) pullOnce(ctx context.Context, source string, opts PullOptions, s
 		name = Normalize(ref)
 	}
 	// Only the caller whose function ran counts the bytes and layers.
-	v, err, _ := s.pulls.Do(src.String()+"\x00"+name, func() (any, error) {
-		r, err := s.pull(ctx, src, name)
-		stats.Bytes, stats.Layers = r.bytes, r.layers
-		return r, err
-	})
+	var v any
+	for attempt := 0; ; attempt++ {
+		v, err, _ = s.pulls.Do(src.String()+"\x00"+name, func() (any, error) {
+			r, err := s.pull(ctx, src, name)
+			stats.Bytes, stats.Layers = r.bytes, r.layers
+			return r, err
+		})
+		if attempt == 2 || !cancelledElsewhere(ctx, err) {
+			break
+		}
+	}
 	r, _ := v.(pullResult)
 	if err != nil {
 		return Image{}, fmt.Errorf("pull %s: %w", src, err)

@@ -284,7 +284,7 @@ func (x *extractor) create(pfd int, base string, hdr *tar.Header, r io.Reader) e
 	switch hdr.Typeflag {
 	case tar.TypeDir:
 		return x.mkdir(pfd, base, hdr)
-	case tar.TypeReg: // the reader reports the old TypeRegA as TypeReg
+	case tar.TypeReg, tar.TypeGNUSparse: // the reader reports TypeRegA as TypeReg and fills sparse holes
 		return x.file(pfd, base, hdr, r)
 	case tar.TypeSymlink:
 		if err := x.clear(pfd, base, false); err != nil {
