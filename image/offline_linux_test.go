@@ -3,6 +3,7 @@ package image
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -80,4 +81,30 @@ func TestPullOffline(t *testing.T) {
 		}
 	}
 	assertClean(t, s)
+}
+
+// An OCI archive is unpacked into the store's tmp/ before it is read: a
+// hostile one is refused there like a hostile layer.
+func TestPullHostileOCIArchive(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := t.TempDir()
+	cases := map[string][]entry{
+		"dotdot":  {file("../escaped", "x")},
+		"symlink": {symlink("blobs", "/etc")},
+	}
+	s := openStore(t, Options{})
+	for name, entries := range cases {
+		archive := filepath.Join(dir, name+".tar")
+		if err := os.WriteFile(archive, tarOf(t, entries...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Pull(context.Background(), "oci-archive:"+archive, PullOptions{})
+		if !errors.Is(err, ErrUnsafeLayer) {
+			t.Errorf("%s: pull = %v, want ErrUnsafeLayer", name, err)
+		}
+		assertClean(t, s)
+	}
+	if _, err := os.Stat(filepath.Join(s.root, "escaped")); err == nil {
+		t.Error("an archive entry escaped")
+	}
 }
