@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brimnode/brim/internal/pluginhost"
 	brimtest "github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/monitor"
-	"github.com/brimnode/brim/pluginpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -335,9 +335,9 @@ func TestPluginMisbehaves(t *testing.T) {
 			u := usageOf(monitor.Capacity{}, container("lc", false, 1000, 100, repeat(0.1, 3), 1))
 
 			_, err := p.Estimate(ctx, u)
-			want := pluginpb.ErrUnavailable
+			want := pluginhost.ErrUnavailable
 			if mode == "hang" {
-				want = pluginpb.ErrTimeout
+				want = pluginhost.ErrTimeout
 			}
 			if !errors.Is(err, want) {
 				t.Fatalf("first call: %v, want %v", err, want)
@@ -353,7 +353,7 @@ func TestPluginMisbehaves(t *testing.T) {
 				if _, last = p.Estimate(ctx, u); last == nil {
 					break
 				}
-				if !errors.Is(last, pluginpb.ErrUnavailable) {
+				if !errors.Is(last, pluginhost.ErrUnavailable) {
 					t.Fatalf("while restarting: %v", last)
 				}
 				time.Sleep(50 * time.Millisecond)

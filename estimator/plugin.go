@@ -6,10 +6,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/brimnode/brim/internal/pluginhost"
 	"github.com/brimnode/brim/monitor"
 	"github.com/brimnode/brim/pluginpb"
 	"github.com/brimnode/brim/resources"
-	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 )
 
@@ -32,13 +32,14 @@ type PluginConfig struct {
 }
 
 // Plugin is an estimator running as a separate program (hashicorp/go-plugin
-// over gRPC, protocol pluginpb). It is started on the first call and
-// restarted with backoff when it crashes or hangs; while it is down,
-// Estimate returns an error wrapping pluginpb.ErrUnavailable or
-// pluginpb.ErrTimeout (wrap it with Fallback to offer nothing instead).
-// Safe for concurrent use; the caller closes it.
+// over gRPC, protocol pluginpb, run by internal/pluginhost). It is started
+// on the first call and restarted with backoff when it crashes or hangs;
+// while it is down, Estimate returns an error wrapping
+// pluginhost.ErrUnavailable or pluginhost.ErrTimeout (wrap it with
+// Fallback to offer nothing instead). Safe for concurrent use; the caller
+// closes it.
 type Plugin struct {
-	sup     *pluginpb.Supervisor
+	sup     *pluginhost.Supervisor[pluginpb.EstimatorClient]
 	history int
 }
 
@@ -52,11 +53,11 @@ func NewPlugin(path string, cfg PluginConfig, log *slog.Logger) *Plugin {
 	}
 	return &Plugin{
 		history: cfg.History,
-		sup: pluginpb.NewSupervisor(pluginpb.SupervisorConfig{
-			Path: path, Args: cfg.Args, Name: pluginpb.EstimatorPlugin, Plugin: &grpcPlugin{},
+		sup: pluginhost.NewSupervisor(pluginhost.Config{
+			Path: path, Args: cfg.Args, Name: pluginpb.EstimatorPlugin,
 			Timeout: cfg.Timeout, StartTimeout: cfg.StartTimeout,
 			MinBackoff: cfg.MinBackoff, MaxBackoff: cfg.MaxBackoff,
-		}, log),
+		}, pluginpb.NewEstimatorClient, log),
 	}
 }
 
@@ -64,9 +65,9 @@ func NewPlugin(path string, cfg PluginConfig, log *slog.Logger) *Plugin {
 func (p *Plugin) Estimate(ctx context.Context, u monitor.Usage) (Estimate, error) {
 	req := &pluginpb.EstimateRequest{Usage: pluginpb.FromUsage(&u, p.history)}
 	var resp *pluginpb.EstimateResponse
-	err := p.sup.Call(ctx, func(ctx context.Context, c any) error {
+	err := p.sup.Call(ctx, func(ctx context.Context, c pluginpb.EstimatorClient) error {
 		var err error
-		resp, err = c.(pluginpb.EstimatorClient).Estimate(ctx, req)
+		resp, err = c.Estimate(ctx, req)
 		return err
 	})
 	if err != nil {
@@ -89,26 +90,9 @@ func (p *Plugin) Close() error { return p.sup.Close() }
 // protocol) and returns when the agent kills the process. Call it from
 // the plugin's main.
 func Serve(e Estimator) {
-	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: pluginpb.Handshake,
-		Plugins:         plugin.PluginSet{pluginpb.EstimatorPlugin: &grpcPlugin{impl: e}},
-		GRPCServer:      plugin.DefaultGRPCServer,
+	pluginhost.Serve(pluginpb.EstimatorPlugin, func(s *grpc.Server) {
+		pluginpb.RegisterEstimatorServer(s, &server{impl: e})
 	})
-}
-
-// grpcPlugin is the go-plugin definition of an estimator.
-type grpcPlugin struct {
-	plugin.NetRPCUnsupportedPlugin
-	impl Estimator
-}
-
-func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
-	pluginpb.RegisterEstimatorServer(s, &server{impl: p.impl})
-	return nil
-}
-
-func (p *grpcPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return pluginpb.NewEstimatorClient(c), nil
 }
 
 type server struct {

@@ -2,18 +2,13 @@
 // out-of-process resource estimators and QoS controllers.
 //
 // It owns: the generated gRPC code of plugin.proto (committed; `make
-// generate` rebuilds it), the go-plugin handshake (Handshake), the
-// conversion between monitor.Usage and its wire form, and the host-side
-// Supervisor that starts a plugin process, bounds every call with a
-// timeout, detects crashes and hangs and restarts the process with
-// jittered exponential backoff (each delay less up to BackoffJitter of it).
+// generate` rebuilds it), the go-plugin handshake and plugin names
+// (Handshake, EstimatorPlugin, QoSPlugin), and the conversion between
+// monitor.Usage and its wire form.
 //
-// It never decides anything: the estimator and qos packages own the
-// contracts, the Go serve side (estimator.Serve, qos.Serve) and the
-// fallback policy. Plugins in other languages need only plugin.proto and
-// the handshake described in docs/plugins.md.
-//
-// Sentinels: ErrUnavailable (the plugin is not running: it failed and is
-// waiting for its restart backoff, or could not be started), ErrTimeout (a
-// call exceeded its time limit; the process is killed and restarted).
+// It never runs anything: internal/pluginhost starts and supervises
+// plugin processes and serves the Go side; the estimator and qos packages
+// own the contracts, the Go serve side (estimator.Serve, qos.Serve) and
+// the fallback policy. Plugins in other languages need only plugin.proto
+// and the handshake described in docs/plugins.md.
 package pluginpb

@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/brimnode/brim/internal/pluginhost"
 	"github.com/brimnode/brim/monitor"
 	"github.com/brimnode/brim/pluginpb"
-	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 )
 
@@ -32,13 +32,14 @@ type PluginConfig struct {
 }
 
 // Plugin is a QoS controller running as a separate program
-// (hashicorp/go-plugin over gRPC, protocol pluginpb). It is started on the
-// first call and restarted with backoff when it crashes or hangs; while it
-// is down, Corrections returns an error wrapping pluginpb.ErrUnavailable or
-// pluginpb.ErrTimeout (wrap it with Fallback for noop). Safe for
+// (hashicorp/go-plugin over gRPC, protocol pluginpb, run by
+// internal/pluginhost). It is started on the first call and restarted
+// with backoff when it crashes or hangs; while it is down, Corrections
+// returns an error wrapping pluginhost.ErrUnavailable or
+// pluginhost.ErrTimeout (wrap it with Fallback for noop). Safe for
 // concurrent use; the caller closes it.
 type Plugin struct {
-	sup     *pluginpb.Supervisor
+	sup     *pluginhost.Supervisor[pluginpb.QoSControllerClient]
 	history int
 }
 
@@ -54,11 +55,11 @@ func NewPlugin(path string, cfg PluginConfig, log *slog.Logger) *Plugin {
 	}
 	return &Plugin{
 		history: cfg.History,
-		sup: pluginpb.NewSupervisor(pluginpb.SupervisorConfig{
-			Path: path, Args: cfg.Args, Name: pluginpb.QoSPlugin, Plugin: &grpcPlugin{},
+		sup: pluginhost.NewSupervisor(pluginhost.Config{
+			Path: path, Args: cfg.Args, Name: pluginpb.QoSPlugin,
 			Timeout: cfg.Timeout, StartTimeout: cfg.StartTimeout,
 			MinBackoff: cfg.MinBackoff, MaxBackoff: cfg.MaxBackoff,
-		}, log),
+		}, pluginpb.NewQoSControllerClient, log),
 	}
 }
 
@@ -66,9 +67,9 @@ func NewPlugin(path string, cfg PluginConfig, log *slog.Logger) *Plugin {
 func (p *Plugin) Corrections(ctx context.Context, u monitor.Usage) ([]Correction, error) {
 	req := &pluginpb.CorrectionsRequest{Usage: pluginpb.FromUsage(&u, p.history)}
 	var resp *pluginpb.CorrectionsResponse
-	err := p.sup.Call(ctx, func(ctx context.Context, c any) error {
+	err := p.sup.Call(ctx, func(ctx context.Context, c pluginpb.QoSControllerClient) error {
 		var err error
-		resp, err = c.(pluginpb.QoSControllerClient).Corrections(ctx, req)
+		resp, err = c.Corrections(ctx, req)
 		return err
 	})
 	if err != nil {
@@ -98,25 +99,9 @@ func (p *Plugin) Close() error { return p.sup.Close() }
 // Serve serves c as a brim QoS controller plugin (go-plugin's protocol) and
 // returns when the agent kills the process. Call it from the plugin's main.
 func Serve(c Controller) {
-	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: pluginpb.Handshake,
-		Plugins:         plugin.PluginSet{pluginpb.QoSPlugin: &grpcPlugin{impl: c}},
-		GRPCServer:      plugin.DefaultGRPCServer,
+	pluginhost.Serve(pluginpb.QoSPlugin, func(s *grpc.Server) {
+		pluginpb.RegisterQoSControllerServer(s, &server{impl: c})
 	})
-}
-
-type grpcPlugin struct {
-	plugin.NetRPCUnsupportedPlugin
-	impl Controller
-}
-
-func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
-	pluginpb.RegisterQoSControllerServer(s, &server{impl: p.impl})
-	return nil
-}
-
-func (p *grpcPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return pluginpb.NewQoSControllerClient(c), nil
 }
 
 type server struct {

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brimnode/brim/internal/pluginhost"
 	brimtest "github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/monitor"
-	"github.com/brimnode/brim/pluginpb"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -455,9 +455,9 @@ func TestPluginMisbehaves(t *testing.T) {
 			ctx := context.Background()
 			u := node(0, time.Millisecond, "be")
 			_, err := p.Corrections(ctx, u)
-			want := pluginpb.ErrUnavailable
+			want := pluginhost.ErrUnavailable
 			if mode == "hang" {
-				want = pluginpb.ErrTimeout
+				want = pluginhost.ErrTimeout
 			}
 			if !errors.Is(err, want) {
 				t.Fatalf("first call: %v, want %v", err, want)
@@ -470,7 +470,7 @@ func TestPluginMisbehaves(t *testing.T) {
 				if _, last = p.Corrections(ctx, u); last == nil {
 					break
 				}
-				if !errors.Is(last, pluginpb.ErrUnavailable) {
+				if !errors.Is(last, pluginhost.ErrUnavailable) {
 					t.Fatalf("while restarting: %v", last)
 				}
 				time.Sleep(50 * time.Millisecond)

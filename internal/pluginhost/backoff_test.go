@@ -1,4 +1,4 @@
-package pluginpb
+package pluginhost
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/brimnode/brim/pluginpb"
 )
 
 // TestRestartBackoffJittered: a plugin that cannot start is retried after
@@ -16,13 +18,13 @@ func TestRestartBackoffJittered(t *testing.T) {
 	const minB, maxB = time.Second, 8 * time.Second
 	for _, r := range []float64{0, 0.5, 0.999} {
 		now := time.Unix(1_000_000, 0)
-		s := NewSupervisor(SupervisorConfig{
-			Path: filepath.Join(t.TempDir(), "no-such-plugin"), Name: EstimatorPlugin,
+		s := NewSupervisor(Config{
+			Path: filepath.Join(t.TempDir(), "no-such-plugin"), Name: pluginpb.EstimatorPlugin,
 			MinBackoff: minB, MaxBackoff: maxB,
 			Now: func() time.Time { return now }, Rand: func() float64 { return r },
-		}, nil)
+		}, pluginpb.NewEstimatorClient, nil)
 		call := func() error {
-			return s.Call(context.Background(), func(context.Context, any) error { return nil })
+			return s.Call(context.Background(), func(context.Context, pluginpb.EstimatorClient) error { return nil })
 		}
 		for n := 1; n <= 6; n++ {
 			if err := call(); !errors.Is(err, ErrUnavailable) {
@@ -49,7 +51,7 @@ func TestRestartBackoffJittered(t *testing.T) {
 func TestRestartDelaySpread(t *testing.T) {
 	seen := map[time.Duration]bool{}
 	for range 20 {
-		s := NewSupervisor(SupervisorConfig{Path: "x", Name: EstimatorPlugin}, nil)
+		s := NewSupervisor(Config{Path: "x", Name: pluginpb.EstimatorPlugin}, pluginpb.NewEstimatorClient, nil)
 		d := restartDelay(s.cfg.MinBackoff, s.cfg.MaxBackoff, 3, s.cfg.Rand())
 		if full := 4 * time.Second; d > full || d < time.Duration(float64(full)*(1-BackoffJitter)) {
 			t.Fatalf("delay %v outside [%v, %v]", d, time.Duration(float64(full)*(1-BackoffJitter)), full)

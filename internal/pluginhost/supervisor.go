@@ -1,4 +1,4 @@
-package pluginpb
+package pluginhost
 
 import (
 	"bytes"
@@ -13,8 +13,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brimnode/brim/pluginpb"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -27,31 +29,14 @@ var (
 	ErrTimeout = errors.New("plugin call timed out")
 )
 
-// Handshake is the go-plugin handshake every brim plugin must answer: the
-// agent sets BRIM_PLUGIN_MAGIC_COOKIE=brim-oversubscription in the
-// plugin's environment and expects protocol version 1 over gRPC.
-var Handshake = plugin.HandshakeConfig{
-	ProtocolVersion:  1,
-	MagicCookieKey:   "BRIM_PLUGIN_MAGIC_COOKIE",
-	MagicCookieValue: "brim-oversubscription",
-}
-
-// Plugin names in the go-plugin plugin set.
-const (
-	EstimatorPlugin = "estimator"
-	QoSPlugin       = "qos"
-)
-
-// SupervisorConfig configures a Supervisor. Zero durations take defaults.
-type SupervisorConfig struct {
+// Config configures a Supervisor. Zero durations take defaults.
+type Config struct {
 	// Path is the plugin executable; Args are its arguments.
 	Path string
 	Args []string
-	// Name is the plugin's name in the set (EstimatorPlugin, QoSPlugin).
+	// Name is the plugin's name in the set (pluginpb.EstimatorPlugin,
+	// pluginpb.QoSPlugin).
 	Name string
-	// Plugin is the go-plugin definition whose GRPCClient returns the
-	// client handed to Call.
-	Plugin plugin.Plugin
 	// Timeout bounds every call; default 5 s. A call that exceeds it is
 	// treated as a hang: the process is killed and restarted.
 	Timeout time.Duration
@@ -85,17 +70,19 @@ func restartDelay(minD, maxD time.Duration, n int, r float64) time.Duration {
 	return d - time.Duration(float64(d)*BackoffJitter*r)
 }
 
-// Supervisor runs one plugin process and calls it. It starts the process
-// lazily, restarts it with exponential backoff after a crash, a hang or a
-// failed start, and logs every such event. Safe for concurrent use (calls
-// are serialised); Close kills the process.
-type Supervisor struct {
-	cfg SupervisorConfig
-	log *slog.Logger
+// Supervisor runs one plugin process and calls it through its gRPC client
+// C (pluginpb.EstimatorClient, pluginpb.QoSControllerClient). It starts
+// the process lazily, restarts it with exponential backoff after a crash,
+// a hang or a failed start, and logs every such event. Safe for concurrent
+// use (calls are serialised); Close kills the process.
+type Supervisor[C any] struct {
+	cfg       Config
+	newClient func(grpc.ClientConnInterface) C
+	log       *slog.Logger
 
 	mu        sync.Mutex
 	client    *plugin.Client
-	raw       any
+	raw       C
 	failures  int
 	nextStart time.Time
 	restarts  int
@@ -103,9 +90,10 @@ type Supervisor struct {
 	closed    bool
 }
 
-// NewSupervisor returns a supervisor for cfg; nothing starts until the
-// first Call.
-func NewSupervisor(cfg SupervisorConfig, log *slog.Logger) *Supervisor {
+// NewSupervisor returns a supervisor for cfg that reaches the plugin
+// through newClient (pluginpb.NewEstimatorClient, …); nothing starts until
+// the first Call.
+func NewSupervisor[C any](cfg Config, newClient func(grpc.ClientConnInterface) C, log *slog.Logger) *Supervisor[C] {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
@@ -127,32 +115,31 @@ func NewSupervisor(cfg SupervisorConfig, log *slog.Logger) *Supervisor {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Supervisor{cfg: cfg, log: log.With("plugin", cfg.Path)}
+	return &Supervisor[C]{cfg: cfg, newClient: newClient, log: log.With("plugin", cfg.Path)}
 }
 
 // Restarts returns how many times the process was (re)started after the
 // first start.
-func (s *Supervisor) Restarts() int {
+func (s *Supervisor[C]) Restarts() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.restarts
 }
 
 // Running reports whether the plugin process is running.
-func (s *Supervisor) Running() bool {
+func (s *Supervisor[C]) Running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.client != nil && !s.client.Exited()
 }
 
-// Call runs fn with the plugin's client (what the Plugin's GRPCClient
-// returned) and a context bounded by the call timeout. It starts the
+// Call runs fn with the plugin's client and a context bounded by the call timeout. It starts the
 // process if it is not running and its backoff has passed, else returns an
 // error wrapping ErrUnavailable. If the process has exited, or fn fails
 // with a timeout (ErrTimeout) or a transport error, the process is killed
 // and a restart is scheduled with backoff. An error the plugin returned
 // itself is passed through and keeps the process.
-func (s *Supervisor) Call(ctx context.Context, fn func(ctx context.Context, client any) error) error {
+func (s *Supervisor[C]) Call(ctx context.Context, fn func(ctx context.Context, client C) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -192,21 +179,27 @@ func (s *Supervisor) Call(ctx context.Context, fn func(ctx context.Context, clie
 }
 
 // Close kills the plugin process; later calls fail with ErrUnavailable.
-func (s *Supervisor) Close() error {
+func (s *Supervisor[C]) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	if s.client != nil {
-		s.client.Kill()
-		s.client, s.raw = nil, nil
-	}
+	s.killLocked()
 	return nil
 }
 
-func (s *Supervisor) startLocked() error {
+// killLocked kills the process, if one runs.
+func (s *Supervisor[C]) killLocked() {
+	if s.client != nil {
+		s.client.Kill()
+		var zero C
+		s.client, s.raw = nil, zero
+	}
+}
+
+func (s *Supervisor[C]) startLocked() error {
 	c := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  Handshake,
-		Plugins:          plugin.PluginSet{s.cfg.Name: s.cfg.Plugin},
+		HandshakeConfig:  pluginpb.Handshake,
+		Plugins:          plugin.PluginSet{s.cfg.Name: &grpcPlugin{client: func(c *grpc.ClientConn) any { return s.newClient(c) }}},
 		Cmd:              exec.Command(s.cfg.Path, s.cfg.Args...),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     s.cfg.StartTimeout,
@@ -217,10 +210,15 @@ func (s *Supervisor) startLocked() error {
 		c.Kill()
 		return err
 	}
-	raw, err := rpc.Dispense(s.cfg.Name)
+	d, err := rpc.Dispense(s.cfg.Name)
 	if err != nil {
 		c.Kill()
 		return fmt.Errorf("dispense %s: %w", s.cfg.Name, err)
+	}
+	raw, ok := d.(C)
+	if !ok {
+		c.Kill()
+		return fmt.Errorf("dispense %s: got a %T", s.cfg.Name, d)
 	}
 	if s.started {
 		s.restarts++
@@ -232,11 +230,8 @@ func (s *Supervisor) startLocked() error {
 }
 
 // failLocked kills the process and schedules the next start.
-func (s *Supervisor) failLocked(why string) {
-	if s.client != nil {
-		s.client.Kill()
-		s.client, s.raw = nil, nil
-	}
+func (s *Supervisor[C]) failLocked(why string) {
+	s.killLocked()
 	s.failures++
 	d := restartDelay(s.cfg.MinBackoff, s.cfg.MaxBackoff, s.failures, s.cfg.Rand())
 	s.nextStart = s.cfg.Now().Add(d)
