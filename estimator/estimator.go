@@ -20,8 +20,9 @@ var (
 	// ErrUnknown is returned for a name no estimator is registered under.
 	ErrUnknown = errors.New("unknown estimator")
 	// ErrInvalidOption is returned for an option value that does not parse
-	// or is out of range.
-	ErrInvalidOption = errors.New("invalid estimator option")
+	// or is out of range (internal/registry.ErrInvalidOption, the one
+	// "invalid option" of estimators and QoS controllers).
+	ErrInvalidOption = registry.ErrInvalidOption
 	// ErrNotSupported is returned by a factory that cannot run on this host
 	// (internal/errdefs.ErrNotSupported, the one "not supported").
 	ErrNotSupported = errdefs.ErrNotSupported
@@ -78,114 +79,31 @@ func (e Explanation) String() string {
 // Options are an estimator's configuration, from agent flags
 // (--estimator-opt key=value) or a config file. Getters return errors
 // wrapping ErrInvalidOption.
-type Options map[string]string
-
-// Float returns key as a float, or def when unset.
-func (o Options) Float(key string, def float64) (float64, error) {
-	v, ok := o[key]
-	if !ok || v == "" {
-		return def, nil
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return 0, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption)
-	}
-	return f, nil
-}
-
-// Int returns key as an int, or def when unset.
-func (o Options) Int(key string, def int) (int, error) {
-	v, ok := o[key]
-	if !ok || v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption)
-	}
-	return n, nil
-}
-
-// Duration returns key as a time.Duration ("30s"), or def when unset.
-func (o Options) Duration(key string, def time.Duration) (time.Duration, error) {
-	v, ok := o[key]
-	if !ok || v == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption)
-	}
-	return d, nil
-}
-
-// Bool returns key as a bool, or def when unset.
-func (o Options) Bool(key string, def bool) (bool, error) {
-	v, ok := o[key]
-	if !ok || v == "" {
-		return def, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption)
-	}
-	return b, nil
-}
-
-// optionReader reads several options and keeps the first error, so a
-// factory reads them all and checks once.
-type optionReader struct {
-	o   Options
-	err error
-}
-
-func (r *optionReader) keep(err error) {
-	if r.err == nil {
-		r.err = err
-	}
-}
-
-func (r *optionReader) float(key string, def float64) float64 {
-	v, err := r.o.Float(key, def)
-	r.keep(err)
-	return v
-}
-
-func (r *optionReader) int(key string, def int) int {
-	v, err := r.o.Int(key, def)
-	r.keep(err)
-	return v
-}
-
-func (r *optionReader) duration(key string, def time.Duration) time.Duration {
-	v, err := r.o.Duration(key, def)
-	r.keep(err)
-	return v
-}
-
-func (r *optionReader) bool(key string, def bool) bool {
-	v, err := r.o.Bool(key, def)
-	r.keep(err)
-	return v
-}
+type Options = registry.Options
 
 // ParseOptions parses "k=v" pairs (repeated flags) into Options.
-func ParseOptions(kvs []string) (Options, error) {
-	o, err := registry.ParseOptions(kvs, ErrInvalidOption)
-	return Options(o), err
-}
+func ParseOptions(kvs []string) (Options, error) { return registry.ParseOptions(kvs) }
 
 // Factory builds an estimator from its options. log is already named.
-type Factory func(opts Options, log *slog.Logger) (Estimator, error)
+type Factory = registry.Factory[Estimator]
 
-// Registry maps names to estimator factories. Build it in cmd; safe for
-// concurrent use.
-type Registry struct {
-	r *registry.Registry[Factory]
-}
+// Registry maps names to estimator factories (internal/registry's one
+// registry type). Build it in cmd with NewRegistry; safe for concurrent
+// use. Register panics on a nil factory or an empty, duplicate or
+// "plugin:" name; New returns an error wrapping ErrUnknown for a name
+// nothing is registered under.
+type Registry = registry.Registry[Estimator]
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{r: registry.New[Factory]("estimator")} }
+func NewRegistry() *Registry {
+	return registry.New(registry.Kind[Estimator]{
+		Name: "estimator", Component: "estimator", Key: "estimator", Unknown: ErrUnknown,
+		Plugin: func(p registry.PluginOptions, log *slog.Logger) Estimator {
+			return NewPlugin(p.Path, PluginConfig{Args: p.Args, Timeout: p.Timeout, StartTimeout: p.StartTimeout,
+				MinBackoff: p.MinBackoff, MaxBackoff: p.MaxBackoff, History: p.History}, log)
+		},
+	})
+}
 
 // RegisterBuiltins registers noop, fixed, usage and idle on r.
 func RegisterBuiltins(r *Registry) {
@@ -195,52 +113,13 @@ func RegisterBuiltins(r *Registry) {
 	r.Register("idle", NewIdle)
 }
 
-// Register adds f under name. It panics on an empty or duplicate name or a
-// name starting with "plugin:" (a programming error in cmd).
-func (r *Registry) Register(name string, f Factory) {
-	if f == nil {
-		panic("estimator: Register with a nil factory")
-	}
-	r.r.Register(name, f)
-}
-
-// Names returns the registered names, sorted.
-func (r *Registry) Names() []string { return r.r.Names() }
-
-// New builds the estimator registered as name; ErrUnknown if none.
-func (r *Registry) New(name string, opts Options, log *slog.Logger) (Estimator, error) {
-	f, ok := r.r.Lookup(name)
-	if !ok {
-		return nil, fmt.Errorf("new estimator %q (have %s): %w", name, strings.Join(r.Names(), ", "), ErrUnknown)
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	e, err := f(opts, log.With("component", "estimator", "estimator", name))
-	if err != nil {
-		return nil, fmt.Errorf("new estimator %q: %w", name, err)
-	}
-	return e, nil
-}
-
 // Open builds the estimator named by spec, the value of --estimator: a
 // registered name ("usage") or "plugin:/path/to/bin [args…]" for an
 // out-of-process plugin (options are then passed as plugin options:
-// timeout, min-backoff, max-backoff, history). The caller closes the
-// result if it implements io.Closer (plugins do).
+// timeout, start-timeout, min-backoff, max-backoff, history). The caller
+// closes the result if it implements io.Closer (plugins do).
 func Open(r *Registry, spec string, opts Options, log *slog.Logger) (Estimator, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if p, ok, err := registry.ParsePlugin(spec, opts, ErrInvalidOption); ok {
-		if err != nil {
-			return nil, fmt.Errorf("open estimator %q: %w", spec, err)
-		}
-		cfg := PluginConfig{Args: p.Args, Timeout: p.Timeout, StartTimeout: p.StartTimeout,
-			MinBackoff: p.MinBackoff, MaxBackoff: p.MaxBackoff, History: p.History}
-		return NewPlugin(p.Path, cfg, log.With("component", "estimator", "estimator", spec)), nil
-	}
-	return r.New(spec, opts, log)
+	return r.Open(spec, opts, log)
 }
 
 // revocable returns cpus and mem (MiB) as revocable resources.

@@ -57,20 +57,20 @@ var _ Estimator = (*Idle)(nil)
 // margin, cap, mem-margin, mem-cap (fractions), min-samples,
 // unallocated, memory (bools).
 func NewIdle(opts Options, _ *slog.Logger) (Estimator, error) {
-	r := optionReader{o: opts}
+	r := opts.Reader()
 	c := IdleConfig{
-		Window:      r.duration("window", 5*time.Minute),
-		HalfLife:    r.duration("half-life", 30*time.Second),
-		Margin:      r.float("margin", 0.1),
-		Cap:         r.float("cap", 1),
-		MemMargin:   r.float("mem-margin", 0.1),
-		MemCap:      r.float("mem-cap", 1),
-		MinSamples:  r.int("min-samples", 10),
-		Unallocated: r.bool("unallocated", true),
-		Memory:      r.bool("memory", true),
+		Window:      r.Duration("window", 5*time.Minute),
+		HalfLife:    r.Duration("half-life", 30*time.Second),
+		Margin:      r.Float("margin", 0.1),
+		Cap:         r.Float("cap", 1),
+		MemMargin:   r.Float("mem-margin", 0.1),
+		MemCap:      r.Float("mem-cap", 1),
+		MinSamples:  r.Int("min-samples", 10),
+		Unallocated: r.Bool("unallocated", true),
+		Memory:      r.Bool("memory", true),
 	}
-	if r.err != nil {
-		return nil, fmt.Errorf("idle estimator: %w", r.err)
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("idle estimator: %w", err)
 	}
 	return NewIdleWith(c)
 }

@@ -48,19 +48,19 @@ var _ Estimator = (*Usage)(nil)
 // mem-percentile (0–100), margin, cap (fractions 0–1), min-samples,
 // recent (samples; 0 disables), memory (bool).
 func NewUsage(opts Options, _ *slog.Logger) (Estimator, error) {
-	r := optionReader{o: opts}
+	r := opts.Reader()
 	c := UsageConfig{
-		Window:        r.duration("window", 5*time.Minute),
-		Percentile:    r.float("percentile", 95),
-		MemPercentile: r.float("mem-percentile", 100),
-		Margin:        r.float("margin", 0.1),
-		Cap:           r.float("cap", 0.5),
-		MinSamples:    r.int("min-samples", 10),
-		Recent:        r.int("recent", 3),
-		Memory:        r.bool("memory", true),
+		Window:        r.Duration("window", 5*time.Minute),
+		Percentile:    r.Float("percentile", 95),
+		MemPercentile: r.Float("mem-percentile", 100),
+		Margin:        r.Float("margin", 0.1),
+		Cap:           r.Float("cap", 0.5),
+		MinSamples:    r.Int("min-samples", 10),
+		Recent:        r.Int("recent", 3),
+		Memory:        r.Bool("memory", true),
 	}
-	if r.err != nil {
-		return nil, fmt.Errorf("usage estimator: %w", r.err)
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("usage estimator: %w", err)
 	}
 	return NewUsageWith(c)
 }

@@ -5,15 +5,16 @@
 // CONTAINER_PREEMPTED). Every correction names the signal that triggered
 // it.
 //
-// It owns: the Controller contract, the Registry of factories, the
+// It owns: the Controller contract, the Registry of factories
+// (internal/registry's Registry[Controller]), the
 // built-ins (noop, load, interference), the Applier that applies
 // corrections through an Actuator the agent provides and keeps the set of
 // corrections in force (the estimator's Guard reads it: no new revocable
 // offers while any is in force, a slow start's apart), the agent's loop (Run: every second, on
 // every monitor notification, and soon again while a controller has a
 // degradation to confirm — the optional Pender interface), and the
-// out-of-process plugin host and serve side (hashicorp/go-plugin over
-// gRPC, protocol in package pluginpb).
+// out-of-process plugin's client and serve side (hashicorp/go-plugin over
+// gRPC, run by internal/pluginhost, protocol in package pluginpb).
 //
 // The interference controller learns baselines from the victims' busy
 // samples only (medians, a stable warm-up, or an absolute slo-p99),
@@ -28,8 +29,10 @@
 //
 // Sentinels: ErrUnknown (no controller registered under a name),
 // ErrInvalidOption (a bad option value), ErrNotSupported. Plugin calls
-// also return errors wrapping pluginpb.ErrUnavailable or
-// pluginpb.ErrTimeout.
+// also return errors wrapping pluginhost.ErrUnavailable or
+// pluginhost.ErrTimeout (internal/pluginhost).
 //
-// ErrNotSupported is an alias of internal/errdefs.ErrNotSupported.
+// ErrNotSupported is an alias of internal/errdefs.ErrNotSupported,
+// ErrInvalidOption of internal/registry.ErrInvalidOption (one sentinel for
+// estimators and QoS controllers).
 package qos

@@ -2,7 +2,6 @@ package qos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -333,45 +332,45 @@ var levelNames = [...]string{LevelNone: "none", LevelThrottle: "throttle", Level
 // kill-after, improvement, active-cpu, active-stall, be-cpu-idle, slow-start, and
 // floor-<signal> (e.g. floor-runqueue-p99=0.002).
 func NewInterference(opts Options, log *slog.Logger) (Controller, error) {
-	var errs []error
+	r := opts.Reader()
 	if _, ok := opts["alpha"]; ok {
-		errs = append(errs, fmt.Errorf("option alpha: removed, the baseline is the median of baseline-window quiet busy samples: %w", ErrInvalidOption))
+		r.Fail(fmt.Errorf("option alpha: removed, the baseline is the median of baseline-window quiet busy samples: %w", ErrInvalidOption))
 	}
 	c := InterferenceConfig{
-		EnterFactor:       opts.float("enter-factor", 2, &errs),
-		ExitFactor:        opts.float("exit-factor", 1.3, &errs),
-		SLOP99:            opts.duration("slo-p99", 0, &errs),
-		SLOExit:           opts.float("slo-exit", 0.8, &errs),
-		Warmup:            opts.int("warmup", 20, &errs),
-		Stable:            opts.float("stable", 1.5, &errs),
-		BaselineWindow:    opts.int("baseline-window", 60, &errs),
-		BusyCPU:           opts.float("busy-cpu", 0.05, &errs),
-		Cooldown:          opts.duration("cooldown", 2*time.Second, &errs),
-		RecoverAfter:      opts.duration("recover-after", 10*time.Second, &errs),
-		MaxReadmit:        opts.duration("max-readmit", 0, &errs),
-		ThrottleFraction:  opts.float("throttle-fraction", 0.2, &errs),
-		MinQuota:          int64(opts.int("min-quota", 10, &errs)),
-		IOThrottle:        int64(opts.float("io-throttle", 0, &errs)),
-		Persist:           opts.int("persist", 2, &errs),
-		Severe:            opts.float("severe", 5, &errs),
-		FreezeHold:        opts.duration("freeze-hold", 5*time.Second, &errs),
-		NoiseHold:         opts.duration("noise-hold", time.Minute, &errs),
-		Relief:            opts.float("relief", 0.5, &errs),
-		KillAfter:         opts.int("kill-after", 3, &errs),
-		Improvement:       opts.float("improvement", 0.2, &errs),
-		ActiveCPU:         opts.float("active-cpu", 0.05, &errs),
-		ActiveStall:       opts.float("active-stall", 0.05, &errs),
-		BestEffortCPUIdle: opts.bool("be-cpu-idle", true, &errs),
-		SlowStart:         opts.duration("slow-start", 0, &errs),
+		EnterFactor:       r.Float("enter-factor", 2),
+		ExitFactor:        r.Float("exit-factor", 1.3),
+		SLOP99:            r.Duration("slo-p99", 0),
+		SLOExit:           r.Float("slo-exit", 0.8),
+		Warmup:            r.Int("warmup", 20),
+		Stable:            r.Float("stable", 1.5),
+		BaselineWindow:    r.Int("baseline-window", 60),
+		BusyCPU:           r.Float("busy-cpu", 0.05),
+		Cooldown:          r.Duration("cooldown", 2*time.Second),
+		RecoverAfter:      r.Duration("recover-after", 10*time.Second),
+		MaxReadmit:        r.Duration("max-readmit", 0),
+		ThrottleFraction:  r.Float("throttle-fraction", 0.2),
+		MinQuota:          int64(r.Int("min-quota", 10)),
+		IOThrottle:        int64(r.Float("io-throttle", 0)),
+		Persist:           r.Int("persist", 2),
+		Severe:            r.Float("severe", 5),
+		FreezeHold:        r.Duration("freeze-hold", 5*time.Second),
+		NoiseHold:         r.Duration("noise-hold", time.Minute),
+		Relief:            r.Float("relief", 0.5),
+		KillAfter:         r.Int("kill-after", 3),
+		Improvement:       r.Float("improvement", 0.2),
+		ActiveCPU:         r.Float("active-cpu", 0.05),
+		ActiveStall:       r.Float("active-stall", 0.05),
+		BestEffortCPUIdle: r.Bool("be-cpu-idle", true),
+		SlowStart:         r.Duration("slow-start", 0),
 		Floors:            map[string]float64{},
 	}
 	for s, f := range DefaultFloors {
-		c.Floors[s] = opts.float("floor-"+s, f, &errs)
+		c.Floors[s] = r.Float("floor-"+s, f)
 	}
 	if _, ok := opts["max-readmit"]; !ok {
 		c.MaxReadmit = max(5*time.Minute, c.RecoverAfter)
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("interference controller: %w", err)
 	}
 	ic, err := NewInterferenceWith(c)

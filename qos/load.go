@@ -2,7 +2,6 @@ package qos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -54,17 +53,17 @@ var _ Controller = (*Load)(nil)
 // NewLoad is the load factory. Options: psi (fraction), load1, load5,
 // load15 (thresholds), cooldown, grace (durations), active-cpu (cpus).
 func NewLoad(opts Options, _ *slog.Logger) (Controller, error) {
-	var errs []error
+	r := opts.Reader()
 	c := LoadConfig{
-		PSI:       opts.float("psi", 0.5, &errs),
-		Load1:     opts.float("load1", 0, &errs),
-		Load5:     opts.float("load5", 0, &errs),
-		Load15:    opts.float("load15", 0, &errs),
-		Cooldown:  opts.duration("cooldown", 15*time.Second, &errs),
-		Grace:     opts.duration("grace", time.Minute, &errs),
-		ActiveCPU: opts.float("active-cpu", 0.05, &errs),
+		PSI:       r.Float("psi", 0.5),
+		Load1:     r.Float("load1", 0),
+		Load5:     r.Float("load5", 0),
+		Load15:    r.Float("load15", 0),
+		Cooldown:  r.Duration("cooldown", 15*time.Second),
+		Grace:     r.Duration("grace", time.Minute),
+		ActiveCPU: r.Float("active-cpu", 0.05),
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("load controller: %w", err)
 	}
 	if c.PSI < 0 || c.PSI > 1 || c.Load1 < 0 || c.Load5 < 0 || c.Load15 < 0 || c.ActiveCPU < 0 {

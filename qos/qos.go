@@ -20,8 +20,9 @@ var (
 	// ErrUnknown is returned for a name no controller is registered under.
 	ErrUnknown = errors.New("unknown qos controller")
 	// ErrInvalidOption is returned for an option value that does not parse
-	// or is out of range.
-	ErrInvalidOption = errors.New("invalid qos option")
+	// or is out of range (internal/registry.ErrInvalidOption, the one
+	// "invalid option" of estimators and QoS controllers).
+	ErrInvalidOption = registry.ErrInvalidOption
 	// ErrNotSupported is returned by a factory that cannot run on this host
 	// (internal/errdefs.ErrNotSupported, the one "not supported").
 	ErrNotSupported = errdefs.ErrNotSupported
@@ -137,73 +138,31 @@ func (c Correction) String() string {
 // Options are a controller's configuration, from agent flags
 // (--qos-opt key=value) or a config file. Getters return errors wrapping
 // ErrInvalidOption.
-type Options map[string]string
-
-func (o Options) float(key string, def float64, errs *[]error) float64 {
-	v, ok := o[key]
-	if !ok || v == "" {
-		return def
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		*errs = append(*errs, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption))
-	}
-	return f
-}
-
-func (o Options) int(key string, def int, errs *[]error) int {
-	v, ok := o[key]
-	if !ok || v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		*errs = append(*errs, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption))
-	}
-	return n
-}
-
-func (o Options) bool(key string, def bool, errs *[]error) bool {
-	v, ok := o[key]
-	if !ok || v == "" {
-		return def
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		*errs = append(*errs, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption))
-	}
-	return b
-}
-
-func (o Options) duration(key string, def time.Duration, errs *[]error) time.Duration {
-	v, ok := o[key]
-	if !ok || v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		*errs = append(*errs, fmt.Errorf("option %s=%q: %w", key, v, ErrInvalidOption))
-	}
-	return d
-}
+type Options = registry.Options
 
 // ParseOptions parses "k=v" pairs (repeated flags) into Options.
-func ParseOptions(kvs []string) (Options, error) {
-	o, err := registry.ParseOptions(kvs, ErrInvalidOption)
-	return Options(o), err
-}
+func ParseOptions(kvs []string) (Options, error) { return registry.ParseOptions(kvs) }
 
 // Factory builds a controller from its options. log is already named.
-type Factory func(opts Options, log *slog.Logger) (Controller, error)
+type Factory = registry.Factory[Controller]
 
-// Registry maps names to controller factories. Build it in cmd; safe for
-// concurrent use.
-type Registry struct {
-	r *registry.Registry[Factory]
-}
+// Registry maps names to controller factories (internal/registry's one
+// registry type). Build it in cmd with NewRegistry; safe for concurrent
+// use. Register panics on a nil factory or an empty, duplicate or
+// "plugin:" name; New returns an error wrapping ErrUnknown for a name
+// nothing is registered under.
+type Registry = registry.Registry[Controller]
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{r: registry.New[Factory]("qos")} }
+func NewRegistry() *Registry {
+	return registry.New(registry.Kind[Controller]{
+		Name: "qos controller", Component: "qos", Key: "controller", Unknown: ErrUnknown,
+		Plugin: func(p registry.PluginOptions, log *slog.Logger) Controller {
+			return NewPlugin(p.Path, PluginConfig{Args: p.Args, Timeout: p.Timeout, StartTimeout: p.StartTimeout,
+				MinBackoff: p.MinBackoff, MaxBackoff: p.MaxBackoff, History: p.History}, log)
+		},
+	})
+}
 
 // RegisterBuiltins registers noop, load and interference on r.
 func RegisterBuiltins(r *Registry) {
@@ -212,52 +171,13 @@ func RegisterBuiltins(r *Registry) {
 	r.Register("interference", NewInterference)
 }
 
-// Register adds f under name. It panics on an empty or duplicate name or a
-// name starting with "plugin:".
-func (r *Registry) Register(name string, f Factory) {
-	if f == nil {
-		panic("qos: Register with a nil factory")
-	}
-	r.r.Register(name, f)
-}
-
-// Names returns the registered names, sorted.
-func (r *Registry) Names() []string { return r.r.Names() }
-
-// New builds the controller registered as name; ErrUnknown if none.
-func (r *Registry) New(name string, opts Options, log *slog.Logger) (Controller, error) {
-	f, ok := r.r.Lookup(name)
-	if !ok {
-		return nil, fmt.Errorf("new qos controller %q (have %s): %w", name, strings.Join(r.Names(), ", "), ErrUnknown)
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	c, err := f(opts, log.With("component", "qos", "controller", name))
-	if err != nil {
-		return nil, fmt.Errorf("new qos controller %q: %w", name, err)
-	}
-	return c, nil
-}
-
 // Open builds the controller named by spec, the value of --qos: a
 // registered name ("interference") or "plugin:/path/to/bin [args…]" for an
 // out-of-process plugin (options are then plugin options: timeout,
 // start-timeout, min-backoff, max-backoff, history). The caller closes
 // the result if it implements io.Closer (plugins do).
 func Open(r *Registry, spec string, opts Options, log *slog.Logger) (Controller, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if p, ok, err := registry.ParsePlugin(spec, opts, ErrInvalidOption); ok {
-		if err != nil {
-			return nil, fmt.Errorf("open qos controller %q: %w", spec, err)
-		}
-		cfg := PluginConfig{Args: p.Args, Timeout: p.Timeout, StartTimeout: p.StartTimeout,
-			MinBackoff: p.MinBackoff, MaxBackoff: p.MaxBackoff, History: p.History}
-		return NewPlugin(p.Path, cfg, log.With("component", "qos", "controller", spec)), nil
-	}
-	return r.New(spec, opts, log)
+	return r.Open(spec, opts, log)
 }
 
 // Fallback wraps c so that an error is answered with no corrections
