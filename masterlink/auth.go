@@ -2,11 +2,10 @@ package masterlink
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"sync/atomic"
 
-	"google.golang.org/grpc/credentials"
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 )
 
 // ErrRejected: the master refused the agent's first registration as
@@ -48,29 +47,7 @@ type rotatingAuth struct {
 }
 
 func (r rotatingAuth) GetRequestMetadata(ctx context.Context, uri ...string) (map[string]string, error) {
-	return BasicCredentials(r.principal, r.secret.Get()).GetRequestMetadata(ctx, uri...)
+	return pb.BasicCredentials(r.principal, r.secret.Get()).GetRequestMetadata(ctx, uri...)
 }
 
 func (rotatingAuth) RequireTransportSecurity() bool { return false }
-
-// BasicCredentials returns per-RPC credentials that send
-// "authorization: Basic base64(principal:secret)" with every call, as
-// the master's agent and framework authentication expects. They do not
-// require transport security: without TLS the secret crosses the network
-// in clear text.
-func BasicCredentials(principal, secret string) credentials.PerRPCCredentials {
-	return basicAuth{header: "Basic " + base64.StdEncoding.EncodeToString([]byte(principal+":"+secret))}
-}
-
-// basicAuth is BasicCredentials.
-type basicAuth struct{ header string }
-
-// GetRequestMetadata implements credentials.PerRPCCredentials.
-func (b basicAuth) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": b.header}, nil
-}
-
-// RequireTransportSecurity implements credentials.PerRPCCredentials:
-// false, since the master serves TLS only when its operator gives it a
-// certificate (brim master --tls-cert).
-func (basicAuth) RequireTransportSecurity() bool { return false }

@@ -165,7 +165,7 @@ type Options struct {
 	KeepaliveTime, KeepaliveTimeout time.Duration
 	// Principal and Secret authenticate the agent to a master that
 	// authenticates agents: every stream carries the per-RPC credentials
-	// "authorization: Basic base64(principal:secret)" (BasicCredentials).
+	// "authorization: Basic base64(principal:secret)" (masterlinkpb.BasicCredentials).
 	// The dial is without TLS unless DialOptions add it: the secret then
 	// crosses the network in clear text. Empty Principal: none sent.
 	// Each stream reads Secret when it opens, so a new secret (Set) is

@@ -23,7 +23,7 @@
 // the pings.
 //
 // With Options.Principal and Secret every stream carries per-RPC
-// credentials (BasicCredentials) for a master that authenticates agents;
+// credentials (masterlinkpb.BasicCredentials) for a master that authenticates agents;
 // a first registration the master refuses ends Run with ErrRejected, a
 // later one is retried after ReconnectMax.
 //

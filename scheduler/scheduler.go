@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/brimnode/brim/masterlink"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
@@ -106,7 +105,7 @@ func New(opts Options) (*Driver, error) {
 		if strings.Contains(opts.Principal, ":") {
 			return nil, fmt.Errorf("new scheduler: principal %q: must not contain ':'", opts.Principal)
 		}
-		dial = append(dial, grpc.WithPerRPCCredentials(masterlink.BasicCredentials(opts.Principal, opts.Secret)))
+		dial = append(dial, grpc.WithPerRPCCredentials(pb.BasicCredentials(opts.Principal, opts.Secret)))
 	}
 	// gRPC's own reconnect backoff grows to 2 minutes; Run retries every
 	// few seconds and needs the channel to try as often.

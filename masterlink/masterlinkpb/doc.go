@@ -1,8 +1,9 @@
 // Package masterlinkpb holds the protobuf definitions of masterlink.proto
 // and the Go code protoc generates from it (committed; `make generate`
 // rebuilds it): the agent↔master stream (AgentLink) and the framework API
-// (Scheduler), and the status reasons and TaskState.Terminal both sides
-// share (reasons.go). It
+// (Scheduler), the status reasons and TaskState.Terminal both sides
+// share (reasons.go), and the per-RPC credentials agents and frameworks
+// present (BasicCredentials, auth.go). It
 // owns the wire format only; package masterlink and package master
 // implement the two sides, package scheduler the framework SDK.
 package masterlinkpb
