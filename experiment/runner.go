@@ -26,7 +26,6 @@ import (
 
 	"github.com/brimnode/brim/agent/agentclient"
 	"github.com/brimnode/brim/agent/agentpb"
-	"github.com/brimnode/brim/executor"
 	"github.com/brimnode/brim/internal/atomicfile"
 	"github.com/brimnode/brim/internal/cgtree"
 	"github.com/brimnode/brim/qos"
@@ -40,11 +39,16 @@ import (
 // measured phase.
 const gateFIFO = ".brim-experiment-gate"
 
+// sandboxDir is where a container sees its sandbox: the agent's contract
+// with every task (executor.SandboxMountPoint, which a test holds equal;
+// experiment reaches agents over their API and links no shim code).
+const sandboxDir = "/mnt/sandbox"
+
 // gateScript runs the antagonist's command ("$@") once the gate opens;
 // it exits 97 if it cannot make the gate (never starting early).
 // A read that ends without a line (someone opened and closed the pipe)
 // waits again.
-var gateScript = fmt.Sprintf(`g=%s/%s; mkfifo "$g" || exit 97; until read -r _ < "$g"; do :; done; exec "$@"`, executor.SandboxMountPoint, gateFIFO)
+var gateScript = fmt.Sprintf(`g=%s/%s; mkfifo "$g" || exit 97; until read -r _ < "$g"; do :; done; exec "$@"`, sandboxDir, gateFIFO)
 
 // ErrResultsExist is wrapped by Run when Out already holds something.
 var ErrResultsExist = errors.New("results directory in use")
