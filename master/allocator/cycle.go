@@ -153,15 +153,9 @@ func (a *Allocator) openFor(ag *agent, r *role) bool {
 // unreserved pool is gone; then reservations, straight to their roles;
 // then (stage 2) what is left of the revocable pool, to capable clients in
 // the same order. The order is fixed for the agent, as in Mesos; keys of
-// the clients and roles served move afterwards.
+// the clients and roles served move afterwards (settle).
 func (a *Allocator) allocateAgent(ag *agent, stage int, mark uint64, rh *minHeap) {
-	anyReserved := false
-	for i := 2; i < len(ag.pools); i++ {
-		if a.min.allocatable(&ag.pools[i].free) {
-			anyReserved = true
-			break
-		}
-	}
+	anyReserved := a.reservedOpen(ag)
 	if !anyReserved && !a.unresOpen(ag) && (stage == 1 || !a.revOpen(ag)) {
 		return
 	}
@@ -169,12 +163,7 @@ func (a *Allocator) allocateAgent(ag *agent, stage int, mark uint64, rh *minHeap
 		a.idleSkips++
 		return // every framework passed on it last time, and nothing changed
 	}
-	a.epoch++
-	ep := a.epoch
-	a.filterUntil = time.Time{}
-	a.stashR, a.stashC = a.stashR[:0], a.stashC[:0]
-	a.stashCapR, a.stashCap = a.stashCapR[:0], a.stashCap[:0]
-	a.touchedR, a.touchedC = a.touchedR[:0], a.touchedC[:0]
+	ep := a.beginAgent()
 	for rh.len() > 0 && a.unresOpen(ag) {
 		re := rh.pop()
 		a.stashR = append(a.stashR, re)
@@ -183,48 +172,94 @@ func (a *Allocator) allocateAgent(ag *agent, stage int, mark uint64, rh *minHeap
 		a.serveRole(ag, r, stage, ep)
 	}
 	if anyReserved {
-		for i := 2; i < len(ag.pools); i++ {
-			p := &ag.pools[i]
-			r := a.roles[p.key.role]
-			if r.visited == ep || !a.min.allocatable(&p.free) || r.clients.len() == 0 || (stage == 1 && r.inStage != mark) {
-				continue
-			}
-			r.visited = ep
-			a.serveRole(ag, r, stage, ep)
-		}
+		a.serveReservations(ag, stage, mark, ep)
 	}
 	if stage == 2 {
-		for a.capRoleHeap.len() > 0 && a.revOpen(ag) {
-			re := a.capRoleHeap.pop()
-			a.stashCapR = append(a.stashCapR, re)
-			r := a.roles[re.id]
-			h := &r.capClients
-			for h.len() > 0 && a.revOpen(ag) {
-				ce := h.pop()
-				a.stashCap = append(a.stashCap, ce)
-				if c := a.clients[ce.id]; c.visited != ep {
-					c.visited = ep
-					a.tryOffer(ag, c, r, stage, ep)
+		a.serveRevocable(ag, ep)
+	}
+	if len(a.touchedC) == 0 && !a.anyQuota && !a.noIdle {
+		a.markIdle(ag)
+	}
+	a.settle(stage, ep, rh)
+}
+
+// reservedOpen reports whether a reservation pool of ag still holds
+// something allocatable.
+func (a *Allocator) reservedOpen(ag *agent) bool {
+	for i := 2; i < len(ag.pools); i++ {
+		if a.min.allocatable(&ag.pools[i].free) {
+			return true
+		}
+	}
+	return false
+}
+
+// beginAgent starts the visit of one agent: a new epoch (what was
+// visited and touched on it) and empty stashes.
+func (a *Allocator) beginAgent() uint64 {
+	a.epoch++
+	a.filterUntil = time.Time{}
+	a.stashR, a.stashC = a.stashR[:0], a.stashC[:0]
+	a.stashCapR, a.stashCap = a.stashCapR[:0], a.stashCap[:0]
+	a.touchedR, a.touchedC = a.touchedR[:0], a.touchedC[:0]
+	return a.epoch
+}
+
+// serveReservations offers ag's reservations to their roles not served
+// yet on it (in stage 1 only the roles in the stage).
+func (a *Allocator) serveReservations(ag *agent, stage int, mark uint64, ep uint64) {
+	for i := 2; i < len(ag.pools); i++ {
+		p := &ag.pools[i]
+		r := a.roles[p.key.role]
+		if r.visited == ep || !a.min.allocatable(&p.free) || r.clients.len() == 0 || (stage == 1 && r.inStage != mark) {
+			continue
+		}
+		r.visited = ep
+		a.serveRole(ag, r, stage, ep)
+	}
+}
+
+// serveRevocable offers what is left of ag's revocable pool to the
+// revocable-capable clients, roles and clients in sorter order.
+func (a *Allocator) serveRevocable(ag *agent, ep uint64) {
+	var p offerPlan
+	for a.capRoleHeap.len() > 0 && a.revOpen(ag) {
+		re := a.capRoleHeap.pop()
+		a.stashCapR = append(a.stashCapR, re)
+		r := a.roles[re.id]
+		h := &r.capClients
+		for h.len() > 0 && a.revOpen(ag) {
+			ce := h.pop()
+			a.stashCap = append(a.stashCap, ce)
+			if c := a.clients[ce.id]; c.visited != ep {
+				c.visited = ep
+				if a.planOffer(ag, c, r, 2, &p) {
+					a.applyOffer(ag, c, r, ep, &p)
 				}
 			}
 		}
 	}
-	if len(a.touchedC) == 0 && !a.anyQuota && !a.noIdle {
-		// Nobody took anything: every active client was tried on every
-		// open pool and refused it (filter, whitelist, minimum free,
-		// size). Until a filter expires, the agent's free resources
-		// change or the set of frameworks does, the answer is the same,
-		// so later cycles skip the agent (the classic all-frameworks-
-		// decline case stays O(agents)). Quota is excluded: headroom
-		// depends on other agents.
-		ag.idle, ag.idleGen = true, a.gen
-		ag.idleUntil = a.filterUntil
-		if ag.idleUntil.IsZero() {
-			ag.idleUntil = a.now.Add(100 * 365 * 24 * time.Hour)
-		}
+}
+
+// markIdle: nobody took anything on ag. Every active client was tried on
+// every open pool and refused it (filter, whitelist, minimum free, size).
+// Until a filter expires, the agent's free resources change or the set of
+// frameworks does, the answer is the same, so later cycles skip the agent
+// (the classic all-frameworks-decline case stays O(agents)). Quota is
+// excluded by the caller: headroom depends on other agents.
+func (a *Allocator) markIdle(ag *agent) {
+	ag.idle, ag.idleGen = true, a.gen
+	ag.idleUntil = a.filterUntil
+	if ag.idleUntil.IsZero() {
+		ag.idleUntil = a.now.Add(100 * 365 * 24 * time.Hour)
 	}
-	// New keys for whoever was served, then everything popped goes back
-	// and the served ones are repositioned in the heaps they stayed in.
+}
+
+// settle ends the visit of an agent: new keys for whoever was served,
+// then everything popped goes back (a role whose stage-1 guarantee is
+// now met leaves stage 1) and the served ones are repositioned in the
+// heaps they stayed in.
+func (a *Allocator) settle(stage int, ep uint64, rh *minHeap) {
 	for _, c := range a.touchedC {
 		a.nextClientKey(a.clients[c])
 	}
@@ -254,6 +289,12 @@ func (a *Allocator) allocateAgent(ag *agent, stage int, mark uint64, rh *minHeap
 		re.key = a.roles[re.id].key
 		a.capRoleHeap.push(re)
 	}
+	a.refix(rh)
+}
+
+// refix repositions the clients and roles served on the agent in the
+// heaps they stayed in (their keys moved).
+func (a *Allocator) refix(rh *minHeap) {
 	for _, ci := range a.touchedC {
 		c := a.clients[ci]
 		r := a.roles[c.role]
@@ -276,12 +317,15 @@ func (a *Allocator) allocateAgent(ag *agent, stage int, mark uint64, rh *minHeap
 
 func (a *Allocator) serveRole(ag *agent, r *role, stage int, ep uint64) {
 	h := &r.clients
+	var p offerPlan
 	for h.len() > 0 && a.openFor(ag, r) {
 		ce := h.pop()
 		a.stashC = append(a.stashC, ce)
 		c := a.clients[ce.id]
 		c.visited = ep
-		a.tryOffer(ag, c, r, stage, ep)
+		if a.planOffer(ag, c, r, stage, &p) {
+			a.applyOffer(ag, c, r, ep, &p)
+		}
 	}
 }
 
@@ -313,74 +357,90 @@ func (a *Allocator) clipUnres(un *vec, r *role, stage int) {
 	}
 }
 
-func (a *Allocator) tryOffer(ag *agent, c *client, r *role, stage int, ep uint64) {
+// offerPlan is what one client may take from one agent now: the
+// unreserved (clipped by quota), revocable and reserved amounts.
+type offerPlan struct {
+	un, rev, resv vec
+	hasResv       bool
+}
+
+// planOffer fills p (whatever it held) with what client c of role r may
+// take from ag now and reports whether it is an offer (applyOffer gives
+// it): allowed by the framework's whitelist, allocatable, at least the
+// framework's minimum, and not refused by one of c's filters (an expired
+// filter is dropped; an unexpired one that refuses moves filterUntil,
+// when the agent may be worth a visit again).
+func (a *Allocator) planOffer(ag *agent, c *client, r *role, stage int, p *offerPlan) bool {
 	f := c.fw
 	if f.whitelist != nil {
 		if _, ok := f.whitelist[ag.id]; !ok {
-			return
+			return false
 		}
 	}
-	un := ag.pools[0].free
+	*p = offerPlan{un: ag.pools[0].free}
 	if a.anyQuota {
-		a.clipUnres(&un, r, stage)
+		a.clipUnres(&p.un, r, stage)
 	}
-	var rev, resv vec
 	if f.revocable {
-		rev = ag.pools[1].free
+		p.rev = ag.pools[1].free
 	}
-	hasResv := false
 	for i := 2; i < len(ag.pools); i++ {
-		if p := &ag.pools[i]; p.key.role == r.idx {
-			resv.add(&p.free)
-			hasResv = true
+		if q := &ag.pools[i]; q.key.role == r.idx {
+			p.resv.add(&q.free)
+			p.hasResv = true
 		}
 	}
-	tot := un
-	tot.add(&rev)
-	tot.add(&resv)
-	if !a.min.allocatable(&tot) {
-		return
+	tot := p.un
+	tot.add(&p.rev)
+	tot.add(&p.resv)
+	if !a.min.allocatable(&tot) || (f.hasMin && !f.minFree.le(&tot)) {
+		return false
 	}
-	if f.hasMin && !f.minFree.le(&tot) {
-		return
+	return c.filters == nil || !a.filtered(ag, c, p)
+}
+
+// filtered reports whether one of c's filters (c.filters is not nil)
+// refuses p on ag.
+func (a *Allocator) filtered(ag *agent, c *client, p *offerPlan) bool {
+	flt, ok := c.filters[ag.idx]
+	if !ok {
+		return false
 	}
-	if c.filters != nil {
-		if flt, ok := c.filters[ag.idx]; ok {
-			if !a.now.Before(flt.until) {
-				delete(c.filters, ag.idx)
-			} else {
-				nonrev := un
-				nonrev.add(&resv)
-				if nonrev.le(&flt.nonrev) && rev.le(&flt.rev) {
-					if a.filterUntil.IsZero() || flt.until.Before(a.filterUntil) {
-						a.filterUntil = flt.until
-					}
-					return
-				}
-			}
-		}
+	if !a.now.Before(flt.until) {
+		delete(c.filters, ag.idx)
+		return false
 	}
+	nonrev := p.un
+	nonrev.add(&p.resv)
+	if !nonrev.le(&flt.nonrev) || !p.rev.le(&flt.rev) {
+		return false
+	}
+	if a.filterUntil.IsZero() || flt.until.Before(a.filterUntil) {
+		a.filterUntil = flt.until
+	}
+	return true
+}
+
+// applyOffer gives c everything p holds on ag (and the non-scalar
+// resources its role may take), records the offer and marks c and r
+// touched on this agent.
+func (a *Allocator) applyOffer(ag *agent, c *client, r *role, ep uint64, p *offerPlan) {
 	rec := offerRec{client: c.idx, agent: ag.idx, start: int32(len(a.pieces))}
-	if !un.isZero() {
-		a.pieces = append(a.pieces, piece{role: -1, v: un})
-		a.give(ag, c.idx, "", 0, &un, nil)
+	if !p.un.isZero() {
+		a.pieces = append(a.pieces, piece{role: -1, v: p.un})
+		a.give(ag, c.idx, "", 0, &p.un, nil)
 	}
-	if !rev.isZero() {
-		a.pieces = append(a.pieces, piece{role: -1, revocable: true, v: rev})
-		a.give(ag, c.idx, "", 1, &rev, nil)
+	if !p.rev.isZero() {
+		a.pieces = append(a.pieces, piece{role: -1, revocable: true, v: p.rev})
+		a.give(ag, c.idx, "", 1, &p.rev, nil)
 	}
-	if hasResv {
-		for i := 2; i < len(ag.pools); i++ {
-			if p := &ag.pools[i]; p.key.role == r.idx && !p.free.isZero() {
-				v := p.free
-				a.pieces = append(a.pieces, piece{role: r.idx, res: p.res, v: v})
-				a.give(ag, c.idx, "", int32(i), &v, nil)
-			}
-		}
+	if p.hasResv {
+		a.giveReserved(ag, c, r)
 	}
 	if len(ag.other) > 0 {
+		revocable := c.fw.revocable
 		oth := ag.other.Filter(func(x resources.Resource) bool {
-			return (x.Role == "" || x.Role == resources.Unreserved || x.Role == r.name) && (!x.Revocable || f.revocable)
+			return (x.Role == "" || x.Role == resources.Unreserved || x.Role == r.name) && (!x.Revocable || revocable)
 		})
 		if len(oth) > 0 {
 			ag.other = ag.other.Subtract(oth)
@@ -399,6 +459,18 @@ func (a *Allocator) tryOffer(ag *agent, c *client, r *role, stage int, ep uint64
 		a.touchedR = append(a.touchedR, r.idx)
 	}
 	c.parity++
+}
+
+// giveReserved gives c every non-empty reservation pool of its role r on
+// ag, each as a piece of its own.
+func (a *Allocator) giveReserved(ag *agent, c *client, r *role) {
+	for i := 2; i < len(ag.pools); i++ {
+		if p := &ag.pools[i]; p.key.role == r.idx && !p.free.isZero() {
+			v := p.free
+			a.pieces = append(a.pieces, piece{role: r.idx, res: p.res, v: v})
+			a.give(ag, c.idx, "", int32(i), &v, nil)
+		}
+	}
 }
 
 // emit turns the cycle's records into offers, with every offer's resources
