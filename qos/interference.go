@@ -384,27 +384,10 @@ func NewInterference(opts Options, log *slog.Logger) (Controller, error) {
 // NewInterferenceWith returns an interference controller for c; errors
 // wrap ErrInvalidOption.
 func NewInterferenceWith(c InterferenceConfig) (*Interference, error) {
-	switch {
-	case c.EnterFactor <= 1 || c.ExitFactor < 1 || c.ExitFactor > c.EnterFactor:
-		return nil, fmt.Errorf("interference controller: need 1 ≤ exit-factor ≤ enter-factor, enter-factor > 1: %w", ErrInvalidOption)
-	case c.Warmup < 1 || c.BaselineWindow < c.Warmup || c.Stable < 1:
-		return nil, fmt.Errorf("interference controller: need warmup ≥ 1, baseline-window ≥ warmup, stable ≥ 1: %w", ErrInvalidOption)
-	case c.SLOP99 < 0 || c.SLOExit <= 0 || c.SLOExit > 1 || c.BusyCPU < 0:
-		return nil, fmt.Errorf("interference controller: need slo-p99 ≥ 0, 0 < slo-exit ≤ 1, busy-cpu ≥ 0: %w", ErrInvalidOption)
-	case c.ThrottleFraction <= 0 || c.ThrottleFraction > 1 || c.MinQuota < 1:
-		return nil, fmt.Errorf("interference controller: need 0 < throttle-fraction ≤ 1, min-quota ≥ 1: %w", ErrInvalidOption)
-	case c.Persist < 0 || c.FreezeHold < 0 || c.NoiseHold < 0 || c.KillAfter < 0 || c.Improvement < 0 || c.Improvement >= 1 || c.ActiveCPU < 0 || c.ActiveStall < 0:
-		return nil, fmt.Errorf("interference controller: need persist, freeze-hold, noise-hold, kill-after ≥ 0, 0 ≤ improvement < 1, active-cpu ≥ 0, active-stall ≥ 0: %w", ErrInvalidOption)
-	case c.IOThrottle < 0 || c.SlowStart < 0:
-		return nil, fmt.Errorf("interference controller: need io-throttle ≥ 0, slow-start ≥ 0: %w", ErrInvalidOption)
-	case c.SlowStart > 0 && c.IOThrottle == 0:
-		return nil, fmt.Errorf("interference controller: slow-start limits io: it needs io-throttle (the rate it starts from): %w", ErrInvalidOption)
-	case c.Relief < 0 || c.Relief >= 1:
-		return nil, fmt.Errorf("interference controller: need 0 ≤ relief < 1: %w", ErrInvalidOption)
-	case c.Severe != 0 && c.Severe <= 1:
-		return nil, fmt.Errorf("interference controller: need severe > 1 (or 0: off): %w", ErrInvalidOption)
-	case c.RecoverAfter < 0 || c.MaxReadmit < c.RecoverAfter:
-		return nil, fmt.Errorf("interference controller: need 0 ≤ recover-after ≤ max-readmit: %w", ErrInvalidOption)
+	for _, check := range [...]func() string{c.badSignals, c.badEscalation, c.badRelief} {
+		if need := check(); need != "" {
+			return nil, fmt.Errorf("interference controller: %s: %w", need, ErrInvalidOption)
+		}
 	}
 	if c.Floors == nil {
 		c.Floors = DefaultFloors
@@ -426,6 +409,52 @@ func NewInterferenceWith(c InterferenceConfig) (*Interference, error) {
 
 		readmittedAct: map[string]readmission{},
 	}, nil
+}
+
+// badSignals returns what c's signal settings need ("" when they are
+// valid): factors, warm-up, baseline window, SLO, busy threshold.
+func (c *InterferenceConfig) badSignals() string {
+	switch {
+	case c.EnterFactor <= 1 || c.ExitFactor < 1 || c.ExitFactor > c.EnterFactor:
+		return "need 1 ≤ exit-factor ≤ enter-factor, enter-factor > 1"
+	case c.Warmup < 1 || c.BaselineWindow < c.Warmup || c.Stable < 1:
+		return "need warmup ≥ 1, baseline-window ≥ warmup, stable ≥ 1"
+	case c.SLOP99 < 0 || c.SLOExit <= 0 || c.SLOExit > 1 || c.BusyCPU < 0:
+		return "need slo-p99 ≥ 0, 0 < slo-exit ≤ 1, busy-cpu ≥ 0"
+	}
+	return ""
+}
+
+// badEscalation returns what c's escalation settings need ("" when
+// they are valid): the throttle, persistence, holds, kills, improvement
+// and activity thresholds.
+func (c *InterferenceConfig) badEscalation() string {
+	switch {
+	case c.ThrottleFraction <= 0 || c.ThrottleFraction > 1 || c.MinQuota < 1:
+		return "need 0 < throttle-fraction ≤ 1, min-quota ≥ 1"
+	case c.Persist < 0 || c.FreezeHold < 0 || c.NoiseHold < 0 || c.KillAfter < 0 || c.Improvement < 0 || c.Improvement >= 1 || c.ActiveCPU < 0 || c.ActiveStall < 0:
+		return "need persist, freeze-hold, noise-hold, kill-after ≥ 0, 0 ≤ improvement < 1, active-cpu ≥ 0, active-stall ≥ 0"
+	}
+	return ""
+}
+
+// badRelief returns what c's io limits and step-down settings need (""
+// when they are valid): io throttle, slow start, relief, severity and
+// re-admission.
+func (c *InterferenceConfig) badRelief() string {
+	switch {
+	case c.IOThrottle < 0 || c.SlowStart < 0:
+		return "need io-throttle ≥ 0, slow-start ≥ 0"
+	case c.SlowStart > 0 && c.IOThrottle == 0:
+		return "slow-start limits io: it needs io-throttle (the rate it starts from)"
+	case c.Relief < 0 || c.Relief >= 1:
+		return "need 0 ≤ relief < 1"
+	case c.Severe != 0 && c.Severe <= 1:
+		return "need severe > 1 (or 0: off)"
+	case c.RecoverAfter < 0 || c.MaxReadmit < c.RecoverAfter:
+		return "need 0 ≤ recover-after ≤ max-readmit"
+	}
+	return ""
 }
 
 // IOThrottle is the rate (bytes/s) of the THROTTLE_IO corrections this

@@ -69,106 +69,147 @@ type observation struct {
 
 // observe reads u: it prunes the state of containers gone, compares every
 // victim's busy signals with its baselines (learning them at LevelNone
-// from quiet values), attributes the worst degradation to suspects, and
-// does the bookkeeping common to every level.
+// from quiet values: scanVictim, scanSignal), attributes the worst
+// degradation to suspects, and does the bookkeeping common to every
+// level (conclude).
 func (ic *Interference) observe(u *monitor.Usage) observation {
 	o := observation{now: u.Timestamp}
 	ic.prune(u)
 	o.be, o.acts = ic.correctable(u)
-
-	var newest time.Time // the newest observation of any signal
-	suspect := false     // a value in the hysteresis band while revocable work is active
+	var s roundScan
 	for i := range u.Containers {
-		c := &u.Containers[i]
-		if c.Revocable {
-			continue
-		}
-		bs := ic.baselines[c.ID]
-		if bs == nil {
-			bs = map[string]*baseline{}
-			ic.baselines[c.ID] = bs
-		}
-		sigs := Signals(c)
-		_, app := sigs[SignalAppLatency]
-		busy := ic.busy(c)
-		elevated := map[string]bool{} // resources with a signal above its exit threshold
-		var cand *Trigger
-		var candRatio float64
-		for _, sig := range slices.Sorted(maps.Keys(sigs)) {
-			v := sigs[sig]
-			if sig != SignalAppLatency && !busy {
-				continue // an idle second says nothing about interference
-			}
-			if st := stamp(c, sig); st.After(newest) {
-				newest = st
-			}
-			b := bs[sig]
-			if b == nil {
-				b = &baseline{}
-				bs[sig] = b
-			}
-			enter, exit, trusted := ic.thresholds(sig, b)
-			thr := enter
-			if ic.level > LevelNone {
-				thr = exit
-			}
-			if r := signalResource[sig]; trusted && v > exit && r != "" {
-				elevated[r] = true
-			}
-			// The application's own latency, when it reports one, is
-			// the victim's only trigger; the others only attribute.
-			trigger := !app || sig == SignalAppLatency
-			// A signal marked as noise still triggers on a value well
-			// above the one the cause test saw: a disk writer thawed as
-			// "not the cause" of an fsyncing LC's 6.5 ms (busy vCPUs
-			// slowed its disk as much) flooded it at 35-50 ms for the
-			// rest of the run, masked as noise.
-			mark, noisy := ic.noise[noiseKey(c.ID, sig)]
-			noisy = noisy && v <= mark.level*ic.cfg.EnterFactor
-			if trusted && v > thr {
-				o.masked = o.masked || (trigger && noisy)
-				if trigger && !noisy {
-					if r := v / thr; cand == nil || r > candRatio {
-						cand = &Trigger{Signal: sig, Victim: c.ID, Value: v, Baseline: b.value, Threshold: thr}
-						candRatio = r
-					}
-				}
-				continue
-			}
-			// While revocable work is active, a value in the hysteresis
-			// band (above the exit threshold, not yet degraded) may be
-			// interference: learning it would let the baseline drift up
-			// to the contended level when the degradation is
-			// intermittent. So would a value under the signal's floor
-			// but above baseline × exit-factor: the floor keeps noise
-			// from triggering, it does not make the value normal (with
-			// an 8 ms floor on a 1.4 ms p99, contended 5–9 ms windows
-			// were learned and the threshold crept up with them). Only
-			// a signal a cause test found not to be the revocable
-			// work's doing (noise) learns up to the exit threshold.
-			// (An absolute SLO has no baseline to drift: its exit
-			// threshold stands.)
-			learnMax := exit
-			if slo := sig == SignalAppLatency && ic.cfg.SLOP99 > 0; !slo && !noisy {
-				learnMax = min(exit, b.value*ic.cfg.ExitFactor)
-			}
-			if ic.level == LevelNone && (len(o.be) == 0 || !trusted || v <= learnMax) {
-				b.learn(v, &ic.cfg, ic.cfg.Floors[sig])
-			}
-			suspect = suspect || (len(o.be) > 0 && trusted && v > exit && trigger)
-		}
-		if cand != nil && (o.worst == nil || candRatio > o.ratio) {
-			o.worst, o.ratio, o.stamp = cand, candRatio, stamp(c, cand.Signal)
-			o.resources = nil
-			if r := signalResource[cand.Signal]; r != "" {
-				o.resources = []string{r}
-			} else {
-				o.resources = slices.Sorted(maps.Keys(elevated))
-			}
+		if c := &u.Containers[i]; !c.Revocable {
+			ic.scanVictim(c, &o, &s)
 		}
 	}
+	ic.conclude(&o, &s)
+	return o
+}
+
+// roundScan is what observe gathers over every victim of a round.
+type roundScan struct {
+	newest  time.Time // the newest observation of any signal
+	suspect bool      // a value in the hysteresis band while revocable work is active
+}
+
+// victimScan is what observe gathers over one victim's signals.
+type victimScan struct {
+	c   *monitor.ContainerUsage
+	bs  map[string]*baseline
+	app bool // the victim reports its own latency
+	// elevated are the resources with a signal above its exit threshold.
+	elevated map[string]bool
+	// cand is the victim's most degraded triggering signal, ratio its
+	// value over its threshold.
+	cand  *Trigger
+	ratio float64
+}
+
+// scanVictim reads the busy signals of victim c (the application's
+// latency even when idle: an idle second says nothing about
+// interference otherwise) and makes its worst degradation o's when it is
+// worse than any seen.
+func (ic *Interference) scanVictim(c *monitor.ContainerUsage, o *observation, s *roundScan) {
+	v := victimScan{c: c, bs: ic.baselines[c.ID], elevated: map[string]bool{}}
+	if v.bs == nil {
+		v.bs = map[string]*baseline{}
+		ic.baselines[c.ID] = v.bs
+	}
+	sigs := Signals(c)
+	_, v.app = sigs[SignalAppLatency]
+	busy := ic.busy(c)
+	for _, sig := range slices.Sorted(maps.Keys(sigs)) {
+		if sig != SignalAppLatency && !busy {
+			continue // an idle second says nothing about interference
+		}
+		if st := stamp(c, sig); st.After(s.newest) {
+			s.newest = st
+		}
+		ic.scanSignal(&v, sig, sigs[sig], o, s)
+	}
+	if v.cand != nil && (o.worst == nil || v.ratio > o.ratio) {
+		o.worst, o.ratio, o.stamp = v.cand, v.ratio, stamp(c, v.cand.Signal)
+		o.resources = nil
+		if r := signalResource[v.cand.Signal]; r != "" {
+			o.resources = []string{r}
+		} else {
+			o.resources = slices.Sorted(maps.Keys(v.elevated))
+		}
+	}
+}
+
+// scanSignal compares value x of v's signal sig with its thresholds: a
+// degraded value is a candidate trigger (unless it is noise), any other
+// may be learned into the baseline (learnQuiet).
+func (ic *Interference) scanSignal(v *victimScan, sig string, x float64, o *observation, s *roundScan) {
+	b := v.bs[sig]
+	if b == nil {
+		b = &baseline{}
+		v.bs[sig] = b
+	}
+	enter, exit, trusted := ic.thresholds(sig, b)
+	thr := enter
+	if ic.level > LevelNone {
+		thr = exit
+	}
+	if r := signalResource[sig]; trusted && x > exit && r != "" {
+		v.elevated[r] = true
+	}
+	// The application's own latency, when it reports one, is the
+	// victim's only trigger; the others only attribute.
+	trigger := !v.app || sig == SignalAppLatency
+	// A signal marked as noise still triggers on a value well above the
+	// one the cause test saw: a disk writer thawed as "not the cause" of
+	// an fsyncing LC's 6.5 ms (busy vCPUs slowed its disk as much)
+	// flooded it at 35-50 ms for the rest of the run, masked as noise.
+	mark, noisy := ic.noise[noiseKey(v.c.ID, sig)]
+	noisy = noisy && x <= mark.level*ic.cfg.EnterFactor
+	if trusted && x > thr {
+		o.masked = o.masked || (trigger && noisy)
+		if r := x / thr; trigger && !noisy && (v.cand == nil || r > v.ratio) {
+			v.cand = &Trigger{Signal: sig, Victim: v.c.ID, Value: x, Baseline: b.value, Threshold: thr}
+			v.ratio = r
+		}
+		return
+	}
+	ic.learnQuiet(b, sig, x, exit, trusted, noisy, len(o.be) > 0)
+	s.suspect = s.suspect || (len(o.be) > 0 && trusted && x > exit && trigger)
+}
+
+// learnQuiet learns value x of signal sig into baseline b at LevelNone
+// when it is quiet: nothing revocable is at work, the baseline is not
+// trusted yet, or x is at most baseline × exit-factor (the exit
+// threshold for an absolute SLO or a signal marked as noise).
+//
+// While revocable work is active, a value in the hysteresis band (above
+// the exit threshold, not yet degraded) may be interference: learning it
+// would let the baseline drift up to the contended level when the
+// degradation is intermittent. So would a value under the signal's floor
+// but above baseline × exit-factor: the floor keeps noise from
+// triggering, it does not make the value normal (with an 8 ms floor on a
+// 1.4 ms p99, contended 5–9 ms windows were learned and the threshold
+// crept up with them). Only a signal a cause test found not to be the
+// revocable work's doing (noise) learns up to the exit threshold. (An
+// absolute SLO has no baseline to drift: its exit threshold stands.)
+func (ic *Interference) learnQuiet(b *baseline, sig string, x, exit float64, trusted, noisy, working bool) {
+	if ic.level != LevelNone {
+		return
+	}
+	learnMax := exit
+	if slo := sig == SignalAppLatency && ic.cfg.SLOP99 > 0; !slo && !noisy {
+		learnMax = min(exit, b.value*ic.cfg.ExitFactor)
+	}
+	if !working || !trusted || x <= learnMax {
+		b.learn(x, &ic.cfg, ic.cfg.Floors[sig])
+	}
+}
+
+// conclude ends a round's observation: the suspects of the worst
+// degradation (attribute), whether a cool-down has passed, and the
+// bookkeeping of degraded and healthy runs common to every level.
+func (ic *Interference) conclude(o *observation, s *roundScan) {
 	if o.worst == nil {
-		o.stamp = newest
+		o.stamp = s.newest
 	} else {
 		o.suspects, o.blame, o.fallback = ic.attribute(o.be, o.acts, o.resources)
 	}
@@ -179,16 +220,15 @@ func (ic *Interference) observe(u *monitor.Usage) observation {
 		// arrives later), or the response is under way.
 		ic.forget()
 	}
-	ic.suspect = suspect && ic.level == LevelNone
-	if o.worst != nil {
-		ic.healthySince = time.Time{}
-		if ic.degradedSince.IsZero() {
-			ic.degradedSince = o.now
-		}
-	} else {
+	ic.suspect = s.suspect && ic.level == LevelNone
+	if o.worst == nil {
 		ic.degradedSince = time.Time{}
+		return
 	}
-	return o
+	ic.healthySince = time.Time{}
+	if ic.degradedSince.IsZero() {
+		ic.degradedSince = o.now
+	}
 }
 
 // heldSince is when the current test of the suspects started: the later

@@ -59,77 +59,124 @@ func (ic *Interference) slowStart(u *monitor.Usage, o *observation) []Correction
 	if ic.cfg.SlowStart <= 0 || ic.cfg.IOThrottle <= 0 {
 		return nil
 	}
-	victims := slices.ContainsFunc(u.Containers, func(c monitor.ContainerUsage) bool { return !c.Revocable })
-	// A victim above its exit threshold — degraded, in the hysteresis
-	// band, or degraded but masked as noise by a failed cause test —
-	// holds every ramp, and halves the limit of a ramping container
-	// stalled on io (once a step): the ladder acts only from the enter
-	// threshold (2x), and a writer ramped to 32-64 MiB/s held the LC at
-	// 1.5-2.6x for 9 s below it. After a failed cause test the ramp
-	// once climbed through a masked 6 ms p99 and let the writer out.
-	healthy := o.worst == nil && !o.masked && !ic.suspect
-	step := ic.cfg.SlowStart / SlowStartSteps
+	rr := rampRound{
+		now: o.now, at: u.Timestamp, step: ic.cfg.SlowStart / SlowStartSteps,
+		victims: slices.ContainsFunc(u.Containers, func(c monitor.ContainerUsage) bool { return !c.Revocable }),
+		// A victim above its exit threshold — degraded, in the
+		// hysteresis band, or degraded but masked as noise by a failed
+		// cause test — holds every ramp, and halves the limit of a
+		// ramping container stalled on io (once a step): the ladder acts
+		// only from the enter threshold (2x), and a writer ramped to
+		// 32-64 MiB/s held the LC at 1.5-2.6x for 9 s below it. After a
+		// failed cause test the ramp once climbed through a masked 6 ms
+		// p99 and let the writer out.
+		healthy: o.worst == nil && !o.masked && !ic.suspect,
+	}
 	var out []Correction
 	byAge := youngestRevocable(u)
 	slices.Reverse(byAge)
 	for _, c := range byAge {
-		id := c.ID
-		r, a := ic.ramps[id], o.acts[id]
-		first := !ic.seen[id]
-		ic.seen[id] = true
-		if a.known && !a.active && !ic.underCorrection(id) {
-			if ic.idleSince[id].IsZero() {
-				ic.idleSince[id] = o.now
-			}
-		} else {
-			delete(ic.idleSince, id)
-		}
-		switch {
-		case ic.killed[id]:
-			delete(ic.ramps, id)
-		case ic.throttled[id] || ic.ioThrottled[id] || ic.frozen[id]:
-			// The ladder's corrections are on top: the ramp waits, and
-			// puts its limit back once the ladder has lifted its own
-			// (the ladder's UNTHROTTLE_IO lifts the ramp's too).
-			if r != nil {
-				r.held, r.since = true, o.now
-			}
-		case r == nil:
-			young := first && u.Timestamp.Sub(c.StartedAt) < ic.cfg.SlowStart
-			idle := !ic.idleSince[id].IsZero() && o.now.Sub(ic.idleSince[id]) >= ic.cfg.SlowStart
-			if !victims || (!young && !idle) {
-				continue
-			}
-			r = &ramp{io: ic.cfg.IOThrottle, since: o.now, changed: o.now}
-			ic.ramps[id] = r
-			why := "new revocable work"
-			if !young {
-				why = fmt.Sprintf("revocable work idle for %s", o.now.Sub(ic.idleSince[id]).Round(time.Second))
-			}
-			out = append(out, r.limit(id, fmt.Sprintf("%s: io parked at %d B/s, doubling every %s it works with the victims healthy (slow start)",
-				why, r.io, step)))
-		case r.held:
-			r.held = false
-			out = append(out, r.limit(id, fmt.Sprintf("the corrections lifted: back to the slow start's %d B/s", r.io)))
-		case !victims:
-			delete(ic.ramps, id)
-			out = append(out, r.lift(id, "no latency-critical work left to protect: lifting the slow start's io limit"))
-		case !healthy && r.n > 0 && ic.competes(a, ResourceIO, false) && o.now.Sub(r.changed) >= step:
-			r.io, r.n, r.since, r.changed = r.io/2, r.n-1, o.now, o.now
-			out = append(out, r.limit(id, fmt.Sprintf("victims above their exit threshold: lowering the slow start's io limit to %d B/s", r.io)))
-		case !healthy || !a.active:
-			r.since = o.now // hold: a step counts working, healthy time only
-		case o.now.Sub(r.since) >= step:
-			r.io, r.n, r.since, r.changed = r.io*2, r.n+1, o.now, o.now
-			if r.n >= SlowStartSteps {
-				delete(ic.ramps, id)
-				out = append(out, r.lift(id, "victims healthy through the slow start: lifting its io limit"))
-				continue
-			}
-			out = append(out, r.limit(id, fmt.Sprintf("victims healthy for %s of work: raising the slow start's io limit to %d B/s", step, r.io)))
+		first := !ic.seen[c.ID]
+		ic.seen[c.ID] = true
+		a := o.acts[c.ID]
+		ic.trackIdle(c.ID, a, o.now)
+		if corr, ok := ic.stepRamp(c, first, a, &rr); ok {
+			out = append(out, corr)
 		}
 	}
 	return out
+}
+
+// rampRound is what every container's slow start sees in one round.
+type rampRound struct {
+	now, at time.Time     // the observation's time; the usage's timestamp
+	step    time.Duration // SlowStart / SlowStartSteps
+	victims bool          // latency-critical work runs
+	healthy bool          // every victim below its exit threshold
+}
+
+// trackIdle keeps since when revocable container id (activity a) has
+// been idle and uncorrected.
+func (ic *Interference) trackIdle(id string, a activity, now time.Time) {
+	if a.known && !a.active && !ic.underCorrection(id) {
+		if ic.idleSince[id].IsZero() {
+			ic.idleSince[id] = now
+		}
+		return
+	}
+	delete(ic.idleSince, id)
+}
+
+// stepRamp moves the slow start of revocable container c (first: seen
+// for the first time; a: its activity) one round on: at most one
+// correction.
+func (ic *Interference) stepRamp(c *monitor.ContainerUsage, first bool, a activity, rr *rampRound) (Correction, bool) {
+	id := c.ID
+	r := ic.ramps[id]
+	switch {
+	case ic.killed[id]:
+		delete(ic.ramps, id)
+	case ic.throttled[id] || ic.ioThrottled[id] || ic.frozen[id]:
+		// The ladder's corrections are on top: the ramp waits, and
+		// puts its limit back once the ladder has lifted its own
+		// (the ladder's UNTHROTTLE_IO lifts the ramp's too).
+		if r != nil {
+			r.held, r.since = true, rr.now
+		}
+	case r == nil:
+		return ic.park(c, first, rr)
+	case r.held:
+		r.held = false
+		return r.limit(id, fmt.Sprintf("the corrections lifted: back to the slow start's %d B/s", r.io)), true
+	case !rr.victims:
+		delete(ic.ramps, id)
+		return r.lift(id, "no latency-critical work left to protect: lifting the slow start's io limit"), true
+	default:
+		return ic.moveRamp(r, id, a, rr)
+	}
+	return Correction{}, false
+}
+
+// park starts the slow start of c when latency-critical work runs and c
+// is new (younger than SlowStart at its first sight) or has been idle
+// for SlowStart: its io parked at io-throttle.
+func (ic *Interference) park(c *monitor.ContainerUsage, first bool, rr *rampRound) (Correction, bool) {
+	id := c.ID
+	young := first && rr.at.Sub(c.StartedAt) < ic.cfg.SlowStart
+	idle := !ic.idleSince[id].IsZero() && rr.now.Sub(ic.idleSince[id]) >= ic.cfg.SlowStart
+	if !rr.victims || (!young && !idle) {
+		return Correction{}, false
+	}
+	r := &ramp{io: ic.cfg.IOThrottle, since: rr.now, changed: rr.now}
+	ic.ramps[id] = r
+	why := "new revocable work"
+	if !young {
+		why = fmt.Sprintf("revocable work idle for %s", rr.now.Sub(ic.idleSince[id]).Round(time.Second))
+	}
+	return r.limit(id, fmt.Sprintf("%s: io parked at %d B/s, doubling every %s it works with the victims healthy (slow start)",
+		why, r.io, rr.step)), true
+}
+
+// moveRamp halves ramp r of container id (activity a) while victims are
+// above their exit threshold and it competes for io (once a step), holds
+// it while they are or it does not work, and doubles it after a step of
+// working, healthy time — lifting it after SlowStartSteps doublings.
+func (ic *Interference) moveRamp(r *ramp, id string, a activity, rr *rampRound) (Correction, bool) {
+	switch {
+	case !rr.healthy && r.n > 0 && ic.competes(a, ResourceIO, false) && rr.now.Sub(r.changed) >= rr.step:
+		r.io, r.n, r.since, r.changed = r.io/2, r.n-1, rr.now, rr.now
+		return r.limit(id, fmt.Sprintf("victims above their exit threshold: lowering the slow start's io limit to %d B/s", r.io)), true
+	case !rr.healthy || !a.active:
+		r.since = rr.now // hold: a step counts working, healthy time only
+	case rr.now.Sub(r.since) >= rr.step:
+		r.io, r.n, r.since, r.changed = r.io*2, r.n+1, rr.now, rr.now
+		if r.n >= SlowStartSteps {
+			delete(ic.ramps, id)
+			return r.lift(id, "victims healthy through the slow start: lifting its io limit"), true
+		}
+		return r.limit(id, fmt.Sprintf("victims healthy for %s of work: raising the slow start's io limit to %d B/s", rr.step, r.io)), true
+	}
+	return Correction{}, false
 }
 
 // limit is the correction that puts container id under r's io limit.
