@@ -51,17 +51,41 @@ func MustParse(text string) Resources {
 	return r
 }
 
+// parseResource parses one token, "name(role,principal){REV}:value".
 func parseResource(tok string) (Resource, *ParseError) {
-	bad := func(err error, format string, args ...any) (Resource, *ParseError) {
-		return Resource{}, &ParseError{Token: tok, Reason: fmt.Sprintf(format, args...), Err: err}
-	}
 	colon := strings.IndexByte(tok, ':')
 	if colon < 0 {
-		return bad(nil, "missing ':' between name and value")
+		return Resource{}, badToken(tok, nil, "missing ':' between name and value")
 	}
 	head, val := strings.TrimSpace(tok[:colon]), strings.TrimSpace(tok[colon+1:])
-
 	r := Resource{Role: Unreserved}
+	if perr := parseHead(&r, tok, head); perr != nil {
+		return Resource{}, perr
+	}
+	var perr *ParseError
+	switch {
+	case strings.HasPrefix(val, "["):
+		perr = parseRanges(&r, tok, val)
+	case strings.HasPrefix(val, "{"):
+		perr = parseSet(&r, tok, val)
+	default:
+		perr = parseScalar(&r, tok, val)
+	}
+	if perr != nil {
+		return Resource{}, perr
+	}
+	return r, nil
+}
+
+// badToken is the error of token tok.
+func badToken(tok string, err error, format string, args ...any) *ParseError {
+	return &ParseError{Token: tok, Reason: fmt.Sprintf(format, args...), Err: err}
+}
+
+// parseHead parses the part of token tok before the colon into r: the
+// name, a role with an optional principal (a dynamic reservation), and
+// {REV}.
+func parseHead(r *Resource, tok, head string) *ParseError {
 	end := strings.IndexAny(head, "({")
 	if end < 0 {
 		end = len(head)
@@ -69,108 +93,127 @@ func parseResource(tok string) (Resource, *ParseError) {
 	r.Name = strings.TrimSpace(head[:end])
 	if !validName(r.Name) {
 		if r.Name == "" {
-			return bad(nil, "empty name")
+			return badToken(tok, nil, "empty name")
 		}
-		return bad(nil, "invalid name %q", r.Name)
+		return badToken(tok, nil, "invalid name %q", r.Name)
 	}
 	rest := strings.TrimSpace(head[end:])
 	if strings.HasPrefix(rest, "(") {
 		rparen := strings.IndexByte(rest, ')')
 		if rparen < 0 {
-			return bad(nil, "missing ')' after role")
+			return badToken(tok, nil, "missing ')' after role")
 		}
-		inner := rest[1:rparen]
+		if perr := parseRole(r, tok, rest[1:rparen]); perr != nil {
+			return perr
+		}
 		rest = strings.TrimSpace(rest[rparen+1:])
-		role, principal, dynamic := strings.Cut(inner, ",")
-		r.Role = strings.TrimSpace(role)
-		if why := checkRole(r.Role); why != "" {
-			return bad(nil, "%s", why)
-		}
-		if dynamic {
-			principal = strings.TrimSpace(principal)
-			if r.Role == Unreserved {
-				return bad(nil, "dynamic reservation without a role")
-			}
-			if why := checkPrincipal(principal); why != "" {
-				return bad(nil, "%s", why)
-			}
-			r.Reservation = &Reservation{Principal: principal}
-		}
 	}
 	if strings.HasPrefix(rest, "{REV}") {
 		r.Revocable = true
 		rest = strings.TrimSpace(rest[len("{REV}"):])
 	}
 	if rest != "" {
-		return bad(nil, "unexpected %q after name", rest)
+		return badToken(tok, nil, "unexpected %q after name", rest)
 	}
 	if r.Revocable && r.Role != Unreserved {
-		return bad(ErrRevocableReservation, "revocable resources cannot be reserved")
+		return badToken(tok, ErrRevocableReservation, "revocable resources cannot be reserved")
 	}
+	return nil
+}
 
-	switch {
-	case strings.HasPrefix(val, "["):
-		r.Type = Ranges
-		if !strings.HasSuffix(val, "]") {
-			return bad(nil, "invalid ranges %q: missing ']'", val)
-		}
-		inner := strings.TrimSpace(val[1 : len(val)-1])
-		if inner == "" {
-			return r, nil
-		}
-		r.Ranges = make([]Range, 0, strings.Count(inner, ",")+1)
-		for part := range strings.SplitSeq(inner, ",") {
-			rg, ok := parseRange(part)
-			if !ok {
-				return bad(nil, "invalid range %q", strings.TrimSpace(part))
-			}
-			r.Ranges = append(r.Ranges, rg)
-		}
-		slices.SortFunc(r.Ranges, compareRange)
-		for i := 1; i < len(r.Ranges); i++ {
-			if r.Ranges[i].Begin <= r.Ranges[i-1].End {
-				return bad(nil, "overlapping ranges %s and %s", r.Ranges[i-1], r.Ranges[i])
-			}
-		}
-	case strings.HasPrefix(val, "{"):
-		r.Type = Set
-		if !strings.HasSuffix(val, "}") {
-			return bad(nil, "invalid set %q: missing '}'", val)
-		}
-		inner := strings.TrimSpace(val[1 : len(val)-1])
-		if inner == "" {
-			return r, nil
-		}
-		r.Set = make([]string, 0, strings.Count(inner, ",")+1)
-		for item := range strings.SplitSeq(inner, ",") {
-			item = strings.TrimSpace(item)
-			if why := checkSetItem(item); why != "" {
-				return bad(nil, "%s", why)
-			}
-			r.Set = append(r.Set, item)
-		}
-		slices.Sort(r.Set)
-		for i := 1; i < len(r.Set); i++ {
-			if r.Set[i] == r.Set[i-1] {
-				return bad(nil, "duplicate set item %q", r.Set[i])
-			}
-		}
-	default:
-		r.Type = Scalar
-		v, err := ParseValue(val)
-		if err != nil {
-			why := ""
-			if i := strings.IndexByte(val, '.'); i >= 0 && len(val)-i-1 > 3 && strings.Trim(val[i+1:], "0123456789") == "" {
-				why = ": more than 3 decimal places"
-			}
-			return bad(nil, "invalid scalar %q%s", val, why)
-		}
-		if v < 0 {
-			return bad(nil, "negative scalar %q", val)
-		}
-		r.Scalar = v
+// parseRole parses "role" or "role,principal" (a dynamic reservation)
+// into r.
+func parseRole(r *Resource, tok, inner string) *ParseError {
+	role, principal, dynamic := strings.Cut(inner, ",")
+	r.Role = strings.TrimSpace(role)
+	if why := checkRole(r.Role); why != "" {
+		return badToken(tok, nil, "%s", why)
 	}
-	return r, nil
+	if !dynamic {
+		return nil
+	}
+	principal = strings.TrimSpace(principal)
+	if r.Role == Unreserved {
+		return badToken(tok, nil, "dynamic reservation without a role")
+	}
+	if why := checkPrincipal(principal); why != "" {
+		return badToken(tok, nil, "%s", why)
+	}
+	r.Reservation = &Reservation{Principal: principal}
+	return nil
+}
+
+// parseRanges parses "[b-e,n,…]" into r: sorted, not overlapping.
+func parseRanges(r *Resource, tok, val string) *ParseError {
+	r.Type = Ranges
+	if !strings.HasSuffix(val, "]") {
+		return badToken(tok, nil, "invalid ranges %q: missing ']'", val)
+	}
+	inner := strings.TrimSpace(val[1 : len(val)-1])
+	if inner == "" {
+		return nil
+	}
+	r.Ranges = make([]Range, 0, strings.Count(inner, ",")+1)
+	for part := range strings.SplitSeq(inner, ",") {
+		rg, ok := parseRange(part)
+		if !ok {
+			return badToken(tok, nil, "invalid range %q", strings.TrimSpace(part))
+		}
+		r.Ranges = append(r.Ranges, rg)
+	}
+	slices.SortFunc(r.Ranges, compareRange)
+	for i := 1; i < len(r.Ranges); i++ {
+		if r.Ranges[i].Begin <= r.Ranges[i-1].End {
+			return badToken(tok, nil, "overlapping ranges %s and %s", r.Ranges[i-1], r.Ranges[i])
+		}
+	}
+	return nil
+}
+
+// parseSet parses "{a,b,…}" into r: sorted, no duplicates.
+func parseSet(r *Resource, tok, val string) *ParseError {
+	r.Type = Set
+	if !strings.HasSuffix(val, "}") {
+		return badToken(tok, nil, "invalid set %q: missing '}'", val)
+	}
+	inner := strings.TrimSpace(val[1 : len(val)-1])
+	if inner == "" {
+		return nil
+	}
+	r.Set = make([]string, 0, strings.Count(inner, ",")+1)
+	for item := range strings.SplitSeq(inner, ",") {
+		item = strings.TrimSpace(item)
+		if why := checkSetItem(item); why != "" {
+			return badToken(tok, nil, "%s", why)
+		}
+		r.Set = append(r.Set, item)
+	}
+	slices.Sort(r.Set)
+	for i := 1; i < len(r.Set); i++ {
+		if r.Set[i] == r.Set[i-1] {
+			return badToken(tok, nil, "duplicate set item %q", r.Set[i])
+		}
+	}
+	return nil
+}
+
+// parseScalar parses a non-negative scalar with at most 3 decimal places
+// into r.
+func parseScalar(r *Resource, tok, val string) *ParseError {
+	r.Type = Scalar
+	v, err := ParseValue(val)
+	if err != nil {
+		why := ""
+		if i := strings.IndexByte(val, '.'); i >= 0 && len(val)-i-1 > 3 && strings.Trim(val[i+1:], "0123456789") == "" {
+			why = ": more than 3 decimal places"
+		}
+		return badToken(tok, nil, "invalid scalar %q%s", val, why)
+	}
+	if v < 0 {
+		return badToken(tok, nil, "negative scalar %q", val)
+	}
+	r.Scalar = v
+	return nil
 }
 
 // parseRange parses "b-e" or "n" (with optional spaces).
