@@ -85,8 +85,24 @@ func run(rounds, loops, cpu int) (err error) {
 		return fmt.Errorf("set shares: %w", err)
 	}
 	pipe := func() (float64, error) { return pipeOps(perf, pipeCg, cpu, loops) }
+	label := fmt.Sprintf("perf bench sched pipe, CPU %d, %d loops, %d rounds (medians)", cpu, loops, rounds)
+	if err := throughput(pipe, pipeCg, rounds, label); err != nil {
+		return err
+	}
+	m, err := programCost(pipe, pipeCg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = m.Close() }() // a benchmark tearing down
+	return readerCost(m, parent, pipeCg)
+}
 
-	// Throughput without / with the monitor, alternating to spread noise.
+// throughput prints the pipe benchmark's throughput without the monitor,
+// with it loaded while the benchmark's cgroup is untracked, and while it
+// is tracked: medians of rounds alternating runs, as ratios to the
+// baseline run just before (the machine is shared and its speed drifts
+// between rounds). label heads the figures.
+func throughput(pipe func() (float64, error), pipeCg string, rounds int, label string) error {
 	var base, untracked, tracked []float64
 	for r := 0; r < rounds; r++ {
 		v, err := pipe()
@@ -94,52 +110,56 @@ func run(rounds, loops, cpu int) (err error) {
 			return err
 		}
 		base = append(base, v)
-		m, err := bpf.Load(bpf.Options{MaxCgroups: 128})
+		u, t, err := monitored(pipe, pipeCg)
 		if err != nil {
 			return err
 		}
-		v, err = pipe()
-		if err == nil {
-			untracked = append(untracked, v)
-			if _, err = m.Track(pipeCg); err == nil {
-				v, err = pipe()
-				tracked = append(tracked, v)
-			}
-		}
-		if cerr := m.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
+		untracked, tracked = append(untracked, u), append(tracked, t)
 	}
-	// Ratios per round (against the baseline run just before), then the
-	// median: the machine is shared and its speed drifts between rounds.
 	var ru, rt []float64
 	for i := range base {
 		ru = append(ru, untracked[i]/base[i])
 		rt = append(rt, tracked[i]/base[i])
 	}
-	fmt.Printf("perf bench sched pipe, CPU %d, %d loops, %d rounds (medians): baseline %.0f ops/s\n", cpu, loops, rounds, median(base))
+	fmt.Printf("%s: baseline %.0f ops/s\n", label, median(base))
 	fmt.Printf("  monitor loaded, cgroup untracked: %.0f ops/s  ratio %.3f\n", median(untracked), median(ru))
 	fmt.Printf("  monitor loaded, cgroup tracked:   %.0f ops/s  ratio %.3f  (target >= 0.90)\n", median(tracked), median(rt))
+	return nil
+}
 
-	// Per-program cost from the kernel's run-time statistics (these add two
-	// clock reads per run, so they are measured in a separate run).
+// monitored runs the pipe benchmark with the monitor loaded, first with
+// pipeCg untracked, then tracked; the monitor is closed before it
+// returns.
+func monitored(pipe func() (float64, error), pipeCg string) (untracked, tracked float64, err error) {
+	m, err := bpf.Load(bpf.Options{MaxCgroups: 128})
+	if err != nil {
+		return 0, 0, err
+	}
+	untracked, err = pipe()
+	if err == nil {
+		if _, err = m.Track(pipeCg); err == nil {
+			tracked, err = pipe()
+		}
+	}
+	if cerr := m.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return untracked, tracked, err
+}
+
+// programCost prints the cost per run of each eBPF program from the
+// kernel's run-time statistics (these add two clock reads per run, so
+// they are measured in a run of their own), and returns the monitor,
+// pipeCg tracked; the caller closes it.
+func programCost(pipe func() (float64, error), pipeCg string) (*bpf.Monitor, error) {
 	m, err := bpf.Load(bpf.Options{MaxCgroups: 128, RunTimeStats: true})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { _ = m.Close() }() // a benchmark tearing down
-	if _, err := m.Track(pipeCg); err != nil {
-		return err
-	}
-	if _, err := pipe(); err != nil {
-		return err
-	}
-	stats, err := m.Stats()
+	stats, err := trackedStats(m, pipe, pipeCg)
 	if err != nil {
-		return err
+		_ = m.Close() // a benchmark tearing down
+		return nil, err
 	}
 	for _, s := range stats {
 		target := ""
@@ -148,8 +168,24 @@ func run(rounds, loops, cpu int) (err error) {
 		}
 		fmt.Printf("  %-20s %6d ns/run over %d runs%s\n", s.Name, s.PerRun().Nanoseconds(), s.RunCount, target)
 	}
+	return m, nil
+}
 
-	// Reader: 100 tracked cgroups, one Read per second.
+// trackedStats tracks pipeCg on m, runs the pipe benchmark once and
+// returns the programs' statistics.
+func trackedStats(m *bpf.Monitor, pipe func() (float64, error), pipeCg string) ([]bpf.ProgramStats, error) {
+	if _, err := m.Track(pipeCg); err != nil {
+		return nil, err
+	}
+	if _, err := pipe(); err != nil {
+		return nil, err
+	}
+	return m.Stats()
+}
+
+// readerCost prints the cost of one Read of 100 tracked cgroups (made
+// under parent; pipeCg untracked first), as % of one core at 1 Hz.
+func readerCost(m *bpf.Monitor, parent, pipeCg string) error {
 	pipeID, err := bpf.CgroupID(filepath.Join(cpuRoot, pipeCg))
 	if err != nil {
 		return err
