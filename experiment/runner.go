@@ -149,45 +149,24 @@ func (r *Runner) runOne(ctx context.Context, id string, trial int, c ControllerS
 	return ru.execute(ctx, c)
 }
 
+// execute runs one trial of controller c on a fresh agent: the
+// antagonists launched and held at their gates, the LC and its load, the
+// latency tailer and the sampler, then the phases (solo, contended,
+// after) and the agent's own account.
 func (ru *run) execute(ctx context.Context, c ControllerSpec) error {
 	if err := ru.startAgent(ctx, c); err != nil {
 		return err
 	}
 	vars := map[string]string{"BRIM_EXP_DIR": ru.dir, "BRIM_EXP_TRIAL": strconv.Itoa(ru.meta.Trial), "BRIM_EXP_CONTROLLER": c.Name}
 	// Antagonists first, held until the onset.
-	var held []*agentpb.Container
-	for _, a := range ru.spec.Antagonists {
-		cmd, err := ExpandAll(a.Command, vars)
-		if err != nil {
-			return fmt.Errorf("antagonist %s: command: %w", a.Name, err)
-		}
-		for i := 0; i < a.Count; i++ {
-			name := fmt.Sprintf("%s-%d", a.Name, i)
-			ct, err := ru.launch(ctx, &agentpb.RunRequest{Name: name, Command: append([]string{"/bin/sh", "-c", gateScript, "sh"}, cmd...),
-				MilliCpus: int64(a.Cpus * 1000), MemMib: a.Mem, User: a.User, Revocable: true})
-			if err != nil {
-				return fmt.Errorf("antagonist %s: %w", name, err)
-			}
-			held = append(held, ct)
-		}
-	}
-	lcCmd, err := ExpandAll(ru.spec.LC.Command, vars)
+	held, err := ru.launchAntagonists(ctx, vars)
 	if err != nil {
-		return fmt.Errorf("lc: command: %w", err)
+		return err
 	}
-	lc, err := ru.launch(ctx, &agentpb.RunRequest{Name: "lc", Command: lcCmd, MilliCpus: int64(ru.spec.LC.Cpus * 1000),
-		MemMib: ru.spec.LC.Mem, User: ru.spec.LC.User, Network: ru.spec.LC.Network})
+	lc, latFile, err := ru.launchLC(ctx, vars)
 	if err != nil {
-		return fmt.Errorf("lc: %w", err)
+		return err
 	}
-	ru.meta.LC = lc.Id
-	vars["BRIM_LC_SANDBOX"] = lc.SandboxDir
-	vars["BRIM_LC_ADDRESS"] = lc.Address
-	latFile, err := Expand(ru.spec.LC.LatencyFile, vars)
-	if err != nil {
-		return fmt.Errorf("lc.latency-file: %w", err)
-	}
-	latFile = latencyPath(latFile, lc.SandboxDir)
 
 	bg, stopBG := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -205,68 +184,14 @@ func (ru *run) execute(ctx context.Context, c ControllerSpec) error {
 	go func() { defer wg.Done(); tail.run(bg) }()
 	go func() { defer wg.Done(); ru.sample(bg) }()
 
-	// Solo starts after the LC's first window (its warm-up).
-	if err := ru.waitWindows(ctx, tail, 2, 60*time.Second, latFile); err != nil {
+	if err := ru.solo(ctx, tail, held, lc.Id, latFile); err != nil {
 		return err
 	}
-	for _, ct := range held { // every antagonist waits at its gate
-		if err := waitGate(ctx, filepath.Join(ct.SandboxDir, gateFIFO), false); err != nil {
-			return fmt.Errorf("antagonist %s: %w", ct.Name, err)
-		}
-	}
-	ru.meta.SoloStart = nowMS()
-	ru.r.progress("  solo %v", ru.spec.Solo.Duration)
-	if err := sleep(ctx, ru.spec.Solo.Duration); err != nil {
+	if err := ru.contended(ctx, held, lc.Id); err != nil {
 		return err
 	}
-	if err := ru.lcRunning(ctx, lc.Id, "solo"); err != nil {
+	if err := ru.after(ctx); err != nil {
 		return err
-	}
-	ru.meta.Onset = nowMS()
-	for _, ct := range held {
-		if err := waitGate(ctx, filepath.Join(ct.SandboxDir, gateFIFO), true); err != nil {
-			return fmt.Errorf("release antagonist %s: %w", ct.Name, err)
-		}
-	}
-	cpu0 := ru.cpuOf(ctx, held)
-	ru.r.progress("  contended %v (%d antagonists released)", ru.spec.Contended.Duration, len(held))
-	if err := sleep(ctx, ru.spec.Contended.Duration); err != nil {
-		return err
-	}
-	ru.meta.ContendedEnd = nowMS()
-	cpu1 := ru.cpuOf(ctx, held)
-	if err := ru.lcRunning(ctx, lc.Id, "contended"); err != nil {
-		return err
-	}
-	var results []AntagonistResult
-	for _, ct := range held {
-		res := AntagonistResult{Name: ct.Name, ID: ct.Id, CPUSeconds: (cpu1[ct.Id] - cpu0[ct.Id]).Seconds(), HeldCPUSeconds: cpu0[ct.Id].Seconds()}
-		if g, err := ru.api.Get(ctx, &agentpb.GetRequest{Id: ct.Id}); err == nil {
-			res.State = g.State
-			if g.Exit != nil {
-				res.ExitReason = g.Exit.Reason
-			}
-		}
-		if res.State != "running" && res.ExitReason != qos.ReasonPreempted {
-			ru.r.Log.Warn("an antagonist ended on its own during the contended phase: its work is missing from the run",
-				"antagonist", ct.Name, "state", res.State, "reason", res.ExitReason, "logs", "agent.log, or brim container logs")
-		}
-		results = append(results, res)
-		if _, err := ru.api.Destroy(ctx, &agentpb.DestroyRequest{Id: ct.Id, Force: true}); err != nil {
-			return fmt.Errorf("remove antagonist %s: %w", ct.Name, ru.api.Error(err))
-		}
-	}
-	if err := writeAntagonists(filepath.Join(ru.dir, antagonistsFile), results); err != nil {
-		return err
-	}
-	if ru.spec.After.Duration > 0 {
-		unix.Sync() // the antagonists' writes, so that they do not land in the after phase
-		ru.meta.AfterStart = nowMS()
-		ru.r.progress("  after %v", ru.spec.After.Duration)
-		if err := sleep(ctx, ru.spec.After.Duration); err != nil {
-			return err
-		}
-		ru.meta.AfterEnd = nowMS()
 	}
 	// The last windows and corrections, then the agent's own account.
 	if err := ru.waitWindows(ctx, tail, tail.count()+1, 3*ru.spec.Sample.Duration+5*time.Second, latFile); err != nil {
@@ -282,6 +207,136 @@ func (ru *run) execute(ctx context.Context, c ControllerSpec) error {
 		_ = os.WriteFile(filepath.Join(ru.dir, "explain.json"), append(b, '\n'), 0o644) // informational
 	}
 	return ru.saveMeta()
+}
+
+// launchAntagonists launches every antagonist's copies, each blocked at
+// its gate (gateScript) until the onset.
+func (ru *run) launchAntagonists(ctx context.Context, vars map[string]string) ([]*agentpb.Container, error) {
+	var held []*agentpb.Container
+	for _, a := range ru.spec.Antagonists {
+		cmd, err := ExpandAll(a.Command, vars)
+		if err != nil {
+			return nil, fmt.Errorf("antagonist %s: command: %w", a.Name, err)
+		}
+		for i := 0; i < a.Count; i++ {
+			name := fmt.Sprintf("%s-%d", a.Name, i)
+			ct, err := ru.launch(ctx, &agentpb.RunRequest{Name: name, Command: append([]string{"/bin/sh", "-c", gateScript, "sh"}, cmd...),
+				MilliCpus: int64(a.Cpus * 1000), MemMib: a.Mem, User: a.User, Revocable: true})
+			if err != nil {
+				return nil, fmt.Errorf("antagonist %s: %w", name, err)
+			}
+			held = append(held, ct)
+		}
+	}
+	return held, nil
+}
+
+// launchLC launches the latency-critical task, adds its sandbox and
+// address to vars and returns it with the path of its latency file.
+func (ru *run) launchLC(ctx context.Context, vars map[string]string) (*agentpb.Container, string, error) {
+	lcCmd, err := ExpandAll(ru.spec.LC.Command, vars)
+	if err != nil {
+		return nil, "", fmt.Errorf("lc: command: %w", err)
+	}
+	lc, err := ru.launch(ctx, &agentpb.RunRequest{Name: "lc", Command: lcCmd, MilliCpus: int64(ru.spec.LC.Cpus * 1000),
+		MemMib: ru.spec.LC.Mem, User: ru.spec.LC.User, Network: ru.spec.LC.Network})
+	if err != nil {
+		return nil, "", fmt.Errorf("lc: %w", err)
+	}
+	ru.meta.LC = lc.Id
+	vars["BRIM_LC_SANDBOX"] = lc.SandboxDir
+	vars["BRIM_LC_ADDRESS"] = lc.Address
+	latFile, err := Expand(ru.spec.LC.LatencyFile, vars)
+	if err != nil {
+		return nil, "", fmt.Errorf("lc.latency-file: %w", err)
+	}
+	return lc, latencyPath(latFile, lc.SandboxDir), nil
+}
+
+// solo is the solo phase: it starts after the LC's first window (its
+// warm-up) with every antagonist at its gate, and ends with the LC
+// still running.
+func (ru *run) solo(ctx context.Context, tail *tailer, held []*agentpb.Container, lcID, latFile string) error {
+	if err := ru.waitWindows(ctx, tail, 2, 60*time.Second, latFile); err != nil {
+		return err
+	}
+	for _, ct := range held { // every antagonist waits at its gate
+		if err := waitGate(ctx, filepath.Join(ct.SandboxDir, gateFIFO), false); err != nil {
+			return fmt.Errorf("antagonist %s: %w", ct.Name, err)
+		}
+	}
+	ru.meta.SoloStart = nowMS()
+	ru.r.progress("  solo %v", ru.spec.Solo.Duration)
+	if err := sleep(ctx, ru.spec.Solo.Duration); err != nil {
+		return err
+	}
+	return ru.lcRunning(ctx, lcID, "solo")
+}
+
+// contended is the contended phase: the antagonists released at the
+// onset, then (the LC still running) their cpu time and ends recorded
+// and the antagonists removed.
+func (ru *run) contended(ctx context.Context, held []*agentpb.Container, lcID string) error {
+	ru.meta.Onset = nowMS()
+	for _, ct := range held {
+		if err := waitGate(ctx, filepath.Join(ct.SandboxDir, gateFIFO), true); err != nil {
+			return fmt.Errorf("release antagonist %s: %w", ct.Name, err)
+		}
+	}
+	cpu0 := ru.cpuOf(ctx, held)
+	ru.r.progress("  contended %v (%d antagonists released)", ru.spec.Contended.Duration, len(held))
+	if err := sleep(ctx, ru.spec.Contended.Duration); err != nil {
+		return err
+	}
+	ru.meta.ContendedEnd = nowMS()
+	cpu1 := ru.cpuOf(ctx, held)
+	if err := ru.lcRunning(ctx, lcID, "contended"); err != nil {
+		return err
+	}
+	var results []AntagonistResult
+	for _, ct := range held {
+		res := AntagonistResult{Name: ct.Name, ID: ct.Id, CPUSeconds: (cpu1[ct.Id] - cpu0[ct.Id]).Seconds(), HeldCPUSeconds: cpu0[ct.Id].Seconds()}
+		if err := ru.endAntagonist(ctx, ct, &res); err != nil {
+			return err
+		}
+		results = append(results, res)
+	}
+	return writeAntagonists(filepath.Join(ru.dir, antagonistsFile), results)
+}
+
+// endAntagonist records how antagonist ct ended in res (warning when it
+// ended on its own, not preempted) and removes it.
+func (ru *run) endAntagonist(ctx context.Context, ct *agentpb.Container, res *AntagonistResult) error {
+	if g, err := ru.api.Get(ctx, &agentpb.GetRequest{Id: ct.Id}); err == nil {
+		res.State = g.State
+		if g.Exit != nil {
+			res.ExitReason = g.Exit.Reason
+		}
+	}
+	if res.State != "running" && res.ExitReason != qos.ReasonPreempted {
+		ru.r.Log.Warn("an antagonist ended on its own during the contended phase: its work is missing from the run",
+			"antagonist", ct.Name, "state", res.State, "reason", res.ExitReason, "logs", "agent.log, or brim container logs")
+	}
+	if _, err := ru.api.Destroy(ctx, &agentpb.DestroyRequest{Id: ct.Id, Force: true}); err != nil {
+		return fmt.Errorf("remove antagonist %s: %w", ct.Name, ru.api.Error(err))
+	}
+	return nil
+}
+
+// after is the after phase, if the spec has one: the antagonists' writes
+// synced first, so that they do not land in it.
+func (ru *run) after(ctx context.Context) error {
+	if ru.spec.After.Duration <= 0 {
+		return nil
+	}
+	unix.Sync()
+	ru.meta.AfterStart = nowMS()
+	ru.r.progress("  after %v", ru.spec.After.Duration)
+	if err := sleep(ctx, ru.spec.After.Duration); err != nil {
+		return err
+	}
+	ru.meta.AfterEnd = nowMS()
+	return nil
 }
 
 // saveMeta writes meta.json: at the start (the cgroup parent, the agent

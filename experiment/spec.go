@@ -161,7 +161,19 @@ func LoadSpecFile(path string) (*Spec, error) {
 	return s, nil
 }
 
+// validate checks the spec part by part; the first problem found is
+// the error.
 func (s *Spec) validate() error {
+	for _, check := range [...]func() error{s.validateRun, s.validateAgent, s.validateControllers, s.validateLC, s.validateAntagonists} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateRun checks the run's name, trials and phases.
+func (s *Spec) validateRun() error {
 	if s.Name != "" && !nameRE.MatchString(s.Name) {
 		return fmt.Errorf("name %q: want letters, digits, '.', '_', '-' (at most 40)", s.Name)
 	}
@@ -183,6 +195,11 @@ func (s *Spec) validate() error {
 	if s.Sample.Duration < 100*time.Millisecond || s.Sample.Duration > 10*time.Second {
 		return fmt.Errorf("sample %v: want 100ms to 10s", s.Sample.Duration)
 	}
+	return nil
+}
+
+// validateAgent checks the agent's resources and estimator interval.
+func (s *Spec) validateAgent() error {
 	if s.Agent.Resources == "" {
 		return errors.New("agent.resources is required (e.g. \"cpus:2;mem:2048\")")
 	}
@@ -192,6 +209,12 @@ func (s *Spec) validate() error {
 	if s.Agent.EstimatorInterval.Duration < 0 {
 		return fmt.Errorf("agent.estimator-interval %v: negative", s.Agent.EstimatorInterval.Duration)
 	}
+	return nil
+}
+
+// validateControllers checks that the controllers are named, once each,
+// and name a QoS controller.
+func (s *Spec) validateControllers() error {
 	if len(s.Controllers) == 0 {
 		return errors.New("no [[controller]]: name at least one (qos = \"noop\" for a baseline)")
 	}
@@ -208,6 +231,11 @@ func (s *Spec) validate() error {
 			return fmt.Errorf("controller[%d].qos is required (noop, load, interference or plugin:PATH)", i)
 		}
 	}
+	return nil
+}
+
+// validateLC checks the latency-critical task and its load generator.
+func (s *Spec) validateLC() error {
 	if len(s.LC.Command) == 0 {
 		return errors.New("lc.command is required")
 	}
@@ -223,6 +251,12 @@ func (s *Spec) validate() error {
 	if s.Load != nil && len(s.Load.Command) == 0 {
 		return errors.New("load.command is empty (leave [load] out for no load generator)")
 	}
+	return nil
+}
+
+// validateAntagonists checks the best-effort tasks: named once each
+// (never "lc"), 1 to 64 copies, a command and resources.
+func (s *Spec) validateAntagonists() error {
 	if len(s.Antagonists) == 0 {
 		return errors.New("no [[antagonist]]: an experiment needs best-effort work")
 	}
