@@ -93,11 +93,14 @@ bin/tools/%: tools/go.mod tools/go.sum
 	cd tools && GOBIN=$(CURDIR)/bin/tools $(GO) install $$($(GO) list tool | grep '/$*$$')
 	@touch $@
 
-## lint: gofmt, go vet and golangci-lint (staticcheck, errcheck, and the
-## depguard rules that encode the layering in .golangci.yml), plus `cross`
+## lint: gofmt, go vet and golangci-lint (staticcheck, errcheck, gocyclo,
+## and the depguard rules that encode the layering in .golangci.yml; every
+## package path and file glob a rule names must exist: hack/depguardpaths),
+## plus `cross`
 lint: deps bin/tools/golangci-lint cross
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags '$(TAGS)' $(PKGS)
+	$(GO) run ./hack/depguardpaths -tags '$(TAGS)'
 	bin/tools/golangci-lint run $(PKGS)
 
 ## cross: the library packages build for other systems (kernel code sits in

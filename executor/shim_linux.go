@@ -149,6 +149,7 @@ func adoptDir(r *bufio.Reader) (string, error) {
 	return dir, nil
 }
 
+//nolint:gocyclo // split under issue 31 by the executor work; remove with the split
 func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) (retErr error) {
 	b, err := ReadBundle(s.dir)
 	if err != nil {
