@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"strings"
@@ -107,15 +108,21 @@ func (c *etcdCluster) close() {
 }
 
 // proxy forwards loopback connections to one address until Cut, which
-// closes them all and makes new ones fail at once, until Restore.
+// closes them all and makes new ones fail at once, or BlackHole, which
+// keeps every connection open but forwards nothing (nor dials anything
+// new) — a link whose packets vanish, no reset ever coming — until
+// Restore.
 type proxy struct {
 	l      net.Listener
 	target string
 
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]bool
-	wg    sync.WaitGroup
+	mu       sync.Mutex
+	cut      bool
+	hole     bool          // BlackHole: forward nothing
+	restored chan struct{} // closed by Restore (and close) while hole
+	closed   bool
+	conns    map[net.Conn]bool
+	wg       sync.WaitGroup
 }
 
 func newProxy(t testing.TB, target string) *proxy {
@@ -124,7 +131,7 @@ func newProxy(t testing.TB, target string) *proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{l: l, target: target, conns: map[net.Conn]bool{}}
+	p := &proxy{l: l, target: target, conns: map[net.Conn]bool{}, restored: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept() // owned by p: ends with close
 	t.Cleanup(p.close)
@@ -140,8 +147,9 @@ func (p *proxy) accept() {
 		if err != nil {
 			return
 		}
+		p.holeWait()
 		p.mu.Lock()
-		if p.cut {
+		if p.cut || p.closed {
 			p.mu.Unlock()
 			_ = c.Close()
 			continue
@@ -157,7 +165,7 @@ func (p *proxy) accept() {
 		p.mu.Unlock()
 		pipe := func(dst, src net.Conn) {
 			defer p.wg.Done()
-			_, _ = io.Copy(dst, src)
+			_, _ = io.Copy(holeWriter{p: p, w: dst}, src)
 			_ = dst.Close()
 			_ = src.Close()
 		}
@@ -177,15 +185,58 @@ func (p *proxy) Cut() {
 	clear(p.conns)
 }
 
+// BlackHole stops forwarding, in both directions, without closing
+// anything: what is read is held until Restore; new connections are
+// accepted and left unanswered.
+func (p *proxy) BlackHole() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hole = true
+}
+
 // Restore lets connections through again.
 func (p *proxy) Restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = false
+	if p.hole {
+		p.hole = false
+		close(p.restored)
+		p.restored = make(chan struct{})
+	}
+}
+
+// holeWait waits while the proxy is a black hole (until Restore or
+// close).
+func (p *proxy) holeWait() {
+	p.mu.Lock()
+	hole, restored := p.hole && !p.closed, p.restored
+	p.mu.Unlock()
+	if hole {
+		<-restored
+	}
+}
+
+// holeWriter writes to w once the proxy forwards (holeWait).
+type holeWriter struct {
+	p *proxy
+	w io.Writer
+}
+
+func (h holeWriter) Write(b []byte) (int, error) {
+	h.p.holeWait()
+	return h.w.Write(b)
 }
 
 func (p *proxy) close() {
 	_ = p.l.Close()
+	p.mu.Lock()
+	p.closed = true
+	if p.hole {
+		p.hole = false
+		close(p.restored)
+	}
+	p.mu.Unlock()
 	p.Cut()
 	p.wg.Wait()
 }
@@ -215,6 +266,12 @@ func (ps proxies) Cut() {
 	}
 }
 
+func (ps proxies) BlackHole() {
+	for _, p := range ps {
+		p.BlackHole()
+	}
+}
+
 func (ps proxies) Restore() {
 	for _, p := range ps {
 		p.Restore()
@@ -224,8 +281,15 @@ func (ps proxies) Restore() {
 // open connects to etcd at endpoints under prefix with a short session.
 func open(t testing.TB, endpoints []string, prefix string, ttl time.Duration) *etcdstore.Client {
 	t.Helper()
+	return openLogged(t, endpoints, prefix, ttl, 2*time.Second, nil)
+}
+
+// openLogged is open with requestTimeout for each etcd request, logging
+// to log (nil: nowhere).
+func openLogged(t testing.TB, endpoints []string, prefix string, ttl, requestTimeout time.Duration, log *slog.Logger) *etcdstore.Client {
+	t.Helper()
 	c, err := etcdstore.Open(context.Background(), etcdstore.Config{Endpoints: endpoints, Prefix: prefix, SessionTTL: ttl,
-		DialTimeout: 2 * time.Second, RequestTimeout: 2 * time.Second})
+		DialTimeout: 2 * time.Second, RequestTimeout: requestTimeout, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

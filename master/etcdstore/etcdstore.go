@@ -61,6 +61,12 @@ type Client struct {
 	ttl     int
 	timeout time.Duration
 	log     *slog.Logger
+
+	// bg counts what outlives a campaign attempt: a campaign abandoned
+	// with its session (concurrency's Campaign resigns it with the
+	// client's own context, which only etcd's answer or Close ends) and
+	// the revocation of an ended session's lease. Close waits for them.
+	bg sync.WaitGroup
 }
 
 var (
@@ -121,7 +127,11 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 
 // Close closes the connection to etcd. A leadership still held ends when
 // its lease expires (Term.Resign ends it at once).
-func (c *Client) Close() error { return c.cli.Close() }
+func (c *Client) Close() error {
+	err := c.cli.Close()
+	c.bg.Wait() // their calls fail now that the client is closed
+	return err
+}
 
 // SessionTTL is the lease of this client's election sessions
 // (master.SessionTTLer).
@@ -144,15 +154,49 @@ func (c *Client) Campaign(ctx context.Context, addr string) (master.Term, error)
 	return t, nil
 }
 
+// Bounds of a standby's retries of its etcd session: each attempt to
+// grant the session's lease gets the TTL's quarter (at least
+// minSessionAttempt, at most the request timeout), and failed attempts
+// are spaced from minSessionRetry doubling to the TTL's quarter, at most
+// maxSessionRetry. A standby whose session ended while etcd had no
+// quorum is ready to campaign within about a second of its return: a
+// grant sent while etcd had no leader waited for etcd's own request
+// timeout (7 s with its default election timeout), then one more
+// second, so the next leader could come ≈ 8 s after the quorum.
+const (
+	minSessionAttempt = 500 * time.Millisecond
+	minSessionRetry   = 100 * time.Millisecond
+	maxSessionRetry   = time.Second
+)
+
+// sessionAttempt bounds one grant of a session's lease.
+func (c *Client) sessionAttempt() time.Duration {
+	return min(max(c.SessionTTL()/4, minSessionAttempt), c.timeout)
+}
+
+// sessionRetry is the longest pause between two failed campaign
+// attempts.
+func (c *Client) sessionRetry() time.Duration {
+	return max(min(c.SessionTTL()/4, maxSessionRetry), minSessionRetry)
+}
+
 func (c *Client) campaignUntilElected(ctx context.Context, addr string, copied *mirror) (*Term, error) {
+	wait := minSessionRetry
+	retry := func(what string, err error) error {
+		c.log.Warn(what, "err", err, "retry_in", wait)
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+		wait = min(2*wait, c.sessionRetry())
+		return nil
+	}
 	for {
-		s, err := concurrency.NewSession(c.cli, concurrency.WithTTL(c.ttl), concurrency.WithContext(ctx))
+		s, err := c.newSession(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			c.log.Warn("etcd session", "err", err)
-			if err := sleep(ctx, time.Second); err != nil {
+			if err := retry("etcd session", err); err != nil {
 				return nil, err
 			}
 			continue
@@ -161,15 +205,40 @@ func (c *Client) campaignUntilElected(ctx context.Context, addr string, copied *
 		if err == nil {
 			return t, nil
 		}
-		_ = s.Close()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		c.log.Warn("campaign ended without leadership; campaigning again", "err", err)
-		if err := sleep(ctx, time.Second); err != nil {
+		if err := retry("campaign ended without leadership; campaigning again", err); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// newSession grants a lease of the session TTL within sessionAttempt and
+// keeps it alive until ctx ends (or the session is closed).
+func (c *Client) newSession(ctx context.Context) (*concurrency.Session, error) {
+	gctx, cancel := context.WithTimeout(ctx, c.sessionAttempt())
+	defer cancel()
+	g, err := c.cli.Grant(gctx, int64(c.ttl))
+	if err != nil {
+		return nil, fmt.Errorf("grant the session's lease: %w", err)
+	}
+	s, err := concurrency.NewSession(c.cli, concurrency.WithLease(g.ID), concurrency.WithTTL(c.ttl), concurrency.WithContext(ctx))
+	if err != nil {
+		c.closeSession(s)
+		return nil, err
+	}
+	return s, nil
+}
+
+// closeSession ends s in the background: its lease is revoked (its
+// campaign key goes with it) once etcd answers, within the TTL.
+func (c *Client) closeSession(s *concurrency.Session) {
+	if s == nil {
+		return
+	}
+	c.bg.Add(1)
+	go func() { defer c.bg.Done(); _ = s.Close() }() // owned by c: bounded by the TTL (Session.Close)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -182,37 +251,124 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // campaign campaigns on s until elected, s expires or ctx ends, and
-// checks the leadership it won: its key must still be there.
+// checks the leadership it won: its key must still be there. While it
+// waits it ends the keys that still advertise addr from an earlier
+// session of this master (endStaleKeys).
+//
+// An attempt that ends without leadership gives s up at once: its
+// campaign, which concurrency.Election resigns with the client's own
+// context (it waits for etcd, however long it has no quorum), and the
+// revocation of its lease go on in the background (c.bg). Waiting for
+// them kept a standby from campaigning again until etcd's quorum was
+// back.
 func (c *Client) campaign(ctx context.Context, s *concurrency.Session, addr string, copied *mirror) (*Term, error) {
 	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-s.Done():
-			cancel()
-		case <-cctx.Done():
-		}
-	}()
 	e := concurrency.NewElection(s, c.electionPrefix())
-	if err := e.Campaign(cctx, addr); err != nil {
-		if s.Ctx().Err() != nil || isDone(s.Done()) {
-			return nil, fmt.Errorf("session expired while campaigning: %w", err)
-		}
+	won := make(chan error, 1)
+	c.bg.Add(1)
+	go func() { // owned by c (Close waits); reports once
+		defer c.bg.Done()
+		won <- e.Campaign(cctx, addr)
+	}()
+	stale := make(chan struct{})
+	go func() { defer close(stale); c.endStaleKeys(cctx, addr, s.Lease()) }() // owned here: ends with cctx
+	giveUp := func(err error) (*Term, error) {
+		cancel()
+		<-stale
+		c.bg.Add(1)
+		go func() { // owned by c: ends when the campaign does
+			defer c.bg.Done()
+			if <-won == nil { // elected after all, too late: leave
+				rctx, rcancel := context.WithTimeout(context.Background(), c.timeout)
+				_ = e.Resign(rctx)
+				rcancel()
+			}
+			_ = s.Close()
+		}()
 		return nil, err
 	}
+	select {
+	case err := <-won:
+		if err != nil {
+			won <- err // for giveUp's goroutine
+			if isDone(s.Done()) {
+				err = fmt.Errorf("session expired while campaigning: %w", err)
+			}
+			return giveUp(err)
+		}
+	case <-s.Done():
+		return giveUp(errors.New("session expired while campaigning"))
+	case <-ctx.Done():
+		return giveUp(ctx.Err())
+	}
+	cancel()
+	<-stale
 	t := &Term{c: c, s: s, e: e, key: e.Key(), rev: e.Rev(), addr: addr, done: make(chan struct{}), stop: make(chan struct{}), copied: copied}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
 	rctx, rcancel := context.WithTimeout(ctx, c.timeout)
 	defer rcancel()
 	resp, err := c.cli.Get(rctx, t.key)
 	if err != nil {
-		return nil, fmt.Errorf("check leadership: %w", err)
+		t.cancel()
+		return giveUpTerm(c, t, fmt.Errorf("check leadership: %w", err))
 	}
 	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != t.rev {
-		return nil, fmt.Errorf("check leadership: election key %s is gone: %w", t.key, master.ErrNotLeader)
+		t.cancel()
+		return giveUpTerm(c, t, fmt.Errorf("check leadership: election key %s is gone: %w", t.key, master.ErrNotLeader))
 	}
 	c.log.Info("elected leader", "key", t.key, "revision", t.rev, "advertise", addr)
 	go t.watch(time.Now()) // owned by t: ends with the term or Resign
 	return t, nil
+}
+
+// giveUpTerm ends a leadership won but not confirmed: resigned and its
+// session closed in the background.
+func giveUpTerm(c *Client, t *Term, err error) (*Term, error) {
+	c.bg.Add(1)
+	go func() { // owned by c: bounded by the request timeout and the TTL
+		defer c.bg.Done()
+		rctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+		_ = t.e.Resign(rctx)
+		cancel()
+		_ = t.s.Close()
+	}()
+	return nil, err
+}
+
+// endStaleKeys ends, until ctx ends, the election keys that advertise
+// addr under a lease other than this session's (lease): an earlier
+// session of this master — a campaign it gave up, or its previous
+// process, which lost its leadership (etcd without quorum, a cut) and
+// was started again by its supervisor. Nothing keeps such a key alive,
+// yet etcd keeps it until its lease runs out — renewed whole when etcd
+// elects a leader of its own, so a TTL after etcd's quorum came back —
+// and while it is first in line nobody can be elected: the next leader
+// came a TTL and more after the quorum's return. Only this master may
+// advertise addr, so a key of addr that is not its own is stale. Checked
+// at once and every TTL/4.
+func (c *Client) endStaleKeys(ctx context.Context, addr string, lease clientv3.LeaseID) {
+	every := max(c.SessionTTL()/4, minSessionRetry)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, c.sessionAttempt())
+		resp, err := c.cli.Get(rctx, c.electionPrefix(), clientv3.WithPrefix())
+		if err == nil {
+			for _, kv := range resp.Kvs {
+				if string(kv.Value) != addr || clientv3.LeaseID(kv.Lease) == lease || kv.Lease == 0 {
+					continue
+				}
+				if _, err := c.cli.Revoke(rctx, clientv3.LeaseID(kv.Lease)); err == nil {
+					c.log.Warn("an election key of this master's address from an earlier session: ended it", "key", string(kv.Key),
+						"lease", fmt.Sprintf("%x", kv.Lease))
+				} else if !errors.Is(err, rpctypes.ErrLeaseNotFound) && ctx.Err() == nil {
+					c.log.Info("end an earlier session's election key", "key", string(kv.Key), "err", err)
+				}
+			}
+		}
+		cancel()
+		if sleep(ctx, every) != nil {
+			return
+		}
+	}
 }
 
 func isDone(ch <-chan struct{}) bool {
@@ -226,7 +382,11 @@ func isDone(ch <-chan struct{}) bool {
 
 // Observe sends the leader's advertised address ("" while none is
 // elected) at once and at every change, until ctx ends; then it closes
-// the channel. A broken watch is taken up again.
+// the channel. It watches the election's keys and reads the leader
+// again after every change, and every observeResync whatever happens:
+// a read that failed after a change (etcd just back from a lost quorum)
+// left a standby naming no leader while one had led for seconds, until
+// the next change — none might come. A broken watch is taken up again.
 func (c *Client) Observe(ctx context.Context) <-chan string {
 	ch := make(chan string, 1)
 	go func() { // owned by ctx: ends with it
@@ -255,23 +415,43 @@ func (c *Client) Observe(ctx context.Context) <-chan string {
 			if !send(leader) {
 				return
 			}
-			wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-			w := c.cli.Watch(wctx, c.electionPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1))
-			for resp := range w {
-				if resp.Err() != nil {
-					break
-				}
-				if l, _, err := c.leader(ctx); err == nil {
-					if !send(l) {
-						cancel()
-						return
-					}
-				}
-			}
-			cancel()
+			c.watchLeader(ctx, rev, send)
 		}
 	}()
 	return ch
+}
+
+// observeResync is how often Observe reads the leader even when its
+// watch reports nothing.
+const observeResync = 2 * time.Second
+
+// watchLeader watches the election's keys from rev on and sends the
+// leader after every change and every observeResync, until the watch
+// breaks, a read fails or ctx ends (send reports false).
+func (c *Client) watchLeader(ctx context.Context, rev int64, send func(string) bool) {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	w := c.cli.Watch(wctx, c.electionPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	resync := time.NewTicker(observeResync)
+	defer resync.Stop()
+	for {
+		select {
+		case resp, ok := <-w:
+			if !ok || resp.Err() != nil {
+				return
+			}
+		case <-resync.C:
+		case <-ctx.Done():
+			return
+		}
+		l, _, err := c.leader(ctx)
+		if err != nil {
+			return // read again from the start
+		}
+		if !send(l) {
+			return
+		}
+	}
 }
 
 // leader reads the current leader: the election key of the lowest create
@@ -331,6 +511,11 @@ type Term struct {
 	done     chan struct{} // closed by watch when the term is over
 	stop     chan struct{} // closed by Resign
 	stopOnce sync.Once
+	// ctx ends with the term (watch, Resign): every store call in flight
+	// ends with it, refused (txn), so that a write waiting on an etcd that
+	// no longer answers never outlasts the term it was made in.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	agents agentWrites // PutAgent's queue
 
@@ -374,6 +559,7 @@ const maxTxnOps = 128
 // refresh.
 func (t *Term) watch(lastOK time.Time) {
 	defer close(t.done)
+	defer t.cancel()   // before done: what the term's end wakes finds its calls ended
 	defer t.takeCopy() // not loaded: dropped
 	keyGone := make(chan struct{})
 	wctx, wcancel := context.WithCancel(context.Background())
@@ -383,6 +569,11 @@ func (t *Term) watch(lastOK time.Time) {
 	every, limit := ttl/4, ttl*3/4
 	tick := time.NewTicker(every / 2)
 	defer tick.Stop()
+	// expire fires limit after lastOK, to the moment: checked on the
+	// ticks only, the term outlived it by up to every/2, an eighth of
+	// the TTL taken from the margin before etcd expires the lease.
+	expire := time.NewTimer(time.Until(lastOK.Add(limit)))
+	defer expire.Stop()
 	type result struct {
 		sent time.Time
 		err  error
@@ -410,12 +601,12 @@ func (t *Term) watch(lastOK time.Time) {
 			}
 			if r.err == nil && r.sent.After(lastOK) {
 				lastOK = r.sent
+				expire.Reset(time.Until(lastOK.Add(limit)))
 			}
+		case <-expire.C:
+			t.c.log.Warn("no lease refresh acknowledged in time: stepping down", "since", time.Since(lastOK).Round(time.Millisecond), "ttl", ttl)
+			return
 		case now := <-tick.C:
-			if now.Sub(lastOK) > limit {
-				t.c.log.Warn("no lease refresh acknowledged in time: stepping down", "since", now.Sub(lastOK).Round(time.Millisecond), "ttl", ttl)
-				return
-			}
 			if !inflight && now.Sub(lastSent) >= every {
 				inflight, lastSent = true, now
 				go func() { // bounded by its timeout; reports once
@@ -460,6 +651,7 @@ func (t *Term) Done() <-chan struct{} { return t.done }
 // session.
 func (t *Term) Resign(ctx context.Context) error {
 	t.stopOnce.Do(func() { close(t.stop) })
+	t.cancel()
 	err := t.e.Resign(ctx)
 	return errors.Join(err, t.s.Close())
 }
@@ -475,12 +667,18 @@ func (t *Term) fence() clientv3.Cmp {
 	return clientv3.Compare(clientv3.CreateRevision(t.key), "=", t.rev)
 }
 
-// txn runs ops if this master still leads; ErrNotLeader if not.
+// txn runs ops if this master still leads; ErrNotLeader if not — also
+// when the term ends while the call waits for etcd (then the write may
+// or may not have been made: etcd may apply it before the lease that
+// fences it expires, never after).
 func (t *Term) txn(ops ...clientv3.Op) (*clientv3.TxnResponse, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), t.c.timeout)
+	ctx, cancel := context.WithTimeout(t.ctx, t.c.timeout)
 	defer cancel()
 	resp, err := t.c.cli.Txn(ctx).If(t.fence()).Then(ops...).Commit()
 	if err != nil {
+		if t.ctx.Err() != nil {
+			return nil, fmt.Errorf("etcd store: the term ended while the write waited for etcd: %w", master.ErrNotLeader)
+		}
 		return nil, fmt.Errorf("etcd store: %w", err)
 	}
 	if !resp.Succeeded {

@@ -66,8 +66,15 @@ func startHAMaster(t *testing.T, c *etcdCluster, ttl time.Duration, listen strin
 
 func startHAMasterWith(t testing.TB, c *etcdCluster, ttl time.Duration, listen string, opts master.Options) *haMaster {
 	t.Helper()
+	return startHAMasterTimeout(t, c, ttl, 2*time.Second, listen, opts)
+}
+
+// startHAMasterTimeout is startHAMasterWith whose etcd requests each
+// get requestTimeout.
+func startHAMasterTimeout(t testing.TB, c *etcdCluster, ttl, requestTimeout time.Duration, listen string, opts master.Options) *haMaster {
+	t.Helper()
 	ps := newProxies(t, c)
-	e := &recordingElector{Client: open(t, ps.addrs(), "/brim-ha", ttl)}
+	e := &recordingElector{Client: openLogged(t, ps.addrs(), "/brim-ha", ttl, requestTimeout, opts.Log)}
 	ctx, cancel := context.WithCancel(context.Background())
 	r, err := master.Start(ctx, master.Config{
 		Options: opts,
