@@ -143,6 +143,13 @@ type Master struct {
 
 	kick chan struct{} // starts an allocation cycle
 
+	// opMu orders the operator's changes (reservations, quota, weights):
+	// each is written to the store, then applied, one at a time — the
+	// store's write outside mu, so that an etcd that stops answering
+	// never holds the master (its state, its offers, its status updates)
+	// behind it (operator.go).
+	opMu sync.Mutex
+
 	mu           sync.Mutex
 	agents       map[string]*agentEntry
 	frameworks   map[string]*frameworkEntry
@@ -212,6 +219,9 @@ type agentEntry struct {
 	// every offer of the master, per agent: O(agents × offers) when
 	// thousands of agents dropped at once.
 	offers []*offerEntry
+	// reserving: an operator's reservation change of the agent is being
+	// written to the store; the agent gets no offer meanwhile (Reserve).
+	reserving bool
 }
 
 type frameworkEntry struct {
@@ -440,7 +450,7 @@ func (m *Master) allocate() {
 	for _, o := range offers {
 		f := m.frameworks[o.FrameworkID]
 		ag := m.agents[o.AgentID]
-		if f == nil || f.out == nil || ag == nil || ag.out == nil {
+		if f == nil || f.out == nil || ag == nil || ag.out == nil || ag.reserving {
 			zero := time.Duration(0)
 			_ = m.alloc.RecoverRole(o.FrameworkID, o.Role, o.AgentID, o.Resources, &zero)
 			continue

@@ -76,6 +76,8 @@ func (m *Master) Reserve(agentID, principal string, res resources.Resources) err
 	if err != nil {
 		return err
 	}
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ag := m.agents[agentID]
@@ -105,7 +107,7 @@ func (m *Master) Reserve(agentID, principal string, res resources.Resources) err
 		done = append(done, role)
 		next = next.Add(byRole[role])
 	}
-	if err := m.putReservationsLocked(agentID, next); err != nil {
+	if err := m.storeReservationsLocked(ag, next); err != nil {
 		undo()
 		return err
 	}
@@ -125,6 +127,8 @@ func (m *Master) Unreserve(agentID, principal string, res resources.Resources) e
 	if err != nil {
 		return err
 	}
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ag := m.agents[agentID]
@@ -162,7 +166,7 @@ func (m *Master) Unreserve(agentID, principal string, res resources.Resources) e
 		}
 		done = append(done, role)
 	}
-	if err := m.putReservationsLocked(agentID, next); err != nil {
+	if err := m.storeReservationsLocked(ag, next); err != nil {
 		undo()
 		return err
 	}
@@ -180,6 +184,28 @@ func (m *Master) rescindAgentOffersLocked(agentID string) {
 			m.rescindLocked(o, nil)
 		}
 	}
+}
+
+// storeReservationsLocked records an operator's change of ag's
+// reservations (res, already made in the allocator) in the store, with
+// m.mu released for the store's round trip and held again when it
+// returns: the agent's offers are rescinded first and it gets none
+// meanwhile (ag.reserving), so that no ACCEPT changes its reservations
+// under the write. The caller holds m.opMu.
+func (m *Master) storeReservationsLocked(ag *agentEntry, res resources.Resources) error {
+	if m.store == nil {
+		return nil
+	}
+	m.rescindAgentOffersLocked(ag.id)
+	ag.reserving = true
+	m.mu.Unlock()
+	err := m.store.PutReservations(ag.id, res)
+	m.mu.Lock()
+	ag.reserving = false
+	if err != nil {
+		return fmt.Errorf("persist reservations of %s: %w", ag.id, err)
+	}
+	return nil
 }
 
 // putReservationsLocked records an agent's reservations in the store.
@@ -243,20 +269,25 @@ func (m *Master) SetQuota(role string, q allocator.Quota) error {
 	if err := validateQuota(q); err != nil {
 		return fmt.Errorf("set quota of %s: %w", role, err)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.store != nil {
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+	if m.store != nil { // outside m.mu: see opMu
 		if err := m.store.PutQuota(role, q); err != nil {
 			return fmt.Errorf("persist quota of %s: %w", role, err)
 		}
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if err := m.alloc.SetQuota(role, q); err != nil {
 		// validateQuota leaves only the allocator's own limits (its number
 		// of scalar kinds): put the store back as it was.
 		if m.store != nil {
-			if perr := m.store.PutQuota(role, m.quota[role]); perr != nil {
+			prev := m.quota[role] // opMu held: nothing else changes it
+			m.mu.Unlock()
+			if perr := m.store.PutQuota(role, prev); perr != nil {
 				m.log.Error("restore persisted quota", "role", role, "err", perr)
 			}
+			m.mu.Lock()
 		}
 		return fmt.Errorf("set quota of %s: %w", role, fromAllocator(err))
 	}
@@ -311,13 +342,15 @@ func (m *Master) SetWeights(weights map[string]float64) error {
 			return fmt.Errorf("set weight of %s: %s: need a positive weight: %w", role, strconv.FormatFloat(w, 'g', -1, 64), ErrInvalid)
 		}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.store != nil {
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+	if m.store != nil { // outside m.mu: see opMu
 		if err := m.store.PutWeights(weights); err != nil {
 			return fmt.Errorf("persist weights: %w", err)
 		}
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for _, role := range roles {
 		// Cannot fail: the role and the weight passed the allocator's checks above.
 		if err := m.alloc.SetWeight(role, weights[role]); err != nil {
