@@ -160,3 +160,53 @@ func TestGateSuspectsARefusingLeader(t *testing.T) {
 		}
 	}
 }
+
+// frozenPort is a loopback address whose connections the kernel accepts
+// and nobody ever reads: a master stopped with SIGSTOP (or wedged).
+func frozenPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l.Addr().String()
+}
+
+// TestGateHoldsTheClientsOfAFrozenLeader: a client that could not reach
+// the named leader is held by the standby when the leader's port accepts
+// connections but never answers (a frozen process: the kernel completes
+// the handshakes), as when the port refuses them — not sent back to the
+// frozen leader, where it waited for a link that never answered. A
+// leader that answers is named at once, and neither is suspected dead.
+func TestGateHoldsTheClientsOfAFrozenLeader(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		leader string
+		held   bool
+	}{{"frozen", frozenPort(t), true}, {"answering", openPort(t), false}} {
+		t.Run(c.name, func(t *testing.T) {
+			g := &gate{self: "127.0.0.1:1", changed: make(chan struct{}), deadHold: time.Minute, suspects: make(chan string, 1)}
+			g.setLeader(c.leader)
+			md, _ := metadata.FromOutgoingContext(masteraddr.WithUnreachable(context.Background(), c.leader))
+			ctx, cancel := context.WithTimeout(metadata.NewIncomingContext(context.Background(), md), 2*time.Second)
+			defer cancel()
+			_, err := g.await(ctx)
+			named, ok := masteraddr.Leader(err)
+			if !ok {
+				t.Fatalf("await: %v, want the standby's answer", err)
+			}
+			switch {
+			case c.held && (named != "" || ctx.Err() == nil):
+				t.Fatalf("a frozen leader's client was answered %q before its call ended, want it held", named)
+			case !c.held && named != c.leader:
+				t.Fatalf("an answering leader's client was answered %q, want the leader %s", named, c.leader)
+			}
+			select {
+			case s := <-g.suspects:
+				t.Errorf("await suspected %s, which does not refuse connections", s)
+			default:
+			}
+		})
+	}
+}

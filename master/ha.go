@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -94,6 +95,7 @@ func startHA(ctx context.Context, cfg Config, log *slog.Logger) (_ *Running, err
 	gs := grpc.NewServer(masterlink.ServerOptions()...)
 	pb.RegisterAgentLinkServer(gs, gatedAgentLink{g: gt})
 	pb.RegisterSchedulerServer(gs, gatedScheduler{g: gt})
+	pb.RegisterMastersServer(gs, gatedMasters{g: gt})
 	srv := &Server{GRPC: gs, HTTP: gt}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return srv.Serve(gctx, l) })
@@ -243,15 +245,15 @@ type gate struct {
 	suspects chan string   // leaders whose address refused the probe; nil: none ended (endDeadLeaders)
 }
 
-// leaderProbeTimeout bounds a standby's connection attempt to the leader
-// a client says it could not reach; leaderProbeFresh is how long its
+// leaderProbeTimeout bounds a standby's probe of the leader a client
+// says it could not reach (probeOnce); leaderProbeFresh is how long its
 // answer holds.
 const (
 	leaderProbeTimeout = 500 * time.Millisecond
 	leaderProbeFresh   = time.Second
 )
 
-// leaderProbe tells whether the leader's address accepts a connection:
+// leaderProbe tells whether the leader's address answers (probeOnce):
 // one attempt at a time, its answer kept leaderProbeFresh for the
 // thousands of streams a failover brings.
 type leaderProbe struct {
@@ -263,9 +265,9 @@ type leaderProbe struct {
 	inflight chan struct{} // closed when the attempt under way ends; nil none
 }
 
-// reachable reports whether addr accepted a connection within
-// leaderProbeTimeout, lately (ok), or refused it (refused: no process
-// listens there); neither also when ctx ends first.
+// reachable reports whether addr answered within leaderProbeTimeout,
+// lately (ok), or refused the connection (refused: no process listens
+// there); neither also when ctx ends first.
 func (p *leaderProbe) reachable(ctx context.Context, addr string) (ok, refused bool) {
 	for {
 		p.mu.Lock()
@@ -296,13 +298,35 @@ func (p *leaderProbe) reachable(ctx context.Context, addr string) (ok, refused b
 	}
 }
 
-// probeOnce connects to addr within leaderProbeTimeout and hangs up.
+// errNoAnswer: a probed master accepted the connection but said nothing.
+var errNoAnswer = errors.New("the connection was accepted but the master does not answer")
+
+// probeOnce connects to addr and asks for its /health, within
+// leaderProbeTimeout: nil once the master answers anything — a response,
+// or a TLS master closing the connection on a request in clear text. A
+// connection accepted is not enough: the kernel completes the
+// handshakes of a stopped (SIGSTOP) or wedged process, whose clients the
+// standby then sent back to it, to wait on a link that never answers.
 func probeOnce(addr string) error {
 	c, err := net.DialTimeout("tcp", addr, leaderProbeTimeout)
 	if err != nil {
 		return err
 	}
-	return c.Close()
+	defer func() { _ = c.Close() }()
+	if err := c.SetDeadline(time.Now().Add(leaderProbeTimeout)); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(c, "GET /health HTTP/1.0\r\n\r\n"); err != nil {
+		return nil // reset: the process answered (and is going)
+	}
+	var b [1]byte
+	if _, err := c.Read(b[:]); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return errNoAnswer
+		}
+	}
+	return nil
 }
 
 // SessionTTLer is an optional ability of an Elector: the lease of its
@@ -398,9 +422,10 @@ const MaxStandbyHold = 30 * time.Second
 // (masteraddr.WithUnreachable): etcd keeps a dead leader's key until its
 // lease expires, and sending the client back to it would only make it
 // bounce between the dead leader and the standbys until then. Unless the
-// standby reaches that leader itself (a connection accepted within
-// leaderProbeTimeout: the client's link broke, not the leader — it is
-// named at once), such a stream is held like one with no leader known —
+// standby reaches that leader itself (it answers within
+// leaderProbeTimeout, probeOnce: the client's link broke, not the leader
+// — it is named at once), such a stream is held like one with no leader
+// known —
 // but only for deadHold
 // (the session TTL and a half): a leader still named then refreshes its
 // lease, so it is alive (a master restarted at the same address is
@@ -576,6 +601,47 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", g.scheme+"://"+leader+r.URL.RequestURI())
 		writeJSON(w, http.StatusTemporaryRedirect, map[string]string{"error": "this master is a standby; the leader is at " + leader, "leader": leader})
 	}
+}
+
+// watchLeader answers who leads (this master, self, while it serves):
+// at once unless hold, else once the leader differs from known, after
+// masteraddr.WatchHold, or when ctx ends. A standby names no other master
+// than etcd's leader (otherLocked), and wakes its held calls only for
+// another master to name or its own election (setLeader, lead): a
+// watcher learns of a new leader, not of the moment none is known.
+func (g *gate) watchLeader(ctx context.Context, known string, hold bool) *pb.LeaderInfo {
+	limit := time.NewTimer(masteraddr.WatchHold)
+	defer limit.Stop()
+	for {
+		g.mu.RLock()
+		info := &pb.LeaderInfo{Leader: g.otherLocked()}
+		if g.m != nil {
+			info = &pb.LeaderInfo{Leader: g.self, Self: true}
+		}
+		changed := g.changed
+		g.mu.RUnlock()
+		if !hold || info.Leader != known {
+			return info
+		}
+		select {
+		case <-changed:
+		case <-limit.C:
+			return info
+		case <-ctx.Done():
+			return info
+		}
+	}
+}
+
+// gatedMasters serves the Masters service: who leads, from this
+// master's view.
+type gatedMasters struct {
+	pb.UnimplementedMastersServer
+	g *gate
+}
+
+func (s gatedMasters) WatchLeader(ctx context.Context, req *pb.WatchLeaderRequest) (*pb.LeaderInfo, error) {
+	return s.g.watchLeader(ctx, req.GetKnown(), req.GetHold()), nil
 }
 
 // gatedAgentLink and gatedScheduler serve the gRPC services of the

@@ -480,6 +480,18 @@ func (c *Client) Run(ctx context.Context) error {
 		return fmt.Errorf("masterlink: %w", err)
 	}
 	masters := masteraddr.NewSet(addrs)
+	leaders := masteraddr.NewLeaders(dial)
+	defer func() { _ = leaders.Close() }()
+	// With several masters, a session also watches who leads, through
+	// another master, and ends when the one in use stops answering as the
+	// leader while another is elected (masteraddr.WatchLeader).
+	watch := func(ctx context.Context, cur string) error {
+		if masters.Len() < 2 {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return masteraddr.WatchLeader(ctx, masters, cur, leaders, c.log)
+	}
 	cpCtx, stopCheckpoints := context.WithCancel(context.Background())
 	cpDone := make(chan struct{})
 	go func() { defer close(cpDone); c.retryCheckpoints(cpCtx) }()
@@ -496,7 +508,7 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		api := pb.NewAgentLinkClient(cc)
 		for target == masters.Current() {
-			registered, err := c.session(masteraddr.WithUnreachable(ctx, masters.Unreachable()), cc, api, masters.Len() == 1 && c.opts.Discover == nil)
+			registered, err := c.session(masteraddr.WithUnreachable(ctx, masters.Unreachable()), cc, api, masters.Len() == 1 && c.opts.Discover == nil, watch)
 			if ctx.Err() != nil {
 				_ = cc.Close() // the run is over; its error is the one to report
 				return nil
@@ -507,7 +519,12 @@ func (c *Client) Run(ctx context.Context) error {
 				masters.Reached()
 			}
 			wait := retry.delay(attempt, rand.Float64())
+			var moved *masteraddr.LeaderMovedError
 			switch leader, notLeader := masteraddr.Leader(err); {
+			case errors.As(err, &moved):
+				masters.Follow(leader)
+				attempt, wait = -1, retry.delay(0, rand.Float64())
+				c.log.Warn("leaving the master: another leads", "master", target, "err", err, "retry_in", wait)
 			case notLeader:
 				// A standby: go to the leader it names (the next
 				// listed master while none is elected).
@@ -606,8 +623,12 @@ var errRegisterTimeout = errors.New("no registration in time")
 // session runs one stream: register, then serve until it breaks.
 // With waitForReady (one master listed, no discovery) it waits for the
 // channel to connect; with several, or a discovery to ask again, it fails
-// fast, so that Run asks the next one.
-func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentLinkClient, waitForReady bool) (bool, error) {
+// fast, so that Run asks the next one. Once registered it runs watch
+// (for the master at cc.Target()) beside the stream: the error it
+// returns before the session ends (a *masteraddr.LeaderMovedError) ends
+// the session, and is the session's error.
+func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentLinkClient, waitForReady bool,
+	watch func(context.Context, string) error) (bool, error) {
 	sctx, cancelCause := context.WithCancelCause(ctx)
 	cancel := func() { cancelCause(nil) }
 	defer cancel()
@@ -708,16 +729,22 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 	acks := &ackQueue{ready: make(chan struct{}, 1)}
 	defer func() { c.ackAll(acks.take()) }() // what came before the end
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); c.heartbeats(sctx, send, hb) }()
 	go func() { defer wg.Done(); c.deliver(sctx, send) }()
 	go func() { defer wg.Done(); c.checkpointAcks(sctx, acks) }()
+	go func() {
+		defer wg.Done()
+		if err := watch(sctx, cc.Target()); sctx.Err() == nil {
+			cancelCause(err)
+		}
+	}()
 	defer wg.Wait()
 	defer cancel()
 	for {
 		msg, err := stream.Recv()
 		if err != nil {
-			return true, err
+			return true, sessionErr(sctx, err)
 		}
 		switch x := msg.Msg.(type) {
 		case *pb.MasterMessage_Run:

@@ -20,7 +20,11 @@
 // bounded, jittered backoff for the gRPC channel and the sessions), and
 // keepalive pings find a link that silently drops every packet.
 // ServerOptions are the master's side of that: its gRPC server must permit
-// the pings.
+// the pings. With several masters listed a registered session also
+// watches who leads through another master (masteraddr.WatchLeader) and
+// moves to a newly elected leader when the one in use stops answering as
+// the leader — a frozen leader, which its keepalive would find 15 s
+// later at the earliest.
 //
 // With Options.Principal and Secret every stream carries per-RPC
 // credentials (masterlinkpb.BasicCredentials) for a master that authenticates agents;

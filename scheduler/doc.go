@@ -30,5 +30,11 @@
 // so may have launched its tasks, which a framework reconciles rather
 // than launches again.
 //
+// The connection pings the master (gRPC keepalive, masterlink's
+// defaults) and, with several masters listed, a subscribed driver
+// watches who leads through another master (masteraddr.WatchLeader): it
+// leaves a leader that stops answering as the leader (frozen, cut off)
+// for the newly elected one within about a second of the election.
+//
 // Subpackage runner is the framework behind `brim run`.
 package scheduler

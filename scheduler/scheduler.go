@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 )
 
@@ -83,6 +84,7 @@ type Driver struct {
 	log     *slog.Logger
 	dial    []grpc.DialOption
 	masters *masteraddr.Set
+	leaders *masteraddr.Leaders // asked who leads (watchLeader)
 
 	mu   sync.Mutex
 	cc   *grpc.ClientConn // to masters.Current()
@@ -108,18 +110,20 @@ func New(opts Options) (*Driver, error) {
 		dial = append(dial, grpc.WithPerRPCCredentials(pb.BasicCredentials(opts.Principal, opts.Secret)))
 	}
 	// gRPC's own reconnect backoff grows to 2 minutes; Run retries every
-	// few seconds and needs the channel to try as often.
+	// few seconds and needs the channel to try as often. Keepalive pings
+	// find a master whose link lost every packet (no reset) or whose
+	// process stopped, as masterlink's do for agents.
 	dial = append(dial, grpc.WithConnectParams(grpc.ConnectParams{
 		Backoff:           backoff.Config{BaseDelay: minRetry, Multiplier: 1.6, Jitter: 0.2, MaxDelay: maxRetry},
 		MinConnectTimeout: 5 * time.Second,
-	}))
+	}), grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: masterlink.DefaultKeepaliveTime, Timeout: masterlink.DefaultKeepaliveTimeout}))
 	dial = append(dial, opts.DialOptions...)
 	addrs, err := masteraddr.Parse(opts.Master)
 	if err != nil {
 		return nil, fmt.Errorf("new scheduler: %w", err)
 	}
 	d := &Driver{opts: opts, log: log.With("component", "scheduler"), dial: dial, masters: masteraddr.NewSet(addrs),
-		id: opts.FrameworkID, seen: map[string]bool{}}
+		leaders: masteraddr.NewLeaders(dial), id: opts.FrameworkID, seen: map[string]bool{}}
 	if err := d.redial(); err != nil {
 		return nil, err
 	}
@@ -156,7 +160,7 @@ func (d *Driver) conn() pb.SchedulerClient {
 func (d *Driver) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.cc.Close()
+	return errors.Join(d.cc.Close(), d.leaders.Close())
 }
 
 // FrameworkID returns the framework's ID ("" before the first
@@ -194,9 +198,15 @@ func (d *Driver) Run(ctx context.Context, cb Callbacks) error {
 			delay = minRetry
 			d.masters.Reached()
 		}
-		// Several masters: a standby names the leader; otherwise the one
-		// in use may be gone, so ask the next.
-		if leader, ok := masteraddr.Leader(err); ok {
+		// Several masters: a standby names the leader (or the watch found
+		// another elected); otherwise the one in use may be gone, so ask
+		// the next.
+		var left *masteraddr.LeaderMovedError
+		if errors.As(err, &left) {
+			d.log.Warn("leaving the master: another leads", "err", err)
+			d.masters.Follow(left.Leader)
+			delay = minRetry
+		} else if leader, ok := masteraddr.Leader(err); ok {
 			d.log.Info("master is a standby; following the leader", "leader", leader)
 			d.masters.Follow(leader)
 			delay = minRetry // a failover under way: no reason to wait longer
@@ -231,11 +241,21 @@ func (d *Driver) Run(ctx context.Context, cb Callbacks) error {
 // jitter spreads d over [d/2, 3d/2).
 func jitter(d time.Duration) time.Duration { return d/2 + rand.N(d) }
 
+// session subscribes and delivers the stream's events until it breaks.
+// Once subscribed with several masters listed it also watches who leads
+// (masteraddr.WatchLeader): the session ends, with the watch's
+// *masteraddr.LeaderMovedError, when the master in use stops answering
+// as the leader while another is elected.
 func (d *Driver) session(ctx context.Context, cb Callbacks) (bool, error) {
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	sctx, cancelCause := context.WithCancelCause(ctx)
+	var watching sync.WaitGroup
+	defer watching.Wait()
+	defer cancelCause(nil)
 	roles := d.opts.Roles // none: the master's default role
-	stream, err := d.conn().Subscribe(sctx, &pb.SubscribeRequest{Framework: &pb.FrameworkInfo{
+	d.mu.Lock()
+	api, cur := d.api, d.cc.Target()
+	d.mu.Unlock()
+	stream, err := api.Subscribe(sctx, &pb.SubscribeRequest{Framework: &pb.FrameworkInfo{
 		Id: d.FrameworkID(), Name: d.opts.Name, Roles: roles, Revocable: d.opts.Revocable,
 		FailoverTimeoutNanos: int64(d.opts.FailoverTimeout), Principal: d.opts.Principal,
 	}})
@@ -246,10 +266,22 @@ func (d *Driver) session(ctx context.Context, cb Callbacks) (bool, error) {
 	for {
 		ev, err := stream.Recv()
 		if err != nil {
+			if cause := context.Cause(sctx); cause != nil && !errors.Is(cause, context.Canceled) {
+				err = cause
+			}
 			return subscribed, err
 		}
 		switch x := ev.Event.(type) {
 		case *pb.Event_Subscribed:
+			if !subscribed && d.masters.Len() > 1 {
+				watching.Add(1)
+				go func() {
+					defer watching.Done()
+					if err := masteraddr.WatchLeader(sctx, d.masters, cur, d.leaders, d.log); sctx.Err() == nil {
+						cancelCause(err)
+					}
+				}()
+			}
 			subscribed = true
 			d.mu.Lock()
 			d.id = x.Subscribed.FrameworkId

@@ -69,8 +69,14 @@ func NotLeader(leader string) error {
 }
 
 // Leader reads a standby's answer (NotLeader), also wrapped: whether err
-// is one, and the leader it names ("" when none is elected).
+// is one, and the leader it names ("" when none is elected). A
+// *LeaderMovedError (WatchLeader) reads the same: the client follows the
+// leader it names.
 func Leader(err error) (leader string, ok bool) {
+	var moved *LeaderMovedError
+	if errors.As(err, &moved) {
+		return moved.Leader, true
+	}
 	var se interface{ GRPCStatus() *status.Status }
 	if !errors.As(err, &se) {
 		return "", false

@@ -202,6 +202,112 @@ func (TaskReason) EnumDescriptor() ([]byte, []int) {
 	return file_masterlink_proto_rawDescGZIP(), []int{1}
 }
 
+type WatchLeaderRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Known         string                 `protobuf:"bytes,1,opt,name=known,proto3" json:"known,omitempty"`
+	Hold          bool                   `protobuf:"varint,2,opt,name=hold,proto3" json:"hold,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchLeaderRequest) Reset() {
+	*x = WatchLeaderRequest{}
+	mi := &file_masterlink_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchLeaderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchLeaderRequest) ProtoMessage() {}
+
+func (x *WatchLeaderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_masterlink_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchLeaderRequest.ProtoReflect.Descriptor instead.
+func (*WatchLeaderRequest) Descriptor() ([]byte, []int) {
+	return file_masterlink_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *WatchLeaderRequest) GetKnown() string {
+	if x != nil {
+		return x.Known
+	}
+	return ""
+}
+
+func (x *WatchLeaderRequest) GetHold() bool {
+	if x != nil {
+		return x.Hold
+	}
+	return false
+}
+
+// LeaderInfo names the leader: its advertised address, "" while none is
+// elected; self when the master that answers is the leader.
+type LeaderInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Leader        string                 `protobuf:"bytes,1,opt,name=leader,proto3" json:"leader,omitempty"`
+	Self          bool                   `protobuf:"varint,2,opt,name=self,proto3" json:"self,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaderInfo) Reset() {
+	*x = LeaderInfo{}
+	mi := &file_masterlink_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaderInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaderInfo) ProtoMessage() {}
+
+func (x *LeaderInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_masterlink_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaderInfo.ProtoReflect.Descriptor instead.
+func (*LeaderInfo) Descriptor() ([]byte, []int) {
+	return file_masterlink_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *LeaderInfo) GetLeader() string {
+	if x != nil {
+		return x.Leader
+	}
+	return ""
+}
+
+func (x *LeaderInfo) GetSelf() bool {
+	if x != nil {
+		return x.Self
+	}
+	return false
+}
+
 type Empty struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -210,7 +316,7 @@ type Empty struct {
 
 func (x *Empty) Reset() {
 	*x = Empty{}
-	mi := &file_masterlink_proto_msgTypes[0]
+	mi := &file_masterlink_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -222,7 +328,7 @@ func (x *Empty) String() string {
 func (*Empty) ProtoMessage() {}
 
 func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[0]
+	mi := &file_masterlink_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -235,7 +341,7 @@ func (x *Empty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Empty.ProtoReflect.Descriptor instead.
 func (*Empty) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{0}
+	return file_masterlink_proto_rawDescGZIP(), []int{2}
 }
 
 // TaskInfo is a task to run on an agent.
@@ -264,7 +370,7 @@ type TaskInfo struct {
 
 func (x *TaskInfo) Reset() {
 	*x = TaskInfo{}
-	mi := &file_masterlink_proto_msgTypes[1]
+	mi := &file_masterlink_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -276,7 +382,7 @@ func (x *TaskInfo) String() string {
 func (*TaskInfo) ProtoMessage() {}
 
 func (x *TaskInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[1]
+	mi := &file_masterlink_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -289,7 +395,7 @@ func (x *TaskInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskInfo.ProtoReflect.Descriptor instead.
 func (*TaskInfo) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{1}
+	return file_masterlink_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *TaskInfo) GetTaskId() string {
@@ -388,7 +494,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_masterlink_proto_msgTypes[2]
+	mi := &file_masterlink_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -400,7 +506,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[2]
+	mi := &file_masterlink_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -413,7 +519,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{2}
+	return file_masterlink_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TaskStatus) GetTaskId() string {
@@ -508,7 +614,7 @@ type TaskSnapshot struct {
 
 func (x *TaskSnapshot) Reset() {
 	*x = TaskSnapshot{}
-	mi := &file_masterlink_proto_msgTypes[3]
+	mi := &file_masterlink_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -520,7 +626,7 @@ func (x *TaskSnapshot) String() string {
 func (*TaskSnapshot) ProtoMessage() {}
 
 func (x *TaskSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[3]
+	mi := &file_masterlink_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -533,7 +639,7 @@ func (x *TaskSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSnapshot.ProtoReflect.Descriptor instead.
 func (*TaskSnapshot) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{3}
+	return file_masterlink_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TaskSnapshot) GetTask() *TaskInfo {
@@ -586,7 +692,7 @@ type Register struct {
 
 func (x *Register) Reset() {
 	*x = Register{}
-	mi := &file_masterlink_proto_msgTypes[4]
+	mi := &file_masterlink_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -598,7 +704,7 @@ func (x *Register) String() string {
 func (*Register) ProtoMessage() {}
 
 func (x *Register) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[4]
+	mi := &file_masterlink_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -611,7 +717,7 @@ func (x *Register) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Register.ProtoReflect.Descriptor instead.
 func (*Register) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{4}
+	return file_masterlink_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Register) GetAgentId() string {
@@ -690,7 +796,7 @@ type ReregisterTasks struct {
 
 func (x *ReregisterTasks) Reset() {
 	*x = ReregisterTasks{}
-	mi := &file_masterlink_proto_msgTypes[5]
+	mi := &file_masterlink_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -702,7 +808,7 @@ func (x *ReregisterTasks) String() string {
 func (*ReregisterTasks) ProtoMessage() {}
 
 func (x *ReregisterTasks) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[5]
+	mi := &file_masterlink_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -715,7 +821,7 @@ func (x *ReregisterTasks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReregisterTasks.ProtoReflect.Descriptor instead.
 func (*ReregisterTasks) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{5}
+	return file_masterlink_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReregisterTasks) GetTasks() []*TaskSnapshot {
@@ -740,7 +846,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_masterlink_proto_msgTypes[6]
+	mi := &file_masterlink_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -752,7 +858,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[6]
+	mi := &file_masterlink_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -765,7 +871,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{6}
+	return file_masterlink_proto_rawDescGZIP(), []int{8}
 }
 
 // Oversubscribed is the agent's oversubscription status: sent whenever the
@@ -801,7 +907,7 @@ type Oversubscribed struct {
 
 func (x *Oversubscribed) Reset() {
 	*x = Oversubscribed{}
-	mi := &file_masterlink_proto_msgTypes[7]
+	mi := &file_masterlink_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -813,7 +919,7 @@ func (x *Oversubscribed) String() string {
 func (*Oversubscribed) ProtoMessage() {}
 
 func (x *Oversubscribed) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[7]
+	mi := &file_masterlink_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -826,7 +932,7 @@ func (x *Oversubscribed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Oversubscribed.ProtoReflect.Descriptor instead.
 func (*Oversubscribed) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{7}
+	return file_masterlink_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Oversubscribed) GetRevocable() string {
@@ -908,7 +1014,7 @@ type Correction struct {
 
 func (x *Correction) Reset() {
 	*x = Correction{}
-	mi := &file_masterlink_proto_msgTypes[8]
+	mi := &file_masterlink_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -920,7 +1026,7 @@ func (x *Correction) String() string {
 func (*Correction) ProtoMessage() {}
 
 func (x *Correction) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[8]
+	mi := &file_masterlink_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -933,7 +1039,7 @@ func (x *Correction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Correction.ProtoReflect.Descriptor instead.
 func (*Correction) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{8}
+	return file_masterlink_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Correction) GetType() string {
@@ -1036,7 +1142,7 @@ type AgentMessage struct {
 
 func (x *AgentMessage) Reset() {
 	*x = AgentMessage{}
-	mi := &file_masterlink_proto_msgTypes[9]
+	mi := &file_masterlink_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1048,7 +1154,7 @@ func (x *AgentMessage) String() string {
 func (*AgentMessage) ProtoMessage() {}
 
 func (x *AgentMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[9]
+	mi := &file_masterlink_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1061,7 +1167,7 @@ func (x *AgentMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMessage.ProtoReflect.Descriptor instead.
 func (*AgentMessage) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{9}
+	return file_masterlink_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AgentMessage) GetMsg() isAgentMessage_Msg {
@@ -1163,7 +1269,7 @@ type Registered struct {
 
 func (x *Registered) Reset() {
 	*x = Registered{}
-	mi := &file_masterlink_proto_msgTypes[10]
+	mi := &file_masterlink_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1281,7 @@ func (x *Registered) String() string {
 func (*Registered) ProtoMessage() {}
 
 func (x *Registered) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[10]
+	mi := &file_masterlink_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1294,7 @@ func (x *Registered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Registered.ProtoReflect.Descriptor instead.
 func (*Registered) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{10}
+	return file_masterlink_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Registered) GetAgentId() string {
@@ -1226,7 +1332,7 @@ type RunTask struct {
 
 func (x *RunTask) Reset() {
 	*x = RunTask{}
-	mi := &file_masterlink_proto_msgTypes[11]
+	mi := &file_masterlink_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1238,7 +1344,7 @@ func (x *RunTask) String() string {
 func (*RunTask) ProtoMessage() {}
 
 func (x *RunTask) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[11]
+	mi := &file_masterlink_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1251,7 +1357,7 @@ func (x *RunTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunTask.ProtoReflect.Descriptor instead.
 func (*RunTask) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{11}
+	return file_masterlink_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RunTask) GetTask() *TaskInfo {
@@ -1278,7 +1384,7 @@ type KillTask struct {
 
 func (x *KillTask) Reset() {
 	*x = KillTask{}
-	mi := &file_masterlink_proto_msgTypes[12]
+	mi := &file_masterlink_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1290,7 +1396,7 @@ func (x *KillTask) String() string {
 func (*KillTask) ProtoMessage() {}
 
 func (x *KillTask) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[12]
+	mi := &file_masterlink_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1303,7 +1409,7 @@ func (x *KillTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillTask.ProtoReflect.Descriptor instead.
 func (*KillTask) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{12}
+	return file_masterlink_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *KillTask) GetTaskId() string {
@@ -1334,7 +1440,7 @@ type UpdateTask struct {
 
 func (x *UpdateTask) Reset() {
 	*x = UpdateTask{}
-	mi := &file_masterlink_proto_msgTypes[13]
+	mi := &file_masterlink_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1452,7 @@ func (x *UpdateTask) String() string {
 func (*UpdateTask) ProtoMessage() {}
 
 func (x *UpdateTask) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[13]
+	mi := &file_masterlink_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1465,7 @@ func (x *UpdateTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTask.ProtoReflect.Descriptor instead.
 func (*UpdateTask) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{13}
+	return file_masterlink_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *UpdateTask) GetTaskId() string {
@@ -1386,7 +1492,7 @@ type StatusAck struct {
 
 func (x *StatusAck) Reset() {
 	*x = StatusAck{}
-	mi := &file_masterlink_proto_msgTypes[14]
+	mi := &file_masterlink_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1504,7 @@ func (x *StatusAck) String() string {
 func (*StatusAck) ProtoMessage() {}
 
 func (x *StatusAck) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[14]
+	mi := &file_masterlink_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1517,7 @@ func (x *StatusAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusAck.ProtoReflect.Descriptor instead.
 func (*StatusAck) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{14}
+	return file_masterlink_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StatusAck) GetTaskId() string {
@@ -1444,7 +1550,7 @@ type MasterMessage struct {
 
 func (x *MasterMessage) Reset() {
 	*x = MasterMessage{}
-	mi := &file_masterlink_proto_msgTypes[15]
+	mi := &file_masterlink_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1456,7 +1562,7 @@ func (x *MasterMessage) String() string {
 func (*MasterMessage) ProtoMessage() {}
 
 func (x *MasterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[15]
+	mi := &file_masterlink_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1469,7 +1575,7 @@ func (x *MasterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MasterMessage.ProtoReflect.Descriptor instead.
 func (*MasterMessage) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{15}
+	return file_masterlink_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *MasterMessage) GetMsg() isMasterMessage_Msg {
@@ -1575,7 +1681,7 @@ type FrameworkInfo struct {
 
 func (x *FrameworkInfo) Reset() {
 	*x = FrameworkInfo{}
-	mi := &file_masterlink_proto_msgTypes[16]
+	mi := &file_masterlink_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1693,7 @@ func (x *FrameworkInfo) String() string {
 func (*FrameworkInfo) ProtoMessage() {}
 
 func (x *FrameworkInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[16]
+	mi := &file_masterlink_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1706,7 @@ func (x *FrameworkInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FrameworkInfo.ProtoReflect.Descriptor instead.
 func (*FrameworkInfo) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{16}
+	return file_masterlink_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FrameworkInfo) GetId() string {
@@ -1656,7 +1762,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_masterlink_proto_msgTypes[17]
+	mi := &file_masterlink_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1668,7 +1774,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[17]
+	mi := &file_masterlink_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1681,7 +1787,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{17}
+	return file_masterlink_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SubscribeRequest) GetFramework() *FrameworkInfo {
@@ -1714,7 +1820,7 @@ type Offer struct {
 
 func (x *Offer) Reset() {
 	*x = Offer{}
-	mi := &file_masterlink_proto_msgTypes[18]
+	mi := &file_masterlink_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1726,7 +1832,7 @@ func (x *Offer) String() string {
 func (*Offer) ProtoMessage() {}
 
 func (x *Offer) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[18]
+	mi := &file_masterlink_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1739,7 +1845,7 @@ func (x *Offer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Offer.ProtoReflect.Descriptor instead.
 func (*Offer) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{18}
+	return file_masterlink_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Offer) GetId() string {
@@ -1801,7 +1907,7 @@ type Subscribed struct {
 
 func (x *Subscribed) Reset() {
 	*x = Subscribed{}
-	mi := &file_masterlink_proto_msgTypes[19]
+	mi := &file_masterlink_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1813,7 +1919,7 @@ func (x *Subscribed) String() string {
 func (*Subscribed) ProtoMessage() {}
 
 func (x *Subscribed) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[19]
+	mi := &file_masterlink_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1826,7 +1932,7 @@ func (x *Subscribed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribed.ProtoReflect.Descriptor instead.
 func (*Subscribed) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{19}
+	return file_masterlink_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Subscribed) GetFrameworkId() string {
@@ -1852,7 +1958,7 @@ type Offers struct {
 
 func (x *Offers) Reset() {
 	*x = Offers{}
-	mi := &file_masterlink_proto_msgTypes[20]
+	mi := &file_masterlink_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1864,7 +1970,7 @@ func (x *Offers) String() string {
 func (*Offers) ProtoMessage() {}
 
 func (x *Offers) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[20]
+	mi := &file_masterlink_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1877,7 +1983,7 @@ func (x *Offers) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Offers.ProtoReflect.Descriptor instead.
 func (*Offers) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{20}
+	return file_masterlink_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Offers) GetOffers() []*Offer {
@@ -1896,7 +2002,7 @@ type Rescind struct {
 
 func (x *Rescind) Reset() {
 	*x = Rescind{}
-	mi := &file_masterlink_proto_msgTypes[21]
+	mi := &file_masterlink_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1908,7 +2014,7 @@ func (x *Rescind) String() string {
 func (*Rescind) ProtoMessage() {}
 
 func (x *Rescind) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[21]
+	mi := &file_masterlink_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1921,7 +2027,7 @@ func (x *Rescind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rescind.ProtoReflect.Descriptor instead.
 func (*Rescind) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{21}
+	return file_masterlink_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Rescind) GetOfferId() string {
@@ -1940,7 +2046,7 @@ type ErrorEvent struct {
 
 func (x *ErrorEvent) Reset() {
 	*x = ErrorEvent{}
-	mi := &file_masterlink_proto_msgTypes[22]
+	mi := &file_masterlink_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1952,7 +2058,7 @@ func (x *ErrorEvent) String() string {
 func (*ErrorEvent) ProtoMessage() {}
 
 func (x *ErrorEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[22]
+	mi := &file_masterlink_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1965,7 +2071,7 @@ func (x *ErrorEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorEvent.ProtoReflect.Descriptor instead.
 func (*ErrorEvent) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{22}
+	return file_masterlink_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ErrorEvent) GetMessage() string {
@@ -1993,7 +2099,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_masterlink_proto_msgTypes[23]
+	mi := &file_masterlink_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2005,7 +2111,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[23]
+	mi := &file_masterlink_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2018,7 +2124,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{23}
+	return file_masterlink_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Event) GetEvent() isEvent_Event {
@@ -2152,7 +2258,7 @@ type DemandEvent struct {
 
 func (x *DemandEvent) Reset() {
 	*x = DemandEvent{}
-	mi := &file_masterlink_proto_msgTypes[24]
+	mi := &file_masterlink_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2164,7 +2270,7 @@ func (x *DemandEvent) String() string {
 func (*DemandEvent) ProtoMessage() {}
 
 func (x *DemandEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[24]
+	mi := &file_masterlink_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2177,7 +2283,7 @@ func (x *DemandEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DemandEvent.ProtoReflect.Descriptor instead.
 func (*DemandEvent) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{24}
+	return file_masterlink_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DemandEvent) GetDemandId() string {
@@ -2234,7 +2340,7 @@ type SubmitDemandRequest struct {
 
 func (x *SubmitDemandRequest) Reset() {
 	*x = SubmitDemandRequest{}
-	mi := &file_masterlink_proto_msgTypes[25]
+	mi := &file_masterlink_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2246,7 +2352,7 @@ func (x *SubmitDemandRequest) String() string {
 func (*SubmitDemandRequest) ProtoMessage() {}
 
 func (x *SubmitDemandRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[25]
+	mi := &file_masterlink_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2259,7 +2365,7 @@ func (x *SubmitDemandRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitDemandRequest.ProtoReflect.Descriptor instead.
 func (*SubmitDemandRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{25}
+	return file_masterlink_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SubmitDemandRequest) GetFrameworkId() string {
@@ -2286,7 +2392,7 @@ type CancelDemandRequest struct {
 
 func (x *CancelDemandRequest) Reset() {
 	*x = CancelDemandRequest{}
-	mi := &file_masterlink_proto_msgTypes[26]
+	mi := &file_masterlink_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2404,7 @@ func (x *CancelDemandRequest) String() string {
 func (*CancelDemandRequest) ProtoMessage() {}
 
 func (x *CancelDemandRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[26]
+	mi := &file_masterlink_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2417,7 @@ func (x *CancelDemandRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelDemandRequest.ProtoReflect.Descriptor instead.
 func (*CancelDemandRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{26}
+	return file_masterlink_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CancelDemandRequest) GetFrameworkId() string {
@@ -2342,7 +2448,7 @@ type Operation struct {
 
 func (x *Operation) Reset() {
 	*x = Operation{}
-	mi := &file_masterlink_proto_msgTypes[27]
+	mi := &file_masterlink_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2354,7 +2460,7 @@ func (x *Operation) String() string {
 func (*Operation) ProtoMessage() {}
 
 func (x *Operation) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[27]
+	mi := &file_masterlink_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2367,7 +2473,7 @@ func (x *Operation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation.ProtoReflect.Descriptor instead.
 func (*Operation) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{27}
+	return file_masterlink_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Operation) GetOp() isOperation_Op {
@@ -2437,7 +2543,7 @@ type Filters struct {
 
 func (x *Filters) Reset() {
 	*x = Filters{}
-	mi := &file_masterlink_proto_msgTypes[28]
+	mi := &file_masterlink_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2449,7 +2555,7 @@ func (x *Filters) String() string {
 func (*Filters) ProtoMessage() {}
 
 func (x *Filters) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[28]
+	mi := &file_masterlink_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2462,7 +2568,7 @@ func (x *Filters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Filters.ProtoReflect.Descriptor instead.
 func (*Filters) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{28}
+	return file_masterlink_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Filters) GetRefuseSeconds() float64 {
@@ -2484,7 +2590,7 @@ type AcceptRequest struct {
 
 func (x *AcceptRequest) Reset() {
 	*x = AcceptRequest{}
-	mi := &file_masterlink_proto_msgTypes[29]
+	mi := &file_masterlink_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2496,7 +2602,7 @@ func (x *AcceptRequest) String() string {
 func (*AcceptRequest) ProtoMessage() {}
 
 func (x *AcceptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[29]
+	mi := &file_masterlink_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2509,7 +2615,7 @@ func (x *AcceptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptRequest.ProtoReflect.Descriptor instead.
 func (*AcceptRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{29}
+	return file_masterlink_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AcceptRequest) GetFrameworkId() string {
@@ -2551,7 +2657,7 @@ type DeclineRequest struct {
 
 func (x *DeclineRequest) Reset() {
 	*x = DeclineRequest{}
-	mi := &file_masterlink_proto_msgTypes[30]
+	mi := &file_masterlink_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2563,7 +2669,7 @@ func (x *DeclineRequest) String() string {
 func (*DeclineRequest) ProtoMessage() {}
 
 func (x *DeclineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[30]
+	mi := &file_masterlink_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2576,7 +2682,7 @@ func (x *DeclineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeclineRequest.ProtoReflect.Descriptor instead.
 func (*DeclineRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{30}
+	return file_masterlink_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DeclineRequest) GetFrameworkId() string {
@@ -2610,7 +2716,7 @@ type ReviveRequest struct {
 
 func (x *ReviveRequest) Reset() {
 	*x = ReviveRequest{}
-	mi := &file_masterlink_proto_msgTypes[31]
+	mi := &file_masterlink_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2622,7 +2728,7 @@ func (x *ReviveRequest) String() string {
 func (*ReviveRequest) ProtoMessage() {}
 
 func (x *ReviveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[31]
+	mi := &file_masterlink_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2635,7 +2741,7 @@ func (x *ReviveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviveRequest.ProtoReflect.Descriptor instead.
 func (*ReviveRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{31}
+	return file_masterlink_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReviveRequest) GetFrameworkId() string {
@@ -2662,7 +2768,7 @@ type SuppressRequest struct {
 
 func (x *SuppressRequest) Reset() {
 	*x = SuppressRequest{}
-	mi := &file_masterlink_proto_msgTypes[32]
+	mi := &file_masterlink_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2674,7 +2780,7 @@ func (x *SuppressRequest) String() string {
 func (*SuppressRequest) ProtoMessage() {}
 
 func (x *SuppressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[32]
+	mi := &file_masterlink_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2687,7 +2793,7 @@ func (x *SuppressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuppressRequest.ProtoReflect.Descriptor instead.
 func (*SuppressRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{32}
+	return file_masterlink_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SuppressRequest) GetFrameworkId() string {
@@ -2714,7 +2820,7 @@ type KillRequest struct {
 
 func (x *KillRequest) Reset() {
 	*x = KillRequest{}
-	mi := &file_masterlink_proto_msgTypes[33]
+	mi := &file_masterlink_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2726,7 +2832,7 @@ func (x *KillRequest) String() string {
 func (*KillRequest) ProtoMessage() {}
 
 func (x *KillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[33]
+	mi := &file_masterlink_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2739,7 +2845,7 @@ func (x *KillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRequest.ProtoReflect.Descriptor instead.
 func (*KillRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{33}
+	return file_masterlink_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *KillRequest) GetFrameworkId() string {
@@ -2768,7 +2874,7 @@ type AcknowledgeRequest struct {
 
 func (x *AcknowledgeRequest) Reset() {
 	*x = AcknowledgeRequest{}
-	mi := &file_masterlink_proto_msgTypes[34]
+	mi := &file_masterlink_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2780,7 +2886,7 @@ func (x *AcknowledgeRequest) String() string {
 func (*AcknowledgeRequest) ProtoMessage() {}
 
 func (x *AcknowledgeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[34]
+	mi := &file_masterlink_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2793,7 +2899,7 @@ func (x *AcknowledgeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcknowledgeRequest.ProtoReflect.Descriptor instead.
 func (*AcknowledgeRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{34}
+	return file_masterlink_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AcknowledgeRequest) GetFrameworkId() string {
@@ -2834,7 +2940,7 @@ type ReconcileRequest struct {
 
 func (x *ReconcileRequest) Reset() {
 	*x = ReconcileRequest{}
-	mi := &file_masterlink_proto_msgTypes[35]
+	mi := &file_masterlink_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2846,7 +2952,7 @@ func (x *ReconcileRequest) String() string {
 func (*ReconcileRequest) ProtoMessage() {}
 
 func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[35]
+	mi := &file_masterlink_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2859,7 +2965,7 @@ func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileRequest.ProtoReflect.Descriptor instead.
 func (*ReconcileRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{35}
+	return file_masterlink_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReconcileRequest) GetFrameworkId() string {
@@ -2892,7 +2998,7 @@ type UpdateTaskRequest struct {
 
 func (x *UpdateTaskRequest) Reset() {
 	*x = UpdateTaskRequest{}
-	mi := &file_masterlink_proto_msgTypes[36]
+	mi := &file_masterlink_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2904,7 +3010,7 @@ func (x *UpdateTaskRequest) String() string {
 func (*UpdateTaskRequest) ProtoMessage() {}
 
 func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[36]
+	mi := &file_masterlink_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2917,7 +3023,7 @@ func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{36}
+	return file_masterlink_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *UpdateTaskRequest) GetFrameworkId() string {
@@ -2957,7 +3063,7 @@ type Operation_Launch struct {
 
 func (x *Operation_Launch) Reset() {
 	*x = Operation_Launch{}
-	mi := &file_masterlink_proto_msgTypes[39]
+	mi := &file_masterlink_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2969,7 +3075,7 @@ func (x *Operation_Launch) String() string {
 func (*Operation_Launch) ProtoMessage() {}
 
 func (x *Operation_Launch) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[39]
+	mi := &file_masterlink_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2982,7 +3088,7 @@ func (x *Operation_Launch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_Launch.ProtoReflect.Descriptor instead.
 func (*Operation_Launch) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{27, 0}
+	return file_masterlink_proto_rawDescGZIP(), []int{29, 0}
 }
 
 func (x *Operation_Launch) GetTasks() []*TaskInfo {
@@ -3001,7 +3107,7 @@ type Operation_Reserve struct {
 
 func (x *Operation_Reserve) Reset() {
 	*x = Operation_Reserve{}
-	mi := &file_masterlink_proto_msgTypes[40]
+	mi := &file_masterlink_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3013,7 +3119,7 @@ func (x *Operation_Reserve) String() string {
 func (*Operation_Reserve) ProtoMessage() {}
 
 func (x *Operation_Reserve) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[40]
+	mi := &file_masterlink_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3026,7 +3132,7 @@ func (x *Operation_Reserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_Reserve.ProtoReflect.Descriptor instead.
 func (*Operation_Reserve) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{27, 1}
+	return file_masterlink_proto_rawDescGZIP(), []int{29, 1}
 }
 
 func (x *Operation_Reserve) GetResources() string {
@@ -3045,7 +3151,7 @@ type Operation_Unreserve struct {
 
 func (x *Operation_Unreserve) Reset() {
 	*x = Operation_Unreserve{}
-	mi := &file_masterlink_proto_msgTypes[41]
+	mi := &file_masterlink_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3057,7 +3163,7 @@ func (x *Operation_Unreserve) String() string {
 func (*Operation_Unreserve) ProtoMessage() {}
 
 func (x *Operation_Unreserve) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[41]
+	mi := &file_masterlink_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3070,7 +3176,7 @@ func (x *Operation_Unreserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_Unreserve.ProtoReflect.Descriptor instead.
 func (*Operation_Unreserve) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{27, 2}
+	return file_masterlink_proto_rawDescGZIP(), []int{29, 2}
 }
 
 func (x *Operation_Unreserve) GetResources() string {
@@ -3084,7 +3190,14 @@ var File_masterlink_proto protoreflect.FileDescriptor
 
 const file_masterlink_proto_rawDesc = "" +
 	"\n" +
-	"\x10masterlink.proto\x12\x12brim.masterlink.v1\"\a\n" +
+	"\x10masterlink.proto\x12\x12brim.masterlink.v1\">\n" +
+	"\x12WatchLeaderRequest\x12\x14\n" +
+	"\x05known\x18\x01 \x01(\tR\x05known\x12\x12\n" +
+	"\x04hold\x18\x02 \x01(\bR\x04hold\"8\n" +
+	"\n" +
+	"LeaderInfo\x12\x16\n" +
+	"\x06leader\x18\x01 \x01(\tR\x06leader\x12\x12\n" +
+	"\x04self\x18\x02 \x01(\bR\x04self\"\a\n" +
 	"\x05Empty\"\xe8\x02\n" +
 	"\bTaskInfo\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x12\n" +
@@ -3343,7 +3456,9 @@ const file_masterlink_proto_rawDesc = "" +
 	"\n" +
 	"UpdateTask\x12%.brim.masterlink.v1.UpdateTaskRequest\x1a\x19.brim.masterlink.v1.Empty\x12R\n" +
 	"\fSubmitDemand\x12'.brim.masterlink.v1.SubmitDemandRequest\x1a\x19.brim.masterlink.v1.Empty\x12R\n" +
-	"\fCancelDemand\x12'.brim.masterlink.v1.CancelDemandRequest\x1a\x19.brim.masterlink.v1.EmptyB2Z0github.com/brimnode/brim/masterlink/masterlinkpbb\x06proto3"
+	"\fCancelDemand\x12'.brim.masterlink.v1.CancelDemandRequest\x1a\x19.brim.masterlink.v1.Empty2`\n" +
+	"\aMasters\x12U\n" +
+	"\vWatchLeader\x12&.brim.masterlink.v1.WatchLeaderRequest\x1a\x1e.brim.masterlink.v1.LeaderInfoB2Z0github.com/brimnode/brim/masterlink/masterlinkpbb\x06proto3"
 
 var (
 	file_masterlink_proto_rawDescOnce sync.Once
@@ -3358,116 +3473,120 @@ func file_masterlink_proto_rawDescGZIP() []byte {
 }
 
 var file_masterlink_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_masterlink_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_masterlink_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_masterlink_proto_goTypes = []any{
 	(TaskState)(0),              // 0: brim.masterlink.v1.TaskState
 	(TaskReason)(0),             // 1: brim.masterlink.v1.TaskReason
-	(*Empty)(nil),               // 2: brim.masterlink.v1.Empty
-	(*TaskInfo)(nil),            // 3: brim.masterlink.v1.TaskInfo
-	(*TaskStatus)(nil),          // 4: brim.masterlink.v1.TaskStatus
-	(*TaskSnapshot)(nil),        // 5: brim.masterlink.v1.TaskSnapshot
-	(*Register)(nil),            // 6: brim.masterlink.v1.Register
-	(*ReregisterTasks)(nil),     // 7: brim.masterlink.v1.ReregisterTasks
-	(*Heartbeat)(nil),           // 8: brim.masterlink.v1.Heartbeat
-	(*Oversubscribed)(nil),      // 9: brim.masterlink.v1.Oversubscribed
-	(*Correction)(nil),          // 10: brim.masterlink.v1.Correction
-	(*AgentMessage)(nil),        // 11: brim.masterlink.v1.AgentMessage
-	(*Registered)(nil),          // 12: brim.masterlink.v1.Registered
-	(*RunTask)(nil),             // 13: brim.masterlink.v1.RunTask
-	(*KillTask)(nil),            // 14: brim.masterlink.v1.KillTask
-	(*UpdateTask)(nil),          // 15: brim.masterlink.v1.UpdateTask
-	(*StatusAck)(nil),           // 16: brim.masterlink.v1.StatusAck
-	(*MasterMessage)(nil),       // 17: brim.masterlink.v1.MasterMessage
-	(*FrameworkInfo)(nil),       // 18: brim.masterlink.v1.FrameworkInfo
-	(*SubscribeRequest)(nil),    // 19: brim.masterlink.v1.SubscribeRequest
-	(*Offer)(nil),               // 20: brim.masterlink.v1.Offer
-	(*Subscribed)(nil),          // 21: brim.masterlink.v1.Subscribed
-	(*Offers)(nil),              // 22: brim.masterlink.v1.Offers
-	(*Rescind)(nil),             // 23: brim.masterlink.v1.Rescind
-	(*ErrorEvent)(nil),          // 24: brim.masterlink.v1.ErrorEvent
-	(*Event)(nil),               // 25: brim.masterlink.v1.Event
-	(*DemandEvent)(nil),         // 26: brim.masterlink.v1.DemandEvent
-	(*SubmitDemandRequest)(nil), // 27: brim.masterlink.v1.SubmitDemandRequest
-	(*CancelDemandRequest)(nil), // 28: brim.masterlink.v1.CancelDemandRequest
-	(*Operation)(nil),           // 29: brim.masterlink.v1.Operation
-	(*Filters)(nil),             // 30: brim.masterlink.v1.Filters
-	(*AcceptRequest)(nil),       // 31: brim.masterlink.v1.AcceptRequest
-	(*DeclineRequest)(nil),      // 32: brim.masterlink.v1.DeclineRequest
-	(*ReviveRequest)(nil),       // 33: brim.masterlink.v1.ReviveRequest
-	(*SuppressRequest)(nil),     // 34: brim.masterlink.v1.SuppressRequest
-	(*KillRequest)(nil),         // 35: brim.masterlink.v1.KillRequest
-	(*AcknowledgeRequest)(nil),  // 36: brim.masterlink.v1.AcknowledgeRequest
-	(*ReconcileRequest)(nil),    // 37: brim.masterlink.v1.ReconcileRequest
-	(*UpdateTaskRequest)(nil),   // 38: brim.masterlink.v1.UpdateTaskRequest
-	nil,                         // 39: brim.masterlink.v1.TaskInfo.LabelsEntry
-	nil,                         // 40: brim.masterlink.v1.Register.AttributesEntry
-	(*Operation_Launch)(nil),    // 41: brim.masterlink.v1.Operation.Launch
-	(*Operation_Reserve)(nil),   // 42: brim.masterlink.v1.Operation.Reserve
-	(*Operation_Unreserve)(nil), // 43: brim.masterlink.v1.Operation.Unreserve
+	(*WatchLeaderRequest)(nil),  // 2: brim.masterlink.v1.WatchLeaderRequest
+	(*LeaderInfo)(nil),          // 3: brim.masterlink.v1.LeaderInfo
+	(*Empty)(nil),               // 4: brim.masterlink.v1.Empty
+	(*TaskInfo)(nil),            // 5: brim.masterlink.v1.TaskInfo
+	(*TaskStatus)(nil),          // 6: brim.masterlink.v1.TaskStatus
+	(*TaskSnapshot)(nil),        // 7: brim.masterlink.v1.TaskSnapshot
+	(*Register)(nil),            // 8: brim.masterlink.v1.Register
+	(*ReregisterTasks)(nil),     // 9: brim.masterlink.v1.ReregisterTasks
+	(*Heartbeat)(nil),           // 10: brim.masterlink.v1.Heartbeat
+	(*Oversubscribed)(nil),      // 11: brim.masterlink.v1.Oversubscribed
+	(*Correction)(nil),          // 12: brim.masterlink.v1.Correction
+	(*AgentMessage)(nil),        // 13: brim.masterlink.v1.AgentMessage
+	(*Registered)(nil),          // 14: brim.masterlink.v1.Registered
+	(*RunTask)(nil),             // 15: brim.masterlink.v1.RunTask
+	(*KillTask)(nil),            // 16: brim.masterlink.v1.KillTask
+	(*UpdateTask)(nil),          // 17: brim.masterlink.v1.UpdateTask
+	(*StatusAck)(nil),           // 18: brim.masterlink.v1.StatusAck
+	(*MasterMessage)(nil),       // 19: brim.masterlink.v1.MasterMessage
+	(*FrameworkInfo)(nil),       // 20: brim.masterlink.v1.FrameworkInfo
+	(*SubscribeRequest)(nil),    // 21: brim.masterlink.v1.SubscribeRequest
+	(*Offer)(nil),               // 22: brim.masterlink.v1.Offer
+	(*Subscribed)(nil),          // 23: brim.masterlink.v1.Subscribed
+	(*Offers)(nil),              // 24: brim.masterlink.v1.Offers
+	(*Rescind)(nil),             // 25: brim.masterlink.v1.Rescind
+	(*ErrorEvent)(nil),          // 26: brim.masterlink.v1.ErrorEvent
+	(*Event)(nil),               // 27: brim.masterlink.v1.Event
+	(*DemandEvent)(nil),         // 28: brim.masterlink.v1.DemandEvent
+	(*SubmitDemandRequest)(nil), // 29: brim.masterlink.v1.SubmitDemandRequest
+	(*CancelDemandRequest)(nil), // 30: brim.masterlink.v1.CancelDemandRequest
+	(*Operation)(nil),           // 31: brim.masterlink.v1.Operation
+	(*Filters)(nil),             // 32: brim.masterlink.v1.Filters
+	(*AcceptRequest)(nil),       // 33: brim.masterlink.v1.AcceptRequest
+	(*DeclineRequest)(nil),      // 34: brim.masterlink.v1.DeclineRequest
+	(*ReviveRequest)(nil),       // 35: brim.masterlink.v1.ReviveRequest
+	(*SuppressRequest)(nil),     // 36: brim.masterlink.v1.SuppressRequest
+	(*KillRequest)(nil),         // 37: brim.masterlink.v1.KillRequest
+	(*AcknowledgeRequest)(nil),  // 38: brim.masterlink.v1.AcknowledgeRequest
+	(*ReconcileRequest)(nil),    // 39: brim.masterlink.v1.ReconcileRequest
+	(*UpdateTaskRequest)(nil),   // 40: brim.masterlink.v1.UpdateTaskRequest
+	nil,                         // 41: brim.masterlink.v1.TaskInfo.LabelsEntry
+	nil,                         // 42: brim.masterlink.v1.Register.AttributesEntry
+	(*Operation_Launch)(nil),    // 43: brim.masterlink.v1.Operation.Launch
+	(*Operation_Reserve)(nil),   // 44: brim.masterlink.v1.Operation.Reserve
+	(*Operation_Unreserve)(nil), // 45: brim.masterlink.v1.Operation.Unreserve
 }
 var file_masterlink_proto_depIdxs = []int32{
-	39, // 0: brim.masterlink.v1.TaskInfo.labels:type_name -> brim.masterlink.v1.TaskInfo.LabelsEntry
+	41, // 0: brim.masterlink.v1.TaskInfo.labels:type_name -> brim.masterlink.v1.TaskInfo.LabelsEntry
 	0,  // 1: brim.masterlink.v1.TaskStatus.state:type_name -> brim.masterlink.v1.TaskState
-	3,  // 2: brim.masterlink.v1.TaskSnapshot.task:type_name -> brim.masterlink.v1.TaskInfo
+	5,  // 2: brim.masterlink.v1.TaskSnapshot.task:type_name -> brim.masterlink.v1.TaskInfo
 	0,  // 3: brim.masterlink.v1.TaskSnapshot.state:type_name -> brim.masterlink.v1.TaskState
-	5,  // 4: brim.masterlink.v1.Register.tasks:type_name -> brim.masterlink.v1.TaskSnapshot
-	40, // 5: brim.masterlink.v1.Register.attributes:type_name -> brim.masterlink.v1.Register.AttributesEntry
-	9,  // 6: brim.masterlink.v1.Register.oversubscription:type_name -> brim.masterlink.v1.Oversubscribed
-	5,  // 7: brim.masterlink.v1.ReregisterTasks.tasks:type_name -> brim.masterlink.v1.TaskSnapshot
-	10, // 8: brim.masterlink.v1.Oversubscribed.corrections:type_name -> brim.masterlink.v1.Correction
-	6,  // 9: brim.masterlink.v1.AgentMessage.register:type_name -> brim.masterlink.v1.Register
-	8,  // 10: brim.masterlink.v1.AgentMessage.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
-	4,  // 11: brim.masterlink.v1.AgentMessage.status:type_name -> brim.masterlink.v1.TaskStatus
-	9,  // 12: brim.masterlink.v1.AgentMessage.oversubscribed:type_name -> brim.masterlink.v1.Oversubscribed
-	7,  // 13: brim.masterlink.v1.AgentMessage.reregister_tasks:type_name -> brim.masterlink.v1.ReregisterTasks
-	3,  // 14: brim.masterlink.v1.RunTask.task:type_name -> brim.masterlink.v1.TaskInfo
-	12, // 15: brim.masterlink.v1.MasterMessage.registered:type_name -> brim.masterlink.v1.Registered
-	13, // 16: brim.masterlink.v1.MasterMessage.run:type_name -> brim.masterlink.v1.RunTask
-	14, // 17: brim.masterlink.v1.MasterMessage.kill:type_name -> brim.masterlink.v1.KillTask
-	15, // 18: brim.masterlink.v1.MasterMessage.update:type_name -> brim.masterlink.v1.UpdateTask
-	16, // 19: brim.masterlink.v1.MasterMessage.ack:type_name -> brim.masterlink.v1.StatusAck
-	18, // 20: brim.masterlink.v1.SubscribeRequest.framework:type_name -> brim.masterlink.v1.FrameworkInfo
-	20, // 21: brim.masterlink.v1.Offers.offers:type_name -> brim.masterlink.v1.Offer
-	21, // 22: brim.masterlink.v1.Event.subscribed:type_name -> brim.masterlink.v1.Subscribed
-	22, // 23: brim.masterlink.v1.Event.offers:type_name -> brim.masterlink.v1.Offers
-	23, // 24: brim.masterlink.v1.Event.rescind:type_name -> brim.masterlink.v1.Rescind
-	4,  // 25: brim.masterlink.v1.Event.update:type_name -> brim.masterlink.v1.TaskStatus
-	8,  // 26: brim.masterlink.v1.Event.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
-	24, // 27: brim.masterlink.v1.Event.error:type_name -> brim.masterlink.v1.ErrorEvent
-	26, // 28: brim.masterlink.v1.Event.demand:type_name -> brim.masterlink.v1.DemandEvent
-	41, // 29: brim.masterlink.v1.Operation.launch:type_name -> brim.masterlink.v1.Operation.Launch
-	42, // 30: brim.masterlink.v1.Operation.reserve:type_name -> brim.masterlink.v1.Operation.Reserve
-	43, // 31: brim.masterlink.v1.Operation.unreserve:type_name -> brim.masterlink.v1.Operation.Unreserve
-	29, // 32: brim.masterlink.v1.AcceptRequest.operations:type_name -> brim.masterlink.v1.Operation
-	30, // 33: brim.masterlink.v1.AcceptRequest.filters:type_name -> brim.masterlink.v1.Filters
-	30, // 34: brim.masterlink.v1.DeclineRequest.filters:type_name -> brim.masterlink.v1.Filters
-	3,  // 35: brim.masterlink.v1.Operation.Launch.tasks:type_name -> brim.masterlink.v1.TaskInfo
-	11, // 36: brim.masterlink.v1.AgentLink.Connect:input_type -> brim.masterlink.v1.AgentMessage
-	19, // 37: brim.masterlink.v1.Scheduler.Subscribe:input_type -> brim.masterlink.v1.SubscribeRequest
-	31, // 38: brim.masterlink.v1.Scheduler.Accept:input_type -> brim.masterlink.v1.AcceptRequest
-	32, // 39: brim.masterlink.v1.Scheduler.Decline:input_type -> brim.masterlink.v1.DeclineRequest
-	33, // 40: brim.masterlink.v1.Scheduler.Revive:input_type -> brim.masterlink.v1.ReviveRequest
-	34, // 41: brim.masterlink.v1.Scheduler.Suppress:input_type -> brim.masterlink.v1.SuppressRequest
-	35, // 42: brim.masterlink.v1.Scheduler.Kill:input_type -> brim.masterlink.v1.KillRequest
-	36, // 43: brim.masterlink.v1.Scheduler.Acknowledge:input_type -> brim.masterlink.v1.AcknowledgeRequest
-	37, // 44: brim.masterlink.v1.Scheduler.Reconcile:input_type -> brim.masterlink.v1.ReconcileRequest
-	38, // 45: brim.masterlink.v1.Scheduler.UpdateTask:input_type -> brim.masterlink.v1.UpdateTaskRequest
-	27, // 46: brim.masterlink.v1.Scheduler.SubmitDemand:input_type -> brim.masterlink.v1.SubmitDemandRequest
-	28, // 47: brim.masterlink.v1.Scheduler.CancelDemand:input_type -> brim.masterlink.v1.CancelDemandRequest
-	17, // 48: brim.masterlink.v1.AgentLink.Connect:output_type -> brim.masterlink.v1.MasterMessage
-	25, // 49: brim.masterlink.v1.Scheduler.Subscribe:output_type -> brim.masterlink.v1.Event
-	2,  // 50: brim.masterlink.v1.Scheduler.Accept:output_type -> brim.masterlink.v1.Empty
-	2,  // 51: brim.masterlink.v1.Scheduler.Decline:output_type -> brim.masterlink.v1.Empty
-	2,  // 52: brim.masterlink.v1.Scheduler.Revive:output_type -> brim.masterlink.v1.Empty
-	2,  // 53: brim.masterlink.v1.Scheduler.Suppress:output_type -> brim.masterlink.v1.Empty
-	2,  // 54: brim.masterlink.v1.Scheduler.Kill:output_type -> brim.masterlink.v1.Empty
-	2,  // 55: brim.masterlink.v1.Scheduler.Acknowledge:output_type -> brim.masterlink.v1.Empty
-	2,  // 56: brim.masterlink.v1.Scheduler.Reconcile:output_type -> brim.masterlink.v1.Empty
-	2,  // 57: brim.masterlink.v1.Scheduler.UpdateTask:output_type -> brim.masterlink.v1.Empty
-	2,  // 58: brim.masterlink.v1.Scheduler.SubmitDemand:output_type -> brim.masterlink.v1.Empty
-	2,  // 59: brim.masterlink.v1.Scheduler.CancelDemand:output_type -> brim.masterlink.v1.Empty
-	48, // [48:60] is the sub-list for method output_type
-	36, // [36:48] is the sub-list for method input_type
+	7,  // 4: brim.masterlink.v1.Register.tasks:type_name -> brim.masterlink.v1.TaskSnapshot
+	42, // 5: brim.masterlink.v1.Register.attributes:type_name -> brim.masterlink.v1.Register.AttributesEntry
+	11, // 6: brim.masterlink.v1.Register.oversubscription:type_name -> brim.masterlink.v1.Oversubscribed
+	7,  // 7: brim.masterlink.v1.ReregisterTasks.tasks:type_name -> brim.masterlink.v1.TaskSnapshot
+	12, // 8: brim.masterlink.v1.Oversubscribed.corrections:type_name -> brim.masterlink.v1.Correction
+	8,  // 9: brim.masterlink.v1.AgentMessage.register:type_name -> brim.masterlink.v1.Register
+	10, // 10: brim.masterlink.v1.AgentMessage.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
+	6,  // 11: brim.masterlink.v1.AgentMessage.status:type_name -> brim.masterlink.v1.TaskStatus
+	11, // 12: brim.masterlink.v1.AgentMessage.oversubscribed:type_name -> brim.masterlink.v1.Oversubscribed
+	9,  // 13: brim.masterlink.v1.AgentMessage.reregister_tasks:type_name -> brim.masterlink.v1.ReregisterTasks
+	5,  // 14: brim.masterlink.v1.RunTask.task:type_name -> brim.masterlink.v1.TaskInfo
+	14, // 15: brim.masterlink.v1.MasterMessage.registered:type_name -> brim.masterlink.v1.Registered
+	15, // 16: brim.masterlink.v1.MasterMessage.run:type_name -> brim.masterlink.v1.RunTask
+	16, // 17: brim.masterlink.v1.MasterMessage.kill:type_name -> brim.masterlink.v1.KillTask
+	17, // 18: brim.masterlink.v1.MasterMessage.update:type_name -> brim.masterlink.v1.UpdateTask
+	18, // 19: brim.masterlink.v1.MasterMessage.ack:type_name -> brim.masterlink.v1.StatusAck
+	20, // 20: brim.masterlink.v1.SubscribeRequest.framework:type_name -> brim.masterlink.v1.FrameworkInfo
+	22, // 21: brim.masterlink.v1.Offers.offers:type_name -> brim.masterlink.v1.Offer
+	23, // 22: brim.masterlink.v1.Event.subscribed:type_name -> brim.masterlink.v1.Subscribed
+	24, // 23: brim.masterlink.v1.Event.offers:type_name -> brim.masterlink.v1.Offers
+	25, // 24: brim.masterlink.v1.Event.rescind:type_name -> brim.masterlink.v1.Rescind
+	6,  // 25: brim.masterlink.v1.Event.update:type_name -> brim.masterlink.v1.TaskStatus
+	10, // 26: brim.masterlink.v1.Event.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
+	26, // 27: brim.masterlink.v1.Event.error:type_name -> brim.masterlink.v1.ErrorEvent
+	28, // 28: brim.masterlink.v1.Event.demand:type_name -> brim.masterlink.v1.DemandEvent
+	43, // 29: brim.masterlink.v1.Operation.launch:type_name -> brim.masterlink.v1.Operation.Launch
+	44, // 30: brim.masterlink.v1.Operation.reserve:type_name -> brim.masterlink.v1.Operation.Reserve
+	45, // 31: brim.masterlink.v1.Operation.unreserve:type_name -> brim.masterlink.v1.Operation.Unreserve
+	31, // 32: brim.masterlink.v1.AcceptRequest.operations:type_name -> brim.masterlink.v1.Operation
+	32, // 33: brim.masterlink.v1.AcceptRequest.filters:type_name -> brim.masterlink.v1.Filters
+	32, // 34: brim.masterlink.v1.DeclineRequest.filters:type_name -> brim.masterlink.v1.Filters
+	5,  // 35: brim.masterlink.v1.Operation.Launch.tasks:type_name -> brim.masterlink.v1.TaskInfo
+	13, // 36: brim.masterlink.v1.AgentLink.Connect:input_type -> brim.masterlink.v1.AgentMessage
+	21, // 37: brim.masterlink.v1.Scheduler.Subscribe:input_type -> brim.masterlink.v1.SubscribeRequest
+	33, // 38: brim.masterlink.v1.Scheduler.Accept:input_type -> brim.masterlink.v1.AcceptRequest
+	34, // 39: brim.masterlink.v1.Scheduler.Decline:input_type -> brim.masterlink.v1.DeclineRequest
+	35, // 40: brim.masterlink.v1.Scheduler.Revive:input_type -> brim.masterlink.v1.ReviveRequest
+	36, // 41: brim.masterlink.v1.Scheduler.Suppress:input_type -> brim.masterlink.v1.SuppressRequest
+	37, // 42: brim.masterlink.v1.Scheduler.Kill:input_type -> brim.masterlink.v1.KillRequest
+	38, // 43: brim.masterlink.v1.Scheduler.Acknowledge:input_type -> brim.masterlink.v1.AcknowledgeRequest
+	39, // 44: brim.masterlink.v1.Scheduler.Reconcile:input_type -> brim.masterlink.v1.ReconcileRequest
+	40, // 45: brim.masterlink.v1.Scheduler.UpdateTask:input_type -> brim.masterlink.v1.UpdateTaskRequest
+	29, // 46: brim.masterlink.v1.Scheduler.SubmitDemand:input_type -> brim.masterlink.v1.SubmitDemandRequest
+	30, // 47: brim.masterlink.v1.Scheduler.CancelDemand:input_type -> brim.masterlink.v1.CancelDemandRequest
+	2,  // 48: brim.masterlink.v1.Masters.WatchLeader:input_type -> brim.masterlink.v1.WatchLeaderRequest
+	19, // 49: brim.masterlink.v1.AgentLink.Connect:output_type -> brim.masterlink.v1.MasterMessage
+	27, // 50: brim.masterlink.v1.Scheduler.Subscribe:output_type -> brim.masterlink.v1.Event
+	4,  // 51: brim.masterlink.v1.Scheduler.Accept:output_type -> brim.masterlink.v1.Empty
+	4,  // 52: brim.masterlink.v1.Scheduler.Decline:output_type -> brim.masterlink.v1.Empty
+	4,  // 53: brim.masterlink.v1.Scheduler.Revive:output_type -> brim.masterlink.v1.Empty
+	4,  // 54: brim.masterlink.v1.Scheduler.Suppress:output_type -> brim.masterlink.v1.Empty
+	4,  // 55: brim.masterlink.v1.Scheduler.Kill:output_type -> brim.masterlink.v1.Empty
+	4,  // 56: brim.masterlink.v1.Scheduler.Acknowledge:output_type -> brim.masterlink.v1.Empty
+	4,  // 57: brim.masterlink.v1.Scheduler.Reconcile:output_type -> brim.masterlink.v1.Empty
+	4,  // 58: brim.masterlink.v1.Scheduler.UpdateTask:output_type -> brim.masterlink.v1.Empty
+	4,  // 59: brim.masterlink.v1.Scheduler.SubmitDemand:output_type -> brim.masterlink.v1.Empty
+	4,  // 60: brim.masterlink.v1.Scheduler.CancelDemand:output_type -> brim.masterlink.v1.Empty
+	3,  // 61: brim.masterlink.v1.Masters.WatchLeader:output_type -> brim.masterlink.v1.LeaderInfo
+	49, // [49:62] is the sub-list for method output_type
+	36, // [36:49] is the sub-list for method input_type
 	36, // [36:36] is the sub-list for extension type_name
 	36, // [36:36] is the sub-list for extension extendee
 	0,  // [0:36] is the sub-list for field type_name
@@ -3478,21 +3597,21 @@ func file_masterlink_proto_init() {
 	if File_masterlink_proto != nil {
 		return
 	}
-	file_masterlink_proto_msgTypes[9].OneofWrappers = []any{
+	file_masterlink_proto_msgTypes[11].OneofWrappers = []any{
 		(*AgentMessage_Register)(nil),
 		(*AgentMessage_Heartbeat)(nil),
 		(*AgentMessage_Status)(nil),
 		(*AgentMessage_Oversubscribed)(nil),
 		(*AgentMessage_ReregisterTasks)(nil),
 	}
-	file_masterlink_proto_msgTypes[15].OneofWrappers = []any{
+	file_masterlink_proto_msgTypes[17].OneofWrappers = []any{
 		(*MasterMessage_Registered)(nil),
 		(*MasterMessage_Run)(nil),
 		(*MasterMessage_Kill)(nil),
 		(*MasterMessage_Update)(nil),
 		(*MasterMessage_Ack)(nil),
 	}
-	file_masterlink_proto_msgTypes[23].OneofWrappers = []any{
+	file_masterlink_proto_msgTypes[25].OneofWrappers = []any{
 		(*Event_Subscribed)(nil),
 		(*Event_Offers)(nil),
 		(*Event_Rescind)(nil),
@@ -3501,7 +3620,7 @@ func file_masterlink_proto_init() {
 		(*Event_Error)(nil),
 		(*Event_Demand)(nil),
 	}
-	file_masterlink_proto_msgTypes[27].OneofWrappers = []any{
+	file_masterlink_proto_msgTypes[29].OneofWrappers = []any{
 		(*Operation_Launch_)(nil),
 		(*Operation_Reserve_)(nil),
 		(*Operation_Unreserve_)(nil),
@@ -3512,9 +3631,9 @@ func file_masterlink_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_masterlink_proto_rawDesc), len(file_masterlink_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   42,
+			NumMessages:   44,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   3,
 		},
 		GoTypes:           file_masterlink_proto_goTypes,
 		DependencyIndexes: file_masterlink_proto_depIdxs,

@@ -650,3 +650,125 @@ var Scheduler_ServiceDesc = grpc.ServiceDesc{
 	},
 	Metadata: "masterlink.proto",
 }
+
+const (
+	Masters_WatchLeader_FullMethodName = "/brim.masterlink.v1.Masters/WatchLeader"
+)
+
+// MastersClient is the client API for Masters service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// Masters is served by every master of a highly available cluster,
+// leader and standbys alike: who leads. A client (agent, framework)
+// watches another master than the one it uses, so that it leaves a
+// leader that stopped answering (its process frozen, its host cut off:
+// its sockets may still accept) as soon as another is elected, rather
+// than when its own link gives up.
+type MastersClient interface {
+	// WatchLeader answers with the leader this master knows. With hold it
+	// waits, up to a bound of the master's, for that leader to differ from
+	// known, and answers then (the same leader when the bound passed).
+	WatchLeader(ctx context.Context, in *WatchLeaderRequest, opts ...grpc.CallOption) (*LeaderInfo, error)
+}
+
+type mastersClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewMastersClient(cc grpc.ClientConnInterface) MastersClient {
+	return &mastersClient{cc}
+}
+
+func (c *mastersClient) WatchLeader(ctx context.Context, in *WatchLeaderRequest, opts ...grpc.CallOption) (*LeaderInfo, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LeaderInfo)
+	err := c.cc.Invoke(ctx, Masters_WatchLeader_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// MastersServer is the server API for Masters service.
+// All implementations must embed UnimplementedMastersServer
+// for forward compatibility.
+//
+// Masters is served by every master of a highly available cluster,
+// leader and standbys alike: who leads. A client (agent, framework)
+// watches another master than the one it uses, so that it leaves a
+// leader that stopped answering (its process frozen, its host cut off:
+// its sockets may still accept) as soon as another is elected, rather
+// than when its own link gives up.
+type MastersServer interface {
+	// WatchLeader answers with the leader this master knows. With hold it
+	// waits, up to a bound of the master's, for that leader to differ from
+	// known, and answers then (the same leader when the bound passed).
+	WatchLeader(context.Context, *WatchLeaderRequest) (*LeaderInfo, error)
+	mustEmbedUnimplementedMastersServer()
+}
+
+// UnimplementedMastersServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedMastersServer struct{}
+
+func (UnimplementedMastersServer) WatchLeader(context.Context, *WatchLeaderRequest) (*LeaderInfo, error) {
+	return nil, status.Error(codes.Unimplemented, "method WatchLeader not implemented")
+}
+func (UnimplementedMastersServer) mustEmbedUnimplementedMastersServer() {}
+func (UnimplementedMastersServer) testEmbeddedByValue()                 {}
+
+// UnsafeMastersServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to MastersServer will
+// result in compilation errors.
+type UnsafeMastersServer interface {
+	mustEmbedUnimplementedMastersServer()
+}
+
+func RegisterMastersServer(s grpc.ServiceRegistrar, srv MastersServer) {
+	// If the following call panics, it indicates UnimplementedMastersServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&Masters_ServiceDesc, srv)
+}
+
+func _Masters_WatchLeader_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WatchLeaderRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MastersServer).WatchLeader(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Masters_WatchLeader_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MastersServer).WatchLeader(ctx, req.(*WatchLeaderRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// Masters_ServiceDesc is the grpc.ServiceDesc for Masters service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var Masters_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "brim.masterlink.v1.Masters",
+	HandlerType: (*MastersServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "WatchLeader",
+			Handler:    _Masters_WatchLeader_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "masterlink.proto",
+}
