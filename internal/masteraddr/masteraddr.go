@@ -103,8 +103,11 @@ type Set struct {
 	// reached (dead, its key not yet expired in etcd); "" none.
 	unreachable string
 	// misses counts the failures since a master was last reached or the
-	// list replaced (Exhausted).
-	misses int
+	// list replaced; exhausted is set once they reach the list's length
+	// and kept until a master is reached or a standby names the leader
+	// (Exhausted).
+	misses    int
+	exhausted bool
 }
 
 // NewSet returns a Set of addrs (Parse's result), starting at the first.
@@ -146,6 +149,7 @@ func (s *Set) Follow(leader string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.leader, s.cur = leader, leader
+	s.exhausted = false // a master answered, naming the leader
 	return s.cur
 }
 
@@ -175,6 +179,9 @@ func (s *Set) moveOn(lost bool) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.misses++
+	if s.misses >= len(s.addrs) {
+		s.exhausted = true
+	}
 	if lost || (s.leader != "" && s.cur == s.leader) {
 		s.unreachable = s.cur
 	}
@@ -216,21 +223,26 @@ func (s *Set) Reached() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.unreachable = ""
-	s.misses = 0
+	s.misses, s.exhausted = 0, false
 }
 
-// Exhausted reports whether every listed address has failed (Failed)
-// since a master was last reached or the list replaced: the masters may
-// all have moved, time to discover them again (Replace).
+// Exhausted reports whether every listed address has failed (Failed,
+// Lost, Left) since a master was last reached (Reached) or a standby
+// named the leader (Follow): the masters may all have moved, time to
+// discover them again (Replace). It stays so after a Replace until then:
+// every failed attempt reads the masters again, for a list read while
+// the dead masters' keys still lived in etcd may name only them (an
+// agent once came 11.3 s after a leader at a new address, trying the
+// dead ones of each list in turn).
 func (s *Set) Exhausted() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.misses >= len(s.addrs)
+	return s.exhausted
 }
 
 // Replace lists addrs (a discovery's result, Parse's form) instead,
-// starting over at the first, and forgets the misses. An empty addrs
-// changes nothing.
+// starting over at the first, and forgets the misses (not whether the
+// list was exhausted: see Exhausted). An empty addrs changes nothing.
 func (s *Set) Replace(addrs []string) {
 	if len(addrs) == 0 {
 		return
@@ -268,17 +280,14 @@ const DiscoverTimeout = 5 * time.Second
 
 // Rediscover asks discover for the masters (bounded by DiscoverTimeout)
 // and lists them in s; a failed discovery keeps the list and is logged.
-// The misses are forgotten either way, so the next discovery comes after
-// another round of failures.
+// Either way the next failed attempt asks again, until a master is
+// reached (Exhausted).
 func Rediscover(ctx context.Context, discover func(context.Context) ([]string, error), s *Set, log *slog.Logger) {
 	dctx, cancel := context.WithTimeout(ctx, DiscoverTimeout)
 	defer cancel()
 	addrs, err := discover(dctx)
 	if err != nil || len(addrs) == 0 {
 		log.Warn("discover the masters: keeping the list", "masters", s.String(), "err", err)
-		s.mu.Lock()
-		s.misses = 0
-		s.mu.Unlock()
 		return
 	}
 	if got := strings.Join(addrs, ","); got != s.String() {

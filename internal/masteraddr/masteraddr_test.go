@@ -144,9 +144,11 @@ func TestLostMaster(t *testing.T) {
 	}
 }
 
-// Exhausted once every listed address failed since the last success or
-// replacement; Replace starts over at the new list's first address; a
-// failed discovery keeps the list but waits another round.
+// Exhausted once every listed address failed since the last success,
+// and so until a master is reached or a standby names the leader — a
+// discovery, failed or not, does not wait for another round: the list
+// it read may name only the dead masters whose keys etcd still keeps.
+// Replace starts over at the new list's first address.
 func TestSetRediscovery(t *testing.T) {
 	s := NewSet([]string{"a:1", "b:1"})
 	if s.Exhausted() {
@@ -168,16 +170,18 @@ func TestSetRediscovery(t *testing.T) {
 	s.Failed()
 	log := slog.New(slog.DiscardHandler)
 	Rediscover(context.Background(), func(context.Context) ([]string, error) { return nil, errors.New("etcd down") }, s, log)
-	if s.Exhausted() || s.String() != "a:1,b:1" {
+	if !s.Exhausted() || s.String() != "a:1,b:1" {
 		t.Fatalf("after a failed discovery: exhausted %v, list %s", s.Exhausted(), s)
 	}
-	s.Follow("leader:1")
 	Rediscover(context.Background(), func(context.Context) ([]string, error) { return []string{"c:1", "d:1"}, nil }, s, log)
 	if s.String() != "c:1,d:1" || s.Current() != "c:1" || s.Len() != 2 {
 		t.Fatalf("after a discovery: list %s, current %s", s, s.Current())
 	}
-	if s.Failed(); s.Current() != "d:1" {
-		t.Fatalf("next after the discovery: %s", s.Current())
+	if s.Failed(); s.Current() != "d:1" || !s.Exhausted() {
+		t.Fatalf("next after the discovery: %s, exhausted %v (want the next failure to discover again)", s.Current(), s.Exhausted())
+	}
+	if s.Follow("leader:1"); s.Exhausted() {
+		t.Fatal("exhausted after a standby named the leader")
 	}
 	// One address: a failure exhausts it.
 	one := NewSet([]string{"a:1"})

@@ -274,3 +274,50 @@ func TestEndLeader(t *testing.T) {
 		t.Errorf("EndLeader of a leader already ended: %v, %v; want false, nil", ended, err)
 	}
 }
+
+// TestDiscoverLiveFirst: two masters campaign, and the first, the
+// leader, is cut from etcd as if its process had died: its key stays
+// (first in line: still the election's leader for etcd) until its lease
+// runs out. Once it has missed its refreshes Discover must list the
+// live master first, before that key expires. Before, the dead leader
+// came first until then, and a client tried it first.
+func TestDiscoverLiveFirst(t *testing.T) {
+	c := startEtcd(t, 1)
+	const ttl = 4 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := etcdstore.Config{Endpoints: c.clients, Prefix: "/brim-live", SessionTTL: ttl}
+	ps := newProxies(t, c)
+	dead := open(t, ps.addrs(), "/brim-live", ttl)
+	live := open(t, c.clients, "/brim-live", ttl)
+	if _, err := dead.Campaign(ctx, "10.0.0.1:5050"); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = live.Campaign(ctx, "10.0.0.2:5050") }() // waits behind the first until ctx ends
+	discover := func() []string {
+		t.Helper()
+		got, err := etcdstore.Discover(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(discover()) < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second master never showed in Discover")
+		}
+	}
+	ps.Cut()
+	cut := time.Now()
+	for {
+		got := discover()
+		if len(got) < 2 {
+			t.Fatalf("%v after the first master was cut (TTL %v) its key expired, and Discover never listed the live one first", time.Since(cut).Round(time.Millisecond), ttl)
+		}
+		if got[0] == "10.0.0.2:5050" && got[1] == "10.0.0.1:5050" {
+			t.Logf("the live master listed first %v after the leader was cut (TTL %v)", time.Since(cut).Round(time.Millisecond), ttl)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
