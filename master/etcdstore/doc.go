@@ -5,7 +5,11 @@
 // a TTL). Every write is a transaction conditioned on the leader's
 // election key still existing with the create revision it won with, so a
 // deposed leader (its session expired, another elected) can never write:
-// its writes fail with ErrNotLeader.
+// its writes fail with ErrNotLeader, as do the writes still waiting on
+// etcd when a term ends. A standby retries its session within a second
+// of etcd's answer and ends the election keys of its own address left by
+// an earlier session (a restart); Discover lists the masters whose
+// session is alive first.
 //
 // The master declares what it needs (master.Elector, master.Term,
 // master.Store); cmd/brim opens a Client from --store etcd://… and hands

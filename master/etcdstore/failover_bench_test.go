@@ -85,7 +85,7 @@ func BenchmarkFailover(b *testing.B) {
 }
 
 // envInt reads a non-negative number from the environment; 0 if unset.
-func envInt(b *testing.B, name, what string) int {
+func envInt(b testing.TB, name, what string) int {
 	v := os.Getenv(name)
 	if v == "" {
 		return 0
