@@ -58,6 +58,10 @@ type Options struct {
 
 // Callbacks receive the driver's events, one at a time, from Run's
 // goroutine. Nil callbacks are skipped (an unhandled offer is declined).
+// The ctx an event's callback gets ends with the subscription the event
+// came on (Disconnected's: with Run): a call made with it to a master the
+// driver left — one that stopped answering as the leader — fails at once
+// (InDoubt) instead of waiting on it.
 type Callbacks struct {
 	Subscribed func(ctx context.Context, frameworkID string)
 	Offers     func(ctx context.Context, offers []*pb.Offer)
@@ -287,33 +291,33 @@ func (d *Driver) session(ctx context.Context, cb Callbacks) (bool, error) {
 			d.id = x.Subscribed.FrameworkId
 			d.mu.Unlock()
 			if cb.Subscribed != nil {
-				cb.Subscribed(ctx, x.Subscribed.FrameworkId)
+				cb.Subscribed(sctx, x.Subscribed.FrameworkId)
 			}
 		case *pb.Event_Offers:
 			if cb.Offers != nil {
-				cb.Offers(ctx, x.Offers.Offers)
+				cb.Offers(sctx, x.Offers.Offers)
 			} else {
 				ids := make([]string, 0, len(x.Offers.Offers))
 				for _, o := range x.Offers.Offers {
 					ids = append(ids, o.Id)
 				}
-				if err := d.Decline(ctx, ids, -1); err != nil {
+				if err := d.Decline(sctx, ids, -1); err != nil {
 					d.log.Debug("decline unhandled offers", "err", err)
 				}
 			}
 		case *pb.Event_Rescind:
 			if cb.Rescind != nil {
-				cb.Rescind(ctx, x.Rescind.OfferId)
+				cb.Rescind(sctx, x.Rescind.OfferId)
 			}
 		case *pb.Event_Update:
-			d.update(ctx, cb, x.Update)
+			d.update(sctx, cb, x.Update)
 		case *pb.Event_Error:
 			if cb.Error != nil {
-				cb.Error(ctx, x.Error.Message)
+				cb.Error(sctx, x.Error.Message)
 			}
 		case *pb.Event_Demand:
 			if cb.Demand != nil {
-				cb.Demand(ctx, x.Demand)
+				cb.Demand(sctx, x.Demand)
 			}
 		case *pb.Event_Heartbeat:
 		}

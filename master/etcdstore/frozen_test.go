@@ -15,6 +15,7 @@ import (
 	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/master"
 	"github.com/brimnode/brim/masterlink"
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/scheduler"
 )
 
@@ -27,6 +28,8 @@ import (
 // is resumed 8 s after the election, the agent's and the framework's
 // keepalives set to a minute so that only the election can move them;
 // BRIM_HA_TTL=N sets the TTL to N s).
+// The framework's offer callback waits on its context meanwhile, as a
+// call to the frozen master would: it must end with the subscription.
 // Before, the framework stayed with the frozen master until it resumed,
 // the agent until its keepalive (10 s + 5 s) gave up on it.
 func TestFrozenLeaderLosesItsClients(t *testing.T) {
@@ -65,12 +68,31 @@ func TestFrozenLeaderLosesItsClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Close() })
+	// The framework's callback for its first offer waits as a call to
+	// the master would (a Launch, a Decline) until its context ends:
+	// the frozen leader never answers it, and the framework must leave
+	// all the same.
+	offered := make(chan struct{}, 1)
 	wg.Add(1)
-	go func() { defer wg.Done(); _ = d.Run(ctx, scheduler.Callbacks{}) }()
+	go func() {
+		defer wg.Done()
+		_ = d.Run(ctx, scheduler.Callbacks{Offers: func(ctx context.Context, _ []*pb.Offer) {
+			select {
+			case offered <- struct{}{}:
+			default:
+			}
+			<-ctx.Done()
+		}})
+	}()
 	both := func(st *master.State) bool {
 		return len(st.Agents) == 1 && st.Agents[0].Connected && len(st.Frameworks) == 1 && st.Frameworks[0].Connected
 	}
 	waitRemoteState(t, ms[0].addr, 30*time.Second, "agent and framework at the first leader", both)
+	select {
+	case <-offered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no offer to the framework from the first leader")
+	}
 
 	frozen := ms[0]
 	stop := time.Now()
