@@ -39,8 +39,8 @@ const (
 	DefaultRetryMax         = 10 * time.Minute
 	DefaultReconnectMin     = 500 * time.Millisecond
 	DefaultReconnectMax     = 5 * time.Second
-	DefaultKeepaliveTime    = 10 * time.Second // gRPC's floor for client pings
-	DefaultKeepaliveTimeout = 5 * time.Second
+	DefaultKeepaliveTime    = pb.KeepaliveTime
+	DefaultKeepaliveTimeout = pb.KeepaliveTimeout
 )
 
 // Fixed parameters of the link.

@@ -120,7 +120,7 @@ func New(opts Options) (*Driver, error) {
 	dial = append(dial, grpc.WithConnectParams(grpc.ConnectParams{
 		Backoff:           backoff.Config{BaseDelay: minRetry, Multiplier: 1.6, Jitter: 0.2, MaxDelay: maxRetry},
 		MinConnectTimeout: 5 * time.Second,
-	}), grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: masterlink.DefaultKeepaliveTime, Timeout: masterlink.DefaultKeepaliveTimeout}))
+	}), grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: pb.KeepaliveTime, Timeout: pb.KeepaliveTimeout}))
 	dial = append(dial, opts.DialOptions...)
 	addrs, err := masteraddr.Parse(opts.Master)
 	if err != nil {
