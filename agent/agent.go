@@ -264,8 +264,8 @@ func New(opts Options) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create state dir: %w", err)
+	if err := MakeStateDir(opts.StateDir); err != nil {
+		return nil, err
 	}
 	lock, err := lockStateDir(opts.StateDir)
 	if err != nil {

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,4 +179,20 @@ func (s *store) read(name string) (*Container, error) {
 		return nil, fmt.Errorf("parse checkpoint %s: unknown state %q", name, c.State)
 	}
 	return &c, nil
+}
+
+// MakeStateDir creates the agent's state dir dir (mode 0700) and any
+// missing parents (mode 0755, as mkdir -p under a umask of 022 would):
+// the dir's own mode keeps its contents private, while its parents must
+// stay traversable for the root of a container's user namespace (an
+// unprivileged host uid, containerizer/userns_linux.go). An existing dir
+// or parent keeps its mode.
+func MakeStateDir(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
+		return fmt.Errorf("create state dir: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create state dir: %w", err)
+	}
+	return nil
 }

@@ -138,7 +138,7 @@ func recordCgroupParent(stateDir, parent string, log *slog.Logger) {
 	if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == parent {
 		return
 	}
-	err := os.MkdirAll(stateDir, 0o700)
+	err := agent.MakeStateDir(stateDir)
 	if err == nil {
 		err = atomicfile.WriteFile(p, []byte(parent+"\n"), 0o600)
 	}

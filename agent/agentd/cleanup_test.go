@@ -3,6 +3,7 @@ package agentd
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,5 +81,29 @@ func TestCleanupRefusesOthersState(t *testing.T) {
 	}
 	if _, err := os.Stat(theirs); err != nil {
 		t.Errorf("a refused cleanup removed %s: %v", theirs, err)
+	}
+}
+
+// TestRecordCgroupParentKeepsParentsTraversable: the record is written
+// before the agent makes its state dir; made by the record, the dir's
+// missing parents must stay traversable (0755) for a user namespace's
+// root, as `brim dev --state-dir BASE` (agent under BASE/agent) needs —
+// with 0700 parents a --userns launch was refused ("above the state dir
+// is not traversable").
+func TestRecordCgroupParentKeepsParentsTraversable(t *testing.T) {
+	base := t.TempDir()
+	state := filepath.Join(base, "dev", "agent")
+	recordCgroupParent(state, "/brim-x", slog.New(slog.DiscardHandler))
+	for dir, want := range map[string]os.FileMode{filepath.Join(base, "dev"): 0o755, state: 0o700} {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %04o, want %04o", dir, got, want)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(state, cgroupParentFile)); err != nil || string(b) != "/brim-x\n" {
+		t.Errorf("record: %q, %v", b, err)
 	}
 }
