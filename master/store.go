@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/brimnode/brim/demand"
@@ -108,13 +109,23 @@ func corrupt(path string, cause error) error {
 // openChecked opens the bbolt file at path and runs bbolt's consistency
 // check on it. bbolt panics on some damaged pages (`invalid freelist
 // page`, `Page expected to be …`): the panic is turned into an error
-// wrapping ErrCorruptStore, as are damaged meta pages and an empty file.
+// wrapping ErrCorruptStore, as are damaged meta pages, an empty file and
+// a file shorter than its meta page says (checkBoltSize: mapped, it
+// killed the process with SIGBUS).
 func openChecked(path string, timeout time.Duration, readOnly bool) (db *bolt.DB, err error) {
 	if fi, serr := os.Stat(path); serr == nil && fi.Size() == 0 {
 		return nil, corrupt(path, errors.New("the file is empty (0 bytes)"))
 	} else if serr != nil && (readOnly || !errors.Is(serr, os.ErrNotExist)) {
 		return nil, fmt.Errorf("open master store: %w", serr)
 	}
+	if serr := checkBoltSize(path); errors.Is(serr, errStoreTruncated) {
+		return nil, corrupt(path, serr)
+	} else if serr != nil && !errors.Is(serr, os.ErrNotExist) {
+		return nil, fmt.Errorf("open master store: %w", serr)
+	}
+	// A fault reading the mapping (a page the check above did not cover)
+	// panics instead of killing the process, and is recovered below.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			if db != nil {
@@ -153,9 +164,10 @@ func checkDB(db *bolt.DB) error {
 	})
 }
 
-// guard runs fn, turning a bbolt panic (a page damaged after the check)
-// into an error wrapping ErrCorruptStore.
+// guard runs fn, turning a bbolt panic (a page damaged after the check),
+// or a fault reading the mapping, into an error wrapping ErrCorruptStore.
 func guard(path string, fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = corrupt(path, fmt.Errorf("bbolt: %v", r))
