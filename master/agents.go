@@ -62,6 +62,9 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("register agent: revocable in use: %w: %w", ErrInvalid, err)
 	}
+	if err := validateRolesIn(total.Add(rev)); err != nil {
+		return "", nil, nil, fmt.Errorf("register agent: resources: %w", err)
+	}
 	if s := reg.score; s < 0 || math.IsNaN(s) || math.IsInf(s, 0) {
 		return "", nil, nil, fmt.Errorf("register agent: performance score %v: must be a positive number (0: none): %w", s, ErrInvalid)
 	}

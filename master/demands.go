@@ -113,6 +113,8 @@ func (m *Master) SubmitDemands(specs []*demand.Spec, authorize func(role string)
 		}
 		if s.Role == "" {
 			s.Role = roles[0]
+		} else if err := ValidateRole(s.Role); err != nil {
+			return nil, fmt.Errorf("demand %s: Role: %w", s.Time.DemandID, err)
 		} else if !slices.Contains(roles, s.Role) {
 			return nil, fmt.Errorf("%w: demand %s: Role: %q is not a role of framework %s (%v)", ErrInvalid, s.Time.DemandID, s.Role, s.Framework, roles)
 		}

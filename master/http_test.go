@@ -207,6 +207,68 @@ func TestOperatorHTTPErrors(t *testing.T) {
 	}
 }
 
+// TestRoleNameLimit: one limit on a role name's length (MaxRoleBytes,
+// a directory name's 255 bytes), refused with 400 or InvalidArgument
+// naming it wherever a role enters: /reserve, /quota, /weights, a demand,
+// Subscribe and the Go API. Before, a 100,000-byte role was reserved (and
+// kept across restarts) while /quota and /weights answered 500 "key too
+// large" from the store.
+func TestRoleNameLimit(t *testing.T) {
+	longest, long := strings.Repeat("r", master.MaxRoleBytes), strings.Repeat("r", 100_000)
+	if err := master.ValidateRole(longest); err != nil {
+		t.Fatalf("a %d-byte role: %v", len(longest), err)
+	}
+	for _, role := range []string{longest + "x", long} {
+		err := master.ValidateRole(role)
+		if !errors.Is(err, master.ErrInvalid) || !strings.Contains(err.Error(), "255-byte limit") || len(err.Error()) > 200 {
+			t.Errorf("a %d-byte role: %.300v, want a short ErrInvalid naming the 255-byte limit", len(role), err)
+		}
+	}
+	c := newCluster(t, master.Options{Store: storeOpener(t)()})
+	c.startAgent(t.TempDir(), newFakeRunner())
+	agentID := waitAgents(t, c.m, 1)[0].ID
+	do := operatorAPI(t, c)
+	for _, r := range []struct{ path, body string }{
+		{"/reserve", `{"agentId":"` + agentID + `","resources":"cpus(` + long + `):1"}`},
+		{"/reserve", `{"agentId":"` + agentID + `","resources":"cpus(` + longest + `x):1"}`},
+		{"/quota", `{"role":"` + long + `","limit":"cpus:1"}`},
+		{"/weights", `[{"role":"` + long + `","weight":2}]`},
+		{"/weights", `[{"role":"ok","weight":2},{"role":"` + longest + `x","weight":2}]`},
+	} {
+		code, msg, _ := do(http.MethodPost, r.path, r.body)
+		if code != http.StatusBadRequest || !strings.Contains(msg, "255-byte limit") {
+			t.Errorf("%s with a long role: %d %.200s, want 400 naming the limit", r.path, code, msg)
+		}
+	}
+	if code, msg, _ := do(http.MethodPost, "/reserve", `{"agentId":"`+agentID+`","resources":"cpus(`+longest+`):1"}`); code != http.StatusOK {
+		t.Errorf("reserve for a %d-byte role: %d %s", len(longest), code, msg)
+	}
+	if code, msg, _ := do(http.MethodPost, "/quota", `{"role":"`+longest+`","limit":"cpus:1"}`); code != http.StatusOK {
+		t.Errorf("quota of a %d-byte role: %d %s", len(longest), code, msg)
+	}
+	if err := c.m.SetWeight(long, 2); !errors.Is(err, master.ErrInvalid) {
+		t.Errorf("SetWeight(a long role): %.200v", err)
+	}
+	if err := c.m.SetQuota(long, quota("", "cpus:1")); !errors.Is(err, master.ErrInvalid) {
+		t.Errorf("SetQuota(a long role): %.200v", err)
+	}
+	if err := c.m.Reserve(agentID, "", resources.MustParse("cpus("+long+"):1")); !errors.Is(err, master.ErrInvalid) {
+		t.Errorf("Reserve(a long role): %.200v", err)
+	}
+	st := c.m.State()
+	if len(st.Weights) != 0 || len(st.Quota) != 1 || st.Agents[0].Reserved != "cpus("+longest+",anonymous):1" {
+		t.Fatalf("refused long roles recorded: weights %v, %d quotas, reserved %.300s", st.Weights, len(st.Quota), st.Agents[0].Reserved)
+	}
+
+	f := c.startDemandFramework("demands", false)
+	code, body := postDemands(t, c.m.HTTPHandler(nil), `{"DemandID": "d", "FrameworkID": "`+f.d.FrameworkID()+`", "Role": "`+long+`", "Resources": "cpus:1"}`)
+	if code != http.StatusBadRequest || !strings.Contains(body, "255-byte limit") || len(body) > 1000 {
+		t.Errorf("demand for a long role: %d %.300s, want 400 naming the limit", code, body)
+	}
+	s := startSession(t, scheduler.Options{Master: c.addr, Name: "fw", Roles: []string{long}})
+	s.refused(t, codes.InvalidArgument, "255-byte limit")
+}
+
 // A framework's roles go through the same rule at Subscribe.
 func TestSubscribeValidatesRoles(t *testing.T) {
 	c := newCluster(t, master.Options{})

@@ -347,15 +347,23 @@ func New(opts Options) (*Master, error) {
 			}
 		}
 		for id, r := range p.Reservations {
-			m.reservations[id] = r
+			m.reservations[id] = m.validReservationsLocked(id, r)
 		}
 		for role, q := range p.Quota {
+			if err := ValidateRole(role); err != nil {
+				m.log.Warn("stored quota ignored: its role is not valid", "err", err)
+				continue
+			}
 			if err := m.alloc.SetQuota(role, q); err != nil {
 				return nil, fmt.Errorf("restore quota of %s: %w", role, err)
 			}
 			m.quota[role] = q
 		}
 		for role, w := range p.Weights {
+			if err := ValidateRole(role); err != nil {
+				m.log.Warn("stored weight ignored: its role is not valid", "err", err)
+				continue
+			}
 			if err := m.alloc.SetWeight(role, w); err != nil {
 				return nil, fmt.Errorf("restore weight of %s: %w", role, err)
 			}
@@ -366,6 +374,23 @@ func New(opts Options) (*Master, error) {
 		}
 	}
 	return m, nil
+}
+
+// validReservationsLocked is an agent's stored reservations less those
+// of roles ValidateRole refuses (kept by a master without the role name
+// limit): logged and left out, so that no capacity stays reserved for a
+// role nobody can subscribe with. The agent's next reservation change
+// writes the record without them.
+func (m *Master) validReservationsLocked(agent string, r resources.Resources) resources.Resources {
+	var out resources.Resources
+	for role, res := range r.ByRole() {
+		if err := ValidateRole(role); err != nil {
+			m.log.Warn("stored reservation ignored: its role is not valid", "agent", agent, "resources", res.Unreserve().String(), "err", err)
+			continue
+		}
+		out = out.Add(res)
+	}
+	return out
 }
 
 // Run drives the allocation cycle, agent health checks, offer timeouts and

@@ -234,7 +234,7 @@ func reservationRequest(res resources.Resources, principal string, unreserve boo
 			return nil, fmt.Errorf("%s: name a role, e.g. cpus(ads):1: %w", e.String(), ErrInvalid)
 		}
 		if err := ValidateRole(e.Role); err != nil {
-			return nil, fmt.Errorf("%s: %w", e.String(), err)
+			return nil, err // it names the role (the resource could be 100 KB of it)
 		}
 		if e.Type != resources.Scalar {
 			return nil, fmt.Errorf("%s: only scalars can be reserved: %w", e.String(), ErrInvalid)
