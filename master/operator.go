@@ -17,7 +17,12 @@ import (
 func (m *Master) State() State {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st := State{StartedAt: m.started, Quota: map[string]QuotaState{}, Weights: map[string]float64{}}
+	// Every list is [] in JSON, never null, when empty (clients index
+	// them without a nil check).
+	st := State{StartedAt: m.started, Quota: map[string]QuotaState{}, Weights: map[string]float64{},
+		Agents: []AgentState{}, Frameworks: []FrameworkState{}, Tasks: []TaskState{}, Offers: []OfferState{},
+		Roles: []RoleState{}, Shares: []FrameworkShareState{}, Demands: []DemandState{},
+		CompletedTasks: make([]TaskState, 0, len(m.completed.tasks)), CompletedFrameworks: make([]FrameworkState, 0, len(m.completed.frameworks))}
 	for _, ag := range m.agents {
 		st.Agents = append(st.Agents, AgentState{ID: ag.id, Hostname: ag.hostname, Principal: ag.principal, Resources: ag.total.String(), Revocable: ag.revocable.String(),
 			RevocableInUse: ag.revInUse.String(), Reserved: m.reservations[ag.id].String(), Connected: ag.out != nil, Unreachable: ag.unreachable, Tasks: len(ag.tasks),
@@ -25,14 +30,17 @@ func (m *Master) State() State {
 	}
 	sort.Slice(st.Agents, func(i, j int) bool { return st.Agents[i].ID < st.Agents[j].ID })
 	for _, f := range m.frameworks {
-		st.Frameworks = append(st.Frameworks, FrameworkState{ID: f.id, Name: f.name, Principal: f.principal, Roles: f.roles, Connected: f.out != nil, Tasks: len(f.tasks), Offers: len(f.offers)})
+		st.Frameworks = append(st.Frameworks, FrameworkState{ID: f.id, Name: f.name, Principal: f.principal, Roles: nonNil(f.roles), Connected: f.out != nil, Tasks: len(f.tasks), Offers: len(f.offers)})
 	}
 	sort.Slice(st.Frameworks, func(i, j int) bool { return st.Frameworks[i].ID < st.Frameworks[j].ID })
 	for _, t := range m.tasks {
 		st.Tasks = append(st.Tasks, taskStateOf(t))
 	}
-	st.CompletedTasks = slices.Clone(m.completed.tasks)
-	st.CompletedFrameworks = slices.Clone(m.completed.frameworks)
+	st.CompletedTasks = append(st.CompletedTasks, m.completed.tasks...)
+	for _, f := range m.completed.frameworks {
+		f.Roles = nonNil(f.Roles)
+		st.CompletedFrameworks = append(st.CompletedFrameworks, f)
+	}
 	sort.Slice(st.Tasks, func(i, j int) bool { return st.Tasks[i].ID < st.Tasks[j].ID })
 	for _, o := range m.offers {
 		st.Offers = append(st.Offers, OfferState{ID: o.id, FrameworkID: o.fw, AgentID: o.agent, Role: o.role, Resources: o.res.String()})
@@ -58,6 +66,14 @@ func (m *Master) State() State {
 			Reason: string(d.Reason), Message: d.Message, Start: d.Start, End: d.End})
 	}
 	return st
+}
+
+// nonNil is s, or an empty slice for nil (JSON [] rather than null).
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // Reserve dynamically reserves resources of an agent for the roles named

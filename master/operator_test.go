@@ -3,10 +3,12 @@ package master_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/brimnode/brim/master/allocator"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
+	"github.com/brimnode/brim/scheduler"
 )
 
 func writeFile(t *testing.T, dir, name, text string) string {
@@ -169,4 +172,96 @@ func TestMasterRestartKeepsTasksReservationsQuota(t *testing.T) {
 
 func quota(g, l string) allocator.Quota {
 	return allocator.Quota{Guarantee: resources.MustParse(g), Limit: resources.MustParse(l)}
+}
+
+// nilLists returns the paths of the nil slices in v, walking structs,
+// pointers, slices and maps: a nil slice is JSON null.
+func nilLists(v reflect.Value, path string) []string {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+		return nilLists(v.Elem(), path)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeOf(time.Time{}) {
+			return nil
+		}
+		var out []string
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				out = append(out, nilLists(v.Field(i), path+"."+v.Type().Field(i).Name)...)
+			}
+		}
+		return out
+	case reflect.Slice:
+		if v.IsNil() {
+			return []string{path}
+		}
+		var out []string
+		for i := range v.Len() {
+			out = append(out, nilLists(v.Index(i), fmt.Sprintf("%s[%d]", path, i))...)
+		}
+		return out
+	case reflect.Map:
+		var out []string
+		for it := v.MapRange(); it.Next(); {
+			out = append(out, nilLists(it.Value(), fmt.Sprintf("%s[%v]", path, it.Key()))...)
+		}
+		return out
+	}
+	return nil
+}
+
+// TestStateListsNeverNull: every list of State — top-level and nested,
+// empty or not — is [] in /state's JSON, never null: an empty master, and
+// one with an agent, a framework, a task, a completed task and framework
+// and a demand. Before, an empty tasks or offers list was null.
+func TestStateListsNeverNull(t *testing.T) {
+	check := func(what string, st master.State) {
+		t.Helper()
+		if nils := nilLists(reflect.ValueOf(st), "State"); len(nils) > 0 {
+			t.Errorf("%s: nil lists %v", what, nils)
+		}
+		b, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "null") {
+			t.Errorf("%s: /state has null: %s", what, b)
+		}
+	}
+	c := newCluster(t, master.Options{})
+	check("empty master", c.m.State())
+	do := operatorAPI(t, c)
+	if code, body, _ := do(http.MethodGet, "/state", ""); code != http.StatusOK || strings.Contains(body, "null") {
+		t.Errorf("GET /state of an empty master: %d %s", code, body)
+	}
+
+	r := newFakeRunner()
+	c.startAgent(t.TempDir(), r)
+	waitAgents(t, c.m, 1)
+	f := c.startFramework("lists")
+	o := (<-f.offers)[0]
+	if err := f.d.Launch(context.Background(), []string{o.Id}, []*pb.TaskInfo{{TaskId: "t1", Resources: "cpus:1;mem:64", Command: []string{"true"}}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c.m, "t1 running", func(st master.State) bool { return len(st.Tasks) == 1 && st.Tasks[0].State == "RUNNING" })
+	check("a running task", c.m.State())
+	finishTask(t, r, "t1")
+	waitState(t, c.m, "t1 completed", func(st master.State) bool { return len(st.CompletedTasks) == 1 })
+	check("a completed task", c.m.State())
+	f.d.Close() // its failover timeout is a minute: still listed, disconnected
+	check("a disconnected framework", c.m.State())
+	gone, err := scheduler.New(scheduler.Options{Master: c.addr, Name: "gone", FailoverTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = gone.Run(ctx, scheduler.Callbacks{}) }()
+	waitState(t, c.m, "framework gone subscribed", func(st master.State) bool { return len(st.Frameworks) == 2 })
+	cancel()
+	gone.Close()
+	waitState(t, c.m, "framework gone removed", func(st master.State) bool { return len(st.CompletedFrameworks) == 1 })
+	check("a completed framework", c.m.State())
 }
