@@ -286,6 +286,41 @@ func (b *Book) Ended(id string, ok bool, msg string, now time.Time) ([]Change, e
 	return b.event(id, Event{Kind: EvEnded, At: now, OK: ok, Message: msg})
 }
 
+// HandOverLost reports that part of demand id's hand-over cannot
+// complete (msg says why): an ALLOCATED or MONITORING demand fails
+// (hand-over failed) and its bookings are released. The driver reports
+// it only for demands handed over whole (WholeHandOver).
+func (b *Book) HandOverLost(id, msg string, now time.Time) ([]Change, error) {
+	return b.event(id, Event{Kind: EvHandOverLost, At: now, Message: msg})
+}
+
+// WholeHandOver reports whether d is handed over whole, all its tasks at
+// once: a gang, or a strict start.
+func (d *Demand) WholeHandOver() bool { return d.spec.Gang || d.timing.StartStrict }
+
+// Replan re-places an ALLOCATING demand at its planned start when its
+// placement no longer fits the plan (an agent of it lost its capacity:
+// it left), on agents with room then and now (DRF's load and other
+// demands' holds count). It reports whether the placement changed; a
+// demand that still fits, or finds no room, is left as it is (its
+// hand-over then decides).
+func (b *Book) Replan(id string, now time.Time) bool {
+	d := b.demands[id]
+	if d == nil || d.State != Allocating || len(d.Placement) == 0 || b.plan.Fits(d.ID, d.spec.Resources, d.Placement, d.Start, d.End) {
+		return false
+	}
+	start := maxTime(d.Start, now)
+	t := d.timing
+	t.Start, t.StartStrict = []timespec.Window{{From: start}}, true
+	pl, err := b.plan.Place(Request{ID: d.ID, Per: d.spec.Resources, Tasks: d.spec.Tasks, Gang: d.spec.Gang, Timing: t, Now: now, Loaded: true})
+	if err != nil {
+		return false
+	}
+	b.plan.Book(d.ID, d.spec.Resources, pl)
+	d.place(&pl)
+	return true
+}
+
 // Cancel fails demand id (cancelled). Errors wrap ErrNotFound, or
 // ErrInvalid when it has already ended.
 func (b *Book) Cancel(id, msg string, now time.Time) ([]Change, error) {

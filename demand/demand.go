@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/brimnode/brim/demand/timespec"
@@ -79,12 +81,18 @@ const (
 	ReasonDeadlineMissed    Reason = "deadline missed"
 	ReasonPredecessorFailed Reason = "predecessor failed"
 	ReasonTasksFailed       Reason = "tasks failed"
+	// ReasonHandOverFailed: a demand handed over whole (a gang, a strict
+	// start) lost part of its hand-over before its tasks launched there
+	// (the agent left), or its framework launched fewer tasks than a
+	// gang has: it can no longer run whole.
+	ReasonHandOverFailed Reason = "hand-over failed"
 )
 
 // Spec is a submitted demand: the seed's time description plus what is
 // asked for. Its JSON is the time description's fields (DemandID, Start,
 // Duration, Deadline, OrderBy) beside Resources ("cpus:1;mem:128", per
-// task, unreserved scalars), Tasks (default 1), Gang, FrameworkID and Role.
+// task, unreserved scalars the plan holds: cpus, mem, disk, net_bw),
+// Tasks (default 1), Gang, FrameworkID and Role.
 type Spec struct {
 	Time      *timespec.Description
 	Framework string
@@ -139,6 +147,11 @@ func ParseSpec(data []byte) (*Spec, error) {
 	for _, x := range r {
 		if x.Type != resources.Scalar || x.IsReserved() || x.Revocable {
 			return nil, fmt.Errorf("%w: Resources: %s: a demand asks for unreserved, non-revocable scalars", ErrInvalid, x)
+		}
+		if !slices.Contains(dims[:], x.Name) {
+			// The plan could not hold it: the demand would wait for
+			// ever, holding the rest of what it asks for.
+			return nil, fmt.Errorf("%w: Resources: %s: demands plan %s only", ErrInvalid, x, strings.Join(dims[:], ", "))
 		}
 	}
 	if r.IsEmpty() {
@@ -197,7 +210,8 @@ type Timing struct {
 
 // Resolve resolves s's time description against ref. Errors wrap
 // ErrInvalid: a start window that never holds or lies in the past for a
-// strict start, a deadline already passed.
+// strict start, a deadline already passed, a strict deadline the
+// Duration cannot meet even from the earliest start.
 func (s *Spec) Resolve(ref time.Time) (Timing, error) {
 	d := s.Time
 	t := Timing{Ref: ref, Start: []timespec.Window{{From: ref}}}
@@ -242,6 +256,11 @@ func (s *Spec) Resolve(ref time.Time) (Timing, error) {
 		if t.Deadline = ws[len(ws)-1].To; !t.Deadline.IsZero() && !t.Deadline.After(ref) {
 			return t, fmt.Errorf("%w: Deadline.Time: %s has passed", ErrInvalid, t.Deadline.Format(time.RFC3339))
 		}
+	}
+	if earliest := t.Start[0].From.Add(t.Length); t.DeadlineStrict && t.Length > 0 && !t.Deadline.IsZero() && earliest.After(t.Deadline) {
+		// The machine would fail it at its first tick (deadline missed).
+		return t, fmt.Errorf("%w: Deadline.Time: a strict deadline at %s cannot be met: started at the earliest, %s, its Duration of %s ends at %s",
+			ErrInvalid, t.Deadline.Format(time.RFC3339), t.Start[0].From.Format(time.RFC3339), t.Length, earliest.Format(time.RFC3339))
 	}
 	return t, nil
 }
@@ -291,6 +310,8 @@ type Demand struct {
 	EndedAt       time.Time `json:"endedAt,omitzero"`
 	Opportunities int       `json:"opportunities,omitempty"`
 	Handed        int       `json:"handed,omitempty"` // tasks' worth handed over
+	// Launched is how many tasks its framework launched on it.
+	Launched int `json:"launched,omitempty"`
 	// LiveTasks are the IDs of the tasks launched on it that have not
 	// ended, and Failures how many ended without finishing: kept by the
 	// driver (the master) so that a restart keeps the link.

@@ -28,6 +28,9 @@ const (
 	EvEnded
 	// EvCancel: the framework or an operator cancelled the demand.
 	EvCancel
+	// EvHandOverLost: part of a hand-over that must be whole (a gang, a
+	// strict start) cannot complete; Message says why.
+	EvHandOverLost
 )
 
 // Pred is where a demand's OrderBy stands.
@@ -252,6 +255,8 @@ func stepAllocating(d *Demand, ev Event, _ Config) *Transition {
 
 func stepAllocated(d *Demand, ev Event, c Config) *Transition {
 	switch ev.Kind {
+	case EvHandOverLost:
+		return d.fail(ev.At, ReasonHandOverFailed, ev.Message)
 	case EvClaim:
 		d.ClaimedAt = ev.At
 		return d.move(ev.At, Monitoring, "", "claimed by its framework")
@@ -269,6 +274,8 @@ func stepAllocated(d *Demand, ev Event, c Config) *Transition {
 
 func stepMonitoring(d *Demand, ev Event, _ Config) *Transition {
 	switch ev.Kind {
+	case EvHandOverLost:
+		return d.fail(ev.At, ReasonHandOverFailed, ev.Message)
 	case EvHeld:
 		d.Handed = max(d.Handed, min(ev.Held, d.spec.Tasks))
 		return nil

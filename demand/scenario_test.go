@@ -37,6 +37,9 @@ var epoch = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 //	replace a t=7m                 re-place a relaxed demand
 //	postpone a t=7m                re-place a loose demand short at its start
 //	hand a a1 n=1                  n tasks handed over on agent a1 (n < 0: back)
+//	gone a1                        the agent left: no capacity until it is back
+//	replan a t=5m                  re-place an ALLOCATING demand that no longer fits
+//	lost a t=5m                    part of a whole hand-over cannot complete
 //	show                           every demand, one line each
 //
 // t is an offset from 10:00:00 UTC (a Go duration). -rewrite writes the
@@ -155,6 +158,9 @@ func renderDemand(d *Demand) string {
 	if d.Handed > 0 {
 		s += fmt.Sprintf(" handed=%d", d.Handed)
 	}
+	if d.Launched > 0 {
+		s += fmt.Sprintf(" launched=%d", d.Launched)
+	}
 	if d.Late {
 		s += " late"
 	}
@@ -211,6 +217,11 @@ func runScript(t *testing.T, path string) {
 		case "agent":
 			b.plan.SetAgent(pos[0], resources.MustParse(pos[1]))
 			got = "ok"
+		case "gone":
+			b.plan.SetAgent(pos[0], nil)
+			got = "ok"
+		case "replan":
+			got = fmt.Sprintf("replanned: %v", b.Replan(pos[0], now))
 		case "load":
 			loads[pos[0]] = resources.MustParse(pos[1])
 			b.plan.SetLoadFunc(func(id string) resources.Resources { return loads[id] })
@@ -254,8 +265,10 @@ func runScript(t *testing.T, path string) {
 			got = "ok"
 		case "postpone":
 			got = fmt.Sprintf("moved: %v", b.Postpone(pos[0], now))
-		case "held", "claim", "ended", "cancel", "replace":
+		case "held", "claim", "ended", "cancel", "replace", "lost":
 			switch name {
+			case "lost":
+				cs, err = b.HandOverLost(pos[0], "agent left before the hand-over completed", now)
 			case "held":
 				n, _ := strconv.Atoi(kv["n"])
 				cs, err = b.Held(pos[0], n, now)

@@ -277,6 +277,9 @@ func (m *Master) agentGone(id string, c *outbox[toAgent]) {
 	}
 	ag.out = nil
 	m.log.Info("agent disconnected", "agent", id)
+	// No capacity in the demands' plan until it is back (a demand
+	// placed there re-plans before its start: demandCycleLocked).
+	m.dem.book.Plan().SetAgent(id, nil)
 	// No offers for an agent that cannot receive tasks; its tasks keep
 	// their resources until it comes back or times out.
 	for _, o := range slices.Clone(ag.offers) {

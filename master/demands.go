@@ -366,7 +366,7 @@ func (m *Master) demandCycleLocked() {
 			m.releaseHoldsLocked(d) // what is left is less than a task
 			continue
 		}
-		if m.dem.book.Postpone(d.ID, now) {
+		if m.dem.book.Postpone(d.ID, now) || m.dem.book.Replan(d.ID, now) {
 			m.releaseHoldsOutsideLocked(d)
 		}
 		held := m.holdForDemandLocked(d)
@@ -416,7 +416,10 @@ func (m *Master) holdForDemandLocked(d *demand.Demand) map[string]int {
 			break
 		}
 		ag := m.agents[s.Agent]
-		if ag == nil || !ag.inAllocator {
+		if ag == nil || !ag.inAllocator || ag.out == nil {
+			// Held on an agent that cannot take tasks, the capacity
+			// could not be handed over (its offer would be rescinded, or
+			// its launch refused): it counts once the agent is back.
 			continue
 		}
 		// What was handed over on this agent already counts against its
@@ -480,6 +483,37 @@ func (m *Master) grantDemandLocked(d *demand.Demand, f *frameworkEntry, held map
 	}
 }
 
+// demandOfferGoneLocked handles a demand offer that went unused
+// (declined, rescinded, withdrawn with its agent). When its agent left
+// and the demand is handed over whole (a gang, a strict start), that part
+// of the hand-over cannot complete: the demand fails (hand-over failed),
+// which kills its launched tasks and releases its bookings — before, a
+// gang ran 1 of 2 tasks and stayed MONITORING with its booking for ever.
+// Otherwise the offer goes back to the demand's hold.
+func (m *Master) demandOfferGoneLocked(o *offerEntry) {
+	id, ok := m.dem.offers[o.id]
+	if !ok {
+		return
+	}
+	d, err := m.dem.book.Get(id)
+	if err == nil && !d.State.Final() && d.WholeHandOver() && !m.agentTakesTasksLocked(o.agent) {
+		delete(m.dem.offers, o.id)
+		msg := fmt.Sprintf("agent %s left before the tasks of its offer were launched; %d of %d tasks launched",
+			o.agent, d.Launched, d.Spec().Tasks)
+		changes, _ := m.dem.book.HandOverLost(id, msg, m.dem.clock())
+		m.applyDemandChangesLocked(changes)
+		return
+	}
+	m.demandOfferBackLocked(o)
+}
+
+// agentTakesTasksLocked reports whether an agent is connected and
+// reachable: a launch sent to it can start.
+func (m *Master) agentTakesTasksLocked(id string) bool {
+	ag := m.agents[id]
+	return ag != nil && ag.out != nil && !ag.unreachable
+}
+
 // demandOfferBackLocked returns a declined or rescinded demand offer to
 // the demand's hold while the demand still wants it.
 func (m *Master) demandOfferBackLocked(o *offerEntry) {
@@ -524,6 +558,7 @@ func (m *Master) demandLaunchedLocked(offerIDs []string, p acceptPlan) {
 		m.dem.tasks[l.info.id] = id
 		d.LiveTasks = append(d.LiveTasks, l.info.id)
 	}
+	d.Launched += len(p.launches)
 	changes, _ := m.dem.book.Claim(id, m.dem.clock())
 	if len(changes) == 0 {
 		m.persistDemandLocked(d) // its live tasks changed
@@ -538,11 +573,11 @@ func (m *Master) demandTaskEndedLocked(t *taskEntry, ok bool) {
 	if !found {
 		return
 	}
-	delete(m.dem.tasks, t.info.id)
 	d, err := m.dem.book.Get(id)
-	if err != nil {
-		return
+	if err != nil || d.Framework != t.fw {
+		return // not its task: another framework's of that ID
 	}
+	delete(m.dem.tasks, t.info.id)
 	d.LiveTasks = slices.DeleteFunc(d.LiveTasks, func(x string) bool { return x == t.info.id })
 	if !ok {
 		d.Failures++
@@ -557,12 +592,32 @@ func (m *Master) demandTaskEndedLocked(t *taskEntry, ok bool) {
 		m.persistDemandLocked(d)
 		return
 	}
-	failed := d.Failures
-	msg := fmt.Sprintf("all %d tasks finished", d.Spec().Tasks)
-	if failed > 0 {
-		msg = fmt.Sprintf("%d tasks did not finish", failed)
+	m.demandEndedLocked(d)
+}
+
+// demandEndedLocked ends demand d once every task launched on it ended:
+// FINISHED when they all finished, FAILED when some did not, or when a
+// gang ran fewer tasks than it has (a gang runs whole). The message
+// counts what was launched: a gang that launched 1 of 2 tasks ended
+// "all 2 tasks finished".
+func (m *Master) demandEndedLocked(d *demand.Demand) {
+	tasks := d.Spec().Tasks
+	var msg string
+	switch {
+	case d.Failures > 0:
+		msg = fmt.Sprintf("%d of %d tasks launched did not finish", d.Failures, d.Launched)
+	case d.Launched >= tasks:
+		msg = fmt.Sprintf("all %d tasks finished", tasks)
+	default:
+		msg = fmt.Sprintf("%d of %d tasks launched, all finished", d.Launched, tasks)
 	}
-	changes, _ := m.dem.book.Ended(id, failed == 0, msg, m.dem.clock())
+	if d.Spec().Gang && d.Launched < tasks && d.Failures == 0 {
+		msg = fmt.Sprintf("the gang ran %d of its %d tasks: %s", d.Launched, tasks, msg)
+		changes, _ := m.dem.book.HandOverLost(d.ID, msg, m.dem.clock())
+		m.applyDemandChangesLocked(changes)
+		return
+	}
+	changes, _ := m.dem.book.Ended(d.ID, d.Failures == 0, msg, m.dem.clock())
 	m.applyDemandChangesLocked(changes)
 }
 

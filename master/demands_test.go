@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -224,6 +225,12 @@ func TestDemandBadInput(t *testing.T) {
 		{`{"DemandID": "a", "FrameworkID": "` + fw + `", "Resources": "cpus:64"}`, "Resources"},
 		{`{"DemandID": "a", "Resources": "cpus:1"}`, "FrameworkID: missing"},
 		{`{"DemandID": "a", "FrameworkID": "` + fw + `", "Role": "other", "Resources": "cpus:1"}`, "Role"},
+		// Resources the plan does not hold, and a strict deadline the
+		// duration cannot meet: accepted before (the first stayed
+		// ALLOCATING for ever, the second failed 30 ms later).
+		{`{"DemandID": "a", "FrameworkID": "` + fw + `", "Resources": "gpus:1;mem:32"}`, "gpus:1: demands plan cpus, mem, disk, net_bw only"},
+		{`{"DemandID": "a", "FrameworkID": "` + fw + `", "Resources": "foo:1"}`, "foo:1"},
+		{`{"DemandID": "a", "FrameworkID": "` + fw + `", "Resources": "cpus:1", "Duration": {"Time": [null, "+1h"]}, "Deadline": {"Time": [null, "+10m"], "Strategy": "strict"}}`, "Deadline.Time: a strict deadline"},
 	} {
 		code, body := postDemands(t, h, tc.body)
 		var e map[string]string
@@ -640,4 +647,159 @@ func TestDemandHandedTaskByTaskKeepsToItsSlots(t *testing.T) {
 func sortedSlots(s ...demand.Slot) []demand.Slot {
 	slices.SortFunc(s, func(a, b demand.Slot) int { return strings.Compare(a.Agent, b.Agent) })
 	return s
+}
+
+// gangCluster is a master with three agents of two cpus each (one task of
+// the gangs below per agent) and a demand framework, the demands' clock
+// in the test's hands.
+type gangCluster struct {
+	c      *cluster
+	clock  *testClock
+	start  time.Time
+	f      *demandFramework
+	h      http.Handler
+	stop   map[string]func()      // agent ID → stops its link
+	runner map[string]*fakeRunner // agent ID → its runner
+}
+
+func newGangCluster(t *testing.T) *gangCluster {
+	g := &gangCluster{start: time.Now().UTC().Truncate(time.Second), stop: map[string]func(){}, runner: map[string]*fakeRunner{}}
+	g.clock = &testClock{t: g.start}
+	g.c = newCluster(t, master.Options{Demands: master.DemandOptions{Lead: time.Minute, PickUp: time.Hour, Clock: g.clock.Now}})
+	for i := range 3 {
+		r := newFakeRunner()
+		stop := g.c.startAgentWith(t.TempDir(), r, resources.MustParse("cpus:2;mem:2048"))
+		for _, a := range waitAgents(t, g.c.m, i+1) {
+			if _, ok := g.stop[a.ID]; !ok {
+				g.stop[a.ID], g.runner[a.ID] = stop, r
+			}
+		}
+	}
+	g.f = g.c.startDemandFramework("gangs", false)
+	g.h = g.c.m.HTTPHandler(nil)
+	return g
+}
+
+func (g *gangCluster) at(d time.Duration) string { return g.start.Add(d).Format(time.RFC3339) }
+
+// TestDemandGangAgentLeftBeforeStart: an agent of a strict gang's
+// placement disconnects just before the start: the gang is planned again
+// onto the idle agent and handed over whole there. Before, the hold on
+// the disconnected agent counted, the gang was handed over onto it, 1 of
+// 2 tasks ran and the demand stayed MONITORING with its booking.
+func TestDemandGangAgentLeftBeforeStart(t *testing.T) {
+	g := newGangCluster(t)
+	code, body := postDemands(t, g.h, `{"DemandID": "g", "FrameworkID": "`+g.f.d.FrameworkID()+`", "Resources": "cpus:2;mem:1024", "Tasks": 2, "Gang": true,
+	  "Start": {"Time": ["`+g.at(2*time.Minute)+`", "+1m"], "Strategy": "strict"}}`)
+	if code != http.StatusOK {
+		t.Fatalf("POST /demands: %d %s", code, body)
+	}
+	g.clock.Set(g.start.Add(time.Minute + 30*time.Second)) // its lead
+	waitDemand(t, g.c.m, "g", demand.Allocating)
+	planned := getDemands(t, g.h)["g"].Placement
+	left := planned[1].Agent
+	g.stop[left]() // disconnected; unreachable only after 5 heartbeats
+	waitState(t, g.c.m, "agent "+left+" disconnected", func(st master.State) bool {
+		return slices.ContainsFunc(st.Agents, func(a master.AgentState) bool { return a.ID == left && !a.Connected })
+	})
+	g.clock.Set(g.start.Add(2 * time.Minute)) // the start
+	for i := range 2 {
+		o := g.f.nextDemandOffer(t, "g")
+		if o.AgentId == left {
+			t.Fatalf("the gang was handed over onto agent %s, disconnected", left)
+		}
+		if err := g.f.d.Launch(context.Background(), []string{o.Id}, []*pb.TaskInfo{{TaskId: fmt.Sprintf("g-%d", i), Resources: o.Resources, Command: []string{"sleep"}}}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitDemand(t, g.c.m, "g", demand.Monitoring)
+	d := getDemands(t, g.h)["g"]
+	if slices.ContainsFunc(d.Placement, func(s demand.Slot) bool { return s.Agent == left }) || d.Launched != 2 {
+		t.Fatalf("gang placed on %v with %d tasks launched, want the two connected agents, 2 tasks", d.Placement, d.Launched)
+	}
+	for _, s := range d.Placement {
+		r := g.runner[s.Agent]
+		r.mu.Lock()
+		ids := slices.Collect(maps.Keys(r.tasks))
+		r.mu.Unlock()
+		for _, id := range ids {
+			finishTask(t, r, id)
+		}
+	}
+	waitDemand(t, g.c.m, "g", demand.Finished)
+	if d := getDemands(t, g.h)["g"]; d.Message != "all 2 tasks finished" {
+		t.Errorf("gang ended %q", d.Message)
+	}
+}
+
+// TestDemandGangAgentLeftAfterHandOver: a strict gang is handed over on
+// two agents, its framework launches on one, and the other disconnects
+// before the launch there: the gang can no longer run whole. It fails
+// (hand-over failed, naming the agent), its launched task is killed and
+// its open-ended booking released: a strict demand the idle agents can
+// serve is accepted. Before, the demand stayed MONITORING for ever, and
+// its booking made the plan refuse that demand.
+func TestDemandGangAgentLeftAfterHandOver(t *testing.T) {
+	g := newGangCluster(t)
+	fw := g.f.d.FrameworkID()
+	code, body := postDemands(t, g.h, `{"DemandID": "g", "FrameworkID": "`+fw+`", "Resources": "cpus:2;mem:1024", "Tasks": 2, "Gang": true,
+	  "Start": {"Time": ["`+g.at(2*time.Minute)+`", "+1m"], "Strategy": "strict"}}`)
+	if code != http.StatusOK {
+		t.Fatalf("POST /demands: %d %s", code, body)
+	}
+	g.clock.Set(g.start.Add(time.Minute + 30*time.Second))
+	waitDemand(t, g.c.m, "g", demand.Allocating)
+	g.clock.Set(g.start.Add(2 * time.Minute))
+	first, second := g.f.nextDemandOffer(t, "g"), g.f.nextDemandOffer(t, "g")
+	if err := g.f.d.Launch(context.Background(), []string{first.Id}, []*pb.TaskInfo{{TaskId: "g-0", Resources: first.Resources, Command: []string{"sleep"}}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitDemand(t, g.c.m, "g", demand.Monitoring)
+	waitState(t, g.c.m, "g-0 running", func(st master.State) bool {
+		return len(st.Tasks) == 1 && st.Tasks[0].State == "RUNNING"
+	})
+	g.stop[second.AgentId]()
+	waitDemand(t, g.c.m, "g", demand.Failed)
+	d := getDemands(t, g.h)["g"]
+	if d.Reason != demand.ReasonHandOverFailed || !strings.Contains(d.Message, second.AgentId) || !strings.Contains(d.Message, "1 of 2 tasks launched") {
+		t.Errorf("gang failed [%s] %q, want hand-over failed naming agent %s and 1 of 2 tasks launched", d.Reason, d.Message, second.AgentId)
+	}
+	g.runner[first.AgentId].waitKilled(t, "g-0", 30*time.Second, "after its gang failed")
+	// Its booking is gone: the two agents still connected take a strict
+	// gang at once.
+	code, body = postDemands(t, g.h, `{"DemandID": "s", "FrameworkID": "`+fw+`", "Resources": "cpus:2;mem:1024", "Tasks": 2,
+	  "Start": {"Time": ["`+g.at(10*time.Minute)+`", "+1m"], "Strategy": "strict"}}`)
+	if code != http.StatusOK || !strings.Contains(body, `"ACCEPTED"`) {
+		t.Fatalf("a strict demand after the gang failed: %d %s, want ACCEPTED", code, body)
+	}
+}
+
+// TestDemandGangRanPart: a gang handed over whole whose framework
+// launched 1 of its 2 tasks does not end "all 2 tasks finished": it
+// fails (hand-over failed), saying what ran.
+func TestDemandGangRanPart(t *testing.T) {
+	start := time.Now().UTC().Truncate(time.Second)
+	clock := &testClock{t: start}
+	c := newCluster(t, master.Options{Demands: master.DemandOptions{Lead: time.Minute, PickUp: time.Hour, Clock: clock.Now}})
+	r := newFakeRunner()
+	c.startAgentWith(t.TempDir(), r, resources.MustParse("cpus:4;mem:4096"))
+	waitAgents(t, c.m, 1)
+	f := c.startDemandFramework("gang", false)
+	h := c.m.HTTPHandler(nil)
+	code, body := postDemands(t, h, `{"DemandID": "g", "FrameworkID": "`+f.d.FrameworkID()+`", "Resources": "cpus:2;mem:1024", "Tasks": 2, "Gang": true}`)
+	if code != http.StatusOK {
+		t.Fatalf("POST /demands: %d %s", code, body)
+	}
+	o := f.nextDemandOffer(t, "g") // both tasks' worth on the one agent
+	if err := f.d.Launch(context.Background(), []string{o.Id}, []*pb.TaskInfo{{TaskId: "g-0", Resources: "cpus:2;mem:1024", Command: []string{"sleep"}}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitDemand(t, c.m, "g", demand.Monitoring)
+	waitState(t, c.m, "g-0 running", func(st master.State) bool { return len(st.Tasks) == 1 && st.Tasks[0].State == "RUNNING" })
+	finishTask(t, r, "g-0")
+	waitDemand(t, c.m, "g", demand.Failed)
+	d := getDemands(t, h)["g"]
+	if d.Reason != demand.ReasonHandOverFailed || !strings.Contains(d.Message, "1 of its 2 tasks") || strings.Contains(d.Message, "all 2") {
+		t.Errorf("gang ended [%s] %q, want hand-over failed saying it ran 1 of 2", d.Reason, d.Message)
+	}
 }

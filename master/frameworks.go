@@ -288,7 +288,7 @@ func (m *Master) decline(fw string, offerIDs []string, refuse *time.Duration) er
 			if err := m.alloc.RecoverRole(f.id, o.role, o.agent, o.res, refuse); err != nil {
 				m.log.Warn("recover declined offer", "offer", oid, "err", err)
 			}
-			m.demandOfferBackLocked(o)
+			m.demandOfferGoneLocked(o)
 		}
 		return nil
 	})

@@ -627,6 +627,9 @@ func (m *Master) withdrawOfferLocked(o *offerEntry) {
 // rescindLocked withdraws an offer, tells its framework and gives the
 // resources back with the given refusal (nil: none).
 func (m *Master) rescindLocked(o *offerEntry, refuse *time.Duration) {
+	if m.offers[o.id] != o {
+		return // gone already (a demand that failed withdrew its offers): given back then
+	}
 	m.metrics.offers.WithLabelValues("rescinded").Inc()
 	m.withdrawOfferLocked(o)
 	if refuse == nil {
@@ -636,7 +639,7 @@ func (m *Master) rescindLocked(o *offerEntry, refuse *time.Duration) {
 	if err := m.alloc.RecoverRole(o.fw, o.role, o.agent, o.res, refuse); err != nil {
 		m.log.Debug("recover rescinded offer", "offer", o.id, "err", err)
 	}
-	m.demandOfferBackLocked(o)
+	m.demandOfferGoneLocked(o)
 	m.trigger()
 }
 
@@ -666,7 +669,11 @@ func (m *Master) markUnreachableLocked(ag *agentEntry) {
 // from the allocator (its tasks stay in the registry).
 func (m *Master) dropAgentFromAllocatorLocked(ag *agentEntry) {
 	for _, o := range slices.Clone(ag.offers) {
+		if m.offers[o.id] != o {
+			continue // withdrawn meanwhile, with a demand that failed
+		}
 		m.withdrawOfferLocked(o) // the allocator forgets the agent below
+		m.demandOfferGoneLocked(o)
 	}
 	if ag.inAllocator {
 		if err := m.alloc.RemoveAgent(ag.id); err != nil {
