@@ -22,6 +22,9 @@ type completedState struct {
 		ID          string `json:"id"`
 		FrameworkID string `json:"frameworkId"`
 		State       string `json:"state"`
+		Reason      string `json:"reason"`
+		Message     string `json:"message"`
+		ExitCode    *int   `json:"exitCode"`
 	} `json:"completedTasks"`
 }
 
@@ -41,8 +44,8 @@ func (m *masterProc) completedState(t *testing.T) completedState {
 
 // TestMasterFinishedTaskAfterRestart (issue 14): a task that finished is
 // in /state's completed tasks; after a master restart the agent reports
-// it again (its container is kept) and it stays there, not among the
-// live tasks; and `brim run --task-id` with its ID — another framework,
+// it again (its container is kept) and it stays there, with its end
+// (reason, message, exit code: issue 30), not among the live tasks; and `brim run --task-id` with its ID — another framework,
 // on the same agent — runs. Before, the master adopted it as live, its ID
 // stayed in use and the second run was refused; and the agent refused the
 // container name (`container name already in use`).
@@ -76,6 +79,10 @@ func TestMasterFinishedTaskAfterRestart(t *testing.T) {
 	}
 	if len(st.CompletedTasks) != 1 || st.CompletedTasks[0].ID != "busy" || st.CompletedTasks[0].State != "FINISHED" {
 		t.Fatalf("completed tasks after the restart: %+v", st.CompletedTasks)
+	}
+	// Its end too (issue 30: the reason, message and exit code were lost).
+	if c := st.CompletedTasks[0]; c.Reason != "COMMAND_EXITED" || c.Message != "command exited with code 0" || c.ExitCode == nil || *c.ExitCode != 0 {
+		t.Fatalf("busy after the restart: reason %q message %q exit code %v, want COMMAND_EXITED, its message and 0", c.Reason, c.Message, c.ExitCode)
 	}
 	if st.Agents[0].PerformanceScore != 2.5 {
 		t.Errorf("agent performance score %v, want --perf-score 2.5", st.Agents[0].PerformanceScore)

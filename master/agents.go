@@ -14,12 +14,12 @@ import (
 
 // registerAgent adds or re-registers an agent authenticated as principal
 // ("" without agent authentication) and reconciles its tasks. It returns
-// the agent ID and the tasks the agent must kill. A new agent (or a new
+// the agent ID and the tasks the agent must kill (with their frameworks). A new agent (or a new
 // principal) is written to the store before it returns, but outside the
 // master's lock: with etcd each write is a network round trip and a
 // raft commit, and under the lock 10,000 first registrations queued
 // behind one another; outside it they proceed together.
-func (m *Master) registerAgent(reg *registration, principal string, c *outbox[toAgent]) (string, []string, error) {
+func (m *Master) registerAgent(reg *registration, principal string, c *outbox[toAgent]) (string, []killTask, error) {
 	return m.registerAgentThen(reg, principal, c, func() {})
 }
 
@@ -28,10 +28,10 @@ func (m *Master) registerAgent(reg *registration, principal string, c *outbox[to
 // admission slot is not held while it waits on the store (held, 10,000
 // first registrations took 5.4 – 7.4 s instead of 2.4 – 3.0 s: too few
 // writes in flight to fill etcd's transactions).
-func (m *Master) registerAgentThen(reg *registration, principal string, c *outbox[toAgent], registered func()) (string, []string, error) {
+func (m *Master) registerAgentThen(reg *registration, principal string, c *outbox[toAgent], registered func()) (string, []killTask, error) {
 	var (
 		id      string
-		kill    []string
+		kill    []killTask
 		persist *PersistedAgent
 		err     error
 	)
@@ -49,7 +49,7 @@ func (m *Master) registerAgentThen(reg *registration, principal string, c *outbo
 // returns what the store must record (nil: nothing new).
 //
 //nolint:gocyclo // split under issue 31 by the master agents.go work; remove with the split
-func (m *Master) registerAgentInRegistry(reg *registration, principal string, c *outbox[toAgent]) (string, []string, *PersistedAgent, error) {
+func (m *Master) registerAgentInRegistry(reg *registration, principal string, c *outbox[toAgent]) (string, []killTask, *PersistedAgent, error) {
 	total, err := resources.Parse(reg.resources)
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("register agent: resources: %w: %w", ErrInvalid, err)
@@ -80,7 +80,7 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 	}
 	ag := m.agents[id]
 	if ag == nil {
-		ag = &agentEntry{id: id, tasks: map[string]*taskEntry{}, lost: map[string]bool{}}
+		ag = &agentEntry{id: id, tasks: map[string]*taskEntry{}, lost: map[string]string{}}
 		m.agents[id] = ag
 	} else {
 		if ag.out != nil {
@@ -100,8 +100,10 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 		}
 	}
 
-	// Reconcile: what the agent runs against what the master knows.
-	var kill []string
+	// Reconcile: what the agent runs against what the master knows. A
+	// task is its framework's: a report of another framework's task of
+	// an ID the master tracks never touches the tracked one.
+	var kill []killTask
 	seen := map[string]bool{}
 	for _, rep := range reg.tasks {
 		tid := rep.info.id
@@ -109,10 +111,14 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 			continue
 		}
 		if t := ag.tasks[tid]; t != nil && rep.framework != "" && rep.framework != t.fw {
-			// Another framework's (ended) task of the same ID, not the
-			// one the master tracks: history at most.
-			if terminal(rep.state) && rep.acknowledged {
+			// Another framework's task of the same ID, not the one the
+			// master tracks: history at most; still running, nobody
+			// accounts for it (a live ID is one task): killed.
+			switch {
+			case terminal(rep.state) && rep.acknowledged:
 				m.completeReportLocked(id, rep)
+			case !terminal(rep.state):
+				kill = append(kill, killTask{taskID: tid, framework: rep.framework})
 			}
 			continue
 		}
@@ -131,9 +137,9 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 			m.reregisteredResizeLocked(ag, t, rep.resources)
 			continue
 		}
-		if ag.lost[tid] {
+		if fw, ok := ag.lost[tid]; ok && (fw == rep.framework || rep.framework == "") {
 			if !terminal(rep.state) {
-				kill = append(kill, tid)
+				kill = append(kill, killTask{taskID: tid, framework: rep.framework})
 			}
 			continue
 		}
@@ -144,7 +150,7 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 			if terminal(rep.state) {
 				m.completeReportLocked(id, rep)
 			} else {
-				kill = append(kill, tid)
+				kill = append(kill, killTask{taskID: tid, framework: rep.framework})
 			}
 			continue
 		}
@@ -162,7 +168,7 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 		// A task the master does not know: the master restarted. Adopt it.
 		res, err := resources.Parse(rep.resources)
 		if err != nil {
-			kill = append(kill, tid)
+			kill = append(kill, killTask{taskID: tid, framework: rep.framework})
 			continue
 		}
 		t := &taskEntry{info: rep.info, fw: rep.framework, agent: id, res: res, state: rep.state, recovered: terminal(rep.state)}
@@ -338,22 +344,33 @@ func (m *Master) agentMessage(id string, c *outbox[toAgent], msg fromAgent) {
 }
 
 // agentStatusLocked records a status update from an agent and forwards it
-// to the framework; updates of tasks the master does not track on that
-// agent are acknowledged at once so the agent stops retrying, and such
-// a task still alive is killed: nobody accounts for its resources or
-// would ever end it (the task of a framework told it was LOST, a copy of
-// a task that runs on another agent).
+// to the framework. An update is matched by framework and task: one of
+// another framework's task of an ID the master tracks on that agent (a
+// task of a framework that is gone, whose end the agent still retries)
+// is not the tracked task's — before, the retried FINISHED of a removed
+// framework's task ended the new framework's task of that ID, whose
+// next update then had it killed. Updates of tasks the master does not
+// track on that agent are acknowledged at once so the agent stops
+// retrying, and such a task still alive is killed: nobody accounts for
+// its resources or would ever end it (the task of a framework told it
+// was LOST, a copy of a task that runs on another agent). An update
+// without a framework (an older agent) is matched by the task ID.
 func (m *Master) agentStatusLocked(ag *agentEntry, st *taskStatus) {
 	st.agentID = ag.id
 	t := ag.tasks[st.taskID]
+	if t != nil && st.frameworkID != "" && st.frameworkID != t.fw {
+		m.log.Info("agent reports another framework's task of a tracked ID: not applied to it",
+			"agent", ag.id, "task", st.taskID, "framework", st.frameworkID, "tracked_framework", t.fw, "state", st.state)
+		t = nil
+	}
 	if t == nil {
 		if !terminal(st.state) {
 			m.log.Warn("agent reports a live task the master does not track: killing it",
-				"agent", ag.id, "task", st.taskID, "state", st.state)
+				"agent", ag.id, "task", st.taskID, "framework", st.frameworkID, "state", st.state)
 			ag.out.send(&killTask{taskID: st.taskID, framework: st.frameworkID})
 		}
 		if st.uuid != "" {
-			ag.out.send(&ackStatus{taskID: st.taskID, uuid: st.uuid})
+			ag.out.send(&ackStatus{taskID: st.taskID, framework: st.frameworkID, uuid: st.uuid})
 		}
 		return
 	}

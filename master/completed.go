@@ -74,13 +74,15 @@ func taskStateOf(t *taskEntry) TaskState {
 }
 
 // completeReportLocked records in the history a terminal task an agent
-// reports that the master does not track (after a master restart), once.
+// reports that the master does not track (after a master restart), once,
+// with its end as the agent kept it (reason, message, exit code: before,
+// a restart lost them).
 func (m *Master) completeReportLocked(agentID string, rep taskReport) {
 	if m.completed.has(rep.framework, rep.info.id) {
 		return
 	}
 	m.completed.addTask(TaskState{ID: rep.info.id, Name: rep.info.name, FrameworkID: rep.framework, AgentID: agentID,
-		State: rep.state.String(), Resources: rep.resources})
+		State: rep.state.String(), Resources: rep.resources, Reason: rep.reason, Message: rep.message, ExitCode: rep.exitCode})
 }
 
 // terminalOrLost is the state a task leaves the master in: its own when

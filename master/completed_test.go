@@ -2,6 +2,7 @@ package master_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +24,33 @@ func waitState(t *testing.T, m *master.Master, what string, ok func(master.State
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: state %+v", what, st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// readCheckpoint reads the agent's checkpoint of task id's status
+// updates (t1.json, or t1.HASH.json for a task of a framework).
+func readCheckpoint(agentDir, id string) ([]byte, error) {
+	files, _ := filepath.Glob(filepath.Join(agentDir, "masterlink", "updates", id+"*.json"))
+	if len(files) != 1 {
+		return nil, fmt.Errorf("checkpoints of %s: %v", id, files)
+	}
+	return os.ReadFile(files[0])
+}
+
+// waitAcknowledged waits until the agent at agentDir has every update of
+// task id acknowledged (its checkpoint holds nothing pending).
+func waitAcknowledged(t *testing.T, agentDir, id string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := readCheckpoint(agentDir, id)
+		if err == nil && !strings.Contains(string(b), "pending") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent never saw %s's acknowledgement: %s %v", id, b, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -62,17 +90,7 @@ func TestFinishedTaskNotResurrected(t *testing.T) {
 		t.Fatalf("completed t1: %+v", ts)
 	}
 	// The agent has the acknowledgement checkpointed: nothing pending.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		b, err := os.ReadFile(filepath.Join(agentDir, "masterlink", "updates", "t1.json"))
-		if err == nil && !strings.Contains(string(b), "pending") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent never saw t1's acknowledgement: %s %v", b, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitAcknowledged(t, agentDir, "t1")
 	c.stop()
 	store.Close()
 
@@ -143,5 +161,38 @@ func TestCompletedHistoryBounded(t *testing.T) {
 	st := c.m.State()
 	if len(st.CompletedTasks) != 2 || st.CompletedTasks[0].ID != "b" || st.CompletedTasks[1].ID != "c" {
 		t.Fatalf("completed %+v, want b and c", st.CompletedTasks)
+	}
+}
+
+// TestCompletedTaskKeepsItsEndAfterRestart (issue 30): a task whose end
+// its framework acknowledged keeps its reason, message and exit code in
+// the completed history across a master restart: the agent reports them
+// with the ended task when it re-registers. Before, the history after a
+// restart had the state alone.
+func TestCompletedTaskKeepsItsEndAfterRestart(t *testing.T) {
+	open := storeOpener(t)
+	store := open()
+	c := newClusterAt(t, master.Options{Store: store}, "127.0.0.1:0")
+	addr := c.addr
+	r := newFakeRunner()
+	code := 3
+	r.autoExit = &code
+	agentDir := t.TempDir()
+	c.startAgent(agentDir, r)
+	f := c.startFramework("fw")
+	launch(t, f, f.nextOffers(t)[0], "t1", "cpus:1;mem:128")
+	f.expectStates(t, "t1", pb.TaskState_TASK_STAGING, pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING, pb.TaskState_TASK_FAILED)
+	fwID := f.d.FrameworkID()
+	waitState(t, c.m, "t1 completed", func(st master.State) bool { return completedTask(st, fwID, "t1") != nil })
+	waitAcknowledged(t, agentDir, "t1")
+	c.stop()
+	store.Close()
+
+	c2 := newClusterAt(t, master.Options{Store: open()}, addr)
+	st := waitState(t, c2.m, "t1 in the history again", func(st master.State) bool { return completedTask(st, fwID, "t1") != nil })
+	ts := completedTask(st, fwID, "t1")
+	if ts.State != "FAILED" || ts.Reason != "COMMAND_EXITED" || ts.Message != "command exited with code 3" || ts.ExitCode == nil || *ts.ExitCode != 3 {
+		t.Fatalf("t1 after the restart: state %s reason %q message %q exit code %v, want FAILED COMMAND_EXITED \"command exited with code 3\" 3",
+			ts.State, ts.Reason, ts.Message, ts.ExitCode)
 	}
 }

@@ -85,17 +85,22 @@ func agentMessageToPB(msg toAgent) *pb.MasterMessage {
 	case *killTask:
 		return &pb.MasterMessage{Msg: &pb.MasterMessage_Kill{Kill: &pb.KillTask{TaskId: x.taskID, FrameworkId: x.framework}}}
 	case *ackStatus:
-		return &pb.MasterMessage{Msg: &pb.MasterMessage_Ack{Ack: &pb.StatusAck{TaskId: x.taskID, Uuid: x.uuid}}}
+		return &pb.MasterMessage{Msg: &pb.MasterMessage_Ack{Ack: &pb.StatusAck{TaskId: x.taskID, FrameworkId: x.framework, Uuid: x.uuid}}}
 	case *resizeTask:
-		return &pb.MasterMessage{Msg: &pb.MasterMessage_Update{Update: &pb.UpdateTask{TaskId: x.taskID, Resources: x.res.String()}}}
+		return &pb.MasterMessage{Msg: &pb.MasterMessage_Update{Update: &pb.UpdateTask{TaskId: x.taskID, FrameworkId: x.framework, Resources: x.res.String()}}}
 	}
 	panic(fmt.Sprintf("master: unknown message for an agent %T", msg))
 }
 
-func registeredMessage(agentID string, heartbeat time.Duration, kill []string) *pb.MasterMessage {
-	return &pb.MasterMessage{Msg: &pb.MasterMessage_Registered{Registered: &pb.Registered{
-		AgentId: agentID, HeartbeatIntervalNanos: int64(heartbeat), Kill: kill,
-	}}}
+// registeredMessage answers an agent's registration; the tasks to kill
+// go with their frameworks (kill_tasks) and, for older agents, by ID.
+func registeredMessage(agentID string, heartbeat time.Duration, kill []killTask) *pb.MasterMessage {
+	r := &pb.Registered{AgentId: agentID, HeartbeatIntervalNanos: int64(heartbeat)}
+	for _, k := range kill {
+		r.Kill = append(r.Kill, k.taskID)
+		r.KillTasks = append(r.KillTasks, &pb.KillTask{TaskId: k.taskID, FrameworkId: k.framework})
+	}
+	return &pb.MasterMessage{Msg: &pb.MasterMessage_Registered{Registered: r}}
 }
 
 // frameworkEventToPB converts an event for a framework.
@@ -176,8 +181,13 @@ func taskReportsFromPB(reps []taskReport, snaps []*pb.TaskSnapshot) []taskReport
 		if ti == nil {
 			continue
 		}
-		reps = append(reps, taskReport{info: taskInfoFromPB(ti), framework: ti.GetFrameworkId(),
-			resources: ti.GetResources(), state: taskStateFromPB(snap.GetState()), acknowledged: snap.GetAcknowledged()})
+		rep := taskReport{info: taskInfoFromPB(ti), framework: ti.GetFrameworkId(), resources: ti.GetResources(),
+			state: taskStateFromPB(snap.GetState()), acknowledged: snap.GetAcknowledged(), reason: snap.GetReason(), message: snap.GetMessage()}
+		if snap.GetHasExitCode() {
+			code := snap.GetExitCode()
+			rep.exitCode = &code
+		}
+		reps = append(reps, rep)
 	}
 	return reps
 }

@@ -349,7 +349,7 @@ func (m *Master) acknowledge(fw, agentID, taskID, uuid string) error {
 			agentID = t.agent
 		}
 		if ag := m.agents[agentID]; ag != nil {
-			ag.out.send(&ackStatus{taskID: taskID, uuid: uuid})
+			ag.out.send(&ackStatus{taskID: taskID, framework: f.id, uuid: uuid})
 		}
 		if t != nil && terminal(t.state) && t.status != nil && t.status.uuid == uuid {
 			m.forgetTaskLocked(t)

@@ -135,7 +135,7 @@ func (s agentLink) receive(stream pb.AgentLink_ConnectServer, c *outbox[toAgent]
 // register receives the agent's registration admitted with ticket t,
 // authenticates it and registers it with outbox c: it returns the agent
 // ID and the tasks the agent must kill, or the stream's status.
-func (s agentLink) register(stream pb.AgentLink_ConnectServer, c *outbox[toAgent], t *ticket) (string, []string, error) {
+func (s agentLink) register(stream pb.AgentLink_ConnectServer, c *outbox[toAgent], t *ticket) (string, []killTask, error) {
 	m := s.m
 	first, err := stream.Recv()
 	if err != nil {

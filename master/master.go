@@ -212,8 +212,11 @@ type agentEntry struct {
 	lastSeen    time.Time
 	unreachable bool
 	inAllocator bool
-	tasks       map[string]*taskEntry
-	lost        map[string]bool // tasks declared LOST while unreachable
+	// tasks are the agent's tasks by ID (one live task per ID in the
+	// master: accept.go); each is its framework's, and a message about a
+	// task of the same ID of another framework never touches it.
+	tasks map[string]*taskEntry
+	lost  map[string]string // tasks declared LOST while unreachable: ID → framework
 	// offers are the agent's outstanding offers (addOfferLocked): a few
 	// at a time, so a slice. Rescinding an agent's offers once scanned
 	// every offer of the master, per agent: O(agents × offers) when
@@ -586,7 +589,7 @@ func (m *Master) loseUnseenStagingLocked(now time.Time) {
 				reason: ReasonUnknownOnAgent, message: fmt.Sprintf("the agent re-registered without this launch and did not report it within %v", m.stagingGrace()),
 			})
 			if ag := m.agents[t.agent]; ag != nil {
-				ag.lost[t.info.id] = true // killed should it still turn up
+				ag.lost[t.info.id] = t.fw // killed should it still turn up
 			}
 			m.forgetTaskLocked(t)
 		}
@@ -654,7 +657,7 @@ func (m *Master) markUnreachableLocked(ag *agentEntry) {
 	m.dropAgentFromAllocatorLocked(ag)
 	for id, t := range ag.tasks {
 		if !terminal(t.state) {
-			ag.lost[id] = true
+			ag.lost[id] = t.fw
 		}
 		m.setTaskStatusLocked(t, &taskStatus{
 			taskID: id, agentID: ag.id, frameworkID: t.fw, state: taskLost,

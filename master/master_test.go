@@ -2,6 +2,7 @@ package master_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -40,10 +41,10 @@ func (r *fakeRunner) LaunchTask(_ context.Context, t masterlink.Task) error {
 	r.tasks[t.ID] = &masterlink.TaskSnapshot{Task: t, State: pb.TaskState_TASK_RUNNING}
 	c, exit := r.client, r.autoExit
 	r.mu.Unlock()
-	if err := c.Update(masterlink.Status{TaskID: t.ID, State: pb.TaskState_TASK_STARTING}); err != nil {
+	if err := c.Update(masterlink.Status{TaskID: t.ID, FrameworkID: t.FrameworkID, State: pb.TaskState_TASK_STARTING}); err != nil {
 		return err
 	}
-	if err := c.Update(masterlink.Status{TaskID: t.ID, State: pb.TaskState_TASK_RUNNING}); err != nil {
+	if err := c.Update(masterlink.Status{TaskID: t.ID, FrameworkID: t.FrameworkID, State: pb.TaskState_TASK_RUNNING}); err != nil {
 		return err
 	}
 	if exit != nil {
@@ -58,10 +59,12 @@ func (r *fakeRunner) finish(id string, code int) error {
 	if code != 0 {
 		st = pb.TaskState_TASK_FAILED
 	}
-	r.tasks[id].State = st
-	c := r.client
+	snap := r.tasks[id]
+	msg := fmt.Sprintf("command exited with code %d", code)
+	snap.State, snap.Reason, snap.Message, snap.ExitCode = st, "COMMAND_EXITED", msg, &code
+	c, fw := r.client, snap.Task.FrameworkID
 	r.mu.Unlock()
-	return c.Update(masterlink.Status{TaskID: id, State: st, ExitCode: &code, Reason: "COMMAND_EXITED"})
+	return c.Update(masterlink.Status{TaskID: id, FrameworkID: fw, State: st, ExitCode: &code, Reason: "COMMAND_EXITED", Message: msg})
 }
 
 // waitKilled waits up to within for task id to be killed, what naming
@@ -81,18 +84,22 @@ func (r *fakeRunner) waitKilled(t *testing.T, id string, within time.Duration, w
 	}
 }
 
-func (r *fakeRunner) KillTask(_ context.Context, id string) error {
+func (r *fakeRunner) KillTask(_ context.Context, framework, id string) error {
 	r.mu.Lock()
 	t := r.tasks[id]
+	if t != nil && framework != "" && t.Task.FrameworkID != framework {
+		t = nil // another framework's task of that ID (the agent's runner never kills it)
+	}
+	fw := ""
 	if t != nil {
-		t.State = pb.TaskState_TASK_KILLED
+		t.State, fw = pb.TaskState_TASK_KILLED, t.Task.FrameworkID
 	}
 	c := r.client
 	r.mu.Unlock()
 	if t == nil {
 		return nil
 	}
-	return c.Update(masterlink.Status{TaskID: id, State: pb.TaskState_TASK_KILLED, Reason: "KILLED_BY_FRAMEWORK"})
+	return c.Update(masterlink.Status{TaskID: id, FrameworkID: fw, State: pb.TaskState_TASK_KILLED, Reason: "KILLED_BY_FRAMEWORK"})
 }
 
 func (r *fakeRunner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
@@ -158,8 +165,15 @@ func (c *cluster) startAgent(dir string, r *fakeRunner) (stop func()) {
 // startAgentWith is startAgent for an agent offering res.
 func (c *cluster) startAgentWith(dir string, r *fakeRunner, res resources.Resources) (stop func()) {
 	c.t.Helper()
+	return c.startAgentRetrying(dir, r, res, 100*time.Millisecond, time.Second)
+}
+
+// startAgentRetrying is startAgentWith retrying unacknowledged status
+// updates from retryMin to retryMax.
+func (c *cluster) startAgentRetrying(dir string, r *fakeRunner, res resources.Resources, retryMin, retryMax time.Duration) (stop func()) {
+	c.t.Helper()
 	cl, err := masterlink.New(masterlink.Options{Master: c.addr, StateDir: dir, Resources: res,
-		Runner: r, RetryMin: 100 * time.Millisecond, RetryMax: time.Second, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
+		Runner: r, RetryMin: retryMin, RetryMax: retryMax, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -188,7 +202,14 @@ type framework struct {
 
 func (c *cluster) startFramework(name string, roles ...string) *framework {
 	c.t.Helper()
-	d, err := scheduler.New(scheduler.Options{Master: c.addr, Name: name, Roles: roles, FailoverTimeout: time.Minute})
+	return c.startFrameworkFailover(name, time.Minute, roles...)
+}
+
+// startFrameworkFailover is startFramework with the framework's failover
+// timeout.
+func (c *cluster) startFrameworkFailover(name string, failover time.Duration, roles ...string) *framework {
+	c.t.Helper()
+	d, err := scheduler.New(scheduler.Options{Master: c.addr, Name: name, Roles: roles, FailoverTimeout: failover})
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -186,16 +186,18 @@ type runTask struct {
 	runAsRoot bool
 }
 
-// killTask kills a task.
+// killTask kills framework's task taskID (another framework's task of
+// that ID is never touched).
 type killTask struct{ taskID, framework string }
 
-// ackStatus forwards a framework's acknowledgement of a status update.
-type ackStatus struct{ taskID, uuid string }
+// ackStatus forwards a framework's acknowledgement of a status update of
+// framework's task taskID.
+type ackStatus struct{ taskID, framework, uuid string }
 
-// resizeTask changes a running task's resources to res.
+// resizeTask changes framework's running task taskID's resources to res.
 type resizeTask struct {
-	taskID string
-	res    resources.Resources
+	taskID, framework string
+	res               resources.Resources
 }
 
 func (*runTask) isToAgent()    {}
@@ -263,6 +265,9 @@ type taskReport struct {
 	state     taskState
 	// acknowledged: terminal, and its framework acknowledged its end.
 	acknowledged bool
+	// A terminal task's end, as the agent keeps it.
+	reason, message string
+	exitCode        *int32
 }
 
 // fromAgent is a message from a registered agent: *taskStatus or

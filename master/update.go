@@ -142,7 +142,7 @@ func (m *Master) UpdateTask(frameworkID, id, resourcesText string, offerIDs []st
 }
 
 func (m *Master) sendResizeLocked(ag *agentEntry, t *taskEntry) {
-	ag.out.send(&resizeTask{taskID: t.info.id, res: t.pending.res})
+	ag.out.send(&resizeTask{taskID: t.info.id, framework: t.fw, res: t.pending.res})
 }
 
 // kindKey identifies a resource's kind: everything but its amount.

@@ -22,7 +22,7 @@ var _ masterlink.TaskUpdater = (*fakeRunner)(nil)
 // UpdateTask makes the fake runner a TaskUpdater: it records the new
 // resources (reported on re-registration), fails while failUpdates is set
 // and waits for holdUpdates to be closed when it is set.
-func (r *fakeRunner) UpdateTask(ctx context.Context, id string, res resources.Resources) error {
+func (r *fakeRunner) UpdateTask(ctx context.Context, _, id string, res resources.Resources) error {
 	r.mu.Lock()
 	hold, fail := r.holdUpdates, r.failUpdates
 	r.mu.Unlock()

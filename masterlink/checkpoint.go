@@ -1,6 +1,8 @@
 package masterlink
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"github.com/brimnode/brim/internal/atomicfile"
@@ -9,13 +11,20 @@ import (
 	"strings"
 )
 
-// save checkpoints q as dir/<task>.json.
+// save checkpoints q as dir/<task>.json, or dir/<task>.<hash>.json for a
+// task of a framework (16 hex digits of the framework ID's SHA-256: the
+// ID is the client's to choose, the file name must stay a name).
 func (q *queue) save(dir string) error {
 	b, err := json.Marshal(q)
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, q.TaskID+".json"), b, 0o600)
+	name := q.TaskID + ".json"
+	if q.FrameworkID != "" {
+		h := sha256.Sum256([]byte(q.FrameworkID))
+		name = q.TaskID + "." + hex.EncodeToString(h[:8]) + ".json"
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, name), b, 0o600)
 }
 
 // loadQueues reads the checkpoints under dir.
@@ -37,7 +46,7 @@ func loadQueues(dir string) (map[string]*queue, error) {
 		if err := json.Unmarshal(b, &q); err != nil {
 			return nil, fmt.Errorf("read status updates %s: %w", e.Name(), err)
 		}
-		out[q.TaskID] = &q
+		out[q.key()] = &q
 	}
 	return out, nil
 }

@@ -75,18 +75,27 @@ type Task struct {
 }
 
 // TaskSnapshot is a task the agent runs (or ran), reported when it
-// (re)registers.
+// (re)registers. A terminal one carries its end (Reason, Message,
+// ExitCode), as its final Status said it: a master that restarted shows
+// it in its completed history.
 type TaskSnapshot struct {
-	Task  Task
-	State pb.TaskState
+	Task     Task
+	State    pb.TaskState
+	Reason   string
+	Message  string
+	ExitCode *int
 }
 
-// Status is one state transition of a task, reported with Client.Update.
+// Status is one state transition of a task, reported with Client.Update:
+// framework FrameworkID's task TaskID (tasks of several frameworks may
+// share an ID; an empty FrameworkID keys by the task ID alone, as
+// runners older than it did).
 type Status struct {
-	TaskID  string
-	State   pb.TaskState
-	Reason  string
-	Message string
+	TaskID      string
+	FrameworkID string
+	State       pb.TaskState
+	Reason      string
+	Message     string
 	// ExitCode is set for tasks whose command exited.
 	ExitCode *int
 	// Resources are the task's new resources on a RESOURCES_UPDATED
@@ -105,14 +114,18 @@ type TaskRunner interface {
 	// LaunchTask starts a task; an error makes the Client report it
 	// FAILED.
 	LaunchTask(ctx context.Context, t Task) error
-	// KillTask stops a task; it later reports it KILLED.
-	KillTask(ctx context.Context, taskID string) error
+	// KillTask stops framework frameworkID's task taskID (empty
+	// frameworkID: an older master's kill, by the task ID alone); it
+	// later reports it KILLED. Another framework's task of that ID is
+	// never touched.
+	KillTask(ctx context.Context, frameworkID, taskID string) error
 	// Tasks lists the tasks the runner knows.
 	Tasks(ctx context.Context) ([]TaskSnapshot, error)
 }
 
 // TaskUpdater is the optional ability of a TaskRunner to resize a running
-// task to res (its new total), checkpointing the task's new resources so
+// task (framework frameworkID's taskID; empty frameworkID: by the task ID
+// alone) to res (its new total), checkpointing the task's new resources so
 // that Tasks reports them. The Client calls it for the master's update
 // commands and answers the master with a status in the task's latest
 // state: reason RESOURCES_UPDATED with the new resources, or
@@ -120,7 +133,7 @@ type TaskRunner interface {
 // It must be idempotent: the master sends an update again after a
 // re-registration that does not show it applied.
 type TaskUpdater interface {
-	UpdateTask(ctx context.Context, taskID string, res resources.Resources) error
+	UpdateTask(ctx context.Context, frameworkID, taskID string, res resources.Resources) error
 }
 
 // Options configure a Client.
@@ -196,11 +209,12 @@ type Client struct {
 	over Oversubscription
 	send func(*pb.AgentMessage) error // nil while disconnected
 	wake chan struct{}
-	// unsaved are the tasks whose queue in memory is newer than its
-	// checkpoint (a write failed: a full disk); saveUnsaved retries them.
+	// unsaved are the tasks (queueKey) whose queue in memory is newer
+	// than its checkpoint (a write failed: a full disk); saveUnsaved
+	// retries them.
 	unsaved map[string]bool
 	// launching are the master's RunTasks whose LaunchTask has not
-	// returned, by task ID: a Register lists them (withLaunching),
+	// returned, by queueKey: a Register lists them (withLaunching),
 	// as the runner's Tasks may not show them yet.
 	launching map[string]*Task
 	connected bool
@@ -315,15 +329,15 @@ const CheckpointRetry = time.Second
 // saveLocked checkpoints q, or marks it for saveUnsaved to retry.
 func (c *Client) saveLocked(q *queue, what string) {
 	if err := q.save(filepath.Join(c.dir, "updates")); err != nil {
-		if !c.unsaved[q.TaskID] {
-			c.log.Warn(what+": kept in memory, the checkpoint is retried", "task", q.TaskID, "err", err)
+		if !c.unsaved[q.key()] {
+			c.log.Warn(what+": kept in memory, the checkpoint is retried", "task", q.TaskID, "framework", q.FrameworkID, "err", err)
 		}
-		c.unsaved[q.TaskID] = true
+		c.unsaved[q.key()] = true
 		return
 	}
-	if c.unsaved[q.TaskID] {
-		c.log.Info(what+": checkpoint written after all", "task", q.TaskID)
-		delete(c.unsaved, q.TaskID)
+	if c.unsaved[q.key()] {
+		c.log.Info(what+": checkpoint written after all", "task", q.TaskID, "framework", q.FrameworkID)
+		delete(c.unsaved, q.key())
 	}
 }
 
@@ -672,7 +686,9 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 	}
 	// A terminal task whose end the framework acknowledged is marked so:
 	// the master must not take it for a live one.
-	acked := func(s TaskSnapshot) bool { return s.State.Terminal() && c.out.acknowledged(s.Task.ID) }
+	acked := func(s TaskSnapshot) bool {
+		return s.State.Terminal() && c.out.acknowledged(queueKey(s.Task.FrameworkID, s.Task.ID))
+	}
 	for _, m := range registerMessages(reg, snaps, acked) {
 		if err := send(m); err != nil {
 			return false, fmt.Errorf("register: %w", sessionErr(sctx, err))
@@ -693,8 +709,14 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 		return false, err
 	}
 	c.log.Info("registered with master", "master", cc.Target(), "agent", r.AgentId, "tasks", len(snaps))
-	for _, id := range r.Kill {
-		c.kill(ctx, id)
+	if len(r.KillTasks) > 0 {
+		for _, k := range r.KillTasks {
+			c.kill(ctx, k.FrameworkId, k.TaskId)
+		}
+	} else {
+		for _, id := range r.Kill { // an older master: by task ID
+			c.kill(ctx, "", id)
+		}
 	}
 	c.mu.Lock()
 	c.send, c.connected = send, true
@@ -750,9 +772,9 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 		case *pb.MasterMessage_Run:
 			c.launch(ctx, x.Run.GetTask(), x.Run.GetRunAsRoot())
 		case *pb.MasterMessage_Kill:
-			c.kill(ctx, x.Kill.TaskId)
+			c.kill(ctx, x.Kill.FrameworkId, x.Kill.TaskId)
 		case *pb.MasterMessage_Ack:
-			acks.push(x.Ack.TaskId, x.Ack.Uuid)
+			acks.push(ackOf{fw: x.Ack.FrameworkId, taskID: x.Ack.TaskId, id: x.Ack.Uuid})
 		case *pb.MasterMessage_Update:
 			c.update(ctx, x.Update)
 		}
@@ -766,7 +788,10 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 func registerMessages(reg *pb.Register, snaps []TaskSnapshot, acked func(TaskSnapshot) bool) []*pb.AgentMessage {
 	tasks := make([]*pb.TaskSnapshot, len(snaps))
 	for i, s := range snaps {
-		tasks[i] = &pb.TaskSnapshot{Task: taskToProto(s.Task), State: s.State, Acknowledged: acked(s)}
+		tasks[i] = &pb.TaskSnapshot{Task: taskToProto(s.Task), State: s.State, Acknowledged: acked(s), Reason: s.Reason, Message: s.Message}
+		if s.ExitCode != nil {
+			tasks[i].HasExitCode, tasks[i].ExitCode = true, int32(*s.ExitCode)
+		}
 	}
 	pages := speclimit.Pages(tasks, func(t *pb.TaskSnapshot) int { return proto.Size(t) }, speclimit.PageBytes)
 	if len(pages) > 0 {
@@ -818,7 +843,7 @@ func (c *Client) deliver(ctx context.Context, send func(*pb.AgentMessage) error)
 		heads, next := c.out.due(time.Now())
 		out := make([]*pb.TaskStatus, len(heads))
 		for i := range heads {
-			out[i] = heads[i].Update.proto(heads[i].TaskID, c.id)
+			out[i] = heads[i].Update.proto(heads[i].TaskID, heads[i].FrameworkID, c.id)
 		}
 		c.mu.Unlock()
 		for _, st := range out {
@@ -851,12 +876,12 @@ type ackQueue struct {
 	ready chan struct{} // 1-buffered: something was pushed
 }
 
-// ackOf acknowledges the update id of task taskID.
-type ackOf struct{ taskID, id string }
+// ackOf acknowledges the update id of framework fw's task taskID.
+type ackOf struct{ fw, taskID, id string }
 
-func (q *ackQueue) push(taskID, id string) {
+func (q *ackQueue) push(a ackOf) {
 	q.mu.Lock()
-	q.acks = append(q.acks, ackOf{taskID, id})
+	q.acks = append(q.acks, a)
 	q.mu.Unlock()
 	select {
 	case q.ready <- struct{}{}:
@@ -894,7 +919,7 @@ func (c *Client) ackAll(acks []ackOf) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, a := range acks {
-		q, ok := c.out.ack(a.taskID, a.id)
+		q, ok := c.out.ack(a.fw, a.taskID, a.id)
 		if !ok {
 			continue // a duplicate acknowledgement
 		}
@@ -909,14 +934,23 @@ func (c *Client) launch(ctx context.Context, ti *pb.TaskInfo, runAsRoot bool) {
 	}
 	t, err := taskFromProto(ti)
 	t.RunAsRoot = runAsRoot
+	key := queueKey(ti.FrameworkId, ti.TaskId)
 	if err == nil {
 		// Before the session can end: the next Register lists it. A
 		// second RunTask of a launch under way keeps the first one's
 		// record (the runner leaves such a duplicate as it is and returns
 		// at once: replaced, the record went with it).
 		c.mu.Lock()
-		if c.launching[t.ID] == nil {
-			c.launching[t.ID] = &t
+		if c.launching[key] == nil {
+			c.launching[key] = &t
+		}
+		// A run of this task that ended before: the master let go of it
+		// (it launches an ID again only then), so a retry of its final
+		// update must not reach the master as the new run's.
+		if q, ok := c.out.relaunched(key); ok {
+			c.log.Info("task launched again: the ended run's unacknowledged updates are dropped", "task", t.ID, "framework", t.FrameworkID)
+			c.out.put(q)
+			c.saveLocked(q, "checkpoint relaunch")
 		}
 		c.mu.Unlock()
 	}
@@ -928,13 +962,13 @@ func (c *Client) launch(ctx context.Context, ti *pb.TaskInfo, runAsRoot bool) {
 		}
 		if err != nil {
 			c.log.Warn("launch task", "task", ti.TaskId, "err", err)
-			if uerr := c.Update(Status{TaskID: ti.TaskId, State: pb.TaskState_TASK_FAILED, Reason: "LAUNCH_FAILED", Message: err.Error()}); uerr != nil {
+			if uerr := c.Update(Status{TaskID: ti.TaskId, FrameworkID: ti.FrameworkId, State: pb.TaskState_TASK_FAILED, Reason: "LAUNCH_FAILED", Message: err.Error()}); uerr != nil {
 				c.log.Error("report launch failure", "task", ti.TaskId, "err", uerr)
 			}
 		}
 		c.mu.Lock()
-		if c.launching[t.ID] == &t {
-			delete(c.launching, t.ID)
+		if c.launching[key] == &t {
+			delete(c.launching, key)
 		}
 		c.mu.Unlock()
 	}()
@@ -950,7 +984,7 @@ func (c *Client) launch(ctx context.Context, ti *pb.TaskInfo, runAsRoot bool) {
 // duplicate (a flake of TestMasterHAKill9DuringLaunches).
 func withLaunching(snaps []TaskSnapshot, launching []Task) []TaskSnapshot {
 	for _, t := range launching {
-		i := slices.IndexFunc(snaps, func(s TaskSnapshot) bool { return s.Task.ID == t.ID })
+		i := slices.IndexFunc(snaps, func(s TaskSnapshot) bool { return s.Task.ID == t.ID && s.Task.FrameworkID == t.FrameworkID })
 		switch {
 		case i < 0:
 			snaps = append(snaps, TaskSnapshot{Task: t, State: pb.TaskState_TASK_STARTING})
@@ -969,7 +1003,7 @@ func (c *Client) update(ctx context.Context, u *pb.UpdateTask) {
 		res, err := resources.Parse(u.Resources)
 		if err == nil {
 			if up, ok := c.opts.Runner.(TaskUpdater); ok {
-				err = up.UpdateTask(ctx, u.TaskId, res)
+				err = up.UpdateTask(ctx, u.FrameworkId, u.TaskId, res)
 			} else {
 				err = errors.New("this agent cannot resize tasks")
 			}
@@ -977,10 +1011,10 @@ func (c *Client) update(ctx context.Context, u *pb.UpdateTask) {
 		if err != nil && ctx.Err() != nil {
 			return // the agent is shutting down: the master sends it again after re-registration
 		}
-		st := Status{TaskID: u.TaskId, Reason: pb.ReasonResourcesUpdated, Resources: res}
+		st := Status{TaskID: u.TaskId, FrameworkID: u.FrameworkId, Reason: pb.ReasonResourcesUpdated, Resources: res}
 		if err != nil {
-			c.log.Warn("update task", "task", u.TaskId, "resources", u.Resources, "err", err)
-			st = Status{TaskID: u.TaskId, Reason: pb.ReasonResourcesUpdateFailed, Message: fmt.Sprintf("update resources to %s: %v", u.Resources, err)}
+			c.log.Warn("update task", "task", u.TaskId, "framework", u.FrameworkId, "resources", u.Resources, "err", err)
+			st = Status{TaskID: u.TaskId, FrameworkID: u.FrameworkId, Reason: pb.ReasonResourcesUpdateFailed, Message: fmt.Sprintf("update resources to %s: %v", u.Resources, err)}
 		}
 		if uerr := c.Update(st); uerr != nil {
 			c.log.Error("report task update", "task", u.TaskId, "err", uerr)
@@ -988,12 +1022,12 @@ func (c *Client) update(ctx context.Context, u *pb.UpdateTask) {
 	}()
 }
 
-func (c *Client) kill(ctx context.Context, id string) {
+func (c *Client) kill(ctx context.Context, fw, id string) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		if err := c.opts.Runner.KillTask(ctx, id); err != nil {
-			c.log.Warn("kill task", "task", id, "err", err)
+		if err := c.opts.Runner.KillTask(ctx, fw, id); err != nil {
+			c.log.Warn("kill task", "task", id, "framework", fw, "err", err)
 		}
 	}()
 }

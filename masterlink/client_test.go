@@ -20,7 +20,7 @@ import (
 type idleRunner struct{}
 
 func (idleRunner) LaunchTask(context.Context, masterlink.Task) error        { return nil }
-func (idleRunner) KillTask(context.Context, string) error                   { return nil }
+func (idleRunner) KillTask(context.Context, string, string) error           { return nil }
 func (idleRunner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) { return nil, nil }
 
 // scriptedMaster is a master that records what the agent sends and

@@ -147,5 +147,5 @@ func (r launchSignal) LaunchTask(_ context.Context, t masterlink.Task) error {
 	r.launched <- t.ID
 	return nil
 }
-func (launchSignal) KillTask(context.Context, string) error                   { return nil }
+func (launchSignal) KillTask(context.Context, string, string) error           { return nil }
 func (launchSignal) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) { return nil, nil }

@@ -10,7 +10,10 @@
 // its optional TaskUpdater ability, and answering each update with a
 // RESOURCES_UPDATED or RESOURCES_UPDATE_FAILED status), and
 // delivers task status updates at least once: checkpointed before Update
-// returns, one in flight per task, resent with exponential backoff until
+// returns, one in flight per task — a task is a framework's task ID: two
+// frameworks' tasks of one ID have queues of their own, and a launch of a
+// task that ended drops that run's unacknowledged updates — resent with
+// exponential backoff until
 // the framework's acknowledgement comes back, identified by UUID so that
 // the framework can drop duplicates. That queue is the outbox, a pure
 // state machine (enqueue, due, ack, rewind) the Client persists and sends

@@ -20,7 +20,7 @@ func (r hangingLauncher) LaunchTask(ctx context.Context, t masterlink.Task) erro
 	<-ctx.Done()
 	return ctx.Err()
 }
-func (hangingLauncher) KillTask(context.Context, string) error                   { return nil }
+func (hangingLauncher) KillTask(context.Context, string, string) error           { return nil }
 func (hangingLauncher) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) { return nil, nil }
 
 // startLaunching runs a client with runner r against a scripted master

@@ -26,8 +26,8 @@ func newUpdate(st Status, id string, at time.Time) update {
 	return u
 }
 
-func (u *update) proto(taskID, agentID string) *pb.TaskStatus {
-	st := &pb.TaskStatus{TaskId: taskID, AgentId: agentID, State: u.State, Reason: u.Reason, Message: u.Message,
+func (u *update) proto(taskID, frameworkID, agentID string) *pb.TaskStatus {
+	st := &pb.TaskStatus{TaskId: taskID, FrameworkId: frameworkID, AgentId: agentID, State: u.State, Reason: u.Reason, Message: u.Message,
 		Uuid: u.UUID, TimestampUnixNano: u.Timestamp.UnixNano(), Resources: u.Resources}
 	if u.ExitCode != nil {
 		st.HasExitCode, st.ExitCode = true, int32(*u.ExitCode)
@@ -35,23 +35,39 @@ func (u *update) proto(taskID, agentID string) *pb.TaskStatus {
 	return st
 }
 
+// queueKey names the queue of framework fw's task id: tasks of several
+// frameworks may share an ID on an agent, one after the other, and the
+// updates of one must never wait behind, or be taken for, another's. A
+// task ID has no "/" (the master's rule), so the key is unambiguous; a
+// status without a framework (a runner older than frameworks in
+// statuses, a checkpoint written then) keys by the task ID alone.
+func queueKey(fw, id string) string {
+	if fw == "" {
+		return id
+	}
+	return id + "/" + fw
+}
+
 // queue is a task's unacknowledged updates, oldest first: the exported
 // fields are its checkpoint (one file per task), the others live only as
 // long as the process.
 type queue struct {
-	TaskID  string       `json:"taskId"`
-	Last    pb.TaskState `json:"last"`
-	Pending []update     `json:"pending,omitempty"`
+	TaskID      string       `json:"taskId"`
+	FrameworkID string       `json:"frameworkId,omitempty"`
+	Last        pb.TaskState `json:"last"`
+	Pending     []update     `json:"pending,omitempty"`
 
 	inflight string    // UUID of the head as last sent on this stream
 	retryAt  time.Time // when the head in flight is sent again
 	attempt  int       // sends of the head in flight on this stream, less one
 }
 
+func (q *queue) key() string { return queueKey(q.FrameworkID, q.TaskID) }
+
 // head is an update due to be sent.
 type head struct {
-	TaskID string
-	Update update
+	TaskID, FrameworkID string
+	Update              update
 }
 
 // outbox is the agent's at-least-once queue of status updates: per task,
@@ -68,7 +84,7 @@ type head struct {
 //
 // Not safe for concurrent use: the Client holds its lock around it.
 type outbox struct {
-	queues map[string]*queue
+	queues map[string]*queue // by queueKey
 	retry  backoff
 	rand   func() float64 // in [0, 1): the jitter
 }
@@ -77,14 +93,15 @@ func newOutbox(retry backoff, rand func() float64) *outbox {
 	return &outbox{queues: map[string]*queue{}, retry: retry, rand: rand}
 }
 
-// enqueue returns task st.TaskID's queue with st appended as update
-// (uuid id, made at), for the caller to checkpoint and then put; the
-// outbox itself is unchanged. ok is false when st is dropped: a repeat of
-// the task's latest state (runners may report again after a restart), or
-// an answer to a resource update for a task that ended or was never
-// reported. Such an answer takes the task's latest state.
+// enqueue returns task st's queue (st.FrameworkID's st.TaskID) with st
+// appended as update (uuid id, made at), for the caller to checkpoint and
+// then put; the outbox itself is unchanged. ok is false when st is
+// dropped: a repeat of the task's latest state (runners may report again
+// after a restart), or an answer to a resource update for a task that
+// ended or was never reported. Such an answer takes the task's latest
+// state.
 func (o *outbox) enqueue(st Status, id string, at time.Time) (q *queue, ok bool) {
-	old := o.queues[st.TaskID]
+	old := o.queues[queueKey(st.FrameworkID, st.TaskID)]
 	if resizeAnswer(st.Reason) {
 		if old == nil || old.Last == pb.TaskState_TASK_UNKNOWN || old.Last.Terminal() {
 			return nil, false
@@ -93,7 +110,7 @@ func (o *outbox) enqueue(st Status, id string, at time.Time) (q *queue, ok bool)
 	} else if old != nil && old.Last == st.State {
 		return nil, false
 	}
-	q = &queue{TaskID: st.TaskID}
+	q = &queue{TaskID: st.TaskID, FrameworkID: st.FrameworkID}
 	if old != nil {
 		*q = *old
 		q.Pending = slices.Clone(old.Pending)
@@ -104,7 +121,21 @@ func (o *outbox) enqueue(st Status, id string, at time.Time) (q *queue, ok bool)
 }
 
 // put installs q (from enqueue, once checkpointed, or from disk).
-func (o *outbox) put(q *queue) { o.queues[q.TaskID] = q }
+func (o *outbox) put(q *queue) { o.queues[q.key()] = q }
+
+// relaunched returns, for the caller to checkpoint and then put, task
+// key's queue emptied of the updates of an ended run still pending: the
+// master launched the task (framework and ID) again, so it has let go of
+// the run that ended, and a retry of that run's final update would be
+// taken for the new run's. ok is false when there is nothing to drop.
+func (o *outbox) relaunched(key string) (q *queue, ok bool) {
+	old := o.queues[key]
+	if old == nil || !old.Last.Terminal() || len(old.Pending) == 0 {
+		return nil, false
+	}
+	q = &queue{TaskID: old.TaskID, FrameworkID: old.FrameworkID, Last: pb.TaskState_TASK_UNKNOWN}
+	return q, true
+}
 
 // due returns the heads to send at now, marking them in flight: every
 // head not yet sent on this stream, and every head whose retry fell due
@@ -119,11 +150,11 @@ func (o *outbox) due(now time.Time) (out []head, next time.Time) {
 		if q.inflight != h.UUID {
 			q.inflight, q.attempt = h.UUID, 0
 			q.retryAt = now.Add(o.retry.delay(0, o.rand()))
-			out = append(out, head{q.TaskID, h})
+			out = append(out, head{q.TaskID, q.FrameworkID, h})
 		} else if !now.Before(q.retryAt) {
 			q.attempt++
 			q.retryAt = now.Add(o.retry.delay(q.attempt, o.rand()))
-			out = append(out, head{q.TaskID, h})
+			out = append(out, head{q.TaskID, q.FrameworkID, h})
 		}
 		if next.IsZero() || q.retryAt.Before(next) {
 			next = q.retryAt
@@ -133,11 +164,22 @@ func (o *outbox) due(now time.Time) (out []head, next time.Time) {
 	return out, next
 }
 
-// ack drops task taskID's head if its UUID is id and returns the queue
-// to checkpoint; ok is false for a duplicate or stale acknowledgement.
-// The next update of the task is due at once.
-func (o *outbox) ack(taskID, id string) (q *queue, ok bool) {
-	q = o.queues[taskID]
+// ack drops the head of framework fw's task taskID if its UUID is id and
+// returns the queue to checkpoint; ok is false for a duplicate or stale
+// acknowledgement. An update's UUID is unique: an acknowledgement naming
+// another framework than the update's queue (an older master sends none;
+// an update of an older runner's checkpoint has none) is matched by the
+// task ID and the UUID. The next update of the task is due at once.
+func (o *outbox) ack(fw, taskID, id string) (q *queue, ok bool) {
+	q = o.queues[queueKey(fw, taskID)]
+	if q == nil || len(q.Pending) == 0 || q.Pending[0].UUID != id {
+		for _, c := range o.queues {
+			if c.TaskID == taskID && len(c.Pending) > 0 && c.Pending[0].UUID == id {
+				q = c
+				break
+			}
+		}
+	}
 	if q == nil || len(q.Pending) == 0 || q.Pending[0].UUID != id {
 		return nil, false
 	}
@@ -154,19 +196,20 @@ func (o *outbox) rewind() {
 	}
 }
 
-// last returns the latest state reported for a task (TASK_UNKNOWN: none).
-func (o *outbox) last(taskID string) pb.TaskState {
-	if q := o.queues[taskID]; q != nil {
+// last returns the latest state reported for task key (queueKey;
+// TASK_UNKNOWN: none).
+func (o *outbox) last(key string) pb.TaskState {
+	if q := o.queues[key]; q != nil {
 		return q.Last
 	}
 	return pb.TaskState_TASK_UNKNOWN
 }
 
-// acknowledged reports whether the task's latest reported state is
+// acknowledged reports whether task key's latest reported state is
 // terminal and every update of it was acknowledged (the queue stays, with
 // nothing pending, after its last acknowledgement).
-func (o *outbox) acknowledged(taskID string) bool {
-	q := o.queues[taskID]
+func (o *outbox) acknowledged(key string) bool {
+	q := o.queues[key]
 	return q != nil && q.Last.Terminal() && len(q.Pending) == 0
 }
 

@@ -16,9 +16,9 @@ import (
 
 type nopRunner struct{}
 
-func (nopRunner) LaunchTask(context.Context, Task) error        { return nil }
-func (nopRunner) KillTask(context.Context, string) error        { return nil }
-func (nopRunner) Tasks(context.Context) ([]TaskSnapshot, error) { return nil, nil }
+func (nopRunner) LaunchTask(context.Context, Task) error         { return nil }
+func (nopRunner) KillTask(context.Context, string, string) error { return nil }
+func (nopRunner) Tasks(context.Context) ([]TaskSnapshot, error)  { return nil, nil }
 
 // TestResizeAnswersQueued: answers to resource updates take the task's
 // latest state and are queued even when that state repeats; an answer for
@@ -51,7 +51,7 @@ func TestResizeAnswersQueued(t *testing.T) {
 			t.Fatalf("answer in state %s, want the task's latest (RUNNING)", u.State)
 		}
 	}
-	if st := q.Pending[1].proto("t1", "a"); st.Resources != "cpus:1;mem:64" || st.Reason != pb.ReasonResourcesUpdated {
+	if st := q.Pending[1].proto("t1", "", "a"); st.Resources != "cpus:1;mem:64" || st.Reason != pb.ReasonResourcesUpdated {
 		t.Fatalf("answer on the wire: %+v", st)
 	}
 	if n := len(c.out.queues["t2"].Pending); n != 2 {
@@ -167,7 +167,7 @@ func TestOutboxDueAndAck(t *testing.T) {
 	} {
 		if s.ack != "" {
 			task, id, _ := strings.Cut(s.ack, "/")
-			q, ok := o.ack(task, id)
+			q, ok := o.ack("", task, id)
 			if ok != s.ackOK {
 				t.Fatalf("step %d: ack %s: ok %v, want %v", i, s.ack, ok, s.ackOK)
 			}
@@ -236,7 +236,7 @@ func TestOutboxCheckpointRoundTrip(t *testing.T) {
 		o.put(q)
 	}
 	o.due(t0)
-	q, ok := o.ack("c", "u4")
+	q, ok := o.ack("", "c", "u4")
 	if !ok {
 		t.Fatal("ack c")
 	}
@@ -258,7 +258,7 @@ func TestOutboxCheckpointRoundTrip(t *testing.T) {
 		}
 		for i := range w.Pending {
 			a, b := lq.Pending[i], w.Pending[i]
-			if !proto.Equal(a.proto(id, "ag"), b.proto(id, "ag")) || !a.Timestamp.Equal(b.Timestamp) {
+			if !proto.Equal(a.proto(id, "", "ag"), b.proto(id, "", "ag")) || !a.Timestamp.Equal(b.Timestamp) {
 				t.Fatalf("task %s update %d: loaded %+v, saved %+v", id, i, a, b)
 			}
 		}
@@ -297,17 +297,93 @@ func TestOutboxAcknowledged(t *testing.T) {
 	if o.acknowledged("t1") {
 		t.Fatal("acknowledged with two updates pending")
 	}
-	o.ack("t1", "u1")
+	o.ack("", "t1", "u1")
 	if o.acknowledged("t1") {
 		t.Fatal("acknowledged with the terminal update pending")
 	}
-	o.ack("t1", "u2")
+	o.ack("", "t1", "u2")
 	if !o.acknowledged("t1") {
 		t.Fatal("not acknowledged after the terminal update's ack")
 	}
 	add(t, o, running("t2"), "u3", t0)
-	o.ack("t2", "u3")
+	o.ack("", "t2", "u3")
 	if o.acknowledged("t2") {
 		t.Fatal("a running task acknowledged")
+	}
+}
+
+// TestOutboxPerFramework (issue 30): two frameworks' tasks of one ID have
+// queues of their own: the second's updates never wait behind the
+// first's unacknowledged end (before, b's STARTING and RUNNING waited
+// for the retry of a's FINISHED, minutes away, which the master then took
+// for b's end), each update goes out with its framework, an
+// acknowledgement reaches the update it names (by framework and task, or
+// by task and UUID from an older master), and a new launch of an ended
+// task drops that run's unacknowledged updates.
+func TestOutboxPerFramework(t *testing.T) {
+	o := newOutbox(backoff{Min: time.Hour, Max: time.Hour}, fixedRand(0))
+	add(t, o, Status{TaskID: "x", FrameworkID: "a", State: pb.TaskState_TASK_FINISHED}, "a1", t0)
+	if hs, _ := o.due(t0); uuids(hs) != "x/a1" || hs[0].FrameworkID != "a" {
+		t.Fatalf("due %q (%+v), want a's end", uuids(hs), hs)
+	}
+	add(t, o, Status{TaskID: "x", FrameworkID: "b", State: pb.TaskState_TASK_STARTING}, "b1", t0.Add(time.Second))
+	add(t, o, Status{TaskID: "x", FrameworkID: "b", State: pb.TaskState_TASK_RUNNING}, "b2", t0.Add(2*time.Second))
+	hs, _ := o.due(t0.Add(time.Second))
+	if uuids(hs) != "x/b1" || hs[0].FrameworkID != "b" {
+		t.Fatalf("due %q, want b's STARTING at once beside a's end in flight", uuids(hs))
+	}
+	if st := hs[0].Update.proto(hs[0].TaskID, hs[0].FrameworkID, "ag"); st.FrameworkId != "b" || st.TaskId != "x" {
+		t.Fatalf("on the wire: %+v", st)
+	}
+	if _, ok := o.ack("a", "x", "b0"); ok {
+		t.Fatal("an acknowledgement of an update no queue has was taken")
+	}
+	if _, ok := o.ack("b", "x", "b1"); !ok {
+		t.Fatal("b's acknowledgement of b1 refused")
+	}
+	if _, ok := o.ack("", "x", "b2"); !ok { // an older master names no framework
+		t.Fatal("an acknowledgement by task and UUID refused")
+	}
+	if o.last(queueKey("a", "x")) != pb.TaskState_TASK_FINISHED || o.last(queueKey("b", "x")) != pb.TaskState_TASK_RUNNING {
+		t.Fatalf("last states %s %s", o.last(queueKey("a", "x")), o.last(queueKey("b", "x")))
+	}
+	// a launches x again: its ended run's end is no longer wanted.
+	q, ok := o.relaunched(queueKey("a", "x"))
+	if !ok || len(q.Pending) != 0 || q.FrameworkID != "a" {
+		t.Fatalf("relaunched: %+v %v", q, ok)
+	}
+	o.put(q)
+	if _, ok := o.relaunched(queueKey("b", "x")); ok {
+		t.Fatal("a running task's updates dropped at a relaunch")
+	}
+	if !add(t, o, Status{TaskID: "x", FrameworkID: "a", State: pb.TaskState_TASK_STARTING}, "a2", t0.Add(3*time.Second)) {
+		t.Fatal("the new run's STARTING dropped")
+	}
+}
+
+// TestCheckpointPerFramework: each framework's task has its own
+// checkpoint file, read back under the same queue; a checkpoint written
+// before frameworks were kept (t.json, no framework) still loads.
+func TestCheckpointPerFramework(t *testing.T) {
+	dir := t.TempDir()
+	for _, q := range []*queue{
+		{TaskID: "x", FrameworkID: "a", Last: pb.TaskState_TASK_FINISHED, Pending: []update{{UUID: "a1", State: pb.TaskState_TASK_FINISHED}}},
+		{TaskID: "x", FrameworkID: "../b", Last: pb.TaskState_TASK_RUNNING},
+		{TaskID: "old", Last: pb.TaskState_TASK_RUNNING},
+	} {
+		if err := q.save(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(files) != 3 {
+		t.Fatalf("checkpoint files %v, want 3 in %s", files, dir)
+	}
+	qs, err := loadQueues(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b, old := qs[queueKey("a", "x")], qs[queueKey("../b", "x")], qs["old"]; a == nil || len(a.Pending) != 1 || b == nil || b.FrameworkID != "../b" || old == nil {
+		t.Fatalf("loaded %v", qs)
 	}
 }

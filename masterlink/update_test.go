@@ -15,7 +15,7 @@ import (
 // more than 4 cpus.
 type resizer struct{ idleRunner }
 
-func (resizer) UpdateTask(_ context.Context, _ string, res resources.Resources) error {
+func (resizer) UpdateTask(_ context.Context, _, _ string, res resources.Resources) error {
 	if res.CPUs() > resources.MustParse("cpus:4").CPUs() {
 		return errors.New("no room")
 	}

@@ -7,7 +7,11 @@
 // reports its tasks from its own checkpoint. The runner finds a task's
 // container by those labels (older agents named it after the task ID
 // alone); when several containers carry one task ID, the current one is
-// the one not exited, else the newest, and only it is reported.
+// the one not exited, else the newest, and only it is reported. Every
+// command and status names the task by framework and ID: a kill or a
+// resize of one framework's task never reaches another's container, and
+// each status carries its framework (an older master's command without
+// one names the current task of that ID).
 //
 // Runner owns every task's life on the agent side, after Nomad's
 // client/allocrunner/taskrunner: LaunchTask starts the container and a

@@ -139,17 +139,23 @@ func waitState(t *testing.T, up *statuses, id string, want pb.TaskState) {
 	}
 }
 
+// memRunner is a runner on a memAgent, its statuses in up, closed at the
+// test's end, and resources for a task.
+func memRunner(t *testing.T) (*memAgent, *statuses, *Runner, resources.Resources) {
+	a := newMemAgent()
+	up := &statuses{ch: make(chan masterlink.Status, 64)}
+	r := New(context.Background(), a, nil)
+	r.SetUpdater(up)
+	t.Cleanup(r.Close)
+	return a, up, r, resources.MustParse("cpus:1;mem:64")
+}
+
 // TestTaskIDsPerFramework (issue 14): a task ID another framework used on
 // this agent, whose container is still kept, launches (before: `name
 // already in use`); the agent reports the task once, the new one, and a
 // kill reaches the new container, not the old.
 func TestTaskIDsPerFramework(t *testing.T) {
-	a := newMemAgent()
-	up := &statuses{ch: make(chan masterlink.Status, 64)}
-	r := New(context.Background(), a, nil)
-	r.SetUpdater(up)
-	defer r.Close()
-	res := resources.MustParse("cpus:1;mem:64")
+	a, up, r, res := memRunner(t)
 	if err := r.LaunchTask(context.Background(), masterlink.Task{ID: "x", FrameworkID: "fw-a", Resources: res, Command: []string{"true"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +173,7 @@ func TestTaskIDsPerFramework(t *testing.T) {
 	if len(snaps) != 1 || snaps[0].Task.FrameworkID != "fw-b" || snaps[0].State != pb.TaskState_TASK_RUNNING {
 		t.Fatalf("tasks %+v, want fw-b's x running only", snaps)
 	}
-	if err := r.KillTask(context.Background(), "x"); err != nil {
+	if err := r.KillTask(context.Background(), "fw-b", "x"); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, up, "x", pb.TaskState_TASK_KILLED)
@@ -177,7 +183,7 @@ func TestTaskIDsPerFramework(t *testing.T) {
 	// A runner restarted on the agent (Adopt) finds the tasks by label.
 	r2 := New(context.Background(), a, nil)
 	defer r2.Close()
-	if got := r2.ref("x"); got != "c2" {
+	if got := r2.ref(taskKey{"fw-b", "x"}); got != "c2" {
 		t.Fatalf("restarted runner resolves x to %s, want c2 (the newest)", got)
 	}
 }
@@ -207,4 +213,66 @@ func agentNameOK(s string) bool {
 		}
 	}
 	return true
+}
+
+// TestCommandsNameTheirFramework (issue 30): two frameworks' tasks of one
+// ID on the agent, fw-a's ended and fw-b's running: a kill for fw-a's
+// leaves fw-b's running (before, the runner kept one record per task ID
+// and killed the container the ID last named); every status carries its
+// framework; an older master's kill (no framework) still reaches the
+// task of that ID that runs; an ended task is reported with its end.
+func TestCommandsNameTheirFramework(t *testing.T) {
+	a, up, r, res := memRunner(t)
+	next := func(want pb.TaskState) masterlink.Status {
+		t.Helper()
+		for {
+			select {
+			case st := <-up.ch:
+				if st.State == want {
+					return st
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no %s", want)
+			}
+		}
+	}
+	if err := r.LaunchTask(context.Background(), masterlink.Task{ID: "x", FrameworkID: "fw-a", Resources: res, Command: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	if st := next(pb.TaskState_TASK_RUNNING); st.FrameworkID != "fw-a" {
+		t.Fatalf("RUNNING of fw-a's x: %+v", st)
+	}
+	a.end("c1", 3)
+	if st := next(pb.TaskState_TASK_FAILED); st.FrameworkID != "fw-a" || st.ExitCode == nil || *st.ExitCode != 3 {
+		t.Fatalf("end of fw-a's x: %+v", st)
+	}
+	if err := r.LaunchTask(context.Background(), masterlink.Task{ID: "x", FrameworkID: "fw-b", Resources: res, Command: []string{"sleep"}}); err != nil {
+		t.Fatal(err)
+	}
+	if st := next(pb.TaskState_TASK_RUNNING); st.FrameworkID != "fw-b" {
+		t.Fatalf("RUNNING of fw-b's x: %+v", st)
+	}
+	if err := r.KillTask(context.Background(), "fw-a", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := a.Get("c2"); c.State != agent.StateRunning {
+		t.Fatalf("fw-b's x is %s after a kill of fw-a's", c.State)
+	}
+	if err := r.UpdateTask(context.Background(), "fw-a", "x", res); err == nil {
+		t.Fatal("a resize of fw-a's ended x reached a container")
+	}
+	if err := r.KillTask(context.Background(), "", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if st := next(pb.TaskState_TASK_KILLED); st.FrameworkID != "fw-b" {
+		t.Fatalf("a kill by ID alone ended %+v, want fw-b's running x", st)
+	}
+	snaps, err := r.Tasks(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != 1 || snaps[0].Task.FrameworkID != "fw-b" || snaps[0].State != pb.TaskState_TASK_KILLED ||
+		snaps[0].Reason != ReasonKilled || snaps[0].ExitCode == nil || *snaps[0].ExitCode != 137 {
+		t.Fatalf("tasks %+v, want fw-b's x KILLED with its reason and exit code", snaps)
+	}
 }

@@ -52,7 +52,26 @@ type Runner struct {
 
 	mu    sync.Mutex
 	up    Updater
-	tasks map[string]*task
+	tasks map[taskKey]*task
+}
+
+// taskKey names a task on the agent: its framework and its ID. Tasks of
+// several frameworks may share an ID (one after the other, each with its
+// own container: ContainerName), and nothing done for one — a kill, a
+// resize, a status — may touch another. An empty fw is a command of an
+// older master, which names the task by its ID alone (keyOf).
+type taskKey struct{ fw, id string }
+
+// keyOf is the key of container c's task, from its labels.
+func keyOf(c *agent.Container) taskKey {
+	return taskKey{c.Labels[LabelFramework], c.Labels[LabelTask]}
+}
+
+// matches reports whether a command for k is about container c's task:
+// the same framework and ID, or the same ID for a command without a
+// framework.
+func (k taskKey) matches(c *agent.Container) bool {
+	return c.Labels[LabelTask] == k.id && (k.fw == "" || c.Labels[LabelFramework] == k.fw)
 }
 
 // task is what the runner remembers of one task between calls.
@@ -73,7 +92,7 @@ func New(ctx context.Context, a Agent, log *slog.Logger) *Runner {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	return &Runner{a: a, log: log.With("component", "tasks"), ctx: ctx, cancel: cancel, tasks: map[string]*task{}}
+	return &Runner{a: a, log: log.With("component", "tasks"), ctx: ctx, cancel: cancel, tasks: map[taskKey]*task{}}
 }
 
 // SetUpdater sets where task statuses go (the master link).
@@ -105,27 +124,27 @@ func (r *Runner) update(st masterlink.Status) {
 // liveLocked reports whether task t is being launched or its container
 // runs (the agent's own record, which outlives an agent restart).
 func (r *Runner) liveLocked(t masterlink.Task) bool {
-	if tk := r.tasks[t.ID]; tk != nil && tk.launching {
+	if tk := r.tasks[taskKey{t.FrameworkID, t.ID}]; tk != nil && tk.launching {
 		return true
 	}
 	c, err := r.a.Get(ContainerName(t.FrameworkID, t.ID))
 	return err == nil && c.State == agent.StateRunning
 }
 
-// taskLocked returns the record of task id, creating it.
-func (r *Runner) taskLocked(id string) *task {
-	t := r.tasks[id]
+// taskLocked returns the record of task k, creating it.
+func (r *Runner) taskLocked(k taskKey) *task {
+	t := r.tasks[k]
 	if t == nil {
 		t = &task{}
-		r.tasks[id] = t
+		r.tasks[k] = t
 	}
 	return t
 }
 
-func (r *Runner) killed(id string) bool {
+func (r *Runner) killed(k taskKey) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.tasks[id] != nil && r.tasks[id].killed
+	return r.tasks[k] != nil && r.tasks[k].killed
 }
 
 // LaunchTask starts t's container and watches it. A kill that arrives
@@ -138,9 +157,10 @@ func (r *Runner) killed(id string) bool {
 // again, the agent refused the container's name, the task was reported
 // FAILED while it ran, and its record lost its container.
 func (r *Runner) LaunchTask(ctx context.Context, t masterlink.Task) error {
+	k := taskKey{t.FrameworkID, t.ID}
 	ar, rev, err := agentResourcesOf(t.Resources)
 	if err != nil {
-		r.update(masterlink.Status{TaskID: t.ID, State: pb.TaskState_TASK_STARTING})
+		r.update(masterlink.Status{TaskID: t.ID, FrameworkID: t.FrameworkID, State: pb.TaskState_TASK_STARTING})
 		return err
 	}
 	labels := map[string]string{}
@@ -154,15 +174,15 @@ func (r *Runner) LaunchTask(ctx context.Context, t masterlink.Task) error {
 		r.log.Info("launch of a task already launching or running: left as it is", "task", t.ID, "framework", t.FrameworkID)
 		return nil
 	}
-	tk := r.taskLocked(t.ID)
+	tk := r.taskLocked(k)
 	tk.launching, tk.container, tk.killed = true, "", false
 	r.mu.Unlock()
-	r.update(masterlink.Status{TaskID: t.ID, State: pb.TaskState_TASK_STARTING})
+	r.update(masterlink.Status{TaskID: t.ID, FrameworkID: t.FrameworkID, State: pb.TaskState_TASK_STARTING})
 	c, err := r.a.Launch(ctx, agent.Spec{Name: ContainerName(t.FrameworkID, t.ID), Command: t.Command, Env: t.Env, Resources: ar, Revocable: rev, Labels: labels,
 		User: t.User, UserNS: t.UserNS, RunAsRoot: t.RunAsRoot, // the master checked run_as_root
 		Network: ar.NetMbit > 0}) // net_bw needs the container's own netns (agent --network)
 	r.mu.Lock()
-	tk = r.taskLocked(t.ID)
+	tk = r.taskLocked(k)
 	tk.launching = false
 	killed := tk.killed
 	if err == nil {
@@ -172,8 +192,8 @@ func (r *Runner) LaunchTask(ctx context.Context, t masterlink.Task) error {
 	if err != nil {
 		return err
 	}
-	r.update(masterlink.Status{TaskID: t.ID, State: pb.TaskState_TASK_RUNNING, Message: fmt.Sprintf("container %s pid %d", c.ID, c.Pid)})
-	r.watch(t.ID, c.ID)
+	r.update(masterlink.Status{TaskID: t.ID, FrameworkID: t.FrameworkID, State: pb.TaskState_TASK_RUNNING, Message: fmt.Sprintf("container %s pid %d", c.ID, c.Pid)})
+	r.watch(k, c.ID)
 	if killed {
 		// A kill arrived while the container was being created, when the
 		// agent could not act on it yet: act on it now (the watcher
@@ -185,8 +205,8 @@ func (r *Runner) LaunchTask(ctx context.Context, t masterlink.Task) error {
 	return nil
 }
 
-// watch reports the end of task id, run by container ref.
-func (r *Runner) watch(id, ref string) {
+// watch reports the end of task k, run by container ref.
+func (r *Runner) watch(k taskKey, ref string) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -195,10 +215,10 @@ func (r *Runner) watch(id, ref string) {
 			return // the agent is shutting down; the next one reports it
 		}
 		if err != nil {
-			r.update(masterlink.Status{TaskID: id, State: pb.TaskState_TASK_LOST, Reason: ReasonContainerLost, Message: err.Error()})
+			r.update(masterlink.Status{TaskID: k.id, FrameworkID: k.fw, State: pb.TaskState_TASK_LOST, Reason: ReasonContainerLost, Message: err.Error()})
 			return
 		}
-		st := finalStatus(c, r.killed(id))
+		st := finalStatus(c, r.killed(k))
 		if st.Reason == ReasonPreempted {
 			st.Message = r.preemptMessage(c)
 		}
@@ -234,21 +254,27 @@ func (r *Runner) preemptMessage(c *agent.Container) string {
 	}
 }
 
-// KillTask kills task id's container with the agent's default grace. A
+// KillTask kills framework fw's task id's container with the agent's
+// default grace (fw empty, from an older master: the task of that ID). A
 // task still being created is killed once its container exists; an
-// unknown task is reported LOST.
-func (r *Runner) KillTask(ctx context.Context, id string) error {
+// unknown task is reported LOST. Another framework's task of the same ID
+// is never touched.
+func (r *Runner) KillTask(ctx context.Context, fw, id string) error {
+	k := taskKey{fw, id}
+	if fw == "" {
+		k = r.keyOfID(id)
+	}
 	r.mu.Lock()
-	tk := r.taskLocked(id)
+	tk := r.taskLocked(k)
 	tk.killed = true
 	launching := tk.launching
 	r.mu.Unlock()
-	if _, err := r.a.Kill(ctx, r.ref(id), 0); err != nil {
+	if _, err := r.a.Kill(ctx, r.ref(k), 0); err != nil {
 		if launching && (errors.Is(err, agent.ErrNotFound) || errors.Is(err, agent.ErrNotRunning)) {
 			return nil // LaunchTask kills it once the container exists
 		}
 		if errors.Is(err, agent.ErrNotFound) {
-			r.update(masterlink.Status{TaskID: id, State: pb.TaskState_TASK_LOST, Reason: ReasonContainerLost, Message: "no such task on this agent"})
+			r.update(masterlink.Status{TaskID: id, FrameworkID: k.fw, State: pb.TaskState_TASK_LOST, Reason: ReasonContainerLost, Message: "no such task on this agent"})
 			return nil
 		}
 		if errors.Is(err, agent.ErrNotRunning) {
@@ -264,17 +290,18 @@ func (r *Runner) KillTask(ctx context.Context, id string) error {
 // agent, which accounts the change (growth only if free), and records res
 // in the container's resources label with the same checkpoint, so that a
 // restarted agent reports the resources the container has.
-func (r *Runner) UpdateTask(ctx context.Context, id string, res resources.Resources) error {
+func (r *Runner) UpdateTask(ctx context.Context, fw, id string, res resources.Resources) error {
 	ar, rev, err := agentResourcesOf(res)
 	if err != nil {
 		return err
 	}
-	c, err := r.a.Get(r.ref(id))
+	k := taskKey{fw, id}
+	c, err := r.a.Get(r.ref(k))
 	if err != nil {
 		return err
 	}
-	if c.Labels[LabelTask] != id {
-		return fmt.Errorf("container %s does not run task %s", c.ID, id)
+	if !k.matches(c) {
+		return fmt.Errorf("container %s does not run task %s of framework %s", c.ID, id, fw)
 	}
 	if c.Revocable != rev {
 		return fmt.Errorf("task %s: an update cannot change whether it is revocable", id)
@@ -285,22 +312,24 @@ func (r *Runner) UpdateTask(ctx context.Context, id string, res resources.Resour
 }
 
 // Tasks lists the tasks the agent's containers run, from their labels:
-// one per task ID, its current container (current).
+// one per task (framework and ID), its current container (current); an
+// ended one with its end.
 func (r *Runner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
 	var out []masterlink.TaskSnapshot
 	for _, c := range current(r.a.List()) {
-		id := c.Labels[LabelTask]
+		k := keyOf(c)
 		res, err := resources.Parse(c.Labels[LabelResources])
 		if err != nil {
 			continue
 		}
-		s := masterlink.TaskSnapshot{Task: masterlink.Task{ID: id, FrameworkID: c.Labels[LabelFramework], Name: c.Labels[LabelTaskName],
+		s := masterlink.TaskSnapshot{Task: masterlink.Task{ID: k.id, FrameworkID: k.fw, Name: c.Labels[LabelTaskName],
 			Resources: res, Command: c.Command, Env: c.Env, User: c.User, UserNS: c.UserNS}, State: pb.TaskState_TASK_RUNNING}
 		switch c.State {
 		case agent.StateLaunching:
 			s.State = pb.TaskState_TASK_STARTING
 		case agent.StateExited:
-			s.State = finalStatus(c, r.killed(id)).State
+			st := finalStatus(c, r.killed(k))
+			s.State, s.Reason, s.Message, s.ExitCode = st.State, st.Reason, st.Message, st.ExitCode
 		}
 		out = append(out, s)
 	}
@@ -312,44 +341,72 @@ func (r *Runner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
 // and the updater is set.
 func (r *Runner) Adopt() {
 	for _, c := range current(r.a.List()) {
-		id := c.Labels[LabelTask]
+		k := keyOf(c)
 		r.mu.Lock()
-		r.taskLocked(id).container = c.ID
+		r.taskLocked(k).container = c.ID
 		r.mu.Unlock()
 		if c.State == agent.StateExited {
-			r.update(finalStatus(c, r.killed(id)))
+			r.update(finalStatus(c, r.killed(k)))
 		} else {
-			r.watch(id, c.ID)
+			r.watch(k, c.ID)
 		}
 	}
 }
 
-// ref returns the container of task id: the one the runner launched or
-// adopted, else the current one by the labels (current), else id itself
-// (the agent then answers ErrNotFound).
-func (r *Runner) ref(id string) string {
+// ref returns the container of task k: the one the runner launched or
+// adopted, else the current one by the labels (current), else the task
+// ID itself (the agent then answers ErrNotFound).
+func (r *Runner) ref(k taskKey) string {
 	r.mu.Lock()
-	tk := r.tasks[id]
+	tk := r.tasks[k]
 	r.mu.Unlock()
 	if tk != nil && tk.container != "" {
 		return tk.container
 	}
 	var match *agent.Container
 	for _, c := range r.a.List() {
-		if c.Labels[LabelTask] == id && (match == nil || match.State == agent.StateExited) {
+		if k.matches(c) && (match == nil || match.State == agent.StateExited) {
 			match = c
 		}
 	}
 	if match != nil {
 		return match.ID
 	}
-	return id
+	return k.id
+}
+
+// keyOfID is the key of the task of ID id an older master's command
+// names (without a framework): one being launched, else the current
+// container's (the one not exited, else the newest), else one with no
+// framework.
+func (r *Runner) keyOfID(id string) taskKey {
+	r.mu.Lock()
+	for k, tk := range r.tasks {
+		if k.id == id && tk.launching {
+			r.mu.Unlock()
+			return k
+		}
+	}
+	r.mu.Unlock()
+	var match *agent.Container
+	for _, c := range r.a.List() {
+		if c.Labels[LabelTask] == id && (match == nil || match.State == agent.StateExited) {
+			match = c
+		}
+	}
+	if match == nil {
+		return taskKey{id: id}
+	}
+	return keyOf(match)
 }
 
 // current returns, of containers cs (oldest first, as agent.List), the
-// current container of each task: the one not exited, else the newest. A
-// task ID may have several containers: tasks of different frameworks
-// with one ID, one after the other (ContainerName).
+// current container of each task ID: the one not exited, else the newest.
+// A task ID may have several containers: tasks of different frameworks
+// with one ID, one after the other (ContainerName). Only the current one
+// is reported: the master tracks one live task per ID, and an ended
+// task's unacknowledged end still reaches it through the link's outbox,
+// where each framework's task has its own queue.
 func current(cs []*agent.Container) []*agent.Container {
 	idx := map[string]int{}
 	var out []*agent.Container

@@ -204,7 +204,7 @@ func TestKillDuringLaunch(t *testing.T) {
 		launched <- r.LaunchTask(context.Background(), masterlink.Task{ID: "t1", FrameworkID: "f", Resources: res})
 	}()
 	<-a.entered
-	if err := r.KillTask(context.Background(), "t1"); err != nil {
+	if err := r.KillTask(context.Background(), "f", "t1"); err != nil {
 		t.Fatalf("kill during launch: %v", err)
 	}
 	close(a.release)
@@ -248,7 +248,7 @@ func TestDuplicateLaunch(t *testing.T) {
 	if err := r.LaunchTask(context.Background(), task); err != nil {
 		t.Fatalf("duplicate of the running task: %v", err)
 	}
-	if err := r.KillTask(context.Background(), "t1"); err != nil {
+	if err := r.KillTask(context.Background(), "f", "t1"); err != nil {
 		t.Fatal(err)
 	}
 	var states []pb.TaskState
@@ -269,7 +269,7 @@ func TestKillUnknownTask(t *testing.T) {
 	r := New(context.Background(), a, nil)
 	r.SetUpdater(up)
 	defer r.Close()
-	if err := r.KillTask(context.Background(), "nope"); err != nil {
+	if err := r.KillTask(context.Background(), "f", "nope"); err != nil {
 		t.Fatal(err)
 	}
 	if st := <-up.ch; st.TaskID != "nope" || st.State != pb.TaskState_TASK_LOST || st.Reason != ReasonContainerLost {

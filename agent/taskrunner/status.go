@@ -75,8 +75,7 @@ func agentResourcesOf(res resources.Resources) (agent.Resources, bool, error) {
 // finalStatus maps an exited container to the task's final status; killed
 // says the framework asked for the kill.
 func finalStatus(c *agent.Container, killed bool) masterlink.Status {
-	id := c.Labels[LabelTask]
-	st := masterlink.Status{TaskID: id, State: pb.TaskState_TASK_FAILED, Reason: ReasonCommandExited}
+	st := masterlink.Status{TaskID: c.Labels[LabelTask], FrameworkID: c.Labels[LabelFramework], State: pb.TaskState_TASK_FAILED, Reason: ReasonCommandExited}
 	e := c.Exit
 	if e == nil {
 		st.State, st.Reason, st.Message = pb.TaskState_TASK_LOST, ReasonContainerLost, "exit status unknown"

@@ -141,7 +141,7 @@ func (r *haRunner) LaunchTask(_ context.Context, t masterlink.Task) error {
 	return c.Update(masterlink.Status{TaskID: t.ID, State: pb.TaskState_TASK_RUNNING})
 }
 
-func (r *haRunner) KillTask(_ context.Context, id string) error {
+func (r *haRunner) KillTask(_ context.Context, _, id string) error {
 	r.mu.Lock()
 	t := r.tasks[id]
 	if t != nil {

@@ -468,7 +468,11 @@ func (x *TaskInfo) GetUserns() bool {
 	return false
 }
 
-// TaskStatus is one state transition of a task.
+// TaskStatus is one state transition of a task. A task is framework_id's
+// task_id: tasks of several frameworks may share an ID, one after the
+// other, on an agent, and an update of one never applies to another. An
+// agent's update without framework_id (an agent older than it) is
+// matched by task_id alone.
 type TaskStatus struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	TaskId      string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -607,7 +611,14 @@ type TaskSnapshot struct {
 	// acknowledged: the task is terminal and its framework acknowledged the
 	// terminal update; the master never adopts it as a live task (it only
 	// goes to the completed history).
-	Acknowledged  bool `protobuf:"varint,3,opt,name=acknowledged,proto3" json:"acknowledged,omitempty"`
+	Acknowledged bool `protobuf:"varint,3,opt,name=acknowledged,proto3" json:"acknowledged,omitempty"`
+	// A terminal task's end, as its final update says it (the agent keeps
+	// it with the container): a master that restarted shows it in its
+	// completed history.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message       string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	HasExitCode   bool   `protobuf:"varint,6,opt,name=has_exit_code,json=hasExitCode,proto3" json:"has_exit_code,omitempty"`
+	ExitCode      int32  `protobuf:"varint,7,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -661,6 +672,34 @@ func (x *TaskSnapshot) GetAcknowledged() bool {
 		return x.Acknowledged
 	}
 	return false
+}
+
+func (x *TaskSnapshot) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *TaskSnapshot) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *TaskSnapshot) GetHasExitCode() bool {
+	if x != nil {
+		return x.HasExitCode
+	}
+	return false
+}
+
+func (x *TaskSnapshot) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
 }
 
 type Register struct {
@@ -1261,8 +1300,11 @@ type Registered struct {
 	AgentId                string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
 	HeartbeatIntervalNanos int64                  `protobuf:"varint,2,opt,name=heartbeat_interval_nanos,json=heartbeatIntervalNanos,proto3" json:"heartbeat_interval_nanos,omitempty"`
 	// kill lists tasks the agent runs that the master has already declared
-	// lost or whose framework is gone; the agent kills them.
-	Kill          []string `protobuf:"bytes,3,rep,name=kill,proto3" json:"kill,omitempty"`
+	// lost or whose framework is gone; the agent kills them. kill_tasks are
+	// the same tasks with their frameworks: an agent that reads them
+	// ignores kill (which names the task IDs alone, for older agents).
+	Kill          []string    `protobuf:"bytes,3,rep,name=kill,proto3" json:"kill,omitempty"`
+	KillTasks     []*KillTask `protobuf:"bytes,4,rep,name=kill_tasks,json=killTasks,proto3" json:"kill_tasks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1314,6 +1356,13 @@ func (x *Registered) GetHeartbeatIntervalNanos() int64 {
 func (x *Registered) GetKill() []string {
 	if x != nil {
 		return x.Kill
+	}
+	return nil
+}
+
+func (x *Registered) GetKillTasks() []*KillTask {
+	if x != nil {
+		return x.KillTasks
 	}
 	return nil
 }
@@ -1434,6 +1483,7 @@ type UpdateTask struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	Resources     string                 `protobuf:"bytes,2,opt,name=resources,proto3" json:"resources,omitempty"`
+	FrameworkId   string                 `protobuf:"bytes,3,opt,name=framework_id,json=frameworkId,proto3" json:"framework_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1482,10 +1532,21 @@ func (x *UpdateTask) GetResources() string {
 	return ""
 }
 
+func (x *UpdateTask) GetFrameworkId() string {
+	if x != nil {
+		return x.FrameworkId
+	}
+	return ""
+}
+
+// StatusAck acknowledges the update uuid of framework_id's task_id
+// (framework_id empty from older masters: the agent finds the update by
+// task_id and uuid).
 type StatusAck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	Uuid          string                 `protobuf:"bytes,2,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	FrameworkId   string                 `protobuf:"bytes,3,opt,name=framework_id,json=frameworkId,proto3" json:"framework_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1530,6 +1591,13 @@ func (x *StatusAck) GetTaskId() string {
 func (x *StatusAck) GetUuid() string {
 	if x != nil {
 		return x.Uuid
+	}
+	return ""
+}
+
+func (x *StatusAck) GetFrameworkId() string {
+	if x != nil {
+		return x.FrameworkId
 	}
 	return ""
 }
@@ -3227,11 +3295,15 @@ const file_masterlink_proto_rawDesc = "" +
 	"\x04uuid\x18\t \x01(\tR\x04uuid\x12.\n" +
 	"\x13timestamp_unix_nano\x18\n" +
 	" \x01(\x03R\x11timestampUnixNano\x12\x1c\n" +
-	"\tresources\x18\v \x01(\tR\tresources\"\x99\x01\n" +
+	"\tresources\x18\v \x01(\tR\tresources\"\x8c\x02\n" +
 	"\fTaskSnapshot\x120\n" +
 	"\x04task\x18\x01 \x01(\v2\x1c.brim.masterlink.v1.TaskInfoR\x04task\x123\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1d.brim.masterlink.v1.TaskStateR\x05state\x12\"\n" +
-	"\facknowledged\x18\x03 \x01(\bR\facknowledged\"\xde\x03\n" +
+	"\facknowledged\x18\x03 \x01(\bR\facknowledged\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12\"\n" +
+	"\rhas_exit_code\x18\x06 \x01(\bR\vhasExitCode\x12\x1b\n" +
+	"\texit_code\x18\a \x01(\x05R\bexitCode\"\xde\x03\n" +
 	"\bRegister\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x1c\n" +
@@ -3281,25 +3353,29 @@ const file_masterlink_proto_rawDesc = "" +
 	"\x06status\x18\x03 \x01(\v2\x1e.brim.masterlink.v1.TaskStatusH\x00R\x06status\x12L\n" +
 	"\x0eoversubscribed\x18\x04 \x01(\v2\".brim.masterlink.v1.OversubscribedH\x00R\x0eoversubscribed\x12P\n" +
 	"\x10reregister_tasks\x18\x05 \x01(\v2#.brim.masterlink.v1.ReregisterTasksH\x00R\x0freregisterTasksB\x05\n" +
-	"\x03msg\"u\n" +
+	"\x03msg\"\xb2\x01\n" +
 	"\n" +
 	"Registered\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x128\n" +
 	"\x18heartbeat_interval_nanos\x18\x02 \x01(\x03R\x16heartbeatIntervalNanos\x12\x12\n" +
-	"\x04kill\x18\x03 \x03(\tR\x04kill\"[\n" +
+	"\x04kill\x18\x03 \x03(\tR\x04kill\x12;\n" +
+	"\n" +
+	"kill_tasks\x18\x04 \x03(\v2\x1c.brim.masterlink.v1.KillTaskR\tkillTasks\"[\n" +
 	"\aRunTask\x120\n" +
 	"\x04task\x18\x01 \x01(\v2\x1c.brim.masterlink.v1.TaskInfoR\x04task\x12\x1e\n" +
 	"\vrun_as_root\x18\x02 \x01(\bR\trunAsRoot\"F\n" +
 	"\bKillTask\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12!\n" +
-	"\fframework_id\x18\x02 \x01(\tR\vframeworkId\"C\n" +
+	"\fframework_id\x18\x02 \x01(\tR\vframeworkId\"f\n" +
 	"\n" +
 	"UpdateTask\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1c\n" +
-	"\tresources\x18\x02 \x01(\tR\tresources\"8\n" +
+	"\tresources\x18\x02 \x01(\tR\tresources\x12!\n" +
+	"\fframework_id\x18\x03 \x01(\tR\vframeworkId\"[\n" +
 	"\tStatusAck\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x12\n" +
-	"\x04uuid\x18\x02 \x01(\tR\x04uuid\"\xaa\x02\n" +
+	"\x04uuid\x18\x02 \x01(\tR\x04uuid\x12!\n" +
+	"\fframework_id\x18\x03 \x01(\tR\vframeworkId\"\xaa\x02\n" +
 	"\rMasterMessage\x12@\n" +
 	"\n" +
 	"registered\x18\x01 \x01(\v2\x1e.brim.masterlink.v1.RegisteredH\x00R\n" +
@@ -3537,59 +3613,60 @@ var file_masterlink_proto_depIdxs = []int32{
 	6,  // 11: brim.masterlink.v1.AgentMessage.status:type_name -> brim.masterlink.v1.TaskStatus
 	11, // 12: brim.masterlink.v1.AgentMessage.oversubscribed:type_name -> brim.masterlink.v1.Oversubscribed
 	9,  // 13: brim.masterlink.v1.AgentMessage.reregister_tasks:type_name -> brim.masterlink.v1.ReregisterTasks
-	5,  // 14: brim.masterlink.v1.RunTask.task:type_name -> brim.masterlink.v1.TaskInfo
-	14, // 15: brim.masterlink.v1.MasterMessage.registered:type_name -> brim.masterlink.v1.Registered
-	15, // 16: brim.masterlink.v1.MasterMessage.run:type_name -> brim.masterlink.v1.RunTask
-	16, // 17: brim.masterlink.v1.MasterMessage.kill:type_name -> brim.masterlink.v1.KillTask
-	17, // 18: brim.masterlink.v1.MasterMessage.update:type_name -> brim.masterlink.v1.UpdateTask
-	18, // 19: brim.masterlink.v1.MasterMessage.ack:type_name -> brim.masterlink.v1.StatusAck
-	20, // 20: brim.masterlink.v1.SubscribeRequest.framework:type_name -> brim.masterlink.v1.FrameworkInfo
-	22, // 21: brim.masterlink.v1.Offers.offers:type_name -> brim.masterlink.v1.Offer
-	23, // 22: brim.masterlink.v1.Event.subscribed:type_name -> brim.masterlink.v1.Subscribed
-	24, // 23: brim.masterlink.v1.Event.offers:type_name -> brim.masterlink.v1.Offers
-	25, // 24: brim.masterlink.v1.Event.rescind:type_name -> brim.masterlink.v1.Rescind
-	6,  // 25: brim.masterlink.v1.Event.update:type_name -> brim.masterlink.v1.TaskStatus
-	10, // 26: brim.masterlink.v1.Event.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
-	26, // 27: brim.masterlink.v1.Event.error:type_name -> brim.masterlink.v1.ErrorEvent
-	28, // 28: brim.masterlink.v1.Event.demand:type_name -> brim.masterlink.v1.DemandEvent
-	43, // 29: brim.masterlink.v1.Operation.launch:type_name -> brim.masterlink.v1.Operation.Launch
-	44, // 30: brim.masterlink.v1.Operation.reserve:type_name -> brim.masterlink.v1.Operation.Reserve
-	45, // 31: brim.masterlink.v1.Operation.unreserve:type_name -> brim.masterlink.v1.Operation.Unreserve
-	31, // 32: brim.masterlink.v1.AcceptRequest.operations:type_name -> brim.masterlink.v1.Operation
-	32, // 33: brim.masterlink.v1.AcceptRequest.filters:type_name -> brim.masterlink.v1.Filters
-	32, // 34: brim.masterlink.v1.DeclineRequest.filters:type_name -> brim.masterlink.v1.Filters
-	5,  // 35: brim.masterlink.v1.Operation.Launch.tasks:type_name -> brim.masterlink.v1.TaskInfo
-	13, // 36: brim.masterlink.v1.AgentLink.Connect:input_type -> brim.masterlink.v1.AgentMessage
-	21, // 37: brim.masterlink.v1.Scheduler.Subscribe:input_type -> brim.masterlink.v1.SubscribeRequest
-	33, // 38: brim.masterlink.v1.Scheduler.Accept:input_type -> brim.masterlink.v1.AcceptRequest
-	34, // 39: brim.masterlink.v1.Scheduler.Decline:input_type -> brim.masterlink.v1.DeclineRequest
-	35, // 40: brim.masterlink.v1.Scheduler.Revive:input_type -> brim.masterlink.v1.ReviveRequest
-	36, // 41: brim.masterlink.v1.Scheduler.Suppress:input_type -> brim.masterlink.v1.SuppressRequest
-	37, // 42: brim.masterlink.v1.Scheduler.Kill:input_type -> brim.masterlink.v1.KillRequest
-	38, // 43: brim.masterlink.v1.Scheduler.Acknowledge:input_type -> brim.masterlink.v1.AcknowledgeRequest
-	39, // 44: brim.masterlink.v1.Scheduler.Reconcile:input_type -> brim.masterlink.v1.ReconcileRequest
-	40, // 45: brim.masterlink.v1.Scheduler.UpdateTask:input_type -> brim.masterlink.v1.UpdateTaskRequest
-	29, // 46: brim.masterlink.v1.Scheduler.SubmitDemand:input_type -> brim.masterlink.v1.SubmitDemandRequest
-	30, // 47: brim.masterlink.v1.Scheduler.CancelDemand:input_type -> brim.masterlink.v1.CancelDemandRequest
-	2,  // 48: brim.masterlink.v1.Masters.WatchLeader:input_type -> brim.masterlink.v1.WatchLeaderRequest
-	19, // 49: brim.masterlink.v1.AgentLink.Connect:output_type -> brim.masterlink.v1.MasterMessage
-	27, // 50: brim.masterlink.v1.Scheduler.Subscribe:output_type -> brim.masterlink.v1.Event
-	4,  // 51: brim.masterlink.v1.Scheduler.Accept:output_type -> brim.masterlink.v1.Empty
-	4,  // 52: brim.masterlink.v1.Scheduler.Decline:output_type -> brim.masterlink.v1.Empty
-	4,  // 53: brim.masterlink.v1.Scheduler.Revive:output_type -> brim.masterlink.v1.Empty
-	4,  // 54: brim.masterlink.v1.Scheduler.Suppress:output_type -> brim.masterlink.v1.Empty
-	4,  // 55: brim.masterlink.v1.Scheduler.Kill:output_type -> brim.masterlink.v1.Empty
-	4,  // 56: brim.masterlink.v1.Scheduler.Acknowledge:output_type -> brim.masterlink.v1.Empty
-	4,  // 57: brim.masterlink.v1.Scheduler.Reconcile:output_type -> brim.masterlink.v1.Empty
-	4,  // 58: brim.masterlink.v1.Scheduler.UpdateTask:output_type -> brim.masterlink.v1.Empty
-	4,  // 59: brim.masterlink.v1.Scheduler.SubmitDemand:output_type -> brim.masterlink.v1.Empty
-	4,  // 60: brim.masterlink.v1.Scheduler.CancelDemand:output_type -> brim.masterlink.v1.Empty
-	3,  // 61: brim.masterlink.v1.Masters.WatchLeader:output_type -> brim.masterlink.v1.LeaderInfo
-	49, // [49:62] is the sub-list for method output_type
-	36, // [36:49] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	16, // 14: brim.masterlink.v1.Registered.kill_tasks:type_name -> brim.masterlink.v1.KillTask
+	5,  // 15: brim.masterlink.v1.RunTask.task:type_name -> brim.masterlink.v1.TaskInfo
+	14, // 16: brim.masterlink.v1.MasterMessage.registered:type_name -> brim.masterlink.v1.Registered
+	15, // 17: brim.masterlink.v1.MasterMessage.run:type_name -> brim.masterlink.v1.RunTask
+	16, // 18: brim.masterlink.v1.MasterMessage.kill:type_name -> brim.masterlink.v1.KillTask
+	17, // 19: brim.masterlink.v1.MasterMessage.update:type_name -> brim.masterlink.v1.UpdateTask
+	18, // 20: brim.masterlink.v1.MasterMessage.ack:type_name -> brim.masterlink.v1.StatusAck
+	20, // 21: brim.masterlink.v1.SubscribeRequest.framework:type_name -> brim.masterlink.v1.FrameworkInfo
+	22, // 22: brim.masterlink.v1.Offers.offers:type_name -> brim.masterlink.v1.Offer
+	23, // 23: brim.masterlink.v1.Event.subscribed:type_name -> brim.masterlink.v1.Subscribed
+	24, // 24: brim.masterlink.v1.Event.offers:type_name -> brim.masterlink.v1.Offers
+	25, // 25: brim.masterlink.v1.Event.rescind:type_name -> brim.masterlink.v1.Rescind
+	6,  // 26: brim.masterlink.v1.Event.update:type_name -> brim.masterlink.v1.TaskStatus
+	10, // 27: brim.masterlink.v1.Event.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
+	26, // 28: brim.masterlink.v1.Event.error:type_name -> brim.masterlink.v1.ErrorEvent
+	28, // 29: brim.masterlink.v1.Event.demand:type_name -> brim.masterlink.v1.DemandEvent
+	43, // 30: brim.masterlink.v1.Operation.launch:type_name -> brim.masterlink.v1.Operation.Launch
+	44, // 31: brim.masterlink.v1.Operation.reserve:type_name -> brim.masterlink.v1.Operation.Reserve
+	45, // 32: brim.masterlink.v1.Operation.unreserve:type_name -> brim.masterlink.v1.Operation.Unreserve
+	31, // 33: brim.masterlink.v1.AcceptRequest.operations:type_name -> brim.masterlink.v1.Operation
+	32, // 34: brim.masterlink.v1.AcceptRequest.filters:type_name -> brim.masterlink.v1.Filters
+	32, // 35: brim.masterlink.v1.DeclineRequest.filters:type_name -> brim.masterlink.v1.Filters
+	5,  // 36: brim.masterlink.v1.Operation.Launch.tasks:type_name -> brim.masterlink.v1.TaskInfo
+	13, // 37: brim.masterlink.v1.AgentLink.Connect:input_type -> brim.masterlink.v1.AgentMessage
+	21, // 38: brim.masterlink.v1.Scheduler.Subscribe:input_type -> brim.masterlink.v1.SubscribeRequest
+	33, // 39: brim.masterlink.v1.Scheduler.Accept:input_type -> brim.masterlink.v1.AcceptRequest
+	34, // 40: brim.masterlink.v1.Scheduler.Decline:input_type -> brim.masterlink.v1.DeclineRequest
+	35, // 41: brim.masterlink.v1.Scheduler.Revive:input_type -> brim.masterlink.v1.ReviveRequest
+	36, // 42: brim.masterlink.v1.Scheduler.Suppress:input_type -> brim.masterlink.v1.SuppressRequest
+	37, // 43: brim.masterlink.v1.Scheduler.Kill:input_type -> brim.masterlink.v1.KillRequest
+	38, // 44: brim.masterlink.v1.Scheduler.Acknowledge:input_type -> brim.masterlink.v1.AcknowledgeRequest
+	39, // 45: brim.masterlink.v1.Scheduler.Reconcile:input_type -> brim.masterlink.v1.ReconcileRequest
+	40, // 46: brim.masterlink.v1.Scheduler.UpdateTask:input_type -> brim.masterlink.v1.UpdateTaskRequest
+	29, // 47: brim.masterlink.v1.Scheduler.SubmitDemand:input_type -> brim.masterlink.v1.SubmitDemandRequest
+	30, // 48: brim.masterlink.v1.Scheduler.CancelDemand:input_type -> brim.masterlink.v1.CancelDemandRequest
+	2,  // 49: brim.masterlink.v1.Masters.WatchLeader:input_type -> brim.masterlink.v1.WatchLeaderRequest
+	19, // 50: brim.masterlink.v1.AgentLink.Connect:output_type -> brim.masterlink.v1.MasterMessage
+	27, // 51: brim.masterlink.v1.Scheduler.Subscribe:output_type -> brim.masterlink.v1.Event
+	4,  // 52: brim.masterlink.v1.Scheduler.Accept:output_type -> brim.masterlink.v1.Empty
+	4,  // 53: brim.masterlink.v1.Scheduler.Decline:output_type -> brim.masterlink.v1.Empty
+	4,  // 54: brim.masterlink.v1.Scheduler.Revive:output_type -> brim.masterlink.v1.Empty
+	4,  // 55: brim.masterlink.v1.Scheduler.Suppress:output_type -> brim.masterlink.v1.Empty
+	4,  // 56: brim.masterlink.v1.Scheduler.Kill:output_type -> brim.masterlink.v1.Empty
+	4,  // 57: brim.masterlink.v1.Scheduler.Acknowledge:output_type -> brim.masterlink.v1.Empty
+	4,  // 58: brim.masterlink.v1.Scheduler.Reconcile:output_type -> brim.masterlink.v1.Empty
+	4,  // 59: brim.masterlink.v1.Scheduler.UpdateTask:output_type -> brim.masterlink.v1.Empty
+	4,  // 60: brim.masterlink.v1.Scheduler.SubmitDemand:output_type -> brim.masterlink.v1.Empty
+	4,  // 61: brim.masterlink.v1.Scheduler.CancelDemand:output_type -> brim.masterlink.v1.Empty
+	3,  // 62: brim.masterlink.v1.Masters.WatchLeader:output_type -> brim.masterlink.v1.LeaderInfo
+	50, // [50:63] is the sub-list for method output_type
+	37, // [37:50] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_masterlink_proto_init() }
