@@ -687,7 +687,7 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 	// A terminal task whose end the framework acknowledged is marked so:
 	// the master must not take it for a live one.
 	acked := func(s TaskSnapshot) bool {
-		return s.State.Terminal() && c.out.acknowledged(queueKey(s.Task.FrameworkID, s.Task.ID))
+		return s.State.Terminal() && c.out.acknowledged(s.Task.FrameworkID, s.Task.ID)
 	}
 	for _, m := range registerMessages(reg, snaps, acked) {
 		if err := send(m); err != nil {

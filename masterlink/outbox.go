@@ -205,11 +205,17 @@ func (o *outbox) last(key string) pb.TaskState {
 	return pb.TaskState_TASK_UNKNOWN
 }
 
-// acknowledged reports whether task key's latest reported state is
-// terminal and every update of it was acknowledged (the queue stays, with
-// nothing pending, after its last acknowledgement).
-func (o *outbox) acknowledged(key string) bool {
-	q := o.queues[key]
+// acknowledged reports whether framework fw's task id's latest reported
+// state is terminal and every update of it was acknowledged (the queue
+// stays, with nothing pending, after its last acknowledgement). A task
+// with no queue of its framework was reported through the queue of its
+// ID alone (a runner, or a checkpoint, older than frameworks in
+// statuses): that one answers.
+func (o *outbox) acknowledged(fw, id string) bool {
+	q := o.queues[queueKey(fw, id)]
+	if q == nil {
+		q = o.queues[queueKey("", id)]
+	}
 	return q != nil && q.Last.Terminal() && len(q.Pending) == 0
 }
 

@@ -289,25 +289,25 @@ func TestOutboxCheckpointRoundTrip(t *testing.T) {
 // re-registration so that it never adopts the ended task again.
 func TestOutboxAcknowledged(t *testing.T) {
 	o := newOutbox(backoff{Min: time.Second, Max: time.Minute}, fixedRand(0))
-	if o.acknowledged("t1") {
+	if o.acknowledged("", "t1") {
 		t.Fatal("unknown task acknowledged")
 	}
 	add(t, o, running("t1"), "u1", t0)
 	add(t, o, finished("t1"), "u2", t0)
-	if o.acknowledged("t1") {
+	if o.acknowledged("", "t1") {
 		t.Fatal("acknowledged with two updates pending")
 	}
 	o.ack("", "t1", "u1")
-	if o.acknowledged("t1") {
+	if o.acknowledged("", "t1") {
 		t.Fatal("acknowledged with the terminal update pending")
 	}
 	o.ack("", "t1", "u2")
-	if !o.acknowledged("t1") {
+	if !o.acknowledged("", "t1") {
 		t.Fatal("not acknowledged after the terminal update's ack")
 	}
 	add(t, o, running("t2"), "u3", t0)
 	o.ack("", "t2", "u3")
-	if o.acknowledged("t2") {
+	if o.acknowledged("", "t2") {
 		t.Fatal("a running task acknowledged")
 	}
 }
@@ -353,6 +353,15 @@ func TestOutboxPerFramework(t *testing.T) {
 		t.Fatalf("relaunched: %+v %v", q, ok)
 	}
 	o.put(q)
+	// A task reported through its ID's queue alone (an older runner's
+	// checkpoint) answers for its framework's.
+	add(t, o, Status{TaskID: "old", State: pb.TaskState_TASK_FINISHED}, "o1", t0)
+	if o.acknowledged("a", "old") {
+		t.Fatal("a task with its end pending acknowledged")
+	}
+	if _, ok := o.ack("a", "old", "o1"); !ok || !o.acknowledged("a", "old") {
+		t.Fatal("the end of a task of the ID's queue, acknowledged, is not")
+	}
 	if _, ok := o.relaunched(queueKey("b", "x")); ok {
 		t.Fatal("a running task's updates dropped at a relaunch")
 	}
