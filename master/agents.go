@@ -14,11 +14,12 @@ import (
 
 // registerAgent adds or re-registers an agent authenticated as principal
 // ("" without agent authentication) and reconciles its tasks. It returns
-// the agent ID and the tasks the agent must kill (with their frameworks). A new agent (or a new
-// principal) is written to the store before it returns, but outside the
-// master's lock: with etcd each write is a network round trip and a
-// raft commit, and under the lock 10,000 first registrations queued
-// behind one another; outside it they proceed together.
+// the agent ID and the tasks the agent must kill, with their frameworks.
+// A new agent (or a new principal) is written to the store before it
+// returns, but outside the master's lock: with etcd each write is a
+// network round trip and a raft commit, and under the lock 10,000 first
+// registrations queued behind one another; outside it they proceed
+// together.
 func (m *Master) registerAgent(reg *registration, principal string, c *outbox[toAgent]) (string, []killTask, error) {
 	return m.registerAgentThen(reg, principal, c, func() {})
 }

@@ -601,18 +601,21 @@ func (m *Master) demandTaskEndedLocked(t *taskEntry, ok bool) {
 // counts what was launched: a gang that launched 1 of 2 tasks ended
 // "all 2 tasks finished".
 func (m *Master) demandEndedLocked(d *demand.Demand) {
-	tasks := d.Spec().Tasks
+	tasks, launched := d.Spec().Tasks, d.Launched
+	if launched == 0 {
+		launched = tasks // stored before launches were counted: as before
+	}
 	var msg string
 	switch {
 	case d.Failures > 0:
-		msg = fmt.Sprintf("%d of %d tasks launched did not finish", d.Failures, d.Launched)
-	case d.Launched >= tasks:
+		msg = fmt.Sprintf("%d of %d tasks launched did not finish", d.Failures, launched)
+	case launched >= tasks:
 		msg = fmt.Sprintf("all %d tasks finished", tasks)
 	default:
-		msg = fmt.Sprintf("%d of %d tasks launched, all finished", d.Launched, tasks)
+		msg = fmt.Sprintf("%d of %d tasks launched, all finished", launched, tasks)
 	}
-	if d.Spec().Gang && d.Launched < tasks && d.Failures == 0 {
-		msg = fmt.Sprintf("the gang ran %d of its %d tasks: %s", d.Launched, tasks, msg)
+	if d.Spec().Gang && launched < tasks && d.Failures == 0 {
+		msg = fmt.Sprintf("the gang ran %d of its %d tasks: %s", launched, tasks, msg)
 		changes, _ := m.dem.book.HandOverLost(d.ID, msg, m.dem.clock())
 		m.applyDemandChangesLocked(changes)
 		return
