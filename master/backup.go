@@ -112,7 +112,9 @@ func Backups(dir string) ([]string, error) {
 // Restore replaces STATE-DIR/master.db with the store file from (a
 // backup), after checking it. It refuses (ErrStoreBusy) while a master
 // holds the store, and a damaged or empty from (ErrCorruptStore). The
-// replaced file is kept as master.db.before-restore-TIME.
+// replaced file is kept as master.db.before-restore-TIME. Run as root, it
+// gives both files the state dir's owner, so that a master running as
+// that user (the package's brim) can open the restored store.
 func Restore(from, stateDir string) error {
 	db, err := openChecked(from, time.Second, true)
 	if err != nil {
@@ -140,13 +142,18 @@ func Restore(from, stateDir string) error {
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
+	written := []string{dst}
 	if statErr == nil {
 		old := fmt.Sprintf("%s.before-restore-%s", dst, time.Now().UTC().Format("20060102T150405Z"))
 		if err := copyFile(dst, old); err != nil {
 			return fmt.Errorf("restore: keep the old store: %w", err)
 		}
+		written = append(written, old)
 	}
 	if err := atomicfile.WriteFile(dst, data, 0o600); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	if err := ownLikeDir(stateDir, written...); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
 	return nil
