@@ -21,7 +21,7 @@ BUILDDATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
 BI        := github.com/brimnode/brim/internal/buildinfo
 LDFLAGS   := -X $(BI).version=$(VERSION) -X $(BI).commit=$(COMMIT) -X $(BI).date=$(BUILDDATE)
 
-.PHONY: all deps tools build package test test-v2 test-short chaos bench demo lint check-generated cross generate clean
+.PHONY: all deps tools build package debroot test test-v2 test-short chaos bench demo lint check-generated cross generate clean
 
 all: build
 
@@ -46,10 +46,16 @@ package: build bin/tools/nfpm
 	bin/brim master config --commented > bin/pkg/master.toml
 	BRIM_DEB_VERSION='$(DEB_VERSION)' bin/tools/nfpm package --config dist/nfpm.yaml --packager deb --target $(DEB)
 
+## debroot: the Debian root the package test installs the .deb into
+## (debootstrap minbase of the host's release; made once, cached in bin/debroot)
+DEBROOT   := bin/debroot/root
+debroot: deps
+	bash hack/debroot.sh >/dev/null
+
 ## test: the whole suite, as root (privileged tests fail instead of skipping
 ## when CI=true), then the cgroup v2 lane
-test: deps build package
-	BRIM_BINARY=$(CURDIR)/$(BIN) BRIM_SHIM_BINARY=$(CURDIR)/$(SHIM) BRIM_DEB=$(CURDIR)/$(DEB) $(GO) test -tags '$(TAGS)' $(TESTFLAGS) $(PKGS)
+test: deps build package debroot
+	BRIM_BINARY=$(CURDIR)/$(BIN) BRIM_SHIM_BINARY=$(CURDIR)/$(SHIM) BRIM_DEB=$(CURDIR)/$(DEB) BRIM_DEBROOT=$(CURDIR)/$(DEBROOT) $(GO) test -tags '$(TAGS)' $(TESTFLAGS) $(PKGS)
 	$(MAKE) test-v2
 
 ## test-v2: the kernel-facing packages' tests on a real cgroup v2 kernel

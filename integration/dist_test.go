@@ -1,11 +1,18 @@
 package integration
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/brimnode/brim/internal/testutil"
 )
@@ -37,62 +44,263 @@ func TestSystemdUnitsVerify(t *testing.T) {
 	}
 }
 
-// The .deb installs brim, its units, configs and directories, and a purge
-// leaves nothing behind.
-func TestDebPackage(t *testing.T) {
+// The .deb as an operator meets it, in a minimal Debian root (debRoot:
+// the host stays untouched): dpkg installs it with the dependencies it
+// declares, both units start as systemd would start them (debUnit: the
+// master as the brim user under ProtectSystem=strict, the agent as root)
+// and report READY=1, the master opens its store and answers `brim state`
+// with the agent registered, and the agent runs a container. The master
+// comes back from a backup restored by root. A purge is refused while an
+// agent runs, and removes every file, the user and the containers once
+// the units are stopped.
+func TestDebInstall(t *testing.T) {
 	testutil.RequireRoot(t)
 	deb := os.Getenv("BRIM_DEB")
 	testutil.Require(t, deb != "", "BRIM_DEB not set (make test builds the package)")
-	// Never touch an operator's installation: on a machine that has one,
-	// skip (and fail in CI, which runs on fresh machines).
-	testutil.Require(t, exec.Command("dpkg-query", "-W", "brim").Run() != nil, "a brim package is installed on this machine")
-	paths := []string{"/usr/bin/brim", "/usr/bin/brim-shim", "/usr/bin/brim-experiment", "/lib/systemd/system/brim-agent.service",
-		"/lib/systemd/system/brim-master.service", "/etc/brim/agent.toml", "/etc/brim/master.toml",
-		"/usr/share/doc/brim/operators.md", "/var/lib/brim"}
-	for _, p := range paths {
-		_, err := os.Lstat(p)
-		testutil.Require(t, err != nil, p+" exists before the install")
+	parent := testutil.NewCgroupParent(t)
+	t.Cleanup(func() { killCgroupTree(t, parent) }) // after the root's cleanup, before the rmdirs
+	r := newDebRoot(t)
+
+	r.install(deb)
+
+	// What the package installs, and who owns it.
+	for _, p := range []string{"/usr/bin/brim", "/usr/bin/brim-shim", "/usr/bin/brim-experiment",
+		"/lib/systemd/system/brim-agent.service", "/lib/systemd/system/brim-master.service",
+		"/etc/brim/agent.toml", "/usr/share/doc/brim/operators.md", "/usr/share/doc/brim/security.md"} {
+		if !r.exists(p) {
+			t.Errorf("not installed: %s", p)
+		}
 	}
-	t.Cleanup(func() { _ = exec.Command("dpkg", "--purge", "brim").Run() })
-	run := func(name string, args ...string) string {
-		t.Helper()
-		out, err := exec.Command(name, args...).CombinedOutput()
+	// The units as they are in dist/systemd (TestSystemdUnitsVerify checks those).
+	for _, u := range []string{"brim-agent.service", "brim-master.service"} {
+		b, err := os.ReadFile("../dist/systemd/" + u)
 		if err != nil {
-			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+			t.Fatal(err)
 		}
-		return string(out)
-	}
-	run("dpkg", "-i", deb)
-	for _, p := range paths {
-		if _, err := os.Stat(p); err != nil {
-			t.Errorf("not installed: %v", err)
+		if got, _ := r.run(nil, "cat", "/lib/systemd/system/"+u); got != string(b) {
+			t.Errorf("installed %s differs from dist/systemd/%s", u, u)
 		}
 	}
-	if st, err := os.Stat("/var/lib/brim"); err == nil && st.Mode().Perm() != 0o700 {
-		t.Errorf("/var/lib/brim mode %v, want 0700", st.Mode().Perm())
+	for path, want := range map[string]string{
+		"/var/lib/brim":         "root:root 755",
+		"/var/lib/brim/master":  "brim:brim 700",
+		"/etc/brim":             "root:root 755",
+		"/etc/brim/master.toml": "root:brim 640",
+	} {
+		if got := r.stat(path); got != want {
+			t.Errorf("%s: %s, want %s", path, got, want)
+		}
 	}
-	want := strings.TrimSpace(run(brimBinary, "--version"))
-	if got := strings.TrimSpace(run("/usr/bin/brim", "--version")); got != want {
+	if pw := strings.Split(strings.TrimSpace(r.must("getent", "passwd", "brim")), ":"); len(pw) != 7 || pw[5] != "/var/lib/brim/master" {
+		t.Errorf("brim user: %v, want home /var/lib/brim/master", pw)
+	}
+	want := strings.TrimSpace(runOut(t, brimBinary, "--version"))
+	if got := strings.TrimSpace(r.must("brim", "--version")); got != want {
 		t.Errorf("installed brim --version = %q, want %q", got, want)
 	}
 	// The shipped configuration loads as it is.
-	run("/usr/bin/brim", "agent", "config", "--config", "/etc/brim/agent.toml")
-	run("/usr/bin/brim", "master", "config", "--config", "/etc/brim/master.toml")
-	out, err := exec.Command("systemd-analyze", "verify", "/lib/systemd/system/brim-agent.service", "/lib/systemd/system/brim-master.service").CombinedOutput()
-	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
-		t.Errorf("installed units: systemd-analyze verify: %v\n%s", err, out)
-	}
-	if exec.Command("getent", "passwd", "brim").Run() != nil {
-		t.Error("no brim user for the master")
-	}
+	r.must("brim", "agent", "config", "--config", "/etc/brim/agent.toml")
+	r.must("brim", "master", "config", "--config", "/etc/brim/master.toml")
 
-	run("dpkg", "--purge", "brim")
-	for _, p := range append(paths, "/etc/brim", "/usr/share/doc/brim") {
-		if _, err := os.Lstat(p); err == nil {
-			t.Errorf("left behind after purge: %s", p)
+	// Configured as docs/operators.md says, on a free port and this
+	// test's cgroup parent.
+	addr := testutil.FreeAddr(t)
+	r.writeFile("/etc/brim/master.toml", []byte(fmt.Sprintf("listen = %q\n", addr)), true)
+	r.writeFile("/etc/brim/agent.toml", []byte(fmt.Sprintf("master = %q\ncgroup-parent = %q\nresources = \"cpus:1;mem:512\"\n", addr, parent)), true)
+
+	master := r.start(r.unit("brim-master.service"))
+	if got := r.stat("/var/lib/brim/master/master.db"); got != "brim:brim 600" {
+		t.Errorf("master.db: %s, want brim:brim 600", got)
+	}
+	var backups []string // the master backs up at start, beside serving
+	eventually(t, "a backup in /var/lib/brim/master/backups", func() bool {
+		out, _ := r.run(nil, "ls", "/var/lib/brim/master/backups")
+		backups = strings.Fields(out)
+		return len(backups) > 0 && !strings.Contains(out, "No such file")
+	})
+	agent := r.start(r.unit("brim-agent.service"))
+	for path, want := range map[string]string{"/var/lib/brim/agent": "root:root 700", "/run/brim": "root:root 700", "/run/brim/agent.sock": "root:root 600"} {
+		if got := r.stat(path); got != want {
+			t.Errorf("%s: %s, want %s", path, got, want)
 		}
 	}
-	if exec.Command("getent", "passwd", "brim").Run() == nil {
-		t.Error("brim user left behind after purge")
+	agentID := strings.TrimSpace(r.must("cat", "/var/lib/brim/agent/agent-id"))
+	debEventuallyRegistered(t, r, addr, agentID)
+	if out, code := r.run(nil, "brim", "container", "run", "--wait", "--", "true"); code != 0 {
+		t.Fatalf("brim container run --wait -- true: exit %d: %s", code, out)
 	}
+
+	// Restored by root from a backup, the store is still the master's.
+	r.stop(master)
+	r.must("brim", "master", "restore", "--from", "/var/lib/brim/master/backups/"+backups[0])
+	if got := r.stat("/var/lib/brim/master/master.db"); got != "brim:brim 600" {
+		t.Errorf("master.db after restore: %s, want brim:brim 600", got)
+	}
+	master = r.start(r.unit("brim-master.service"))
+	debEventuallyRegistered(t, r, addr, agentID)
+
+	// An upgrade from a package that made /var/lib/brim 0700, after a
+	// master that ran as root: postinst gives the master its directory back.
+	r.stop(master)
+	r.must("sh", "-c", "chmod 0700 /var/lib/brim && chown -R root:root /var/lib/brim/master")
+	r.must("dpkg", "-i", "/tmp/brim.deb")
+	for path, want := range map[string]string{"/var/lib/brim": "root:root 755", "/var/lib/brim/master/master.db": "brim:brim 600"} {
+		if got := r.stat(path); got != want {
+			t.Errorf("after the upgrade: %s: %s, want %s", path, got, want)
+		}
+	}
+	master = r.start(r.unit("brim-master.service"))
+	debEventuallyRegistered(t, r, addr, agentID)
+
+	// A purge while an agent runs (one systemd does not know: prerm
+	// cannot stop it) is refused, and leaves everything in place.
+	id := strings.TrimSpace(r.must("brim", "container", "run", "--", "sleep", "600"))
+	pid := debContainerPid(t, r, id)
+	out, code := r.run(nil, "dpkg", "--purge", "brim")
+	if code == 0 || !strings.Contains(out, "removal refused") || !strings.Contains(out, "holds state dir /var/lib/brim/agent") {
+		t.Fatalf("dpkg --purge with an agent running: exit %d, want a refusal naming the agent's state dir:\n%s", code, out)
+	}
+	if st := r.must("dpkg-query", "-W", "-f", "${Status}", "brim"); !strings.HasSuffix(st, " ok installed") {
+		t.Errorf("after the refused purge: package status %q", st)
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Errorf("after the refused purge: container %s (pid %d): %v", id, pid, err)
+	}
+	for _, p := range []string{"/var/lib/brim/agent/agent-id", "/var/lib/brim/master/master.db", "/usr/bin/brim"} {
+		if !r.exists(p) {
+			t.Errorf("after the refused purge: %s is gone", p)
+		}
+	}
+
+	// Stopped as systemd's prerm would stop them, the purge tears the
+	// node down: the container is killed, nothing of brim is left.
+	r.stop(agent)
+	r.stop(master)
+	out = r.must("dpkg", "--purge", "brim")
+	t.Logf("dpkg --purge brim:\n%s", out)
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("after the purge: container %s (pid %d) still runs (%v)", id, pid, err)
+	}
+	if left := cgroupProcs(parent); len(left) > 0 {
+		t.Errorf("after the purge: processes %v left in the cgroup parent", left)
+	}
+	for _, p := range []string{"/var/lib/brim", "/etc/brim", "/usr/share/doc/brim", "/usr/bin/brim",
+		"/usr/bin/brim-shim", "/lib/systemd/system/brim-agent.service", "/lib/systemd/system/brim-master.service"} {
+		if r.exists(p) {
+			t.Errorf("left behind after the purge: %s", p)
+		}
+	}
+	for _, db := range []string{"passwd", "group"} {
+		if _, code := r.run(nil, "getent", db, "brim"); code == 0 {
+			t.Errorf("brim left in %s after the purge", db)
+		}
+	}
+}
+
+// BRIM_REMOVE_WITHOUT_CLEANUP=1 removes the package without `brim agent
+// cleanup` (the way out when it cannot succeed), saying so, and the purge
+// still removes every file and the user.
+func TestDebRemoveWithoutCleanup(t *testing.T) {
+	testutil.RequireRoot(t)
+	deb := os.Getenv("BRIM_DEB")
+	testutil.Require(t, deb != "", "BRIM_DEB not set (make test builds the package)")
+	r := newDebRoot(t)
+	r.install(deb)
+	out := r.must("env", "BRIM_REMOVE_WITHOUT_CLEANUP=1", "dpkg", "--purge", "brim")
+	if !strings.Contains(out, "removing without brim agent cleanup") {
+		t.Errorf("BRIM_REMOVE_WITHOUT_CLEANUP=1 dpkg --purge brim says nothing of the cleanup it skips:\n%s", out)
+	}
+	for _, p := range []string{"/var/lib/brim", "/etc/brim", "/usr/share/doc/brim", "/usr/bin/brim"} {
+		if r.exists(p) {
+			t.Errorf("left behind after the purge: %s", p)
+		}
+	}
+	if _, code := r.run(nil, "getent", "passwd", "brim"); code == 0 {
+		t.Error("brim user left behind after the purge")
+	}
+}
+
+// debEventuallyRegistered waits until the master at addr, asked with
+// `brim state` inside r, lists agent id as connected.
+func debEventuallyRegistered(t *testing.T, r *debRoot, addr, id string) {
+	t.Helper()
+	type agentState struct {
+		ID        string `json:"id"`
+		Connected bool   `json:"connected"`
+	}
+	var last string
+	deadline := time.Now().Add(time.Minute) // a bound on a hang, not a timing assertion
+	for {
+		out, code := r.run(nil, "brim", "state", "--master", addr, "--json")
+		last = fmt.Sprintf("exit %d: %s", code, out)
+		var st struct {
+			Agents []agentState `json:"agents"`
+		}
+		if code == 0 && json.Unmarshal([]byte(out), &st) == nil && slices.Contains(st.Agents, agentState{ID: id, Connected: true}) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent %s never connected in `brim state`; last answer %s", id, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// debContainerPid is the host PID of running container id's init.
+func debContainerPid(t *testing.T, r *debRoot, id string) int {
+	t.Helper()
+	var c containerJSON
+	if err := json.Unmarshal([]byte(r.must("brim", "container", "inspect", id)), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.State != "running" || c.Pid <= 0 {
+		t.Fatalf("container %s: state %s pid %d, want running", id, c.State, c.Pid)
+	}
+	return c.Pid
+}
+
+// cgroupProcs lists the processes in cgroup parent's tree, in every hierarchy.
+func cgroupProcs(parent string) []int {
+	seen := map[int]bool{}
+	for _, d := range testutil.CgroupDirs(parent) {
+		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if err != nil || e.IsDir() || e.Name() != "cgroup.procs" {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					seen[pid] = true
+				}
+			}
+			return nil
+		})
+	}
+	var out []int
+	for pid := range seen {
+		out = append(out, pid)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// killCgroupTree kills what is left in cgroup parent's tree (a test that
+// failed half-way leaves containers), by PID.
+func killCgroupTree(t *testing.T, parent string) {
+	for _, pid := range cgroupProcs(parent) {
+		if !t.Failed() {
+			t.Errorf("cleanup: process %d left in %s; killing it", pid, parent)
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// runOut runs a host command and returns its output, failing t on an error.
+func runOut(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
