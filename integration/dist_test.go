@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,6 +91,9 @@ func TestDebInstall(t *testing.T) {
 		if got := r.stat(path); got != want {
 			t.Errorf("%s: %s, want %s", path, got, want)
 		}
+	}
+	if cr, _ := r.run(nil, "head", "-n1", "/usr/share/doc/brim/copyright"); cr != "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n" {
+		t.Errorf("/usr/share/doc/brim/copyright starts with %q, want the machine-readable format's header", cr)
 	}
 	if pw := strings.Split(strings.TrimSpace(r.must("getent", "passwd", "brim")), ":"); len(pw) != 7 || pw[5] != "/var/lib/brim/master" {
 		t.Errorf("brim user: %v, want home /var/lib/brim/master", pw)
@@ -303,4 +307,233 @@ func runOut(t *testing.T, name string, args ...string) string {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// dist/copyright (the package's /usr/share/doc/brim/copyright, Debian's
+// machine-readable format) names every Go module linked into the packaged
+// binaries, and no other, each with the licences its own licence files
+// state, carries the modules' NOTICE files (Apache-2.0 §4d), and has a
+// stand-alone License paragraph for every licence it names. When a
+// dependency changes, this test says which paragraph to add or fix.
+func TestDebCopyright(t *testing.T) {
+	text, err := os.ReadFile("../dist/copyright")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paras := parseDEP5(string(text))
+	if len(paras) == 0 || paras[0]["Format"] != "https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" {
+		t.Fatalf("dist/copyright: no Format header of the machine-readable format")
+	}
+	files := map[string]string{} // Files: pattern → License: expression
+	defined := map[string]bool{} // stand-alone License paragraphs
+	for i, p := range paras[1:] {
+		lic, body, _ := strings.Cut(p["License"], "\n")
+		switch {
+		case lic == "":
+			t.Errorf("dist/copyright: paragraph %d has no License field", i+2)
+		case p["Files"] != "":
+			if p["Copyright"] == "" {
+				t.Errorf("dist/copyright: Files: %s has no Copyright field", p["Files"])
+			}
+			files[p["Files"]] = lic
+		case strings.TrimSpace(body) == "":
+			t.Errorf("dist/copyright: stand-alone License: %s has no text", lic)
+		default:
+			defined[lic] = true
+		}
+	}
+	for pattern, expr := range files {
+		for _, name := range licenceNames(expr) {
+			if !defined[name] {
+				t.Errorf("dist/copyright: Files: %s names licence %s, which has no stand-alone License paragraph", pattern, name)
+			}
+		}
+	}
+
+	list := exec.Command("go", "list", "-deps", "-tags", "seccomp", "-f",
+		"{{with .Module}}{{if not .Main}}{{.Path}}\t{{.Dir}}{{end}}{{end}}",
+		"./cmd/brim", "./cmd/brim-shim", "./cmd/brim-experiment")
+	list.Dir = ".."
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	modules := map[string]string{} // path → directory
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if path, dir, ok := strings.Cut(l, "\t"); ok {
+			modules[path] = dir
+		}
+	}
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	modules["GOROOT/src"] = strings.TrimSpace(string(goroot)) // the standard library
+	if len(modules) < 10 {
+		t.Fatalf("go list found %d modules: %s", len(modules), out)
+	}
+	for path, dir := range modules {
+		pattern := "vendor/" + path + "/*"
+		if path == "GOROOT/src" {
+			pattern = path + "/*"
+		}
+		if dir == "" {
+			t.Errorf("module %s is not downloaded (go mod download)", path)
+			continue
+		}
+		found, notices := moduleLicences(t, dir)
+		expr, ok := files[pattern]
+		if !ok {
+			t.Errorf("dist/copyright: no paragraph for module %s; its licence files say %v:\nFiles: %s\nCopyright: …\nLicense: %s",
+				path, found, pattern, strings.Join(found, " and "))
+			continue
+		}
+		names := licenceNames(expr)
+		slices.Sort(names)
+		if len(found) == 0 {
+			t.Errorf("module %s: no licence recognised in its licence files (teach moduleLicences)", path)
+		} else if !slices.Equal(names, found) {
+			t.Errorf("dist/copyright: Files: %s says %q; the module's licence files say %v", pattern, expr, found)
+		}
+		for _, n := range notices {
+			for _, line := range strings.Split(n, "\n") {
+				if line = strings.TrimSpace(line); line != "" && !strings.Contains(string(text), line) {
+					t.Errorf("dist/copyright: module %s's NOTICE line %q is missing", path, line)
+				}
+			}
+		}
+		delete(files, pattern)
+	}
+	delete(files, "*")
+	for pattern := range files {
+		t.Errorf("dist/copyright: Files: %s names no module linked into the binaries", pattern)
+	}
+}
+
+// parseDEP5 splits a machine-readable copyright file into paragraphs of
+// fields; a continuation line (leading space) is appended to its field
+// after a newline, " ." standing for an empty line.
+func parseDEP5(text string) []map[string]string {
+	var paras []map[string]string
+	var cur map[string]string
+	var key string
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case strings.TrimSpace(line) == "":
+			cur = nil
+		case line[0] == ' ' || line[0] == '\t':
+			if cur != nil && key != "" {
+				if l := strings.TrimSpace(line); l != "." {
+					cur[key] += "\n" + l
+				} else {
+					cur[key] += "\n"
+				}
+			}
+		default:
+			if cur == nil {
+				cur = map[string]string{}
+				paras = append(paras, cur)
+			}
+			k, v, _ := strings.Cut(line, ":")
+			key = k
+			cur[k] = strings.TrimSpace(v)
+		}
+	}
+	return paras
+}
+
+// licenceNames splits a License expression ("BSD-3-clause and MPL-2.0",
+// "FTL or GPL-2+") into its licence names.
+func licenceNames(expr string) []string {
+	var out []string
+	for _, and := range strings.Split(expr, " and ") {
+		for _, n := range strings.Split(and, " or ") {
+			out = append(out, strings.TrimSpace(n))
+		}
+	}
+	return out
+}
+
+// moduleLicences recognises the licences in a module's top-level licence
+// files (LICENSE*, LICENCE*, COPYING*), by phrases each licence's text
+// has, sorted; and returns the text of its NOTICE files.
+func moduleLicences(t *testing.T, dir string) (licences, notices []string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range ents {
+		name := strings.ToUpper(e.Name())
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		switch {
+		case strings.HasPrefix(name, "NOTICE"):
+			notices = append(notices, text)
+			continue
+		case !strings.HasPrefix(name, "LICENSE") && !strings.HasPrefix(name, "LICENCE") && !strings.HasPrefix(name, "COPYING"):
+			continue
+		}
+		for _, l := range recogniseLicences(text) {
+			seen[l] = true
+		}
+	}
+	for l := range seen {
+		licences = append(licences, l)
+	}
+	slices.Sort(licences)
+	return licences, notices
+}
+
+// recogniseLicences names the licences whose text (or, for a dual
+// licence, whose name) text carries.
+func recogniseLicences(text string) []string {
+	has := func(s ...string) bool {
+		for _, x := range s {
+			if !strings.Contains(text, x) {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case strings.Contains(strings.ToUpper(text), "SIL OPEN FONT LICENSE"):
+		return []string{"OFL-1.1"} // its text has MIT's first words too
+	case has("Creative Commons Attribution 4.0"):
+		return []string{"CC-BY-4.0"}
+	}
+	var out []string
+	if has("FreeType License") {
+		out = append(out, "FTL")
+	}
+	if has("GNU General Public License", "version 2 or later") {
+		out = append(out, "GPL-2+")
+	}
+	if has("Apache License", "Version 2.0") {
+		out = append(out, "Apache-2.0")
+	}
+	if has("Mozilla Public License") {
+		out = append(out, "MPL-2.0")
+	}
+	if has("Redistribution and use in source and binary forms") {
+		if regexp.MustCompile(`Neither the name|names of its\s+contributors|name of the copyright holder`).MatchString(text) {
+			out = append(out, "BSD-3-clause")
+		} else {
+			out = append(out, "BSD-2-clause")
+		}
+	}
+	if has("Permission is hereby granted, free of charge") {
+		out = append(out, "Expat")
+	}
+	if regexp.MustCompile(`Permission to use, copy, modify, and(/or)? distribute`).MatchString(text) {
+		out = append(out, "ISC")
+	}
+	return out
 }
