@@ -202,18 +202,32 @@ func TestDebInstall(t *testing.T) {
 }
 
 // BRIM_REMOVE_WITHOUT_CLEANUP=1 removes the package without `brim agent
-// cleanup` (the way out when it cannot succeed), saying so, and the purge
-// still removes every file and the user.
+// cleanup` (the way out when it cannot succeed), saying so. The purge that
+// follows refuses while a brim daemon still holds its lock under
+// /var/lib/brim (here a master), deleting nothing there, and removes every
+// file and the user once it has stopped.
 func TestDebRemoveWithoutCleanup(t *testing.T) {
 	testutil.RequireRoot(t)
 	deb := os.Getenv("BRIM_DEB")
 	testutil.Require(t, deb != "", "BRIM_DEB not set (make test builds the package)")
 	r := newDebRoot(t)
 	r.install(deb)
-	out := r.must("env", "BRIM_REMOVE_WITHOUT_CLEANUP=1", "dpkg", "--purge", "brim")
+	r.writeFile("/etc/brim/master.toml", []byte(fmt.Sprintf("listen = %q\n", testutil.FreeAddr(t))), true)
+	master := r.start(r.unit("brim-master.service"))
+
+	out, code := r.run(nil, "env", "BRIM_REMOVE_WITHOUT_CLEANUP=1", "dpkg", "--purge", "brim")
 	if !strings.Contains(out, "removing without brim agent cleanup") {
 		t.Errorf("BRIM_REMOVE_WITHOUT_CLEANUP=1 dpkg --purge brim says nothing of the cleanup it skips:\n%s", out)
 	}
+	if code == 0 || !strings.Contains(out, "purge refused: a brim daemon is running on /var/lib/brim/master/master.db") {
+		t.Fatalf("purge with a master running: exit %d, want a refusal naming its store:\n%s", code, out)
+	}
+	if got := r.stat("/var/lib/brim/master/master.db"); got != "brim:brim 600" {
+		t.Errorf("after the refused purge: master.db: %s", got)
+	}
+
+	r.stop(master)
+	r.must("dpkg", "--purge", "brim")
 	for _, p := range []string{"/var/lib/brim", "/etc/brim", "/usr/share/doc/brim", "/usr/bin/brim"} {
 		if r.exists(p) {
 			t.Errorf("left behind after the purge: %s", p)
