@@ -872,7 +872,7 @@ func (i *Isolator) hostAddrsExist(ports []isolator.PortMapping) error {
 		}
 		if addrs == nil {
 			var err error
-			if addrs, err = i.nl.AddrList(nil, netlink.FAMILY_V4); err != nil {
+			if addrs, err = dump(func() ([]netlink.Addr, error) { return i.nl.AddrList(nil, netlink.FAMILY_V4) }); err != nil {
 				return fmt.Errorf("list host addresses: %w", err)
 			}
 		}

@@ -111,7 +111,7 @@ func Teardown(cfg Config) ([]string, error) {
 			keep(fmt.Errorf("link %s is a %s, not this isolator's IFB: left in place", name, l.Type()))
 			continue
 		}
-		classes, _ := i.nl.ClassList(l, 0)
+		classes, _ := dump(func() ([]netlink.Class, error) { return i.nl.ClassList(l, 0) })
 		if err := i.deleteLink(name); err != nil {
 			keep(err)
 			continue
@@ -199,7 +199,7 @@ func (i *Isolator) ownBridge(l netlink.Link) error {
 	if l.Type() != "bridge" {
 		return fmt.Errorf("link %s is a %s, not a bridge: left in place", i.cfg.Bridge, l.Type())
 	}
-	addrs, err := i.nl.AddrList(l, netlink.FAMILY_V4)
+	addrs, err := dump(func() ([]netlink.Addr, error) { return i.nl.AddrList(l, netlink.FAMILY_V4) })
 	if err != nil {
 		return fmt.Errorf("list addresses of bridge %s: %w", i.cfg.Bridge, err)
 	}
