@@ -15,7 +15,8 @@
 // holds).
 //
 // ErrNotSupported is an alias of internal/errdefs.ErrNotSupported.
-// ErrNotFound stays the isolators' own: a container the agent knows may
-// have no state in one isolator (no network), which is not "no such
-// container".
+// ErrNotFound wraps internal/errdefs.ErrContainerNotFound, the one
+// "container not found", so that errors.Is matches it across packages;
+// errors.Is(err, isolator.ErrNotFound) stays narrower: a container the
+// agent knows may have no state in one isolator (no network).
 package isolator

@@ -2,14 +2,18 @@ package isolator
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"github.com/brimnode/brim/internal/errdefs"
 	"time"
 )
 
 var (
 	// ErrNotFound is returned for a container the isolator does not know.
-	ErrNotFound = errors.New("container not found in isolator")
+	// It wraps internal/errdefs.ErrContainerNotFound, the one "container
+	// not found": errors.Is matches it with the agent's and the
+	// containerizer's, while isolator.ErrNotFound itself stays narrower
+	// (no state in this isolator).
+	ErrNotFound = fmt.Errorf("%w in isolator", errdefs.ErrContainerNotFound)
 	// ErrNotSupported is returned when the host lacks a kernel feature the
 	// isolator needs (wrapped with the detail); it is
 	// internal/errdefs.ErrNotSupported, the one "not supported".

@@ -19,11 +19,15 @@
 // (the agent adapts the containerizer to it).
 //
 // Sentinels: ErrNotFound (a container the monitor does not know, e.g. in
-// ReportLatency; a Source returns an error wrapping it, or
-// isolator.ErrNotFound, for a container that disappeared between List and
-// Usage), ErrNotSupported (a host figure this platform cannot provide).
+// ReportLatency; a Source returns an error wrapping
+// internal/errdefs.ErrContainerNotFound — the agent's, the
+// containerizer's or an isolator's "not found" — for a container that
+// disappeared between List and Usage), ErrNotSupported (a host figure
+// this platform cannot provide).
 //
 // ErrNotSupported is an alias of internal/errdefs.ErrNotSupported.
-// ErrNotFound stays the monitor's own: the agent tells "not sampled yet"
-// (retry after a round) from "no such container" by it.
+// ErrNotFound wraps internal/errdefs.ErrContainerNotFound, so errors.Is
+// matches it with every other "container not found", but is narrower
+// itself: the agent tells "not sampled yet" (retry after a round) from
+// "no such container" by it.
 package monitor

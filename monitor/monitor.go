@@ -8,13 +8,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brimnode/brim/internal/errdefs"
 	"github.com/brimnode/brim/isolator"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Source lists the containers to monitor and samples one. The agent adapts
-// the containerizer to it. Usage returns an error wrapping ErrNotFound or
-// isolator.ErrNotFound for a container that has gone away.
+// the containerizer to it. Usage returns an error wrapping
+// internal/errdefs.ErrContainerNotFound (as agent.ErrNotFound,
+// isolator.ErrNotFound and ErrNotFound do) for a container that has gone
+// away.
 type Source interface {
 	Containers(ctx context.Context) ([]ContainerInfo, error)
 	Usage(ctx context.Context, id string) (*isolator.Statistics, error)
@@ -179,7 +182,9 @@ func (m *Monitor) Sample(ctx context.Context) error {
 	for _, info := range infos {
 		is, err := m.src.Usage(ctx, info.ID)
 		if err != nil {
-			if errors.Is(err, ErrNotFound) || errors.Is(err, isolator.ErrNotFound) {
+			// Gone since the listing: the agent's, the containerizer's
+			// and the isolators' "not found" are all this one.
+			if errors.Is(err, errdefs.ErrContainerNotFound) {
 				continue
 			}
 			if ctx.Err() != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brimnode/brim/internal/errdefs"
 	"github.com/brimnode/brim/isolator"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -129,6 +130,15 @@ func TestSample(t *testing.T) {
 	}
 	if _, err := m.History("c000"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("history of gone container: %v", err)
+	}
+
+	// The agent (the real Source) says a container removed since the
+	// listing is not found with its own sentinel, internal/errdefs's: it
+	// is skipped too, not counted as a failed sample.
+	src.fail["c002"] = fmt.Errorf("stats c002: %w", errdefs.ErrContainerNotFound)
+	clk.t = clk.t.Add(time.Second)
+	if err := m.Sample(ctx); err != nil {
+		t.Fatalf("sample with a container removed since the listing: %v", err)
 	}
 }
 

@@ -1,7 +1,7 @@
 package monitor
 
 import (
-	"errors"
+	"fmt"
 	"github.com/brimnode/brim/internal/errdefs"
 	"time"
 
@@ -10,7 +10,9 @@ import (
 
 var (
 	// ErrNotFound is returned for a container the monitor does not know.
-	ErrNotFound = errors.New("container not found in monitor")
+	// It wraps internal/errdefs.ErrContainerNotFound, the one "container
+	// not found", and stays narrower itself (not sampled yet).
+	ErrNotFound = fmt.Errorf("%w in monitor", errdefs.ErrContainerNotFound)
 	// ErrNotSupported is returned when this platform cannot provide a figure
 	// (internal/errdefs.ErrNotSupported, the one "not supported").
 	ErrNotSupported = errdefs.ErrNotSupported

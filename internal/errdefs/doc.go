@@ -5,10 +5,12 @@
 // (`var ErrNotSupported = errdefs.ErrNotSupported`) and wrap them with
 // context at the return site; the sentinel text is deliberately short.
 //
-// A sentinel that means something narrower stays its package's own: the
-// monitor's ErrNotFound ("not sampled yet"), the isolators' ErrNotFound
-// (no state in that isolator for a container others may know), and the
-// master's and allocator's ErrNotFound (frameworks, agents, tasks).
+// A sentinel that means something narrower wraps the wider one
+// (`fmt.Errorf("%w in monitor", errdefs.ErrContainerNotFound)`), so that
+// errors.Is matches both: the monitor's ErrNotFound ("not sampled yet")
+// and the isolators' ErrNotFound (no state in that isolator for a
+// container others may know). The master's and allocator's ErrNotFound
+// (frameworks, agents, tasks) are no containers and stay their own.
 //
 // The package has no code besides the sentinels and never will.
 package errdefs

@@ -10,6 +10,7 @@ var (
 	ErrNotSupported = errors.New("not supported on this host")
 	// ErrContainerNotFound: a container ID or name the agent and its
 	// containerizer do not know. Aliased as agent.ErrNotFound and
-	// containerizer.ErrNotFound.
+	// containerizer.ErrNotFound; wrapped by the narrower
+	// isolator.ErrNotFound and monitor.ErrNotFound.
 	ErrContainerNotFound = errors.New("container not found")
 )
