@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/brimnode/brim/internal/atomicfile"
+	"github.com/brimnode/brim/internal/exitstatus"
 	"github.com/brimnode/brim/internal/lockfile"
 	"io"
 	"log/slog"
@@ -211,7 +212,7 @@ type Agent struct {
 	containers  map[string]*Container
 	names       map[string]string        // name → id
 	done        map[string]chan struct{} // closed when the container has exited
-	killReasons map[string][2]string     // id → reason, message of a pending kill
+	killReasons map[string]killReason    // id → why a pending kill was asked for
 	ledger      *ledger                  // claims of running (and launching) containers
 	quarantined []Quarantined            // checkpoint records Recover could not read
 	started     time.Time
@@ -294,7 +295,7 @@ func New(opts Options) (*Agent, error) {
 		containers:  map[string]*Container{},
 		names:       map[string]string{},
 		done:        map[string]chan struct{}{},
-		killReasons: map[string][2]string{},
+		killReasons: map[string]killReason{},
 		ledger:      newLedger(opts.Resources.Model()),
 		started:     time.Now(),
 		ready:       make(chan struct{}),
@@ -788,8 +789,8 @@ func (a *Agent) exited(id string, st *ExitStatus) {
 	}
 	if r, ok := a.killReasons[id]; ok {
 		delete(a.killReasons, id)
-		if st.Reason == "" || st.Reason == ReasonKilled {
-			st.Reason, st.Message = r[0], r[1]
+		if st.Reason == exitstatus.ReasonNone || st.Reason == ReasonKilled {
+			st.Reason, st.Message = r.reason, r.message
 		}
 	}
 	c.State, c.Exit = StateExited, st
@@ -881,6 +882,13 @@ func (a *Agent) Wait(ctx context.Context, ref string) (*Container, error) {
 	return a.Get(id)
 }
 
+// killReason is the exit reason and message a kill asked for, recorded
+// unless the container ends otherwise first.
+type killReason struct {
+	reason  ExitReason
+	message string
+}
+
 // Kill stops a running container: SIGTERM, then SIGKILL after grace (a
 // negative grace uses the agent's default). It returns once the container
 // has exited, or with ErrStillExiting once it has not for
@@ -893,13 +901,13 @@ func (a *Agent) Kill(ctx context.Context, ref string, grace time.Duration) (*Con
 // KillWithReason is Kill that records reason and message as the
 // container's exit reason (e.g. "preempted" for a QoS kill) unless the
 // container ended otherwise (OOM, its own exit) first.
-func (a *Agent) KillWithReason(ctx context.Context, ref string, grace time.Duration, reason, message string) (*Container, error) {
+func (a *Agent) KillWithReason(ctx context.Context, ref string, grace time.Duration, reason ExitReason, message string) (*Container, error) {
 	return a.killWithin(ctx, ref, grace, a.opts.KillExitTimeout, reason, message)
 }
 
 // killWithin is KillWithReason that waits at most exitWait after the
 // grace for the exit (then ErrStillExiting).
-func (a *Agent) killWithin(ctx context.Context, ref string, grace, exitWait time.Duration, reason, message string) (*Container, error) {
+func (a *Agent) killWithin(ctx context.Context, ref string, grace, exitWait time.Duration, reason ExitReason, message string) (*Container, error) {
 	a.mu.Lock()
 	c, err := a.resolveLocked(ref)
 	if err != nil {
@@ -908,7 +916,7 @@ func (a *Agent) killWithin(ctx context.Context, ref string, grace, exitWait time
 	}
 	id, state := c.ID, c.State
 	if state == StateRunning && reason != "" {
-		a.killReasons[id] = [2]string{reason, message}
+		a.killReasons[id] = killReason{reason, message}
 	}
 	a.mu.Unlock()
 	if state != StateRunning {
@@ -937,7 +945,7 @@ func (a *Agent) killWithin(ctx context.Context, ref string, grace, exitWait time
 
 // killAndWait kills container id through the runtime and waits for its
 // exit, at most grace + exitWait (then ErrStillExiting).
-func (a *Agent) killAndWait(ctx context.Context, id string, grace, exitWait time.Duration, reason string) (*Container, error) {
+func (a *Agent) killAndWait(ctx context.Context, id string, grace, exitWait time.Duration, reason ExitReason) (*Container, error) {
 	// The caller waits for the exit, but not forever: a process SIGKILL
 	// cannot end yet (uninterruptible sleep on a hung disk) would hold a
 	// forced rm, a task kill or the QoS loop as long as the disk hangs.

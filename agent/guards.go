@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/pressure"
-	"github.com/brimnode/brim/qos"
 )
 
 // evictor ends revocable containers for the memory guard through the
@@ -28,7 +27,7 @@ const evictExitWait = 5 * time.Second
 func (e evictor) Evict(ctx context.Context, id, message string) error {
 	// Grace 0: SIGKILL at once; memory is short.
 	wait := min(evictExitWait, e.a.opts.KillExitTimeout)
-	_, err := e.a.killWithin(ctx, id, 0, wait, qos.ReasonPreempted, message)
+	_, err := e.a.killWithin(ctx, id, 0, wait, ReasonPreempted, message)
 	if errors.Is(err, ErrStillExiting) {
 		// Killed, not gone yet: the exit keeps the reason when it comes.
 		e.a.log.Warn("evicted container still exiting: the memory guard goes on", "id", id, "waited", wait)

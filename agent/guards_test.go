@@ -9,7 +9,6 @@ import (
 	"github.com/brimnode/brim/isolator/cgroups"
 	"github.com/brimnode/brim/monitor"
 	"github.com/brimnode/brim/pressure"
-	"github.com/brimnode/brim/qos"
 )
 
 // fullScope is a ScopeReader whose parent is at 95 % of its limit.
@@ -65,7 +64,7 @@ func TestMemoryGuardEvictsThroughAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Exit == nil || got.Exit.Reason != qos.ReasonPreempted || !strings.HasPrefix(got.Exit.Message, "evicted: memory pressure") {
+	if got.Exit == nil || got.Exit.Reason != ReasonPreempted || !strings.HasPrefix(got.Exit.Message, "evicted: memory pressure") {
 		t.Fatalf("evicted container's exit = %+v", got.Exit)
 	}
 	if c, _ := a.Get(lc.ID); c.State != StateRunning {
@@ -145,7 +144,7 @@ func TestMemoryGuardGoesOnPastAStuckVictim(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the other revocable container while the first evicted one is stuck: %v (the guard waited on the stuck one)", err)
 	}
-	if got.Exit == nil || got.Exit.Reason != qos.ReasonPreempted {
+	if got.Exit == nil || got.Exit.Reason != ReasonPreempted {
 		t.Fatalf("the other container's exit = %+v, want evicted", got.Exit)
 	}
 	if c, err := a.Get(first); err != nil || c.State != StateRunning {

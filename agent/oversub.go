@@ -508,7 +508,7 @@ func (x actuator) SetIOLimit(ctx context.Context, id string, bytesPerSec int64) 
 
 func (x actuator) Kill(ctx context.Context, id, reason string) error {
 	// Grace 0: at once. KillWithReason returns once the container exited.
-	_, err := x.a.KillWithReason(ctx, id, 0, reason, "preempted by the QoS controller to protect non-revocable work")
+	_, err := x.a.KillWithReason(ctx, id, 0, ExitReason(reason), "preempted by the QoS controller to protect non-revocable work")
 	return err
 }
 

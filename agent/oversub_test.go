@@ -165,7 +165,7 @@ func TestCorrectionsBlockAdmissionAndKillThaws(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := a.Get(c.ID)
-	if err != nil || got.Exit == nil || got.Exit.Reason != qos.ReasonPreempted {
+	if err != nil || got.Exit == nil || got.Exit.Reason != ReasonPreempted {
 		t.Fatalf("killed container = %+v, %v", got, err)
 	}
 	if calls := cg.String(); !strings.HasPrefix(calls, "freeze "+c.ID+", thaw "+c.ID) {

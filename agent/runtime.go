@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/brimnode/brim/internal/exitstatus"
 	"github.com/brimnode/brim/internal/subid"
 	"github.com/brimnode/brim/isolator"
 )
@@ -58,23 +59,25 @@ type RuntimeInfo struct {
 	Address    string      // IPv4 address with networking, "" without
 }
 
-// ExitStatus is how a container ended.
-type ExitStatus struct {
-	Code       int       `json:"code"`
-	Signal     int       `json:"signal,omitempty"`
-	OOMKilled  bool      `json:"oomKilled,omitempty"`
-	Reason     string    `json:"reason,omitempty"` // "memory-limit", "killed", "lost", …
-	Message    string    `json:"message,omitempty"`
-	FinishedAt time.Time `json:"finishedAt"`
-}
+// ExitStatus is how a container ended: internal/exitstatus.Status, the
+// one definition (the shim records it, the containerizer returns it, the
+// checkpoint keeps it).
+type ExitStatus = exitstatus.Status
 
-// Exit reasons the agent sets itself.
+// ExitReason is ExitStatus.Reason's type: internal/exitstatus.Reason, the
+// one vocabulary of container exit reasons.
+type ExitReason = exitstatus.Reason
+
+// Exit reasons the agent sets or reads (aliases of internal/exitstatus).
 const (
 	// ReasonLost: the container vanished while the agent was down and its
 	// exit status could not be learned.
-	ReasonLost = "lost"
+	ReasonLost = exitstatus.ReasonLost
 	// ReasonMemoryLimit: the container was OOM-killed at its memory limit.
-	ReasonMemoryLimit = "memory-limit"
+	ReasonMemoryLimit = exitstatus.ReasonMemoryLimit
 	// ReasonKilled: the container was killed on request.
-	ReasonKilled = "killed"
+	ReasonKilled = exitstatus.ReasonKilled
+	// ReasonPreempted: a QoS correction or a safety guard killed the
+	// revocable container (qos.ReasonPreempted is the same string).
+	ReasonPreempted = exitstatus.ReasonPreempted
 )

@@ -377,7 +377,7 @@ func ToProto(c *Container) *agentpb.Container {
 	if c.Exit != nil {
 		p.Exit = &agentpb.ExitStatus{
 			Code: int32(c.Exit.Code), Signal: int32(c.Exit.Signal), OomKilled: c.Exit.OOMKilled,
-			Reason: c.Exit.Reason, Message: c.Exit.Message, FinishedAtUnixNano: unixNano(c.Exit.FinishedAt),
+			Reason: string(c.Exit.Reason), Message: c.Exit.Message, FinishedAtUnixNano: unixNano(c.Exit.FinishedAt),
 		}
 	}
 	return p

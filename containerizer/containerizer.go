@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/brimnode/brim/internal/atomicfile"
 	"github.com/brimnode/brim/internal/errdefs"
+	"github.com/brimnode/brim/internal/exitstatus"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -134,16 +135,17 @@ const (
 
 // ExitStatus records how a container ended: exit code or signal, and
 // whether the memory limit was hit (OOMKilled, Reason "memory-limit").
-type ExitStatus = executor.ExitStatus
+// It is internal/exitstatus.Status, the one definition.
+type ExitStatus = exitstatus.Status
 
-// Reasons in ExitStatus.Reason.
+// Reasons in ExitStatus.Reason (internal/exitstatus, the one vocabulary).
 const (
-	ReasonMemoryLimit = executor.ReasonMemoryLimit
-	ReasonKilled      = executor.ReasonKilled
-	ReasonShimLost    = executor.ReasonShimLost
+	ReasonMemoryLimit = exitstatus.ReasonMemoryLimit
+	ReasonKilled      = exitstatus.ReasonKilled
+	ReasonShimLost    = exitstatus.ReasonShimLost
 	// ReasonShimUnresponsive: the shim stopped answering; the
 	// containerizer killed it and the container's processes.
-	ReasonShimUnresponsive = executor.ReasonShimUnresponsive
+	ReasonShimUnresponsive = exitstatus.ReasonShimUnresponsive
 )
 
 // Info describes a container.

@@ -56,7 +56,7 @@ func testLaunchExitCodeAndDestroy(t *testing.T, shim string) {
 		t.Errorf("Isolate got pid %d, want the init %d", got, info.Pid)
 	}
 	st := e.wait(info.ID)
-	if st.Code != 7 || st.Signal != "" || st.OOMKilled {
+	if st.Code != 7 || st.Signal != 0 || st.OOMKilled {
 		t.Errorf("exit status = %+v, want code 7", st)
 	}
 	if got := readSandbox(t, info, "stdout"); got != "out\n" {
@@ -184,7 +184,7 @@ func TestKillWithGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := e.wait(trap.ID)
-	if st.Code != 0 || st.Signal != "" || st.Reason != ReasonKilled {
+	if st.Code != 0 || st.Signal != 0 || st.Reason != ReasonKilled {
 		t.Errorf("trapping task: %+v, want code 0 reason killed", st)
 	}
 	if out := readSandbox(t, trap, "stdout"); !strings.Contains(out, "bye") {
@@ -196,7 +196,7 @@ func TestKillWithGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	st = e.wait(ignore.ID)
-	if st.Signal != "SIGKILL" || st.Code != 137 || st.Reason != ReasonKilled {
+	if st.Signal != 9 || st.Code != 137 || st.Reason != ReasonKilled {
 		t.Errorf("ignoring task: %+v, want SIGKILL", st)
 	}
 	if err := e.c.Kill(ctx, ignore.ID, 0); !errors.Is(err, ErrNotRunning) {
@@ -212,7 +212,7 @@ func TestOOMKillReportsMemoryLimit(t *testing.T) {
 		Limits:  isolator.Limits{MilliCPUs: 100, MemoryBytes: 32 << 20},
 	})
 	st := e.wait(info.ID)
-	if !st.OOMKilled || st.Reason != ReasonMemoryLimit || st.Signal != "SIGKILL" {
+	if !st.OOMKilled || st.Reason != ReasonMemoryLimit || st.Signal != 9 {
 		t.Errorf("exit status = %+v, want OOM kill with reason %q", st, ReasonMemoryLimit)
 	}
 }
@@ -352,7 +352,7 @@ func TestRecoverAfterAgentDeath(t *testing.T) {
 	if err := e.c.Kill(ctx, running.ID, -1); err != nil {
 		t.Fatal(err)
 	}
-	if st := e.wait(running.ID); st.Signal != "SIGKILL" {
+	if st := e.wait(running.ID); st.Signal != 9 {
 		t.Errorf("recovered container after Kill: %+v", st)
 	}
 	for _, info := range []*Info{running, exits, lost} {
@@ -438,7 +438,7 @@ func TestRecoverAfterAgentKill9(t *testing.T) {
 	if err := e.c.Kill(ctx, live, 100*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	if st := e.wait(live); st.Signal != "SIGKILL" {
+	if st := e.wait(live); st.Signal != 9 {
 		t.Errorf("live container after Kill: %+v", st)
 	}
 	for _, info := range infos {
@@ -620,7 +620,7 @@ func TestKillRightAfterLaunch(t *testing.T) {
 		if err := e.c.Kill(ctx, info.ID, 300*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
-		if st := e.wait(info.ID); st.Signal != "SIGKILL" || st.Code != 137 {
+		if st := e.wait(info.ID); st.Signal != 9 || st.Code != 137 {
 			t.Errorf("launch %d: %+v, want SIGKILL (the user process ignored SIGTERM)", i, st)
 		}
 	}

@@ -58,7 +58,7 @@ func (c *Containerizer) escalate(ctx context.Context, ct *container, cause error
 	}
 	st := &ExitStatus{
 		Code:       128 + int(syscall.SIGKILL),
-		Signal:     "SIGKILL",
+		Signal:     int(syscall.SIGKILL),
 		Reason:     ReasonShimUnresponsive,
 		Message:    fmt.Sprintf("the shim stopped answering (%v); the shim and the container were killed", cause),
 		FinishedAt: time.Now(),

@@ -114,7 +114,7 @@ func TestKillStoppedShim(t *testing.T) {
 	if err := c.Kill(ctx, other.ID, -1); err != nil {
 		t.Fatalf("kill the other container: %v", err)
 	}
-	if st := e.wait(other.ID); st.Signal != "SIGKILL" || st.Reason == ReasonShimUnresponsive {
+	if st := e.wait(other.ID); st.Signal != 9 || st.Reason == ReasonShimUnresponsive {
 		t.Errorf("other container: %+v", st)
 	}
 }

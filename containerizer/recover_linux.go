@@ -167,7 +167,7 @@ func (c *Containerizer) markLost(ctx context.Context, ct *container) (*ExitStatu
 	}
 	st := &ExitStatus{
 		Code:       128 + int(syscall.SIGKILL),
-		Signal:     "SIGKILL",
+		Signal:     int(syscall.SIGKILL),
 		Reason:     ReasonShimLost,
 		Message:    "the shim died without recording the exit status; the container was killed",
 		FinishedAt: time.Now(),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/brimnode/brim/internal/atomicfile"
 	"github.com/brimnode/brim/internal/errdefs"
+	"github.com/brimnode/brim/internal/exitstatus"
 	"github.com/brimnode/brim/internal/subid"
 	"os"
 	"path/filepath"
@@ -189,53 +190,71 @@ func ReadBundle(dir string) (*Bundle, error) {
 	return &b, nil
 }
 
-// ExitStatus records how a container ended.
-type ExitStatus struct {
-	// Code is the exit code of the container's init process, or 128+n when
-	// it was killed by signal n.
-	Code int `json:"code"`
-	// Signal names the signal that killed the init ("SIGKILL"), if any.
-	Signal string `json:"signal,omitempty"`
-	// OOMKilled is true when the kernel's OOM killer killed a process of
-	// the container (because of the container's memory limit).
-	OOMKilled bool `json:"oom_killed,omitempty"`
-	// Reason is a machine-readable cause: ReasonMemoryLimit, ReasonKilled,
-	// ReasonShimLost, or empty for a plain exit.
-	Reason string `json:"reason,omitempty"`
-	// Message is a human explanation.
-	Message string `json:"message,omitempty"`
-	// FinishedAt is when the shim saw the init exit.
-	FinishedAt time.Time `json:"finished_at"`
-}
+// ExitStatus records how a container ended (internal/exitstatus, the one
+// definition); Signal is a number. exit.json stores it in the format shims
+// have always written (see exitRecord).
+type ExitStatus = exitstatus.Status
 
-// Reasons in ExitStatus.Reason.
+// Reasons in ExitStatus.Reason the shim and the containerizer set
+// (internal/exitstatus, the one vocabulary).
 const (
 	// ReasonMemoryLimit: the memory limit was hit and the OOM killer ran.
-	ReasonMemoryLimit = "memory-limit"
+	ReasonMemoryLimit = exitstatus.ReasonMemoryLimit
 	// ReasonKilled: the container was killed on request (Kill).
-	ReasonKilled = "killed"
+	ReasonKilled = exitstatus.ReasonKilled
 	// ReasonShimLost: the shim died without recording the exit status; the
 	// containerizer killed what was left of the container.
-	ReasonShimLost = "shim-lost"
+	ReasonShimLost = exitstatus.ReasonShimLost
 	// ReasonShimUnresponsive: the shim stopped answering its control
 	// socket; the containerizer killed the shim and every process of the
 	// container (through its cgroup) and recorded the exit itself.
-	ReasonShimUnresponsive = "shim-unresponsive"
+	ReasonShimUnresponsive = exitstatus.ReasonShimUnresponsive
+	// ReasonLost: the shim could not wait for the container's init.
+	ReasonLost = exitstatus.ReasonLost
 )
+
+// exitRecord is ExitStatus as exit.json and the control protocol carry
+// it: the format of protocol version 1 (snake_case, the signal's name),
+// kept so that an agent and the shims of an earlier or later build still
+// read each other's exits.
+type exitRecord struct {
+	Code       int       `json:"code"`
+	Signal     string    `json:"signal,omitempty"`
+	OOMKilled  bool      `json:"oom_killed,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Message    string    `json:"message,omitempty"`
+	FinishedAt time.Time `json:"finished_at"`
+}
+
+func recordOf(st *ExitStatus) *exitRecord {
+	if st == nil {
+		return nil
+	}
+	return &exitRecord{Code: st.Code, Signal: exitstatus.SignalName(st.Signal), OOMKilled: st.OOMKilled,
+		Reason: string(st.Reason), Message: st.Message, FinishedAt: st.FinishedAt}
+}
+
+func (r *exitRecord) status() *ExitStatus {
+	if r == nil {
+		return nil
+	}
+	return &ExitStatus{Code: r.Code, Signal: exitstatus.SignalNumber(r.Signal), OOMKilled: r.OOMKilled,
+		Reason: exitstatus.Reason(r.Reason), Message: r.Message, FinishedAt: r.FinishedAt}
+}
 
 // WriteExit writes st as dir's exit.json atomically.
 func WriteExit(dir string, st *ExitStatus) error {
-	return writeJSONAtomic(filepath.Join(dir, ExitFile), st)
+	return writeJSONAtomic(filepath.Join(dir, ExitFile), recordOf(st))
 }
 
 // ReadExit reads dir's exit.json; the error wraps fs.ErrNotExist when the
 // container has not exited (or its shim died before recording it).
 func ReadExit(dir string) (*ExitStatus, error) {
-	var st ExitStatus
-	if err := readJSON(filepath.Join(dir, ExitFile), &st); err != nil {
+	var rec exitRecord
+	if err := readJSON(filepath.Join(dir, ExitFile), &rec); err != nil {
 		return nil, err
 	}
-	return &st, nil
+	return rec.status(), nil
 }
 
 // writeJSONAtomic replaces path with v's JSON. No fsync: the rename is

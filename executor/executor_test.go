@@ -62,13 +62,22 @@ func TestBundleAndExitFiles(t *testing.T) {
 	if _, err := ReadExit(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("ReadExit before exit: %v, want fs.ErrNotExist", err)
 	}
-	st := &ExitStatus{Code: 137, Signal: "SIGKILL", OOMKilled: true, Reason: ReasonMemoryLimit, FinishedAt: time.Unix(1700000000, 0).UTC()}
+	st := &ExitStatus{Code: 137, Signal: 9, OOMKilled: true, Reason: ReasonMemoryLimit, FinishedAt: time.Unix(1700000000, 0).UTC()}
 	if err := WriteExit(dir, st); err != nil {
 		t.Fatal(err)
 	}
 	got2, err := ReadExit(dir)
 	if err != nil || *got2 != *st {
 		t.Fatalf("ReadExit = %+v, %v; want %+v", got2, err, st)
+	}
+	// exit.json keeps the format shims of protocol version 1 write (the
+	// signal's name, snake_case): agents and shims of other builds read it.
+	raw, err := os.ReadFile(filepath.Join(dir, ExitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"code":137,"signal":"SIGKILL","oom_killed":true,"reason":"memory-limit","finished_at":"2023-11-14T22:13:20Z"}`; string(raw) != want {
+		t.Errorf("exit.json = %s, want %s", raw, want)
 	}
 	// Atomic writes leave no temporaries behind.
 	if m, _ := filepath.Glob(filepath.Join(dir, ".*")); len(m) != 0 {
@@ -225,5 +234,34 @@ func TestClientDeadline(t *testing.T) {
 	defer wcancel()
 	if _, err := c.Wait(wctx); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrShimUnresponsive) {
 		t.Errorf("Wait ended by the caller's ctx: %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// The control protocol carries an exit as exit.json does: a shim of
+// another build (an agent upgraded under running containers) reads the
+// same.
+func TestShimStateWire(t *testing.T) {
+	at := time.Unix(1700000000, 0).UTC()
+	st := ShimState{ID: "x", Status: StatusExited, Pid: 7, ShimPid: 6, StartedAt: at,
+		Exit: &ExitStatus{Code: 143, Signal: 15, Reason: ReasonKilled, Message: "killed on request", FinishedAt: at}}
+	b, err := json.Marshal(response{V: ProtocolVersion, State: &st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"v":1,"state":{"id":"x","status":"exited","pid":7,"shim_pid":6,"started_at":"2023-11-14T22:13:20Z",` +
+		`"exit":{"code":143,"signal":"SIGTERM","reason":"killed","message":"killed on request","finished_at":"2023-11-14T22:13:20Z"}}}`
+	if string(b) != want {
+		t.Fatalf("wire form\n got %s\nwant %s", b, want)
+	}
+	var back response
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.State == nil || back.State.Exit == nil || *back.State.Exit != *st.Exit || back.State.Pid != 7 || !back.State.StartedAt.Equal(at) {
+		t.Fatalf("decoded %+v", back.State)
+	}
+	var running response
+	if err := json.Unmarshal([]byte(`{"v":1,"state":{"id":"x","status":"running","pid":7}}`), &running); err != nil || running.State.Exit != nil {
+		t.Fatalf("running state: %+v, %v", running.State, err)
 	}
 }

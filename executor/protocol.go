@@ -56,12 +56,37 @@ const (
 
 // ShimState is the answer to State, Wait and Kill.
 type ShimState struct {
+	ID        string
+	Status    Status
+	Pid       int
+	ShimPid   int
+	StartedAt time.Time
+	Exit      *ExitStatus
+}
+
+// shimStateJSON is ShimState on the wire, its exit as exit.json has it.
+type shimStateJSON struct {
 	ID        string      `json:"id"`
 	Status    Status      `json:"status"`
 	Pid       int         `json:"pid"`
 	ShimPid   int         `json:"shim_pid"`
 	StartedAt time.Time   `json:"started_at"`
-	Exit      *ExitStatus `json:"exit,omitempty"`
+	Exit      *exitRecord `json:"exit,omitempty"`
+}
+
+// MarshalJSON encodes s in the protocol's format.
+func (s ShimState) MarshalJSON() ([]byte, error) {
+	return json.Marshal(shimStateJSON{ID: s.ID, Status: s.Status, Pid: s.Pid, ShimPid: s.ShimPid, StartedAt: s.StartedAt, Exit: recordOf(s.Exit)})
+}
+
+// UnmarshalJSON decodes s from the protocol's format.
+func (s *ShimState) UnmarshalJSON(b []byte) error {
+	var w shimStateJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*s = ShimState{ID: w.ID, Status: w.Status, Pid: w.Pid, ShimPid: w.ShimPid, StartedAt: w.StartedAt, Exit: w.Exit.status()}
+	return nil
 }
 
 // DefaultCallTimeout is how long a Client waits for a shim's answer beyond

@@ -451,7 +451,7 @@ func (s *shim) supervise() error {
 func exitStatus(ps *os.ProcessState) *ExitStatus {
 	st := &ExitStatus{FinishedAt: time.Now(), Code: -1}
 	if ps == nil {
-		st.Message = "lost track of the container's init process"
+		st.Reason, st.Message = ReasonLost, "lost track of the container's init process"
 		return st
 	}
 	ws, ok := ps.Sys().(syscall.WaitStatus)
@@ -460,7 +460,7 @@ func exitStatus(ps *os.ProcessState) *ExitStatus {
 		st.Code = ps.ExitCode()
 	case ws.Signaled():
 		st.Code = 128 + int(ws.Signal())
-		st.Signal = unix.SignalName(ws.Signal())
+		st.Signal = int(ws.Signal())
 	default:
 		st.Code = ws.ExitStatus()
 	}

@@ -124,3 +124,39 @@ func TestHungShim(t *testing.T) {
 		a.assertGone(id)
 	}
 }
+
+// TestHungShimTaskStatus: a task whose shim hangs (SIGSTOP) ends, once
+// the containerizer has escalated the shim, as the runtime's failure —
+// FAILED (CONTAINER_LOST) "the container runtime lost the task: the shim
+// stopped answering …", without an exit code — not as the command's
+// (before: COMMAND_EXITED "command killed by signal 9", exit 137).
+func TestHungShimTaskStatus(t *testing.T) {
+	m := startMasterProc(t)
+	a := startLinkedAgent(t, m.Addr)
+	run := startRun(t, m.Addr, "--task-id", "hung", "--cpus", "0.05", "--mem", "16", "--", "sleep", "600")
+	run.waitLine(t, "RUNNING")
+	var id string
+	for _, c := range a.list() {
+		if c.State == "running" {
+			id = c.ID
+		}
+	}
+	if id == "" {
+		t.Fatalf("no running container for the task: %s", sprint(a.list()))
+	}
+	dev := *a // brim dev keeps the agent's state in STATE/agent
+	dev.StateDir = filepath.Join(a.StateDir, "state", "agent")
+	dev.stopShimOf(id)
+	// No kill: the agent's own probes find the shim silent (three in a
+	// row, ShimTimeout apart) and escalate.
+	line := run.waitLine(t, "task hung: FAILED")
+	if !strings.Contains(line, "(CONTAINER_LOST)") || !strings.Contains(line, "the container runtime lost the task: the shim stopped answering") {
+		t.Errorf("final status of a task whose shim hung: %q", line)
+	}
+	if code := run.wait(t); code != 1 {
+		t.Errorf("brim run exit %d, want 1 (no exit code of the command)", code)
+	}
+	if c := a.inspect(id); c.Exit == nil || c.Exit.Reason != "shim-unresponsive" {
+		t.Errorf("container after the escalation: %s", sprint(c))
+	}
+}

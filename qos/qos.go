@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/brimnode/brim/internal/errdefs"
+	"github.com/brimnode/brim/internal/exitstatus"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -29,11 +30,13 @@ var (
 )
 
 // ReasonPreempted is the exit reason of a container killed by a QoS
-// correction. It is a container's reason, not a task's: the task runner
-// maps it to masterlinkpb.ReasonContainerPreempted (the same string, so
-// containers checkpointed by older agents read the same; a test in
-// agent/taskrunner holds them equal). qos never imports the master link.
-const ReasonPreempted = "CONTAINER_PREEMPTED"
+// correction: internal/exitstatus.ReasonPreempted (the one vocabulary),
+// as the plain string plugins and Actuator.Kill use. It is a container's
+// reason, not a task's: the task runner's table maps it to
+// masterlinkpb.ReasonContainerPreempted (the same string, so containers
+// checkpointed by older agents read the same; a test in agent/taskrunner
+// holds them equal). qos never imports the master link.
+const ReasonPreempted = string(exitstatus.ReasonPreempted)
 
 // Controller computes the corrections to apply now from the node's usage.
 // It is called from one goroutine at a time, every QoS round (1 s by

@@ -24,9 +24,6 @@ func hostMemMiB() (int64, error) {
 	return int64(si.Totalram) * int64(si.Unit) >> 20, nil
 }
 
-// signalNum is the number of a signal named like "SIGKILL"; 0 if unknown.
-func signalNum(name string) int { return int(unix.SignalNum(name)) }
-
 // cgroupConfig is the cgroup isolator's configuration. On a cgroup v2 host
 // where the parent lies inside the agent's own cgroup (a systemd unit with
 // Delegate=yes, --cgroup-parent /system.slice/brim-agent.service/containers)

@@ -16,9 +16,6 @@ func hostMemMiB() (int64, error) {
 	return 0, fmt.Errorf("give --resources: %w", agent.ErrNotSupported)
 }
 
-// signalNum knows no signal names here.
-func signalNum(string) int { return 0 }
-
 // cgroupConfig: no cgroup delegation here.
 func cgroupConfig(cfg cgroups.Config, _ *slog.Logger) (cgroups.Config, error) { return cfg, nil }
 

@@ -11,7 +11,8 @@ import (
 )
 
 // runtimeAdapter lets the agent drive the containerizer (agent.Runtime),
-// translating types and sentinels.
+// translating types and sentinels (both use internal/exitstatus's exit
+// status as it is).
 type runtimeAdapter struct{ c *containerizer.Containerizer }
 
 var _ agent.Runtime = runtimeAdapter{}
@@ -36,21 +37,10 @@ type sentinelError struct{ sentinel, err error }
 func (e sentinelError) Error() string   { return e.err.Error() }
 func (e sentinelError) Unwrap() []error { return []error{e.sentinel, e.err} }
 
-func exitOf(st *containerizer.ExitStatus) *agent.ExitStatus {
-	if st == nil {
-		return nil
-	}
-	sig := 0
-	if st.Signal != "" {
-		sig = signalNum(st.Signal)
-	}
-	return &agent.ExitStatus{Code: st.Code, Signal: sig, OOMKilled: st.OOMKilled, Reason: st.Reason, Message: st.Message, FinishedAt: st.FinishedAt}
-}
-
 func infoOf(in *containerizer.Info) *agent.RuntimeInfo {
 	return &agent.RuntimeInfo{
 		ID: in.Spec.ID, Running: in.State == containerizer.StateRunning, Pid: in.Pid,
-		StartedAt: in.StartedAt, Exit: exitOf(in.Exit), SandboxDir: in.SandboxDir, Address: in.Address,
+		StartedAt: in.StartedAt, Exit: in.Exit, SandboxDir: in.SandboxDir, Address: in.Address,
 	}
 }
 
@@ -66,11 +56,12 @@ func (r runtimeAdapter) Launch(ctx context.Context, s agent.LaunchSpec) (*agent.
 }
 
 func (r runtimeAdapter) Wait(ctx context.Context, id string) (*agent.ExitStatus, error) {
+	// One ExitStatus (internal/exitstatus): nothing to convert.
 	st, err := r.c.Wait(ctx, id)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return exitOf(st), nil
+	return st, nil
 }
 
 func (r runtimeAdapter) Kill(ctx context.Context, id string, grace time.Duration) error {

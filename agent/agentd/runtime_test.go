@@ -7,6 +7,9 @@ import (
 
 	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/containerizer"
+	"github.com/brimnode/brim/internal/errdefs"
+	"github.com/brimnode/brim/isolator"
+	"github.com/brimnode/brim/monitor"
 )
 
 // TestMapErr: the containerizer's sentinels become the agent's, keeping
@@ -29,12 +32,24 @@ func TestMapErr(t *testing.T) {
 	}
 }
 
-func TestExitOf(t *testing.T) {
-	if exitOf(nil) != nil {
-		t.Error("exitOf(nil) != nil")
+// TestContainerNotFoundIsOne: every package's "container not found" is
+// internal/errdefs.ErrContainerNotFound for errors.Is — before, the
+// monitor's and the isolators' were sentinels of their own, and an
+// isolator's "not found" passed through the runtime was no
+// agent.ErrNotFound.
+func TestContainerNotFoundIsOne(t *testing.T) {
+	for name, s := range map[string]error{
+		"agent": agent.ErrNotFound, "containerizer": containerizer.ErrNotFound,
+		"isolator": isolator.ErrNotFound, "monitor": monitor.ErrNotFound,
+		"agent ref": &agent.NotFoundError{Ref: "x"},
+	} {
+		err := mapErr(fmt.Errorf("usage c1: %w", s))
+		if !errors.Is(err, errdefs.ErrContainerNotFound) || !errors.Is(err, agent.ErrNotFound) {
+			t.Errorf("%s: %v is not the one container-not-found", name, err)
+		}
 	}
-	st := exitOf(&containerizer.ExitStatus{Code: 137, Signal: "SIGKILL", OOMKilled: true, Reason: "r", Message: "m"})
-	if st.Code != 137 || st.Signal != 9 || !st.OOMKilled || st.Reason != "r" || st.Message != "m" {
-		t.Errorf("exitOf: %+v", st)
+	// The narrower ones stay narrower.
+	if errors.Is(agent.ErrNotFound, isolator.ErrNotFound) || errors.Is(agent.ErrNotFound, monitor.ErrNotFound) {
+		t.Error("agent.ErrNotFound matches a narrower sentinel")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/internal/exitstatus"
 	"github.com/brimnode/brim/masterlink"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/qos"
@@ -17,7 +18,7 @@ import (
 
 func TestTerminalPreempted(t *testing.T) {
 	c := &agent.Container{ID: "c1", Name: "t1", Labels: map[string]string{LabelTask: "t1"},
-		Exit: &agent.ExitStatus{Code: 137, Signal: 9, Reason: qos.ReasonPreempted, Message: "preempted"}}
+		Exit: &agent.ExitStatus{Code: 137, Signal: 9, Reason: agent.ReasonPreempted, Message: "preempted"}}
 	st := finalStatus(c, false)
 	if st.State != pb.TaskState_TASK_KILLED || st.Reason != "CONTAINER_PREEMPTED" || st.Message != "preempted" || st.ExitCode == nil {
 		t.Fatalf("preempted container: %+v", st)
@@ -44,12 +45,66 @@ func TestTerminal(t *testing.T) {
 		{"lost", &agent.ExitStatus{Reason: agent.ReasonLost, Message: "gone"}, pb.TaskState_TASK_LOST, ReasonContainerLost, "gone"},
 		{"shim lost", &agent.ExitStatus{Code: 137, Signal: 9, Reason: "shim-lost", Message: "the shim died without recording the exit status; the container was killed"},
 			pb.TaskState_TASK_FAILED, ReasonContainerLost, "the container runtime lost the task: the shim died without recording the exit status; the container was killed"},
+		// The containerizer's escalation of a hung shim: its SIGKILL is the
+		// runtime's, not the command's (it used to say COMMAND_EXITED
+		// "command killed by signal 9").
+		{"shim unresponsive", &agent.ExitStatus{Code: 137, Signal: 9, Reason: "shim-unresponsive", Message: "the shim stopped answering (3 probes in a row); the shim and the container were killed"},
+			pb.TaskState_TASK_FAILED, ReasonContainerLost, "the container runtime lost the task: the shim stopped answering (3 probes in a row); the shim and the container were killed"},
+		{"killed on the agent", &agent.ExitStatus{Code: 143, Signal: 15, Reason: "killed", Message: "killed on request"},
+			pb.TaskState_TASK_FAILED, ReasonCommandExited, "command killed by signal 15: killed on request"},
+		{"memory limit", &agent.ExitStatus{Code: 137, Signal: 9, OOMKilled: true, Reason: "memory-limit"}, pb.TaskState_TASK_FAILED, ReasonMemoryLimit, "memory limit exceeded"},
+		{"unknown reason", &agent.ExitStatus{Code: 137, Signal: 9, Reason: "from-a-newer-shim", Message: "m"},
+			pb.TaskState_TASK_FAILED, "", `the container ended with exit reason "from-a-newer-shim", which this agent does not know (code 137): m`},
 	} {
 		c := &agent.Container{ID: "c", Labels: map[string]string{LabelTask: "t"}, Exit: tc.exit}
 		st := finalStatus(c, false)
 		if st.TaskID != "t" || st.State != tc.state || st.Reason != tc.reason || st.Message != tc.msg {
 			t.Errorf("%s: %+v, want %s %s %q", tc.name, st, tc.state, tc.reason, tc.msg)
 		}
+	}
+}
+
+// TestEveryExitReasonMaps: the table covers the whole vocabulary and
+// nothing else, every entry names a task reason of the wire, and no reason
+// but a plain or requested end of the command claims COMMAND_EXITED. A
+// reason unknown to this build ends the task FAILED without a reason or
+// an exit code it cannot vouch for.
+func TestEveryExitReasonMaps(t *testing.T) {
+	known := map[exitstatus.Reason]bool{}
+	for _, r := range exitstatus.Reasons() {
+		known[r] = true
+		end, ok := taskEnds[r]
+		if !ok {
+			t.Errorf("exit reason %q has no task end", r)
+			continue
+		}
+		if _, ok := pb.TaskReason_value[end.Reason]; !ok || end.Reason == "" {
+			t.Errorf("exit reason %q maps to task reason %q, not one of the wire's", r, end.Reason)
+		}
+		if !end.State.Terminal() {
+			t.Errorf("exit reason %q maps to %s, not a terminal state", r, end.State)
+		}
+		command := r == exitstatus.ReasonNone || r == exitstatus.ReasonKilled
+		if (end.Reason == ReasonCommandExited) != command || end.Command != command {
+			t.Errorf("exit reason %q: task end %+v; only a command's own end is COMMAND_EXITED", r, end)
+		}
+		c := &agent.Container{Labels: map[string]string{LabelTask: "t"}, Exit: &agent.ExitStatus{Code: 137, Signal: 9, Reason: r, Message: "m"}}
+		if st := finalStatus(c, false); st.State != end.State || st.Reason != end.Reason || st.Message == "" {
+			t.Errorf("exit reason %q: status %+v, want %s %s with a message", r, st, end.State, end.Reason)
+		}
+	}
+	for r := range taskEnds {
+		if !known[r] {
+			t.Errorf("task end for %q, which is no exit reason", r)
+		}
+	}
+	c := &agent.Container{Labels: map[string]string{LabelTask: "t"}, Exit: &agent.ExitStatus{Code: 137, Signal: 9, Reason: "new-reason"}}
+	st := finalStatus(c, false)
+	if st.State != pb.TaskState_TASK_FAILED || st.Reason == ReasonCommandExited || st.ExitCode != nil || !strings.Contains(st.Message, `"new-reason"`) {
+		t.Errorf("unknown exit reason: %+v", st)
+	}
+	if string(exitstatus.ReasonPreempted) != qos.ReasonPreempted || qos.ReasonPreempted != ReasonPreempted {
+		t.Errorf("preempted: exit reason %q, qos %q, task reason %q: one string", exitstatus.ReasonPreempted, qos.ReasonPreempted, ReasonPreempted)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/internal/exitstatus"
 	"github.com/brimnode/brim/masterlink"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/qos"
@@ -53,11 +54,6 @@ var (
 	ReasonPreempted = pb.ReasonContainerPreempted
 )
 
-// reasonShimLost is the exit reason the containerizer records when a
-// container's shim died without recording the exit status
-// (executor.ReasonShimLost).
-const reasonShimLost = "shim-lost"
-
 // agentResourcesOf turns a task's resources into the agent's limits.
 func agentResourcesOf(res resources.Resources) (agent.Resources, bool, error) {
 	rev := !res.Revocable().IsEmpty()
@@ -72,46 +68,95 @@ func agentResourcesOf(res resources.Resources) (agent.Resources, bool, error) {
 	return out, rev, nil
 }
 
-// finalStatus maps an exited container to the task's final status; killed
-// says the framework asked for the kill.
+// taskEnd is what a container's exit reason means for its task.
+type taskEnd struct {
+	State  pb.TaskState
+	Reason string // a masterlinkpb reason
+	// Command: the command ended by itself, and its exit code says how:
+	// FINISHED for 0, State otherwise, and the message names the code or
+	// the signal.
+	Command bool
+	// Code: the exit code is the command's (set in the status); without
+	// it the code is the runtime's cleanup (a SIGKILL), not the task's.
+	Code bool
+	// Message is the status message; empty: Prefix and the exit's own.
+	Message, Prefix string
+}
+
+// taskEnds maps every exit reason (internal/exitstatus, the one
+// vocabulary) to its task's end: the one table, tested to cover every
+// reason. Mesos reports a preempted task LOST; the agent knows its
+// container is gone, so brim says KILLED, with Mesos's reason. A shim that
+// died or hung is the runtime losing the task (Mesos:
+// REASON_EXECUTOR_TERMINATED): its SIGKILL is the agent's cleanup, not
+// the command's end.
+var taskEnds = map[exitstatus.Reason]taskEnd{
+	exitstatus.ReasonNone:             {State: pb.TaskState_TASK_FAILED, Reason: ReasonCommandExited, Command: true, Code: true},
+	exitstatus.ReasonKilled:           {State: pb.TaskState_TASK_FAILED, Reason: ReasonCommandExited, Command: true, Code: true},
+	exitstatus.ReasonMemoryLimit:      {State: pb.TaskState_TASK_FAILED, Reason: ReasonMemoryLimit, Code: true, Message: "memory limit exceeded"},
+	exitstatus.ReasonPreempted:        {State: pb.TaskState_TASK_KILLED, Reason: ReasonPreempted, Code: true},
+	exitstatus.ReasonLost:             {State: pb.TaskState_TASK_LOST, Reason: ReasonContainerLost},
+	exitstatus.ReasonShimLost:         {State: pb.TaskState_TASK_FAILED, Reason: ReasonContainerLost, Prefix: runtimeLost},
+	exitstatus.ReasonShimUnresponsive: {State: pb.TaskState_TASK_FAILED, Reason: ReasonContainerLost, Prefix: runtimeLost},
+}
+
+// runtimeLost starts the message of a task whose shim died or hung.
+const runtimeLost = "the container runtime lost the task: "
+
+// finalStatus maps an exited container to the task's final status through
+// taskEnds; killed says the framework asked for the kill.
 func finalStatus(c *agent.Container, killed bool) masterlink.Status {
-	st := masterlink.Status{TaskID: c.Labels[LabelTask], FrameworkID: c.Labels[LabelFramework], State: pb.TaskState_TASK_FAILED, Reason: ReasonCommandExited}
+	st := masterlink.Status{TaskID: c.Labels[LabelTask], FrameworkID: c.Labels[LabelFramework]}
 	e := c.Exit
 	if e == nil {
 		st.State, st.Reason, st.Message = pb.TaskState_TASK_LOST, ReasonContainerLost, "exit status unknown"
 		return st
 	}
 	code := e.Code
-	st.ExitCode = &code
-	switch {
-	case killed:
-		st.State, st.Reason, st.Message = pb.TaskState_TASK_KILLED, ReasonKilled, "killed"
-	case e.Reason == qos.ReasonPreempted:
-		// Mesos reports TASK_LOST here; the agent knows the container is
-		// gone, so brim says KILLED, with Mesos's reason.
-		st.State, st.Reason, st.Message = pb.TaskState_TASK_KILLED, ReasonPreempted, e.Message
-	case e.OOMKilled || e.Reason == agent.ReasonMemoryLimit:
-		st.Reason, st.Message = ReasonMemoryLimit, "memory limit exceeded"
-	case e.Reason == agent.ReasonLost:
-		st.State, st.Reason, st.Message, st.ExitCode = pb.TaskState_TASK_LOST, ReasonContainerLost, e.Message, nil
-	case e.Reason == reasonShimLost:
-		// The runtime lost the task (Mesos: REASON_EXECUTOR_TERMINATED):
-		// the SIGKILL and its code are the agent's cleanup, not the
-		// command's end.
-		st.Reason, st.ExitCode = ReasonContainerLost, nil
-		st.Message = "the container runtime lost the task: " + e.Message
+	if killed {
+		st.State, st.Reason, st.Message, st.ExitCode = pb.TaskState_TASK_KILLED, ReasonKilled, "killed", &code
 		return st
-	case e.Code == 0 && e.Signal == 0:
-		st.State, st.Message = pb.TaskState_TASK_FINISHED, "command exited with code 0"
-	case e.Signal != 0:
-		st.Message = fmt.Sprintf("command killed by signal %d", e.Signal)
-	default:
-		st.Message = fmt.Sprintf("command exited with code %d", e.Code)
 	}
-	if e.Message != "" && st.State == pb.TaskState_TASK_FAILED {
-		st.Message += ": " + e.Message
+	reason := e.Reason
+	if e.OOMKilled && (reason == exitstatus.ReasonNone || reason == exitstatus.ReasonKilled) {
+		reason = exitstatus.ReasonMemoryLimit // a record from before the shim set the reason
+	}
+	end, ok := taskEnds[reason]
+	if !ok {
+		// A reason of a newer shim or agent: say so, claim nothing.
+		st.State = pb.TaskState_TASK_FAILED
+		st.Message = fmt.Sprintf("the container ended with exit reason %q, which this agent does not know (code %d)", reason, e.Code)
+		if e.Message != "" {
+			st.Message += ": " + e.Message
+		}
+		return st
+	}
+	st.State, st.Reason = end.State, end.Reason
+	if end.Code {
+		st.ExitCode = &code
+	}
+	switch {
+	case end.Command:
+		st.Message = commandMessage(e)
+		if e.Code == 0 && e.Signal == 0 {
+			st.State = pb.TaskState_TASK_FINISHED
+		} else if e.Message != "" {
+			st.Message += ": " + e.Message
+		}
+	case end.Message != "":
+		st.Message = end.Message
+	default:
+		st.Message = end.Prefix + e.Message
 	}
 	return st
+}
+
+// commandMessage says how a command ended by itself.
+func commandMessage(e *agent.ExitStatus) string {
+	if e.Signal != 0 {
+		return fmt.Sprintf("command killed by signal %d", e.Signal)
+	}
+	return fmt.Sprintf("command exited with code %d", e.Code)
 }
 
 // describeCorrection renders a correction's trigger for a framework.
