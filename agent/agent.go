@@ -33,6 +33,15 @@ import (
 // Options.KillGrace is zero.
 const DefaultKillGrace = 10 * time.Second
 
+// Defaults of the local API's connection limits (Options.SocketIdleTimeout,
+// Options.SocketMaxConns). A client reconnects over the unix socket in a
+// fraction of a millisecond, and gRPC clients do it by themselves: an
+// idle connection is not worth holding longer.
+const (
+	DefaultSocketIdleTimeout = 5 * time.Second
+	DefaultSocketMaxConns    = 1024
+)
+
 // DefaultKillExitTimeout is how long a kill waits for the exit after its
 // grace period when Options.KillExitTimeout is zero.
 const DefaultKillExitTimeout = 30 * time.Second
@@ -84,6 +93,15 @@ type Options struct {
 	// UserNS runs every container in a user namespace (needs
 	// UserNSRange), as if each Spec had UserNS.
 	UserNS bool
+	// SocketIdleTimeout closes a connection to the local API that has had
+	// no call in progress for this long (gRPC's MaxConnectionIdle: a
+	// GOAWAY, then the close; a streaming call — logs -f, wait — is a
+	// call in progress). 0 never closes one; default
+	// DefaultSocketIdleTimeout is set by agentd.
+	SocketIdleTimeout time.Duration
+	// SocketMaxConns bounds the local API's open connections: one more is
+	// closed as soon as it is accepted (and logged). 0: no bound.
+	SocketMaxConns int
 	// Oversub runs the monitor, estimator and QoS controller and admits
 	// revocable containers against the revocable pool. nil: none of them,
 	// and revocable containers are accounted against Resources like the
@@ -242,6 +260,9 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.PortRange.IsZero() {
 		opts.PortRange = isolator.DefaultPortRange
+	}
+	if opts.SocketIdleTimeout < 0 || opts.SocketMaxConns < 0 {
+		return nil, fmt.Errorf("%w: socket idle timeout %v and connection bound %d must not be negative", ErrInvalidArgument, opts.SocketIdleTimeout, opts.SocketMaxConns)
 	}
 	if opts.DefaultUser == "" {
 		opts.DefaultUser = DefaultUser

@@ -16,6 +16,7 @@ import (
 	"github.com/brimnode/brim/qos"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
@@ -56,15 +57,10 @@ func (a *Agent) Serve(ctx context.Context, l net.Listener) error {
 		a.over.start(a)
 	}
 	a.markReady()
-	// A client that connects and never speaks must not hold up shutdown.
-	// Every message is bounded below speclimit.MaxMsgBytes (specs by
-	// speclimit.Check, listings by paging): the limits are stated, not
-	// relied on.
-	srv := grpc.NewServer(grpc.ConnectionTimeout(handshakeTimeout),
-		grpc.MaxRecvMsgSize(speclimit.MaxMsgBytes), grpc.MaxSendMsgSize(speclimit.MaxMsgBytes))
+	srv := grpc.NewServer(a.serverOptions()...)
 	agentpb.RegisterAgentServer(srv, NewServer(a))
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
+	go func() { errc <- srv.Serve(limitConns(l, a.opts.SocketMaxConns, a.log)) }()
 	a.log.Info("agent serving", "id", a.id, "socket", socketPath, "resources", a.opts.Resources)
 
 	t := time.NewTicker(gcInterval)
@@ -98,6 +94,22 @@ func (a *Agent) Serve(ctx context.Context, l net.Listener) error {
 		a.log.Debug("local API server ended", "err", err)
 	}
 	return nil
+}
+
+// serverOptions are the local API server's limits. A client that connects
+// and never speaks must not hold up shutdown (ConnectionTimeout); one
+// that connected and has no call in progress is sent away after
+// Options.SocketIdleTimeout (a stream in progress is not idle). Every
+// message is bounded below speclimit.MaxMsgBytes (specs by
+// speclimit.Check, listings by paging): the limits are stated, not
+// relied on.
+func (a *Agent) serverOptions() []grpc.ServerOption {
+	opts := []grpc.ServerOption{grpc.ConnectionTimeout(handshakeTimeout),
+		grpc.MaxRecvMsgSize(speclimit.MaxMsgBytes), grpc.MaxSendMsgSize(speclimit.MaxMsgBytes)}
+	if d := a.opts.SocketIdleTimeout; d > 0 {
+		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: d}))
+	}
+	return opts
 }
 
 // NewServer returns the gRPC service of a (register it with

@@ -29,7 +29,20 @@ func socketPath(t *testing.T) string {
 
 func startServer(t *testing.T, rt *fakeRuntime, sock string) agentpb.AgentClient {
 	t.Helper()
-	a, err := New(Options{StateDir: t.TempDir(), Runtime: rt, Resources: Resources{MilliCPUs: 1000, MemMiB: 1024}})
+	return startServerWith(t, Options{Runtime: rt}, sock)
+}
+
+// startServerWith is startServer with opts (StateDir and Resources are
+// filled in when empty).
+func startServerWith(t *testing.T, opts Options, sock string) agentpb.AgentClient {
+	t.Helper()
+	if opts.StateDir == "" {
+		opts.StateDir = t.TempDir()
+	}
+	if opts.Resources == (Resources{}) {
+		opts.Resources = Resources{MilliCPUs: 1000, MemMiB: 1024}
+	}
+	a, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,12 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -47,4 +50,53 @@ func Listen(path string) (*net.UnixListener, error) {
 	}
 	l.SetUnlinkOnClose(true)
 	return l, nil
+}
+
+// limitConns bounds l's open connections to max (0: no bound): a
+// connection beyond it is closed as soon as it is accepted, so that its
+// client fails at once rather than waiting in the backlog, and logged
+// (the first and then every 100th).
+func limitConns(l net.Listener, max int, log *slog.Logger) net.Listener {
+	if max <= 0 {
+		return l
+	}
+	return &connLimit{Listener: l, slots: make(chan struct{}, max), log: log}
+}
+
+type connLimit struct {
+	net.Listener
+	slots   chan struct{}
+	log     *slog.Logger
+	refused atomic.Int64
+}
+
+func (l *connLimit) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return &limitedConn{Conn: c, release: func() { <-l.slots }}, nil
+		default:
+		}
+		c.Close()
+		if n := l.refused.Add(1); n%100 == 1 {
+			l.log.Warn("local API: connection refused: too many open", "max", cap(l.slots), "refused", n)
+		}
+	}
+}
+
+// limitedConn gives its slot back once, on the first Close.
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }

@@ -52,6 +52,12 @@ type Config struct {
 	Resources    string        // --resources, Mesos syntax; empty: the host's cpus and memory minus 1 GiB
 	Retention    string        // --sandbox-retention: "N", "DURATION" or "N,DURATION"
 	KillGrace    time.Duration // --kill-grace: positive
+	// SocketIdleTimeout is --socket-idle-timeout: a local API connection
+	// with no call in progress is closed after it; 0 never, not negative.
+	SocketIdleTimeout time.Duration
+	// SocketMaxConns is --socket-max-connections: the local API's open
+	// connections at most; 0 no bound, not negative.
+	SocketMaxConns int
 	// ConfigFile is --config: the TOML file the flags were read from, read
 	// again on SIGHUP through Deps.Reload; empty: SIGHUP is logged and
 	// nothing reloads.
@@ -129,11 +135,13 @@ type LinkConfig struct {
 // DefaultConfig is `brim agent` without flags.
 func DefaultConfig() Config {
 	return Config{
-		Socket:       DefaultSocket,
-		StateDir:     DefaultStateDir,
-		CgroupParent: DefaultCgroupParent,
-		Retention:    DefaultRetention,
-		KillGrace:    agent.DefaultKillGrace,
+		Socket:            DefaultSocket,
+		StateDir:          DefaultStateDir,
+		CgroupParent:      DefaultCgroupParent,
+		Retention:         DefaultRetention,
+		KillGrace:         agent.DefaultKillGrace,
+		SocketIdleTimeout: agent.DefaultSocketIdleTimeout,
+		SocketMaxConns:    agent.DefaultSocketMaxConns,
 		Network: NetworkConfig{
 			Bridge:       network.DefaultBridge,
 			Subnet:       network.DefaultSubnet.String(),
@@ -221,6 +229,12 @@ func (c Config) resolve() (resolved, error) {
 	}
 	if c.KillGrace <= 0 {
 		return r, bad("--kill-grace", "%s: must be positive (the wait between SIGTERM and SIGKILL)", c.KillGrace)
+	}
+	if c.SocketIdleTimeout < 0 {
+		return r, bad("--socket-idle-timeout", "%s: must not be negative (0: never close an idle connection)", c.SocketIdleTimeout)
+	}
+	if c.SocketMaxConns < 0 {
+		return r, bad("--socket-max-connections", "%d: must not be negative (0: no bound)", c.SocketMaxConns)
 	}
 	if c.ConfigFile != "" && !path.IsAbs(c.ConfigFile) {
 		return r, bad("--config", "%q: must be an absolute path (it is read again on SIGHUP)", c.ConfigFile)

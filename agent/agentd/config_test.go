@@ -110,6 +110,8 @@ func TestValidate(t *testing.T) {
 		{"root cgroup parent", "--cgroup-parent", "want a cgroup path", func(c *Config) { c.CgroupParent = "/" }},
 		{"zero kill grace", "--kill-grace", "--kill-grace 0s: must be positive", func(c *Config) { c.KillGrace = 0 }},
 		{"negative kill grace", "--kill-grace", "--kill-grace -1s: must be positive", func(c *Config) { c.KillGrace = -time.Second }},
+		{"negative socket idle timeout", "--socket-idle-timeout", "--socket-idle-timeout -1s: must not be negative", func(c *Config) { c.SocketIdleTimeout = -time.Second }},
+		{"negative socket connections", "--socket-max-connections", "--socket-max-connections -1: must not be negative", func(c *Config) { c.SocketMaxConns = -1 }},
 		{"relative config", "--config", "must be an absolute path", func(c *Config) { c.ConfigFile = "brim.toml" }},
 		{"bad subnet", "--network-subnet", "--network-subnet", func(c *Config) { c.Network.Subnet = "10.0.0.0" }},
 		{"zero host rate", "--network-host-rate", "must be positive", func(c *Config) { c.Network.HostRateMbit = 0 }},

@@ -165,21 +165,23 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	a, err := agent.New(agent.Options{
-		StateDir:     cfg.StateDir,
-		Runtime:      runtimeAdapter{cz},
-		Resources:    d.res.total,
-		Network:      cfg.Network.Enabled,
-		PortRange:    d.res.network.PortRange,
-		KillGrace:    cfg.KillGrace,
-		Retention:    d.res.retention,
-		Log:          log,
-		Version:      cfg.Version,
-		CgroupParent: d.res.cgParent,
-		Oversub:      over,
-		DefaultUser:  cfg.Security.DefaultUser,
-		AllowRoot:    cfg.Security.AllowRoot,
-		UserNS:       cfg.Security.UserNS,
-		UserNSRange:  userns,
+		StateDir:          cfg.StateDir,
+		Runtime:           runtimeAdapter{cz},
+		Resources:         d.res.total,
+		Network:           cfg.Network.Enabled,
+		PortRange:         d.res.network.PortRange,
+		KillGrace:         cfg.KillGrace,
+		Retention:         d.res.retention,
+		Log:               log,
+		Version:           cfg.Version,
+		CgroupParent:      d.res.cgParent,
+		Oversub:           over,
+		DefaultUser:       cfg.Security.DefaultUser,
+		AllowRoot:         cfg.Security.AllowRoot,
+		UserNS:            cfg.Security.UserNS,
+		UserNSRange:       userns,
+		SocketIdleTimeout: cfg.SocketIdleTimeout,
+		SocketMaxConns:    cfg.SocketMaxConns,
 	})
 	if err != nil {
 		return err

@@ -116,6 +116,8 @@ func registerAgentFlags(f *pflag.FlagSet, cfg *agentd.Config) {
 	f.StringVar(&cfg.Resources, "resources", cfg.Resources, `resources to hand out, Mesos syntax, e.g. "cpus:4;mem:8192" (default: the host's cpus and memory minus 1 GiB)`)
 	f.StringVar(&cfg.Retention, "sandbox-retention", cfg.Retention, `finished containers kept: "N", "DURATION" or "N,DURATION"`)
 	f.DurationVar(&cfg.KillGrace, "kill-grace", cfg.KillGrace, "default grace period between SIGTERM and SIGKILL (positive)")
+	f.DurationVar(&cfg.SocketIdleTimeout, "socket-idle-timeout", cfg.SocketIdleTimeout, "close a local API connection with no call in progress after this long (clients reconnect by themselves; 0: never)")
+	f.IntVar(&cfg.SocketMaxConns, "socket-max-connections", cfg.SocketMaxConns, "open local API connections at most; one more is closed at once (0: no bound)")
 	f.DurationVar(&cfg.Link.RetryMin, "status-retry-min", cfg.Link.RetryMin, "first retry of an unacknowledged status update (positive; doubles each time)")
 	f.DurationVar(&cfg.Link.RetryMax, "status-retry-max", cfg.Link.RetryMax, "longest wait between status update retries (at least --status-retry-min)")
 	f.Float64Var(&cfg.Link.PerfScore, "perf-score", cfg.Link.PerfScore, "machine performance score sent to the master for --sorter medrf (positive; 0: measure it at start with a CPU benchmark of under a second)")
