@@ -207,6 +207,9 @@ type Info struct {
 	// Quarantined are the checkpoint records the agent could not read at
 	// recovery (see Agent.Recover); an rm of the container drops one.
 	Quarantined []Quarantined
+	// Checkpoint says whether every record is on disk, or the state dir
+	// is full and some wait in memory.
+	Checkpoint CheckpointStatus
 }
 
 // Agent is the node agent. Create it with New, then Run it (or Recover and
@@ -233,54 +236,66 @@ type Agent struct {
 	killReasons map[string]killReason    // id → why a pending kill was asked for
 	ledger      *ledger                  // claims of running (and launching) containers
 	quarantined []Quarantined            // checkpoint records Recover could not read
+	unsaved     map[string]bool          // records not written yet (checkpoint.go)
+	saveErr     error                    // the last failed checkpoint write, nil once all are written
 	started     time.Time
 	over        *oversub // nil without Options.Oversub
 	closed      bool
 	ready       chan struct{} // closed by Serve once recovered (ready.go)
 }
 
+// check validates o and fills in the defaults of its zero fields (those
+// documented to have one). Errors wrap ErrInvalidArgument, or come from
+// resolving the default user.
+func (o *Options) check() error {
+	if o.StateDir == "" || !filepath.IsAbs(o.StateDir) {
+		return fmt.Errorf("%w: state dir %q must be an absolute path", ErrInvalidArgument, o.StateDir)
+	}
+	if o.Runtime == nil {
+		return fmt.Errorf("%w: no runtime", ErrInvalidArgument)
+	}
+	if o.Resources.MilliCPUs <= 0 || o.Resources.MemMiB <= 0 {
+		return fmt.Errorf("%w: resources %s: need cpus and mem", ErrInvalidArgument, o.Resources)
+	}
+	if o.KillGrace <= 0 {
+		o.KillGrace = DefaultKillGrace
+	}
+	if o.KillExitTimeout <= 0 {
+		o.KillExitTimeout = DefaultKillExitTimeout
+	}
+	if o.PortRange.IsZero() {
+		o.PortRange = isolator.DefaultPortRange
+	}
+	if o.SocketIdleTimeout < 0 || o.SocketMaxConns < 0 {
+		return fmt.Errorf("%w: socket idle timeout %v and connection bound %d must not be negative", ErrInvalidArgument, o.SocketIdleTimeout, o.SocketMaxConns)
+	}
+	if o.DefaultUser == "" {
+		o.DefaultUser = DefaultUser
+	}
+	if o.UserNSRange != nil {
+		if err := o.UserNSRange.Validate(); err != nil {
+			return fmt.Errorf("%w: --userns-range: %w", ErrInvalidArgument, err)
+		}
+	}
+	if o.UserNS && o.UserNSRange == nil {
+		return fmt.Errorf("%w: user namespaces for every container need a range (--userns-range)", ErrInvalidArgument)
+	}
+	defaultNS := o.UserNSRange
+	if !o.UserNS {
+		defaultNS = nil
+	}
+	if _, err := resolveUser(o.DefaultUser, o.AllowRoot, defaultNS); err != nil {
+		return fmt.Errorf("default user: %w", err)
+	}
+	return nil
+}
+
 // New opens (creating if needed) the state dir, takes its lock and reads or
 // creates the agent ID. It returns an error wrapping ErrAgentRunning when
 // another agent holds the state dir, ErrInvalidArgument for bad options.
 func New(opts Options) (*Agent, error) {
-	if opts.StateDir == "" || !filepath.IsAbs(opts.StateDir) {
-		return nil, fmt.Errorf("%w: state dir %q must be an absolute path", ErrInvalidArgument, opts.StateDir)
-	}
-	if opts.Runtime == nil {
-		return nil, fmt.Errorf("%w: no runtime", ErrInvalidArgument)
-	}
-	if opts.Resources.MilliCPUs <= 0 || opts.Resources.MemMiB <= 0 {
-		return nil, fmt.Errorf("%w: resources %s: need cpus and mem", ErrInvalidArgument, opts.Resources)
-	}
-	if opts.KillGrace <= 0 {
-		opts.KillGrace = DefaultKillGrace
-	}
-	if opts.KillExitTimeout <= 0 {
-		opts.KillExitTimeout = DefaultKillExitTimeout
-	}
-	if opts.PortRange.IsZero() {
-		opts.PortRange = isolator.DefaultPortRange
-	}
-	if opts.SocketIdleTimeout < 0 || opts.SocketMaxConns < 0 {
-		return nil, fmt.Errorf("%w: socket idle timeout %v and connection bound %d must not be negative", ErrInvalidArgument, opts.SocketIdleTimeout, opts.SocketMaxConns)
-	}
-	if opts.DefaultUser == "" {
-		opts.DefaultUser = DefaultUser
-	}
-	if opts.UserNSRange != nil {
-		if err := opts.UserNSRange.Validate(); err != nil {
-			return nil, fmt.Errorf("%w: --userns-range: %w", ErrInvalidArgument, err)
-		}
-	}
-	if opts.UserNS && opts.UserNSRange == nil {
-		return nil, fmt.Errorf("%w: user namespaces for every container need a range (--userns-range)", ErrInvalidArgument)
-	}
-	defaultNS := opts.UserNSRange
-	if !opts.UserNS {
-		defaultNS = nil
-	}
-	if _, err := resolveUser(opts.DefaultUser, opts.AllowRoot, defaultNS); err != nil {
-		return nil, fmt.Errorf("default user: %w", err)
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	log := opts.Log
 	if log == nil {
@@ -317,12 +332,14 @@ func New(opts Options) (*Agent, error) {
 		names:       map[string]string{},
 		done:        map[string]chan struct{}{},
 		killReasons: map[string]killReason{},
+		unsaved:     map[string]bool{},
 		ledger:      newLedger(opts.Resources.Model()),
 		started:     time.Now(),
 		ready:       make(chan struct{}),
 	}
 	if opts.Oversub != nil {
 		a.over = newOversub(a, *opts.Oversub)
+		a.over.reg.MustRegister(a.checkpointMetrics()...)
 		if err := a.over.newGuards(a); err != nil {
 			cancel()
 			_ = lock.Close() // New fails with err; the lock only has to go
@@ -430,116 +447,6 @@ func (a *Agent) Close() error {
 	a.cancel()
 	a.wg.Wait()
 	return a.lock.Close()
-}
-
-// Recover reconciles the checkpoint with what the runtime finds: containers
-// the runtime still has are adopted (running ones are watched again, exited
-// ones get their exit status); checkpointed containers that vanished are
-// marked exited with reason "lost"; a launch the agent never finished is
-// adopted if its container runs, else dropped with whatever the runtime
-// made of it (nobody was given its ID); containers the runtime has but the
-// checkpoint does not are orphans and are destroyed. A record that cannot
-// be read is quarantined (see quarantineLocked), not fatal: the others are
-// recovered. Call it once, before serving.
-//
-//nolint:gocyclo // split under issue 31 by the agent core work; remove with the split
-func (a *Agent) Recover(ctx context.Context) error {
-	records, bad, err := a.store.load()
-	if err != nil {
-		return fmt.Errorf("recover: %w", err)
-	}
-	infos, err := a.rt.Recover(ctx)
-	if err != nil {
-		return fmt.Errorf("recover runtime: %w", err)
-	}
-	found := make(map[string]*RuntimeInfo, len(infos))
-	for _, in := range infos {
-		found[in.ID] = in
-	}
-	now := time.Now()
-	a.mu.Lock()
-	var watch, drop []string
-	for _, c := range records {
-		in, ok := found[c.ID]
-		delete(found, c.ID)
-		switch {
-		case ok && in.Running:
-			c.State, c.Pid = StateRunning, in.Pid
-			if !in.StartedAt.IsZero() {
-				c.StartedAt = in.StartedAt
-			}
-			if in.SandboxDir != "" {
-				c.SandboxDir = in.SandboxDir
-			}
-			watch = append(watch, c.ID)
-		case c.State == StateLaunching:
-			// The launch never completed and nobody was given the ID: if
-			// its container ended already (e.g. the shim was lost with
-			// the agent), it is dropped with its record, not reported as
-			// an exit nobody can ask about.
-			if ok {
-				drop = append(drop, c.ID)
-				a.log.Warn("dropping interrupted launch: its container ended while the agent was down", "id", c.ID, "name", c.Name, "exit", in.Exit)
-			} else {
-				a.log.Info("dropping interrupted launch", "id", c.ID, "name", c.Name)
-			}
-			if err := a.store.delete(c.ID); err != nil {
-				a.mu.Unlock()
-				return fmt.Errorf("recover: %w", err)
-			}
-			continue
-		case ok:
-			if c.State != StateExited || c.Exit == nil {
-				c.State, c.Exit = StateExited, in.Exit
-				if c.Exit == nil {
-					c.Exit = &ExitStatus{Code: -1, Reason: ReasonLost, Message: "exit status unknown", FinishedAt: now}
-				}
-			}
-			if in.SandboxDir != "" {
-				c.SandboxDir = in.SandboxDir
-			}
-		case c.State == StateRunning:
-			c.State = StateExited
-			c.Exit = &ExitStatus{Code: -1, Reason: ReasonLost, Message: "container vanished while the agent was down", FinishedAt: now}
-		}
-		a.addLocked(c)
-		if err := a.store.put(c); err != nil {
-			a.mu.Unlock()
-			return fmt.Errorf("recover: %w", err)
-		}
-		a.log.Info("recovered container", "id", c.ID, "name", c.Name, "state", c.State)
-	}
-	for _, q := range bad {
-		in := found[q.ID]
-		delete(found, q.ID) // a quarantined record's container is no orphan
-		if a.quarantineLocked(q, in, now) {
-			watch = append(watch, q.ID)
-		}
-	}
-	a.mu.Unlock()
-	for _, id := range watch {
-		a.watch(id)
-	}
-	var errs []error
-	for _, id := range drop {
-		if err := a.rt.Destroy(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
-			errs = append(errs, fmt.Errorf("destroy interrupted launch %s: %w", id, err))
-		}
-	}
-	for id, in := range found {
-		a.log.Warn("destroying orphan container", "id", id, "running", in.Running)
-		if in.Running {
-			if err := a.rt.Kill(ctx, id, 0); err != nil && !errors.Is(err, ErrNotRunning) && !errors.Is(err, ErrNotFound) {
-				errs = append(errs, fmt.Errorf("kill orphan %s: %w", id, err))
-				continue
-			}
-		}
-		if err := a.rt.Destroy(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
-			errs = append(errs, fmt.Errorf("destroy orphan %s: %w", id, err))
-		}
-	}
-	a.collect(ctx)
-	return errors.Join(errs...)
 }
 
 // addLocked enters a recovered container; a running one's resources are
@@ -728,6 +635,9 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	// Checkpoint before launching: after a crash mid-launch the recovery
 	// either adopts the container or drops the record, never leaks.
 	if err := a.store.put(c); err != nil {
+		// No record, no launch: the state dir's state (full?) shows in
+		// Info until a write succeeds.
+		a.noteSaveLocked(err)
 		a.settleLocked(id, false)
 		a.mu.Unlock()
 		return nil, fmt.Errorf("run: %w", err)
@@ -759,11 +669,9 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	if c.StartedAt.IsZero() {
 		c.StartedAt = time.Now().UTC()
 	}
-	if err := a.store.put(c); err != nil {
-		// The container runs and the launching record is on disk, so a
-		// restart would adopt it; report the error but keep it.
-		a.log.Error("checkpoint launched container", "id", id, "err", err)
-	}
+	// The container runs and the launching record is on disk, so a
+	// restart would adopt it even if this write waits for space.
+	a.saveLocked(c)
 	a.log.Info("launched container", "id", id, "name", name, "pid", c.Pid, "resources", spec.Resources)
 	a.watchLocked(id)
 	return c.clone(), nil
@@ -817,9 +725,7 @@ func (a *Agent) exited(id string, st *ExitStatus) {
 	c.State, c.Exit = StateExited, st
 	if c.Quarantine == "" { // a quarantined container has no claim and no record of its own
 		a.releaseLocked(id)
-		if err := a.store.put(c); err != nil {
-			a.log.Error("checkpoint exited container", "id", id, "err", err)
-		}
+		a.saveLocked(c)
 	}
 	close(a.done[id])
 	if a.over != nil {
@@ -1078,9 +984,7 @@ func (a *Agent) resize(ctx context.Context, ref string, u Update, labels map[str
 	for k, v := range labels {
 		c.Labels[k] = v
 	}
-	if err := a.store.put(c); err != nil {
-		a.log.Error("checkpoint resized container", "id", c.ID, "err", err)
-	}
+	a.saveLocked(c)
 	a.log.Info("resized container", "id", c.ID, "resources", next, "pids", limits.Pids)
 	return c.clone(), nil
 }
@@ -1132,6 +1036,7 @@ func (a *Agent) remove(ctx context.Context, id string) error {
 	}
 	delete(a.containers, id)
 	delete(a.done, id)
+	delete(a.unsaved, id)
 	if err := a.store.delete(id); err != nil {
 		return fmt.Errorf("destroy %s: %w", id, err)
 	}
@@ -1186,6 +1091,7 @@ func (a *Agent) Info() Info {
 		ID: a.id, Version: a.opts.Version, StateDir: a.opts.StateDir, CgroupParent: a.opts.CgroupParent,
 		Total: a.opts.Resources, Used: a.usedLocked(false), Free: resourcesOf(a.ledger.Free().NonRevocable()),
 		StartedAt: a.started, Quarantined: append([]Quarantined(nil), a.quarantined...),
+		Checkpoint: a.checkpointLocked(),
 	}
 	for _, c := range a.containers {
 		if c.State == StateExited {

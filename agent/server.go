@@ -65,10 +65,15 @@ func (a *Agent) Serve(ctx context.Context, l net.Listener) error {
 
 	t := time.NewTicker(gcInterval)
 	defer t.Stop()
+	retry := time.NewTicker(checkpointRetry)
+	defer retry.Stop()
 	for {
 		select {
 		case <-t.C:
 			a.collect(ctx)
+			continue
+		case <-retry.C:
+			a.retryUnsaved()
 			continue
 		case err := <-errc:
 			return fmt.Errorf("serve %s: %w", socketPath, err)
@@ -296,6 +301,7 @@ func (s *server) AgentInfo(context.Context, *agentpb.AgentInfoRequest) (*agentpb
 		ResourcesTotal: in.Total.String(), ResourcesUsed: in.Used.String(), ResourcesFree: in.Free.String(),
 		ContainersRunning: int32(in.Running), ContainersExited: int32(in.Exited),
 		StartedAtUnixNano: in.StartedAt.UnixNano(),
+		StateDirFull:      in.Checkpoint.Full, CheckpointUnsaved: int32(in.Checkpoint.Unsaved), CheckpointError: in.Checkpoint.Err,
 	}
 	for _, q := range in.Quarantined {
 		out.Quarantined = append(out.Quarantined, &agentpb.QuarantinedRecord{Id: q.ID, File: q.File, Error: q.Err, Container: q.Container})

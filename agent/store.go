@@ -120,6 +120,26 @@ func (s *store) put(c *Container) error {
 	return nil
 }
 
+// probe writes and removes a small temporary file in the checkpoint
+// directory: nil when a record would fit.
+func (s *store) probe() error {
+	f, err := os.CreateTemp(s.dir, ".probe*")
+	if err != nil {
+		return fmt.Errorf("probe checkpoint dir: %w", err)
+	}
+	_, err = f.Write(make([]byte, 4096))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if rerr := os.Remove(f.Name()); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("probe checkpoint dir: %w", err)
+	}
+	return nil
+}
+
 func (s *store) delete(id string) error {
 	if err := atomicfile.Remove(s.path(id)); err != nil {
 		return fmt.Errorf("remove checkpoint %s: %w", id, err)

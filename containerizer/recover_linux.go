@@ -173,7 +173,10 @@ func (c *Containerizer) markLost(ctx context.Context, ct *container) (*ExitStatu
 		FinishedAt: time.Now(),
 	}
 	if err := executor.WriteExit(ct.dir, st); err != nil {
-		return nil, err
+		// A full state dir: the exit is known here and reported (the
+		// agent checkpoints it); the next containerizer finds the shim
+		// gone again and records the same.
+		c.log.Warn("record the exit of a container whose shim was lost", "id", id, "err", err)
 	}
 	ct.setExit(st)
 	c.release(ctx, ct)

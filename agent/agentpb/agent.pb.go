@@ -1603,9 +1603,15 @@ type AgentInfoResponse struct {
 	// runqueue_source: "ebpf", "schedstat-mean" or empty.
 	RunqueueSource string `protobuf:"bytes,17,opt,name=runqueue_source,json=runqueueSource,proto3" json:"runqueue_source,omitempty"`
 	// quarantined: checkpoint records the agent could not read at start-up.
-	Quarantined   []*QuarantinedRecord `protobuf:"bytes,18,rep,name=quarantined,proto3" json:"quarantined,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Quarantined []*QuarantinedRecord `protobuf:"bytes,18,rep,name=quarantined,proto3" json:"quarantined,omitempty"`
+	// state_dir_full: the agent's last checkpoint write failed for lack of
+	// space; checkpoint_unsaved records wait in memory and are retried,
+	// checkpoint_error is the failed write's error ("" once all are on disk).
+	StateDirFull      bool   `protobuf:"varint,19,opt,name=state_dir_full,json=stateDirFull,proto3" json:"state_dir_full,omitempty"`
+	CheckpointUnsaved int32  `protobuf:"varint,20,opt,name=checkpoint_unsaved,json=checkpointUnsaved,proto3" json:"checkpoint_unsaved,omitempty"`
+	CheckpointError   string `protobuf:"bytes,21,opt,name=checkpoint_error,json=checkpointError,proto3" json:"checkpoint_error,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *AgentInfoResponse) Reset() {
@@ -1762,6 +1768,27 @@ func (x *AgentInfoResponse) GetQuarantined() []*QuarantinedRecord {
 		return x.Quarantined
 	}
 	return nil
+}
+
+func (x *AgentInfoResponse) GetStateDirFull() bool {
+	if x != nil {
+		return x.StateDirFull
+	}
+	return false
+}
+
+func (x *AgentInfoResponse) GetCheckpointUnsaved() int32 {
+	if x != nil {
+		return x.CheckpointUnsaved
+	}
+	return 0
+}
+
+func (x *AgentInfoResponse) GetCheckpointError() string {
+	if x != nil {
+		return x.CheckpointError
+	}
+	return ""
 }
 
 // QuarantinedRecord is a checkpoint record the agent could not read: left
@@ -2581,7 +2608,7 @@ const file_agent_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\"\x11\n" +
 	"\x0fDestroyResponse\"\x12\n" +
-	"\x10AgentInfoRequest\"\xdb\x05\n" +
+	"\x10AgentInfoRequest\"\xdb\x06\n" +
 	"\x11AgentInfoResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12'\n" +
@@ -2601,7 +2628,10 @@ const file_agent_proto_rawDesc = "" +
 	"\x0erevocable_free\x18\x0f \x01(\tR\rrevocableFree\x12-\n" +
 	"\x12corrections_active\x18\x10 \x01(\x05R\x11correctionsActive\x12'\n" +
 	"\x0frunqueue_source\x18\x11 \x01(\tR\x0erunqueueSource\x12B\n" +
-	"\vquarantined\x18\x12 \x03(\v2 .brim.agent.v1.QuarantinedRecordR\vquarantined\"k\n" +
+	"\vquarantined\x18\x12 \x03(\v2 .brim.agent.v1.QuarantinedRecordR\vquarantined\x12$\n" +
+	"\x0estate_dir_full\x18\x13 \x01(\bR\fstateDirFull\x12-\n" +
+	"\x12checkpoint_unsaved\x18\x14 \x01(\x05R\x11checkpointUnsaved\x12)\n" +
+	"\x10checkpoint_error\x18\x15 \x01(\tR\x0fcheckpointError\"k\n" +
 	"\x11QuarantinedRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04file\x18\x02 \x01(\tR\x04file\x12\x14\n" +

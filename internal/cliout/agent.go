@@ -19,6 +19,7 @@ func AgentInfo(w io.Writer, in *agentpb.AgentInfoResponse, ex *agentpb.ExplainRe
 	fmt.Fprintf(tw, "id\t%s\nversion\t%s\nstate dir\t%s\ncgroup parent\t%s\n", in.Id, in.Version, in.StateDir, in.CgroupParent)
 	fmt.Fprintf(tw, "resources total\t%s\nresources used\t%s\nresources free\t%s\n", in.ResourcesTotal, in.ResourcesUsed, in.ResourcesFree)
 	fmt.Fprintf(tw, "containers\t%d running, %d exited\n", in.ContainersRunning, in.ContainersExited)
+	fmt.Fprintf(tw, "checkpoint\t%s\n", checkpointText(in))
 	for _, q := range in.Quarantined {
 		fmt.Fprintf(tw, "quarantined record\t%s (container %s): %s\n", q.File, q.Container, q.Error)
 	}
@@ -39,6 +40,19 @@ func AgentInfo(w io.Writer, in *agentpb.AgentInfoResponse, ex *agentpb.ExplainRe
 		}
 	}
 	return tw.Flush()
+}
+
+// checkpointText says whether the agent's checkpoint is on disk.
+func checkpointText(in *agentpb.AgentInfoResponse) string {
+	switch {
+	case in.CheckpointError == "" && in.StateDirFull:
+		return "written; STATE DIR FULL: new launches fail until space is freed"
+	case in.CheckpointError == "":
+		return "written"
+	case in.StateDirFull:
+		return fmt.Sprintf("STATE DIR FULL: %d record(s) kept in memory, written once there is space (%s)", in.CheckpointUnsaved, in.CheckpointError)
+	}
+	return fmt.Sprintf("WRITE FAILING: %d record(s) kept in memory, retried (%s)", in.CheckpointUnsaved, in.CheckpointError)
 }
 
 // Explain writes brim agent explain's text.
