@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/brimnode/brim/internal/atomicfile"
+	"github.com/brimnode/brim/internal/containerlog"
 	"github.com/brimnode/brim/internal/exitstatus"
 	"github.com/brimnode/brim/internal/lockfile"
 	"io"
@@ -93,6 +94,12 @@ type Options struct {
 	// UserNS runs every container in a user namespace (needs
 	// UserNSRange), as if each Spec had UserNS.
 	UserNS bool
+	// LogMaxSize and LogMaxFiles bound each container's output on disk
+	// (internal/containerlog: rotated files of LogMaxSize bytes, at most
+	// LogMaxFiles of them) unless its Spec sets its own; 0:
+	// containerlog.DefaultMaxSize and DefaultMaxFiles.
+	LogMaxSize  int64
+	LogMaxFiles int
 	// SocketIdleTimeout closes a connection to the local API that has had
 	// no call in progress for this long (gRPC's MaxConnectionIdle: a
 	// GOAWAY, then the close; a streaming call — logs -f, wait — is a
@@ -173,6 +180,10 @@ type Spec struct {
 	// Ports are host ports forwarded to the container (with Network);
 	// released when it exits.
 	Ports []isolator.PortMapping
+	// LogMaxSize and LogMaxFiles bound the container's output on disk;
+	// 0: Options' (the agent's --log-max-size, --log-max-files).
+	LogMaxSize  int64
+	LogMaxFiles int
 	// Revocable runs the container best-effort (low priority). With
 	// Options.Oversub it is admitted against the revocable pool (see
 	// Oversub), otherwise against the same total as the others.
@@ -210,6 +221,9 @@ type Info struct {
 	// Checkpoint says whether every record is on disk, or the state dir
 	// is full and some wait in memory.
 	Checkpoint CheckpointStatus
+	// LogMaxSize and LogMaxFiles are the default log bound of a container.
+	LogMaxSize  int64
+	LogMaxFiles int
 }
 
 // Agent is the node agent. Create it with New, then Run it (or Recover and
@@ -265,6 +279,15 @@ func (o *Options) check() error {
 	}
 	if o.PortRange.IsZero() {
 		o.PortRange = isolator.DefaultPortRange
+	}
+	if o.LogMaxSize == 0 {
+		o.LogMaxSize = containerlog.DefaultMaxSize
+	}
+	if o.LogMaxFiles == 0 {
+		o.LogMaxFiles = containerlog.DefaultMaxFiles
+	}
+	if err := (containerlog.Limits{MaxSize: o.LogMaxSize, MaxFiles: o.LogMaxFiles}).Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	if o.SocketIdleTimeout < 0 || o.SocketMaxConns < 0 {
 		return fmt.Errorf("%w: socket idle timeout %v and connection bound %d must not be negative", ErrInvalidArgument, o.SocketIdleTimeout, o.SocketMaxConns)
@@ -483,10 +506,10 @@ func (a *Agent) quarantineLocked(q Quarantined, in *RuntimeInfo, now time.Time) 
 		c.Exit = &ExitStatus{Code: -1, Reason: ReasonLost, Message: "checkpoint record unreadable and the runtime has no such container", FinishedAt: now}
 	case in.Running:
 		q.Container = StateRunning
-		c.State, c.Pid, c.StartedAt, c.SandboxDir = StateRunning, in.Pid, in.StartedAt, in.SandboxDir
+		c.State, c.Pid, c.StartedAt, c.SandboxDir, c.LogDir = StateRunning, in.Pid, in.StartedAt, in.SandboxDir, in.LogDir
 	default:
 		q.Container = StateExited
-		c.Exit, c.SandboxDir = in.Exit, in.SandboxDir
+		c.Exit, c.SandboxDir, c.LogDir = in.Exit, in.SandboxDir, in.LogDir
 		if c.Exit == nil {
 			c.Exit = &ExitStatus{Code: -1, Reason: ReasonLost, Message: "exit status unknown", FinishedAt: now}
 		}
@@ -547,6 +570,21 @@ func (s *Spec) validate() error {
 	return nil
 }
 
+// logLimits applies the agent's log bound to a spec that sets none and
+// checks the result. Errors wrap ErrInvalidArgument.
+func (a *Agent) logLimits(s *Spec) error {
+	if s.LogMaxSize == 0 {
+		s.LogMaxSize = a.opts.LogMaxSize
+	}
+	if s.LogMaxFiles == 0 {
+		s.LogMaxFiles = a.opts.LogMaxFiles
+	}
+	if err := (containerlog.Limits{MaxSize: s.LogMaxSize, MaxFiles: s.LogMaxFiles}).Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	return nil
+}
+
 func newID() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -568,6 +606,9 @@ func (a *Agent) Launch(ctx context.Context, spec Spec) (*Container, error) {
 
 func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	if err := spec.validate(); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	if err := a.logLimits(&spec); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	if spec.User == "" {
@@ -630,7 +671,7 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	c := &Container{
 		ID: id, Name: name, Command: spec.Command, Env: spec.Env, Cwd: spec.Cwd,
 		Rootfs: spec.Rootfs, User: spec.User, UserNS: spec.UserNS, Limits: limits, Revocable: spec.Revocable, Labels: spec.Labels,
-		State: StateLaunching, CreatedAt: time.Now().UTC(),
+		State: StateLaunching, CreatedAt: time.Now().UTC(), LogMaxSize: spec.LogMaxSize, LogMaxFiles: spec.LogMaxFiles,
 	}
 	// Checkpoint before launching: after a crash mid-launch the recovery
 	// either adopts the container or drops the record, never leaks.
@@ -650,6 +691,7 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	in, err := a.rt.Launch(ctx, LaunchSpec{
 		ID: id, Name: name, Command: spec.Command, Env: spec.Env, Cwd: spec.Cwd,
 		Rootfs: spec.Rootfs, User: user.String(), UserNS: userns, Limits: limits, Labels: spec.Labels,
+		LogMaxSize: spec.LogMaxSize, LogMaxFiles: spec.LogMaxFiles,
 	})
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -665,7 +707,7 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	}
 	a.settleLocked(id, true)
 	c.State, c.Pid, c.StartedAt, c.SandboxDir = StateRunning, in.Pid, in.StartedAt, in.SandboxDir
-	c.Address = in.Address
+	c.Address, c.LogDir = in.Address, in.LogDir
 	if c.StartedAt.IsZero() {
 		c.StartedAt = time.Now().UTC()
 	}
@@ -1091,7 +1133,7 @@ func (a *Agent) Info() Info {
 		ID: a.id, Version: a.opts.Version, StateDir: a.opts.StateDir, CgroupParent: a.opts.CgroupParent,
 		Total: a.opts.Resources, Used: a.usedLocked(false), Free: resourcesOf(a.ledger.Free().NonRevocable()),
 		StartedAt: a.started, Quarantined: append([]Quarantined(nil), a.quarantined...),
-		Checkpoint: a.checkpointLocked(),
+		Checkpoint: a.checkpointLocked(), LogMaxSize: a.opts.LogMaxSize, LogMaxFiles: a.opts.LogMaxFiles,
 	}
 	for _, c := range a.containers {
 		if c.State == StateExited {

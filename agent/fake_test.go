@@ -55,8 +55,9 @@ func (f *fakeRuntime) Launch(_ context.Context, s LaunchSpec) (*RuntimeInfo, err
 		}
 	}
 	c := &fakeContainer{
-		spec:   s,
-		info:   RuntimeInfo{ID: s.ID, Running: true, Pid: 1000 + len(f.containers), StartedAt: time.Now(), SandboxDir: sb},
+		spec: s,
+		info: RuntimeInfo{ID: s.ID, Running: true, Pid: 1000 + len(f.containers), StartedAt: time.Now(), SandboxDir: sb,
+			LogDir: filepath.Join(sb, "log")}, // made by a test that writes a log; without it: stdout, stderr
 		limits: s.Limits,
 		exit:   make(chan struct{}),
 	}

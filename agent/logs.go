@@ -7,7 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
+
+	"github.com/brimnode/brim/internal/containerlog"
 )
 
 // Log streams.
@@ -19,9 +22,13 @@ const (
 // logPoll is how often a followed log is checked for new output.
 const logPoll = 100 * time.Millisecond
 
-// Logs sends the container's stdout and stderr to emit, in chunks. With
-// follow it keeps sending until the container has exited and its output is
-// drained (or ctx ends). Errors wrap ErrNotFound.
+// logChunk is how much output Logs passes to emit at once at most.
+const logChunk = 32 << 10
+
+// Logs sends the container's stdout and stderr to emit, in chunks of one
+// stream each, in the order the container wrote them (across the log's
+// rotated files). With follow it keeps sending until the container has
+// exited and its output is drained (or ctx ends). Errors wrap ErrNotFound.
 func (a *Agent) Logs(ctx context.Context, ref string, follow bool, emit func(stream int, data []byte) error) error {
 	a.mu.Lock()
 	c, err := a.resolveLocked(ref)
@@ -29,11 +36,105 @@ func (a *Agent) Logs(ctx context.Context, ref string, follow bool, emit func(str
 		a.mu.Unlock()
 		return err
 	}
-	id, dir, done := c.ID, c.SandboxDir, a.done[c.ID]
+	id, sandbox, logDir, done := c.ID, c.SandboxDir, c.LogDir, a.done[c.ID]
 	a.mu.Unlock()
-	if dir == "" {
+	// Done for the reader: the container has exited, or the agent is
+	// shutting down (the reader drains what is there and stops). The
+	// watcher ends with the call.
+	stop, quit := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-done:
+		case <-a.ctx.Done():
+		case <-quit:
+		}
+		close(stop)
+	}()
+	defer func() { close(quit); wg.Wait() }()
+	if logDir != "" {
+		if _, err := os.Stat(logDir); err == nil {
+			err = a.readLog(ctx, logDir, follow, stop, emit)
+			if err == nil && follow && a.ctx.Err() != nil && !isClosed(done) {
+				return fmt.Errorf("logs %s: agent is shutting down", id)
+			}
+			if err != nil && !errors.Is(err, errEmit) {
+				return fmt.Errorf("logs %s: %w", id, err)
+			}
+			return unwrapEmit(err)
+		}
+	}
+	if sandbox == "" {
 		return fmt.Errorf("logs %s: no sandbox", id)
 	}
+	return a.legacyLogs(ctx, id, sandbox, follow, done, emit)
+}
+
+// errEmit marks an error of emit, passed on as it is.
+var errEmit = errors.New("emit")
+
+type emitError struct{ err error }
+
+func (e emitError) Error() string        { return e.err.Error() }
+func (e emitError) Is(target error) bool { return target == errEmit }
+
+func unwrapEmit(err error) error {
+	var e emitError
+	if errors.As(err, &e) {
+		return e.err
+	}
+	return err
+}
+
+// readLog sends dir's records to emit, consecutive records of a stream
+// joined into one chunk of at most logChunk bytes.
+func (a *Agent) readLog(ctx context.Context, dir string, follow bool, done <-chan struct{}, emit func(int, []byte) error) error {
+	var (
+		chunk  []byte
+		stream int
+	)
+	flush := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		err := emit(stream, chunk)
+		chunk = chunk[:0]
+		if err != nil {
+			return emitError{err}
+		}
+		return nil
+	}
+	err := containerlog.Read(ctx, dir, containerlog.ReadOptions{Follow: follow, Done: done, Poll: logPoll}, func(r containerlog.Record) error {
+		s := int(r.Stream)
+		if s != stream || len(chunk)+len(r.Content)+1 > logChunk {
+			if err := flush(); err != nil {
+				return err
+			}
+			stream = s
+		}
+		chunk = append(chunk, r.Output()...)
+		return nil
+	})
+	if ferr := flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// legacyLogs serves a container launched before the log directory: its
+// stdout and stderr files in the sandbox, one after the other.
+func (a *Agent) legacyLogs(ctx context.Context, id, dir string, follow bool, done <-chan struct{}, emit func(int, []byte) error) error {
 	files := [2]*os.File{}
 	for i, name := range []string{"stdout", "stderr"} {
 		f, err := openLog(filepath.Join(dir, name))
@@ -45,7 +146,7 @@ func (a *Agent) Logs(ctx context.Context, ref string, follow bool, emit func(str
 		}
 		files[i] = f
 	}
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, logChunk)
 	drain := func() error {
 		for i, f := range files {
 			if f == nil {
@@ -89,10 +190,10 @@ func (a *Agent) Logs(ctx context.Context, ref string, follow bool, emit func(str
 	}
 }
 
-// openLog opens a container's stdout or stderr. The sandbox belongs to the
-// task's user, who may have replaced the file: a symlink (to a host file
-// the agent could read as root) is refused, and so is anything but a
-// regular file (a FIFO would block the agent).
+// openLog opens a container's stdout or stderr of the sandbox. The sandbox
+// belongs to the task's user, who may have replaced the file: a symlink
+// (to a host file the agent could read as root) is refused, and so is
+// anything but a regular file (a FIFO would block the agent).
 func openLog(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|logOpenFlags, 0)
 	if err != nil {

@@ -99,6 +99,9 @@ func planRecovery(records []*Container, bad []Quarantined, infos []*RuntimeInfo,
 // none) and reports whether c changed.
 func reconcile(c *Container, in *RuntimeInfo, now time.Time) bool {
 	before := *c
+	if in != nil && in.LogDir != "" {
+		c.LogDir = in.LogDir
+	}
 	switch {
 	case in != nil && in.Running:
 		c.State, c.Pid = StateRunning, in.Pid
@@ -123,7 +126,7 @@ func reconcile(c *Container, in *RuntimeInfo, now time.Time) bool {
 		c.Exit = &ExitStatus{Code: -1, Reason: ReasonLost, Message: "container vanished while the agent was down", FinishedAt: now}
 	}
 	return c.State != before.State || c.Pid != before.Pid || !c.StartedAt.Equal(before.StartedAt) ||
-		c.SandboxDir != before.SandboxDir || c.Exit != before.Exit
+		c.SandboxDir != before.SandboxDir || c.LogDir != before.LogDir || c.Exit != before.Exit
 }
 
 // applyRecovery enters the plan's containers, watches the running ones,

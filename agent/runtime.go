@@ -46,6 +46,10 @@ type LaunchSpec struct {
 	UserNS *subid.Range
 	Limits isolator.Limits
 	Labels map[string]string
+	// LogMaxSize and LogMaxFiles bound the container's output on disk
+	// (resolved by the agent: never 0).
+	LogMaxSize  int64
+	LogMaxFiles int
 }
 
 // RuntimeInfo describes a container as the Runtime sees it.
@@ -55,7 +59,8 @@ type RuntimeInfo struct {
 	Pid        int
 	StartedAt  time.Time
 	Exit       *ExitStatus // set once the container has exited
-	SandboxDir string      // holds the "stdout" and "stderr" files
+	SandboxDir string      // the container's /mnt/sandbox
+	LogDir     string      // its output (internal/containerlog); older containers: SandboxDir's stdout and stderr
 	Address    string      // IPv4 address with networking, "" without
 }
 

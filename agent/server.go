@@ -163,7 +163,7 @@ func (s *server) Run(ctx context.Context, r *agentpb.RunRequest) (*agentpb.Conta
 		Name: r.Name, Command: r.Command, Env: r.Env, Cwd: r.Cwd, Rootfs: r.Rootfs, User: r.User, UserNS: r.Userns,
 		Resources: Resources{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib, NetMbit: r.NetBwMbit},
 		Pids:      r.Pids, CPUQuota: r.CpuQuota, Revocable: r.Revocable, Labels: r.Labels,
-		Network: r.Network, Ports: ports,
+		Network: r.Network, Ports: ports, LogMaxSize: r.LogMaxSizeBytes, LogMaxFiles: int(r.LogMaxFiles),
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -302,6 +302,7 @@ func (s *server) AgentInfo(context.Context, *agentpb.AgentInfoRequest) (*agentpb
 		ContainersRunning: int32(in.Running), ContainersExited: int32(in.Exited),
 		StartedAtUnixNano: in.StartedAt.UnixNano(),
 		StateDirFull:      in.Checkpoint.Full, CheckpointUnsaved: int32(in.Checkpoint.Unsaved), CheckpointError: in.Checkpoint.Err,
+		LogMaxSizeBytes: in.LogMaxSize, LogMaxFiles: int32(in.LogMaxFiles),
 	}
 	for _, q := range in.Quarantined {
 		out.Quarantined = append(out.Quarantined, &agentpb.QuarantinedRecord{Id: q.ID, File: q.File, Error: q.Err, Container: q.Container})
@@ -387,6 +388,7 @@ func ToProto(c *Container) *agentpb.Container {
 		Revocable: c.Revocable, CpuQuota: c.Limits.CPUQuota,
 		CreatedAtUnixNano: unixNano(c.CreatedAt), StartedAtUnixNano: unixNano(c.StartedAt),
 		SandboxDir: c.SandboxDir, Labels: c.Labels, Quarantine: c.Quarantine, Address: c.Address,
+		LogMaxSizeBytes: c.LogMaxSize, LogMaxFiles: int32(c.LogMaxFiles),
 	}
 	if c.Limits.Network {
 		p.NetMbit = c.Limits.NetBandwidthMbit

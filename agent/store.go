@@ -45,6 +45,13 @@ type Container struct {
 	// read (see Quarantined); such a container is never checkpointed.
 	Quarantine string `json:"-"`
 	Address    string `json:"address,omitempty"`
+	// LogDir holds the container's output (internal/containerlog);
+	// without one (a container of an older agent) it is in SandboxDir's
+	// stdout and stderr files. LogMaxSize and LogMaxFiles are its bound
+	// (0: unbounded, a container of an older agent).
+	LogDir      string `json:"logDir,omitempty"`
+	LogMaxSize  int64  `json:"logMaxSize,omitempty"`
+	LogMaxFiles int    `json:"logMaxFiles,omitempty"`
 }
 
 // Quarantined is a checkpoint record the agent could not read at recovery.

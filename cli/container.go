@@ -12,7 +12,9 @@ import (
 
 	"github.com/brimnode/brim/agent/agentclient"
 	"github.com/brimnode/brim/agent/agentpb"
+	"github.com/brimnode/brim/internal/bytesize"
 	"github.com/brimnode/brim/internal/cliout"
+	"github.com/brimnode/brim/internal/containerlog"
 )
 
 // defaultSocket is where `brim agent` serves its local API.
@@ -67,6 +69,8 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 		cwd             string
 		env, labels     []string
 		publish         []string
+		logSize         string
+		logFiles        int
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARG…]",
@@ -89,6 +93,10 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 			if err != nil {
 				return ExitError{Code: 2, Msg: "-p: " + err.Error()}
 			}
+			logMax, err := logLimits(logSize, logFiles)
+			if err != nil {
+				return ExitError{Code: 2, Msg: err.Error()}
+			}
 			api, err := cl.dial()
 			if err != nil {
 				return err
@@ -98,6 +106,7 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 				Name: name, Command: args, Env: env, Cwd: cwd, Rootfs: rootfs, User: user, Userns: userns,
 				MilliCpus: milli, MemMib: mem, Pids: pids, Revocable: revocable, CpuQuota: quota, Labels: lab,
 				Network: network, NetBwMbit: netBw, Ports: ports,
+				LogMaxSizeBytes: logMax, LogMaxFiles: int32(logFiles),
 			})
 			if err != nil {
 				return cl.rpcError(err)
@@ -131,7 +140,28 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 	f.StringArrayVar(&env, "env", nil, "environment variable KEY=VALUE (repeatable)")
 	f.StringArrayVar(&labels, "label", nil, "label KEY=VALUE (repeatable)")
 	f.BoolVar(&wait, "wait", false, "wait for the container and exit with its exit code")
+	f.StringVar(&logSize, "log-max-size", "", "rotate the container's log at this size (e.g. 10MiB, 512k; at least 64KiB; default: the agent's --log-max-size)")
+	f.IntVar(&logFiles, "log-max-files", 0, "keep this many log files, the oldest removed (1 to 1000; 0: the agent's --log-max-files)")
 	return cmd
+}
+
+// logLimits checks --log-max-size and --log-max-files; 0 leaves either to
+// the agent.
+func logLimits(size string, files int) (int64, error) {
+	if files < 0 || files > containerlog.MaxMaxFiles {
+		return 0, fmt.Errorf("--log-max-files %d: want 1 to %d (0: the agent's default)", files, containerlog.MaxMaxFiles)
+	}
+	if size == "" {
+		return 0, nil
+	}
+	n, err := bytesize.Parse(size)
+	if err != nil {
+		return 0, fmt.Errorf("--log-max-size: %w", err)
+	}
+	if n != 0 && n < containerlog.MinMaxSize {
+		return 0, fmt.Errorf("--log-max-size %s: want at least 64KiB (0: the agent's default)", size)
+	}
+	return n, nil
 }
 
 func milliCPUs(cpus float64) (int64, error) {

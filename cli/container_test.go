@@ -68,3 +68,20 @@ func TestContainerCommandsBoundTheirCalls(t *testing.T) {
 		}
 	}
 }
+
+func TestLogLimits(t *testing.T) {
+	for _, tc := range []struct {
+		size  string
+		files int
+		want  int64
+		ok    bool
+	}{
+		{"", 0, 0, true}, {"10MiB", 3, 10 << 20, true}, {"64k", 1, 64 << 10, true}, {"0", 0, 0, true},
+		{"1k", 0, 0, false}, {"lots", 0, 0, false}, {"", -1, 0, false}, {"", 1001, 0, false},
+	} {
+		got, err := logLimits(tc.size, tc.files)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("logLimits(%q, %d) = %d, %v; want %d ok=%v", tc.size, tc.files, got, err, tc.want, tc.ok)
+		}
+	}
+}

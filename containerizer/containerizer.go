@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/brimnode/brim/internal/atomicfile"
+	"github.com/brimnode/brim/internal/containerlog"
 	"github.com/brimnode/brim/internal/errdefs"
 	"github.com/brimnode/brim/internal/exitstatus"
 	"log/slog"
@@ -83,6 +84,16 @@ type Config struct {
 	// cmd/brim gives the agent socket's directory, the netns directory and
 	// the operator's list (DefaultHidePaths unless configured).
 	HidePaths []string
+	// LogMaxSize and LogMaxFiles bound the output of a container whose
+	// Spec leaves them 0 (see containerlog.Limits); defaults
+	// containerlog.DefaultMaxSize and DefaultMaxFiles.
+	LogMaxSize  int64
+	LogMaxFiles int
+	// LogRate bounds how fast a shim writes its container's log, in
+	// bytes per second (containerlog.Limits.Rate): beyond it the
+	// container blocks on its output. 0: containerlog.DefaultRate;
+	// negative: no bound.
+	LogRate int64
 	// Log receives the containerizer's log; default discards.
 	Log *slog.Logger
 }
@@ -122,6 +133,11 @@ type Spec struct {
 	UserNS *subid.Range      `json:"userns,omitempty"`
 	Limits isolator.Limits   `json:"limits"`
 	Labels map[string]string `json:"labels,omitempty"`
+	// LogMaxSize and LogMaxFiles bound the container's output on disk
+	// (containerlog.Limits); 0: Config's. Launch records the values in
+	// force.
+	LogMaxSize  int64 `json:"log_max_size,omitempty"`
+	LogMaxFiles int   `json:"log_max_files,omitempty"`
 }
 
 // State is a container's lifecycle state.
@@ -158,6 +174,10 @@ type Info struct {
 	StartedAt  time.Time
 	Exit       *ExitStatus // set once State is StateExited
 	SandboxDir string
+	// LogDir holds the container's output (internal/containerlog); a
+	// container launched before it had stdout and stderr files in
+	// SandboxDir instead (LogMaxFiles 0 in its Spec).
+	LogDir string
 	// Address is the container's IPv4 address while it has networking;
 	// kept (as launched) after its exit, when the address is free again.
 	Address string
@@ -256,6 +276,21 @@ func New(cfg Config) (*Containerizer, error) {
 	if cfg.LaunchTimeout <= 0 {
 		cfg.LaunchTimeout = DefaultLaunchTimeout
 	}
+	if cfg.LogMaxSize == 0 {
+		cfg.LogMaxSize = containerlog.DefaultMaxSize
+	}
+	if cfg.LogMaxFiles == 0 {
+		cfg.LogMaxFiles = containerlog.DefaultMaxFiles
+	}
+	switch {
+	case cfg.LogRate == 0:
+		cfg.LogRate = containerlog.DefaultRate
+	case cfg.LogRate < 0:
+		cfg.LogRate = 0
+	}
+	if err := (containerlog.Limits{MaxSize: cfg.LogMaxSize, MaxFiles: cfg.LogMaxFiles, Rate: cfg.LogRate}).Validate(); err != nil {
+		return nil, fmt.Errorf("new containerizer: %w", err)
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -335,7 +370,7 @@ func (ct *container) info() *Info {
 	info := &Info{
 		ID: spec.ID, Name: spec.Name, Spec: spec,
 		State: StateRunning, Pid: ct.pid, ShimPid: ct.shimPid, StartedAt: ct.startedAt,
-		SandboxDir: filepath.Join(ct.dir, executor.SandboxDir), Address: addr,
+		SandboxDir: filepath.Join(ct.dir, executor.SandboxDir), LogDir: filepath.Join(ct.dir, executor.LogDir), Address: addr,
 	}
 	if st := ct.exitStatus(); st != nil {
 		info.State = StateExited

@@ -17,6 +17,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer"
 
 	"github.com/brimnode/brim/executor"
+	"github.com/brimnode/brim/internal/containerlog"
 	"github.com/brimnode/brim/internal/hostuser"
 	"github.com/brimnode/brim/isolator"
 )
@@ -28,6 +29,12 @@ import (
 // the command does not exist in the root filesystem (checked before
 // anything is created).
 func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr error) {
+	if spec.LogMaxSize == 0 {
+		spec.LogMaxSize = c.cfg.LogMaxSize
+	}
+	if spec.LogMaxFiles == 0 {
+		spec.LogMaxFiles = c.cfg.LogMaxFiles
+	}
 	if err := validateSpec(&spec); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", spec.ID, err)
 	}
@@ -135,6 +142,7 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 		// before exec: no go-ahead round trip unless an isolator must see
 		// the init first.
 		SkipGoAhead: !c.needIsolate(),
+		Log:         containerlog.Limits{MaxSize: spec.LogMaxSize, MaxFiles: spec.LogMaxFiles, Rate: c.cfg.LogRate},
 	}
 	bundle.OOMScoreAdj = launch.OOMScoreAdj // the cgroup isolator's, by class
 	if err := executor.WriteBundle(dir, bundle); err != nil {

@@ -10,6 +10,7 @@ import (
 	securejoin "github.com/cyphar/filepath-securejoin"
 
 	"github.com/brimnode/brim/executor"
+	"github.com/brimnode/brim/internal/containerlog"
 )
 
 // resolveCommand checks, before anything is created, that argv0 names an
@@ -67,6 +68,9 @@ func validateSpec(spec *Spec) error {
 		return fmt.Errorf("rootfs %q is not absolute", spec.Rootfs)
 	case spec.Cwd != "" && !filepath.IsAbs(spec.Cwd):
 		return fmt.Errorf("working directory %q is not absolute", spec.Cwd)
+	}
+	if err := (containerlog.Limits{MaxSize: spec.LogMaxSize, MaxFiles: spec.LogMaxFiles}).Validate(); err != nil {
+		return err
 	}
 	if spec.Rootfs != "" {
 		if fi, err := os.Stat(spec.Rootfs); err != nil || !fi.IsDir() {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brimnode/brim/internal/containerlog"
 	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/isolator"
 )
@@ -288,13 +289,29 @@ func (e *env) assertGone(id string, shimPid int) {
 	}
 }
 
+// readSandbox returns the container's output on stream name ("stdout" or
+// "stderr"), read from its log (internal/containerlog), or the content of
+// its sandbox file name.
 func readSandbox(t testing.TB, info *Info, name string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(info.SandboxDir, name))
+	if name != "stdout" && name != "stderr" {
+		data, err := os.ReadFile(filepath.Join(info.SandboxDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	var out []byte
+	err := containerlog.Read(context.Background(), info.LogDir, containerlog.ReadOptions{}, func(r containerlog.Record) error {
+		if r.Stream.String() == name {
+			out = append(out, r.Output()...)
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(data)
+	return string(out)
 }
 
 // busyboxRootfs builds a minimal root filesystem from busybox-static.

@@ -157,7 +157,7 @@ func TestForkBombStopsAtDefaultPids(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if b, _ := os.ReadFile(filepath.Join(info.SandboxDir, "stdout")); strings.Contains(string(b), "forked") {
+		if strings.Contains(readSandbox(t, info, "stdout"), "forked") {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -116,12 +116,12 @@ func TestUserNSRootIsUnprivileged(t *testing.T) {
 func waitOutput(t *testing.T, info *Info, marker string) string {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		out, _ := os.ReadFile(filepath.Join(info.SandboxDir, "stdout"))
-		if strings.Contains(string(out), marker) {
-			return string(out)
+		out := readSandbox(t, info, "stdout")
+		if strings.Contains(out, marker) {
+			return out
 		}
 		if time.Now().After(deadline) {
-			errOut, _ := os.ReadFile(filepath.Join(info.SandboxDir, "stderr"))
+			errOut := readSandbox(t, info, "stderr")
 			t.Fatalf("no %q in stdout within a minute:\n%s\nstderr:\n%s", marker, out, errOut)
 		}
 	}

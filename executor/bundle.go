@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/brimnode/brim/internal/atomicfile"
+	"github.com/brimnode/brim/internal/containerlog"
 	"github.com/brimnode/brim/internal/errdefs"
 	"github.com/brimnode/brim/internal/exitstatus"
 	"github.com/brimnode/brim/internal/subid"
@@ -55,7 +56,12 @@ const (
 	// the sysfs of the network namespace a container in a user namespace
 	// joins (see mountNetSysfs); the container's /sys is bound from it.
 	SysfsDir = "sysfs"
-	// StdoutFile and StderrFile are the container's output, in the sandbox.
+	// LogDir holds the container's output: the shim copies its stdout
+	// and stderr into rotated files there (internal/containerlog), out
+	// of the task's reach (the container directory is root's).
+	LogDir = "log"
+	// StdoutFile and StderrFile were the container's output, in the
+	// sandbox, before LogDir (containers of older agents still have them).
 	StdoutFile = "stdout"
 	StderrFile = "stderr"
 	// SandboxMountPoint is where the sandbox appears inside the container.
@@ -118,6 +124,9 @@ type Bundle struct {
 	// before the user process runs (isolator.Verifier). The shim then
 	// reports "running" only (with the pid), not "created".
 	SkipGoAhead bool `json:"skip_go_ahead,omitempty"`
+	// Log bounds the container's output in LogDir (size and number of
+	// files, the rate the shim writes at). Required.
+	Log containerlog.Limits `json:"log"`
 }
 
 // BundleVersion is the current Bundle format.
@@ -141,6 +150,9 @@ func (b *Bundle) Validate() error {
 		return fmt.Errorf("rootfs %q is not absolute", b.Rootfs)
 	case b.OOMScoreAdj != nil && (*b.OOMScoreAdj < -1000 || *b.OOMScoreAdj > 1000):
 		return fmt.Errorf("oom_score_adj %d outside [-1000, 1000]", *b.OOMScoreAdj)
+	}
+	if err := b.Log.Validate(); err != nil {
+		return err
 	}
 	if r := b.UserNS; r != nil {
 		if err := r.Validate(); err != nil {

@@ -13,12 +13,14 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/brimnode/brim/internal/containerlog"
 	"github.com/brimnode/brim/internal/subid"
 	"time"
 )
 
 func TestBundleValidate(t *testing.T) {
-	good := Bundle{Version: BundleVersion, ID: "web-1.a_b+c", Args: []string{"sh"}, CgroupPath: "/brim/web-1", StateRoot: "/var/lib/brim/runc"}
+	good := Bundle{Version: BundleVersion, ID: "web-1.a_b+c", Args: []string{"sh"}, CgroupPath: "/brim/web-1", StateRoot: "/var/lib/brim/runc",
+		Log: containerlog.Limits{MaxSize: containerlog.DefaultMaxSize, MaxFiles: containerlog.DefaultMaxFiles}}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("valid bundle: %v", err)
 	}
@@ -36,6 +38,8 @@ func TestBundleValidate(t *testing.T) {
 		"relative rootfs":  func(b *Bundle) { b.Rootfs = "rootfs" },
 		"userns over root": func(b *Bundle) { b.UserNS = &subid.Range{Size: 65536} },
 		"userns empty":     func(b *Bundle) { b.UserNS = &subid.Range{HostUID: 1000, HostGID: 1000} },
+		"no log limits":    func(b *Bundle) { b.Log = containerlog.Limits{} },
+		"tiny log file":    func(b *Bundle) { b.Log.MaxSize = 100 },
 		"user outside userns": func(b *Bundle) {
 			b.UserNS, b.UID = &subid.Range{HostUID: 100000, HostGID: 100000, Size: 1000}, 65534
 		},

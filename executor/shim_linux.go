@@ -109,6 +109,7 @@ type shim struct {
 	startedAt time.Time
 	memPath   string      // memory cgroup directory, for the OOM counter
 	cgroups   *cgroupJoin // the groups the shim joins itself (nil: libcontainer does)
+	out       *output     // stdio and the log, from a successful launch
 
 	initExe unix.Stat_t // the init's executable before exec (see awaitExec)
 	execed  atomic.Bool
@@ -200,14 +201,17 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 	if err != nil {
 		return err
 	}
-	stdio, err := openStdio(filepath.Join(s.dir, SandboxDir))
+	out, err := openOutput(s.dir, b.Log)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		for _, f := range stdio {
-			f.Close()
+		if retErr != nil {
+			out.closeAll()
+			return
 		}
+		out.closeChild() // the container holds its own ends now
+		s.out = out
 	}()
 
 	var c *libcontainer.Container
@@ -237,9 +241,9 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 		Cwd:    b.Cwd,
 		UID:    int(b.UID), // libcontainer takes the user from here, not the spec
 		GID:    int(b.GID),
-		Stdin:  stdio[0],
-		Stdout: stdio[1],
-		Stderr: stdio[2],
+		Stdin:  out.stdin,
+		Stdout: out.child[0],
+		Stderr: out.child[1],
 		Init:   true,
 	}
 	if p.Cwd == "" {
@@ -383,26 +387,6 @@ func isCommandNotFound(err error) bool {
 			strings.Contains(msg, "permission denied") || strings.Contains(msg, "is a directory"))
 }
 
-func openStdio(sandbox string) ([3]*os.File, error) {
-	var files [3]*os.File
-	var err error
-	if files[0], err = os.Open(os.DevNull); err != nil {
-		return files, fmt.Errorf("open stdin: %w", err)
-	}
-	for i, name := range []string{StdoutFile, StderrFile} {
-		files[i+1], err = os.OpenFile(filepath.Join(sandbox, name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-		if err != nil {
-			for _, f := range files {
-				if f != nil {
-					f.Close()
-				}
-			}
-			return files, fmt.Errorf("open %s: %w", name, err)
-		}
-	}
-	return files, nil
-}
-
 // supervise serves the control socket, reaps the container, records how it
 // ended and destroys it.
 func (s *shim) supervise() error {
@@ -411,6 +395,13 @@ func (s *shim) supervise() error {
 	ps, err := s.process.Wait()
 	if ps == nil {
 		s.log.Error("wait for container init", "err", err)
+	}
+	// The init is gone, and with it every process of its pid namespace:
+	// the output ends, and is complete once exit.json says so.
+	ls := s.out.finish(logDrainWait)
+	s.log.Info("container output logged", "bytes", ls.In, "record_bytes", ls.Out, "dropped_bytes", ls.Dropped)
+	if ls.Dropped > 0 || ls.Err != nil {
+		s.log.Warn("container output not all logged", "dropped_bytes", ls.Dropped, "err", ls.Err)
 	}
 	st := exitStatus(ps)
 	if n := readOOMKills(s.memPath); n > 0 || s.oomSeen.Load() && n < 0 {
@@ -615,6 +606,10 @@ func (s *shim) kill(grace time.Duration) {
 		s.log.Warn("kill container", "err", err)
 	}
 }
+
+// logDrainWait bounds how long the shim waits, once the init has exited,
+// for the copiers to read the container's output to its end.
+const logDrainWait = 5 * time.Second
 
 // execWait bounds how long a signal waits for the init to exec the user
 // process (see awaitExec).

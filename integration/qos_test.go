@@ -77,26 +77,23 @@ type lcReporter struct {
 	errs int
 }
 
-func (r *lcReporter) run(ctx context.Context, t *testing.T, api agentpb.AgentClient, id, stdout string) {
-	var off int64
+func (r *lcReporter) run(ctx context.Context, t *testing.T, api agentpb.AgentClient, id string) {
 	var partial []byte
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
+	// The LC's stdout, followed through the agent (logs -f).
+	stream, err := api.Logs(ctx, &agentpb.LogsRequest{Id: id, Follow: true})
+	if err != nil {
+		t.Logf("follow the LC's output: %v", err)
+		return
+	}
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		f, err := os.Open(stdout)
+		ch, err := stream.Recv()
 		if err != nil {
+			return
+		}
+		if ch.Stream != agentpb.LogChunk_STDOUT {
 			continue
 		}
-		buf := make([]byte, 64<<10)
-		n, _ := f.ReadAt(buf, off)
-		f.Close()
-		off += int64(n)
-		partial = append(partial, buf[:n]...)
+		partial = append(partial, ch.Data...)
 		for {
 			i := bytes.IndexByte(partial, '\n')
 			if i < 0 {
@@ -224,13 +221,12 @@ func TestQoSInterference(t *testing.T) {
 				bes[a.run("--name", "be-"+k.name, "--revocable", "--cpus", "0.5", "--mem", "128", "--", "sh", "-c", antagonistCommand(k.cmd))] = k.name
 			}
 			lc := a.run("--name", "lc", "--cpus", "0.5", "--mem", "64", "--", "perl", "-e", lcScript)
-			stdout := filepath.Join(a.inspect(lc).SandboxDir, "stdout")
 
 			ctx, cancel := context.WithCancel(context.Background())
 			rep := &lcReporter{}
 			var wg sync.WaitGroup
 			wg.Add(1)
-			go func() { defer wg.Done(); rep.run(ctx, t, api, lc, stdout) }()
+			go func() { defer wg.Done(); rep.run(ctx, t, api, lc) }()
 			t.Cleanup(func() { cancel(); wg.Wait() })
 			// Stop the antagonists before the next test and flush what they
 			// wrote (the harness then removes the containers).
@@ -268,8 +264,7 @@ func TestQoSInterference(t *testing.T) {
 				}
 				for id := range bes {
 					if c := a.inspect(id); c.State != "running" {
-						out, _ := os.ReadFile(filepath.Join(c.SandboxDir, "stderr"))
-						t.Fatalf("antagonist %s: %s %+v: %s", id, sprint(c), c.Exit, out)
+						t.Fatalf("antagonist %s: %s %+v: %s", id, sprint(c), c.Exit, a.brim("container", "logs", id).stderr)
 					}
 				}
 				t.Logf("lc p99 with noop after 3 s more: %v", rep.lastMedian(10))

@@ -46,6 +46,10 @@ type View struct {
 	NetMbit    int64             `json:"netMbit,omitempty"`
 	Address    string            `json:"address,omitempty"`
 	Ports      []PortView        `json:"ports,omitempty"`
+	// LogMaxSizeBytes and LogMaxFiles bound the container's output on
+	// the agent's disk (absent for a container of an older agent).
+	LogMaxSizeBytes int64 `json:"logMaxSizeBytes,omitempty"`
+	LogMaxFiles     int32 `json:"logMaxFiles,omitempty"`
 }
 
 // ExitView is how a container ended, in View.
@@ -74,6 +78,7 @@ func ViewOf(c *agentpb.Container) View {
 		Revocable: c.Revocable, CreatedAt: TimeOf(c.CreatedAtUnixNano), SandboxDir: c.SandboxDir, Labels: c.Labels,
 		Quarantine: c.Quarantine,
 		NetMbit:    c.NetMbit, Address: c.Address, Ports: portViews(c.Ports),
+		LogMaxSizeBytes: c.LogMaxSizeBytes, LogMaxFiles: c.LogMaxFiles,
 	}
 	if c.StartedAtUnixNano != 0 {
 		t := TimeOf(c.StartedAtUnixNano)

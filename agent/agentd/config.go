@@ -18,6 +18,8 @@ import (
 	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/containerizer"
 	"github.com/brimnode/brim/estimator"
+	"github.com/brimnode/brim/internal/bytesize"
+	"github.com/brimnode/brim/internal/containerlog"
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/isolator/cgroups"
 	"github.com/brimnode/brim/isolator/network"
@@ -66,6 +68,7 @@ type Config struct {
 	Oversub    OversubConfig
 	Security   SecurityConfig
 	Safety     SafetyConfig // memory and IO safety of oversubscription (safety.go)
+	Logs       LogConfig
 	Link       LinkConfig
 	// Version is reported by the local API.
 	Version string
@@ -81,6 +84,18 @@ type SecurityConfig struct {
 	UserNSRange string   // --userns-range: START:COUNT or a NAME of the subid files
 	SubUIDFile  string   // --subuid-file (default /etc/subuid)
 	SubGIDFile  string   // --subgid-file (default /etc/subgid)
+}
+
+// LogConfig is the --log-* flags of containers' output: every container's
+// log is rotated files (internal/containerlog), bounded on disk and in
+// the rate its shim writes at.
+type LogConfig struct {
+	MaxSize  string // --log-max-size: a size (10MiB, 512k), at least 64KiB; per container: container run --log-max-size
+	MaxFiles int    // --log-max-files: 1 to 1000; per container: container run --log-max-files
+	// Rate is --log-rate: what a shim writes of its container's log per
+	// second at most (a size; 0: no bound); beyond it the container
+	// waits on its output.
+	Rate string
 }
 
 // NetworkConfig is the --network* flags.
@@ -162,6 +177,11 @@ func DefaultConfig() Config {
 			HidePaths:   append([]string(nil), containerizer.DefaultHidePaths...),
 		},
 		Safety: DefaultSafety(),
+		Logs: LogConfig{
+			MaxSize:  bytesize.Format(containerlog.DefaultMaxSize),
+			MaxFiles: containerlog.DefaultMaxFiles,
+			Rate:     bytesize.Format(containerlog.DefaultRate),
+		},
 	}
 }
 
@@ -203,6 +223,7 @@ type resolved struct {
 	retention agent.Retention
 	cgParent  string
 	network   network.Config
+	logs      containerlog.Limits
 }
 
 // Validate checks every setting that needs no registry and no host access
@@ -245,6 +266,9 @@ func (c Config) resolve() (resolved, error) {
 	if err := c.Safety.validate(); err != nil {
 		return r, err
 	}
+	if r.logs, err = c.Logs.resolve(); err != nil {
+		return r, err
+	}
 	if err := c.Oversub.validate(); err != nil {
 		return r, err
 	}
@@ -252,6 +276,26 @@ func (c Config) resolve() (resolved, error) {
 		return r, err
 	}
 	return r, nil
+}
+
+// resolve parses the log flags.
+func (l LogConfig) resolve() (containerlog.Limits, error) {
+	var lim containerlog.Limits
+	var err error
+	if lim.MaxSize, err = bytesize.Parse(l.MaxSize); err != nil {
+		return lim, bad("--log-max-size", "%w", err)
+	}
+	if lim.MaxSize < containerlog.MinMaxSize {
+		return lim, bad("--log-max-size", "%s: want at least 64KiB (a few records of the longest line)", l.MaxSize)
+	}
+	lim.MaxFiles = l.MaxFiles
+	if lim.MaxFiles < 1 || lim.MaxFiles > containerlog.MaxMaxFiles {
+		return lim, bad("--log-max-files", "%d: want 1 to %d", l.MaxFiles, containerlog.MaxMaxFiles)
+	}
+	if lim.Rate, err = bytesize.Parse(l.Rate); err != nil {
+		return lim, bad("--log-rate", "%w (0: no bound)", err)
+	}
+	return lim, nil
 }
 
 // parseResources parses --resources, or measures the host.

@@ -156,6 +156,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		KillGrace: cfg.KillGrace,
 		HidePaths: cfg.Security.hidePaths(cfg.Socket, d.res.network.NetNSDir),
 		Log:       log,
+		// The agent resolves every container's size and count; the rate
+		// is the containerizer's (0 there is its default: "none" is -1).
+		LogMaxSize: d.res.logs.MaxSize, LogMaxFiles: d.res.logs.MaxFiles, LogRate: containerizerLogRate(d.res.logs.Rate),
 	})
 	if err != nil {
 		return fmt.Errorf("containerizer: %w", err)
@@ -172,6 +175,8 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		PortRange:         d.res.network.PortRange,
 		KillGrace:         cfg.KillGrace,
 		Retention:         d.res.retention,
+		LogMaxSize:        d.res.logs.MaxSize,
+		LogMaxFiles:       d.res.logs.MaxFiles,
 		Log:               log,
 		Version:           cfg.Version,
 		CgroupParent:      d.res.cgParent,
@@ -247,6 +252,15 @@ func (d *Daemon) serve(ctx context.Context, a *agent.Agent, l net.Listener, metr
 		g.Go(func() error { return d.watchdog(gctx, a, n, iv) })
 	}
 	return g.Wait()
+}
+
+// containerizerLogRate maps --log-rate 0 (no bound) to the containerizer's
+// "no bound", a negative rate (its 0 means its default).
+func containerizerLogRate(rate int64) int64 {
+	if rate == 0 {
+		return -1
+	}
+	return rate
 }
 
 // errLinkEnded: the master link returned while the agent was running.

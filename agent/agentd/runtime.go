@@ -40,7 +40,7 @@ func (e sentinelError) Unwrap() []error { return []error{e.sentinel, e.err} }
 func infoOf(in *containerizer.Info) *agent.RuntimeInfo {
 	return &agent.RuntimeInfo{
 		ID: in.Spec.ID, Running: in.State == containerizer.StateRunning, Pid: in.Pid,
-		StartedAt: in.StartedAt, Exit: in.Exit, SandboxDir: in.SandboxDir, Address: in.Address,
+		StartedAt: in.StartedAt, Exit: in.Exit, SandboxDir: in.SandboxDir, LogDir: in.LogDir, Address: in.Address,
 	}
 }
 
@@ -48,6 +48,7 @@ func (r runtimeAdapter) Launch(ctx context.Context, s agent.LaunchSpec) (*agent.
 	in, err := r.c.Launch(ctx, containerizer.Spec{
 		ID: s.ID, Name: s.Name, Command: s.Command, Env: s.Env, Cwd: s.Cwd,
 		Rootfs: s.Rootfs, Limits: s.Limits, Labels: s.Labels, User: s.User, UserNS: s.UserNS,
+		LogMaxSize: s.LogMaxSize, LogMaxFiles: s.LogMaxFiles,
 	})
 	if err != nil {
 		return nil, mapErr(err)

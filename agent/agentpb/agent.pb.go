@@ -101,6 +101,12 @@ type RunRequest struct {
 	// included) map to the agent's --userns-range, unprivileged on the host.
 	// An agent with --userns does so for every container.
 	Userns bool `protobuf:"varint,15,opt,name=userns,proto3" json:"userns,omitempty"`
+	// log_max_size_bytes and log_max_files bound the container's output on
+	// the agent's disk (rotated files of at most log_max_size_bytes, at
+	// most log_max_files of them, the oldest removed); 0: the agent's
+	// --log-max-size and --log-max-files.
+	LogMaxSizeBytes int64 `protobuf:"varint,16,opt,name=log_max_size_bytes,json=logMaxSizeBytes,proto3" json:"log_max_size_bytes,omitempty"`
+	LogMaxFiles     int32 `protobuf:"varint,17,opt,name=log_max_files,json=logMaxFiles,proto3" json:"log_max_files,omitempty"`
 	// ports forward host ports to the container (network must be set);
 	// a host port mapped to another container is refused with
 	// ALREADY_EXISTS, a malformed mapping with INVALID_ARGUMENT.
@@ -243,6 +249,20 @@ func (x *RunRequest) GetUserns() bool {
 		return x.Userns
 	}
 	return false
+}
+
+func (x *RunRequest) GetLogMaxSizeBytes() int64 {
+	if x != nil {
+		return x.LogMaxSizeBytes
+	}
+	return 0
+}
+
+func (x *RunRequest) GetLogMaxFiles() int32 {
+	if x != nil {
+		return x.LogMaxFiles
+	}
+	return 0
 }
 
 func (x *RunRequest) GetPorts() []*PortMapping {
@@ -445,6 +465,11 @@ type Container struct {
 	// userns: the container runs in a user namespace (its user is then an
 	// ID inside it, mapped to the agent's --userns-range on the host).
 	Userns bool `protobuf:"varint,21,opt,name=userns,proto3" json:"userns,omitempty"`
+	// log_max_size_bytes and log_max_files are the container's log bound
+	// (RunRequest's, or the agent's defaults); 0 for a container of an
+	// agent before log rotation (unbounded).
+	LogMaxSizeBytes int64 `protobuf:"varint,22,opt,name=log_max_size_bytes,json=logMaxSizeBytes,proto3" json:"log_max_size_bytes,omitempty"`
+	LogMaxFiles     int32 `protobuf:"varint,23,opt,name=log_max_files,json=logMaxFiles,proto3" json:"log_max_files,omitempty"`
 	// ports are the container's port mappings, as asked (kept after its
 	// exit, when they have been given back).
 	Ports         []*PortMapping `protobuf:"bytes,30,rep,name=ports,proto3" json:"ports,omitempty"`
@@ -627,6 +652,20 @@ func (x *Container) GetUserns() bool {
 		return x.Userns
 	}
 	return false
+}
+
+func (x *Container) GetLogMaxSizeBytes() int64 {
+	if x != nil {
+		return x.LogMaxSizeBytes
+	}
+	return 0
+}
+
+func (x *Container) GetLogMaxFiles() int32 {
+	if x != nil {
+		return x.LogMaxFiles
+	}
+	return 0
 }
 
 func (x *Container) GetPorts() []*PortMapping {
@@ -1610,8 +1649,12 @@ type AgentInfoResponse struct {
 	StateDirFull      bool   `protobuf:"varint,19,opt,name=state_dir_full,json=stateDirFull,proto3" json:"state_dir_full,omitempty"`
 	CheckpointUnsaved int32  `protobuf:"varint,20,opt,name=checkpoint_unsaved,json=checkpointUnsaved,proto3" json:"checkpoint_unsaved,omitempty"`
 	CheckpointError   string `protobuf:"bytes,21,opt,name=checkpoint_error,json=checkpointError,proto3" json:"checkpoint_error,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// log_max_size_bytes and log_max_files are the agent's default log bound
+	// per container (--log-max-size, --log-max-files).
+	LogMaxSizeBytes int64 `protobuf:"varint,22,opt,name=log_max_size_bytes,json=logMaxSizeBytes,proto3" json:"log_max_size_bytes,omitempty"`
+	LogMaxFiles     int32 `protobuf:"varint,23,opt,name=log_max_files,json=logMaxFiles,proto3" json:"log_max_files,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *AgentInfoResponse) Reset() {
@@ -1789,6 +1832,20 @@ func (x *AgentInfoResponse) GetCheckpointError() string {
 		return x.CheckpointError
 	}
 	return ""
+}
+
+func (x *AgentInfoResponse) GetLogMaxSizeBytes() int64 {
+	if x != nil {
+		return x.LogMaxSizeBytes
+	}
+	return 0
+}
+
+func (x *AgentInfoResponse) GetLogMaxFiles() int32 {
+	if x != nil {
+		return x.LogMaxFiles
+	}
+	return 0
 }
 
 // QuarantinedRecord is a checkpoint record the agent could not read: left
@@ -2451,7 +2508,7 @@ var File_agent_proto protoreflect.FileDescriptor
 
 const file_agent_proto_rawDesc = "" +
 	"\n" +
-	"\vagent.proto\x12\rbrim.agent.v1\"\x8f\x04\n" +
+	"\vagent.proto\x12\rbrim.agent.v1\"\xe0\x04\n" +
 	"\n" +
 	"RunRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
@@ -2470,7 +2527,9 @@ const file_agent_proto_rawDesc = "" +
 	"\anetwork\x18\f \x01(\bR\anetwork\x12\x1e\n" +
 	"\vnet_bw_mbit\x18\r \x01(\x03R\tnetBwMbit\x12\x12\n" +
 	"\x04user\x18\x0e \x01(\tR\x04user\x12\x16\n" +
-	"\x06userns\x18\x0f \x01(\bR\x06userns\x120\n" +
+	"\x06userns\x18\x0f \x01(\bR\x06userns\x12+\n" +
+	"\x12log_max_size_bytes\x18\x10 \x01(\x03R\x0flogMaxSizeBytes\x12\"\n" +
+	"\rlog_max_files\x18\x11 \x01(\x05R\vlogMaxFiles\x120\n" +
 	"\x05ports\x18\x1e \x03(\v2\x1a.brim.agent.v1.PortMappingR\x05ports\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -2488,7 +2547,7 @@ const file_agent_proto_rawDesc = "" +
 	"oom_killed\x18\x03 \x01(\bR\toomKilled\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x121\n" +
-	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xee\x05\n" +
+	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xbf\x06\n" +
 	"\tContainer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -2515,7 +2574,9 @@ const file_agent_proto_rawDesc = "" +
 	"\bnet_mbit\x18\x12 \x01(\x03R\anetMbit\x12\x18\n" +
 	"\aaddress\x18\x13 \x01(\tR\aaddress\x12\x12\n" +
 	"\x04user\x18\x14 \x01(\tR\x04user\x12\x16\n" +
-	"\x06userns\x18\x15 \x01(\bR\x06userns\x120\n" +
+	"\x06userns\x18\x15 \x01(\bR\x06userns\x12+\n" +
+	"\x12log_max_size_bytes\x18\x16 \x01(\x03R\x0flogMaxSizeBytes\x12\"\n" +
+	"\rlog_max_files\x18\x17 \x01(\x05R\vlogMaxFiles\x120\n" +
 	"\x05ports\x18\x1e \x03(\v2\x1a.brim.agent.v1.PortMappingR\x05ports\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -2608,7 +2669,7 @@ const file_agent_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\"\x11\n" +
 	"\x0fDestroyResponse\"\x12\n" +
-	"\x10AgentInfoRequest\"\xdb\x06\n" +
+	"\x10AgentInfoRequest\"\xac\a\n" +
 	"\x11AgentInfoResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12'\n" +
@@ -2631,7 +2692,9 @@ const file_agent_proto_rawDesc = "" +
 	"\vquarantined\x18\x12 \x03(\v2 .brim.agent.v1.QuarantinedRecordR\vquarantined\x12$\n" +
 	"\x0estate_dir_full\x18\x13 \x01(\bR\fstateDirFull\x12-\n" +
 	"\x12checkpoint_unsaved\x18\x14 \x01(\x05R\x11checkpointUnsaved\x12)\n" +
-	"\x10checkpoint_error\x18\x15 \x01(\tR\x0fcheckpointError\"k\n" +
+	"\x10checkpoint_error\x18\x15 \x01(\tR\x0fcheckpointError\x12+\n" +
+	"\x12log_max_size_bytes\x18\x16 \x01(\x03R\x0flogMaxSizeBytes\x12\"\n" +
+	"\rlog_max_files\x18\x17 \x01(\x05R\vlogMaxFiles\"k\n" +
 	"\x11QuarantinedRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04file\x18\x02 \x01(\tR\x04file\x12\x14\n" +

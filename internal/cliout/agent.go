@@ -9,6 +9,7 @@ import (
 
 	"github.com/brimnode/brim/agent/agentclient"
 	"github.com/brimnode/brim/agent/agentpb"
+	"github.com/brimnode/brim/internal/bytesize"
 )
 
 // AgentInfo writes brim agent info. ex is the agent's explanation, asked
@@ -20,6 +21,9 @@ func AgentInfo(w io.Writer, in *agentpb.AgentInfoResponse, ex *agentpb.ExplainRe
 	fmt.Fprintf(tw, "resources total\t%s\nresources used\t%s\nresources free\t%s\n", in.ResourcesTotal, in.ResourcesUsed, in.ResourcesFree)
 	fmt.Fprintf(tw, "containers\t%d running, %d exited\n", in.ContainersRunning, in.ContainersExited)
 	fmt.Fprintf(tw, "checkpoint\t%s\n", checkpointText(in))
+	if in.LogMaxFiles > 0 {
+		fmt.Fprintf(tw, "container logs\t%d files of %s at most each (default)\n", in.LogMaxFiles, bytesize.Format(in.LogMaxSizeBytes))
+	}
 	for _, q := range in.Quarantined {
 		fmt.Fprintf(tw, "quarantined record\t%s (container %s): %s\n", q.File, q.Container, q.Error)
 	}

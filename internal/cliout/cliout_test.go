@@ -104,7 +104,7 @@ func TestAgentInfo(t *testing.T) {
 		Active: []*agentpb.Correction{{Type: "throttle", ContainerId: "c1", Trigger: &agentpb.Trigger{Signal: "cpu", Value: 1.5}}, {Type: "freeze", ContainerId: "c2"}}}
 	golden(t, "agent-info-oversub", func(b *bytes.Buffer) error { return AgentInfo(b, in, ex) })
 	full := &agentpb.AgentInfoResponse{Id: "a1", Version: "v", StateDir: "/s", CgroupParent: "/brim", ResourcesTotal: "cpus:4",
-		ContainersRunning: 1, StateDirFull: true, CheckpointUnsaved: 2,
+		ContainersRunning: 1, StateDirFull: true, CheckpointUnsaved: 2, LogMaxSizeBytes: 10 << 20, LogMaxFiles: 5,
 		CheckpointError: "checkpoint c1: write /s/checkpoint/c1.json: no space left on device"}
 	golden(t, "agent-info-full", func(b *bytes.Buffer) error { return AgentInfo(b, full, nil) })
 }
