@@ -106,7 +106,8 @@ func (a *Agent) readLog(ctx context.Context, dir string, follow bool, done <-cha
 		}
 		return nil
 	}
-	err := containerlog.Read(ctx, dir, containerlog.ReadOptions{Follow: follow, Done: done, Poll: logPoll}, func(r containerlog.Record) error {
+	opts := containerlog.ReadOptions{Follow: follow, Done: done, Poll: logPoll, Caught: flush}
+	err := containerlog.Read(ctx, dir, opts, func(r containerlog.Record) error {
 		s := int(r.Stream)
 		if s != stream || len(chunk)+len(r.Content)+1 > logChunk {
 			if err := flush(); err != nil {

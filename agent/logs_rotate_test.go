@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,9 +43,14 @@ func TestLogsAcrossRotatedFiles(t *testing.T) {
 	}
 	write(0, 3000)
 
-	var got [3]bytes.Buffer
-	var all bytes.Buffer
+	var (
+		mu  sync.Mutex
+		got [3]bytes.Buffer
+		all bytes.Buffer
+	)
 	collect := func(stream int, data []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
 		got[stream].Write(data)
 		all.Write(data)
 		return nil
@@ -69,6 +75,19 @@ func TestLogsAcrossRotatedFiles(t *testing.T) {
 	followed := make(chan error, 1)
 	go func() { followed <- a.Logs(ctx, c.ID, true, collect) }()
 	write(3000, 6000)
+	// What is written reaches the follower while the container runs
+	// (before: only once it had exited).
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := all.Len()
+		mu.Unlock()
+		if n == order.Len() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("logs -f passed %d of %d bytes while the container runs", n, order.Len())
+		}
+	}
 	w.Close()
 	rt.finish(c.ID, &ExitStatus{Code: 0})
 	select {

@@ -22,6 +22,10 @@ type ReadOptions struct {
 	// Poll is how often a followed log is checked for new records;
 	// default 100ms.
 	Poll time.Duration
+	// Caught is called, when not nil, each time Read has passed every
+	// record on disk, before it waits for more: a caller that batches
+	// records sends its batch there. Its error ends Read.
+	Caught func() error
 }
 
 // Read passes dir's records to emit, oldest first, across its files.
@@ -43,6 +47,11 @@ func Read(ctx context.Context, dir string, opts ReadOptions, emit func(Record) e
 		done := isClosed(opts.Done)
 		if err := r.drain(); err != nil {
 			return err
+		}
+		if opts.Caught != nil {
+			if err := opts.Caught(); err != nil {
+				return err
+			}
 		}
 		if !opts.Follow || done {
 			return nil
