@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -94,6 +95,31 @@ func TestContainerLogsBounded(t *testing.T) {
 		t.Errorf("logs -f of the exited container: exit %d, %d bytes: %s", r.code, len(r.stdout), r.stderr)
 	}
 	_ = follow.Wait()
+
+	// logs -f passes a running container's output as it comes.
+	live := a.run("--", "sh", "-c", "echo first; sleep 600")
+	lf := exec.Command(brimBinary, "container", "logs", "-f", live, "--socket", a.Socket)
+	pipe, err := lf.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lf.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lf.Process.Kill(); _ = lf.Wait() })
+	line := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(pipe).ReadString('\n')
+		line <- l
+	}()
+	select {
+	case l := <-line:
+		if l != "first\n" {
+			t.Errorf("logs -f of a running container: %q", l)
+		}
+	case <-time.After(time.Minute):
+		t.Error("logs -f of a running container passed nothing while it runs")
+	}
 
 	// stderr stays apart: a container whose two streams interleave.
 	id2 := a.run("--wait", "--", "sh", "-c", "echo out-1; echo err-1 >&2; echo out-2")
