@@ -26,7 +26,8 @@
 //
 //	containers/<id>/config.json  what was launched (Spec, cgroup path, start time)
 //	containers/<id>/bundle.json  what the shim runs (executor.Bundle)
-//	containers/<id>/sandbox/     stdout, stderr; /mnt/sandbox in the container
+//	containers/<id>/sandbox/     /mnt/sandbox in the container
+//	containers/<id>/log/         its stdout and stderr, rotated (internal/containerlog)
 //	containers/<id>/exit.json    how it ended, written by the shim
 //	containers/<id>/shim.sock    the shim's control socket
 //	containers/<id>/shim.pid     the shim's pid; shim.log its log
