@@ -13,10 +13,10 @@ import (
 	"github.com/brimnode/brim/internal/containerlog"
 )
 
-// Log streams.
+// Log streams, as Logs passes them (internal/containerlog's numbers).
 const (
-	Stdout = 1
-	Stderr = 2
+	Stdout = int(containerlog.Stdout)
+	Stderr = int(containerlog.Stderr)
 )
 
 // logPoll is how often a followed log is checked for new output.
