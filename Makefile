@@ -102,12 +102,12 @@ bin/tools/%: tools/go.mod tools/go.sum
 ## lint: gofmt, go vet and golangci-lint (staticcheck, errcheck, gocyclo,
 ## and the depguard rules that encode the layering in .golangci.yml; every
 ## package path and file glob a rule names must exist: hack/depguardpaths),
-## plus `cross`
+## plus `cross`; a second golangci-lint on the machine waits for the first
 lint: deps bin/tools/golangci-lint cross
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags '$(TAGS)' $(PKGS)
 	$(GO) run ./hack/depguardpaths -tags '$(TAGS)'
-	bin/tools/golangci-lint run $(PKGS)
+	bin/tools/golangci-lint run --allow-serial-runners $(PKGS)
 
 ## cross: the library packages build for other systems (kernel code sits in
 ## *_linux.go files with stubs elsewhere); cmd, examples and tests are Linux-only
