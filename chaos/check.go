@@ -3,6 +3,7 @@ package chaos
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -20,6 +21,10 @@ type MasterState struct {
 		Reserved       string `json:"reserved"`
 		Connected      bool   `json:"connected"`
 	} `json:"agents"`
+	Frameworks []struct {
+		ID        string `json:"id"`
+		Connected bool   `json:"connected"`
+	} `json:"frameworks"`
 	Tasks []struct {
 		ID          string `json:"id"`
 		FrameworkID string `json:"frameworkId"`
@@ -45,6 +50,18 @@ type MasterState struct {
 	} `json:"frameworkShares"`
 }
 
+// taskKey names a task of a framework: task IDs are reused across
+// frameworks (framework-kill), never within one.
+func taskKey(framework, task string) string { return framework + "/" + task }
+
+// Election is a change of leader as the harness saw it in etcd: the
+// masters' election keys, the lowest create revision leading.
+type Election struct {
+	At     time.Time
+	Leader string // the leader's advertised address; "" none
+	Key    string // its election key
+}
+
 // terminalState reports whether a task state name (as /state and brim
 // run print it, without TASK_) is terminal.
 func terminalState(s string) bool {
@@ -55,12 +72,14 @@ func terminalState(s string) bool {
 	return false
 }
 
-// LiveTasks are the master's tasks not in a terminal state, by ID.
+// LiveTasks are the master's tasks not in a terminal state, by
+// framework/task (taskKey): a task ID may be reused by another
+// framework.
 func (st MasterState) LiveTasks() map[string]string {
 	out := map[string]string{}
 	for _, t := range st.Tasks {
 		if !terminalState(t.State) {
-			out[t.ID] = t.AgentID
+			out[taskKey(t.FrameworkID, t.ID)] = t.AgentID
 		}
 	}
 	return out
@@ -284,25 +303,93 @@ func CheckSequence(sts []Status) []string {
 // Fault kinds.
 const (
 	AgentKill     = "agent-kill"     // kill -9 of an agent, restarted after a pause
-	MasterKill    = "master-kill"    // kill -9 of the master, restarted after a pause
+	MasterKill    = "master-kill"    // kill -9 of the master (HA: the leader), restarted after a pause
 	ShimKill      = "shim-kill"      // kill -9 of one task's shim
 	ShimStop      = "shim-stop"      // SIGSTOP of one task's shim, SIGCONT after a pause
-	LinkReset     = "link-reset"     // every connection of an agent's link closed, new ones refused
-	LinkBlackHole = "link-blackhole" // an agent's link forwards nothing, closes nothing
+	LinkReset     = "link-reset"     // every connection of an agent to the masters closed, new ones refused
+	LinkBlackHole = "link-blackhole" // an agent's links to the masters forward nothing, close nothing
 	// CheckpointCorrupt is kill -9 of an agent, one running task's
 	// checkpoint record overwritten with garbage, and a restart.
 	CheckpointCorrupt = "checkpoint-corrupt"
 	// DiskFull fills the agent's state dir (a small tmpfs) for a while.
 	DiskFull = "disk-full"
+	// MasterStop is SIGSTOP of the master (HA: the leader) for seconds to
+	// a minute and a half, then SIGCONT.
+	MasterStop = "master-stop"
+	// FrameworkKill is kill -9 of a framework (failover timeout 3 s)
+	// whose task runs, and after its failover timeout a new framework
+	// with the same task ID.
+	FrameworkKill = "framework-kill"
+	// DiskFullRecover fills an agent's state dir while containers run,
+	// kills the agent and starts it on the full disk; space returns after
+	// a pause.
+	DiskFullRecover = "disk-full-recover"
+	// LogFlood is a task that writes 64–128 MiB to its stdout.
+	LogFlood = "log-flood"
+	// EtcdCut stops the leader's links to etcd (agents and frameworks
+	// still reach it) and writes to the registry through it.
+	EtcdCut = "etcd-cut"
+	// EtcdMemberKill is kill -9 of one etcd member, restarted after a
+	// pause.
+	EtcdMemberKill = "etcd-member-kill"
+	// EtcdQuorumLoss is kill -9 of two of the three etcd members,
+	// restarted after a pause.
+	EtcdQuorumLoss = "etcd-quorum-loss"
 )
 
-// Fault is one injected fault: on Agent (a harness agent name; empty for
-// the master) or Task (for shim faults), from Start to End (when its cause
-// was lifted: the process restarted, the link restored).
+// AllFaults are the fault kinds, in the order the seed indexes them.
+var AllFaults = []string{AgentKill, MasterKill, ShimKill, ShimStop, LinkReset, LinkBlackHole, CheckpointCorrupt, DiskFull,
+	MasterStop, FrameworkKill, DiskFullRecover, LogFlood, EtcdCut, EtcdMemberKill, EtcdQuorumLoss}
+
+// HAFaults are the kinds that need HA mode (an etcd store).
+var HAFaults = []string{EtcdCut, EtcdMemberKill, EtcdQuorumLoss}
+
+// Applicable are the fault kinds a run with that many masters can
+// inject: all of them in HA mode, all but HAFaults with one master.
+func Applicable(masters int) []string {
+	if masters > 1 {
+		return AllFaults
+	}
+	var out []string
+	for _, k := range AllFaults {
+		if !slices.Contains(HAFaults, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// leaderFault reports a kind that takes the leader away (a failover in
+// HA mode).
+func leaderFault(kind string) bool {
+	switch kind {
+	case MasterKill, MasterStop, EtcdCut, EtcdQuorumLoss:
+		return true
+	}
+	return false
+}
+
+// agentFault reports a kind that takes an agent away from the masters.
+func agentFault(kind string) bool {
+	switch kind {
+	case AgentKill, LinkReset, LinkBlackHole, CheckpointCorrupt, DiskFullRecover:
+		return true
+	}
+	return false
+}
+
+// Fault is one injected fault: on Agent (a harness agent name), Target
+// (a master or etcd members) or Task (of Framework, for task faults),
+// from Start to End (when its cause was lifted: the process restarted,
+// the link restored).
 type Fault struct {
-	Kind       string
-	Agent      string
-	Task       string
+	Kind      string
+	Agent     string
+	Target    string
+	Task      string
+	Framework string
+	// Leader: the fault hit the leader of an HA cluster (a failover).
+	Leader     bool
 	Start, End time.Time
 	Pause      time.Duration
 }
@@ -312,8 +399,14 @@ func (f Fault) String() string {
 	if f.Agent != "" {
 		s += " agent=" + f.Agent
 	}
+	if f.Target != "" {
+		s += " target=" + f.Target
+	}
 	if f.Task != "" {
 		s += " task=" + f.Task
+	}
+	if f.Framework != "" {
+		s += " framework=" + f.Framework
 	}
 	if f.Pause > 0 {
 		s += " pause=" + f.Pause.String()
@@ -324,11 +417,22 @@ func (f Fault) String() string {
 // Outcome is how one framework's task ended, as its `brim run` showed.
 type Outcome struct {
 	Task       string
+	Framework  string // its framework's ID ("" if it never subscribed)
 	Want       int    // the task's own exit code
 	Code       int    // brim run's exit code; -1 if it never exited
 	Agent      string // harness agent name the task ran on ("" if unknown)
 	Final      Status // the terminal status, if any
 	Start, End time.Time
+	// Started: the framework saw STARTING or RUNNING. SeenRunning: the
+	// harness saw the task's container running.
+	Started, SeenRunning bool
+	// NoMasters: brim run exited at its start because its etcd://
+	// discovery found no master (etcd without quorum, or no master
+	// campaigning).
+	NoMasters bool
+	// Recover is how long after an etcd quorum returns the masters may
+	// take to campaign again (the reach bound: session TTL + 2 s).
+	Recover time.Duration
 }
 
 // Judge says whether an outcome is what the task's command does or what
@@ -336,21 +440,36 @@ type Outcome struct {
 //
 //   - always: FINISHED/FAILED with the command's exit code, brim run
 //     exiting with it;
-//   - agent-kill, link-reset, link-blackhole, checkpoint-corrupt on the
-//     task's agent while the task lived: LOST as well (the agent was
-//     unreachable past the heartbeat timeout);
+//   - agent-kill, link-reset, link-blackhole, checkpoint-corrupt,
+//     disk-full-recover on the task's agent while the task lived: LOST as
+//     well (the agent was unreachable past the heartbeat timeout);
 //   - shim-kill, shim-stop or checkpoint-corrupt of the task itself: any
 //     terminal state but FINISHED with a wrong code;
-//   - disk-full of the task's agent while the task lived: any terminal
-//     state but FINISHED with a wrong code (a launch or a checkpoint
-//     write may fail);
-//   - master-kill: nothing more (the master must fail over without losing
-//     tasks).
+//   - disk-full or disk-full-recover of the task's agent while the task
+//     lived: any terminal state but FINISHED with a wrong code (a launch
+//     or a checkpoint write may fail);
+//   - a fault that took an HA cluster's leader away (master-kill,
+//     master-stop, etcd-cut, etcd-quorum-loss) while the task lived:
+//     LOST for a launch that never reached an agent (no STARTING or
+//     RUNNING, no container seen): a new leader learns tasks from the
+//     agents only;
+//   - a framework started with --master etcd://… while an etcd quorum
+//     was lost, or within o.Recover after it returned: brim run exiting
+//     non-zero at its start, its discovery having found no master;
+//   - anything else (master-kill of a single master, framework-kill,
+//     log-flood, etcd-member-kill): nothing more.
 //
 // It returns "" when the outcome is allowed, else why not.
 func Judge(o Outcome, faults []Fault) string {
 	if o.Code < 0 {
 		return fmt.Sprintf("task %s: brim run never exited", o.Task)
+	}
+	if o.Final.State == "" && o.NoMasters && o.Code != 0 {
+		for _, f := range faults {
+			if f.Kind == EtcdQuorumLoss && !o.Start.Before(f.Start) && !o.Start.After(f.End.Add(o.Recover)) {
+				return ""
+			}
+		}
 	}
 	if o.Final.State == "" {
 		return fmt.Sprintf("task %s: brim run exited %d without a terminal state", o.Task, o.Code)
@@ -367,27 +486,145 @@ func Judge(o Outcome, faults []Fault) string {
 		if f.Start.After(o.End) || f.End.Before(o.Start) {
 			continue
 		}
-		switch f.Kind {
-		case ShimKill, ShimStop, CheckpointCorrupt:
-			if f.Task == o.Task && o.Final.State != "FINISHED" {
-				return ""
-			}
-			if f.Kind == CheckpointCorrupt && (o.Agent == "" || f.Agent == o.Agent) && o.Final.State == "LOST" {
-				return ""
-			}
-		case DiskFull:
-			if (o.Agent == "" || f.Agent == o.Agent) && o.Final.State != "FINISHED" {
-				return ""
-			}
-		case AgentKill, LinkReset, LinkBlackHole:
-			if (o.Agent == "" || f.Agent == o.Agent) && o.Final.State == "LOST" {
-				return ""
-			}
+		onAgent := o.Agent == "" || f.Agent == o.Agent
+		ownTask := f.Task == o.Task && (f.Framework == "" || o.Framework == "" || f.Framework == o.Framework)
+		switch {
+		case (f.Kind == ShimKill || f.Kind == ShimStop || f.Kind == CheckpointCorrupt) && ownTask && o.Final.State != "FINISHED":
+			return ""
+		case (f.Kind == DiskFull || f.Kind == DiskFullRecover) && onAgent && o.Final.State != "FINISHED":
+			return ""
+		case agentFault(f.Kind) && onAgent && o.Final.State == "LOST":
+			return ""
+		case leaderFault(f.Kind) && f.Leader && o.Final.State == "LOST" && !o.Started && !o.SeenRunning:
+			return ""
 		}
 		touched = append(touched, f.String())
 	}
 	return fmt.Sprintf("task %s: ended %s (%s) %q with brim run exit %d, want exit %d; faults during its life: %v",
 		o.Task, o.Final.State, o.Final.Reason, o.Final.Message, o.Code, o.Want, touched)
+}
+
+// TimedStatus is a status line and when the harness read it.
+type TimedStatus struct {
+	Status
+	At time.Time
+}
+
+// TaskView is what the harness knows of one framework's task, for
+// CheckForeign.
+type TaskView struct {
+	Task, Framework string
+	Start           time.Time     // brim run started
+	Sleep           time.Duration // the command sleeps this long, then exits
+	Ends            []TimedStatus // the terminal states it printed
+	// LastSeenRunning is when the last container listing that showed the
+	// task's container (of this framework) running began; zero: never.
+	LastSeenRunning time.Time
+}
+
+// ForeignSlack is how long after a framework printed its task's end the
+// task's container may still be listed as running (the agent sends the
+// status once the container has exited; its listing may lag).
+const ForeignSlack = 2 * time.Second
+
+// exitedMessage is how the agent reports a command's own exit.
+const exitedMessage = "command exited with code "
+
+// CheckForeign checks that a framework saw no other framework's update
+// for its task: a FINISHED or FAILED that reports the command's own exit
+// ("command exited with code N") cannot be printed sooner than the
+// command's sleep after brim run started, nor while the task's own
+// container still runs (later than ForeignSlack after it was printed).
+// Either means the update was another task's (one with the same ID, of
+// an earlier framework). It returns one line per violation.
+func CheckForeign(v TaskView) []string {
+	var bad []string
+	for _, e := range v.Ends {
+		if !strings.HasPrefix(e.Message, exitedMessage) {
+			continue
+		}
+		if took := e.At.Sub(v.Start); took < v.Sleep {
+			bad = append(bad, fmt.Sprintf("task %s of framework %s: %s %q printed %v after brim run started, but its command sleeps %v: another task's update",
+				v.Task, v.Framework, e.State, e.Message, took.Round(time.Millisecond), v.Sleep))
+		}
+		if !v.LastSeenRunning.IsZero() && v.LastSeenRunning.After(e.At.Add(ForeignSlack)) {
+			bad = append(bad, fmt.Sprintf("task %s of framework %s: %s %q printed, but its container still ran %v later: another task's update",
+				v.Task, v.Framework, e.State, e.Message, v.LastSeenRunning.Sub(e.At).Round(time.Millisecond)))
+		}
+	}
+	return bad
+}
+
+// Reach is one client (a framework or an agent) after an election: when
+// the new leader first listed it connected, and when it left (exited)
+// if it did.
+type Reach struct {
+	Name    string
+	Agent   string // the harness agent name, for an agent
+	Reached time.Time
+	Left    time.Time
+}
+
+// reachWindowBefore is how long before an election an agent fault still
+// excuses its agent: its reconnect backoff (up to 5 s) outlasts the
+// fault.
+const reachWindowBefore = 5 * time.Second
+
+// CheckReach checks that every client reached leader (elected at e.At)
+// within bound. An election is not judged when the next one (at next,
+// zero: none) or a fault that takes the leader away comes before
+// e.At+bound; a client is not judged when it left before then, or (an
+// agent) when a fault cut it from the masters around then. It returns
+// one line per client that was late or never seen.
+func CheckReach(e Election, leader string, next time.Time, bound time.Duration, faults []Fault, clients []Reach) []string {
+	deadline := e.At.Add(bound)
+	if !next.IsZero() && next.Before(deadline) {
+		return nil
+	}
+	for _, f := range faults {
+		if leaderFault(f.Kind) && !f.Start.Before(e.At) && f.Start.Before(deadline) {
+			return nil
+		}
+	}
+	var bad []string
+clients:
+	for _, c := range clients {
+		if !c.Reached.IsZero() && !c.Reached.After(deadline) {
+			continue
+		}
+		if !c.Left.IsZero() && !c.Left.After(deadline) {
+			continue
+		}
+		if c.Agent != "" {
+			for _, f := range faults {
+				if agentFault(f.Kind) && f.Agent == c.Agent && !f.End.Before(e.At.Add(-reachWindowBefore)) && !f.Start.After(deadline) {
+					continue clients
+				}
+			}
+		}
+		if c.Reached.IsZero() {
+			bad = append(bad, fmt.Sprintf("%s never reached the leader %s elected at %s (bound %v)", c.Name, leader, e.At.Format("15:04:05.000"), bound))
+			continue
+		}
+		bad = append(bad, fmt.Sprintf("%s reached the leader %s %v after its election, bound %v", c.Name, leader, c.Reached.Sub(e.At).Round(10*time.Millisecond), bound))
+	}
+	return bad
+}
+
+// CheckLogCap checks a container's log files (name → size) against the
+// agent's cap (total bytes over every rotated file); "" if they fit.
+func CheckLogCap(sizes map[string]int64, limit int64) string {
+	var total int64
+	var names []string
+	for n, s := range sizes {
+		total += s
+		names = append(names, fmt.Sprintf("%s %d", n, s))
+	}
+	if total <= limit {
+		return ""
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("logs hold %d bytes, over the cap of %d (%s)", total, limit, strings.Join(names, ", "))
 }
 
 // sameScalars compares two resource sets' totals per scalar name,

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +162,175 @@ func TestJudge(t *testing.T) {
 		if (why == "") != tc.ok {
 			t.Errorf("%s: Judge = %q, want ok=%v", tc.name, why, tc.ok)
 		}
+	}
+}
+
+// TestJudgeNewFaults: the outcomes the fault kinds of HA mode and the
+// node faults allow, and those they do not.
+func TestJudgeNewFaults(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	out := func(state string, code int) Outcome {
+		return Outcome{Task: "t", Framework: "F", Want: 3, Code: code, Agent: "a0", Final: Status{Task: "t", State: state},
+			Start: at(0), End: at(10), Recover: 6 * time.Second}
+	}
+	unlaunched := func(o Outcome) Outcome { o.Agent = ""; return o }
+	started := func(o Outcome) Outcome { o.Started = true; return o }
+	seen := func(o Outcome) Outcome { o.SeenRunning = true; return o }
+	noMasters := func(start int) Outcome {
+		return Outcome{Task: "t", Want: 3, Code: 1, NoMasters: true, Start: at(start), End: at(start), Recover: 6 * time.Second}
+	}
+	leader := func(kind string) []Fault {
+		return []Fault{{Kind: kind, Target: "m0", Leader: true, Start: at(2), End: at(4)}}
+	}
+	for _, tc := range []struct {
+		name   string
+		o      Outcome
+		faults []Fault
+		ok     bool
+	}{
+		{"lost launch after the leader froze", unlaunched(out("LOST", 1)), leader(MasterStop), true},
+		{"lost launch after the leader was cut from etcd", unlaunched(out("LOST", 1)), leader(EtcdCut), true},
+		{"lost launch after quorum loss", unlaunched(out("LOST", 1)), leader(EtcdQuorumLoss), true},
+		{"lost launch after the leader's kill", unlaunched(out("LOST", 1)), leader(MasterKill), true},
+		{"lost after it ran (the framework saw it)", started(out("LOST", 1)), leader(MasterStop), false},
+		{"lost after it ran (the harness saw it)", seen(out("LOST", 1)), leader(EtcdCut), false},
+		{"lost after a single master froze", unlaunched(out("LOST", 1)), []Fault{{Kind: MasterStop, Start: at(2), End: at(4)}}, false},
+		{"lost after an etcd member's kill", unlaunched(out("LOST", 1)), []Fault{{Kind: EtcdMemberKill, Target: "e1", Start: at(2), End: at(4)}}, false},
+		{"failed after a full disk the agent restarted on", out("FAILED", 1), []Fault{{Kind: DiskFullRecover, Agent: "a0", Start: at(2), End: at(4)}}, true},
+		{"lost after a full disk the agent restarted on", out("LOST", 1), []Fault{{Kind: DiskFullRecover, Agent: "a0", Start: at(2), End: at(4)}}, true},
+		{"failed after another agent's full disk", out("FAILED", 1), []Fault{{Kind: DiskFullRecover, Agent: "a1", Start: at(2), End: at(4)}}, false},
+		{"failed beside a flooding container", out("FAILED", 1), []Fault{{Kind: LogFlood, Agent: "a0", Task: "u", Start: at(2), End: at(4)}}, false},
+		{"finished 0 after a reused task ID's kill", out("FINISHED", 0), []Fault{{Kind: FrameworkKill, Task: "t", Framework: "E", Start: at(-5), End: at(1)}}, false},
+		{"failed after the shim kill of another framework's task of that ID", out("FAILED", 1), []Fault{{Kind: ShimKill, Task: "t", Framework: "E", Start: at(2), End: at(2)}}, false},
+		{"failed after its own shim kill", out("FAILED", 1), []Fault{{Kind: ShimKill, Task: "t", Framework: "F", Start: at(2), End: at(2)}}, true},
+		{"no master found during quorum loss", noMasters(3), leader(EtcdQuorumLoss), true},
+		{"no master found just after quorum returned", noMasters(9), leader(EtcdQuorumLoss), true},
+		{"no master found long after quorum returned", noMasters(11), leader(EtcdQuorumLoss), false},
+		{"no master found without a quorum loss", noMasters(3), leader(MasterStop), false},
+	} {
+		why := Judge(tc.o, tc.faults)
+		if (why == "") != tc.ok {
+			t.Errorf("%s: Judge = %q, want ok=%v", tc.name, why, tc.ok)
+		}
+	}
+}
+
+func TestCheckForeign(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	end := func(ms int, state, msg string) []TimedStatus {
+		return []TimedStatus{{Status: Status{Task: "t", State: state, Message: msg}, At: at(ms)}}
+	}
+	view := func(ends []TimedStatus, lastRunning int) TaskView {
+		v := TaskView{Task: "t", Framework: "F", Start: at(0), Sleep: 8 * time.Second, Ends: ends}
+		if lastRunning >= 0 {
+			v.LastSeenRunning = at(lastRunning)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name string
+		v    TaskView
+		bad  string // a substring of the one violation; "" for none
+	}{
+		{"its own end", view(end(8300, "FINISHED", "command exited with code 0"), 7000), ""},
+		{"its own end, listed running a moment after", view(end(8300, "FAILED", "command exited with code 3"), 9500), ""},
+		{"an exit sooner than its command can", view(end(5900, "FINISHED", "command exited with code 0"), 5000), "its command sleeps 8s"},
+		{"an exit while its container still ran", view(end(9000, "FINISHED", "command exited with code 0"), 14000), "still ran 5s later"},
+		{"a kill before the sleep ends (not the command's exit)", view(end(2000, "FAILED", "command killed by signal 9"), 1000), ""},
+		{"a launch failure", view(end(300, "FAILED", "run: launch x: no space left on device"), -1), ""},
+		{"a LOST while it still ran (the agent was cut)", view(end(3000, "LOST", "agent missed 10 heartbeats"), 6000), ""},
+	} {
+		got := CheckForeign(tc.v)
+		switch {
+		case tc.bad == "" && len(got) != 0:
+			t.Errorf("%s: %v, want none", tc.name, got)
+		case tc.bad != "" && (len(got) != 1 || !strings.Contains(got[0], tc.bad)):
+			t.Errorf("%s: %v, want one naming %q", tc.name, got, tc.bad)
+		}
+	}
+}
+
+func TestCheckReach(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	e := Election{At: at(0), Leader: "127.0.0.1:1", Key: "k"}
+	const bound = 6 * time.Second
+	fw := func(reached int) Reach {
+		r := Reach{Name: "framework of task t"}
+		if reached >= 0 {
+			r.Reached = at(reached)
+		}
+		return r
+	}
+	agent := func(reached int) Reach {
+		r := Reach{Name: "agent a0", Agent: "a0"}
+		if reached >= 0 {
+			r.Reached = at(reached)
+		}
+		return r
+	}
+	left := func(r Reach, ms int) Reach { r.Left = at(ms); return r }
+	for _, tc := range []struct {
+		name    string
+		next    time.Time
+		faults  []Fault
+		clients []Reach
+		bad     []string // substrings, one per violation
+	}{
+		{"all in time", time.Time{}, nil, []Reach{fw(2000), agent(5900)}, nil},
+		{"a late framework", time.Time{}, nil, []Reach{fw(7000), agent(100)}, []string{"framework of task t reached the leader m1 7s after"}},
+		{"a framework that never came", time.Time{}, nil, []Reach{fw(-1)}, []string{"never reached"}},
+		{"a framework that left first", time.Time{}, nil, []Reach{left(fw(-1), 3000)}, nil},
+		{"a framework that left after the bound", time.Time{}, nil, []Reach{left(fw(-1), 9000)}, []string{"never reached"}},
+		{"the next election within the bound", at(4000), nil, []Reach{fw(-1)}, nil},
+		{"the next election after the bound", at(7000), nil, []Reach{fw(-1)}, []string{"never reached"}},
+		{"the new leader frozen within the bound", time.Time{}, []Fault{{Kind: MasterStop, Start: at(3000), End: at(9000)}}, []Reach{fw(-1)}, nil},
+		{"the fault that caused the election", time.Time{}, []Fault{{Kind: MasterStop, Start: at(-4000), End: at(9000)}}, []Reach{fw(-1)}, []string{"never reached"}},
+		{"an agent cut off then", time.Time{}, []Fault{{Kind: LinkBlackHole, Agent: "a0", Start: at(-2000), End: at(1000)}}, []Reach{agent(-1)}, nil},
+		{"an agent cut off long before", time.Time{}, []Fault{{Kind: LinkBlackHole, Agent: "a0", Start: at(-9000), End: at(-6000)}}, []Reach{agent(-1)}, []string{"agent a0 never"}},
+		{"another agent cut off", time.Time{}, []Fault{{Kind: AgentKill, Agent: "a1", Start: at(1000), End: at(2000)}}, []Reach{agent(8000)}, []string{"agent a0 reached"}},
+	} {
+		got := CheckReach(e, "m1", tc.next, bound, tc.faults, tc.clients)
+		if len(got) != len(tc.bad) {
+			t.Errorf("%s: %v, want %d violations", tc.name, got, len(tc.bad))
+			continue
+		}
+		for i, b := range tc.bad {
+			if !strings.Contains(got[i], b) {
+				t.Errorf("%s: %q, want it to name %q", tc.name, got[i], b)
+			}
+		}
+	}
+}
+
+func TestCheckLogCap(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sizes map[string]int64
+		bad   bool
+	}{
+		{"none yet", nil, false},
+		{"under the cap across rotated files", map[string]int64{"stdout": 900, "stdout.1": 1000, "stderr": 50}, false},
+		{"exactly the cap", map[string]int64{"stdout": 2000, "stdout.1": 1000}, false},
+		{"one file over it", map[string]int64{"stdout": 3001}, true},
+		{"rotated files over it", map[string]int64{"stdout": 1000, "stdout.1": 1000, "stdout.2": 1000, "stdout.3": 1}, true},
+	} {
+		if why := CheckLogCap(tc.sizes, 3000); (why != "") != tc.bad {
+			t.Errorf("%s: %q, want a violation %v", tc.name, why, tc.bad)
+		}
+	}
+}
+
+func TestApplicable(t *testing.T) {
+	one := Applicable(1)
+	for _, k := range HAFaults {
+		if slices.Contains(one, k) {
+			t.Errorf("%s applies to one master", k)
+		}
+	}
+	if len(one)+len(HAFaults) != len(AllFaults) || !slices.Equal(Applicable(3), AllFaults) {
+		t.Errorf("Applicable(1) = %v, Applicable(3) = %v; want all but %v, and all", one, Applicable(3), HAFaults)
 	}
 }

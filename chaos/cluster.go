@@ -31,15 +31,27 @@ type Binaries struct {
 	Brim string // $BRIM_BINARY
 }
 
-// proc is one brim daemon the harness started and restarts: only its own
-// PID is ever signalled. Not safe for concurrent use: the harness's fault
-// loop owns it.
+// proc is one daemon the harness started and restarts: only its own PID
+// is ever signalled. It is safe for concurrent use: the fault loop kills
+// and restarts it, the supervisor restarts it when it exits on its own
+// (as systemd's Restart=always would).
 type proc struct {
+	Name    string // m0, a1, e2, …
 	bin     string
 	args    []string
 	logPath string
-	cmd     *exec.Cmd
-	exited  chan struct{}
+	// onExit runs when the process has exited, before exited closes (a
+	// master's front proxy goes down with it). Set before the first start.
+	onExit func()
+
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	exitErr  error     // Wait's result, once exited is closed
+	exitedAt time.Time // when it exited
+	// held: the harness stopped the process on purpose (a fault, the
+	// teardown); the supervisor leaves it down until start.
+	held bool
 }
 
 func (p *proc) start() error {
@@ -48,22 +60,45 @@ func (p *proc) start() error {
 		return err
 	}
 	defer logf.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held = false
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", p.args[0], err)
+		return fmt.Errorf("start %s: %w", p.Name, err)
 	}
 	p.cmd, p.exited = cmd, make(chan struct{})
-	go func(exited chan struct{}) { _ = cmd.Wait(); close(exited) }(p.exited)
+	go func(exited chan struct{}) {
+		err := cmd.Wait()
+		if p.onExit != nil {
+			p.onExit()
+		}
+		p.mu.Lock()
+		if p.cmd == cmd {
+			p.exitErr, p.exitedAt = err, time.Now()
+		}
+		p.mu.Unlock()
+		close(exited)
+	}(p.exited)
 	return nil
 }
 
+// current is the process and its exit channel (nil before the first
+// start).
+func (p *proc) current() (*exec.Cmd, chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd, p.exited
+}
+
 func (p *proc) running() bool {
-	if p.cmd == nil {
+	cmd, exited := p.current()
+	if cmd == nil {
 		return false
 	}
 	select {
-	case <-p.exited:
+	case <-exited:
 		return false
 	default:
 		return true
@@ -71,30 +106,50 @@ func (p *proc) running() bool {
 }
 
 func (p *proc) pid() int {
-	if !p.running() {
+	cmd, _ := p.current()
+	if cmd == nil || !p.running() {
 		return 0
 	}
-	return p.cmd.Process.Pid
+	return cmd.Process.Pid
 }
 
-// kill9 sends SIGKILL to this process only and reaps it.
+// signal sends sig to the running process (SIGSTOP, SIGCONT); false if
+// none runs.
+func (p *proc) signal(sig syscall.Signal) bool {
+	cmd, _ := p.current()
+	if cmd == nil || !p.running() {
+		return false
+	}
+	return cmd.Process.Signal(sig) == nil
+}
+
+// kill9 sends SIGKILL to this process only, reaps it and holds it down.
 func (p *proc) kill9() {
-	if !p.running() {
+	p.mu.Lock()
+	p.held = true
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil {
 		return
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
+	_ = cmd.Process.Signal(syscall.SIGKILL) // also ends a stopped process
+	<-exited
 }
 
 // stop sends SIGTERM, then SIGKILL after grace; it reports whether the
-// process stopped on SIGTERM.
+// process stopped on SIGTERM. It holds the process down.
 func (p *proc) stop(grace time.Duration) bool {
-	if !p.running() {
+	p.mu.Lock()
+	p.held = true
+	p.mu.Unlock()
+	cmd, exited := p.current()
+	if cmd == nil || !p.running() {
 		return true
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Process.Signal(syscall.SIGCONT)
 	select {
-	case <-p.exited:
+	case <-exited:
 		return true
 	case <-time.After(grace):
 		p.kill9()
@@ -102,73 +157,163 @@ func (p *proc) stop(grace time.Duration) bool {
 	}
 }
 
+// isHeld reports a process the harness stopped on purpose and has not
+// started again.
+func (p *proc) isHeld() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
+}
+
+// exitedAlone reports a process that exited without the harness asking
+// (not held), with its Wait error and how long ago.
+func (p *proc) exitedAlone() (err error, ago time.Duration, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.held {
+		return nil, 0, false
+	}
+	select {
+	case <-p.exited:
+		return p.exitErr, time.Since(p.exitedAt), true
+	default:
+		return nil, 0, false
+	}
+}
+
 // waitReady polls ready until it holds, the process exits, or bound
 // passes.
 func (p *proc) waitReady(bound time.Duration, ready func() bool) error {
+	_, exited := p.current()
 	deadline := time.Now().Add(bound)
 	for !ready() {
 		select {
-		case <-p.exited:
+		case <-exited:
 			b, _ := os.ReadFile(p.logPath)
-			return fmt.Errorf("%s exited at start: %s", p.args[0], tail(b, 2000))
+			return fmt.Errorf("%s exited at start: %s", p.Name, tail(b, 2000))
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready within %v", p.args[0], bound)
+			return fmt.Errorf("%s not ready within %v", p.Name, bound)
 		}
 	}
 	return nil
 }
 
-// Master is the `brim master` of a run.
+// Master is one `brim master` of a run. Clients (agents, frameworks,
+// the harness) reach it through its front proxy (Addr), which goes down
+// with the process, so that its port refuses connections while it is
+// dead as a master's own would, and which can cut one agent's
+// connections (link faults). In HA mode it reaches each etcd member
+// through a proxy of its own (EtcdLinks), which the etcd-cut fault stops.
 type Master struct {
 	proc
-	Addr     string
-	StateDir string
-	hc       *http.Client
+	Addr      string // the front proxy: what clients dial, and the advertised address
+	Listen    string // where the process listens
+	StateDir  string // its bbolt store (single-master mode)
+	Front     *Proxy
+	EtcdLinks []*Proxy // HA: one per etcd member
+	hc        *http.Client
+	raw       *http.Client // no redirects: a standby's own answer
 }
 
-func newMaster(bin, base string, extra ...string) (*Master, error) {
-	addr, err := freeAddr()
+// newMaster makes master i (not started): with etcd members (HA), on
+// the store etcd://<its links>/PREFIX with session TTL ttl; without, on
+// a bbolt state dir.
+func newMaster(bin, base string, i int, etcd []*EtcdMember, ttl time.Duration, owner func(net.Conn) string) (*Master, error) {
+	listen, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	m := &Master{Addr: addr, StateDir: filepath.Join(base, "master"), hc: &http.Client{Timeout: 5 * time.Second}}
-	m.bin, m.logPath = bin, filepath.Join(base, "master.log")
-	m.args = append([]string{"master", "--listen", addr, "--state-dir", m.StateDir, "--allocation-interval", "100ms",
-		"--heartbeat-interval", "200ms", "--max-missed-heartbeats", "10", "--failover-timeout", "2m", "--log-level", "debug"}, extra...)
-	return m, m.Start()
+	front, err := NewProxy(listen)
+	if err != nil {
+		return nil, err
+	}
+	front.Owner = owner
+	m := &Master{Addr: front.Addr(), Listen: listen, Front: front,
+		hc: &http.Client{Timeout: 5 * time.Second},
+		raw: &http.Client{Timeout: 2 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		}}}
+	m.Name = fmt.Sprintf("m%d", i)
+	m.bin, m.logPath = bin, filepath.Join(base, m.Name+".log")
+	m.onExit = front.Down
+	m.args = []string{"master", "--listen", listen, "--allocation-interval", "100ms",
+		"--heartbeat-interval", "200ms", "--max-missed-heartbeats", "10", "--failover-timeout", "2m", "--log-level", "debug"}
+	if len(etcd) == 0 {
+		m.StateDir = filepath.Join(base, m.Name)
+		m.args = append(m.args, "--state-dir", m.StateDir)
+		return m, nil
+	}
+	var eps []string
+	for _, e := range etcd {
+		l, err := NewProxy(e.Client)
+		if err != nil {
+			m.closeLinks()
+			return nil, err
+		}
+		m.EtcdLinks = append(m.EtcdLinks, l)
+		eps = append(eps, l.Addr())
+	}
+	m.args = append(m.args, "--store", "etcd://"+strings.Join(eps, ",")+EtcdPrefix, "--advertise", m.Addr,
+		"--session-ttl", ttl.String())
+	return m, nil
 }
 
-// Start starts (or restarts) the master and waits until it serves /state.
+// closeLinks closes the master's proxies.
+func (m *Master) closeLinks() {
+	m.Front.Close()
+	for _, l := range m.EtcdLinks {
+		l.Close()
+	}
+}
+
+// Start starts (or restarts) the master and waits until it answers
+// HTTP (a standby answers too: 503 or a redirect).
 func (m *Master) Start() error {
+	if err := m.Front.Up(); err != nil {
+		return err
+	}
 	if err := m.start(); err != nil {
 		return err
 	}
-	return m.waitReady(30*time.Second, func() bool { _, err := m.State(); return err == nil })
+	return m.waitReady(30*time.Second, func() bool { return m.health() != 0 })
 }
 
-// State GETs /state.
+// health is GET /health's status code at the master itself (0: no
+// answer): 200 from a leader or a single master, 503 from a standby.
+func (m *Master) health() int {
+	resp, err := m.raw.Get("http://" + m.Listen + "/health")
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// State GETs /state from this master itself; a standby's answer (a
+// redirect, 503) is an error.
 func (m *Master) State() (MasterState, error) {
 	var st MasterState
-	resp, err := m.hc.Get("http://" + m.Addr + "/state")
+	resp, err := m.raw.Get("http://" + m.Listen + "/state")
 	if err != nil {
 		return st, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("GET /state: %s", resp.Status)
+		return st, fmt.Errorf("GET /state at %s: %s", m.Name, resp.Status)
 	}
 	return st, json.NewDecoder(resp.Body).Decode(&st)
 }
 
-// Post POSTs body as JSON to path and returns an error unless 2xx.
+// Post POSTs body as JSON to path at this master and returns an error
+// unless 2xx (redirects are followed: a standby sends it to the leader).
 func (m *Master) Post(path string, body any) error {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
-	resp, err := m.hc.Post("http://"+m.Addr+path, "application/json", bytes.NewReader(b))
+	resp, err := m.hc.Post("http://"+m.Listen+path, "application/json", bytes.NewReader(b))
 	if err != nil {
 		return err
 	}
@@ -181,26 +326,27 @@ func (m *Master) Post(path string, body any) error {
 	return nil
 }
 
-// Agent is one `brim agent` of a run, linked to the master through its
-// own Proxy, with its own cgroup parent, state dir and socket.
+// Agent is one `brim agent` of a run, with its own cgroup parent, state
+// dir (a small tmpfs) and socket. Its links to the masters are the
+// masters' front proxies, which know its connections by its PID.
 type Agent struct {
 	proc
-	Name     string
 	ID       string // the agent's ID, known once it has started
 	Base     string
 	StateDir string
 	Socket   string
-	Parent   string // absolute cgroup parent, e.g. /brim-chaos-1a2b3c4d
-	Link     *Proxy
+	Parent   string   // absolute cgroup parent, e.g. /brim-chaos-1a2b3c4d
 	Net      *Network // the container network (--network)
 }
 
-// newAgent starts agent i of a run.
-func newAgent(bin, base string, i int, parent string, link *Proxy, extra ...string) (*Agent, error) {
+// newAgent makes agent i of a run (not started), given the masters'
+// addresses (--master).
+func newAgent(bin, base string, i int, parent, masters string, extra ...string) (*Agent, error) {
 	name := fmt.Sprintf("a%d", i)
 	dir := filepath.Join(base, name)
-	a := &Agent{Name: name, Base: dir, StateDir: filepath.Join(dir, "state"), Socket: filepath.Join(dir, "run", "agent.sock"),
-		Parent: parent, Link: link}
+	a := &Agent{Base: dir, StateDir: filepath.Join(dir, "state"), Socket: filepath.Join(dir, "run", "agent.sock"),
+		Parent: parent}
+	a.Name = name
 	a.Net = newNetwork(parent, i, dir, a.StateDir)
 	a.bin, a.logPath = bin, filepath.Join(dir, "agent.log")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -214,20 +360,22 @@ func newAgent(bin, base string, i int, parent string, link *Proxy, extra ...stri
 	if err := syscall.Mount("tmpfs", a.StateDir, "tmpfs", 0, "size=64m,mode=0700"); err != nil {
 		return nil, fmt.Errorf("mount tmpfs on %s: %w", a.StateDir, err)
 	}
-	a.args = append([]string{"agent", "--master", link.Addr(), "--state-dir", a.StateDir, "--socket", a.Socket,
+	a.args = append([]string{"agent", "--master", masters, "--state-dir", a.StateDir, "--socket", a.Socket,
 		"--cgroup-parent", parent, "--resources", "cpus:2;mem:1024;net_bw:200", "--kill-grace", "2s",
-		"--status-retry-min", "200ms", "--status-retry-max", "2s", "--no-bpf",
+		"--no-bpf",
 		"--estimator", "fixed", "--estimator-opt", "resources=cpus:1;mem:256", "--estimator-interval", "1s",
 		"--log-level", "debug"}, append(a.Net.args(), extra...)...)
-	if err := a.Start(); err != nil {
-		return a, err
-	}
+	return a, nil
+}
+
+// loadID reads the started agent's ID.
+func (a *Agent) loadID() error {
 	info, err := a.Info()
 	if err != nil {
-		return a, err
+		return err
 	}
 	a.ID = info["id"]
-	return a, nil
+	return nil
 }
 
 // Start starts (or restarts) the agent and waits until its socket answers.
@@ -476,4 +624,68 @@ func (l *lockedLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.Join(l.lines, "\n")
+}
+
+// Log rotation flags of `brim agent` the harness sets when the binary
+// has them (the cap on a container's logs): each file's size and how
+// many files are kept.
+const (
+	logMaxSizeFlag  = "--log-max-size"
+	logMaxFilesFlag = "--log-max-files"
+	logMaxSize      = 1 << 20
+	logMaxFiles     = 3
+)
+
+// logCap is the agents' cap on one container's logs; zero: the agent has
+// no cap (its binary knows no rotation flags).
+type logCap struct {
+	size  int64 // bytes per file
+	files int   // files kept, the current one included
+}
+
+func (c logCap) set() bool { return c.size > 0 }
+
+// total is the most a container's logs may hold: every file full, and
+// one write's overshoot (64 KiB) on the current one.
+func (c logCap) total() int64 { return c.size*int64(c.files) + 64<<10 }
+
+func (c logCap) String() string {
+	if !c.set() {
+		return "none (this brim has no " + logMaxSizeFlag + ": the log cap is not checked)"
+	}
+	return fmt.Sprintf("%d bytes × %d files", c.size, c.files)
+}
+
+// logCapFlags are the agent flags that cap containers' logs, when bin
+// has them, and the cap they set.
+func logCapFlags(bin string) ([]string, logCap, error) {
+	out, _ := exec.Command(bin, "agent", "--help").CombinedOutput()
+	if len(out) == 0 {
+		return nil, logCap{}, fmt.Errorf("%s agent --help printed nothing", bin)
+	}
+	if !bytes.Contains(out, []byte(logMaxSizeFlag[1:])) || !bytes.Contains(out, []byte(logMaxFilesFlag[1:])) {
+		return nil, logCap{}, nil
+	}
+	return []string{logMaxSizeFlag, strconv.Itoa(logMaxSize), logMaxFilesFlag, strconv.Itoa(logMaxFiles)},
+		logCap{size: logMaxSize, files: logMaxFiles}, nil
+}
+
+// LogSizes are the sizes of container id's log files (stdout, stderr
+// and their rotated files) in its sandbox.
+func (a *Agent) LogSizes(id string) (map[string]int64, error) {
+	dir := filepath.Join(a.StateDir, "containers", id, "sandbox")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), "stdout") && !strings.HasPrefix(e.Name(), "stderr") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			out[e.Name()] = fi.Size()
+		}
+	}
+	return out, nil
 }

@@ -7,9 +7,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,60 +29,142 @@ type Config struct {
 	Duration time.Duration // how long faults are injected
 	Brim     string        // the brim binary
 	Agents   int           // 2 or 3
+	// Masters is 1 (one master on a bbolt store) or 3 (HA mode: three
+	// masters on a 3-member etcd cluster).
+	Masters int
+	// SessionTTL is the masters' --session-ttl in HA mode (default 4 s).
+	SessionTTL time.Duration
+	// Etcd is the etcd binary of HA mode (default /usr/bin/etcd).
+	Etcd string
 	// Parent names the cgroup parents: agent i gets /Parent-i.
 	Parent string
-	// Faults are the fault kinds to choose from (nil: all of AllFaults).
+	// Faults are the fault kinds to choose from (nil: Applicable(Masters)).
 	Faults []string
 	// Replay is the command that repeats this run, printed on failure.
 	Replay string
+	// KeepLogs keeps the daemons' logs and the events even when the run
+	// passes (a failed run always keeps them).
+	KeepLogs bool
 }
 
-// AllFaults are the fault kinds, in the order the seed indexes them.
-var AllFaults = []string{AgentKill, MasterKill, ShimKill, ShimStop, LinkReset, LinkBlackHole, CheckpointCorrupt, DiskFull}
+// ha reports HA mode.
+func (c Config) ha() bool { return c.Masters > 1 }
+
+// ttl is the session TTL of HA mode.
+func (c Config) ttl() time.Duration {
+	if c.SessionTTL > 0 {
+		return c.SessionTTL
+	}
+	return 4 * time.Second
+}
+
+// ReachBound is how soon after an election every framework and agent
+// must have reached the new leader: the session TTL and 2 s.
+func (c Config) ReachBound() time.Duration { return c.ttl() + 2*time.Second }
 
 // ReservedRole is the role some frameworks use, with resources reserved
 // for it on the first agent.
 const ReservedRole = "chaos"
 
-// harness is one run in progress. The fault loop, the workload loop and
-// the checker loop each own a goroutine that Run starts and waits for.
+// harness is one run in progress. The fault loop, the workload loop, the
+// checker loop, the supervisor and (in HA mode) the leader watch each own
+// a goroutine that Run starts and waits for.
 type harness struct {
-	t      testing.TB
-	cfg    Config
-	base   string
-	master *Master
-	agents []*Agent
-	events *lockedLog
+	t       testing.TB
+	cfg     Config
+	base    string
+	masters []*Master
+	etcd    []*EtcdMember
+	agents  []*Agent
+	events  *lockedLog
+	logCap  logCap
 
-	mu       sync.Mutex // guards faults, runs, violations, stopped
-	faults   []Fault
-	runs     []*frameworkRun
-	bad      []string
-	stopped  map[int]bool // shim pids SIGSTOPped right now
-	masterUp bool
+	mu      sync.Mutex // guards the fields below
+	faults  []Fault
+	runs    []*frameworkRun
+	bad     []string
+	said    map[string]bool // violations reported once
+	stopped map[int]bool    // shim pids SIGSTOPped right now
+	frozen  map[*Master]bool
+	current *Fault  // the fault in force, if any
+	leader  *Master // as etcd last named it (HA); nil: unknown
+	// seen is the harness's view of each task's containers (by
+	// framework/task): when a listing that began at that time showed it
+	// running, last and first.
+	seen       map[string]seenRunning
+	elections  []Election
+	reach      []time.Duration // frameworks' delays to a new leader
+	agentReach []time.Duration
 }
+
+type seenRunning struct{ first, last time.Time }
 
 // frameworkRun is one `brim run` process: a framework with one task.
 type frameworkRun struct {
 	task      string
 	want      int
+	sleep     time.Duration // the command's sleep before it exits
 	revocable bool
 	role      string
 	netMbit   int64 // net_bw: its own network namespace
-	cmd       *exec.Cmd
-	start     time.Time
-	end       time.Time
-	done      chan struct{}
-	code      int
+	master    string
+	// victim: a framework the harness kills (framework-kill); its
+	// outcome is not judged. reuse: it reuses a victim's task ID.
+	// flood: its command floods its stdout (log-flood).
+	victim, reuse, flood bool
+	failover             time.Duration
+	mem                  int // MiB (32 unless said)
+	cmd                  *exec.Cmd
+	start                time.Time
+	end                  time.Time
+	done                 chan struct{}
+	code                 int
 
 	mu    sync.Mutex
-	lines []string
+	lines []timedLine
+}
+
+// timedLine is one line a brim run printed and when the harness read it.
+type timedLine struct {
+	At   time.Time
+	Text string
 }
 
 func (r *frameworkRun) output() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]string(nil), r.lines...)
+	out := make([]string, len(r.lines))
+	for i, l := range r.lines {
+		out[i] = l.Text
+	}
+	return out
+}
+
+func (r *frameworkRun) timed() []timedLine {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]timedLine(nil), r.lines...)
+}
+
+// frameworkID is the ID the run subscribed with ("" before it did).
+func (r *frameworkRun) frameworkID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.lines) - 1; i >= 0; i-- {
+		if id, ok := strings.CutPrefix(r.lines[i].Text, "subscribed as framework "); ok {
+			return strings.TrimSpace(id)
+		}
+	}
+	return ""
+}
+
+func (r *frameworkRun) exited() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Run runs cfg against real processes and reports every invariant it sees
@@ -88,7 +172,8 @@ func (r *frameworkRun) output() []string {
 // and the replay command. Everything it starts is killed (by PID) and
 // removed in t.Cleanup.
 func Run(t testing.TB, cfg Config) {
-	h := &harness{t: t, cfg: cfg, events: &lockedLog{start: time.Now()}, stopped: map[int]bool{}}
+	h := &harness{t: t, cfg: cfg, events: &lockedLog{start: time.Now()}, stopped: map[int]bool{},
+		frozen: map[*Master]bool{}, said: map[string]bool{}, seen: map[string]seenRunning{}}
 	base, err := os.MkdirTemp("", "brim-chaos")
 	if err != nil {
 		t.Fatal(err)
@@ -102,27 +187,52 @@ func Run(t testing.TB, cfg Config) {
 		}
 	})
 	h.setup()
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration)
-	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { defer wg.Done(); h.workload(ctx, rand.New(rand.NewPCG(cfg.Seed, 1))) }()
-	go func() { defer wg.Done(); h.inject(ctx, rand.New(rand.NewPCG(cfg.Seed, 2))) }()
+
+	// The checks, the supervisor and the leader watch run until the end
+	// of the drain; the faults and the workload for cfg.Duration.
 	checkCtx, stopChecks := context.WithCancel(context.Background())
-	go func() { defer wg.Done(); h.checkLoop(checkCtx) }()
-	<-ctx.Done()
+	var checks sync.WaitGroup
+	checks.Add(2)
+	go func() { defer checks.Done(); h.checkLoop(checkCtx) }()
+	go func() { defer checks.Done(); h.supervise(checkCtx) }()
+	if cfg.ha() {
+		elections := make(chan Election)
+		var eps []string
+		for _, e := range h.etcd {
+			eps = append(eps, e.Client)
+		}
+		if err := leaderWatch(checkCtx, eps, elections); err != nil {
+			stopChecks()
+			checks.Wait()
+			t.Fatal(err)
+		}
+		checks.Add(1)
+		go func() { defer checks.Done(); h.reachLoop(checkCtx, elections) }()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration)
+	var faults sync.WaitGroup
+	faults.Add(2)
+	go func() { defer faults.Done(); h.workload(ctx, rand.New(rand.NewPCG(cfg.Seed, 1))) }()
+	go func() { defer faults.Done(); h.inject(ctx, rand.New(rand.NewPCG(cfg.Seed, 2))) }()
+	faults.Wait() // each undoes its fault in force when ctx ends
 	cancel()
 	h.events.add("faults and launches stop")
 	h.heal()
 	h.awaitRuns(3 * time.Minute)
 	stopChecks()
-	wg.Wait()
+	checks.Wait()
 	h.judge()
 	h.converge(90 * time.Second)
+	h.checkLogs()
 	h.teardown()
 	for _, b := range h.bad {
 		t.Error(b)
 	}
 	t.Logf("chaos seed %d: %d runs (%s), %d faults (%s), %d violations", cfg.Seed, len(h.runs), h.outcomes(), len(h.faults), h.faultKinds(), len(h.bad))
+	if cfg.ha() {
+		t.Logf("chaos seed %d: %d leader changes seen in etcd; after an election, frameworks reached the new leader in %s, agents in %s (bound %v)",
+			cfg.Seed, len(h.elections), spread(h.reach), spread(h.agentReach), cfg.ReachBound())
+	}
 }
 
 func (h *harness) violation(format string, args ...any) {
@@ -133,46 +243,117 @@ func (h *harness) violation(format string, args ...any) {
 	h.mu.Unlock()
 }
 
+// violationOnce reports msg unless it was reported already.
+func (h *harness) violationOnce(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	h.violationKeyed(msg, "%s", msg)
+}
+
+// violationKeyed reports a violation unless one with key was reported
+// already.
+func (h *harness) violationKeyed(key, format string, args ...any) {
+	h.mu.Lock()
+	dup := h.said[key]
+	h.said[key] = true
+	h.mu.Unlock()
+	if !dup {
+		h.violation(format, args...)
+	}
+}
+
 func (h *harness) setup() {
 	t := h.t
-	m, err := newMaster(h.cfg.Brim, h.base)
-	if m != nil {
-		h.master = m
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.masterUp = true
-	for i := 0; i < h.cfg.Agents; i++ {
-		link, err := NewProxy(m.Addr)
+	if h.cfg.ha() {
+		dir := filepath.Join(h.base, "etcd")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := mountTmpfs(dir, "512m"); err != nil {
+			t.Fatal(err)
+		}
+		etcd := h.cfg.Etcd
+		if etcd == "" {
+			etcd = "/usr/bin/etcd"
+		}
+		ms, err := newEtcd(etcd, dir, filepath.Base(h.base), 3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := newAgent(h.cfg.Brim, h.base, i, fmt.Sprintf("/%s-%d", h.cfg.Parent, i), link)
+		h.etcd = ms
+		for _, m := range ms {
+			if err := m.Start(); err != nil {
+				t.Fatalf("etcd member %s: %v", m.Name, err)
+			}
+		}
+		if err := waitFor(30*time.Second, func() bool {
+			for _, m := range ms {
+				if !m.healthy() {
+					return false
+				}
+			}
+			return true
+		}); err != nil {
+			t.Fatalf("etcd cluster not healthy: %v", err)
+		}
+	}
+	for i := range h.cfg.Masters {
+		m, err := newMaster(h.cfg.Brim, h.base, i, h.etcd, h.cfg.ttl(), h.connOwner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.masters = append(h.masters, m)
+		if err := m.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := waitFor(30*time.Second, func() bool { return h.leading() != nil }); err != nil {
+		t.Fatalf("no master leads: %v", err)
+	}
+	capArgs, lc, err := logCapFlags(h.cfg.Brim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.logCap = lc
+	for i := 0; i < h.cfg.Agents; i++ {
+		masters := h.masterList()
+		// Agents retry unacknowledged status updates after 200 ms
+		// doubling to 2 s; in HA mode the last agent finds the masters in
+		// etcd and keeps the product's retry (10 s doubling to 10 min),
+		// as operators run it.
+		retry := []string{"--status-retry-min", "200ms", "--status-retry-max", "2s"}
+		if h.cfg.ha() && i == h.cfg.Agents-1 {
+			masters, retry = h.etcdURL(), nil
+		}
+		a, err := newAgent(h.cfg.Brim, h.base, i, fmt.Sprintf("/%s-%d", h.cfg.Parent, i), masters, append(retry, capArgs...)...)
 		if a != nil {
+			h.mu.Lock()
 			h.agents = append(h.agents, a)
+			h.mu.Unlock()
 		}
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.loadID(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Every agent registered and offers revocable resources.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		st, err := m.State()
+	var st MasterState
+	if err := waitFor(60*time.Second, func() bool {
+		var err error
+		st, err = h.state()
 		ok := err == nil && len(st.Agents) == len(h.agents)
 		for _, a := range st.Agents {
 			ok = ok && a.Connected && a.Revocable != ""
 		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agents did not register with revocable resources: %+v %v", st, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return ok
+	}); err != nil {
+		t.Fatalf("agents did not register with revocable resources: %+v %v", st, err)
 	}
-	err = m.Post("/reserve", map[string]string{"agentId": h.agents[0].ID,
+	err = h.leading().Post("/reserve", map[string]string{"agentId": h.agents[0].ID,
 		"resources": fmt.Sprintf("cpus(%s):0.5;mem(%s):128", ReservedRole, ReservedRole)})
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +362,108 @@ func (h *harness) setup() {
 	for i, a := range h.agents {
 		names[i] = a.Name + "=" + a.ID
 	}
-	h.events.add("cluster up: master %s, agents %v", m.Addr, names)
+	var ms []string
+	for _, m := range h.masters {
+		ms = append(ms, m.Name+"="+m.Addr)
+	}
+	h.events.add("cluster up: masters %v, agents %v, log cap %s", ms, names, h.logCap)
+}
+
+// waitFor polls ok every 50 ms until it holds or bound passes.
+func waitFor(bound time.Duration, ok func() bool) error {
+	for deadline := time.Now().Add(bound); !ok(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %v", bound)
+		}
+	}
+	return nil
+}
+
+// masterList is the masters' addresses, comma-separated (--master).
+func (h *harness) masterList() string {
+	var out []string
+	for _, m := range h.masters {
+		out = append(out, m.Addr)
+	}
+	return strings.Join(out, ",")
+}
+
+// etcdURL is --master etcd://…/PREFIX, straight to the etcd members.
+func (h *harness) etcdURL() string {
+	var eps []string
+	for _, e := range h.etcd {
+		eps = append(eps, e.Client)
+	}
+	return "etcd://" + strings.Join(eps, ",") + EtcdPrefix
+}
+
+// connOwner names the agent holding the client end of a connection a
+// master's front proxy accepted ("" for anyone else: frameworks, the
+// harness, other masters).
+func (h *harness) connOwner(c net.Conn) string {
+	h.mu.Lock()
+	agents := append([]*Agent(nil), h.agents...)
+	h.mu.Unlock()
+	pids := make([]int, len(agents))
+	for i, a := range agents {
+		pids[i] = a.pid()
+	}
+	pid := connPid(c, pids)
+	for i, a := range agents {
+		if pid != 0 && pids[i] == pid {
+			return a.Name
+		}
+	}
+	return ""
+}
+
+// cutLink applies a link fault to every connection of agent a to any
+// master.
+func (h *harness) cutLink(a *Agent, kind string, d time.Duration) {
+	for _, m := range h.masters {
+		if kind == LinkReset {
+			m.Front.Reset(a.Name, d)
+		} else {
+			m.Front.BlackHole(a.Name, d)
+		}
+	}
+}
+
+// leading is a master that answers /health 200 (the leader, or the
+// single master), preferring the one etcd last named; nil if none does.
+func (h *harness) leading() *Master {
+	h.mu.Lock()
+	first := h.leader
+	h.mu.Unlock()
+	if first != nil && first.health() == 200 {
+		return first
+	}
+	for _, m := range h.masters {
+		if m != first && m.health() == 200 {
+			return m
+		}
+	}
+	return nil
+}
+
+// state is the leader's /state.
+func (h *harness) state() (MasterState, error) {
+	var last error = fmt.Errorf("no master answers")
+	h.mu.Lock()
+	first := h.leader
+	h.mu.Unlock()
+	order := h.masters
+	if first != nil {
+		order = append([]*Master{first}, h.masters...)
+	}
+	for _, m := range order {
+		st, err := m.State()
+		if err == nil {
+			return st, nil
+		}
+		last = err
+	}
+	return MasterState{}, last
 }
 
 // workload starts frameworks until ctx ends, at most 4 at a time: plain
@@ -212,7 +494,12 @@ func (h *harness) workload(ctx context.Context, rng *rand.Rand) {
 		if !r.revocable && n%3 == 0 {
 			r.netMbit = 5
 		}
-		h.launch(r, sleep)
+		// In HA mode every fourth framework finds the masters in etcd.
+		if h.cfg.ha() && n%4 == 1 {
+			r.master = h.etcdURL()
+		}
+		r.sleep = time.Duration(sleep) * time.Second
+		h.launch(r, fmt.Sprintf("sleep %d; exit %d", sleep, r.want))
 	}
 }
 
@@ -221,18 +508,26 @@ func (h *harness) active() int {
 	defer h.mu.Unlock()
 	n := 0
 	for _, r := range h.runs {
-		select {
-		case <-r.done:
-		default:
+		if !r.exited() {
 			n++
 		}
 	}
 	return n
 }
 
-func (h *harness) launch(r *frameworkRun, sleep int) {
-	args := []string{"run", "--master", h.master.Addr, "--task-id", r.task, "--cpus", "0.1", "--mem", "32",
-		"--timeout", "2m", "--failover-timeout", "2m"}
+// launch starts r's brim run with the shell command script.
+func (h *harness) launch(r *frameworkRun, script string) {
+	if r.master == "" {
+		r.master = h.masterList()
+	}
+	if r.failover == 0 {
+		r.failover = 2 * time.Minute
+	}
+	if r.mem == 0 {
+		r.mem = 32
+	}
+	args := []string{"run", "--master", r.master, "--task-id", r.task, "--cpus", "0.1", "--mem", strconv.Itoa(r.mem),
+		"--timeout", "2m", "--failover-timeout", r.failover.String()}
 	if r.revocable {
 		args = append(args, "--revocable")
 	}
@@ -242,7 +537,7 @@ func (h *harness) launch(r *frameworkRun, sleep int) {
 	if r.netMbit > 0 {
 		args = append(args, "--net-bw", strconv.FormatInt(r.netMbit, 10))
 	}
-	args = append(args, "--", "sh", "-c", fmt.Sprintf("sleep %d; exit %d", sleep, r.want))
+	args = append(args, "--", "sh", "-c", script)
 	r.cmd = exec.Command(h.cfg.Brim, args...)
 	out, err := r.cmd.StdoutPipe()
 	if err != nil {
@@ -256,7 +551,8 @@ func (h *harness) launch(r *frameworkRun, sleep int) {
 		h.violation("start brim run %s: %v", r.task, err)
 		return
 	}
-	h.events.add("launch %s revocable=%v role=%q net_bw=%d sleep=%d exit=%d", r.task, r.revocable, r.role, r.netMbit, sleep, r.want)
+	h.events.add("launch %s pid=%d revocable=%v role=%q net_bw=%d script=%q victim=%v reuse=%v", r.task, r.cmd.Process.Pid,
+		r.revocable, r.role, r.netMbit, script, r.victim, r.reuse)
 	h.mu.Lock()
 	h.runs = append(h.runs, r)
 	h.mu.Unlock()
@@ -264,7 +560,7 @@ func (h *harness) launch(r *frameworkRun, sleep int) {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			r.mu.Lock()
-			r.lines = append(r.lines, sc.Text())
+			r.lines = append(r.lines, timedLine{At: time.Now(), Text: sc.Text()})
 			r.mu.Unlock()
 		}
 		err := r.cmd.Wait()
@@ -278,8 +574,8 @@ func (h *harness) launch(r *frameworkRun, sleep int) {
 		r.code, r.end = code, time.Now()
 		final := "no terminal state"
 		for _, l := range r.lines {
-			if s, ok := ParseStatus(l); ok && terminalState(s.State) {
-				final = l
+			if s, ok := ParseStatus(l.Text); ok && terminalState(s.State) {
+				final = l.Text
 			}
 		}
 		r.mu.Unlock()
@@ -288,150 +584,9 @@ func (h *harness) launch(r *frameworkRun, sleep int) {
 	}()
 }
 
-// inject applies a seeded fault every 2–6 s until ctx ends.
-func (h *harness) inject(ctx context.Context, rng *rand.Rand) {
-	kinds := h.cfg.Faults
-	if len(kinds) == 0 {
-		kinds = AllFaults
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Duration(2000+rng.IntN(4000)) * time.Millisecond):
-		}
-		kind := kinds[rng.IntN(len(kinds))]
-		a := h.agents[rng.IntN(len(h.agents))]
-		pause := time.Duration(300+rng.IntN(3500)) * time.Millisecond
-		pick := rng.IntN(1 << 20)
-		f := Fault{Kind: kind, Agent: a.Name, Pause: pause, Start: time.Now()}
-		switch kind {
-		case MasterKill:
-			f.Agent = ""
-			h.events.add("fault %s", f)
-			h.master.kill9()
-			h.setMaster(false)
-			time.Sleep(pause)
-			if err := h.master.Start(); err != nil {
-				h.violation("restart master: %v", err)
-			}
-			h.setMaster(true)
-		case AgentKill:
-			h.events.add("fault %s", f)
-			a.kill9()
-			time.Sleep(pause)
-			if err := a.Start(); err != nil {
-				h.violation("restart agent %s: %v", a.Name, err)
-			}
-		case DiskFull:
-			h.events.add("fault %s", f)
-			undo, err := a.FillStateDir()
-			if err != nil {
-				h.violation("fill the state dir of %s: %v", a.Name, err)
-			}
-			time.Sleep(pause)
-			undo()
-		case CheckpointCorrupt:
-			c, ok := h.pickRunning(a, pick)
-			if !ok {
-				continue
-			}
-			f.Task = c.Task()
-			h.events.add("fault %s container=%s", f, c.ID)
-			a.kill9()
-			if err := a.CorruptCheckpoint(c.ID); err != nil {
-				h.violation("corrupt checkpoint of %s: %v", c.ID, err)
-			}
-			time.Sleep(pause)
-			if err := a.Start(); err != nil {
-				h.violation("restart agent %s: %v", a.Name, err)
-			}
-		case ShimKill, ShimStop:
-			task, pid := h.pickShim(a, pick)
-			if pid == 0 {
-				continue
-			}
-			f.Task = task
-			if kind == ShimKill {
-				f.Pause = 0
-				h.events.add("fault %s pid=%d", f, pid)
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				break
-			}
-			h.events.add("fault %s pid=%d", f, pid)
-			h.mu.Lock()
-			h.stopped[pid] = true
-			h.mu.Unlock()
-			_ = syscall.Kill(pid, syscall.SIGSTOP)
-			time.Sleep(pause)
-			h.resume(pid)
-		case LinkReset:
-			h.events.add("fault %s", f)
-			a.Link.Reset(pause)
-			time.Sleep(pause)
-		case LinkBlackHole:
-			h.events.add("fault %s", f)
-			a.Link.BlackHole(pause)
-			time.Sleep(pause)
-		}
-		f.End = time.Now()
-		h.mu.Lock()
-		h.faults = append(h.faults, f)
-		h.mu.Unlock()
-	}
-}
-
-func (h *harness) setMaster(up bool) {
-	h.mu.Lock()
-	h.masterUp = up
-	h.mu.Unlock()
-}
-
-// resume SIGCONTs a shim this harness stopped, if it is still that shim.
-func (h *harness) resume(pid int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.stopped[pid] {
-		_ = syscall.Kill(pid, syscall.SIGCONT)
-		delete(h.stopped, pid)
-	}
-}
-
-// pickRunning chooses a running container of a (pick indexes them in
-// name order).
-func (h *harness) pickRunning(a *Agent, pick int) (Container, bool) {
-	if !a.running() {
-		return Container{}, false
-	}
-	cs, err := a.List()
-	if err != nil {
-		return Container{}, false
-	}
-	var live []Container
-	for _, c := range cs {
-		if c.State == "running" && c.Quarantine == "" {
-			live = append(live, c)
-		}
-	}
-	if len(live) == 0 {
-		return Container{}, false
-	}
-	sort.Slice(live, func(i, j int) bool { return live[i].Name < live[j].Name })
-	return live[pick%len(live)], true
-}
-
-// pickShim chooses a running container of a and returns its task and
-// verified shim pid.
-func (h *harness) pickShim(a *Agent, pick int) (string, int) {
-	c, ok := h.pickRunning(a, pick)
-	if !ok {
-		return "", 0
-	}
-	return c.Task(), a.ShimPid(c.ID)
-}
-
-// checkLoop checks the master's allocation and that no task runs twice,
-// about every second, until ctx ends.
+// checkLoop checks the leader's allocation, that no task runs twice and
+// (HA) that no two masters lead at once, about every second, until ctx
+// ends.
 func (h *harness) checkLoop(ctx context.Context) {
 	seen := map[string]bool{}
 	for {
@@ -440,15 +595,13 @@ func (h *harness) checkLoop(ctx context.Context) {
 			return
 		case <-time.After(time.Second):
 		}
-		h.mu.Lock()
-		up := h.masterUp
-		h.mu.Unlock()
-		if !up {
-			continue
+		h.observeContainers(seen)
+		if h.cfg.ha() {
+			h.checkOneLeader()
 		}
-		st, err := h.master.State()
+		st, err := h.state()
 		if err != nil {
-			continue // the master is being killed or restarted
+			continue // the master is being killed, restarted or frozen
 		}
 		for _, b := range CheckAllocation(st) {
 			if !seen[b] {
@@ -456,24 +609,56 @@ func (h *harness) checkLoop(ctx context.Context) {
 				h.violation("master /state: %s", b)
 			}
 		}
-		h.checkDuplicates(seen)
 	}
 }
 
-// checkDuplicates reports a task running in two containers at once.
-func (h *harness) checkDuplicates(seen map[string]bool) {
+// checkOneLeader reports two masters answering /health as the leader in
+// one round.
+func (h *harness) checkOneLeader() {
+	var leaders []string
+	for _, m := range h.masters {
+		h.mu.Lock()
+		frozen := h.frozen[m]
+		h.mu.Unlock()
+		if !frozen && m.health() == 200 {
+			leaders = append(leaders, m.Name)
+		}
+	}
+	if len(leaders) > 1 {
+		h.violation("masters %v all answer /health as the leader", leaders)
+	}
+}
+
+// observeContainers lists every agent's containers: it reports a task
+// running in two containers at once, records when each task's container
+// was seen running (the foreign-update check), and checks the logs of
+// flooding containers against the cap.
+func (h *harness) observeContainers(seen map[string]bool) {
 	where := map[string][]string{}
 	for _, a := range h.agents {
 		if !a.running() {
 			continue
 		}
+		began := time.Now()
 		cs, err := a.List()
 		if err != nil {
 			continue
 		}
 		for _, c := range cs {
+			key := taskKey(c.Labels["brim.framework"], c.Task())
 			if c.State == "running" && c.Quarantine == "" {
-				where[c.Name] = append(where[c.Name], a.Name+"/"+c.ID)
+				where[key] = append(where[key], a.Name+"/"+c.ID)
+				h.mu.Lock()
+				s := h.seen[key]
+				if s.first.IsZero() {
+					s.first = began
+				}
+				s.last = began
+				h.seen[key] = s
+				h.mu.Unlock()
+			}
+			if h.isFlood(c.Task()) {
+				h.checkLog(a, c)
 			}
 		}
 	}
@@ -488,26 +673,67 @@ func (h *harness) checkDuplicates(seen map[string]bool) {
 	}
 }
 
-// heal undoes every fault still in force: stopped shims resumed, stopped
-// processes restarted, links restored (they restore themselves).
+func (h *harness) isFlood(task string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.runs {
+		if r.flood && r.task == task {
+			return true
+		}
+	}
+	return false
+}
+
+// checkLog checks container c's logs on a against the cap (when the
+// agent has one).
+func (h *harness) checkLog(a *Agent, c Container) {
+	if !h.logCap.set() {
+		return
+	}
+	sizes, err := a.LogSizes(c.ID)
+	if err != nil {
+		return
+	}
+	if why := CheckLogCap(sizes, h.logCap.total()); why != "" {
+		h.violationOnce("task %s: container %s on %s: %s", c.Task(), c.ID, a.Name, why)
+	}
+}
+
+// checkLogs checks every flooding container's logs once more after the
+// drain, before the teardown removes them.
+func (h *harness) checkLogs() {
+	for _, a := range h.agents {
+		cs, err := a.List()
+		if err != nil {
+			continue
+		}
+		for _, c := range cs {
+			if h.isFlood(c.Task()) {
+				h.checkLog(a, c)
+			}
+		}
+	}
+}
+
+// heal undoes every fault still in force: stopped shims and masters
+// resumed, daemons that are down restarted, links restored (they restore
+// themselves).
 func (h *harness) heal() {
 	h.mu.Lock()
 	for pid := range h.stopped {
 		_ = syscall.Kill(pid, syscall.SIGCONT)
 		delete(h.stopped, pid)
 	}
-	h.mu.Unlock()
-	if !h.master.running() {
-		if err := h.master.Start(); err != nil {
-			h.violation("restart master: %v", err)
-		}
-		h.setMaster(true)
+	for m := range h.frozen {
+		m.signal(syscall.SIGCONT)
+		delete(h.frozen, m)
 	}
-	for _, a := range h.agents {
-		if !a.running() {
-			if err := a.Start(); err != nil {
-				h.violation("restart agent %s: %v", a.Name, err)
-			}
+	h.mu.Unlock()
+	// A daemon the harness stopped is started again; one that exited on
+	// its own is the supervisor's.
+	for _, d := range h.daemons() {
+		if d.isHeld() {
+			h.restart(d)
 		}
 	}
 }
@@ -560,8 +786,8 @@ func overdue(dones []<-chan struct{}, deadline time.Time) []int {
 	return out
 }
 
-// judge checks every framework's status sequence and its task's outcome
-// against the faults.
+// judge checks every framework's status sequence, its task's outcome
+// against the faults, and that it saw no other framework's update.
 func (h *harness) judge() {
 	byID := map[string]string{}
 	for _, a := range h.agents {
@@ -570,21 +796,43 @@ func (h *harness) judge() {
 	for _, r := range h.runs {
 		lines := r.output()
 		var sts []Status
-		for _, l := range lines {
-			if s, ok := ParseStatus(l); ok && s.Task == r.task {
+		var ends []TimedStatus
+		for _, l := range r.timed() {
+			if s, ok := ParseStatus(l.Text); ok && s.Task == r.task {
 				sts = append(sts, s)
+				if terminalState(s.State) {
+					ends = append(ends, TimedStatus{Status: s, At: l.At})
+				}
 			}
 		}
 		for _, b := range CheckSequence(sts) {
 			h.violation("%s:\n%s", b, strings.Join(lines, "\n"))
 		}
-		o := Outcome{Task: r.task, Want: r.want, Code: r.code, Start: r.start, End: r.end}
+		fw := r.frameworkID()
+		h.mu.Lock()
+		seen := h.seen[taskKey(fw, r.task)]
+		h.mu.Unlock()
+		if !r.victim {
+			v := TaskView{Task: r.task, Framework: fw, Start: r.start, Sleep: r.sleep, Ends: ends, LastSeenRunning: seen.last}
+			for _, b := range CheckForeign(v) {
+				h.violation("%s; output:\n%s", b, strings.Join(lines, "\n"))
+			}
+		}
+		if r.victim {
+			continue // killed by the harness: no outcome to judge
+		}
+		o := Outcome{Task: r.task, Framework: fw, Want: r.want, Code: r.code, Start: r.start, End: r.end, SeenRunning: !seen.first.IsZero(),
+			NoMasters: slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "brim: --master etcd://") }),
+			Recover:   h.cfg.ReachBound()}
 		if o.End.IsZero() {
 			o.End = time.Now()
 		}
 		for _, s := range sts {
 			if s.Agent != "" {
 				o.Agent = byID[s.Agent]
+			}
+			if s.State == "STARTING" || s.State == "RUNNING" {
+				o.Started = true
 			}
 			if terminalState(s.State) {
 				o.Final = s
@@ -620,7 +868,7 @@ func (h *harness) converge(bound time.Duration) {
 }
 
 func (h *harness) disagreements() []string {
-	st, err := h.master.State()
+	st, err := h.state()
 	if err != nil {
 		return []string{fmt.Sprintf("master /state: %v", err)}
 	}
@@ -638,7 +886,7 @@ func (h *harness) disagreements() []string {
 			if c.State != "running" || c.Quarantine != "" {
 				continue // a quarantined container is the operator's to remove
 			}
-			running[c.Task()] = a.ID
+			running[taskKey(c.Labels["brim.framework"], c.Task())] = a.ID
 			r := fmt.Sprintf("cpus:%g;mem:%d", c.CPUs, c.MemMiB)
 			if c.NetMbit > 0 {
 				r += fmt.Sprintf(";net_bw:%d", c.NetMbit)
@@ -692,9 +940,10 @@ func orEmpty(s string) string {
 	return s
 }
 
-// teardown removes every container through its agent, stops the agents
-// and the master, and reports anything left: processes, cgroups, mounts,
-// and the network's netns files, veths, address records and HTB classes.
+// teardown removes every container through its agent, stops the agents,
+// the masters and etcd, and reports anything left: processes, cgroups,
+// mounts, and the network's netns files, veths, address records and HTB
+// classes.
 func (h *harness) teardown() {
 	for _, a := range h.agents {
 		cs, err := a.List()
@@ -713,8 +962,13 @@ func (h *harness) teardown() {
 			h.violation("teardown: agent %s did not stop on SIGTERM", a.Name)
 		}
 	}
-	if !h.master.stop(30 * time.Second) {
-		h.violation("teardown: master did not stop on SIGTERM")
+	for _, m := range h.masters {
+		if !m.stop(30 * time.Second) {
+			h.violation("teardown: master %s did not stop on SIGTERM", m.Name)
+		}
+	}
+	for _, e := range h.etcd {
+		e.stop(30 * time.Second)
 	}
 	for _, a := range h.agents {
 		var left []string
@@ -740,24 +994,23 @@ func (h *harness) cleanup() {
 	}
 	h.mu.Unlock()
 	for _, r := range runs {
-		if r.cmd != nil && r.cmd.Process != nil {
-			select {
-			case <-r.done:
-			default:
-				_ = r.cmd.Process.Signal(syscall.SIGKILL)
-				<-r.done
-			}
+		if r.cmd != nil && r.cmd.Process != nil && !r.exited() {
+			_ = r.cmd.Process.Signal(syscall.SIGKILL)
+			<-r.done
 		}
 	}
 	for _, a := range h.agents {
 		a.kill9()
-		a.Link.Close()
 		for _, pid := range a.LeftoverPids() {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
-	if h.master != nil {
-		h.master.kill9()
+	for _, m := range h.masters {
+		m.kill9()
+		m.closeLinks()
+	}
+	for _, e := range h.etcd {
+		e.kill9()
 	}
 	for _, a := range h.agents {
 		if err := cgtree.Remove(a.Parent); err != nil {
@@ -767,11 +1020,11 @@ func (h *harness) cleanup() {
 			h.t.Errorf("cleanup: %v", err)
 		}
 	}
+	if h.t.Failed() || h.cfg.KeepLogs {
+		h.keepLogs()
+	}
 	for _, m := range mountsUnder(h.base) {
 		_ = syscall.Unmount(m, syscall.MNT_DETACH)
-	}
-	if h.t.Failed() {
-		h.keepLogs()
 	}
 	if err := os.RemoveAll(h.base); err != nil {
 		h.t.Errorf("cleanup: %v", err)
@@ -785,7 +1038,13 @@ func (h *harness) keepLogs() {
 	if err := os.MkdirAll(dst, 0o700); err != nil {
 		return
 	}
-	logs := []string{filepath.Join(h.base, "master.log")}
+	var logs []string
+	for _, m := range h.masters {
+		logs = append(logs, m.logPath)
+	}
+	for _, e := range h.etcd {
+		logs = append(logs, e.logPath)
+	}
 	for _, a := range h.agents {
 		logs = append(logs, a.logPath)
 	}
@@ -808,6 +1067,9 @@ func (h *harness) outcomes() string {
 			if s, ok := ParseStatus(l); ok && terminalState(s.State) {
 				final = s.State
 			}
+		}
+		if r.victim {
+			final = "killed framework"
 		}
 		n[final]++
 		if r.netMbit > 0 && final == "FINISHED" {
@@ -832,4 +1094,14 @@ func counts(n map[string]int) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, ", ")
+}
+
+// spread summarises durations: "n=12 median 1.2s max 3.4s" ("none").
+func spread(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return fmt.Sprintf("n=%d median %v max %v", len(s), s[len(s)/2].Round(10*time.Millisecond), s[len(s)-1].Round(10*time.Millisecond))
 }
