@@ -67,21 +67,27 @@ test-v2: deps
 test-short:
 	$(GO) test -short $(PKGS)
 
-## chaos: one seeded chaos run (chaos/, docs/chaos.md): a real master, agents
+## chaos: one seeded chaos run (chaos/, docs/chaos.md): real masters, agents
 ## and frameworks under injected faults, checked against invariants; as root.
 ## SEED=0 picks a fresh seed (printed); a failing run prints its replay command.
-## AGENTS (2 or 3) and FAULTS (comma-separated kinds, default all) shape it.
+## MASTERS=3 (the default) is HA mode: three masters on a 3-member etcd;
+## MASTERS=1 one master on bbolt. AGENTS (2 or 3), FAULTS (comma-separated
+## kinds, default all) and TTL (the masters' --session-ttl) shape it.
+## The lead's run: make chaos DURATION=30m FAULTS=all
 SEED     ?= 0
 DURATION ?= 5m
 AGENTS   ?= 2
+MASTERS  ?= 3
+TTL      ?= 4s
 FAULTS   ?= all
-# CHAOS_TIMEOUT bounds the whole test: DURATION plus setup, drain and teardown.
+# CHAOS_TIMEOUT bounds the whole test: DURATION plus setup, drain and
+# teardown (the test refuses a timeout under DURATION + 8m).
 CHAOS_TIMEOUT ?= 2h
 chaos: deps build
 	BRIM_BINARY=$(CURDIR)/$(BIN) BRIM_SHIM_BINARY=$(CURDIR)/$(SHIM) $(GO) test -tags '$(TAGS)' -count=1 -v \
 	  -timeout $(CHAOS_TIMEOUT) \
 	  -run '^TestChaos$$' ./chaos -chaos.seed=$(SEED) -chaos.duration=$(DURATION) \
-	  -chaos.agents=$(AGENTS) -chaos.faults='$(FAULTS)'
+	  -chaos.agents=$(AGENTS) -chaos.masters=$(MASTERS) -chaos.ttl=$(TTL) -chaos.faults='$(FAULTS)'
 
 ## bench: benchmarks that print ratios against a baseline measured in the same run
 bench: deps build

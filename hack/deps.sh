@@ -18,6 +18,7 @@ PKGS=(
   qemu-system-x86 cpio e2fsprogs       # make test-v2: the cgroup v2 guest and its scratch disk
   docker-registry skopeo tar           # image tests: a real registry on loopback; OCI layouts and docker-archives
   debootstrap                          # make test: the Debian root the .deb is installed into (hack/debroot.sh)
+  etcd-server                          # the 3-member etcd of the chaos harness's HA mode (make chaos)
 )
 
 missing=()
