@@ -62,6 +62,62 @@ type Election struct {
 	Key    string // its election key
 }
 
+// FailoverDelay is how soon after fault f (a leader fault of HA mode) a
+// leader was elected: from its end for etcd-quorum-loss (nobody can be
+// elected before quorum returns), from its start otherwise. ok is false
+// when no election came after it; preempted when another leader fault
+// (of faults) started before the election, or before any.
+func FailoverDelay(f Fault, faults []Fault, elections []Election) (d time.Duration, ok, preempted bool) {
+	from := f.Start
+	if f.Kind == EtcdQuorumLoss {
+		from = f.End
+	}
+	var until time.Time // the next leader fault's start
+	for _, g := range faults {
+		if leaderFault(g.Kind) && g.Start.After(f.Start) && (until.IsZero() || g.Start.Before(until)) {
+			until = g.Start
+		}
+	}
+	for _, e := range elections {
+		if e.Leader == "" || !e.At.After(from) {
+			continue
+		}
+		if !until.IsZero() && e.At.After(until) {
+			return 0, false, true
+		}
+		return e.At.Sub(from), true, false
+	}
+	return 0, false, !until.IsZero()
+}
+
+// CheckFailovers checks that after every etcd quorum loss of HA mode a
+// leader was elected within bound of the quorum's return, unless another
+// leader fault came first; and returns how soon a leader came after each
+// leader fault, by kind (figures).
+func CheckFailovers(faults []Fault, elections []Election, bound time.Duration) ([]string, map[string][]time.Duration) {
+	var bad []string
+	delays := map[string][]time.Duration{}
+	for _, f := range faults {
+		if !leaderFault(f.Kind) || !f.Leader {
+			continue
+		}
+		d, ok, preempted := FailoverDelay(f, faults, elections)
+		if ok {
+			delays[f.Kind] = append(delays[f.Kind], d)
+		}
+		if f.Kind != EtcdQuorumLoss || preempted {
+			continue
+		}
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("%s: no leader was elected after the quorum returned", f))
+		case d > bound:
+			bad = append(bad, fmt.Sprintf("%s: a leader was elected %v after the quorum returned, bound %v", f, d.Round(10*time.Millisecond), bound))
+		}
+	}
+	return bad, delays
+}
+
 // terminalState reports whether a task state name (as /state and brim
 // run print it, without TASK_) is terminal.
 func terminalState(s string) bool {
@@ -280,7 +336,9 @@ func rank(state string) int {
 // CheckSequence checks one framework's view of its tasks: per task, the
 // states after de-duplication of repeats (reconciliation re-sends the
 // current state) never go back, and there is at most one terminal state,
-// with nothing after it.
+// with nothing after it. A terminal state a reconciliation reports
+// (reason RECONCILIATION, not LOST) is not final for brim run, which
+// waits for the agent's own update: that may follow, in the same state.
 func CheckSequence(sts []Status) []string {
 	var bad []string
 	last := map[string]Status{}
@@ -294,8 +352,11 @@ func CheckSequence(sts []Status) []string {
 		if seen && rank(s.State) < rank(prev.State) {
 			bad = append(bad, fmt.Sprintf("task %s: %s after %s", s.Task, s.State, prev.State))
 		}
+		if seen && terminalState(prev.State) && s.State != prev.State {
+			bad = append(bad, fmt.Sprintf("task %s: %s after %s (%s)", s.Task, s.State, prev.State, prev.Reason))
+		}
 		last[s.Task] = s
-		ended[s.Task] = terminalState(s.State)
+		ended[s.Task] = terminalState(s.State) && (s.Reason != "RECONCILIATION" || s.State == "LOST")
 	}
 	return bad
 }

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -32,7 +33,8 @@ func TestCheckSequence(t *testing.T) {
 	st := func(states ...string) []Status {
 		var out []Status
 		for _, s := range states {
-			out = append(out, Status{Task: "t", State: s})
+			state, reason, _ := strings.Cut(s, "/")
+			out = append(out, Status{Task: "t", State: state, Reason: reason})
 		}
 		return out
 	}
@@ -46,6 +48,10 @@ func TestCheckSequence(t *testing.T) {
 		{"back", []string{"STAGING", "RUNNING", "STARTING", "FINISHED"}, 1},
 		{"terminal twice", []string{"RUNNING", "LOST", "FINISHED"}, 1},
 		{"after terminal", []string{"RUNNING", "FAILED", "RUNNING"}, 1},
+		{"the agent's own end after a reconciliation's", []string{"RUNNING", "FINISHED/RECONCILIATION", "FINISHED/COMMAND_EXITED"}, 0},
+		{"another end after a reconciliation's", []string{"RUNNING", "FINISHED/RECONCILIATION", "FAILED/COMMAND_EXITED"}, 1},
+		{"anything after a reconciliation's LOST", []string{"RUNNING", "LOST/RECONCILIATION", "LOST/AGENT_UNREACHABLE"}, 1},
+		{"the same end twice from the agent", []string{"RUNNING", "FINISHED/COMMAND_EXITED", "FINISHED/COMMAND_EXITED"}, 1},
 	} {
 		if got := CheckSequence(st(tc.states...)); len(got) != tc.bad {
 			t.Errorf("%s: %v, want %d violations", tc.name, got, tc.bad)
@@ -332,5 +338,46 @@ func TestApplicable(t *testing.T) {
 	}
 	if len(one)+len(HAFaults) != len(AllFaults) || !slices.Equal(Applicable(3), AllFaults) {
 		t.Errorf("Applicable(1) = %v, Applicable(3) = %v; want all but %v, and all", one, Applicable(3), HAFaults)
+	}
+}
+
+func TestCheckFailovers(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	el := func(ms ...int) []Election {
+		var out []Election
+		for _, m := range ms {
+			out = append(out, Election{At: at(m), Leader: "127.0.0.1:1", Key: fmt.Sprint(m)})
+		}
+		return out
+	}
+	quorum := Fault{Kind: EtcdQuorumLoss, Leader: true, Start: at(0), End: at(10000)}
+	stop := Fault{Kind: MasterStop, Target: "m0", Leader: true, Start: at(0), End: at(20000)}
+	const bound = 6 * time.Second
+	for _, tc := range []struct {
+		name   string
+		faults []Fault
+		els    []Election
+		bad    string // a substring of the one violation; "" none
+		delays map[string][]time.Duration
+	}{
+		{"a leader soon after quorum returned", []Fault{quorum}, el(-5000, 14500), "", map[string][]time.Duration{EtcdQuorumLoss: {4500 * time.Millisecond}}},
+		{"a leader late after quorum returned", []Fault{quorum}, el(17000), "elected 7s after the quorum returned", map[string][]time.Duration{EtcdQuorumLoss: {7 * time.Second}}},
+		{"no leader after quorum returned", []Fault{quorum}, el(-5000), "no leader was elected", map[string][]time.Duration{}},
+		{"another leader fault first", []Fault{quorum, {Kind: MasterKill, Leader: true, Start: at(12000), End: at(13000)}}, el(30000), "",
+			map[string][]time.Duration{MasterKill: {18 * time.Second}}},
+		{"a frozen leader replaced (a figure, no bound)", []Fault{stop}, el(4300), "", map[string][]time.Duration{MasterStop: {4300 * time.Millisecond}}},
+		{"a single master's freeze (no election)", []Fault{{Kind: MasterStop, Start: at(0), End: at(5000)}}, nil, "", map[string][]time.Duration{}},
+	} {
+		bad, delays := CheckFailovers(tc.faults, tc.els, bound)
+		switch {
+		case tc.bad == "" && len(bad) != 0:
+			t.Errorf("%s: %v, want none", tc.name, bad)
+		case tc.bad != "" && (len(bad) != 1 || !strings.Contains(bad[0], tc.bad)):
+			t.Errorf("%s: %v, want one naming %q", tc.name, bad, tc.bad)
+		}
+		if fmt.Sprint(delays) != fmt.Sprint(tc.delays) {
+			t.Errorf("%s: delays %v, want %v", tc.name, delays, tc.delays)
+		}
 	}
 }

@@ -94,6 +94,7 @@ type harness struct {
 	seen       map[string]seenRunning
 	elections  []Election
 	reach      []time.Duration // frameworks' delays to a new leader
+	failovers  string          // how soon leaders came after leader faults
 	agentReach []time.Duration
 }
 
@@ -222,6 +223,7 @@ func Run(t testing.TB, cfg Config) {
 	stopChecks()
 	checks.Wait()
 	h.judge()
+	h.checkFailovers()
 	h.converge(90 * time.Second)
 	h.checkLogs()
 	h.teardown()
@@ -232,6 +234,7 @@ func Run(t testing.TB, cfg Config) {
 	if cfg.ha() {
 		t.Logf("chaos seed %d: %d leader changes seen in etcd; after an election, frameworks reached the new leader in %s, agents in %s (bound %v)",
 			cfg.Seed, len(h.elections), spread(h.reach), spread(h.agentReach), cfg.ReachBound())
+		t.Logf("chaos seed %d: a new leader was elected, after %s", cfg.Seed, h.failovers)
 	}
 }
 
@@ -784,6 +787,31 @@ func overdue(dones []<-chan struct{}, deadline time.Time) []int {
 		}
 	}
 	return out
+}
+
+// checkFailovers checks how soon leaders were elected after the leader
+// faults (CheckFailovers) and notes the figures.
+func (h *harness) checkFailovers() {
+	if !h.cfg.ha() {
+		return
+	}
+	bad, delays := CheckFailovers(h.faults, h.elections, h.cfg.ReachBound())
+	for _, b := range bad {
+		h.violation("%s", b)
+	}
+	var kinds []string
+	for k, ds := range delays {
+		from := "its start"
+		if k == EtcdQuorumLoss {
+			from = "quorum returned"
+		}
+		kinds = append(kinds, fmt.Sprintf("%s (from %s): %s", k, from, spread(ds)))
+	}
+	sort.Strings(kinds)
+	h.failovers = strings.Join(kinds, "; ")
+	if h.failovers == "" {
+		h.failovers = "no leader fault"
+	}
 }
 
 // judge checks every framework's status sequence, its task's outcome
