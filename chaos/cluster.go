@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/brimnode/brim/executor"
 	"github.com/brimnode/brim/internal/cgtree"
 )
 
@@ -670,22 +672,31 @@ func logCapFlags(bin string) ([]string, logCap, error) {
 		logCap{size: logMaxSize, files: logMaxFiles}, nil
 }
 
-// LogSizes are the sizes of container id's log files (stdout, stderr
-// and their rotated files) in its sandbox.
+// LogSizes are the sizes of container id's log files: stdout and stderr
+// in its sandbox (an agent without rotation), or the rotated files
+// (NNNNNNNNNN.log, stdout.1, …) anywhere in its directory; the shim's own
+// log is not the container's.
 func (a *Agent) LogSizes(id string) (map[string]int64, error) {
-	dir := filepath.Join(a.StateDir, "containers", id, "sandbox")
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
+	dir := filepath.Join(a.StateDir, "containers", id)
 	out := map[string]int64{}
-	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), "stdout") && !strings.HasPrefix(e.Name(), "stderr") {
-			continue
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == dir {
+				return err
+			}
+			return nil // removed while walked
 		}
-		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
-			out[e.Name()] = fi.Size()
+		n := d.Name()
+		if !d.Type().IsRegular() || n == executor.ShimLogFile {
+			return nil
 		}
-	}
-	return out, nil
+		if strings.HasPrefix(n, "stdout") || strings.HasPrefix(n, "stderr") || strings.HasSuffix(n, ".log") {
+			if fi, err := d.Info(); err == nil {
+				rel, _ := filepath.Rel(dir, p)
+				out[rel] = fi.Size()
+			}
+		}
+		return nil
+	})
+	return out, err
 }

@@ -320,12 +320,18 @@ func (h *harness) frameworkKill(ctx context.Context, f *Fault, x *rand.Rand, i u
 	sleepCtx(ctx, time.Duration(x.IntN(500))*time.Millisecond)
 	_ = victim.cmd.Process.Signal(syscall.SIGKILL)
 	f.Framework = victim.frameworkID()
-	h.events.add("framework-kill: killed %s's framework %s (kill -9 of pid %d)", task, f.Framework, victim.cmd.Process.Pid)
+	agent := ""
+	for _, l := range victim.output() {
+		if s, ok := ParseStatus(l); ok && s.Agent != "" {
+			agent = s.Agent
+		}
+	}
+	h.events.add("framework-kill: killed %s's framework %s (kill -9 of pid %d), its task on agent %q", task, f.Framework, victim.cmd.Process.Pid, agent)
 	if !sleepCtx(ctx, victim.failover+time.Duration(200+x.IntN(1300))*time.Millisecond) {
 		return
 	}
 	reuse := &frameworkRun{task: task, reuse: true, want: []int{0, 0, 3, 7}[x.IntN(4)]}
-	s := 8 + x.IntN(8)
+	s := 15 + x.IntN(11) // past the agent's first retry of the old update (10 s by default)
 	reuse.sleep = time.Duration(s) * time.Second
 	h.launch(reuse, fmt.Sprintf("sleep %d; exit %d", s, reuse.want))
 }
