@@ -624,6 +624,9 @@ type Reach struct {
 	Agent   string // the harness agent name, for an agent
 	Reached time.Time
 	Left    time.Time
+	// Down: the agent's process was not running at some point of the
+	// watch (killed by a fault, or exited: a violation of its own).
+	Down bool
 }
 
 // reachWindowBefore is how long before an election an agent fault still
@@ -635,7 +638,8 @@ const reachWindowBefore = 5 * time.Second
 // within bound. An election is not judged when the next one (at next,
 // zero: none) or a fault that takes the leader away comes before
 // e.At+bound; a client is not judged when it left before then, or (an
-// agent) when a fault cut it from the masters around then. It returns
+// agent) when a fault cut it from the masters around then or its process
+// was down. It returns
 // one line per client that was late or never seen.
 func CheckReach(e Election, leader string, next time.Time, bound time.Duration, faults []Fault, clients []Reach) []string {
 	deadline := e.At.Add(bound)
@@ -653,7 +657,7 @@ clients:
 		if !c.Reached.IsZero() && !c.Reached.After(deadline) {
 			continue
 		}
-		if !c.Left.IsZero() && !c.Left.After(deadline) {
+		if !c.Left.IsZero() && !c.Left.After(deadline) || c.Down {
 			continue
 		}
 		if c.Agent != "" {

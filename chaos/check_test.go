@@ -296,6 +296,7 @@ func TestCheckReach(t *testing.T) {
 		{"the fault that caused the election", time.Time{}, []Fault{{Kind: MasterStop, Start: at(-4000), End: at(9000)}}, []Reach{fw(-1)}, []string{"never reached"}},
 		{"an agent cut off then", time.Time{}, []Fault{{Kind: LinkBlackHole, Agent: "a0", Start: at(-2000), End: at(1000)}}, []Reach{agent(-1)}, nil},
 		{"an agent cut off long before", time.Time{}, []Fault{{Kind: LinkBlackHole, Agent: "a0", Start: at(-9000), End: at(-6000)}}, []Reach{agent(-1)}, []string{"agent a0 never"}},
+		{"an agent whose process was down", time.Time{}, nil, []Reach{{Name: "agent a0", Agent: "a0", Down: true}}, nil},
 		{"another agent cut off", time.Time{}, []Fault{{Kind: AgentKill, Agent: "a1", Start: at(1000), End: at(2000)}}, []Reach{agent(8000)}, []string{"agent a0 reached"}},
 	} {
 		got := CheckReach(e, "m1", tc.next, bound, tc.faults, tc.clients)

@@ -168,18 +168,18 @@ func (p *proc) isHeld() bool {
 }
 
 // exitedAlone reports a process that exited without the harness asking
-// (not held), with its Wait error and how long ago.
-func (p *proc) exitedAlone() (err error, ago time.Duration, ok bool) {
+// (not held): how long ago, and its Wait error.
+func (p *proc) exitedAlone() (ago time.Duration, ok bool, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil || p.held {
-		return nil, 0, false
+		return 0, false, nil
 	}
 	select {
 	case <-p.exited:
-		return p.exitErr, time.Since(p.exitedAt), true
+		return time.Since(p.exitedAt), true, p.exitErr
 	default:
-		return nil, 0, false
+		return 0, false, nil
 	}
 }
 

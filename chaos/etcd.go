@@ -92,7 +92,7 @@ func leaderWatch(ctx context.Context, endpoints []string, ch chan<- Election) er
 		return fmt.Errorf("etcd client for the leader watch: %w", err)
 	}
 	go func() {
-		defer cli.Close()
+		defer func() { _ = cli.Close() }()
 		defer close(ch)
 		last := Election{Key: "?"}
 		for {

@@ -12,13 +12,14 @@ import (
 	"time"
 )
 
-// RestartSec is how long the supervisor waits before it starts a daemon
-// that exited on its own again, as brim-master.service's RestartSec.
-const RestartSec = 2 * time.Second
+// RestartDelay is how long the supervisor waits before it starts a
+// daemon that exited on its own again, as brim-master.service's
+// RestartSec.
+const RestartDelay = 2 * time.Second
 
 // daemon is a process the supervisor restarts.
 type daemon interface {
-	exitedAlone() (error, time.Duration, bool)
+	exitedAlone() (time.Duration, bool, error)
 	isHeld() bool
 	Start() error
 	name() string
@@ -41,7 +42,7 @@ func (h *harness) daemons() []daemon {
 	return ds
 }
 
-// supervise restarts, RestartSec after it exited, a daemon that exited
+// supervise restarts, RestartDelay after it exited, a daemon that exited
 // without the harness asking (as systemd's Restart=always), until ctx
 // ends. Such an exit is a violation, except a master's exit with status
 // 1 in HA mode: a leader that lost its etcd session exits 1 by design,
@@ -54,8 +55,8 @@ func (h *harness) supervise(ctx context.Context) {
 		case <-time.After(250 * time.Millisecond):
 		}
 		for _, d := range h.daemons() {
-			err, ago, ok := d.exitedAlone()
-			if !ok || ago < RestartSec {
+			ago, ok, err := d.exitedAlone()
+			if !ok || ago < RestartDelay {
 				continue
 			}
 			h.selfExit(d, err)
@@ -103,7 +104,7 @@ func lastLine(d daemon) string {
 }
 
 // restart starts d again; a failure is an event (the supervisor tries
-// again RestartSec after the exit).
+// again RestartDelay after the exit).
 func (h *harness) restart(d daemon) {
 	if err := d.Start(); err != nil {
 		h.events.add("restart %s: %v", d.name(), firstLine(err.Error()))
@@ -184,6 +185,7 @@ func (h *harness) watchReach(ctx context.Context, e Election, m *Master, electio
 	}
 	h.mu.Unlock()
 	reached := map[string]time.Time{} // run task or agent name → first seen connected
+	down := map[string]bool{}         // agents seen not running
 	var next *Election
 	bound := h.cfg.ReachBound()
 	watchTil := e.At.Add(bound + 10*time.Second)
@@ -199,6 +201,11 @@ func (h *harness) watchReach(ctx context.Context, e Election, m *Master, electio
 		}
 		if next != nil {
 			break
+		}
+		for _, a := range h.agents {
+			if !a.running() {
+				down[a.Name] = true
+			}
 		}
 		// A client the answer lists connected reached the leader before
 		// the request was answered and after the previous one: the
@@ -245,7 +252,7 @@ func (h *harness) watchReach(ctx context.Context, e Election, m *Master, electio
 		clients = append(clients, c)
 	}
 	for _, a := range h.agents {
-		clients = append(clients, Reach{Name: "agent " + a.Name, Agent: a.Name, Reached: reached[a.Name]})
+		clients = append(clients, Reach{Name: "agent " + a.Name, Agent: a.Name, Reached: reached[a.Name], Down: down[a.Name]})
 	}
 	faults := h.faultsSoFar()
 	bad := CheckReach(e, m.Name, nextAt, bound, faults, clients)

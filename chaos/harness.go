@@ -451,7 +451,7 @@ func (h *harness) leading() *Master {
 
 // state is the leader's /state.
 func (h *harness) state() (MasterState, error) {
-	var last error = fmt.Errorf("no master answers")
+	last := fmt.Errorf("no master answers")
 	h.mu.Lock()
 	first := h.leader
 	h.mu.Unlock()
