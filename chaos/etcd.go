@@ -92,8 +92,8 @@ func leaderWatch(ctx context.Context, endpoints []string, ch chan<- Election) er
 		return fmt.Errorf("etcd client for the leader watch: %w", err)
 	}
 	go func() {
+		defer close(ch) // after the client is closed: the reader waits for both
 		defer func() { _ = cli.Close() }()
-		defer close(ch)
 		last := Election{Key: "?"}
 		for {
 			rctx, cancel := context.WithTimeout(ctx, time.Second)

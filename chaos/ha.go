@@ -194,9 +194,10 @@ func (h *harness) watchReach(ctx context.Context, e Election, m *Master, electio
 		case <-ctx.Done():
 			return nil
 		case x, ok := <-elections:
-			if ok {
-				next = &x
+			if !ok {
+				return nil // closed: the checks end
 			}
+			next = &x
 		case <-time.After(200 * time.Millisecond):
 		}
 		if next != nil {
