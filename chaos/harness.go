@@ -92,6 +92,7 @@ type harness struct {
 	// framework/task): when a listing that began at that time showed it
 	// running, last and first.
 	seen       map[string]seenRunning
+	logPeak    map[string]logPeak // flood task → the most its logs held
 	elections  []Election
 	reach      []time.Duration // frameworks' delays to a new leader
 	failovers  string          // how soon leaders came after leader faults
@@ -174,7 +175,7 @@ func (r *frameworkRun) exited() bool {
 // removed in t.Cleanup.
 func Run(t testing.TB, cfg Config) {
 	h := &harness{t: t, cfg: cfg, events: &lockedLog{start: time.Now()}, stopped: map[int]bool{},
-		frozen: map[*Master]bool{}, said: map[string]bool{}, seen: map[string]seenRunning{}}
+		frozen: map[*Master]bool{}, said: map[string]bool{}, seen: map[string]seenRunning{}, logPeak: map[string]logPeak{}}
 	base, err := os.MkdirTemp("", "brim-chaos")
 	if err != nil {
 		t.Fatal(err)
@@ -687,14 +688,23 @@ func (h *harness) isFlood(task string) bool {
 	return false
 }
 
-// checkLog checks container c's logs on a against the cap (when the
-// agent has one).
+// checkLog notes how much container c's logs on a hold, and checks that
+// against the cap (when the agent has one).
 func (h *harness) checkLog(a *Agent, c Container) {
-	if !h.logCap.set() {
-		return
-	}
 	sizes, err := a.LogSizes(c.ID)
 	if err != nil {
+		return
+	}
+	var total int64
+	for _, n := range sizes {
+		total += n
+	}
+	h.mu.Lock()
+	if p := h.logPeak[c.Task()]; total > p.bytes {
+		h.logPeak[c.Task()] = logPeak{bytes: total, files: len(sizes)}
+	}
+	h.mu.Unlock()
+	if !h.logCap.set() {
 		return
 	}
 	if why := CheckLogCap(sizes, h.logCap.total()); why != "" {
@@ -703,7 +713,7 @@ func (h *harness) checkLog(a *Agent, c Container) {
 }
 
 // checkLogs checks every flooding container's logs once more after the
-// drain, before the teardown removes them.
+// drain, before the teardown removes them, and notes the most each held.
 func (h *harness) checkLogs() {
 	for _, a := range h.agents {
 		cs, err := a.List()
@@ -716,6 +726,17 @@ func (h *harness) checkLogs() {
 			}
 		}
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for task, p := range h.logPeak {
+		h.events.add("flood %s: its logs held at most %d bytes in %d files (cap %s)", task, p.bytes, p.files, h.logCap)
+	}
+}
+
+// logPeak is the most a flooding container's logs were seen to hold.
+type logPeak struct {
+	bytes int64
+	files int
 }
 
 // heal undoes every fault still in force: stopped shims and masters
