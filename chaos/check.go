@@ -522,47 +522,67 @@ type Outcome struct {
 //
 // It returns "" when the outcome is allowed, else why not.
 func Judge(o Outcome, faults []Fault) string {
-	if o.Code < 0 {
-		return fmt.Sprintf("task %s: brim run never exited", o.Task)
-	}
-	if o.Final.State == "" && o.NoMasters && o.Code != 0 {
-		for _, f := range faults {
-			if f.Kind == EtcdQuorumLoss && !o.Start.Before(f.Start) && !o.Start.After(f.End.Add(o.Recover)) {
-				return ""
-			}
-		}
-	}
-	if o.Final.State == "" {
-		return fmt.Sprintf("task %s: brim run exited %d without a terminal state", o.Task, o.Code)
-	}
-	expected := (o.Want == 0 && o.Final.State == "FINISHED") || (o.Want != 0 && o.Final.State == "FAILED")
-	if expected && o.Code == o.Want {
-		return ""
-	}
-	if o.Code == 0 {
-		return fmt.Sprintf("task %s: brim run exited 0 after %s, want %d", o.Task, o.Final.State, o.Want)
+	if why, decided := judgeEnd(o, faults); decided {
+		return why
 	}
 	var touched []string
 	for _, f := range faults {
 		if f.Start.After(o.End) || f.End.Before(o.Start) {
 			continue
 		}
-		onAgent := o.Agent == "" || f.Agent == o.Agent
-		ownTask := f.Task == o.Task && (f.Framework == "" || o.Framework == "" || f.Framework == o.Framework)
-		switch {
-		case (f.Kind == ShimKill || f.Kind == ShimStop || f.Kind == CheckpointCorrupt) && ownTask && o.Final.State != "FINISHED":
-			return ""
-		case (f.Kind == DiskFull || f.Kind == DiskFullRecover) && onAgent && o.Final.State != "FINISHED":
-			return ""
-		case agentFault(f.Kind) && onAgent && o.Final.State == "LOST":
-			return ""
-		case leaderFault(f.Kind) && f.Leader && o.Final.State == "LOST" && !o.Started && !o.SeenRunning:
+		if allows(f, o) {
 			return ""
 		}
 		touched = append(touched, f.String())
 	}
 	return fmt.Sprintf("task %s: ended %s (%s) %q with brim run exit %d, want exit %d; faults during its life: %v",
 		o.Task, o.Final.State, o.Final.Reason, o.Final.Message, o.Code, o.Want, touched)
+}
+
+// judgeEnd decides the outcomes that no fault during the task's life
+// changes: a brim run that never exited or ended without a terminal state
+// (but for a discovery during a quorum loss), an expected end, an exit 0
+// for an unexpected one. decided is false for the rest.
+func judgeEnd(o Outcome, faults []Fault) (why string, decided bool) {
+	if o.Code < 0 {
+		return fmt.Sprintf("task %s: brim run never exited", o.Task), true
+	}
+	if o.Final.State == "" && o.NoMasters && o.Code != 0 {
+		for _, f := range faults {
+			if f.Kind == EtcdQuorumLoss && !o.Start.Before(f.Start) && !o.Start.After(f.End.Add(o.Recover)) {
+				return "", true
+			}
+		}
+	}
+	if o.Final.State == "" {
+		return fmt.Sprintf("task %s: brim run exited %d without a terminal state", o.Task, o.Code), true
+	}
+	expected := (o.Want == 0 && o.Final.State == "FINISHED") || (o.Want != 0 && o.Final.State == "FAILED")
+	if expected && o.Code == o.Want {
+		return "", true
+	}
+	if o.Code == 0 {
+		return fmt.Sprintf("task %s: brim run exited 0 after %s, want %d", o.Task, o.Final.State, o.Want), true
+	}
+	return "", false
+}
+
+// allows reports whether fault f, during the task's life, allows its
+// unexpected end (Judge's table).
+func allows(f Fault, o Outcome) bool {
+	onAgent := o.Agent == "" || f.Agent == o.Agent
+	ownTask := f.Task == o.Task && (f.Framework == "" || o.Framework == "" || f.Framework == o.Framework)
+	switch {
+	case (f.Kind == ShimKill || f.Kind == ShimStop || f.Kind == CheckpointCorrupt) && ownTask && o.Final.State != "FINISHED":
+		return true
+	case (f.Kind == DiskFull || f.Kind == DiskFullRecover) && onAgent && o.Final.State != "FINISHED":
+		return true
+	case agentFault(f.Kind) && onAgent && o.Final.State == "LOST":
+		return true
+	case leaderFault(f.Kind) && f.Leader && o.Final.State == "LOST" && !o.Started && !o.SeenRunning:
+		return true
+	}
+	return false
 }
 
 // TimedStatus is a status line and when the harness read it.

@@ -184,12 +184,10 @@ func (h *harness) watchReach(ctx context.Context, e Election, m *Master, electio
 		}
 	}
 	h.mu.Unlock()
-	reached := map[string]time.Time{} // run task or agent name → first seen connected
-	down := map[string]bool{}         // agents seen not running
+	w := reachWatch{reached: map[string]time.Time{}, down: map[string]bool{}}
 	var next *Election
-	bound := h.cfg.ReachBound()
-	watchTil := e.At.Add(bound + 10*time.Second)
-	for len(reached) < len(runs)+len(h.agents) && time.Now().Before(watchTil) {
+	watchTil := e.At.Add(h.cfg.ReachBound() + 10*time.Second)
+	for len(w.reached) < len(runs)+len(h.agents) && time.Now().Before(watchTil) {
 		select {
 		case <-ctx.Done():
 			return nil
@@ -203,48 +201,68 @@ func (h *harness) watchReach(ctx context.Context, e Election, m *Master, electio
 		if next != nil {
 			break
 		}
-		for _, a := range h.agents {
-			if !a.running() {
-				down[a.Name] = true
-			}
-		}
-		// A client the answer lists connected reached the leader before
-		// the request was answered and after the previous one: the
-		// request's start is the bound in its favour.
-		now := time.Now()
-		st, err := m.State()
-		if err != nil {
-			continue
-		}
-		conn := map[string]bool{}
-		for _, f := range st.Frameworks {
-			if f.Connected {
-				conn[f.ID] = true
-			}
-		}
-		for _, a := range st.Agents {
-			if a.Connected {
-				conn[a.ID] = true
-			}
-		}
-		for _, r := range runs {
-			if id := r.frameworkID(); id != "" && conn[id] && reached[r.task].IsZero() {
-				reached[r.task] = now
-			}
-		}
-		for _, a := range h.agents {
-			if conn[a.ID] && reached[a.Name].IsZero() {
-				reached[a.Name] = now
-			}
+		h.pollReach(m, runs, w)
+	}
+	h.judgeReach(e, m, next, runs, w)
+	return next
+}
+
+// reachWatch is what watchReach has seen: when each run (by task) or
+// agent (by name) was first listed connected, and the agents seen down.
+type reachWatch struct {
+	reached map[string]time.Time
+	down    map[string]bool
+}
+
+// pollReach reads leader m's /state once and notes the runs and agents
+// it lists connected.
+func (h *harness) pollReach(m *Master, runs []*frameworkRun, w reachWatch) {
+	for _, a := range h.agents {
+		if !a.running() {
+			w.down[a.Name] = true
 		}
 	}
+	// A client the answer lists connected reached the leader before
+	// the request was answered and after the previous one: the
+	// request's start is the bound in its favour.
+	now := time.Now()
+	st, err := m.State()
+	if err != nil {
+		return
+	}
+	conn := map[string]bool{}
+	for _, f := range st.Frameworks {
+		if f.Connected {
+			conn[f.ID] = true
+		}
+	}
+	for _, a := range st.Agents {
+		if a.Connected {
+			conn[a.ID] = true
+		}
+	}
+	for _, r := range runs {
+		if id := r.frameworkID(); id != "" && conn[id] && w.reached[r.task].IsZero() {
+			w.reached[r.task] = now
+		}
+	}
+	for _, a := range h.agents {
+		if conn[a.ID] && w.reached[a.Name].IsZero() {
+			w.reached[a.Name] = now
+		}
+	}
+}
+
+// judgeReach checks what watchReach saw after election e of m
+// (CheckReach) and notes the delays.
+func (h *harness) judgeReach(e Election, m *Master, next *Election, runs []*frameworkRun, w reachWatch) {
 	var nextAt time.Time
 	if next != nil {
 		nextAt = next.At
 	}
 	var clients []Reach
 	for _, r := range runs {
-		c := Reach{Name: "framework of task " + r.task, Reached: reached[r.task]}
+		c := Reach{Name: "framework of task " + r.task, Reached: w.reached[r.task]}
 		if r.exited() {
 			r.mu.Lock()
 			c.Left = r.end
@@ -253,11 +271,9 @@ func (h *harness) watchReach(ctx context.Context, e Election, m *Master, electio
 		clients = append(clients, c)
 	}
 	for _, a := range h.agents {
-		clients = append(clients, Reach{Name: "agent " + a.Name, Agent: a.Name, Reached: reached[a.Name], Down: down[a.Name]})
+		clients = append(clients, Reach{Name: "agent " + a.Name, Agent: a.Name, Reached: w.reached[a.Name], Down: w.down[a.Name]})
 	}
-	faults := h.faultsSoFar()
-	bad := CheckReach(e, m.Name, nextAt, bound, faults, clients)
-	for _, b := range bad {
+	for _, b := range CheckReach(e, m.Name, nextAt, h.cfg.ReachBound(), h.faultsSoFar(), clients) {
 		h.violation("%s", b)
 	}
 	var fw, ag []string
@@ -277,5 +293,4 @@ func (h *harness) watchReach(ctx context.Context, e Election, m *Master, electio
 	}
 	h.mu.Unlock()
 	h.events.add("reach of leader %s after its election: frameworks %v, agents %v", m.Name, fw, ag)
-	return next
 }

@@ -268,36 +268,8 @@ func (h *harness) violationKeyed(key, format string, args ...any) {
 func (h *harness) setup() {
 	t := h.t
 	if h.cfg.ha() {
-		dir := filepath.Join(h.base, "etcd")
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		if err := h.startEtcd(); err != nil {
 			t.Fatal(err)
-		}
-		if err := mountTmpfs(dir, "512m"); err != nil {
-			t.Fatal(err)
-		}
-		etcd := h.cfg.Etcd
-		if etcd == "" {
-			etcd = "/usr/bin/etcd"
-		}
-		ms, err := newEtcd(etcd, dir, filepath.Base(h.base), 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.etcd = ms
-		for _, m := range ms {
-			if err := m.Start(); err != nil {
-				t.Fatalf("etcd member %s: %v", m.Name, err)
-			}
-		}
-		if err := waitFor(30*time.Second, func() bool {
-			for _, m := range ms {
-				if !m.healthy() {
-					return false
-				}
-			}
-			return true
-		}); err != nil {
-			t.Fatalf("etcd cluster not healthy: %v", err)
 		}
 	}
 	for i := range h.cfg.Masters {
@@ -313,9 +285,73 @@ func (h *harness) setup() {
 	if err := waitFor(30*time.Second, func() bool { return h.leading() != nil }); err != nil {
 		t.Fatalf("no master leads: %v", err)
 	}
-	capArgs, lc, err := logCapFlags(h.cfg.Brim)
+	if err := h.startAgents(); err != nil {
+		t.Fatal(err)
+	}
+	leader := h.leading()
+	if leader == nil {
+		t.Fatal("no master leads once the agents registered")
+	}
+	err := leader.Post("/reserve", map[string]string{"agentId": h.agents[0].ID,
+		"resources": fmt.Sprintf("cpus(%s):0.5;mem(%s):128", ReservedRole, ReservedRole)})
 	if err != nil {
 		t.Fatal(err)
+	}
+	names := make([]string, len(h.agents))
+	for i, a := range h.agents {
+		names[i] = a.Name + "=" + a.ID
+	}
+	var ms []string
+	for _, m := range h.masters {
+		ms = append(ms, m.Name+"="+m.Addr)
+	}
+	h.events.add("cluster up: masters %v, agents %v, log cap %s", ms, names, h.logCap)
+}
+
+// startEtcd mounts the etcd members' tmpfs, starts the three members and
+// waits until every one is healthy.
+func (h *harness) startEtcd() error {
+	dir := filepath.Join(h.base, "etcd")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := mountTmpfs(dir, "512m"); err != nil {
+		return err
+	}
+	bin := h.cfg.Etcd
+	if bin == "" {
+		bin = "/usr/bin/etcd"
+	}
+	ms, err := newEtcd(bin, dir, filepath.Base(h.base), 3)
+	if err != nil {
+		return err
+	}
+	h.etcd = ms
+	for _, m := range ms {
+		if err := m.Start(); err != nil {
+			return fmt.Errorf("etcd member %s: %w", m.Name, err)
+		}
+	}
+	if err := waitFor(30*time.Second, func() bool {
+		for _, m := range ms {
+			if !m.healthy() {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return fmt.Errorf("etcd cluster not healthy: %w", err)
+	}
+	return nil
+}
+
+// startAgents starts the agents (with the log cap when this brim has
+// one) and waits until every one registered and offers revocable
+// resources.
+func (h *harness) startAgents() error {
+	capArgs, lc, err := logCapFlags(h.cfg.Brim)
+	if err != nil {
+		return err
 	}
 	h.logCap = lc
 	for i := 0; i < h.cfg.Agents; i++ {
@@ -335,16 +371,15 @@ func (h *harness) setup() {
 			h.mu.Unlock()
 		}
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if err := a.Start(); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if err := a.loadID(); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
-	// Every agent registered and offers revocable resources.
 	var st MasterState
 	if err := waitFor(60*time.Second, func() bool {
 		var err error
@@ -355,22 +390,9 @@ func (h *harness) setup() {
 		}
 		return ok
 	}); err != nil {
-		t.Fatalf("agents did not register with revocable resources: %+v %v", st, err)
+		return fmt.Errorf("agents did not register with revocable resources: %+v: %w", st, err)
 	}
-	err = h.leading().Post("/reserve", map[string]string{"agentId": h.agents[0].ID,
-		"resources": fmt.Sprintf("cpus(%s):0.5;mem(%s):128", ReservedRole, ReservedRole)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := make([]string, len(h.agents))
-	for i, a := range h.agents {
-		names[i] = a.Name + "=" + a.ID
-	}
-	var ms []string
-	for _, m := range h.masters {
-		ms = append(ms, m.Name+"="+m.Addr)
-	}
-	h.events.add("cluster up: masters %v, agents %v, log cap %s", ms, names, h.logCap)
+	return nil
 }
 
 // waitFor polls ok every 50 ms until it holds or bound passes.
