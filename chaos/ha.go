@@ -261,8 +261,10 @@ func (h *harness) judgeReach(e Election, m *Master, next *Election, runs []*fram
 		nextAt = next.At
 	}
 	var clients []Reach
+	byName := map[string]*frameworkRun{}
 	for _, r := range runs {
 		c := Reach{Name: "framework of task " + r.task, Reached: w.reached[r.task]}
+		byName[c.Name] = r
 		if r.exited() {
 			r.mu.Lock()
 			c.Left = r.end
@@ -274,6 +276,17 @@ func (h *harness) judgeReach(e Election, m *Master, next *Election, runs []*fram
 		clients = append(clients, Reach{Name: "agent " + a.Name, Agent: a.Name, Reached: w.reached[a.Name], Down: w.down[a.Name]})
 	}
 	for _, b := range CheckReach(e, m.Name, nextAt, h.cfg.ReachBound(), h.faultsSoFar(), clients) {
+		// A late framework's lines, timed from the election, say where
+		// it waited.
+		for name, r := range byName {
+			if strings.HasPrefix(b, name+" ") {
+				var lines []string
+				for _, l := range r.timed() {
+					lines = append(lines, fmt.Sprintf("%+.2fs %s", l.At.Sub(e.At).Seconds(), l.Text))
+				}
+				b += ":\n" + strings.Join(lines, "\n")
+			}
+		}
 		h.violation("%s", b)
 	}
 	var fw, ag []string
