@@ -34,7 +34,7 @@ var ciFaults = []string{AgentKill, MasterKill, ShimKill, ShimStop, LinkReset, Li
 // ciHAFaults are the kinds `make test`'s TestChaosHA injects: the kinds
 // that pass on main in HA mode (docs/chaos.md: the open bugs the others
 // find).
-var ciHAFaults = []string{MasterKill, EtcdMemberKill, AgentKill, LinkBlackHole, ShimKill}
+var ciHAFaults = []string{MasterKill, EtcdMemberKill, EtcdQuorumLoss, AgentKill, LinkBlackHole, ShimKill}
 
 // TestChaos is one seeded chaos run: `make test` runs a short one with
 // the default seed; `make chaos SEED=… DURATION=…` repeats or extends one
