@@ -126,7 +126,12 @@ func (s *Store) finishRemoval(_ context.Context, rep PruneReport, doomed []strin
 	return rep, err
 }
 
+// leaseHolderLocked names who keeps image id: a container's lease, or a
+// launch's Hold; "" for nobody.
 func (s *Store) leaseHolderLocked(id string) string {
+	if s.held[id] > 0 {
+		return "(a launch in progress)"
+	}
 	for c, img := range s.leases {
 		if img == id {
 			return c

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -26,6 +27,20 @@ type PullOptions struct {
 	// by the archive's own tag (docker-archive) or only by its ID and
 	// digest.
 	Name string
+	// Progress, when set, is told about each layer as it is found in the
+	// cache or has been fetched and unpacked: from the pulling
+	// goroutines, one call at a time. When another caller's pull of the
+	// same source is under way, this one shares it and is told nothing.
+	Progress func(LayerProgress)
+}
+
+// LayerProgress is one layer's news during a Pull.
+type LayerProgress struct {
+	Index, Count int    // the layer's place (1 is the bottom) and the image's layers
+	Digest       string // its blob's digest
+	Size         int64  // the blob's size; -1 when the source does not say
+	Fetched      int64  // bytes fetched; 0 when cached (or fetched by another pull)
+	Cached       bool   // the layer was in the cache already
 }
 
 // resolved is an image found at its source, before anything is stored.
@@ -82,7 +97,7 @@ func (s *Store) pullOnce(ctx context.Context, source string, opts PullOptions, s
 	var v any
 	for attempt := 0; ; attempt++ {
 		v, err, _ = s.pulls.Do(src.String()+"\x00"+name, func() (any, error) {
-			r, err := s.pull(ctx, src, name)
+			r, err := s.pull(ctx, src, name, opts.Progress)
 			stats.Bytes, stats.Layers = r.bytes, r.layers
 			return r, err
 		})
@@ -97,7 +112,7 @@ func (s *Store) pullOnce(ctx context.Context, source string, opts PullOptions, s
 	return r.img.clone(), nil
 }
 
-func (s *Store) pull(ctx context.Context, src Source, name string) (pullResult, error) {
+func (s *Store) pull(ctx context.Context, src Source, name string, progress func(LayerProgress)) (pullResult, error) {
 	var res resolved
 	var err error
 	var cleanup func()
@@ -120,7 +135,7 @@ func (s *Store) pull(ctx context.Context, src Source, name string) (pullResult, 
 	if name != "" {
 		res.refs = append(res.refs, name)
 	}
-	return s.store(ctx, res)
+	return s.store(ctx, res, progress)
 }
 
 // resolveRegistry tries the registry's mirrors in order, then the
@@ -231,7 +246,7 @@ func platformMatches(have, want v1.Platform) bool {
 }
 
 // store fetches the config and layers of res and records the image.
-func (s *Store) store(ctx context.Context, res resolved) (pullResult, error) {
+func (s *Store) store(ctx context.Context, res resolved, progress func(LayerProgress)) (pullResult, error) {
 	cfgRaw, err := res.img.RawConfigFile()
 	if err != nil {
 		return pullResult{}, fmt.Errorf("read config: %w", classify(err))
@@ -259,7 +274,7 @@ func (s *Store) store(ctx context.Context, res resolved) (pullResult, error) {
 	}
 	s.hold(specs, 1)
 	defer s.hold(specs, -1)
-	fetched, unpacked, err := s.ensureLayers(ctx, specs)
+	fetched, unpacked, err := s.ensureLayers(ctx, specs, progress)
 	if err != nil {
 		return pullResult{bytes: fetched}, err
 	}
@@ -341,15 +356,25 @@ func uncompressedOpener(img v1.Image, h v1.Hash) func() (io.ReadCloser, error) {
 	}
 }
 
-// ensureLayers unpacks the missing layers, two at a time.
-func (s *Store) ensureLayers(ctx context.Context, specs []layerSpec) (int64, int, error) {
+// ensureLayers unpacks the missing layers, two at a time, telling
+// progress (when set) about each.
+func (s *Store) ensureLayers(ctx context.Context, specs []layerSpec, progress func(LayerProgress)) (int64, int, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(2)
 	fetched := make([]int64, len(specs))
+	var mu sync.Mutex
 	for i, l := range specs {
 		g.Go(func() error {
+			s.mu.Lock()
+			_, cached := s.layers[l.DiffID]
+			s.mu.Unlock()
 			n, err := s.ensureLayer(gctx, l)
 			fetched[i] = n
+			if err == nil && progress != nil {
+				mu.Lock()
+				progress(LayerProgress{Index: i + 1, Count: len(specs), Digest: l.Digest, Size: l.Size, Fetched: n, Cached: cached})
+				mu.Unlock()
+			}
 			return err
 		})
 	}

@@ -86,6 +86,7 @@ type Store struct {
 	images   map[string]*Image // by ID
 	leases   map[string]string // container ID -> image ID
 	inflight map[string]int    // layer DiffID -> pulls using it now (GC spares them)
+	held     map[string]int    // image ID -> Holds not yet released (GC spares them)
 	layers   map[string]int64  // DiffID -> size, of every complete layer on disk
 }
 
@@ -110,7 +111,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	s := &Store{opts: opts, root: opts.Root, metrics: opts.Metrics, now: opts.Now,
 		images: map[string]*Image{}, leases: map[string]string{},
-		inflight: map[string]int{}, layers: map[string]int64{}}
+		inflight: map[string]int{}, held: map[string]int{}, layers: map[string]int64{}}
 	if s.metrics == nil {
 		s.metrics = noMetrics{}
 	}
@@ -220,6 +221,32 @@ func (s *Store) Get(ref string) (Image, error) {
 		return Image{}, err
 	}
 	return img.clone(), nil
+}
+
+// Hold is Get that also keeps the image from Remove, Prune and GC until
+// release is called (once; later calls do nothing): a launch holds the
+// image it resolved until Prepare leases it to the container, so that a
+// garbage collection in between cannot take it. It returns an error
+// wrapping ErrNotFound or ErrInvalidReference.
+func (s *Store) Hold(ref string) (img Image, release func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	have, err := s.lookupLocked(ref)
+	if err != nil {
+		return Image{}, nil, err
+	}
+	id := have.ID
+	s.held[id]++
+	var once sync.Once
+	return have.clone(), func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.held[id]--; s.held[id] <= 0 {
+				delete(s.held, id)
+			}
+		})
+	}, nil
 }
 
 func (s *Store) lookupLocked(ref string) (*Image, error) {

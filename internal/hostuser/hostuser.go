@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,6 +39,46 @@ func (id ID) Root() bool { return id.UID == 0 }
 // so that no group is picked silently. Errors wrap ErrInvalid or
 // ErrUnknown.
 func Lookup(root, user string) (ID, error) {
+	return lookup(dirDB(root), user)
+}
+
+// Opener opens a file of a user database by its path below the root
+// ("etc/passwd", "etc/group"); a missing file is an error wrapping
+// fs.ErrNotExist, read as an empty database.
+type Opener func(name string) (io.ReadCloser, error)
+
+// LookupIn is Lookup in the user database open reads: an image's files,
+// as its containers see them. where names the database in errors (e.g.
+// "image app:1"). Errors wrap ErrInvalid or ErrUnknown.
+func LookupIn(open Opener, where, user string) (ID, error) {
+	return lookup(db{open: open, where: where}, user)
+}
+
+// db is a user database: how to open its files and how errors name them
+// (root's path, or where's "WHERE:/etc/passwd").
+type db struct {
+	open  Opener
+	where string
+	root  string
+}
+
+func (d db) name(file string) string {
+	if d.open == nil {
+		return filepath.Join(d.root, file)
+	}
+	return d.where + ":/" + file
+}
+
+func dirDB(root string) db { return db{root: root} }
+
+func (d db) openFile(file string) (io.ReadCloser, error) {
+	if d.open == nil {
+		return os.Open(filepath.Join(d.root, file))
+	}
+	return d.open(file)
+}
+
+func lookup(d db, user string) (ID, error) {
 	name, group, hasGroup := strings.Cut(user, ":")
 	if name == "" || (hasGroup && group == "") || strings.ContainsAny(user, " \t\n") {
 		return ID{}, fmt.Errorf("user %q: want NAME, UID, NAME:GROUP or UID:GID: %w", user, ErrInvalid)
@@ -45,7 +86,7 @@ func Lookup(root, user string) (ID, error) {
 	var id ID
 	uid, numeric := parseID(name)
 	primary, found := uint32(0), false
-	if err := scanFile(filepath.Join(root, "etc/passwd"), func(f []string) bool {
+	if err := scanFile(d, "etc/passwd", func(f []string) bool {
 		// name:password:uid:gid:gecos:home:shell
 		if len(f) < 4 {
 			return false
@@ -65,16 +106,16 @@ func Lookup(root, user string) (ID, error) {
 	case numeric:
 		id.UID = uid
 	default:
-		return ID{}, fmt.Errorf("user %q: no such user in %s: %w", name, filepath.Join(root, "etc/passwd"), ErrUnknown)
+		return ID{}, fmt.Errorf("user %q: no such user in %s: %w", name, d.name("etc/passwd"), ErrUnknown)
 	}
 	if !hasGroup {
 		if !found {
-			return ID{}, fmt.Errorf("user %q: uid %d has no entry in %s: give UID:GID: %w", user, uid, filepath.Join(root, "etc/passwd"), ErrUnknown)
+			return ID{}, fmt.Errorf("user %q: uid %d has no entry in %s: give UID:GID: %w", user, uid, d.name("etc/passwd"), ErrUnknown)
 		}
 		id.GID = primary
 		return id, nil
 	}
-	gid, err := lookupGroup(root, group)
+	gid, err := lookupGroup(d, group)
 	if err != nil {
 		return ID{}, fmt.Errorf("user %q: %w", user, err)
 	}
@@ -83,13 +124,13 @@ func Lookup(root, user string) (ID, error) {
 }
 
 // lookupGroup resolves a group name or numeric gid (a gid needs no entry).
-func lookupGroup(root, group string) (uint32, error) {
+func lookupGroup(d db, group string) (uint32, error) {
 	if gid, ok := parseID(group); ok {
 		return gid, nil
 	}
 	var gid uint32
 	found := false
-	if err := scanFile(filepath.Join(root, "etc/group"), func(f []string) bool {
+	if err := scanFile(d, "etc/group", func(f []string) bool {
 		// name:password:gid:members
 		if len(f) < 3 || f[0] != group {
 			return false
@@ -101,7 +142,7 @@ func lookupGroup(root, group string) (uint32, error) {
 		return 0, err
 	}
 	if !found {
-		return 0, fmt.Errorf("no such group %q in %s: %w", group, filepath.Join(root, "etc/group"), ErrUnknown)
+		return 0, fmt.Errorf("no such group %q in %s: %w", group, d.name("etc/group"), ErrUnknown)
 	}
 	return gid, nil
 }
@@ -114,17 +155,17 @@ func parseID(s string) (uint32, bool) {
 }
 
 // scanFile calls match with the colon-separated fields of each line of
-// path until it returns true. A missing file is an empty database.
-func scanFile(path string, match func([]string) bool) error {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+// d's file until it returns true. A missing file is an empty database.
+func scanFile(d db, file string, match func([]string) bool) error {
+	f, err := d.openFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read user database: %w", err)
+		return fmt.Errorf("read user database %s: %w", d.name(file), err)
 	}
 	defer f.Close()
-	return scan(f, path, match)
+	return scan(f, d.name(file), match)
 }
 
 func scan(r io.Reader, path string, match func([]string) bool) error {

@@ -2,6 +2,9 @@ package hostuser
 
 import (
 	"errors"
+	"io"
+	"io/fs"
+	"strings"
 	"testing"
 )
 
@@ -45,5 +48,46 @@ func TestIDString(t *testing.T) {
 	}
 	if id.Root() || !(ID{GID: 5}).Root() {
 		t.Error("Root() wrong")
+	}
+}
+
+// LookupIn reads the database through its opener and names it in errors.
+func TestLookupIn(t *testing.T) {
+	files := map[string]string{
+		"etc/passwd": "app:x:1000:1000::/srv:/bin/sh\nroot:x:0:0::/root:/bin/sh\n",
+		"etc/group":  "app:x:1000:\nstaff:x:50:\n",
+	}
+	open := func(name string) (io.ReadCloser, error) {
+		b, ok := files[name]
+		if !ok {
+			return nil, fs.ErrNotExist
+		}
+		return io.NopCloser(strings.NewReader(b)), nil
+	}
+	for _, tc := range []struct {
+		user string
+		want ID
+		err  error
+	}{
+		{"app", ID{1000, 1000}, nil},
+		{"app:staff", ID{1000, 50}, nil},
+		{"0", ID{0, 0}, nil},
+		{"nobody", ID{}, ErrUnknown},
+	} {
+		got, err := LookupIn(open, "image app:1", tc.user)
+		if !errors.Is(err, tc.err) || got != tc.want {
+			t.Errorf("LookupIn(%q) = %v, %v; want %v, %v", tc.user, got, err, tc.want, tc.err)
+		}
+	}
+	_, err := LookupIn(open, "image app:1", "nobody")
+	if err == nil || !strings.Contains(err.Error(), "image app:1:/etc/passwd") {
+		t.Errorf("error %v does not name the image's passwd", err)
+	}
+	delete(files, "etc/passwd")
+	if _, err := LookupIn(open, "image scratch", "app"); !errors.Is(err, ErrUnknown) {
+		t.Errorf("no passwd: %v, want ErrUnknown (an empty database)", err)
+	}
+	if got, err := LookupIn(open, "image scratch", "4242:4242"); err != nil || got != (ID{4242, 4242}) {
+		t.Errorf("no passwd, numeric user: %v, %v", got, err)
 	}
 }
