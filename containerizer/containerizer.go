@@ -96,6 +96,9 @@ type Config struct {
 	LogRate int64
 	// Log receives the containerizer's log; default discards.
 	Log *slog.Logger
+	// Images makes and removes the roots of containers launched from an
+	// image (Spec.Image): the image store. nil: such launches fail.
+	Images Snapshotter
 }
 
 // DefaultLaunchTimeout is Config.LaunchTimeout's default: far beyond a
@@ -121,6 +124,16 @@ type Spec struct {
 	// Rootfs is a root filesystem directory, mounted read-only; "" runs on
 	// the host root, read-only, with a private /tmp.
 	Rootfs string `json:"rootfs,omitempty"`
+	// Image runs the container on an image's root instead: the image ID
+	// (its config digest) in Config.Images, which leases it to the
+	// container and gives it its own upper dir, released at Destroy. The
+	// caller resolves the image's defaults into Command, Env, Cwd and
+	// User (a numeric UID:GID from the image's user database).
+	Image string `json:"image,omitempty"`
+	// ReadWrite makes an image root writable (its writes, up to
+	// Limits.DiskBytes, land in the upper dir); false: read-only like the
+	// host root.
+	ReadWrite bool `json:"read_write,omitempty"`
 	// User runs the process: NAME, UID, NAME:GROUP or UID:GID resolved
 	// in the host's /etc/passwd and /etc/group (internal/hostuser); the
 	// sandbox is owned by it. "" is root: the agent applies its default

@@ -82,8 +82,12 @@ type Bundle struct {
 	// Cwd inside the container; "/" when empty.
 	Cwd string `json:"cwd,omitempty"`
 	// Rootfs is a root filesystem directory on the host, mounted
-	// read-only; empty means the host root, read-only.
+	// read-only; empty means the host root, read-only (or Image's).
 	Rootfs string `json:"rootfs,omitempty"`
+	// Image, when set, is the root: an overlay of an image's layers under
+	// the container's own upper dir, which the shim mounts in its
+	// private mount namespace (Rootfs is then empty).
+	Image *ImageRoot `json:"image,omitempty"`
 	// Hostname inside the container (the UTS namespace); ID when empty.
 	Hostname string `json:"hostname,omitempty"`
 	// CgroupPath is the absolute cgroup path the isolators prepared
@@ -129,6 +133,38 @@ type Bundle struct {
 	Log containerlog.Limits `json:"log"`
 }
 
+// ImageRoot is a container root made from an image: overlayfs of the
+// image's unpacked layers (shared by every container of the image, never
+// written) under the container's own upper and work dirs (the image
+// store's snapshot). In a user namespace the shim mounts the layers
+// id-mapped onto the namespace's range, so that the files the image
+// gives root are the namespace root's, without a copy or a chown of any
+// layer; the containerizer owns the upper dir to the range's root.
+type ImageRoot struct {
+	// Lower are the layers' directories, top first (overlay's order).
+	Lower []string `json:"lower"`
+	// Upper and Work are the container's: its writes land in Upper.
+	Upper string `json:"upper"`
+	Work  string `json:"work"`
+	// ReadWrite makes the root writable; false mounts it read-only, as
+	// the host root is (the sandbox, /tmp and the upper's mount points
+	// stay as they are).
+	ReadWrite bool `json:"read_write,omitempty"`
+}
+
+// validate checks an image root's paths.
+func (r *ImageRoot) validate() error {
+	if len(r.Lower) == 0 {
+		return errors.New("image root without layers")
+	}
+	for _, p := range append(append([]string(nil), r.Lower...), r.Upper, r.Work) {
+		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
+			return fmt.Errorf("image root: %q is not an absolute path below the root", p)
+		}
+	}
+	return nil
+}
+
 // BundleVersion is the current Bundle format.
 const BundleVersion = 1
 
@@ -148,11 +184,18 @@ func (b *Bundle) Validate() error {
 		return fmt.Errorf("state root %q is not absolute", b.StateRoot)
 	case b.Rootfs != "" && !filepath.IsAbs(b.Rootfs):
 		return fmt.Errorf("rootfs %q is not absolute", b.Rootfs)
+	case b.Rootfs != "" && b.Image != nil:
+		return errors.New("both a rootfs and an image root")
 	case b.OOMScoreAdj != nil && (*b.OOMScoreAdj < -1000 || *b.OOMScoreAdj > 1000):
 		return fmt.Errorf("oom_score_adj %d outside [-1000, 1000]", *b.OOMScoreAdj)
 	}
 	if err := b.Log.Validate(); err != nil {
 		return err
+	}
+	if b.Image != nil {
+		if err := b.Image.validate(); err != nil {
+			return err
+		}
 	}
 	if r := b.UserNS; r != nil {
 		if err := r.Validate(); err != nil {

@@ -162,15 +162,9 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 	s.bundle = b
 	s.log = s.log.With("id", b.ID)
 
-	rootfs := b.Rootfs
-	if rootfs == "" {
-		if rootfs, err = prepareHostRoot(s.dir, b.HidePaths); err != nil {
-			return err
-		}
-	} else if b.UserNS != nil {
-		if err := prepareMountPoints(rootfs, RuntimeSpec(b, s.dir, rootfs).Mounts); err != nil {
-			return err
-		}
+	rootfs, err := s.prepareRoot(b)
+	if err != nil {
+		return err
 	}
 	if b.UserNS != nil && b.NetNSPath != "" {
 		if err := mountNetSysfs(s.dir, b.NetNSPath); err != nil {
@@ -314,6 +308,21 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 	}
 	s.log.Info("container running", "pid", s.pid)
 	return nil
+}
+
+// prepareRoot makes the container's root: the image's overlay, the host
+// root, or the bundle's rootfs (with its mount points made for a user
+// namespace's init).
+func (s *shim) prepareRoot(b *Bundle) (string, error) {
+	switch {
+	case b.Image != nil:
+		return prepareImageRoot(s.dir, b)
+	case b.Rootfs == "":
+		return prepareHostRoot(s.dir, b.HidePaths)
+	case b.UserNS != nil:
+		return b.Rootfs, prepareMountPoints(b.Rootfs, RuntimeSpec(b, s.dir, b.Rootfs).Mounts)
+	}
+	return b.Rootfs, nil
 }
 
 // readGoAhead waits for the containerizer's go-ahead byte; EOF (the

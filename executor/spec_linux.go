@@ -19,13 +19,14 @@ import (
 // /tmp, the sandbox (dir/sandbox) at /mnt/sandbox, the process user
 // (b.UID, b.GID, no supplementary groups), the cgroup path, the
 // network namespace, a user namespace with b.UserNS's mappings when set,
-// the oom_score_adj and, unless b.NoSeccomp, brim's seccomp profile.
+// the oom_score_adj and, unless b.NoSeccomp, brim's seccomp profile. An
+// image root is read-only too unless b.Image.ReadWrite.
 // rootfs is the directory libcontainer pivots into. Cgroup limits are not
 // in it: the isolators own them. Any OCI runtime can run the result
 // (bench/10-launch.bench.sh gives it to runc as the equivalent bundle).
 func RuntimeSpec(b *Bundle, dir, rootfs string) *specs.Spec {
 	spec := specconv.Example()
-	spec.Root = &specs.Root{Path: rootfs, Readonly: true}
+	spec.Root = &specs.Root{Path: rootfs, Readonly: b.Image == nil || !b.Image.ReadWrite}
 	spec.Hostname = b.Hostname
 	if spec.Hostname == "" {
 		spec.Hostname = b.ID

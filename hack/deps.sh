@@ -19,6 +19,7 @@ PKGS=(
   docker-registry skopeo tar           # image tests: a real registry on loopback; OCI layouts and docker-archives
   debootstrap                          # make test: the Debian root the .deb is installed into (hack/debroot.sh)
   etcd-server                          # the 3-member etcd of the chaos harness's HA mode (make chaos)
+  xfsprogs                             # upper-dir project quotas: an xfs loop file in the tests
 )
 
 missing=()

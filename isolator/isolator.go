@@ -93,6 +93,12 @@ type Limits struct {
 	// Ports are host ports forwarded to the container (with Network only).
 	// They are set at Prepare and never change: Update ignores them.
 	Ports []PortMapping `json:",omitempty"`
+	// DiskBytes limits what the container writes to its root (an image
+	// container's upper dir): a project quota where the file system has
+	// them, else a measured limit whose excess kills the container
+	// (docs/images.md). 0: no limit. The isolators ignore it; it is set
+	// at launch and never changes.
+	DiskBytes int64 `json:",omitempty"`
 }
 
 // Verifier is an optional interface of isolators whose Isolate changes
