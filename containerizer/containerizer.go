@@ -12,9 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/brimnode/brim/executor"
+	"github.com/brimnode/brim/internal/dirquota"
 	"github.com/brimnode/brim/internal/subid"
 	"github.com/brimnode/brim/isolator"
 )
@@ -217,6 +219,11 @@ type Containerizer struct {
 
 	mu         sync.Mutex
 	containers map[string]*container
+
+	// quota is the project quotas of the upper dirs' file system, nil
+	// where it has none (opened at the first image launch).
+	quotaOnce sync.Once
+	quota     atomic.Pointer[dirquota.Projects]
 }
 
 // container is the in-memory record of one container; fields other than
@@ -339,6 +346,9 @@ func New(cfg Config) (*Containerizer, error) {
 // and their shims keep running. Call it once no call is in flight.
 func (c *Containerizer) Close() error {
 	c.closePool()
+	if q := c.quota.Load(); q != nil {
+		_ = q.Close() // an fd of the file system only
+	}
 	if c.shimExe != nil {
 		return c.shimExe.Close()
 	}

@@ -96,6 +96,13 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 			return nil, fmt.Errorf("launch %s: %w", id, err)
 		}
 	}
+	var imageRoot *executor.ImageRoot
+	if spec.Image != "" {
+		var err error
+		if imageRoot, err = c.prepareImage(ctx, spec); err != nil {
+			return nil, fmt.Errorf("launch %s: %w", id, err)
+		}
+	}
 	// config.json is written once the isolators are prepared; a directory
 	// without it is an orphan to Recover, which cleans up the isolators.
 	rec := record{Version: recordVersion, Spec: spec, CreatedAt: time.Now()}
@@ -138,6 +145,7 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 		UID:        user.UID,
 		GID:        user.GID,
 		UserNS:     spec.UserNS,
+		Image:      imageRoot,
 		// The shim verifies the cgroup and network namespace itself
 		// before exec: no go-ahead round trip unless an isolator must see
 		// the init first.
@@ -197,9 +205,10 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 	}
 	if sp == nil {
 		var err error
-		// A private mount namespace for the host root it assembles, and
-		// for the sysfs it mounts for a user namespace with networking.
-		newNS := ct.spec.Rootfs == "" || (ct.spec.UserNS != nil && ct.spec.Limits.Network)
+		// A private mount namespace for the host root or the image root
+		// it assembles, and for the sysfs it mounts for a user namespace
+		// with networking.
+		newNS := ct.spec.Rootfs == "" || ct.spec.Image != "" || (ct.spec.UserNS != nil && ct.spec.Limits.Network)
 		if sp, err = c.spawnShim(ct.dir, newNS); err != nil {
 			return err
 		}
@@ -455,6 +464,11 @@ func (c *Containerizer) teardown(ctx context.Context, ct *container) error {
 		}
 	}
 	if err := removeContainerDir(ct.dir); err != nil {
+		errs = append(errs, err)
+	}
+	// After the directory: its removal checked the mount points are
+	// empty, so the shim (and the overlay in its namespace) is gone.
+	if err := c.releaseImage(id); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -72,6 +72,15 @@ func validateSpec(spec *Spec) error {
 	if err := (containerlog.Limits{MaxSize: spec.LogMaxSize, MaxFiles: spec.LogMaxFiles}).Validate(); err != nil {
 		return err
 	}
+	if err := checkImageSpec(spec); err != nil {
+		return err
+	}
+	if spec.Image != "" {
+		// The image's root is its layers stacked: the shim reports a
+		// command missing there (ErrCommandNotFound), and the launch
+		// leaves nothing behind.
+		return nil
+	}
 	if spec.Rootfs != "" {
 		if fi, err := os.Stat(spec.Rootfs); err != nil || !fi.IsDir() {
 			return fmt.Errorf("rootfs %q is not a directory: %w", spec.Rootfs, errors.Join(err, os.ErrNotExist))

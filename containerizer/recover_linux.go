@@ -64,6 +64,9 @@ func (c *Containerizer) Recover(ctx context.Context) ([]*Info, error) {
 	if err := c.removeOrphanRuncState(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.releaseOrphanSnapshots(); err != nil {
+		errs = append(errs, err)
+	}
 
 	known := make(map[string]isolator.Limits)
 	c.mu.Lock()
