@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brimnode/brim/image"
 	"github.com/brimnode/brim/internal/hostuser"
 	"github.com/brimnode/brim/internal/speclimit"
 	"github.com/brimnode/brim/internal/subid"
@@ -109,6 +110,20 @@ type Options struct {
 	// SocketMaxConns bounds the local API's open connections: one more is
 	// closed as soon as it is accepted (and logged). 0: no bound.
 	SocketMaxConns int
+	// Images is the image store containers may run from (Spec.Image);
+	// the runtime leases images from the same store. nil: launches from
+	// an image are refused.
+	Images *image.Store
+	// ImageCacheMax is the image cache's cap in bytes (reported by Info;
+	// the store enforces it); 0: none.
+	ImageCacheMax int64
+	// PullTimeout bounds a pull (brim image pull, or a launch's); 0:
+	// DefaultPullTimeout.
+	PullTimeout time.Duration
+	// UpperLimitMiB limits the writes of a read-write image root whose
+	// container asks for no disk (a safety bound, not accounted); 0: no
+	// limit.
+	UpperLimitMiB int64
 	// Oversub runs the monitor, estimator and QoS controller and admits
 	// revocable containers against the revocable pool. nil: none of them,
 	// and revocable containers are accounted against Resources like the
@@ -157,9 +172,18 @@ type Spec struct {
 	Env     []string // K=V
 	Cwd     string
 	Rootfs  string // absolute directory; empty: the host root, read-only
+	// Image runs the container on an image (a reference, or an image ID
+	// "sha256:…") from Options.Images, pulled as Pull says: its
+	// entrypoint and cmd, env, working dir and user are the defaults of
+	// Command, Env, Cwd and User. The root is read-only unless ReadWrite.
+	Image     string
+	Pull      PullPolicy
+	ReadWrite bool
 	// User runs the process (see Options.DefaultUser for the syntax);
-	// empty: Options.DefaultUser. In a user namespace it names the IDs
-	// inside it (resolved in the host's user database all the same).
+	// empty: the image's user, else Options.DefaultUser. In a user
+	// namespace it names the IDs inside it (resolved in the host's user
+	// database all the same); with an image, in the image's /etc/passwd
+	// and /etc/group, never the host's.
 	User string
 	// UserNS runs the container in a user namespace mapped onto
 	// Options.UserNSRange: root inside it is an unprivileged host uid, so
@@ -276,6 +300,9 @@ func (o *Options) check() error {
 	}
 	if o.KillExitTimeout <= 0 {
 		o.KillExitTimeout = DefaultKillExitTimeout
+	}
+	if o.PullTimeout <= 0 {
+		o.PullTimeout = DefaultPullTimeout
 	}
 	if o.PortRange.IsZero() {
 		o.PortRange = isolator.DefaultPortRange
@@ -527,8 +554,11 @@ func (a *Agent) quarantineLocked(q Quarantined, in *RuntimeInfo, now time.Time) 
 var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`)
 
 func (s *Spec) validate() error {
-	if len(s.Command) == 0 || s.Command[0] == "" {
+	if s.Image == "" && (len(s.Command) == 0 || s.Command[0] == "") {
 		return fmt.Errorf("%w: no command given", ErrInvalidArgument)
+	}
+	if err := s.checkImage(); err != nil {
+		return err
 	}
 	if s.Name != "" && !nameRE.MatchString(s.Name) {
 		return fmt.Errorf("%w: name %q: use 1-63 letters, digits, '_', '.', '-', starting with a letter or digit", ErrInvalidArgument, s.Name)
@@ -545,16 +575,8 @@ func (s *Spec) validate() error {
 	if s.Resources.NetMbit < 0 || (s.Resources.NetMbit > 0 && !s.Network) {
 		return fmt.Errorf("%w: net_bw %d Mbit/s: must not be negative, and needs networking", ErrInvalidArgument, s.Resources.NetMbit)
 	}
-	// What the kernel would refuse at exec (a container ending with exit
-	// 255 and no reason), or what would swell every listing: refused
-	// first (the errors below quote the strings).
-	if err := speclimit.Check(s.Command, s.Env, s.Labels, speclimit.MaxLabels); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
-	}
-	for _, e := range s.Env {
-		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
-			return fmt.Errorf("%w: env %q: want KEY=VALUE", ErrInvalidArgument, e)
-		}
+	if err := s.checkCommand(); err != nil {
+		return err
 	}
 	if err := s.checkPorts(); err != nil {
 		return err
@@ -585,6 +607,22 @@ func (a *Agent) logLimits(s *Spec) error {
 	return nil
 }
 
+// checkCommand refuses what the kernel would refuse at exec (a container
+// ending with exit 255 and no reason), or what would swell every
+// listing: checked first, and again once an image's defaults are in (the
+// errors quote the strings).
+func (s *Spec) checkCommand() error {
+	if err := speclimit.Check(s.Command, s.Env, s.Labels, speclimit.MaxLabels); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	for _, e := range s.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return fmt.Errorf("%w: env %q: want KEY=VALUE", ErrInvalidArgument, e)
+		}
+	}
+	return nil
+}
+
 func newID() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -611,6 +649,19 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	if err := a.logLimits(&spec); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
+	lookup := hostUser
+	var im *imageLaunch
+	if spec.Image != "" {
+		var err error
+		if im, err = a.resolveImage(ctx, &spec); err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+		defer im.release() // the runtime's lease holds it from Launch on
+		if err := spec.checkCommand(); err != nil {
+			return nil, fmt.Errorf("run: image %s: %w", spec.Image, err)
+		}
+		lookup = func(u string) (hostuser.ID, error) { return im.lookupUser(a.opts.Images, spec.Image, u) }
+	}
 	if spec.User == "" {
 		spec.User = a.opts.DefaultUser
 	}
@@ -621,7 +672,7 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 		}
 		spec.UserNS, userns = true, a.opts.UserNSRange
 	}
-	user, err := resolveUser(spec.User, a.opts.AllowRoot || spec.RunAsRoot, userns)
+	user, err := resolveUserIn(lookup, spec.User, a.opts.AllowRoot || spec.RunAsRoot, userns)
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
@@ -638,6 +689,7 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 		Pids:        spec.Pids,
 		Network:     spec.Network,
 		Ports:       spec.Ports,
+		DiskBytes:   a.diskLimit(spec),
 	}
 	if spec.Network {
 		limits.NetBandwidthMbit = spec.Resources.NetMbit
@@ -672,6 +724,17 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 		ID: id, Name: name, Command: spec.Command, Env: spec.Env, Cwd: spec.Cwd,
 		Rootfs: spec.Rootfs, User: spec.User, UserNS: spec.UserNS, Limits: limits, Revocable: spec.Revocable, Labels: spec.Labels,
 		State: StateLaunching, CreatedAt: time.Now().UTC(), LogMaxSize: spec.LogMaxSize, LogMaxFiles: spec.LogMaxFiles,
+		DiskMiB: spec.Resources.DiskMiB,
+	}
+	launch := LaunchSpec{
+		ID: id, Name: name, Command: spec.Command, Env: spec.Env, Cwd: spec.Cwd,
+		Rootfs: spec.Rootfs, User: user.String(), UserNS: userns, Limits: limits, Labels: spec.Labels,
+		LogMaxSize: spec.LogMaxSize, LogMaxFiles: spec.LogMaxFiles,
+	}
+	if im != nil {
+		c.Image, c.ImageID, c.ImageDigest, c.ExposedPorts = spec.Image, im.img.ID, im.img.Digest, im.img.Config.ExposedPorts
+		c.ReadWrite = spec.ReadWrite
+		launch.Image, launch.ReadWrite = im.img.ID, spec.ReadWrite
 	}
 	// Checkpoint before launching: after a crash mid-launch the recovery
 	// either adopts the container or drops the record, never leaks.
@@ -688,11 +751,7 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	a.done[id] = make(chan struct{})
 	a.mu.Unlock()
 
-	in, err := a.rt.Launch(ctx, LaunchSpec{
-		ID: id, Name: name, Command: spec.Command, Env: spec.Env, Cwd: spec.Cwd,
-		Rootfs: spec.Rootfs, User: user.String(), UserNS: userns, Limits: limits, Labels: spec.Labels,
-		LogMaxSize: spec.LogMaxSize, LogMaxFiles: spec.LogMaxFiles,
-	})
+	in, err := a.rt.Launch(ctx, launch)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err != nil {
@@ -1195,7 +1254,16 @@ func CheckUser(user string, allowRoot bool, userns *subid.Range) error {
 // must fall inside the range, and root is allowed (it is the range's
 // first host uid). Errors wrap ErrInvalidArgument or ErrRootNotAllowed.
 func resolveUser(user string, allowRoot bool, userns *subid.Range) (hostuser.ID, error) {
-	id, err := hostuser.Lookup("/", user)
+	return resolveUserIn(hostUser, user, allowRoot, userns)
+}
+
+// hostUser resolves a user in the host's user database.
+func hostUser(user string) (hostuser.ID, error) { return hostuser.Lookup("/", user) }
+
+// resolveUserIn is resolveUser in the user database lookup reads (an
+// image's, for a container of the image).
+func resolveUserIn(lookup func(string) (hostuser.ID, error), user string, allowRoot bool, userns *subid.Range) (hostuser.ID, error) {
+	id, err := lookup(user)
 	if err != nil {
 		return hostuser.ID{}, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}

@@ -50,6 +50,11 @@ type LaunchSpec struct {
 	// (resolved by the agent: never 0).
 	LogMaxSize  int64
 	LogMaxFiles int
+	// Image is the ID of an image in the agent's store to run on (Rootfs
+	// is then empty), held until Launch returns; ReadWrite makes its root
+	// writable. Command, Env, Cwd and User have its defaults already.
+	Image     string
+	ReadWrite bool
 }
 
 // RuntimeInfo describes a container as the Runtime sees it.
@@ -85,4 +90,8 @@ const (
 	// ReasonPreempted: a QoS correction or a safety guard killed the
 	// revocable container (qos.ReasonPreempted is the same string).
 	ReasonPreempted = exitstatus.ReasonPreempted
+	// ReasonDiskLimit: the container wrote more to its read-write image
+	// root than its disk limit, measured where the file system has no
+	// project quotas; the agent killed it.
+	ReasonDiskLimit = exitstatus.ReasonDiskLimit
 )

@@ -133,6 +133,9 @@ func toStatus(err error) error {
 		return nil
 	}
 	code := codes.Internal
+	if c, ok := imageCode(err); ok {
+		return status.Error(c, err.Error())
+	}
 	switch {
 	case errors.Is(err, ErrNotFound):
 		code = codes.NotFound
@@ -161,9 +164,10 @@ func (s *server) Run(ctx context.Context, r *agentpb.RunRequest) (*agentpb.Conta
 	}
 	c, err := s.a.Launch(ctx, Spec{
 		Name: r.Name, Command: r.Command, Env: r.Env, Cwd: r.Cwd, Rootfs: r.Rootfs, User: r.User, UserNS: r.Userns,
-		Resources: Resources{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib, NetMbit: r.NetBwMbit},
+		Resources: Resources{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib, NetMbit: r.NetBwMbit, DiskMiB: r.DiskMib},
 		Pids:      r.Pids, CPUQuota: r.CpuQuota, Revocable: r.Revocable, Labels: r.Labels,
 		Network: r.Network, Ports: ports, LogMaxSize: r.LogMaxSizeBytes, LogMaxFiles: int(r.LogMaxFiles),
+		Image: r.Image, Pull: PullPolicy(r.Pull), ReadWrite: r.ReadWrite,
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -304,6 +308,9 @@ func (s *server) AgentInfo(context.Context, *agentpb.AgentInfoRequest) (*agentpb
 		StateDirFull:      in.Checkpoint.Full, CheckpointUnsaved: int32(in.Checkpoint.Unsaved), CheckpointError: in.Checkpoint.Err,
 		LogMaxSizeBytes: in.LogMaxSize, LogMaxFiles: int32(in.LogMaxFiles),
 	}
+	if s.a.opts.Images != nil {
+		out.ImageCacheBytes, out.ImageCacheMaxBytes = s.a.opts.Images.Usage(), s.a.opts.ImageCacheMax
+	}
 	for _, q := range in.Quarantined {
 		out.Quarantined = append(out.Quarantined, &agentpb.QuarantinedRecord{Id: q.ID, File: q.File, Error: q.Err, Container: q.Container})
 	}
@@ -389,6 +396,8 @@ func ToProto(c *Container) *agentpb.Container {
 		CreatedAtUnixNano: unixNano(c.CreatedAt), StartedAtUnixNano: unixNano(c.StartedAt),
 		SandboxDir: c.SandboxDir, Labels: c.Labels, Quarantine: c.Quarantine, Address: c.Address,
 		LogMaxSizeBytes: c.LogMaxSize, LogMaxFiles: int32(c.LogMaxFiles),
+		Image: c.Image, ImageId: c.ImageID, ImageDigest: c.ImageDigest, ExposedPorts: c.ExposedPorts,
+		ReadWrite: c.ReadWrite, DiskMib: c.DiskMiB,
 	}
 	if c.Limits.Network {
 		p.NetMbit = c.Limits.NetBandwidthMbit

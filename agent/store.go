@@ -52,6 +52,17 @@ type Container struct {
 	LogDir      string `json:"logDir,omitempty"`
 	LogMaxSize  int64  `json:"logMaxSize,omitempty"`
 	LogMaxFiles int    `json:"logMaxFiles,omitempty"`
+	// Image is the reference the container was launched from (as
+	// asked), ImageID and ImageDigest what it resolved to (the config's
+	// and the manifest's digests); ExposedPorts the image's hint.
+	Image        string   `json:"image,omitempty"`
+	ImageID      string   `json:"imageId,omitempty"`
+	ImageDigest  string   `json:"imageDigest,omitempty"`
+	ExposedPorts []string `json:"exposedPorts,omitempty"`
+	// ReadWrite: the image root is writable, up to Limits.DiskBytes.
+	ReadWrite bool `json:"readWrite,omitempty"`
+	// DiskMiB is the disk the container is accounted for (asked).
+	DiskMiB int64 `json:"diskMiB,omitempty"`
 }
 
 // Quarantined is a checkpoint record the agent could not read at recovery.
@@ -67,7 +78,7 @@ type Quarantined struct {
 
 // Resources returns what the container is accounted for.
 func (c *Container) Resources() Resources {
-	r := Resources{MilliCPUs: c.Limits.MilliCPUs, MemMiB: c.Limits.MemoryBytes >> 20}
+	r := Resources{MilliCPUs: c.Limits.MilliCPUs, MemMiB: c.Limits.MemoryBytes >> 20, DiskMiB: c.DiskMiB}
 	if !c.Revocable {
 		r.NetMbit = c.Limits.NetBandwidthMbit // revocable bandwidth is borrowed, not accounted
 	}
@@ -78,6 +89,7 @@ func (c *Container) clone() *Container {
 	n := *c
 	n.Command = append([]string(nil), c.Command...)
 	n.Env = append([]string(nil), c.Env...)
+	n.ExposedPorts = append([]string(nil), c.ExposedPorts...)
 	if c.Labels != nil {
 		n.Labels = make(map[string]string, len(c.Labels))
 		for k, v := range c.Labels {

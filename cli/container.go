@@ -71,12 +71,34 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 		publish         []string
 		logSize         string
 		logFiles        int
+		img, pull       string
+		readWrite       bool
+		disk            int64
 	)
 	cmd := &cobra.Command{
-		Use:   "run [flags] -- CMD [ARG…]",
+		Use:   "run [flags] [--image REF] -- CMD [ARG…]",
 		Short: "Run a container; prints its ID (--wait: exits with its exit code)",
-		Args:  UsageArgs(cobra.MinimumNArgs(1)),
+		Long: `Run a container; prints its ID (--wait: exits with its exit code).
+Without --image it runs on the host root, read-only (or --rootfs). With
+--image it runs on the image (pulled into the agent's cache as --pull
+says): the image's entrypoint and cmd are the command (CMD replaces the
+cmd, after the entrypoint), its env and working dir the defaults, its
+user the default user (resolved in the image's /etc/passwd; root needs
+the agent's --allow-root-tasks, or --userns). The root is read-only
+unless --read-write, whose writes are limited by --disk (or the agent's
+--image-upper-limit). The agent's own --timeout bound covers an implicit
+pull: raise --timeout for a large image, or brim image pull it first.`,
+		Args: UsageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if img == "" && len(args) == 0 {
+				return ExitError{Code: 2, Msg: "container run: give a command (-- CMD [ARG…]) or an --image (see --help)"}
+			}
+			if img == "" && (readWrite || cmd.Flags().Changed("pull")) {
+				return ExitError{Code: 2, Msg: "container run: --read-write and --pull need --image"}
+			}
+			if disk < 0 {
+				return ExitError{Code: 2, Msg: fmt.Sprintf("container run: --disk %d: must not be negative", disk)}
+			}
 			milli, err := milliCPUs(cpus)
 			if err != nil {
 				return ExitError{Code: 2, Msg: err.Error()}
@@ -107,6 +129,7 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 				MilliCpus: milli, MemMib: mem, Pids: pids, Revocable: revocable, CpuQuota: quota, Labels: lab,
 				Network: network, NetBwMbit: netBw, Ports: ports,
 				LogMaxSizeBytes: logMax, LogMaxFiles: int32(logFiles),
+				Image: img, Pull: pull, ReadWrite: readWrite, DiskMib: disk,
 			})
 			if err != nil {
 				return cl.rpcError(err)
@@ -133,7 +156,7 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 	f.Int64Var(&netBw, "net-bw", 0, "with --network: bandwidth limit in Mbit/s, both directions (net_bw; 0: no limit)")
 	f.StringArrayVarP(&publish, "publish", "p", nil, "with --network: forward a host port to the container, [HOSTIP:]HOSTPORT:CONTAINERPORT[/tcp|/udp] (repeatable)")
 	f.StringVar(&rootfs, "rootfs", "", "root filesystem directory (default: the host root, read-only)")
-	f.StringVar(&user, "user", "", "run as NAME, UID, NAME:GROUP or UID:GID of the host (default: the agent's --default-user; root needs the agent's --allow-root-tasks, or --userns)")
+	f.StringVar(&user, "user", "", "run as NAME, UID, NAME:GROUP or UID:GID of the host, or of the image with --image (default: the image's user, else the agent's --default-user; root needs the agent's --allow-root-tasks, or --userns)")
 	f.BoolVar(&userns, "userns", false, "run in a user namespace mapped onto the agent's --userns-range: the task's IDs, root included, are unprivileged host IDs")
 	f.StringVar(&name, "name", "", "unique container name (default: its ID)")
 	f.StringVar(&cwd, "cwd", "", "working directory inside the container")
@@ -142,6 +165,10 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 	f.BoolVar(&wait, "wait", false, "wait for the container and exit with its exit code")
 	f.StringVar(&logSize, "log-max-size", "", "rotate the container's log at this size (e.g. 10MiB, 512k; at least 64KiB; default: the agent's --log-max-size)")
 	f.IntVar(&logFiles, "log-max-files", 0, "keep this many log files, the oldest removed (1 to 1000; 0: the agent's --log-max-files)")
+	f.StringVar(&img, "image", "", "run on this image (a reference such as registry.example.com/app:1, or an image ID) instead of the host root")
+	f.StringVar(&pull, "pull", "missing", "with --image: pull it when missing from the agent's cache, always, or never")
+	f.BoolVar(&readWrite, "read-write", false, "with --image: a writable root (its writes are the container's, removed with it)")
+	f.Int64Var(&disk, "disk", 0, "disk in MiB, accounted against the agent's disk; limits what a --read-write root writes")
 	return cmd
 }
 

@@ -21,7 +21,7 @@ func (e ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code)
 // Commands are the client commands, ready to be added to brim's root.
 func Commands() []*cobra.Command {
 	return []*cobra.Command{
-		newContainerCommand(), newStateCommand(), newReserveCommand(false), newReserveCommand(true),
+		newContainerCommand(), newImageCommand(), newStateCommand(), newReserveCommand(false), newReserveCommand(true),
 		newQuotaCommand(), newWeightsCommand(), newDemandCommand(), newRunCommand(), newExperimentCommand(),
 	}
 }

@@ -77,6 +77,10 @@ func (noMetrics) CacheBytes(int64) {}
 
 const defaultMaxLayers = 128
 
+// Validate checks the options as Open does, without touching Root: an
+// agent checks its flags with it before it creates anything.
+func (o Options) Validate() error { return o.validate() }
+
 func (o *Options) validate() error {
 	if o.Root == "" {
 		return fmt.Errorf("image store: no root directory")

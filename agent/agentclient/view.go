@@ -50,6 +50,14 @@ type View struct {
 	// the agent's disk (absent for a container of an older agent).
 	LogMaxSizeBytes int64 `json:"logMaxSizeBytes,omitempty"`
 	LogMaxFiles     int32 `json:"logMaxFiles,omitempty"`
+	// Image is the reference the container runs from, ImageID and
+	// ImageDigest what it resolved to; ExposedPorts the image's hint.
+	Image        string   `json:"image,omitempty"`
+	ImageID      string   `json:"imageId,omitempty"`
+	ImageDigest  string   `json:"imageDigest,omitempty"`
+	ExposedPorts []string `json:"exposedPorts,omitempty"`
+	ReadWrite    bool     `json:"readWrite,omitempty"`
+	DiskMiB      int64    `json:"diskMiB,omitempty"`
 }
 
 // ExitView is how a container ended, in View.
@@ -79,6 +87,8 @@ func ViewOf(c *agentpb.Container) View {
 		Quarantine: c.Quarantine,
 		NetMbit:    c.NetMbit, Address: c.Address, Ports: portViews(c.Ports),
 		LogMaxSizeBytes: c.LogMaxSizeBytes, LogMaxFiles: c.LogMaxFiles,
+		Image: c.Image, ImageID: c.ImageId, ImageDigest: c.ImageDigest, ExposedPorts: c.ExposedPorts,
+		ReadWrite: c.ReadWrite, DiskMiB: c.DiskMib,
 	}
 	if c.StartedAtUnixNano != 0 {
 		t := TimeOf(c.StartedAtUnixNano)
@@ -147,4 +157,43 @@ func ComputeStats(a, b *agentpb.Statistics) Stats {
 		s.CPUPercent = math.Round(float64(b.CpuUsageNanos-a.CpuUsageNanos)/float64(dt)*1000) / 10
 	}
 	return s
+}
+
+// ImageView is the stable JSON form of a cached image (brim image ls
+// --json).
+type ImageView struct {
+	ID           string    `json:"id"`
+	Digest       string    `json:"digest,omitempty"`
+	Refs         []string  `json:"refs"`
+	Platform     string    `json:"platform,omitempty"`
+	Layers       int32     `json:"layers"`
+	SizeBytes    int64     `json:"sizeBytes"`
+	Pulled       time.Time `json:"pulled"`
+	LastUsed     time.Time `json:"lastUsed"`
+	Containers   []string  `json:"containers"`
+	Entrypoint   []string  `json:"entrypoint,omitempty"`
+	Cmd          []string  `json:"cmd,omitempty"`
+	Env          []string  `json:"env,omitempty"`
+	WorkingDir   string    `json:"workingDir,omitempty"`
+	User         string    `json:"user,omitempty"`
+	ExposedPorts []string  `json:"exposedPorts,omitempty"`
+}
+
+// ImageViews converts brim image ls's answer into its views (a list,
+// never null).
+func ImageViews(r *agentpb.ListImagesResponse) []ImageView {
+	out := make([]ImageView, 0, len(r.Images))
+	for _, i := range r.Images {
+		v := ImageView{ID: i.Id, Digest: i.Digest, Refs: i.Refs, Platform: i.Platform, Layers: i.Layers, SizeBytes: i.Size,
+			Pulled: TimeOf(i.PulledUnixNano), LastUsed: TimeOf(i.LastUsedUnixNano), Containers: i.Containers,
+			Entrypoint: i.Entrypoint, Cmd: i.Cmd, Env: i.Env, WorkingDir: i.WorkingDir, User: i.User, ExposedPorts: i.ExposedPorts}
+		if v.Refs == nil {
+			v.Refs = []string{}
+		}
+		if v.Containers == nil {
+			v.Containers = []string{}
+		}
+		out = append(out, v)
+	}
+	return out
 }

@@ -29,7 +29,8 @@ import (
 // process under the cgroup parent, wait) and removes their groups and the
 // parent in every hierarchy, then the shims left, whatever is mounted
 // below the state dir, the containers' directories and libcontainer
-// state, then the network (the nftables
+// state, the image containers' snapshots (their upper dirs; the image
+// cache stays for the next agent), then the network (the nftables
 // table, veths, netns mounts, address records, IFBs with their classes,
 // the bridge, and the host's IPv4 forwarding as it was) when cfg has
 // --network or the state dir has network state, then the checkpoint and
@@ -101,6 +102,12 @@ func Cleanup(ctx context.Context, cfg Config, report func(string)) (int, error) 
 	errs = append(errs, err)
 
 	lines, err := containerizer.Teardown(ctx, cfg.StateDir)
+	say(lines...)
+	errs = append(errs, err)
+
+	// The shims are gone, and with them the overlays of the containers'
+	// roots: their upper dirs may go.
+	lines, err = releaseSnapshots(filepath.Join(cfg.StateDir, "images"))
 	say(lines...)
 	errs = append(errs, err)
 

@@ -69,6 +69,7 @@ type Config struct {
 	Security   SecurityConfig
 	Safety     SafetyConfig // memory and IO safety of oversubscription (safety.go)
 	Logs       LogConfig
+	Image      ImageConfig // the image store (images.go)
 	Link       LinkConfig
 	// Version is reported by the local API.
 	Version string
@@ -182,6 +183,7 @@ func DefaultConfig() Config {
 			MaxFiles: containerlog.DefaultMaxFiles,
 			Rate:     bytesize.Format(containerlog.DefaultRate),
 		},
+		Image: DefaultImageConfig(),
 	}
 }
 
@@ -245,6 +247,9 @@ func (c Config) resolve() (resolved, error) {
 	if r.total, err = parseResources(c.Resources); err != nil {
 		return r, err
 	}
+	if r.total, err = c.Image.offeredDisk(r.total); err != nil {
+		return r, err
+	}
 	if r.retention, err = agent.ParseRetention(c.Retention); err != nil {
 		return r, bad("--sandbox-retention", "%q: %w", c.Retention, err)
 	}
@@ -273,6 +278,9 @@ func (c Config) resolve() (resolved, error) {
 		return r, err
 	}
 	if err := c.Link.validate(); err != nil {
+		return r, err
+	}
+	if _, err := c.Image.options(); err != nil {
 		return r, err
 	}
 	return r, nil
@@ -320,7 +328,8 @@ func parseResources(text string) (agent.Resources, error) {
 		return agent.Resources{}, bad("--resources", "%q: ports: the agent offers no ports to the master; the host ports of port mappings are --network-port-range (default %s)", text, isolator.DefaultPortRange)
 	}
 	r = r.NonRevocable()
-	out := agent.Resources{MilliCPUs: int64(r.CPUs()), MemMiB: int64(r.Mem()) / 1000, NetMbit: int64(r.NetBandwidth()) / 1000}
+	out := agent.Resources{MilliCPUs: int64(r.CPUs()), MemMiB: int64(r.Mem()) / 1000, NetMbit: int64(r.NetBandwidth()) / 1000,
+		DiskMiB: int64(r.Disk()) / 1000}
 	if out.MilliCPUs <= 0 || out.MemMiB <= 0 {
 		return agent.Resources{}, bad("--resources", "%q: need positive cpus and mem", text)
 	}

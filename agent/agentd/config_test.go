@@ -32,7 +32,7 @@ func TestAgentFlags(t *testing.T) {
 		}
 	}
 	r, err := parseResources("cpus:1.5;mem:2048;disk:100")
-	if err != nil || r != (agent.Resources{MilliCPUs: 1500, MemMiB: 2048}) {
+	if err != nil || r != (agent.Resources{MilliCPUs: 1500, MemMiB: 2048, DiskMiB: 100}) {
 		t.Fatalf("agentResources = %+v, %v", r, err)
 	}
 	if r, err := parseResources(""); err != nil || r.MilliCPUs <= 0 || r.MemMiB <= 0 {

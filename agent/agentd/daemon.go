@@ -150,6 +150,12 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		warnEphemeralOverlap(log, d.res.network.PortRange)
 		isos = append(isos, netIso)
 	}
+	imgMetrics := newImageMetrics()
+	images, err := d.openImages(imgMetrics)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = images.Close() }() // its lock; the cache stays
 	cz, err := containerizer.New(containerizer.Config{
 		StateDir:  cfg.StateDir,
 		Isolators: isos,
@@ -159,6 +165,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		// The agent resolves every container's size and count; the rate
 		// is the containerizer's (0 there is its default: "none" is -1).
 		LogMaxSize: d.res.logs.MaxSize, LogMaxFiles: d.res.logs.MaxFiles, LogRate: containerizerLogRate(d.res.logs.Rate),
+		Images: images,
 	})
 	if err != nil {
 		return fmt.Errorf("containerizer: %w", err)
@@ -187,9 +194,19 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		UserNSRange:       userns,
 		SocketIdleTimeout: cfg.SocketIdleTimeout,
 		SocketMaxConns:    cfg.SocketMaxConns,
+		Images:            images,
+		ImageCacheMax:     cfg.Image.CacheMaxMiB << 20,
+		UpperLimitMiB:     cfg.Image.UpperLimitMiB,
+		PullTimeout:       cfg.Image.PullTimeout,
 	})
 	if err != nil {
 		return err
+	}
+	if reg := a.Metrics(); reg != nil {
+		if err := reg.Register(imgMetrics); err != nil {
+			_ = a.Close() // failing with err; Close only releases the state dir
+			return fmt.Errorf("register image metrics: %w", err)
+		}
 	}
 	d.plugins.mu.Lock()
 	d.plugins.agent = a
@@ -200,13 +217,19 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	oom := d.plugins.oomWatcher(a, log)
-	return d.serve(ctx, a, l, metrics, oom, hup)
+	return d.serve(ctx, a, l, metrics, oom, hup, func(gctx context.Context, g *errgroup.Group) {
+		g.Go(func() error { return collectImages(gctx, images, cfg.Image.GCInterval, log) })
+		g.Go(func() error { return watchDisks(gctx, a, cz, cfg.Image.DiskInterval, log) })
+	})
 }
 
 // serve runs the daemon's servers in one group: the first to fail ends
 // the group's context, which stops the others.
-func (d *Daemon) serve(ctx context.Context, a *agent.Agent, l net.Listener, metrics *metricsServer, oom *agent.OOMWatcher, hup <-chan os.Signal) error {
+func (d *Daemon) serve(ctx context.Context, a *agent.Agent, l net.Listener, metrics *metricsServer, oom *agent.OOMWatcher, hup <-chan os.Signal, loops ...func(context.Context, *errgroup.Group)) error {
 	g, gctx := errgroup.WithContext(ctx)
+	for _, start := range loops { // the image cache's collection, the disk watcher
+		start(gctx, g)
+	}
 	// Serve recovers the containers, then answers on l until gctx ends;
 	// it closes l and a.
 	g.Go(func() error { return a.Serve(gctx, l) })

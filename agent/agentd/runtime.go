@@ -49,6 +49,7 @@ func (r runtimeAdapter) Launch(ctx context.Context, s agent.LaunchSpec) (*agent.
 		ID: s.ID, Name: s.Name, Command: s.Command, Env: s.Env, Cwd: s.Cwd,
 		Rootfs: s.Rootfs, Limits: s.Limits, Labels: s.Labels, User: s.User, UserNS: s.UserNS,
 		LogMaxSize: s.LogMaxSize, LogMaxFiles: s.LogMaxFiles,
+		Image: s.Image, ReadWrite: s.ReadWrite,
 	})
 	if err != nil {
 		return nil, mapErr(err)

@@ -111,7 +111,21 @@ type RunRequest struct {
 	// a host port mapped to another container is refused with
 	// ALREADY_EXISTS, a malformed mapping with INVALID_ARGUMENT.
 	// (Field 30: well above the others, room for fields added meanwhile.)
-	Ports         []*PortMapping `protobuf:"bytes,30,rep,name=ports,proto3" json:"ports,omitempty"`
+	Ports []*PortMapping `protobuf:"bytes,30,rep,name=ports,proto3" json:"ports,omitempty"`
+	// image runs the container on an image from the agent's cache (a
+	// reference such as registry.example.com/app:1, or an image ID
+	// sha256:…) instead of the host root: its entrypoint and cmd (command
+	// then gives the cmd's arguments), env (env overrides it), working
+	// directory and user (user overrides it; resolved in the image's
+	// /etc/passwd) are the defaults. pull: "missing" (default: pull only
+	// what the cache lacks), "always" or "never". The root is read-only
+	// unless read_write; disk_mib is accounted against the agent's disk
+	// and limits what a read-write root writes (without it, the agent's
+	// --image-upper-limit does). (Fields 40+: room for others meanwhile.)
+	Image         string `protobuf:"bytes,40,opt,name=image,proto3" json:"image,omitempty"`
+	Pull          string `protobuf:"bytes,41,opt,name=pull,proto3" json:"pull,omitempty"`
+	ReadWrite     bool   `protobuf:"varint,42,opt,name=read_write,json=readWrite,proto3" json:"read_write,omitempty"`
+	DiskMib       int64  `protobuf:"varint,43,opt,name=disk_mib,json=diskMib,proto3" json:"disk_mib,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -270,6 +284,34 @@ func (x *RunRequest) GetPorts() []*PortMapping {
 		return x.Ports
 	}
 	return nil
+}
+
+func (x *RunRequest) GetImage() string {
+	if x != nil {
+		return x.Image
+	}
+	return ""
+}
+
+func (x *RunRequest) GetPull() string {
+	if x != nil {
+		return x.Pull
+	}
+	return ""
+}
+
+func (x *RunRequest) GetReadWrite() bool {
+	if x != nil {
+		return x.ReadWrite
+	}
+	return false
+}
+
+func (x *RunRequest) GetDiskMib() int64 {
+	if x != nil {
+		return x.DiskMib
+	}
+	return 0
 }
 
 // PortMapping forwards host_port on the host's addresses (or on host_ip
@@ -472,7 +514,18 @@ type Container struct {
 	LogMaxFiles     int32 `protobuf:"varint,23,opt,name=log_max_files,json=logMaxFiles,proto3" json:"log_max_files,omitempty"`
 	// ports are the container's port mappings, as asked (kept after its
 	// exit, when they have been given back).
-	Ports         []*PortMapping `protobuf:"bytes,30,rep,name=ports,proto3" json:"ports,omitempty"`
+	Ports []*PortMapping `protobuf:"bytes,30,rep,name=ports,proto3" json:"ports,omitempty"`
+	// image is the reference the container runs from (as asked), image_id
+	// and image_digest what it resolved to (the config's and the
+	// manifest's digests); exposed_ports the image's hint ("80/tcp"),
+	// nothing is published by it. read_write: the root is writable;
+	// disk_mib the disk it is accounted for.
+	Image         string   `protobuf:"bytes,40,opt,name=image,proto3" json:"image,omitempty"`
+	ImageId       string   `protobuf:"bytes,41,opt,name=image_id,json=imageId,proto3" json:"image_id,omitempty"`
+	ImageDigest   string   `protobuf:"bytes,42,opt,name=image_digest,json=imageDigest,proto3" json:"image_digest,omitempty"`
+	ExposedPorts  []string `protobuf:"bytes,43,rep,name=exposed_ports,json=exposedPorts,proto3" json:"exposed_ports,omitempty"`
+	ReadWrite     bool     `protobuf:"varint,44,opt,name=read_write,json=readWrite,proto3" json:"read_write,omitempty"`
+	DiskMib       int64    `protobuf:"varint,45,opt,name=disk_mib,json=diskMib,proto3" json:"disk_mib,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -673,6 +726,48 @@ func (x *Container) GetPorts() []*PortMapping {
 		return x.Ports
 	}
 	return nil
+}
+
+func (x *Container) GetImage() string {
+	if x != nil {
+		return x.Image
+	}
+	return ""
+}
+
+func (x *Container) GetImageId() string {
+	if x != nil {
+		return x.ImageId
+	}
+	return ""
+}
+
+func (x *Container) GetImageDigest() string {
+	if x != nil {
+		return x.ImageDigest
+	}
+	return ""
+}
+
+func (x *Container) GetExposedPorts() []string {
+	if x != nil {
+		return x.ExposedPorts
+	}
+	return nil
+}
+
+func (x *Container) GetReadWrite() bool {
+	if x != nil {
+		return x.ReadWrite
+	}
+	return false
+}
+
+func (x *Container) GetDiskMib() int64 {
+	if x != nil {
+		return x.DiskMib
+	}
+	return 0
 }
 
 // ListRequest asks for one page of the containers, in creation order. A
@@ -1653,8 +1748,13 @@ type AgentInfoResponse struct {
 	// per container (--log-max-size, --log-max-files).
 	LogMaxSizeBytes int64 `protobuf:"varint,22,opt,name=log_max_size_bytes,json=logMaxSizeBytes,proto3" json:"log_max_size_bytes,omitempty"`
 	LogMaxFiles     int32 `protobuf:"varint,23,opt,name=log_max_files,json=logMaxFiles,proto3" json:"log_max_files,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// image_cache_bytes is what the image cache holds (unpacked layers);
+	// image_cache_max_bytes its cap (--image-cache-max, 0: none), kept out
+	// of resources_total's disk. (Fields 40+: room for others meanwhile.)
+	ImageCacheBytes    int64 `protobuf:"varint,40,opt,name=image_cache_bytes,json=imageCacheBytes,proto3" json:"image_cache_bytes,omitempty"`
+	ImageCacheMaxBytes int64 `protobuf:"varint,41,opt,name=image_cache_max_bytes,json=imageCacheMaxBytes,proto3" json:"image_cache_max_bytes,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *AgentInfoResponse) Reset() {
@@ -1844,6 +1944,20 @@ func (x *AgentInfoResponse) GetLogMaxSizeBytes() int64 {
 func (x *AgentInfoResponse) GetLogMaxFiles() int32 {
 	if x != nil {
 		return x.LogMaxFiles
+	}
+	return 0
+}
+
+func (x *AgentInfoResponse) GetImageCacheBytes() int64 {
+	if x != nil {
+		return x.ImageCacheBytes
+	}
+	return 0
+}
+
+func (x *AgentInfoResponse) GetImageCacheMaxBytes() int64 {
+	if x != nil {
+		return x.ImageCacheMaxBytes
 	}
 	return 0
 }
@@ -2504,11 +2618,563 @@ func (*ReportLatencyResponse) Descriptor() ([]byte, []int) {
 	return file_agent_proto_rawDescGZIP(), []int{26}
 }
 
+type PullImageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// source: a registry reference, or oci:DIR[:NAME],
+	// oci-archive:FILE[:NAME], docker-archive:FILE[:REF] (paths on the
+	// agent's host) to load an image without a registry.
+	Source string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	// name names an image loaded from a layout or archive (a reference).
+	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PullImageRequest) Reset() {
+	*x = PullImageRequest{}
+	mi := &file_agent_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PullImageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PullImageRequest) ProtoMessage() {}
+
+func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PullImageRequest.ProtoReflect.Descriptor instead.
+func (*PullImageRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *PullImageRequest) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *PullImageRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// PullImageProgress is one layer's news, or (image set) the pulled image.
+type PullImageProgress struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Layer  int32                  `protobuf:"varint,1,opt,name=layer,proto3" json:"layer,omitempty"`
+	Layers int32                  `protobuf:"varint,2,opt,name=layers,proto3" json:"layers,omitempty"`
+	Digest string                 `protobuf:"bytes,3,opt,name=digest,proto3" json:"digest,omitempty"`
+	// size is the layer blob's size (-1: unknown); fetched what this pull
+	// fetched of it (0 when cached).
+	Size          int64  `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	Fetched       int64  `protobuf:"varint,5,opt,name=fetched,proto3" json:"fetched,omitempty"`
+	Cached        bool   `protobuf:"varint,6,opt,name=cached,proto3" json:"cached,omitempty"`
+	Image         *Image `protobuf:"bytes,7,opt,name=image,proto3" json:"image,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PullImageProgress) Reset() {
+	*x = PullImageProgress{}
+	mi := &file_agent_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PullImageProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PullImageProgress) ProtoMessage() {}
+
+func (x *PullImageProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PullImageProgress.ProtoReflect.Descriptor instead.
+func (*PullImageProgress) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *PullImageProgress) GetLayer() int32 {
+	if x != nil {
+		return x.Layer
+	}
+	return 0
+}
+
+func (x *PullImageProgress) GetLayers() int32 {
+	if x != nil {
+		return x.Layers
+	}
+	return 0
+}
+
+func (x *PullImageProgress) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
+func (x *PullImageProgress) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *PullImageProgress) GetFetched() int64 {
+	if x != nil {
+		return x.Fetched
+	}
+	return 0
+}
+
+func (x *PullImageProgress) GetCached() bool {
+	if x != nil {
+		return x.Cached
+	}
+	return false
+}
+
+func (x *PullImageProgress) GetImage() *Image {
+	if x != nil {
+		return x.Image
+	}
+	return nil
+}
+
+type Image struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the config's digest; digest the manifest's (what repo@sha256
+	// pins; empty for a docker-archive).
+	Id       string   `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Digest   string   `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
+	Refs     []string `protobuf:"bytes,3,rep,name=refs,proto3" json:"refs,omitempty"`
+	Platform string   `protobuf:"bytes,4,opt,name=platform,proto3" json:"platform,omitempty"`
+	Layers   int32    `protobuf:"varint,5,opt,name=layers,proto3" json:"layers,omitempty"`
+	// size: bytes its layers take in the cache (shared layers counted in
+	// each image).
+	Size             int64 `protobuf:"varint,6,opt,name=size,proto3" json:"size,omitempty"`
+	PulledUnixNano   int64 `protobuf:"varint,7,opt,name=pulled_unix_nano,json=pulledUnixNano,proto3" json:"pulled_unix_nano,omitempty"`
+	LastUsedUnixNano int64 `protobuf:"varint,8,opt,name=last_used_unix_nano,json=lastUsedUnixNano,proto3" json:"last_used_unix_nano,omitempty"`
+	// containers using the image (their snapshots lease it).
+	Containers []string `protobuf:"bytes,9,rep,name=containers,proto3" json:"containers,omitempty"`
+	// The image's run defaults.
+	Entrypoint    []string `protobuf:"bytes,10,rep,name=entrypoint,proto3" json:"entrypoint,omitempty"`
+	Cmd           []string `protobuf:"bytes,11,rep,name=cmd,proto3" json:"cmd,omitempty"`
+	Env           []string `protobuf:"bytes,12,rep,name=env,proto3" json:"env,omitempty"`
+	WorkingDir    string   `protobuf:"bytes,13,opt,name=working_dir,json=workingDir,proto3" json:"working_dir,omitempty"`
+	User          string   `protobuf:"bytes,14,opt,name=user,proto3" json:"user,omitempty"`
+	ExposedPorts  []string `protobuf:"bytes,15,rep,name=exposed_ports,json=exposedPorts,proto3" json:"exposed_ports,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Image) Reset() {
+	*x = Image{}
+	mi := &file_agent_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Image) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Image) ProtoMessage() {}
+
+func (x *Image) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Image.ProtoReflect.Descriptor instead.
+func (*Image) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *Image) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Image) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
+func (x *Image) GetRefs() []string {
+	if x != nil {
+		return x.Refs
+	}
+	return nil
+}
+
+func (x *Image) GetPlatform() string {
+	if x != nil {
+		return x.Platform
+	}
+	return ""
+}
+
+func (x *Image) GetLayers() int32 {
+	if x != nil {
+		return x.Layers
+	}
+	return 0
+}
+
+func (x *Image) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *Image) GetPulledUnixNano() int64 {
+	if x != nil {
+		return x.PulledUnixNano
+	}
+	return 0
+}
+
+func (x *Image) GetLastUsedUnixNano() int64 {
+	if x != nil {
+		return x.LastUsedUnixNano
+	}
+	return 0
+}
+
+func (x *Image) GetContainers() []string {
+	if x != nil {
+		return x.Containers
+	}
+	return nil
+}
+
+func (x *Image) GetEntrypoint() []string {
+	if x != nil {
+		return x.Entrypoint
+	}
+	return nil
+}
+
+func (x *Image) GetCmd() []string {
+	if x != nil {
+		return x.Cmd
+	}
+	return nil
+}
+
+func (x *Image) GetEnv() []string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *Image) GetWorkingDir() string {
+	if x != nil {
+		return x.WorkingDir
+	}
+	return ""
+}
+
+func (x *Image) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *Image) GetExposedPorts() []string {
+	if x != nil {
+		return x.ExposedPorts
+	}
+	return nil
+}
+
+type ListImagesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListImagesRequest) Reset() {
+	*x = ListImagesRequest{}
+	mi := &file_agent_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListImagesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListImagesRequest) ProtoMessage() {}
+
+func (x *ListImagesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListImagesRequest.ProtoReflect.Descriptor instead.
+func (*ListImagesRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{30}
+}
+
+type ListImagesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Images        []*Image               `protobuf:"bytes,1,rep,name=images,proto3" json:"images,omitempty"`
+	CacheBytes    int64                  `protobuf:"varint,2,opt,name=cache_bytes,json=cacheBytes,proto3" json:"cache_bytes,omitempty"`
+	CacheMaxBytes int64                  `protobuf:"varint,3,opt,name=cache_max_bytes,json=cacheMaxBytes,proto3" json:"cache_max_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListImagesResponse) Reset() {
+	*x = ListImagesResponse{}
+	mi := &file_agent_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListImagesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListImagesResponse) ProtoMessage() {}
+
+func (x *ListImagesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListImagesResponse.ProtoReflect.Descriptor instead.
+func (*ListImagesResponse) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ListImagesResponse) GetImages() []*Image {
+	if x != nil {
+		return x.Images
+	}
+	return nil
+}
+
+func (x *ListImagesResponse) GetCacheBytes() int64 {
+	if x != nil {
+		return x.CacheBytes
+	}
+	return 0
+}
+
+func (x *ListImagesResponse) GetCacheMaxBytes() int64 {
+	if x != nil {
+		return x.CacheMaxBytes
+	}
+	return 0
+}
+
+type RemoveImageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ref: a reference, an image ID or a manifest digest.
+	Ref           string `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveImageRequest) Reset() {
+	*x = RemoveImageRequest{}
+	mi := &file_agent_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveImageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveImageRequest) ProtoMessage() {}
+
+func (x *RemoveImageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveImageRequest.ProtoReflect.Descriptor instead.
+func (*RemoveImageRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *RemoveImageRequest) GetRef() string {
+	if x != nil {
+		return x.Ref
+	}
+	return ""
+}
+
+type PruneImagesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PruneImagesRequest) Reset() {
+	*x = PruneImagesRequest{}
+	mi := &file_agent_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PruneImagesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PruneImagesRequest) ProtoMessage() {}
+
+func (x *PruneImagesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PruneImagesRequest.ProtoReflect.Descriptor instead.
+func (*PruneImagesRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{33}
+}
+
+type PruneImagesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// images: IDs of the images removed; layers and bytes: the unpacked
+	// layers removed and the cache bytes freed.
+	Images        []string `protobuf:"bytes,1,rep,name=images,proto3" json:"images,omitempty"`
+	Layers        int32    `protobuf:"varint,2,opt,name=layers,proto3" json:"layers,omitempty"`
+	Bytes         int64    `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PruneImagesResponse) Reset() {
+	*x = PruneImagesResponse{}
+	mi := &file_agent_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PruneImagesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PruneImagesResponse) ProtoMessage() {}
+
+func (x *PruneImagesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PruneImagesResponse.ProtoReflect.Descriptor instead.
+func (*PruneImagesResponse) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *PruneImagesResponse) GetImages() []string {
+	if x != nil {
+		return x.Images
+	}
+	return nil
+}
+
+func (x *PruneImagesResponse) GetLayers() int32 {
+	if x != nil {
+		return x.Layers
+	}
+	return 0
+}
+
+func (x *PruneImagesResponse) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
 var File_agent_proto protoreflect.FileDescriptor
 
 const file_agent_proto_rawDesc = "" +
 	"\n" +
-	"\vagent.proto\x12\rbrim.agent.v1\"\xe0\x04\n" +
+	"\vagent.proto\x12\rbrim.agent.v1\"\xc4\x05\n" +
 	"\n" +
 	"RunRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
@@ -2530,7 +3196,12 @@ const file_agent_proto_rawDesc = "" +
 	"\x06userns\x18\x0f \x01(\bR\x06userns\x12+\n" +
 	"\x12log_max_size_bytes\x18\x10 \x01(\x03R\x0flogMaxSizeBytes\x12\"\n" +
 	"\rlog_max_files\x18\x11 \x01(\x05R\vlogMaxFiles\x120\n" +
-	"\x05ports\x18\x1e \x03(\v2\x1a.brim.agent.v1.PortMappingR\x05ports\x1a9\n" +
+	"\x05ports\x18\x1e \x03(\v2\x1a.brim.agent.v1.PortMappingR\x05ports\x12\x14\n" +
+	"\x05image\x18( \x01(\tR\x05image\x12\x12\n" +
+	"\x04pull\x18) \x01(\tR\x04pull\x12\x1d\n" +
+	"\n" +
+	"read_write\x18* \x01(\bR\treadWrite\x12\x19\n" +
+	"\bdisk_mib\x18+ \x01(\x03R\adiskMib\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x86\x01\n" +
@@ -2547,7 +3218,7 @@ const file_agent_proto_rawDesc = "" +
 	"oom_killed\x18\x03 \x01(\bR\toomKilled\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x121\n" +
-	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xbf\x06\n" +
+	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xf2\a\n" +
 	"\tContainer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -2577,7 +3248,14 @@ const file_agent_proto_rawDesc = "" +
 	"\x06userns\x18\x15 \x01(\bR\x06userns\x12+\n" +
 	"\x12log_max_size_bytes\x18\x16 \x01(\x03R\x0flogMaxSizeBytes\x12\"\n" +
 	"\rlog_max_files\x18\x17 \x01(\x05R\vlogMaxFiles\x120\n" +
-	"\x05ports\x18\x1e \x03(\v2\x1a.brim.agent.v1.PortMappingR\x05ports\x1a9\n" +
+	"\x05ports\x18\x1e \x03(\v2\x1a.brim.agent.v1.PortMappingR\x05ports\x12\x14\n" +
+	"\x05image\x18( \x01(\tR\x05image\x12\x19\n" +
+	"\bimage_id\x18) \x01(\tR\aimageId\x12!\n" +
+	"\fimage_digest\x18* \x01(\tR\vimageDigest\x12#\n" +
+	"\rexposed_ports\x18+ \x03(\tR\fexposedPorts\x12\x1d\n" +
+	"\n" +
+	"read_write\x18, \x01(\bR\treadWrite\x12\x19\n" +
+	"\bdisk_mib\x18- \x01(\x03R\adiskMib\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"I\n" +
@@ -2669,7 +3347,7 @@ const file_agent_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\"\x11\n" +
 	"\x0fDestroyResponse\"\x12\n" +
-	"\x10AgentInfoRequest\"\xac\a\n" +
+	"\x10AgentInfoRequest\"\x8b\b\n" +
 	"\x11AgentInfoResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12'\n" +
@@ -2694,7 +3372,9 @@ const file_agent_proto_rawDesc = "" +
 	"\x12checkpoint_unsaved\x18\x14 \x01(\x05R\x11checkpointUnsaved\x12)\n" +
 	"\x10checkpoint_error\x18\x15 \x01(\tR\x0fcheckpointError\x12+\n" +
 	"\x12log_max_size_bytes\x18\x16 \x01(\x03R\x0flogMaxSizeBytes\x12\"\n" +
-	"\rlog_max_files\x18\x17 \x01(\x05R\vlogMaxFiles\"k\n" +
+	"\rlog_max_files\x18\x17 \x01(\x05R\vlogMaxFiles\x12*\n" +
+	"\x11image_cache_bytes\x18( \x01(\x03R\x0fimageCacheBytes\x121\n" +
+	"\x15image_cache_max_bytes\x18) \x01(\x03R\x12imageCacheMaxBytes\"k\n" +
 	"\x11QuarantinedRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04file\x18\x02 \x01(\tR\x04file\x12\x14\n" +
@@ -2747,7 +3427,53 @@ const file_agent_proto_rawDesc = "" +
 	"\tp99_nanos\x18\x03 \x01(\x03R\bp99Nanos\x12\x1d\n" +
 	"\n" +
 	"p999_nanos\x18\x04 \x01(\x03R\tp999Nanos\"\x17\n" +
-	"\x15ReportLatencyResponse2\xbe\x06\n" +
+	"\x15ReportLatencyResponse\">\n" +
+	"\x10PullImageRequest\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xcb\x01\n" +
+	"\x11PullImageProgress\x12\x14\n" +
+	"\x05layer\x18\x01 \x01(\x05R\x05layer\x12\x16\n" +
+	"\x06layers\x18\x02 \x01(\x05R\x06layers\x12\x16\n" +
+	"\x06digest\x18\x03 \x01(\tR\x06digest\x12\x12\n" +
+	"\x04size\x18\x04 \x01(\x03R\x04size\x12\x18\n" +
+	"\afetched\x18\x05 \x01(\x03R\afetched\x12\x16\n" +
+	"\x06cached\x18\x06 \x01(\bR\x06cached\x12*\n" +
+	"\x05image\x18\a \x01(\v2\x14.brim.agent.v1.ImageR\x05image\"\xa2\x03\n" +
+	"\x05Image\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06digest\x18\x02 \x01(\tR\x06digest\x12\x12\n" +
+	"\x04refs\x18\x03 \x03(\tR\x04refs\x12\x1a\n" +
+	"\bplatform\x18\x04 \x01(\tR\bplatform\x12\x16\n" +
+	"\x06layers\x18\x05 \x01(\x05R\x06layers\x12\x12\n" +
+	"\x04size\x18\x06 \x01(\x03R\x04size\x12(\n" +
+	"\x10pulled_unix_nano\x18\a \x01(\x03R\x0epulledUnixNano\x12-\n" +
+	"\x13last_used_unix_nano\x18\b \x01(\x03R\x10lastUsedUnixNano\x12\x1e\n" +
+	"\n" +
+	"containers\x18\t \x03(\tR\n" +
+	"containers\x12\x1e\n" +
+	"\n" +
+	"entrypoint\x18\n" +
+	" \x03(\tR\n" +
+	"entrypoint\x12\x10\n" +
+	"\x03cmd\x18\v \x03(\tR\x03cmd\x12\x10\n" +
+	"\x03env\x18\f \x03(\tR\x03env\x12\x1f\n" +
+	"\vworking_dir\x18\r \x01(\tR\n" +
+	"workingDir\x12\x12\n" +
+	"\x04user\x18\x0e \x01(\tR\x04user\x12#\n" +
+	"\rexposed_ports\x18\x0f \x03(\tR\fexposedPorts\"\x13\n" +
+	"\x11ListImagesRequest\"\x8b\x01\n" +
+	"\x12ListImagesResponse\x12,\n" +
+	"\x06images\x18\x01 \x03(\v2\x14.brim.agent.v1.ImageR\x06images\x12\x1f\n" +
+	"\vcache_bytes\x18\x02 \x01(\x03R\n" +
+	"cacheBytes\x12&\n" +
+	"\x0fcache_max_bytes\x18\x03 \x01(\x03R\rcacheMaxBytes\"&\n" +
+	"\x12RemoveImageRequest\x12\x10\n" +
+	"\x03ref\x18\x01 \x01(\tR\x03ref\"\x14\n" +
+	"\x12PruneImagesRequest\"[\n" +
+	"\x13PruneImagesResponse\x12\x16\n" +
+	"\x06images\x18\x01 \x03(\tR\x06images\x12\x16\n" +
+	"\x06layers\x18\x02 \x01(\x05R\x06layers\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes2\x8f\t\n" +
 	"\x05Agent\x12:\n" +
 	"\x03Run\x12\x19.brim.agent.v1.RunRequest\x1a\x18.brim.agent.v1.Container\x12?\n" +
 	"\x04List\x12\x1a.brim.agent.v1.ListRequest\x1a\x1b.brim.agent.v1.ListResponse\x12:\n" +
@@ -2760,7 +3486,12 @@ const file_agent_proto_rawDesc = "" +
 	"\aDestroy\x12\x1d.brim.agent.v1.DestroyRequest\x1a\x1e.brim.agent.v1.DestroyResponse\x12N\n" +
 	"\tAgentInfo\x12\x1f.brim.agent.v1.AgentInfoRequest\x1a .brim.agent.v1.AgentInfoResponse\x12H\n" +
 	"\aExplain\x12\x1d.brim.agent.v1.ExplainRequest\x1a\x1e.brim.agent.v1.ExplainResponse\x12Z\n" +
-	"\rReportLatency\x12#.brim.agent.v1.ReportLatencyRequest\x1a$.brim.agent.v1.ReportLatencyResponseB(Z&github.com/brimnode/brim/agent/agentpbb\x06proto3"
+	"\rReportLatency\x12#.brim.agent.v1.ReportLatencyRequest\x1a$.brim.agent.v1.ReportLatencyResponse\x12P\n" +
+	"\tPullImage\x12\x1f.brim.agent.v1.PullImageRequest\x1a .brim.agent.v1.PullImageProgress0\x01\x12Q\n" +
+	"\n" +
+	"ListImages\x12 .brim.agent.v1.ListImagesRequest\x1a!.brim.agent.v1.ListImagesResponse\x12T\n" +
+	"\vRemoveImage\x12!.brim.agent.v1.RemoveImageRequest\x1a\".brim.agent.v1.PruneImagesResponse\x12T\n" +
+	"\vPruneImages\x12!.brim.agent.v1.PruneImagesRequest\x1a\".brim.agent.v1.PruneImagesResponseB(Z&github.com/brimnode/brim/agent/agentpbb\x06proto3"
 
 var (
 	file_agent_proto_rawDescOnce sync.Once
@@ -2775,7 +3506,7 @@ func file_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_agent_proto_goTypes = []any{
 	(LogChunk_Stream)(0),          // 0: brim.agent.v1.LogChunk.Stream
 	(*RunRequest)(nil),            // 1: brim.agent.v1.RunRequest
@@ -2805,14 +3536,22 @@ var file_agent_proto_goTypes = []any{
 	(*ExplainResponse)(nil),       // 25: brim.agent.v1.ExplainResponse
 	(*ReportLatencyRequest)(nil),  // 26: brim.agent.v1.ReportLatencyRequest
 	(*ReportLatencyResponse)(nil), // 27: brim.agent.v1.ReportLatencyResponse
-	nil,                           // 28: brim.agent.v1.RunRequest.LabelsEntry
-	nil,                           // 29: brim.agent.v1.Container.LabelsEntry
+	(*PullImageRequest)(nil),      // 28: brim.agent.v1.PullImageRequest
+	(*PullImageProgress)(nil),     // 29: brim.agent.v1.PullImageProgress
+	(*Image)(nil),                 // 30: brim.agent.v1.Image
+	(*ListImagesRequest)(nil),     // 31: brim.agent.v1.ListImagesRequest
+	(*ListImagesResponse)(nil),    // 32: brim.agent.v1.ListImagesResponse
+	(*RemoveImageRequest)(nil),    // 33: brim.agent.v1.RemoveImageRequest
+	(*PruneImagesRequest)(nil),    // 34: brim.agent.v1.PruneImagesRequest
+	(*PruneImagesResponse)(nil),   // 35: brim.agent.v1.PruneImagesResponse
+	nil,                           // 36: brim.agent.v1.RunRequest.LabelsEntry
+	nil,                           // 37: brim.agent.v1.Container.LabelsEntry
 }
 var file_agent_proto_depIdxs = []int32{
-	28, // 0: brim.agent.v1.RunRequest.labels:type_name -> brim.agent.v1.RunRequest.LabelsEntry
+	36, // 0: brim.agent.v1.RunRequest.labels:type_name -> brim.agent.v1.RunRequest.LabelsEntry
 	2,  // 1: brim.agent.v1.RunRequest.ports:type_name -> brim.agent.v1.PortMapping
 	3,  // 2: brim.agent.v1.Container.exit:type_name -> brim.agent.v1.ExitStatus
-	29, // 3: brim.agent.v1.Container.labels:type_name -> brim.agent.v1.Container.LabelsEntry
+	37, // 3: brim.agent.v1.Container.labels:type_name -> brim.agent.v1.Container.LabelsEntry
 	2,  // 4: brim.agent.v1.Container.ports:type_name -> brim.agent.v1.PortMapping
 	4,  // 5: brim.agent.v1.ListResponse.containers:type_name -> brim.agent.v1.Container
 	0,  // 6: brim.agent.v1.LogChunk.stream:type_name -> brim.agent.v1.LogChunk.Stream
@@ -2823,35 +3562,45 @@ var file_agent_proto_depIdxs = []int32{
 	22, // 11: brim.agent.v1.ExplainResponse.forwarded:type_name -> brim.agent.v1.Estimate
 	24, // 12: brim.agent.v1.ExplainResponse.active:type_name -> brim.agent.v1.Correction
 	24, // 13: brim.agent.v1.ExplainResponse.recent:type_name -> brim.agent.v1.Correction
-	1,  // 14: brim.agent.v1.Agent.Run:input_type -> brim.agent.v1.RunRequest
-	5,  // 15: brim.agent.v1.Agent.List:input_type -> brim.agent.v1.ListRequest
-	7,  // 16: brim.agent.v1.Agent.Get:input_type -> brim.agent.v1.GetRequest
-	8,  // 17: brim.agent.v1.Agent.Stats:input_type -> brim.agent.v1.StatsRequest
-	10, // 18: brim.agent.v1.Agent.Update:input_type -> brim.agent.v1.UpdateRequest
-	11, // 19: brim.agent.v1.Agent.Kill:input_type -> brim.agent.v1.KillRequest
-	12, // 20: brim.agent.v1.Agent.Wait:input_type -> brim.agent.v1.WaitRequest
-	13, // 21: brim.agent.v1.Agent.Logs:input_type -> brim.agent.v1.LogsRequest
-	15, // 22: brim.agent.v1.Agent.Destroy:input_type -> brim.agent.v1.DestroyRequest
-	17, // 23: brim.agent.v1.Agent.AgentInfo:input_type -> brim.agent.v1.AgentInfoRequest
-	20, // 24: brim.agent.v1.Agent.Explain:input_type -> brim.agent.v1.ExplainRequest
-	26, // 25: brim.agent.v1.Agent.ReportLatency:input_type -> brim.agent.v1.ReportLatencyRequest
-	4,  // 26: brim.agent.v1.Agent.Run:output_type -> brim.agent.v1.Container
-	6,  // 27: brim.agent.v1.Agent.List:output_type -> brim.agent.v1.ListResponse
-	4,  // 28: brim.agent.v1.Agent.Get:output_type -> brim.agent.v1.Container
-	9,  // 29: brim.agent.v1.Agent.Stats:output_type -> brim.agent.v1.Statistics
-	4,  // 30: brim.agent.v1.Agent.Update:output_type -> brim.agent.v1.Container
-	4,  // 31: brim.agent.v1.Agent.Kill:output_type -> brim.agent.v1.Container
-	4,  // 32: brim.agent.v1.Agent.Wait:output_type -> brim.agent.v1.Container
-	14, // 33: brim.agent.v1.Agent.Logs:output_type -> brim.agent.v1.LogChunk
-	16, // 34: brim.agent.v1.Agent.Destroy:output_type -> brim.agent.v1.DestroyResponse
-	18, // 35: brim.agent.v1.Agent.AgentInfo:output_type -> brim.agent.v1.AgentInfoResponse
-	25, // 36: brim.agent.v1.Agent.Explain:output_type -> brim.agent.v1.ExplainResponse
-	27, // 37: brim.agent.v1.Agent.ReportLatency:output_type -> brim.agent.v1.ReportLatencyResponse
-	26, // [26:38] is the sub-list for method output_type
-	14, // [14:26] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	30, // 14: brim.agent.v1.PullImageProgress.image:type_name -> brim.agent.v1.Image
+	30, // 15: brim.agent.v1.ListImagesResponse.images:type_name -> brim.agent.v1.Image
+	1,  // 16: brim.agent.v1.Agent.Run:input_type -> brim.agent.v1.RunRequest
+	5,  // 17: brim.agent.v1.Agent.List:input_type -> brim.agent.v1.ListRequest
+	7,  // 18: brim.agent.v1.Agent.Get:input_type -> brim.agent.v1.GetRequest
+	8,  // 19: brim.agent.v1.Agent.Stats:input_type -> brim.agent.v1.StatsRequest
+	10, // 20: brim.agent.v1.Agent.Update:input_type -> brim.agent.v1.UpdateRequest
+	11, // 21: brim.agent.v1.Agent.Kill:input_type -> brim.agent.v1.KillRequest
+	12, // 22: brim.agent.v1.Agent.Wait:input_type -> brim.agent.v1.WaitRequest
+	13, // 23: brim.agent.v1.Agent.Logs:input_type -> brim.agent.v1.LogsRequest
+	15, // 24: brim.agent.v1.Agent.Destroy:input_type -> brim.agent.v1.DestroyRequest
+	17, // 25: brim.agent.v1.Agent.AgentInfo:input_type -> brim.agent.v1.AgentInfoRequest
+	20, // 26: brim.agent.v1.Agent.Explain:input_type -> brim.agent.v1.ExplainRequest
+	26, // 27: brim.agent.v1.Agent.ReportLatency:input_type -> brim.agent.v1.ReportLatencyRequest
+	28, // 28: brim.agent.v1.Agent.PullImage:input_type -> brim.agent.v1.PullImageRequest
+	31, // 29: brim.agent.v1.Agent.ListImages:input_type -> brim.agent.v1.ListImagesRequest
+	33, // 30: brim.agent.v1.Agent.RemoveImage:input_type -> brim.agent.v1.RemoveImageRequest
+	34, // 31: brim.agent.v1.Agent.PruneImages:input_type -> brim.agent.v1.PruneImagesRequest
+	4,  // 32: brim.agent.v1.Agent.Run:output_type -> brim.agent.v1.Container
+	6,  // 33: brim.agent.v1.Agent.List:output_type -> brim.agent.v1.ListResponse
+	4,  // 34: brim.agent.v1.Agent.Get:output_type -> brim.agent.v1.Container
+	9,  // 35: brim.agent.v1.Agent.Stats:output_type -> brim.agent.v1.Statistics
+	4,  // 36: brim.agent.v1.Agent.Update:output_type -> brim.agent.v1.Container
+	4,  // 37: brim.agent.v1.Agent.Kill:output_type -> brim.agent.v1.Container
+	4,  // 38: brim.agent.v1.Agent.Wait:output_type -> brim.agent.v1.Container
+	14, // 39: brim.agent.v1.Agent.Logs:output_type -> brim.agent.v1.LogChunk
+	16, // 40: brim.agent.v1.Agent.Destroy:output_type -> brim.agent.v1.DestroyResponse
+	18, // 41: brim.agent.v1.Agent.AgentInfo:output_type -> brim.agent.v1.AgentInfoResponse
+	25, // 42: brim.agent.v1.Agent.Explain:output_type -> brim.agent.v1.ExplainResponse
+	27, // 43: brim.agent.v1.Agent.ReportLatency:output_type -> brim.agent.v1.ReportLatencyResponse
+	29, // 44: brim.agent.v1.Agent.PullImage:output_type -> brim.agent.v1.PullImageProgress
+	32, // 45: brim.agent.v1.Agent.ListImages:output_type -> brim.agent.v1.ListImagesResponse
+	35, // 46: brim.agent.v1.Agent.RemoveImage:output_type -> brim.agent.v1.PruneImagesResponse
+	35, // 47: brim.agent.v1.Agent.PruneImages:output_type -> brim.agent.v1.PruneImagesResponse
+	32, // [32:48] is the sub-list for method output_type
+	16, // [16:32] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_agent_proto_init() }
@@ -2865,7 +3614,7 @@ func file_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_proto_rawDesc), len(file_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -35,6 +35,10 @@ const (
 	Agent_AgentInfo_FullMethodName     = "/brim.agent.v1.Agent/AgentInfo"
 	Agent_Explain_FullMethodName       = "/brim.agent.v1.Agent/Explain"
 	Agent_ReportLatency_FullMethodName = "/brim.agent.v1.Agent/ReportLatency"
+	Agent_PullImage_FullMethodName     = "/brim.agent.v1.Agent/PullImage"
+	Agent_ListImages_FullMethodName    = "/brim.agent.v1.Agent/ListImages"
+	Agent_RemoveImage_FullMethodName   = "/brim.agent.v1.Agent/RemoveImage"
+	Agent_PruneImages_FullMethodName   = "/brim.agent.v1.Agent/PruneImages"
 )
 
 // AgentClient is the client API for Agent service.
@@ -71,6 +75,23 @@ type AgentClient interface {
 	// ReportLatency records a latency the application in a container
 	// measured; the QoS controller compares it with the container's baseline.
 	ReportLatency(ctx context.Context, in *ReportLatencyRequest, opts ...grpc.CallOption) (*ReportLatencyResponse, error)
+	// PullImage pulls an image into the agent's cache (docs/images.md),
+	// streaming one message per layer as it is found cached or fetched,
+	// then one with the image. Errors name the reference and the cause:
+	// NOT_FOUND (no such image or tag), INVALID_ARGUMENT (a bad
+	// reference), PERMISSION_DENIED (the registry refused the
+	// credentials), FAILED_PRECONDITION (a digest mismatch, no image for
+	// the host's platform, an unsafe layer, an insecure registry),
+	// RESOURCE_EXHAUSTED (the disk filled).
+	PullImage(ctx context.Context, in *PullImageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PullImageProgress], error)
+	// ListImages lists the agent's cached images, most recently used first.
+	ListImages(ctx context.Context, in *ListImagesRequest, opts ...grpc.CallOption) (*ListImagesResponse, error)
+	// RemoveImage takes a name off its image; the image (with the layers
+	// no other image uses) goes with its last name, or at once when given
+	// by ID or digest. FAILED_PRECONDITION while a container uses it.
+	RemoveImage(ctx context.Context, in *RemoveImageRequest, opts ...grpc.CallOption) (*PruneImagesResponse, error)
+	// PruneImages removes every image no container uses.
+	PruneImages(ctx context.Context, in *PruneImagesRequest, opts ...grpc.CallOption) (*PruneImagesResponse, error)
 }
 
 type agentClient struct {
@@ -210,6 +231,55 @@ func (c *agentClient) ReportLatency(ctx context.Context, in *ReportLatencyReques
 	return out, nil
 }
 
+func (c *agentClient) PullImage(ctx context.Context, in *PullImageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PullImageProgress], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Agent_ServiceDesc.Streams[1], Agent_PullImage_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[PullImageRequest, PullImageProgress]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_PullImageClient = grpc.ServerStreamingClient[PullImageProgress]
+
+func (c *agentClient) ListImages(ctx context.Context, in *ListImagesRequest, opts ...grpc.CallOption) (*ListImagesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListImagesResponse)
+	err := c.cc.Invoke(ctx, Agent_ListImages_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentClient) RemoveImage(ctx context.Context, in *RemoveImageRequest, opts ...grpc.CallOption) (*PruneImagesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PruneImagesResponse)
+	err := c.cc.Invoke(ctx, Agent_RemoveImage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentClient) PruneImages(ctx context.Context, in *PruneImagesRequest, opts ...grpc.CallOption) (*PruneImagesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PruneImagesResponse)
+	err := c.cc.Invoke(ctx, Agent_PruneImages_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServer is the server API for Agent service.
 // All implementations must embed UnimplementedAgentServer
 // for forward compatibility.
@@ -244,6 +314,23 @@ type AgentServer interface {
 	// ReportLatency records a latency the application in a container
 	// measured; the QoS controller compares it with the container's baseline.
 	ReportLatency(context.Context, *ReportLatencyRequest) (*ReportLatencyResponse, error)
+	// PullImage pulls an image into the agent's cache (docs/images.md),
+	// streaming one message per layer as it is found cached or fetched,
+	// then one with the image. Errors name the reference and the cause:
+	// NOT_FOUND (no such image or tag), INVALID_ARGUMENT (a bad
+	// reference), PERMISSION_DENIED (the registry refused the
+	// credentials), FAILED_PRECONDITION (a digest mismatch, no image for
+	// the host's platform, an unsafe layer, an insecure registry),
+	// RESOURCE_EXHAUSTED (the disk filled).
+	PullImage(*PullImageRequest, grpc.ServerStreamingServer[PullImageProgress]) error
+	// ListImages lists the agent's cached images, most recently used first.
+	ListImages(context.Context, *ListImagesRequest) (*ListImagesResponse, error)
+	// RemoveImage takes a name off its image; the image (with the layers
+	// no other image uses) goes with its last name, or at once when given
+	// by ID or digest. FAILED_PRECONDITION while a container uses it.
+	RemoveImage(context.Context, *RemoveImageRequest) (*PruneImagesResponse, error)
+	// PruneImages removes every image no container uses.
+	PruneImages(context.Context, *PruneImagesRequest) (*PruneImagesResponse, error)
 	mustEmbedUnimplementedAgentServer()
 }
 
@@ -289,6 +376,18 @@ func (UnimplementedAgentServer) Explain(context.Context, *ExplainRequest) (*Expl
 }
 func (UnimplementedAgentServer) ReportLatency(context.Context, *ReportLatencyRequest) (*ReportLatencyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReportLatency not implemented")
+}
+func (UnimplementedAgentServer) PullImage(*PullImageRequest, grpc.ServerStreamingServer[PullImageProgress]) error {
+	return status.Error(codes.Unimplemented, "method PullImage not implemented")
+}
+func (UnimplementedAgentServer) ListImages(context.Context, *ListImagesRequest) (*ListImagesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListImages not implemented")
+}
+func (UnimplementedAgentServer) RemoveImage(context.Context, *RemoveImageRequest) (*PruneImagesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveImage not implemented")
+}
+func (UnimplementedAgentServer) PruneImages(context.Context, *PruneImagesRequest) (*PruneImagesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PruneImages not implemented")
 }
 func (UnimplementedAgentServer) mustEmbedUnimplementedAgentServer() {}
 func (UnimplementedAgentServer) testEmbeddedByValue()               {}
@@ -520,6 +619,71 @@ func _Agent_ReportLatency_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Agent_PullImage_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(PullImageRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentServer).PullImage(m, &grpc.GenericServerStream[PullImageRequest, PullImageProgress]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_PullImageServer = grpc.ServerStreamingServer[PullImageProgress]
+
+func _Agent_ListImages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListImagesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).ListImages(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_ListImages_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).ListImages(ctx, req.(*ListImagesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Agent_RemoveImage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveImageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).RemoveImage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_RemoveImage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).RemoveImage(ctx, req.(*RemoveImageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Agent_PruneImages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PruneImagesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).PruneImages(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_PruneImages_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).PruneImages(ctx, req.(*PruneImagesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Agent_ServiceDesc is the grpc.ServiceDesc for Agent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -571,11 +735,28 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "ReportLatency",
 			Handler:    _Agent_ReportLatency_Handler,
 		},
+		{
+			MethodName: "ListImages",
+			Handler:    _Agent_ListImages_Handler,
+		},
+		{
+			MethodName: "RemoveImage",
+			Handler:    _Agent_RemoveImage_Handler,
+		},
+		{
+			MethodName: "PruneImages",
+			Handler:    _Agent_PruneImages_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Logs",
 			Handler:       _Agent_Logs_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "PullImage",
+			Handler:       _Agent_PullImage_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -157,6 +157,7 @@ func registerAgentFlags(f *pflag.FlagSet, cfg *agentd.Config) {
 	f.StringVar(&o.MetricsListen, "metrics-listen", o.MetricsListen, "serve Prometheus /metrics over HTTP on this address, e.g. 127.0.0.1:9105 (default off)")
 	f.BoolVar(&o.NoBPF, "no-bpf", o.NoBPF, "measure run-queue latency from schedstat (mean waits) instead of loading the eBPF monitor")
 	registerSafetyFlags(f, &cfg.Safety)
+	registerImageFlags(f, &cfg.Image)
 }
 
 // logFlags are --log-level and --log-format.

@@ -50,11 +50,15 @@ const (
 	// ReasonLost: nobody can tell how the container ended (it vanished
 	// while the agent was down, or its init could not be waited for).
 	ReasonLost Reason = "lost"
+	// ReasonDiskLimit: the container wrote more to its read-write image
+	// root than its disk limit, where no project quota held it; the
+	// agent measured it and killed the container (set by the agent).
+	ReasonDiskLimit Reason = "disk-limit"
 )
 
 // Reasons returns every Reason, ReasonNone first.
 func Reasons() []Reason {
-	return []Reason{ReasonNone, ReasonMemoryLimit, ReasonKilled, ReasonPreempted, ReasonShimLost, ReasonShimUnresponsive, ReasonLost}
+	return []Reason{ReasonNone, ReasonMemoryLimit, ReasonKilled, ReasonPreempted, ReasonShimLost, ReasonShimUnresponsive, ReasonLost, ReasonDiskLimit}
 }
 
 // Known reports whether r is one of Reasons (a status recorded by a newer
