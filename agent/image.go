@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/brimnode/brim/image"
@@ -135,7 +134,7 @@ func (s *Spec) checkImage() error {
 	if s.Rootfs != "" {
 		return fmt.Errorf("%w: image %s and rootfs %s: give one", ErrInvalidArgument, s.Image, s.Rootfs)
 	}
-	if !strings.HasPrefix(s.Image, "sha256:") {
+	if !image.IsID(s.Image) {
 		if _, err := image.ParseReference(s.Image); err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 		}

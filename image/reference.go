@@ -138,3 +138,18 @@ func registryName(host string) string {
 	}
 	return host
 }
+
+// IsID reports whether s is an image ID or digest as the store names
+// them: "sha256:" and 64 lower-case hex digits.
+func IsID(s string) bool {
+	hex, ok := strings.CutPrefix(s, "sha256:")
+	if !ok || len(hex) != 64 {
+		return false
+	}
+	for _, c := range hex {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -169,8 +169,8 @@ func (p *acceptPlan) planLaunch(v acceptView, tasks []taskSpec, ids map[string]b
 		if v.taskExists(id) || ids[id] {
 			return fmt.Errorf("task ID %q is in use: %w", id, ErrInvalid)
 		}
-		if len(ts.info.command) == 0 {
-			return fmt.Errorf("task %s: no command: %w", id, ErrInvalid)
+		if err := checkTaskImage(ts.info); err != nil {
+			return fmt.Errorf("task %s: %w", id, err)
 		}
 		// The agent would refuse it (or the kernel fail its exec); its
 		// runner adds speclimit.ReservedLabels labels of its own.

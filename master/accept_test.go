@@ -52,6 +52,11 @@ func TestPlanAcceptRejects(t *testing.T) {
 	for i := range speclimit.MaxTaskLabels + 1 {
 		manyLabels.info.labels[fmt.Sprint(i)] = "v"
 	}
+	withImage := func(img, pull string, rw bool, cmd ...string) taskSpec {
+		ts := task("t1", "cpus:1")
+		ts.info.command, ts.info.image, ts.info.imagePull, ts.info.imageRW = cmd, img, pull, rw
+		return ts
+	}
 	reserve := func(res string) operation { return operation{kind: opReserve, resources: res} }
 	unreserve := func(res string) operation { return operation{kind: opUnreserve, resources: res} }
 	cases := []struct {
@@ -70,6 +75,10 @@ func TestPlanAcceptRejects(t *testing.T) {
 		{"task ID in use", accept([]operation{launchOf(task("t0", "cpus:1"))}, "o1"), ErrInvalid},
 		{"task ID twice", accept([]operation{launchOf(task("t1", "cpus:1")), launchOf(task("t1", "cpus:1"))}, "o1"), ErrInvalid},
 		{"no command", accept([]operation{launchOf(noCommand)}, "o1"), ErrInvalid},
+		{"image reference malformed", accept([]operation{launchOf(withImage("Bad/Upper:1", "", false))}, "o1"), ErrInvalid},
+		{"image pull policy unknown", accept([]operation{launchOf(withImage("app:1", "sometimes", false))}, "o1"), ErrInvalid},
+		{"image pull without an image", accept([]operation{launchOf(withImage("", "always", false, "true"))}, "o1"), ErrInvalid},
+		{"read-write root without an image", accept([]operation{launchOf(withImage("", "", true, "true"))}, "o1"), ErrInvalid},
 		{"140 KB argument", accept([]operation{launchOf(bigArg)}, "o1"), speclimit.ErrTooLarge},
 		{"labels beyond the task's share", accept([]operation{launchOf(manyLabels)}, "o1"), speclimit.ErrTooLarge},
 		{"malformed resources", accept([]operation{launchOf(task("t1", "cpus:lots"))}, "o1"), ErrInvalid},
@@ -129,6 +138,10 @@ func TestPlanAcceptPlans(t *testing.T) {
 		{name: "no operation gives everything back",
 			req:    accept(nil, "o1"),
 			offers: []string{"o1"}, unused: map[string]string{"ads": "cpus:2;mem:1024"}},
+		{name: "a task from an image needs no command",
+			req:    accept([]operation{launchOf(taskSpec{info: taskInfo{id: "t1", image: "registry.example.com/app@sha256:" + strings.Repeat("a", 64)}, resources: "cpus:1;mem:128"})}, "o1"),
+			offers: []string{"o1"}, unused: map[string]string{"ads": "cpus:1;mem:896"},
+			launches: []launch{{"t1", "cpus:1;mem:128", "ads"}}},
 		{name: "one task",
 			req:    accept([]operation{launchOf(task("t1", "cpus:1;mem:128"))}, "o1"),
 			offers: []string{"o1"}, unused: map[string]string{"ads": "cpus:1;mem:896"},
@@ -204,7 +217,8 @@ func TestAcceptRequestFromPB(t *testing.T) {
 		FrameworkId: "fw", OfferIds: []string{"o1"}, Filters: &pb.Filters{RefuseSeconds: 2},
 		Operations: []*pb.Operation{
 			{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: []*pb.TaskInfo{
-				{TaskId: "t1", Name: "n", Resources: "cpus:1", Command: []string{"true"}, Env: []string{"A=1"}, Labels: map[string]string{"k": "v"}},
+				{TaskId: "t1", Name: "n", Resources: "cpus:1", Command: []string{"true"}, Env: []string{"A=1"}, Labels: map[string]string{"k": "v"},
+					Image: "registry.example.com/app:1", ImagePull: "always", ImageReadWrite: true},
 			}}}},
 			{Op: &pb.Operation_Reserve_{Reserve: &pb.Operation_Reserve{Resources: "cpus(ads,ops):1"}}},
 			{Op: &pb.Operation_Unreserve_{Unreserve: &pb.Operation_Unreserve{Resources: "cpus(ads,ops):1"}}},
@@ -234,6 +248,9 @@ func TestAcceptRequestFromPB(t *testing.T) {
 	back := taskInfoToPB(&runTask{info: l.tasks[0].info, framework: "fw", agent: "a1", res: resources.MustParse("cpus:1")})
 	if back.TaskId != "t1" || back.FrameworkId != "fw" || back.AgentId != "a1" || back.Resources != "cpus:1" || back.Labels["k"] != "v" {
 		t.Errorf("task info to the agent %v", back)
+	}
+	if back.Image != "registry.example.com/app:1" || back.ImagePull != "always" || !back.ImageReadWrite {
+		t.Errorf("the task's image did not pass through: %v", back)
 	}
 }
 

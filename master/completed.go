@@ -62,7 +62,8 @@ func (c *completed) addFramework(fs FrameworkState) {
 
 // taskStateOf renders a task for State.
 func taskStateOf(t *taskEntry) TaskState {
-	ts := TaskState{ID: t.info.id, Name: t.info.name, FrameworkID: t.fw, AgentID: t.agent, State: t.state.String(), Resources: t.res.String()}
+	ts := TaskState{ID: t.info.id, Name: t.info.name, FrameworkID: t.fw, AgentID: t.agent, State: t.state.String(), Resources: t.res.String(),
+		Image: t.info.image}
 	if t.status != nil {
 		ts.Reason, ts.Message = t.status.reason, t.status.message
 		if t.status.hasExitCode {

@@ -67,14 +67,14 @@ func refuseOf(fl *pb.Filters) *time.Duration {
 // agent, framework and resources are the task entry's).
 func taskInfoFromPB(ti *pb.TaskInfo) taskInfo {
 	return taskInfo{id: ti.GetTaskId(), name: ti.GetName(), command: ti.GetCommand(), env: ti.GetEnv(), labels: ti.GetLabels(),
-		user: ti.GetUser(), userns: ti.GetUserns()}
+		user: ti.GetUser(), userns: ti.GetUserns(), image: ti.GetImage(), imagePull: ti.GetImagePull(), imageRW: ti.GetImageReadWrite()}
 }
 
 // taskInfoToPB is the TaskInfo of a task as the agent runs it.
 func taskInfoToPB(r *runTask) *pb.TaskInfo {
 	return &pb.TaskInfo{TaskId: r.info.id, Name: r.info.name, AgentId: r.agent, FrameworkId: r.framework,
 		Resources: r.res.String(), Command: r.info.command, Env: r.info.env, Labels: r.info.labels,
-		User: r.info.user, Userns: r.info.userns}
+		User: r.info.user, Userns: r.info.userns, Image: r.info.image, ImagePull: r.info.imagePull, ImageReadWrite: r.info.imageRW}
 }
 
 // agentMessageToPB converts a message for an agent.

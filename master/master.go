@@ -246,6 +246,10 @@ type taskInfo struct {
 	labels       map[string]string
 	user         string // "" : the agent's default user
 	userns       bool
+	// image, imagePull, imageRW: the task runs on an image (TaskInfo's
+	// image, image_pull, image_read_write), passed to the agent as given.
+	image, imagePull string
+	imageRW          bool
 }
 
 type taskEntry struct {

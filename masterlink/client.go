@@ -72,6 +72,11 @@ type Task struct {
 	// RunAsRoot: the master's run_as_root ACL allows the task to run as
 	// root (RunTask.run_as_root); never set from a snapshot.
 	RunAsRoot bool
+	// Image runs the task on an image (TaskInfo.image), pulled as
+	// ImagePull says, read-only unless ImageReadWrite.
+	Image          string
+	ImagePull      string
+	ImageReadWrite bool
 }
 
 // TaskSnapshot is a task the agent runs (or ran), reported when it
@@ -1034,7 +1039,8 @@ func (c *Client) kill(ctx context.Context, fw, id string) {
 
 func taskToProto(t Task) *pb.TaskInfo {
 	return &pb.TaskInfo{TaskId: t.ID, FrameworkId: t.FrameworkID, Name: t.Name, Resources: t.Resources.String(),
-		Command: t.Command, Env: t.Env, Labels: t.Labels, User: t.User, Userns: t.UserNS}
+		Command: t.Command, Env: t.Env, Labels: t.Labels, User: t.User, Userns: t.UserNS,
+		Image: t.Image, ImagePull: t.ImagePull, ImageReadWrite: t.ImageReadWrite}
 }
 
 func taskFromProto(ti *pb.TaskInfo) (Task, error) {
@@ -1043,7 +1049,7 @@ func taskFromProto(ti *pb.TaskInfo) (Task, error) {
 		return Task{}, fmt.Errorf("task %s: resources: %w", ti.TaskId, err)
 	}
 	return Task{ID: ti.TaskId, FrameworkID: ti.FrameworkId, Name: ti.Name, Resources: res, Command: ti.Command, Env: ti.Env, Labels: ti.Labels,
-		User: ti.User, UserNS: ti.Userns}, nil
+		User: ti.User, UserNS: ti.Userns, Image: ti.Image, ImagePull: ti.ImagePull, ImageReadWrite: ti.ImageReadWrite}, nil
 }
 
 // rejected reports whether err is the master's refusal of the agent's

@@ -180,6 +180,7 @@ func (r *Runner) LaunchTask(ctx context.Context, t masterlink.Task) error {
 	r.update(masterlink.Status{TaskID: t.ID, FrameworkID: t.FrameworkID, State: pb.TaskState_TASK_STARTING})
 	c, err := r.a.Launch(ctx, agent.Spec{Name: ContainerName(t.FrameworkID, t.ID), Command: t.Command, Env: t.Env, Resources: ar, Revocable: rev, Labels: labels,
 		User: t.User, UserNS: t.UserNS, RunAsRoot: t.RunAsRoot, // the master checked run_as_root
+		Image: t.Image, Pull: agent.PullPolicy(t.ImagePull), ReadWrite: t.ImageReadWrite,
 		Network: ar.NetMbit > 0}) // net_bw needs the container's own netns (agent --network)
 	r.mu.Lock()
 	tk = r.taskLocked(k)
@@ -323,7 +324,8 @@ func (r *Runner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
 			continue
 		}
 		s := masterlink.TaskSnapshot{Task: masterlink.Task{ID: k.id, FrameworkID: k.fw, Name: c.Labels[LabelTaskName],
-			Resources: res, Command: c.Command, Env: c.Env, User: c.User, UserNS: c.UserNS}, State: pb.TaskState_TASK_RUNNING}
+			Resources: res, Command: c.Command, Env: c.Env, User: c.User, UserNS: c.UserNS,
+			Image: c.Image, ImageReadWrite: c.ReadWrite}, State: pb.TaskState_TASK_RUNNING}
 		switch c.State {
 		case agent.StateLaunching:
 			s.State = pb.TaskState_TASK_STARTING

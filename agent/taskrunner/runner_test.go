@@ -43,6 +43,8 @@ func TestTerminal(t *testing.T) {
 		{"signal", &agent.ExitStatus{Code: 137, Signal: 9}, pb.TaskState_TASK_FAILED, ReasonCommandExited, "command killed by signal 9"},
 		{"oom", &agent.ExitStatus{Code: 137, Signal: 9, OOMKilled: true}, pb.TaskState_TASK_FAILED, ReasonMemoryLimit, "memory limit exceeded"},
 		{"lost", &agent.ExitStatus{Reason: agent.ReasonLost, Message: "gone"}, pb.TaskState_TASK_LOST, ReasonContainerLost, "gone"},
+		{"disk limit", &agent.ExitStatus{Code: 137, Signal: 9, Reason: agent.ReasonDiskLimit, Message: "wrote 70 MiB, over 64 MiB"},
+			pb.TaskState_TASK_FAILED, ReasonDiskLimit, "disk limit exceeded: wrote 70 MiB, over 64 MiB"},
 		{"shim lost", &agent.ExitStatus{Code: 137, Signal: 9, Reason: "shim-lost", Message: "the shim died without recording the exit status; the container was killed"},
 			pb.TaskState_TASK_FAILED, ReasonContainerLost, "the container runtime lost the task: the shim died without recording the exit status; the container was killed"},
 		// The containerizer's escalation of a hung shim: its SIGKILL is the

@@ -52,6 +52,9 @@ var (
 	// container (the container's exit reason, qos.ReasonPreempted, is the
 	// same string).
 	ReasonPreempted = pb.ReasonContainerPreempted
+	// ReasonDiskLimit: the task's read-write image root wrote more than
+	// its disk (the container's exit reason is agent.ReasonDiskLimit).
+	ReasonDiskLimit = pb.ReasonContainerLimitationDisk
 )
 
 // agentResourcesOf turns a task's resources into the agent's limits.
@@ -61,7 +64,8 @@ func agentResourcesOf(res resources.Resources) (agent.Resources, bool, error) {
 		return agent.Resources{}, false, fmt.Errorf("task mixes revocable and non-revocable resources")
 	}
 	flat := res.Flatten()
-	out := agent.Resources{MilliCPUs: int64(flat.CPUs()), MemMiB: int64(flat.Mem()) / 1000, NetMbit: int64(flat.NetBandwidth()) / 1000}
+	out := agent.Resources{MilliCPUs: int64(flat.CPUs()), MemMiB: int64(flat.Mem()) / 1000, NetMbit: int64(flat.NetBandwidth()) / 1000,
+		DiskMiB: int64(flat.Disk()) / 1000}
 	if out.MilliCPUs <= 0 || out.MemMiB <= 0 {
 		return agent.Resources{}, false, fmt.Errorf("task needs cpus and mem, has %s", res)
 	}
@@ -98,6 +102,7 @@ var taskEnds = map[exitstatus.Reason]taskEnd{
 	exitstatus.ReasonLost:             {State: pb.TaskState_TASK_LOST, Reason: ReasonContainerLost},
 	exitstatus.ReasonShimLost:         {State: pb.TaskState_TASK_FAILED, Reason: ReasonContainerLost, Prefix: runtimeLost},
 	exitstatus.ReasonShimUnresponsive: {State: pb.TaskState_TASK_FAILED, Reason: ReasonContainerLost, Prefix: runtimeLost},
+	exitstatus.ReasonDiskLimit:        {State: pb.TaskState_TASK_FAILED, Reason: ReasonDiskLimit, Code: true, Prefix: "disk limit exceeded: "},
 }
 
 // runtimeLost starts the message of a task whose shim died or hung.

@@ -86,6 +86,8 @@ type TaskState struct {
 	Message     string `json:"message,omitempty"`
 	// ExitCode is the command's exit code, when it exited.
 	ExitCode *int32 `json:"exitCode,omitempty"`
+	// Image is the image the task runs on, as its framework named it.
+	Image string `json:"image,omitempty"`
 }
 
 // OfferState is one outstanding offer in State.

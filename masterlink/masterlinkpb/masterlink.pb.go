@@ -133,6 +133,9 @@ const (
 	// TASK_UNAUTHORIZED: the framework's principal may not launch the task
 	// as it is (a root user without the run_as_root ACL); with TASK_ERROR.
 	TaskReason_TASK_UNAUTHORIZED TaskReason = 15
+	// CONTAINER_LIMITATION_DISK: the task's read-write image root wrote
+	// more than its disk (Mesos REASON_CONTAINER_LIMITATION_DISK).
+	TaskReason_CONTAINER_LIMITATION_DISK TaskReason = 16
 )
 
 // Enum value maps for TaskReason.
@@ -154,6 +157,7 @@ var (
 		13: "RECONCILIATION",
 		14: "INVALID_TASK",
 		15: "TASK_UNAUTHORIZED",
+		16: "CONTAINER_LIMITATION_DISK",
 	}
 	TaskReason_value = map[string]int32{
 		"REASON_UNSPECIFIED":          0,
@@ -172,6 +176,7 @@ var (
 		"RECONCILIATION":              13,
 		"INVALID_TASK":                14,
 		"TASK_UNAUTHORIZED":           15,
+		"CONTAINER_LIMITATION_DISK":   16,
 	}
 )
 
@@ -363,9 +368,19 @@ type TaskInfo struct {
 	// userns runs the task in a user namespace: its uids (root included)
 	// map to the agent's --userns-range, unprivileged on the host. An agent
 	// with --userns does so for every task.
-	Userns        bool `protobuf:"varint,10,opt,name=userns,proto3" json:"userns,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Userns bool `protobuf:"varint,10,opt,name=userns,proto3" json:"userns,omitempty"`
+	// image runs the task on an OCI image the agent pulls (Mesos
+	// ContainerInfo.mesos.image): a reference such as
+	// registry.example.com/app:1 or app@sha256:…; its entrypoint, cmd, env,
+	// working dir and user are the defaults (command then gives the cmd,
+	// after the entrypoint, and may be empty). image_pull: "missing"
+	// (default), "always" or "never". The root is read-only unless
+	// image_read_write; the task's disk resource limits its writes.
+	Image          string `protobuf:"bytes,11,opt,name=image,proto3" json:"image,omitempty"`
+	ImagePull      string `protobuf:"bytes,12,opt,name=image_pull,json=imagePull,proto3" json:"image_pull,omitempty"`
+	ImageReadWrite bool   `protobuf:"varint,13,opt,name=image_read_write,json=imageReadWrite,proto3" json:"image_read_write,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TaskInfo) Reset() {
@@ -464,6 +479,27 @@ func (x *TaskInfo) GetUser() string {
 func (x *TaskInfo) GetUserns() bool {
 	if x != nil {
 		return x.Userns
+	}
+	return false
+}
+
+func (x *TaskInfo) GetImage() string {
+	if x != nil {
+		return x.Image
+	}
+	return ""
+}
+
+func (x *TaskInfo) GetImagePull() string {
+	if x != nil {
+		return x.ImagePull
+	}
+	return ""
+}
+
+func (x *TaskInfo) GetImageReadWrite() bool {
+	if x != nil {
+		return x.ImageReadWrite
 	}
 	return false
 }
@@ -3266,7 +3302,7 @@ const file_masterlink_proto_rawDesc = "" +
 	"LeaderInfo\x12\x16\n" +
 	"\x06leader\x18\x01 \x01(\tR\x06leader\x12\x12\n" +
 	"\x04self\x18\x02 \x01(\bR\x04self\"\a\n" +
-	"\x05Empty\"\xe8\x02\n" +
+	"\x05Empty\"\xc7\x03\n" +
 	"\bTaskInfo\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
@@ -3278,7 +3314,11 @@ const file_masterlink_proto_rawDesc = "" +
 	"\x06labels\x18\b \x03(\v2(.brim.masterlink.v1.TaskInfo.LabelsEntryR\x06labels\x12\x12\n" +
 	"\x04user\x18\t \x01(\tR\x04user\x12\x16\n" +
 	"\x06userns\x18\n" +
-	" \x01(\bR\x06userns\x1a9\n" +
+	" \x01(\bR\x06userns\x12\x14\n" +
+	"\x05image\x18\v \x01(\tR\x05image\x12\x1d\n" +
+	"\n" +
+	"image_pull\x18\f \x01(\tR\timagePull\x12(\n" +
+	"\x10image_read_write\x18\r \x01(\bR\x0eimageReadWrite\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xed\x02\n" +
@@ -3498,7 +3538,7 @@ const file_masterlink_proto_rawDesc = "" +
 	"\fTASK_KILLING\x10\t\x12\x0e\n" +
 	"\n" +
 	"TASK_ERROR\x10\n" +
-	"*\x83\x03\n" +
+	"*\xa2\x03\n" +
 	"\n" +
 	"TaskReason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x12\n" +
@@ -3517,7 +3557,8 @@ const file_masterlink_proto_rawDesc = "" +
 	"\x11FRAMEWORK_REMOVED\x10\f\x12\x12\n" +
 	"\x0eRECONCILIATION\x10\r\x12\x10\n" +
 	"\fINVALID_TASK\x10\x0e\x12\x15\n" +
-	"\x11TASK_UNAUTHORIZED\x10\x0f2_\n" +
+	"\x11TASK_UNAUTHORIZED\x10\x0f\x12\x1d\n" +
+	"\x19CONTAINER_LIMITATION_DISK\x10\x102_\n" +
 	"\tAgentLink\x12R\n" +
 	"\aConnect\x12 .brim.masterlink.v1.AgentMessage\x1a!.brim.masterlink.v1.MasterMessage(\x010\x012\xdd\x06\n" +
 	"\tScheduler\x12N\n" +

@@ -30,6 +30,9 @@ var (
 	// ReasonTaskUnauthorized: the master refused the task at ACCEPT
 	// (TASK_ERROR): its principal may not run it as asked (run_as_root).
 	ReasonTaskUnauthorized = TaskReason_name[int32(TaskReason_TASK_UNAUTHORIZED)]
+	// ReasonContainerLimitationDisk: the task's read-write image root
+	// wrote more than its disk; the agent killed it.
+	ReasonContainerLimitationDisk = TaskReason_name[int32(TaskReason_CONTAINER_LIMITATION_DISK)]
 )
 
 // Terminal reports whether s ends a task (FINISHED, FAILED, KILLED, LOST,

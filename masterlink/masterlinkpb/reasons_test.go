@@ -21,14 +21,15 @@ func TestReasonWireNames(t *testing.T) {
 		ReasonReconciliation:            "RECONCILIATION",
 		ReasonInvalidTask:               "INVALID_TASK",
 		ReasonTaskUnauthorized:          "TASK_UNAUTHORIZED",
+		ReasonContainerLimitationDisk:   "CONTAINER_LIMITATION_DISK",
 	} {
 		if got != want {
 			t.Errorf("reason %q, want %q", got, want)
 		}
 	}
-	// Every named reason has its Go name above (the enum has 15 plus the
+	// Every named reason has its Go name above (the enum has 16 plus the
 	// unspecified zero).
-	if n := len(TaskReason_name); n != 16 {
+	if n := len(TaskReason_name); n != 17 {
 		t.Errorf("TaskReason has %d values; name the new ones in reasons.go and here", n)
 	}
 }

@@ -19,7 +19,11 @@ type spec struct {
 	command, env []string
 	user         string // TaskInfo.user
 	userns       bool   // TaskInfo.userns
-	want         resources.Resources
+	// image, imagePull, imageRW: TaskInfo.image, image_pull,
+	// image_read_write.
+	image, imagePull string
+	imageRW          bool
+	want             resources.Resources
 	// role, when set, lets tasks use resources reserved for it.
 	role string
 	// perOffer caps the tasks launched on one offer (0: no cap).
@@ -55,7 +59,7 @@ func match(offers []*pb.Offer, pending []task, s spec) (launches []launch, decli
 			}
 			t := pending[len(tasks)]
 			tasks = append(tasks, &pb.TaskInfo{TaskId: t.ID, Name: t.Name, Command: s.command, Env: s.env, Resources: res.String(),
-				User: s.user, Userns: s.userns})
+				User: s.user, Userns: s.userns, Image: s.image, ImagePull: s.imagePull, ImageReadWrite: s.imageRW})
 			have = have.Subtract(res)
 		}
 		if len(tasks) == 0 {

@@ -41,8 +41,9 @@ func (e *ExitError) Error() string { return fmt.Sprintf("task %s: exit status %d
 
 // Config describes the tasks of one run.
 type Config struct {
-	// Task is the template of every task: Name, Command and Env (TaskId
-	// and Resources are set per task).
+	// Task is the template of every task: Name, Command, Env, User,
+	// Userns and the image fields (TaskId and Resources are set per
+	// task).
 	Task *pb.TaskInfo
 	// IDs are the tasks' IDs, one task each; with more than one the
 	// tasks are named Task.Name-0, -1, ….
@@ -177,7 +178,9 @@ func newRun(d *scheduler.Driver, cfg Config, now time.Time) *run {
 	if cfg.Out == nil {
 		r.cfg.Out = io.Discard
 	}
-	r.s = spec{command: cfg.Task.Command, env: cfg.Task.Env, user: cfg.Task.User, userns: cfg.Task.Userns, want: cfg.Want, role: cfg.Role, perOffer: cfg.PerOffer}
+	r.s = spec{command: cfg.Task.Command, env: cfg.Task.Env, user: cfg.Task.User, userns: cfg.Task.Userns,
+		image: cfg.Task.Image, imagePull: cfg.Task.ImagePull, imageRW: cfg.Task.ImageReadWrite,
+		want: cfg.Want, role: cfg.Role, perOffer: cfg.PerOffer}
 	for i, id := range cfg.IDs {
 		name := cfg.Task.Name
 		if len(cfg.IDs) > 1 {
