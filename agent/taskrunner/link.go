@@ -51,6 +51,9 @@ func offered(total agent.Resources) (resources.Resources, error) {
 	if total.NetMbit > 0 {
 		text += fmt.Sprintf(";net_bw:%d", total.NetMbit)
 	}
+	if total.DiskMiB > 0 {
+		text += fmt.Sprintf(";disk:%d", total.DiskMiB)
+	}
 	res, err := resources.Parse(text)
 	if err != nil {
 		return resources.Resources{}, fmt.Errorf("agent resources: %w", err)
