@@ -99,6 +99,9 @@ pull: raise --timeout for a large image, or brim image pull it first.`,
 			if disk < 0 {
 				return ExitError{Code: 2, Msg: fmt.Sprintf("container run: --disk %d: must not be negative", disk)}
 			}
+			if img == "" {
+				pull = "" // the flag's default names no policy without an image
+			}
 			milli, err := milliCPUs(cpus)
 			if err != nil {
 				return ExitError{Code: 2, Msg: err.Error()}

@@ -85,3 +85,52 @@ func TestLogLimits(t *testing.T) {
 		}
 	}
 }
+
+// runRecorder is an agent that records the RunRequest it gets.
+type runRecorder struct {
+	agentpb.UnimplementedAgentServer
+	got chan *agentpb.RunRequest
+}
+
+func (r *runRecorder) Run(_ context.Context, req *agentpb.RunRequest) (*agentpb.Container, error) {
+	r.got <- req
+	return &agentpb.Container{Id: "c1"}, nil
+}
+
+// TestContainerRunImageFlags: without --image no pull policy goes to the
+// agent (the flag's default named one, and the agent refused every plain
+// run: "a pull policy or a read-write root needs an image"); with it,
+// the image, policy, read-write root and disk go; --read-write or --pull
+// without an image, and no command without an image, are usage errors.
+func TestContainerRunImageFlags(t *testing.T) {
+	rec := &runRecorder{got: make(chan *agentpb.RunRequest, 1)}
+	sock := testutil.ServeAgent(t, rec)
+	run := func(args ...string) (*agentpb.RunRequest, error) {
+		cmd := newContainerCommand()
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs(append([]string{"run", "--socket", sock}, args...))
+		err := cmd.ExecuteContext(context.Background())
+		select {
+		case r := <-rec.got:
+			return r, err
+		default:
+			return nil, err
+		}
+	}
+	r, err := run("--", "true")
+	if err != nil || r == nil || r.Image != "" || r.Pull != "" || r.ReadWrite {
+		t.Errorf("plain run: %v, %v; want no image fields", r, err)
+	}
+	r, err = run("--image", "app:1", "--read-write", "--disk", "64")
+	if err != nil || r == nil || r.Image != "app:1" || r.Pull != "missing" || !r.ReadWrite || r.DiskMib != 64 || len(r.Command) != 0 {
+		t.Errorf("image run: %v, %v", r, err)
+	}
+	for _, args := range [][]string{{"--read-write", "--", "true"}, {"--pull", "always", "--", "true"}, {}, {"--image", "app:1", "--disk", "-1"}} {
+		_, err := run(args...)
+		var ee ExitError
+		if !errors.As(err, &ee) || ee.Code != 2 {
+			t.Errorf("run %q: %v, want a usage error (exit 2)", args, err)
+		}
+	}
+}
