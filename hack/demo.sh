@@ -9,7 +9,11 @@
 # on 127.0.0.1, two frameworks (examples/drf-demo) with the demand vectors
 # of the DRF paper's example scaled to this host, real containers; the
 # master's dominant shares are printed next to the paper's prediction and
-# checked; `brim run` passes a task's exit code through.
+# checked; `brim run` passes a task's exit code through; then a task runs
+# from an OCI image through the master: the script builds a two-layer
+# image (busybox and an app layer) as an OCI layout, pushes it with skopeo
+# to a docker-registry it starts on loopback, and `brim run --image` has
+# the agent pull, verify and run it (docs/images.md).
 #
 # Everything the script makes (processes, containers, cgroup parents, the
 # temp dir) is removed on exit, and checked to be gone. Exit status: 0 when
@@ -22,6 +26,9 @@ GO=${GO:-go}
 [ "$(id -u)" = 0 ] || { echo "demo: run as root (cgroups, containers)" >&2; exit 1; }
 [ -x "$BRIM" ] || { echo "demo: $BRIM not built (make build)" >&2; exit 1; }
 command -v jq >/dev/null || { echo "demo: jq missing (make deps)" >&2; exit 1; }
+for tool in docker-registry skopeo sha256sum; do
+  command -v "$tool" >/dev/null || { echo "demo: $tool missing (make deps)" >&2; exit 1; }
+done
 
 # BRIM_DEMO_TAG names the cgroup parents (default: random), for a caller
 # that checks they are gone; the temp dir is made under $TMPDIR.
@@ -34,7 +41,7 @@ PARENT=/brim-demo-$TAG         # part 1's agent
 DEV_STATE=$BASE/dev
 DEV_SOCK=$DEV_STATE/agent.sock
 DEV_PARENT=/brim-demo-dev-$TAG # part 2's brim dev
-AGENT_PID= DEV_PID= FW_A= FW_B=
+AGENT_PID= DEV_PID= FW_A= FW_B= REG_PID=
 MASTER=
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -120,6 +127,77 @@ remove_parent() {
   return $left
 }
 
+# start_registry: Debian's docker-registry on a free loopback port, its
+# storage under $BASE; sets REGISTRY (host:port) and REG_PID.
+REGISTRY=
+start_registry() {
+  cat >"$BASE/registry.yml" <<EOF
+version: 0.1
+log:
+  level: info
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: $BASE/registry
+http:
+  addr: 127.0.0.1:0
+  secret: demo-$TAG
+EOF
+  setsid docker-registry serve "$BASE/registry.yml" >"$BASE/registry.log" 2>&1 &
+  REG_PID=$!
+  wait_until 20 "docker-registry to listen" reg_listening
+  note "docker-registry on $REGISTRY"
+}
+reg_listening() {
+  alive "$REG_PID" || fail "docker-registry exited"
+  REGISTRY=$(sed -n 's/.*msg="listening on \([0-9.:]*\)".*/\1/p' "$BASE/registry.log" | head -1)
+  [ -n "$REGISTRY" ]
+}
+
+# blob FILE MEDIATYPE: put FILE into the layout's blobs; print its
+# descriptor's JSON.
+blob() {
+  local hex size
+  hex=$(sha256sum "$1" | cut -d' ' -f1)
+  size=$(stat -c %s "$1")
+  cp "$1" "$BASE/image/layout/blobs/sha256/$hex"
+  printf '{"mediaType":"%s","digest":"sha256:%s","size":%s}' "$2" "$hex" "$size"
+}
+
+# build_image: a two-layer OCI image layout, busybox and an app layer, as
+# a build tool writes one (no daemon): $BASE/image/layout, tag hello.
+# Sets MANIFEST_HEX.
+MANIFEST_HEX=
+build_image() {
+  local d=$BASE/image l cfg manifest layers="" diffs=""
+  mkdir -p "$d"/base/{bin,etc,tmp} "$d"/app/app "$d/layout/blobs/sha256"
+  cp /bin/busybox "$d/base/bin/busybox"
+  for l in sh cat echo id pwd; do ln -s busybox "$d/base/bin/$l"; done
+  printf 'root:x:0:0::/root:/bin/sh\napp:x:1000:1000::/app:/bin/sh\nnobody:x:65534:65534::/:/bin/false\n' >"$d/base/etc/passwd"
+  printf 'root:x:0:\napp:x:1000:\nnogroup:x:65534:\n' >"$d/base/etc/group"
+  chmod 1777 "$d/base/tmp"
+  printf '#!/bin/sh\necho "$GREETING from an image, as uid $(id -u) in $(pwd)"\n' >"$d/app/app/hello.sh"
+  chmod 755 "$d/app/app/hello.sh"
+  for l in base app; do
+    tar -C "$d/$l" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf "$d/$l.tar" .
+    diffs="$diffs${diffs:+,}\"sha256:$(sha256sum "$d/$l.tar" | cut -d' ' -f1)\""
+    gzip -n -c "$d/$l.tar" >"$d/$l.tar.gz"
+    layers="$layers${layers:+,}$(blob "$d/$l.tar.gz" application/vnd.oci.image.layer.v1.tar+gzip)"
+  done
+  printf '{"architecture":"amd64","os":"linux","config":{"User":"app","WorkingDir":"/app","Env":["PATH=/bin","GREETING=hello"],"Cmd":["/app/hello.sh"]},"rootfs":{"type":"layers","diff_ids":[%s]}}' \
+    "$diffs" >"$d/config.json"
+  cfg=$(blob "$d/config.json" application/vnd.oci.image.config.v1+json)
+  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":%s,"layers":[%s]}' \
+    "$cfg" "$layers" >"$d/manifest.json"
+  manifest=$(blob "$d/manifest.json" application/vnd.oci.image.manifest.v1+json)
+  MANIFEST_HEX=$(sha256sum "$d/manifest.json" | cut -d' ' -f1)
+  printf '{"schemaVersion":2,"manifests":[%s,"annotations":{"org.opencontainers.image.ref.name":"hello"}}]}' \
+    "${manifest%\}}" >"$d/layout/index.json"
+  echo '{"imageLayoutVersion":"1.0.0"}' >"$d/layout/oci-layout"
+  note "built $d/layout: busybox, then /app/hello.sh; user app, working dir /app, cmd /app/hello.sh"
+}
+
 cleanup() {
   local rc=$? leak=0
   set +e
@@ -133,8 +211,8 @@ cleanup() {
   for pid in "$FW_A" "$FW_B"; do [ -n "$pid" ] && reap "$pid" "$fw_wait" >/dev/null 2>&1; done
   if alive "$AGENT_PID"; then remove_containers "$SOCK"; fi
   if alive "$DEV_PID"; then remove_containers "$DEV_SOCK"; fi
-  for pid in "$AGENT_PID" "$DEV_PID"; do [ -n "$pid" ] && stop_pid "$pid" 20 >/dev/null 2>&1; done
-  for pid in "$FW_A" "$FW_B" "$AGENT_PID" "$DEV_PID"; do
+  for pid in "$AGENT_PID" "$DEV_PID" "$REG_PID"; do [ -n "$pid" ] && stop_pid "$pid" 20 >/dev/null 2>&1; done
+  for pid in "$FW_A" "$FW_B" "$AGENT_PID" "$DEV_PID" "$REG_PID"; do
     alive "$pid" && { echo "demo: pid $pid still running" >&2; leak=1; }
   done
   remove_parent "$PARENT" || leak=1
@@ -232,10 +310,15 @@ B_CPUS=0.3 B_MEM=100
 WANT_A=3 WANT_B=2   # DRF: A gets 3 tasks (mem 1200/1800), B 2 (cpus 0.6/0.9)
 WANT_SHARE=0.6667   # both dominant shares 2/3
 
+# The registry part 2's last task pulls its image from: started now, so
+# that brim dev's agent is told it may speak plain HTTP to it (loopback
+# only).
+start_registry
+
 step "part 2: brim dev (master + agent in one process) offering $TOTAL, cgroup parent $DEV_PARENT"
 mkdir -p "$DEV_STATE"
 setsid "$BRIM" dev --state-dir "$DEV_STATE" --listen 127.0.0.1:0 --cgroup-parent "$DEV_PARENT" \
-  --resources "$TOTAL" --kill-grace 1s --allocation-interval 250ms >"$BASE/dev.log" 2>&1 &
+  --resources "$TOTAL" --kill-grace 1s --allocation-interval 250ms --image-insecure-registry "$REGISTRY" >"$BASE/dev.log" 2>&1 &
 DEV_PID=$!
 master_addr() {
   alive "$DEV_PID" || fail "brim dev exited"
@@ -365,6 +448,27 @@ rc=0
 timeout 60 "$BRIM" run --master "$MASTER" --cpus 0.1 --mem 32 -- sh -c 'exit 3' || rc=$?
 [ "$rc" = 3 ] || fail "brim run exited $rc, want 3"
 ok "brim run exited 3"
+
+step "a task from an OCI image, through the master"
+build_image
+IMAGE=$REGISTRY/demo/hello:1
+echo "\$ skopeo copy oci:$BASE/image/layout:hello docker://$IMAGE"
+skopeo copy --quiet --dest-tls-verify=false "oci:$BASE/image/layout:hello" "docker://$IMAGE" || fail "push the image to the registry"
+echo "\$ brim run --master $MASTER --task-id demo-image --image $IMAGE"
+rc=0
+timeout 120 "$BRIM" run --master "$MASTER" --cpus 0.1 --mem 32 --task-id demo-image --image "$IMAGE" || rc=$?
+[ "$rc" = 0 ] || fail "brim run --image exited $rc, want 0"
+CT=$("$BRIM" container ls --socket "$DEV_SOCK" --json | jq -r --arg i "$IMAGE" '[.[]? | select(.image == $i)][0].id')
+[ -n "$CT" ] && [ "$CT" != null ] || fail "no container of $IMAGE on brim dev's agent"
+out=$("$BRIM" container logs --socket "$DEV_SOCK" "$CT")
+echo "$out"
+grep -qx "hello from an image, as uid 1000 in /app" <<<"$out" || fail "the image's task printed: $out"
+digest=$("$BRIM" container inspect --socket "$DEV_SOCK" "$CT" | jq -r .imageDigest)
+want=sha256:$MANIFEST_HEX
+[ "$digest" = "$want" ] || fail "the container's image digest is $digest, want the manifest's $want"
+echo "\$ brim image ls"
+"$BRIM" image ls --socket "$DEV_SOCK"
+ok "the task ran the image's cmd as its user, from its two layers; inspect shows digest $digest"
 
 step "stop brim dev"
 left=$("$BRIM" container ls --socket "$DEV_SOCK" --json | jq '[.[]? | select(.state == "running")] | length')

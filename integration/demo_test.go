@@ -18,7 +18,8 @@ import (
 // TestDemo runs `make demo`'s script (hack/demo.sh) against the binary
 // under test: an agent with two containers and a live resize, then brim
 // dev with two DRF frameworks whose dominant shares the script checks
-// against the DRF paper's prediction, and brim run's exit code. The script
+// against the DRF paper's prediction, brim run's exit code, and a task
+// from an OCI image the script builds and pushes to a loopback registry. The script
 // exits non-zero when a check fails; the test also checks that it left no
 // cgroup parent or temp dir behind.
 func TestDemo(t *testing.T) {
@@ -28,6 +29,10 @@ func TestDemo(t *testing.T) {
 	testutil.Require(t, err == nil, "jq not installed (make deps)")
 	_, err = exec.LookPath("go")
 	testutil.Require(t, err == nil, "go not on PATH (the demo builds examples/drf-demo)")
+	for _, tool := range []string{"docker-registry", "skopeo"} {
+		_, err = exec.LookPath(tool)
+		testutil.Require(t, err == nil, tool+" not installed (make deps): the demo runs a task from an image it pushes to a loopback registry")
+	}
 
 	// The script names its cgroup parents after the tag and makes its temp
 	// dir under TMPDIR; it removes them itself, these cleanups are for when
