@@ -9,7 +9,9 @@
 #    cold pull of a 3-layer image from a loopback registry plus its first
 #    launch; a warm launch from the cached image (the cost of overlay per
 #    launch: warm/host-root p50, goal ≤ 1.1); 20 launches at once from one
-#    image against 20 at once on the host root (wall time until all run).
+#    image against 20 at once on the host root (wall time until all run);
+#    a warm launch into a user namespace (id-mapped layers) against one
+#    without.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "images bench: needs root" >&2; exit 1; }
@@ -27,6 +29,8 @@ printf 'launch on the host root               p50 %7.1f ms\n' "${m[host-root-p50
 printf 'cold pull (3 layers) + first launch   p50 %7.1f ms   ratio to host root %.2f\n' "${m[cold-pull+launch-p50-ms]}" "${m[cold/host-root-p50-ratio]}"
 printf 'warm launch from the image            p50 %7.1f ms   p90 %7.1f ms   ratio to host root %.2f (goal <= 1.1)\n' \
   "${m[warm-image-p50-ms]}" "${m[warm-image-p90-ms]}" "${m[warm/host-root-p50-ratio]}"
+printf 'warm launch into a user namespace     p50 %7.1f ms   ratio to the warm launch %.2f (id-mapped layers)\n' \
+  "${m[warm-image-userns-p50-ms]}" "${m[userns/warm-image-p50-ratio]}"
 printf '20 at once from one image (wall)      p50 %7.1f ms   host root %7.1f ms   ratio %.2f\n' \
   "${m[burst20-image-p50-ms]}" "${m[burst20-host-root-p50-ms]}" "${m[burst20-image/host-root-p50-ratio]}"
 echo "images bench: load average $load_before before, $(cut -d' ' -f1 /proc/loadavg) after (N=$N)"

@@ -22,6 +22,15 @@
 // Release) give back what it held on the host at once, not at Destroy;
 // its address stays in config.json for Info.
 //
+// A Spec with an Image runs on that image's root: Launch leases the image
+// to the container (Config.Images, the image store: its snapshot is the
+// container's own upper and work dirs under the shared layers), owns the
+// upper dir to a user namespace's root, limits it with a project quota
+// where the file system enforces them (DiskUsage measures it elsewhere),
+// and the shim mounts it; the snapshot is released with the container
+// (Destroy, a failed launch) and, at Recover, for every container that no
+// longer exists.
+//
 // Layout under Config.StateDir:
 //
 //	containers/<id>/config.json  what was launched (Spec, cgroup path, start time)
@@ -67,7 +76,8 @@
 // Sentinels: ErrNotFound (unknown id), ErrExist (duplicate id),
 // ErrNotRunning (the container has exited), ErrCommandNotFound (the command
 // does not exist in the container's root filesystem; nothing is left
-// behind), ErrNotSupported (non-Linux hosts).
+// behind), ErrNotSupported (non-Linux hosts), ErrNoImageStore (an image
+// launch without Config.Images).
 //
 // ErrNotSupported and ErrNotFound are aliases of internal/errdefs' (the
 // latter is agent.ErrNotFound too).

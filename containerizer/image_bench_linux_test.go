@@ -31,7 +31,9 @@ import (
 //     launch on the host root: warm/host-root p50 is the cost of overlay
 //     per launch (goal ≤ 1.1);
 //   - burst: 20 launches at once from the one image, against 20 at once
-//     on the host root: the wall time until all run, and its ratio.
+//     on the host root: the wall time until all run, and its ratio;
+//   - userns: a warm launch from the image into a user namespace (its
+//     layers id-mapped), against the warm launch without one.
 //
 // Order within an iteration is random, and each launch waits until the
 // warm shims have settled (see settle).
@@ -46,7 +48,7 @@ func BenchmarkImageLaunch(b *testing.B) {
 	ref := reg.Ref("bench:1")
 	reg.Push(b, "bench:1", benchImage(b))
 	pullOpts := image.Options{Registries: map[string]image.RegistryConfig{reg.Host: {Insecure: true}}}
-	stateDir := b.TempDir()
+	stateDir := traversableTempDir(b) // the user namespace's root reaches the containers
 	steady := pullOpts
 	steady.Root = filepath.Join(stateDir, "images")
 	store, err := image.Open(steady)
@@ -83,12 +85,16 @@ func BenchmarkImageLaunch(b *testing.B) {
 				settle(b, variants)
 				bn.host = append(bn.host, bn.launch(Spec{}))
 			case 1:
-				for _, j := range rand.Perm(2) {
+				userns := testRange
+				for _, j := range rand.Perm(3) {
 					settle(b, variants)
-					if j == 0 {
+					switch j {
+					case 0:
 						bn.warm = append(bn.warm, bn.launch(Spec{Image: bn.img.ID}))
-					} else {
+					case 1:
 						bn.host = append(bn.host, bn.launch(Spec{}))
+					case 2:
+						bn.userns = append(bn.userns, bn.launch(Spec{Image: bn.img.ID, UserNS: &userns}))
 					}
 				}
 			case 2:
@@ -118,6 +124,7 @@ type imageBench struct {
 	limits isolator.Limits
 
 	coldTimes, warm, host []time.Duration
+	userns                []time.Duration
 	burstImage, burstHost []time.Duration
 }
 
@@ -263,6 +270,8 @@ func (bn *imageBench) report() {
 	b.ReportMetric(ms(warm), "warm-image-p50-ms")
 	b.ReportMetric(ms(percentile(bn.warm, 90)), "warm-image-p90-ms")
 	b.ReportMetric(float64(warm)/float64(host), "warm/host-root-p50-ratio")
+	b.ReportMetric(ms(percentile(bn.userns, 50)), "warm-image-userns-p50-ms")
+	b.ReportMetric(float64(percentile(bn.userns, 50))/float64(warm), "userns/warm-image-p50-ratio")
 	bi, bh := percentile(bn.burstImage, 50), percentile(bn.burstHost, 50)
 	b.ReportMetric(ms(bi), "burst20-image-p50-ms")
 	b.ReportMetric(ms(bh), "burst20-host-root-p50-ms")

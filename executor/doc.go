@@ -11,7 +11,9 @@
 //
 // The package owns the container directory layout (Bundle, file names), the
 // libcontainer configuration (host root read-only with the bundle's hidden
-// paths masked, or a rootfs directory; the process's uid and gid; a
+// paths masked, a rootfs directory, or an image's layers under the
+// container's upper dir, mounted in the shim's mount namespace and
+// id-mapped onto a user namespace's range; the process's uid and gid; a
 // private /tmp, the sandbox at /mnt/sandbox, namespaces pid/mount/ipc/uts/net,
 // runc's default capabilities, masked and read-only /proc paths,
 // no_new_privileges, and a default seccomp profile when built with the

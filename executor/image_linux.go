@@ -23,9 +23,9 @@ const IDMapDir = "layers"
 
 // prepareImageRoot mounts the bundle's image root on <dir>/rootfs in the
 // shim's private mount namespace: the overlay of the image's layers
-// under the container's upper dir, the runtime spec's mount points made
-// in it (as host root, so that a user namespace's init need not), and
-// returns the root. libcontainer then mounts /proc, /dev, /sys, /tmp and
+// under the container's upper dir (in a user namespace with the runtime
+// spec's mount points made in it as host root, so that the namespace's
+// init need not), and returns the root. libcontainer then mounts /proc, /dev, /sys, /tmp and
 // the sandbox, makes the root read-only unless the image root is
 // ReadWrite, and pivots into it. Nothing propagates to the host: the
 // mount lives as long as the shim's and the container's mount
@@ -57,8 +57,14 @@ func prepareImageRoot(dir string, b *Bundle) (string, error) {
 	if err := overlay.Mount(root, lower, img.Upper, img.Work); err != nil {
 		return "", fmt.Errorf("mount image root: %w", err)
 	}
-	if err := prepareMountPoints(root, RuntimeSpec(b, dir, root).Mounts); err != nil {
-		return "", err
+	if b.UserNS != nil {
+		// runc's init, in the namespace, may not create them in a root
+		// owned by the range's root with host root's layers below; outside
+		// one runc makes them itself (about 1.5 ms less on every launch
+		// than making them here through pathrs).
+		if err := prepareMountPoints(root, RuntimeSpec(b, dir, root).Mounts); err != nil {
+			return "", err
+		}
 	}
 	return root, nil
 }

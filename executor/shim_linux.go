@@ -45,9 +45,11 @@ type RunOptions struct {
 // Run is `brim shim`: it creates the container described by the bundle in
 // opts.Dir, runs its process, serves the control socket, and returns once
 // the container has exited, its status is in exit.json and the container is
-// destroyed. With the host root (no rootfs in the bundle) it must run in a
-// private mount namespace: the containerizer starts it with CLONE_NEWNS. ctx only bounds the launch; once the container runs, the
-// shim stays until it exits (shutting the agent down never stops it).
+// destroyed. With the host root (no rootfs in the bundle) or an image
+// root it must run in a private mount namespace: the containerizer starts
+// it with CLONE_NEWNS. ctx only bounds the launch; once the container
+// runs, the shim stays until it exits (shutting the agent down never
+// stops it).
 func Run(ctx context.Context, opts RunOptions) error {
 	log := opts.Log
 	if log == nil {
