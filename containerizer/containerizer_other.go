@@ -44,3 +44,8 @@ func (c *Containerizer) closePool() {}
 func Teardown(ctx context.Context, stateDir string) ([]string, error) {
 	return nil, fmt.Errorf("tear down containers: %w", ErrNotSupported)
 }
+
+// DiskUsage returns an error wrapping ErrNotSupported: containers need Linux.
+func (c *Containerizer) DiskUsage(_ context.Context, id string) (used, limit int64, enforced bool, err error) {
+	return 0, 0, false, fmt.Errorf("disk usage %s: %w", id, ErrNotSupported)
+}

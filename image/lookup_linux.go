@@ -27,7 +27,7 @@ import (
 func (s *Store) Open(img Image, name string) (*os.File, error) {
 	clean := path.Clean("/" + name)[1:]
 	if clean == "" || slices.Contains(strings.Split(name, "/"), "..") {
-		return nil, fmt.Errorf("open %q in image %s: %w: want a path below the root without ..", name, img.ID, ErrInvalidReference)
+		return nil, fmt.Errorf("open %q in image %s: %w: want a path below the root, with no .. component", name, img.ID, ErrInvalidReference)
 	}
 	parts := strings.Split(clean, "/")
 	for _, l := range slices.Backward(img.Layers) {
