@@ -24,6 +24,9 @@ func AgentInfo(w io.Writer, in *agentpb.AgentInfoResponse, ex *agentpb.ExplainRe
 	if in.LogMaxFiles > 0 {
 		fmt.Fprintf(tw, "container logs\t%d files of %s at most each (default)\n", in.LogMaxFiles, bytesize.Format(in.LogMaxSizeBytes))
 	}
+	if in.ImageCacheBytes > 0 || in.ImageCacheMaxBytes > 0 {
+		fmt.Fprintf(tw, "image cache\t%s (%s)\n", MiB(in.ImageCacheBytes), capText(in.ImageCacheMaxBytes))
+	}
 	for _, q := range in.Quarantined {
 		fmt.Fprintf(tw, "quarantined record\t%s (container %s): %s\n", q.File, q.Container, q.Error)
 	}

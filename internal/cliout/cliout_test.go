@@ -105,6 +105,27 @@ func TestAgentInfo(t *testing.T) {
 	golden(t, "agent-info-oversub", func(b *bytes.Buffer) error { return AgentInfo(b, in, ex) })
 	full := &agentpb.AgentInfoResponse{Id: "a1", Version: "v", StateDir: "/s", CgroupParent: "/brim", ResourcesTotal: "cpus:4",
 		ContainersRunning: 1, StateDirFull: true, CheckpointUnsaved: 2, LogMaxSizeBytes: 10 << 20, LogMaxFiles: 5,
-		CheckpointError: "checkpoint c1: write /s/checkpoint/c1.json: no space left on device"}
+		CheckpointError: "checkpoint c1: write /s/checkpoint/c1.json: no space left on device",
+		ImageCacheBytes: 3 << 20, ImageCacheMaxBytes: 10 << 30}
 	golden(t, "agent-info-full", func(b *bytes.Buffer) error { return AgentInfo(b, full, nil) })
+}
+
+func TestImages(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	r := &agentpb.ListImagesResponse{CacheBytes: 5 << 20, CacheMaxBytes: 1 << 30, Images: []*agentpb.Image{
+		{Id: "sha256:a9135337e82a0000000000000000000000000000000000000000000000000000", Refs: []string{"127.0.0.1:5000/demo/hello:1"},
+			Layers: 2, Size: 2 << 20, LastUsedUnixNano: now.Add(-time.Minute).UnixNano(), Containers: []string{"c1"}},
+		{Id: "sha256:0123456789ab0000000000000000000000000000000000000000000000000000", Layers: 3, Size: 3 << 20,
+			LastUsedUnixNano: now.Add(-50 * time.Hour).UnixNano()},
+	}}
+	golden(t, "images", func(b *bytes.Buffer) error { return Images(b, r, now) })
+	golden(t, "images-json", func(b *bytes.Buffer) error { return JSON(b, agentclient.ImageViews(r)) })
+	golden(t, "pull-progress", func(b *bytes.Buffer) error {
+		PullProgress(b, &agentpb.PullImageProgress{Layer: 1, Layers: 2, Digest: "sha256:feedfacecafe0000", Fetched: 1 << 20})
+		PullProgress(b, &agentpb.PullImageProgress{Layer: 2, Layers: 2, Digest: "sha256:0123456789abcdef", Cached: true})
+		Pruned(b, "app:1", &agentpb.PruneImagesResponse{Images: []string{"sha256:a9135337e82a0000"}, Layers: 2, Bytes: 2 << 20})
+		Pruned(b, "app:2", &agentpb.PruneImagesResponse{})
+		Pruned(b, "", &agentpb.PruneImagesResponse{})
+		return nil
+	})
 }

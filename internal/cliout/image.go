@@ -27,12 +27,16 @@ func Images(w io.Writer, r *agentpb.ListImagesResponse, now time.Time) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	cap := "no cap"
-	if r.CacheMaxBytes > 0 {
-		cap = "cap " + MiB(r.CacheMaxBytes)
-	}
-	_, err := fmt.Fprintf(w, "cache: %s (%s)\n", MiB(r.CacheBytes), cap)
+	_, err := fmt.Fprintf(w, "cache: %s (%s)\n", MiB(r.CacheBytes), capText(r.CacheMaxBytes))
 	return err
+}
+
+// capText says the image cache's cap.
+func capText(max int64) string {
+	if max > 0 {
+		return "cap " + MiB(max)
+	}
+	return "no cap"
 }
 
 // PullProgress writes one layer's line of brim image pull.
