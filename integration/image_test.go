@@ -3,9 +3,11 @@ package integration
 import (
 	"crypto/rand"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,7 +88,8 @@ func (a *agentProc) imagesState(stateDir string, want ...string) {
 // with the container, an image in use kept.
 func TestImageRun(t *testing.T) {
 	reg := startImageRegistry(t)
-	a := startAgent(t, "--image-insecure-registry", reg.Host)
+	metrics := testutil.FreeAddr(t)
+	a := startAgent(t, "--image-insecure-registry", reg.Host, "--metrics-listen", metrics)
 
 	id := strings.TrimSpace(a.mustBrim("image", "pull", reg.ref))
 	if !strings.HasPrefix(id, "sha256:") {
@@ -94,6 +97,23 @@ func TestImageRun(t *testing.T) {
 	}
 	if out := a.mustBrim("image", "ls"); !strings.Contains(out, reg.ref) || !strings.Contains(out, "3") {
 		t.Errorf("image ls lacks %s with its 3 layers:\n%s", reg.ref, out)
+	}
+	// The pull's figures on the agent's /metrics.
+	resp, err := http.Get("http://" + metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, w := range []string{`brim_image_pulls_total{result="ok"} 1`, "brim_image_layers_unpacked_total 3", "brim_image_pull_seconds_count 1"} {
+		if !strings.Contains(string(body), w+"\n") {
+			t.Errorf("/metrics lacks %q", w)
+		}
+	}
+	for _, m := range []string{"brim_image_cache_bytes", "brim_image_pulled_bytes_total"} {
+		if !regexp.MustCompile(`(?m)^` + m + ` [1-9][0-9.e+]*$`).Match(body) {
+			t.Errorf("/metrics: %s is not positive:\n%s", m, body)
+		}
 	}
 
 	// The image's cmd, with the defaults.
