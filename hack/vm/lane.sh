@@ -77,7 +77,7 @@ tool() { # name: the host's binary, at the same path, with its libraries
   cp "$p" "$root/usr/local/bin/$1"
   copylibs "$p"
 }
-for t in ip runc iperf3 nsenter; do tool "$t"; done
+for t in ip runc iperf3 nsenter mkfs.xfs; do tool "$t"; done
 # /bin/sh is dash, as on the host: busybox's `test -w` answers yes to root
 # on a read-only mount, dash asks the kernel (access(2)).
 cp /bin/dash "$root/bin/sh"
@@ -103,10 +103,14 @@ done <"$root/brim/packages"
 printf 'module brim-vm-copies\n' >"$root/src/go.mod"
 echo "${VM_TEST_TIMEOUT:-6m}" >"$root/brim/timeout"
 
-# Kernel modules: the network ones and their dependencies, for modprobe.
+# Kernel modules: the network ones, overlay, xfs and loop, and their
+# dependencies, for modprobe.
 mkdir -p "$root/lib/modules/$KERNEL_RELEASE"
 cp "$kmods"/modules.* "$root/lib/modules/$KERNEL_RELEASE/"
-(cd "$kmods" && cp -a --parents kernel/net kernel/drivers/net kernel/drivers/block/virtio_blk.ko kernel/drivers/virtio kernel/lib kernel/crypto "$root/lib/modules/$KERNEL_RELEASE/")
+# overlay, xfs and loop: the image tests (overlay roots, id-mapped layers;
+# an xfs loop file with project quotas).
+(cd "$kmods" && cp -a --parents kernel/net kernel/drivers/net kernel/drivers/block/virtio_blk.ko kernel/drivers/block/loop.ko \
+  kernel/drivers/virtio kernel/lib kernel/crypto kernel/fs/overlayfs kernel/fs/xfs "$root/lib/modules/$KERNEL_RELEASE/")
 busybox depmod -b "$root" "$KERNEL_RELEASE" # the package leaves modules.dep to its postinst
 
 # A scratch disk (virtio, ext4, made fresh each run) for the tests of the
