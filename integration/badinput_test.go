@@ -137,7 +137,7 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 	t.Run("usage errors", func(t *testing.T) {
-		expect(a.brim("container", "run"), 2, "requires at least 1 arg")
+		expect(a.brim("container", "run"), 2, "give a command (-- CMD [ARG…]) or an --image")
 		expect(a.brim("container", "run", "--cpus", "-1", "--", "true"), 2, "--cpus")
 		expect(a.brim("container", "run", "--cpus", "abc", "--", "true"), 2, "--cpus")
 		expect(a.brim("container", "update", "x"), 2, "--cpus, --mem, --pids")
