@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"log/slog"
+
 	"github.com/brimnode/brim/resources"
 )
 
@@ -46,6 +48,11 @@ func (r Resources) String() string {
 	}
 	return "cpus:0;mem:0"
 }
+
+// LogValue logs r in its text form ("cpus:0.5;mem:64"), not as a struct.
+func (r Resources) LogValue() slog.Value { return slog.StringValue(r.String()) }
+
+var _ slog.LogValuer = Resources{}
 
 // FormatMilli formats thousandths as a decimal without trailing zeros
 // (1500 → "1.5", 2000 → "2"): the resource model's Value text.

@@ -84,6 +84,9 @@ func Start(ctx context.Context, cfg Config) (_ *Running, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// The master's own lines; its parts name their own component (one
+	// per line: internal/logging.OneComponent).
+	log = log.With("component", "master")
 	if cfg.Elector != nil {
 		return startHA(ctx, cfg, log)
 	}

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"fmt"
+	"log/slog"
 )
 
 // String formats r in the canonical text syntax: entries in canonical order
@@ -21,6 +22,12 @@ func (r Resources) String() string {
 	}
 	return string(b)
 }
+
+// LogValue logs r in the canonical text syntax, not as a list of
+// structs.
+func (r Resources) LogValue() slog.Value { return slog.StringValue(r.String()) }
+
+var _ slog.LogValuer = Resources(nil)
 
 // Filter returns the entries of r for which keep returns true.
 func (r Resources) Filter(keep func(Resource) bool) Resources {

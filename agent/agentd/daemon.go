@@ -59,6 +59,9 @@ func New(cfg Config, deps Deps) (*Daemon, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// The daemon's own lines; each part it builds names its own component
+	// (one per line: internal/logging.OneComponent).
+	log = log.With("component", "agentd")
 	res, err := cfg.resolve()
 	if err != nil {
 		return nil, err

@@ -97,7 +97,7 @@ func openPlugins(cfg OversubConfig, deps Deps, log *slog.Logger, withEst, withCt
 	}
 	p := &plugins{cfg: cfg}
 	if withEst {
-		if p.est, err = estimator.Open(deps.Estimators, cfg.Estimator, eopts, log.With("component", "estimator")); err != nil {
+		if p.est, err = estimator.Open(deps.Estimators, cfg.Estimator, eopts, log); err != nil {
 			if errors.Is(err, estimator.ErrUnknown) {
 				return nil, bad("--estimator", "%q: unknown (want one of %s, or plugin:/path)", cfg.Estimator, strings.Join(deps.Estimators.Names(), ", "))
 			}
@@ -105,7 +105,7 @@ func openPlugins(cfg OversubConfig, deps Deps, log *slog.Logger, withEst, withCt
 		}
 	}
 	if withCtrl {
-		if p.ctrl, err = qos.Open(deps.QoS, cfg.QoS, qopts, log.With("component", "qos")); err != nil {
+		if p.ctrl, err = qos.Open(deps.QoS, cfg.QoS, qopts, log); err != nil {
 			closePlugin(p.est, log)
 			if errors.Is(err, qos.ErrUnknown) {
 				return nil, bad("--qos", "%q: unknown (want one of %s, or plugin:/path)", cfg.QoS, strings.Join(deps.QoS.Names(), ", "))

@@ -2,9 +2,11 @@ package logging
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 )
@@ -58,5 +60,89 @@ func TestLogrusHookLevels(t *testing.T) {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, buf.String())
 		}
+	}
+}
+
+// jsonKeys returns the top-level keys of one JSON object line, in order,
+// duplicates kept (a map would keep only the last).
+func jsonKeys(t *testing.T, line string) []string {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(line))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not a JSON object: %s", line)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		keys = append(keys, tok.(string))
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+	}
+	return keys
+}
+
+// The daemons' JSON lines carry one component, the innermost, however
+// many times loggers were given one (a plugin host below the agent's
+// estimator named it again), also inside groups and from the record;
+// durations are Go durations, not nanoseconds.
+func TestJSONOneComponentAndDurations(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := New(&buf, "debug", "json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	est := log.With("component", "agentd").With("component", "estimator", "estimator", "plugin:/x")
+	est.Info("plugin failed", "backoff", 1500*time.Millisecond)
+	est.Info("from the plugin", "component", "go-plugin")
+	est.WithGroup("g").Info("grouped", "k", 1)
+	log.Info("no component")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d lines:\n%s", len(lines), buf.String())
+	}
+	wantComp := []string{"estimator", "go-plugin", "estimator", ""}
+	for i, l := range lines {
+		n := 0
+		for _, k := range jsonKeys(t, l) {
+			if k == "component" {
+				n++
+			}
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		if want := wantComp[i]; (want == "" && n != 0) || (want != "" && (n != 1 || m["component"] != want)) {
+			t.Errorf("line %d: %d component keys, component %v, want one %q:\n%s", i, n, m["component"], want, l)
+		}
+	}
+	if !strings.Contains(lines[0], `"backoff":"1.5s"`) || !strings.Contains(lines[0], `"estimator":"plugin:/x"`) {
+		t.Errorf("line 0: %s", lines[0])
+	}
+	if !strings.Contains(lines[2], `"g":{"k":1}`) {
+		t.Errorf("line 2: %s", lines[2])
+	}
+}
+
+// logValue is a type with a LogValuer, as agent.Resources has.
+type logValue struct{ MilliCPUs int64 }
+
+func (v logValue) LogValue() slog.Value { return slog.StringValue("cpus:0.5") }
+
+func TestTextDurationsAndValuers(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := New(&buf, "info", "text", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.With("component", "a").With("component", "b").Info("m", "d", 2*time.Second, "r", logValue{500})
+	if got := buf.String(); strings.Count(got, "component=") != 1 || !strings.Contains(got, "component=b") ||
+		!strings.Contains(got, "d=2s") || !strings.Contains(got, "r=cpus:0.5") {
+		t.Errorf("text line: %s", got)
 	}
 }
