@@ -78,6 +78,11 @@ type Limits struct {
 	// CPUQuota caps the container at MilliCPUs with a CFS quota when true
 	// (hard limit); otherwise the container may use idle cpu.
 	CPUQuota bool
+	// FlatShares gives a Guaranteed container the kernel's default cpu
+	// weight (1024 shares, weight 100) instead of one proportional to
+	// MilliCPUs; with CPUQuota it is CPUModeQuota, Docker's --cpus. A
+	// BestEffort container keeps its class's low weight.
+	FlatShares bool `json:",omitempty"`
 	// MemoryBytes is the memory limit (cgroup memory.limit/memory.max).
 	MemoryBytes int64
 	// Pids caps the number of processes/threads.
@@ -99,6 +104,52 @@ type Limits struct {
 	// (docs/images.md). 0: no limit. The isolators ignore it; it is set
 	// at launch and never changes.
 	DiskBytes int64 `json:",omitempty"`
+}
+
+// CPUMode is how a container's MilliCPUs limit its cpu (see
+// docs/operators.md, "CPU limits").
+type CPUMode string
+
+// CPU modes.
+const (
+	// CPUModeShares: a cpu weight proportional to MilliCPUs and no cap.
+	// Under contention each container gets at least its share; on an
+	// idle node it uses what is idle. Mesos's default, and brim's: idle
+	// cpu is what oversubscription lends, and a hard cap wastes it.
+	CPUModeShares CPUMode = "shares"
+	// CPUModeQuota: a CFS quota at MilliCPUs and the kernel's default
+	// weight: Docker's --cpus.
+	CPUModeQuota CPUMode = "quota"
+	// CPUModeBoth: the proportional weight and the quota (Mesos's
+	// --cgroups_enable_cfs; brim's --cpu-quota).
+	CPUModeBoth CPUMode = "both"
+)
+
+// ParseCPUMode parses "shares", "quota" or "both"; the error names the
+// choices.
+func ParseCPUMode(s string) (CPUMode, error) {
+	switch m := CPUMode(s); m {
+	case CPUModeShares, CPUModeQuota, CPUModeBoth:
+		return m, nil
+	}
+	return "", fmt.Errorf("cpu limit mode %q: want shares, quota or both", s)
+}
+
+// CPUMode returns the mode l's cpu fields describe.
+func (l Limits) CPUMode() CPUMode {
+	switch {
+	case l.CPUQuota && l.FlatShares:
+		return CPUModeQuota
+	case l.CPUQuota:
+		return CPUModeBoth
+	}
+	return CPUModeShares
+}
+
+// SetCPUMode sets l's cpu fields to mode m (a valid CPUMode).
+func (l *Limits) SetCPUMode(m CPUMode) {
+	l.CPUQuota = m == CPUModeQuota || m == CPUModeBoth
+	l.FlatShares = m == CPUModeQuota
 }
 
 // Verifier is an optional interface of isolators whose Isolate changes

@@ -188,9 +188,16 @@ const CFSPeriodMicros = 100000
 // minQuotaMicros is the smallest quota the kernel accepts.
 const minQuotaMicros = 1000
 
+// DefaultShares is the kernel's cpu.shares of a new group (v2 weight 100).
+const DefaultShares = 1024
+
 // Shares returns the v1 cpu.shares for limits: 1024 per cpu for
-// Guaranteed, 10 per cpu for BestEffort (as Mesos does), at least 2.
+// Guaranteed, 10 per cpu for BestEffort (as Mesos does), at least 2;
+// DefaultShares for a Guaranteed container with FlatShares.
 func Shares(l isolator.Limits) uint64 {
+	if l.FlatShares && l.Class == isolator.Guaranteed {
+		return DefaultShares
+	}
 	per := int64(1024)
 	if l.Class == isolator.BestEffort {
 		per = 10

@@ -112,6 +112,10 @@ func TestShares(t *testing.T) {
 		{isolator.Limits{MilliCPUs: 1000, Class: isolator.BestEffort}, 10},
 		{isolator.Limits{MilliCPUs: 100, Class: isolator.BestEffort}, 2},
 		{isolator.Limits{MilliCPUs: 1000000}, 262144},
+		// quota mode: the default weight; a revocable container keeps its class's
+		{isolator.Limits{MilliCPUs: 500, CPUQuota: true, FlatShares: true}, 1024},
+		{isolator.Limits{MilliCPUs: 4000, CPUQuota: true, FlatShares: true}, 1024},
+		{isolator.Limits{MilliCPUs: 1000, CPUQuota: true, FlatShares: true, Class: isolator.BestEffort}, 10},
 	}
 	for _, tt := range tests {
 		if got := Shares(tt.l); got != tt.want {
@@ -143,5 +147,38 @@ func TestSpecValidateAndCheck(t *testing.T) {
 	}
 	if !reflect.DeepEqual(Plan(V2, Features{}, spec(1000, true, 1, 1, 0), nil), []Write(nil)) {
 		t.Error("Plan without controllers wrote something")
+	}
+}
+
+// The three cpu modes as limits, and back: the plan writes the weight and
+// quota each stands for (v1 cpu.shares and cpu.cfs_quota_us).
+func TestCPUModes(t *testing.T) {
+	f := Features{CPU: true}
+	for _, c := range []struct {
+		mode          isolator.CPUMode
+		shares, quota string
+	}{
+		{isolator.CPUModeShares, "512", "-1"},
+		{isolator.CPUModeQuota, "1024", "50000"},
+		{isolator.CPUModeBoth, "512", "50000"},
+	} {
+		l := isolator.Limits{MilliCPUs: 500}
+		l.SetCPUMode(c.mode)
+		if l.CPUMode() != c.mode {
+			t.Errorf("SetCPUMode(%s) reads back as %s", c.mode, l.CPUMode())
+		}
+		got := map[string]string{}
+		for _, w := range Plan(V1, f, Spec{Limits: l}, nil) {
+			got[w.File] = w.Value
+		}
+		if got["cpu.shares"] != c.shares || got["cpu.cfs_quota_us"] != c.quota {
+			t.Errorf("%s: cpu.shares %s cpu.cfs_quota_us %s, want %s and %s", c.mode, got["cpu.shares"], got["cpu.cfs_quota_us"], c.shares, c.quota)
+		}
+		if m, err := isolator.ParseCPUMode(string(c.mode)); err != nil || m != c.mode {
+			t.Errorf("ParseCPUMode(%s) = %s, %v", c.mode, m, err)
+		}
+	}
+	if _, err := isolator.ParseCPUMode("hard"); err == nil || !strings.Contains(err.Error(), "want shares, quota or both") {
+		t.Errorf("ParseCPUMode(hard) = %v", err)
 	}
 }
