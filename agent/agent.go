@@ -124,6 +124,13 @@ type Options struct {
 	// container asks for no disk (a safety bound, not accounted); 0: no
 	// limit.
 	UpperLimitMiB int64
+	// CPUMode is how the cpus of a container whose Spec names no mode
+	// limit it (--cpu-limit-mode); empty: isolator.CPUModeShares.
+	CPUMode isolator.CPUMode
+	// Cgroups lists a container's processes (Top) and freezes and thaws
+	// it (Pause, Unpause): the cgroups isolator. nil: those fail with
+	// ErrNotSupported.
+	Cgroups ContainerCgroups
 	// Oversub runs the monitor, estimator and QoS controller and admits
 	// revocable containers against the revocable pool. nil: none of them,
 	// and revocable containers are accounted against Resources like the
@@ -179,6 +186,9 @@ type Spec struct {
 	Image     string
 	Pull      PullPolicy
 	ReadWrite bool
+	// rerun: a restart's spec, from the container's record: Image is the
+	// image's ID, whose defaults Command, Env, Cwd and User have already.
+	rerun bool
 	// User runs the process (see Options.DefaultUser for the syntax);
 	// empty: the image's user, else Options.DefaultUser. In a user
 	// namespace it names the IDs inside it (resolved in the host's user
@@ -193,10 +203,13 @@ type Spec struct {
 	// master's run_as_root ACL, for its tasks), as AllowRoot does for all.
 	RunAsRoot bool
 	// Resources are accounted against the agent's and set the limits:
-	// cpu shares (and a CFS quota with CPUQuota), memory limit.
+	// cpu (as CPUMode says), memory limit.
 	Resources Resources
 	Pids      int64
-	CPUQuota  bool
+	// CPUMode is how Resources' cpus limit the container; empty:
+	// isolator.CPUModeBoth with CPUQuota, else Options.CPUMode.
+	CPUMode  isolator.CPUMode
+	CPUQuota bool
 	// Network gives the container its own network namespace with an
 	// address on the agent's bridge (the agent must run with --network);
 	// Resources.NetMbit then limits its bandwidth both ways.
@@ -223,6 +236,8 @@ type Update struct {
 	// NetMbit is the bandwidth limit of a container with networking
 	// (Mbit/s, both directions), changed live.
 	NetMbit int64
+	// CPUMode is a new cpu limit mode; empty leaves it.
+	CPUMode isolator.CPUMode
 }
 
 // Info describes the agent.
@@ -237,6 +252,8 @@ type Info struct {
 	Running      int
 	Exited       int
 	StartedAt    time.Time
+	// CPUMode is Options.CPUMode: the mode of containers that name none.
+	CPUMode isolator.CPUMode
 	// Oversub is the oversubscription status; nil without it.
 	Oversub *Oversubscription
 	// Quarantined are the checkpoint records the agent could not read at
@@ -267,11 +284,17 @@ type Agent struct {
 
 	resizeMu sync.Mutex // serialises Resize
 
+	// freezeMu orders a user's pause against kills and QoS thaws: a
+	// pause freezes only a container no kill has begun on, and a kill or
+	// thaw that comes meanwhile acts after the freeze (pause.go).
+	freezeMu sync.Mutex
+
 	mu          sync.Mutex
 	containers  map[string]*Container
 	names       map[string]string        // name → id
 	done        map[string]chan struct{} // closed when the container has exited
 	killReasons map[string]killReason    // id → why a pending kill was asked for
+	killing     map[string]bool          // id → a kill has begun (no pause)
 	ledger      *ledger                  // claims of running (and launching) containers
 	quarantined []Quarantined            // checkpoint records Recover could not read
 	unsaved     map[string]bool          // records not written yet (checkpoint.go)
@@ -321,6 +344,12 @@ func (o *Options) check() error {
 	}
 	if o.DefaultUser == "" {
 		o.DefaultUser = DefaultUser
+	}
+	if o.CPUMode == "" {
+		o.CPUMode = isolator.CPUModeShares
+	}
+	if _, err := isolator.ParseCPUMode(string(o.CPUMode)); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	if o.UserNSRange != nil {
 		if err := o.UserNSRange.Validate(); err != nil {
@@ -382,6 +411,7 @@ func New(opts Options) (*Agent, error) {
 		names:       map[string]string{},
 		done:        map[string]chan struct{}{},
 		killReasons: map[string]killReason{},
+		killing:     map[string]bool{},
 		unsaved:     map[string]bool{},
 		ledger:      newLedger(opts.Resources.Model()),
 		started:     time.Now(),
@@ -643,62 +673,12 @@ func (a *Agent) Launch(ctx context.Context, spec Spec) (*Container, error) {
 }
 
 func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
-	if err := spec.validate(); err != nil {
-		return nil, fmt.Errorf("run: %w", err)
-	}
-	if err := a.logLimits(&spec); err != nil {
-		return nil, fmt.Errorf("run: %w", err)
-	}
-	lookup := hostUser
-	var im *imageLaunch
-	if spec.Image != "" {
-		var err error
-		if im, err = a.resolveImage(ctx, &spec); err != nil {
-			return nil, fmt.Errorf("run: %w", err)
-		}
-		defer im.release() // the runtime's lease holds it from Launch on
-		if err := spec.checkCommand(); err != nil {
-			return nil, fmt.Errorf("run: image %s: %w", spec.Image, err)
-		}
-		lookup = func(u string) (hostuser.ID, error) { return im.lookupUser(a.opts.Images, spec.Image, u) }
-	}
-	if spec.User == "" {
-		spec.User = a.opts.DefaultUser
-	}
-	var userns *subid.Range
-	if spec.UserNS || a.opts.UserNS {
-		if a.opts.UserNSRange == nil {
-			return nil, fmt.Errorf("run: %w: a user namespace was asked for but the agent has no --userns-range", ErrInvalidArgument)
-		}
-		spec.UserNS, userns = true, a.opts.UserNSRange
-	}
-	user, err := resolveUserIn(lookup, spec.User, a.opts.AllowRoot || spec.RunAsRoot, userns)
+	p, err := a.plan(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
-	if spec.Network && !a.opts.Network {
-		return nil, fmt.Errorf("run: %w: networking asked but the agent runs without --network", ErrInvalidArgument)
-	}
-	if err := checkPortRange(spec.Ports, a.opts.PortRange); err != nil {
-		return nil, fmt.Errorf("run: %w", err)
-	}
-	limits := isolator.Limits{
-		MilliCPUs:   spec.Resources.MilliCPUs,
-		CPUQuota:    spec.CPUQuota,
-		MemoryBytes: spec.Resources.MemMiB << 20,
-		Pids:        spec.Pids,
-		Network:     spec.Network,
-		Ports:       spec.Ports,
-		DiskBytes:   a.diskLimit(spec),
-	}
-	if spec.Network {
-		limits.NetBandwidthMbit = spec.Resources.NetMbit
-	}
-	if spec.Revocable {
-		limits.Class = isolator.BestEffort
-		// Revocable bandwidth is borrowed, never accounted.
-		spec.Resources.NetMbit = 0
-	}
+	defer p.release() // the runtime's lease holds an image from Launch on
+	spec = p.spec
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -722,19 +702,13 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	}
 	c := &Container{
 		ID: id, Name: name, Command: spec.Command, Env: spec.Env, Cwd: spec.Cwd,
-		Rootfs: spec.Rootfs, User: spec.User, UserNS: spec.UserNS, Limits: limits, Revocable: spec.Revocable, Labels: spec.Labels,
+		Rootfs: spec.Rootfs, User: spec.User, UserNS: spec.UserNS, Limits: p.limits, Revocable: spec.Revocable, Labels: spec.Labels,
 		State: StateLaunching, CreatedAt: time.Now().UTC(), LogMaxSize: spec.LogMaxSize, LogMaxFiles: spec.LogMaxFiles,
 		DiskMiB: spec.Resources.DiskMiB,
 	}
-	launch := LaunchSpec{
-		ID: id, Name: name, Command: spec.Command, Env: spec.Env, Cwd: spec.Cwd,
-		Rootfs: spec.Rootfs, User: user.String(), UserNS: userns, Limits: limits, Labels: spec.Labels,
-		LogMaxSize: spec.LogMaxSize, LogMaxFiles: spec.LogMaxFiles,
-	}
-	if im != nil {
-		c.Image, c.ImageID, c.ImageDigest, c.ExposedPorts = spec.Image, im.img.ID, im.img.Digest, im.img.Config.ExposedPorts
+	if p.im != nil {
+		c.Image, c.ImageID, c.ImageDigest, c.ExposedPorts = spec.Image, p.im.img.ID, p.im.img.Digest, p.im.img.Config.ExposedPorts
 		c.ReadWrite = spec.ReadWrite
-		launch.Image, launch.ReadWrite = im.img.ID, spec.ReadWrite
 	}
 	// Checkpoint before launching: after a crash mid-launch the recovery
 	// either adopts the container or drops the record, never leaks.
@@ -751,7 +725,7 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	a.done[id] = make(chan struct{})
 	a.mu.Unlock()
 
-	in, err := a.rt.Launch(ctx, launch)
+	in, err := a.rt.Launch(ctx, p.launchSpec(c, heldDirs{}))
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err != nil {
@@ -764,18 +738,156 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 		}
 		return nil, fmt.Errorf("run: %w", err)
 	}
-	a.settleLocked(id, true)
+	a.startedLocked(c, in)
+	a.log.Info("launched container", "id", id, "name", name, "pid", c.Pid, "resources", spec.Resources, "cpu_limit_mode", p.limits.CPUMode())
+	return c.clone(), nil
+}
+
+// launchPlan is a checked Spec with what the runtime needs besides it.
+// Its image, if any, is held until release.
+type launchPlan struct {
+	spec   Spec // with the defaults applied (the image's too)
+	user   hostuser.ID
+	userns *subid.Range
+	limits isolator.Limits
+	im     *imageLaunch // nil: the host root or Spec.Rootfs
+}
+
+// release lets the plan's image go (the runtime holds its own lease from
+// Launch on).
+func (p launchPlan) release() {
+	if p.im != nil {
+		p.im.release()
+	}
+}
+
+// plan checks spec and resolves its image (held: the caller releases the
+// plan), user, user namespace and limits (Options.CPUMode for a spec that
+// names no cpu mode). Errors wrap ErrInvalidArgument, ErrRootNotAllowed
+// or the image store's.
+func (a *Agent) plan(ctx context.Context, spec Spec) (_ launchPlan, retErr error) {
+	if err := spec.validate(); err != nil {
+		return launchPlan{}, err
+	}
+	if err := a.logLimits(&spec); err != nil {
+		return launchPlan{}, err
+	}
+	lookup := hostUser
+	var im *imageLaunch
+	if spec.Image != "" {
+		var err error
+		if im, err = a.imageOf(ctx, &spec); err != nil {
+			return launchPlan{}, err
+		}
+		defer func() {
+			if retErr != nil {
+				im.release()
+			}
+		}()
+		if err := spec.checkCommand(); err != nil {
+			return launchPlan{}, fmt.Errorf("image %s: %w", spec.Image, err)
+		}
+		lookup = func(u string) (hostuser.ID, error) { return im.lookupUser(a.opts.Images, spec.Image, u) }
+	}
+	if spec.User == "" {
+		spec.User = a.opts.DefaultUser
+	}
+	var userns *subid.Range
+	if spec.UserNS || a.opts.UserNS {
+		if a.opts.UserNSRange == nil {
+			return launchPlan{}, fmt.Errorf("%w: a user namespace was asked for but the agent has no --userns-range", ErrInvalidArgument)
+		}
+		spec.UserNS, userns = true, a.opts.UserNSRange
+	}
+	user, err := resolveUserIn(lookup, spec.User, a.opts.AllowRoot || spec.RunAsRoot, userns)
+	if err != nil {
+		return launchPlan{}, err
+	}
+	if spec.Network && !a.opts.Network {
+		return launchPlan{}, fmt.Errorf("%w: networking asked but the agent runs without --network", ErrInvalidArgument)
+	}
+	if err := checkPortRange(spec.Ports, a.opts.PortRange); err != nil {
+		return launchPlan{}, err
+	}
+	limits := a.limitsOf(&spec) // before the copy: it clears a revocable spec's net_bw
+	return launchPlan{spec: spec, user: user, userns: userns, limits: limits, im: im}, nil
+}
+
+// imageOf holds spec's image: a launch's, resolved with its defaults laid
+// under spec (resolveImage), or a restart's, whose record has them already
+// (by its ID, never pulled).
+func (a *Agent) imageOf(ctx context.Context, spec *Spec) (*imageLaunch, error) {
+	if !spec.rerun {
+		return a.resolveImage(ctx, spec)
+	}
+	if a.opts.Images == nil {
+		return nil, fmt.Errorf("%w: image %s: the agent has no image store", ErrInvalidArgument, spec.Image)
+	}
+	img, release, err := a.holdImage(ctx, spec.Image, PullNever)
+	if err != nil {
+		return nil, err
+	}
+	return &imageLaunch{img: img, release: release}, nil
+}
+
+// limitsOf are the isolator's limits for spec (its cpu mode, else
+// Options.CPUMode); a revocable spec's bandwidth is left unaccounted.
+func (a *Agent) limitsOf(spec *Spec) isolator.Limits {
+	mode := spec.CPUMode
+	switch {
+	case mode == "" && spec.CPUQuota:
+		mode = isolator.CPUModeBoth
+	case mode == "":
+		mode = a.opts.CPUMode
+	}
+	limits := isolator.Limits{
+		MilliCPUs:   spec.Resources.MilliCPUs,
+		MemoryBytes: spec.Resources.MemMiB << 20,
+		Pids:        spec.Pids,
+		Network:     spec.Network,
+		Ports:       spec.Ports,
+		DiskBytes:   a.diskLimit(*spec),
+	}
+	limits.SetCPUMode(mode)
+	if spec.Network {
+		limits.NetBandwidthMbit = spec.Resources.NetMbit
+	}
+	if spec.Revocable {
+		limits.Class = isolator.BestEffort
+		// Revocable bandwidth is borrowed, never accounted.
+		spec.Resources.NetMbit = 0
+	}
+	return limits
+}
+
+// launchSpec is what the runtime gets to run c as p says; kept, when
+// set, is a previous run's sandbox and log to go on with (Restart).
+func (p launchPlan) launchSpec(c *Container, kept heldDirs) LaunchSpec {
+	s := p.spec
+	l := LaunchSpec{
+		ID: c.ID, Name: c.Name, Command: s.Command, Env: s.Env, Cwd: s.Cwd,
+		Rootfs: s.Rootfs, User: p.user.String(), UserNS: p.userns, Limits: p.limits, Labels: s.Labels,
+		LogMaxSize: s.LogMaxSize, LogMaxFiles: s.LogMaxFiles, Sandbox: kept.sandbox, LogDir: kept.log,
+	}
+	if p.im != nil {
+		l.Image, l.ReadWrite = p.im.img.ID, s.ReadWrite
+	}
+	return l
+}
+
+// startedLocked records that c's launch (or restart) succeeded: its claim
+// committed, its process, checkpoint and exit watcher.
+func (a *Agent) startedLocked(c *Container, in *RuntimeInfo) {
+	a.settleLocked(c.ID, true)
 	c.State, c.Pid, c.StartedAt, c.SandboxDir = StateRunning, in.Pid, in.StartedAt, in.SandboxDir
-	c.Address, c.LogDir = in.Address, in.LogDir
+	c.Address, c.LogDir, c.Exit = in.Address, in.LogDir, nil
 	if c.StartedAt.IsZero() {
 		c.StartedAt = time.Now().UTC()
 	}
 	// The container runs and the launching record is on disk, so a
 	// restart would adopt it even if this write waits for space.
 	a.saveLocked(c)
-	a.log.Info("launched container", "id", id, "name", name, "pid", c.Pid, "resources", spec.Resources)
-	a.watchLocked(id)
-	return c.clone(), nil
+	a.watchLocked(c.ID)
 }
 
 func (a *Agent) watch(id string) {
@@ -823,7 +935,8 @@ func (a *Agent) exited(id string, st *ExitStatus) {
 			st.Reason, st.Message = r.reason, r.message
 		}
 	}
-	c.State, c.Exit = StateExited, st
+	c.State, c.Exit, c.Paused = StateExited, st, false
+	delete(a.killing, id)
 	if c.Quarantine == "" { // a quarantined container has no claim and no record of its own
 		a.releaseLocked(id)
 		a.saveLocked(c)
@@ -953,6 +1066,9 @@ func (a *Agent) killWithin(ctx context.Context, ref string, grace, exitWait time
 	if grace < 0 {
 		grace = a.opts.KillGrace
 	}
+	// A frozen process cannot die: a user's pause is lifted, and no new
+	// one taken, before the signal.
+	a.thawForKill(ctx, id)
 	if a.over != nil {
 		// A frozen process cannot die: thaw it, and freeze it no more
 		// until it is gone (exited clears the mark of a kill still under
@@ -962,6 +1078,11 @@ func (a *Agent) killWithin(ctx context.Context, ref string, grace, exitWait time
 		}
 	}
 	done, err := a.killAndWait(ctx, id, grace, exitWait, reason)
+	if err == nil || errors.Is(err, ErrNotRunning) {
+		a.mu.Lock()
+		delete(a.killing, id)
+		a.mu.Unlock()
+	}
 	if a.over != nil && (err == nil || errors.Is(err, ErrNotRunning)) {
 		// Gone. Otherwise the signal may be on its way or delivered
 		// (the caller stopped waiting, or the kill is still exiting):
@@ -1015,6 +1136,11 @@ func (a *Agent) resize(ctx context.Context, ref string, u Update, labels map[str
 	if u.MilliCPUs < 0 || u.MemMiB < 0 || u.Pids < 0 || u.NetMbit < 0 {
 		return nil, fmt.Errorf("update: %w: negative value", ErrInvalidArgument)
 	}
+	if u.CPUMode != "" {
+		if _, err := isolator.ParseCPUMode(string(u.CPUMode)); err != nil {
+			return nil, fmt.Errorf("update: %w: %w", ErrInvalidArgument, err)
+		}
+	}
 	if u == (Update{}) {
 		return nil, fmt.Errorf("update: %w: nothing to change", ErrInvalidArgument)
 	}
@@ -1046,6 +1172,9 @@ func (a *Agent) resize(ctx context.Context, ref string, u Update, labels map[str
 	}
 	if u.Pids != 0 {
 		limits.Pids = u.Pids
+	}
+	if u.CPUMode != "" {
+		limits.SetCPUMode(u.CPUMode)
 	}
 	if u.NetMbit != 0 {
 		if !limits.Network {
@@ -1086,7 +1215,7 @@ func (a *Agent) resize(ctx context.Context, ref string, u Update, labels map[str
 		c.Labels[k] = v
 	}
 	a.saveLocked(c)
-	a.log.Info("resized container", "id", c.ID, "resources", next, "pids", limits.Pids)
+	a.log.Info("resized container", "id", c.ID, "resources", next, "pids", limits.Pids, "cpu_limit_mode", limits.CPUMode())
 	return c.clone(), nil
 }
 
@@ -1115,6 +1244,9 @@ func (a *Agent) Destroy(ctx context.Context, ref string, force bool) error {
 	if err != nil {
 		return err
 	}
+	if c.State == StateLaunching {
+		return fmt.Errorf("destroy %s: %w: its launch or restart is under way", c.ID, ErrRunning)
+	}
 	if c.State != StateExited {
 		if !force {
 			return fmt.Errorf("destroy %s: %w (kill it first or use force)", c.ID, ErrRunning)
@@ -1128,6 +1260,9 @@ func (a *Agent) Destroy(ctx context.Context, ref string, force bool) error {
 
 func (a *Agent) remove(ctx context.Context, id string) error {
 	if err := a.rt.Destroy(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("destroy %s: %w", id, err)
+	}
+	if err := os.RemoveAll(filepath.Dir(a.held(id).sandbox)); err != nil { // a failed restart's
 		return fmt.Errorf("destroy %s: %w", id, err)
 	}
 	a.mu.Lock()
@@ -1189,7 +1324,7 @@ func (a *Agent) Info() Info {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	in := Info{
-		ID: a.id, Version: a.opts.Version, StateDir: a.opts.StateDir, CgroupParent: a.opts.CgroupParent,
+		ID: a.id, Version: a.opts.Version, StateDir: a.opts.StateDir, CgroupParent: a.opts.CgroupParent, CPUMode: a.opts.CPUMode,
 		Total: a.opts.Resources, Used: a.usedLocked(false), Free: resourcesOf(a.ledger.Free().NonRevocable()),
 		StartedAt: a.started, Quarantined: append([]Quarantined(nil), a.quarantined...),
 		Checkpoint: a.checkpointLocked(), LogMaxSize: a.opts.LogMaxSize, LogMaxFiles: a.opts.LogMaxFiles,

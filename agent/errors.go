@@ -32,6 +32,13 @@ var (
 	// uninterruptible sleep, on a hung disk): the kill goes on, and the
 	// exit is recorded when it comes.
 	ErrStillExiting = errors.New("container has not exited yet")
+	// ErrPaused is returned by a pause of a paused container.
+	ErrPaused = errors.New("container is paused")
+	// ErrNotPaused is returned by an unpause of a container not paused.
+	ErrNotPaused = errors.New("container is not paused")
+	// ErrTaskContainer is returned by a restart of a task's container: its
+	// framework decides how its tasks run again.
+	ErrTaskContainer = errors.New("container runs a task of the master")
 	// ErrAgentRunning is returned when another agent already serves the
 	// socket or holds the state dir.
 	ErrAgentRunning = errors.New("another agent is running")
@@ -52,6 +59,9 @@ type InsufficientResourcesError struct {
 	// NotOffered names the resources asked that the pool has no total of
 	// at all (e.g. net_bw on an agent without a net_bw total).
 	NotOffered []string
+	// Total is the pool's total of the resources asked beyond it: never
+	// free, however long one waits.
+	Total resources.Resources
 	// Pool is "revocable" for the revocable pool, empty for the agent's
 	// own resources; Why explains the pool's size (the estimate).
 	Pool string
@@ -80,6 +90,17 @@ func (e *InsufficientResourcesError) Error() string {
 	}
 	if len(e.NotOffered) > 0 {
 		msg += fmt.Sprintf(" (%s not offered by this agent)", strings.Join(e.NotOffered, ", "))
+	}
+	if len(e.Total) > 0 {
+		whose := "this agent's total"
+		if e.Pool != "" {
+			whose = "the " + e.Pool + " pool's total"
+		}
+		var tot []string
+		for _, r := range e.Total {
+			tot = append(tot, valueText(r))
+		}
+		msg += fmt.Sprintf(" (more than %s, %s)", whose, strings.Join(tot, ";"))
 	}
 	if e.Why != "" {
 		msg += " (" + e.Why + ")"

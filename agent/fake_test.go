@@ -45,19 +45,33 @@ func (f *fakeRuntime) Launch(_ context.Context, s LaunchSpec) (*RuntimeInfo, err
 	if _, ok := f.containers[s.ID]; ok {
 		return nil, fmt.Errorf("launch %s: exists", s.ID)
 	}
-	sb := filepath.Join(f.dir, s.ID)
+	// The containerizer's layout: the sandbox and the log side by side.
+	sb, log := filepath.Join(f.dir, s.ID, "sandbox"), filepath.Join(f.dir, s.ID, "log")
+	for _, d := range []struct{ kept, to string }{{s.Sandbox, sb}, {s.LogDir, log}} {
+		if d.kept == "" { // a restart's are moved into place, as the containerizer does
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(d.to), 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(d.kept, d.to); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(sb, 0o700); err != nil {
 		return nil, err
 	}
 	for _, n := range []string{"stdout", "stderr"} {
-		if err := os.WriteFile(filepath.Join(sb, n), nil, 0o600); err != nil {
+		f, err := os.OpenFile(filepath.Join(sb, n), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
 			return nil, err
 		}
+		f.Close()
 	}
 	c := &fakeContainer{
 		spec: s,
 		info: RuntimeInfo{ID: s.ID, Running: true, Pid: 1000 + len(f.containers), StartedAt: time.Now(), SandboxDir: sb,
-			LogDir: filepath.Join(sb, "log")}, // made by a test that writes a log; without it: stdout, stderr
+			LogDir: log}, // made by a test that writes a log; without it: stdout, stderr
 		limits: s.Limits,
 		exit:   make(chan struct{}),
 	}

@@ -192,8 +192,11 @@ func (l *ledger) admit(ask, free resources.Resources) error {
 		}
 		e.Asked = append(e.Asked, r)
 		e.Free = append(e.Free, free.Filter(func(f resources.Resource) bool { return sameKey(f, r) })...)
-		if l.total.Filter(func(t resources.Resource) bool { return sameKey(t, r) }).IsEmpty() {
+		total := l.total.Filter(func(t resources.Resource) bool { return sameKey(t, r) })
+		if total.IsEmpty() {
 			e.NotOffered = append(e.NotOffered, r.Name)
+		} else if !total.Contains(one) {
+			e.Total = append(e.Total, total...)
 		}
 	}
 	return e

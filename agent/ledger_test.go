@@ -221,3 +221,21 @@ func TestInsufficientResourcesErrorText(t *testing.T) {
 		t.Error("not ErrInsufficientResources")
 	}
 }
+
+// An ask beyond the total says so: no wait frees it (--cpus 1e9 said only
+// "must be a positive number", --cpus 100 only what was free).
+func TestInsufficientBeyondTotal(t *testing.T) {
+	l := newLedger(resources.MustParse("cpus:2;mem:2048"))
+	if err := l.Reserve("a", resources.MustParse("cpus:1;mem:64")); err != nil {
+		t.Fatal(err)
+	}
+	for ask, want := range map[string]string{
+		"cpus:1000000000;mem:32": "insufficient resources: asked cpus:1000000000, free cpus:1 (more than this agent's total, cpus:2)",
+		"cpus:1.5;mem:32":        "insufficient resources: asked cpus:1.5, free cpus:1",
+	} {
+		err := l.Reserve("b", resources.MustParse(ask))
+		if err == nil || err.Error() != want {
+			t.Errorf("Reserve(%s) = %v, want %q", ask, err, want)
+		}
+	}
+}

@@ -339,7 +339,11 @@ func (o *oversub) reset(a *Agent) {
 		if c.State != StateRunning || !c.Revocable {
 			continue
 		}
-		err := errors.Join(o.cfg.Cgroups.Thaw(a.ctx, c.ID), o.cfg.Cgroups.SetCPUQuota(a.ctx, c.ID, 0))
+		var thaw error
+		if !c.Paused { // a user's pause outlives the agent: it stays frozen
+			thaw = o.cfg.Cgroups.Thaw(a.ctx, c.ID)
+		}
+		err := errors.Join(thaw, o.cfg.Cgroups.SetCPUQuota(a.ctx, c.ID, 0))
 		if err != nil {
 			a.log.Warn("lift corrections of a recovered revocable container", "id", c.ID, "err", err)
 		}
@@ -488,9 +492,19 @@ func (x actuator) Freeze(ctx context.Context, id string) error {
 	return x.o.freeze(id, func() error { return x.cg.Freeze(ctx, id) })
 }
 
+// Thaw lifts a QoS freeze, unless a user paused the container: the pause
+// wins, and the container stays frozen (the correction counts as
+// applied: the controller's freeze is over). freezeMu orders it against
+// a pause under way.
 func (x actuator) Thaw(ctx context.Context, id string) error {
 	if x.cg == nil {
 		return fmt.Errorf("thaw %s: %w", id, ErrNotSupported)
+	}
+	x.a.freezeMu.Lock()
+	defer x.a.freezeMu.Unlock()
+	if x.a.paused(id) {
+		x.a.log.Info("qos thaw left a paused container frozen", "id", id)
+		return nil
 	}
 	return x.cg.Thaw(ctx, id)
 }

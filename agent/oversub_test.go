@@ -53,8 +53,15 @@ func (f *fakeCgroups) String() string {
 // first estimate is computed (the loops run at long intervals).
 func newOversubAgent(t *testing.T, est estimator.Estimator, name string, cg CgroupActuator) *Agent {
 	t.Helper()
+	return newOversubAgentAt(t, t.TempDir(), newFakeRuntime(t.TempDir()), est, name, cg, nil)
+}
+
+// newOversubAgentAt is newOversubAgent over state dir dir and runtime rt,
+// with cgs as Options.Cgroups (pause, top).
+func newOversubAgentAt(t *testing.T, dir string, rt *fakeRuntime, est estimator.Estimator, name string, cg CgroupActuator, cgs ContainerCgroups) *Agent {
+	t.Helper()
 	a, err := New(Options{
-		StateDir: t.TempDir(), Runtime: newFakeRuntime(t.TempDir()),
+		StateDir: dir, Runtime: rt, Cgroups: cgs,
 		Resources: Resources{MilliCPUs: 2000, MemMiB: 1000}, CgroupParent: "/brim",
 		Oversub: &Oversub{
 			Host: monitor.NoHost, Estimator: est, EstimatorName: name, Cgroups: cg,

@@ -76,6 +76,16 @@ func planRecovery(records []*Container, bad []Quarantined, infos []*RuntimeInfo,
 	for _, c := range records {
 		in, ok := found[c.ID]
 		delete(found, c.ID)
+		if c.State == StateLaunching && c.Exit != nil && (!ok || !in.Running) {
+			// A restart the agent did not finish (see relaunch): the
+			// container stays exited, its sandbox and log where the
+			// record says; its ID was given out, so it is kept.
+			c.State = StateExited
+			c.Exit = &ExitStatus{Code: -1, Reason: ReasonRestartFailed, Message: "restart interrupted by the agent's stop", FinishedAt: now}
+			p.changed[c.ID] = true
+			p.adopt = append(p.adopt, c)
+			continue
+		}
 		if c.State == StateLaunching && (!ok || !in.Running) {
 			p.drop = append(p.drop, droppedLaunch{c: c, in: in})
 			continue
@@ -104,7 +114,7 @@ func reconcile(c *Container, in *RuntimeInfo, now time.Time) bool {
 	}
 	switch {
 	case in != nil && in.Running:
-		c.State, c.Pid = StateRunning, in.Pid
+		c.State, c.Pid, c.Exit = StateRunning, in.Pid, nil // (a restart's record kept the last exit)
 		if !in.StartedAt.IsZero() {
 			c.StartedAt = in.StartedAt
 		}

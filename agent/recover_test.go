@@ -36,6 +36,10 @@ func TestPlanRecovery(t *testing.T) {
 		{"launch adopted", &Container{ID: "a", State: StateLaunching}, running("a"), StateRunning, true, ""},
 		{"launch ended", &Container{ID: "a", State: StateLaunching}, exited("a", 1), "", false, ""},
 		{"launch never seen", &Container{ID: "a", State: StateLaunching}, nil, "", false, ""},
+		// A restart has an exit: its ID was given out, it stays.
+		{"restart interrupted", &Container{ID: "a", State: StateLaunching, Exit: &ExitStatus{Code: 137}}, nil, StateExited, true, ReasonRestartFailed},
+		{"restart before the destroy", &Container{ID: "a", State: StateLaunching, Exit: &ExitStatus{Code: 137}}, exited("a", 137), StateExited, true, ReasonRestartFailed},
+		{"restart adopted", &Container{ID: "a", State: StateLaunching, Exit: &ExitStatus{Code: 137}}, running("a"), StateRunning, true, ""},
 	} {
 		var infos []*RuntimeInfo
 		if tc.in != nil {
@@ -49,6 +53,8 @@ func TestPlanRecovery(t *testing.T) {
 			t.Errorf("%s: plan %+v, want adopted %s", tc.name, p, tc.state)
 		case p.changed["a"] != tc.changed:
 			t.Errorf("%s: changed %v, want %v", tc.name, p.changed["a"], tc.changed)
+		case tc.state == StateRunning && p.adopt[0].Exit != nil:
+			t.Errorf("%s: running with an exit %+v", tc.name, p.adopt[0].Exit)
 		case tc.reason != "" && p.adopt[0].Exit.Reason != tc.reason:
 			t.Errorf("%s: exit %+v, want reason %s", tc.name, p.adopt[0].Exit, tc.reason)
 		case len(p.orphans) != 0:

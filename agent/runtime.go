@@ -55,6 +55,11 @@ type LaunchSpec struct {
 	// writable. Command, Env, Cwd and User have its defaults already.
 	Image     string
 	ReadWrite bool
+	// Sandbox and LogDir, when set, are a previous run's sandbox and log
+	// directories, to be the new run's (Agent.Restart): the runtime moves
+	// them into place, the log going on where it ended, and back when the
+	// launch fails.
+	Sandbox, LogDir string
 }
 
 // RuntimeInfo describes a container as the Runtime sees it.
@@ -94,4 +99,7 @@ const (
 	// root than its disk limit, measured where the file system has no
 	// project quotas; the agent killed it.
 	ReasonDiskLimit = exitstatus.ReasonDiskLimit
+	// ReasonRestartFailed: a restart stopped the container and could not
+	// run it again (Message says why).
+	ReasonRestartFailed = exitstatus.ReasonRestartFailed
 )

@@ -145,7 +145,8 @@ func toStatus(err error) error {
 		code = codes.InvalidArgument
 	case errors.Is(err, ErrInsufficientResources):
 		code = codes.ResourceExhausted
-	case errors.Is(err, ErrNotRunning), errors.Is(err, ErrRunning), errors.Is(err, ErrNotSupported):
+	case errors.Is(err, ErrNotRunning), errors.Is(err, ErrRunning), errors.Is(err, ErrNotSupported),
+		errors.Is(err, ErrPaused), errors.Is(err, ErrNotPaused), errors.Is(err, ErrTaskContainer):
 		code = codes.FailedPrecondition
 	case errors.Is(err, ErrRootNotAllowed):
 		code = codes.PermissionDenied
@@ -162,17 +163,21 @@ func (s *server) Run(ctx context.Context, r *agentpb.RunRequest) (*agentpb.Conta
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("run: %w", err))
 	}
+	mode, err := cpuModeFromProto(r.CpuLimitMode)
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("run: %w", err))
+	}
 	c, err := s.a.Launch(ctx, Spec{
 		Name: r.Name, Command: r.Command, Env: r.Env, Cwd: r.Cwd, Rootfs: r.Rootfs, User: r.User, UserNS: r.Userns,
 		Resources: Resources{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib, NetMbit: r.NetBwMbit, DiskMiB: r.DiskMib},
-		Pids:      r.Pids, CPUQuota: r.CpuQuota, Revocable: r.Revocable, Labels: r.Labels,
+		Pids:      r.Pids, CPUQuota: r.CpuQuota, CPUMode: mode, Revocable: r.Revocable, Labels: r.Labels,
 		Network: r.Network, Ports: ports, LogMaxSize: r.LogMaxSizeBytes, LogMaxFiles: int(r.LogMaxFiles),
 		Image: r.Image, Pull: PullPolicy(r.Pull), ReadWrite: r.ReadWrite,
 	})
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return ToProto(c), nil
+	return s.proto(c), nil
 }
 
 // Paging of List (see ListRequest).
@@ -211,7 +216,7 @@ func (s *server) List(_ context.Context, r *agentpb.ListRequest) (*agentpb.ListR
 	n := speclimit.PageLen(all, func(c *Container) int { return proto.Size(ToProto(c)) }, speclimit.PageBytes, size)
 	out := &agentpb.ListResponse{Containers: make([]*agentpb.Container, n)}
 	for i, c := range all[:n] {
-		out.Containers[i] = ToProto(c)
+		out.Containers[i] = s.proto(c)
 	}
 	if n < len(all) {
 		last := all[n-1]
@@ -235,7 +240,7 @@ func (s *server) Get(_ context.Context, r *agentpb.GetRequest) (*agentpb.Contain
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return ToProto(c), nil
+	return s.proto(c), nil
 }
 
 func (s *server) Stats(ctx context.Context, r *agentpb.StatsRequest) (*agentpb.Statistics, error) {
@@ -251,11 +256,15 @@ func (s *server) Stats(ctx context.Context, r *agentpb.StatsRequest) (*agentpb.S
 }
 
 func (s *server) Update(ctx context.Context, r *agentpb.UpdateRequest) (*agentpb.Container, error) {
-	c, err := s.a.Resize(ctx, r.Id, Update{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib, Pids: r.Pids, NetMbit: r.NetBwMbit})
+	mode, err := cpuModeFromProto(r.CpuLimitMode)
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("update: %w", err))
+	}
+	c, err := s.a.Resize(ctx, r.Id, Update{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib, Pids: r.Pids, NetMbit: r.NetBwMbit, CPUMode: mode})
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return ToProto(c), nil
+	return s.proto(c), nil
 }
 
 func (s *server) Kill(ctx context.Context, r *agentpb.KillRequest) (*agentpb.Container, error) {
@@ -263,7 +272,7 @@ func (s *server) Kill(ctx context.Context, r *agentpb.KillRequest) (*agentpb.Con
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return ToProto(c), nil
+	return s.proto(c), nil
 }
 
 func (s *server) Wait(ctx context.Context, r *agentpb.WaitRequest) (*agentpb.Container, error) {
@@ -274,7 +283,7 @@ func (s *server) Wait(ctx context.Context, r *agentpb.WaitRequest) (*agentpb.Con
 		}
 		return nil, toStatus(err)
 	}
-	return ToProto(c), nil
+	return s.proto(c), nil
 }
 
 func (s *server) Logs(r *agentpb.LogsRequest, stream agentpb.Agent_LogsServer) error {
@@ -306,7 +315,7 @@ func (s *server) AgentInfo(context.Context, *agentpb.AgentInfoRequest) (*agentpb
 		ContainersRunning: int32(in.Running), ContainersExited: int32(in.Exited),
 		StartedAtUnixNano: in.StartedAt.UnixNano(),
 		StateDirFull:      in.Checkpoint.Full, CheckpointUnsaved: int32(in.Checkpoint.Unsaved), CheckpointError: in.Checkpoint.Err,
-		LogMaxSizeBytes: in.LogMaxSize, LogMaxFiles: int32(in.LogMaxFiles),
+		LogMaxSizeBytes: in.LogMaxSize, LogMaxFiles: int32(in.LogMaxFiles), CpuLimitMode: string(in.CPUMode),
 	}
 	if s.a.opts.Images != nil {
 		out.ImageCacheBytes, out.ImageCacheMaxBytes = s.a.opts.Images.Usage(), s.a.opts.ImageCacheMax
@@ -359,6 +368,63 @@ func (s *server) ReportLatency(_ context.Context, r *agentpb.ReportLatencyReques
 	return &agentpb.ReportLatencyResponse{}, nil
 }
 
+func (s *server) Pause(ctx context.Context, r *agentpb.PauseRequest) (*agentpb.Container, error) {
+	c, err := s.a.Pause(ctx, r.Id)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return s.proto(c), nil
+}
+
+func (s *server) Unpause(ctx context.Context, r *agentpb.PauseRequest) (*agentpb.Container, error) {
+	c, err := s.a.Unpause(ctx, r.Id)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return s.proto(c), nil
+}
+
+func (s *server) Restart(ctx context.Context, r *agentpb.RestartRequest) (*agentpb.Container, error) {
+	c, err := s.a.Restart(ctx, r.Id, time.Duration(r.GraceNanos))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return s.proto(c), nil
+}
+
+func (s *server) Top(ctx context.Context, r *agentpb.TopRequest) (*agentpb.TopResponse, error) {
+	ps, err := s.a.Top(ctx, r.Id)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &agentpb.TopResponse{Processes: make([]*agentpb.Process, len(ps))}
+	for i, p := range ps {
+		out.Processes[i] = &agentpb.Process{Pid: int32(p.Pid), Ppid: int32(p.PPid), Uid: p.UID, User: p.User,
+			CpuNanos: int64(p.CPU), State: p.State, Args: p.Args, Comm: p.Comm}
+	}
+	return out, nil
+}
+
+// cpuModeFromProto reads a request's cpu_limit_mode ("" stays "").
+func cpuModeFromProto(s string) (isolator.CPUMode, error) {
+	if s == "" {
+		return "", nil
+	}
+	m, err := isolator.ParseCPUMode(s)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	return m, nil
+}
+
+// proto is ToProto with what only the running agent knows: whether a QoS
+// freeze holds the container.
+func (s *server) proto(c *Container) *agentpb.Container {
+	p := ToProto(c)
+	p.QosFrozen = c.State == StateRunning && s.a.QoSFrozen(c.ID)
+	return p
+}
+
 func estimateToProto(e Estimate) *agentpb.Estimate {
 	p := &agentpb.Estimate{
 		Estimator: e.Explanation.Estimator, Summary: e.Explanation.Summary,
@@ -398,6 +464,7 @@ func ToProto(c *Container) *agentpb.Container {
 		LogMaxSizeBytes: c.LogMaxSize, LogMaxFiles: int32(c.LogMaxFiles),
 		Image: c.Image, ImageId: c.ImageID, ImageDigest: c.ImageDigest, ExposedPorts: c.ExposedPorts,
 		ReadWrite: c.ReadWrite, DiskMib: c.DiskMiB,
+		CpuLimitMode: string(c.Limits.CPUMode()), Paused: c.Paused, RestartCount: int32(c.Restarts),
 	}
 	if c.Limits.Network {
 		p.NetMbit = c.Limits.NetBandwidthMbit
@@ -418,7 +485,7 @@ func statsToProto(c *Container, st *isolator.Statistics) *agentpb.Statistics {
 		ts = time.Now()
 	}
 	return &agentpb.Statistics{
-		Id: c.ID, TimestampUnixNano: ts.UnixNano(), MilliCpus: c.Limits.MilliCPUs,
+		Id: c.ID, Name: c.Name, TimestampUnixNano: ts.UnixNano(), MilliCpus: c.Limits.MilliCPUs,
 		CpuUsageNanos: st.CPUUsageNanos, CpuUserSeconds: st.CPUUserSeconds, CpuSystemSeconds: st.CPUSystemSeconds,
 		CpuLimit: st.CPULimit, CpuPeriods: st.CPUPeriods, CpuThrottled: st.CPUThrottled,
 		CpuThrottledNanos: int64(st.CPUThrottledTime),

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/brimnode/brim/agent/agentpb"
 )
 
 // Listen opens the agent's unix socket at path, root-only: the socket is
@@ -20,6 +22,9 @@ import (
 func Listen(path string) (*net.UnixListener, error) {
 	if path == "" || !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("listen: %w: socket path %q must be absolute", ErrInvalidArgument, path)
+	}
+	if err := agentpb.CheckSocketPath(path); err != nil {
+		return nil, fmt.Errorf("listen: %w: %w", ErrInvalidArgument, err)
 	}
 	dir := filepath.Dir(path)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {

@@ -63,6 +63,11 @@ type Container struct {
 	ReadWrite bool `json:"readWrite,omitempty"`
 	// DiskMiB is the disk the container is accounted for (asked).
 	DiskMiB int64 `json:"diskMiB,omitempty"`
+	// Paused: a user paused the container (Agent.Pause); its cgroup is
+	// frozen until Unpause or a kill.
+	Paused bool `json:"paused,omitempty"`
+	// Restarts counts the times Agent.Restart ran it again.
+	Restarts int `json:"restarts,omitempty"`
 }
 
 // Quarantined is a checkpoint record the agent could not read at recovery.

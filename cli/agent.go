@@ -37,6 +37,9 @@ func (c *agentClient) dial() (agentpb.AgentClient, error) {
 		if d < 0 {
 			return nil, ExitError{Code: 2, Msg: fmt.Sprintf("--timeout %v: want 0 (no bound) or more", d)}
 		}
+		if err := agentpb.CheckSocketPath(*c.socket); err != nil {
+			return nil, ExitError{Code: 2, Msg: "--socket: " + err.Error()}
+		}
 		cl, err := agentclient.Dial(*c.socket, agentclient.CallTimeout(d))
 		if errors.Is(err, agentclient.ErrUnreachable) {
 			return nil, ExitError{Code: 1, Msg: err.Error()}

@@ -191,7 +191,7 @@ func TestMasterHAKill9DuringLaunches(t *testing.T) {
 			t.Fatal("no leader")
 		}
 	}
-	ag := startLinkedAgent(t, list, "--resources", "cpus:4;mem:4096")
+	ag := startLinkedAgent(t, list, "--resources", "cpus:4;mem:4096", "--overcommit") // 4 cpus on a 2-cpu host
 	const n = 20
 	run := startRun(t, list, "--task-id", "ha", "--instances", fmt.Sprint(n), "--tasks-per-offer", "1",
 		"--cpus", "0.1", "--mem", "32", "--", "sleep", "300")

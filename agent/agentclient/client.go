@@ -85,6 +85,9 @@ func Dial(socket string, opts ...Option) (*Client, error) {
 	if o.callTimeout < 0 {
 		return nil, fmt.Errorf("agent call timeout %v: want 0 or more", o.callTimeout)
 	}
+	if err := agentpb.CheckSocketPath(socket); err != nil {
+		return nil, fmt.Errorf("connect to the agent: %w", err)
+	}
 	probe, err := net.DialTimeout("unix", socket, probeTimeout)
 	if err != nil {
 		cause := err

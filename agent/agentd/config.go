@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/agent/agentpb"
 	"github.com/brimnode/brim/containerizer"
 	"github.com/brimnode/brim/estimator"
 	"github.com/brimnode/brim/internal/bytesize"
@@ -48,10 +49,16 @@ const (
 // `brim agent` (the flag is named in each field's comment). The zero value
 // is not valid: start from DefaultConfig or DevConfig.
 type Config struct {
-	Socket       string        // --socket: the local API's unix socket
-	StateDir     string        // --state-dir: absolute
-	CgroupParent string        // --cgroup-parent: made absolute, not "/"
-	Resources    string        // --resources, Mesos syntax; empty: the host's cpus and memory minus 1 GiB
+	Socket       string // --socket: the local API's unix socket
+	StateDir     string // --state-dir: absolute
+	CgroupParent string // --cgroup-parent: made absolute, not "/"
+	Resources    string // --resources, Mesos syntax; empty: the host's cpus and memory minus 1 GiB
+	// Overcommit is --overcommit: --resources may name more cpus or
+	// memory than the host has (refused otherwise).
+	Overcommit bool
+	// CPULimitMode is --cpu-limit-mode: how a container's cpus limit it
+	// when its launch names no mode: "shares" (default), "quota", "both".
+	CPULimitMode string
 	Retention    string        // --sandbox-retention: "N", "DURATION" or "N,DURATION"
 	KillGrace    time.Duration // --kill-grace: positive
 	// SocketIdleTimeout is --socket-idle-timeout: a local API connection
@@ -158,6 +165,7 @@ func DefaultConfig() Config {
 		KillGrace:         agent.DefaultKillGrace,
 		SocketIdleTimeout: agent.DefaultSocketIdleTimeout,
 		SocketMaxConns:    agent.DefaultSocketMaxConns,
+		CPULimitMode:      string(isolator.CPUModeShares),
 		Network: NetworkConfig{
 			Bridge:       network.DefaultBridge,
 			Subnet:       network.DefaultSubnet.String(),
@@ -226,6 +234,7 @@ type resolved struct {
 	cgParent  string
 	network   network.Config
 	logs      containerlog.Limits
+	cpuMode   isolator.CPUMode
 }
 
 // Validate checks every setting that needs no registry and no host access
@@ -244,11 +253,14 @@ func (c Config) resolve() (resolved, error) {
 	if err != nil {
 		return r, err
 	}
-	if r.total, err = parseResources(c.Resources); err != nil {
+	if r.total, err = parseResources(c.Resources, c.Overcommit); err != nil {
 		return r, err
 	}
 	if r.total, err = c.Image.offeredDisk(r.total); err != nil {
 		return r, err
+	}
+	if r.cpuMode, err = isolator.ParseCPUMode(c.CPULimitMode); err != nil {
+		return r, bad("--cpu-limit-mode", "%w", err)
 	}
 	if r.retention, err = agent.ParseRetention(c.Retention); err != nil {
 		return r, bad("--sandbox-retention", "%q: %w", c.Retention, err)
@@ -306,8 +318,11 @@ func (l LogConfig) resolve() (containerlog.Limits, error) {
 	return lim, nil
 }
 
-// parseResources parses --resources, or measures the host.
-func parseResources(text string) (agent.Resources, error) {
+// parseResources parses --resources, or measures the host. Without
+// overcommit, more cpus or memory than the host has is refused: a typo
+// (cpus:100000) was accepted silently, and containers admitted against it
+// never got what they were promised.
+func parseResources(text string, overcommit bool) (agent.Resources, error) {
 	if strings.TrimSpace(text) == "" {
 		memMiB, err := hostMemMiB()
 		if err != nil {
@@ -333,6 +348,17 @@ func parseResources(text string) (agent.Resources, error) {
 	if out.MilliCPUs <= 0 || out.MemMiB <= 0 {
 		return agent.Resources{}, bad("--resources", "%q: need positive cpus and mem", text)
 	}
+	if overcommit {
+		return out, nil
+	}
+	if host := int64(runtime.NumCPU()) * 1000; out.MilliCPUs > host {
+		return agent.Resources{}, bad("--resources", "%q: cpus %s exceeds the host's %d cpus (--overcommit hands out more than the host has)",
+			text, agent.FormatMilli(out.MilliCPUs), host/1000)
+	}
+	if host, err := hostMemMiB(); err == nil && out.MemMiB > host {
+		return agent.Resources{}, bad("--resources", "%q: mem %d exceeds the host's %d MiB (--overcommit hands out more than the host has)",
+			text, out.MemMiB, host)
+	}
 	return out, nil
 }
 
@@ -357,6 +383,9 @@ func (c Config) resolveWhere() (resolved, error) {
 	var r resolved
 	if !path.IsAbs(c.Socket) {
 		return r, bad("--socket", "%q: must be an absolute path", c.Socket)
+	}
+	if err := agentpb.CheckSocketPath(c.Socket); err != nil {
+		return r, bad("--socket", "%w", err)
 	}
 	if !path.IsAbs(c.StateDir) {
 		return r, bad("--state-dir", "%q: must be an absolute path", c.StateDir)

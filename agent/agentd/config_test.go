@@ -31,15 +31,15 @@ func TestAgentFlags(t *testing.T) {
 			t.Errorf("cgroupParent(%q) accepted", bad)
 		}
 	}
-	r, err := parseResources("cpus:1.5;mem:2048;disk:100")
+	r, err := parseResources("cpus:1.5;mem:2048;disk:100", false)
 	if err != nil || r != (agent.Resources{MilliCPUs: 1500, MemMiB: 2048, DiskMiB: 100}) {
 		t.Fatalf("agentResources = %+v, %v", r, err)
 	}
-	if r, err := parseResources(""); err != nil || r.MilliCPUs <= 0 || r.MemMiB <= 0 {
+	if r, err := parseResources("", false); err != nil || r.MilliCPUs <= 0 || r.MemMiB <= 0 {
 		t.Fatalf("host resources = %+v, %v", r, err)
 	}
 	for _, bad := range []string{"cpus:x", "mem:100", "cpus:1;mem:lots"} {
-		if _, err := parseResources(bad); err == nil {
+		if _, err := parseResources(bad, false); err == nil {
 			t.Errorf("agentResources(%q) accepted", bad)
 		}
 	}
@@ -103,6 +103,9 @@ func TestValidate(t *testing.T) {
 		{"relative state dir", "--state-dir", "must be an absolute path", func(c *Config) { c.StateDir = "state" }},
 		{"bad resources", "--resources", "mem:lots", func(c *Config) { c.Resources = "cpus:2;mem:lots" }},
 		{"no cpus", "--resources", "need positive cpus and mem", func(c *Config) { c.Resources = "mem:100" }},
+		{"cpus beyond the host", "--resources", `"cpus:100000;mem:100": cpus 100000 exceeds the host's`, func(c *Config) { c.Resources = "cpus:100000;mem:100" }},
+		{"mem beyond the host", "--resources", "mem 1073741824 exceeds the host's", func(c *Config) { c.Resources = "cpus:1;mem:1073741824" }},
+		{"bad cpu limit mode", "--cpu-limit-mode", `cpu limit mode "hard": want shares, quota or both`, func(c *Config) { c.CPULimitMode = "hard" }},
 		{"ports resource", "--resources", "the host ports of port mappings are --network-port-range (default 31000-32000)", func(c *Config) { c.Resources = "cpus:2;mem:100;ports:[31000-32000]" }},
 		{"bad port range", "--network-port-range", `port range "32000-31000": start above end`, func(c *Config) { c.Network.PortRange = "32000-31000" }},
 		{"empty port range", "--network-port-range", "want START-END", func(c *Config) { c.Network.PortRange = "" }},
@@ -268,5 +271,22 @@ func TestReloadable(t *testing.T) {
 	d.reload(context.Background())
 	if reads != before {
 		t.Error("reloaded without --config")
+	}
+}
+
+// --overcommit lets --resources name more than the host has; the cpu
+// limit mode defaults to shares and takes the three modes.
+func TestOvercommitAndCPUMode(t *testing.T) {
+	c := DefaultConfig()
+	c.Resources, c.Overcommit = "cpus:100000;mem:100", true
+	r, err := c.resolve()
+	if err != nil || r.total.MilliCPUs != 100000000 || r.cpuMode != "shares" {
+		t.Fatalf("--overcommit --resources cpus:100000: %+v, %v", r.total, err)
+	}
+	for _, m := range []string{"shares", "quota", "both"} {
+		c.CPULimitMode = m
+		if r, err := c.resolve(); err != nil || string(r.cpuMode) != m {
+			t.Errorf("--cpu-limit-mode %s: %v, %v", m, r.cpuMode, err)
+		}
 	}
 }

@@ -201,6 +201,8 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		ImageCacheMax:     cfg.Image.CacheMaxMiB << 20,
 		UpperLimitMiB:     cfg.Image.UpperLimitMiB,
 		PullTimeout:       cfg.Image.PullTimeout,
+		CPUMode:           d.res.cpuMode,
+		Cgroups:           cg,
 	})
 	if err != nil {
 		return err

@@ -122,10 +122,15 @@ type RunRequest struct {
 	// unless read_write; disk_mib is accounted against the agent's disk
 	// and limits what a read-write root writes (without it, the agent's
 	// --image-upper-limit does). (Fields 40+: room for others meanwhile.)
-	Image         string `protobuf:"bytes,40,opt,name=image,proto3" json:"image,omitempty"`
-	Pull          string `protobuf:"bytes,41,opt,name=pull,proto3" json:"pull,omitempty"`
-	ReadWrite     bool   `protobuf:"varint,42,opt,name=read_write,json=readWrite,proto3" json:"read_write,omitempty"`
-	DiskMib       int64  `protobuf:"varint,43,opt,name=disk_mib,json=diskMib,proto3" json:"disk_mib,omitempty"`
+	Image     string `protobuf:"bytes,40,opt,name=image,proto3" json:"image,omitempty"`
+	Pull      string `protobuf:"bytes,41,opt,name=pull,proto3" json:"pull,omitempty"`
+	ReadWrite bool   `protobuf:"varint,42,opt,name=read_write,json=readWrite,proto3" json:"read_write,omitempty"`
+	DiskMib   int64  `protobuf:"varint,43,opt,name=disk_mib,json=diskMib,proto3" json:"disk_mib,omitempty"`
+	// cpu_limit_mode is how milli_cpus limit the container: "shares" (a
+	// proportional weight, idle cpu usable), "quota" (a CFS quota at
+	// milli_cpus, the default weight: Docker's --cpus) or "both"; empty:
+	// "both" with cpu_quota, else the agent's --cpu-limit-mode.
+	CpuLimitMode  string `protobuf:"bytes,31,opt,name=cpu_limit_mode,json=cpuLimitMode,proto3" json:"cpu_limit_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -312,6 +317,13 @@ func (x *RunRequest) GetDiskMib() int64 {
 		return x.DiskMib
 	}
 	return 0
+}
+
+func (x *RunRequest) GetCpuLimitMode() string {
+	if x != nil {
+		return x.CpuLimitMode
+	}
+	return ""
 }
 
 // PortMapping forwards host_port on the host's addresses (or on host_ip
@@ -520,12 +532,20 @@ type Container struct {
 	// manifest's digests); exposed_ports the image's hint ("80/tcp"),
 	// nothing is published by it. read_write: the root is writable;
 	// disk_mib the disk it is accounted for.
-	Image         string   `protobuf:"bytes,40,opt,name=image,proto3" json:"image,omitempty"`
-	ImageId       string   `protobuf:"bytes,41,opt,name=image_id,json=imageId,proto3" json:"image_id,omitempty"`
-	ImageDigest   string   `protobuf:"bytes,42,opt,name=image_digest,json=imageDigest,proto3" json:"image_digest,omitempty"`
-	ExposedPorts  []string `protobuf:"bytes,43,rep,name=exposed_ports,json=exposedPorts,proto3" json:"exposed_ports,omitempty"`
-	ReadWrite     bool     `protobuf:"varint,44,opt,name=read_write,json=readWrite,proto3" json:"read_write,omitempty"`
-	DiskMib       int64    `protobuf:"varint,45,opt,name=disk_mib,json=diskMib,proto3" json:"disk_mib,omitempty"`
+	Image        string   `protobuf:"bytes,40,opt,name=image,proto3" json:"image,omitempty"`
+	ImageId      string   `protobuf:"bytes,41,opt,name=image_id,json=imageId,proto3" json:"image_id,omitempty"`
+	ImageDigest  string   `protobuf:"bytes,42,opt,name=image_digest,json=imageDigest,proto3" json:"image_digest,omitempty"`
+	ExposedPorts []string `protobuf:"bytes,43,rep,name=exposed_ports,json=exposedPorts,proto3" json:"exposed_ports,omitempty"`
+	ReadWrite    bool     `protobuf:"varint,44,opt,name=read_write,json=readWrite,proto3" json:"read_write,omitempty"`
+	DiskMib      int64    `protobuf:"varint,45,opt,name=disk_mib,json=diskMib,proto3" json:"disk_mib,omitempty"`
+	// cpu_limit_mode: "shares", "quota" or "both" (see RunRequest).
+	CpuLimitMode string `protobuf:"bytes,31,opt,name=cpu_limit_mode,json=cpuLimitMode,proto3" json:"cpu_limit_mode,omitempty"`
+	// paused: a user paused the container (Pause); it is frozen.
+	Paused bool `protobuf:"varint,32,opt,name=paused,proto3" json:"paused,omitempty"`
+	// restart_count: how many times Restart started it again.
+	RestartCount int32 `protobuf:"varint,33,opt,name=restart_count,json=restartCount,proto3" json:"restart_count,omitempty"`
+	// qos_frozen: a QoS correction keeps the container frozen.
+	QosFrozen     bool `protobuf:"varint,34,opt,name=qos_frozen,json=qosFrozen,proto3" json:"qos_frozen,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -768,6 +788,34 @@ func (x *Container) GetDiskMib() int64 {
 		return x.DiskMib
 	}
 	return 0
+}
+
+func (x *Container) GetCpuLimitMode() string {
+	if x != nil {
+		return x.CpuLimitMode
+	}
+	return ""
+}
+
+func (x *Container) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *Container) GetRestartCount() int32 {
+	if x != nil {
+		return x.RestartCount
+	}
+	return 0
+}
+
+func (x *Container) GetQosFrozen() bool {
+	if x != nil {
+		return x.QosFrozen
+	}
+	return false
 }
 
 // ListRequest asks for one page of the containers, in creation order. A
@@ -1023,8 +1071,10 @@ type Statistics struct {
 	// The container's cpuacct usage the same monitor round read (compare
 	// on_cpu_nanos with it: both are as of monitor_sample_unix_nano).
 	MonitorCpuUsageNanos uint64 `protobuf:"varint,36,opt,name=monitor_cpu_usage_nanos,json=monitorCpuUsageNanos,proto3" json:"monitor_cpu_usage_nanos,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// name is the container's name.
+	Name          string `protobuf:"bytes,37,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Statistics) Reset() {
@@ -1309,6 +1359,13 @@ func (x *Statistics) GetMonitorCpuUsageNanos() uint64 {
 	return 0
 }
 
+func (x *Statistics) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 type UpdateRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1317,7 +1374,10 @@ type UpdateRequest struct {
 	MemMib    int64 `protobuf:"varint,3,opt,name=mem_mib,json=memMib,proto3" json:"mem_mib,omitempty"`
 	Pids      int64 `protobuf:"varint,4,opt,name=pids,proto3" json:"pids,omitempty"`
 	// net_bw_mbit: a new bandwidth limit (container run with --network).
-	NetBwMbit     int64 `protobuf:"varint,5,opt,name=net_bw_mbit,json=netBwMbit,proto3" json:"net_bw_mbit,omitempty"`
+	NetBwMbit int64 `protobuf:"varint,5,opt,name=net_bw_mbit,json=netBwMbit,proto3" json:"net_bw_mbit,omitempty"`
+	// cpu_limit_mode: a new cpu limit mode ("shares", "quota", "both");
+	// empty leaves it unchanged.
+	CpuLimitMode  string `protobuf:"bytes,6,opt,name=cpu_limit_mode,json=cpuLimitMode,proto3" json:"cpu_limit_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1385,6 +1445,13 @@ func (x *UpdateRequest) GetNetBwMbit() int64 {
 		return x.NetBwMbit
 	}
 	return 0
+}
+
+func (x *UpdateRequest) GetCpuLimitMode() string {
+	if x != nil {
+		return x.CpuLimitMode
+	}
+	return ""
 }
 
 type KillRequest struct {
@@ -1753,8 +1820,11 @@ type AgentInfoResponse struct {
 	// of resources_total's disk. (Fields 40+: room for others meanwhile.)
 	ImageCacheBytes    int64 `protobuf:"varint,40,opt,name=image_cache_bytes,json=imageCacheBytes,proto3" json:"image_cache_bytes,omitempty"`
 	ImageCacheMaxBytes int64 `protobuf:"varint,41,opt,name=image_cache_max_bytes,json=imageCacheMaxBytes,proto3" json:"image_cache_max_bytes,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// cpu_limit_mode: the mode of containers that ask for none
+	// (--cpu-limit-mode).
+	CpuLimitMode  string `protobuf:"bytes,24,opt,name=cpu_limit_mode,json=cpuLimitMode,proto3" json:"cpu_limit_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AgentInfoResponse) Reset() {
@@ -1960,6 +2030,13 @@ func (x *AgentInfoResponse) GetImageCacheMaxBytes() int64 {
 		return x.ImageCacheMaxBytes
 	}
 	return 0
+}
+
+func (x *AgentInfoResponse) GetCpuLimitMode() string {
+	if x != nil {
+		return x.CpuLimitMode
+	}
+	return ""
 }
 
 // QuarantinedRecord is a checkpoint record the agent could not read: left
@@ -3170,11 +3247,303 @@ func (x *PruneImagesResponse) GetBytes() int64 {
 	return 0
 }
 
+type PauseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseRequest) Reset() {
+	*x = PauseRequest{}
+	mi := &file_agent_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseRequest) ProtoMessage() {}
+
+func (x *PauseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
+func (*PauseRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *PauseRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type RestartRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// grace_nanos < 0 uses the agent's default grace period; 0 kills at once.
+	GraceNanos    int64 `protobuf:"varint,2,opt,name=grace_nanos,json=graceNanos,proto3" json:"grace_nanos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestartRequest) Reset() {
+	*x = RestartRequest{}
+	mi := &file_agent_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestartRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestartRequest) ProtoMessage() {}
+
+func (x *RestartRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestartRequest.ProtoReflect.Descriptor instead.
+func (*RestartRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *RestartRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RestartRequest) GetGraceNanos() int64 {
+	if x != nil {
+		return x.GraceNanos
+	}
+	return 0
+}
+
+type TopRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopRequest) Reset() {
+	*x = TopRequest{}
+	mi := &file_agent_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopRequest) ProtoMessage() {}
+
+func (x *TopRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopRequest.ProtoReflect.Descriptor instead.
+func (*TopRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *TopRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type TopResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Processes     []*Process             `protobuf:"bytes,1,rep,name=processes,proto3" json:"processes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopResponse) Reset() {
+	*x = TopResponse{}
+	mi := &file_agent_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopResponse) ProtoMessage() {}
+
+func (x *TopResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopResponse.ProtoReflect.Descriptor instead.
+func (*TopResponse) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *TopResponse) GetProcesses() []*Process {
+	if x != nil {
+		return x.Processes
+	}
+	return nil
+}
+
+// Process is one process of a container, as the host's /proc shows it.
+type Process struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Pid   int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	Ppid  int32                  `protobuf:"varint,2,opt,name=ppid,proto3" json:"ppid,omitempty"`
+	// uid and user: the real uid on the host and its name in the host's
+	// /etc/passwd (empty without an entry).
+	Uid  uint32 `protobuf:"varint,3,opt,name=uid,proto3" json:"uid,omitempty"`
+	User string `protobuf:"bytes,4,opt,name=user,proto3" json:"user,omitempty"`
+	// cpu_nanos: user and system cpu time so far.
+	CpuNanos int64 `protobuf:"varint,5,opt,name=cpu_nanos,json=cpuNanos,proto3" json:"cpu_nanos,omitempty"`
+	// state: the kernel's one-letter state (R, S, D, T, Z, …).
+	State string `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`
+	// args: the command line; empty for a kernel thread or a zombie, when
+	// comm names it.
+	Args          []string `protobuf:"bytes,7,rep,name=args,proto3" json:"args,omitempty"`
+	Comm          string   `protobuf:"bytes,8,opt,name=comm,proto3" json:"comm,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Process) Reset() {
+	*x = Process{}
+	mi := &file_agent_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Process) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Process) ProtoMessage() {}
+
+func (x *Process) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Process.ProtoReflect.Descriptor instead.
+func (*Process) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *Process) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *Process) GetPpid() int32 {
+	if x != nil {
+		return x.Ppid
+	}
+	return 0
+}
+
+func (x *Process) GetUid() uint32 {
+	if x != nil {
+		return x.Uid
+	}
+	return 0
+}
+
+func (x *Process) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *Process) GetCpuNanos() int64 {
+	if x != nil {
+		return x.CpuNanos
+	}
+	return 0
+}
+
+func (x *Process) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *Process) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *Process) GetComm() string {
+	if x != nil {
+		return x.Comm
+	}
+	return ""
+}
+
 var File_agent_proto protoreflect.FileDescriptor
 
 const file_agent_proto_rawDesc = "" +
 	"\n" +
-	"\vagent.proto\x12\rbrim.agent.v1\"\xc4\x05\n" +
+	"\vagent.proto\x12\rbrim.agent.v1\"\xea\x05\n" +
 	"\n" +
 	"RunRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
@@ -3201,7 +3570,8 @@ const file_agent_proto_rawDesc = "" +
 	"\x04pull\x18) \x01(\tR\x04pull\x12\x1d\n" +
 	"\n" +
 	"read_write\x18* \x01(\bR\treadWrite\x12\x19\n" +
-	"\bdisk_mib\x18+ \x01(\x03R\adiskMib\x1a9\n" +
+	"\bdisk_mib\x18+ \x01(\x03R\adiskMib\x12$\n" +
+	"\x0ecpu_limit_mode\x18\x1f \x01(\tR\fcpuLimitMode\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x86\x01\n" +
@@ -3218,7 +3588,7 @@ const file_agent_proto_rawDesc = "" +
 	"oom_killed\x18\x03 \x01(\bR\toomKilled\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x121\n" +
-	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xf2\a\n" +
+	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xf4\b\n" +
 	"\tContainer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -3255,7 +3625,12 @@ const file_agent_proto_rawDesc = "" +
 	"\rexposed_ports\x18+ \x03(\tR\fexposedPorts\x12\x1d\n" +
 	"\n" +
 	"read_write\x18, \x01(\bR\treadWrite\x12\x19\n" +
-	"\bdisk_mib\x18- \x01(\x03R\adiskMib\x1a9\n" +
+	"\bdisk_mib\x18- \x01(\x03R\adiskMib\x12$\n" +
+	"\x0ecpu_limit_mode\x18\x1f \x01(\tR\fcpuLimitMode\x12\x16\n" +
+	"\x06paused\x18  \x01(\bR\x06paused\x12#\n" +
+	"\rrestart_count\x18! \x01(\x05R\frestartCount\x12\x1d\n" +
+	"\n" +
+	"qos_frozen\x18\" \x01(\bR\tqosFrozen\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"I\n" +
@@ -3272,7 +3647,7 @@ const file_agent_proto_rawDesc = "" +
 	"GetRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x1e\n" +
 	"\fStatsRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\x8f\v\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xa3\v\n" +
 	"\n" +
 	"Statistics\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
@@ -3318,14 +3693,16 @@ const file_agent_proto_rawDesc = "" +
 	"\fon_cpu_nanos\x18\" \x01(\x03R\n" +
 	"onCpuNanos\x127\n" +
 	"\x18monitor_sample_unix_nano\x18# \x01(\x03R\x15monitorSampleUnixNano\x125\n" +
-	"\x17monitor_cpu_usage_nanos\x18$ \x01(\x04R\x14monitorCpuUsageNanos\"\x8b\x01\n" +
+	"\x17monitor_cpu_usage_nanos\x18$ \x01(\x04R\x14monitorCpuUsageNanos\x12\x12\n" +
+	"\x04name\x18% \x01(\tR\x04name\"\xb1\x01\n" +
 	"\rUpdateRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
 	"milli_cpus\x18\x02 \x01(\x03R\tmilliCpus\x12\x17\n" +
 	"\amem_mib\x18\x03 \x01(\x03R\x06memMib\x12\x12\n" +
 	"\x04pids\x18\x04 \x01(\x03R\x04pids\x12\x1e\n" +
-	"\vnet_bw_mbit\x18\x05 \x01(\x03R\tnetBwMbit\">\n" +
+	"\vnet_bw_mbit\x18\x05 \x01(\x03R\tnetBwMbit\x12$\n" +
+	"\x0ecpu_limit_mode\x18\x06 \x01(\tR\fcpuLimitMode\">\n" +
 	"\vKillRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vgrace_nanos\x18\x02 \x01(\x03R\n" +
@@ -3347,7 +3724,7 @@ const file_agent_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\"\x11\n" +
 	"\x0fDestroyResponse\"\x12\n" +
-	"\x10AgentInfoRequest\"\x8b\b\n" +
+	"\x10AgentInfoRequest\"\xb1\b\n" +
 	"\x11AgentInfoResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12'\n" +
@@ -3374,7 +3751,8 @@ const file_agent_proto_rawDesc = "" +
 	"\x12log_max_size_bytes\x18\x16 \x01(\x03R\x0flogMaxSizeBytes\x12\"\n" +
 	"\rlog_max_files\x18\x17 \x01(\x05R\vlogMaxFiles\x12*\n" +
 	"\x11image_cache_bytes\x18( \x01(\x03R\x0fimageCacheBytes\x121\n" +
-	"\x15image_cache_max_bytes\x18) \x01(\x03R\x12imageCacheMaxBytes\"k\n" +
+	"\x15image_cache_max_bytes\x18) \x01(\x03R\x12imageCacheMaxBytes\x12$\n" +
+	"\x0ecpu_limit_mode\x18\x18 \x01(\tR\fcpuLimitMode\"k\n" +
 	"\x11QuarantinedRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04file\x18\x02 \x01(\tR\x04file\x12\x14\n" +
@@ -3473,7 +3851,27 @@ const file_agent_proto_rawDesc = "" +
 	"\x13PruneImagesResponse\x12\x16\n" +
 	"\x06images\x18\x01 \x03(\tR\x06images\x12\x16\n" +
 	"\x06layers\x18\x02 \x01(\x05R\x06layers\x12\x14\n" +
-	"\x05bytes\x18\x03 \x01(\x03R\x05bytes2\x8f\t\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\"\x1e\n" +
+	"\fPauseRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"A\n" +
+	"\x0eRestartRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vgrace_nanos\x18\x02 \x01(\x03R\n" +
+	"graceNanos\"\x1c\n" +
+	"\n" +
+	"TopRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"C\n" +
+	"\vTopResponse\x124\n" +
+	"\tprocesses\x18\x01 \x03(\v2\x16.brim.agent.v1.ProcessR\tprocesses\"\xb0\x01\n" +
+	"\aProcess\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12\x12\n" +
+	"\x04ppid\x18\x02 \x01(\x05R\x04ppid\x12\x10\n" +
+	"\x03uid\x18\x03 \x01(\rR\x03uid\x12\x12\n" +
+	"\x04user\x18\x04 \x01(\tR\x04user\x12\x1b\n" +
+	"\tcpu_nanos\x18\x05 \x01(\x03R\bcpuNanos\x12\x14\n" +
+	"\x05state\x18\x06 \x01(\tR\x05state\x12\x12\n" +
+	"\x04args\x18\a \x03(\tR\x04args\x12\x12\n" +
+	"\x04comm\x18\b \x01(\tR\x04comm2\x93\v\n" +
 	"\x05Agent\x12:\n" +
 	"\x03Run\x12\x19.brim.agent.v1.RunRequest\x1a\x18.brim.agent.v1.Container\x12?\n" +
 	"\x04List\x12\x1a.brim.agent.v1.ListRequest\x1a\x1b.brim.agent.v1.ListResponse\x12:\n" +
@@ -3491,7 +3889,11 @@ const file_agent_proto_rawDesc = "" +
 	"\n" +
 	"ListImages\x12 .brim.agent.v1.ListImagesRequest\x1a!.brim.agent.v1.ListImagesResponse\x12T\n" +
 	"\vRemoveImage\x12!.brim.agent.v1.RemoveImageRequest\x1a\".brim.agent.v1.PruneImagesResponse\x12T\n" +
-	"\vPruneImages\x12!.brim.agent.v1.PruneImagesRequest\x1a\".brim.agent.v1.PruneImagesResponseB(Z&github.com/brimnode/brim/agent/agentpbb\x06proto3"
+	"\vPruneImages\x12!.brim.agent.v1.PruneImagesRequest\x1a\".brim.agent.v1.PruneImagesResponse\x12>\n" +
+	"\x05Pause\x12\x1b.brim.agent.v1.PauseRequest\x1a\x18.brim.agent.v1.Container\x12@\n" +
+	"\aUnpause\x12\x1b.brim.agent.v1.PauseRequest\x1a\x18.brim.agent.v1.Container\x12B\n" +
+	"\aRestart\x12\x1d.brim.agent.v1.RestartRequest\x1a\x18.brim.agent.v1.Container\x12<\n" +
+	"\x03Top\x12\x19.brim.agent.v1.TopRequest\x1a\x1a.brim.agent.v1.TopResponseB(Z&github.com/brimnode/brim/agent/agentpbb\x06proto3"
 
 var (
 	file_agent_proto_rawDescOnce sync.Once
@@ -3506,7 +3908,7 @@ func file_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_agent_proto_goTypes = []any{
 	(LogChunk_Stream)(0),          // 0: brim.agent.v1.LogChunk.Stream
 	(*RunRequest)(nil),            // 1: brim.agent.v1.RunRequest
@@ -3544,14 +3946,19 @@ var file_agent_proto_goTypes = []any{
 	(*RemoveImageRequest)(nil),    // 33: brim.agent.v1.RemoveImageRequest
 	(*PruneImagesRequest)(nil),    // 34: brim.agent.v1.PruneImagesRequest
 	(*PruneImagesResponse)(nil),   // 35: brim.agent.v1.PruneImagesResponse
-	nil,                           // 36: brim.agent.v1.RunRequest.LabelsEntry
-	nil,                           // 37: brim.agent.v1.Container.LabelsEntry
+	(*PauseRequest)(nil),          // 36: brim.agent.v1.PauseRequest
+	(*RestartRequest)(nil),        // 37: brim.agent.v1.RestartRequest
+	(*TopRequest)(nil),            // 38: brim.agent.v1.TopRequest
+	(*TopResponse)(nil),           // 39: brim.agent.v1.TopResponse
+	(*Process)(nil),               // 40: brim.agent.v1.Process
+	nil,                           // 41: brim.agent.v1.RunRequest.LabelsEntry
+	nil,                           // 42: brim.agent.v1.Container.LabelsEntry
 }
 var file_agent_proto_depIdxs = []int32{
-	36, // 0: brim.agent.v1.RunRequest.labels:type_name -> brim.agent.v1.RunRequest.LabelsEntry
+	41, // 0: brim.agent.v1.RunRequest.labels:type_name -> brim.agent.v1.RunRequest.LabelsEntry
 	2,  // 1: brim.agent.v1.RunRequest.ports:type_name -> brim.agent.v1.PortMapping
 	3,  // 2: brim.agent.v1.Container.exit:type_name -> brim.agent.v1.ExitStatus
-	37, // 3: brim.agent.v1.Container.labels:type_name -> brim.agent.v1.Container.LabelsEntry
+	42, // 3: brim.agent.v1.Container.labels:type_name -> brim.agent.v1.Container.LabelsEntry
 	2,  // 4: brim.agent.v1.Container.ports:type_name -> brim.agent.v1.PortMapping
 	4,  // 5: brim.agent.v1.ListResponse.containers:type_name -> brim.agent.v1.Container
 	0,  // 6: brim.agent.v1.LogChunk.stream:type_name -> brim.agent.v1.LogChunk.Stream
@@ -3564,43 +3971,52 @@ var file_agent_proto_depIdxs = []int32{
 	24, // 13: brim.agent.v1.ExplainResponse.recent:type_name -> brim.agent.v1.Correction
 	30, // 14: brim.agent.v1.PullImageProgress.image:type_name -> brim.agent.v1.Image
 	30, // 15: brim.agent.v1.ListImagesResponse.images:type_name -> brim.agent.v1.Image
-	1,  // 16: brim.agent.v1.Agent.Run:input_type -> brim.agent.v1.RunRequest
-	5,  // 17: brim.agent.v1.Agent.List:input_type -> brim.agent.v1.ListRequest
-	7,  // 18: brim.agent.v1.Agent.Get:input_type -> brim.agent.v1.GetRequest
-	8,  // 19: brim.agent.v1.Agent.Stats:input_type -> brim.agent.v1.StatsRequest
-	10, // 20: brim.agent.v1.Agent.Update:input_type -> brim.agent.v1.UpdateRequest
-	11, // 21: brim.agent.v1.Agent.Kill:input_type -> brim.agent.v1.KillRequest
-	12, // 22: brim.agent.v1.Agent.Wait:input_type -> brim.agent.v1.WaitRequest
-	13, // 23: brim.agent.v1.Agent.Logs:input_type -> brim.agent.v1.LogsRequest
-	15, // 24: brim.agent.v1.Agent.Destroy:input_type -> brim.agent.v1.DestroyRequest
-	17, // 25: brim.agent.v1.Agent.AgentInfo:input_type -> brim.agent.v1.AgentInfoRequest
-	20, // 26: brim.agent.v1.Agent.Explain:input_type -> brim.agent.v1.ExplainRequest
-	26, // 27: brim.agent.v1.Agent.ReportLatency:input_type -> brim.agent.v1.ReportLatencyRequest
-	28, // 28: brim.agent.v1.Agent.PullImage:input_type -> brim.agent.v1.PullImageRequest
-	31, // 29: brim.agent.v1.Agent.ListImages:input_type -> brim.agent.v1.ListImagesRequest
-	33, // 30: brim.agent.v1.Agent.RemoveImage:input_type -> brim.agent.v1.RemoveImageRequest
-	34, // 31: brim.agent.v1.Agent.PruneImages:input_type -> brim.agent.v1.PruneImagesRequest
-	4,  // 32: brim.agent.v1.Agent.Run:output_type -> brim.agent.v1.Container
-	6,  // 33: brim.agent.v1.Agent.List:output_type -> brim.agent.v1.ListResponse
-	4,  // 34: brim.agent.v1.Agent.Get:output_type -> brim.agent.v1.Container
-	9,  // 35: brim.agent.v1.Agent.Stats:output_type -> brim.agent.v1.Statistics
-	4,  // 36: brim.agent.v1.Agent.Update:output_type -> brim.agent.v1.Container
-	4,  // 37: brim.agent.v1.Agent.Kill:output_type -> brim.agent.v1.Container
-	4,  // 38: brim.agent.v1.Agent.Wait:output_type -> brim.agent.v1.Container
-	14, // 39: brim.agent.v1.Agent.Logs:output_type -> brim.agent.v1.LogChunk
-	16, // 40: brim.agent.v1.Agent.Destroy:output_type -> brim.agent.v1.DestroyResponse
-	18, // 41: brim.agent.v1.Agent.AgentInfo:output_type -> brim.agent.v1.AgentInfoResponse
-	25, // 42: brim.agent.v1.Agent.Explain:output_type -> brim.agent.v1.ExplainResponse
-	27, // 43: brim.agent.v1.Agent.ReportLatency:output_type -> brim.agent.v1.ReportLatencyResponse
-	29, // 44: brim.agent.v1.Agent.PullImage:output_type -> brim.agent.v1.PullImageProgress
-	32, // 45: brim.agent.v1.Agent.ListImages:output_type -> brim.agent.v1.ListImagesResponse
-	35, // 46: brim.agent.v1.Agent.RemoveImage:output_type -> brim.agent.v1.PruneImagesResponse
-	35, // 47: brim.agent.v1.Agent.PruneImages:output_type -> brim.agent.v1.PruneImagesResponse
-	32, // [32:48] is the sub-list for method output_type
-	16, // [16:32] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	40, // 16: brim.agent.v1.TopResponse.processes:type_name -> brim.agent.v1.Process
+	1,  // 17: brim.agent.v1.Agent.Run:input_type -> brim.agent.v1.RunRequest
+	5,  // 18: brim.agent.v1.Agent.List:input_type -> brim.agent.v1.ListRequest
+	7,  // 19: brim.agent.v1.Agent.Get:input_type -> brim.agent.v1.GetRequest
+	8,  // 20: brim.agent.v1.Agent.Stats:input_type -> brim.agent.v1.StatsRequest
+	10, // 21: brim.agent.v1.Agent.Update:input_type -> brim.agent.v1.UpdateRequest
+	11, // 22: brim.agent.v1.Agent.Kill:input_type -> brim.agent.v1.KillRequest
+	12, // 23: brim.agent.v1.Agent.Wait:input_type -> brim.agent.v1.WaitRequest
+	13, // 24: brim.agent.v1.Agent.Logs:input_type -> brim.agent.v1.LogsRequest
+	15, // 25: brim.agent.v1.Agent.Destroy:input_type -> brim.agent.v1.DestroyRequest
+	17, // 26: brim.agent.v1.Agent.AgentInfo:input_type -> brim.agent.v1.AgentInfoRequest
+	20, // 27: brim.agent.v1.Agent.Explain:input_type -> brim.agent.v1.ExplainRequest
+	26, // 28: brim.agent.v1.Agent.ReportLatency:input_type -> brim.agent.v1.ReportLatencyRequest
+	28, // 29: brim.agent.v1.Agent.PullImage:input_type -> brim.agent.v1.PullImageRequest
+	31, // 30: brim.agent.v1.Agent.ListImages:input_type -> brim.agent.v1.ListImagesRequest
+	33, // 31: brim.agent.v1.Agent.RemoveImage:input_type -> brim.agent.v1.RemoveImageRequest
+	34, // 32: brim.agent.v1.Agent.PruneImages:input_type -> brim.agent.v1.PruneImagesRequest
+	36, // 33: brim.agent.v1.Agent.Pause:input_type -> brim.agent.v1.PauseRequest
+	36, // 34: brim.agent.v1.Agent.Unpause:input_type -> brim.agent.v1.PauseRequest
+	37, // 35: brim.agent.v1.Agent.Restart:input_type -> brim.agent.v1.RestartRequest
+	38, // 36: brim.agent.v1.Agent.Top:input_type -> brim.agent.v1.TopRequest
+	4,  // 37: brim.agent.v1.Agent.Run:output_type -> brim.agent.v1.Container
+	6,  // 38: brim.agent.v1.Agent.List:output_type -> brim.agent.v1.ListResponse
+	4,  // 39: brim.agent.v1.Agent.Get:output_type -> brim.agent.v1.Container
+	9,  // 40: brim.agent.v1.Agent.Stats:output_type -> brim.agent.v1.Statistics
+	4,  // 41: brim.agent.v1.Agent.Update:output_type -> brim.agent.v1.Container
+	4,  // 42: brim.agent.v1.Agent.Kill:output_type -> brim.agent.v1.Container
+	4,  // 43: brim.agent.v1.Agent.Wait:output_type -> brim.agent.v1.Container
+	14, // 44: brim.agent.v1.Agent.Logs:output_type -> brim.agent.v1.LogChunk
+	16, // 45: brim.agent.v1.Agent.Destroy:output_type -> brim.agent.v1.DestroyResponse
+	18, // 46: brim.agent.v1.Agent.AgentInfo:output_type -> brim.agent.v1.AgentInfoResponse
+	25, // 47: brim.agent.v1.Agent.Explain:output_type -> brim.agent.v1.ExplainResponse
+	27, // 48: brim.agent.v1.Agent.ReportLatency:output_type -> brim.agent.v1.ReportLatencyResponse
+	29, // 49: brim.agent.v1.Agent.PullImage:output_type -> brim.agent.v1.PullImageProgress
+	32, // 50: brim.agent.v1.Agent.ListImages:output_type -> brim.agent.v1.ListImagesResponse
+	35, // 51: brim.agent.v1.Agent.RemoveImage:output_type -> brim.agent.v1.PruneImagesResponse
+	35, // 52: brim.agent.v1.Agent.PruneImages:output_type -> brim.agent.v1.PruneImagesResponse
+	4,  // 53: brim.agent.v1.Agent.Pause:output_type -> brim.agent.v1.Container
+	4,  // 54: brim.agent.v1.Agent.Unpause:output_type -> brim.agent.v1.Container
+	4,  // 55: brim.agent.v1.Agent.Restart:output_type -> brim.agent.v1.Container
+	39, // 56: brim.agent.v1.Agent.Top:output_type -> brim.agent.v1.TopResponse
+	37, // [37:57] is the sub-list for method output_type
+	17, // [17:37] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_agent_proto_init() }
@@ -3614,7 +4030,7 @@ func file_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_proto_rawDesc), len(file_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   37,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

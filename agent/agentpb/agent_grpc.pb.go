@@ -39,6 +39,10 @@ const (
 	Agent_ListImages_FullMethodName    = "/brim.agent.v1.Agent/ListImages"
 	Agent_RemoveImage_FullMethodName   = "/brim.agent.v1.Agent/RemoveImage"
 	Agent_PruneImages_FullMethodName   = "/brim.agent.v1.Agent/PruneImages"
+	Agent_Pause_FullMethodName         = "/brim.agent.v1.Agent/Pause"
+	Agent_Unpause_FullMethodName       = "/brim.agent.v1.Agent/Unpause"
+	Agent_Restart_FullMethodName       = "/brim.agent.v1.Agent/Restart"
+	Agent_Top_FullMethodName           = "/brim.agent.v1.Agent/Top"
 )
 
 // AgentClient is the client API for Agent service.
@@ -92,6 +96,20 @@ type AgentClient interface {
 	RemoveImage(ctx context.Context, in *RemoveImageRequest, opts ...grpc.CallOption) (*PruneImagesResponse, error)
 	// PruneImages removes every image no container uses.
 	PruneImages(ctx context.Context, in *PruneImagesRequest, opts ...grpc.CallOption) (*PruneImagesResponse, error)
+	// Pause freezes every process of a running container (the cgroup
+	// freezer) until Unpause. A user's pause wins over the QoS controller:
+	// its thaws leave a paused container frozen. A kill thaws it first.
+	Pause(ctx context.Context, in *PauseRequest, opts ...grpc.CallOption) (*Container, error)
+	// Unpause lifts a Pause. The container stays frozen while a QoS freeze
+	// of it is in force (Container.qos_frozen).
+	Unpause(ctx context.Context, in *PauseRequest, opts ...grpc.CallOption) (*Container, error)
+	// Restart stops a running container (SIGTERM, grace, SIGKILL) and runs
+	// its spec again under the same ID and name: a new process, the same
+	// sandbox (its files and logs kept). An exited container is started
+	// again. A task's container is refused (its framework restarts tasks).
+	Restart(ctx context.Context, in *RestartRequest, opts ...grpc.CallOption) (*Container, error)
+	// Top lists the processes in a running container's cgroup.
+	Top(ctx context.Context, in *TopRequest, opts ...grpc.CallOption) (*TopResponse, error)
 }
 
 type agentClient struct {
@@ -280,6 +298,46 @@ func (c *agentClient) PruneImages(ctx context.Context, in *PruneImagesRequest, o
 	return out, nil
 }
 
+func (c *agentClient) Pause(ctx context.Context, in *PauseRequest, opts ...grpc.CallOption) (*Container, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Container)
+	err := c.cc.Invoke(ctx, Agent_Pause_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentClient) Unpause(ctx context.Context, in *PauseRequest, opts ...grpc.CallOption) (*Container, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Container)
+	err := c.cc.Invoke(ctx, Agent_Unpause_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentClient) Restart(ctx context.Context, in *RestartRequest, opts ...grpc.CallOption) (*Container, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Container)
+	err := c.cc.Invoke(ctx, Agent_Restart_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentClient) Top(ctx context.Context, in *TopRequest, opts ...grpc.CallOption) (*TopResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopResponse)
+	err := c.cc.Invoke(ctx, Agent_Top_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServer is the server API for Agent service.
 // All implementations must embed UnimplementedAgentServer
 // for forward compatibility.
@@ -331,6 +389,20 @@ type AgentServer interface {
 	RemoveImage(context.Context, *RemoveImageRequest) (*PruneImagesResponse, error)
 	// PruneImages removes every image no container uses.
 	PruneImages(context.Context, *PruneImagesRequest) (*PruneImagesResponse, error)
+	// Pause freezes every process of a running container (the cgroup
+	// freezer) until Unpause. A user's pause wins over the QoS controller:
+	// its thaws leave a paused container frozen. A kill thaws it first.
+	Pause(context.Context, *PauseRequest) (*Container, error)
+	// Unpause lifts a Pause. The container stays frozen while a QoS freeze
+	// of it is in force (Container.qos_frozen).
+	Unpause(context.Context, *PauseRequest) (*Container, error)
+	// Restart stops a running container (SIGTERM, grace, SIGKILL) and runs
+	// its spec again under the same ID and name: a new process, the same
+	// sandbox (its files and logs kept). An exited container is started
+	// again. A task's container is refused (its framework restarts tasks).
+	Restart(context.Context, *RestartRequest) (*Container, error)
+	// Top lists the processes in a running container's cgroup.
+	Top(context.Context, *TopRequest) (*TopResponse, error)
 	mustEmbedUnimplementedAgentServer()
 }
 
@@ -388,6 +460,18 @@ func (UnimplementedAgentServer) RemoveImage(context.Context, *RemoveImageRequest
 }
 func (UnimplementedAgentServer) PruneImages(context.Context, *PruneImagesRequest) (*PruneImagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PruneImages not implemented")
+}
+func (UnimplementedAgentServer) Pause(context.Context, *PauseRequest) (*Container, error) {
+	return nil, status.Error(codes.Unimplemented, "method Pause not implemented")
+}
+func (UnimplementedAgentServer) Unpause(context.Context, *PauseRequest) (*Container, error) {
+	return nil, status.Error(codes.Unimplemented, "method Unpause not implemented")
+}
+func (UnimplementedAgentServer) Restart(context.Context, *RestartRequest) (*Container, error) {
+	return nil, status.Error(codes.Unimplemented, "method Restart not implemented")
+}
+func (UnimplementedAgentServer) Top(context.Context, *TopRequest) (*TopResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Top not implemented")
 }
 func (UnimplementedAgentServer) mustEmbedUnimplementedAgentServer() {}
 func (UnimplementedAgentServer) testEmbeddedByValue()               {}
@@ -684,6 +768,78 @@ func _Agent_PruneImages_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Agent_Pause_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).Pause(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_Pause_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).Pause(ctx, req.(*PauseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Agent_Unpause_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).Unpause(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_Unpause_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).Unpause(ctx, req.(*PauseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Agent_Restart_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestartRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).Restart(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_Restart_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).Restart(ctx, req.(*RestartRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Agent_Top_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).Top(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_Top_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).Top(ctx, req.(*TopRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Agent_ServiceDesc is the grpc.ServiceDesc for Agent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -746,6 +902,22 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "PruneImages",
 			Handler:    _Agent_PruneImages_Handler,
+		},
+		{
+			MethodName: "Pause",
+			Handler:    _Agent_Pause_Handler,
+		},
+		{
+			MethodName: "Unpause",
+			Handler:    _Agent_Unpause_Handler,
+		},
+		{
+			MethodName: "Restart",
+			Handler:    _Agent_Restart_Handler,
+		},
+		{
+			MethodName: "Top",
+			Handler:    _Agent_Top_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

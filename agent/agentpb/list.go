@@ -7,11 +7,16 @@ import (
 	"google.golang.org/grpc"
 )
 
+// Lister is the part of the API ListAll calls (AgentClient has it).
+type Lister interface {
+	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
+}
+
 // ListAll fetches every page of c.List (see ListRequest) and returns the
 // containers in the agent's order. An agent older than paging answers in
 // one page. A token that comes back again ends the listing with an error
 // rather than looping.
-func ListAll(ctx context.Context, c AgentClient, opts ...grpc.CallOption) ([]*Container, error) {
+func ListAll(ctx context.Context, c Lister, opts ...grpc.CallOption) ([]*Container, error) {
 	var out []*Container
 	req := &ListRequest{}
 	for {

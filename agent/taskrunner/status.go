@@ -17,7 +17,7 @@ import (
 // Labels the runner puts on the containers it launches for the master;
 // they let a restarted agent report its tasks.
 const (
-	LabelTask      = "brim.task"
+	LabelTask      = agent.LabelTask
 	LabelFramework = "brim.framework"
 	LabelResources = "brim.resources"
 	LabelTaskName  = "brim.task-name"
@@ -103,6 +103,9 @@ var taskEnds = map[exitstatus.Reason]taskEnd{
 	exitstatus.ReasonShimLost:         {State: pb.TaskState_TASK_FAILED, Reason: ReasonContainerLost, Prefix: runtimeLost},
 	exitstatus.ReasonShimUnresponsive: {State: pb.TaskState_TASK_FAILED, Reason: ReasonContainerLost, Prefix: runtimeLost},
 	exitstatus.ReasonDiskLimit:        {State: pb.TaskState_TASK_FAILED, Reason: ReasonDiskLimit, Code: true, Prefix: "disk limit exceeded: "},
+	// The agent refuses to restart a task's container: a record carrying
+	// it (edited by hand, or from a later agent) is a runtime failure.
+	exitstatus.ReasonRestartFailed: {State: pb.TaskState_TASK_FAILED, Reason: ReasonContainerLost, Prefix: runtimeLost},
 }
 
 // runtimeLost starts the message of a task whose shim died or hung.

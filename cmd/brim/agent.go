@@ -114,6 +114,8 @@ func (af *agentFlags) check() error {
 func registerAgentFlags(f *pflag.FlagSet, cfg *agentd.Config) {
 	f.StringVar(&cfg.CgroupParent, "cgroup-parent", cfg.CgroupParent, "cgroup under which containers' cgroups are made (in every hierarchy)")
 	f.StringVar(&cfg.Resources, "resources", cfg.Resources, `resources to hand out, Mesos syntax, e.g. "cpus:4;mem:8192" (default: the host's cpus and memory minus 1 GiB)`)
+	f.BoolVar(&cfg.Overcommit, "overcommit", cfg.Overcommit, "accept --resources naming more cpus or memory than the host has (refused otherwise)")
+	f.StringVar(&cfg.CPULimitMode, "cpu-limit-mode", cfg.CPULimitMode, "how a container's --cpus limit it when its launch names no mode: shares (a proportional weight; idle cpu is used), quota (a CFS quota at --cpus: Docker's --cpus), both")
 	f.StringVar(&cfg.Retention, "sandbox-retention", cfg.Retention, `finished containers kept: "N", "DURATION" or "N,DURATION"`)
 	f.DurationVar(&cfg.KillGrace, "kill-grace", cfg.KillGrace, "default grace period between SIGTERM and SIGKILL (positive)")
 	f.StringVar(&cfg.Logs.MaxSize, "log-max-size", cfg.Logs.MaxSize, "rotate a container's log (its stdout and stderr) at this size: 10MiB, 512k, … (at least 64KiB; container run --log-max-size overrides)")

@@ -54,11 +54,17 @@ const (
 	// root than its disk limit, where no project quota held it; the
 	// agent measured it and killed the container (set by the agent).
 	ReasonDiskLimit Reason = "disk-limit"
+	// ReasonRestartFailed: the agent's restart stopped the container and
+	// could not run it again (its resources or a host port taken
+	// meanwhile; Message says why), or the agent stopped during the
+	// restart.
+	ReasonRestartFailed Reason = "restart-failed"
 )
 
 // Reasons returns every Reason, ReasonNone first.
 func Reasons() []Reason {
-	return []Reason{ReasonNone, ReasonMemoryLimit, ReasonKilled, ReasonPreempted, ReasonShimLost, ReasonShimUnresponsive, ReasonLost, ReasonDiskLimit}
+	return []Reason{ReasonNone, ReasonMemoryLimit, ReasonKilled, ReasonPreempted, ReasonShimLost, ReasonShimUnresponsive, ReasonLost,
+		ReasonDiskLimit, ReasonRestartFailed}
 }
 
 // Known reports whether r is one of Reasons (a status recorded by a newer

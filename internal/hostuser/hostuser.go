@@ -184,3 +184,18 @@ func scan(r io.Reader, path string, match func([]string) bool) error {
 	}
 	return nil
 }
+
+// Name returns the name of uid in root's /etc/passwd; ok is false when
+// it has no entry (or the database cannot be read).
+func Name(root string, uid uint32) (name string, ok bool) {
+	_ = scanFile(dirDB(root), "etc/passwd", func(f []string) bool {
+		if len(f) < 3 {
+			return false
+		}
+		if u, okU := parseID(f[2]); okU && u == uid {
+			name, ok = f[0], true
+		}
+		return ok
+	})
+	return name, ok
+}

@@ -91,3 +91,12 @@ func TestLookupIn(t *testing.T) {
 		t.Errorf("no passwd, numeric user: %v, %v", got, err)
 	}
 }
+
+// Name is Lookup's reverse: a uid's entry name (brim container top).
+func TestName(t *testing.T) {
+	for uid, want := range map[uint32]string{0: "root", 1000: "alice", 65534: "nobody", 4242: ""} {
+		if got, ok := Name("testdata", uid); got != want || ok != (want != "") {
+			t.Errorf("Name(%d) = %q, %v; want %q", uid, got, ok, want)
+		}
+	}
+}
