@@ -35,6 +35,9 @@ var (
 	// ErrCommandNotFound is returned by Launch when the command does not
 	// exist (or is not executable) in the container's root filesystem.
 	ErrCommandNotFound = executor.ErrCommandNotFound
+	// ErrNoWorkDir is returned by Launch when the working directory does
+	// not exist in the read-only root filesystem and cannot be made.
+	ErrNoWorkDir = errors.New("no such working directory")
 	// ErrNotSupported is returned on hosts that cannot run containers.
 	ErrNotSupported = executor.ErrNotSupported
 	// ErrUserNS is returned by Launch when a container's user namespace
@@ -153,6 +156,12 @@ type Spec struct {
 	// force.
 	LogMaxSize  int64 `json:"log_max_size,omitempty"`
 	LogMaxFiles int   `json:"log_max_files,omitempty"`
+	// Sandbox and LogDir, when set, are a previous run's sandbox and log
+	// directories (kept by a restart), moved into place instead of new
+	// ones, the log going on where it ended, and moved back when the
+	// launch fails.
+	Sandbox string `json:"-"`
+	LogDir  string `json:"-"`
 }
 
 // State is a container's lifecycle state.

@@ -82,10 +82,17 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 		}
 	}()
 
-	sandbox := filepath.Join(dir, executor.SandboxDir)
-	if err := os.Mkdir(sandbox, 0o755); err != nil {
-		return nil, fmt.Errorf("launch %s: create sandbox: %w", id, err)
+	sandbox, giveBack, err := makeSandbox(dir, spec)
+	if err != nil {
+		return nil, fmt.Errorf("launch %s: %w", id, err)
 	}
+	defer func() {
+		if retErr != nil { // before the teardown, which removes dir
+			if err := giveBack(); err != nil {
+				retErr = errors.Join(retErr, err)
+			}
+		}
+	}()
 	// The task's user writes its files there; the shim (root) creates
 	// stdout and stderr in it, which stay the agent's.
 	if err := os.Chown(sandbox, int(owner.UID), int(owner.GID)); err != nil {
@@ -165,6 +172,39 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 	c.mu.Unlock()
 	c.log.Info("container launched", "id", id, "pid", ct.pid, "shim_pid", ct.shimPid)
 	return ct.info(), nil
+}
+
+// makeSandbox makes the container's sandbox in its directory dir, or
+// moves a restart's sandbox and log (spec.Sandbox, spec.LogDir) into
+// place, so that they go on in the new run. giveBack moves them back: a
+// failed launch calls it before its teardown removes dir.
+func makeSandbox(dir string, spec Spec) (sandbox string, giveBack func() error, err error) {
+	sandbox = filepath.Join(dir, executor.SandboxDir)
+	var moved [][2]string // from, to
+	giveBack = func() error {
+		var errs []error
+		for _, m := range moved {
+			if err := os.Rename(m[1], m[0]); err != nil {
+				errs = append(errs, fmt.Errorf("give the previous run's %s back: %w", filepath.Base(m[1]), err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	for _, m := range [][2]string{{spec.Sandbox, sandbox}, {spec.LogDir, filepath.Join(dir, executor.LogDir)}} {
+		if m[0] == "" {
+			continue
+		}
+		if err := os.Rename(m[0], m[1]); err != nil {
+			return "", nil, errors.Join(fmt.Errorf("keep the previous run's %s: %w", filepath.Base(m[1]), err), giveBack())
+		}
+		moved = append(moved, m)
+	}
+	if spec.Sandbox == "" {
+		if err := os.Mkdir(sandbox, 0o755); err != nil {
+			return "", nil, errors.Join(fmt.Errorf("create sandbox: %w", err), giveBack())
+		}
+	}
+	return sandbox, giveBack, nil
 }
 
 // addresser is an optional ability of an isolator (isolator/network): the

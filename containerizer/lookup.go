@@ -86,5 +86,54 @@ func validateSpec(spec *Spec) error {
 			return fmt.Errorf("rootfs %q is not a directory: %w", spec.Rootfs, errors.Join(err, os.ErrNotExist))
 		}
 	}
+	if err := checkWorkDir(spec.Rootfs, spec.Cwd); err != nil {
+		return err
+	}
 	return resolveCommand(spec.Rootfs, spec.Cwd, spec.Command[0], spec.Env)
+}
+
+// writableMounts are the container's writable mounts over its read-only
+// root (executor.RuntimeSpec): a working directory missing below one of
+// them is made at start, as Docker makes a missing one.
+var writableMounts = []string{"/tmp", executor.SandboxMountPoint}
+
+// checkWorkDir checks, before anything is created, that the container can
+// start in cwd: a directory of the root filesystem rootfs ("" = host
+// root), or any path below a writable mount (made at start). The root is
+// read-only: runc's attempt to make a missing directory there failed the
+// start with "mkdir /x: read-only file system". Errors wrap ErrNoWorkDir.
+func checkWorkDir(rootfs, cwd string) error {
+	if cwd == "" || cwd == "/" {
+		return nil
+	}
+	for _, m := range writableMounts {
+		if cwd == m || strings.HasPrefix(cwd, m+"/") {
+			return nil
+		}
+	}
+	if rootfs == "" {
+		rootfs = "/"
+	}
+	host, err := securejoin.SecureJoin(rootfs, cwd)
+	if err == nil {
+		fi, serr := os.Stat(host)
+		if serr == nil && fi.IsDir() {
+			return nil
+		}
+		err = serr
+		if serr == nil {
+			err = errors.New("not a directory")
+		}
+	}
+	return fmt.Errorf("%w: %s: %v in the container's root filesystem, which is read-only; use an existing directory, or one below %s (made at start)",
+		ErrNoWorkDir, cwd, shortErr(err), strings.Join(writableMounts, " or "))
+}
+
+// shortErr is err's text without the path an *os.PathError repeats.
+func shortErr(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }

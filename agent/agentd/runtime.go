@@ -28,6 +28,8 @@ func mapErr(err error) error {
 		return sentinelError{agent.ErrNotRunning, err}
 	case errors.Is(err, containerizer.ErrCommandNotFound):
 		return sentinelError{agent.ErrCommandNotFound, err}
+	case errors.Is(err, containerizer.ErrNoWorkDir):
+		return sentinelError{agent.ErrInvalidArgument, err}
 	}
 	return err
 }
@@ -49,7 +51,7 @@ func (r runtimeAdapter) Launch(ctx context.Context, s agent.LaunchSpec) (*agent.
 		ID: s.ID, Name: s.Name, Command: s.Command, Env: s.Env, Cwd: s.Cwd,
 		Rootfs: s.Rootfs, Limits: s.Limits, Labels: s.Labels, User: s.User, UserNS: s.UserNS,
 		LogMaxSize: s.LogMaxSize, LogMaxFiles: s.LogMaxFiles,
-		Image: s.Image, ReadWrite: s.ReadWrite,
+		Image: s.Image, ReadWrite: s.ReadWrite, Sandbox: s.Sandbox, LogDir: s.LogDir,
 	})
 	if err != nil {
 		return nil, mapErr(err)

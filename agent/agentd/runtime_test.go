@@ -19,6 +19,7 @@ func TestMapErr(t *testing.T) {
 		{containerizer.ErrNotFound, agent.ErrNotFound},
 		{containerizer.ErrNotRunning, agent.ErrNotRunning},
 		{containerizer.ErrCommandNotFound, agent.ErrCommandNotFound},
+		{containerizer.ErrNoWorkDir, agent.ErrInvalidArgument},
 	} {
 		err := fmt.Errorf("launch c1: %w", tc.from)
 		got := mapErr(err)

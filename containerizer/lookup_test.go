@@ -1,0 +1,40 @@
+package containerizer
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A working directory missing from the read-only root is refused before
+// anything is created, naming it; one below a writable mount is made at
+// start. Before, the start failed with runc's "mkdir /missing:
+// read-only file system".
+func TestCheckWorkDir(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "srv", "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cwd  string
+		want string // "" for ok
+	}{
+		{"", ""}, {"/", ""}, {"/srv/app", ""}, {"/tmp/new/dir", ""}, {"/mnt/sandbox/work", ""}, {"/tmp", ""},
+		{"/missing", "/missing: no such file or directory in the container's root filesystem, which is read-only"},
+		{"/file", "/file: not a directory in the container's root filesystem"},
+		{"/tmpx", "/tmpx: no such file or directory"},
+	} {
+		err := checkWorkDir(root, c.cwd)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("checkWorkDir(%q) = %v, want nil", c.cwd, err)
+		case c.want != "" && (!errors.Is(err, ErrNoWorkDir) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("checkWorkDir(%q) = %v, want ErrNoWorkDir saying %q", c.cwd, err, c.want)
+		}
+	}
+}
