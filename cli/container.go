@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -34,8 +33,9 @@ func newContainerCommand() *cobra.Command {
 	cl := &agentClient{socket: &socket, timeout: &timeout}
 	cmd.AddCommand(
 		newContainerRun(cl), newContainerLs(cl), newContainerInspect(cl), newContainerStats(cl),
-		newContainerUpdate(cl), newContainerKill(cl), newContainerLogs(cl), newContainerWait(cl),
-		newContainerRm(cl),
+		newContainerUpdate(cl), newContainerKill(cl), newContainerStop(cl), newContainerRestart(cl),
+		newContainerPause(cl, false), newContainerPause(cl, true), newContainerTop(cl),
+		newContainerLogs(cl), newContainerWait(cl), newContainerRm(cl),
 	)
 	cmd.AddCommand(newContainerReportLatency(&socket))
 	MarkUsageErrors(cmd)
@@ -74,6 +74,7 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 		img, pull       string
 		readWrite       bool
 		disk            int64
+		cpuMode         string
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] [--image REF] -- CMD [ARG…]",
@@ -106,6 +107,9 @@ pull: raise --timeout for a large image, or brim image pull it first.`,
 			if err != nil {
 				return ExitError{Code: 2, Msg: err.Error()}
 			}
+			if err := checkCPUMode(cpuMode, quota); err != nil {
+				return err
+			}
 			lab := map[string]string{}
 			for _, l := range labels {
 				k, v, ok := strings.Cut(l, "=")
@@ -130,7 +134,7 @@ pull: raise --timeout for a large image, or brim image pull it first.`,
 			c, err := api.Run(ctx, &agentpb.RunRequest{
 				Name: name, Command: args, Env: env, Cwd: cwd, Rootfs: rootfs, User: user, Userns: userns,
 				MilliCpus: milli, MemMib: mem, Pids: pids, Revocable: revocable, CpuQuota: quota, Labels: lab,
-				Network: network, NetBwMbit: netBw, Ports: ports,
+				Network: network, NetBwMbit: netBw, Ports: ports, CpuLimitMode: cpuMode,
 				LogMaxSizeBytes: logMax, LogMaxFiles: int32(logFiles),
 				Image: img, Pull: pull, ReadWrite: readWrite, DiskMib: disk,
 			})
@@ -150,10 +154,11 @@ pull: raise --timeout for a large image, or brim image pull it first.`,
 	}
 	f := cmd.Flags()
 	f.SetInterspersed(false) // everything after the command is its arguments
-	f.Float64Var(&cpus, "cpus", 0.1, "cpus (shares; a hard cap with --cpu-quota), up to 3 decimals")
+	f.Float64Var(&cpus, "cpus", 0.1, "cpus, up to 3 decimals: a weight, a hard cap or both, as --cpu-limit-mode says")
 	f.Int64Var(&mem, "mem", 128, "memory limit in MiB")
 	f.Int64Var(&pids, "pids", 0, "maximum number of processes (0: no limit)")
-	f.BoolVar(&quota, "cpu-quota", false, "cap the container at --cpus with a CFS quota")
+	f.BoolVar(&quota, "cpu-quota", false, "cap the container at --cpus with a CFS quota besides its weight (--cpu-limit-mode both)")
+	f.StringVar(&cpuMode, "cpu-limit-mode", "", cpuModeHelp)
 	f.BoolVar(&revocable, "revocable", false, "run best-effort on revocable resources (low priority)")
 	f.BoolVar(&network, "network", false, "own network namespace with an address on the agent's bridge (agent --network); without it: loopback only")
 	f.Int64Var(&netBw, "net-bw", 0, "with --network: bandwidth limit in Mbit/s, both directions (net_bw; 0: no limit)")
@@ -194,39 +199,112 @@ func logLimits(size string, files int) (int64, error) {
 	return n, nil
 }
 
+// maxMilliCPUs bounds --cpus far above any node (a billion cpus) and far
+// below where the agent's int64 arithmetic on thousandths could overflow:
+// what is above a node's cpus the agent refuses naming its total.
+const maxMilliCPUs = 1e12
+
+// cpuModeHelp documents --cpu-limit-mode beside --cpus and --cpu-quota.
+const cpuModeHelp = `how --cpus limits the container: shares (a weight of 1024 per cpu: at least
+its cpus under contention, any idle cpu otherwise), quota (a CFS quota at --cpus with the default
+weight: Docker's --cpus), both (the weight and the quota: --cpu-quota); default: the agent's
+--cpu-limit-mode (shares unless its operator set another)`
+
+// checkCPUMode checks --cpu-limit-mode ("" leaves it to the agent) and
+// its agreement with --cpu-quota, which is mode both.
+func checkCPUMode(mode string, quota bool) error {
+	switch mode {
+	case "":
+		return nil
+	case "shares", "quota":
+		if quota {
+			return ExitError{Code: 2, Msg: fmt.Sprintf("--cpu-quota is --cpu-limit-mode both, not %s: give one", mode)}
+		}
+		return nil
+	case "both":
+		return nil
+	}
+	return ExitError{Code: 2, Msg: fmt.Sprintf("--cpu-limit-mode %q: want shares, quota or both", mode)}
+}
+
 func milliCPUs(cpus float64) (int64, error) {
 	m := cpus * 1000
-	if math.IsNaN(m) || m <= 0 || m > math.MaxInt32 {
+	switch {
+	case math.IsNaN(m) || m <= 0:
 		return 0, fmt.Errorf("--cpus %v: must be a positive number", cpus)
-	}
-	if math.Abs(m-math.Round(m)) > 1e-6 {
+	case m > maxMilliCPUs:
+		return 0, fmt.Errorf("--cpus %v: more than any node has (at most %g)", cpus, maxMilliCPUs/1000)
+	case math.Abs(m-math.Round(m)) > 1e-6:
 		return 0, fmt.Errorf("--cpus %v: at most 3 decimal places", cpus)
 	}
 	return int64(math.Round(m)), nil
 }
 
+// exitFor is the command's end for an exited container: its exit code,
+// and on stderr why it ended when its code alone does not say (137 is
+// any SIGKILL: the OOM killer's is named).
 func exitFor(c *agentpb.Container) error {
-	if code := agentclient.ExitCode(c); code != 0 {
+	code := agentclient.ExitCode(c)
+	if why := agentclient.ExitCause(c); why != "" {
+		return ExitError{Code: code, Msg: why}
+	}
+	if code != 0 {
 		return ExitError{Code: code}
 	}
 	return nil
 }
 
 func newContainerLs(cl *agentClient) *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON, quiet bool
+		filters       []string
+		format        string
+	)
 	cmd := &cobra.Command{
-		Use:     "ls",
+		Use:     "ls [--filter KEY=VALUE]… [--format TEMPLATE|table TEMPLATE|json] [-q]",
 		Aliases: []string{"list", "ps"},
 		Short:   "List the agent's containers (running and finished)",
-		Args:    UsageArgs(cobra.NoArgs),
+		Long: `List the agent's containers, running and finished, oldest first.
+
+--filter KEY=VALUE selects, as docker ps does: filters of one key match
+when any of them does, of different keys when all of theirs do; each
+label filter must match. Keys: state (or status: running, paused,
+frozen, exited), name (a regular expression searched in the name), label
+(KEY or KEY=VALUE), id (an ID prefix), revocable (true, false), exited
+(an exit code).
+
+--format is a Go template, as Docker's: '{{.ID}} {{.Name}}' prints a line
+per container, 'table {{.ID}}\t{{.State}}' a table with its header, json
+one JSON object per line. Fields: ID, Name (Names), State, PID, CPUs,
+CPUMode, Mem, Pids, Command, User, Revocable, Created (RunningFor),
+CreatedAt, Exit, Restarts, Address, Ports, Labels, and Label "KEY";
+functions json, join, lower, upper, split, truncate.`,
+		Args: UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			filter, err := agentclient.ParseFilters(filters)
+			if err != nil {
+				return ExitError{Code: 2, Msg: err.Error()}
+			}
+			if quiet {
+				format = "{{.ID}}"
+			}
+			f, err := compileFormat(cmd, format, "json", "quiet")
+			if err != nil {
+				return err
+			}
 			api, err := cl.dial()
 			if err != nil {
 				return err
 			}
-			list, err := agentpb.ListAll(cmd.Context(), api) // page by page: no message-size cliff
+			all, err := agentpb.ListAll(cmd.Context(), api) // page by page: no message-size cliff
 			if err != nil {
 				return cl.rpcError(err)
+			}
+			var list []*agentpb.Container
+			for _, c := range all {
+				if filter.Match(c) {
+					list = append(list, c)
+				}
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -236,11 +314,37 @@ func newContainerLs(cl *agentClient) *cobra.Command {
 				}
 				return cliout.JSON(out, js)
 			}
-			return cliout.Containers(out, list, time.Now())
+			if err := cliout.Containers(out, f, list, time.Now()); err != nil {
+				return ExitError{Code: 2, Msg: err.Error()}
+			}
+			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	fl := cmd.Flags()
+	fl.BoolVar(&asJSON, "json", false, "print a JSON array of the containers (inspect's form)")
+	fl.StringArrayVarP(&filters, "filter", "f", nil, "select containers: state=, name=, label=KEY[=VALUE], id=, revocable=, exited= (repeatable)")
+	fl.StringVar(&format, "format", "", "Go template, 'table TEMPLATE' or json (see --help)")
+	fl.BoolVarP(&quiet, "quiet", "q", false, "print the IDs only")
 	return cmd
+}
+
+// compileFormat compiles --format, refused beside another output flag
+// of cmd (others) given too.
+func compileFormat(cmd *cobra.Command, format string, others ...string) (*cliout.Format, error) {
+	var given []string
+	for _, f := range append(others, "format") {
+		if cmd.Flags().Changed(f) {
+			given = append(given, "--"+f)
+		}
+	}
+	if len(given) > 1 {
+		return nil, ExitError{Code: 2, Msg: fmt.Sprintf("%s: %s: give one", cmd.Name(), strings.Join(given, " and "))}
+	}
+	f, err := cliout.ParseFormat(format)
+	if err != nil {
+		return nil, ExitError{Code: 2, Msg: err.Error()}
+	}
+	return f, nil
 }
 
 func newContainerInspect(cl *agentClient) *cobra.Command {
@@ -262,66 +366,44 @@ func newContainerInspect(cl *agentClient) *cobra.Command {
 	}
 }
 
-func newContainerStats(cl *agentClient) *cobra.Command {
-	var (
-		watch    bool
-		asJSON   bool
-		interval time.Duration
-	)
-	cmd := &cobra.Command{
-		Use:   "stats ID|NAME…",
-		Short: "Show containers' cpu, memory, pids, throttling (cpu% over --interval), run-queue latency and on-cpu time",
-		Long: `Show containers' cpu, memory, pids and throttling (cpu% over --interval),
-and the agent monitor's scheduler signals: run-queue latency p50/p99/p99.9
-over the monitor's latest interval with its source (ebpf, or
-schedstat-mean: only the mean wait, shown for all three) and cumulative
-on-cpu time. They show "-" (null in --json) when the agent runs without a
-monitor or has not sampled the container twice yet.`,
-		Args: UsageArgs(cobra.MinimumNArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if interval <= 0 {
-				return ExitError{Code: 2, Msg: "--interval must be positive"}
-			}
-			api, err := cl.dial()
-			if err != nil {
-				return err
-			}
-			err = agentclient.WatchStats(cmd.Context(), api, args, interval, watch, func(rows []agentclient.Stats) error {
-				return cliout.Stats(cmd.OutOrStdout(), rows, asJSON)
-			})
-			return cl.rpcError(err)
-		},
-	}
-	f := cmd.Flags()
-	f.BoolVar(&watch, "watch", false, "keep printing every --interval")
-	f.BoolVar(&asJSON, "json", false, "print JSON")
-	f.DurationVar(&interval, "interval", time.Second, "sampling interval for cpu%")
-	return cmd
-}
-
 func newContainerUpdate(cl *agentClient) *cobra.Command {
 	var (
 		cpus             float64
 		mem, pids, netBw int64
+		cpuMode          string
 	)
 	cmd := &cobra.Command{
-		Use:   "update [--cpus N] [--mem MiB] [--pids N] [--net-bw MBIT] ID|NAME",
+		Use:   "update [--cpus N] [--mem MiB] [--pids N] [--net-bw MBIT] [--cpu-limit-mode M] ID|NAME",
 		Short: "Resize a running container",
 		Args:  UsageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := &agentpb.UpdateRequest{Id: args[0], MemMib: mem, Pids: pids, NetBwMbit: netBw}
-			if cmd.Flags().Changed("cpus") {
+			f := cmd.Flags()
+			if f.Changed("cpu-limit-mode") {
+				if err := checkCPUMode(cpuMode, false); err != nil || cpuMode == "" {
+					return ExitError{Code: 2, Msg: fmt.Sprintf("update: --cpu-limit-mode %q: want shares, quota or both", cpuMode)}
+				}
+				req.CpuLimitMode = cpuMode
+			}
+			if f.Changed("cpus") {
 				m, err := milliCPUs(cpus)
 				if err != nil {
 					return ExitError{Code: 2, Msg: err.Error()}
 				}
 				req.MilliCpus = m
 			}
-			if req.MilliCpus == 0 && mem == 0 && pids == 0 && netBw == 0 {
-				return ExitError{Code: 2, Msg: "update: give at least one of --cpus, --mem, --pids, --net-bw"}
+			// A flag given is checked as given: "--mem 0" is a bad
+			// value, not a missing flag (0 means "unchanged" on the wire).
+			for _, c := range []struct {
+				flag, unit string
+				v          int64
+			}{{"mem", " MiB", mem}, {"pids", "", pids}, {"net-bw", " Mbit/s", netBw}} {
+				if f.Changed(c.flag) && c.v <= 0 {
+					return ExitError{Code: 2, Msg: fmt.Sprintf("update: --%s %d: must be a positive number%s", c.flag, c.v, c.unit)}
+				}
 			}
-			if mem < 0 || pids < 0 || netBw < 0 {
-				return ExitError{Code: 2, Msg: "update: --mem, --pids and --net-bw must be positive"}
+			if !f.Changed("cpus") && !f.Changed("mem") && !f.Changed("pids") && !f.Changed("net-bw") && !f.Changed("cpu-limit-mode") {
+				return ExitError{Code: 2, Msg: "update: give at least one of --cpus, --mem, --pids, --net-bw, --cpu-limit-mode"}
 			}
 			api, err := cl.dial()
 			if err != nil {
@@ -331,12 +413,13 @@ func newContainerUpdate(cl *agentClient) *cobra.Command {
 			if err != nil {
 				return cl.rpcError(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s cpus:%s mem:%dMiB\n", c.Id, cliout.CPUs(c.MilliCpus), c.MemMib)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s cpus:%s mem:%dMiB cpu-limit-mode:%s\n", c.Id, cliout.CPUs(c.MilliCpus), c.MemMib, c.CpuLimitMode)
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.Float64Var(&cpus, "cpus", 0, "new cpus")
+	f.StringVar(&cpuMode, "cpu-limit-mode", "", "new cpu limit mode: shares, quota or both")
 	f.Int64Var(&mem, "mem", 0, "new memory limit in MiB")
 	f.Int64Var(&pids, "pids", 0, "new pids limit")
 	f.Int64Var(&netBw, "net-bw", 0, "new bandwidth limit in Mbit/s (container run with --network), applied live")
@@ -442,34 +525,10 @@ func newContainerRm(cl *agentClient) *cobra.Command {
 		Short:   "Destroy finished containers (-f: kill running ones first): cgroups, state, sandbox",
 		Args:    UsageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, err := cl.dial()
-			if err != nil {
+			return eachContainer(cmd, cl, args, func(api agentpb.AgentClient, ref string) error {
+				_, err := api.Destroy(cmd.Context(), &agentpb.DestroyRequest{Id: ref, Force: force})
 				return err
-			}
-			var errs []error
-			for _, id := range args {
-				if _, err := api.Destroy(cmd.Context(), &agentpb.DestroyRequest{Id: id, Force: force}); err != nil {
-					errs = append(errs, cl.rpcError(err))
-					continue
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), id)
-			}
-			if len(errs) == 1 {
-				return errs[0]
-			}
-			if len(errs) > 1 {
-				var msgs []string
-				for _, e := range errs {
-					var ee ExitError
-					if errors.As(e, &ee) {
-						msgs = append(msgs, ee.Msg)
-					} else {
-						msgs = append(msgs, e.Error())
-					}
-				}
-				return ExitError{Code: 1, Msg: strings.Join(msgs, "\nbrim: ")}
-			}
-			return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "kill a running container first (no grace)")

@@ -54,7 +54,7 @@ func TestLifecycle(t *testing.T) {
 	}
 
 	st := a.mustBrim("container", "stats", "--interval", "200ms", "sleeper")
-	if !strings.Contains(st, "CPU%") || !strings.Contains(st, sleeper) {
+	if !strings.Contains(st, "CPU %") || !strings.Contains(st, sleeper) {
 		t.Fatalf("stats:\n%s", st)
 	}
 	info := a.mustBrim("agent", "info")

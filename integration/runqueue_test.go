@@ -182,7 +182,9 @@ func testRunQueue(t *testing.T, source string, flags ...string) {
 			t.Errorf("stats --json %s: %s", r.ID, out)
 		}
 	}
-	table := a.mustBrim("container", "stats", "--interval", "200ms", ids["low"])
+	// The default table fits 100 columns; the scheduler signals are
+	// fields of --format.
+	table := a.mustBrim("container", "stats", "--interval", "200ms", "--format", `table {{.Name}}\t{{.RunQueue}}\t{{.OnCPU}}`, ids["low"])
 	t.Logf("brim container stats:\n%s", table)
 	if !strings.Contains(table, "RUNQ P50/P99/P99.9") || !strings.Contains(table, "("+source+")") {
 		t.Errorf("stats table lacks the run-queue column or its source %q:\n%s", source, table)

@@ -1,11 +1,27 @@
 package agentclient
 
 import (
+	"fmt"
 	"math"
 	"time"
 
 	"github.com/brimnode/brim/agent/agentpb"
 )
+
+// State is how a container stands, for a person: "running", "paused"
+// (a user's pause), "frozen" (a QoS freeze), "exited", or the agent's
+// state otherwise.
+func State(c *agentpb.Container) string {
+	switch {
+	case c.State != "running":
+		return c.State
+	case c.Paused:
+		return "paused"
+	case c.QosFrozen:
+		return "frozen"
+	}
+	return c.State
+}
 
 // ExitCode is the shell-style exit code of an exited container.
 func ExitCode(c *agentpb.Container) int {
@@ -24,18 +40,24 @@ func ExitCode(c *agentpb.Container) int {
 // View is the stable JSON form of a container (brim container ls --json,
 // inspect).
 type View struct {
-	ID         string            `json:"id"`
-	Name       string            `json:"name"`
-	State      string            `json:"state"`
-	Pid        int32             `json:"pid,omitempty"`
-	Command    []string          `json:"command"`
-	Rootfs     string            `json:"rootfs,omitempty"`
-	User       string            `json:"user,omitempty"`
-	UserNS     bool              `json:"userns,omitempty"`
-	CPUs       float64           `json:"cpus"`
-	MemMiB     int64             `json:"memMiB"`
-	Pids       int64             `json:"pids,omitempty"`
-	CPUQuota   bool              `json:"cpuQuota,omitempty"`
+	ID       string   `json:"id"`
+	Name     string   `json:"name"`
+	State    string   `json:"state"`
+	Pid      int32    `json:"pid,omitempty"`
+	Command  []string `json:"command"`
+	Rootfs   string   `json:"rootfs,omitempty"`
+	User     string   `json:"user,omitempty"`
+	UserNS   bool     `json:"userns,omitempty"`
+	CPUs     float64  `json:"cpus"`
+	MemMiB   int64    `json:"memMiB"`
+	Pids     int64    `json:"pids,omitempty"`
+	CPUQuota bool     `json:"cpuQuota,omitempty"`
+	// CPULimitMode is how CPUs limit it: "shares", "quota" or "both".
+	CPULimitMode string `json:"cpuLimitMode,omitempty"`
+	// Paused: a user paused it; QoSFrozen: a QoS freeze holds it.
+	Paused     bool              `json:"paused,omitempty"`
+	QoSFrozen  bool              `json:"qosFrozen,omitempty"`
+	Restarts   int32             `json:"restarts,omitempty"`
 	Revocable  bool              `json:"revocable,omitempty"`
 	CreatedAt  time.Time         `json:"createdAt"`
 	StartedAt  *time.Time        `json:"startedAt,omitempty"`
@@ -89,6 +111,7 @@ func ViewOf(c *agentpb.Container) View {
 		LogMaxSizeBytes: c.LogMaxSizeBytes, LogMaxFiles: c.LogMaxFiles,
 		Image: c.Image, ImageID: c.ImageId, ImageDigest: c.ImageDigest, ExposedPorts: c.ExposedPorts,
 		ReadWrite: c.ReadWrite, DiskMiB: c.DiskMib,
+		CPULimitMode: c.CpuLimitMode, Paused: c.Paused, QoSFrozen: c.QosFrozen, Restarts: c.RestartCount,
 	}
 	if c.StartedAtUnixNano != 0 {
 		t := TimeOf(c.StartedAtUnixNano)
@@ -103,6 +126,7 @@ func ViewOf(c *agentpb.Container) View {
 // Stats is one computed stats line (brim container stats).
 type Stats struct {
 	ID               string  `json:"id"`
+	Name             string  `json:"name,omitempty"`
 	CPUPercent       float64 `json:"cpuPercent"`
 	CPUs             float64 `json:"cpus"`
 	CPUUsageSeconds  float64 `json:"cpuUsageSeconds"`
@@ -113,7 +137,10 @@ type Stats struct {
 	CPUPeriods       uint64  `json:"cpuPeriods"`
 	CPUThrottled     uint64  `json:"cpuThrottledPeriods"`
 	ThrottledSeconds float64 `json:"cpuThrottledSeconds"`
-	OOMKills         uint64  `json:"oomKills"`
+	// ThrottledPercent is the share of the interval's CFS periods in
+	// which the container was throttled (nil without a quota).
+	ThrottledPercent *float64 `json:"cpuThrottledPercent"`
+	OOMKills         uint64   `json:"oomKills"`
 	// Network counters, when the container has its own network.
 	NetRxBytes uint64 `json:"netRxBytes,omitempty"`
 	NetTxBytes uint64 `json:"netTxBytes,omitempty"`
@@ -139,7 +166,7 @@ type RunQueue struct {
 // advance).
 func ComputeStats(a, b *agentpb.Statistics) Stats {
 	s := Stats{
-		ID: b.Id, CPUs: float64(b.MilliCpus) / 1000, CPUUsageSeconds: float64(b.CpuUsageNanos) / 1e9,
+		ID: b.Id, Name: b.Name, CPUs: float64(b.MilliCpus) / 1000, CPUUsageSeconds: float64(b.CpuUsageNanos) / 1e9,
 		MemUsageBytes: b.MemUsageBytes, MemLimitBytes: b.MemLimitBytes, Pids: b.Pids, PidsLimit: b.PidsLimit,
 		CPUPeriods: b.CpuPeriods, CPUThrottled: b.CpuThrottled, ThrottledSeconds: float64(b.CpuThrottledNanos) / 1e9,
 		OOMKills: b.MemOomKills,
@@ -152,6 +179,10 @@ func ComputeStats(a, b *agentpb.Statistics) Stats {
 	if b.HasOnCpu {
 		v := float64(b.OnCpuNanos) / 1e9
 		s.OnCPUSeconds = &v
+	}
+	if dp := int64(b.CpuPeriods) - int64(a.CpuPeriods); dp > 0 && b.CpuThrottled >= a.CpuThrottled {
+		v := math.Round(float64(b.CpuThrottled-a.CpuThrottled)/float64(dp)*1000) / 10
+		s.ThrottledPercent = &v
 	}
 	if dt := b.TimestampUnixNano - a.TimestampUnixNano; dt > 0 && b.CpuUsageNanos >= a.CpuUsageNanos {
 		s.CPUPercent = math.Round(float64(b.CpuUsageNanos-a.CpuUsageNanos)/float64(dt)*1000) / 10
@@ -197,3 +228,18 @@ func ImageViews(r *agentpb.ListImagesResponse) []ImageView {
 	}
 	return out
 }
+
+// ExitCause says why an exited container ended when its exit code alone
+// does not: the kernel's OOM killer at its memory limit (exit 137, as any
+// SIGKILL). Empty otherwise.
+func ExitCause(c *agentpb.Container) string {
+	e := c.GetExit()
+	if e == nil || (!e.OomKilled && e.Reason != ReasonMemoryLimit) {
+		return ""
+	}
+	return fmt.Sprintf("container %s was killed by the kernel's OOM killer at its memory limit (%d MiB); exit %d", c.Id, c.MemMib, ExitCode(c))
+}
+
+// ReasonMemoryLimit is the exit reason of a container the OOM killer
+// ended at its memory limit (the agent's agent.ReasonMemoryLimit).
+const ReasonMemoryLimit = "memory-limit"

@@ -32,6 +32,11 @@ func (f *fakeStats) Stats(_ context.Context, in *agentpb.StatsRequest, _ ...grpc
 		TimestampUnixNano: int64(f.calls) * 1e9}, nil
 }
 
+// List answers two containers: a running, b exited.
+func (f *fakeStats) List(context.Context, *agentpb.ListRequest, ...grpc.CallOption) (*agentpb.ListResponse, error) {
+	return &agentpb.ListResponse{Containers: []*agentpb.Container{{Id: "a", State: "running"}, {Id: "b", State: "exited"}}}, nil
+}
+
 func TestWatchStats(t *testing.T) {
 	ctx := context.Background()
 	api := &fakeStats{}
@@ -65,5 +70,14 @@ func TestWatchStats(t *testing.T) {
 	api = &fakeStats{cancel: cancel, cancelAt: 3}
 	if err := WatchStats(cctx, api, []string{"a"}, time.Millisecond, true, func([]Stats) error { return nil }); err != nil {
 		t.Fatalf("watch ended by ctx: %v", err)
+	}
+
+	// No ids: every running container, listed each round.
+	api, got = &fakeStats{}, nil
+	if err := WatchStats(ctx, api, nil, time.Millisecond, false, emit); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || len(got[0]) != 1 || got[0][0].ID != "a" || got[0][0].CPUPercent != 100 {
+		t.Fatalf("all running: rows %+v", got)
 	}
 }

@@ -18,6 +18,9 @@ import (
 func AgentInfo(w io.Writer, in *agentpb.AgentInfoResponse, ex *agentpb.ExplainResponse) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "id\t%s\nversion\t%s\nstate dir\t%s\ncgroup parent\t%s\n", in.Id, in.Version, in.StateDir, in.CgroupParent)
+	if in.CpuLimitMode != "" {
+		fmt.Fprintf(tw, "cpu limit mode\t%s (containers that name none)\n", in.CpuLimitMode)
+	}
 	fmt.Fprintf(tw, "resources total\t%s\nresources used\t%s\nresources free\t%s\n", in.ResourcesTotal, in.ResourcesUsed, in.ResourcesFree)
 	fmt.Fprintf(tw, "containers\t%d running, %d exited\n", in.ContainersRunning, in.ContainersExited)
 	fmt.Fprintf(tw, "checkpoint\t%s\n", checkpointText(in))

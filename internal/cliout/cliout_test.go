@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/brimnode/brim/agent/agentclient"
 	"github.com/brimnode/brim/agent/agentpb"
@@ -43,13 +46,38 @@ func golden(t *testing.T, name string, print func(*bytes.Buffer) error) {
 var now = time.Unix(1700000000, 0).UTC()
 
 func TestStats(t *testing.T) {
-	on := 1.234
-	rows := []agentclient.Stats{{ID: "c1", CPUPercent: 12.345, CPUs: 0.5, MemUsageBytes: 10 << 20, MemLimitBytes: 128 << 20, Pids: 3, PidsLimit: 10,
+	on, thr := 1.234, 2.5
+	rows := []agentclient.Stats{{ID: "c1", Name: "web", ThrottledPercent: &thr, CPUPercent: 12.345, CPUs: 0.5, MemUsageBytes: 10 << 20, MemLimitBytes: 128 << 20, Pids: 3, PidsLimit: 10,
 		CPUThrottled: 2, CPUPeriods: 100, ThrottledSeconds: 0.25, OOMKills: 1, HasNet: true, NetRxBytes: 10, NetTxBytes: 20,
 		RunQueue: &agentclient.RunQueue{P50Seconds: 12.3e-6, P99Seconds: 4.567e-3, P999Seconds: 0.5, Source: "ebpf"}, OnCPUSeconds: &on},
 		{ID: "c2", MemLimitBytes: 1 << 62}}
-	golden(t, "stats", func(b *bytes.Buffer) error { return Stats(b, rows, false) })
-	golden(t, "stats-json", func(b *bytes.Buffer) error { return Stats(b, rows, true) })
+	golden(t, "stats", func(b *bytes.Buffer) error { return Stats(b, nil, rows, false) })
+	golden(t, "stats-json", func(b *bytes.Buffer) error { return Stats(b, nil, rows, true) })
+	wide, err := ParseFormat("table {{.ID}}\t{{.CPUs}}\t{{.ThrottledTotal}}\t{{.OOMKills}}\t{{.RunQueue}}\t{{.OnCPU}}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "stats-format", func(b *bytes.Buffer) error { return Stats(b, wide, rows, false) })
+}
+
+// The default stats table fits 100 columns with every figure at its
+// widest: a long name is cut, sizes keep three digits.
+func TestStatsWidth(t *testing.T) {
+	thr := 100.0
+	rows := []agentclient.Stats{{ID: "0123456789ab", Name: "a-very-long-container-name-indeed", CPUPercent: 199.9, ThrottledPercent: &thr,
+		MemUsageBytes: 1023 << 20, MemLimitBytes: 1 << 62, Pids: 4096, HasNet: true, NetRxBytes: 999_499_999, NetTxBytes: 123_456_789_012}}
+	var b bytes.Buffer
+	if err := Stats(&b, nil, rows, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		if n := utf8.RuneCountInString(l); n > 100 {
+			t.Errorf("%d columns: %q", n, l)
+		}
+	}
+	if !strings.Contains(b.String(), "a-very-long-c…") {
+		t.Errorf("name not cut:\n%s", b.String())
+	}
 }
 
 func TestExplain(t *testing.T) {
@@ -83,11 +111,40 @@ func TestState(t *testing.T) {
 
 func TestContainers(t *testing.T) {
 	list := []*agentpb.Container{
-		{Id: "c1", Name: "web", State: "running", Pid: 42, MilliCpus: 250, MemMib: 128, CreatedAtUnixNano: now.Add(-90 * time.Second).UnixNano()},
+		{Id: "c1", Name: "web", State: "running", Pid: 42, MilliCpus: 250, MemMib: 128, CreatedAtUnixNano: now.Add(-90 * time.Second).UnixNano(),
+			CpuLimitMode: "shares", Paused: true, Labels: map[string]string{"app": "web", "tier": "front"}},
 		{Id: "c2", Name: "job", State: "exited", Pid: 43, MilliCpus: 2000, MemMib: 64, CreatedAtUnixNano: now.Add(-72 * time.Hour).UnixNano(),
-			Exit: &agentpb.ExitStatus{Code: 3, Reason: "COMMAND_EXITED"}},
+			Exit: &agentpb.ExitStatus{Code: 3, Reason: "COMMAND_EXITED"}, CpuLimitMode: "quota"},
 	}
-	golden(t, "containers", func(b *bytes.Buffer) error { return Containers(b, list, now) })
+	golden(t, "containers", func(b *bytes.Buffer) error { return Containers(b, nil, list, now) })
+	for _, c := range []struct{ format, want string }{
+		{"{{.ID}} {{.Name}}", "c1 web\nc2 job\n"},
+		{"table {{.ID}}\t{{.Names}}\t{{.Label \"app\"}}", "ID  NAMES  APP\nc1  web    web\nc2  job\n"},
+		{`table {{.ID}}\t{{.State}}`, "ID  STATE\nc1  paused\nc2  exited\n"},
+		{"{{json .Labels}} {{upper .Name}}", "\"app=web,tier=front\" WEB\n\"\" JOB\n"},
+		{"json", `{"ID":"c1","Name":"web"`},
+	} {
+		f, err := ParseFormat(c.format)
+		if err != nil {
+			t.Fatalf("%q: %v", c.format, err)
+		}
+		var b bytes.Buffer
+		if err := Containers(&b, f, list, now); err != nil {
+			t.Fatalf("%q: %v", c.format, err)
+		}
+		if !strings.HasPrefix(b.String(), c.want) {
+			t.Errorf("--format %q:\n%s\nwant:\n%s", c.format, b.String(), c.want)
+		}
+	}
+	for bad, want := range map[string]string{"{{.Image}}": "can't evaluate field Image", "{{.ID": "unclosed action"} {
+		f, err := ParseFormat(bad)
+		if err == nil {
+			err = Containers(io.Discard, f, list, now)
+		}
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "--format") {
+			t.Errorf("--format %q: %v, want an error saying %q", bad, err, want)
+		}
+	}
 	for milli, want := range map[int64]string{250: "0.25", 2000: "2", 1: "0.001", 1500: "1.5"} {
 		if got := CPUs(milli); got != want {
 			t.Errorf("CPUs(%d) = %q, want %q", milli, got, want)
@@ -96,7 +153,7 @@ func TestContainers(t *testing.T) {
 }
 
 func TestAgentInfo(t *testing.T) {
-	in := &agentpb.AgentInfoResponse{Id: "a1", Version: "v", StateDir: "/s", CgroupParent: "/brim", ResourcesTotal: "cpus:4",
+	in := &agentpb.AgentInfoResponse{Id: "a1", Version: "v", StateDir: "/s", CgroupParent: "/brim", ResourcesTotal: "cpus:4", CpuLimitMode: "shares",
 		ContainersRunning: 1, ContainersExited: 2}
 	golden(t, "agent-info", func(b *bytes.Buffer) error { return AgentInfo(b, in, nil) })
 	in.Estimator, in.QosController, in.CorrectionsActive = "fixed", "load", 1
@@ -128,4 +185,18 @@ func TestImages(t *testing.T) {
 		Pruned(b, "", &agentpb.PruneImagesResponse{})
 		return nil
 	})
+}
+
+// A frame redraws in place: home, lines cut at the width and cleared to
+// their end, no more lines than the screen has rows less one (no scroll),
+// the rest cleared.
+func TestFrame(t *testing.T) {
+	got := string(Frame("ID  NAME\nc1  web\nc2  job\nc3  db\n", 6, 3))
+	want := "\x1b[HID  NA\x1b[K\r\nc1  we\x1b[K\r\n\x1b[J"
+	if got != want {
+		t.Errorf("Frame = %q, want %q", got, want)
+	}
+	if got := string(Frame("é€x\n", 2, 0)); got != "\x1b[Hé€\x1b[K\r\n\x1b[J" {
+		t.Errorf("Frame cuts runes, not bytes: %q", got)
+	}
 }
