@@ -21,7 +21,7 @@ BUILDDATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
 BI        := github.com/brimnode/brim/internal/buildinfo
 LDFLAGS   := -X $(BI).version=$(VERSION) -X $(BI).commit=$(COMMIT) -X $(BI).date=$(BUILDDATE)
 
-.PHONY: all deps tools build package debroot test test-v2 test-short chaos bench demo lint check-generated cross generate clean
+.PHONY: all deps tools build man package debroot test test-v2 test-short chaos bench demo lint check-generated cross generate clean
 
 all: build
 
@@ -40,10 +40,13 @@ build: deps
 ## brim, brim-shim, the systemd units and commented default configurations
 DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) && echo $${v\#v} | tr - + || echo 0.0~git$$(git log -1 --format=%cd --date=format:%Y%m%d%H%M%S 2>/dev/null).$$(git rev-parse --short HEAD 2>/dev/null))
 DEB       := bin/brim.deb
-package: build bin/tools/nfpm
+package: build bin/tools/nfpm man
 	@mkdir -p bin/pkg
 	bin/brim agent config --commented > bin/pkg/agent.toml
 	bin/brim master config --commented > bin/pkg/master.toml
+	bin/brim completion bash > bin/pkg/brim.bash
+	bin/brim completion zsh > bin/pkg/_brim
+	bin/brim completion fish > bin/pkg/brim.fish
 	BRIM_DEB_VERSION='$(DEB_VERSION)' bin/tools/nfpm package --config dist/nfpm.yaml --packager deb --target $(DEB)
 
 ## debroot: the Debian root the package test installs the .deb into
@@ -51,6 +54,12 @@ package: build bin/tools/nfpm
 DEBROOT   := bin/debroot/root
 debroot: deps
 	bash hack/debroot.sh >/dev/null
+## man: bin/man/*.1.gz, a manual page per command, generated from the
+## commands (brim docs man; dated with the commit, so reproducible)
+man: build
+	rm -rf bin/man
+	bin/brim docs man bin/man
+	gzip -9n bin/man/*.1
 
 ## test: the whole suite, as root (privileged tests fail instead of skipping
 ## when CI=true), then the cgroup v2 lane

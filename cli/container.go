@@ -37,7 +37,9 @@ func newContainerCommand() *cobra.Command {
 		newContainerPause(cl, false), newContainerPause(cl, true), newContainerTop(cl),
 		newContainerLogs(cl), newContainerWait(cl), newContainerRm(cl),
 	)
-	cmd.AddCommand(newContainerReportLatency(&socket))
+	rl := newContainerReportLatency(&socket)
+	rl.ValidArgsFunction = cl.containerArgs(runningOnly, true)
+	cmd.AddCommand(rl)
 	MarkUsageErrors(cmd)
 	return cmd
 }
@@ -159,6 +161,7 @@ pull: raise --timeout for a large image, or brim image pull it first.`,
 	f.Int64Var(&pids, "pids", 0, "maximum number of processes (0: no limit)")
 	f.BoolVar(&quota, "cpu-quota", false, "cap the container at --cpus with a CFS quota besides its weight (--cpu-limit-mode both)")
 	f.StringVar(&cpuMode, "cpu-limit-mode", "", cpuModeHelp)
+	registerFlagCompletion(cmd, "cpu-limit-mode", cobra.FixedCompletions(cpuModes, cobra.ShellCompDirectiveNoFileComp))
 	f.BoolVar(&revocable, "revocable", false, "run best-effort on revocable resources (low priority)")
 	f.BoolVar(&network, "network", false, "own network namespace with an address on the agent's bridge (agent --network); without it: loopback only")
 	f.Int64Var(&netBw, "net-bw", 0, "with --network: bandwidth limit in Mbit/s, both directions (net_bw; 0: no limit)")
@@ -203,6 +206,9 @@ func logLimits(size string, files int) (int64, error) {
 // below where the agent's int64 arithmetic on thousandths could overflow:
 // what is above a node's cpus the agent refuses naming its total.
 const maxMilliCPUs = 1e12
+
+// cpuModes are --cpu-limit-mode's values.
+var cpuModes = []string{"shares", "quota", "both"}
 
 // cpuModeHelp documents --cpu-limit-mode beside --cpus and --cpu-quota.
 const cpuModeHelp = `how --cpus limits the container: shares (a weight of 1024 per cpu: at least
@@ -349,9 +355,10 @@ func compileFormat(cmd *cobra.Command, format string, others ...string) (*cliout
 
 func newContainerInspect(cl *agentClient) *cobra.Command {
 	return &cobra.Command{
-		Use:   "inspect ID|NAME",
-		Short: "Print a container as JSON",
-		Args:  UsageArgs(cobra.ExactArgs(1)),
+		Use:               "inspect ID|NAME",
+		Short:             "Print a container as JSON",
+		Args:              UsageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: cl.containerArgs(anyState, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := cl.dial()
 			if err != nil {
@@ -373,9 +380,10 @@ func newContainerUpdate(cl *agentClient) *cobra.Command {
 		cpuMode          string
 	)
 	cmd := &cobra.Command{
-		Use:   "update [--cpus N] [--mem MiB] [--pids N] [--net-bw MBIT] [--cpu-limit-mode M] ID|NAME",
-		Short: "Resize a running container",
-		Args:  UsageArgs(cobra.ExactArgs(1)),
+		Use:               "update [--cpus N] [--mem MiB] [--pids N] [--net-bw MBIT] [--cpu-limit-mode M] ID|NAME",
+		Short:             "Resize a running container",
+		Args:              UsageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: cl.containerArgs(runningOnly, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := &agentpb.UpdateRequest{Id: args[0], MemMib: mem, Pids: pids, NetBwMbit: netBw}
 			f := cmd.Flags()
@@ -420,6 +428,7 @@ func newContainerUpdate(cl *agentClient) *cobra.Command {
 	f := cmd.Flags()
 	f.Float64Var(&cpus, "cpus", 0, "new cpus")
 	f.StringVar(&cpuMode, "cpu-limit-mode", "", "new cpu limit mode: shares, quota or both")
+	registerFlagCompletion(cmd, "cpu-limit-mode", cobra.FixedCompletions(cpuModes, cobra.ShellCompDirectiveNoFileComp))
 	f.Int64Var(&mem, "mem", 0, "new memory limit in MiB")
 	f.Int64Var(&pids, "pids", 0, "new pids limit")
 	f.Int64Var(&netBw, "net-bw", 0, "new bandwidth limit in Mbit/s (container run with --network), applied live")
@@ -435,7 +444,8 @@ func newContainerKill(cl *agentClient) *cobra.Command {
 			"It returns once the container has exited, or fails (exit 1, \"container has not exited yet\") when it has\n" +
 			"not 30 s after the grace: a process SIGKILL cannot end yet (uninterruptible sleep on a hung disk).\n" +
 			"The kill goes on, and the exit is recorded when it comes.",
-		Args: UsageArgs(cobra.ExactArgs(1)),
+		Args:              UsageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: cl.containerArgs(runningOnly, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g := int64(-1) // the agent's default
 			if cmd.Flags().Changed("grace") {
@@ -463,9 +473,10 @@ func newContainerKill(cl *agentClient) *cobra.Command {
 func newContainerLogs(cl *agentClient) *cobra.Command {
 	var follow bool
 	cmd := &cobra.Command{
-		Use:   "logs [-f] ID|NAME",
-		Short: "Print a container's stdout and stderr (-f: until it exits)",
-		Args:  UsageArgs(cobra.ExactArgs(1)),
+		Use:               "logs [-f] ID|NAME",
+		Short:             "Print a container's stdout and stderr (-f: until it exits)",
+		Args:              UsageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: cl.containerArgs(anyState, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := cl.dial()
 			if err != nil {
@@ -499,9 +510,10 @@ func newContainerLogs(cl *agentClient) *cobra.Command {
 
 func newContainerWait(cl *agentClient) *cobra.Command {
 	return &cobra.Command{
-		Use:   "wait ID|NAME",
-		Short: "Wait for a container to exit; prints and exits with its exit code",
-		Args:  UsageArgs(cobra.ExactArgs(1)),
+		Use:               "wait ID|NAME",
+		Short:             "Wait for a container to exit; prints and exits with its exit code",
+		Args:              UsageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: cl.containerArgs(anyState, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := cl.dial()
 			if err != nil {
@@ -524,6 +536,8 @@ func newContainerRm(cl *agentClient) *cobra.Command {
 		Aliases: []string{"destroy"},
 		Short:   "Destroy finished containers (-f: kill running ones first): cgroups, state, sandbox",
 		Args:    UsageArgs(cobra.MinimumNArgs(1)),
+		// any state: rm -f kills a running one
+		ValidArgsFunction: cl.containerArgs(anyState, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return eachContainer(cmd, cl, args, func(api agentpb.AgentClient, ref string) error {
 				_, err := api.Destroy(cmd.Context(), &agentpb.DestroyRequest{Id: ref, Force: force})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ func TestMilliCPUs(t *testing.T) {
 	}{
 		{0.1, 100, true}, {1.5, 1500, true}, {2, 2000, true}, {0.001, 1, true},
 		{0, 0, false}, {-1, 0, false}, {0.0005, 0, false}, {1.2345, 0, false},
+		{1e9, 1e12, true}, {1e10, 0, false}, // a billion cpus reach the agent, which names its total
 	} {
 		got, err := milliCPUs(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
@@ -131,6 +134,82 @@ func TestContainerRunImageFlags(t *testing.T) {
 		var ee ExitError
 		if !errors.As(err, &ee) || ee.Code != 2 {
 			t.Errorf("run %q: %v, want a usage error (exit 2)", args, err)
+		}
+	}
+}
+
+// runCLI runs `brim container ARGS` and returns its exit error.
+func runCLI(t *testing.T, args ...string) (ExitError, string) {
+	t.Helper()
+	cmd := newContainerCommand()
+	var out strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	var ee ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return ee, out.String()
+}
+
+// Usage errors say what is wrong with the value given, before any call
+// (no agent listens on the socket here): update --mem 0 said "give at
+// least one of …", --cpus 1e10 "must be a positive number", a long
+// socket path "bind: invalid argument".
+func TestUsageMessages(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	long := "/" + strings.Repeat("d", 120) + "/agent.sock"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"update", "--mem", "0", "x"}, "update: --mem 0: must be a positive number MiB"},
+		{[]string{"update", "--pids", "-1", "x"}, "update: --pids -1: must be a positive number"},
+		{[]string{"update", "x"}, "give at least one of --cpus, --mem, --pids, --net-bw, --cpu-limit-mode"},
+		{[]string{"update", "--cpu-limit-mode", "hard", "x"}, `--cpu-limit-mode "hard": want shares, quota or both`},
+		{[]string{"run", "--cpus", "1e10", "--", "true"}, "--cpus 1e+10: more than any node has (at most 1e+09)"},
+		{[]string{"run", "--cpus", "0", "--", "true"}, "--cpus 0: must be a positive number"},
+		{[]string{"run", "--cpu-quota", "--cpu-limit-mode", "shares", "--", "true"}, "--cpu-quota is --cpu-limit-mode both, not shares"},
+		{[]string{"ls", "--socket", long}, "is 132 bytes: a unix socket's path may have at most 107"},
+		{[]string{"ls", "--filter", "image=x"}, "--filter \"image=x\": want KEY=VALUE with KEY one of"},
+		{[]string{"ls", "--format", "{{.Nope"}, "--format: template"},
+		{[]string{"stats", "--watch", "--no-stream"}, "--watch and --no-stream: give one"},
+		{[]string{"stop", "-t", "-1", "x"}, "--time -1: must not be negative"},
+	} {
+		args := c.args
+		if !slices.Contains(args, "--socket") {
+			args = append(args, "--socket", sock)
+		}
+		ee, _ := runCLI(t, args...)
+		if ee.Code != 2 || !strings.Contains(ee.Msg, c.want) {
+			t.Errorf("%v: exit %d %q, want 2 saying %q", c.args, ee.Code, ee.Msg, c.want)
+		}
+	}
+}
+
+// --wait and wait of a container the OOM killer ended name the cause on
+// stderr beside exit 137 (it said nothing).
+func TestExitForNamesOOM(t *testing.T) {
+	oom := &agentpb.Container{Id: "c1", MemMib: 16, Exit: &agentpb.ExitStatus{Code: 137, Signal: 9, OomKilled: true, Reason: "memory-limit"}}
+	var ee ExitError
+	if err := exitFor(oom); !errors.As(err, &ee) || ee.Code != 137 ||
+		ee.Msg != "container c1 was killed by the kernel's OOM killer at its memory limit (16 MiB); exit 137" {
+		t.Errorf("exitFor(OOM) = %#v", err)
+	}
+	if err := exitFor(&agentpb.Container{Id: "c2", Exit: &agentpb.ExitStatus{Code: 137, Signal: 9, Reason: "killed"}}); !errors.As(err, &ee) || ee.Code != 137 || ee.Msg != "" {
+		t.Errorf("exitFor(killed) = %#v", err)
+	}
+	if err := exitFor(&agentpb.Container{Id: "c3", Exit: &agentpb.ExitStatus{}}); err != nil {
+		t.Errorf("exitFor(0) = %v", err)
+	}
+}
+
+func TestPsTime(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "00:00:00", 61 * time.Second: "00:01:01", 26*time.Hour + 3*time.Second: "1-02:00:03"} {
+		if got := psTime(d); got != want {
+			t.Errorf("psTime(%v) = %q, want %q", d, got, want)
 		}
 	}
 }

@@ -105,9 +105,10 @@ func demandShow() *cobra.Command {
 		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "show ID",
-		Short: "Show one demand: its document, plan and every transition",
-		Args:  UsageArgs(cobra.ExactArgs(1)),
+		Use:               "show ID",
+		Short:             "Show one demand: its document, plan and every transition",
+		Args:              UsageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: oneArg(o.masterCompletion(demandIDs, 0)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var d *demand.Demand
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) { d, err = c.Demand(ctx, args[0]); return err }); err != nil {
@@ -131,9 +132,10 @@ func demandCancel() *cobra.Command {
 		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "cancel ID",
-		Short: "Cancel a demand: FAILED (cancelled), its capacity released, its tasks killed",
-		Args:  UsageArgs(cobra.ExactArgs(1)),
+		Use:               "cancel ID",
+		Short:             "Cancel a demand: FAILED (cancelled), its capacity released, its tasks killed",
+		Args:              UsageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: oneArg(o.masterCompletion(demandIDs, 0)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var d *demand.Demand
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) {

@@ -23,6 +23,7 @@ func Commands() []*cobra.Command {
 	return []*cobra.Command{
 		newContainerCommand(), newImageCommand(), newStateCommand(), newReserveCommand(false), newReserveCommand(true),
 		newQuotaCommand(), newWeightsCommand(), newDemandCommand(), newRunCommand(), newExperimentCommand(),
+		newDocsCommand(),
 	}
 }
 

@@ -69,7 +69,8 @@ printed once it has exited; the exit status is 1 when one could not be
 stopped (not running, not found, or still exiting 30 s after its SIGKILL:
 a process in uninterruptible sleep, the kill goes on). kill is the same
 with --grace as a duration.`,
-		Args: UsageArgs(cobra.MinimumNArgs(1)),
+		Args:              UsageArgs(cobra.MinimumNArgs(1)),
+		ValidArgsFunction: cl.containerArgs(runningOnly, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			grace, err := g.nanos(cmd)
 			if err != nil {
@@ -98,7 +99,8 @@ container is started again. Its resources are admitted again: when they
 were taken meanwhile the restart fails and the container stays exited
 (reason restart-failed). inspect counts the restarts. A container of a
 master's task is refused: its framework runs its tasks again.`,
-		Args: UsageArgs(cobra.MinimumNArgs(1)),
+		Args:              UsageArgs(cobra.MinimumNArgs(1)),
+		ValidArgsFunction: cl.containerArgs(anyState, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			grace, err := g.nanos(cmd)
 			if err != nil {
@@ -116,19 +118,20 @@ master's task is refused: its framework runs its tasks again.`,
 
 // newContainerPause is pause, or unpause with un.
 func newContainerPause(cl *agentClient, un bool) *cobra.Command {
-	use, short := "pause ID|NAME…", "Freeze every process of running containers (the cgroup freezer) until unpause"
+	use, short, state := "pause ID|NAME…", "Freeze every process of running containers (the cgroup freezer) until unpause", runningOnly
 	long := `Freeze every process of running containers (the cgroup freezer) until
 unpause. A pause outlives an agent restart, wins over the QoS
 controller (its thaws leave a paused container frozen) and is lifted by
 a kill, stop or rm -f, which thaw the container first.`
 	if un {
-		use, short = "unpause ID|NAME…", "Thaw paused containers"
+		use, short, state = "unpause ID|NAME…", "Thaw paused containers", pausedOnly
 		long = `Thaw paused containers. One that a QoS correction froze too stays frozen
 until the controller thaws it (ls shows it "frozen"; stderr says so).`
 	}
 	return &cobra.Command{
 		Use: use, Short: short, Long: long,
-		Args: UsageArgs(cobra.MinimumNArgs(1)),
+		Args:              UsageArgs(cobra.MinimumNArgs(1)),
+		ValidArgsFunction: cl.containerArgs(state, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return eachContainer(cmd, cl, args, func(api agentpb.AgentClient, ref string) error {
 				if !un {
@@ -154,7 +157,8 @@ func newContainerTop(cl *agentClient) *cobra.Command {
 (host pids, host user names, as docker top): PID, PPID, USER, STAT, TIME
 (cpu time, [DD-]HH:MM:SS) and CMD ([comm] for a process with no command
 line, a zombie).`,
-		Args: UsageArgs(cobra.ExactArgs(1)),
+		Args:              UsageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: cl.containerArgs(runningOnly, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := cl.dial()
 			if err != nil {

@@ -31,7 +31,13 @@ func (o *operatorFlags) flags(cmd *cobra.Command) {
 
 // client returns the client the flags describe.
 func (o *operatorFlags) client() (*client.Client, error) {
-	master, _, err := ResolveMasters(context.Background(), o.master) // one request: no rediscovery
+	return o.clientCtx(context.Background())
+}
+
+// clientCtx is client with the masters' discovery (--master etcd://…)
+// bounded by ctx.
+func (o *operatorFlags) clientCtx(ctx context.Context) (*client.Client, error) {
+	master, _, err := ResolveMasters(ctx, o.master) // one request: no rediscovery
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +146,7 @@ Exit status 1 with the master's message on 400 (bad arguments), 401
 	}
 	o.flags(cmd)
 	cmd.Flags().StringVar(&agentID, "agent", "", "agent ID (see brim state)")
+	registerFlagCompletion(cmd, "agent", o.masterCompletion(agentIDs, 0))
 	MarkUsageErrors(cmd)
 	return cmd
 }
@@ -179,6 +186,7 @@ func newQuotaCommand() *cobra.Command {
 	f.StringVar(&guarantee, "guarantee", "", `guaranteed resources, e.g. "cpus:2;mem:4096"`)
 	f.StringVar(&limit, "limit", "", "resources the role never exceeds")
 	f.BoolVar(&remove, "remove", false, "remove the role's quota")
+	registerFlagCompletion(cmd, "role", o.masterCompletion(roles(""), 0))
 	MarkUsageErrors(cmd)
 	return cmd
 }
@@ -186,9 +194,11 @@ func newQuotaCommand() *cobra.Command {
 func newWeightsCommand() *cobra.Command {
 	var o operatorFlags
 	cmd := &cobra.Command{
-		Use:   "weights [ROLE=WEIGHT…]",
-		Short: "Show or set roles' weights (a role's DRF share is divided by its weight)",
-		Args:  UsageArgs(cobra.ArbitraryArgs),
+		Use: "weights [ROLE=WEIGHT…]",
+		// ROLE= of the master's roles; the weight is the operator's.
+		ValidArgsFunction: o.masterCompletion(roles("="), cobra.ShellCompDirectiveNoSpace),
+		Short:             "Show or set roles' weights (a role's DRF share is divided by its weight)",
+		Args:              UsageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				var ws map[string]float64

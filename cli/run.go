@@ -130,6 +130,10 @@ given, replaces the cmd), its env, working dir and user the defaults.`,
 	f.StringVar(&secretFile, "secret-file", "", "file holding the principal's secret")
 	mtls.Register(f)
 	f.StringVar(&role, "role", "", "role to subscribe with (default: the master's default role)")
+	registerFlagCompletion(cmd, "role", func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		o := operatorFlags{master: addr, principal: principal, secret: secret, secretFile: secretFile, tls: mtls}
+		return o.masterCompletion(roles(""), 0)(c, args, toComplete)
+	})
 	f.BoolVar(&revocable, "revocable", false, "run on revocable (oversubscribed) resources")
 	f.StringVar(&name, "name", "", "task name (default: the task ID)")
 	f.StringVar(&taskID, "task-id", "", "task ID (default: run-<random>)")

@@ -43,7 +43,8 @@ mean wait shown for all three) and OnCPU (cumulative on-cpu time); they
 show "-" (null in --json) when the agent runs without a monitor or has
 not sampled the container twice yet. 'table {{.ID}}\t{{.RunQueue}}' prints
 a table, json one JSON object per line; --json an array of every figure.`,
-		Args: UsageArgs(cobra.ArbitraryArgs),
+		Args:              UsageArgs(cobra.ArbitraryArgs),
+		ValidArgsFunction: cl.containerArgs(runningOnly, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if interval <= 0 {
 				return ExitError{Code: 2, Msg: "--interval must be positive"}

@@ -35,8 +35,12 @@ type Client struct {
 type Option func(*options)
 
 type options struct {
-	callTimeout time.Duration
+	callTimeout, probeTimeout time.Duration
 }
+
+// ProbeTimeout bounds Dial's connect probe by d instead of 5 s (shell
+// completion, which must never hold the shell).
+func ProbeTimeout(d time.Duration) Option { return func(o *options) { o.probeTimeout = d } }
 
 // CallTimeout bounds every unary call but Wait (which lasts until the
 // container exits) by d — a Kill by d plus its grace — unless the
@@ -78,7 +82,7 @@ func boundCalls(socket string, d time.Duration) grpc.UnaryClientInterceptor {
 // itself, so that a dead socket fails here with an error wrapping
 // ErrUnreachable that names the socket, not on the first call.
 func Dial(socket string, opts ...Option) (*Client, error) {
-	var o options
+	o := options{probeTimeout: probeTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -88,7 +92,7 @@ func Dial(socket string, opts ...Option) (*Client, error) {
 	if err := agentpb.CheckSocketPath(socket); err != nil {
 		return nil, fmt.Errorf("connect to the agent: %w", err)
 	}
-	probe, err := net.DialTimeout("unix", socket, probeTimeout)
+	probe, err := net.DialTimeout("unix", socket, o.probeTimeout)
 	if err != nil {
 		cause := err
 		var se *os.SyscallError

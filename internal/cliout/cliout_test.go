@@ -192,11 +192,11 @@ func TestImages(t *testing.T) {
 // the rest cleared.
 func TestFrame(t *testing.T) {
 	got := string(Frame("ID  NAME\nc1  web\nc2  job\nc3  db\n", 6, 3))
-	want := "\x1b[HID  NA\x1b[K\r\nc1  we\x1b[K\r\n\x1b[J"
+	want := "\x1b[HID  NA\x1b[K\nc1  we\x1b[K\n\x1b[J"
 	if got != want {
 		t.Errorf("Frame = %q, want %q", got, want)
 	}
-	if got := string(Frame("é€x\n", 2, 0)); got != "\x1b[Hé€\x1b[K\r\n\x1b[J" {
+	if got := string(Frame("é€x\n", 2, 0)); got != "\x1b[Hé€\x1b[K\n\x1b[J" {
 		t.Errorf("Frame cuts runes, not bytes: %q", got)
 	}
 }

@@ -31,7 +31,7 @@ func Frame(text string, width, height int) []byte {
 			l = string([]rune(l)[:width])
 		}
 		b.WriteString(l)
-		b.WriteString("\x1b[K\r\n")
+		b.WriteString("\x1b[K\n") // a terminal returns the carriage (onlcr)
 	}
 	b.WriteString("\x1b[J")
 	return []byte(b.String())
