@@ -150,9 +150,16 @@ func ParseWeights(args []string) ([]api.WeightRequest, error) {
 	var req []api.WeightRequest
 	for _, a := range args {
 		role, w, ok := strings.Cut(a, "=")
+		if !ok || role == "" {
+			return nil, fmt.Errorf("%q: want ROLE=WEIGHT", a)
+		}
 		v, err := strconv.ParseFloat(w, 64)
-		if !ok || role == "" || err != nil || !(v > 0) {
-			return nil, fmt.Errorf("%q: want ROLE=WEIGHT with a positive weight", a)
+		if err != nil {
+			// ParseFloat reads "Inf" and "NaN": CheckWeight refuses them.
+			return nil, fmt.Errorf("%q: want ROLE=WEIGHT with a number as the weight", a)
+		}
+		if err := api.CheckWeight(v); err != nil {
+			return nil, fmt.Errorf("%q: %w", a, err)
 		}
 		req = append(req, api.WeightRequest{Role: role, Weight: v})
 	}

@@ -160,4 +160,17 @@ func TestParseWeights(t *testing.T) {
 			t.Errorf("ParseWeights(%q) = %v, want an error naming it", bad, err)
 		}
 	}
+	// Finite and within the range: 1e308 was accepted, x=Inf answered
+	// with Go's "json: unsupported value: +Inf".
+	for bad, want := range map[string]string{
+		"x=Inf": `"x=Inf": weight +Inf: want a number from 1e-06 to 1e+06`, "x=1e308": "weight 1e+308: want a number from 1e-06 to 1e+06",
+		"x=-Inf": "weight -Inf", "x=1e-9": "weight 1e-09: want",
+	} {
+		if _, err := client.ParseWeights([]string{bad}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseWeights(%q) = %v, want %q", bad, err, want)
+		}
+	}
+	if got, err := client.ParseWeights([]string{"a=1e6", "b=0.000001"}); err != nil || got[0].Weight != 1e6 {
+		t.Errorf("ParseWeights at the bounds = %+v, %v", got, err)
+	}
 }

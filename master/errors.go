@@ -17,8 +17,10 @@ var (
 	// ErrStaleOffer: an offer ID that is forged, was rescinded or already
 	// used, or belongs to another framework.
 	ErrStaleOffer = errors.New("unknown or stale offer")
-	// ErrInsufficient: the operation asks for more than available.
-	ErrInsufficient = errors.New("insufficient resources")
+	// ErrInsufficient: the operation asks for more than available. It is
+	// allocator.ErrInsufficient (wrapping one in the other said
+	// "insufficient resources" twice).
+	ErrInsufficient = allocator.ErrInsufficient
 	// ErrUnauthenticated and ErrForbidden: authentication and ACL failures
 	// of the operator API and of frameworks.
 	ErrUnauthenticated = errors.New("unauthenticated")

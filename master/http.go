@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/brimnode/brim/master/allocator"
+	"github.com/brimnode/brim/master/api"
 	"github.com/brimnode/brim/resources"
 )
 
@@ -249,8 +250,12 @@ func (h *httpAPI) setWeights(w http.ResponseWriter, r *http.Request) {
 	}
 	weights := map[string]float64{}
 	for _, x := range req {
-		if x.Role == "" || !(x.Weight > 0) {
-			h.fail(w, fmt.Errorf("weight %s=%s: need a role and a positive weight: %w", x.Role, strconv.FormatFloat(x.Weight, 'g', -1, 64), ErrInvalid))
+		if x.Role == "" {
+			h.fail(w, fmt.Errorf("weight =%s: need a role: %w", strconv.FormatFloat(x.Weight, 'g', -1, 64), ErrInvalid))
+			return
+		}
+		if err := api.CheckWeight(x.Weight); err != nil {
+			h.fail(w, fmt.Errorf("weight of %s: %w: %w", x.Role, err, ErrInvalid))
 			return
 		}
 		if err := ValidateRole(x.Role); err != nil {

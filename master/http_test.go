@@ -81,9 +81,13 @@ func TestOperatorRequestsAllOrNothing(t *testing.T) {
 		`[{"role":"a","weight":2},{"role":"*","weight":3}]`,
 		`[{"role":"a","weight":2},{"role":"b c","weight":3}]`,
 		`[{"role":"a","weight":2},{"role":"b","weight":0}]`,
+		`[{"role":"a","weight":1e308}]`, // beyond MaxWeight: every share compared as 0
+		`[{"role":"a","weight":1e-320}]`,
 	} {
 		if code, msg, _ := do(http.MethodPost, "/weights", body); code != http.StatusBadRequest {
 			t.Errorf("weights %s: %d %s, want 400", body, code, msg)
+		} else if strings.Contains(body, `":1e`) && !strings.Contains(msg, "want a number from 1e-06 to 1e+06") {
+			t.Errorf("weights %s: %q does not name the range", body, msg)
 		}
 		if w := c.m.State().Weights; len(w) != 0 {
 			t.Fatalf("weights %s refused but %v applied", body, w)

@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"sort"
-	"strconv"
 
 	"github.com/brimnode/brim/master/allocator"
+	"github.com/brimnode/brim/master/api"
 	"github.com/brimnode/brim/resources"
 )
 
@@ -118,7 +117,7 @@ func (m *Master) Reserve(agentID, principal string, res resources.Resources) err
 		}
 		if err != nil {
 			undo()
-			return fmt.Errorf("reserve %s on %s: %w", plain, agentID, fromAllocator(err))
+			return fromAllocator(err) // the allocator's error names the resources and the agent
 		}
 		done = append(done, role)
 		next = next.Add(byRole[role])
@@ -178,7 +177,7 @@ func (m *Master) Unreserve(agentID, principal string, res resources.Resources) e
 		}
 		if err != nil {
 			undo()
-			return fmt.Errorf("unreserve %s on %s: %w", r, agentID, fromAllocator(err))
+			return fromAllocator(err) // the allocator's error names the resources and the agent
 		}
 		done = append(done, role)
 	}
@@ -354,8 +353,8 @@ func (m *Master) SetWeights(weights map[string]float64) error {
 		if err := ValidateRole(role); err != nil {
 			return fmt.Errorf("set weight: %w", err)
 		}
-		if w := weights[role]; !(w > 0) || math.IsInf(w, 1) {
-			return fmt.Errorf("set weight of %s: %s: need a positive weight: %w", role, strconv.FormatFloat(w, 'g', -1, 64), ErrInvalid)
+		if err := api.CheckWeight(weights[role]); err != nil {
+			return fmt.Errorf("set weight of %s: %w: %w", role, err, ErrInvalid)
 		}
 	}
 	m.opMu.Lock()

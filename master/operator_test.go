@@ -102,6 +102,15 @@ func TestOperatorReserveStatusCodes(t *testing.T) {
 		if code >= 400 && msg == "" {
 			t.Errorf("%s: %d without a message", tc.name, code)
 		}
+		// Said once, with what the agent has ("reserve …: insufficient
+		// resources: reserve …: insufficient resources" before).
+		if code == 409 && (strings.Count(msg, "insufficient resources") != 1 || strings.Count(msg, "reserve ") != 1) {
+			t.Errorf("%s: %q repeats itself", tc.name, msg)
+		}
+	}
+	_, msg := post("/reserve", "ops", "s3cret", body("cpus(ads):100"))
+	if want := "reserve cpus:100 on " + agentID + ": insufficient resources: unreserved and unallocated there: cpus:"; !strings.HasPrefix(msg, want) {
+		t.Errorf("reserving too much: %q, want it to start %q", msg, want)
 	}
 	st := c.m.State()
 	if got := resources.MustParse(st.Agents[0].Reserved); !got.Equal(resources.MustParse("cpus(ads,ops):0.5;mem(ads,ops):512")) {

@@ -70,10 +70,8 @@ func fromAllocator(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, allocator.ErrInsufficient):
-		return fmt.Errorf("%w: %w", ErrInsufficient, err)
-	case errors.Is(err, allocator.ErrNotFound):
-		return err // ErrNotFound is allocator.ErrNotFound
+	case errors.Is(err, allocator.ErrNotFound), errors.Is(err, allocator.ErrInsufficient):
+		return err // ErrNotFound and ErrInsufficient are the allocator's
 	case errors.Is(err, allocator.ErrInvalid), errors.Is(err, allocator.ErrRevocable), errors.Is(err, allocator.ErrExist):
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}

@@ -34,8 +34,8 @@ func (a *Allocator) Reserve(agentID, roleName, principal string, res resources.R
 	if err != nil {
 		return fmt.Errorf("reserve on %s: %w", agentID, err)
 	}
-	if !v.le(&ag.pools[0].free) {
-		return fmt.Errorf("reserve %s on %s: %w", res, agentID, ErrInsufficient)
+	if free := ag.pools[0].free; !v.le(&free) {
+		return fmt.Errorf("reserve %s on %s: %w: unreserved and unallocated there: %s", res, agentID, ErrInsufficient, textOrNone(a.vecResources(&free)))
 	}
 	k := poolKey{role: r.idx, dynamic: true, principal: principal}
 	a.accountTotals(ag, -1)
@@ -85,4 +85,12 @@ func (a *Allocator) Unreserve(agentID string, res resources.Resources) error {
 	}
 	a.accountTotals(ag, +1)
 	return nil
+}
+
+// textOrNone is r's text, or "none".
+func textOrNone(r resources.Resources) string {
+	if s := r.String(); s != "" {
+		return s
+	}
+	return "none"
 }

@@ -47,8 +47,10 @@ const (
 
 // match assigns pending tasks, in order, to offers: on each offer as many
 // copies of s.want as fit (at most s.perOffer). Offers that take no task
-// (or whose resources do not parse) are returned in decline.
-func match(offers []*pb.Offer, pending []task, s spec) (launches []launch, decline []string) {
+// (or whose resources do not parse) are returned in decline; those of
+// them that a task waited for and could not fit in (not those left over
+// once every task was placed) in noFit too.
+func match(offers []*pb.Offer, pending []task, s spec) (launches []launch, decline, noFit []string) {
 	for _, o := range offers {
 		have, err := resources.Parse(o.Resources)
 		var tasks []*pb.TaskInfo
@@ -64,6 +66,9 @@ func match(offers []*pb.Offer, pending []task, s spec) (launches []launch, decli
 		}
 		if len(tasks) == 0 {
 			decline = append(decline, o.Id)
+			if len(pending) > 0 {
+				noFit = append(noFit, o.Id)
+			}
 			continue
 		}
 		// While tasks remain, what is left goes back unfiltered: the
@@ -76,7 +81,7 @@ func match(offers []*pb.Offer, pending []task, s spec) (launches []launch, decli
 		pending = pending[len(tasks):]
 		launches = append(launches, launch{offer: o, tasks: tasks, refuse: refuse})
 	}
-	return launches, decline
+	return launches, decline, noFit
 }
 
 // fitting returns the resources to ask of what an offer has left: want as

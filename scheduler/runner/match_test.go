@@ -20,7 +20,7 @@ func tasks(ids ...string) []task {
 
 // plan renders match's result: "offer:task=res,task=res/refuse" per
 // launch, then "decline:ids".
-func plan(launches []launch, decline []string) string {
+func plan(launches []launch, decline, noFit []string) string {
 	var parts []string
 	for _, l := range launches {
 		var ts []string
@@ -31,6 +31,9 @@ func plan(launches []launch, decline []string) string {
 	}
 	if len(decline) > 0 {
 		parts = append(parts, "decline:"+strings.Join(decline, ","))
+	}
+	if len(noFit) > 0 {
+		parts = append(parts, "nofit:"+strings.Join(noFit, ","))
 	}
 	return strings.Join(parts, " ")
 }
@@ -61,9 +64,9 @@ func TestMatch(t *testing.T) {
 		{"nothing pending: everything declined", []*pb.Offer{offer("o1", "a1", "cpus:2;mem:1024")}, nil, small, "", 0,
 			"decline:o1"},
 		{"too small: declined", []*pb.Offer{offer("o1", "a1", "cpus:0.25;mem:1024"), offer("o2", "a2", "cpus:4;mem:64")}, tasks("t"), small, "", 0,
-			"decline:o1,o2"},
+			"decline:o1,o2 nofit:o1,o2"},
 		{"unparsable offer declined, next one used", []*pb.Offer{offer("o1", "a1", "cpus:"), offer("o2", "a2", "cpus:1;mem:256")}, tasks("t"), small, "", 0,
-			"o2:t=cpus:0.5;mem:128/5 decline:o1"},
+			"o2:t=cpus:0.5;mem:128/5 decline:o1 nofit:o1"},
 		{"as many as fit, rest to the next offer", []*pb.Offer{offer("o1", "a1", "cpus:1;mem:1024"), offer("o2", "a2", "cpus:4;mem:4096")}, tasks("t0", "t1", "t2"), small, "", 0,
 			"o1:t0=cpus:0.5;mem:128,t1=cpus:0.5;mem:128/0 o2:t2=cpus:0.5;mem:128/5"},
 		{"remaining tasks: refuse 0", []*pb.Offer{offer("o1", "a1", "cpus:1;mem:1024")}, tasks("t0", "t1", "t2"), small, "", 0,
@@ -75,15 +78,15 @@ func TestMatch(t *testing.T) {
 		{"reserved for the role", []*pb.Offer{offer("o1", "a1", "cpus(web):1;mem(web):512")}, tasks("t"), small, "web", 0,
 			"o1:t=cpus(web):0.5;mem(web):128/5"},
 		{"reserved for another role", []*pb.Offer{offer("o1", "a1", "cpus(ads):1;mem(ads):512")}, tasks("t"), small, "web", 0,
-			"decline:o1"},
+			"decline:o1 nofit:o1"},
 		{"revocable wanted, only regular offered", []*pb.Offer{offer("o1", "a1", "cpus:1;mem:512")}, tasks("t"), "cpus{REV}:0.5;mem{REV}:128", "", 0,
-			"decline:o1"},
+			"decline:o1 nofit:o1"},
 		{"revocable", []*pb.Offer{offer("o1", "a1", "cpus:1;mem:512;cpus{REV}:1;mem{REV}:512")}, tasks("t"), "cpus{REV}:0.5;mem{REV}:128", "", 0,
 			"o1:t=cpus{REV}:0.5;mem{REV}:128/5"},
 	} {
 		s := spec{command: []string{"true"}, want: resources.MustParse(tc.want), role: tc.role, perOffer: tc.perOffer}
-		launches, decline := match(tc.offers, tc.pending, s)
-		if got := plan(launches, decline); got != tc.plan {
+		launches, decline, noFit := match(tc.offers, tc.pending, s)
+		if got := plan(launches, decline, noFit); got != tc.plan {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.plan)
 		}
 		for _, l := range launches {

@@ -430,7 +430,7 @@ func (r *run) offersIn(ctx context.Context, offers []*pb.Offer) {
 	if !r.stopping && r.fatal == nil {
 		pending = r.pendingLocked()
 	}
-	launches, decline := match(offers, pending, r.s)
+	launches, decline, noFit := match(offers, pending, r.s)
 	for _, l := range launches {
 		err := r.d.Launch(ctx, []string{l.offer.Id}, l.tasks, l.refuse)
 		switch {
@@ -455,10 +455,11 @@ func (r *run) offersIn(ctx context.Context, offers []*pb.Offer) {
 		}
 		r.waitingLocked()
 	}
-	if len(pending) > 0 {
-		for _, id := range decline {
-			r.tellNoFitLocked(offers, id)
-		}
+	// Only the offers a task did not fit in: one that another offer of
+	// the same batch left with nothing to place was said "does not fit"
+	// though it did.
+	for _, id := range noFit {
+		r.tellNoFitLocked(offers, id)
 	}
 	if len(decline) > 0 {
 		_ = r.d.Decline(ctx, decline, declineRefuse)

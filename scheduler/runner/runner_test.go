@@ -384,3 +384,20 @@ func TestRunLaunchInDoubt(t *testing.T) {
 		}
 	}
 }
+
+// An offer of the same batch that another offer left with nothing to
+// place is declined without a word: it fits ("agent a2 offers
+// cpus:4;mem:2048: does not fit cpus:0.1;mem:32" was printed about it).
+func TestRunNoFitOnlyForWhatDoesNotFit(t *testing.T) {
+	m := &fakeMaster{offers: offers("a3", "cpus:0.05;mem:16", "a1", "cpus:2;mem:1024", "a2", "cpus:4;mem:2048")}
+	out, err := runAgainst(t, context.Background(), serve(t, m), runner.Config{Want: resources.MustParse("cpus:0.1;mem:32"), Timeout: time.Minute})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "agent a2 offers") || strings.Contains(out, "agent a1 offers") {
+		t.Errorf("an offer that fits was said not to:\n%s", out)
+	}
+	if !strings.Contains(out, "agent a3 offers cpus:0.05;mem:16: does not fit cpus:0.1;mem:32") {
+		t.Errorf("the offer too small was not named:\n%s", out)
+	}
+}
