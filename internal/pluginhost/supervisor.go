@@ -270,7 +270,10 @@ func (w *slogWriter) Write(p []byte) (int, error) {
 		msg, _ := e["@message"].(string)
 		attrs := make([]any, 0, 2*len(e))
 		for k, v := range e {
-			if k == "@level" || k == "@message" || k == "@timestamp" {
+			// "plugin" is go-plugin's name for the plugin's path, which
+			// the Supervisor's logger gives every line already: twice
+			// would be one key twice on a JSON line.
+			if k == "@level" || k == "@message" || k == "@timestamp" || k == "plugin" {
 				continue
 			}
 			attrs = append(attrs, k, v)
