@@ -18,6 +18,14 @@
 // ACL) or in a user namespace (Spec.UserNS, Options.UserNS, mapped onto
 // Options.UserNSRange), else ErrRootNotAllowed (docs/security.md).
 //
+// Besides run, resize, kill and destroy it pauses a container (the cgroup
+// freezer, through Options.Cgroups; a user's pause is checkpointed, ordered
+// against kills, and wins over the QoS controller's thaws: pause.go),
+// restarts one (its spec again under the same ID and name with the same
+// sandbox: restart.go), and lists its processes (Top). A container's cpus
+// limit it as its cpu limit mode says (Spec.CPUMode, else
+// Options.CPUMode).
+//
 // Recovery quarantines a checkpoint record it cannot read instead of
 // failing: the file stays untouched, the container it names is kept (never
 // destroyed as an orphan), reported in Info and listed with
@@ -34,8 +42,9 @@
 // agent explain`) and the Prometheus registry (Metrics).
 //
 // It never touches cgroups, processes or mounts itself: everything that runs
-// or isolates a container goes through the Runtime (the containerizer) or
-// the CgroupActuator (the cgroups isolator) it is given, wired in agent/agentd;
+// or isolates a container goes through the Runtime (the containerizer), the
+// CgroupActuator and ContainerCgroups (the cgroups isolator) it is given,
+// wired in agent/agentd (it reads /proc for Top);
 // it names no concrete estimator or QoS controller. Shutting the agent down
 // never kills a container; only Kill, Destroy and QoS kills do.
 //
@@ -47,10 +56,13 @@
 // ErrRootNotAllowed (a root task without Options.AllowRoot), ErrCommandNotFound
 // (the command does not exist in the container's root filesystem),
 // ErrNotRunning (the container has exited), ErrRunning (destroy of a running
-// container without force), ErrAgentRunning (another agent serves the socket
+// container without force, or of one whose launch or restart is under way),
+// ErrPaused and ErrNotPaused (a pause of a paused container, an unpause of
+// one not paused), ErrTaskContainer (a restart of a master task's
+// container), ErrStillExiting (a kill the container outlived), ErrAgentRunning (another agent serves the socket
 // or uses the state dir), ErrNotSupported (the host cannot run the agent;
 // ReportLatency without oversubscription; a QoS correction without a
-// CgroupActuator).
+// CgroupActuator; a pause or top without ContainerCgroups).
 //
 // ErrNotSupported and ErrNotFound are aliases of internal/errdefs' (the
 // latter is containerizer.ErrNotFound too), so errors.Is needs no

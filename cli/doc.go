@@ -4,7 +4,11 @@
 // `demand`, `run`), and the dispatcher of `brim experiment`. Each command
 // is flags, validation and printing over a client package
 // (agent/agentclient, client, scheduler/runner); nothing here holds state
-// between calls.
+// between calls, but for the resize goroutine of `stats --watch`'s
+// full-screen view, which the command owns and stops. Commands complete
+// their arguments from the running daemons (complete.go: containers from
+// the agent; agents, roles and demands from the master), each completion
+// bounded to 2 s; the hidden `brim docs man DIR` writes the manual pages.
 //
 // The processes brim runs as (agent, master, dev, shim) are assembled in
 // cmd/brim, which adds these commands to its root (Commands) and shares
