@@ -38,22 +38,9 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 	if err := validateSpec(&spec); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", spec.ID, err)
 	}
-	var user hostuser.ID
-	if spec.User != "" {
-		var err error
-		if user, err = hostuser.Lookup("/", spec.User); err != nil {
-			return nil, fmt.Errorf("launch %s: %w", spec.ID, err)
-		}
-	}
-	owner := user // who owns the sandbox on the host
-	if r := spec.UserNS; r != nil {
-		if err := r.Validate(); err != nil {
-			return nil, fmt.Errorf("launch %s: %w: %w", spec.ID, ErrUserNS, err)
-		}
-		if !r.Contains(user.UID, user.GID) {
-			return nil, fmt.Errorf("launch %s: user %s is outside the user namespace's %d IDs: %w", spec.ID, user, r.Size, ErrUserNS)
-		}
-		owner.UID, owner.GID = r.Host(user.UID, user.GID)
+	user, owner, err := resolveUser(spec)
+	if err != nil {
+		return nil, fmt.Errorf("launch %s: %w", spec.ID, err)
 	}
 	id := spec.ID
 	c.mu.Lock()
@@ -172,6 +159,28 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 	c.mu.Unlock()
 	c.log.Info("container launched", "id", id, "pid", ct.pid, "shim_pid", ct.shimPid)
 	return ct.info(), nil
+}
+
+// resolveUser finds the container's user on the host (spec.User, root
+// when empty) and who owns its sandbox there: the same user, or its ID
+// shifted into the host range of spec.UserNS.
+func resolveUser(spec Spec) (user, owner hostuser.ID, err error) {
+	if spec.User != "" {
+		if user, err = hostuser.Lookup("/", spec.User); err != nil {
+			return user, owner, err
+		}
+	}
+	owner = user
+	if r := spec.UserNS; r != nil {
+		if err := r.Validate(); err != nil {
+			return user, owner, fmt.Errorf("%w: %w", ErrUserNS, err)
+		}
+		if !r.Contains(user.UID, user.GID) {
+			return user, owner, fmt.Errorf("user %s is outside the user namespace's %d IDs: %w", user, r.Size, ErrUserNS)
+		}
+		owner.UID, owner.GID = r.Host(user.UID, user.GID)
+	}
+	return user, owner, nil
 }
 
 // makeSandbox makes the container's sandbox in its directory dir, or
