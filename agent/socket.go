@@ -37,8 +37,11 @@ func Listen(path string) (*net.UnixListener, error) {
 			return nil, fmt.Errorf("listen: %w: %s exists and is not a socket", ErrInvalidArgument, path)
 		}
 		if conn, err := net.DialTimeout("unix", path, 2*time.Second); err == nil {
+			alive := listenerAlive(conn)
 			conn.Close()
-			return nil, fmt.Errorf("listen: %w on %s", ErrAgentRunning, path)
+			if alive {
+				return nil, fmt.Errorf("listen: %w on %s", ErrAgentRunning, path)
+			}
 		}
 		if err := os.Remove(path); err != nil {
 			return nil, fmt.Errorf("listen: remove stale socket: %w", err)

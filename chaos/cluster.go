@@ -23,6 +23,7 @@ import (
 
 	"github.com/brimnode/brim/executor"
 	"github.com/brimnode/brim/internal/cgtree"
+	"github.com/brimnode/brim/internal/testutil"
 )
 
 // CgroupRoot is where the cgroup hierarchies are mounted.
@@ -385,13 +386,8 @@ func (a *Agent) Start() error {
 	if err := a.start(); err != nil {
 		return err
 	}
-	return a.waitReady(60*time.Second, func() bool {
-		c, err := net.Dial("unix", a.Socket)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
+	pid := a.pid()
+	return a.waitReady(60*time.Second, func() bool { return testutil.SocketServedBy(a.Socket, pid) })
 }
 
 // CLI runs `brim ARGS --socket SOCKET` against this agent, bounded by

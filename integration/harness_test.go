@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,8 +106,7 @@ func (a *agentProc) start() {
 	a.t.Helper()
 	a.cmd, a.exited = startBrim(a.t, a.logPath, a.args)
 	for {
-		if c, err := net.Dial("unix", a.Socket); err == nil {
-			c.Close()
+		if testutil.SocketServedBy(a.Socket, a.cmd.Process.Pid) {
 			return
 		}
 		select {
