@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path"
 	"sync"
 	"time"
 
-	"github.com/brimnode/brim/bpf"
 	"github.com/brimnode/brim/monitor"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -61,17 +61,31 @@ func (a *Agent) SchedSignals(ref string) (SchedSignals, error) {
 	return s, nil
 }
 
-// OOMReader reads the kernel's OOM kill events (*bpf.Monitor). ReadOOM
-// blocks until an event, ctx's end or the reader's close (an error
-// wrapping bpf.ErrClosed).
+// OOMReader reads the kernel's OOM kill events (the eBPF monitor's, which
+// agentd adapts). ReadOOM blocks until an event, ctx's end or the
+// reader's close (io.EOF).
 type OOMReader interface {
-	ReadOOM(ctx context.Context) (bpf.OOMEvent, error)
+	ReadOOM(ctx context.Context) (OOMEvent, error)
+}
+
+// OOMEvent is an OOM kill the kernel reported: the victim and the cgroups
+// it was in, by their kernel ids.
+type OOMEvent struct {
+	// CgroupID is the victim's cgroup in the hierarchy the run-queue
+	// monitor keys by (cpu on v1, unified on v2); MemCgroupID its memory
+	// cgroup (equal to CgroupID on v2). 0: unknown.
+	CgroupID, MemCgroupID uint64
+	// Pid and Comm are the victim process.
+	Pid  int
+	Comm string
+	// Time is when the kernel marked the victim.
+	Time time.Time
 }
 
 // CgroupIDsFunc returns the kernel ids of the cgroup at path (absolute,
 // relative to the hierarchy roots, e.g. "/brim/<id>") that an OOM event
 // may name: its directory's id in the memory and cpu hierarchies on
-// cgroup v1, the unified one on v2 (bpf.CgroupID of each directory).
+// cgroup v1, the unified one on v2 (the directories' inode numbers).
 type CgroupIDsFunc func(path string) ([]uint64, error)
 
 // OOMKill is an OOM kill the kernel reported, attributed to a container.
@@ -155,7 +169,7 @@ func (w *OOMWatcher) Run(ctx context.Context) error {
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case errors.Is(err, bpf.ErrClosed):
+		case errors.Is(err, io.EOF):
 			return nil
 		case err != nil:
 			return fmt.Errorf("watch oom kills: %w", err)
@@ -165,7 +179,7 @@ func (w *OOMWatcher) Run(ctx context.Context) error {
 }
 
 // handle attributes one event.
-func (w *OOMWatcher) handle(ev bpf.OOMEvent) {
+func (w *OOMWatcher) handle(ev OOMEvent) {
 	cid, ok := w.lookup(ev)
 	if !ok {
 		w.refresh()
@@ -188,7 +202,7 @@ func (w *OOMWatcher) handle(ev bpf.OOMEvent) {
 	w.log.Warn("oom kill in container", "id", cid, "name", k.ContainerName, "pid", ev.Pid, "comm", ev.Comm)
 }
 
-func (w *OOMWatcher) lookup(ev bpf.OOMEvent) (string, bool) {
+func (w *OOMWatcher) lookup(ev OOMEvent) (string, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if cid, ok := w.byID[ev.MemCgroupID]; ok && ev.MemCgroupID != 0 {

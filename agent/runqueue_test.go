@@ -3,11 +3,11 @@ package agent
 import (
 	"context"
 	"errors"
+	"io"
 	"testing"
 	"time"
 
 	"github.com/brimnode/brim/agent/agentpb"
-	"github.com/brimnode/brim/bpf"
 	"github.com/brimnode/brim/monitor"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -101,18 +101,18 @@ func TestSchedSignals(t *testing.T) {
 // fakeOOM hands out queued events, then blocks until ctx ends or it is
 // closed.
 type fakeOOM struct {
-	ch     chan bpf.OOMEvent
+	ch     chan OOMEvent
 	closed chan struct{}
 }
 
-func (f *fakeOOM) ReadOOM(ctx context.Context) (bpf.OOMEvent, error) {
+func (f *fakeOOM) ReadOOM(ctx context.Context) (OOMEvent, error) {
 	select {
 	case ev := <-f.ch:
 		return ev, nil
 	case <-f.closed:
-		return bpf.OOMEvent{}, bpf.ErrClosed
+		return OOMEvent{}, io.EOF
 	case <-ctx.Done():
-		return bpf.OOMEvent{}, ctx.Err()
+		return OOMEvent{}, ctx.Err()
 	}
 }
 
@@ -141,11 +141,11 @@ func TestOOMWatcher(t *testing.T) {
 		}
 		return nil, errors.New("no such cgroup")
 	}
-	r := &fakeOOM{ch: make(chan bpf.OOMEvent, 4), closed: make(chan struct{})}
+	r := &fakeOOM{ch: make(chan OOMEvent, 4), closed: make(chan struct{})}
 	w := NewOOMWatcher(a, r, resolve, time.Hour, nil)
-	r.ch <- bpf.OOMEvent{MemCgroupID: 100, CgroupID: 200, Pid: 42, Comm: "tail"} // hog, by its memory cgroup
-	r.ch <- bpf.OOMEvent{MemCgroupID: 7, CgroupID: 8, Pid: 43, Comm: "other"}    // not a container
-	r.ch <- bpf.OOMEvent{CgroupID: 200, Pid: 44, Comm: "tail2"}                  // hog, by its cpu cgroup
+	r.ch <- OOMEvent{MemCgroupID: 100, CgroupID: 200, Pid: 42, Comm: "tail"} // hog, by its memory cgroup
+	r.ch <- OOMEvent{MemCgroupID: 7, CgroupID: 8, Pid: 43, Comm: "other"}    // not a container
+	r.ch <- OOMEvent{CgroupID: 200, Pid: 44, Comm: "tail2"}                  // hog, by its cpu cgroup
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	// Run returns nil once the reader is closed; close it after the

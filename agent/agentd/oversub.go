@@ -246,11 +246,25 @@ func (p *plugins) oomWatcher(a *agent.Agent, log *slog.Logger) *agent.OOMWatcher
 	if !ok {
 		return nil
 	}
-	w := agent.NewOOMWatcher(a, m, cgroupIDs, 0, log)
+	w := agent.NewOOMWatcher(a, bpfOOM{m}, cgroupIDs, 0, log)
 	if reg := a.Metrics(); reg != nil {
 		if err := reg.Register(w); err != nil {
 			log.Warn("register oom metrics", "err", err)
 		}
 	}
 	return w
+}
+
+// bpfOOM reads the eBPF monitor's OOM kill events as the agent's.
+type bpfOOM struct{ m *bpf.Monitor }
+
+func (r bpfOOM) ReadOOM(ctx context.Context) (agent.OOMEvent, error) {
+	ev, err := r.m.ReadOOM(ctx)
+	if errors.Is(err, bpf.ErrClosed) {
+		return agent.OOMEvent{}, io.EOF
+	}
+	if err != nil {
+		return agent.OOMEvent{}, err
+	}
+	return agent.OOMEvent{CgroupID: ev.CgroupID, MemCgroupID: ev.MemCgroupID, Pid: ev.Pid, Comm: ev.Comm, Time: ev.Time}, nil
 }
