@@ -32,8 +32,6 @@ import (
 // namespace, as New. Errors wrap ErrInvalid for a bad cfg and ErrLocked
 // when an Isolator (a running agent) holds cfg.StateDir; then it removes
 // nothing.
-//
-//nolint:gocyclo // split under issue 31 by the isolator/network work; remove with the split
 func Teardown(cfg Config) ([]string, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -51,20 +49,47 @@ func Teardown(cfg Config) ([]string, error) {
 		return nil, fmt.Errorf("tear down network: %w", err)
 	}
 	defer i.release()
-	var out []string
-	var errs []error
-	note := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
-	keep := func(err error) {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-
+	var t teardownLog
 	if removed, err := i.removeTable(); err != nil {
-		keep(err)
+		t.keep(err)
 	} else if removed {
-		note("removed nftables table ip %s (port mappings, confinement, NAT)", i.fwTable().Name)
+		t.note("removed nftables table ip %s (port mappings, confinement, NAT)", i.fwTable().Name)
 	}
+	i.teardownRecords(&t)
+	t.out, t.errs = i.teardownOrphans(t.out, t.errs)
+	i.teardownIFBs(&t)
+	i.teardownBridge(&t)
+	i.teardownNetNSDir(&t)
+	if did, err := restoreForwarding(int(i.hostNS), i.cfg.StateDir); err != nil {
+		t.keep(err)
+	} else if did != "" {
+		t.note("%s", did)
+	}
+	if err := errors.Join(t.errs...); err != nil {
+		return t.out, fmt.Errorf("tear down network: %w", err)
+	}
+	return t.out, nil
+}
+
+// teardownLog collects what Teardown did, one line each, and the errors
+// it carried on past.
+type teardownLog struct {
+	out  []string
+	errs []error
+}
+
+func (t *teardownLog) note(format string, a ...any) { t.out = append(t.out, fmt.Sprintf(format, a...)) }
+
+func (t *teardownLog) keep(err error) {
+	if err != nil {
+		t.errs = append(t.errs, err)
+	}
+}
+
+// teardownRecords removes each recorded container's veth, netns file and
+// tracked flows, then its address record; a record whose parts could not
+// all be removed stays for a retry.
+func (i *Isolator) teardownRecords(t *teardownLog) {
 	ids := make([]string, 0, len(i.recs))
 	for id := range i.recs {
 		ids = append(ids, id)
@@ -77,80 +102,85 @@ func Teardown(cfg Config) ([]string, error) {
 			if err := i.deleteLink(i.vethName(r.Index)); err != nil {
 				rerrs = append(rerrs, err)
 			} else {
-				note("removed veth %s of container %s", i.vethName(r.Index), id)
+				t.note("removed veth %s of container %s", i.vethName(r.Index), id)
 			}
 		}
 		if path := i.netnsPath(id); exists(path) {
 			if err := removeNetNS(path); err != nil {
 				rerrs = append(rerrs, err)
 			} else {
-				note("removed netns %s", path)
+				t.note("removed netns %s", path)
 			}
 		}
 		if len(r.Limits.Ports) > 0 {
 			rerrs = append(rerrs, i.forgetFlows(r.Address))
 		}
 		if err := errors.Join(rerrs...); err != nil {
-			keep(fmt.Errorf("tear down network of %s: %w", id, err))
+			t.keep(fmt.Errorf("tear down network of %s: %w", id, err))
 			continue // the record stays for a retry
 		}
 		if err := i.store.remove(id); err != nil {
-			keep(err)
+			t.keep(err)
 			continue
 		}
 		delete(i.recs, id)
-		note("removed address record %s of container %s", r.Address, id)
+		t.note("removed address record %s of container %s", r.Address, id)
 	}
-	out, errs = i.teardownOrphans(out, errs)
+}
+
+// teardownIFBs removes the isolator's two IFBs (and so their classes);
+// a link of that name that is not an IFB is left in place.
+func (i *Isolator) teardownIFBs(t *teardownLog) {
 	for _, name := range []string{i.cfg.Bridge + "-tx", i.cfg.Bridge + "-rx"} {
 		l, err := i.nl.LinkByName(name)
 		if err != nil {
 			continue
 		}
 		if l.Type() != "ifb" {
-			keep(fmt.Errorf("link %s is a %s, not this isolator's IFB: left in place", name, l.Type()))
+			t.keep(fmt.Errorf("link %s is a %s, not this isolator's IFB: left in place", name, l.Type()))
 			continue
 		}
 		classes, _ := dump(func() ([]netlink.Class, error) { return i.nl.ClassList(l, 0) })
 		if err := i.deleteLink(name); err != nil {
-			keep(err)
+			t.keep(err)
 			continue
 		}
 		// The root class 1:1 and the default one are the IFB's own.
-		note("removed ifb %s with %d container classes", name, max(len(classes)-2, 0))
+		t.note("removed ifb %s with %d container classes", name, max(len(classes)-2, 0))
 	}
-	if l, err := i.nl.LinkByName(i.cfg.Bridge); err == nil {
-		// A wrong --network-bridge must not take another bridge (docker0,
-		// virbr0) with it: the isolator's carries its gateway address.
-		if err := i.ownBridge(l); err != nil {
-			keep(err)
-		} else if err := i.deleteLink(i.cfg.Bridge); err != nil {
-			keep(err)
-		} else {
-			note("removed bridge %s", i.cfg.Bridge)
-		}
+}
+
+// teardownBridge removes the isolator's bridge, only if it is its own.
+func (i *Isolator) teardownBridge(t *teardownLog) {
+	l, err := i.nl.LinkByName(i.cfg.Bridge)
+	if err != nil {
+		return
 	}
+	// A wrong --network-bridge must not take another bridge (docker0,
+	// virbr0) with it: the isolator's carries its gateway address.
+	if err := i.ownBridge(l); err != nil {
+		t.keep(err)
+	} else if err := i.deleteLink(i.cfg.Bridge); err != nil {
+		t.keep(err)
+	} else {
+		t.note("removed bridge %s", i.cfg.Bridge)
+	}
+}
+
+// teardownNetNSDir unmounts the netns dir's shared mount and removes it.
+func (i *Isolator) teardownNetNSDir(t *teardownLog) {
 	if isMountPoint(i.cfg.NetNSDir) {
 		if err := unshareDir(i.cfg.NetNSDir); err != nil {
-			keep(err)
+			t.keep(err)
 		} else {
-			note("removed mount %s", i.cfg.NetNSDir)
+			t.note("removed mount %s", i.cfg.NetNSDir)
 		}
 	}
 	if err := os.Remove(i.cfg.NetNSDir); err == nil {
-		note("removed directory %s", i.cfg.NetNSDir)
+		t.note("removed directory %s", i.cfg.NetNSDir)
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		keep(fmt.Errorf("remove netns dir: %w", err))
+		t.keep(fmt.Errorf("remove netns dir: %w", err))
 	}
-	if did, err := restoreForwarding(int(i.hostNS), i.cfg.StateDir); err != nil {
-		keep(err)
-	} else if did != "" {
-		note("%s", did)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return out, fmt.Errorf("tear down network: %w", err)
-	}
-	return out, nil
 }
 
 // teardownOrphans removes the netns files and veths with the isolator's
