@@ -257,10 +257,16 @@ func sortedRoles(m map[string]resources.Resources) []string {
 }
 
 // withFramework runs fn with the master locked and framework id looked
-// up; errors wrap ErrNotFound for an unknown framework, or are fn's.
+// up; errors wrap ErrNotFound for an unknown framework, ErrNotLeader
+// once the leadership may have ended (Options.Tenure), or are fn's.
 func (m *Master) withFramework(id string, fn func(f *frameworkEntry) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !m.held() {
+		// Thawed after its term ended: a LOST it answered now would be a
+		// verdict of a master that no longer leads (health.go).
+		return fmt.Errorf("framework %s: %w: the leadership may have ended while this master was stopped", id, ErrNotLeader)
+	}
 	f, err := m.framework(id)
 	if err != nil {
 		return err

@@ -151,6 +151,9 @@ func lead(ctx context.Context, cfg Config, auth Authorizer, advertise string, gt
 	}
 	opts := cfg.Options
 	opts.Store = t.Store()
+	if h, ok := t.(Tenure); ok {
+		opts.Tenure = h
+	}
 	m, err := New(opts)
 	if err != nil {
 		resign()

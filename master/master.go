@@ -71,6 +71,12 @@ type Options struct {
 	MaxCompletedFrameworks int
 	// Demands configures time-aware demands (docs/demands.md).
 	Demands DemandOptions
+	// Tenure, when set, is the leadership a highly available master
+	// acts under (its term): once Held reports false the master
+	// declares nothing on its own — no agent unreachable, no task LOST,
+	// no framework gone — and refuses frameworks' calls (ErrNotLeader)
+	// until its term ends (health.go). Nil: one master, always held.
+	Tenure Tenure
 	// Log receives the master's logs; nil discards them.
 	Log *slog.Logger
 }
@@ -180,7 +186,13 @@ type Master struct {
 	answeredLost map[string]string
 	completed    *completed // history of tasks and frameworks gone
 	started      time.Time
-	cycles       cycleStats
+	// awaitUntil is when the re-registration window closes (started +
+	// reregistrationWindow, moved on by the time the master could not
+	// listen: health.go).
+	awaitUntil time.Time
+	// lastCheck is when the health checks last ran (hearLocked).
+	lastCheck time.Time
+	cycles    cycleStats
 
 	metrics *metrics
 	ready   atomic.Bool // see SetReady
@@ -209,7 +221,13 @@ type agentEntry struct {
 	attributes  map[string]string
 	score       float64          // performance score for meDRF; 0: none reported
 	out         *outbox[toAgent] // nil: disconnected
-	lastSeen    time.Time
+	// lastSeen is when the agent was last heard, moved on by the time
+	// the master could not listen since (health.go).
+	lastSeen time.Time
+	// graceFrom is when the agent was last given a grace of the
+	// re-registration window (health.go): after a stall of the master,
+	// or with every agent silent at once. Zero: never.
+	graceFrom   time.Time
 	unreachable bool
 	inAllocator bool
 	// tasks are the agent's tasks by ID (one live task per ID in the
@@ -329,6 +347,7 @@ func New(opts Options) (*Master, error) {
 		completed:     newCompleted(opts.MaxCompletedTasks, opts.MaxCompletedFrameworks),
 		started:       time.Now(),
 	}
+	m.awaitUntil = m.started.Add(m.reregistrationWindow())
 	m.dem = newDemands(opts.Demands)
 	m.dem.book.Plan().SetLoadFunc(m.drfLoadLocked) // asked while placing, under m.mu
 	m.dem.book.Plan().SetHeldFunc(m.alloc.HeldOn)  // likewise
@@ -405,11 +424,7 @@ func (m *Master) validReservationsLocked(agent string, r resources.Resources) re
 func (m *Master) Run(ctx context.Context) error {
 	alloc := time.NewTicker(m.opts.AllocationInterval)
 	defer alloc.Stop()
-	checkEvery := m.opts.HeartbeatInterval / 2
-	if checkEvery > time.Second {
-		checkEvery = time.Second
-	}
-	check := time.NewTicker(checkEvery)
+	check := time.NewTicker(m.checkEvery())
 	defer check.Stop()
 	// Event-triggered cycles are spaced by at least a tenth of the
 	// interval, so that a burst of events makes one cycle, not hundreds.
@@ -538,12 +553,17 @@ func (m *Master) cyclePercentilesLocked() (p50, p99 time.Duration) {
 }
 
 // checkTimeouts marks silent agents unreachable, rescinds expired offers
-// and removes frameworks whose failover timeout passed.
+// and removes frameworks whose failover timeout passed — measured in
+// the time the master could listen, and only while its leadership
+// holds (health.go).
 func (m *Master) checkTimeouts(now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	limit := m.opts.HeartbeatInterval * time.Duration(m.opts.MaxMissedHeartbeats)
-	if len(m.awaited) > 0 && now.Sub(m.started) > m.reregistrationWindow() {
+	if !m.held() {
+		return // the term may have ended while this master was stopped: it steps down
+	}
+	m.hearLocked(now)
+	if len(m.awaited) > 0 && now.After(m.awaitUntil) {
 		m.log.Warn("agents of the previous run did not come back", "count", len(m.awaited))
 		clear(m.awaited)
 	}
@@ -551,12 +571,7 @@ func (m *Master) checkTimeouts(now time.Time) {
 		m.answerDeferredLocked()
 	}
 	m.loseUnseenStagingLocked(now)
-	for _, ag := range m.agents {
-		if !ag.unreachable && now.Sub(ag.lastSeen) > limit {
-			m.log.Warn("agent unreachable", "agent", ag.id, "silent", now.Sub(ag.lastSeen).Round(time.Millisecond))
-			m.markUnreachableLocked(ag)
-		}
-	}
+	m.checkAgentsLocked(now)
 	if m.opts.OfferTimeout > 0 {
 		for _, o := range m.offers {
 			if now.Sub(o.created) > m.opts.OfferTimeout {

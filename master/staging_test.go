@@ -55,7 +55,11 @@ func TestUnseenStagingGoesLost(t *testing.T) {
 	if got := state(); got != "STAGING" {
 		t.Fatalf("at re-registration: %s, want STAGING within the grace", got)
 	}
-	m.checkTimeouts(now.Add(3 * time.Second))
+	// Checked every half heartbeat, as Run does: a longer gap would be
+	// the master's own stall, which does not count (health.go).
+	for d := 500 * time.Millisecond; d <= 3*time.Second; d += 500 * time.Millisecond {
+		m.checkTimeouts(now.Add(d))
+	}
 	if got := state(); got != "gone" {
 		t.Fatalf("after the grace: %s, want forgotten", got)
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -317,7 +318,9 @@ func (c *Client) campaign(ctx context.Context, s *concurrency.Session, addr stri
 		return giveUpTerm(c, t, fmt.Errorf("check leadership: election key %s is gone: %w", t.key, master.ErrNotLeader))
 	}
 	c.log.Info("elected leader", "key", t.key, "revision", t.rev, "advertise", addr)
-	go t.watch(time.Now()) // owned by t: ends with the term or Resign
+	elected := time.Now()
+	t.lastOK.Store(&elected)
+	go t.watch(elected) // owned by t: ends with the term or Resign
 	return t, nil
 }
 
@@ -508,6 +511,9 @@ type Term struct {
 	rev  int64
 	addr string
 
+	// lastOK is when the last lease refresh that etcd acknowledged was
+	// sent (watch); Held measures from it.
+	lastOK   atomic.Pointer[time.Time]
 	done     chan struct{} // closed by watch when the term is over
 	stop     chan struct{} // closed by Resign
 	stopOnce sync.Once
@@ -566,7 +572,7 @@ func (t *Term) watch(lastOK time.Time) {
 	defer wcancel()
 	go t.watchKey(wctx, keyGone) // owned here: ends with wctx
 	ttl := time.Duration(t.c.ttl) * time.Second
-	every, limit := ttl/4, ttl*3/4
+	every, limit := ttl/4, t.limit()
 	tick := time.NewTicker(every / 2)
 	defer tick.Stop()
 	// expire fires limit after lastOK, to the moment: checked on the
@@ -601,6 +607,7 @@ func (t *Term) watch(lastOK time.Time) {
 			}
 			if r.err == nil && r.sent.After(lastOK) {
 				lastOK = r.sent
+				t.lastOK.Store(&r.sent)
 				expire.Reset(time.Until(lastOK.Add(limit)))
 			}
 		case <-expire.C:
@@ -620,6 +627,24 @@ func (t *Term) watch(lastOK time.Time) {
 	}
 }
 
+// limit is how long after the send of its last acknowledged lease
+// refresh the term ends (watch): TTL·3/4.
+func (t *Term) limit() time.Duration { return time.Duration(t.c.ttl) * time.Second * 3 / 4 }
+
+// Held reports whether the leadership holds by the term's own clock
+// (master.Tenure): false once the term is over, and from the moment
+// the limit passed since the last acknowledged lease refresh was sent —
+// a leader thawed after a SIGSTOP longer than that finds it false at
+// once, before watch's timer ends the term, and acts on nothing it
+// decided while frozen. Safe for concurrent use.
+func (t *Term) Held() bool {
+	if isDone(t.done) {
+		return false
+	}
+	last := t.lastOK.Load()
+	return last != nil && time.Since(*last) < t.limit()
+}
+
 // watchKey closes gone when etcd deletes the term's election key; it
 // ends with ctx, or quietly when the watch cannot go on (the lease
 // refreshes still end the term then).
@@ -636,8 +661,9 @@ func (t *Term) watchKey(ctx context.Context, gone chan<- struct{}) {
 }
 
 var (
-	_ master.Term  = (*Term)(nil)
-	_ master.Store = (*Term)(nil)
+	_ master.Term   = (*Term)(nil)
+	_ master.Store  = (*Term)(nil)
+	_ master.Tenure = (*Term)(nil)
 )
 
 // Store is the registry, every write fenced by this leadership.

@@ -2,6 +2,7 @@ package etcdstore_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"syscall"
@@ -51,23 +52,7 @@ func TestFrozenLeaderLosesItsClients(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	runner := &haRunner{tasks: map[string]*masterlink.TaskSnapshot{}}
-	agent, err := masterlink.New(masterlink.Options{Master: list, StateDir: t.TempDir(), Hostname: "h1", Runner: runner,
-		Resources: mustParse(t, "cpus:4;mem:4096"), ReconnectMin: 100 * time.Millisecond, ReconnectMax: time.Second,
-		KeepaliveTime: time.Minute, KeepaliveTimeout: time.Minute, Log: testutil.FailureLog(t, "agent")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runner.client = agent
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = agent.Run(ctx) }()
-	d, err := scheduler.New(scheduler.Options{Master: list, Name: "frozen", FailoverTimeout: time.Minute,
-		DialOptions: []grpc.DialOption{grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: time.Minute, Timeout: time.Minute})},
-		Log:         testutil.FailureLog(t, "framework")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
+	d := patientClients(ctx, t, &wg, list, "frozen")
 	// The framework's callback for its first offer waits as a call to
 	// the master would (a Launch, a Decline) until its context ends:
 	// the frozen leader never answers it, and the framework must leave
@@ -96,17 +81,7 @@ func TestFrozenLeaderLosesItsClients(t *testing.T) {
 
 	frozen := ms[0]
 	stop := time.Now()
-	if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			_ = frozen.cmd.Process.Signal(syscall.SIGCONT)
-		}
-	}
-	t.Cleanup(resume) // before the role's own cleanup kills it
+	resume := freeze(t, frozen)
 	var next *masterProc
 	select {
 	case <-ms[1].elected:
@@ -142,6 +117,46 @@ func TestFrozenLeaderLosesItsClients(t *testing.T) {
 		ttl, elected.Sub(stop).Round(time.Millisecond), agentAt.Round(time.Millisecond), fwAt.Round(time.Millisecond))
 }
 
+// patientClients starts an in-memory agent (haRunner, 4 cpus) and
+// returns a framework's driver (not run), both of masters and with
+// keepalives of a minute: only the masters' answers or the election
+// move them, never their own links' checks. The agent runs until ctx
+// ends (wg waits for it); the driver is closed at the test's end.
+func patientClients(ctx context.Context, t *testing.T, wg *sync.WaitGroup, masters, name string) *scheduler.Driver {
+	t.Helper()
+	runner := &haRunner{tasks: map[string]*masterlink.TaskSnapshot{}}
+	agent, err := masterlink.New(masterlink.Options{Master: masters, StateDir: t.TempDir(), Hostname: "h1", Runner: runner,
+		Resources: mustParse(t, "cpus:4;mem:4096"), ReconnectMin: 100 * time.Millisecond, ReconnectMax: time.Second,
+		KeepaliveTime: time.Minute, KeepaliveTimeout: time.Minute, Log: testutil.FailureLog(t, "agent")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner.client = agent
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = agent.Run(ctx) }()
+	d, err := scheduler.New(scheduler.Options{Master: masters, Name: name, FailoverTimeout: time.Minute,
+		DialOptions: []grpc.DialOption{grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: time.Minute, Timeout: time.Minute})},
+		Log:         testutil.FailureLog(t, "framework")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+// freeze stops master p (SIGSTOP) and returns what continues it
+// (SIGCONT), once, also at the test's end.
+func freeze(t *testing.T, p *masterProc) (resume func()) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	resume = func() { once.Do(func() { _ = p.cmd.Process.Signal(syscall.SIGCONT) }) }
+	t.Cleanup(resume) // before the role's own cleanup kills it
+	return resume
+}
+
 // remoteState reads the /state of the master at addr.
 func remoteState(addr string) (*master.State, error) {
 	c, err := client.New(client.Config{Master: addr, Timeout: 2 * time.Second})
@@ -172,4 +187,70 @@ func waitRemoteState(t *testing.T, addr string, within time.Duration, what strin
 	}
 	t.Fatalf("%s: not within %v (last error %v)", what, within, last)
 	return nil
+}
+
+// TestThawedLeaderKeepsItsAgents: the leader (heartbeats every 200 ms,
+// an agent unreachable after 5 missed: 1 s) is stopped (SIGSTOP) for
+// 2 s with an agent and a framework whose task runs — longer than the
+// agent timeout, shorter than the term's TTL·3/4 (3 s): nobody else is
+// elected, and its links stay open (their keepalives are a minute).
+// When it runs again the heartbeats it could not read are there: it must
+// keep the agent and its task. Before, it declared the agent unreachable
+// the moment it ran (silent 2 s) and told the framework its task was
+// LOST (AGENT_UNREACHABLE): its own pause taken for the agent's silence
+// (issue 30, chaos master-stop).
+func TestThawedLeaderKeepsItsAgents(t *testing.T) {
+	etcd, _ := startEtcdProcs(t, 1)
+	margs := roleArgs{Endpoints: etcd, Prefix: "/brim-thawed", TTL: 4 * time.Second, Heartbeat: 200 * time.Millisecond}
+	leader := startMasterProc(t, "master-1", margs)
+	leader.waitLeading(t, 30*time.Second)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	d := patientClients(ctx, t, &wg, leader.addr, "thawed")
+	var mu sync.Mutex
+	var updates []string
+	var launched sync.Once
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = d.Run(ctx, scheduler.Callbacks{
+			Offers: func(ctx context.Context, offers []*pb.Offer) {
+				launched.Do(func() {
+					if err := d.Launch(ctx, []string{offers[0].Id}, []*pb.TaskInfo{{TaskId: "t1", Resources: "cpus:1;mem:64",
+						Command: []string{"sleep", "600"}}}, 0); err != nil {
+						t.Errorf("launch: %v", err)
+					}
+				})
+			},
+			Update: func(_ context.Context, st *pb.TaskStatus) {
+				mu.Lock()
+				defer mu.Unlock()
+				updates = append(updates, fmt.Sprintf("%s %s %s", st.TaskId, st.State, st.Reason))
+			},
+		})
+	}()
+	running := func(st *master.State) bool {
+		return len(st.Tasks) == 1 && st.Tasks[0].State == "RUNNING" && len(st.Agents) == 1 && st.Agents[0].Connected
+	}
+	waitRemoteState(t, leader.addr, 30*time.Second, "task t1 running", running)
+
+	resume := freeze(t, leader)
+	time.Sleep(2 * time.Second)
+	resume()
+	// The agent timeout twice over: a master that blames its agents for
+	// its own pause does so at its first check.
+	time.Sleep(2 * time.Second)
+	st := waitRemoteState(t, leader.addr, 10*time.Second, "the thawed leader's state", func(*master.State) bool { return true })
+	if !running(st) || st.Agents[0].Unreachable {
+		t.Errorf("after its 2 s freeze the leader has tasks %+v, agents %+v: want t1 RUNNING on its connected agent", st.Tasks, st.Agents)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, u := range updates {
+		if strings.Contains(u, "LOST") {
+			t.Errorf("the framework was told %q after the leader's 2 s freeze (all updates: %q)", u, updates)
+		}
+	}
 }
