@@ -9,10 +9,12 @@ import (
 	"github.com/brimnode/brim/internal/lockfile"
 	"hash/fnv"
 	"io/fs"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,8 +50,12 @@ type Isolator struct {
 	txIFB  int
 	rxIFB  int
 
-	mu      sync.Mutex
-	recs    map[string]record
+	mu   sync.Mutex
+	recs map[string]record
+	// unsaved are the containers whose record is newer in recs than on
+	// disk: its write failed (a full state dir) and is tried again
+	// (saveLocked, retryUnsaved).
+	unsaved map[string]error
 	last    uint32 // index and sequence number of the newest allocation
 	seq     uint64
 	spares  []*spare
@@ -175,6 +181,7 @@ func open(cfg Config, lock *lockfile.Lock) (*Isolator, error) {
 		lock:       lock,
 		pending:    map[string]bool{},
 		held:       map[string]heldPorts{},
+		unsaved:    map[string]error{},
 	}
 	i.last, i.seq = newest(recs)
 	// One netlink socket for the host namespace instead of one per request.
@@ -485,7 +492,9 @@ func (i *Isolator) Isolate(ctx context.Context, id string, pid int) error {
 // Update implements isolator.Isolator: it changes the container's rate and
 // class live (both directions). It returns an error wrapping
 // isolator.ErrNotFound when the container has no network but limits ask for
-// one; a container without network and limits without it is a no-op.
+// one; a container without network and limits without it is a no-op. A
+// record that cannot be written (a full state dir) is kept in memory and
+// written when it can (Unsaved): the classes changed all the same.
 func (i *Isolator) Update(ctx context.Context, id string, limits isolator.Limits) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -502,7 +511,8 @@ func (i *Isolator) Update(ctx context.Context, id string, limits isolator.Limits
 	return nil
 }
 
-// applyLimits sets the classes of r to limits and records them.
+// applyLimits sets the classes of r to limits and records them: in
+// memory, and on disk when they changed (saveLocked).
 func (i *Isolator) applyLimits(r record, limits isolator.Limits) error {
 	s := classFor(limits, i.cfg.HostRateMbit)
 	for _, ifb := range []int{i.txIFB, i.rxIFB} {
@@ -512,12 +522,55 @@ func (i *Isolator) applyLimits(r record, limits isolator.Limits) error {
 	}
 	limits.Network = true
 	limits.Ports = r.Limits.Ports // fixed at Prepare
-	r.Limits = limits
-	if err := i.store.put(r); err != nil {
-		return err
+	if reflect.DeepEqual(limits, r.Limits) {
+		return nil // as recorded: nothing to write
 	}
+	r.Limits = limits
 	i.recs[r.ID] = r
+	i.saveLocked(r)
 	return nil
+}
+
+// saveLocked writes r, already in recs. A write that fails (a full state
+// dir) is no failure of what r describes, which exists: the record stays
+// in memory, is reported (Unsaved) and written by retryUnsaved or the
+// next change. Recover used to rewrite every record and fail on the
+// first: an agent restarted on a full state dir did not start (`recover
+// network: … write ipam state: … no space left on device`), and its
+// containers ran unmanaged until space was freed (issue 30, chaos
+// disk-full-recover).
+func (i *Isolator) saveLocked(r record) {
+	if err := i.store.put(r); err != nil {
+		i.unsaved[r.ID] = err
+		return
+	}
+	delete(i.unsaved, r.ID)
+}
+
+// retryUnsaved writes the records kept in memory (saveLocked); it stops
+// at the first that fails again (the disk is still full).
+func (i *Isolator) retryUnsaved() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for _, id := range slices.Sorted(maps.Keys(i.unsaved)) {
+		r, ok := i.recs[id]
+		if !ok {
+			delete(i.unsaved, id)
+			continue
+		}
+		if i.saveLocked(r); i.unsaved[id] != nil {
+			return
+		}
+	}
+}
+
+// Unsaved reports the containers whose IPAM record is only in memory,
+// with the error of its last write (a full state dir): written once the
+// disk allows, every recordRetry. Safe for concurrent use.
+func (i *Isolator) Unsaved() map[string]error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return maps.Clone(i.unsaved)
 }
 
 // Usage implements isolator.Isolator: the interface counters as seen from
@@ -636,6 +689,7 @@ func (i *Isolator) cleanupLocked(id string) error {
 			errs = append(errs, err)
 		} else {
 			delete(i.recs, id)
+			delete(i.unsaved, id)
 			// Its rules are gone: a host process may have the port.
 			i.releasePortsLocked(id)
 		}
@@ -664,7 +718,9 @@ func (i *Isolator) deleteLink(name string) error {
 // in known (or no longer asks for network) is cleaned up, the classes of the
 // known ones are set to their limits again, and whatever carries this
 // isolator's names without a record — netns files, veths, HTB classes and
-// selectors — is removed.
+// selectors — is removed. It writes nothing to adopt a container as
+// recorded: on a full state dir it adopts what runs, keeps a changed
+// record in memory and writes it when it can (Unsaved).
 func (i *Isolator) Recover(ctx context.Context, known map[string]isolator.Limits) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()

@@ -70,5 +70,8 @@ func (i *Isolator) Close() error { return errNS() }
 // NotHeld is not supported off Linux.
 func (i *Isolator) NotHeld() []error { return nil }
 
+// Unsaved is not supported off Linux: nothing is recorded.
+func (i *Isolator) Unsaved() map[string]error { return nil }
+
 // Teardown returns an error wrapping isolator.ErrNotSupported.
 func Teardown(cfg Config) ([]string, error) { return nil, errNS() }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"time"
 
 	"github.com/vishvananda/netlink"
 )
@@ -33,15 +34,30 @@ func (i *Isolator) takeSpare() *spare {
 	return sp
 }
 
-// startRefiller starts the goroutine that makes spares when asked; the
-// Isolator owns it, stopRefiller ends it and waits for it.
+// recordRetry is how often records a full state dir kept in memory are
+// written again (retryUnsaved).
+const recordRetry = 2 * time.Second
+
+// startRefiller starts the goroutine that makes spares when asked and
+// writes the records kept in memory every recordRetry; the Isolator owns
+// it, stopRefiller ends it and waits for it.
 func (i *Isolator) startRefiller() {
 	i.refillc = make(chan struct{}, 1)
 	i.refillDone = make(chan struct{})
 	go func() {
 		defer close(i.refillDone)
-		for range i.refillc {
-			i.refill()
+		retry := time.NewTicker(recordRetry)
+		defer retry.Stop()
+		for {
+			select {
+			case _, ok := <-i.refillc:
+				if !ok {
+					return
+				}
+				i.refill()
+			case <-retry.C:
+				i.retryUnsaved()
+			}
 		}
 	}()
 }
