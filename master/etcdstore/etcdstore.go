@@ -16,6 +16,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/brimnode/brim/demand"
 	"github.com/brimnode/brim/master"
@@ -572,21 +574,20 @@ func (t *Term) watch(lastOK time.Time) {
 	defer wcancel()
 	go t.watchKey(wctx, keyGone) // owned here: ends with wctx
 	ttl := time.Duration(t.c.ttl) * time.Second
-	every, limit := ttl/4, t.limit()
-	tick := time.NewTicker(every / 2)
+	limit := t.limit()
+	refresh := refreshes{every: ttl / 4}
+	tick := time.NewTicker(refresh.every / 4)
 	defer tick.Stop()
 	// expire fires limit after lastOK, to the moment: checked on the
-	// ticks only, the term outlived it by up to every/2, an eighth of
-	// the TTL taken from the margin before etcd expires the lease.
+	// ticks only, the term outlived it by up to a tick, taken from the
+	// margin before etcd expires the lease.
 	expire := time.NewTimer(time.Until(lastOK.Add(limit)))
 	defer expire.Stop()
 	type result struct {
 		sent time.Time
 		err  error
 	}
-	results := make(chan result, 1)
-	inflight := false
-	lastSent := time.Time{}
+	results := make(chan result, maxRefreshes) // the senders in flight never block
 	for {
 		select {
 		case <-t.stop:
@@ -598,7 +599,10 @@ func (t *Term) watch(lastOK time.Time) {
 			t.c.log.Warn("the election key was deleted (the session's lease revoked): stepping down", "key", t.key)
 			return
 		case r := <-results:
-			inflight = false
+			refresh.inflight--
+			if r.err != nil {
+				t.c.log.Debug("lease refresh failed", "sent", time.Since(r.sent).Round(time.Millisecond), "err", r.err)
+			}
 			if errors.Is(r.err, rpctypes.ErrLeaseNotFound) {
 				// Revoked (a standby found this master's address
 				// refusing connections: EndLeader) or expired.
@@ -614,16 +618,50 @@ func (t *Term) watch(lastOK time.Time) {
 			t.c.log.Warn("no lease refresh acknowledged in time: stepping down", "since", time.Since(lastOK).Round(time.Millisecond), "ttl", ttl)
 			return
 		case now := <-tick.C:
-			if !inflight && now.Sub(lastSent) >= every {
-				inflight, lastSent = true, now
+			if refresh.due(now, lastOK) {
+				refresh.inflight++
+				refresh.lastSent = now
 				go func() { // bounded by its timeout; reports once
-					ctx, cancel := context.WithTimeout(t.s.Ctx(), every)
+					ctx, cancel := context.WithTimeout(t.s.Ctx(), refresh.every)
 					defer cancel()
 					_, err := t.c.cli.KeepAliveOnce(ctx, t.s.Lease())
 					results <- result{sent: now, err: err}
 				}()
 			}
 		}
+	}
+}
+
+// maxRefreshes bounds the lease refreshes in flight (refreshes).
+const maxRefreshes = 3
+
+// refreshes paces a term's lease refreshes: one every `every` (TTL/4)
+// while they are acknowledged in time; once one is overdue (a quarter of
+// `every` late), one on every tick (every/4) with up to maxRefreshes in
+// flight, each through the next member (the client's round robin). A
+// refresh sent to a member whose raft leader just died waits until the
+// members elect another (0.5–1.5 s), and one sent to a member that died
+// until its timeout; a single refresh in flight at a time, every second,
+// let one member's death use up most of the TTL·3/4 a term may go
+// without an acknowledgement: the leader stepped down (chaos
+// etcd-member-kill). Now the first refresh sent after etcd can answer
+// again is acknowledged, and the term measures from its send.
+type refreshes struct {
+	every    time.Duration
+	inflight int
+	lastSent time.Time
+}
+
+// due reports whether a refresh is to be sent at now, the last
+// acknowledged one having been sent at lastOK.
+func (r *refreshes) due(now, lastOK time.Time) bool {
+	switch {
+	case r.inflight >= maxRefreshes:
+		return false
+	case now.Sub(r.lastSent) >= r.every:
+		return true
+	default:
+		return now.Sub(lastOK) > r.every+r.every/4
 	}
 }
 
@@ -697,10 +735,26 @@ func (t *Term) fence() clientv3.Cmp {
 // when the term ends while the call waits for etcd (then the write may
 // or may not have been made: etcd may apply it before the lease that
 // fences it expires, never after).
+//
+// Each attempt gets sessionAttempt (the TTL's quarter), and one that
+// fails for want of a member (Unavailable: its connection broke, it has
+// no raft leader) or runs out of its time is made again, through the
+// next member, until the request timeout: a write sent as its member
+// died failed at once (the client retries no mutation once sent), and
+// one forwarded to a raft leader that died waited out the whole request
+// timeout (5 s; the proposal is lost with the leader) while the master
+// waited behind it and blamed its agents for the silence (issue 30,
+// chaos etcd-member-kill). Every write here puts whole records under the
+// fence, so making it twice writes the same thing.
 func (t *Term) txn(ops ...clientv3.Op) (*clientv3.TxnResponse, error) {
 	ctx, cancel := context.WithTimeout(t.ctx, t.c.timeout)
 	defer cancel()
-	resp, err := t.c.cli.Txn(ctx).If(t.fence()).Then(ops...).Commit()
+	var resp *clientv3.TxnResponse
+	err := t.c.retry(ctx, func(ctx context.Context) error {
+		var err error
+		resp, err = t.c.cli.Txn(ctx).If(t.fence()).Then(ops...).Commit()
+		return err
+	})
 	if err != nil {
 		if t.ctx.Err() != nil {
 			return nil, fmt.Errorf("etcd store: the term ended while the write waited for etcd: %w", master.ErrNotLeader)
@@ -711,6 +765,51 @@ func (t *Term) txn(ops ...clientv3.Op) (*clientv3.TxnResponse, error) {
 		return nil, fmt.Errorf("etcd store: write refused, election key %s@%d is gone: %w", t.key, t.rev, master.ErrNotLeader)
 	}
 	return resp, nil
+}
+
+// Pauses between the attempts of retry: from minAttemptGap doubling to
+// maxAttemptGap.
+const (
+	minAttemptGap = 20 * time.Millisecond
+	maxAttemptGap = 200 * time.Millisecond
+)
+
+// retry calls do with attempts of sessionAttempt each until one
+// succeeds, fails otherwise than for want of a member (retryable), or
+// ctx ends; it returns the last attempt's error.
+func (c *Client) retry(ctx context.Context, do func(context.Context) error) error {
+	gap := minAttemptGap
+	for {
+		actx, cancel := context.WithTimeout(ctx, c.sessionAttempt())
+		err := do(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !retryable(err) {
+			return err
+		}
+		c.log.Debug("etcd request: trying again", "err", err, "in", gap)
+		if sleep(ctx, gap) != nil {
+			return err
+		}
+		gap = min(2*gap, maxAttemptGap)
+	}
+}
+
+// retryable reports whether err is an attempt that found no member able
+// to answer in time: Unavailable (a broken connection, no raft leader,
+// a request etcd timed out) or the attempt's own deadline.
+func retryable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ee rpctypes.EtcdError // etcd's own errors: no gRPC status
+	if errors.As(err, &ee) {
+		return ee.Code() == codes.Unavailable
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
 }
 
 // Key families under PREFIX/registry/.
