@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -27,19 +29,30 @@ var ErrNoMasters = errors.New("no master campaigns there")
 // every third of its TTL (and the leader's every quarter), so one with
 // less than half its TTL left has missed refreshes: its master is
 // likely gone, and is listed last (not left out: it may be slow).
+//
+// It reads what one member holds (a serializable read) and gives the
+// leases' checks leaseCheckTimeout in all: without etcd's quorum, or
+// with its raft leader just dead, a linearizable read and a lease's TTL
+// wait until their timeout (the dial's, then the request's, 5 s each),
+// and an `etcd://` agent that asked while the quorum was lost reached
+// the leader elected after its return 8.58 s late (issue 30). The
+// masters' addresses change seldom; a list a moment stale costs one
+// more round, a blocked read a whole one.
 func Discover(ctx context.Context, cfg Config) ([]string, error) {
-	c, err := Open(ctx, cfg)
+	c, err := dial(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = c.Close() }()
-	rctx, cancel := context.WithTimeout(ctx, c.timeout)
+	rctx, cancel := context.WithTimeout(ctx, c.dialTimeout)
 	defer cancel()
-	resp, err := c.cli.Get(rctx, c.electionPrefix(), clientv3.WithPrefix(),
+	resp, err := c.cli.Get(rctx, c.electionPrefix(), clientv3.WithPrefix(), clientv3.WithSerializable(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 	if err != nil {
-		return nil, fmt.Errorf("discover masters under %s: %w", c.prefix, err)
+		return nil, fmt.Errorf("discover masters under %s at %s: no answer: %w", c.prefix, strings.Join(c.endpoints, ","), err)
 	}
+	lctx, lcancel := context.WithTimeout(ctx, leaseCheckTimeout)
+	defer lcancel()
 	var live, dead []string
 	seen := map[string]bool{}
 	for _, kv := range resp.Kvs {
@@ -48,7 +61,7 @@ func Discover(ctx context.Context, cfg Config) ([]string, error) {
 			continue
 		}
 		seen[a] = true
-		if c.sessionLooksAlive(rctx, clientv3.LeaseID(kv.Lease)) {
+		if c.sessionLooksAlive(lctx, clientv3.LeaseID(kv.Lease)) {
 			live = append(live, a)
 		} else {
 			dead = append(dead, a)
@@ -61,12 +74,19 @@ func Discover(ctx context.Context, cfg Config) ([]string, error) {
 	return out, nil
 }
 
+// leaseCheckTimeout bounds the lease checks of one Discover: etcd
+// answers them within milliseconds while it has a raft leader.
+const leaseCheckTimeout = 500 * time.Millisecond
+
 // sessionLooksAlive reports whether the session lease of an election
 // key has at least half its TTL left; a key without a lease, or one
 // whose lease cannot be read, counts as alive (no reason to doubt it).
 func (c *Client) sessionLooksAlive(ctx context.Context, lease clientv3.LeaseID) bool {
 	if lease == 0 {
 		return true
+	}
+	if ctx.Err() != nil {
+		return true // an earlier check ran out the time: no answer now
 	}
 	r, err := c.cli.TimeToLive(ctx, lease)
 	if err != nil {

@@ -65,6 +65,9 @@ type Client struct {
 	timeout time.Duration
 	log     *slog.Logger
 
+	dialTimeout time.Duration
+	endpoints   []string
+
 	// bg counts what outlives a campaign attempt: a campaign abandoned
 	// with its session (concurrency's Campaign resigns it with the
 	// client's own context, which only etcd's answer or Close ends) and
@@ -80,6 +83,21 @@ var (
 
 // Open connects to etcd (checking that it answers within DialTimeout).
 func Open(ctx context.Context, cfg Config) (*Client, error) {
+	c, err := dial(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, c.dialTimeout)
+	defer cancel()
+	if _, err := c.cli.Get(pctx, c.electionPrefix(), clientv3.WithCountOnly()); err != nil {
+		_ = c.cli.Close()
+		return nil, fmt.Errorf("etcd store %s: no answer: %w", strings.Join(c.endpoints, ","), err)
+	}
+	return c, nil
+}
+
+// dial makes a Client of cfg without asking etcd anything.
+func dial(ctx context.Context, cfg Config) (*Client, error) {
 	if len(cfg.Endpoints) == 0 {
 		return nil, errors.New("etcd store: no endpoints")
 	}
@@ -117,15 +135,9 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcd store %s: %w", strings.Join(cfg.Endpoints, ","), err)
 	}
-	c := &Client{cli: cli, prefix: strings.TrimRight(cfg.Prefix, "/"), ttl: int(cfg.SessionTTL / time.Second),
-		timeout: cfg.RequestTimeout, log: log.With("component", "etcdstore")}
-	pctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
-	defer cancel()
-	if _, err := cli.Get(pctx, c.electionPrefix(), clientv3.WithCountOnly()); err != nil {
-		_ = cli.Close()
-		return nil, fmt.Errorf("etcd store %s: no answer: %w", strings.Join(cfg.Endpoints, ","), err)
-	}
-	return c, nil
+	return &Client{cli: cli, prefix: strings.TrimRight(cfg.Prefix, "/"), ttl: int(cfg.SessionTTL / time.Second),
+		timeout: cfg.RequestTimeout, dialTimeout: cfg.DialTimeout, endpoints: cfg.Endpoints,
+		log: log.With("component", "etcdstore")}, nil
 }
 
 // Close closes the connection to etcd. A leadership still held ends when
