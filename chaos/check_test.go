@@ -364,7 +364,8 @@ func TestCheckFailovers(t *testing.T) {
 	}{
 		{"a leader soon after quorum returned", []Fault{quorum}, el(-5000, 14500), "", map[string][]time.Duration{EtcdQuorumLoss: {4500 * time.Millisecond}}},
 		{"a leader late after quorum returned", []Fault{quorum}, el(17000), "elected 7s after the quorum returned", map[string][]time.Duration{EtcdQuorumLoss: {7 * time.Second}}},
-		{"no leader after quorum returned", []Fault{quorum}, el(-5000), "no leader was elected", map[string][]time.Duration{}},
+		{"no leader after quorum returned", []Fault{quorum}, append(el(-5000), Election{At: at(10500), Key: ""}), "no leader was elected", map[string][]time.Duration{}},
+		{"the leader kept its term (its key unchanged)", []Fault{quorum}, el(-5000), "", map[string][]time.Duration{}},
 		{"another leader fault first", []Fault{quorum, {Kind: MasterKill, Leader: true, Start: at(12000), End: at(13000)}}, el(30000), "",
 			map[string][]time.Duration{MasterKill: {18 * time.Second}}},
 		{"a frozen leader replaced (a figure, no bound)", []Fault{stop}, el(4300), "", map[string][]time.Duration{MasterStop: {4300 * time.Millisecond}}},
