@@ -136,6 +136,12 @@ type Options struct {
 	// and revocable containers are accounted against Resources like the
 	// others.
 	Oversub *Oversub
+	// RecordsUnsaved reports the records other parts keep only in
+	// memory for want of space on the state dir (the network
+	// isolator's IPAM records: network.Isolator.Unsaved), by container,
+	// with their last write's error; the checkpoint status counts them
+	// (Info, metrics). nil: none.
+	RecordsUnsaved func() map[string]error
 }
 
 // Retention is the policy for finished containers: keep at most MaxExited

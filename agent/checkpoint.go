@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -13,8 +15,9 @@ const checkpointRetry = 2 * time.Second
 
 // CheckpointStatus says whether the checkpoint on disk is up to date.
 type CheckpointStatus struct {
-	// Unsaved counts the containers whose latest record is only in
-	// memory: a write failed and is retried every few seconds.
+	// Unsaved counts the records only in memory, the containers' and
+	// the network isolator's (Options.RecordsUnsaved): a write failed
+	// and is retried every few seconds.
 	Unsaved int
 	// Full is true while the state dir's disk has less than
 	// minFreeBytes left, or the last write failed for lack of space (or
@@ -99,6 +102,18 @@ func (a *Agent) checkpointLocked() CheckpointStatus {
 	if a.saveErr != nil {
 		st.Err = a.saveErr.Error()
 		st.Full = st.Full || diskFull(a.saveErr)
+	}
+	if a.opts.RecordsUnsaved == nil {
+		return st
+	}
+	others := a.opts.RecordsUnsaved()
+	for _, id := range slices.Sorted(maps.Keys(others)) {
+		err := others[id]
+		st.Unsaved++
+		if st.Err == "" {
+			st.Err = err.Error()
+		}
+		st.Full = st.Full || diskFull(err)
 	}
 	return st
 }

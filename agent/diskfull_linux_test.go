@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -83,5 +85,29 @@ func TestRecoverOnFullStateDir(t *testing.T) {
 		if got, err := c.Get(id); err != nil || got.State != StateExited || got.Exit.Code != code {
 			t.Errorf("%s after a restart: %+v, %v; want exited with %d", id, got, err, code)
 		}
+	}
+}
+
+// TestCheckpointCountsOtherRecords: records another part keeps only in
+// memory (the network isolator's IPAM records on a full state dir) show
+// in the checkpoint status, as the agent's own do: counted, the state
+// dir said full, the write's error given. Before, an agent recovered on
+// a full state dir whose network records were unsaved said nothing of
+// them (network.Isolator.Unsaved had no reader).
+func TestCheckpointCountsOtherRecords(t *testing.T) {
+	var others map[string]error
+	a, err := New(Options{StateDir: t.TempDir(), Runtime: newFakeRuntime(t.TempDir()), Resources: Resources{MilliCPUs: 1000, MemMiB: 1024},
+		RecordsUnsaved: func() map[string]error { return others }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if st := a.Info().Checkpoint; st.Full || st.Unsaved != 0 || st.Err != "" {
+		t.Fatalf("checkpoint status with every record written: %+v", st)
+	}
+	others = map[string]error{"c1": fmt.Errorf("write ipam state: %w", syscall.ENOSPC)}
+	st := a.Info().Checkpoint
+	if !st.Full || st.Unsaved != 1 || !strings.Contains(st.Err, "write ipam state") {
+		t.Fatalf("checkpoint status with a network record unsaved: %+v, want full, 1 unsaved, its error", st)
 	}
 }

@@ -138,6 +138,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	cfg.Safety.guards(over, cg)
 	isos := []isolator.Isolator{cg}
+	var recordsUnsaved func() map[string]error
 	if cfg.Network.Enabled {
 		// Before the containerizer: its warm shims must start after the
 		// netns dir is a shared mount. Close, never Uninstall: the
@@ -152,6 +153,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		}
 		warnEphemeralOverlap(log, d.res.network.PortRange)
 		isos = append(isos, netIso)
+		recordsUnsaved = netIso.Unsaved
 	}
 	imgMetrics := newImageMetrics()
 	images, err := d.openImages(imgMetrics)
@@ -179,6 +181,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	a, err := agent.New(agent.Options{
 		StateDir:          cfg.StateDir,
+		RecordsUnsaved:    recordsUnsaved,
 		Runtime:           runtimeAdapter{cz},
 		Resources:         d.res.total,
 		Network:           cfg.Network.Enabled,
