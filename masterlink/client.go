@@ -642,7 +642,7 @@ var errRegisterTimeout = errors.New("no registration in time")
 // session runs one stream: register, then serve until it breaks.
 // With waitForReady (one master listed, no discovery) it waits for the
 // channel to connect; with several, or a discovery to ask again, it fails
-// fast, so that Run asks the next one. Once registered it runs watch
+// fast, so that Run asks the next one. From the start it runs watch
 // (for the master at cc.Target()) beside the stream: the error it
 // returns before the session ends (a *masteraddr.LeaderMovedError) ends
 // the session, and is the session's error.
@@ -650,7 +650,19 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 	watch func(context.Context, string) error) (bool, error) {
 	sctx, cancelCause := context.WithCancelCause(ctx)
 	cancel := func() { cancelCause(nil) }
+	// The watch runs from the start: a leader that freezes between
+	// taking the stream and answering the registration must not hold the
+	// agent until the keepalive or the register timeout gives up.
+	var watching sync.WaitGroup
+	defer watching.Wait()
 	defer cancel()
+	watching.Add(1)
+	go func() {
+		defer watching.Done()
+		if err := watch(sctx, cc.Target()); sctx.Err() == nil {
+			cancelCause(err)
+		}
+	}()
 	// Wait for a connection (the channel's bounded backoff brings it as
 	// soon as the master is reachable), but not forever.
 	timer := time.AfterFunc(c.registerTimeout, func() {
@@ -756,16 +768,10 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 	acks := &ackQueue{ready: make(chan struct{}, 1)}
 	defer func() { c.ackAll(acks.take()) }() // what came before the end
 	var wg sync.WaitGroup
-	wg.Add(4)
+	wg.Add(3)
 	go func() { defer wg.Done(); c.heartbeats(sctx, send, hb) }()
 	go func() { defer wg.Done(); c.deliver(sctx, send) }()
 	go func() { defer wg.Done(); c.checkpointAcks(sctx, acks) }()
-	go func() {
-		defer wg.Done()
-		if err := watch(sctx, cc.Target()); sctx.Err() == nil {
-			cancelCause(err)
-		}
-	}()
 	defer wg.Wait()
 	defer cancel()
 	for {

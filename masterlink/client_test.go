@@ -87,6 +87,13 @@ func startScripted(t *testing.T, opts ...grpc.ServerOption) (*scriptedMaster, st
 // stops it as a killed master stops: its connections closed.
 func startScriptedServer(t *testing.T, opts ...grpc.ServerOption) (*scriptedMaster, string, *grpc.Server) {
 	t.Helper()
+	return startScriptedServerWith(t, nil, opts...)
+}
+
+// startScriptedServerWith is startScriptedServer with more services:
+// register adds them to the server, given its address.
+func startScriptedServerWith(t *testing.T, register func(*grpc.Server, string), opts ...grpc.ServerOption) (*scriptedMaster, string, *grpc.Server) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +102,9 @@ func startScriptedServer(t *testing.T, opts ...grpc.ServerOption) (*scriptedMast
 		overs: make(chan *pb.Oversubscribed, 100), cmds: make(chan *pb.MasterMessage, 10)}
 	s := grpc.NewServer(opts...)
 	pb.RegisterAgentLinkServer(s, m)
+	if register != nil {
+		register(s, l.Addr().String())
+	}
 	go func() { _ = s.Serve(l) }()
 	t.Cleanup(s.Stop)
 	return m, l.Addr().String(), s

@@ -31,8 +31,9 @@
 // than launches again.
 //
 // The connection pings the master (gRPC keepalive, masterlink's
-// defaults) and, with several masters listed, a subscribed driver
-// watches who leads through another master (masteraddr.WatchLeader): it
+// defaults) and, with several masters listed, a driver watches who leads
+// through another master from its subscription call on
+// (masteraddr.WatchLeader): it
 // leaves a leader that stops answering as the leader (frozen, cut off)
 // for the newly elected one within about a second of the election.
 //

@@ -246,8 +246,8 @@ func (d *Driver) Run(ctx context.Context, cb Callbacks) error {
 func jitter(d time.Duration) time.Duration { return d/2 + rand.N(d) }
 
 // session subscribes and delivers the stream's events until it breaks.
-// Once subscribed with several masters listed it also watches who leads
-// (masteraddr.WatchLeader): the session ends, with the watch's
+// With several masters listed it also watches who leads, from the
+// subscription call on (masteraddr.WatchLeader): the session ends, with the watch's
 // *masteraddr.LeaderMovedError, when the master in use stops answering
 // as the leader while another is elected.
 func (d *Driver) session(ctx context.Context, cb Callbacks) (bool, error) {
@@ -259,33 +259,39 @@ func (d *Driver) session(ctx context.Context, cb Callbacks) (bool, error) {
 	d.mu.Lock()
 	api, cur := d.api, d.cc.Target()
 	d.mu.Unlock()
+	// The watch starts before the call: a leader that freezes between
+	// accepting the stream and answering it must not hold the framework
+	// until the keepalive gives up.
+	if d.masters.Len() > 1 {
+		watching.Add(1)
+		go func() {
+			defer watching.Done()
+			if err := masteraddr.WatchLeader(sctx, d.masters, cur, d.leaders, d.log); sctx.Err() == nil {
+				cancelCause(err)
+			}
+		}()
+	}
+	causeOf := func(err error) error {
+		if cause := context.Cause(sctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			return cause
+		}
+		return err
+	}
 	stream, err := api.Subscribe(sctx, &pb.SubscribeRequest{Framework: &pb.FrameworkInfo{
 		Id: d.FrameworkID(), Name: d.opts.Name, Roles: roles, Revocable: d.opts.Revocable,
 		FailoverTimeoutNanos: int64(d.opts.FailoverTimeout), Principal: d.opts.Principal,
 	}})
 	if err != nil {
-		return false, err
+		return false, causeOf(err)
 	}
 	subscribed := false
 	for {
 		ev, err := stream.Recv()
 		if err != nil {
-			if cause := context.Cause(sctx); cause != nil && !errors.Is(cause, context.Canceled) {
-				err = cause
-			}
-			return subscribed, err
+			return subscribed, causeOf(err)
 		}
 		switch x := ev.Event.(type) {
 		case *pb.Event_Subscribed:
-			if !subscribed && d.masters.Len() > 1 {
-				watching.Add(1)
-				go func() {
-					defer watching.Done()
-					if err := masteraddr.WatchLeader(sctx, d.masters, cur, d.leaders, d.log); sctx.Err() == nil {
-						cancelCause(err)
-					}
-				}()
-			}
 			subscribed = true
 			d.mu.Lock()
 			d.id = x.Subscribed.FrameworkId
