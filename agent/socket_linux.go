@@ -1,13 +1,11 @@
 package agent
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
 	"net"
-	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/brimnode/brim/internal/procalive"
 )
 
 // listenerAlive reports whether the process that made the listening
@@ -36,21 +34,5 @@ func listenerAlive(conn net.Conn) bool {
 	}); err != nil || credErr != nil || cred.Pid <= 0 {
 		return true
 	}
-	return processRuns(int(cred.Pid))
-}
-
-// processRuns reports whether pid exists and is not a zombie.
-func processRuns(pid int) bool {
-	if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
-	}
-	// pid (comm) state ...: comm may hold spaces and parentheses.
-	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
-		return b[i+2] != 'Z' && b[i+2] != 'X'
-	}
-	return true
+	return procalive.Runs(int(cred.Pid))
 }
