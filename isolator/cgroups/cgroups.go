@@ -774,8 +774,8 @@ func readProcs(dir string) ([]int, error) {
 		if !e.IsDir() {
 			return nil
 		}
-		f, err := os.Open(filepath.Join(p, "cgroup.procs"))
-		if errors.Is(err, fs.ErrNotExist) && p != dir {
+		f, err := openProcs(filepath.Join(p, "cgroup.procs"))
+		if groupGone(err) && p != dir {
 			return nil
 		}
 		if err != nil {
@@ -783,14 +783,32 @@ func readProcs(dir string) ([]int, error) {
 		}
 		defer f.Close()
 		sc := bufio.NewScanner(f)
+		var found []int
 		for sc.Scan() {
 			if n, err := strconv.Atoi(strings.TrimSpace(sc.Text())); err == nil {
-				pids = append(pids, n)
+				found = append(found, n)
 			}
 		}
-		return sc.Err()
+		if err := sc.Err(); err != nil {
+			if groupGone(err) && p != dir {
+				return nil // removed between the open and the read
+			}
+			return err
+		}
+		pids = append(pids, found...)
+		return nil
 	})
 	return pids, err
+}
+
+// openProcs opens a cgroup.procs file (a variable: tests remove the group
+// between the open and the read).
+var openProcs = os.Open
+
+// groupGone reports an error of a group removed meanwhile: its directory
+// gone (ENOENT), or a file of it read after its rmdir (ENODEV).
+func groupGone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENODEV)
 }
 
 // Cleanup removes the container's group from every hierarchy (and its

@@ -80,3 +80,35 @@ func TestTeardownRefusesForeignParent(t *testing.T) {
 		t.Error("an unrelated pid is protected")
 	}
 }
+
+// A group removed between the open of its cgroup.procs and the read (a
+// container's teardown racing `brim agent cleanup`'s kill loop) reads
+// ENODEV: it has no processes and is skipped, not an error. Before,
+// cleanup failed "list processes: read …/cgroup.procs: no such device"
+// (seen in CI, TestAgentCleanup).
+func TestReadProcsSkipsAGroupRemovedMeanwhile(t *testing.T) {
+	_, parent := newV1(t)
+	dir := filepath.Join(root, "memory", parent)
+	gone := filepath.Join(dir, "gone")
+	if err := os.MkdirAll(gone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(gone); _ = os.Remove(dir) })
+	openProcs = func(name string) (*os.File, error) {
+		f, err := os.Open(name)
+		if err == nil && filepath.Dir(name) == gone {
+			if err := os.Remove(gone); err != nil {
+				t.Errorf("remove the group after the open: %v", err)
+			}
+		}
+		return f, err
+	}
+	t.Cleanup(func() { openProcs = os.Open })
+	pids, err := readProcs(dir)
+	if err != nil {
+		t.Fatalf("readProcs with a group removed meanwhile: %v", err)
+	}
+	if len(pids) != 0 {
+		t.Errorf("pids %v in an empty parent", pids)
+	}
+}
