@@ -229,21 +229,50 @@ func (c *Client) campaignUntilElected(ctx context.Context, addr string, copied *
 	}
 }
 
+// session is an etcd session and when its lease's keepalive was last
+// answered. The etcd client ends a session whose keepalive has gone
+// unanswered for its TTL, even if etcd kept the lease (a new raft leader
+// extends every lease): a standby campaigning through an outage of
+// about the TTL could win just after the quorum came back and lose its
+// session a moment later (TestQuorumLossNextLeader, 1 run in 3).
+type session struct {
+	*concurrency.Session
+	answered atomic.Int64 // unix nanoseconds
+}
+
+// unanswered is how long the session's keepalive has gone unanswered.
+func (s *session) unanswered() time.Duration {
+	return time.Since(time.Unix(0, s.answered.Load()))
+}
+
 // newSession grants a lease of the session TTL within sessionAttempt and
 // keeps it alive until ctx ends (or the session is closed).
-func (c *Client) newSession(ctx context.Context) (*concurrency.Session, error) {
+func (c *Client) newSession(ctx context.Context) (*session, error) {
 	gctx, cancel := context.WithTimeout(ctx, c.sessionAttempt())
 	defer cancel()
 	g, err := c.cli.Grant(gctx, int64(c.ttl))
 	if err != nil {
 		return nil, fmt.Errorf("grant the session's lease: %w", err)
 	}
+	ss := &session{}
+	ss.answered.Store(time.Now().UnixNano())
 	s, err := concurrency.NewSession(c.cli, concurrency.WithLease(g.ID), concurrency.WithTTL(c.ttl), concurrency.WithContext(ctx))
 	if err != nil {
 		c.closeSession(s)
 		return nil, err
 	}
-	return s, nil
+	ss.Session = s
+	// A second listener of the lease's keepalive (the client sends one
+	// keepalive per lease and answers every listener): it ends when the
+	// session does.
+	if kch, err := c.cli.KeepAlive(s.Ctx(), g.ID); err == nil {
+		go func() {
+			for range kch {
+				ss.answered.Store(time.Now().UnixNano())
+			}
+		}()
+	}
+	return ss, nil
 }
 
 // closeSession ends s in the background: its lease is revoked (its
@@ -276,7 +305,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 // revocation of its lease go on in the background (c.bg). Waiting for
 // them kept a standby from campaigning again until etcd's quorum was
 // back.
-func (c *Client) campaign(ctx context.Context, s *concurrency.Session, addr string, copied *mirror) (*Term, error) {
+func (c *Client) campaign(ctx context.Context, ss *session, addr string, copied *mirror) (*Term, error) {
+	s := ss.Session
 	cctx, cancel := context.WithCancel(ctx)
 	e := concurrency.NewElection(s, c.electionPrefix())
 	won := make(chan error, 1)
@@ -310,6 +340,11 @@ func (c *Client) campaign(ctx context.Context, s *concurrency.Session, addr stri
 				err = fmt.Errorf("session expired while campaigning: %w", err)
 			}
 			return giveUp(err)
+		}
+		if age := ss.unanswered(); age > c.SessionTTL()/2 {
+			won <- nil // giveUp's goroutine resigns
+			return giveUp(fmt.Errorf("elected on a session whose keepalive went unanswered for %v (etcd's client may end it any moment): campaigning again on a new one",
+				age.Round(time.Millisecond)))
 		}
 	case <-s.Done():
 		return giveUp(errors.New("session expired while campaigning"))
