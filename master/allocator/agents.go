@@ -74,6 +74,9 @@ type agent struct {
 	// loop's arithmetic.
 	other      resources.Resources
 	otherTotal resources.Resources
+	// lent is what holds on the agent lend out as revocable (Lend): part
+	// of pools[1]'s total, on top of info.Revocable.
+	lent vec
 }
 
 func (ag *agent) poolIndex(k poolKey) int {
@@ -207,6 +210,7 @@ func (a *Allocator) setTotals(ag *agent, info AgentInfo) error {
 		}
 		ag.pools[pi].total.add(&kv.v)
 	}
+	ag.pools[1].total.add(&ag.lent)
 	ag.otherTotal = other.Add(rother)
 	return nil
 }
@@ -263,7 +267,7 @@ func (a *Allocator) UpdateAgent(info AgentInfo) ([]Offer, error) {
 	}
 	ag := a.agents[i]
 	// Validate on a copy first.
-	probe := &agent{pools: slices.Clone(ag.pools)}
+	probe := &agent{pools: slices.Clone(ag.pools), lent: ag.lent}
 	if err := a.setTotals(probe, info); err != nil {
 		return nil, fmt.Errorf("update agent %s: %w", info.ID, err)
 	}
@@ -271,9 +275,19 @@ func (a *Allocator) UpdateAgent(info AgentInfo) ([]Offer, error) {
 	for _, e := range ag.allocs {
 		allocated[e.pool].add(&e.v)
 	}
+	// What lent capacity taken back left overdrawn is being reclaimed by
+	// the planner (Overdraft): not taken back here as well.
+	var over vec
+	for d, x := range ag.pools[1].free {
+		over[d] = max(-x, 0)
+	}
 	var rescinded []Offer
 	for pi := range probe.pools {
-		for j := len(ag.allocs) - 1; j >= 0 && !allocated[pi].le(&probe.pools[pi].total); j-- {
+		limit := probe.pools[pi].total
+		if pi == 1 {
+			limit.add(&over)
+		}
+		for j := len(ag.allocs) - 1; j >= 0 && !allocated[pi].le(&limit); j-- {
 			e := ag.allocs[j]
 			if int(e.pool) != pi || (e.v.isZero() && len(e.other) == 0) {
 				continue

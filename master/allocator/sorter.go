@@ -36,6 +36,9 @@ func (a *Allocator) refreshTotals() {
 			a.totalW.addScaled(&ag.pools[i].total, ag.eta)
 			a.total.add(&ag.pools[i].total)
 		}
+		// Lent capacity is the unreserved pool's, counted there once.
+		a.totalW.subScaled(&ag.lent, ag.eta)
+		a.total.sub(&ag.lent)
 	}
 	for d := range a.invW {
 		a.invW[d] = 0
