@@ -18,7 +18,9 @@
 //	T1: "NOW" | absolute | null
 //	T2: absolute | "+N{s,m,h}" (relative to T1, or to NOW when T1 is open)
 //	    | "^N" (N allocation opportunities may pass: delay scheduling) | null
-//	absolute: "YYYY-MM-DD hh:mm:ss", "YY-MM-DD hh:mm:ss" (20YY), both UTC,
+//	absolute: "YYYY-MM-DD hh:mm:ss", "YY-MM-DD hh:mm:ss" (20YY), both UTC
+//	          unless followed by a zone: an offset ("+01:00", "+0100",
+//	          "Z") or a time zone name as TZ takes it ("Europe/Paris");
 //	          or RFC 3339 with a zone
 //
 // An open end (null, or "") is unbounded; [null, null] and [] put no

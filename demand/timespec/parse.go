@@ -22,7 +22,8 @@ var (
 	delayRE    = regexp.MustCompile(`^\^([0-9]{1,7})$`)
 )
 
-// absolute layouts, tried in order; all without a zone are UTC.
+// absolute layouts, tried in order; all without a zone are UTC, and each
+// may be followed by a zone (parseAbsolute).
 var layouts = []string{"2006-01-02 15:04:05", "06-01-02 15:04:05"}
 
 // Parse reads one time description. Errors wrap ErrInvalid and name the
@@ -274,7 +275,7 @@ func parsePoint(field string, s *string, second bool) (Point, error) {
 	}
 	at, err := parseAbsolute(v)
 	if err != nil {
-		return Point{}, invalid(field, "%q: want NOW, \"YYYY-MM-DD hh:mm:ss\", \"YY-MM-DD hh:mm:ss\" or RFC 3339%s", v, map[bool]string{true: ", +N{s,m,h} or ^N", false: ""}[second])
+		return Point{}, invalid(field, "%q: want NOW, \"YYYY-MM-DD hh:mm:ss\" or \"YY-MM-DD hh:mm:ss\" (UTC, or followed by a zone: +01:00, Europe/Paris), RFC 3339%s", v, map[bool]string{true: ", +N{s,m,h} or ^N", false: ""}[second])
 	}
 	return Point{Kind: Absolute, At: at}, nil
 }
@@ -285,11 +286,34 @@ func parseAbsolute(v string) (time.Time, error) {
 			return t, nil
 		}
 	}
-	t, err := time.Parse(time.RFC3339, v)
-	if err != nil {
-		return time.Time{}, err
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t.UTC(), nil
 	}
-	return t.UTC(), nil
+	// A layout followed by a zone: an offset (+01:00, +0100, Z) or a
+	// time zone name as TZ takes it (Europe/Paris, UTC).
+	i := strings.LastIndexByte(v, ' ')
+	if i < 0 {
+		return time.Time{}, fmt.Errorf("no layout matches %q", v)
+	}
+	clock, zone := v[:i], v[i+1:]
+	for _, l := range layouts {
+		for _, z := range []string{"Z07:00", "-0700"} {
+			if t, err := time.Parse(l+" "+z, v); err == nil {
+				return t.UTC(), nil
+			}
+		}
+		if strings.ContainsAny(zone[:1], "+-0123456789") {
+			continue // an offset that did not parse is not a zone name
+		}
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			continue
+		}
+		if t, err := time.ParseInLocation(l, clock, loc); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("no layout or zone matches %q", v)
 }
 
 func parseIDExpr(field string, raw json.RawMessage, depth int) (IDExpr, error) {

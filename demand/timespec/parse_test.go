@@ -167,3 +167,41 @@ func TestRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestAbsoluteZones: an absolute time without a zone is UTC; one followed
+// by an offset or a time zone name is that zone's; a zone that is neither
+// is refused, naming the text.
+func TestAbsoluteZones(t *testing.T) {
+	utc10 := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+	}{
+		{"2026-11-26 10:00:00", utc10},
+		{"26-11-26 10:00:00", utc10},
+		{"2026-11-26 11:00:00 +01:00", utc10},
+		{"2026-11-26 11:00:00 +0100", utc10},
+		{"2026-11-26 10:00:00 Z", utc10},
+		{"2026-11-26 05:00:00 -05:00", utc10},
+		{"26-11-26 11:00:00 +01:00", utc10},
+		{"2026-11-26 11:00:00 Europe/Paris", utc10}, // CET in November
+		{"2026-11-26 10:00:00 UTC", utc10},
+		{"2026-11-26T11:00:00+01:00", utc10},
+	} {
+		d, err := Parse([]byte(`{"DemandID": "z", "Start": {"Time": ["` + tc.in + `", null]}}`))
+		if err != nil {
+			t.Errorf("%q: %v", tc.in, err)
+			continue
+		}
+		from, _, _ := d.Start.Time.(*Interval).Bounds(ref)
+		if !from.Equal(tc.want) {
+			t.Errorf("%q = %s, want %s", tc.in, from, tc.want)
+		}
+	}
+	for _, in := range []string{"2026-11-26 10:00:00 Mars/Olympus", "2026-11-26 10:00:00 +25:00", "2026-11-26 10:00:00 +01:00 x", "2026-11-26 10:00"} {
+		_, err := Parse([]byte(`{"DemandID": "z", "Start": {"Time": ["` + in + `", null]}}`))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), in) {
+			t.Errorf("%q: %v, want ErrInvalid naming it", in, err)
+		}
+	}
+}
