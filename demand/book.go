@@ -1,11 +1,14 @@
 package demand
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
-	"github.com/brimnode/brim/demand/timespec"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/brimnode/brim/demand/timespec"
 )
 
 // Change is a transition of one demand, for the driver to carry out
@@ -99,8 +102,14 @@ func (b *Book) Validate(now time.Time, specs []*Spec) error {
 	batch := map[string]*Spec{}
 	for _, s := range specs {
 		id := s.Time.DemandID
-		if b.demands[id] != nil || batch[id] != nil {
-			return fmt.Errorf("DemandID: %q: %w", id, ErrExist)
+		if batch[id] != nil {
+			return fmt.Errorf("DemandID: %q: %w (twice in the batch)", id, ErrExist)
+		}
+		if b.demands[id] != nil {
+			if _, same := b.Same(s); !same {
+				return fmt.Errorf("DemandID: %q: %w with another document (PUT /demands/%s changes it)", id, ErrExist, id)
+			}
+			continue // resubmitted as it is: Submit returns the stored one
 		}
 		batch[id] = s
 	}
@@ -118,14 +127,38 @@ func (b *Book) Validate(now time.Time, specs []*Spec) error {
 		return fmt.Errorf("%w: OrderBy: cycle %s", ErrInvalid, strings.Join(cyc, " → "))
 	}
 	for _, s := range specs {
-		if _, err := s.Resolve(now); err != nil {
-			return fmt.Errorf("demand %s: %w", s.Time.DemandID, err)
+		if batch[s.Time.DemandID] != s {
+			continue // resubmitted as it is
 		}
-		if err := b.plan.CanEverFit(s.Resources, s.Tasks); err != nil {
-			return fmt.Errorf("%w: demand %s: Resources: %v", ErrInvalid, s.Time.DemandID, err)
+		if err := b.admissible(now, s); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// admissible checks that s resolves at now and can fit the cluster at
+// all. Errors wrap ErrInvalid.
+func (b *Book) admissible(now time.Time, s *Spec) error {
+	if _, err := s.Resolve(now); err != nil {
+		return fmt.Errorf("demand %s: %w", s.Time.DemandID, err)
+	}
+	if err := b.plan.CanEverFit(s.Resources, s.Tasks); err != nil {
+		return fmt.Errorf("%w: demand %s: Resources: %v", ErrInvalid, s.Time.DemandID, err)
+	}
+	return nil
+}
+
+// Same returns the stored demand of s's ID and reports whether s is its
+// document as it stands (canonically equal: the same fields, framework
+// and role): a resubmission that changes nothing.
+func (b *Book) Same(s *Spec) (*Demand, bool) {
+	d := b.demands[s.Time.DemandID]
+	if d == nil {
+		return nil, false
+	}
+	doc, err := s.MarshalJSON()
+	return d, err == nil && bytes.Equal(doc, d.Doc)
 }
 
 // findCycle returns a cycle of OrderBy edges inside the batch (existing
@@ -175,7 +208,8 @@ func findCycle(specs []*Spec, batch map[string]*Spec) []string {
 // Submit validates a batch (Validate; nothing is added when it fails),
 // then adds each demand NEW and admits it: ACCEPTED with a plan, ACCEPTED
 // waiting for its OrderBy, or FAILED at once (a strict demand the plan
-// cannot hold: not allocatable in time).
+// cannot hold: not allocatable in time). A document resubmitted as it
+// stands (Same) is returned as stored, with no change.
 func (b *Book) Submit(now time.Time, specs []*Spec) ([]*Demand, []Change, error) {
 	if err := b.Validate(now, specs); err != nil {
 		return nil, nil, err
@@ -183,6 +217,10 @@ func (b *Book) Submit(now time.Time, specs []*Spec) ([]*Demand, []Change, error)
 	var out []*Demand
 	var changes []Change
 	for _, s := range specs {
+		if d, same := b.Same(s); same {
+			out = append(out, d) // idempotent: the stored demand, unchanged
+			continue
+		}
 		doc, err := s.MarshalJSON()
 		if err != nil {
 			return nil, nil, fmt.Errorf("demand %s: %w", s.Time.DemandID, err)
@@ -311,7 +349,7 @@ func (b *Book) Replan(id string, now time.Time) bool {
 	}
 	start := maxTime(d.Start, now)
 	t := d.timing
-	t.Start, t.StartStrict = []timespec.Window{{From: start}}, true
+	t.Start, t.StartStrict = []timespec.Window{{From: start, To: start}}, true
 	pl, err := b.plan.Place(Request{ID: d.ID, Per: d.spec.Resources, Tasks: d.spec.Tasks, Gang: d.spec.Gang, Timing: t, Now: now, Loaded: true})
 	if err != nil {
 		return false
@@ -365,7 +403,7 @@ func (b *Book) placeNow(d *Demand, now time.Time) bool {
 		return false
 	}
 	pl, err := b.plan.Place(Request{ID: d.ID, Per: d.spec.Resources, Tasks: d.spec.Tasks, Gang: d.spec.Gang, Timing: Timing{
-		Ref: d.timing.Ref, Start: []timespec.Window{{From: now}}, StartStrict: true,
+		Ref: d.timing.Ref, Start: []timespec.Window{{From: now, To: now}}, StartStrict: true,
 		Length: d.timing.Length, Deadline: d.timing.Deadline}, Now: now, Loaded: true})
 	if err != nil {
 		return false
@@ -395,4 +433,100 @@ func (b *Book) event(id string, ev Event) ([]Change, error) {
 		return nil, err
 	}
 	return b.step(nil, d, ev), nil
+}
+
+// Update replaces demand id's document with s (the same DemandID) and
+// plans it again at now by the rules of Submit: NOW and relative times
+// resolve against now, OrderBy may name only demands submitted before
+// it, and the demand must be able to fit the cluster. Only a demand not
+// handed over yet (ACCEPTED, ALLOCATING) changes; it is ACCEPTED
+// afterwards (ALLOCATING again at its lead), with a transition that says
+// so. A strict start the plan cannot hold in its new windows refuses
+// the update and leaves the demand as it was (ErrNoFit); a loose one
+// waits for room. The same document again changes nothing. Errors wrap
+// ErrNotFound, ErrInvalid, ErrHandedOver or ErrNoFit.
+func (b *Book) Update(now time.Time, s *Spec) (*Demand, []Change, error) {
+	id := s.Time.DemandID
+	d, err := b.Get(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, same := b.Same(s); same {
+		return d, nil, nil
+	}
+	if err := b.updatable(now, d, s); err != nil {
+		return nil, nil, err
+	}
+	doc, err := s.MarshalJSON()
+	if err != nil {
+		return nil, nil, fmt.Errorf("demand %s: %w", id, err)
+	}
+	t, _ := s.Resolve(now) // checked by updatable
+	old := Placement{Start: d.Start, End: d.End, Slots: d.Placement}
+	b.plan.Release(id)
+	prev := *d
+	d.spec, d.timing, d.Doc, d.Role, d.Updated = s, t, doc, s.Role, now
+	d.Opportunities, d.Relaxed, d.Late = 0, false, false
+	ev := Event{Kind: EvUpdate, At: now}
+	if b.pred(d) == PredDone {
+		ev.Plan, ev.Err = b.place(d, now)
+	}
+	if ev.Err != nil && (t.StartStrict || !errors.Is(ev.Err, ErrNoFit)) {
+		*d = prev // nothing changes: the old plan stands
+		if len(old.Slots) > 0 {
+			b.plan.Book(id, d.spec.Resources, old)
+		}
+		return nil, nil, fmt.Errorf("demand %s: %w", id, ev.Err)
+	}
+	return d, b.step(nil, d, ev), nil
+}
+
+// updatable checks that d may take s as its new document at now.
+func (b *Book) updatable(now time.Time, d *Demand, s *Spec) error {
+	switch {
+	case d.State.Final() || d.State == Allocated || d.State == Monitoring:
+		return fmt.Errorf("demand %s is %s: %w; cancel it and submit a new one", d.ID, d.State, ErrHandedOver)
+	case s.Framework != d.Framework:
+		return fmt.Errorf("%w: demand %s: FrameworkID: %q: the demand belongs to framework %q", ErrInvalid, d.ID, s.Framework, d.Framework)
+	}
+	if s.Time.OrderBy != nil {
+		pos := slices.Index(b.order, d.ID)
+		for _, p := range s.Time.OrderBy.IDs() {
+			if i := slices.Index(b.order, p); i < 0 || i >= pos {
+				return fmt.Errorf("%w: demand %s: OrderBy: %q: not a demand submitted before it", ErrInvalid, d.ID, p)
+			}
+		}
+	}
+	return b.admissible(now, s)
+}
+
+// AgentGone takes an agent's capacity out of the plan (it left) and
+// places again, at now, the demands booked there that have not started
+// holding (ACCEPTED: anywhere in their windows) or are holding
+// (ALLOCATING: at their planned start, Replan). It returns the IDs of the
+// demands that moved; those with no room elsewhere stay, and their
+// hand-over decides.
+func (b *Book) AgentGone(agent string, now time.Time) []string {
+	b.plan.SetAgent(agent, nil)
+	var moved []string
+	for _, id := range b.order {
+		d := b.demands[id]
+		if d.State.Final() || !slices.ContainsFunc(d.Placement, func(s Slot) bool { return s.Agent == agent }) {
+			continue
+		}
+		switch d.State {
+		case Accepted:
+			pl, err := b.plan.Place(Request{ID: d.ID, Per: d.spec.Resources, Tasks: d.spec.Tasks, Gang: d.spec.Gang, Timing: d.timing, Now: now, Lead: b.cfg.Lead})
+			if err == nil {
+				b.plan.Book(d.ID, d.spec.Resources, pl)
+				d.place(&pl)
+				moved = append(moved, id)
+			}
+		case Allocating:
+			if b.Replan(id, now) {
+				moved = append(moved, id)
+			}
+		}
+	}
+	return moved
 }

@@ -26,6 +26,9 @@ var (
 	ErrNeverFits = errors.New("demand can never fit the cluster")
 	// ErrNoFit: the plan cannot hold the demand in its window.
 	ErrNoFit = errors.New("plan cannot hold the demand in time")
+	// ErrHandedOver: the demand's resources were handed over (or it
+	// ended): its document can no longer change.
+	ErrHandedOver = errors.New("demand handed over")
 )
 
 // State is a demand's state.
@@ -294,6 +297,9 @@ type Demand struct {
 	Reason    Reason          `json:"reason,omitempty"`
 	Message   string          `json:"message,omitempty"`
 	Submitted time.Time       `json:"submitted"`
+	// Updated is when the document was last changed (Book.Update; zero:
+	// never): NOW and relative times of the document resolve against it.
+	Updated time.Time `json:"updated,omitzero"`
 	// Start and End are the planned hand-over and release (End zero:
 	// open); Placement is where (zero Start: not planned yet, waiting
 	// for its OrderBy).
@@ -354,8 +360,17 @@ func (d *Demand) Restore() error {
 		return fmt.Errorf("restore demand %s: %w", d.ID, err)
 	}
 	d.spec = s
-	d.timing, _ = s.Resolve(d.Submitted) // valid when it was submitted
+	d.timing, _ = s.Resolve(d.Ref()) // valid when it was submitted or updated
 	return nil
+}
+
+// Ref is the instant the document's NOW stands for: when it was last
+// updated, else when it was submitted.
+func (d *Demand) Ref() time.Time {
+	if !d.Updated.IsZero() {
+		return d.Updated
+	}
+	return d.Submitted
 }
 
 // invalidTime is a time description's error, matching ErrInvalid too.

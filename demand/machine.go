@@ -31,6 +31,10 @@ const (
 	// EvHandOverLost: part of a hand-over that must be whole (a gang, a
 	// strict start) cannot complete; Message says why.
 	EvHandOverLost
+	// EvUpdate: the demand's document changed (Book.Update) before its
+	// hand-over: Plan (nil: wait for OrderBy) or Err (a loose demand the
+	// plan has no room for yet).
+	EvUpdate
 )
 
 // Pred is where a demand's OrderBy stands.
@@ -169,8 +173,25 @@ func deadlineCheck(d *Demand, at time.Time, busyFrom time.Time) *Transition {
 	return nil
 }
 
+// stepUpdate takes a changed document's plan: ACCEPTED again (holding
+// from its new lead on), the history saying where it is planned now.
+func stepUpdate(d *Demand, ev Event) *Transition {
+	d.Start, d.End, d.Placement = time.Time{}, time.Time{}, nil
+	msg := "updated: waiting for OrderBy"
+	switch {
+	case ev.Err != nil:
+		msg = "updated: no room in the plan yet; placed when capacity frees"
+	case ev.Plan != nil:
+		d.place(ev.Plan)
+		msg = fmt.Sprintf("updated: planned at %s", ev.Plan.Start.UTC().Format(time.RFC3339))
+	}
+	return d.move(ev.At, Accepted, "", msg)
+}
+
 func stepAccepted(d *Demand, ev Event, c Config) *Transition {
 	switch ev.Kind {
+	case EvUpdate:
+		return stepUpdate(d, ev)
 	case EvPlan:
 		if ev.Err != nil {
 			if d.timing.StartStrict {
@@ -210,6 +231,8 @@ func (d *Demand) startHolds(t time.Time) bool {
 
 func stepAllocating(d *Demand, ev Event, _ Config) *Transition {
 	switch ev.Kind {
+	case EvUpdate:
+		return stepUpdate(d, ev)
 	case EvTick:
 		if ev.Pred == PredFailed {
 			return d.fail(ev.At, ReasonPredecessorFailed, "an OrderBy demand failed")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/brimnode/brim/demand/timespec"
@@ -219,35 +220,48 @@ const (
 	scanMin = 16
 )
 
-// Place finds where and when the plan can hold r, without booking it: a
-// strict start at its window's beginning only, a loose one at the
-// earliest instant in its windows (or, marked Late, after them). Errors
-// wrap ErrNeverFits or ErrNoFit.
+// Place finds where and when the plan can hold r, without booking it: at
+// the earliest instant of its start windows where it fits (a strict
+// start inside its windows, and early enough to meet a strict deadline;
+// a loose one, marked Late, after them if need be). The instants worth
+// trying are the window starts and the ends of bookings (capacity only
+// ever frees up there). Errors wrap ErrNeverFits or ErrNoFit.
 func (p *Plan) Place(r Request) (Placement, error) {
 	if err := p.CanEverFit(r.Per, r.Tasks); err != nil {
 		return Placement{}, err
 	}
 	per := toVec(r.Per)
 	ws := r.Timing.Start
-	first := ws[0].From
-	if first.Before(r.Now) {
-		first = r.Now
-	}
-	if r.Timing.StartStrict {
-		if pl, ok := p.placeAt(first, r, per); ok {
+	first := maxTime(ws[0].From, r.Now)
+	for _, t := range p.candidates(r, first) {
+		if r.Timing.StartStrict && !p.strictOK(r, t) {
+			continue
+		}
+		if pl, ok := p.placeAt(t, r, per); ok {
+			pl.Late = !inWindows(ws, t)
 			return pl, nil
 		}
-		return Placement{}, fmt.Errorf("%w: %d tasks of %s at %s", ErrNoFit, r.Tasks, r.Per, first.UTC().Format(time.RFC3339))
 	}
-	// Loose: the start times worth trying are the window starts and the
-	// ends of bookings (capacity only ever frees up there).
+	if r.Timing.StartStrict {
+		return Placement{}, fmt.Errorf("%w: %d tasks of %s in %s", ErrNoFit, r.Tasks, r.Per, windowsText(ws, r.Now))
+	}
+	return Placement{}, fmt.Errorf("%w: %d tasks of %s: no capacity in the plan", ErrNoFit, r.Tasks, r.Per)
+}
+
+// candidates are the start times worth trying for r from first on, in
+// order: the window starts and the ends of bookings (inside the windows
+// only, for a strict start), at most maxCandidates.
+func (p *Plan) candidates(r Request, first time.Time) []time.Time {
+	ws := r.Timing.Start
 	cands := []time.Time{}
 	for _, w := range ws {
-		cands = append(cands, maxTime(w.From, r.Now))
+		if w.To.IsZero() || !w.To.Before(first) {
+			cands = append(cands, maxTime(w.From, first))
+		}
 	}
 	for _, a := range p.agents {
 		for i := range a.books {
-			if t := a.books[i].to; !t.IsZero() && t.After(first) {
+			if t := a.books[i].to; !t.IsZero() && t.After(first) && (!r.Timing.StartStrict || inWindows(ws, t)) {
 				cands = append(cands, t)
 			}
 		}
@@ -257,13 +271,34 @@ func (p *Plan) Place(r Request) (Placement, error) {
 	if len(cands) > maxCandidates {
 		cands = cands[:maxCandidates]
 	}
-	for _, t := range cands {
-		if pl, ok := p.placeAt(t, r, per); ok {
-			pl.Late = !inWindows(ws, t)
-			return pl, nil
-		}
+	return cands
+}
+
+// strictOK reports whether a strict start at t is one the demand takes:
+// inside its windows, and leaving its Duration room before a strict
+// deadline.
+func (p *Plan) strictOK(r Request, t time.Time) bool {
+	if !inWindows(r.Timing.Start, t) {
+		return false
 	}
-	return Placement{}, fmt.Errorf("%w: %d tasks of %s: no capacity in the plan", ErrNoFit, r.Tasks, r.Per)
+	tm := r.Timing
+	return !(tm.DeadlineStrict && tm.Length > 0 && !tm.Deadline.IsZero() && t.Add(tm.Length).After(tm.Deadline))
+}
+
+// windowsText names the windows of a start for an error.
+func windowsText(ws []timespec.Window, now time.Time) string {
+	var parts []string
+	for _, w := range ws {
+		from, to := "…", "…"
+		if !w.From.IsZero() {
+			from = maxTime(w.From, now).UTC().Format(time.RFC3339)
+		}
+		if !w.To.IsZero() {
+			to = w.To.UTC().Format(time.RFC3339)
+		}
+		parts = append(parts, "["+from+", "+to+"]")
+	}
+	return strings.Join(parts, " ∪ ")
 }
 
 func maxTime(a, b time.Time) time.Time {

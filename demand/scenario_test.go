@@ -38,6 +38,8 @@ var epoch = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 //	postpone a t=7m                re-place a loose demand short at its start
 //	hand a a1 n=1                  n tasks handed over on agent a1 (n < 0: back)
 //	gone a1                        the agent left: no capacity until it is back
+//	lose a1 t=5m                   the agent left: Book.AgentGone re-places its demands
+//	update t=5m {...}              change a demand's document (Book.Update)
 //	replan a t=5m                  re-place an ALLOCATING demand that no longer fits
 //	lost a t=5m                    part of a whole hand-over cannot complete
 //	show                           every demand, one line each
@@ -222,6 +224,21 @@ func runScript(t *testing.T, path string) {
 			got = "ok"
 		case "replan":
 			got = fmt.Sprintf("replanned: %v", b.Replan(pos[0], now))
+		case "lose":
+			got = fmt.Sprintf("moved: %v", b.AgentGone(pos[0], now))
+		case "update":
+			doc := strings.TrimSpace(rest[strings.Index(rest, " ")+1:])
+			s, err := ParseSpec([]byte(doc))
+			if err == nil {
+				var d *Demand
+				d, cs, err = b.Update(now, s)
+				if err == nil && len(cs) == 0 {
+					got = "unchanged: " + renderDemand(d)
+				}
+			}
+			if err != nil {
+				got = "error: " + err.Error()
+			}
 		case "load":
 			loads[pos[0]] = resources.MustParse(pos[1])
 			b.plan.SetLoadFunc(func(id string) resources.Resources { return loads[id] })
