@@ -382,7 +382,11 @@ func (a *Allocator) planOffer(ag *agent, c *client, r *role, stage int, p *offer
 		a.clipUnres(&p.un, r, stage)
 	}
 	if f.revocable {
+		// A pool whose lent capacity was taken back is overdrawn in some
+		// kinds until its allocations are reclaimed (Lend): offer the
+		// others, never a negative amount.
 		p.rev = ag.pools[1].free
+		p.rev.clampNeg()
 	}
 	for i := 2; i < len(ag.pools); i++ {
 		if q := &ag.pools[i]; q.key.role == r.idx {

@@ -159,3 +159,44 @@ func (a *Allocator) HeldOn(agentID, except string) resources.Resources {
 	}
 	return a.appendPool(nil, &ag.pools[0], &v)
 }
+
+// Free is what of the agent's unreserved non-revocable capacity no offer,
+// task or hold takes now. Nil for an unknown agent.
+func (a *Allocator) Free(agentID string) resources.Resources {
+	ai, ok := a.agentIdx[agentID]
+	if !ok {
+		return nil
+	}
+	ag := a.agents[ai]
+	v := ag.pools[0].free
+	v.clampNeg()
+	return a.appendPool(nil, &ag.pools[0], &v)
+}
+
+// FreeAgents returns the agents where at least atLeast (unreserved
+// non-revocable scalars) is free now, with what is free there: where a
+// start now can go (demand.Plan.SetFreeNowFunc). One pass over the
+// agents' free vectors; nothing is allocated for the others. Errors wrap
+// ErrInvalid (a resource the allocator cannot represent).
+func (a *Allocator) FreeAgents(atLeast resources.Resources) (map[string]resources.Resources, error) {
+	var want vec
+	for _, r := range atLeast {
+		if r.Type != resources.Scalar || r.Scalar < 0 {
+			return nil, fmt.Errorf("free agents: %s: want scalars: %w", r, ErrInvalid)
+		}
+		d, err := a.kind(r.Name)
+		if err != nil {
+			return nil, fmt.Errorf("free agents: %w", err)
+		}
+		want[d] += int64(r.Scalar)
+	}
+	out := map[string]resources.Resources{}
+	for _, ai := range a.live {
+		ag := a.agents[ai]
+		if f := &ag.pools[0].free; want.le(f) {
+			v := *f
+			out[ag.id] = a.appendPool(nil, &ag.pools[0], &v)
+		}
+	}
+	return out, nil
+}

@@ -110,3 +110,29 @@ func TestHeldOnSumsOtherHolds(t *testing.T) {
 		t.Fatalf("unknown agent: %s", got)
 	}
 }
+
+// TestFreeAgents: the agents with at least the amount asked free now,
+// holds, offers and tasks taken off.
+func TestFreeAgents(t *testing.T) {
+	a, _ := newTest(t, Options{})
+	for _, id := range []string{"a1", "a2", "a3"} {
+		must(t, a.AddAgent(AgentInfo{ID: id, Total: resources.MustParse("cpus:4;mem:4096")}, nil))
+	}
+	if _, err := a.Hold("a1", "d1", resources.MustParse("cpus:3")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Hold("a2", "d1", resources.MustParse("mem:4000")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.FreeAgents(resources.MustParse("cpus:2;mem:128"))
+	must(t, err)
+	if len(got) != 1 || !got["a3"].Equal(resources.MustParse("cpus:4;mem:4096")) {
+		t.Fatalf("free agents = %v, want a3 alone, whole", got)
+	}
+	if f := a.Free("a1"); !f.Equal(resources.MustParse("cpus:1;mem:4096")) {
+		t.Fatalf("free on a1 = %s", f)
+	}
+	if _, err := a.FreeAgents(resources.MustParse("ports:[1-2]")); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("ports: %v", err)
+	}
+}

@@ -112,3 +112,36 @@ func markRev(r resources.Resources) resources.Resources {
 	}
 	return out
 }
+
+// TestLendOverdrawnInOneKind: taken back while an allocation holds one
+// kind of it, the pool still offers what is free of the others, never a
+// negative amount (which made the framework's allocation unrecoverable).
+func TestLendOverdrawnInOneKind(t *testing.T) {
+	a, _ := newTest(t, Options{})
+	must(t, a.AddAgent(AgentInfo{ID: "a1", Total: resources.MustParse("cpus:4;mem:4096")}, nil))
+	must(t, a.AddFramework(FrameworkInfo{ID: "rev", Roles: []string{"r"}, Capabilities: Capabilities{Revocable: true}}, nil))
+	if _, err := a.Hold("a1", "d1", resources.MustParse("cpus:4;mem:4096")); err != nil {
+		t.Fatal(err)
+	}
+	must(t, a.Lend("a1", resources.MustParse("cpus:4;mem:4096")))
+	zero := time.Duration(0)
+	// The framework keeps cpus:1;mem:4096 of its revocable offer.
+	keep := markRev(resources.MustParse("cpus:1;mem:4096"))
+	for _, o := range a.Allocate() {
+		must(t, a.RecoverRole(o.FrameworkID, o.Role, o.AgentID, o.Resources.Subtract(keep), &zero))
+	}
+	// Half taken back: mem is overdrawn, cpus are not.
+	must(t, a.Lend("a1", resources.MustParse("cpus:2;mem:2048")))
+	for _, o := range a.Allocate() {
+		for _, r := range o.Resources {
+			if r.Scalar < 0 {
+				t.Fatalf("offer %s carries a negative amount", o.Resources)
+			}
+		}
+		must(t, a.RecoverRole(o.FrameworkID, o.Role, o.AgentID, o.Resources, &zero))
+	}
+	must(t, a.RecoverRole("rev", "r", "a1", keep, &zero))
+	if o := a.Overdraft("a1"); len(o) != 0 {
+		t.Fatalf("overdraft after recovery: %s", o)
+	}
+}

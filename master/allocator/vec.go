@@ -45,6 +45,13 @@ func (v *vec) isZero() bool {
 	return true
 }
 
+// clampNeg raises every negative dimension of v to 0.
+func (v *vec) clampNeg() {
+	for d := range v {
+		v[d] = max(v[d], 0)
+	}
+}
+
 // clampMin lowers every dimension of v to at most o (and at least 0).
 func (v *vec) clampMin(o *vec) {
 	for d := range v {
