@@ -387,10 +387,16 @@ func (b *Book) Postpone(id string, now time.Time) bool {
 
 // placeNow moves d's booking to start at now: on the same agents when the
 // plan has room there beside DRF's current load (holds stay useful), else
-// wherever it has that room now (one probe, not a search). It reports
-// whether the agents changed. Starting now, the load counts: an agent the
-// plan alone leaves room on may be busy with DRF work for up to the
-// lead, while another has the room free this cycle.
+// wherever it has that room now (one probe, not a search), else on the
+// same agents when the plan alone has room there from now on (its holds
+// wait for DRF's tasks to end), else at the earliest later instant the
+// plan has room for it (marked Late). It reports whether the agents
+// changed. Starting now, the load counts: an agent the plan alone leaves
+// room on may be busy with DRF work for up to the lead, while another
+// has the room free this cycle. Its booking always starts when it can be
+// handed over: before, one short at its start kept a booking that began
+// in the past, and once handed over its tasks ran into capacity the plan
+// had given to the demands booked after it.
 func (b *Book) placeNow(d *Demand, now time.Time) bool {
 	end := time.Time{}
 	if d.timing.Length > 0 {
@@ -402,14 +408,73 @@ func (b *Book) placeNow(d *Demand, now time.Time) bool {
 		d.place(&pl)
 		return false
 	}
-	pl, err := b.plan.Place(Request{ID: d.ID, Per: d.spec.Resources, Tasks: d.spec.Tasks, Gang: d.spec.Gang, Timing: Timing{
-		Ref: d.timing.Ref, Start: []timespec.Window{{From: now, To: now}}, StartStrict: true,
-		Length: d.timing.Length, Deadline: d.timing.Deadline}, Now: now, Loaded: true})
-	if err != nil {
+	if now.Sub(d.probed) >= probeEvery {
+		d.probed = now
+		pl, err := b.plan.Place(Request{ID: d.ID, Per: d.spec.Resources, Tasks: d.spec.Tasks, Gang: d.spec.Gang, Timing: Timing{
+			Ref: d.timing.Ref, Start: []timespec.Window{{From: now, To: now}}, StartStrict: true,
+			Length: d.timing.Length, Deadline: d.timing.Deadline}, Now: now, Loaded: true})
+		if err == nil {
+			b.plan.Book(d.ID, d.spec.Resources, pl)
+			d.place(&pl)
+			return true
+		}
+	}
+	if len(d.Placement) > 0 && b.plan.Fits(d.ID, d.spec.Resources, d.Placement, now, end) {
+		pl := Placement{Start: now, End: end, Slots: d.Placement}
+		b.plan.Book(d.ID, d.spec.Resources, pl)
+		d.place(&pl)
 		return false
 	}
+	t := d.timing
+	t.Start = []timespec.Window{{From: now}}
+	pl, err := b.plan.Place(Request{ID: d.ID, Per: d.spec.Resources, Tasks: d.spec.Tasks, Gang: d.spec.Gang, Timing: t, Now: now})
+	if err != nil {
+		return false // no room in the plan at all: it waits as it is
+	}
+	pl.Late = true
+	moved := !sameAgents(pl.Slots, d.Placement)
 	b.plan.Book(d.ID, d.spec.Resources, pl)
 	d.place(&pl)
+	return moved
+}
+
+// probeEvery spaces placeNow's search for room elsewhere now (a scan of
+// the agents, asking each what DRF and other demands hold there): at the
+// master's 1 s interval, a demand short for an hour probed 3,600 times.
+const probeEvery = 10 * time.Second
+
+// sameAgents reports whether two placements name the same agents.
+func sameAgents(a, b []Slot) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Agent != b[i].Agent {
+			return false
+		}
+	}
+	return true
+}
+
+// Stretch keeps demand id's booking through now plus its Duration: it is
+// handed over (more of it) at now, past its booked start. It reports
+// whether the plan has room for that; the driver hands a loose demand
+// over only when it has (a task handed late would run into capacity the
+// plan gave to demands booked after it).
+func (b *Book) Stretch(id string, now time.Time) bool {
+	d := b.demands[id]
+	if d == nil || d.timing.Length <= 0 || d.End.IsZero() {
+		return true
+	}
+	end := now.Add(d.timing.Length)
+	if !end.After(d.End) {
+		return true
+	}
+	if !b.plan.Fits(d.ID, d.spec.Resources, d.Placement, d.End, end) {
+		return false
+	}
+	b.plan.Extend(d.ID, end)
+	d.End = end
 	return true
 }
 

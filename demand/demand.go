@@ -327,6 +327,8 @@ type Demand struct {
 
 	spec   *Spec
 	timing Timing
+	// probed is when placeNow last looked for room elsewhere now.
+	probed time.Time
 }
 
 // Hand records that n tasks' worth of d were handed over on agent (n < 0:

@@ -106,6 +106,10 @@ type Plan struct {
 	next     int                                            // where the next scan of agents starts
 	loadOf   func(agent string) resources.Resources         // SetLoadFunc
 	heldOf   func(agent, except string) resources.Resources // SetHeldFunc
+	fixedOf  func(agent string) resources.Resources         // SetFixedLoadFunc
+	spread   int                                            // SetSpread
+	// freeNowOf: SetFreeNowFunc.
+	freeNowOf func(id string, per resources.Resources) map[string]resources.Resources
 }
 
 // NewPlan returns an empty plan.
@@ -134,6 +138,32 @@ func (p *Plan) SetAgent(id string, total resources.Resources) {
 // default) counts no load.
 func (p *Plan) SetLoadFunc(f func(agent string) resources.Resources) { p.loadOf = f }
 
+// SetFixedLoadFunc gives the plan a way to learn what of DRF's load on
+// an agent cannot be reclaimed for a strict start (the driver preempts the
+// rest: docs/demands.md). A strict start within the lead that finds no
+// room beside the whole load is then placed beside this part of it,
+// rather than refused; nil (the default): the whole load counts.
+func (p *Plan) SetFixedLoadFunc(f func(agent string) resources.Resources) { p.fixedOf = f }
+
+// SetFreeNowFunc gives the plan a quicker way to learn, for a start now
+// (Request.Loaded), where demand id has room now: the agents where at
+// least one copy of per is free (unallocated, or held by id itself), with
+// what is free there. With it, a start now is placed among those agents
+// only, without asking each agent's load and holds (SetLoadFunc,
+// SetHeldFunc); nil (the default): it asks them.
+func (p *Plan) SetFreeNowFunc(f func(id string, per resources.Resources) map[string]resources.Resources) {
+	p.freeNowOf = f
+}
+
+// SetSpread has placements take at most 1/share of an agent's capacity
+// for one demand (at least one task) wherever the scan finds enough room
+// that way, the whole agent only when it does not (0, the default: no
+// cap, best fit). A slot must be freed by the start: where DRF tasks of
+// heavy-tailed durations run, a quarter of an agent frees within a lead
+// far more often than a whole one, which needs its longest task to end
+// or be preempted.
+func (p *Plan) SetSpread(share int) { p.spread = share }
+
 // SetHeldFunc gives the plan a way to learn what demands other than
 // except hold on an agent now. A start now (Request.Loaded) cannot use
 // it even where those demands' bookings begin after its end: it is held
@@ -143,8 +173,11 @@ func (p *Plan) SetHeldFunc(f func(agent, except string) resources.Resources) { p
 // busyNow is what is in use on the agent now beyond the bookings: DRF's
 // load and, for a start now (held), what other demands than id hold
 // there. ok is false when the plan has no way to know.
-func (p *Plan) busyNow(agent, id string, held bool) (v vec, ok bool) {
-	if p.loadOf != nil {
+func (p *Plan) busyNow(agent, id string, held, fixed bool) (v vec, ok bool) {
+	switch {
+	case fixed && p.fixedOf != nil:
+		v, ok = toVec(p.fixedOf(agent)), true
+	case p.loadOf != nil:
 		v, ok = toVec(p.loadOf(agent)), true
 	}
 	if held && p.heldOf != nil {
@@ -237,9 +270,21 @@ func (p *Plan) Place(r Request) (Placement, error) {
 		if r.Timing.StartStrict && !p.strictOK(r, t) {
 			continue
 		}
-		if pl, ok := p.placeAt(t, r, per); ok {
+		if pl, ok := p.placeAt(t, r, per, false); ok {
 			pl.Late = !inWindows(ws, t)
 			return pl, nil
+		}
+	}
+	if r.Timing.StartStrict && p.fixedOf != nil && !r.Loaded {
+		// No room beside DRF's whole load within the lead: beside what
+		// of it cannot be reclaimed, the rest preempted at the start.
+		for _, t := range p.candidates(r, first) {
+			if t.Sub(r.Now) >= r.Lead || !p.strictOK(r, t) {
+				continue
+			}
+			if pl, ok := p.placeAt(t, r, per, true); ok {
+				return pl, nil
+			}
 		}
 	}
 	if r.Timing.StartStrict {
@@ -282,7 +327,7 @@ func (p *Plan) strictOK(r Request, t time.Time) bool {
 		return false
 	}
 	tm := r.Timing
-	return !(tm.DeadlineStrict && tm.Length > 0 && !tm.Deadline.IsZero() && t.Add(tm.Length).After(tm.Deadline))
+	return !tm.DeadlineStrict || tm.Length <= 0 || tm.Deadline.IsZero() || !t.Add(tm.Length).After(tm.Deadline)
 }
 
 // windowsText names the windows of a start for an error.
@@ -299,6 +344,15 @@ func windowsText(ws []timespec.Window, now time.Time) string {
 		parts = append(parts, "["+from+", "+to+"]")
 	}
 	return strings.Join(parts, " ∪ ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -321,70 +375,115 @@ func inWindows(ws []timespec.Window, t time.Time) bool {
 // free through the deadline come first (the deadline steers the choice:
 // a demand there can overrun its length and still finish in time), then
 // the fullest (best fit, leaving large holes for large demands).
-func (p *Plan) placeAt(s time.Time, r Request, per vec) (Placement, bool) {
+func (p *Plan) placeAt(s time.Time, r Request, per vec, fixed bool) (Placement, bool) {
 	end := time.Time{}
 	if r.Timing.Length > 0 {
 		end = s.Add(r.Timing.Length)
 	}
 	loaded := r.Loaded || r.Timing.StartStrict && s.Sub(r.Now) < r.Lead
-	type cand struct {
-		id      string
-		n       int
-		through bool
-		free    int
-	}
-	var cs []cand
-	total := 0
+	var cs []placeCand
+	total := 0 // tasks that fit within the caps
 	order := p.sortedIDs()
+	var freeNow map[string]resources.Resources
+	if r.Loaded && p.freeNowOf != nil {
+		freeNow = p.freeNowOf(r.ID, r.Per)
+		order = sortedKeys(freeNow) // few agents: all of them are looked at
+	}
 	n := len(order)
 	start := 0
-	if n > 0 {
+	if n > 0 && freeNow == nil {
 		start = p.next % n
 	}
 	for i := 0; i < n; i++ {
-		if total >= enough*r.Tasks && i >= scanMin {
+		if total >= enough*r.Tasks && i >= scanMin && freeNow == nil {
 			p.next = start + i
 			break
 		}
 		id := order[(start+i)%n]
 		a := p.agents[id]
+		if a == nil {
+			continue
+		}
 		n := min(fits(a.free(s, end, r.ID, vec{}), per), r.Tasks)
-		if n > 0 && loaded {
-			if busy, ok := p.busyNow(id, r.ID, r.Loaded); ok {
+		switch {
+		case n > 0 && freeNow != nil:
+			n = min(n, fits(toVec(freeNow[id]), per))
+		case n > 0 && loaded:
+			if busy, ok := p.busyNow(id, r.ID, r.Loaded, fixed); ok {
 				n = min(fits(a.free(s, end, r.ID, busy), per), r.Tasks)
 			}
 		}
 		if n == 0 {
 			continue
 		}
-		c := cand{id: id, n: n, free: n}
+		c := placeCand{id: id, n: n, cap: p.spreadCap(a, per, n), free: n}
 		if dl := r.Timing.Deadline; !dl.IsZero() && (end.IsZero() || dl.After(end)) {
 			c.through = fits(a.free(s, dl, r.ID, vec{}), per) >= n
 		}
 		cs = append(cs, c)
-		total += n
+		total += c.cap
 	}
-	if total < r.Tasks {
+	all := 0
+	for _, c := range cs {
+		all += c.n
+	}
+	if all < r.Tasks {
 		return Placement{}, false
 	}
+	return Placement{Start: s, End: end, Slots: slotsOf(cs, r.Tasks)}, true
+}
+
+// placeCand is an agent placeAt may use: n tasks fit there, cap of them
+// within the spread cap; through: it stays free through the deadline.
+type placeCand struct {
+	id      string
+	n, cap  int
+	through bool
+	free    int
+}
+
+// spreadCap is how many of n tasks of per an agent takes within the
+// spread cap (SetSpread): at least one, n without a cap.
+func (p *Plan) spreadCap(a *agentPlan, per vec, n int) int {
+	if p.spread <= 0 {
+		return n
+	}
+	var share vec
+	for d := range share {
+		share[d] = a.total[d] / int64(p.spread)
+	}
+	return min(n, max(1, fits(share, per)))
+}
+
+// slotsOf spreads tasks over the candidates, those free through the
+// deadline first, then the fullest: within the caps first, then up to
+// what fits when the caps leave tasks over. The slots are sorted by agent.
+func slotsOf(cs []placeCand, tasks int) []Slot {
 	sort.SliceStable(cs, func(i, j int) bool {
 		if cs[i].through != cs[j].through {
 			return cs[i].through
 		}
 		return cs[i].free < cs[j].free
 	})
-	pl := Placement{Start: s, End: end}
-	left := r.Tasks
-	for _, c := range cs {
-		if left == 0 {
-			break
+	// Within the caps first (spread), then up to what fits when the caps
+	// leave tasks over.
+	take := make([]int, len(cs))
+	left := tasks
+	for _, limit := range []func(c placeCand) int{func(c placeCand) int { return c.cap }, func(c placeCand) int { return c.n }} {
+		for i, c := range cs {
+			k := min(limit(c)-take[i], left)
+			take[i] += k
+			left -= k
 		}
-		k := min(c.n, left)
-		pl.Slots = append(pl.Slots, Slot{Agent: c.id, Tasks: k})
-		left -= k
 	}
-	sort.Slice(pl.Slots, func(i, j int) bool { return pl.Slots[i].Agent < pl.Slots[j].Agent })
-	return pl, true
+	var slots []Slot
+	for i, c := range cs {
+		if take[i] > 0 {
+			slots = append(slots, Slot{Agent: c.id, Tasks: take[i]})
+		}
+	}
+	sort.Slice(slots, func(i, j int) bool { return slots[i].Agent < slots[j].Agent })
+	return slots
 }
 
 // Fits reports whether slots of per fit over [from, to) (to zero: open)
@@ -408,12 +507,22 @@ func (p *Plan) Fits(id string, per resources.Resources, slots []Slot, from, to t
 // to) (always, when the plan cannot know what is busy).
 func (p *Plan) roomNow(id string, per resources.Resources, slots []Slot, from, to time.Time) bool {
 	v := toVec(per)
+	var freeNow map[string]resources.Resources
+	if p.freeNowOf != nil {
+		freeNow = p.freeNowOf(id, per)
+	}
 	for _, s := range slots {
 		a := p.agents[s.Agent]
 		if a == nil {
 			return false
 		}
-		busy, ok := p.busyNow(s.Agent, id, true)
+		if freeNow != nil {
+			if min(fits(a.free(from, to, id, vec{}), v), fits(toVec(freeNow[s.Agent]), v)) < s.Unhanded() {
+				return false
+			}
+			continue
+		}
+		busy, ok := p.busyNow(s.Agent, id, true, false)
 		if !ok {
 			return true
 		}

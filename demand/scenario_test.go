@@ -27,6 +27,7 @@ var epoch = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 //	                               looselead=1m: Config.LooseLead
 //	agent a1 cpus:4;mem:4096       add an agent to the plan
 //	load a1 cpus:3                 what DRF frameworks hold on it now
+//	fixed a1 cpus:1                what of that preemption cannot reclaim
 //	holding a1 cpus:2              what demands hold on it now
 //	submit t=0 {...} | [{...}]     submit a demand or a batch at t
 //	tick t=5m                      time passes
@@ -36,6 +37,7 @@ var epoch = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 //	cancel a t=7m
 //	replace a t=7m                 re-place a relaxed demand
 //	postpone a t=7m                re-place a loose demand short at its start
+//	stretch a t=7m                 keep a's booking through t + its Duration (handed late)
 //	hand a a1 n=1                  n tasks handed over on agent a1 (n < 0: back)
 //	gone a1                        the agent left: no capacity until it is back
 //	lose a1 t=5m                   the agent left: Book.AgentGone re-places its demands
@@ -175,6 +177,7 @@ func renderDemand(d *Demand) string {
 func runScript(t *testing.T, path string) {
 	var b *Book
 	loads := map[string]resources.Resources{}    // the load command's
+	fixed := map[string]resources.Resources{}    // the fixed command's
 	holdings := map[string]resources.Resources{} // the holding command's
 	cases := readScript(t, path)
 	failed := false
@@ -243,6 +246,10 @@ func runScript(t *testing.T, path string) {
 			loads[pos[0]] = resources.MustParse(pos[1])
 			b.plan.SetLoadFunc(func(id string) resources.Resources { return loads[id] })
 			got = "ok"
+		case "fixed":
+			fixed[pos[0]] = resources.MustParse(pos[1])
+			b.plan.SetFixedLoadFunc(func(id string) resources.Resources { return fixed[id] })
+			got = "ok"
 		case "submit":
 			doc := strings.TrimSpace(rest[strings.Index(rest, " ")+1:])
 			var specs []*Spec
@@ -282,6 +289,8 @@ func runScript(t *testing.T, path string) {
 			got = "ok"
 		case "postpone":
 			got = fmt.Sprintf("moved: %v", b.Postpone(pos[0], now))
+		case "stretch":
+			got = fmt.Sprintf("stretched: %v", b.Stretch(pos[0], now))
 		case "held", "claim", "ended", "cancel", "replace", "lost":
 			switch name {
 			case "lost":
