@@ -231,7 +231,13 @@ type Spec struct {
 	// Options.Oversub it is admitted against the revocable pool (see
 	// Oversub), otherwise against the same total as the others.
 	Revocable bool
-	Labels    map[string]string
+	// Lent (with Revocable): the master lends the resources from
+	// capacity it holds for a demand's start (docs/demands.md), not from
+	// this agent's oversubscription: admitted against the agent's own
+	// free resources, like a non-revocable container, and run
+	// best-effort; the master preempts it before the start.
+	Lent   bool
+	Labels map[string]string
 }
 
 // Update changes a running container's limits; zero fields are unchanged.
@@ -435,16 +441,23 @@ func New(opts Options) (*Agent, error) {
 	return a, nil
 }
 
-// revocablePool reports whether revocable containers are accounted in the
-// revocable pool (with oversubscription) rather than against Resources.
-func (a *Agent) revocablePool(revocable bool) bool { return revocable && a.over != nil }
+// pool is how a container is admitted: whether it is revocable, and
+// whether its revocable resources are lent by the master (Spec.Lent).
+type pool struct{ revocable, lent bool }
+
+func poolOf(c *Container) pool { return pool{c.Revocable, c.Lent} }
+
+// revocablePool reports whether a container of pool p is accounted in the
+// revocable pool (with oversubscription) rather than against Resources: a
+// lent one never is.
+func (a *Agent) revocablePool(p pool) bool { return p.revocable && !p.lent && a.over != nil }
 
 // claimOf returns what a container with resources r is accounted for in
 // the ledger: in the revocable pool (entries marked revocable) or in the
 // agent's own resources.
-func (a *Agent) claimOf(revocable bool, r Resources) resources.Resources {
+func (a *Agent) claimOf(p pool, r Resources) resources.Resources {
 	m := r.Model()
-	if a.revocablePool(revocable) {
+	if a.revocablePool(p) {
 		return markRevocable(m, true)
 	}
 	return m
@@ -452,19 +465,19 @@ func (a *Agent) claimOf(revocable bool, r Resources) resources.Resources {
 
 // reserveLocked admits a new container's claim. Errors: an
 // *InsufficientResourcesError.
-func (a *Agent) reserveLocked(id string, revocable bool, r Resources) error {
-	claim := a.claimOf(revocable, r)
-	if a.revocablePool(revocable) {
+func (a *Agent) reserveLocked(id string, p pool, r Resources) error {
+	claim := a.claimOf(p, r)
+	if a.revocablePool(p) {
 		return a.over.admit(a.ledger, claim, func() error { return a.ledger.Reserve(id, claim) })
 	}
 	return a.ledger.Reserve(id, claim)
 }
 
 // resizeLocked admits a running container's new size.
-func (a *Agent) resizeLocked(id string, revocable bool, old, next Resources) error {
-	claim := a.claimOf(revocable, next)
-	if a.revocablePool(revocable) {
-		grow := claim.Subtract(a.claimOf(revocable, old))
+func (a *Agent) resizeLocked(id string, p pool, old, next Resources) error {
+	claim := a.claimOf(p, next)
+	if a.revocablePool(p) {
+		grow := claim.Subtract(a.claimOf(p, old))
 		return a.over.admit(a.ledger, grow, func() error { return a.ledger.Resize(id, claim) })
 	}
 	return a.ledger.Resize(id, claim)
@@ -548,7 +561,7 @@ func (a *Agent) addLocked(c *Container) {
 	case c.State != StateRunning:
 		close(ch)
 	case c.Quarantine == "":
-		a.ledger.Adopt(c.ID, a.claimOf(c.Revocable, c.Resources()))
+		a.ledger.Adopt(c.ID, a.claimOf(poolOf(c), c.Resources()))
 	}
 }
 
@@ -702,13 +715,13 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 		a.mu.Unlock()
 		return nil, fmt.Errorf("run: %w: %q is used by container %s", ErrNameInUse, name, other)
 	}
-	if err := a.reserveLocked(id, spec.Revocable, spec.Resources); err != nil {
+	if err := a.reserveLocked(id, pool{spec.Revocable, spec.Revocable && spec.Lent}, spec.Resources); err != nil {
 		a.mu.Unlock()
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	c := &Container{
 		ID: id, Name: name, Command: spec.Command, Env: spec.Env, Cwd: spec.Cwd,
-		Rootfs: spec.Rootfs, User: spec.User, UserNS: spec.UserNS, Limits: p.limits, Revocable: spec.Revocable, Labels: spec.Labels,
+		Rootfs: spec.Rootfs, User: spec.User, UserNS: spec.UserNS, Limits: p.limits, Revocable: spec.Revocable, Lent: spec.Revocable && spec.Lent, Labels: spec.Labels,
 		State: StateLaunching, CreatedAt: time.Now().UTC(), LogMaxSize: spec.LogMaxSize, LogMaxFiles: spec.LogMaxFiles,
 		DiskMiB: spec.Resources.DiskMiB,
 	}
@@ -1194,7 +1207,7 @@ func (a *Agent) resize(ctx context.Context, ref string, u Update, labels map[str
 	if !c.Revocable {
 		next.NetMbit = limits.NetBandwidthMbit
 	}
-	if err := a.resizeLocked(id, c.Revocable, old, next); err != nil {
+	if err := a.resizeLocked(id, poolOf(c), old, next); err != nil {
 		a.mu.Unlock()
 		return nil, fmt.Errorf("update %s: %w", id, err)
 	}

@@ -583,3 +583,28 @@ func TestKillDuringAFreeze(t *testing.T) {
 		t.Errorf("cgroup calls = %q, want the freeze, then the kill's thaw", calls)
 	}
 }
+
+// TestLentRevocableAdmission: a revocable container on capacity the
+// master lends (Spec.Lent) is admitted against the agent's own free
+// resources, not its oversubscription pool, which the noop estimator
+// leaves empty (it was refused there: "never offers revocable
+// resources"); it takes the agent's own resources from the others.
+func TestLentRevocableAdmission(t *testing.T) {
+	ctx := context.Background()
+	a := newOversubAgent(t, nil, "", nil)
+	c, err := a.Launch(ctx, Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 1500, MemMiB: 500}, Revocable: true, Lent: true})
+	if err != nil {
+		t.Fatalf("lent revocable launch: %v", err)
+	}
+	if !c.Revocable || !c.Lent {
+		t.Fatalf("container revocable %v lent %v, want both", c.Revocable, c.Lent)
+	}
+	_, err = a.Launch(ctx, Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 1000, MemMiB: 100}})
+	var ie *InsufficientResourcesError
+	if !errors.As(err, &ie) || ie.Pool == "revocable" {
+		t.Fatalf("non-revocable launch beside the lent container: %v, want the agent's own resources short", err)
+	}
+	if in := a.Info(); in.Used != (Resources{MilliCPUs: 1500, MemMiB: 500}) {
+		t.Fatalf("used = %+v, want the lent container's", in.Used)
+	}
+}

@@ -97,7 +97,7 @@ func (a *Agent) relaunch(ctx context.Context, id string) (*Container, error) {
 		a.mu.Unlock()
 		return nil, fmt.Errorf("restart %s: %w: it was removed or started again meanwhile", id, ErrRunning)
 	}
-	if err := a.reserveLocked(id, c.Revocable, p.spec.Resources); err != nil {
+	if err := a.reserveLocked(id, poolOf(c), p.spec.Resources); err != nil {
 		a.mu.Unlock()
 		return nil, fmt.Errorf("restart %s: %w", id, err)
 	}

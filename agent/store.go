@@ -24,16 +24,19 @@ const (
 // Container is the agent's record of one container, checkpointed as JSON in
 // the state dir. Values returned by the Agent are copies.
 type Container struct {
-	ID         string            `json:"id"`
-	Name       string            `json:"name"`
-	Command    []string          `json:"command"`
-	Env        []string          `json:"env,omitempty"`
-	Cwd        string            `json:"cwd,omitempty"`
-	Rootfs     string            `json:"rootfs,omitempty"`
-	User       string            `json:"user,omitempty"`
-	UserNS     bool              `json:"userns,omitempty"`
-	Limits     isolator.Limits   `json:"limits"`
-	Revocable  bool              `json:"revocable,omitempty"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Command   []string        `json:"command"`
+	Env       []string        `json:"env,omitempty"`
+	Cwd       string          `json:"cwd,omitempty"`
+	Rootfs    string          `json:"rootfs,omitempty"`
+	User      string          `json:"user,omitempty"`
+	UserNS    bool            `json:"userns,omitempty"`
+	Limits    isolator.Limits `json:"limits"`
+	Revocable bool            `json:"revocable,omitempty"`
+	// Lent: a revocable container on capacity the master lends
+	// (Spec.Lent), accounted against the agent's own resources.
+	Lent       bool              `json:"lent,omitempty"`
 	Labels     map[string]string `json:"labels,omitempty"`
 	State      string            `json:"state"`
 	Pid        int               `json:"pid,omitempty"`

@@ -77,6 +77,11 @@ type Task struct {
 	Image          string
 	ImagePull      string
 	ImageReadWrite bool
+	// Lent: its revocable resources are capacity the master lends
+	// (RunTask.lent): admitted against the agent's own free resources,
+	// not its revocable pool. Never set from a snapshot (the agent keeps
+	// it with the container).
+	Lent bool
 }
 
 // TaskSnapshot is a task the agent runs (or ran), reported when it
@@ -126,6 +131,15 @@ type TaskRunner interface {
 	KillTask(ctx context.Context, frameworkID, taskID string) error
 	// Tasks lists the tasks the runner knows.
 	Tasks(ctx context.Context) ([]TaskSnapshot, error)
+}
+
+// TaskPreempter is the optional ability of a TaskRunner to kill a task
+// the master preempts (KillTask.preempted): killed as KillTask does, it is
+// reported KILLED with reason CONTAINER_PREEMPTED and message, which
+// names what needed its resources. Without it the task is killed with
+// KillTask (the master still tells its framework it was preempted).
+type TaskPreempter interface {
+	PreemptTask(ctx context.Context, frameworkID, taskID, message string) error
 }
 
 // TaskUpdater is the optional ability of a TaskRunner to resize a running
@@ -781,9 +795,13 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 		}
 		switch x := msg.Msg.(type) {
 		case *pb.MasterMessage_Run:
-			c.launch(ctx, x.Run.GetTask(), x.Run.GetRunAsRoot())
+			c.launch(ctx, x.Run.GetTask(), x.Run.GetRunAsRoot(), x.Run.GetLent())
 		case *pb.MasterMessage_Kill:
-			c.kill(ctx, x.Kill.FrameworkId, x.Kill.TaskId)
+			if x.Kill.Preempted {
+				c.preempt(ctx, x.Kill.FrameworkId, x.Kill.TaskId, x.Kill.Message)
+			} else {
+				c.kill(ctx, x.Kill.FrameworkId, x.Kill.TaskId)
+			}
 		case *pb.MasterMessage_Ack:
 			acks.push(ackOf{fw: x.Ack.FrameworkId, taskID: x.Ack.TaskId, id: x.Ack.Uuid})
 		case *pb.MasterMessage_Update:
@@ -939,12 +957,12 @@ func (c *Client) ackAll(acks []ackOf) {
 	c.poke()
 }
 
-func (c *Client) launch(ctx context.Context, ti *pb.TaskInfo, runAsRoot bool) {
+func (c *Client) launch(ctx context.Context, ti *pb.TaskInfo, runAsRoot, lent bool) {
 	if ti == nil {
 		return
 	}
 	t, err := taskFromProto(ti)
-	t.RunAsRoot = runAsRoot
+	t.RunAsRoot, t.Lent = runAsRoot, lent
 	key := queueKey(ti.FrameworkId, ti.TaskId)
 	if err == nil {
 		// Before the session can end: the next Register lists it. A
@@ -1039,6 +1057,23 @@ func (c *Client) kill(ctx context.Context, fw, id string) {
 		defer c.wg.Done()
 		if err := c.opts.Runner.KillTask(ctx, fw, id); err != nil {
 			c.log.Warn("kill task", "task", id, "framework", fw, "err", err)
+		}
+	}()
+}
+
+// preempt kills a task the master preempts, reported with its reason
+// when the runner can (TaskPreempter).
+func (c *Client) preempt(ctx context.Context, fw, id, message string) {
+	p, ok := c.opts.Runner.(TaskPreempter)
+	if !ok {
+		c.kill(ctx, fw, id)
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if err := p.PreemptTask(ctx, fw, id, message); err != nil {
+			c.log.Warn("preempt task", "task", id, "framework", fw, "err", err)
 		}
 	}()
 }

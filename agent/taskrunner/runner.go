@@ -79,11 +79,15 @@ type task struct {
 	launching bool   // between LaunchTask and a running container
 	killed    bool   // the framework asked for the kill
 	container string // the container's ID once it exists
+	// preempted: the master preempted the task (PreemptTask); what
+	// needed its resources, for the status.
+	preempted string
 }
 
 var (
-	_ masterlink.TaskRunner  = (*Runner)(nil)
-	_ masterlink.TaskUpdater = (*Runner)(nil)
+	_ masterlink.TaskRunner    = (*Runner)(nil)
+	_ masterlink.TaskUpdater   = (*Runner)(nil)
+	_ masterlink.TaskPreempter = (*Runner)(nil)
 )
 
 // New returns a runner of a's tasks; its watchers end with ctx or Close.
@@ -141,10 +145,15 @@ func (r *Runner) taskLocked(k taskKey) *task {
 	return t
 }
 
-func (r *Runner) killed(k taskKey) bool {
+// killed reports whether task k was killed by request, and the
+// preemption's message when the master preempted it.
+func (r *Runner) killed(k taskKey) (bool, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.tasks[k] != nil && r.tasks[k].killed
+	if t := r.tasks[k]; t != nil {
+		return t.killed, t.preempted
+	}
+	return false, ""
 }
 
 // LaunchTask starts t's container and watches it. A kill that arrives
@@ -175,10 +184,10 @@ func (r *Runner) LaunchTask(ctx context.Context, t masterlink.Task) error {
 		return nil
 	}
 	tk := r.taskLocked(k)
-	tk.launching, tk.container, tk.killed = true, "", false
+	tk.launching, tk.container, tk.killed, tk.preempted = true, "", false, ""
 	r.mu.Unlock()
 	r.update(masterlink.Status{TaskID: t.ID, FrameworkID: t.FrameworkID, State: pb.TaskState_TASK_STARTING})
-	c, err := r.a.Launch(ctx, agent.Spec{Name: ContainerName(t.FrameworkID, t.ID), Command: t.Command, Env: t.Env, Resources: ar, Revocable: rev, Labels: labels,
+	c, err := r.a.Launch(ctx, agent.Spec{Name: ContainerName(t.FrameworkID, t.ID), Command: t.Command, Env: t.Env, Resources: ar, Revocable: rev, Lent: rev && t.Lent, Labels: labels,
 		User: t.User, UserNS: t.UserNS, RunAsRoot: t.RunAsRoot, // the master checked run_as_root
 		Image: t.Image, Pull: agent.PullPolicy(t.ImagePull), ReadWrite: t.ImageReadWrite,
 		Network: ar.NetMbit > 0}) // net_bw needs the container's own netns (agent --network)
@@ -219,12 +228,25 @@ func (r *Runner) watch(k taskKey, ref string) {
 			r.update(masterlink.Status{TaskID: k.id, FrameworkID: k.fw, State: pb.TaskState_TASK_LOST, Reason: ReasonContainerLost, Message: err.Error()})
 			return
 		}
-		st := finalStatus(c, r.killed(k))
-		if st.Reason == ReasonPreempted {
+		st, byMaster := r.endStatus(k, c)
+		if st.Reason == ReasonPreempted && !byMaster {
 			st.Message = r.preemptMessage(c)
 		}
 		r.update(st)
 	}()
+}
+
+// endStatus is task k's final status, its container c having exited: a
+// task the master preempted (byMaster) is KILLED with reason
+// CONTAINER_PREEMPTED and the master's message.
+func (r *Runner) endStatus(k taskKey, c *agent.Container) (st masterlink.Status, byMaster bool) {
+	killed, preempted := r.killed(k)
+	st = finalStatus(c, killed)
+	if killed && preempted != "" && st.State == pb.TaskState_TASK_KILLED {
+		st.Reason, st.Message = ReasonPreempted, preempted
+		return st, true
+	}
+	return st, false
 }
 
 // preemptMessage names the QoS kill's trigger for a preempted task. The
@@ -261,6 +283,20 @@ func (r *Runner) preemptMessage(c *agent.Container) string {
 // unknown task is reported LOST. Another framework's task of the same ID
 // is never touched.
 func (r *Runner) KillTask(ctx context.Context, fw, id string) error {
+	return r.kill(ctx, fw, id, "")
+}
+
+// PreemptTask kills framework fw's task id as KillTask does; its status
+// is TASK_KILLED with reason CONTAINER_PREEMPTED and message (what
+// needed its resources, as the master said).
+func (r *Runner) PreemptTask(ctx context.Context, fw, id, message string) error {
+	if message == "" {
+		message = "preempted by the master"
+	}
+	return r.kill(ctx, fw, id, message)
+}
+
+func (r *Runner) kill(ctx context.Context, fw, id, preempted string) error {
 	k := taskKey{fw, id}
 	if fw == "" {
 		k = r.keyOfID(id)
@@ -268,6 +304,9 @@ func (r *Runner) KillTask(ctx context.Context, fw, id string) error {
 	r.mu.Lock()
 	tk := r.taskLocked(k)
 	tk.killed = true
+	if tk.preempted == "" {
+		tk.preempted = preempted
+	}
 	launching := tk.launching
 	r.mu.Unlock()
 	if _, err := r.a.Kill(ctx, r.ref(k), 0); err != nil {
@@ -330,7 +369,7 @@ func (r *Runner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
 		case agent.StateLaunching:
 			s.State = pb.TaskState_TASK_STARTING
 		case agent.StateExited:
-			st := finalStatus(c, r.killed(k))
+			st, _ := r.endStatus(k, c)
 			s.State, s.Reason, s.Message, s.ExitCode = st.State, st.Reason, st.Message, st.ExitCode
 		}
 		out = append(out, s)
@@ -348,7 +387,8 @@ func (r *Runner) Adopt() {
 		r.taskLocked(k).container = c.ID
 		r.mu.Unlock()
 		if c.State == agent.StateExited {
-			r.update(finalStatus(c, r.killed(k)))
+			st, _ := r.endStatus(k, c)
+			r.update(st)
 		} else {
 			r.watch(k, c.ID)
 		}

@@ -318,6 +318,33 @@ func TestDuplicateLaunch(t *testing.T) {
 	killedOnce(t, a, states)
 }
 
+// TestPreemptTask: a task the master preempts is killed like any other
+// and reported KILLED with reason CONTAINER_PREEMPTED and the master's
+// message naming what needed its resources (before, the agent knew no
+// such kill: the framework was told KILLED_BY_FRAMEWORK, "killed").
+func TestPreemptTask(t *testing.T) {
+	a, up, r, res := slowRunner(t)
+	close(a.release)
+	if err := r.LaunchTask(context.Background(), masterlink.Task{ID: "t1", FrameworkID: "f", Resources: res}); err != nil {
+		t.Fatal(err)
+	}
+	const msg = "preempted by demand d1: its strict start at 2026-11-25T10:00:00Z is booked on agent a1"
+	if err := r.PreemptTask(context.Background(), "f", "t1", msg); err != nil {
+		t.Fatal(err)
+	}
+	var states []pb.TaskState
+	for st := range up.ch {
+		states = append(states, st.State)
+		if st.State.Terminal() {
+			if st.Reason != ReasonPreempted || st.Message != msg {
+				t.Errorf("preempted task: reason %q message %q", st.Reason, st.Message)
+			}
+			break
+		}
+	}
+	killedOnce(t, a, states)
+}
+
 // TestKillUnknownTask: a kill of a task the agent does not have reports
 // it LOST at once.
 func TestKillUnknownTask(t *testing.T) {

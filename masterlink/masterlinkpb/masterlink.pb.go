@@ -117,7 +117,9 @@ const (
 	TaskReason_KILLED_BY_FRAMEWORK         TaskReason = 3
 	TaskReason_CONTAINER_LOST              TaskReason = 4
 	TaskReason_INVALID_RESOURCES           TaskReason = 5
-	// CONTAINER_PREEMPTED: a QoS correction killed a revocable container.
+	// CONTAINER_PREEMPTED: a QoS correction killed a revocable container,
+	// or the master preempted the task (KillTask.preempted): the message
+	// says what needed its resources.
 	TaskReason_CONTAINER_PREEMPTED TaskReason = 6
 	// Resource updates (UpdateTask): the status's resources hold the
 	// task's resources after the update (or the unchanged ones on failure).
@@ -1410,7 +1412,13 @@ type RunTask struct {
 	// root (action run_as_root for its role); the agent refuses a task that
 	// resolves to uid 0 without it (unless in a user namespace, or the agent
 	// runs with --allow-root-tasks).
-	RunAsRoot     bool `protobuf:"varint,2,opt,name=run_as_root,json=runAsRoot,proto3" json:"run_as_root,omitempty"`
+	RunAsRoot bool `protobuf:"varint,2,opt,name=run_as_root,json=runAsRoot,proto3" json:"run_as_root,omitempty"`
+	// lent: the task's revocable resources are capacity the master lends
+	// from a demand's hold until that demand's start (docs/demands.md), not
+	// the agent's oversubscription: the agent admits it against its own free
+	// resources and runs it best-effort; the master preempts it at the
+	// start.
+	Lent          bool `protobuf:"varint,3,opt,name=lent,proto3" json:"lent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1459,10 +1467,24 @@ func (x *RunTask) GetRunAsRoot() bool {
 	return false
 }
 
+func (x *RunTask) GetLent() bool {
+	if x != nil {
+		return x.Lent
+	}
+	return false
+}
+
 type KillTask struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	FrameworkId   string                 `protobuf:"bytes,2,opt,name=framework_id,json=frameworkId,proto3" json:"framework_id,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	TaskId      string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	FrameworkId string                 `protobuf:"bytes,2,opt,name=framework_id,json=frameworkId,proto3" json:"framework_id,omitempty"`
+	// preempted: the master takes the task's resources back for another's
+	// use (a demand's booked start, lent revocable capacity due back); the
+	// agent kills it as any kill (SIGTERM, its kill grace, SIGKILL) and
+	// reports it TASK_KILLED with reason CONTAINER_PREEMPTED and message,
+	// which names what needed the resources.
+	Preempted     bool   `protobuf:"varint,3,opt,name=preempted,proto3" json:"preempted,omitempty"`
+	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1507,6 +1529,20 @@ func (x *KillTask) GetTaskId() string {
 func (x *KillTask) GetFrameworkId() string {
 	if x != nil {
 		return x.FrameworkId
+	}
+	return ""
+}
+
+func (x *KillTask) GetPreempted() bool {
+	if x != nil {
+		return x.Preempted
+	}
+	return false
+}
+
+func (x *KillTask) GetMessage() string {
+	if x != nil {
+		return x.Message
 	}
 	return ""
 }
@@ -3400,13 +3436,16 @@ const file_masterlink_proto_rawDesc = "" +
 	"\x18heartbeat_interval_nanos\x18\x02 \x01(\x03R\x16heartbeatIntervalNanos\x12\x12\n" +
 	"\x04kill\x18\x03 \x03(\tR\x04kill\x12;\n" +
 	"\n" +
-	"kill_tasks\x18\x04 \x03(\v2\x1c.brim.masterlink.v1.KillTaskR\tkillTasks\"[\n" +
+	"kill_tasks\x18\x04 \x03(\v2\x1c.brim.masterlink.v1.KillTaskR\tkillTasks\"o\n" +
 	"\aRunTask\x120\n" +
 	"\x04task\x18\x01 \x01(\v2\x1c.brim.masterlink.v1.TaskInfoR\x04task\x12\x1e\n" +
-	"\vrun_as_root\x18\x02 \x01(\bR\trunAsRoot\"F\n" +
+	"\vrun_as_root\x18\x02 \x01(\bR\trunAsRoot\x12\x12\n" +
+	"\x04lent\x18\x03 \x01(\bR\x04lent\"~\n" +
 	"\bKillTask\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12!\n" +
-	"\fframework_id\x18\x02 \x01(\tR\vframeworkId\"f\n" +
+	"\fframework_id\x18\x02 \x01(\tR\vframeworkId\x12\x1c\n" +
+	"\tpreempted\x18\x03 \x01(\bR\tpreempted\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"f\n" +
 	"\n" +
 	"UpdateTask\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1c\n" +
