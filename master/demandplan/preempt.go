@@ -1,0 +1,340 @@
+package demandplan
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/brimnode/brim/demand"
+	"github.com/brimnode/brim/resources"
+)
+
+// Preemption, as YARN's reservation system does with its preemption
+// policy: a strict start's booking is the demand's from the start on.
+// When, ReclaimAhead before the start, its hold on an agent is still
+// short, what holds the rest is reclaimed in this order:
+//
+//  1. revocable work on lent capacity (lend/reclaim: it was only ever
+//     lent until the start);
+//  2. DRF's outstanding offers there (no work is lost);
+//  3. DRF tasks of roles above their quota guarantee, youngest first.
+//
+// Never: a role's guarantee (a task is skipped when taking it would put
+// its role below it), a reservation (reserved resources are not the
+// plan's), a demand's own tasks (the plan booked them; a loose demand's
+// are not preempted either). Tasks that started after the booking are
+// younger than those that started before, so they go first; the older
+// ones go only when they are not enough: the plan cannot know when a
+// task that started before it booked the agent will end (DRF tasks
+// declare no duration), and not reclaiming from it would make the
+// guarantee depend on what DRF runs, which is what a heavy-tailed
+// background breaks.
+//
+// Killed tasks get the agents' kill grace (SIGTERM, then SIGKILL); their
+// framework is told CONTAINER_PREEMPTED with the demand that needed the
+// capacity. What they free comes back when they end, and the demand's
+// hold takes it before DRF.
+
+// preempt reclaims for strict demand d on agent what its hold there still
+// lacks of want tasks' worth, beyond what victims killed for it already
+// will free.
+func (p *Planner) preempt(d *demand.Demand, agent string, want int, now time.Time) Effects {
+	short := shortfall(d.Spec().Resources, want, p.alloc.Held(agent, d.ID))
+	for _, v := range sortedKeys(p.victims) {
+		if x := p.victims[v]; x.demand == d.ID && x.agent == agent && !x.revocable {
+			short = less(short, x.res)
+		}
+	}
+	if isEmpty(short) {
+		return Effects{}
+	}
+	var eff Effects
+	for _, o := range p.cl.Offers(agent) {
+		if _, mine := p.offers[o.ID]; mine {
+			continue
+		}
+		r := o.Resources.NonRevocable().Unreserved()
+		if !helps(short, r) {
+			continue
+		}
+		eff.Rescind = append(eff.Rescind, o.ID) // given back at once: TopUp holds it
+		if short = less(short, r); isEmpty(short) {
+			return eff
+		}
+	}
+	msg := fmt.Sprintf("preempted by demand %s: its strict start at %s is booked on agent %s", d.ID, d.Start.UTC().Format(time.RFC3339), agent)
+	taken := map[string]resources.Resources{}
+	for _, t := range youngestFirst(p.cl.Tasks(agent)) {
+		if _, own := p.tasks[t.ID]; own {
+			continue // a demand's task
+		}
+		if _, dying := p.victims[t.ID]; dying {
+			continue
+		}
+		nr := t.Resources.NonRevocable()
+		if slices.ContainsFunc(nr, func(r resources.Resource) bool { return r.IsReserved() }) {
+			continue // runs on a reservation
+		}
+		if !helps(short, nr) || !p.alloc.AboveGuarantee(t.Role, taken[t.Role].Add(nr)) {
+			continue
+		}
+		taken[t.Role] = taken[t.Role].Add(nr)
+		p.victims[t.ID] = victim{agent: agent, demand: d.ID, res: nr}
+		eff.Kill = append(eff.Kill, Kill{Task: t.ID, Framework: t.Framework, Agent: agent, Preempted: true, Message: msg})
+		if short = less(short, nr); isEmpty(short) {
+			break
+		}
+	}
+	return eff
+}
+
+// fixedLoad is what of DRF's load on an agent preemption cannot reclaim
+// (demand.Plan.SetFixedLoadFunc): the tasks a role needs to stay at its
+// quota guarantee (its oldest there).
+func (p *Planner) fixedLoad(agent string) resources.Resources {
+	var fixed resources.Resources
+	taken := map[string]resources.Resources{}
+	for _, t := range youngestFirst(p.cl.Tasks(agent)) {
+		if _, own := p.tasks[t.ID]; own {
+			continue // a demand's: in the plan already
+		}
+		nr := t.Resources.NonRevocable().Unreserved()
+		if isEmpty(nr) {
+			continue
+		}
+		if p.alloc.AboveGuarantee(t.Role, taken[t.Role].Add(nr)) {
+			taken[t.Role] = taken[t.Role].Add(nr)
+			continue
+		}
+		fixed = fixed.Add(nr)
+	}
+	return fixed
+}
+
+// youngestFirst sorts tasks by launch, the latest first (ties by ID).
+func youngestFirst(ts []Task) []Task {
+	ts = slices.Clone(ts)
+	slices.SortStableFunc(ts, func(x, y Task) int {
+		if c := y.Launched.Compare(x.Launched); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.ID, y.ID)
+	})
+	return ts
+}
+
+// lend sets what each agent lends: what demands hold there and will not
+// hand over this cycle (Planner.handsOver: ahead of their start, until
+// ReclaimAhead before it; a loose one still short after it). An agent
+// whose lent capacity shrank is reclaimed (reclaim) for the demand that
+// stopped lending there.
+func (p *Planner) lend() {
+	want := map[string]resources.Resources{}
+	by := map[string][]string{}
+	for _, id := range sortedKeys(p.holds) {
+		d, err := p.book.Get(id)
+		if err != nil || d.State.Final() || p.keep[id] {
+			continue
+		}
+		for _, ag := range sortedKeys(p.holds[id]) {
+			if h := p.alloc.Held(ag, id); len(h) > 0 {
+				want[ag] = want[ag].Add(h)
+				by[ag] = append(by[ag], id)
+			}
+		}
+	}
+	for _, ag := range sortedKeys(p.lent) {
+		if _, still := want[ag]; !still {
+			want[ag] = nil
+		}
+	}
+	for _, ag := range sortedKeys(want) {
+		w := want[ag]
+		if w.Equal(p.lent[ag]) {
+			continue
+		}
+		if err := p.alloc.Lend(ag, w); err != nil {
+			continue // the agent left the allocator
+		}
+		if shrank := !w.Contains(p.lent[ag]); shrank {
+			for _, id := range p.lentBy[ag] {
+				if !slices.Contains(by[ag], id) {
+					p.reclaimFor[ag] = id
+					break
+				}
+			}
+			if p.reclaimFor[ag] == "" {
+				p.reclaimFor[ag] = "-"
+			}
+		}
+		if len(w) == 0 {
+			delete(p.lent, ag)
+		} else {
+			p.lent[ag] = w
+		}
+	}
+	p.lentBy = by
+}
+
+// reclaim takes back what revocable allocations hold beyond an agent's
+// revocable pool once its lent capacity shrank: revocable offers are
+// withdrawn, then revocable tasks killed, youngest first, beyond what
+// those already killed will free.
+func (p *Planner) reclaim() Effects {
+	var eff Effects
+	for _, ag := range sortedKeys(p.reclaimFor) {
+		over := p.alloc.Overdraft(ag)
+		if len(over) == 0 {
+			delete(p.reclaimFor, ag)
+			continue
+		}
+		for _, v := range sortedKeys(p.victims) {
+			if x := p.victims[v]; x.agent == ag && x.revocable {
+				over = less(over, x.res)
+			}
+		}
+		if isEmpty(over) {
+			continue
+		}
+		for _, o := range p.cl.Offers(ag) {
+			if r := o.Resources.Revocable(); helps(over, r) {
+				eff.Rescind = append(eff.Rescind, o.ID)
+				if over = less(over, r); isEmpty(over) {
+					break
+				}
+			}
+		}
+		msg := "preempted: revocable capacity lent until a demand's start is taken back"
+		if id := p.reclaimFor[ag]; id != "-" {
+			msg = fmt.Sprintf("preempted by demand %s: the revocable capacity its hold lent on agent %s is taken back", id, ag)
+		}
+		for _, t := range youngestFirst(p.cl.Tasks(ag)) {
+			if isEmpty(over) {
+				break
+			}
+			if _, dying := p.victims[t.ID]; dying {
+				continue
+			}
+			r := t.Resources.Revocable()
+			if !helps(over, r) {
+				continue
+			}
+			p.victims[t.ID] = victim{agent: ag, res: r, revocable: true}
+			eff.Kill = append(eff.Kill, Kill{Task: t.ID, Framework: t.Framework, Agent: ag, Preempted: true, Message: msg})
+			over = less(over, r)
+		}
+	}
+	return eff
+}
+
+// drain keeps from DRF what revocable tasks being reclaimed still use of
+// capacity no hold keeps (a lending demand that ended or moved): the
+// agent's overdraft beyond what holds that no longer lend keep there.
+func (p *Planner) drain() {
+	for _, ag := range sortedKeys(p.reclaimFor) {
+		over := nonRevocable(p.alloc.Overdraft(ag))
+		kept := p.alloc.HeldOn(ag, drainHold)
+		if l := p.lent[ag]; len(l) > 0 && kept.Contains(l) {
+			kept = kept.Subtract(l)
+		}
+		if over = less(over, kept); isEmpty(over) {
+			continue
+		}
+		if got, _ := p.alloc.Hold(ag, drainHold, over); len(got) > 0 {
+			p.drained[ag] = true
+		}
+	}
+}
+
+// releaseDrains gives back the drain holds; drain takes again what is
+// still needed at the end of the cycle.
+func (p *Planner) releaseDrains() {
+	for ag := range p.drained {
+		p.alloc.Release(ag, drainHold)
+	}
+	clear(p.drained)
+}
+
+// isEmpty reports whether r has no positive scalar.
+func isEmpty(r resources.Resources) bool {
+	for _, x := range r {
+		if x.Type == resources.Scalar && x.Scalar > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// helps reports whether r has some of a scalar short still lacks.
+func helps(short, r resources.Resources) bool {
+	for _, s := range short {
+		if s.Type == resources.Scalar && s.Scalar > 0 && r.Scalar(s.Name) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// less is short less r per scalar name (revocability and role aside),
+// never below zero.
+func less(short, r resources.Resources) resources.Resources {
+	out := make(resources.Resources, 0, len(short))
+	for _, s := range short {
+		s.Scalar = max(0, s.Scalar-r.Scalar(s.Name))
+		out = append(out, s)
+	}
+	return out
+}
+
+// nonRevocable is r with the revocable marks cleared.
+func nonRevocable(r resources.Resources) resources.Resources {
+	out := make(resources.Resources, 0, len(r))
+	for _, x := range r {
+		x.Revocable = false
+		out = append(out, x)
+	}
+	return out
+}
+
+// Units is how many copies of per (scalars) fit in r.
+func Units(r, per resources.Resources) int { return unitsIn(r, per) }
+
+// Scale is n copies of per (scalars).
+func Scale(per resources.Resources, n int) resources.Resources { return scale(per, n) }
+
+// unitsIn is how many copies of per fit in r.
+func unitsIn(r, per resources.Resources) int {
+	n := -1
+	for _, p := range per {
+		if p.Type != resources.Scalar || p.Scalar <= 0 {
+			continue
+		}
+		k := int(r.Scalar(p.Name) / p.Scalar)
+		if n < 0 || k < n {
+			n = k
+		}
+	}
+	return max(n, 0)
+}
+
+// shortfall is what n copies of per need beyond held, per scalar (a
+// partial hold of one scalar is not taken again).
+func shortfall(per resources.Resources, n int, held resources.Resources) resources.Resources {
+	out := make(resources.Resources, 0, len(per))
+	for _, p := range per {
+		p.Scalar = max(0, p.Scalar*resources.Value(n)-held.Scalar(p.Name))
+		out = append(out, p)
+	}
+	return out
+}
+
+// scale is n copies of per.
+func scale(per resources.Resources, n int) resources.Resources {
+	out := make(resources.Resources, 0, len(per))
+	for _, p := range per {
+		p.Scalar *= resources.Value(n)
+		out = append(out, p)
+	}
+	return out
+}
