@@ -313,7 +313,7 @@ func (m *Master) applyAcceptLocked(p acceptPlan) {
 		m.applyReservationLocked(f.id, p.agent, rv)
 	}
 	for _, l := range p.launches {
-		t := &taskEntry{info: l.info, fw: f.id, agent: p.agent, role: l.role, res: l.res}
+		t := &taskEntry{info: l.info, fw: f.id, agent: p.agent, role: l.role, res: l.res, launched: m.dem.clock()}
 		m.tasks[t.info.id] = t
 		if m.forgetLostLocked(f.id, t.info.id) { // a new task of that ID
 			m.persistFrameworkLocked(f.id)
@@ -321,7 +321,7 @@ func (m *Master) applyAcceptLocked(p acceptPlan) {
 		f.tasks[t.info.id] = t
 		ag.tasks[t.info.id] = t
 		m.setTaskStatusLocked(t, &taskStatus{taskID: t.info.id, agentID: p.agent, frameworkID: f.id, state: taskStaging})
-		ag.out.send(&runTask{info: t.info, framework: t.fw, agent: t.agent, res: t.res, runAsRoot: l.runAsRoot})
+		ag.out.send(&runTask{info: t.info, framework: t.fw, agent: t.agent, res: t.res, runAsRoot: l.runAsRoot, lent: m.lentLaunchLocked(ag, t.res)})
 		m.cycles.launches++
 		m.metrics.launches.Inc()
 	}

@@ -259,7 +259,7 @@ func (m *Master) addToAllocatorLocked(ag *agentEntry) error {
 		}
 	}
 	ag.inAllocator = true
-	m.dem.book.Plan().SetAgent(ag.id, ag.total)
+	m.dem.SetAgent(ag.id, ag.total)
 	return nil
 }
 
@@ -286,7 +286,7 @@ func (m *Master) agentGone(id string, c *outbox[toAgent]) {
 	m.log.Info("agent disconnected", "agent", id)
 	// No capacity in the demands' plan until it is back (a demand
 	// placed there re-plans before its start: demandCycleLocked).
-	m.dem.book.Plan().SetAgent(id, nil)
+	m.dem.SetAgent(id, nil)
 	// No offers for an agent that cannot receive tasks; its tasks keep
 	// their resources until it comes back or times out.
 	for _, o := range slices.Clone(ag.offers) {

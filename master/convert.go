@@ -21,6 +21,8 @@ var (
 	ReasonReconciliation   = pb.ReasonReconciliation
 	ReasonInvalidTask      = pb.ReasonInvalidTask
 	reasonTaskUnauthorized = pb.ReasonTaskUnauthorized
+	// reasonPreempted: the master preempted the task (demands.go).
+	reasonPreempted = pb.ReasonContainerPreempted
 
 	// The agent's answers to a resource update (update.go).
 	reasonResourcesUpdated      = pb.ReasonResourcesUpdated
@@ -81,9 +83,9 @@ func taskInfoToPB(r *runTask) *pb.TaskInfo {
 func agentMessageToPB(msg toAgent) *pb.MasterMessage {
 	switch x := msg.(type) {
 	case *runTask:
-		return &pb.MasterMessage{Msg: &pb.MasterMessage_Run{Run: &pb.RunTask{Task: taskInfoToPB(x), RunAsRoot: x.runAsRoot}}}
+		return &pb.MasterMessage{Msg: &pb.MasterMessage_Run{Run: &pb.RunTask{Task: taskInfoToPB(x), RunAsRoot: x.runAsRoot, Lent: x.lent}}}
 	case *killTask:
-		return &pb.MasterMessage{Msg: &pb.MasterMessage_Kill{Kill: &pb.KillTask{TaskId: x.taskID, FrameworkId: x.framework}}}
+		return &pb.MasterMessage{Msg: &pb.MasterMessage_Kill{Kill: &pb.KillTask{TaskId: x.taskID, FrameworkId: x.framework, Preempted: x.preempted, Message: x.message}}}
 	case *ackStatus:
 		return &pb.MasterMessage{Msg: &pb.MasterMessage_Ack{Ack: &pb.StatusAck{TaskId: x.taskID, FrameworkId: x.framework, Uuid: x.uuid}}}
 	case *resizeTask:

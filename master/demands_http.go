@@ -12,9 +12,10 @@ import (
 )
 
 // demandRoutes adds the demand endpoints: GET /demands, GET /demands/ID,
-// POST /demands (one document or a JSON list of them, all or nothing),
-// DELETE /demands/ID (cancel). Changes need submit_demand for the
-// demand's role.
+// POST /demands (one document or a JSON list of them, all or nothing; a
+// document as stored already is no conflict), PUT /demands/ID (a new
+// document for the demand), DELETE /demands/ID (cancel). Changes need
+// submit_demand for the demand's role.
 func (h *httpAPI) demandRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /demands", func(w http.ResponseWriter, r *http.Request) {
 		ds := h.m.Demands()
@@ -32,6 +33,7 @@ func (h *httpAPI) demandRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, d)
 	})
 	mux.HandleFunc("POST /demands", h.submitDemands)
+	mux.HandleFunc("PUT /demands/{id}", h.updateDemand)
 	mux.HandleFunc("DELETE /demands/{id}", func(w http.ResponseWriter, r *http.Request) {
 		p, err := h.principal(r)
 		if err != nil {
@@ -58,20 +60,77 @@ func (h *httpAPI) failDemand(w http.ResponseWriter, err error) {
 	h.fail(w, err)
 }
 
+// readDemandBody reads a demand request's body, at most MaxBodyBytes.
+func readDemandBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, fmt.Errorf("request body over %d bytes: %w", MaxBodyBytes, err)
+		}
+		return nil, fmt.Errorf("read body: %w: %w", ErrInvalid, err)
+	}
+	return body, nil
+}
+
+// updateDemand is PUT /demands/ID: one document, its DemandID the path's
+// (filled in when missing).
+func (h *httpAPI) updateDemand(w http.ResponseWriter, r *http.Request) {
+	p, err := h.principal(r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	body, err := readDemandBody(w, r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	id := r.PathValue("id")
+	s, err := ParseDemandUpdate(id, body)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	d, err := h.m.UpdateDemand(id, s, func(role string) error { return h.authorize(p, ActionSubmitDemand, role) })
+	if err != nil {
+		h.failDemand(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// ParseDemandUpdate reads the document of PUT /demands/ID: one object,
+// whose DemandID, when given, must be id. Errors wrap ErrInvalid.
+func ParseDemandUpdate(id string, body []byte) (*demand.Spec, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(bytes.TrimSpace(body), &m); err != nil || m == nil {
+		return nil, fmt.Errorf("%w: demand %s: want one JSON object: %v", ErrInvalid, id, err)
+	}
+	if _, ok := m["DemandID"]; !ok {
+		raw, _ := json.Marshal(id)
+		m["DemandID"] = raw
+		body, _ = json.Marshal(m)
+	}
+	s, err := demand.ParseSpec(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if s.Time.DemandID != id {
+		return nil, fmt.Errorf("%w: DemandID: %q: the path names demand %s", ErrInvalid, s.Time.DemandID, id)
+	}
+	return s, nil
+}
+
 func (h *httpAPI) submitDemands(w http.ResponseWriter, r *http.Request) {
 	p, err := h.principal(r)
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := readDemandBody(w, r)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			h.fail(w, fmt.Errorf("request body over %d bytes: %w", MaxBodyBytes, err))
-			return
-		}
-		h.fail(w, fmt.Errorf("read body: %w: %w", ErrInvalid, err))
+		h.fail(w, err)
 		return
 	}
 	specs, err := ParseDemandDocuments(body)

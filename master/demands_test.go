@@ -488,11 +488,12 @@ func TestDemandMonitoringSurvivesRestart(t *testing.T) {
 // TestDemandAdmissionSeesDRFLoad: a strict demand starting within the
 // lead is admitted only where what DRF frameworks run now leaves room
 // (their tasks may still run at the start); one further out is planned
-// on the plan alone.
+// on the plan alone. Without preemption: with it, a task of a role
+// above its guarantee is no obstacle (TestDemandPreemptsAtStrictStart).
 func TestDemandAdmissionSeesDRFLoad(t *testing.T) {
 	start := time.Now().UTC().Truncate(time.Second)
 	clock := &testClock{t: start}
-	c := newCluster(t, master.Options{Demands: master.DemandOptions{Lead: 10 * time.Minute, PickUp: time.Hour, Clock: clock.Now}})
+	c := newCluster(t, master.Options{Demands: master.DemandOptions{Lead: 10 * time.Minute, PickUp: time.Hour, NoPreempt: true, Clock: clock.Now}})
 	c.startAgent(t.TempDir(), newFakeRunner())
 	waitAgents(t, c.m, 1)
 	f := c.startDemandFramework("planned", false)

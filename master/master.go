@@ -275,6 +275,12 @@ type taskEntry struct {
 	fw, agent string
 	role      string
 	res       resources.Resources
+	// launched is when it was accepted (zero: adopted from an agent's
+	// re-registration); preempted, the message when the master killed it
+	// to reclaim its resources (its framework is told
+	// CONTAINER_PREEMPTED).
+	launched  time.Time
+	preempted string
 	state     taskState
 	status    *taskStatus // latest
 	recovered bool        // resources given back to the allocator
@@ -348,9 +354,7 @@ func New(opts Options) (*Master, error) {
 		started:       time.Now(),
 	}
 	m.awaitUntil = m.started.Add(m.reregistrationWindow())
-	m.dem = newDemands(opts.Demands)
-	m.dem.book.Plan().SetLoadFunc(m.drfLoadLocked) // asked while placing, under m.mu
-	m.dem.book.Plan().SetHeldFunc(m.alloc.HeldOn)  // likewise
+	m.dem = newDemands(m, opts.Demands)
 	m.metrics = newMetrics(m)
 	if m.store != nil {
 		m.store = timedStore{Store: m.store, observe: m.metrics.observeStoreWrite}
@@ -702,7 +706,7 @@ func (m *Master) dropAgentFromAllocatorLocked(ag *agentEntry) {
 			m.log.Warn("remove agent from allocator", "agent", ag.id, "err", err)
 		}
 		ag.inAllocator = false
-		m.dem.book.Plan().SetAgent(ag.id, nil) // no capacity until it is back
+		m.dem.AgentGone(ag.id, m.dem.clock()) // no capacity until it is back; its bookings move
 	}
 	for _, t := range ag.tasks {
 		t.recovered = true // the allocator forgot them with the agent
@@ -717,6 +721,10 @@ func terminal(s taskState) bool { return s.terminal() }
 func (m *Master) setTaskStatusLocked(t *taskEntry, st *taskStatus) {
 	if st.timestampUnixNano == 0 {
 		st.timestampUnixNano = time.Now().UnixNano()
+	}
+	if t.preempted != "" && st.state == taskKilled && st.reason != reasonPreempted {
+		// An agent that knows no preemption reports a plain kill.
+		st.reason, st.message = reasonPreempted, t.preempted
 	}
 	t.state = st.state
 	t.status = st

@@ -209,7 +209,14 @@ func (c *cluster) startFramework(name string, roles ...string) *framework {
 // timeout.
 func (c *cluster) startFrameworkFailover(name string, failover time.Duration, roles ...string) *framework {
 	c.t.Helper()
-	d, err := scheduler.New(scheduler.Options{Master: c.addr, Name: name, Roles: roles, FailoverTimeout: failover})
+	return c.startFrameworkWith(scheduler.Options{Name: name, Roles: roles, FailoverTimeout: failover})
+}
+
+// startFrameworkWith starts a framework of opts (Master: the cluster's).
+func (c *cluster) startFrameworkWith(opts scheduler.Options) *framework {
+	c.t.Helper()
+	opts.Master = c.addr
+	d, err := scheduler.New(opts)
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -184,11 +184,20 @@ type runTask struct {
 	// runAsRoot: the run_as_root ACL allows the task's principal to run
 	// it as root for its role (the agent checks the resolved uid).
 	runAsRoot bool
+	// lent: its revocable resources are capacity a demand's hold lends
+	// (RunTask.lent), not the agent's oversubscription estimate.
+	lent bool
 }
 
 // killTask kills framework's task taskID (another framework's task of
 // that ID is never touched).
-type killTask struct{ taskID, framework string }
+type killTask struct {
+	taskID, framework string
+	// preempted: the master takes the task's resources back; message
+	// names what needed them (pb.KillTask.preempted).
+	preempted bool
+	message   string
+}
 
 // ackStatus forwards a framework's acknowledgement of a status update of
 // framework's task taskID.

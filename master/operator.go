@@ -60,7 +60,7 @@ func (m *Master) State() State {
 	p50, p99 := m.cyclePercentilesLocked()
 	st.Cycles = map[string]float64{"count": float64(m.cycles.count), "offers": float64(m.cycles.offers),
 		"launches": float64(m.cycles.launches), "p50Ms": p50.Seconds() * 1000, "p99Ms": p99.Seconds() * 1000}
-	for _, d := range m.dem.book.List() {
+	for _, d := range m.dem.List() {
 		st.Demands = append(st.Demands, DemandState{ID: d.ID, State: d.State.String(), Framework: d.Framework, Role: d.Role,
 			Reason: string(d.Reason), Message: d.Message, Start: d.Start, End: d.End})
 	}

@@ -9,6 +9,9 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+	// Demands may name a time zone ("2026-11-26 03:00:00 Europe/Paris"):
+	// the zone database comes with the binary where the host has none.
+	_ "time/tzdata"
 
 	"github.com/opencontainers/runc/libcontainer"
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"

@@ -44,6 +44,7 @@ type masterFlags struct {
 	backupKeep          int
 	maxCompletedTasks   int
 	maxCompletedFWs     int
+	demands             demandFlags
 	// tlsCert and tlsKey serve the port over TLS (brim master only).
 	tlsCert, tlsKey string
 	// ha chooses the store: bbolt or etcd (brim master only).
@@ -72,6 +73,36 @@ func (f *masterFlags) register(fl *pflag.FlagSet, stateDirDefault string) {
 	fl.IntVar(&f.maxCompletedTasks, "max-completed-tasks", master.DefaultMaxCompletedTasks, "ended tasks kept in /state's completedTasks (positive)")
 	fl.IntVar(&f.maxCompletedFWs, "max-completed-frameworks", master.DefaultMaxCompletedFrameworks, "removed frameworks kept in /state's completedFrameworks (positive)")
 	fl.IntVar(&f.backupKeep, "backup-keep", master.DefaultBackupKeep, "number of backups kept in STATE-DIR/backups")
+	f.demands.register(fl)
+}
+
+// demandFlags are the time-aware demands' flags (docs/demands.md).
+type demandFlags struct {
+	lead, looseLead, pickUp, reclaimAhead time.Duration
+	preempt, lend                         bool
+	spread                                int
+}
+
+func (f *demandFlags) register(fl *pflag.FlagSet) {
+	fl.DurationVar(&f.lead, "demand-lead", master.DefaultDemandLead, "a demand's capacity is held from DRF this long before its planned start")
+	fl.DurationVar(&f.looseLead, "demand-loose-lead", 0, "--demand-lead for loose starts (0: --demand-lead)")
+	fl.DurationVar(&f.pickUp, "demand-pickup", master.DefaultDemandPickUp, "a demand handed over fails when its framework launches nothing on it within this long")
+	fl.BoolVar(&f.preempt, "demand-preempt", true, "reclaim a strict start's booked capacity from DRF tasks (roles above their quota guarantee, youngest first) and revocable work; false: the start fails instead")
+	fl.BoolVar(&f.lend, "demand-lend", true, "lend capacity held ahead of a start to frameworks that take revocable resources, until --demand-reclaim-ahead before it")
+	fl.DurationVar(&f.reclaimAhead, "demand-reclaim-ahead", master.DefaultDemandReclaimAhead, "lent capacity is taken back and tasks preempted this long before a start: at least the agents' --kill-grace")
+	fl.IntVar(&f.spread, "demand-spread", master.DefaultDemandSpread, "a demand takes at most 1/N of an agent where the plan has room that way (0: best fit, whole agents)")
+}
+
+// options checks the flags and returns the master's DemandOptions.
+func (f *demandFlags) options() (master.DemandOptions, error) {
+	switch {
+	case f.lead <= 0 || f.pickUp <= 0 || f.reclaimAhead <= 0:
+		return master.DemandOptions{}, cli.ExitError{Code: 2, Msg: "--demand-lead, --demand-pickup and --demand-reclaim-ahead must be positive"}
+	case f.looseLead < 0 || f.spread < 0:
+		return master.DemandOptions{}, cli.ExitError{Code: 2, Msg: "--demand-loose-lead and --demand-spread must not be negative"}
+	}
+	return master.DemandOptions{Lead: f.lead, LooseLead: f.looseLead, PickUp: f.pickUp, ReclaimAhead: f.reclaimAhead,
+		NoPreempt: !f.preempt, NoLend: !f.lend, Spread: f.spread}, nil
 }
 
 // startMaster starts the master the flags describe (master.Start); it
@@ -91,6 +122,10 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	if f.authenticateAgents && f.credentials == "" {
 		return nil, nil, nil, cli.ExitError{Code: 2, Msg: "--authenticate-agents needs --credentials (the principals and secrets agents authenticate with)"}
 	}
+	demands, err := f.demands.options()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	tlsCfg, cert, err := serverTLS(f.tlsCert, f.tlsKey)
 	if err != nil {
 		return nil, nil, nil, err
@@ -106,6 +141,7 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 			AuthenticateAgents:     f.authenticateAgents,
 			MaxCompletedTasks:      f.maxCompletedTasks,
 			MaxCompletedFrameworks: f.maxCompletedFWs,
+			Demands:                demands,
 			Log:                    log,
 		},
 		Listen: f.listen, StateDir: f.stateDir, Credentials: f.credentials, ACLs: f.acls, TLS: tlsCfg, Certificate: cert,

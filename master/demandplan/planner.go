@@ -242,6 +242,10 @@ func (p *Planner) AgentGone(agent string, now time.Time) {
 	}
 }
 
+// Lent is what the demands' holds lend on an agent now as revocable
+// resources (nil: nothing).
+func (p *Planner) Lent(agent string) resources.Resources { return p.lent[agent] }
+
 // IsDemandOffer reports whether offer id hands over a demand's capacity.
 func (p *Planner) IsDemandOffer(id string) bool { _, ok := p.offers[id]; return ok }
 

@@ -54,14 +54,14 @@ func TestScenarios(t *testing.T) {
 
 // world is the scripted cluster the planner asks (Cluster).
 type world struct {
-	agents  []string
-	down    map[string]bool
-	tasks   map[string]*wtask // by ID
-	offers  map[string]Offer  // outstanding offers, DRF's and the planner's
-	seq   int
-	clk   *fakeClock
-	alloc *allocator.Allocator
-	p     *Planner
+	agents []string
+	down   map[string]bool
+	tasks  map[string]*wtask // by ID
+	offers map[string]Offer  // outstanding offers, DRF's and the planner's
+	seq    int
+	clk    *fakeClock
+	alloc  *allocator.Allocator
+	p      *Planner
 }
 
 type wtask struct {
