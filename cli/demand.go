@@ -18,10 +18,71 @@ import (
 func newDemandCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demand",
-		Short: "Submit, list, show and cancel time-aware demands (docs/demands.md)",
+		Short: "Submit, list, show, update and cancel time-aware demands (docs/demands.md)",
 		Args:  UsageArgs(cobra.NoArgs),
 	}
-	cmd.AddCommand(demandSubmit(), demandList(), demandShow(), demandCancel())
+	cmd.AddCommand(demandSubmit(), demandList(), demandShow(), demandUpdate(), demandCancel())
+	return cmd
+}
+
+// readDocument reads -f FILE (- : stdin); a file that cannot be read is
+// a usage error (exit 2).
+func readDocument(cmd *cobra.Command, file string) ([]byte, error) {
+	if file == "" {
+		return nil, ExitError{Code: 2, Msg: "-f FILE is required"}
+	}
+	var doc []byte
+	var err error
+	if file == "-" {
+		doc, err = io.ReadAll(cmd.InOrStdin())
+	} else {
+		doc, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return nil, ExitError{Code: 2, Msg: fmt.Sprintf("-f: %v", err)}
+	}
+	return doc, nil
+}
+
+func demandUpdate() *cobra.Command {
+	var (
+		o      operatorFlags
+		file   string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "update ID -f FILE",
+		Short: "Give a demand not handed over yet a new document (window, size, deadline); - reads stdin",
+		Long: `Give a demand not handed over yet (ACCEPTED, ALLOCATING) a new document:
+the master plans it again by the rules of a submission. Its DemandID may
+be left out; given, it must be ID. The same document again changes
+nothing. Exit status 1 with the master's message on bad input, on a
+demand handed over already, or on a strict start the plan cannot hold
+in its new window (the demand stays as it was); 2 for a file that
+cannot be read.`,
+		Args: UsageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			doc, err := readDocument(cmd, file)
+			if err != nil {
+				return err
+			}
+			var d *demand.Demand
+			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) {
+				d, err = c.UpdateDemand(ctx, args[0], doc)
+				return err
+			}); err != nil {
+				return err
+			}
+			if asJSON {
+				return cliout.JSON(cmd.OutOrStdout(), d)
+			}
+			return cliout.Demand(cmd.OutOrStdout(), d)
+		},
+	}
+	o.flags(cmd)
+	cmd.Flags().StringVarP(&file, "file", "f", "", "demand document (JSON; - for stdin)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the raw JSON")
+	MarkUsageErrors(cmd)
 	return cmd
 }
 
@@ -35,22 +96,15 @@ func demandSubmit() *cobra.Command {
 		Use:   "submit -f FILE",
 		Short: "Submit a demand document, or a JSON list of them (all or nothing); - reads stdin",
 		Long: `Submit a demand document, or a JSON list of them (all or nothing).
+A document submitted again as it stands returns the stored demand.
 Exit status 1 with the master's message naming the field on bad input
-(nothing is stored), 2 for a file that cannot be read.`,
+(nothing is stored) or for an ID in use by another document, 2 for a
+file that cannot be read.`,
 		Args: UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if file == "" {
-				return ExitError{Code: 2, Msg: "-f FILE is required"}
-			}
-			var doc []byte
-			var err error
-			if file == "-" {
-				doc, err = io.ReadAll(cmd.InOrStdin())
-			} else {
-				doc, err = os.ReadFile(file)
-			}
+			doc, err := readDocument(cmd, file)
 			if err != nil {
-				return ExitError{Code: 2, Msg: fmt.Sprintf("-f: %v", err)}
+				return err
 			}
 			var ds []demand.Demand
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) {

@@ -60,4 +60,20 @@ func TestDemandCommands(t *testing.T) {
 	if !errors.As(err, &ee) || ee.Code != 1 {
 		t.Fatalf("cancel unknown: %v %+v", err, ee)
 	}
+	good := filepath.Join(dir, "good.json")
+	if err := os.WriteFile(good, []byte(`{"Resources": "cpus:1;mem:64"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = run("demand", "update", "nope", "-f", good)
+	if !errors.As(err, &ee) || ee.Code != 1 || !strings.Contains(ee.Msg, "demand nope: demand not found") {
+		t.Fatalf("update unknown: %v %+v", err, ee)
+	}
+	_, err = run("demand", "update", "nope", "-f", filepath.Join(dir, "missing.json"))
+	if !errors.As(err, &ee) || ee.Code != 2 {
+		t.Fatalf("update missing file: %v", err)
+	}
+	_, err = run("demand", "update", "-f", good)
+	if !errors.As(err, &ee) || ee.Code != 2 {
+		t.Fatalf("update without an ID: %v", err)
+	}
 }

@@ -32,6 +32,18 @@ func (c *Client) SubmitDemands(ctx context.Context, document []byte) ([]demand.D
 	return ds, c.do(ctx, "POST", "/demands", json.RawMessage(document), &ds)
 }
 
+// UpdateDemand replaces demand id's document (PUT /demands/ID): a new
+// window, size or deadline for a demand not handed over yet, planned
+// again by the master. A document that is not JSON is refused here,
+// before anything is sent.
+func (c *Client) UpdateDemand(ctx context.Context, id string, document []byte) (*demand.Demand, error) {
+	if !json.Valid(document) {
+		return nil, fmt.Errorf("demand document: not valid JSON")
+	}
+	var d demand.Demand
+	return &d, c.do(ctx, "PUT", "/demands/"+url.PathEscape(id), json.RawMessage(document), &d)
+}
+
 // CancelDemand cancels a demand (DELETE /demands/ID).
 func (c *Client) CancelDemand(ctx context.Context, id string) (*demand.Demand, error) {
 	var d demand.Demand

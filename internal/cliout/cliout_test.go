@@ -14,6 +14,7 @@ import (
 
 	"github.com/brimnode/brim/agent/agentclient"
 	"github.com/brimnode/brim/agent/agentpb"
+	"github.com/brimnode/brim/demand"
 	"github.com/brimnode/brim/master/api"
 )
 
@@ -199,4 +200,15 @@ func TestFrame(t *testing.T) {
 	if got := string(Frame("é€x\n", 2, 0)); got != "\x1b[Hé€\x1b[K\n\x1b[J" {
 		t.Errorf("Frame cuts runes, not bytes: %q", got)
 	}
+}
+
+// TestDemands: brim demand ls marks a late demand; show does too.
+func TestDemands(t *testing.T) {
+	ds := []demand.Demand{
+		{ID: "d1", State: demand.Allocating, Framework: "fw", Start: now, End: now.Add(time.Hour), Placement: []demand.Slot{{Agent: "a1", Tasks: 2}}},
+		{ID: "d2", State: demand.Monitoring, Framework: "fw", Start: now, Late: true, Placement: []demand.Slot{{Agent: "a1", Tasks: 1}, {Agent: "a2", Tasks: 1}}},
+		{ID: "d3", State: demand.Failed, Framework: "fw", Reason: demand.ReasonNotAllocatable},
+	}
+	golden(t, "demands", func(b *bytes.Buffer) error { return Demands(b, ds) })
+	golden(t, "demand-late", func(b *bytes.Buffer) error { return Demand(b, &ds[1]) })
 }

@@ -17,12 +17,22 @@ func stamp(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
+// state is a demand's state, marked late when it is (a loose demand
+// planned or running past its window or deadline).
+func state(d *demand.Demand) string {
+	if d.Late {
+		return d.State.String() + " (late)"
+	}
+	return d.State.String()
+}
+
 // Demands writes brim demand ls's table.
 func Demands(w io.Writer, ds []demand.Demand) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "DEMAND\tSTATE\tFRAMEWORK\tSTART\tEND\tAGENTS\tREASON\n")
-	for _, d := range ds {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", d.ID, d.State, d.Framework, stamp(d.Start), stamp(d.End), len(d.Placement), dash(string(d.Reason)))
+	for i := range ds {
+		d := &ds[i]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", d.ID, state(d), d.Framework, stamp(d.Start), stamp(d.End), len(d.Placement), dash(string(d.Reason)))
 	}
 	return tw.Flush()
 }
@@ -32,7 +42,7 @@ func Demands(w io.Writer, ds []demand.Demand) error {
 func Demand(w io.Writer, d *demand.Demand) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "demand\t%s\nstate\t%s\t%s\nframework\t%s (role %s)\ndocument\t%s\nplanned\t%s .. %s\n",
-		d.ID, d.State, dash(string(d.Reason)), d.Framework, d.Role, d.Doc, stamp(d.Start), stamp(d.End))
+		d.ID, state(d), dash(string(d.Reason)), d.Framework, d.Role, d.Doc, stamp(d.Start), stamp(d.End))
 	for _, s := range d.Placement {
 		fmt.Fprintf(tw, "  on\t%s\t%d tasks\n", s.Agent, s.Tasks)
 	}
