@@ -179,6 +179,24 @@ type Warmer interface {
 	Warm() (done func())
 }
 
+// Sandboxer is an optional interface of isolators that can isolate a
+// warm sandbox: a container made before its task is known (its ID,
+// limits and user), to be handed to a task later. The containerizer
+// keeps warm sandboxes only when every isolator is a Sandboxer.
+type Sandboxer interface {
+	Isolator
+	// PrepareSandbox prepares sandbox name as Prepare would a container,
+	// with no limits (nothing a task needs is held for it) and fills in
+	// launch. Cleanup(name) removes it while it is unclaimed.
+	PrepareSandbox(ctx context.Context, name string, launch *Launch) error
+	// Claim gives sandbox name's isolation to container id with limits
+	// and fills in launch as Prepare does: from then on the isolator
+	// knows it as id only (Cleanup(id) removes it, Cleanup(name) is a
+	// no-op). The sandbox's init is still blocked before its task's
+	// exec. On an error the caller cleans up both names.
+	Claim(ctx context.Context, name, id string, limits Limits, launch *Launch) error
+}
+
 // Launch collects what the isolators tell the launcher during Prepare.
 type Launch struct {
 	// CgroupPath is the container's cgroup path relative to each hierarchy

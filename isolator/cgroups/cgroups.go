@@ -88,6 +88,7 @@ type Isolator struct {
 	warmMu    sync.Mutex
 	warmUsers int           // launches that asked Warm and are not done
 	warmStop  chan struct{} // closes the running primer (nil: none)
+	warmRenew chan struct{} // restarts the running primer's warmMax
 
 	mu     sync.Mutex
 	feat   Features
@@ -105,7 +106,8 @@ type group struct {
 	// first Usage); Cleanup closes them.
 	files  *fdSource
 	layout statLayout
-	gone   bool // removed by Cleanup: the record is stale
+	gone   bool   // removed by Cleanup: the record is stale
+	alias  string // v2: the warm sandbox's group the container was claimed from
 }
 
 var (
@@ -831,6 +833,11 @@ func (i *Isolator) Cleanup(ctx context.Context, id string) error {
 	}
 	if err := i.remove(ctx, i.Path(id)); err != nil {
 		return fmt.Errorf("cleanup %s: %w", id, err)
+	}
+	if g != nil && g.alias != "" {
+		if err := i.remove(ctx, i.Path(g.alias)); err != nil {
+			return fmt.Errorf("cleanup %s: %w", id, err)
+		}
 	}
 	if g != nil {
 		g.gone = true

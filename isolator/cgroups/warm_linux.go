@@ -33,8 +33,10 @@ import (
 // isolators have made the container's groups, never before.
 const warmEvery = 2 * time.Millisecond
 
-// warmMax bounds one primer's life, whatever its callers do (a variable
-// for tests).
+// warmMax bounds one primer's life after the last Warm call, whatever
+// its callers do (a variable for tests): a caller that keeps the lock
+// warm for longer (the containerizer's warm sandboxes, which join a
+// group at every claim) calls Warm again within it.
 var warmMax = 2 * time.Second
 
 // warmControllers are the hierarchies the primer thread may live in, in
@@ -59,7 +61,12 @@ func (i *Isolator) Warm() (done func()) {
 	i.warmMu.Lock()
 	defer i.warmMu.Unlock()
 	i.warmUsers++
-	if i.warmStop == nil {
+	if i.warmStop != nil {
+		select {
+		case i.warmRenew <- struct{}{}:
+		default: // a renewal is pending already
+		}
+	} else {
 		tasks := ""
 		for _, c := range warmControllers {
 			if p := filepath.Join(i.dir(c, i.parent), "tasks"); exists(p) {
@@ -71,9 +78,9 @@ func (i *Isolator) Warm() (done func()) {
 			i.warmUsers--
 			return func() {}
 		}
-		stop := make(chan struct{})
-		i.warmStop = stop
-		go prime(tasks, stop, nil, func() {
+		stop, renew := make(chan struct{}), make(chan struct{}, 1)
+		i.warmStop, i.warmRenew = stop, renew
+		go prime(tasks, stop, renew, nil, func() {
 			// Ended on its own (warmMax, a failed write): a later
 			// launch starts a new one.
 			i.warmMu.Lock()
@@ -107,12 +114,12 @@ func (i *Isolator) Warm() (done func()) {
 // instead): started there, prime holds it while a second goroutine, on
 // another thread, does the work. It closes locked, if not nil, once it
 // holds a thread that is not the main one, and calls exited when the
-// priming ends.
-func prime(tasks string, stop <-chan struct{}, locked chan<- struct{}, exited func()) {
+// priming ends. A value on renew restarts its warmMax.
+func prime(tasks string, stop <-chan struct{}, renew <-chan struct{}, locked chan<- struct{}, exited func()) {
 	runtime.LockOSThread()
 	if syscall.Gettid() == syscall.Getpid() {
 		held := make(chan struct{})
-		go prime(tasks, stop, held, exited)
+		go prime(tasks, stop, renew, held, exited)
 		<-held
 		runtime.UnlockOSThread()
 		if locked != nil {
@@ -135,7 +142,8 @@ func prime(tasks string, stop <-chan struct{}, locked chan<- struct{}, exited fu
 	self := []byte(strconv.Itoa(syscall.Gettid()))
 	tick := time.NewTicker(warmEvery)
 	defer tick.Stop()
-	limit := time.After(warmMax)
+	limit := time.NewTimer(warmMax)
+	defer limit.Stop()
 	for {
 		if _, err := f.Write(self); err != nil {
 			return
@@ -143,8 +151,10 @@ func prime(tasks string, stop <-chan struct{}, locked chan<- struct{}, exited fu
 		select {
 		case <-stop:
 			return
-		case <-limit:
+		case <-limit.C:
 			return
+		case <-renew:
+			limit.Reset(warmMax)
 		case <-tick.C:
 		}
 	}
