@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brimnode/brim/executor"
 	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/isolator/cgroups"
@@ -144,5 +145,44 @@ func checkJoinedEverywhere(t *testing.T, pid int, path string) {
 	}
 	if strings.Contains(string(list), "a *:* rwm") || !strings.Contains(string(list), "c 1:3 rwm") {
 		t.Errorf("devices.list of %s = %q, want the container's allow list (with /dev/null, c 1:3)", path, list)
+	}
+}
+
+// TestTaskSeesItsOwnCgroups: a task's /sys/fs/cgroup shows its own groups
+// (its memory limit and pids.max, nothing of the host's tree). The shim
+// joins the init to its groups late (executor/join_linux.go); runc's
+// cgroup mount, made by the init from its groups at set-up time, showed
+// it the shim's instead — on a host whose agent runs in the root groups,
+// every group of the host.
+func TestTaskSeesItsOwnCgroups(t *testing.T) {
+	testutil.RequireRoot(t)
+	parent := testutil.NewCgroupParent(t)
+	cg, err := cgroups.New(cgroups.Config{Parent: parent, DefaultPids: cgroups.DefaultPidsMax})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{StateDir: t.TempDir(), Isolators: []isolator.Isolator{cg}, ShimBinary: smallShimBinary, WarmSandboxes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	script := `cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max; ls /sys/fs/cgroup/memory | grep -c '^brim' || true`
+	if testutil.CgroupV2() {
+		script = `cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max; ls /sys/fs/cgroup | grep -c '^brim' || true`
+	}
+	info, err := c.Launch(ctx, Spec{ID: testutil.UniqueName("cg"), Command: []string{"sh", "-c", script},
+		Limits: isolator.Limits{MilliCPUs: 100, MemoryBytes: 48 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Destroy(ctx, info.ID) })
+	if st, err := c.Wait(ctx, info.ID); err != nil || st.Code != 0 {
+		t.Fatalf("wait: %+v, %v; stderr %q", st, err, readSandbox(t, info, executor.StderrFile))
+	}
+	got := strings.Fields(readSandbox(t, info, executor.StdoutFile))
+	want := []string{fmt.Sprint(48 << 20), fmt.Sprint(cgroups.DefaultPidsMax), "0"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("the task's memory limit, pids.max and brim groups in its view = %q, want %q", got, want)
 	}
 }

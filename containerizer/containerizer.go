@@ -84,6 +84,23 @@ type Config struct {
 	// LaunchTimeout bounds a launch's handshake with its shim (from the
 	// shim's start to "running"); default DefaultLaunchTimeout.
 	LaunchTimeout time.Duration
+	// WarmSandboxes is the most warm sandboxes kept ready per shape (see
+	// pool_linux.go): containers made ahead of launches, which a launch
+	// of the same root and user namespace takes instead of making one.
+	// How many are kept follows the launch rate, down to none when idle.
+	// 0 means DefaultWarmSandboxes; negative means none. Only with
+	// isolators that are all isolator.Sandboxers (isolator/cgroups is).
+	WarmSandboxes int
+	// WarmSandboxIdle is how long a shape without launches keeps warm
+	// sandboxes; default DefaultWarmSandboxIdle.
+	WarmSandboxIdle time.Duration
+	// WarmSandboxMemory bounds what the warm sandboxes hold (their
+	// measured proportional set size); default DefaultWarmSandboxBytes.
+	WarmSandboxMemory int64
+	// WarmSandboxMinAvailable is the host's available memory
+	// (MemAvailable) under which no warm sandbox is kept; default a
+	// twentieth of the host's memory.
+	WarmSandboxMinAvailable int64
 	// HidePaths are host paths masked from containers on the host root,
 	// besides StateDir which always is (see executor.Bundle.HidePaths):
 	// cmd/brim gives the agent socket's directory, the netns directory and
@@ -226,6 +243,8 @@ type Containerizer struct {
 	poolClosed bool
 	poolWG     sync.WaitGroup
 
+	pool *pool // warm sandboxes
+
 	mu         sync.Mutex
 	containers map[string]*container
 
@@ -238,8 +257,14 @@ type Containerizer struct {
 // container is the in-memory record of one container; fields other than
 // exit and destroying are fixed once it is in the map.
 type container struct {
-	spec      Spec
-	dir       string
+	spec    Spec
+	dir     string
+	sandbox string // the warm sandbox it was made from (libcontainer's ID), "" for none
+	// steps time the launch (the containerizer's steps, then the shim's
+	// as its report gave them, "shim: " before their names), for
+	// profiles; nil for a recovered container.
+	steps     []executor.Step
+	stepAt    time.Time // the end of the last step
 	pid       int
 	shimPid   int
 	startedAt time.Time
@@ -265,7 +290,10 @@ type record struct {
 	CgroupPath string `json:"cgroup_path,omitempty"`
 	// Address is the container's IPv4 address, kept for inspect after the
 	// network isolator released it at the exit.
-	Address   string    `json:"address,omitempty"`
+	Address string `json:"address,omitempty"`
+	// Sandbox is the warm sandbox the container was made from: its
+	// libcontainer ID (runc/<Sandbox>). Empty for a cold launch (the ID).
+	Sandbox   string    `json:"sandbox,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
@@ -329,6 +357,18 @@ func New(cfg Config) (*Containerizer, error) {
 	case cfg.WarmShims < 0:
 		cfg.WarmShims = 0
 	}
+	if cfg.WarmSandboxes == 0 {
+		cfg.WarmSandboxes = DefaultWarmSandboxes
+	}
+	if cfg.WarmSandboxIdle <= 0 {
+		cfg.WarmSandboxIdle = DefaultWarmSandboxIdle
+	}
+	if cfg.WarmSandboxMemory == 0 {
+		cfg.WarmSandboxMemory = DefaultWarmSandboxBytes
+	}
+	if cfg.WarmSandboxMinAvailable == 0 {
+		cfg.WarmSandboxMinAvailable = memTotal() / 20
+	}
 	c := &Containerizer{
 		cfg:        cfg,
 		log:        cfg.Log.With("component", "containerizer"),
@@ -347,13 +387,16 @@ func New(cfg Config) (*Containerizer, error) {
 		c.log.Warn("running shims from the binary file: each start seals its own copy", "err", err)
 	}
 	c.refill()
+	c.pool = newPool(c)
 	return c, nil
 }
 
-// Close releases the containerizer's resources: the warm shims (never
-// given a container) and the sealed copy of the shim binary. Containers
+// Close releases the containerizer's resources: the warm sandboxes and
+// warm shims (never given a container) and the sealed copy of the shim
+// binary. Containers
 // and their shims keep running. Call it once no call is in flight.
 func (c *Containerizer) Close() error {
+	c.pool.close()
 	c.closePool()
 	if q := c.quota.Load(); q != nil {
 		_ = q.Close() // an fd of the file system only
@@ -362,6 +405,31 @@ func (c *Containerizer) Close() error {
 		return c.shimExe.Close()
 	}
 	return nil
+}
+
+// mark ends the launch step since the last one as name.
+func (ct *container) mark(name string) {
+	now := time.Now()
+	if !ct.stepAt.IsZero() {
+		ct.steps = append(ct.steps, executor.Step{Name: name, Micros: now.Sub(ct.stepAt).Microseconds()})
+	}
+	ct.stepAt = now
+}
+
+// addShimSteps appends the shim's steps of a launch.
+func (ct *container) addShimSteps(steps []executor.Step) {
+	for _, st := range steps {
+		ct.steps = append(ct.steps, executor.Step{Name: "shim: " + st.Name, Micros: st.Micros})
+	}
+}
+
+// runtimeID is libcontainer's ID of ct: its warm sandbox's name, or its
+// own ID.
+func (ct *container) runtimeID() string {
+	if ct.sandbox != "" {
+		return ct.sandbox
+	}
+	return ct.spec.ID
 }
 
 func (c *Containerizer) get(id string) (*container, error) {
@@ -439,4 +507,28 @@ func readRecord(dir string) (*record, error) {
 func isExecutable(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// PoolStats describes the warm sandboxes.
+type PoolStats struct {
+	// Enabled is false when warm sandboxes are off (Config.WarmSandboxes
+	// negative, or an isolator cannot serve them).
+	Enabled bool
+	// Ready and Filling count the sandboxes ready and being made.
+	Ready, Filling int
+	// MemoryBytes is what the ready sandboxes hold: the proportional set
+	// size of their shims and inits, measured once each is made.
+	MemoryBytes int64
+	// Claimed and Missed count the launches of a shape warm sandboxes
+	// serve that took one and that found none (cold launches).
+	Claimed, Missed uint64
+	// Shapes are the shapes launched lately, with their K.
+	Shapes []ShapeStats
+}
+
+// ShapeStats is one shape's part of PoolStats.
+type ShapeStats struct {
+	Shape  string
+	Ready  int
+	Target int
 }

@@ -40,6 +40,16 @@ type shimProc struct{}
 func (c *Containerizer) refill()    {}
 func (c *Containerizer) closePool() {}
 
+type pool struct{}
+
+func newPool(*Containerizer) *pool { return &pool{} }
+func (p *pool) close()             {}
+
+func memTotal() int64 { return 0 }
+
+// PoolStats returns no warm sandboxes: containers need Linux.
+func (c *Containerizer) PoolStats() PoolStats { return PoolStats{} }
+
 // Teardown returns an error wrapping ErrNotSupported: containers need Linux.
 func Teardown(ctx context.Context, stateDir string) ([]string, error) {
 	return nil, fmt.Errorf("tear down containers: %w", ErrNotSupported)

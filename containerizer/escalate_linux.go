@@ -53,7 +53,7 @@ func (c *Containerizer) escalate(ctx context.Context, ct *container, cause error
 	if err := c.killCgroup(ctx, id); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.destroyRuncState(id); err != nil {
+	if err := c.destroyRuncState(ct.runtimeID()); err != nil {
 		errs = append(errs, err)
 	}
 	st := &ExitStatus{

@@ -23,12 +23,15 @@ import (
 )
 
 // Launch starts a container and returns once its user process runs (the
-// init has been released to exec it). On any failure it removes
-// everything it made — shim, container, isolators' state, directory — and
-// returns the error: ErrExist for a duplicate ID, ErrCommandNotFound when
-// the command does not exist in the root filesystem (checked before
-// anything is created).
+// init has been released to exec it). A launch whose shape has a warm
+// sandbox ready takes it (the claim: pool_linux.go); any other is made
+// from nothing (a cold launch). On any failure it removes everything it
+// made — shim, container, isolators' state, directory — and returns the
+// error: ErrExist for a duplicate ID, ErrCommandNotFound when the command
+// does not exist in the root filesystem (checked before anything is
+// created).
 func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr error) {
+	start := time.Now()
 	if spec.LogMaxSize == 0 {
 		spec.LogMaxSize = c.cfg.LogMaxSize
 	}
@@ -43,127 +46,54 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 		return nil, fmt.Errorf("launch %s: %w", spec.ID, err)
 	}
 	id := spec.ID
-	c.mu.Lock()
-	if _, ok := c.containers[id]; ok {
-		c.mu.Unlock()
-		return nil, fmt.Errorf("launch %s: %w", id, ErrExist)
-	}
-	c.containers[id] = nil // reserved: get() reports ErrNotFound meanwhile
-	c.mu.Unlock()
-
-	dir := filepath.Join(c.dir, id)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		c.unreserve(id)
-		if errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("launch %s: %w (a directory from a container not recovered)", id, ErrExist)
-		}
+	if err := c.reserve(id); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", id, err)
 	}
-	ct := &container{spec: spec, dir: dir}
+	ct := &container{spec: spec, dir: filepath.Join(c.dir, id), stepAt: start}
+	made := false // something of the container exists: tear it down on failure
 	defer func() {
-		if retErr != nil {
+		if retErr == nil {
+			return
+		}
+		if made {
 			if err := c.teardown(context.WithoutCancel(ctx), ct); err != nil {
 				retErr = errors.Join(retErr, fmt.Errorf("tear down failed launch: %w", err))
 			}
-			c.unreserve(id)
 		}
+		c.unreserve(id)
 	}()
-
-	sandbox, giveBack, err := makeSandbox(dir, spec)
-	if err != nil {
-		return nil, fmt.Errorf("launch %s: %w", id, err)
+	ct.mark("validate")
+	shape, poolable := c.shapeOf(spec)
+	if poolable {
+		c.pool.demand(shape)
+		defer c.pool.wake()
 	}
-	defer func() {
-		if retErr != nil { // before the teardown, which removes dir
-			if err := giveBack(); err != nil {
-				retErr = errors.Join(retErr, err)
-			}
-		}
-	}()
-	// The task's user writes its files there; the shim (root) creates
-	// stdout and stderr in it, which stay the agent's.
-	if err := os.Chown(sandbox, int(owner.UID), int(owner.GID)); err != nil {
-		return nil, fmt.Errorf("launch %s: own sandbox: %w", id, err)
-	}
-	if spec.UserNS != nil {
-		if err := prepareUserNSDir(c.cfg.StateDir, dir, *spec.UserNS); err != nil {
+	sb := c.pool.take(shape, poolable)
+	if sb != nil {
+		made, err = c.launchWarm(ctx, ct, sb, user, owner)
+		if errors.Is(err, errSandboxUnusable) {
+			c.log.Warn("warm sandbox unusable: launching cold", "id", id, "sandbox", sb.name, "err", err)
+			sb = nil
+		} else if err != nil {
 			return nil, fmt.Errorf("launch %s: %w", id, err)
 		}
 	}
-	var imageRoot *executor.ImageRoot
-	if spec.Image != "" {
-		var err error
-		if imageRoot, err = c.prepareImage(ctx, spec); err != nil {
+	if sb == nil {
+		if made, err = c.launchCold(ctx, ct, user, owner); err != nil {
 			return nil, fmt.Errorf("launch %s: %w", id, err)
 		}
 	}
-	// config.json is written once the isolators are prepared; a directory
-	// without it is an orphan to Recover, which cleans up the isolators.
-	rec := record{Version: recordVersion, Spec: spec, CreatedAt: time.Now()}
-	var launch isolator.Launch
-	for _, iso := range c.cfg.Isolators {
-		if err := iso.Prepare(ctx, id, spec.Limits, &launch); err != nil {
-			return nil, fmt.Errorf("launch %s: prepare %s: %w", id, iso.Name(), err)
-		}
-	}
-	// The groups exist: from here to the end of the launch the cgroup
-	// isolator keeps the kernel's cgroup-attach lock warm for the shim,
-	// which moves the init into them once it is set up (see
-	// isolator/cgroups.Isolator.Warm).
-	for _, iso := range c.cfg.Isolators {
-		if w, ok := iso.(isolator.Warmer); ok {
-			defer w.Warm()()
-		}
-	}
-	if launch.CgroupPath == "" || !filepath.IsAbs(launch.CgroupPath) {
-		// Never let libcontainer pick a path relative to our own cgroup.
-		return nil, fmt.Errorf("launch %s: no isolator set an absolute cgroup path (got %q)", id, launch.CgroupPath)
-	}
-	rec.CgroupPath = launch.CgroupPath
-	rec.Address = c.address(id)
-	ct.address = rec.Address
-	if err := writeRecord(dir, &rec); err != nil {
-		return nil, fmt.Errorf("launch %s: %w", id, err)
-	}
-	bundle := &executor.Bundle{
-		Version:    executor.BundleVersion,
-		ID:         id,
-		Args:       spec.Command,
-		Env:        append(append([]string(nil), spec.Env...), launch.Env...),
-		Cwd:        spec.Cwd,
-		Rootfs:     spec.Rootfs,
-		CgroupPath: launch.CgroupPath,
-		NetNSPath:  launch.NetNSPath,
-		StateRoot:  c.runcRoot,
-		HidePaths:  append([]string{c.cfg.StateDir}, c.cfg.HidePaths...),
-		UID:        user.UID,
-		GID:        user.GID,
-		UserNS:     spec.UserNS,
-		Image:      imageRoot,
-		// The shim verifies the cgroup and network namespace itself
-		// before exec: no go-ahead round trip unless an isolator must see
-		// the init first.
-		SkipGoAhead: !c.needIsolate(),
-		Log:         containerlog.Limits{MaxSize: spec.LogMaxSize, MaxFiles: spec.LogMaxFiles, Rate: c.cfg.LogRate},
-	}
-	bundle.OOMScoreAdj = launch.OOMScoreAdj // the cgroup isolator's, by class
-	if err := executor.WriteBundle(dir, bundle); err != nil {
-		return nil, fmt.Errorf("launch %s: %w", id, err)
-	}
-	if err := c.startShim(ctx, ct); err != nil {
-		return nil, fmt.Errorf("launch %s: %w", id, err)
-	}
-
 	c.mu.Lock()
 	c.containers[id] = ct
 	c.mu.Unlock()
-	c.log.Info("container launched", "id", id, "pid", ct.pid, "shim_pid", ct.shimPid)
+	c.log.Info("container launched", "id", id, "pid", ct.pid, "shim_pid", ct.shimPid, "warm", ct.sandbox != "",
+		"ms", float64(time.Since(start).Microseconds())/1000)
 	return ct.info(), nil
 }
 
-// resolveUser finds the container's user on the host (spec.User, root
-// when empty) and who owns its sandbox there: the same user, or its ID
-// shifted into the host range of spec.UserNS.
+// resolveUser looks up the spec's user on the host (root when none) and
+// returns it with the host IDs that own the sandbox (mapped through the
+// user namespace when there is one).
 func resolveUser(spec Spec) (user, owner hostuser.ID, err error) {
 	if spec.User != "" {
 		if user, err = hostuser.Lookup("/", spec.User); err != nil {
@@ -183,12 +113,83 @@ func resolveUser(spec Spec) (user, owner hostuser.ID, err error) {
 	return user, owner, nil
 }
 
-// makeSandbox makes the container's sandbox in its directory dir, or
-// moves a restart's sandbox and log (spec.Sandbox, spec.LogDir) into
-// place, so that they go on in the new run. giveBack moves them back: a
-// failed launch calls it before its teardown removes dir.
-func makeSandbox(dir string, spec Spec) (sandbox string, giveBack func() error, err error) {
-	sandbox = filepath.Join(dir, executor.SandboxDir)
+// reserve claims id for a launch: get() reports ErrNotFound meanwhile.
+func (c *Containerizer) reserve(id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.containers[id]; ok {
+		return ErrExist
+	}
+	c.containers[id] = nil
+	return nil
+}
+
+// launchCold makes ct from nothing: directory, sandbox, the isolators'
+// Prepare, config.json and bundle, then a (warm, or new) shim. made
+// reports whether it made anything (the directory).
+func (c *Containerizer) launchCold(ctx context.Context, ct *container, user, owner hostuser.ID) (made bool, err error) {
+	if err := os.Mkdir(ct.dir, 0o700); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return false, fmt.Errorf("%w (a directory from a container not recovered)", ErrExist)
+		}
+		return false, err
+	}
+	return true, c.makeCold(ctx, ct, user, owner)
+}
+
+func (c *Containerizer) makeCold(ctx context.Context, ct *container, user, owner hostuser.ID) (retErr error) {
+	spec, id := ct.spec, ct.spec.ID
+	giveBack, err := makeSandboxDir(c.cfg.StateDir, ct.dir, spec, owner)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if retErr != nil { // before Launch's teardown, which removes ct.dir
+			if err := giveBack(); err != nil {
+				retErr = errors.Join(retErr, err)
+			}
+		}
+	}()
+	var imageRoot *executor.ImageRoot
+	if spec.Image != "" {
+		var err error
+		if imageRoot, err = c.prepareImage(ctx, spec); err != nil {
+			return err
+		}
+	}
+	ct.mark("directory")
+	// config.json is written once the isolators are prepared; a directory
+	// without it is an orphan to Recover, which cleans up the isolators.
+	var launch isolator.Launch
+	for _, iso := range c.cfg.Isolators {
+		if err := iso.Prepare(ctx, id, spec.Limits, &launch); err != nil {
+			return fmt.Errorf("prepare %s: %w", iso.Name(), err)
+		}
+	}
+	// The groups exist: from here to the end of the launch the cgroup
+	// isolator keeps the kernel's cgroup-attach lock warm for the shim,
+	// which moves the init into them once it is set up (see
+	// isolator/cgroups.Isolator.Warm).
+	for _, iso := range c.cfg.Isolators {
+		if w, ok := iso.(isolator.Warmer); ok {
+			defer w.Warm()()
+		}
+	}
+	ct.mark("isolators")
+	if err := c.writeLaunch(ct, &launch, user, imageRoot); err != nil {
+		return err
+	}
+	ct.mark("files")
+	return c.startShim(ctx, ct)
+}
+
+// makeSandboxDir makes dir's sandbox, or moves a restart's sandbox and
+// log (spec.Sandbox, spec.LogDir) into place so that they go on in the
+// new run; the sandbox is owned by the task's user (owner: host IDs),
+// and a user namespace's root may reach dir. giveBack moves a restart's
+// files back: a failed launch calls it before its teardown removes dir.
+func makeSandboxDir(stateDir, dir string, spec Spec, owner hostuser.ID) (giveBack func() error, err error) {
+	sandbox := filepath.Join(dir, executor.SandboxDir)
 	var moved [][2]string // from, to
 	giveBack = func() error {
 		var errs []error
@@ -199,21 +200,77 @@ func makeSandbox(dir string, spec Spec) (sandbox string, giveBack func() error, 
 		}
 		return errors.Join(errs...)
 	}
+	fail := func(err error) (func() error, error) { return nil, errors.Join(err, giveBack()) }
 	for _, m := range [][2]string{{spec.Sandbox, sandbox}, {spec.LogDir, filepath.Join(dir, executor.LogDir)}} {
 		if m[0] == "" {
 			continue
 		}
 		if err := os.Rename(m[0], m[1]); err != nil {
-			return "", nil, errors.Join(fmt.Errorf("keep the previous run's %s: %w", filepath.Base(m[1]), err), giveBack())
+			return fail(fmt.Errorf("keep the previous run's %s: %w", filepath.Base(m[1]), err))
 		}
 		moved = append(moved, m)
 	}
 	if spec.Sandbox == "" {
 		if err := os.Mkdir(sandbox, 0o755); err != nil {
-			return "", nil, errors.Join(fmt.Errorf("create sandbox: %w", err), giveBack())
+			return fail(fmt.Errorf("create sandbox: %w", err))
 		}
 	}
-	return sandbox, giveBack, nil
+	// The task's user writes its files there; the shim (root) creates
+	// stdout and stderr in it, which stay the agent's.
+	if err := os.Chown(sandbox, int(owner.UID), int(owner.GID)); err != nil {
+		return fail(fmt.Errorf("own sandbox: %w", err))
+	}
+	if spec.UserNS != nil {
+		if err := prepareUserNSDir(stateDir, dir, *spec.UserNS); err != nil {
+			return fail(err)
+		}
+	}
+	return giveBack, nil
+}
+
+// writeLaunch writes ct's config.json and the bundle its shim runs, from
+// what the isolators prepared (launch) and its image root (nil: none).
+func (c *Containerizer) writeLaunch(ct *container, launch *isolator.Launch, user hostuser.ID, imageRoot *executor.ImageRoot) error {
+	spec, id := ct.spec, ct.spec.ID
+	if launch.CgroupPath == "" || !filepath.IsAbs(launch.CgroupPath) {
+		// Never let libcontainer pick a path relative to our own cgroup.
+		return fmt.Errorf("no isolator set an absolute cgroup path (got %q)", launch.CgroupPath)
+	}
+	rec := record{Version: recordVersion, Spec: spec, CgroupPath: launch.CgroupPath, Sandbox: ct.sandbox, CreatedAt: time.Now()}
+	rec.Address = c.address(id)
+	ct.address = rec.Address
+	if err := writeRecord(ct.dir, &rec); err != nil {
+		return err
+	}
+	bundle := &executor.Bundle{
+		Version:    executor.BundleVersion,
+		ID:         id,
+		Args:       spec.Command,
+		Env:        append(append([]string(nil), spec.Env...), launch.Env...),
+		Cwd:        spec.Cwd,
+		Rootfs:     spec.Rootfs,
+		CgroupPath: launch.CgroupPath,
+		NetNSPath:  launch.NetNSPath,
+		StateRoot:  c.runcRoot,
+		HidePaths:  c.hidePaths(),
+		UID:        user.UID,
+		GID:        user.GID,
+		UserNS:     spec.UserNS,
+		Image:      imageRoot,
+		// The shim verifies the cgroup and network namespace itself
+		// before exec: no go-ahead round trip unless an isolator must see
+		// the init first.
+		SkipGoAhead: !c.needIsolate(),
+		Log:         containerlog.Limits{MaxSize: spec.LogMaxSize, MaxFiles: spec.LogMaxFiles, Rate: c.cfg.LogRate},
+		Sandbox:     ct.sandbox,
+		OOMScoreAdj: launch.OOMScoreAdj, // the cgroup isolator's, by class
+	}
+	return executor.WriteBundle(ct.dir, bundle)
+}
+
+// hidePaths are the host paths masked from containers on the host root.
+func (c *Containerizer) hidePaths() []string {
+	return append([]string{c.cfg.StateDir}, c.cfg.HidePaths...)
 }
 
 // addresser is an optional ability of an isolator (isolator/network): the
@@ -254,11 +311,7 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 	}
 	if sp == nil {
 		var err error
-		// A private mount namespace for the host root or the image root
-		// it assembles, and for the sysfs it mounts for a user namespace
-		// with networking.
-		newNS := ct.spec.Rootfs == "" || ct.spec.Image != "" || (ct.spec.UserNS != nil && ct.spec.Limits.Network)
-		if sp, err = c.spawnShim(ct.dir, newNS); err != nil {
+		if sp, err = c.spawnShim(ct.dir); err != nil {
 			return err
 		}
 	}
@@ -295,6 +348,8 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 		}
 		ct.pid = rep.Pid
 		ct.startedAt = time.Now()
+		ct.mark("shim")
+		ct.addShimSteps(rep.Steps)
 		return nil
 	}
 	rep, err := next(executor.EventCreated)
@@ -310,10 +365,13 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 	if _, err := goW.Write([]byte{1}); err != nil {
 		return fmt.Errorf("release shim: %w", err)
 	}
-	if _, err := next(executor.EventRunning); err != nil {
+	rep, err = next(executor.EventRunning)
+	if err != nil {
 		return err
 	}
 	ct.startedAt = time.Now()
+	ct.mark("shim")
+	ct.addShimSteps(rep.Steps)
 	return nil
 }
 
@@ -363,9 +421,10 @@ type shimProc struct {
 // agent's process group reaches it), stdio to files, reaped by a goroutine
 // whenever it ends (if the agent dies first, it is reparented and carries
 // on). dir "" starts a warm shim that waits for its directory on the
-// go-ahead pipe. newNS gives it its own mount namespace, where the host
-// root is assembled (warm shims always get one).
-func (c *Containerizer) spawnShim(dir string, newNS bool) (*shimProc, error) {
+// go-ahead pipe. Every shim gets its own mount namespace, where it
+// assembles the host root, the container's cgroup view (cgroup v1) and
+// a network namespace's sysfs.
+func (c *Containerizer) spawnShim(dir string) (*shimProc, error) {
 	reportR, reportW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("start shim: %w", err)
@@ -395,10 +454,7 @@ func (c *Containerizer) spawnShim(dir string, newNS bool) (*shimProc, error) {
 		cmd.Stdout, cmd.Stderr = logf, logf
 	}
 	cmd.ExtraFiles = []*os.File{reportW, goR} // fds 3 and 4: executor.ReportFD, GoFD
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if newNS || dir == "" {
-		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNS
-	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWNS}
 	if err := cmd.Start(); err != nil {
 		reportR.Close()
 		goW.Close()
@@ -449,7 +505,7 @@ func (c *Containerizer) refill() {
 		c.poolWG.Add(1)
 		go func() {
 			defer c.poolWG.Done()
-			sp, err := c.spawnShim("", true)
+			sp, err := c.spawnShim("")
 			c.poolMu.Lock()
 			c.filling--
 			if err == nil && !c.poolClosed {
@@ -503,13 +559,20 @@ func (c *Containerizer) teardown(ctx context.Context, ct *container) error {
 			waitShim(ctx, ct, 5*time.Second)
 		}
 	}
-	if err := c.destroyRuncState(id); err != nil {
+	if err := c.destroyRuncState(ct.runtimeID()); err != nil {
 		errs = append(errs, err)
 	}
 	for i := len(c.cfg.Isolators) - 1; i >= 0; i-- {
 		iso := c.cfg.Isolators[i]
 		if err := iso.Cleanup(ctx, id); err != nil {
 			errs = append(errs, fmt.Errorf("cleanup %s: %w", iso.Name(), err))
+		}
+		if ct.sandbox != "" {
+			// A claim that failed half way: what is left under the
+			// sandbox's name (a no-op after a claim).
+			if err := iso.Cleanup(ctx, ct.sandbox); err != nil {
+				errs = append(errs, fmt.Errorf("cleanup %s: %w", iso.Name(), err))
+			}
 		}
 	}
 	if err := removeContainerDir(ct.dir); err != nil {
@@ -528,7 +591,8 @@ func (c *Containerizer) teardown(ctx context.Context, ct *container) error {
 }
 
 // destroyRuncState kills and destroys what libcontainer still knows of id
-// (a container whose shim died). No state is not an error.
+// (a container whose shim died; its runtimeID). No state is not an
+// error.
 func (c *Containerizer) destroyRuncState(id string) error {
 	lc, err := libcontainer.Load(c.runcRoot, id)
 	if err != nil {
@@ -627,13 +691,14 @@ func waitPidGone(pid int, d time.Duration) {
 	}
 }
 
-// removeContainerDir removes a container directory. The rootfs and sysfs
-// mount points must be empty directories (the host root and a sysfs are
-// mounted on them only inside the shim's mount namespace): if one is not,
+// removeContainerDir removes a container directory. The rootfs, sysfs and
+// cgroup view mount points must be empty directories (the host root, a
+// sysfs and the cgroup view are mounted on them only inside the shim's
+// mount namespace): if one is not,
 // nothing is removed rather than risking a recursive delete through a
 // mount.
 func removeContainerDir(dir string) error {
-	for _, mp := range []string{executor.RootfsDir, executor.SysfsDir} {
+	for _, mp := range []string{executor.RootfsDir, executor.SysfsDir, executor.CgroupViewDir} {
 		if err := os.Remove(filepath.Join(dir, mp)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove container dir: %s mount point: %w", mp, err)
 		}

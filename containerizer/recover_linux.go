@@ -21,7 +21,8 @@ import (
 // meanwhile are reported with the status their shim recorded, containers
 // whose shim died without recording one are killed and reported with
 // reason "shim-lost", and orphans (directories of launches that never
-// completed, libcontainer state without a directory) are removed. Then
+// completed, warm sandboxes of an earlier agent, libcontainer state
+// without a directory) are removed. Then
 // every isolator's Recover runs with the containers kept (running or
 // exited, until Destroy). It returns every known container.
 func (c *Containerizer) Recover(ctx context.Context) ([]*Info, error) {
@@ -45,7 +46,7 @@ func (c *Containerizer) Recover(ctx context.Context) ([]*Info, error) {
 		c.mu.Lock()
 		_, known := c.containers[id]
 		c.mu.Unlock()
-		if known {
+		if known || c.pool.owns(id) {
 			continue
 		}
 		wg.Add(1)
@@ -101,9 +102,14 @@ func (c *Containerizer) recoverOne(ctx context.Context, id string) error {
 		err = fmt.Errorf("record is for %q", rec.Spec.ID)
 	}
 	if err != nil {
-		// A launch that died before recording what it launched.
+		// A launch that died before recording what it launched, or a
+		// warm sandbox of an earlier agent (never claimed).
 		ct.spec.ID = id
-		c.log.Warn("removing orphan container", "id", id, "err", err)
+		if b, berr := executor.ReadBundle(dir); berr == nil && b.Warm {
+			c.log.Info("removing a warm sandbox of an earlier agent", "sandbox", id)
+		} else {
+			c.log.Warn("removing orphan container", "id", id, "err", err)
+		}
 		if shimAlive(ct.shimPid, dir) {
 			_ = syscall.Kill(ct.shimPid, syscall.SIGKILL)
 		}
@@ -113,6 +119,7 @@ func (c *Containerizer) recoverOne(ctx context.Context, id string) error {
 		return nil
 	}
 	ct.spec = rec.Spec
+	ct.sandbox = rec.Sandbox
 	ct.startedAt = rec.CreatedAt
 	ct.address = rec.Address
 	if st := ct.exitStatus(); st == nil {
@@ -165,7 +172,7 @@ func (c *Containerizer) markLost(ctx context.Context, ct *container) (*ExitStatu
 	}
 	id := ct.spec.ID
 	c.log.Warn("shim lost: killing what is left of the container", "id", id, "shim_pid", ct.shimPid)
-	if err := c.destroyRuncState(id); err != nil {
+	if err := c.destroyRuncState(ct.runtimeID()); err != nil {
 		return nil, err
 	}
 	st := &ExitStatus{
@@ -187,16 +194,26 @@ func (c *Containerizer) markLost(ctx context.Context, ct *container) (*ExitStatu
 }
 
 // removeOrphanRuncState destroys libcontainer containers that have no
-// container directory (the agent died between their creation and ours).
+// container directory (the agent died between their creation and ours):
+// neither one of their name nor one made from a warm sandbox of their
+// name.
 func (c *Containerizer) removeOrphanRuncState() error {
 	entries, err := os.ReadDir(c.runcRoot)
 	if err != nil {
 		return fmt.Errorf("read runc state: %w", err)
 	}
+	inUse := make(map[string]bool)
+	c.mu.Lock()
+	for _, ct := range c.containers {
+		if ct != nil {
+			inUse[ct.runtimeID()] = true
+		}
+	}
+	c.mu.Unlock()
 	var errs []error
 	for _, e := range entries {
 		id := e.Name()
-		if _, err := os.Stat(filepath.Join(c.dir, id)); err == nil {
+		if _, err := os.Stat(filepath.Join(c.dir, id)); err == nil || inUse[id] || c.pool.owns(id) {
 			continue
 		}
 		c.log.Warn("removing orphan runc container", "id", id)

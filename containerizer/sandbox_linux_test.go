@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/brimnode/brim/executor"
+	"github.com/brimnode/brim/internal/hostuser"
 )
 
 // A restart's sandbox and log are moved into the new container's
 // directory, and back when the launch fails; without them a new sandbox
 // is made.
-func TestMakeSandbox(t *testing.T) {
+func TestMakeSandboxDir(t *testing.T) {
 	held, dir := t.TempDir(), t.TempDir()
 	prevSandbox, prevLog := filepath.Join(held, "sandbox"), filepath.Join(held, "log")
 	for _, d := range []string{prevSandbox, prevLog} {
@@ -22,9 +23,11 @@ func TestMakeSandbox(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sandbox, giveBack, err := makeSandbox(dir, Spec{Sandbox: prevSandbox, LogDir: prevLog})
-	if err != nil || sandbox != filepath.Join(dir, executor.SandboxDir) {
-		t.Fatalf("makeSandbox = %s, %v", sandbox, err)
+	me := hostuser.ID{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
+	sandbox := filepath.Join(dir, executor.SandboxDir)
+	giveBack, err := makeSandboxDir("", dir, Spec{Sandbox: prevSandbox, LogDir: prevLog}, me)
+	if err != nil {
+		t.Fatalf("makeSandboxDir: %v", err)
 	}
 	for from, to := range map[string]string{prevSandbox: sandbox, prevLog: filepath.Join(dir, executor.LogDir)} {
 		if b, err := os.ReadFile(filepath.Join(to, "kept")); err != nil || string(b) != from {
@@ -40,9 +43,9 @@ func TestMakeSandbox(t *testing.T) {
 		}
 	}
 	fresh := t.TempDir()
-	if sb, giveBack, err := makeSandbox(fresh, Spec{}); err != nil || giveBack() != nil {
+	if giveBack, err := makeSandboxDir("", fresh, Spec{}, me); err != nil || giveBack() != nil {
 		t.Fatalf("new sandbox: %v", err)
-	} else if fi, err := os.Stat(sb); err != nil || !fi.IsDir() {
+	} else if fi, err := os.Stat(filepath.Join(fresh, executor.SandboxDir)); err != nil || !fi.IsDir() {
 		t.Errorf("no sandbox made: %v", err)
 	}
 }

@@ -60,6 +60,10 @@ const (
 	// and stderr into rotated files there (internal/containerlog), out
 	// of the task's reach (the container directory is root's).
 	LogDir = "log"
+	// CgroupViewDir is where, on a cgroup v1 host, the shim assembles in
+	// its private mount namespace the container's /sys/fs/cgroup: binds
+	// of the container's own groups (see mountCgroupView).
+	CgroupViewDir = "cgroupfs"
 	// StdoutFile and StderrFile were the container's output, in the
 	// sandbox, before LogDir (containers of older agents still have them).
 	StdoutFile = "stdout"
@@ -131,6 +135,26 @@ type Bundle struct {
 	// Log bounds the container's output in LogDir (size and number of
 	// files, the rate the shim writes at). Required.
 	Log containerlog.Limits `json:"log"`
+	// Warm makes a warm sandbox rather than a container that runs Args
+	// (empty then; UID, GID and OOMScoreAdj unset): the shim makes the
+	// container as for a launch, with the exec trampoline blocked on a
+	// pipe in place of the task, reports "ready" and waits on GoFD for
+	// its claim: the directory whose bundle names the task (see
+	// handshake.go). ID is the sandbox's name.
+	Warm bool `json:"warm,omitempty"`
+	// Sandbox is set in the bundle of a container made from a warm
+	// sandbox: the name the sandbox was made under, which stays
+	// libcontainer's ID of the container (StateRoot/<Sandbox>).
+	Sandbox string `json:"sandbox,omitempty"`
+}
+
+// RuntimeID returns libcontainer's ID of the bundle's container: ID, or
+// the name of the warm sandbox it was made from.
+func (b *Bundle) RuntimeID() string {
+	if b.Sandbox != "" {
+		return b.Sandbox
+	}
+	return b.ID
 }
 
 // ImageRoot is a container root made from an image: overlayfs of the
@@ -175,8 +199,12 @@ func (b *Bundle) Validate() error {
 		return fmt.Errorf("bundle version %d: want %d", b.Version, BundleVersion)
 	case !validID(b.ID):
 		return fmt.Errorf("invalid container id %q", b.ID)
-	case len(b.Args) == 0 || b.Args[0] == "":
+	case b.Warm && (len(b.Args) > 0 || b.UID != 0 || b.GID != 0 || b.OOMScoreAdj != nil || b.Sandbox != ""):
+		return errors.New("a warm sandbox's bundle names no command, user, oom_score_adj or sandbox")
+	case !b.Warm && (len(b.Args) == 0 || b.Args[0] == ""):
 		return errors.New("empty command")
+	case b.Sandbox != "" && !validID(b.Sandbox):
+		return fmt.Errorf("invalid sandbox name %q", b.Sandbox)
 	case !filepath.IsAbs(b.CgroupPath) || filepath.Clean(b.CgroupPath) == "/":
 		// An empty or relative path would land under the caller's own cgroup.
 		return fmt.Errorf("cgroup path %q is not an absolute path below the root", b.CgroupPath)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 )
 
 // The launch handshake between the containerizer and a starting shim runs
@@ -19,6 +20,25 @@ import (
 // with Bundle.SkipGoAhead it reports no "created", does not read GoFD and
 // execs the user process at once (the containerizer still writes the
 // byte, for older shims, and accepts their "created").
+//
+// A warm sandbox (Bundle.Warm) is a launch stopped short of its task:
+//
+//	containerizer                         shim                     sandbox init
+//	  dir of the sandbox\n  ── GoFD ──▶   make the container ──▶   exec trampoline,
+//	                                       (late cgroup join)        block on its pipe
+//	                      ◀── ReportFD ── "ready" {pid}
+//	  ... claim: rename the directory and the groups, write the limits
+//	  and the final bundle ...
+//	  final directory\n     ── GoFD ──▶   chown output, hostname,
+//	                                       oom_score_adj, join the
+//	                                       unified group, verify
+//	                                       user, env, cwd, argv ──▶  setuid, chdir,
+//	                                                                 caps, execve
+//	                      ◀── ReportFD ── "running" {pid}  (the exec happened)
+//
+// EOF on GoFD before the claim (the agent closed the pool or died)
+// destroys the sandbox: the shim kills it, removes its groups' device
+// rules it wrote, libcontainer's state and the directory, and exits.
 const (
 	// ReportFD is the shim's fd for its launch reports (ExtraFiles[0]).
 	ReportFD = 3
@@ -35,6 +55,9 @@ const (
 	// EventError: the launch failed (Error, Kind); the shim cleans up and
 	// exits.
 	EventError = "error"
+	// EventReady: a warm sandbox is made (Pid is its init, blocked before
+	// the task's exec) and waits for its claim.
+	EventReady = "ready"
 )
 
 // Error kinds in a Report.
@@ -48,6 +71,32 @@ type Report struct {
 	Pid   int    `json:"pid,omitempty"`
 	Error string `json:"error,omitempty"`
 	Kind  string `json:"kind,omitempty"`
+	// Steps time the shim's part of the launch ("running" and "ready"
+	// reports), in order: where the milliseconds go (docs/benchmarks.md).
+	Steps []Step `json:"steps,omitempty"`
+}
+
+// Step is one timed phase of a launch.
+type Step struct {
+	Name string `json:"name"`
+	// Micros is the phase's wall time in microseconds.
+	Micros int64 `json:"us"`
+}
+
+// stepClock records Steps: each mark closes the phase since the previous
+// one (or the clock's start). Not safe for concurrent use.
+type stepClock struct {
+	last  time.Time
+	steps []Step
+}
+
+func newStepClock() *stepClock { return &stepClock{last: time.Now()} }
+
+// mark ends the current phase as name.
+func (c *stepClock) mark(name string) {
+	now := time.Now()
+	c.steps = append(c.steps, Step{Name: name, Micros: now.Sub(c.last).Microseconds()})
+	c.last = now
 }
 
 // Err returns the launch error an EventError report carries, wrapping

@@ -69,8 +69,10 @@ func joinLate() bool { return !cgroups.IsCgroup2UnifiedMode() }
 // cgroupJoin is the shim's own handle on the container's cgroups, for a
 // late join.
 type cgroupJoin struct {
+	cg      *cgroups.Cgroup
 	m       cgroups.Manager
-	devices chan error // the device rules being written; one value
+	devices chan error        // the device rules being written; one value
+	rest    map[string]string // hierarchies a warm sandbox joins at its claim
 }
 
 // devicesSetV1 returns opencontainers/cgroups' v1 device-rule writer and
@@ -99,7 +101,7 @@ func startCgroupJoin(cfg *configs.Config) (*cgroupJoin, error) {
 	if set == nil {
 		return nil, errors.New("cgroup manager: no v1 device rule support compiled in")
 	}
-	j := &cgroupJoin{m: m, devices: make(chan error, 1)}
+	j := &cgroupJoin{cg: cfg.Cgroups, m: m, devices: make(chan error, 1)}
 	dir, res := m.Path("devices"), cfg.Cgroups.Resources
 	go func() {
 		// The cgroup isolator has made the group; like libcontainer's
@@ -125,14 +127,71 @@ func unjoinedConfig(cfg *configs.Config) *configs.Config {
 	return &c
 }
 
-// join waits for the device rules, then moves pid into every group.
-func (j *cgroupJoin) join(pid int) error {
+// join waits for the device rules, then moves pid into every group; a
+// warm sandbox's init into every group but the unified one of a hybrid
+// host, which cannot be renamed to the container's name at the claim
+// (cgroup v2 has no rename) and is joined then (joinRest).
+func (j *cgroupJoin) join(pid int, warm bool) error {
 	if err := j.waitDevices(); err != nil {
 		return err
 	}
-	if err := j.m.Apply(pid); err != nil {
+	m := j.m
+	if warm {
+		paths := j.m.GetPaths()
+		if u, ok := paths[""]; ok {
+			delete(paths, "")
+			j.rest = map[string]string{"": u}
+			var err error
+			if m, err = fs.NewManager(j.cg, paths); err != nil {
+				return fmt.Errorf("join cgroups: %w", err)
+			}
+			j.m = m
+		}
+	}
+	if err := m.Apply(pid); err != nil {
 		return fmt.Errorf("join cgroups: %w", err)
 	}
+	return nil
+}
+
+// joined returns the hierarchies pid was put in (subsystem names, "" for
+// the unified tree of a hybrid host).
+func (j *cgroupJoin) joined() []string {
+	var hs []string
+	for h := range j.m.GetPaths() {
+		hs = append(hs, h)
+	}
+	return hs
+}
+
+// claim moves the handle of a warm sandbox's groups to the container's
+// cgroup path (their v1 directories were renamed to it by the cgroup
+// isolator) and joins pid to the hierarchies the sandbox left out (see
+// join).
+func (j *cgroupJoin) claim(path string, pid int) error {
+	cg := *j.cg
+	cg.Path = path
+	m, err := fs.NewManager(&cg, nil)
+	if err != nil {
+		return fmt.Errorf("join cgroups: %w", err)
+	}
+	all := m.GetPaths()
+	rest := make(map[string]string)
+	for h := range j.rest {
+		if p, ok := all[h]; ok {
+			rest[h] = p
+		}
+	}
+	if len(rest) > 0 {
+		r, err := fs.NewManager(&cg, rest)
+		if err == nil {
+			err = r.Apply(pid)
+		}
+		if err != nil {
+			return fmt.Errorf("join cgroups: %w", err)
+		}
+	}
+	j.cg, j.m, j.rest = &cg, m, nil
 	return nil
 }
 

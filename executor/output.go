@@ -31,17 +31,29 @@ type output struct {
 // openOutput creates the container's stdio and the log under dir, and
 // starts the copiers (owned by the output: finish ends and waits for
 // them).
-func openOutput(dir string, lim containerlog.Limits) (_ *output, retErr error) {
-	w, err := containerlog.Create(filepath.Join(dir, LogDir), lim)
+func openOutput(dir string, lim containerlog.Limits) (*output, error) {
+	o, err := openPipes()
 	if err != nil {
-		return nil, fmt.Errorf("open container log: %w", err)
+		return nil, err
 	}
-	o := &output{log: w, copied: make(chan struct{})}
+	if err := o.startLog(dir, lim); err != nil {
+		o.closeAll()
+		return nil, err
+	}
+	return o, nil
+}
+
+// openPipes creates the container's stdio, without the log: a warm
+// sandbox's, whose log starts at the claim (startLog), in the directory
+// and with the limits of its container.
+func openPipes() (_ *output, retErr error) {
+	o := &output{copied: make(chan struct{})}
 	defer func() {
 		if retErr != nil {
 			o.closeAll()
 		}
 	}()
+	var err error
 	if o.stdin, err = os.Open(os.DevNull); err != nil {
 		return nil, fmt.Errorf("open stdin: %w", err)
 	}
@@ -50,6 +62,16 @@ func openOutput(dir string, lim containerlog.Limits) (_ *output, retErr error) {
 			return nil, fmt.Errorf("create output pipe: %w", err)
 		}
 	}
+	return o, nil
+}
+
+// startLog creates the log under dir and starts the copiers.
+func (o *output) startLog(dir string, lim containerlog.Limits) error {
+	w, err := containerlog.Create(filepath.Join(dir, LogDir), lim)
+	if err != nil {
+		return fmt.Errorf("open container log: %w", err)
+	}
+	o.log = w
 	for i, s := range []containerlog.Stream{containerlog.Stdout, containerlog.Stderr} {
 		o.copiers.Add(1)
 		go func() {
@@ -61,7 +83,7 @@ func openOutput(dir string, lim containerlog.Limits) (_ *output, retErr error) {
 	}
 	o.started = true
 	go func() { o.copiers.Wait(); close(o.copied) }()
-	return o, nil
+	return nil
 }
 
 // closeChild closes the shim's copies of the container's ends, once the
@@ -115,5 +137,7 @@ func (o *output) closeAll() {
 	if o.started {
 		<-o.copied
 	}
-	_ = o.log.Close()
+	if o.log != nil {
+		_ = o.log.Close()
+	}
 }

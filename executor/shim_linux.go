@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,9 +19,8 @@ import (
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
-
-	"github.com/brimnode/brim/internal/oomwatch"
 )
 
 // RunOptions configure Run.
@@ -105,6 +103,7 @@ type shim struct {
 	bundle  *Bundle
 	shimPid int
 
+	cfg       *configs.Config // libcontainer's config of the container
 	container *libcontainer.Container
 	process   *libcontainer.Process
 	pid       int
@@ -112,6 +111,7 @@ type shim struct {
 	memPath   string      // memory cgroup directory, for the OOM counter
 	cgroups   *cgroupJoin // the groups the shim joins itself (nil: libcontainer does)
 	out       *output     // stdio and the log, from a successful launch
+	tramp     *trampoline // a warm sandbox's trampoline, until its claim
 
 	initExe unix.Stat_t // the init's executable before exec (see awaitExec)
 	execed  atomic.Bool
@@ -150,252 +150,6 @@ func adoptDir(r *bufio.Reader) (string, error) {
 		}
 	}
 	return dir, nil
-}
-
-//nolint:gocyclo // split under issue 31 by the executor work; remove with the split
-func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) (retErr error) {
-	b, err := ReadBundle(s.dir)
-	if err != nil {
-		return err
-	}
-	if err := b.Validate(); err != nil {
-		return err
-	}
-	s.bundle = b
-	s.log = s.log.With("id", b.ID)
-
-	rootfs, err := s.prepareRoot(b)
-	if err != nil {
-		return err
-	}
-	if b.UserNS != nil && b.NetNSPath != "" {
-		if err := mountNetSysfs(s.dir, b.NetNSPath); err != nil {
-			return err
-		}
-	}
-	// The control socket is bound while libcontainer creates and starts
-	// the container (the shim mostly waits for the init meanwhile): it
-	// must exist by the time "created" is reported, nothing else needs it.
-	listened := make(chan error, 1)
-	go func() { listened <- s.listen() }()
-	var listenErr error
-	listenDone := false
-	waitListen := func() error {
-		if !listenDone {
-			listenErr, listenDone = <-listened, true
-		}
-		return listenErr
-	}
-	defer func() {
-		if waitListen() == nil && retErr != nil {
-			s.ln.Close()
-			_ = os.Remove(filepath.Join(s.dir, SocketFile))
-		}
-	}()
-
-	cfg, err := libcontainerConfig(b, s.dir, rootfs)
-	if err != nil {
-		return err
-	}
-	out, err := openOutput(s.dir, b.Log)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if retErr != nil {
-			out.closeAll()
-			return
-		}
-		out.closeChild() // the container holds its own ends now
-		s.out = out
-	}()
-
-	var c *libcontainer.Container
-	if joinLate() {
-		if s.cgroups, err = startCgroupJoin(cfg); err != nil {
-			return fmt.Errorf("create container: %w", err)
-		}
-		c, err = createUnjoined(b.StateRoot, b.ID, cfg)
-	} else {
-		c, err = libcontainer.Create(b.StateRoot, b.ID, cfg)
-	}
-	if err != nil {
-		if s.cgroups != nil {
-			_ = s.cgroups.destroy()
-		}
-		return fmt.Errorf("create container: %w", err)
-	}
-	defer func() {
-		if retErr != nil {
-			s.abort()
-		}
-	}()
-	s.container = c
-	p := &libcontainer.Process{
-		Args:   b.Args,
-		Env:    withPath(b.Env),
-		Cwd:    b.Cwd,
-		UID:    int(b.UID), // libcontainer takes the user from here, not the spec
-		GID:    int(b.GID),
-		Stdin:  out.stdin,
-		Stdout: out.child[0],
-		Stderr: out.child[1],
-		Init:   true,
-	}
-	if p.Cwd == "" {
-		p.Cwd = "/"
-	}
-	if err := c.Start(p); err != nil {
-		if isCommandNotFound(err) {
-			return fmt.Errorf("start %s: %w: %w", b.Args[0], ErrCommandNotFound, err)
-		}
-		return fmt.Errorf("start container: %w", err)
-	}
-	s.process = p
-	if s.pid, err = p.Pid(); err != nil {
-		return fmt.Errorf("container pid: %w", err)
-	}
-	if s.cgroups != nil {
-		if err := s.cgroups.join(s.pid); err != nil {
-			return err
-		}
-	}
-	if err := waitListen(); err != nil {
-		return err
-	}
-	if err := verifyConfinement(s.pid, b, s.hierarchies()); err != nil {
-		return err
-	}
-	if err := unix.Stat(fmt.Sprintf("/proc/%d/exe", s.pid), &s.initExe); err != nil {
-		s.execed.Store(true) // nothing to compare with: never wait
-	}
-	if report != nil && !b.SkipGoAhead {
-		if err := writeReport(report, Report{Event: EventCreated, Pid: s.pid}); err != nil {
-			return fmt.Errorf("report created: %w", err)
-		}
-		if goAhead != nil {
-			if err := readGoAhead(ctx, goAhead); err != nil {
-				return err
-			}
-		}
-	}
-	if err := c.Exec(); err != nil {
-		return fmt.Errorf("exec user process: %w", err)
-	}
-	s.startedAt = time.Now()
-	if report != nil {
-		if err := writeReport(report, Report{Event: EventRunning, Pid: s.pid}); err != nil {
-			// The containerizer gave up on us: nobody will supervise this.
-			return fmt.Errorf("report running: %w", err)
-		}
-	}
-	// Off the launch path: the OOM watch only backs up the oom_kill
-	// counter read at exit.
-	var oom <-chan struct{}
-	if s.cgroups != nil {
-		s.memPath = s.cgroups.paths()["memory"]
-		oom, err = oomwatch.V1(context.Background(), s.memPath) // ends when the group is removed
-	} else {
-		if st, err := c.State(); err == nil {
-			s.memPath = st.CgroupPaths[""] // cgroup v2
-		}
-		oom, err = c.NotifyOOM()
-	}
-	if err == nil {
-		go func() {
-			if _, ok := <-oom; ok {
-				s.oomSeen.Store(true)
-			}
-		}()
-	}
-	s.log.Info("container running", "pid", s.pid)
-	return nil
-}
-
-// prepareRoot makes the container's root: the image's overlay, the host
-// root, or the bundle's rootfs (with its mount points made for a user
-// namespace's init).
-func (s *shim) prepareRoot(b *Bundle) (string, error) {
-	switch {
-	case b.Image != nil:
-		return prepareImageRoot(s.dir, b)
-	case b.Rootfs == "":
-		return prepareHostRoot(s.dir, b.HidePaths)
-	case b.UserNS != nil:
-		return b.Rootfs, prepareMountPoints(b.Rootfs, RuntimeSpec(b, s.dir, b.Rootfs).Mounts)
-	}
-	return b.Rootfs, nil
-}
-
-// readGoAhead waits for the containerizer's go-ahead byte; EOF (the
-// containerizer gave up or died) aborts the launch.
-func readGoAhead(ctx context.Context, r io.Reader) error {
-	ch := make(chan error, 1)
-	go func() {
-		var b [1]byte
-		_, err := io.ReadFull(r, b[:])
-		ch <- err
-	}()
-	select {
-	case err := <-ch:
-		if err != nil {
-			return fmt.Errorf("wait for go-ahead: %w", err)
-		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("wait for go-ahead: %w", ctx.Err())
-	}
-}
-
-// abort kills and destroys a container whose launch failed.
-func (s *shim) abort() {
-	if s.container == nil {
-		return
-	}
-	if s.process != nil {
-		_ = s.container.Signal(unix.SIGKILL)
-		_, _ = s.process.Wait()
-	}
-	if err := s.container.Destroy(); err != nil {
-		s.log.Warn("destroy container after failed launch", "err", err)
-	}
-	s.destroyCgroups()
-}
-
-// hierarchies returns the cgroup hierarchies the shim put the init in
-// itself (nil when libcontainer did: cgroup v2).
-func (s *shim) hierarchies() []string {
-	if s.cgroups == nil {
-		return nil
-	}
-	var hs []string
-	for h := range s.cgroups.paths() {
-		hs = append(hs, h)
-	}
-	return hs
-}
-
-// destroyCgroups removes the groups the shim joined itself, as
-// libcontainer's Destroy does with its own.
-func (s *shim) destroyCgroups() {
-	if s.cgroups == nil {
-		return
-	}
-	if err := s.cgroups.destroy(); err != nil {
-		s.log.Warn("remove container cgroups", "err", err)
-	}
-}
-
-// isCommandNotFound recognises the init's failed lookup of argv[0], which
-// crosses the process boundary only as text (exec.LookPath's errors).
-func isCommandNotFound(err error) bool {
-	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-		return true
-	}
-	msg := err.Error()
-	return strings.Contains(msg, exec.ErrNotFound.Error()) ||
-		strings.Contains(msg, "exec: \"") && (strings.Contains(msg, "no such file or directory") ||
-			strings.Contains(msg, "permission denied") || strings.Contains(msg, "is a directory"))
 }
 
 // supervise serves the control socket, reaps the container, records how it

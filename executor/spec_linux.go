@@ -97,9 +97,20 @@ func RuntimeSpec(b *Bundle, dir, rootfs string) *specs.Spec {
 // other cgroup setting; the init joins the groups (the shim moves it on v1,
 // libcontainer on v2: see join_linux.go).
 func libcontainerConfig(b *Bundle, dir, rootfs string) (*configs.Config, error) {
+	spec := RuntimeSpec(b, dir, rootfs)
+	if joinLate() {
+		// The container's own groups, assembled by the shim
+		// (mountCgroupView), in place of runc's cgroup mount.
+		for i, m := range spec.Mounts {
+			if m.Type == "cgroup" {
+				spec.Mounts[i] = specs.Mount{Destination: m.Destination, Type: "bind", Source: filepath.Join(dir, CgroupViewDir),
+					Options: []string{"rbind", "nosuid", "noexec", "nodev", "relatime", "ro"}}
+			}
+		}
+	}
 	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
-		CgroupName: b.ID,
-		Spec:       RuntimeSpec(b, dir, rootfs),
+		CgroupName: b.RuntimeID(),
+		Spec:       spec,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("convert spec: %w", err)

@@ -16,6 +16,10 @@ import (
 	"github.com/opencontainers/runc/libcontainer"
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"
 
+	// A warm sandbox's exec trampoline runs before the Go runtime (a C
+	// constructor, as nsenter's).
+	_ "github.com/brimnode/brim/executor/trampoline"
+
 	"github.com/brimnode/brim/cli"
 )
 

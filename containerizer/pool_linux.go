@@ -1,0 +1,616 @@
+package containerizer
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/brimnode/brim/executor"
+	"github.com/brimnode/brim/internal/containerlog"
+	"github.com/brimnode/brim/internal/hostuser"
+	"github.com/brimnode/brim/internal/subid"
+	"github.com/brimnode/brim/isolator"
+)
+
+// Warm sandboxes. A warm sandbox is a container made before its task is
+// known: a shim with the container's namespaces made, its cgroups created
+// under the parent (no limit written), its root mounted and masked, its
+// confinement (seccomp, no_new_privs, capabilities) applied and its init,
+// the exec trampoline, blocked on a pipe (executor: handshake.go). A
+// launch whose shape (Shape: what cannot change after the making) has one
+// ready takes it — the claim: rename the directory and the groups to the
+// container's, write the limits, config.json and the task's bundle, and
+// send the shim the directory; the trampoline switches to the task's user,
+// environment and working directory and execs the command. What stays of
+// the sandbox is its libcontainer ID (config.json's sandbox) and the
+// process start time of the container's PID 1 (it was forked when the
+// sandbox was made); everything else a task can read is as a cold
+// launch's (TestWarmLaunchIsCold).
+//
+// How many: per shape, K follows the launch rate (the launches of the last
+// rateWindow times the time a sandbox takes to make, plus one), at most
+// Config.WarmSandboxes, and 0 once a shape has had no launch for
+// Config.WarmSandboxIdle; none at all while the host's available memory is
+// under Config.WarmSandboxMinAvailable or the pool's measured memory is at
+// Config.WarmSandboxMemory. Sandboxes are made one at a time, after the
+// launch that asked for them (never on its path), and a sandbox serves one
+// task: a claimed one leaves the pool for good and is destroyed with its
+// container. While sandboxes are ready, the cgroup isolator keeps the
+// kernel's cgroup-attach lock warm (a claim joins the unified group).
+//
+// Their shims read the pool's end of a pipe: when the agent closes it
+// (Close) or dies, each unclaimed sandbox destroys its container and
+// groups, and Recover (or `brim agent cleanup`) removes its directory.
+
+// Defaults of Config's warm sandbox fields.
+const (
+	DefaultWarmSandboxes    = 4
+	DefaultWarmSandboxIdle  = 30 * time.Second
+	DefaultWarmSandboxBytes = 256 << 20
+)
+
+// rateWindow is the span over which a shape's launch rate is counted.
+const rateWindow = 5 * time.Second
+
+// sandboxPrefix starts the name of every warm sandbox (its directory,
+// groups and libcontainer ID until claimed).
+const sandboxPrefix = "warm-"
+
+// errSandboxUnusable is a warm sandbox that could not be claimed before
+// anything of the container was made: the launch goes cold instead.
+var errSandboxUnusable = errors.New("warm sandbox unusable")
+
+// Shape is what a warm sandbox is made for and a launch must match: the
+// root filesystem and the user namespace's range (a zero Size: none).
+// Networking is not a shape yet: a launch with Limits.Network is cold. An
+// image root would add its digest here (its layers and a snapshot per
+// sandbox made at the making).
+type Shape struct {
+	Rootfs  string
+	UserUID uint32
+	UserGID uint32
+	UserIDs uint32
+}
+
+// String names the shape in stats and logs.
+func (s Shape) String() string {
+	root := s.Rootfs
+	if root == "" {
+		root = "host"
+	}
+	if s.UserIDs == 0 {
+		return "root=" + root
+	}
+	return fmt.Sprintf("root=%s userns=%d:%d:%d", root, s.UserUID, s.UserGID, s.UserIDs)
+}
+
+// shapeOf returns spec's shape, false when warm sandboxes cannot serve it
+// (disabled, networking, an isolator that is not an isolator.Sandboxer or
+// must see the init before exec).
+func (c *Containerizer) shapeOf(spec Spec) (Shape, bool) {
+	// A restart (spec.Sandbox, spec.LogDir) brings its previous run's
+	// files: it is made cold, around them.
+	if !c.pool.enabled || spec.Limits.Network || len(spec.Limits.Ports) > 0 || spec.Image != "" ||
+		spec.Sandbox != "" || spec.LogDir != "" {
+		return Shape{}, false
+	}
+	s := Shape{Rootfs: spec.Rootfs}
+	if r := spec.UserNS; r != nil {
+		s.UserUID, s.UserGID, s.UserIDs = r.HostUID, r.HostGID, r.Size
+	}
+	return s, true
+}
+
+// pool keeps the warm sandboxes. Safe for concurrent use.
+type pool struct {
+	c        *Containerizer
+	enabled  bool
+	max      int
+	idle     time.Duration
+	budget   int64
+	minAvail int64
+	warmer   isolator.Warmer // nil: none
+
+	mu       sync.Mutex
+	shapes   map[Shape]*shapePool
+	names    map[string]bool // sandboxes ready or being made
+	filling  int
+	fillTime time.Duration // moving average of a making
+	claimed  uint64
+	missed   uint64
+	closed   bool
+	warmDone func() // the primer held while sandboxes are ready
+	warmAt   time.Time
+
+	kick chan struct{}
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// shapePool is one shape's sandboxes and recent launches.
+type shapePool struct {
+	ready  []*sandbox
+	recent []time.Time
+}
+
+// sandbox is a ready warm sandbox.
+type sandbox struct {
+	name, dir string
+	shape     Shape
+	sp        *shimProc
+	reports   *executor.ReportReader
+	pid       int   // the init, blocked in the trampoline
+	mem       int64 // proportional set size of shim and init
+}
+
+func newPool(c *Containerizer) *pool {
+	p := &pool{c: c, max: c.cfg.WarmSandboxes, idle: c.cfg.WarmSandboxIdle, budget: c.cfg.WarmSandboxMemory,
+		minAvail: c.cfg.WarmSandboxMinAvailable, shapes: make(map[Shape]*shapePool), names: make(map[string]bool),
+		fillTime: 100 * time.Millisecond, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	p.enabled = p.max > 0 && !c.needIsolate()
+	for _, iso := range c.cfg.Isolators {
+		if _, ok := iso.(isolator.Sandboxer); !ok {
+			p.enabled = false
+		}
+		if w, ok := iso.(isolator.Warmer); ok && p.warmer == nil {
+			p.warmer = w
+		}
+	}
+	if p.enabled {
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); p.run() }()
+	}
+	return p
+}
+
+// demand records a launch of shape (its rate sets the shape's K).
+func (p *pool) demand(shape Shape) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sp := p.shapes[shape]
+	if sp == nil {
+		sp = &shapePool{}
+		p.shapes[shape] = sp
+	}
+	sp.recent = append(sp.recent, time.Now())
+}
+
+// wake asks the maintenance loop for a round (after a launch: the
+// sandbox it took is replaced once it is done).
+func (p *pool) wake() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// take returns a ready sandbox of shape (and counts the launch as
+// claimed or missed), nil when none is ready or !ok.
+func (p *pool) take(shape Shape, ok bool) *sandbox {
+	if !ok {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sp := p.shapes[shape]
+	for sp != nil && len(sp.ready) > 0 {
+		sb := sp.ready[0]
+		sp.ready = sp.ready[1:]
+		delete(p.names, sb.name)
+		select {
+		case <-sb.sp.done: // died while waiting
+			p.goDiscard(sb)
+			continue
+		default:
+		}
+		p.claimed++
+		return sb
+	}
+	p.missed++
+	return nil
+}
+
+// owns reports whether name is a sandbox of this pool (Recover leaves it).
+func (p *pool) owns(name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.names[name]
+}
+
+// run is the maintenance loop: a round after every launch and every
+// quarter second, until close.
+func (p *pool) run() {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.kick:
+		case <-t.C:
+		}
+		p.round()
+	}
+}
+
+// round brings every shape to its K: extra sandboxes are destroyed, one
+// missing one is started (sandboxes are made one at a time), and the
+// cgroup-attach lock is kept warm while any is ready.
+func (p *pool) round() {
+	pressure := p.minAvail > 0 && memAvailable() < p.minAvail
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	now := time.Now()
+	ready, mem := 0, int64(0)
+	for shape, sp := range p.shapes {
+		k := p.target(sp, now, pressure)
+		for len(sp.ready) > k {
+			sb := sp.ready[0]
+			sp.ready = sp.ready[1:]
+			delete(p.names, sb.name)
+			p.goDiscard(sb)
+		}
+		if k == 0 && len(sp.recent) == 0 && len(sp.ready) == 0 {
+			delete(p.shapes, shape)
+			continue
+		}
+		ready += len(sp.ready)
+		for _, sb := range sp.ready {
+			mem += sb.mem
+		}
+	}
+	for shape, sp := range p.shapes {
+		if p.filling > 0 || p.budget > 0 && mem >= p.budget {
+			break
+		}
+		if len(sp.ready) < p.target(sp, now, pressure) {
+			p.filling++
+			p.wg.Add(1)
+			go func() { defer p.wg.Done(); p.fill(shape) }()
+		}
+	}
+	p.keepWarm(ready > 0 || p.filling > 0, now)
+}
+
+// target is sp's K at now (p.mu held; prunes sp.recent).
+func (p *pool) target(sp *shapePool, now time.Time, pressure bool) int {
+	sp.recent = slices.DeleteFunc(sp.recent, func(t time.Time) bool { return now.Sub(t) > p.idle })
+	if pressure || len(sp.recent) == 0 {
+		return 0
+	}
+	n := 0
+	for _, t := range sp.recent {
+		if now.Sub(t) <= rateWindow {
+			n++
+		}
+	}
+	rate := float64(n) / rateWindow.Seconds()
+	return min(p.max, int(math.Ceil(rate*p.fillTime.Seconds()))+1)
+}
+
+// keepWarm holds the cgroup isolator's primer while on, renewed every
+// half second (p.mu held).
+func (p *pool) keepWarm(on bool, now time.Time) {
+	if p.warmer == nil {
+		return
+	}
+	if !on {
+		if p.warmDone != nil {
+			p.warmDone()
+			p.warmDone = nil
+		}
+		return
+	}
+	if p.warmDone == nil || now.Sub(p.warmAt) >= 500*time.Millisecond {
+		done := p.warmer.Warm()
+		if p.warmDone != nil {
+			p.warmDone()
+		}
+		p.warmDone, p.warmAt = done, now
+	}
+}
+
+// fill makes one sandbox of shape and adds it to the pool (or destroys
+// it, when the pool closed or the shape needs it no more meanwhile).
+func (p *pool) fill(shape Shape) {
+	start := time.Now()
+	name, err := p.newName()
+	var sb *sandbox
+	if err == nil {
+		sb, err = p.c.makeSandbox(context.Background(), name, shape)
+	}
+	p.mu.Lock()
+	p.filling--
+	if err != nil {
+		delete(p.names, name)
+		p.mu.Unlock()
+		p.c.log.Warn("make warm sandbox", "shape", shape, "err", err)
+		return
+	}
+	p.fillTime = (3*p.fillTime + time.Since(start)) / 4
+	sp := p.shapes[shape]
+	if p.closed || sp == nil || len(sp.ready) >= p.target(sp, time.Now(), false) {
+		delete(p.names, sb.name)
+		p.mu.Unlock()
+		p.c.discardSandbox(sb)
+		return
+	}
+	sp.ready = append(sp.ready, sb)
+	p.mu.Unlock()
+	p.wake()
+}
+
+// newName returns a new sandbox name, the pool's before anything of it
+// exists (so that Recover, running meanwhile, leaves it alone).
+func (p *pool) newName() (string, error) {
+	var buf [8]byte
+	if _, err := rand.Read(buf[:]); err != nil {
+		return "", fmt.Errorf("make sandbox name: %w", err)
+	}
+	name := sandboxPrefix + hex.EncodeToString(buf[:])
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.names[name] = true
+	return name, nil
+}
+
+// goDiscard destroys sb in the background (p.mu held).
+func (p *pool) goDiscard(sb *sandbox) {
+	p.wg.Add(1)
+	go func() { defer p.wg.Done(); p.c.discardSandbox(sb) }()
+}
+
+// close destroys every ready sandbox and waits for the ones being made.
+func (p *pool) close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	var all []*sandbox
+	for _, sp := range p.shapes {
+		all = append(all, sp.ready...)
+		sp.ready = nil
+	}
+	if p.warmDone != nil {
+		p.warmDone()
+		p.warmDone = nil
+	}
+	p.mu.Unlock()
+	close(p.stop)
+	for _, sb := range all {
+		p.goDiscard(sb)
+	}
+	p.wg.Wait()
+}
+
+// PoolStats returns the warm sandboxes' state.
+func (c *Containerizer) PoolStats() PoolStats {
+	p := c.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := PoolStats{Enabled: p.enabled, Filling: p.filling, Claimed: p.claimed, Missed: p.missed}
+	now := time.Now()
+	for shape, sp := range p.shapes {
+		st.Ready += len(sp.ready)
+		for _, sb := range sp.ready {
+			st.MemoryBytes += sb.mem
+		}
+		st.Shapes = append(st.Shapes, ShapeStats{Shape: shape.String(), Ready: len(sp.ready), Target: p.target(sp, now, false)})
+	}
+	slices.SortFunc(st.Shapes, func(a, b ShapeStats) int { return strings.Compare(a.Shape, b.Shape) })
+	return st
+}
+
+// makeSandbox makes warm sandbox name of shape: its directory (as a
+// launch's, owned by root until claimed), the isolators' PrepareSandbox,
+// the warm bundle, a shim that builds the container and reports "ready".
+func (c *Containerizer) makeSandbox(ctx context.Context, name string, shape Shape) (_ *sandbox, retErr error) {
+	sb := &sandbox{name: name, shape: shape, dir: filepath.Join(c.dir, name)}
+	if err := os.Mkdir(sb.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("make sandbox: %w", err)
+	}
+	defer func() {
+		if retErr != nil {
+			c.discardSandbox(sb)
+		}
+	}()
+	userns := shape.userNS()
+	if _, err := makeSandboxDir(c.cfg.StateDir, sb.dir, Spec{UserNS: userns}, hostuser.ID{}); err != nil {
+		return nil, err
+	}
+	var launch isolator.Launch
+	for _, iso := range c.cfg.Isolators {
+		if err := iso.(isolator.Sandboxer).PrepareSandbox(ctx, sb.name, &launch); err != nil {
+			return nil, fmt.Errorf("prepare sandbox %s: %w", iso.Name(), err)
+		}
+	}
+	b := &executor.Bundle{
+		Version: executor.BundleVersion, ID: sb.name, Warm: true, Rootfs: shape.Rootfs,
+		CgroupPath: launch.CgroupPath, NetNSPath: launch.NetNSPath, StateRoot: c.runcRoot,
+		HidePaths: c.hidePaths(), UserNS: userns, SkipGoAhead: true,
+		// Unused: the log starts at the claim, with the container's.
+		Log: containerlog.Limits{MaxSize: c.cfg.LogMaxSize, MaxFiles: c.cfg.LogMaxFiles, Rate: c.cfg.LogRate},
+	}
+	if err := executor.WriteBundle(sb.dir, b); err != nil {
+		return nil, err
+	}
+	sp, err := c.spawnShim("")
+	if err != nil {
+		return nil, err
+	}
+	sb.sp = sp
+	if err := os.WriteFile(filepath.Join(sb.dir, shimPidFile), []byte(strconv.Itoa(sp.pid)), 0o600); err != nil {
+		return nil, fmt.Errorf("record shim pid: %w", err)
+	}
+	if _, err := io.WriteString(sp.goW, sb.dir+"\n"); err != nil {
+		return nil, fmt.Errorf("start sandbox shim: %w", err)
+	}
+	_ = sp.reportR.SetReadDeadline(time.Now().Add(c.cfg.LaunchTimeout))
+	sb.reports = executor.NewReportReader(sp.reportR)
+	rep, err := sb.reports.Next()
+	if err == nil {
+		err = rep.Err()
+	}
+	if err == nil && rep.Event != executor.EventReady {
+		err = fmt.Errorf("shim reported %q, want %q", rep.Event, executor.EventReady)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("make sandbox (see %s): %w", filepath.Join(sb.dir, executor.ShimLogFile), err)
+	}
+	sb.pid = rep.Pid
+	sb.mem = pss(sp.pid) + pss(sb.pid)
+	return sb, nil
+}
+
+// userNS returns the shape's user namespace range, nil for none.
+func (s Shape) userNS() *subid.Range {
+	if s.UserIDs == 0 {
+		return nil
+	}
+	return &subid.Range{HostUID: s.UserUID, HostGID: s.UserGID, Size: s.UserIDs}
+}
+
+// discardSandbox destroys an unclaimed sandbox: EOF makes its shim
+// destroy the container and groups and exit (killed if it lingers), then
+// what is left (libcontainer's state, the isolators', the directory) is
+// removed.
+func (c *Containerizer) discardSandbox(sb *sandbox) {
+	if sb.sp != nil {
+		sb.sp.discard()
+	}
+	ct := &container{spec: Spec{ID: sb.name}, dir: sb.dir}
+	if err := c.teardown(context.Background(), ct); err != nil {
+		c.log.Warn("remove warm sandbox", "sandbox", sb.name, "err", err)
+	}
+}
+
+// launchWarm makes ct from sb: the claim. Before the rename nothing of
+// the container exists (made false): an error there wraps
+// errSandboxUnusable (sb is destroyed and the launch goes cold) or is
+// ErrExist.
+func (c *Containerizer) launchWarm(ctx context.Context, ct *container, sb *sandbox, user, owner hostuser.ID) (made bool, err error) {
+	if err := unix.Renameat2(unix.AT_FDCWD, sb.dir, unix.AT_FDCWD, ct.dir, unix.RENAME_NOREPLACE); err != nil {
+		c.pool.mu.Lock()
+		c.pool.goDiscard(sb)
+		c.pool.mu.Unlock()
+		if errors.Is(err, unix.EEXIST) {
+			return false, fmt.Errorf("%w (a directory from a container not recovered)", ErrExist)
+		}
+		return false, fmt.Errorf("%w: %w", errSandboxUnusable, err)
+	}
+	ct.sandbox, ct.shimPid, ct.shimDone = sb.name, sb.sp.pid, sb.sp.done
+	ct.mark("rename")
+	defer sb.sp.reportR.Close()
+	defer sb.sp.goW.Close() // EOF aborts a shim whose claim failed
+	return true, c.claim(ctx, ct, sb, user, owner)
+}
+
+// claim hands the renamed sandbox to ct: the sandbox directory's owner,
+// the isolators' Claim, config.json and the task's bundle, then the
+// directory to the shim, whose "running" ends the launch.
+func (c *Containerizer) claim(ctx context.Context, ct *container, sb *sandbox, user, owner hostuser.ID) error {
+	if err := os.Chown(filepath.Join(ct.dir, executor.SandboxDir), int(owner.UID), int(owner.GID)); err != nil {
+		return fmt.Errorf("own sandbox: %w", err)
+	}
+	var launch isolator.Launch
+	for _, iso := range c.cfg.Isolators {
+		if err := iso.(isolator.Sandboxer).Claim(ctx, sb.name, ct.spec.ID, ct.spec.Limits, &launch); err != nil {
+			return fmt.Errorf("claim %s: %w", iso.Name(), err)
+		}
+	}
+	ct.mark("isolators")
+	if err := c.writeLaunch(ct, &launch, user, nil); err != nil {
+		return err
+	}
+	ct.mark("files")
+	_ = sb.sp.reportR.SetReadDeadline(time.Now().Add(c.cfg.LaunchTimeout))
+	stop := context.AfterFunc(ctx, func() { _ = sb.sp.reportR.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if _, err := io.WriteString(sb.sp.goW, ct.dir+"\n"); err != nil {
+		return fmt.Errorf("claim sandbox: %w", err)
+	}
+	rep, err := sb.reports.Next()
+	if err := c.checkReport(ctx, ct, rep, err, executor.EventRunning); err != nil {
+		return err
+	}
+	ct.pid = rep.Pid
+	ct.startedAt = time.Now()
+	ct.mark("shim")
+	ct.addShimSteps(rep.Steps)
+	return nil
+}
+
+// pss returns pid's proportional set size in bytes, 0 if unknown.
+func pss(pid int) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "Pss:"); ok {
+			return max(kbValue(v), 0)
+		}
+	}
+	return 0
+}
+
+// memTotal returns the host's MemTotal in bytes, 0 if unknown.
+func memTotal() int64 {
+	if v := meminfo("MemTotal:"); v >= 0 {
+		return v
+	}
+	return 0
+}
+
+// memAvailable returns the host's MemAvailable in bytes (math.MaxInt64
+// when unknown: no pressure is assumed).
+func memAvailable() int64 {
+	if v := meminfo("MemAvailable:"); v >= 0 {
+		return v
+	}
+	return math.MaxInt64
+}
+
+// meminfo returns /proc/meminfo's field key in bytes, -1 if unknown.
+func meminfo(key string) int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, key); ok {
+			return kbValue(v)
+		}
+	}
+	return -1
+}
+
+// kbValue parses "  1234 kB" into bytes, -1 if malformed.
+func kbValue(v string) int64 {
+	kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return kb << 10
+}

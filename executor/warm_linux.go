@@ -1,0 +1,398 @@
+package executor
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moby/sys/capability"
+	"github.com/moby/sys/user"
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"golang.org/x/sys/unix"
+)
+
+// TrampolineEnv names, in a warm sandbox's process environment, the
+// trampoline's message and status descriptors (executor/trampoline's
+// EnvVar; a test holds the two equal).
+const TrampolineEnv = "_BRIM_TRAMPOLINE"
+
+// Descriptors of the trampoline in the sandbox's process: its own
+// executable, the message it reads, the status it writes.
+const (
+	trampolineExeFD    = 3
+	trampolineMsgFD    = 4
+	trampolineStatusFD = 5
+)
+
+// trampolineCaps are what the trampoline needs beyond the container's own
+// capabilities for the work libcontainer's init does as root before the
+// exec (sethostname, the stdio's owner, setgroups/setgid/setuid, the
+// bounding set); it drops them all before the exec.
+var trampolineCaps = []string{"CAP_SYS_ADMIN", "CAP_CHOWN", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP"}
+
+// trampoline is the shim's side of a warm sandbox's trampoline.
+type trampoline struct {
+	exe     *os.File // the shim's executable, run as the sandbox's process
+	msgR    *os.File // the sandbox's ends, closed once it has them
+	statusW *os.File
+	msgW    *os.File // the shim's ends
+	statusR *os.File
+}
+
+// trampolineProcess makes p, the container's process, the trampoline:
+// this very binary (the sealed copy the shim runs from), root with the
+// container's capabilities and trampolineCaps, its pipes as fds 3 to 5.
+func (s *shim) trampolineProcess(p *libcontainer.Process) (*trampoline, error) {
+	exe, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return nil, fmt.Errorf("trampoline: %w", err)
+	}
+	t := &trampoline{exe: exe}
+	if t.msgR, t.msgW, err = os.Pipe(); err == nil {
+		t.statusR, t.statusW, err = os.Pipe()
+	}
+	if err != nil {
+		t.close()
+		return nil, fmt.Errorf("trampoline: %w", err)
+	}
+	caps := *capsOf(s.cfg)
+	add := func(set []string) []string {
+		out := slices.Clone(set)
+		for _, c := range trampolineCaps {
+			if !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	caps.Bounding, caps.Effective, caps.Permitted = add(caps.Bounding), add(caps.Effective), add(caps.Permitted)
+	p.Args = []string{fmt.Sprintf("/proc/self/fd/%d", trampolineExeFD)}
+	p.Env = []string{fmt.Sprintf("%s=%d,%d", TrampolineEnv, trampolineMsgFD, trampolineStatusFD)}
+	p.UID, p.GID = 0, 0
+	p.ExtraFiles = []*os.File{t.exe, t.msgR, t.statusW}
+	p.Capabilities = &caps
+	return t, nil
+}
+
+// closeChildEnds closes the shim's copies of the sandbox's ends, once
+// the sandbox's process holds them: EOF on the status pipe then means
+// the trampoline exec'd or died.
+func (t *trampoline) closeChildEnds() {
+	for _, f := range []*os.File{t.exe, t.msgR, t.statusW} {
+		f.Close()
+	}
+}
+
+func (t *trampoline) close() {
+	for _, f := range []*os.File{t.exe, t.msgR, t.statusW, t.msgW, t.statusR} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// trampolineWait bounds the wait for the trampoline's exec (reading the
+// message, a few system calls and execve: well under a millisecond
+// idle).
+const trampolineWait = time.Minute
+
+// release sends the task to the trampoline and waits until it has
+// exec'd it (the status pipe closes on exec) or failed (it reports
+// why). exe is the trampoline's executable (to tell an exec from a
+// death).
+func (t *trampoline) release(msg []byte, pid int, exe unix.Stat_t) error {
+	_, err := t.msgW.Write(msg)
+	t.msgW.Close()
+	if err != nil {
+		return fmt.Errorf("release the task: %w", err)
+	}
+	_ = t.statusR.SetReadDeadline(time.Now().Add(trampolineWait))
+	out, err := io.ReadAll(io.LimitReader(t.statusR, 8192))
+	t.statusR.Close()
+	if err != nil {
+		return fmt.Errorf("wait for the task's exec: %w", err)
+	}
+	if len(out) > 0 {
+		kind, text, _ := strings.Cut(strings.TrimSpace(string(out)), "\t")
+		if kind == "notfound" {
+			return fmt.Errorf("%w: %s", ErrCommandNotFound, text)
+		}
+		return fmt.Errorf("start task: %s", text)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(fmt.Sprintf("/proc/%d/exe", pid), &st); err != nil || st.Dev == exe.Dev && st.Ino == exe.Ino {
+		return errors.New("start task: the sandbox's trampoline ended without running it")
+	}
+	return nil
+}
+
+// claim finishes a warm sandbox: it releases the init to exec the
+// trampoline, reports "ready", and waits for the claim — the container
+// directory, renamed by the containerizer from the sandbox's and holding
+// the task's bundle. Then it confines the init as the container's (the
+// unified group, the oom_score_adj), checks the confinement, and hands
+// the task to the trampoline. EOF before a claim destroys the sandbox
+// (launch's abort).
+func (s *shim) claim(report io.Writer, goAhead io.Reader, clk *stepClock) error {
+	if err := s.container.Exec(); err != nil {
+		return fmt.Errorf("start the trampoline: %w", err)
+	}
+	clk.mark("exec trampoline")
+	if err := writeReport(report, Report{Event: EventReady, Pid: s.pid, Steps: clk.steps}); err != nil {
+		return fmt.Errorf("report ready: %w", err)
+	}
+	s.log.Info("warm sandbox ready", "pid", s.pid)
+	br, ok := goAhead.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReader(goAhead)
+	}
+	line, err := br.ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("wait for a claim: %w", err)
+	}
+	clk = newStepClock()
+	b, err := s.adoptClaim(strings.TrimSpace(line))
+	if err != nil {
+		return err
+	}
+	clk.mark("read claim")
+	if err := s.confineClaimed(b); err != nil {
+		return err
+	}
+	clk.mark("confine")
+	msg, err := s.taskMessage(b)
+	if err != nil {
+		return err
+	}
+	if err := s.out.startLog(s.dir, b.Log); err != nil {
+		return err
+	}
+	if err := s.tramp.release(msg, s.pid, s.initExe); err != nil {
+		return err
+	}
+	s.execed.Store(true)
+	clk.mark("exec")
+	return s.running(report, clk)
+}
+
+// adoptClaim moves the shim to the claimed container's directory and
+// reads its bundle: a container made from this sandbox.
+func (s *shim) adoptClaim(dir string) (*Bundle, error) {
+	if !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("claim: container directory %q is not absolute", dir)
+	}
+	if err := os.Chdir(dir); err != nil {
+		return nil, fmt.Errorf("claim: enter container directory: %w", err)
+	}
+	b, err := ReadBundle(dir)
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	if err := b.Validate(); err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	if b.Warm || b.Sandbox != s.bundle.ID {
+		return nil, fmt.Errorf("claim: the bundle is not of a container made from sandbox %s", s.bundle.ID)
+	}
+	// The shim's log and control socket moved with the directory.
+	s.dir, s.bundle = dir, b
+	s.log = s.log.With("id", b.ID)
+	return b, nil
+}
+
+// confineClaimed puts the init in the container's groups (the v1
+// directories were renamed by the cgroup isolator; the unified one is
+// joined now), sets its oom_score_adj (as the runtime does for a launch,
+// from the host) and checks the confinement as a launch does.
+func (s *shim) confineClaimed(b *Bundle) error {
+	if s.cgroups != nil {
+		if err := s.cgroups.claim(b.CgroupPath, s.pid); err != nil {
+			return err
+		}
+	} else if err := joinV2(b.CgroupPath, s.pid); err != nil {
+		return err
+	}
+	if b.OOMScoreAdj != nil {
+		adj := strconv.Itoa(*b.OOMScoreAdj)
+		if err := os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", s.pid), []byte(adj), 0); err != nil {
+			return fmt.Errorf("set oom_score_adj: %w", err)
+		}
+	}
+	return verifyConfinement(s.pid, b, s.hierarchies())
+}
+
+// joinV2 moves pid into the cgroup v2 group at path, where a warm
+// sandbox's init on a v2 host moves from its own at the claim (v2 has no
+// rename); the cgroup isolator made the group.
+func joinV2(path string, pid int) error {
+	procs := filepath.Join("/sys/fs/cgroup", path, "cgroup.procs")
+	if err := os.WriteFile(procs, []byte(strconv.Itoa(pid)), 0); err != nil {
+		return fmt.Errorf("join cgroup %s: %w", path, err)
+	}
+	return nil
+}
+
+// taskMessage is the trampoline's message for b's task: what
+// libcontainer's init would have done with the bundle's process.
+func (s *shim) taskMessage(b *Bundle) ([]byte, error) {
+	env, err := prepareEnv(withPath(b.Env), int(b.UID), s.pid)
+	if err != nil {
+		return nil, err
+	}
+	caps := capsOf(s.cfg)
+	m := trampolineMessage{
+		UID: b.UID, GID: b.GID, Hostname: b.Hostname, Cwd: b.Cwd,
+		Path: PathOf(env), Args: b.Args, Env: env,
+		Bounding: capMask(caps.Bounding), Effective: capMask(caps.Effective), Permitted: capMask(caps.Permitted),
+		Inheritable: capMask(caps.Inheritable), Ambient: capMask(caps.Ambient),
+	}
+	if m.Hostname == "" {
+		m.Hostname = b.ID
+	}
+	if m.Cwd == "" {
+		m.Cwd = "/"
+	}
+	return m.encode()
+}
+
+// trampolineMessage is what the trampoline reads (trampoline.c), native
+// byte order: "BRT1"; u32 uid, gid, ngroups, argc, envc, flags; u64
+// capability masks bounding, effective, permitted, inheritable, ambient;
+// u32 gids; then NUL-terminated hostname, cwd, PATH, argv and envp.
+type trampolineMessage struct {
+	UID, GID                                             uint32
+	Groups                                               []uint32
+	Bounding, Effective, Permitted, Inheritable, Ambient uint64
+	Hostname, Cwd, Path                                  string
+	Args, Env                                            []string
+}
+
+// maxTrampolineMessage is the trampoline's bound on a message.
+const maxTrampolineMessage = 8 << 20
+
+func (m *trampolineMessage) encode() ([]byte, error) {
+	if len(m.Args) == 0 {
+		return nil, errors.New("trampoline message: empty command")
+	}
+	buf := []byte("BRT1")
+	for _, v := range []uint32{m.UID, m.GID, uint32(len(m.Groups)), uint32(len(m.Args)), uint32(len(m.Env)), 0} {
+		buf = binary.NativeEndian.AppendUint32(buf, v)
+	}
+	for _, v := range []uint64{m.Bounding, m.Effective, m.Permitted, m.Inheritable, m.Ambient} {
+		buf = binary.NativeEndian.AppendUint64(buf, v)
+	}
+	for _, g := range m.Groups {
+		buf = binary.NativeEndian.AppendUint32(buf, g)
+	}
+	strs := append(append([]string{m.Hostname, m.Cwd, m.Path}, m.Args...), m.Env...)
+	for _, s := range strs {
+		if strings.IndexByte(s, 0) >= 0 {
+			return nil, fmt.Errorf("trampoline message: %q contains a NUL byte", s)
+		}
+		buf = append(append(buf, s...), 0)
+	}
+	if len(buf) > maxTrampolineMessage {
+		return nil, fmt.Errorf("trampoline message: %d bytes, over %d", len(buf), maxTrampolineMessage)
+	}
+	return buf, nil
+}
+
+// capNumbers maps "CAP_X" to its number.
+var capNumbers = func() map[string]capability.Cap {
+	m := make(map[string]capability.Cap)
+	for _, c := range capability.ListKnown() {
+		m["CAP_"+strings.ToUpper(c.String())] = c
+	}
+	return m
+}()
+
+// capMask is the bit mask of names; unknown names are skipped, as
+// libcontainer skips them.
+func capMask(names []string) uint64 {
+	var m uint64
+	for _, n := range names {
+		if c, ok := capNumbers[n]; ok && c < 64 {
+			m |= 1 << uint(c)
+		}
+	}
+	return m
+}
+
+// prepareEnv is libcontainer's prepareEnv for the trampoline: the last
+// of duplicate variables kept in the order given, no empty HOME, NUL
+// bytes refused, and HOME, when not set, the user's home in the
+// container's /etc/passwd ("/" without one), read through the init's
+// root (pid).
+func prepareEnv(env []string, uid, pid int) ([]string, error) {
+	homeSet := false
+	out := make([]string, 0, len(env)+1)
+	saw := make(map[string]bool, len(env))
+	for n := len(env); n > 0; n-- {
+		kv := env[n-1]
+		key, val, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok:
+			return nil, errors.New("invalid environment variable: missing '='")
+		case key == "":
+			return nil, errors.New("invalid environment variable: name cannot be empty")
+		case saw[key]:
+			continue
+		}
+		saw[key] = true
+		if strings.IndexByte(kv, 0) >= 0 {
+			return nil, fmt.Errorf("invalid environment variable %q: contains nul byte (\\x00)", key)
+		}
+		if key == "HOME" {
+			if val == "" {
+				continue
+			}
+			homeSet = true
+		}
+		out = append(out, kv)
+	}
+	slices.Reverse(out)
+	if !homeSet {
+		out = append(out, "HOME="+containerHome(uid, pid))
+	}
+	return out, nil
+}
+
+// containerHome returns uid's home in the /etc/passwd of pid's root, "/"
+// when it has none (as libcontainer's getUserHome).
+func containerHome(uid, pid int) string {
+	root, err := unix.Open(fmt.Sprintf("/proc/%d/root", pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "/"
+	}
+	defer unix.Close(root)
+	// Symlinks resolve inside the container's root, as they do for its
+	// init.
+	fd, err := unix.Openat2(root, "etc/passwd", &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT})
+	if err != nil {
+		return "/"
+	}
+	f := os.NewFile(uintptr(fd), "passwd")
+	defer f.Close()
+	users, err := user.ParsePasswdFilter(f, func(u user.User) bool { return u.Uid == uid })
+	if err != nil || len(users) == 0 {
+		return "/"
+	}
+	return users[0].Home
+}
+
+// capsOf returns the capabilities of the container's process.
+func capsOf(cfg *configs.Config) *configs.Capabilities {
+	if cfg == nil || cfg.Capabilities == nil {
+		return &configs.Capabilities{}
+	}
+	return cfg.Capabilities
+}
