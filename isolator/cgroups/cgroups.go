@@ -25,10 +25,12 @@ const DefaultRoot = "/sys/fs/cgroup"
 // DefaultParent is the parent of every container group.
 const DefaultParent = "/brim"
 
-// v1Create lists the v1 controllers a container group is created in (those
-// mounted on the host); libcontainer adds name=systemd and, on a hybrid host,
-// the unified directory itself when it joins.
-var v1Create = []string{"cpu", "cpuacct", "cpuset", "memory", "pids", "freezer", "devices", "blkio"}
+// v1Create lists the v1 hierarchies a container group is created in (those
+// mounted on the host), name=systemd's included: the runtime joins it too,
+// and a group the runtime made itself would take cgroup_mutex while the
+// cgroup-attach lock is being warmed (Warm), waiting out a grace period.
+// The runtime makes the unified directory of a hybrid host when it joins.
+var v1Create = []string{"cpu", "cpuacct", "cpuset", "memory", "pids", "freezer", "devices", "blkio", "systemd"}
 
 // v2Enable lists the v2 controllers enabled for the container groups (those
 // the parent has).
