@@ -123,6 +123,13 @@ type Config struct {
 	Images Snapshotter
 }
 
+// Defaults of Config's warm sandbox fields.
+const (
+	DefaultWarmSandboxes    = 4
+	DefaultWarmSandboxIdle  = 30 * time.Second
+	DefaultWarmSandboxBytes = 256 << 20
+)
+
 // DefaultLaunchTimeout is Config.LaunchTimeout's default: far beyond a
 // launch on a loaded host (tens of ms to seconds), short enough that a
 // hung shim does not hold a launch for ever.
@@ -236,6 +243,8 @@ type Containerizer struct {
 
 	// shimExe is a sealed memfd copy of ShimBinary (nil: run the file).
 	shimExe *os.File
+	// shimStatic: ShimBinary needs no dynamic loader (see staticBinary).
+	shimStatic bool
 
 	poolMu     sync.Mutex
 	warm       []*shimProc
@@ -381,6 +390,7 @@ func New(cfg Config) (*Containerizer, error) {
 			return nil, fmt.Errorf("new containerizer: %w", err)
 		}
 	}
+	c.shimStatic = staticBinary(cfg.ShimBinary)
 	if exe, err := cloneShimBinary(cfg.ShimBinary, cfg.StateDir); err == nil {
 		c.shimExe = exe
 	} else {

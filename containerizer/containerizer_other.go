@@ -47,6 +47,8 @@ func (p *pool) close()             {}
 
 func memTotal() int64 { return 0 }
 
+func staticBinary(string) bool { return false }
+
 // PoolStats returns no warm sandboxes: containers need Linux.
 func (c *Containerizer) PoolStats() PoolStats { return PoolStats{} }
 

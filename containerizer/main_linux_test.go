@@ -41,12 +41,15 @@ func TestMain(m *testing.M) {
 			for _, b := range []struct {
 				path *string
 				pkg  string
-			}{{&shimBinary, "./cmd/brim"}, {&smallShimBinary, "./cmd/brim-shim"}} {
+				args []string
+			}{{&shimBinary, "./cmd/brim", []string{"-tags", "seccomp"}},
+				// As the Makefile builds it: static.
+				{&smallShimBinary, "./cmd/brim-shim", []string{"-tags", "seccomp osusergo netgo", "-ldflags", "-extldflags -static"}}} {
 				if *b.path != "" {
 					continue
 				}
 				*b.path = filepath.Join(tmp, filepath.Base(b.pkg))
-				cmd := exec.Command("go", "build", "-tags", "seccomp", "-o", *b.path, b.pkg)
+				cmd := exec.Command("go", append(append([]string{"build"}, b.args...), "-o", *b.path, b.pkg)...)
 				cmd.Dir = ".."
 				cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 				if err := cmd.Run(); err != nil {

@@ -56,13 +56,6 @@ import (
 // (Close) or dies, each unclaimed sandbox destroys its container and
 // groups, and Recover (or `brim agent cleanup`) removes its directory.
 
-// Defaults of Config's warm sandbox fields.
-const (
-	DefaultWarmSandboxes    = 4
-	DefaultWarmSandboxIdle  = 30 * time.Second
-	DefaultWarmSandboxBytes = 256 << 20
-)
-
 // rateWindow is the span over which a shape's launch rate is counted.
 const rateWindow = 5 * time.Second
 
@@ -99,13 +92,15 @@ func (s Shape) String() string {
 }
 
 // shapeOf returns spec's shape, false when warm sandboxes cannot serve it
-// (disabled, networking, an isolator that is not an isolator.Sandboxer or
-// must see the init before exec).
+// (disabled, networking, an image root: not yet, an isolator that is not
+// an isolator.Sandboxer or must see the init before exec, a root
+// filesystem other than the host's with a dynamically linked shim
+// binary, a restart).
 func (c *Containerizer) shapeOf(spec Spec) (Shape, bool) {
 	// A restart (spec.Sandbox, spec.LogDir) brings its previous run's
 	// files: it is made cold, around them.
 	if !c.pool.enabled || spec.Limits.Network || len(spec.Limits.Ports) > 0 || spec.Image != "" ||
-		spec.Sandbox != "" || spec.LogDir != "" {
+		spec.Rootfs != "" && !c.shimStatic || spec.Sandbox != "" || spec.LogDir != "" {
 		return Shape{}, false
 	}
 	s := Shape{Rootfs: spec.Rootfs}

@@ -1,6 +1,7 @@
 package containerizer
 
 import (
+	"debug/elf"
 	"fmt"
 	"os"
 
@@ -56,4 +57,22 @@ func (c *Containerizer) shimCommand() (path, argv0 string) {
 		return fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), c.shimExe.Fd()), c.cfg.ShimBinary
 	}
 	return c.cfg.ShimBinary, c.cfg.ShimBinary
+}
+
+// staticBinary reports whether path is an ELF executable without a
+// dynamic loader: only such a shim binary can serve as a warm sandbox's
+// exec trampoline in a root filesystem other than the host's, which has
+// no libraries for it (the Makefile links bin/brim-shim statically).
+func staticBinary(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	return true
 }

@@ -105,6 +105,21 @@ func (t *trampoline) close() {
 // idle).
 const trampolineWait = time.Minute
 
+// started waits for the trampoline's first byte: it runs and waits for
+// its message. EOF is a trampoline that could not start (an exec that
+// failed: a dynamically linked shim binary in a root without its
+// libraries, say).
+func (t *trampoline) started() error {
+	_ = t.statusR.SetReadDeadline(time.Now().Add(trampolineWait))
+	var b [1]byte
+	_, err := io.ReadFull(t.statusR, b[:])
+	_ = t.statusR.SetReadDeadline(time.Time{})
+	if err != nil || b[0] != '+' {
+		return fmt.Errorf("the sandbox's exec trampoline did not start (a dynamically linked shim binary in a root without its libraries?): %v", err)
+	}
+	return nil
+}
+
 // release sends the task to the trampoline and waits until it has
 // exec'd it (the status pipe closes on exec) or failed (it reports
 // why). exe is the trampoline's executable (to tell an exec from a
@@ -145,6 +160,9 @@ func (t *trampoline) release(msg []byte, pid int, exe unix.Stat_t) error {
 func (s *shim) claim(report io.Writer, goAhead io.Reader, clk *stepClock) error {
 	if err := s.container.Exec(); err != nil {
 		return fmt.Errorf("start the trampoline: %w", err)
+	}
+	if err := s.tramp.started(); err != nil {
+		return err
 	}
 	clk.mark("exec trampoline")
 	if err := writeReport(report, Report{Event: EventReady, Pid: s.pid, Steps: clk.steps}); err != nil {

@@ -1,3 +1,6 @@
+//go:debug containermaxprocs=0
+//go:debug updatemaxprocs=0
+
 // Command brim-shim is the container shim alone: the same code and command
 // line as `brim shim` (package executor), in a binary that links nothing
 // else. Every container start executes the shim binary twice (the shim,
@@ -8,6 +11,11 @@
 // run -d` (bench/10-launch.bench.sh); point containerizer.Config.ShimBinary
 // at it. Usage: brim-shim shim --bundle DIR [--handshake], or
 // brim-shim shim --handshake for a warm shim.
+//
+// The shim and the container inits it starts need no GOMAXPROCS sized to
+// a cgroup quota: the go:debug settings atop this file keep the runtime from
+// reading the process's cgroup files and mountinfo at every start (twice
+// per cold launch) and again every second.
 package main
 
 import (

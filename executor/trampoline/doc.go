@@ -18,8 +18,9 @@
 // user, and execve. The process the task sees is libcontainer's in every
 // field a process has (docs/architecture.md, "Warm sandboxes").
 //
-// It reports failure as one line "kind\tmessage" on its status pipe and
-// exits with 127; success closes the pipe (close-on-exec) without writing.
+// It writes "+" on its status pipe once it runs (the sandbox is ready),
+// then reports failure as one line "kind\tmessage" and exits with 127;
+// success closes the pipe (close-on-exec) without writing more.
 // Kinds: "notfound" (argv[0] not found or not executable, as
 // ErrCommandNotFound), "error" (anything else).
 //

@@ -302,6 +302,9 @@ __attribute__((constructor)) static void brim_trampoline(void)
 	int msg_fd = -1;
 	if (sscanf(v, "%d,%d", &msg_fd, &status_fd) != 2 || msg_fd < 3 || status_fd < 3 || msg_fd == status_fd)
 		_exit(126);
+	// Up and waiting: the shim reports the sandbox ready on this byte.
+	if (write(status_fd, "+", 1) != 1)
+		_exit(126);
 	run(msg_fd);
 	_exit(127);
 }
