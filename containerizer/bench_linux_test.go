@@ -24,20 +24,33 @@ import (
 )
 
 // BenchmarkLaunch measures Launch from the API call to "user process
-// running" (the init released to exec it, the point where `runc run -d`
-// returns after its own `start`), on a busybox rootfs, with two shims: the
-// full brim binary (brim) and the shim-only binary (brim-shim). When runc
-// is installed (/usr/sbin/runc, Debian's) the same loop also times `runc
-// run -d` on the equivalent bundle: the OCI spec brim's shim runs
-// (executor.RuntimeSpec: same rootfs, read-only, namespaces, mounts,
-// masked paths, seccomp profile when built with the seccomp tag), with the
-// same cpu shares at an absolute cgroup path under the same parent. Every
-// iteration launches one container of each kind, in a random order and
-// each once the warm shims have settled (see settle), so all three see the
-// same machine load; the p50 ratios brim/runc are the figures to compare
-// across runs. A third variant, brim-shim-userns, is the shim-only binary
-// launching into a user namespace (testRange): its p50 ratio against
-// brim-shim is what a user namespace costs a launch.
+// running" (the point where `runc run -d` returns after its own `start`)
+// on a busybox rootfs with the shim-only binary (cmd/brim-shim), with the
+// real cgroup isolator, against `runc run -d` (Debian's runc) on the
+// equivalent bundle: the OCI spec brim's shim runs (executor.RuntimeSpec:
+// same rootfs, read-only, namespaces, mounts, masked paths, seccomp
+// profile when built with the seccomp tag), the same cpu shares, a cgroup
+// at an absolute path under the same parent.
+//
+// Two phases, each a loop of rounds that launch one container of every
+// variant in a random order, each once the pools have settled (see
+// settle), so that the variants of a phase see the same machine load:
+//
+//   - cold (no warm sandbox): runc; "cold", a launch made from nothing
+//     with a warm shim (the default when no sandbox is ready);
+//     "cold-spawn", with no warm shim either (the shim process starts
+//     on the launch's path); "cold-userns", into a user namespace.
+//   - warm: "warm" and "warm-userns", a launch that takes a warm sandbox
+//     (each round's sandbox made before the timed launch).
+//
+// The phases are apart because a pool with sandboxes ready keeps the
+// kernel's cgroup-attach lock warm (isolator/cgroups.Warm), which would
+// speed runc's and the cold launches' cgroup joins too. Reported, as
+// metrics a script reads: <variant>-p50-ms and -p99-ms, runc-p50-ms and
+// -p99-ms, cold/runc-p50-ratio, warm/runc-p50-ratio,
+// userns/plain-p50-ratio (cold-userns over cold). With
+// $LAUNCH_BENCH_STEPS set, the median of every launch step (the
+// containerizer's, then the shim's) per variant goes to that file.
 func BenchmarkLaunch(b *testing.B) {
 	testutil.RequireRoot(b)
 	parent := testutil.NewCgroupParent(b)
@@ -48,29 +61,14 @@ func BenchmarkLaunch(b *testing.B) {
 		b.Fatal(err)
 	}
 	userns := testRange
-	variants := []*launchVariant{{name: "brim", shim: shimBinary}, {name: "brim-shim", shim: smallShimBinary},
-		{name: "brim-shim-userns", shim: smallShimBinary, userns: &userns}}
-	for _, v := range variants {
-		stateDir := b.TempDir()
-		if v.userns != nil {
-			// The namespace's root must reach the container directories.
-			stateDir = traversableTempDir(b)
-		}
-		v.c, err = New(Config{StateDir: stateDir, Isolators: []isolator.Isolator{cg}, ShimBinary: v.shim, HidePaths: DefaultHidePaths})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() {
-			// A failed iteration may leave its container behind.
-			ctx := context.Background()
-			infos, _ := v.c.List(ctx)
-			for _, info := range infos {
-				if err := v.c.Destroy(ctx, info.ID); err != nil {
-					b.Errorf("cleanup: %v", err)
-				}
-			}
-			v.c.Close()
-		})
+	cold := []*launchVariant{
+		{name: "cold", sandboxes: -1},
+		{name: "cold-spawn", sandboxes: -1, shims: -1},
+		{name: "cold-userns", sandboxes: -1, userns: &userns},
+	}
+	warm := []*launchVariant{{name: "warm"}, {name: "warm-userns", userns: &userns}}
+	for _, v := range append(append([]*launchVariant(nil), cold...), warm...) {
+		v.start(b, cg)
 	}
 	rootfs := busyboxRootfs(b)
 	// ... and the rootfs (t.TempDir's two levels are 0700).
@@ -79,67 +77,69 @@ func BenchmarkLaunch(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	runc, _ := exec.LookPath("runc")
-	var runcBundle, runcRoot string
-	if runc != "" {
-		runcBundle, runcRoot = runcBundleDir(b, rootfs)
+	runc := &launchVariant{name: "runc"}
+	if path, err := exec.LookPath("runc"); err == nil {
+		runc.runc = path
+		runc.runcBundle, runc.runcRoot = runcBundleDir(b, rootfs)
 	}
-	ctx := context.Background()
-	limits := isolator.Limits{MilliCPUs: 100}
-	var ref []time.Duration
 	b.ResetTimer()
 	b.StopTimer() // only the launches themselves are timed
 	for i := 0; i < b.N; i++ {
-		// A random order each round: a launch right after another
-		// container's teardown runs beside the kernel's deferred work
-		// for it (network namespace and cgroup release), and no runtime
-		// may always be the one that pays for that.
-		for _, k := range rand.Perm(len(variants) + 1) {
-			settle(b, variants)
-			if k == len(variants) {
-				if runc != "" {
-					id := testutil.UniqueName("bench") + "-runc"
-					ref = append(ref, runcRun(b, runc, runcRoot, runcBundle, cg.Path(id), id, limits))
-				}
-				continue
-			}
-			v := variants[k]
-			id := testutil.UniqueName("bench")
-			b.StartTimer()
-			start := time.Now()
-			_, err := v.c.Launch(ctx, Spec{ID: id, Command: []string{"sleep", "1000"}, Rootfs: rootfs, Limits: limits, UserNS: v.userns})
-			d := time.Since(start)
-			b.StopTimer()
-			if err != nil {
-				b.Fatal(err)
-			}
-			v.times = append(v.times, d)
-			if err := v.c.Kill(ctx, id, -1); err != nil {
-				b.Fatal(err)
-			}
-			if err := v.c.Destroy(ctx, id); err != nil {
-				b.Fatal(err)
-			}
-		}
+		launchRound(b, append([]*launchVariant{runc}, cold...), cg, rootfs)
 	}
-	b.StopTimer()
+	for _, v := range cold {
+		v.c.Close()
+	}
+	for _, v := range warm {
+		// An untimed launch: a pool makes sandboxes for shapes in demand.
+		v.warmUp(b, cg, rootfs)
+	}
+	for i := 0; i < b.N; i++ {
+		launchRound(b, warm, cg, rootfs)
+	}
+	reportLaunch(b, runc, cold, warm)
+}
+
+// launchRound launches one container of every variant in a random order:
+// a launch right after another container's teardown runs beside the
+// kernel's deferred work for it (network namespace and cgroup release),
+// and no variant may always be the one that pays for that.
+func launchRound(b *testing.B, vs []*launchVariant, cg *cgroups.Isolator, rootfs string) {
+	for _, k := range rand.Perm(len(vs)) {
+		settle(b, vs)
+		vs[k].launch(b, cg, rootfs)
+	}
+}
+
+// reportLaunch reports BenchmarkLaunch's metrics and writes the steps.
+func reportLaunch(b *testing.B, runc *launchVariant, cold, warm []*launchVariant) {
 	var r50 time.Duration
-	if len(ref) > 0 {
-		r50 = percentile(ref, 50)
+	if len(runc.times) > 0 {
+		r50 = percentile(runc.times, 50)
 		b.ReportMetric(ms(r50), "runc-p50-ms")
-		b.ReportMetric(ms(percentile(ref, 90)), "runc-p90-ms")
+		b.ReportMetric(ms(percentile(runc.times, 99)), "runc-p99-ms")
 	}
-	for _, v := range variants {
+	for _, v := range append(append([]*launchVariant(nil), cold...), warm...) {
 		p50 := percentile(v.times, 50)
 		b.ReportMetric(ms(p50), v.name+"-p50-ms")
-		b.ReportMetric(ms(percentile(v.times, 90)), v.name+"-p90-ms")
-		if r50 > 0 {
+		b.ReportMetric(ms(percentile(v.times, 99)), v.name+"-p99-ms")
+		if r50 > 0 && (v.name == "cold" || v.name == "warm") {
 			b.ReportMetric(float64(p50)/float64(r50), v.name+"/runc-p50-ratio")
 		}
 	}
-	// What a user namespace costs: the same shim with and without one.
-	if plain, ns := variants[1], variants[2]; len(plain.times) > 0 {
-		b.ReportMetric(float64(percentile(ns.times, 50))/float64(percentile(plain.times, 50)), "userns/plain-p50-ratio")
+	// What a user namespace costs: the same cold launch with and without.
+	b.ReportMetric(float64(percentile(cold[2].times, 50))/float64(percentile(cold[0].times, 50)), "userns/plain-p50-ratio")
+	if path := os.Getenv("LAUNCH_BENCH_STEPS"); path != "" {
+		var out strings.Builder
+		for _, v := range append(append([]*launchVariant(nil), cold...), warm...) {
+			fmt.Fprintf(&out, "%s (median of %d launches, ms)\n", v.name, len(v.times))
+			for _, name := range v.stepOrder {
+				fmt.Fprintf(&out, "  %-34s %7.2f\n", name, ms(percentile(v.steps[name], 50)))
+			}
+		}
+		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
+			b.Error(err)
+		}
 	}
 }
 
@@ -158,16 +158,23 @@ func traversableTempDir(b *testing.B) string {
 	return dir
 }
 
-// settle waits (untimed, at most 2 s) until every containerizer's pool of
-// warm shims is full and each warm shim has finished starting (its CPU
-// time stopped growing): a shim started to replace the one a launch took
+// settle waits (untimed, at most 2 s) until every variant's pools are
+// full — its warm shims started, a warm variant's sandbox made — and
+// each of their processes has finished starting (its CPU time stopped
+// growing): a shim or sandbox started to replace the one a launch took
 // must not run during the next launch measured, whichever runtime that
 // is. Without it the launch after another is ≈ 6 ms slower here.
 func settle(b *testing.B, variants []*launchVariant) {
 	b.Helper()
-	deadline := time.Now().Add(2 * time.Second)
 	for _, v := range variants {
 		c := v.c
+		if c == nil {
+			continue
+		}
+		deadline := time.Now().Add(2 * time.Second)
+		if v.sandboxes >= 0 {
+			deadline = time.Now().Add(30 * time.Second) // making a sandbox on a loaded host
+		}
 		for {
 			c.poolMu.Lock()
 			full := len(c.warm) >= c.cfg.WarmShims && c.filling == 0
@@ -176,8 +183,23 @@ func settle(b *testing.B, variants []*launchVariant) {
 				pids = append(pids, sp.pid)
 			}
 			c.poolMu.Unlock()
+			p := c.pool
+			p.mu.Lock()
+			ready := 0
+			for _, sp := range p.shapes {
+				for _, sb := range sp.ready {
+					ready++
+					pids = append(pids, sb.sp.pid, sb.pid)
+				}
+			}
+			full = full && p.filling == 0 && (!p.enabled || ready > 0)
+			p.mu.Unlock()
 			if full && cpuIdle(pids) || time.Now().After(deadline) {
 				break
+			}
+			if !full {
+				p.wake()
+				time.Sleep(5 * time.Millisecond)
 			}
 		}
 	}
@@ -210,12 +232,106 @@ func cpuNanos(pids []int) uint64 {
 	return sum
 }
 
-// launchVariant is one shim binary of BenchmarkLaunch and its timings.
+// launchVariant is one way BenchmarkLaunch launches, with its timings.
 type launchVariant struct {
-	name, shim string
+	name       string
+	sandboxes  int          // Config.WarmSandboxes
+	shims      int          // Config.WarmShims
 	userns     *subid.Range // launch into a user namespace of this range
 	c          *Containerizer
 	times      []time.Duration
+	steps      map[string][]time.Duration
+	stepOrder  []string
+	runc       string // the runc binary: the runc variant
+	runcBundle string
+	runcRoot   string
+}
+
+// start makes v's containerizer.
+func (v *launchVariant) start(b *testing.B, cg *cgroups.Isolator) {
+	stateDir := b.TempDir()
+	if v.userns != nil {
+		// The namespace's root must reach the container directories.
+		stateDir = traversableTempDir(b)
+	}
+	c, err := New(Config{StateDir: stateDir, Isolators: []isolator.Isolator{cg}, ShimBinary: smallShimBinary,
+		HidePaths: DefaultHidePaths, WarmSandboxes: v.sandboxes, WarmShims: v.shims})
+	if err != nil {
+		b.Fatal(err)
+	}
+	v.c = c
+	b.Cleanup(func() {
+		// A failed iteration may leave its container behind.
+		ctx := context.Background()
+		infos, _ := c.List(ctx)
+		for _, info := range infos {
+			if err := c.Destroy(ctx, info.ID); err != nil {
+				b.Errorf("cleanup: %v", err)
+			}
+		}
+		c.Close()
+	})
+}
+
+// launch times one launch of v (then kills and destroys it, untimed).
+func (v *launchVariant) launch(b *testing.B, cg *cgroups.Isolator, rootfs string) {
+	limits := isolator.Limits{MilliCPUs: 100}
+	if v.c == nil {
+		if v.runc != "" {
+			id := testutil.UniqueName("bench") + "-runc"
+			v.times = append(v.times, runcRun(b, v.runc, v.runcRoot, v.runcBundle, cg.Path(id), id, limits))
+		}
+		return
+	}
+	ctx := context.Background()
+	id := testutil.UniqueName("bench")
+	b.StartTimer()
+	start := time.Now()
+	_, err := v.c.Launch(ctx, Spec{ID: id, Command: []string{"sleep", "1000"}, Rootfs: rootfs, Limits: limits, UserNS: v.userns})
+	d := time.Since(start)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	v.times = append(v.times, d)
+	if ct, err := v.c.get(id); err == nil {
+		v.addSteps(b, ct)
+	}
+	if err := v.c.Kill(ctx, id, -1); err != nil {
+		b.Fatal(err)
+	}
+	if err := v.c.Destroy(ctx, id); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// warmUp launches one container of v untimed, unrecorded.
+func (v *launchVariant) warmUp(b *testing.B, cg *cgroups.Isolator, rootfs string) {
+	ctx := context.Background()
+	id := testutil.UniqueName("bench")
+	if _, err := v.c.Launch(ctx, Spec{ID: id, Command: []string{"true"}, Rootfs: rootfs, Limits: isolator.Limits{MilliCPUs: 100}, UserNS: v.userns}); err != nil {
+		b.Fatal(err)
+	}
+	if err := v.c.Destroy(ctx, id); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// addSteps keeps ct's launch steps; a warm variant's launch that found
+// no sandbox is an error.
+func (v *launchVariant) addSteps(b *testing.B, ct *container) {
+	if v.sandboxes >= 0 && ct.sandbox == "" {
+		b.Fatalf("%s: a launch found no warm sandbox", v.name)
+	}
+	if v.steps == nil {
+		v.steps = make(map[string][]time.Duration)
+	}
+	for _, st := range ct.steps {
+		if _, ok := v.steps[st.Name]; !ok {
+			v.stepOrder = append(v.stepOrder, st.Name)
+		}
+		v.steps[st.Name] = append(v.steps[st.Name], time.Duration(st.Micros)*time.Microsecond)
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

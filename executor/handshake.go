@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -91,6 +94,24 @@ type stepClock struct {
 }
 
 func newStepClock() *stepClock { return &stepClock{last: time.Now()} }
+
+// initSched adds, as two steps of no duration of their own, how much of
+// the time since the init started it spent on a CPU and waiting for one
+// (/proc/<pid>/schedstat): on a loaded host most of a launch is the
+// second.
+func (c *stepClock) initSched(pid int) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/schedstat")
+	if err != nil {
+		return
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 2 {
+		return
+	}
+	on, _ := strconv.ParseInt(f[0], 10, 64)
+	wait, _ := strconv.ParseInt(f[1], 10, 64)
+	c.steps = append(c.steps, Step{Name: "(init on a CPU)", Micros: on / 1000}, Step{Name: "(init waiting for a CPU)", Micros: wait / 1000})
+}
 
 // mark ends the current phase as name.
 func (c *stepClock) mark(name string) {

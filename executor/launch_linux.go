@@ -227,6 +227,7 @@ func (s *shim) start(b *Bundle, clk *stepClock) error {
 	if s.pid, err = p.Pid(); err != nil {
 		return fmt.Errorf("container pid: %w", err)
 	}
+	clk.initSched(s.pid)
 	if s.tramp != nil {
 		s.tramp.closeChildEnds()
 	}
