@@ -17,6 +17,7 @@ import (
 	"github.com/brimnode/brim/internal/containerlog"
 	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/isolator"
+	"github.com/brimnode/brim/isolator/cgroups"
 )
 
 // shimBinary is the brim binary the tests start as the shim: $BRIM_BINARY
@@ -347,6 +348,10 @@ func busyboxRootfs(t testing.TB) string {
 // that a test kills with SIGKILL.
 const agentHelperEnv = "BRIM_TEST_AGENT_HELPER"
 
+// agentHelperPoolEnv makes the helper agent use the real cgroup isolator
+// and wait, after its launches, for warm sandboxes to be ready.
+const agentHelperPoolEnv = "BRIM_TEST_AGENT_POOL"
+
 // runAgentHelper launches the containers in $BRIM_TEST_AGENT_HELPER (a
 // JSON object: id → sh -c script) with a Containerizer on
 // $BRIM_TEST_STATE_DIR, prints "ready" and blocks until killed.
@@ -356,6 +361,15 @@ func runAgentHelper() int {
 		prepared: map[string]int{}, isolated: map[string]int{}, cleaned: map[string]int{},
 	}
 	isos := []isolator.Isolator{iso}
+	if os.Getenv(agentHelperPoolEnv) != "" {
+		// Warm sandboxes need the real cgroup isolator.
+		cg, err := cgroups.New(cgroups.Config{Parent: iso.parent})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		isos = []isolator.Isolator{cg}
+	}
 	netIso, err := helperNetwork()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -378,6 +392,14 @@ func runAgentHelper() int {
 		if _, err := c.Launch(context.Background(), Spec{ID: id, Command: []string{"sh", "-c", cmd}, Limits: isolator.Limits{MilliCPUs: 100, Network: netIso != nil}}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
+		}
+	}
+	if os.Getenv(agentHelperPoolEnv) != "" {
+		for deadline := time.Now().Add(2 * time.Minute); ; {
+			if st := c.PoolStats(); st.Ready > 0 && st.Filling == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	fmt.Println("ready")
