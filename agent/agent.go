@@ -277,6 +277,8 @@ type Info struct {
 	// LogMaxSize and LogMaxFiles are the default log bound of a container.
 	LogMaxSize  int64
 	LogMaxFiles int
+	// Warm is the runtime's warm sandboxes; nil when it has none.
+	Warm *WarmSandboxes
 }
 
 // Agent is the node agent. Create it with New, then Run it (or Recover and
@@ -432,6 +434,9 @@ func New(opts Options) (*Agent, error) {
 	if opts.Oversub != nil {
 		a.over = newOversub(a, *opts.Oversub)
 		a.over.reg.MustRegister(a.checkpointMetrics()...)
+		if wr, ok := a.rt.(warmReporter); ok {
+			a.over.reg.MustRegister(warmMetrics(wr)...)
+		}
 		if err := a.over.newGuards(a); err != nil {
 			cancel()
 			_ = lock.Close() // New fails with err; the lock only has to go
@@ -1358,6 +1363,10 @@ func (a *Agent) Info() Info {
 	if a.over != nil {
 		st := a.over.status(a.usedLocked(true))
 		in.Oversub = &st
+	}
+	if wr, ok := a.rt.(warmReporter); ok {
+		w := wr.WarmSandboxes()
+		in.Warm = &w
 	}
 	return in
 }

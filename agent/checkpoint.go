@@ -142,3 +142,27 @@ func (a *Agent) checkpointMetrics() []prometheus.Collector {
 		}, func() float64 { return float64(status().Unsaved) }),
 	}
 }
+
+// warmMetrics are the runtime's warm sandboxes: brim_agent_warm_sandboxes
+// (ready, filling), brim_agent_warm_sandbox_memory_bytes and
+// brim_agent_launches_total (warm, cold).
+func warmMetrics(wr warmReporter) []prometheus.Collector {
+	gauge := func(name, help string, labels prometheus.Labels, f func(WarmSandboxes) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return f(wr.WarmSandboxes()) })
+	}
+	counter := func(labels prometheus.Labels, f func(WarmSandboxes) float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "brim_agent_launches_total",
+			Help: "Launches of the shapes warm sandboxes serve, by whether they took one (warm) or found none (cold).", ConstLabels: labels},
+			func() float64 { return f(wr.WarmSandboxes()) })
+	}
+	const sbHelp = "Warm sandboxes: containers made ahead of launches, by state (ready, filling: being made)."
+	return []prometheus.Collector{
+		gauge("brim_agent_warm_sandboxes", sbHelp, prometheus.Labels{"state": "ready"}, func(w WarmSandboxes) float64 { return float64(w.Ready) }),
+		gauge("brim_agent_warm_sandboxes", sbHelp, prometheus.Labels{"state": "filling"}, func(w WarmSandboxes) float64 { return float64(w.Filling) }),
+		gauge("brim_agent_warm_sandbox_memory_bytes", "Memory the ready warm sandboxes hold (proportional set size of their shims and inits).",
+			nil, func(w WarmSandboxes) float64 { return float64(w.MemoryBytes) }),
+		counter(prometheus.Labels{"sandbox": "warm"}, func(w WarmSandboxes) float64 { return float64(w.Warm) }),
+		counter(prometheus.Labels{"sandbox": "cold"}, func(w WarmSandboxes) float64 { return float64(w.Cold) }),
+	}
+}

@@ -32,6 +32,26 @@ type Runtime interface {
 	Recover(ctx context.Context) ([]*RuntimeInfo, error)
 }
 
+// WarmSandboxes is what a runtime's warm sandboxes (containers made
+// ahead of launches) hold: they count against nothing a task needs,
+// their memory is reported.
+type WarmSandboxes struct {
+	// Off: the runtime keeps none.
+	Off bool
+	// Ready and Filling count the sandboxes ready and being made.
+	Ready, Filling int
+	// MemoryBytes is what the ready ones hold (proportional set size).
+	MemoryBytes int64
+	// Warm and Cold count the launches of shapes sandboxes serve that
+	// took one and that found none.
+	Warm, Cold uint64
+}
+
+// warmReporter is an optional ability of a Runtime: its warm sandboxes.
+type warmReporter interface {
+	WarmSandboxes() WarmSandboxes
+}
+
 // LaunchSpec is what the agent asks the Runtime to run.
 type LaunchSpec struct {
 	ID      string

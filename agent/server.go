@@ -323,6 +323,11 @@ func (s *server) AgentInfo(context.Context, *agentpb.AgentInfoRequest) (*agentpb
 	for _, q := range in.Quarantined {
 		out.Quarantined = append(out.Quarantined, &agentpb.QuarantinedRecord{Id: q.ID, File: q.File, Error: q.Err, Container: q.Container})
 	}
+	if w := in.Warm; w != nil {
+		out.WarmSandboxesOff = w.Off
+		out.WarmSandboxesReady, out.WarmSandboxesFilling = int32(w.Ready), int32(w.Filling)
+		out.WarmSandboxesMemoryBytes, out.LaunchesWarm, out.LaunchesCold = w.MemoryBytes, int64(w.Warm), int64(w.Cold)
+	}
 	if o := in.Oversub; o != nil {
 		out.Estimator, out.QosController, out.RunqueueSource = o.Estimator, o.QoS, o.RunQueueSource
 		out.RevocableTotal, out.RevocableUsed, out.RevocableFree = o.Pool.String(), o.Used.String(), o.Free.String()

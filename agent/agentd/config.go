@@ -77,6 +77,7 @@ type Config struct {
 	Safety     SafetyConfig // memory and IO safety of oversubscription (safety.go)
 	Logs       LogConfig
 	Image      ImageConfig // the image store (images.go)
+	Warm       WarmConfig
 	Link       LinkConfig
 	// Version is reported by the local API.
 	Version string
@@ -92,6 +93,43 @@ type SecurityConfig struct {
 	UserNSRange string   // --userns-range: START:COUNT or a NAME of the subid files
 	SubUIDFile  string   // --subuid-file (default /etc/subuid)
 	SubGIDFile  string   // --subgid-file (default /etc/subgid)
+}
+
+// WarmConfig is the --warm-sandbox* flags: containers made ahead of
+// launches, per root and user namespace, which a launch takes instead of
+// making one (docs/operators.md, "Warm sandboxes"). How many are kept
+// follows the launch rate, none once idle.
+type WarmConfig struct {
+	// Sandboxes is --warm-sandboxes: the most kept per shape, 0 to 64;
+	// 0 keeps none.
+	Sandboxes int
+	// Idle is --warm-sandbox-idle: how long a shape without launches
+	// keeps its sandboxes; positive.
+	Idle time.Duration
+	// Memory is --warm-sandbox-memory: the most memory they may hold in
+	// all (a size, their measured proportional set size); positive.
+	Memory string
+}
+
+// maxWarmSandboxes bounds --warm-sandboxes.
+const maxWarmSandboxes = 64
+
+// resolve checks the warm sandbox flags and returns the memory bound.
+func (w WarmConfig) resolve() (int64, error) {
+	if w.Sandboxes < 0 || w.Sandboxes > maxWarmSandboxes {
+		return 0, bad("--warm-sandboxes", "%d: want 0 (none) to %d", w.Sandboxes, maxWarmSandboxes)
+	}
+	if w.Idle <= 0 {
+		return 0, bad("--warm-sandbox-idle", "%s: must be positive", w.Idle)
+	}
+	mem, err := bytesize.Parse(w.Memory)
+	if err != nil {
+		return 0, bad("--warm-sandbox-memory", "%w", err)
+	}
+	if mem <= 0 {
+		return 0, bad("--warm-sandbox-memory", "%s: must be positive (--warm-sandboxes 0 keeps none)", w.Memory)
+	}
+	return mem, nil
 }
 
 // LogConfig is the --log-* flags of containers' output: every container's
@@ -186,6 +224,11 @@ func DefaultConfig() Config {
 			HidePaths:   append([]string(nil), containerizer.DefaultHidePaths...),
 		},
 		Safety: DefaultSafety(),
+		Warm: WarmConfig{
+			Sandboxes: containerizer.DefaultWarmSandboxes,
+			Idle:      containerizer.DefaultWarmSandboxIdle,
+			Memory:    bytesize.Format(containerizer.DefaultWarmSandboxBytes),
+		},
 		Logs: LogConfig{
 			MaxSize:  bytesize.Format(containerlog.DefaultMaxSize),
 			MaxFiles: containerlog.DefaultMaxFiles,
@@ -235,6 +278,7 @@ type resolved struct {
 	network   network.Config
 	logs      containerlog.Limits
 	cpuMode   isolator.CPUMode
+	warmMem   int64 // --warm-sandbox-memory
 }
 
 // Validate checks every setting that needs no registry and no host access
@@ -284,6 +328,9 @@ func (c Config) resolve() (resolved, error) {
 		return r, err
 	}
 	if r.logs, err = c.Logs.resolve(); err != nil {
+		return r, err
+	}
+	if r.warmMem, err = c.Warm.resolve(); err != nil {
 		return r, err
 	}
 	if err := c.Oversub.validate(); err != nil {

@@ -170,7 +170,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		// The agent resolves every container's size and count; the rate
 		// is the containerizer's (0 there is its default: "none" is -1).
 		LogMaxSize: d.res.logs.MaxSize, LogMaxFiles: d.res.logs.MaxFiles, LogRate: containerizerLogRate(d.res.logs.Rate),
-		Images: images,
+		Images:        images,
+		WarmSandboxes: containerizerWarmSandboxes(cfg.Warm.Sandboxes), WarmSandboxIdle: cfg.Warm.Idle,
+		WarmSandboxMemory: d.res.warmMem,
 	})
 	if err != nil {
 		return fmt.Errorf("containerizer: %w", err)
@@ -283,6 +285,15 @@ func (d *Daemon) serve(ctx context.Context, a *agent.Agent, l net.Listener, metr
 		g.Go(func() error { return d.watchdog(gctx, a, n, iv) })
 	}
 	return g.Wait()
+}
+
+// containerizerWarmSandboxes maps --warm-sandboxes 0 (none) to the
+// containerizer's -1 (0 there is its default).
+func containerizerWarmSandboxes(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // containerizerLogRate maps --log-rate 0 (no bound) to the containerizer's

@@ -90,6 +90,13 @@ func (r runtimeAdapter) Destroy(ctx context.Context, id string) error {
 	return mapErr(r.c.Destroy(ctx, id))
 }
 
+// WarmSandboxes reports the containerizer's warm sandboxes.
+func (r runtimeAdapter) WarmSandboxes() agent.WarmSandboxes {
+	st := r.c.PoolStats()
+	return agent.WarmSandboxes{Off: !st.Enabled, Ready: st.Ready, Filling: st.Filling, MemoryBytes: st.MemoryBytes,
+		Warm: st.Claimed, Cold: st.Missed}
+}
+
 func (r runtimeAdapter) Recover(ctx context.Context) ([]*agent.RuntimeInfo, error) {
 	infos, err := r.c.Recover(ctx)
 	if err != nil {

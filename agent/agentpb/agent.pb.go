@@ -1815,6 +1815,18 @@ type AgentInfoResponse struct {
 	// per container (--log-max-size, --log-max-files).
 	LogMaxSizeBytes int64 `protobuf:"varint,22,opt,name=log_max_size_bytes,json=logMaxSizeBytes,proto3" json:"log_max_size_bytes,omitempty"`
 	LogMaxFiles     int32 `protobuf:"varint,23,opt,name=log_max_files,json=logMaxFiles,proto3" json:"log_max_files,omitempty"`
+	// Warm sandboxes (containers made ahead of launches, docs/operators.md):
+	// ready and being made, the memory the ready ones hold (proportional
+	// set size of their processes), and the launches of shapes they serve
+	// that took one (warm) and that found none (cold). warm_sandboxes_off:
+	// the agent keeps none (--warm-sandboxes negative, or isolators that
+	// cannot serve them).
+	WarmSandboxesReady       int32 `protobuf:"varint,30,opt,name=warm_sandboxes_ready,json=warmSandboxesReady,proto3" json:"warm_sandboxes_ready,omitempty"`
+	WarmSandboxesFilling     int32 `protobuf:"varint,31,opt,name=warm_sandboxes_filling,json=warmSandboxesFilling,proto3" json:"warm_sandboxes_filling,omitempty"`
+	WarmSandboxesMemoryBytes int64 `protobuf:"varint,32,opt,name=warm_sandboxes_memory_bytes,json=warmSandboxesMemoryBytes,proto3" json:"warm_sandboxes_memory_bytes,omitempty"`
+	LaunchesWarm             int64 `protobuf:"varint,33,opt,name=launches_warm,json=launchesWarm,proto3" json:"launches_warm,omitempty"`
+	LaunchesCold             int64 `protobuf:"varint,34,opt,name=launches_cold,json=launchesCold,proto3" json:"launches_cold,omitempty"`
+	WarmSandboxesOff         bool  `protobuf:"varint,35,opt,name=warm_sandboxes_off,json=warmSandboxesOff,proto3" json:"warm_sandboxes_off,omitempty"`
 	// image_cache_bytes is what the image cache holds (unpacked layers);
 	// image_cache_max_bytes its cap (--image-cache-max, 0: none), kept out
 	// of resources_total's disk. (Fields 40+: room for others meanwhile.)
@@ -2016,6 +2028,48 @@ func (x *AgentInfoResponse) GetLogMaxFiles() int32 {
 		return x.LogMaxFiles
 	}
 	return 0
+}
+
+func (x *AgentInfoResponse) GetWarmSandboxesReady() int32 {
+	if x != nil {
+		return x.WarmSandboxesReady
+	}
+	return 0
+}
+
+func (x *AgentInfoResponse) GetWarmSandboxesFilling() int32 {
+	if x != nil {
+		return x.WarmSandboxesFilling
+	}
+	return 0
+}
+
+func (x *AgentInfoResponse) GetWarmSandboxesMemoryBytes() int64 {
+	if x != nil {
+		return x.WarmSandboxesMemoryBytes
+	}
+	return 0
+}
+
+func (x *AgentInfoResponse) GetLaunchesWarm() int64 {
+	if x != nil {
+		return x.LaunchesWarm
+	}
+	return 0
+}
+
+func (x *AgentInfoResponse) GetLaunchesCold() int64 {
+	if x != nil {
+		return x.LaunchesCold
+	}
+	return 0
+}
+
+func (x *AgentInfoResponse) GetWarmSandboxesOff() bool {
+	if x != nil {
+		return x.WarmSandboxesOff
+	}
+	return false
 }
 
 func (x *AgentInfoResponse) GetImageCacheBytes() int64 {
@@ -3724,7 +3778,8 @@ const file_agent_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\"\x11\n" +
 	"\x0fDestroyResponse\"\x12\n" +
-	"\x10AgentInfoRequest\"\xb1\b\n" +
+	"\x10AgentInfoRequest\"\xd0\n" +
+	"\n" +
 	"\x11AgentInfoResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12'\n" +
@@ -3749,7 +3804,13 @@ const file_agent_proto_rawDesc = "" +
 	"\x12checkpoint_unsaved\x18\x14 \x01(\x05R\x11checkpointUnsaved\x12)\n" +
 	"\x10checkpoint_error\x18\x15 \x01(\tR\x0fcheckpointError\x12+\n" +
 	"\x12log_max_size_bytes\x18\x16 \x01(\x03R\x0flogMaxSizeBytes\x12\"\n" +
-	"\rlog_max_files\x18\x17 \x01(\x05R\vlogMaxFiles\x12*\n" +
+	"\rlog_max_files\x18\x17 \x01(\x05R\vlogMaxFiles\x120\n" +
+	"\x14warm_sandboxes_ready\x18\x1e \x01(\x05R\x12warmSandboxesReady\x124\n" +
+	"\x16warm_sandboxes_filling\x18\x1f \x01(\x05R\x14warmSandboxesFilling\x12=\n" +
+	"\x1bwarm_sandboxes_memory_bytes\x18  \x01(\x03R\x18warmSandboxesMemoryBytes\x12#\n" +
+	"\rlaunches_warm\x18! \x01(\x03R\flaunchesWarm\x12#\n" +
+	"\rlaunches_cold\x18\" \x01(\x03R\flaunchesCold\x12,\n" +
+	"\x12warm_sandboxes_off\x18# \x01(\bR\x10warmSandboxesOff\x12*\n" +
 	"\x11image_cache_bytes\x18( \x01(\x03R\x0fimageCacheBytes\x121\n" +
 	"\x15image_cache_max_bytes\x18) \x01(\x03R\x12imageCacheMaxBytes\x12$\n" +
 	"\x0ecpu_limit_mode\x18\x18 \x01(\tR\fcpuLimitMode\"k\n" +

@@ -30,6 +30,12 @@ func AgentInfo(w io.Writer, in *agentpb.AgentInfoResponse, ex *agentpb.ExplainRe
 	if in.ImageCacheBytes > 0 || in.ImageCacheMaxBytes > 0 {
 		fmt.Fprintf(tw, "image cache\t%s (%s)\n", MiB(in.ImageCacheBytes), capText(in.ImageCacheMaxBytes))
 	}
+	if in.WarmSandboxesOff {
+		fmt.Fprintf(tw, "warm sandboxes\toff\n")
+	} else if in.WarmSandboxesReady+in.WarmSandboxesFilling > 0 || in.LaunchesWarm+in.LaunchesCold > 0 {
+		fmt.Fprintf(tw, "warm sandboxes\t%d ready (%s), %d being made; launches %d warm, %d cold\n", in.WarmSandboxesReady,
+			bytesize.Format(in.WarmSandboxesMemoryBytes), in.WarmSandboxesFilling, in.LaunchesWarm, in.LaunchesCold)
+	}
 	for _, q := range in.Quarantined {
 		fmt.Fprintf(tw, "quarantined record\t%s (container %s): %s\n", q.File, q.Container, q.Error)
 	}

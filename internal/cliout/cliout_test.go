@@ -163,6 +163,7 @@ func TestAgentInfo(t *testing.T) {
 	golden(t, "agent-info-oversub", func(b *bytes.Buffer) error { return AgentInfo(b, in, ex) })
 	full := &agentpb.AgentInfoResponse{Id: "a1", Version: "v", StateDir: "/s", CgroupParent: "/brim", ResourcesTotal: "cpus:4",
 		ContainersRunning: 1, StateDirFull: true, CheckpointUnsaved: 2, LogMaxSizeBytes: 10 << 20, LogMaxFiles: 5,
+		WarmSandboxesReady: 2, WarmSandboxesFilling: 1, WarmSandboxesMemoryBytes: 15 << 20, LaunchesWarm: 40, LaunchesCold: 3,
 		CheckpointError: "checkpoint c1: write /s/checkpoint/c1.json: no space left on device",
 		ImageCacheBytes: 3 << 20, ImageCacheMaxBytes: 10 << 30}
 	golden(t, "agent-info-full", func(b *bytes.Buffer) error { return AgentInfo(b, full, nil) })
