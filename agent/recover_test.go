@@ -75,3 +75,21 @@ func TestPlanRecovery(t *testing.T) {
 		t.Errorf("orphans %v, quarantine %+v", orphans, p.quarantine)
 	}
 }
+
+// TestCheckpointDurability: only a record that carries a container's exit
+// is fsynced; the records of its launch and run are not (a crash of the
+// machine ends the container anyway, a crash of the agent loses nothing).
+func TestCheckpointDurability(t *testing.T) {
+	for _, tc := range []struct {
+		c    *Container
+		want bool
+	}{
+		{&Container{ID: "a", State: StateLaunching}, false},
+		{&Container{ID: "a", State: StateRunning}, false},
+		{&Container{ID: "a", State: StateExited, Exit: &ExitStatus{Code: 3}}, true},
+	} {
+		if got := durable(tc.c); got != tc.want {
+			t.Errorf("durable(%s) = %v, want %v", tc.c.State, got, tc.want)
+		}
+	}
+}

@@ -121,8 +121,15 @@ type checkpointRecord struct {
 }
 
 // store is the checkpoint: one JSON file per container under dir, written
-// atomically (temp file, fsync, rename, fsync of the directory) so a crash
-// leaves either the old or the new record, never a torn one.
+// atomically (temp file, rename) so a crash leaves either the old or the
+// new record, never a torn one. A record with the container's exit is
+// fsynced (file and directory): it is how the container ended, which
+// only the agent knows. A record of a container being launched or
+// running is not: a crash of the machine ends the container anyway (the
+// master learns that when the agent registers again), a crash of the
+// agent alone (kill -9) leaves the file in the page cache, and two
+// fsyncs under the agent's lock cost every launch milliseconds on a busy
+// host (docs/benchmarks.md).
 type store struct {
 	dir string
 }
@@ -141,11 +148,19 @@ func (s *store) put(c *Container) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
 	}
-	if err := atomicfile.WriteFile(s.path(c.ID), b, 0o600); err != nil {
+	write := atomicfile.WriteFileNoSync
+	if durable(c) {
+		write = atomicfile.WriteFile
+	}
+	if err := write(s.path(c.ID), b, 0o600); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
 	}
 	return nil
 }
+
+// durable reports whether c's record must survive a crash of the
+// machine: it carries how the container ended.
+func durable(c *Container) bool { return c.Exit != nil }
 
 // probe writes and removes a small temporary file in the checkpoint
 // directory: nil when a record would fit.

@@ -396,3 +396,26 @@ func TestCheckpointPerFramework(t *testing.T) {
 		t.Fatalf("loaded %v", qs)
 	}
 }
+
+// TestQueueDurability: a task's status checkpoint is fsynced while it
+// holds a terminal update, not for STARTING or RUNNING alone.
+func TestQueueDurability(t *testing.T) {
+	for _, tc := range []struct {
+		states []pb.TaskState
+		want   bool
+	}{
+		{nil, false},
+		{[]pb.TaskState{pb.TaskState_TASK_STARTING}, false},
+		{[]pb.TaskState{pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING}, false},
+		{[]pb.TaskState{pb.TaskState_TASK_RUNNING, pb.TaskState_TASK_FINISHED}, true},
+		{[]pb.TaskState{pb.TaskState_TASK_FAILED}, true},
+	} {
+		q := &queue{TaskID: "t"}
+		for _, s := range tc.states {
+			q.Pending = append(q.Pending, update{State: s})
+		}
+		if got := q.durable(); got != tc.want {
+			t.Errorf("durable(%v) = %v, want %v", tc.states, got, tc.want)
+		}
+	}
+}
