@@ -530,3 +530,22 @@ func startAgentHelper(t *testing.T, stateDir, parent, scripts, mode string) int 
 	}
 	return agent.Process.Pid
 }
+
+// TestWarmLaunchOfAnInstantTask: a warm launch of a task that exits at
+// once succeeds and reports its exit (the shim once took the task gone
+// before it looked for a trampoline that died).
+func TestWarmLaunchOfAnInstantTask(t *testing.T) {
+	e := newPoolEnv(t, "", Config{WarmSandboxes: 2})
+	first, _ := e.launch(Spec{Command: []string{"true"}})
+	e.wait(first.ID)
+	for i := 0; i < 3; i++ {
+		e.waitReady()
+		info, warm := e.launch(Spec{Command: []string{"true"}})
+		if !warm {
+			t.Fatalf("launch %d found no warm sandbox", i)
+		}
+		if st := e.wait(info.ID); st.Code != 0 {
+			t.Errorf("launch %d: %+v", i, st)
+		}
+	}
+}

@@ -121,10 +121,9 @@ func (t *trampoline) started() error {
 }
 
 // release sends the task to the trampoline and waits until it has
-// exec'd it (the status pipe closes on exec) or failed (it reports
-// why). exe is the trampoline's executable (to tell an exec from a
-// death).
-func (t *trampoline) release(msg []byte, pid int, exe unix.Stat_t) error {
+// exec'd it or failed: its status pipe then says "x" (about to exec)
+// and closes on the exec, or carries why it failed.
+func (t *trampoline) release(msg []byte) error {
 	_, err := t.msgW.Write(msg)
 	t.msgW.Close()
 	if err != nil {
@@ -136,6 +135,16 @@ func (t *trampoline) release(msg []byte, pid int, exe unix.Stat_t) error {
 	if err != nil {
 		return fmt.Errorf("wait for the task's exec: %w", err)
 	}
+	return trampolineStatus(out)
+}
+
+// trampolineStatus reads what the trampoline wrote after "+": "x" alone
+// is an exec, anything else why it failed.
+func trampolineStatus(out []byte) error {
+	execed := len(out) > 0 && out[0] == 'x'
+	if execed {
+		out = out[1:]
+	}
 	if len(out) > 0 {
 		kind, text, _ := strings.Cut(strings.TrimSpace(string(out)), "\t")
 		if kind == "notfound" {
@@ -143,8 +152,7 @@ func (t *trampoline) release(msg []byte, pid int, exe unix.Stat_t) error {
 		}
 		return fmt.Errorf("start task: %s", text)
 	}
-	var st unix.Stat_t
-	if err := unix.Stat(fmt.Sprintf("/proc/%d/exe", pid), &st); err != nil || st.Dev == exe.Dev && st.Ino == exe.Ino {
+	if !execed {
 		return errors.New("start task: the sandbox's trampoline ended without running it")
 	}
 	return nil
@@ -194,7 +202,7 @@ func (s *shim) claim(report io.Writer, goAhead io.Reader, clk *stepClock) error 
 	if err := s.out.startLog(s.dir, b.Log); err != nil {
 		return err
 	}
-	if err := s.tramp.release(msg, s.pid, s.initExe); err != nil {
+	if err := s.tramp.release(msg); err != nil {
 		return err
 	}
 	s.execed.Store(true)

@@ -3,6 +3,7 @@ package executor
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -97,5 +98,31 @@ func TestTrampolineMessage(t *testing.T) {
 func TestCapMask(t *testing.T) {
 	if got, want := capMask([]string{"CAP_KILL", "CAP_AUDIT_WRITE", "CAP_NET_BIND_SERVICE", "CAP_NO_SUCH"}), uint64(0x20000420); got != want {
 		t.Errorf("capMask = %#x, want %#x (runc's defaults, as /proc/self/status shows them)", got, want)
+	}
+}
+
+// TestTrampolineStatus: what the trampoline writes after its start says
+// whether it exec'd the task (a task that exits at once included).
+func TestTrampolineStatus(t *testing.T) {
+	for _, tc := range []struct {
+		out, err string
+		notFound bool
+	}{
+		{"x", "", false},
+		{"", "ended without running it", false},
+		{"notfound\texec: \"nope\": executable file not found in $PATH\n", "executable file not found", true},
+		{"x" + "notfound\texec /bin/x: No such file or directory\n", "No such file", true},
+		{"error\tsethostname: Operation not permitted\n", "sethostname", false},
+	} {
+		err := trampolineStatus([]byte(tc.out))
+		if tc.err == "" {
+			if err != nil {
+				t.Errorf("%q: %v", tc.out, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.err) || errors.Is(err, ErrCommandNotFound) != tc.notFound {
+			t.Errorf("%q: %v, want %q (command not found %v)", tc.out, err, tc.err, tc.notFound)
+		}
 	}
 }

@@ -19,8 +19,9 @@
 // field a process has (docs/architecture.md, "Warm sandboxes").
 //
 // It writes "+" on its status pipe once it runs (the sandbox is ready),
-// then reports failure as one line "kind\tmessage" and exits with 127;
-// success closes the pipe (close-on-exec) without writing more.
+// "x" right before its execve, and reports failure as one line
+// "kind\tmessage" (after the "x" when the execve itself failed) and
+// exits with 127; a successful execve closes the pipe (close-on-exec).
 // Kinds: "notfound" (argv[0] not found or not executable, as
 // ErrCommandNotFound), "error" (anything else).
 //
