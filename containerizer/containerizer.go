@@ -360,24 +360,7 @@ func New(cfg Config) (*Containerizer, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	switch {
-	case cfg.WarmShims == 0:
-		cfg.WarmShims = 1
-	case cfg.WarmShims < 0:
-		cfg.WarmShims = 0
-	}
-	if cfg.WarmSandboxes == 0 {
-		cfg.WarmSandboxes = DefaultWarmSandboxes
-	}
-	if cfg.WarmSandboxIdle <= 0 {
-		cfg.WarmSandboxIdle = DefaultWarmSandboxIdle
-	}
-	if cfg.WarmSandboxMemory == 0 {
-		cfg.WarmSandboxMemory = DefaultWarmSandboxBytes
-	}
-	if cfg.WarmSandboxMinAvailable == 0 {
-		cfg.WarmSandboxMinAvailable = memTotal() / 20
-	}
+	cfg.warmDefaults()
 	c := &Containerizer{
 		cfg:        cfg,
 		log:        cfg.Log.With("component", "containerizer"),
@@ -399,6 +382,29 @@ func New(cfg Config) (*Containerizer, error) {
 	c.refill()
 	c.pool = newPool(c)
 	return c, nil
+}
+
+// warmDefaults fills in the defaults of the warm shims' and sandboxes'
+// fields.
+func (cfg *Config) warmDefaults() {
+	switch {
+	case cfg.WarmShims == 0:
+		cfg.WarmShims = 1
+	case cfg.WarmShims < 0:
+		cfg.WarmShims = 0
+	}
+	if cfg.WarmSandboxes == 0 {
+		cfg.WarmSandboxes = DefaultWarmSandboxes
+	}
+	if cfg.WarmSandboxIdle <= 0 {
+		cfg.WarmSandboxIdle = DefaultWarmSandboxIdle
+	}
+	if cfg.WarmSandboxMemory == 0 {
+		cfg.WarmSandboxMemory = DefaultWarmSandboxBytes
+	}
+	if cfg.WarmSandboxMinAvailable == 0 {
+		cfg.WarmSandboxMinAvailable = memTotal() / 20
+	}
 }
 
 // Close releases the containerizer's resources: the warm sandboxes and

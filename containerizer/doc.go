@@ -40,9 +40,21 @@
 //	containers/<id>/exit.json    how it ended, written by the shim
 //	containers/<id>/shim.sock    the shim's control socket
 //	containers/<id>/shim.pid     the shim's pid; shim.log its log
-//	runc/<id>/                   libcontainer's state
+//	containers/warm-<hex>/       a warm sandbox (no config.json): renamed to <id> at its claim
+//	runc/<id>/                   libcontainer's state (runc/<sandbox> for a container
+//	                             made from a warm sandbox: config.json's sandbox)
 //
-// Launch latency: the shim is executed from a sealed memfd copy of the
+// Launch latency: a launch whose shape (root filesystem, user namespace)
+// has a warm sandbox ready takes it (pool_linux.go): a container made
+// ahead of launches, with everything but its task; the claim renames its
+// directory and cgroups, writes the limits and hands the task to its
+// exec trampoline (4–5 ms at load 13–17 on this machine against 74–87 ms
+// for `runc run -d`: bench/10-launch.bench.sh, docs/benchmarks.md).
+// Config.WarmSandboxes bounds how many per shape; how many are kept
+// follows the launch rate, none once idle or under memory pressure; each
+// serves one task. Isolators must all be isolator.Sandboxers.
+//
+// A cold launch: the shim is executed from a sealed memfd copy of the
 // shim binary made once per Containerizer (so libcontainer need not seal a
 // copy per container), and Config.WarmShims shims are kept started ahead
 // of launches, each waiting for its container directory on a pipe (a
@@ -58,13 +70,13 @@
 // two process wake-ups each wait for a CPU on a loaded host. The shim
 // binds its control socket while libcontainer starts the container, and
 // the default seccomp filter covers the host's syscall ABIs only (each
-// architecture adds to what the init compiles). With the shim-only binary
-// (cmd/brim-shim) as Config.ShimBinary, the launch p50 is at parity with
-// `runc run -d`'s on the same OCI spec (median ratio 0.95 here, ±10 % from
-// run to run: bench/10-launch.bench.sh, docs/benchmarks.md); nearly all of
-// a launch is libcontainer's init. The full brim binary is slower because every
-// container init re-executes it and runs the start-up of every package
-// linked into it.
+// architecture adds to what the init compiles). With the statically
+// linked shim-only binary (cmd/brim-shim) as Config.ShimBinary, a cold
+// launch p50 is 0.67–0.77× `runc run -d`'s on the same OCI spec; nearly
+// all of it is libcontainer's init. The full brim binary is slower
+// because every container init re-executes it and runs the start-up of
+// every package linked into it, and it cannot serve warm sandboxes of a
+// root other than the host's (its dynamic loader is not there).
 //
 // Teardown removes what containerizers left on a state dir when no agent
 // will run again (`brim agent cleanup`): shims, the containers'

@@ -199,12 +199,6 @@ func (b *Bundle) Validate() error {
 		return fmt.Errorf("bundle version %d: want %d", b.Version, BundleVersion)
 	case !validID(b.ID):
 		return fmt.Errorf("invalid container id %q", b.ID)
-	case b.Warm && (len(b.Args) > 0 || b.UID != 0 || b.GID != 0 || b.OOMScoreAdj != nil || b.Sandbox != ""):
-		return errors.New("a warm sandbox's bundle names no command, user, oom_score_adj or sandbox")
-	case !b.Warm && (len(b.Args) == 0 || b.Args[0] == ""):
-		return errors.New("empty command")
-	case b.Sandbox != "" && !validID(b.Sandbox):
-		return fmt.Errorf("invalid sandbox name %q", b.Sandbox)
 	case !filepath.IsAbs(b.CgroupPath) || filepath.Clean(b.CgroupPath) == "/":
 		// An empty or relative path would land under the caller's own cgroup.
 		return fmt.Errorf("cgroup path %q is not an absolute path below the root", b.CgroupPath)
@@ -216,6 +210,9 @@ func (b *Bundle) Validate() error {
 		return errors.New("both a rootfs and an image root")
 	case b.OOMScoreAdj != nil && (*b.OOMScoreAdj < -1000 || *b.OOMScoreAdj > 1000):
 		return fmt.Errorf("oom_score_adj %d outside [-1000, 1000]", *b.OOMScoreAdj)
+	}
+	if err := b.validateTask(); err != nil {
+		return err
 	}
 	if err := b.Log.Validate(); err != nil {
 		return err
@@ -237,6 +234,20 @@ func (b *Bundle) Validate() error {
 		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
 			return fmt.Errorf("hidden path %q is not an absolute path below the root", p)
 		}
+	}
+	return nil
+}
+
+// validateTask checks the bundle's task: a command, or none for a warm
+// sandbox (nor a user, oom_score_adj or sandbox name).
+func (b *Bundle) validateTask() error {
+	switch {
+	case b.Warm && (len(b.Args) > 0 || b.UID != 0 || b.GID != 0 || b.OOMScoreAdj != nil || b.Sandbox != ""):
+		return errors.New("a warm sandbox's bundle names no command, user, oom_score_adj or sandbox")
+	case !b.Warm && (len(b.Args) == 0 || b.Args[0] == ""):
+		return errors.New("empty command")
+	case b.Sandbox != "" && !validID(b.Sandbox):
+		return fmt.Errorf("invalid sandbox name %q", b.Sandbox)
 	}
 	return nil
 }

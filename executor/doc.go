@@ -19,9 +19,22 @@
 // no_new_privileges, and a default seccomp profile when built with the
 // seccomp tag), and both ends of the control protocol.
 //
+// A warm sandbox (Bundle.Warm) is a container made before its task: the
+// shim makes it as for a launch, with the exec trampoline
+// (executor/trampoline, C run before the Go runtime) as its process, and
+// reports "ready"; its claim names the task's bundle, and the trampoline
+// does the end of libcontainer's init for it (user, capabilities,
+// environment, working directory, exec). See handshake.go.
+//
+// On a cgroup v1 host the shim joins the init to its groups late, and so
+// assembles the container's /sys/fs/cgroup itself from the container's
+// own groups (cgroupview_linux.go).
+//
 // It never creates or writes cgroup files (the isolators do; libcontainer
-// only joins the prepared cgroup and applies device rules), never talks to
-// the master and never logs outside the shim process (Run takes a logger).
+// only joins the prepared cgroup and applies device rules, and the shim
+// joins a warm sandbox's init to its unified group at the claim), never
+// talks to the master and never logs outside the shim process (Run takes
+// a logger).
 //
 // Sentinels: ErrNotRunning (the container has already exited),
 // ErrNotConfined (the init is not in the bundle's cgroup or network

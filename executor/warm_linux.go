@@ -399,7 +399,7 @@ func containerHome(uid, pid int) string {
 	if err != nil {
 		return "/"
 	}
-	defer unix.Close(root)
+	defer func() { _ = unix.Close(root) }()
 	// Symlinks resolve inside the container's root, as they do for its
 	// init.
 	fd, err := unix.Openat2(root, "etc/passwd", &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT})

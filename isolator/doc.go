@@ -6,6 +6,12 @@
 // isolator/cgroups (cgroup v1 and v2) and isolator/network (netns, veth,
 // bridge, HTB).
 //
+// Optional abilities, found by type assertion: Verifier (Isolate only
+// checks what the launcher applied), Warmer (makes the rest of a launch's
+// kernel work cheaper) and Sandboxer (isolates a warm sandbox before its
+// task is known and hands it to a container: the containerizer keeps
+// warm sandboxes only when every isolator is one).
+//
 // Isolators decide no policy: they apply the limits they are given.
 //
 // Sentinels: ErrNotFound (no such container in this isolator),

@@ -92,7 +92,7 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
-	defer api.Close()
+	defer func() { _ = api.Close() }()
 	ctx := context.Background()
 
 	local, err := localLatency(ctx, api, cfg)
@@ -160,7 +160,7 @@ func startDev(cfg config) (*dev, error) {
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	if err := d.cmd.Start(); err != nil {
 		logf.Close()
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	go func() { _ = d.cmd.Wait(); logf.Close(); close(d.done) }()
@@ -203,7 +203,7 @@ func (d *dev) stop() {
 	if err := cgtree.Remove(d.cgParent); err != nil {
 		fmt.Fprintln(os.Stderr, "launchbench: remove cgroup parent:", err)
 	}
-	os.RemoveAll(d.dir)
+	_ = os.RemoveAll(d.dir)
 }
 
 // localLatency times cfg.tasks Run calls, one at a time.
@@ -318,7 +318,7 @@ func (f *framework) offers(ctx context.Context, offers []*pb.Offer) {
 		var tasks []*pb.TaskInfo
 		f.mu.Lock()
 		f.offered++
-		for err == nil && have.Contains(f.want) && len(tasks) < 16 && !(f.serial && f.inFlight+len(tasks) > 0) {
+		for err == nil && have.Contains(f.want) && len(tasks) < 16 && (!f.serial || f.inFlight+len(tasks) == 0) {
 			f.seq++
 			tasks = append(tasks, &pb.TaskInfo{TaskId: fmt.Sprintf("%s-%d", f.id, f.seq), Resources: taskResources(f.cfg), Command: []string{"true"}})
 			have = have.Subtract(f.want)
@@ -398,7 +398,7 @@ func (fl *fleet) stop() {
 	fl.cancel()
 	fl.wg.Wait()
 	for _, f := range fl.fs {
-		f.d.Close()
+		_ = f.d.Close()
 	}
 }
 
