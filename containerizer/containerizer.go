@@ -432,10 +432,19 @@ func (ct *container) mark(name string) {
 	ct.stepAt = now
 }
 
-// addShimSteps appends the shim's steps of a launch.
-func (ct *container) addShimSteps(steps []executor.Step) {
-	for _, st := range steps {
+// addShimSteps ends the launch's "shim" step (sent: when the shim was
+// given its directory) with rep's steps: the hand-off to the shim, the
+// shim's own steps, the hand-off of its report.
+func (ct *container) addShimSteps(sent time.Time, rep *executor.Report) {
+	ct.mark("shim")
+	if rep.Start > 0 && rep.Sent > 0 {
+		ct.steps = append(ct.steps, executor.Step{Name: "shim: hand-off to the shim", Micros: (rep.Start - sent.UnixNano()) / 1000})
+	}
+	for _, st := range rep.Steps {
 		ct.steps = append(ct.steps, executor.Step{Name: "shim: " + st.Name, Micros: st.Micros})
+	}
+	if rep.Sent > 0 {
+		ct.steps = append(ct.steps, executor.Step{Name: "shim: hand-off of its report", Micros: (ct.stepAt.UnixNano() - rep.Sent) / 1000})
 	}
 }
 

@@ -302,6 +302,7 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 	// new shim's process start-up (exec, Go runtime, page faults: several
 	// ms of CPU) would compete with this launch for the CPUs.
 	defer c.refill()
+	sent := time.Now()
 	if sp != nil {
 		if _, err := io.WriteString(sp.goW, ct.dir+"\n"); err != nil {
 			c.log.Warn("warm shim gone: starting a cold one", "err", err)
@@ -348,8 +349,7 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 		}
 		ct.pid = rep.Pid
 		ct.startedAt = time.Now()
-		ct.mark("shim")
-		ct.addShimSteps(rep.Steps)
+		ct.addShimSteps(sent, rep)
 		return nil
 	}
 	rep, err := next(executor.EventCreated)
@@ -370,8 +370,7 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 		return err
 	}
 	ct.startedAt = time.Now()
-	ct.mark("shim")
-	ct.addShimSteps(rep.Steps)
+	ct.addShimSteps(sent, rep)
 	return nil
 }
 

@@ -540,6 +540,7 @@ func (c *Containerizer) claim(ctx context.Context, ct *container, sb *sandbox, u
 	_ = sb.sp.reportR.SetReadDeadline(time.Now().Add(c.cfg.LaunchTimeout))
 	stop := context.AfterFunc(ctx, func() { _ = sb.sp.reportR.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
+	sent := time.Now()
 	if _, err := io.WriteString(sb.sp.goW, ct.dir+"\n"); err != nil {
 		return fmt.Errorf("claim sandbox: %w", err)
 	}
@@ -549,8 +550,7 @@ func (c *Containerizer) claim(ctx context.Context, ct *container, sb *sandbox, u
 	}
 	ct.pid = rep.Pid
 	ct.startedAt = time.Now()
-	ct.mark("shim")
-	ct.addShimSteps(rep.Steps)
+	ct.addShimSteps(sent, rep)
 	return nil
 }
 

@@ -77,6 +77,11 @@ type Report struct {
 	// Steps time the shim's part of the launch ("running" and "ready"
 	// reports), in order: where the milliseconds go (docs/benchmarks.md).
 	Steps []Step `json:"steps,omitempty"`
+	// Start and Sent are when the shim began its part and sent this
+	// report, in Unix nanoseconds: the containerizer's clock is the
+	// same, so the hand-offs between the two are timed too.
+	Start int64 `json:"start,omitempty"`
+	Sent  int64 `json:"sent,omitempty"`
 }
 
 // Step is one timed phase of a launch.
@@ -89,11 +94,20 @@ type Step struct {
 // stepClock records Steps: each mark closes the phase since the previous
 // one (or the clock's start). Not safe for concurrent use.
 type stepClock struct {
+	start time.Time
 	last  time.Time
 	steps []Step
 }
 
-func newStepClock() *stepClock { return &stepClock{last: time.Now()} }
+func newStepClock() *stepClock {
+	now := time.Now()
+	return &stepClock{start: now, last: now}
+}
+
+// report returns a report of event with the clock's steps and times.
+func (c *stepClock) report(event string, pid int) Report {
+	return Report{Event: event, Pid: pid, Steps: c.steps, Start: c.start.UnixNano(), Sent: time.Now().UnixNano()}
+}
 
 // initSched adds, as two steps of no duration of their own, how much of
 // the time since the init started it spent on a CPU and waiting for one

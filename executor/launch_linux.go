@@ -268,7 +268,7 @@ func (s *shim) awaitGoAhead(ctx context.Context, report io.Writer, goAhead io.Re
 func (s *shim) running(report io.Writer, clk *stepClock) error {
 	s.startedAt = time.Now()
 	if report != nil {
-		if err := writeReport(report, Report{Event: EventRunning, Pid: s.pid, Steps: clk.steps}); err != nil {
+		if err := writeReport(report, clk.report(EventRunning, s.pid)); err != nil {
 			// The containerizer gave up on us: nobody will supervise this.
 			return fmt.Errorf("report running: %w", err)
 		}

@@ -173,7 +173,7 @@ func (s *shim) claim(report io.Writer, goAhead io.Reader, clk *stepClock) error 
 		return err
 	}
 	clk.mark("exec trampoline")
-	if err := writeReport(report, Report{Event: EventReady, Pid: s.pid, Steps: clk.steps}); err != nil {
+	if err := writeReport(report, clk.report(EventReady, s.pid)); err != nil {
 		return fmt.Errorf("report ready: %w", err)
 	}
 	s.log.Info("warm sandbox ready", "pid", s.pid)

@@ -177,6 +177,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("containerizer: %w", err)
 	}
+	// Last, once the agent is closed: its warm sandboxes and warm shims
+	// go, its containers stay.
+	defer func() { _ = cz.Close() }()
 	userns, err := cfg.Security.usernsRange()
 	if err != nil {
 		return err
