@@ -130,6 +130,13 @@ const (
 	DefaultWarmSandboxBytes = 256 << 20
 )
 
+// SandboxPrefix starts the name of every warm sandbox: its directory in
+// the state dir's containers/, its cgroups and its libcontainer ID until
+// a launch claims it. They are the agent's own (made ahead of launches,
+// removed when it stops, by the next agent's Recover after a crash, and
+// by `brim agent cleanup`); no container ID may start with it.
+const SandboxPrefix = "warm-"
+
 // DefaultLaunchTimeout is Config.LaunchTimeout's default: far beyond a
 // launch on a loaded host (tens of ms to seconds), short enough that a
 // hung shim does not hold a launch for ever.

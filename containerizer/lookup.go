@@ -62,6 +62,8 @@ func validateSpec(spec *Spec) error {
 	switch {
 	case !executor.ValidID(spec.ID):
 		return fmt.Errorf("invalid container id %q", spec.ID)
+	case strings.HasPrefix(spec.ID, SandboxPrefix):
+		return fmt.Errorf("invalid container id %q: %q starts the names of warm sandboxes only", spec.ID, SandboxPrefix)
 	case len(spec.Command) == 0 || spec.Command[0] == "":
 		return errors.New("empty command")
 	case spec.Rootfs != "" && !filepath.IsAbs(spec.Rootfs):

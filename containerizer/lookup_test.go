@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/brimnode/brim/internal/containerlog"
 )
 
 // A working directory missing from the read-only root is refused before
@@ -36,5 +38,19 @@ func TestCheckWorkDir(t *testing.T) {
 		case c.want != "" && (!errors.Is(err, ErrNoWorkDir) || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("checkWorkDir(%q) = %v, want ErrNoWorkDir saying %q", c.cwd, err, c.want)
 		}
+	}
+}
+
+// TestSandboxPrefixReserved: no container ID starts as warm sandboxes'
+// names do, so that an operator (and brim agent cleanup, Recover, the
+// tests) can tell the agent's warm sandboxes from containers by name.
+func TestSandboxPrefixReserved(t *testing.T) {
+	spec := Spec{ID: SandboxPrefix + "0123", Command: []string{"true"}, LogMaxSize: containerlog.DefaultMaxSize, LogMaxFiles: containerlog.DefaultMaxFiles}
+	if err := validateSpec(&spec); err == nil || !strings.Contains(err.Error(), SandboxPrefix) {
+		t.Errorf("validateSpec(%q) = %v, want an error naming the reserved prefix", spec.ID, err)
+	}
+	spec.ID = "warm"
+	if err := validateSpec(&spec); err != nil {
+		t.Errorf("validateSpec(%q) = %v, want nil", spec.ID, err)
 	}
 }

@@ -59,10 +59,6 @@ import (
 // rateWindow is the span over which a shape's launch rate is counted.
 const rateWindow = 5 * time.Second
 
-// sandboxPrefix starts the name of every warm sandbox (its directory,
-// groups and libcontainer ID until claimed).
-const sandboxPrefix = "warm-"
-
 // errSandboxUnusable is a warm sandbox that could not be claimed before
 // anything of the container was made: the launch goes cold instead.
 var errSandboxUnusable = errors.New("warm sandbox unusable")
@@ -359,7 +355,7 @@ func (p *pool) newName() (string, error) {
 	if _, err := rand.Read(buf[:]); err != nil {
 		return "", fmt.Errorf("make sandbox name: %w", err)
 	}
-	name := sandboxPrefix + hex.EncodeToString(buf[:])
+	name := SandboxPrefix + hex.EncodeToString(buf[:])
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.names[name] = true

@@ -105,7 +105,7 @@ func (e *poolEnv) sandboxGroups() []string {
 	for _, d := range testutil.CgroupDirs(e.parent) {
 		ents, _ := os.ReadDir(d)
 		for _, ent := range ents {
-			if ent.IsDir() && strings.HasPrefix(ent.Name(), sandboxPrefix) {
+			if ent.IsDir() && strings.HasPrefix(ent.Name(), SandboxPrefix) {
 				out = append(out, filepath.Join(d, ent.Name()))
 			}
 		}
@@ -115,7 +115,7 @@ func (e *poolEnv) sandboxGroups() []string {
 
 // sandboxDirs lists the warm sandboxes' directories in stateDir.
 func sandboxDirs(stateDir string) []string {
-	dirs, _ := filepath.Glob(filepath.Join(stateDir, "containers", sandboxPrefix+"*"))
+	dirs, _ := filepath.Glob(filepath.Join(stateDir, "containers", SandboxPrefix+"*"))
 	return dirs
 }
 

@@ -28,8 +28,9 @@ const shimExitWait = 5 * time.Second
 // their own (their containers should be killed first, through the
 // cgroups) and are then killed, warm shims waiting for a container too;
 // then whatever is mounted below the state dir (never the state dir
-// itself), the containers' directories (bundles, sandboxes with the containers' output, exit
-// records) and libcontainer's state. It returns what it did, one line
+// itself), the containers' directories (bundles, sandboxes with the
+// containers' output, exit records), the warm sandboxes' ("removed warm
+// sandbox …": the agent's own, expected) and libcontainer's state. It returns what it did, one line
 // each ("killed …", "removed …"), nothing when there was nothing (a
 // second call). It carries on past
 // errors and returns them joined.
@@ -72,6 +73,10 @@ func Teardown(ctx context.Context, stateDir string) ([]string, error) {
 	for _, e := range ents {
 		if err := removeContainerDir(filepath.Join(dir, e.Name())); err != nil {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", e.Name(), err))
+			continue
+		}
+		if strings.HasPrefix(e.Name(), SandboxPrefix) {
+			out = append(out, fmt.Sprintf("removed warm sandbox %s (made ahead of launches, never used)", e.Name()))
 			continue
 		}
 		out = append(out, fmt.Sprintf("removed container %s (bundle, sandbox, output, shim state)", e.Name()))

@@ -4,9 +4,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/brimnode/brim/containerizer"
 	"github.com/brimnode/brim/internal/testutil"
 )
 
@@ -25,6 +27,11 @@ func TestBadInput(t *testing.T) {
 			}
 		}
 	}
+	// Warm sandboxes (named containerizer.SandboxPrefix…, which no
+	// container ID may start with) are the agent's own inventory, made
+	// ahead of launches whatever their input: not something a bad input
+	// left. Everything else counts.
+	warm := func(name string) bool { return strings.HasPrefix(name, containerizer.SandboxPrefix) }
 	nothingLeft := func() {
 		t.Helper()
 		if l := a.list(); len(l) != 0 {
@@ -32,11 +39,14 @@ func TestBadInput(t *testing.T) {
 		}
 		for _, sub := range []string{"checkpoint", "containers"} {
 			ents, _ := os.ReadDir(filepath.Join(a.StateDir, sub))
+			ents = slices.DeleteFunc(ents, func(e os.DirEntry) bool { return sub == "containers" && warm(e.Name()) })
 			if len(ents) != 0 {
 				t.Errorf("%s left in %s", sprint(ents), sub)
 			}
 		}
-		if dirs, _ := filepath.Glob(filepath.Join(testutil.CgroupRoot, "*", a.Parent, "*", "cgroup.procs")); len(dirs) != 0 {
+		dirs, _ := filepath.Glob(filepath.Join(testutil.CgroupRoot, "*", a.Parent, "*", "cgroup.procs"))
+		dirs = slices.DeleteFunc(dirs, func(d string) bool { return warm(filepath.Base(filepath.Dir(d))) })
+		if len(dirs) != 0 {
 			t.Errorf("container cgroups left: %v", dirs)
 		}
 	}

@@ -25,7 +25,7 @@ func (i *Isolator) LockParent() (io.Closer, error) {
 	}
 	l, err := lockfile.Dir(dir)
 	if errors.Is(err, lockfile.ErrLocked) {
-		return nil, fmt.Errorf("cgroup parent %s (%s): %w", i.parent, dir, ErrParentInUse)
+		return nil, fmt.Errorf("cgroup parent %s (%s): %w (%w)", i.parent, dir, ErrParentInUse, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lock cgroup parent %s: %w", i.parent, err)
