@@ -126,6 +126,9 @@ type pool struct {
 	closed   bool
 	warmDone func() // the primer held while sandboxes are ready
 	warmAt   time.Time
+	failures int       // makings failed in a row
+	retryAt  time.Time // no making before (after failures)
+	full     bool      // the last making found the state dir full
 
 	kick chan struct{}
 	stop chan struct{}
@@ -268,7 +271,7 @@ func (p *pool) round() {
 		}
 	}
 	for shape, sp := range p.shapes {
-		if p.filling > 0 || p.budget > 0 && mem >= p.budget {
+		if p.filling > 0 || p.budget > 0 && mem >= p.budget || now.Before(p.retryAt) {
 			break
 		}
 		if len(sp.ready) < p.target(sp, now, pressure) {
@@ -331,9 +334,13 @@ func (p *pool) fill(shape Shape) {
 	p.filling--
 	if err != nil {
 		delete(p.names, name)
+		p.failed(shape, err)
 		p.mu.Unlock()
-		p.c.log.Warn("make warm sandbox", "shape", shape, "err", err)
 		return
+	}
+	if p.failures, p.retryAt = 0, (time.Time{}); p.full {
+		p.full = false
+		p.c.log.Info("warm sandboxes: the state dir has space again; the pool fills")
 	}
 	p.fillTime = (3*p.fillTime + time.Since(start)) / 4
 	sp := p.shapes[shape]
@@ -346,6 +353,33 @@ func (p *pool) fill(shape Shape) {
 	sp.ready = append(sp.ready, sb)
 	p.mu.Unlock()
 	p.wake()
+}
+
+// Back-off of the pool's makings after a failure: the first retry after
+// fillRetryMin, doubling up to fillRetryMax (a full state dir: until a
+// making succeeds again).
+const (
+	fillRetryMin = time.Second
+	fillRetryMax = time.Minute
+)
+
+// failed notes a failed making (p.mu held): no sandbox is made before
+// the back-off has passed. A full state dir (ENOSPC) stops the filling:
+// said once, at warning, and tried again every fillRetryMax; other
+// errors are logged each time.
+func (p *pool) failed(shape Shape, err error) {
+	p.failures++
+	p.retryAt = time.Now().Add(min(fillRetryMin<<min(p.failures-1, 10), fillRetryMax))
+	if !errors.Is(err, unix.ENOSPC) {
+		p.c.log.Warn("make warm sandbox", "shape", shape, "err", err, "retry_in", time.Until(p.retryAt).Round(time.Millisecond))
+		return
+	}
+	p.retryAt = time.Now().Add(fillRetryMax)
+	if !p.full {
+		p.full = true
+		p.c.log.Warn("warm sandboxes: state dir full: the pool stops filling (launches go cold) until space is freed",
+			"err", err, "retry_every", fillRetryMax)
+	}
 }
 
 // newName returns a new sandbox name, the pool's before anything of it

@@ -2,14 +2,18 @@ package containerizer
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -547,5 +551,64 @@ func TestWarmLaunchOfAnInstantTask(t *testing.T) {
 		if st := e.wait(info.ID); st.Code != 0 {
 			t.Errorf("launch %d: %+v", i, st)
 		}
+	}
+}
+
+// lockedBuffer is a log sink safe for concurrent writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestPoolStopsOnFullStateDir: a pool whose state dir is full stops
+// filling and says so once; it does not retry every round (a warning
+// each quarter second, a sandbox half made and removed each time), and
+// nothing of the failed makings stays. Before, each round tried again
+// and logged "make warm sandbox … no space left on device".
+func TestPoolStopsOnFullStateDir(t *testing.T) {
+	stateDir := testutil.SmallTmpfs(t, 16<<20)
+	var logs lockedBuffer
+	e := newPoolEnv(t, stateDir, Config{WarmSandboxes: 2, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	free := testutil.FillDisk(t, stateDir)
+	defer free()
+	// The launch fails (its record cannot be written) but counts as
+	// demand: the pool tries to make a sandbox of its shape.
+	if _, err := e.c.Launch(context.Background(), Spec{ID: testutil.UniqueName("full"), Command: []string{"true"}, Limits: isolator.Limits{MilliCPUs: 100}}); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("launch on a full state dir: %v, want ENOSPC", err)
+	}
+	const stops = "the pool stops filling"
+	waitFor(t, func() bool {
+		e.c.pool.wake()
+		return strings.Contains(logs.String(), stops)
+	})
+	// More rounds: none may try again within the back-off.
+	for range 8 {
+		e.c.pool.round()
+		waitFor(t, func() bool { return e.c.PoolStats().Filling == 0 })
+	}
+	out := logs.String()
+	if n := strings.Count(out, stops); n != 1 {
+		t.Errorf("%q said %d times, want once:\n%s", stops, n, out)
+	}
+	if strings.Contains(out, "make warm sandbox") {
+		t.Errorf("the pool went on making sandboxes on a full state dir:\n%s", out)
+	}
+	if st := e.c.PoolStats(); st.Ready != 0 {
+		t.Errorf("pool on a full state dir: %+v", st)
+	}
+	if dirs := sandboxDirs(stateDir); len(dirs) > 0 {
+		t.Errorf("failed makings left %v", dirs)
 	}
 }
