@@ -61,8 +61,10 @@ func lock(f *os.File, path string) (*Lock, error) {
 		// just before it died (a kill -9 during a shim's fork): that copy
 		// goes at the child's exec. Wait for it rather than take the dead
 		// agent for a live one.
+		// Not listed: released between the try and the look (that
+		// child's exec just closed it): try again.
 		dead := listed && (pid == 0 || !procalive.Runs(pid))
-		if errors.Is(err, unix.EWOULDBLOCK) && dead && time.Now().Before(deadline) {
+		if errors.Is(err, unix.EWOULDBLOCK) && (dead || !listed) && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
