@@ -361,8 +361,7 @@ func (m *Master) applyReservationLocked(fw, agentID string, rv reservationOp) {
 		}
 	}
 	// A framework's operation cannot be refused once its offers are used:
-	// a store that fails is logged and the next change writes it again.
-	if err := m.putReservationsLocked(agentID, m.reservations[agentID]); err != nil {
-		m.log.Warn("persist reservations", "agent", agentID, "err", err)
-	}
+	// the record is written behind the change (writes.go); a store that
+	// fails is logged and the next change writes it again.
+	m.putReservationsLocked(agentID, m.reservations[agentID])
 }

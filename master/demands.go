@@ -310,9 +310,10 @@ func (m *Master) persistDemandLocked(d *demand.Demand) {
 	if m.store == nil {
 		return
 	}
-	if err := m.store.PutDemand(d); err != nil {
-		m.log.Warn("persist demand", "demand", d.ID, "err", err)
-	}
+	// Written behind the change (writes.go): a copy, as the demand
+	// changes under m.mu meanwhile.
+	c := snapshotDemand(d)
+	m.writes.enqueue(write{what: "persist demand", args: []any{"demand", d.ID}, put: func(s Store) error { return s.PutDemand(&c) }})
 }
 
 // applyDemandEffectsLocked carries out what the planner asked: each

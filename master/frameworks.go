@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -114,6 +115,12 @@ func (m *Master) authorizeSubscribe(ctx context.Context, req *subscription) erro
 	return nil
 }
 
+// subscribe registers or fails over a framework. A framework that is not
+// subscribed (new, or known from the store) has its record written
+// first, outside the master's lock (storeSubscription), then joins; a
+// failover keeps the record it has. Errors wrap ErrInvalid, ErrNotLeader
+// or ErrClosed (the record could not be written: this master no longer
+// serves), or are the allocator's.
 func (m *Master) subscribe(req *subscription, c *outbox[toFramework]) (string, error) {
 	fi := req.info
 	if fi == nil {
@@ -128,20 +135,60 @@ func (m *Master) subscribe(req *subscription, c *outbox[toFramework]) (string, e
 			return "", fmt.Errorf("subscribe: %w", err)
 		}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	id := fi.id
 	if id == "" {
 		id = uuid.NewString()
 	}
+	stored, known, err := m.storeSubscription(id, roles, fi.principal)
+	if err != nil {
+		return "", err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.applySubscribeLocked(id, roles, req, c, stored, known); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// storeSubscription writes the record of framework id, not subscribed,
+// before it subscribes, and waits for it without the master's lock. It
+// reports whether it wrote the record and whether the store knew the
+// framework before. A failed write is logged, as before; one refused
+// because this master no longer leads (or has stopped) is returned.
+func (m *Master) storeSubscription(id string, roles []string, principal string) (stored, known bool, err error) {
+	m.mu.Lock()
+	_, subscribed := m.frameworks[id]
+	prev, known := m.knownFWs[id]
+	m.mu.Unlock()
+	if subscribed || m.store == nil {
+		return false, known, nil
+	}
+	rec := PersistedFramework{Roles: roles, Principal: principal, Lost: prev.Lost}
+	err = <-m.writes.put(write{what: "persist framework", args: []any{"framework", id},
+		put: func(s Store) error { return s.PutFramework(id, rec) }})
+	switch {
+	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrClosed):
+		return false, known, fmt.Errorf("subscribe %s: %w", id, err)
+	case err != nil:
+		m.log.Warn("persist framework", "framework", id, "err", err)
+	}
+	return true, known, nil
+}
+
+// applySubscribeLocked subscribes framework id with outbox c: a failover
+// when it is subscribed (the new stream replaces the old one,
+// outstanding offers go back, the tasks stay), else it joins the
+// allocator with the tasks agents reported for it. stored: its record
+// was written (storeSubscription); known: the store knew it before.
+func (m *Master) applySubscribeLocked(id string, roles []string, req *subscription, c *outbox[toFramework], stored, known bool) error {
+	fi := req.info
 	failover := fi.failover
 	if failover <= 0 {
 		failover = m.opts.FailoverTimeout
 	}
 	f := m.frameworks[id]
 	if f != nil {
-		// Failover: the new stream replaces the old one, outstanding offers
-		// go back, the tasks stay.
 		if f.out != nil {
 			f.out.cancel()
 		}
@@ -154,7 +201,6 @@ func (m *Master) subscribe(req *subscription, c *outbox[toFramework]) (string, e
 	} else {
 		f = &frameworkEntry{id: id, name: fi.name, principal: fi.principal, roles: roles, revocable: fi.revocable,
 			failover: failover, out: c, tasks: map[string]*taskEntry{}, offers: map[string]*offerEntry{}}
-		used := map[string]resources.Resources{}
 		for _, t := range m.tasks {
 			if t.fw == id {
 				f.tasks[t.info.id] = t
@@ -163,16 +209,21 @@ func (m *Master) subscribe(req *subscription, c *outbox[toFramework]) (string, e
 				}
 			}
 		}
-		_ = used // usage held by the allocator since the agents re-registered
+		// Usage is held by the allocator since the agents re-registered.
 		if err := m.alloc.AddFramework(allocator.FrameworkInfo{
 			ID: id, Roles: roles, Capabilities: allocator.Capabilities{Revocable: fi.revocable},
 			SuppressedRoles: req.suppressedRoles,
 		}, nil); err != nil {
-			return "", fmt.Errorf("subscribe %s: %w", id, fromAllocator(err))
+			if stored && !known {
+				m.deleteFrameworkRecordLocked(id) // written for nothing
+			}
+			return fmt.Errorf("subscribe %s: %w", id, fromAllocator(err))
 		}
 		m.frameworks[id] = f
 		m.knownFWs[id] = PersistedFramework{Roles: roles, Principal: fi.principal, Lost: m.knownFWs[id].Lost}
-		m.persistFrameworkLocked(id)
+		if !stored {
+			m.persistFrameworkLocked(id) // it failed over, then left, while the store wrote
+		}
 		m.log.Info("framework subscribed", "framework", id, "name", fi.name, "roles", roles)
 	}
 	c.send(&subscribed{framework: id, heartbeat: m.opts.HeartbeatInterval})
@@ -184,7 +235,7 @@ func (m *Master) subscribe(req *subscription, c *outbox[toFramework]) (string, e
 		}
 	}
 	m.trigger()
-	return id, nil
+	return nil
 }
 
 // frameworkGone handles the end of a framework's stream: its offers go
@@ -327,11 +378,11 @@ func (m *Master) kill(fw, taskID string) error {
 		}
 		if t == nil {
 			m.answerLostLocked(f.id, taskID)
-			m.persistFrameworkLocked(f.id)
-			f.out.send(&taskStatus{
+			lost := &taskStatus{
 				taskID: taskID, frameworkID: f.id, state: taskLost,
 				reason: ReasonReconciliation, message: "unknown task", timestampUnixNano: time.Now().UnixNano(),
-			})
+			}
+			m.persistFrameworkThenLocked(f.id, func() { m.toFrameworkLocked(f.id, lost) })
 			return nil
 		}
 		ag := m.agents[t.agent]
@@ -376,7 +427,7 @@ func (m *Master) reconcile(fw string, taskIDs []string) error {
 				ids = append(ids, id)
 			}
 		}
-		answers := make([]*taskStatus, 0, len(ids))
+		answers := make([]toFramework, 0, len(ids))
 		lost := false
 		for _, id := range ids {
 			st := &taskStatus{taskID: id, frameworkID: f.id, reason: ReasonReconciliation, timestampUnixNano: time.Now().UnixNano()}
@@ -398,12 +449,12 @@ func (m *Master) reconcile(fw string, taskIDs []string) error {
 			}
 			answers = append(answers, st)
 		}
+		send := func() { m.toFrameworkLocked(f.id, answers...) }
 		if lost {
-			m.persistFrameworkLocked(f.id) // before the framework hears LOST
+			m.persistFrameworkThenLocked(f.id, send) // before the framework hears LOST
+			return nil
 		}
-		for _, st := range answers {
-			f.out.send(st)
-		}
+		send()
 		return nil
 	})
 }
@@ -443,15 +494,57 @@ func (m *Master) forgetLostLocked(fw, taskID string) bool {
 	return true
 }
 
-// persistFrameworkLocked writes the framework's record (roles, principal,
-// LOST answers) to the store; a failed write is logged, as at
-// subscription.
-func (m *Master) persistFrameworkLocked(fw string) {
+// persistFrameworkLocked queues the framework's record (roles,
+// principal, LOST answers) for the store (writes.go); a failed write is
+// logged, and the record's next change writes it again.
+func (m *Master) persistFrameworkLocked(fw string) { m.persistFrameworkThenLocked(fw, nil) }
+
+// persistFrameworkThenLocked queues the framework's record and, once the
+// store returned, runs then under the master's lock (at once without a
+// store or a record): what the framework must not hear before its record
+// keeps it. A failed write is logged and then runs all the same, as
+// before the write left the lock.
+func (m *Master) persistFrameworkThenLocked(fw string, then func()) {
 	k, ok := m.knownFWs[fw]
 	if !ok || m.store == nil {
+		if then != nil {
+			then()
+		}
 		return
 	}
-	if err := m.store.PutFramework(fw, k); err != nil {
-		m.log.Warn("persist framework", "framework", fw, "err", err)
+	w := write{what: "persist framework", args: []any{"framework", fw}, put: func(s Store) error { return s.PutFramework(fw, k) }}
+	if then != nil {
+		w.done = func(err error) {
+			if err != nil {
+				m.log.Warn("persist framework", "framework", fw, "err", err)
+			}
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			then()
+		}
+	}
+	m.writes.enqueue(w)
+}
+
+// deleteFrameworkRecordLocked queues the removal of framework fw's
+// record; a failed write is logged.
+func (m *Master) deleteFrameworkRecordLocked(fw string) {
+	if m.store == nil {
+		return
+	}
+	m.writes.enqueue(write{what: "persist framework removal", args: []any{"framework", fw},
+		put: func(s Store) error { return s.DeleteFramework(fw) }})
+}
+
+// toFrameworkLocked sends events to framework id's stream while it is
+// subscribed (after a store write it may be gone, or failed over: its
+// new stream gets them).
+func (m *Master) toFrameworkLocked(id string, evs ...toFramework) {
+	f := m.frameworks[id]
+	if f == nil {
+		return
+	}
+	for _, ev := range evs {
+		f.out.send(ev)
 	}
 }

@@ -197,6 +197,9 @@ type Master struct {
 	metrics *metrics
 	ready   atomic.Bool // see SetReady
 	dem     *demands    // time-aware demands (demands.go)
+	// writes is the store's one writer (writes.go): no store call is
+	// made under mu. Unused without a store.
+	writes *writes
 }
 
 type cycleStats struct {
@@ -358,6 +361,9 @@ func New(opts Options) (*Master, error) {
 	m.metrics = newMetrics(m)
 	if m.store != nil {
 		m.store = timedStore{Store: m.store, observe: m.metrics.observeStoreWrite}
+	}
+	m.writes = newWrites(m.store, m.log)
+	if m.store != nil {
 		p, err := m.store.Load()
 		if err != nil {
 			return nil, fmt.Errorf("load master state: %w", err)
@@ -455,6 +461,7 @@ func (m *Master) Run(ctx context.Context) error {
 				}
 			}
 			m.mu.Unlock()
+			m.writes.close() // what is queued is written (or refused) first
 			return nil
 		case <-alloc.C:
 			cycle()
@@ -796,10 +803,6 @@ func (m *Master) removeFrameworkLocked(f *frameworkEntry) {
 	}
 	delete(m.frameworks, f.id)
 	delete(m.knownFWs, f.id)
-	if m.store != nil {
-		if err := m.store.DeleteFramework(f.id); err != nil {
-			m.log.Warn("persist framework removal", "framework", f.id, "err", err)
-		}
-	}
+	m.deleteFrameworkRecordLocked(f.id)
 	m.trigger()
 }

@@ -203,18 +203,20 @@ func (m *Master) rescindAgentOffersLocked(agentID string) {
 
 // storeReservationsLocked records an operator's change of ag's
 // reservations (res, already made in the allocator) in the store, with
-// m.mu released for the store's round trip and held again when it
-// returns: the agent's offers are rescinded first and it gets none
-// meanwhile (ag.reserving), so that no ACCEPT changes its reservations
-// under the write. The caller holds m.opMu.
+// m.mu released while the store's writer writes it (writes.go) and held
+// again when it returns: the agent's offers are rescinded first and it
+// gets none meanwhile (ag.reserving), so that no ACCEPT changes its
+// reservations under the write. The caller holds m.opMu.
 func (m *Master) storeReservationsLocked(ag *agentEntry, res resources.Resources) error {
 	if m.store == nil {
 		return nil
 	}
 	m.rescindAgentOffersLocked(ag.id)
 	ag.reserving = true
+	id := ag.id
+	done := m.writes.put(write{put: func(s Store) error { return s.PutReservations(id, res) }})
 	m.mu.Unlock()
-	err := m.store.PutReservations(ag.id, res)
+	err := <-done
 	m.mu.Lock()
 	ag.reserving = false
 	if err != nil {
@@ -223,15 +225,14 @@ func (m *Master) storeReservationsLocked(ag *agentEntry, res resources.Resources
 	return nil
 }
 
-// putReservationsLocked records an agent's reservations in the store.
-func (m *Master) putReservationsLocked(agentID string, res resources.Resources) error {
+// putReservationsLocked queues an agent's reservations for the store
+// (write-behind: a failure is logged).
+func (m *Master) putReservationsLocked(agentID string, res resources.Resources) {
 	if m.store == nil {
-		return nil
+		return
 	}
-	if err := m.store.PutReservations(agentID, res); err != nil {
-		return fmt.Errorf("persist reservations of %s: %w", agentID, err)
-	}
-	return nil
+	m.writes.enqueue(write{what: "persist reservations", args: []any{"agent", agentID},
+		put: func(s Store) error { return s.PutReservations(agentID, res) }})
 }
 
 // reservationRequest checks a /reserve or /unreserve body and groups it by
@@ -287,7 +288,7 @@ func (m *Master) SetQuota(role string, q allocator.Quota) error {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
 	if m.store != nil { // outside m.mu: see opMu
-		if err := m.store.PutQuota(role, q); err != nil {
+		if err := <-m.writes.put(write{put: func(s Store) error { return s.PutQuota(role, q) }}); err != nil {
 			return fmt.Errorf("persist quota of %s: %w", role, err)
 		}
 	}
@@ -298,8 +299,9 @@ func (m *Master) SetQuota(role string, q allocator.Quota) error {
 		// of scalar kinds): put the store back as it was.
 		if m.store != nil {
 			prev := m.quota[role] // opMu held: nothing else changes it
+			done := m.writes.put(write{put: func(s Store) error { return s.PutQuota(role, prev) }})
 			m.mu.Unlock()
-			if perr := m.store.PutQuota(role, prev); perr != nil {
+			if perr := <-done; perr != nil {
 				m.log.Error("restore persisted quota", "role", role, "err", perr)
 			}
 			m.mu.Lock()
@@ -360,7 +362,7 @@ func (m *Master) SetWeights(weights map[string]float64) error {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
 	if m.store != nil { // outside m.mu: see opMu
-		if err := m.store.PutWeights(weights); err != nil {
+		if err := <-m.writes.put(write{put: func(s Store) error { return s.PutWeights(weights) }}); err != nil {
 			return fmt.Errorf("persist weights: %w", err)
 		}
 	}

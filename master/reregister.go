@@ -55,20 +55,18 @@ func (m *Master) answerDeferredLocked() {
 		if f == nil {
 			continue
 		}
-		var answers []string
+		var answers []toFramework
 		for id := range ids {
 			if f.tasks[id] == nil {
 				m.answerLostLocked(fw, id)
-				answers = append(answers, id)
+				answers = append(answers, &taskStatus{taskID: id, frameworkID: fw, state: taskLost, reason: ReasonReconciliation,
+					message:           "unknown task: no agent reported it after the master's start or failover",
+					timestampUnixNano: time.Now().UnixNano()})
 			}
 		}
 		if len(answers) > 0 {
-			m.persistFrameworkLocked(fw) // before the framework hears LOST
-		}
-		for _, id := range answers {
-			f.out.send(&taskStatus{taskID: id, frameworkID: fw, state: taskLost, reason: ReasonReconciliation,
-				message:           "unknown task: no agent reported it after the master's start or failover",
-				timestampUnixNano: time.Now().UnixNano()})
+			// Before the framework hears LOST.
+			m.persistFrameworkThenLocked(fw, func() { m.toFrameworkLocked(fw, answers...) })
 		}
 	}
 	clear(m.deferred)
