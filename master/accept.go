@@ -10,37 +10,37 @@ import (
 	"github.com/brimnode/brim/resources"
 )
 
-// opKind is the kind of an ACCEPT operation.
-type opKind int
+// OpKind is the kind of an ACCEPT operation.
+type OpKind int
 
 const (
-	opUnknown opKind = iota // an operation this master does not know
-	opLaunch
-	opReserve
-	opUnreserve
+	OpUnknown OpKind = iota // an operation this master does not know
+	OpLaunch
+	OpReserve
+	OpUnreserve
 )
 
-// operation is one operation of an ACCEPT, in domain terms (convert.go
+// Operation is one Operation of an ACCEPT, in domain terms (convert.go
 // builds it from the protobuf).
-type operation struct {
-	kind      opKind
-	tasks     []taskSpec // opLaunch
-	resources string     // opReserve, opUnreserve: the text the framework sent
+type Operation struct {
+	Kind      OpKind
+	Tasks     []TaskSpec // opLaunch
+	Resources string     // opReserve, opUnreserve: the text the framework sent
 }
 
-// taskSpec is a task a LAUNCH asks for: its description and resources as
+// TaskSpec is a task a LAUNCH asks for: its description and resources as
 // the framework wrote them.
-type taskSpec struct {
-	info      taskInfo
-	resources string
+type TaskSpec struct {
+	Info      TaskInfo
+	Resources string
 }
 
-// acceptRequest is an ACCEPT call.
-type acceptRequest struct {
-	frameworkID string
-	offerIDs    []string
-	ops         []operation
-	refuse      *time.Duration // filter for what the operations leave; nil: default
+// AcceptRequest is an ACCEPT call.
+type AcceptRequest struct {
+	FrameworkID string
+	OfferIDs    []string
+	Operations  []Operation
+	Refuse      *time.Duration // filter for what the operations leave; nil: default
 }
 
 // acceptView is what planAccept reads of the master's state. The Master
@@ -89,7 +89,7 @@ type reservationOp struct {
 // launchOp is one task to start: its resources parsed, and the role of the
 // offer they come from.
 type launchOp struct {
-	info taskInfo
+	info TaskInfo
 	res  resources.Resources
 	role string
 	// runAsRoot: the run_as_root ACL allows it for role (runTask.runAsRoot).
@@ -102,17 +102,17 @@ type launchOp struct {
 // Errors wrap ErrNotFound (framework), ErrStaleOffer (an offer not
 // outstanding for the framework, named twice, or of an agent that is
 // gone), ErrInvalid or ErrInsufficient (not in the offers).
-func planAccept(v acceptView, req acceptRequest) (acceptPlan, error) {
+func planAccept(v acceptView, req AcceptRequest) (acceptPlan, error) {
 	f := v.framework
-	if f == nil || f.id != req.frameworkID {
-		return acceptPlan{}, fmt.Errorf("framework %q: %w", req.frameworkID, ErrNotFound)
+	if f == nil || f.id != req.FrameworkID {
+		return acceptPlan{}, fmt.Errorf("framework %q: %w", req.FrameworkID, ErrNotFound)
 	}
-	if len(req.offerIDs) == 0 {
+	if len(req.OfferIDs) == 0 {
 		return acceptPlan{}, fmt.Errorf("accept: no offer: %w", ErrInvalid)
 	}
-	p := acceptPlan{framework: f.id, unused: map[string]resources.Resources{}, refuse: req.refuse}
+	p := acceptPlan{framework: f.id, unused: map[string]resources.Resources{}, refuse: req.Refuse}
 	seen := map[string]bool{}
-	for _, oid := range req.offerIDs {
+	for _, oid := range req.OfferIDs {
 		o := f.offers[oid]
 		if o == nil || seen[oid] {
 			return acceptPlan{}, fmt.Errorf("accept offer %q: %w", oid, ErrStaleOffer)
@@ -129,15 +129,15 @@ func planAccept(v acceptView, req acceptRequest) (acceptPlan, error) {
 		return acceptPlan{}, fmt.Errorf("accept: agent %s is gone: %w", p.agent, ErrStaleOffer)
 	}
 	ids := map[string]bool{}
-	for i, op := range req.ops {
+	for i, op := range req.Operations {
 		var err error
-		switch op.kind {
-		case opLaunch:
-			err = p.planLaunch(v, op.tasks, ids)
-		case opReserve:
-			err = p.planReserve(op.resources, f.roles)
-		case opUnreserve:
-			err = p.planUnreserve(op.resources)
+		switch op.Kind {
+		case OpLaunch:
+			err = p.planLaunch(v, op.Tasks, ids)
+		case OpReserve:
+			err = p.planReserve(op.Resources, f.roles)
+		case OpUnreserve:
+			err = p.planUnreserve(op.Resources)
 		default:
 			err = fmt.Errorf("unknown operation: %w", ErrInvalid)
 		}
@@ -160,24 +160,24 @@ func (p *acceptPlan) take(want resources.Resources) (string, error) {
 	return "", fmt.Errorf("%s is not in the offers: %w", want, ErrInsufficient)
 }
 
-func (p *acceptPlan) planLaunch(v acceptView, tasks []taskSpec, ids map[string]bool) error {
+func (p *acceptPlan) planLaunch(v acceptView, tasks []TaskSpec, ids map[string]bool) error {
 	for _, ts := range tasks {
-		id := ts.info.id
+		id := ts.Info.ID
 		if !taskIDRE.MatchString(id) {
 			return fmt.Errorf("task ID %q: must match %s: %w", id, taskIDRE, ErrInvalid)
 		}
 		if v.taskExists(id) || ids[id] {
 			return fmt.Errorf("task ID %q is in use: %w", id, ErrInvalid)
 		}
-		if err := checkTaskImage(ts.info); err != nil {
+		if err := checkTaskImage(ts.Info); err != nil {
 			return fmt.Errorf("task %s: %w", id, err)
 		}
 		// The agent would refuse it (or the kernel fail its exec); its
 		// runner adds speclimit.ReservedLabels labels of its own.
-		if err := speclimit.Check(ts.info.command, ts.info.env, ts.info.labels, speclimit.MaxTaskLabels); err != nil {
+		if err := speclimit.Check(ts.Info.Command, ts.Info.Env, ts.Info.Labels, speclimit.MaxTaskLabels); err != nil {
 			return fmt.Errorf("task %s: %w: %w", id, ErrInvalid, err)
 		}
-		res, err := resources.Parse(ts.resources)
+		res, err := resources.Parse(ts.Resources)
 		if err != nil {
 			return fmt.Errorf("task %s: %w: %w", id, ErrInvalid, err)
 		}
@@ -196,15 +196,15 @@ func (p *acceptPlan) planLaunch(v acceptView, tasks []taskSpec, ids map[string]b
 		if v.mayRunAsRoot != nil {
 			rootErr = v.mayRunAsRoot(role)
 		}
-		if rootUser(ts.info.user) && !ts.info.userns && rootErr != nil {
+		if rootUser(ts.Info.User) && !ts.Info.Userns && rootErr != nil {
 			// Refused on its own, as Mesos does with TASK_ERROR: the
 			// resources go back with the rest of the offers.
 			p.unused[role] = p.unused[role].Add(res)
 			p.refused = append(p.refused, refusedTask{id: id, reason: reasonTaskUnauthorized,
-				message: fmt.Sprintf("task %s runs as user %q, which needs run_as_root: %v", id, ts.info.user, rootErr)})
+				message: fmt.Sprintf("task %s runs as user %q, which needs run_as_root: %v", id, ts.Info.User, rootErr)})
 			continue
 		}
-		p.launches = append(p.launches, launchOp{info: ts.info, res: res, role: role, runAsRoot: rootErr == nil})
+		p.launches = append(p.launches, launchOp{info: ts.Info, res: res, role: role, runAsRoot: rootErr == nil})
 	}
 	return nil
 }
@@ -264,21 +264,21 @@ func rootUser(user string) bool {
 	return err == nil && n == 0
 }
 
-// accept is the ACCEPT call: it applies operations to offers of one agent,
+// Accept is the ACCEPT call: it applies operations to offers of one agent,
 // validating everything before anything changes (see planAccept, whose
 // errors it returns).
-func (m *Master) accept(req acceptRequest) error {
+func (m *Master) Accept(req AcceptRequest) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p, err := planAccept(acceptView{
-		framework: m.frameworks[req.frameworkID],
+		framework: m.frameworks[req.FrameworkID],
 		agentConnected: func(id string) bool {
 			ag := m.agents[id]
 			return ag != nil && ag.out != nil
 		},
 		taskExists: func(id string) bool { return m.tasks[id] != nil },
 		mayRunAsRoot: func(role string) error {
-			a, f := m.authorizer(), m.frameworks[req.frameworkID]
+			a, f := m.authorizer(), m.frameworks[req.FrameworkID]
 			if a == nil {
 				return fmt.Errorf("the master has no ACLs (--credentials, --acls with a run_as_root rule): %w", ErrForbidden)
 			}
@@ -314,21 +314,21 @@ func (m *Master) applyAcceptLocked(p acceptPlan) {
 	}
 	for _, l := range p.launches {
 		t := &taskEntry{info: l.info, fw: f.id, agent: p.agent, role: l.role, res: l.res, launched: m.dem.clock()}
-		m.tasks[t.info.id] = t
-		if m.forgetLostLocked(f.id, t.info.id) { // a new task of that ID
+		m.tasks[t.info.ID] = t
+		if m.forgetLostLocked(f.id, t.info.ID) { // a new task of that ID
 			m.persistFrameworkLocked(f.id)
 		}
-		f.tasks[t.info.id] = t
-		ag.tasks[t.info.id] = t
-		m.setTaskStatusLocked(t, &taskStatus{taskID: t.info.id, agentID: p.agent, frameworkID: f.id, state: taskStaging})
-		ag.out.send(&runTask{info: t.info, framework: t.fw, agent: t.agent, res: t.res, runAsRoot: l.runAsRoot, lent: m.lentLaunchLocked(ag, t.res)})
+		f.tasks[t.info.ID] = t
+		ag.tasks[t.info.ID] = t
+		m.setTaskStatusLocked(t, &TaskStatus{TaskID: t.info.ID, AgentID: p.agent, FrameworkID: f.id, State: TaskStaging})
+		ag.out.send(&RunTask{Info: t.info, FrameworkID: t.fw, AgentID: t.agent, Resources: t.res, RunAsRoot: l.runAsRoot, Lent: m.lentLaunchLocked(ag, t.res)})
 		m.cycles.launches++
 		m.metrics.launches.Inc()
 	}
 	for _, r := range p.refused {
 		m.log.Info("task refused", "task", r.id, "framework", f.id, "reason", r.reason, "message", r.message)
-		f.out.send(&taskStatus{taskID: r.id, agentID: p.agent, frameworkID: f.id, state: taskError,
-			reason: r.reason, message: r.message, timestampUnixNano: time.Now().UnixNano()})
+		f.out.send(&TaskStatus{TaskID: r.id, AgentID: p.agent, FrameworkID: f.id, State: TaskError,
+			Reason: r.reason, Message: r.message, TimestampUnixNano: time.Now().UnixNano()})
 	}
 	m.demandLaunchedLocked(p.offers, p)
 	m.trigger()

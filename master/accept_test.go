@@ -32,76 +32,76 @@ func acceptFixture() acceptView {
 	}
 }
 
-func launchOf(tasks ...taskSpec) operation { return operation{kind: opLaunch, tasks: tasks} }
+func launchOf(tasks ...TaskSpec) Operation { return Operation{Kind: OpLaunch, Tasks: tasks} }
 
-func task(id, res string) taskSpec {
-	return taskSpec{info: taskInfo{id: id, command: []string{"true"}}, resources: res}
+func task(id, res string) TaskSpec {
+	return TaskSpec{Info: TaskInfo{ID: id, Command: []string{"true"}}, Resources: res}
 }
 
-func accept(ops []operation, offers ...string) acceptRequest {
-	return acceptRequest{frameworkID: "fw", offerIDs: offers, ops: ops}
+func accept(ops []Operation, offers ...string) AcceptRequest {
+	return AcceptRequest{FrameworkID: "fw", OfferIDs: offers, Operations: ops}
 }
 
 func TestPlanAcceptRejects(t *testing.T) {
 	noCommand := task("t1", "cpus:1")
-	noCommand.info.command = nil
+	noCommand.Info.Command = nil
 	bigArg := task("t1", "cpus:1")
-	bigArg.info.command = []string{"sh", strings.Repeat("x", 140_000)}
+	bigArg.Info.Command = []string{"sh", strings.Repeat("x", 140_000)}
 	manyLabels := task("t1", "cpus:1")
-	manyLabels.info.labels = map[string]string{}
+	manyLabels.Info.Labels = map[string]string{}
 	for i := range speclimit.MaxTaskLabels + 1 {
-		manyLabels.info.labels[fmt.Sprint(i)] = "v"
+		manyLabels.Info.Labels[fmt.Sprint(i)] = "v"
 	}
-	withImage := func(img, pull string, rw bool, cmd ...string) taskSpec {
+	withImage := func(img, pull string, rw bool, cmd ...string) TaskSpec {
 		ts := task("t1", "cpus:1")
-		ts.info.command, ts.info.image, ts.info.imagePull, ts.info.imageRW = cmd, img, pull, rw
+		ts.Info.Command, ts.Info.Image, ts.Info.ImagePull, ts.Info.ImageRW = cmd, img, pull, rw
 		return ts
 	}
-	reserve := func(res string) operation { return operation{kind: opReserve, resources: res} }
-	unreserve := func(res string) operation { return operation{kind: opUnreserve, resources: res} }
+	reserve := func(res string) Operation { return Operation{Kind: OpReserve, Resources: res} }
+	unreserve := func(res string) Operation { return Operation{Kind: OpUnreserve, Resources: res} }
 	cases := []struct {
 		name string
-		req  acceptRequest
+		req  AcceptRequest
 		want error
 	}{
-		{"unknown framework", acceptRequest{frameworkID: "nope", offerIDs: []string{"o1"}}, ErrNotFound},
+		{"unknown framework", AcceptRequest{FrameworkID: "nope", OfferIDs: []string{"o1"}}, ErrNotFound},
 		{"no offer", accept(nil), ErrInvalid},
 		{"forged offer", accept(nil, "forged"), ErrStaleOffer},
 		{"offer twice", accept(nil, "o1", "o1"), ErrStaleOffer},
 		{"offers of two agents", accept(nil, "o1", "o3"), ErrInvalid},
 		{"agent gone", accept(nil, "o4"), ErrStaleOffer},
-		{"bad task ID", accept([]operation{launchOf(task("../x", "cpus:1"))}, "o1"), ErrInvalid},
-		{"empty task ID", accept([]operation{launchOf(task("", "cpus:1"))}, "o1"), ErrInvalid},
-		{"task ID in use", accept([]operation{launchOf(task("t0", "cpus:1"))}, "o1"), ErrInvalid},
-		{"task ID twice", accept([]operation{launchOf(task("t1", "cpus:1")), launchOf(task("t1", "cpus:1"))}, "o1"), ErrInvalid},
-		{"no command", accept([]operation{launchOf(noCommand)}, "o1"), ErrInvalid},
-		{"image reference malformed", accept([]operation{launchOf(withImage("Bad/Upper:1", "", false))}, "o1"), ErrInvalid},
-		{"image pull policy unknown", accept([]operation{launchOf(withImage("app:1", "sometimes", false))}, "o1"), ErrInvalid},
-		{"image pull without an image", accept([]operation{launchOf(withImage("", "always", false, "true"))}, "o1"), ErrInvalid},
-		{"read-write root without an image", accept([]operation{launchOf(withImage("", "", true, "true"))}, "o1"), ErrInvalid},
-		{"140 KB argument", accept([]operation{launchOf(bigArg)}, "o1"), speclimit.ErrTooLarge},
-		{"labels beyond the task's share", accept([]operation{launchOf(manyLabels)}, "o1"), speclimit.ErrTooLarge},
-		{"malformed resources", accept([]operation{launchOf(task("t1", "cpus:lots"))}, "o1"), ErrInvalid},
-		{"negative resources", accept([]operation{launchOf(task("t1", "cpus:-1"))}, "o1"), ErrInvalid},
-		{"mixed revocable", accept([]operation{launchOf(task("t1", "cpus:1;cpus{REV}:1"))}, "o1"), resources.ErrMixedRevocable},
-		{"no resources", accept([]operation{launchOf(task("t1", ""))}, "o1"), ErrInvalid},
-		{"more than offered", accept([]operation{launchOf(task("t1", "cpus:3"))}, "o1"), ErrInsufficient},
-		{"two tasks more than offered", accept([]operation{launchOf(task("t1", "cpus:2"), task("t2", "cpus:1"))}, "o1"), ErrInsufficient},
-		{"reservation not offered", accept([]operation{launchOf(task("t1", "cpus(ads,ops):1"))}, "o1"), ErrInsufficient},
-		{"reserve malformed", accept([]operation{reserve("cpus(ads,ops):x")}, "o1"), ErrInvalid},
-		{"reserve revocable", accept([]operation{reserve("cpus{REV}:1")}, "o1"), ErrInvalid},
-		{"reserve static", accept([]operation{reserve("cpus(ads):1")}, "o1"), ErrInvalid},
-		{"reserve unreserved", accept([]operation{reserve("cpus:1")}, "o1"), ErrInvalid},
-		{"reserve for another role", accept([]operation{reserve("cpus(db,ops):1")}, "o1"), ErrInvalid},
-		{"reserve nothing", accept([]operation{reserve("")}, "o1"), ErrInvalid},
-		{"reserve more than offered", accept([]operation{reserve("cpus(ads,ops):3")}, "o1"), ErrInsufficient},
-		{"reserve then launch what it took", accept([]operation{reserve("cpus(ads,ops):2"), launchOf(task("t1", "cpus:1"))}, "o1"), ErrInsufficient},
-		{"unreserve malformed", accept([]operation{unreserve("cpus(ads")}, "o2"), ErrInvalid},
-		{"unreserve unreserved", accept([]operation{unreserve("cpus:1")}, "o2"), ErrInvalid},
-		{"unreserve static", accept([]operation{unreserve("cpus(ads):1")}, "o2"), ErrInvalid},
-		{"unreserve nothing", accept([]operation{unreserve("")}, "o2"), ErrInvalid},
-		{"unreserve not offered", accept([]operation{unreserve("cpus(ads,ops):2")}, "o2"), ErrInsufficient},
-		{"unknown operation", accept([]operation{{kind: opUnknown}}, "o1"), ErrInvalid},
+		{"bad task ID", accept([]Operation{launchOf(task("../x", "cpus:1"))}, "o1"), ErrInvalid},
+		{"empty task ID", accept([]Operation{launchOf(task("", "cpus:1"))}, "o1"), ErrInvalid},
+		{"task ID in use", accept([]Operation{launchOf(task("t0", "cpus:1"))}, "o1"), ErrInvalid},
+		{"task ID twice", accept([]Operation{launchOf(task("t1", "cpus:1")), launchOf(task("t1", "cpus:1"))}, "o1"), ErrInvalid},
+		{"no command", accept([]Operation{launchOf(noCommand)}, "o1"), ErrInvalid},
+		{"image reference malformed", accept([]Operation{launchOf(withImage("Bad/Upper:1", "", false))}, "o1"), ErrInvalid},
+		{"image pull policy unknown", accept([]Operation{launchOf(withImage("app:1", "sometimes", false))}, "o1"), ErrInvalid},
+		{"image pull without an image", accept([]Operation{launchOf(withImage("", "always", false, "true"))}, "o1"), ErrInvalid},
+		{"read-write root without an image", accept([]Operation{launchOf(withImage("", "", true, "true"))}, "o1"), ErrInvalid},
+		{"140 KB argument", accept([]Operation{launchOf(bigArg)}, "o1"), speclimit.ErrTooLarge},
+		{"labels beyond the task's share", accept([]Operation{launchOf(manyLabels)}, "o1"), speclimit.ErrTooLarge},
+		{"malformed resources", accept([]Operation{launchOf(task("t1", "cpus:lots"))}, "o1"), ErrInvalid},
+		{"negative resources", accept([]Operation{launchOf(task("t1", "cpus:-1"))}, "o1"), ErrInvalid},
+		{"mixed revocable", accept([]Operation{launchOf(task("t1", "cpus:1;cpus{REV}:1"))}, "o1"), resources.ErrMixedRevocable},
+		{"no resources", accept([]Operation{launchOf(task("t1", ""))}, "o1"), ErrInvalid},
+		{"more than offered", accept([]Operation{launchOf(task("t1", "cpus:3"))}, "o1"), ErrInsufficient},
+		{"two tasks more than offered", accept([]Operation{launchOf(task("t1", "cpus:2"), task("t2", "cpus:1"))}, "o1"), ErrInsufficient},
+		{"reservation not offered", accept([]Operation{launchOf(task("t1", "cpus(ads,ops):1"))}, "o1"), ErrInsufficient},
+		{"reserve malformed", accept([]Operation{reserve("cpus(ads,ops):x")}, "o1"), ErrInvalid},
+		{"reserve revocable", accept([]Operation{reserve("cpus{REV}:1")}, "o1"), ErrInvalid},
+		{"reserve static", accept([]Operation{reserve("cpus(ads):1")}, "o1"), ErrInvalid},
+		{"reserve unreserved", accept([]Operation{reserve("cpus:1")}, "o1"), ErrInvalid},
+		{"reserve for another role", accept([]Operation{reserve("cpus(db,ops):1")}, "o1"), ErrInvalid},
+		{"reserve nothing", accept([]Operation{reserve("")}, "o1"), ErrInvalid},
+		{"reserve more than offered", accept([]Operation{reserve("cpus(ads,ops):3")}, "o1"), ErrInsufficient},
+		{"reserve then launch what it took", accept([]Operation{reserve("cpus(ads,ops):2"), launchOf(task("t1", "cpus:1"))}, "o1"), ErrInsufficient},
+		{"unreserve malformed", accept([]Operation{unreserve("cpus(ads")}, "o2"), ErrInvalid},
+		{"unreserve unreserved", accept([]Operation{unreserve("cpus:1")}, "o2"), ErrInvalid},
+		{"unreserve static", accept([]Operation{unreserve("cpus(ads):1")}, "o2"), ErrInvalid},
+		{"unreserve nothing", accept([]Operation{unreserve("")}, "o2"), ErrInvalid},
+		{"unreserve not offered", accept([]Operation{unreserve("cpus(ads,ops):2")}, "o2"), ErrInsufficient},
+		{"unknown operation", accept([]Operation{{Kind: OpUnknown}}, "o1"), ErrInvalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,7 +129,7 @@ func TestPlanAcceptPlans(t *testing.T) {
 	}
 	cases := []struct {
 		name         string
-		req          acceptRequest
+		req          AcceptRequest
 		offers       []string
 		unused       map[string]string
 		launches     []launch
@@ -139,34 +139,34 @@ func TestPlanAcceptPlans(t *testing.T) {
 			req:    accept(nil, "o1"),
 			offers: []string{"o1"}, unused: map[string]string{"ads": "cpus:2;mem:1024"}},
 		{name: "a task from an image needs no command",
-			req:    accept([]operation{launchOf(taskSpec{info: taskInfo{id: "t1", image: "registry.example.com/app@sha256:" + strings.Repeat("a", 64)}, resources: "cpus:1;mem:128"})}, "o1"),
+			req:    accept([]Operation{launchOf(TaskSpec{Info: TaskInfo{ID: "t1", Image: "registry.example.com/app@sha256:" + strings.Repeat("a", 64)}, Resources: "cpus:1;mem:128"})}, "o1"),
 			offers: []string{"o1"}, unused: map[string]string{"ads": "cpus:1;mem:896"},
 			launches: []launch{{"t1", "cpus:1;mem:128", "ads"}}},
 		{name: "one task",
-			req:    accept([]operation{launchOf(task("t1", "cpus:1;mem:128"))}, "o1"),
+			req:    accept([]Operation{launchOf(task("t1", "cpus:1;mem:128"))}, "o1"),
 			offers: []string{"o1"}, unused: map[string]string{"ads": "cpus:1;mem:896"},
 			launches: []launch{{"t1", "cpus:1;mem:128", "ads"}}},
 		{name: "two offers of one agent add up",
-			req:    accept([]operation{launchOf(task("t1", "cpus:3;mem:1536"))}, "o1", "o2"),
+			req:    accept([]Operation{launchOf(task("t1", "cpus:3;mem:1536"))}, "o1", "o2"),
 			offers: []string{"o1", "o2"}, unused: map[string]string{"ads": "cpus(ads,ops):1"},
 			launches: []launch{{"t1", "cpus:3;mem:1536", "ads"}}},
 		{name: "reserved resources launch",
-			req:    accept([]operation{launchOf(task("t1", "cpus(ads,ops):1;mem:64"))}, "o2"),
+			req:    accept([]Operation{launchOf(task("t1", "cpus(ads,ops):1;mem:64"))}, "o2"),
 			offers: []string{"o2"}, unused: map[string]string{"ads": "cpus:1;mem:448"},
 			launches: []launch{{"t1", "cpus(ads,ops):1;mem:64", "ads"}}},
 		{name: "reserve then launch on the rest",
-			req:    accept([]operation{{kind: opReserve, resources: "cpus(web,ops):1;mem(web,ops):512"}, launchOf(task("t1", "cpus:1;mem:512"))}, "o1"),
+			req:    accept([]Operation{{Kind: OpReserve, Resources: "cpus(web,ops):1;mem(web,ops):512"}, launchOf(task("t1", "cpus:1;mem:512"))}, "o1"),
 			offers: []string{"o1"}, unused: map[string]string{"ads": ""},
 			reservations: []reservation{{"cpus(web,ops):1;mem(web,ops):512", true}},
 			launches:     []launch{{"t1", "cpus:1;mem:512", "ads"}}},
 		{name: "unreserve",
-			req:    accept([]operation{{kind: opUnreserve, resources: "cpus(ads,ops):1"}}, "o2"),
+			req:    accept([]Operation{{Kind: OpUnreserve, Resources: "cpus(ads,ops):1"}}, "o2"),
 			offers: []string{"o2"}, unused: map[string]string{"ads": "cpus:1;mem:512"},
 			reservations: []reservation{{"cpus(ads,ops):1", false}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.req.refuse = &refuse
+			tc.req.Refuse = &refuse
 			p, err := planAccept(acceptFixture(), tc.req)
 			if err != nil {
 				t.Fatal(err)
@@ -195,8 +195,8 @@ func TestPlanAcceptPlans(t *testing.T) {
 			}
 			for i, l := range tc.launches {
 				got := p.launches[i]
-				if got.info.id != l.id || !got.res.Equal(resources.MustParse(l.res)) || got.role != l.role {
-					t.Errorf("launch %d: %s %s in %s, want %+v", i, got.info.id, got.res, got.role, l)
+				if got.info.ID != l.id || !got.res.Equal(resources.MustParse(l.res)) || got.role != l.role {
+					t.Errorf("launch %d: %s %s in %s, want %+v", i, got.info.ID, got.res, got.role, l)
 				}
 			}
 			if len(p.reservations) != len(tc.reservations) {
@@ -225,27 +225,27 @@ func TestAcceptRequestFromPB(t *testing.T) {
 			{},
 		},
 	})
-	if req.frameworkID != "fw" || len(req.offerIDs) != 1 || req.refuse == nil || *req.refuse != 2*time.Second {
+	if req.FrameworkID != "fw" || len(req.OfferIDs) != 1 || req.Refuse == nil || *req.Refuse != 2*time.Second {
 		t.Fatalf("request %+v", req)
 	}
-	if len(req.ops) != 4 {
-		t.Fatalf("%d operations, want 4", len(req.ops))
+	if len(req.Operations) != 4 {
+		t.Fatalf("%d operations, want 4", len(req.Operations))
 	}
-	l := req.ops[0]
-	if l.kind != opLaunch || len(l.tasks) != 1 || l.tasks[0].resources != "cpus:1" {
+	l := req.Operations[0]
+	if l.Kind != OpLaunch || len(l.Tasks) != 1 || l.Tasks[0].Resources != "cpus:1" {
 		t.Fatalf("launch %+v", l)
 	}
-	if ti := l.tasks[0].info; ti.id != "t1" || ti.name != "n" || ti.command[0] != "true" || ti.env[0] != "A=1" || ti.labels["k"] != "v" {
+	if ti := l.Tasks[0].Info; ti.ID != "t1" || ti.Name != "n" || ti.Command[0] != "true" || ti.Env[0] != "A=1" || ti.Labels["k"] != "v" {
 		t.Errorf("task info %+v", ti)
 	}
-	if req.ops[1].kind != opReserve || req.ops[1].resources != "cpus(ads,ops):1" || req.ops[2].kind != opUnreserve {
-		t.Errorf("reserve/unreserve %+v %+v", req.ops[1], req.ops[2])
+	if req.Operations[1].Kind != OpReserve || req.Operations[1].Resources != "cpus(ads,ops):1" || req.Operations[2].Kind != OpUnreserve {
+		t.Errorf("reserve/unreserve %+v %+v", req.Operations[1], req.Operations[2])
 	}
-	if req.ops[3].kind != opUnknown {
-		t.Errorf("an empty operation is %v, want opUnknown", req.ops[3].kind)
+	if req.Operations[3].Kind != OpUnknown {
+		t.Errorf("an empty operation is %v, want opUnknown", req.Operations[3].Kind)
 	}
 	// What the agent gets back is the task as described, with the master's fields.
-	back := taskInfoToPB(&runTask{info: l.tasks[0].info, framework: "fw", agent: "a1", res: resources.MustParse("cpus:1")})
+	back := taskInfoToPB(&RunTask{Info: l.Tasks[0].Info, FrameworkID: "fw", AgentID: "a1", Resources: resources.MustParse("cpus:1")})
 	if back.TaskId != "t1" || back.FrameworkId != "fw" || back.AgentId != "a1" || back.Resources != "cpus:1" || back.Labels["k"] != "v" {
 		t.Errorf("task info to the agent %v", back)
 	}
@@ -258,9 +258,9 @@ func TestAcceptRequestFromPB(t *testing.T) {
 // from: without it the task alone is refused (TASK_ERROR) and its
 // resources go back; with it, or in a user namespace, it launches.
 func TestPlanAcceptRunAsRoot(t *testing.T) {
-	asUser := func(id, user string, userns bool) taskSpec {
+	asUser := func(id, user string, userns bool) TaskSpec {
 		ts := task(id, "cpus:1;mem:128")
-		ts.info.user, ts.info.userns = user, userns
+		ts.Info.User, ts.Info.Userns = user, userns
 		return ts
 	}
 	deny := func(role string) error { return fmt.Errorf("no rule for %s: %w", role, ErrForbidden) }
@@ -268,7 +268,7 @@ func TestPlanAcceptRunAsRoot(t *testing.T) {
 	cases := []struct {
 		name     string
 		may      func(string) error
-		task     taskSpec
+		task     TaskSpec
 		refused  bool
 		runRoot  bool
 		unusedOf string
@@ -287,7 +287,7 @@ func TestPlanAcceptRunAsRoot(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			v := acceptFixture()
 			v.mayRunAsRoot = tc.may
-			p, err := planAccept(v, accept([]operation{launchOf(tc.task)}, "o1"))
+			p, err := planAccept(v, accept([]Operation{launchOf(tc.task)}, "o1"))
 			if err != nil {
 				t.Fatal(err)
 			}

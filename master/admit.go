@@ -50,8 +50,8 @@ func registrationSlots() int { return 8 * runtime.GOMAXPROCS(0) }
 // registration slot before its registration arrived.
 const DefaultRegisterTimeout = 10 * time.Second
 
-// ticket is one admitted registration.
-type ticket struct {
+// Ticket is one admitted registration.
+type Ticket struct {
 	a     *admission
 	once  sync.Once
 	timer *time.Timer
@@ -60,23 +60,23 @@ type ticket struct {
 // admit waits for a slot (or ctx's end) and returns the registration's
 // ticket; its holder calls received once the registration is in, and
 // release when it is done.
-func (a *admission) admit(ctx context.Context) (*ticket, error) {
+func (a *admission) admit(ctx context.Context) (*Ticket, error) {
 	select {
 	case a.slots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	t := &ticket{a: a}
-	t.timer = time.AfterFunc(a.wait, t.release)
+	t := &Ticket{a: a}
+	t.timer = time.AfterFunc(a.wait, t.Release)
 	return t, nil
 }
 
-// received says the registration is in: the slot is no longer given
+// Received says the registration is in: the slot is no longer given
 // back for lateness.
-func (t *ticket) received() { t.timer.Stop() }
+func (t *Ticket) Received() { t.timer.Stop() }
 
-// release gives the slot back, once.
-func (t *ticket) release() {
+// Release gives the slot back, once.
+func (t *Ticket) Release() {
 	t.once.Do(func() {
 		t.timer.Stop()
 		<-t.a.slots

@@ -20,19 +20,19 @@ import (
 // network round trip and a raft commit, and under the lock 10,000 first
 // registrations queued behind one another; outside it they proceed
 // together.
-func (m *Master) registerAgent(reg *registration, principal string, c *outbox[toAgent]) (string, []killTask, error) {
-	return m.registerAgentThen(reg, principal, c, func() {})
+func (m *Master) registerAgent(reg *Registration, principal string, c *Outbox[ToAgent]) (string, []KillTask, error) {
+	return m.RegisterAgent(reg, principal, c, func() {})
 }
 
-// registerAgentThen is registerAgent calling registered once the
+// RegisterAgent is registerAgent calling registered once the
 // registry has the agent, before the store's write: a registration's
 // admission slot is not held while it waits on the store (held, 10,000
 // first registrations took 5.4 – 7.4 s instead of 2.4 – 3.0 s: too few
 // writes in flight to fill etcd's transactions).
-func (m *Master) registerAgentThen(reg *registration, principal string, c *outbox[toAgent], registered func()) (string, []killTask, error) {
+func (m *Master) RegisterAgent(reg *Registration, principal string, c *Outbox[ToAgent], registered func()) (string, []KillTask, error) {
 	var (
 		id      string
-		kill    []killTask
+		kill    []KillTask
 		persist *PersistedAgent
 		err     error
 	)
@@ -50,32 +50,32 @@ func (m *Master) registerAgentThen(reg *registration, principal string, c *outbo
 // returns what the store must record (nil: nothing new).
 //
 //nolint:gocyclo // split under issue 31 by the master agents.go work; remove with the split
-func (m *Master) registerAgentInRegistry(reg *registration, principal string, c *outbox[toAgent]) (string, []killTask, *PersistedAgent, error) {
-	total, err := resources.Parse(reg.resources)
+func (m *Master) registerAgentInRegistry(reg *Registration, principal string, c *Outbox[ToAgent]) (string, []KillTask, *PersistedAgent, error) {
+	total, err := resources.Parse(reg.Resources)
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("register agent: resources: %w: %w", ErrInvalid, err)
 	}
-	rev, err := resources.Parse(reg.revocable)
+	rev, err := resources.Parse(reg.Revocable)
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("register agent: revocable: %w: %w", ErrInvalid, err)
 	}
-	revInUse, err := resources.Parse(reg.revInUse)
+	revInUse, err := resources.Parse(reg.RevocableInUse)
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("register agent: revocable in use: %w: %w", ErrInvalid, err)
 	}
 	if err := validateRolesIn(total.Add(rev)); err != nil {
 		return "", nil, nil, fmt.Errorf("register agent: resources: %w", err)
 	}
-	if s := reg.score; s < 0 || math.IsNaN(s) || math.IsInf(s, 0) {
+	if s := reg.Score; s < 0 || math.IsNaN(s) || math.IsInf(s, 0) {
 		return "", nil, nil, fmt.Errorf("register agent: performance score %v: must be a positive number (0: none): %w", s, ErrInvalid)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	principal, err = m.agentPrincipalLocked(reg.agentID, principal)
+	principal, err = m.agentPrincipalLocked(reg.AgentID, principal)
 	if err != nil {
 		return "", nil, nil, err
 	}
-	id := reg.agentID
+	id := reg.AgentID
 	if id == "" {
 		id = uuid.NewString()
 	}
@@ -89,9 +89,9 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 		}
 		m.dropAgentFromAllocatorLocked(ag)
 	}
-	ag.hostname, ag.principal, ag.total, ag.revocable, ag.attributes = reg.hostname, principal, total, rev, reg.attributes
-	ag.oversub, ag.score = reg.oversub, reg.score
-	ag.revInUse, ag.revInUseSet = revInUse, reg.revInUseSet
+	ag.hostname, ag.principal, ag.total, ag.revocable, ag.attributes = reg.Hostname, principal, total, rev, reg.Attributes
+	ag.oversub, ag.score = reg.Oversub, reg.Score
+	ag.revInUse, ag.revInUseSet = revInUse, reg.RevocableInUseSet
 	ag.out, ag.lastSeen, ag.unreachable = c, time.Now(), false
 	if m.awaited[id] {
 		delete(m.awaited, id)
@@ -104,58 +104,58 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 	// Reconcile: what the agent runs against what the master knows. A
 	// task is its framework's: a report of another framework's task of
 	// an ID the master tracks never touches the tracked one.
-	var kill []killTask
+	var kill []KillTask
 	seen := map[string]bool{}
-	for _, rep := range reg.tasks {
-		tid := rep.info.id
+	for _, rep := range reg.Tasks {
+		tid := rep.Info.ID
 		if tid == "" {
 			continue
 		}
-		if t := ag.tasks[tid]; t != nil && rep.framework != "" && rep.framework != t.fw {
+		if t := ag.tasks[tid]; t != nil && rep.FrameworkID != "" && rep.FrameworkID != t.fw {
 			// Another framework's task of the same ID, not the one the
 			// master tracks: history at most; still running, nobody
 			// accounts for it (a live ID is one task): killed.
 			switch {
-			case terminal(rep.state) && rep.acknowledged:
+			case terminal(rep.State) && rep.Acknowledged:
 				m.completeReportLocked(id, rep)
-			case !terminal(rep.state):
-				kill = append(kill, killTask{taskID: tid, framework: rep.framework})
+			case !terminal(rep.State):
+				kill = append(kill, KillTask{TaskID: tid, FrameworkID: rep.FrameworkID})
 			}
 			continue
 		}
 		seen[tid] = true
-		if t := ag.tasks[tid]; t != nil && terminal(rep.state) && rep.acknowledged {
+		if t := ag.tasks[tid]; t != nil && terminal(rep.State) && rep.Acknowledged {
 			// Its framework acknowledged its end already: done.
-			t.state = rep.state
+			t.state = rep.State
 			m.forgetTaskLocked(t)
 			continue
 		}
 		if t := ag.tasks[tid]; t != nil {
-			if terminal(rep.state) || t.state == taskStaging {
-				t.state = rep.state
+			if terminal(rep.State) || t.state == TaskStaging {
+				t.state = rep.State
 			}
 			t.recovered = terminal(t.state)
-			m.reregisteredResizeLocked(ag, t, rep.resources)
+			m.reregisteredResizeLocked(ag, t, rep.Resources)
 			continue
 		}
-		if fw, ok := ag.lost[tid]; ok && (fw == rep.framework || rep.framework == "") {
-			if !terminal(rep.state) {
-				kill = append(kill, killTask{taskID: tid, framework: rep.framework})
+		if fw, ok := ag.lost[tid]; ok && (fw == rep.FrameworkID || rep.FrameworkID == "") {
+			if !terminal(rep.State) {
+				kill = append(kill, KillTask{TaskID: tid, FrameworkID: rep.FrameworkID})
 			}
 			continue
 		}
-		if fw, ok := m.answeredLost[tid]; ok && fw == rep.framework {
+		if fw, ok := m.answeredLost[tid]; ok && fw == rep.FrameworkID {
 			// Its framework was told LOST (its agent missed the
 			// re-registration window): LOST stays final. The task is
 			// killed, its updates acknowledged on arrival, unforwarded.
-			if terminal(rep.state) {
+			if terminal(rep.State) {
 				m.completeReportLocked(id, rep)
 			} else {
-				kill = append(kill, killTask{taskID: tid, framework: rep.framework})
+				kill = append(kill, KillTask{TaskID: tid, FrameworkID: rep.FrameworkID})
 			}
 			continue
 		}
-		if terminal(rep.state) && (rep.acknowledged || !m.frameworkKnownLocked(rep.framework)) {
+		if terminal(rep.State) && (rep.Acknowledged || !m.frameworkKnownLocked(rep.FrameworkID)) {
 			// Never resurrect an ended task whose end was acknowledged
 			// (its ID would stay in use forever): it goes to the history.
 			// Nor one of a framework that is gone: nobody will
@@ -167,16 +167,16 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 			continue
 		}
 		// A task the master does not know: the master restarted. Adopt it.
-		res, err := resources.Parse(rep.resources)
+		res, err := resources.Parse(rep.Resources)
 		if err != nil {
-			kill = append(kill, killTask{taskID: tid, framework: rep.framework})
+			kill = append(kill, KillTask{TaskID: tid, FrameworkID: rep.FrameworkID})
 			continue
 		}
-		t := &taskEntry{info: rep.info, fw: rep.framework, agent: id, res: res, state: rep.state, recovered: terminal(rep.state)}
-		if roles := m.knownFWs[rep.framework].Roles; len(roles) == 1 {
+		t := &taskEntry{info: rep.Info, fw: rep.FrameworkID, agent: id, res: res, state: rep.State, recovered: terminal(rep.State)}
+		if roles := m.knownFWs[rep.FrameworkID].Roles; len(roles) == 1 {
 			t.role = roles[0]
 		}
-		if f := m.frameworks[rep.framework]; f != nil {
+		if f := m.frameworks[rep.FrameworkID]; f != nil {
 			f.tasks[tid] = t
 			if len(f.roles) == 1 {
 				t.role = f.roles[0]
@@ -187,7 +187,7 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 	}
 	clear(ag.lost)
 	for tid, t := range ag.tasks {
-		if !seen[tid] && t.state == taskStaging {
+		if !seen[tid] && t.state == TaskStaging {
 			if _, ok := m.unseenStaging[t]; !ok {
 				m.unseenStaging[t] = time.Now()
 			}
@@ -195,9 +195,9 @@ func (m *Master) registerAgentInRegistry(reg *registration, principal string, c 
 		}
 		if !seen[tid] && !terminal(t.state) {
 			t.recovered = true // not in the allocator's usage below
-			m.setTaskStatusLocked(t, &taskStatus{
-				taskID: tid, agentID: id, frameworkID: t.fw, state: taskLost,
-				reason: ReasonUnknownOnAgent, message: "the agent re-registered without this task",
+			m.setTaskStatusLocked(t, &TaskStatus{
+				TaskID: tid, AgentID: id, FrameworkID: t.fw, State: TaskLost,
+				Reason: ReasonUnknownOnAgent, Message: "the agent re-registered without this task",
 			})
 			m.forgetTaskLocked(t)
 		}
@@ -273,9 +273,9 @@ func applyReservations(total, reserved resources.Resources) resources.Resources 
 	return total.Subtract(plain).Add(reserved)
 }
 
-// agentGone handles the end of an agent's stream. The agent stays
+// AgentGone handles the end of an agent's stream. The agent stays
 // registered until its heartbeats time out.
-func (m *Master) agentGone(id string, c *outbox[toAgent]) {
+func (m *Master) AgentGone(id string, c *Outbox[ToAgent]) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ag := m.agents[id]
@@ -294,9 +294,9 @@ func (m *Master) agentGone(id string, c *outbox[toAgent]) {
 	}
 }
 
-// agentMessage handles one message from a registered agent (nil: one
+// AgentMessage handles one message from a registered agent (nil: one
 // that only shows the agent is alive).
-func (m *Master) agentMessage(id string, c *outbox[toAgent], msg fromAgent) {
+func (m *Master) AgentMessage(id string, c *Outbox[ToAgent], msg FromAgent) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ag := m.agents[id]
@@ -305,20 +305,20 @@ func (m *Master) agentMessage(id string, c *outbox[toAgent], msg fromAgent) {
 	}
 	ag.lastSeen = time.Now()
 	switch x := msg.(type) {
-	case *taskStatus:
+	case *TaskStatus:
 		m.agentStatusLocked(ag, x)
-	case *agentOversub:
-		rev, err1 := resources.Parse(x.revocable)
-		inUse, err2 := resources.Parse(x.inUse)
+	case *AgentOversub:
+		rev, err1 := resources.Parse(x.Revocable)
+		inUse, err2 := resources.Parse(x.InUse)
 		if err := errors.Join(err1, err2); err != nil {
 			m.log.Warn("bad oversubscribed resources", "agent", id, "err", err)
 			return
 		}
-		ag.oversub = x.state
-		if rev.Equal(ag.revocable) && inUse.Equal(ag.revInUse) && x.inUseSet == ag.revInUseSet {
+		ag.oversub = x.State
+		if rev.Equal(ag.revocable) && inUse.Equal(ag.revInUse) && x.InUseSet == ag.revInUseSet {
 			return // only the corrections or the explanation changed
 		}
-		ag.revocable, ag.revInUse, ag.revInUseSet = rev, inUse, x.inUseSet
+		ag.revocable, ag.revInUse, ag.revInUseSet = rev, inUse, x.InUseSet
 		// rev is what is free now: the allocator's total adds back what
 		// revocable containers held when rev was computed; offers beyond
 		// rev are rescinded first.
@@ -356,27 +356,27 @@ func (m *Master) agentMessage(id string, c *outbox[toAgent], msg fromAgent) {
 // its resources or would ever end it (the task of a framework told it
 // was LOST, a copy of a task that runs on another agent). An update
 // without a framework (an older agent) is matched by the task ID.
-func (m *Master) agentStatusLocked(ag *agentEntry, st *taskStatus) {
-	st.agentID = ag.id
-	t := ag.tasks[st.taskID]
-	if t != nil && st.frameworkID != "" && st.frameworkID != t.fw {
+func (m *Master) agentStatusLocked(ag *agentEntry, st *TaskStatus) {
+	st.AgentID = ag.id
+	t := ag.tasks[st.TaskID]
+	if t != nil && st.FrameworkID != "" && st.FrameworkID != t.fw {
 		m.log.Info("agent reports another framework's task of a tracked ID: not applied to it",
-			"agent", ag.id, "task", st.taskID, "framework", st.frameworkID, "tracked_framework", t.fw, "state", st.state)
+			"agent", ag.id, "task", st.TaskID, "framework", st.FrameworkID, "tracked_framework", t.fw, "state", st.State)
 		t = nil
 	}
 	if t == nil {
-		if !terminal(st.state) {
+		if !terminal(st.State) {
 			m.log.Warn("agent reports a live task the master does not track: killing it",
-				"agent", ag.id, "task", st.taskID, "framework", st.frameworkID, "state", st.state)
-			ag.out.send(&killTask{taskID: st.taskID, framework: st.frameworkID})
+				"agent", ag.id, "task", st.TaskID, "framework", st.FrameworkID, "state", st.State)
+			ag.out.send(&KillTask{TaskID: st.TaskID, FrameworkID: st.FrameworkID})
 		}
-		if st.uuid != "" {
-			ag.out.send(&ackStatus{taskID: st.taskID, framework: st.frameworkID, uuid: st.uuid})
+		if st.UUID != "" {
+			ag.out.send(&AckStatus{TaskID: st.TaskID, FrameworkID: st.FrameworkID, UUID: st.UUID})
 		}
 		return
 	}
-	st.frameworkID = t.fw
-	if st.reason == reasonResourcesUpdated || st.reason == reasonResourcesUpdateFailed {
+	st.FrameworkID = t.fw
+	if st.Reason == reasonResourcesUpdated || st.Reason == reasonResourcesUpdateFailed {
 		m.resizeStatusLocked(ag, t, st)
 	}
 	m.setTaskStatusLocked(t, st)

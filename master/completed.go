@@ -1,5 +1,7 @@
 package master
 
+import "github.com/brimnode/brim/master/api"
+
 // Defaults of the completed history (Mesos's max_completed_tasks_per_framework
 // and max_completed_frameworks figures).
 const (
@@ -15,7 +17,7 @@ const (
 // Master holds its lock around it.
 type completed struct {
 	maxTasks, maxFrameworks int
-	tasks                   []TaskState
+	tasks                   []api.TaskState
 	keys                    map[completedKey]int // task → how many entries of tasks
 	frameworks              []FrameworkState
 }
@@ -31,7 +33,7 @@ func newCompleted(maxTasks, maxFrameworks int) *completed {
 func (c *completed) has(fw, id string) bool { return c.keys[completedKey{fw, id}] > 0 }
 
 // addTask appends a task, dropping the oldest beyond the limit.
-func (c *completed) addTask(ts TaskState) {
+func (c *completed) addTask(ts api.TaskState) {
 	if c.maxTasks <= 0 {
 		return
 	}
@@ -43,7 +45,7 @@ func (c *completed) addTask(ts TaskState) {
 		if c.keys[k]--; c.keys[k] <= 0 {
 			delete(c.keys, k)
 		}
-		c.tasks[0] = TaskState{}
+		c.tasks[0] = api.TaskState{}
 		c.tasks = c.tasks[1:]
 	}
 }
@@ -61,13 +63,13 @@ func (c *completed) addFramework(fs FrameworkState) {
 }
 
 // taskStateOf renders a task for State.
-func taskStateOf(t *taskEntry) TaskState {
-	ts := TaskState{ID: t.info.id, Name: t.info.name, FrameworkID: t.fw, AgentID: t.agent, State: t.state.String(), Resources: t.res.String(),
-		Image: t.info.image}
+func taskStateOf(t *taskEntry) api.TaskState {
+	ts := api.TaskState{ID: t.info.ID, Name: t.info.Name, FrameworkID: t.fw, AgentID: t.agent, State: t.state.String(), Resources: t.res.String(),
+		Image: t.info.Image}
 	if t.status != nil {
-		ts.Reason, ts.Message = t.status.reason, t.status.message
-		if t.status.hasExitCode {
-			code := t.status.exitCode
+		ts.Reason, ts.Message = t.status.Reason, t.status.Message
+		if t.status.HasExitCode {
+			code := t.status.ExitCode
 			ts.ExitCode = &code
 		}
 	}
@@ -78,19 +80,19 @@ func taskStateOf(t *taskEntry) TaskState {
 // reports that the master does not track (after a master restart), once,
 // with its end as the agent kept it (reason, message, exit code: before,
 // a restart lost them).
-func (m *Master) completeReportLocked(agentID string, rep taskReport) {
-	if m.completed.has(rep.framework, rep.info.id) {
+func (m *Master) completeReportLocked(agentID string, rep TaskReport) {
+	if m.completed.has(rep.FrameworkID, rep.Info.ID) {
 		return
 	}
-	m.completed.addTask(TaskState{ID: rep.info.id, Name: rep.info.name, FrameworkID: rep.framework, AgentID: agentID,
-		State: rep.state.String(), Resources: rep.resources, Reason: rep.reason, Message: rep.message, ExitCode: rep.exitCode})
+	m.completed.addTask(api.TaskState{ID: rep.Info.ID, Name: rep.Info.Name, FrameworkID: rep.FrameworkID, AgentID: agentID,
+		State: rep.State.String(), Resources: rep.Resources, Reason: rep.Reason, Message: rep.Message, ExitCode: rep.ExitCode})
 }
 
 // terminalOrLost is the state a task leaves the master in: its own when
 // terminal, else the LOST its removal means.
-func terminalOrLost(s taskState) taskState {
+func terminalOrLost(s TaskState) TaskState {
 	if terminal(s) {
 		return s
 	}
-	return taskLost
+	return TaskLost
 }

@@ -3,6 +3,7 @@ package master_test
 import (
 	"context"
 	"fmt"
+	"github.com/brimnode/brim/master/api"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,7 +57,7 @@ func waitAcknowledged(t *testing.T, agentDir, id string) {
 	}
 }
 
-func completedTask(st master.State, fw, id string) *master.TaskState {
+func completedTask(st master.State, fw, id string) *api.TaskState {
 	for i, ts := range st.CompletedTasks {
 		if ts.ID == id && (fw == "" || ts.FrameworkID == fw) {
 			return &st.CompletedTasks[i]

@@ -30,27 +30,27 @@ var (
 )
 
 // taskStateFromPB and taskStateToPB convert by number (see taskState).
-func taskStateFromPB(s pb.TaskState) taskState { return taskState(s) }
-func taskStateToPB(s taskState) pb.TaskState   { return pb.TaskState(s) }
+func taskStateFromPB(s pb.TaskState) TaskState { return TaskState(s) }
+func taskStateToPB(s TaskState) pb.TaskState   { return pb.TaskState(s) }
 
 // acceptRequestFromPB converts an ACCEPT call; an operation of a kind this
 // master does not know becomes opUnknown (planAccept rejects it).
-func acceptRequestFromPB(req *pb.AcceptRequest) acceptRequest {
-	out := acceptRequest{frameworkID: req.FrameworkId, offerIDs: req.OfferIds, refuse: refuseOf(req.Filters)}
+func acceptRequestFromPB(req *pb.AcceptRequest) AcceptRequest {
+	out := AcceptRequest{FrameworkID: req.FrameworkId, OfferIDs: req.OfferIds, Refuse: refuseOf(req.Filters)}
 	for _, op := range req.Operations {
-		var o operation
+		var o Operation
 		switch x := op.GetOp().(type) {
 		case *pb.Operation_Launch_:
-			o.kind = opLaunch
+			o.Kind = OpLaunch
 			for _, ti := range x.Launch.GetTasks() {
-				o.tasks = append(o.tasks, taskSpec{info: taskInfoFromPB(ti), resources: ti.GetResources()})
+				o.Tasks = append(o.Tasks, TaskSpec{Info: taskInfoFromPB(ti), Resources: ti.GetResources()})
 			}
 		case *pb.Operation_Reserve_:
-			o.kind, o.resources = opReserve, x.Reserve.GetResources()
+			o.Kind, o.Resources = OpReserve, x.Reserve.GetResources()
 		case *pb.Operation_Unreserve_:
-			o.kind, o.resources = opUnreserve, x.Unreserve.GetResources()
+			o.Kind, o.Resources = OpUnreserve, x.Unreserve.GetResources()
 		}
-		out.ops = append(out.ops, o)
+		out.Operations = append(out.Operations, o)
 	}
 	return out
 }
@@ -67,61 +67,61 @@ func refuseOf(fl *pb.Filters) *time.Duration {
 
 // taskInfoFromPB is the part of a TaskInfo the master keeps as given (the
 // agent, framework and resources are the task entry's).
-func taskInfoFromPB(ti *pb.TaskInfo) taskInfo {
-	return taskInfo{id: ti.GetTaskId(), name: ti.GetName(), command: ti.GetCommand(), env: ti.GetEnv(), labels: ti.GetLabels(),
-		user: ti.GetUser(), userns: ti.GetUserns(), image: ti.GetImage(), imagePull: ti.GetImagePull(), imageRW: ti.GetImageReadWrite()}
+func taskInfoFromPB(ti *pb.TaskInfo) TaskInfo {
+	return TaskInfo{ID: ti.GetTaskId(), Name: ti.GetName(), Command: ti.GetCommand(), Env: ti.GetEnv(), Labels: ti.GetLabels(),
+		User: ti.GetUser(), Userns: ti.GetUserns(), Image: ti.GetImage(), ImagePull: ti.GetImagePull(), ImageRW: ti.GetImageReadWrite()}
 }
 
 // taskInfoToPB is the TaskInfo of a task as the agent runs it.
-func taskInfoToPB(r *runTask) *pb.TaskInfo {
-	return &pb.TaskInfo{TaskId: r.info.id, Name: r.info.name, AgentId: r.agent, FrameworkId: r.framework,
-		Resources: r.res.String(), Command: r.info.command, Env: r.info.env, Labels: r.info.labels,
-		User: r.info.user, Userns: r.info.userns, Image: r.info.image, ImagePull: r.info.imagePull, ImageReadWrite: r.info.imageRW}
+func taskInfoToPB(r *RunTask) *pb.TaskInfo {
+	return &pb.TaskInfo{TaskId: r.Info.ID, Name: r.Info.Name, AgentId: r.AgentID, FrameworkId: r.FrameworkID,
+		Resources: r.Resources.String(), Command: r.Info.Command, Env: r.Info.Env, Labels: r.Info.Labels,
+		User: r.Info.User, Userns: r.Info.Userns, Image: r.Info.Image, ImagePull: r.Info.ImagePull, ImageReadWrite: r.Info.ImageRW}
 }
 
 // agentMessageToPB converts a message for an agent.
-func agentMessageToPB(msg toAgent) *pb.MasterMessage {
+func agentMessageToPB(msg ToAgent) *pb.MasterMessage {
 	switch x := msg.(type) {
-	case *runTask:
-		return &pb.MasterMessage{Msg: &pb.MasterMessage_Run{Run: &pb.RunTask{Task: taskInfoToPB(x), RunAsRoot: x.runAsRoot, Lent: x.lent}}}
-	case *killTask:
-		return &pb.MasterMessage{Msg: &pb.MasterMessage_Kill{Kill: &pb.KillTask{TaskId: x.taskID, FrameworkId: x.framework, Preempted: x.preempted, Message: x.message}}}
-	case *ackStatus:
-		return &pb.MasterMessage{Msg: &pb.MasterMessage_Ack{Ack: &pb.StatusAck{TaskId: x.taskID, FrameworkId: x.framework, Uuid: x.uuid}}}
-	case *resizeTask:
-		return &pb.MasterMessage{Msg: &pb.MasterMessage_Update{Update: &pb.UpdateTask{TaskId: x.taskID, FrameworkId: x.framework, Resources: x.res.String()}}}
+	case *RunTask:
+		return &pb.MasterMessage{Msg: &pb.MasterMessage_Run{Run: &pb.RunTask{Task: taskInfoToPB(x), RunAsRoot: x.RunAsRoot, Lent: x.Lent}}}
+	case *KillTask:
+		return &pb.MasterMessage{Msg: &pb.MasterMessage_Kill{Kill: &pb.KillTask{TaskId: x.TaskID, FrameworkId: x.FrameworkID, Preempted: x.Preempted, Message: x.Message}}}
+	case *AckStatus:
+		return &pb.MasterMessage{Msg: &pb.MasterMessage_Ack{Ack: &pb.StatusAck{TaskId: x.TaskID, FrameworkId: x.FrameworkID, Uuid: x.UUID}}}
+	case *ResizeTask:
+		return &pb.MasterMessage{Msg: &pb.MasterMessage_Update{Update: &pb.UpdateTask{TaskId: x.TaskID, FrameworkId: x.FrameworkID, Resources: x.Resources.String()}}}
 	}
 	panic(fmt.Sprintf("master: unknown message for an agent %T", msg))
 }
 
 // registeredMessage answers an agent's registration; the tasks to kill
 // go with their frameworks (kill_tasks) and, for older agents, by ID.
-func registeredMessage(agentID string, heartbeat time.Duration, kill []killTask) *pb.MasterMessage {
+func registeredMessage(agentID string, heartbeat time.Duration, kill []KillTask) *pb.MasterMessage {
 	r := &pb.Registered{AgentId: agentID, HeartbeatIntervalNanos: int64(heartbeat)}
 	for _, k := range kill {
-		r.Kill = append(r.Kill, k.taskID)
-		r.KillTasks = append(r.KillTasks, &pb.KillTask{TaskId: k.taskID, FrameworkId: k.framework})
+		r.Kill = append(r.Kill, k.TaskID)
+		r.KillTasks = append(r.KillTasks, &pb.KillTask{TaskId: k.TaskID, FrameworkId: k.FrameworkID})
 	}
 	return &pb.MasterMessage{Msg: &pb.MasterMessage_Registered{Registered: r}}
 }
 
 // frameworkEventToPB converts an event for a framework.
-func frameworkEventToPB(ev toFramework) *pb.Event {
+func frameworkEventToPB(ev ToFramework) *pb.Event {
 	switch x := ev.(type) {
-	case *subscribed:
-		return &pb.Event{Event: &pb.Event_Subscribed{Subscribed: &pb.Subscribed{FrameworkId: x.framework, HeartbeatIntervalNanos: int64(x.heartbeat)}}}
-	case *offersMade:
+	case *Subscribed:
+		return &pb.Event{Event: &pb.Event_Subscribed{Subscribed: &pb.Subscribed{FrameworkId: x.FrameworkID, HeartbeatIntervalNanos: int64(x.Heartbeat)}}}
+	case *OffersMade:
 		offers := make([]*pb.Offer, len(x.offers))
 		for i, o := range x.offers {
 			offers[i] = &pb.Offer{Id: o.id, FrameworkId: o.fw, AgentId: o.agent, Hostname: x.hostnames[i], Role: o.role, Resources: o.res.String(), DemandId: o.demand}
 		}
 		return &pb.Event{Event: &pb.Event_Offers{Offers: &pb.Offers{Offers: offers}}}
-	case *demandEvent:
-		return &pb.Event{Event: &pb.Event_Demand{Demand: &pb.DemandEvent{DemandId: x.id, From: x.From.String(), State: x.To.String(),
+	case *DemandEvent:
+		return &pb.Event{Event: &pb.Event_Demand{Demand: &pb.DemandEvent{DemandId: x.ID, From: x.From.String(), State: x.To.String(),
 			Reason: string(x.Reason), Message: x.Message, AtUnixNano: x.At.UnixNano()}}}
-	case *offerRescinded:
-		return &pb.Event{Event: &pb.Event_Rescind{Rescind: &pb.Rescind{OfferId: x.offerID}}}
-	case *taskStatus:
+	case *OfferRescinded:
+		return &pb.Event{Event: &pb.Event_Rescind{Rescind: &pb.Rescind{OfferId: x.OfferID}}}
+	case *TaskStatus:
 		return &pb.Event{Event: &pb.Event_Update{Update: taskStatusToPB(x)}}
 	}
 	panic(fmt.Sprintf("master: unknown event for a framework %T", ev))
@@ -132,16 +132,16 @@ func heartbeatEvent() *pb.Event {
 }
 
 // taskStatusFromPB converts a status update from an agent.
-func taskStatusFromPB(st *pb.TaskStatus) *taskStatus {
-	return &taskStatus{taskID: st.GetTaskId(), agentID: st.GetAgentId(), frameworkID: st.GetFrameworkId(), state: taskStateFromPB(st.GetState()),
-		reason: st.GetReason(), message: st.GetMessage(), hasExitCode: st.GetHasExitCode(), exitCode: st.GetExitCode(),
-		uuid: st.GetUuid(), timestampUnixNano: st.GetTimestampUnixNano(), resources: st.GetResources()}
+func taskStatusFromPB(st *pb.TaskStatus) *TaskStatus {
+	return &TaskStatus{TaskID: st.GetTaskId(), AgentID: st.GetAgentId(), FrameworkID: st.GetFrameworkId(), State: taskStateFromPB(st.GetState()),
+		Reason: st.GetReason(), Message: st.GetMessage(), HasExitCode: st.GetHasExitCode(), ExitCode: st.GetExitCode(),
+		UUID: st.GetUuid(), TimestampUnixNano: st.GetTimestampUnixNano(), Resources: st.GetResources()}
 }
 
-func taskStatusToPB(st *taskStatus) *pb.TaskStatus {
-	return &pb.TaskStatus{TaskId: st.taskID, AgentId: st.agentID, FrameworkId: st.frameworkID, State: taskStateToPB(st.state),
-		Reason: st.reason, Message: st.message, HasExitCode: st.hasExitCode, ExitCode: st.exitCode,
-		Uuid: st.uuid, TimestampUnixNano: st.timestampUnixNano, Resources: st.resources}
+func taskStatusToPB(st *TaskStatus) *pb.TaskStatus {
+	return &pb.TaskStatus{TaskId: st.TaskID, AgentId: st.AgentID, FrameworkId: st.FrameworkID, State: taskStateToPB(st.State),
+		Reason: st.Reason, Message: st.Message, HasExitCode: st.HasExitCode, ExitCode: st.ExitCode,
+		Uuid: st.UUID, TimestampUnixNano: st.TimestampUnixNano, Resources: st.Resources}
 }
 
 // oversubFromPB is an agent's oversubscription status as State shows it,
@@ -166,28 +166,28 @@ func oversubFromPB(o *pb.Oversubscribed) *AgentOversubState {
 }
 
 // registrationFromPB converts an agent's Register message.
-func registrationFromPB(reg *pb.Register) *registration {
-	out := &registration{agentID: reg.GetAgentId(), hostname: reg.GetHostname(), resources: reg.GetResources(),
-		revocable: reg.GetRevocable(), attributes: reg.GetAttributes(), oversub: oversubFromPB(reg.GetOversubscription()),
-		revInUse: reg.GetOversubscription().GetRevocableInUse(), revInUseSet: reg.GetOversubscription().GetRevocableInUseSet(),
-		score: reg.GetPerformanceScore(), moreTasks: reg.GetMoreTasks()}
-	out.tasks = taskReportsFromPB(out.tasks, reg.GetTasks())
+func registrationFromPB(reg *pb.Register) *Registration {
+	out := &Registration{AgentID: reg.GetAgentId(), Hostname: reg.GetHostname(), Resources: reg.GetResources(),
+		Revocable: reg.GetRevocable(), Attributes: reg.GetAttributes(), Oversub: oversubFromPB(reg.GetOversubscription()),
+		RevocableInUse: reg.GetOversubscription().GetRevocableInUse(), RevocableInUseSet: reg.GetOversubscription().GetRevocableInUseSet(),
+		Score: reg.GetPerformanceScore(), MoreTasks: reg.GetMoreTasks()}
+	out.Tasks = taskReportsFromPB(out.Tasks, reg.GetTasks())
 	return out
 }
 
 // taskReportsFromPB appends an agent's task snapshots (of a Register or
 // of a ReregisterTasks page) to reps.
-func taskReportsFromPB(reps []taskReport, snaps []*pb.TaskSnapshot) []taskReport {
+func taskReportsFromPB(reps []TaskReport, snaps []*pb.TaskSnapshot) []TaskReport {
 	for _, snap := range snaps {
 		ti := snap.GetTask()
 		if ti == nil {
 			continue
 		}
-		rep := taskReport{info: taskInfoFromPB(ti), framework: ti.GetFrameworkId(), resources: ti.GetResources(),
-			state: taskStateFromPB(snap.GetState()), acknowledged: snap.GetAcknowledged(), reason: snap.GetReason(), message: snap.GetMessage()}
+		rep := TaskReport{Info: taskInfoFromPB(ti), FrameworkID: ti.GetFrameworkId(), Resources: ti.GetResources(),
+			State: taskStateFromPB(snap.GetState()), Acknowledged: snap.GetAcknowledged(), Reason: snap.GetReason(), Message: snap.GetMessage()}
 		if snap.GetHasExitCode() {
 			code := snap.GetExitCode()
-			rep.exitCode = &code
+			rep.ExitCode = &code
 		}
 		reps = append(reps, rep)
 	}
@@ -196,23 +196,23 @@ func taskReportsFromPB(reps []taskReport, snaps []*pb.TaskSnapshot) []taskReport
 
 // agentMessageFromPB converts a message from a registered agent; a
 // heartbeat, a repeated Register or a message of an unknown kind is nil.
-func agentMessageFromPB(msg *pb.AgentMessage) fromAgent {
+func agentMessageFromPB(msg *pb.AgentMessage) FromAgent {
 	switch x := msg.GetMsg().(type) {
 	case *pb.AgentMessage_Status:
 		return taskStatusFromPB(x.Status)
 	case *pb.AgentMessage_Oversubscribed:
-		return &agentOversub{revocable: x.Oversubscribed.GetRevocable(), inUse: x.Oversubscribed.GetRevocableInUse(),
-			inUseSet: x.Oversubscribed.GetRevocableInUseSet(), state: oversubFromPB(x.Oversubscribed)}
+		return &AgentOversub{Revocable: x.Oversubscribed.GetRevocable(), InUse: x.Oversubscribed.GetRevocableInUse(),
+			InUseSet: x.Oversubscribed.GetRevocableInUseSet(), State: oversubFromPB(x.Oversubscribed)}
 	}
 	return nil
 }
 
 // subscriptionFromPB converts a Subscribe call.
-func subscriptionFromPB(req *pb.SubscribeRequest) *subscription {
-	out := &subscription{suppressedRoles: req.GetSuppressedRoles()}
+func subscriptionFromPB(req *pb.SubscribeRequest) *Subscription {
+	out := &Subscription{SuppressedRoles: req.GetSuppressedRoles()}
 	if fi := req.GetFramework(); fi != nil {
-		out.info = &frameworkInfo{id: fi.GetId(), name: fi.GetName(), principal: fi.GetPrincipal(), roles: fi.GetRoles(),
-			revocable: fi.GetRevocable(), failover: time.Duration(fi.GetFailoverTimeoutNanos())}
+		out.Info = &FrameworkInfo{ID: fi.GetId(), Name: fi.GetName(), Principal: fi.GetPrincipal(), Roles: fi.GetRoles(),
+			Revocable: fi.GetRevocable(), Failover: time.Duration(fi.GetFailoverTimeoutNanos())}
 	}
 	return out
 }

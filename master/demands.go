@@ -74,13 +74,13 @@ func newDemands(m *Master, o DemandOptions) *demands {
 	}, m.alloc, demandCluster{m})}
 }
 
-// demandEvent is a transition of one of a framework's demands.
-type demandEvent struct {
-	id string
+// DemandEvent is a transition of one of a framework's demands.
+type DemandEvent struct {
+	ID string
 	demand.Transition
 }
 
-func (*demandEvent) isToFramework() {}
+func (*DemandEvent) isToFramework() {}
 
 // demandCluster answers the planner's questions from the registry
 // (called under Master.mu, during the planner's calls).
@@ -109,7 +109,7 @@ func (c demandCluster) Tasks(agent string) []demandplan.Task {
 	out := make([]demandplan.Task, 0, len(ag.tasks))
 	for _, t := range ag.tasks {
 		if !terminal(t.state) && !t.recovered {
-			out = append(out, demandplan.Task{ID: t.info.id, Framework: t.fw, Role: t.role, Resources: t.held(), Launched: t.launched})
+			out = append(out, demandplan.Task{ID: t.info.ID, Framework: t.fw, Role: t.role, Resources: t.held(), Launched: t.launched})
 		}
 	}
 	return out
@@ -334,7 +334,7 @@ func (m *Master) applyDemandEffectsLocked(eff demandplan.Effects) {
 		d := c.Demand
 		m.log.Info("demand", "demand", d.ID, "from", c.From, "to", c.To, "reason", c.Reason, "message", c.Message)
 		if f := m.frameworks[d.Framework]; f != nil {
-			f.out.send(&demandEvent{id: d.ID, Transition: c.Transition})
+			f.out.send(&DemandEvent{ID: d.ID, Transition: c.Transition})
 		}
 	}
 	// Stored after all of their changes: the record holds the last state.
@@ -361,7 +361,7 @@ func (m *Master) applyDemandEffectsLocked(eff demandplan.Effects) {
 // makeDemandOffersLocked makes the offers that hand demands' capacity
 // over to their frameworks.
 func (m *Master) makeDemandOffersLocked(offers []demandplan.Offer) {
-	made := map[string]*offersMade{}
+	made := map[string]*OffersMade{}
 	var order []string
 	for _, o := range offers {
 		f, ag := m.frameworks[o.Framework], m.agents[o.Agent]
@@ -371,7 +371,7 @@ func (m *Master) makeDemandOffersLocked(offers []demandplan.Offer) {
 		e := &offerEntry{id: o.ID, fw: f.id, agent: o.Agent, role: o.Role, res: o.Resources, created: time.Now(), demand: o.Demand}
 		m.addOfferLocked(e, f, ag)
 		if made[f.id] == nil {
-			made[f.id] = &offersMade{}
+			made[f.id] = &OffersMade{}
 			order = append(order, f.id)
 		}
 		made[f.id].offers = append(made[f.id].offers, e)
@@ -416,9 +416,9 @@ func (m *Master) killForDemandsLocked(k demandplan.Kill) {
 	}
 	if k.Preempted {
 		t.preempted = k.Message
-		m.log.Info("task preempted", "task", t.info.id, "framework", t.fw, "agent", t.agent, "message", k.Message)
+		m.log.Info("task preempted", "task", t.info.ID, "framework", t.fw, "agent", t.agent, "message", k.Message)
 	}
-	ag.out.send(&killTask{taskID: t.info.id, framework: t.fw, preempted: k.Preempted, message: k.Message})
+	ag.out.send(&KillTask{TaskID: t.info.ID, FrameworkID: t.fw, Preempted: k.Preempted, Message: k.Message})
 }
 
 // demandCycleLocked runs before every DRF cycle: the planner's cycle,
@@ -444,12 +444,12 @@ func (m *Master) demandOfferGoneLocked(o *offerEntry) {
 func (m *Master) demandLaunchedLocked(offerIDs []string, p acceptPlan) {
 	ids := make([]string, 0, len(p.launches))
 	for _, l := range p.launches {
-		ids = append(ids, l.info.id)
+		ids = append(ids, l.info.ID)
 	}
 	m.applyDemandEffectsLocked(m.dem.Launched(offerIDs, ids, m.dem.clock()))
 }
 
 // demandTaskEndedLocked tells the planner a task ended.
 func (m *Master) demandTaskEndedLocked(t *taskEntry, ok bool) {
-	m.applyDemandEffectsLocked(m.dem.TaskEnded(t.info.id, t.fw, ok, m.dem.clock()))
+	m.applyDemandEffectsLocked(m.dem.TaskEnded(t.info.ID, t.fw, ok, m.dem.clock()))
 }

@@ -76,35 +76,35 @@ func (m *Master) authorizeCall(ctx context.Context, id string) (string, Authoriz
 // principal becomes the authenticated one) and checks the register ACL for
 // every role the framework gets; a failover must come from the principal
 // that subscribed the framework.
-func (m *Master) authorizeSubscribe(ctx context.Context, req *subscription) error {
+func (m *Master) authorizeSubscribe(ctx context.Context, req *Subscription) error {
 	p, a, err := m.caller(ctx)
 	if err != nil || a == nil {
 		return err
 	}
-	fi := req.info
+	fi := req.Info
 	if fi == nil {
 		return nil // subscribe refuses it
 	}
-	if fi.principal != "" && fi.principal != p {
-		return fmt.Errorf("subscribe: framework info names principal %q but the caller authenticated as %q: %w", fi.principal, p, ErrForbidden)
+	if fi.Principal != "" && fi.Principal != p {
+		return fmt.Errorf("subscribe: framework info names principal %q but the caller authenticated as %q: %w", fi.Principal, p, ErrForbidden)
 	}
-	fi.principal = p
-	roles := fi.roles
+	fi.Principal = p
+	roles := fi.Roles
 	if len(roles) == 0 {
 		roles = []string{DefaultRole}
 	}
 	m.mu.Lock()
-	if f := m.frameworks[fi.id]; fi.id != "" && f != nil {
+	if f := m.frameworks[fi.ID]; fi.ID != "" && f != nil {
 		if f.principal != p {
 			m.mu.Unlock()
-			return fmt.Errorf("subscribe: principal %q may not fail over framework %s, subscribed by principal %q: %w", p, fi.id, f.principal, ErrForbidden)
+			return fmt.Errorf("subscribe: principal %q may not fail over framework %s, subscribed by principal %q: %w", p, fi.ID, f.principal, ErrForbidden)
 		}
 		roles = f.roles // a failover keeps the framework's roles
-	} else if known, ok := m.knownFWs[fi.id]; fi.id != "" && ok && known.Principal != "" && known.Principal != p {
+	} else if known, ok := m.knownFWs[fi.ID]; fi.ID != "" && ok && known.Principal != "" && known.Principal != p {
 		// Re-subscribing after a master restart: the persisted principal
 		// decides.
 		m.mu.Unlock()
-		return fmt.Errorf("subscribe: principal %q may not re-subscribe framework %s, subscribed by principal %q: %w", p, fi.id, known.Principal, ErrForbidden)
+		return fmt.Errorf("subscribe: principal %q may not re-subscribe framework %s, subscribed by principal %q: %w", p, fi.ID, known.Principal, ErrForbidden)
 	}
 	m.mu.Unlock()
 	for _, r := range roles {
@@ -115,18 +115,18 @@ func (m *Master) authorizeSubscribe(ctx context.Context, req *subscription) erro
 	return nil
 }
 
-// subscribe registers or fails over a framework. A framework that is not
+// Subscribe registers or fails over a framework. A framework that is not
 // subscribed (new, or known from the store) has its record written
 // first, outside the master's lock (storeSubscription), then joins; a
 // failover keeps the record it has. Errors wrap ErrInvalid, ErrNotLeader
 // or ErrClosed (the record could not be written: this master no longer
 // serves), or are the allocator's.
-func (m *Master) subscribe(req *subscription, c *outbox[toFramework]) (string, error) {
-	fi := req.info
+func (m *Master) Subscribe(req *Subscription, c *Outbox[ToFramework]) (string, error) {
+	fi := req.Info
 	if fi == nil {
 		return "", fmt.Errorf("subscribe: no framework info: %w", ErrInvalid)
 	}
-	roles := fi.roles
+	roles := fi.Roles
 	if len(roles) == 0 {
 		roles = []string{DefaultRole}
 	}
@@ -135,11 +135,11 @@ func (m *Master) subscribe(req *subscription, c *outbox[toFramework]) (string, e
 			return "", fmt.Errorf("subscribe: %w", err)
 		}
 	}
-	id := fi.id
+	id := fi.ID
 	if id == "" {
 		id = uuid.NewString()
 	}
-	stored, known, err := m.storeSubscription(id, roles, fi.principal)
+	stored, known, err := m.storeSubscription(id, roles, fi.Principal)
 	if err != nil {
 		return "", err
 	}
@@ -181,9 +181,9 @@ func (m *Master) storeSubscription(id string, roles []string, principal string) 
 // outstanding offers go back, the tasks stay), else it joins the
 // allocator with the tasks agents reported for it. stored: its record
 // was written (storeSubscription); known: the store knew it before.
-func (m *Master) applySubscribeLocked(id string, roles []string, req *subscription, c *outbox[toFramework], stored, known bool) error {
-	fi := req.info
-	failover := fi.failover
+func (m *Master) applySubscribeLocked(id string, roles []string, req *Subscription, c *Outbox[ToFramework], stored, known bool) error {
+	fi := req.Info
+	failover := fi.Failover
 	if failover <= 0 {
 		failover = m.opts.FailoverTimeout
 	}
@@ -195,15 +195,15 @@ func (m *Master) applySubscribeLocked(id string, roles []string, req *subscripti
 		for _, o := range f.offers {
 			m.rescindLocked(o, nil)
 		}
-		f.out, f.name, f.failover, f.revocable, f.principal = c, fi.name, failover, fi.revocable, fi.principal
+		f.out, f.name, f.failover, f.revocable, f.principal = c, fi.Name, failover, fi.Revocable, fi.Principal
 		m.alloc.Revive(id)
-		m.log.Info("framework failed over", "framework", id, "name", fi.name)
+		m.log.Info("framework failed over", "framework", id, "name", fi.Name)
 	} else {
-		f = &frameworkEntry{id: id, name: fi.name, principal: fi.principal, roles: roles, revocable: fi.revocable,
+		f = &frameworkEntry{id: id, name: fi.Name, principal: fi.Principal, roles: roles, revocable: fi.Revocable,
 			failover: failover, out: c, tasks: map[string]*taskEntry{}, offers: map[string]*offerEntry{}}
 		for _, t := range m.tasks {
 			if t.fw == id {
-				f.tasks[t.info.id] = t
+				f.tasks[t.info.ID] = t
 				if t.role == "" && len(roles) == 1 {
 					t.role = roles[0]
 				}
@@ -211,8 +211,8 @@ func (m *Master) applySubscribeLocked(id string, roles []string, req *subscripti
 		}
 		// Usage is held by the allocator since the agents re-registered.
 		if err := m.alloc.AddFramework(allocator.FrameworkInfo{
-			ID: id, Roles: roles, Capabilities: allocator.Capabilities{Revocable: fi.revocable},
-			SuppressedRoles: req.suppressedRoles,
+			ID: id, Roles: roles, Capabilities: allocator.Capabilities{Revocable: fi.Revocable},
+			SuppressedRoles: req.SuppressedRoles,
 		}, nil); err != nil {
 			if stored && !known {
 				m.deleteFrameworkRecordLocked(id) // written for nothing
@@ -220,13 +220,13 @@ func (m *Master) applySubscribeLocked(id string, roles []string, req *subscripti
 			return fmt.Errorf("subscribe %s: %w", id, fromAllocator(err))
 		}
 		m.frameworks[id] = f
-		m.knownFWs[id] = PersistedFramework{Roles: roles, Principal: fi.principal, Lost: m.knownFWs[id].Lost}
+		m.knownFWs[id] = PersistedFramework{Roles: roles, Principal: fi.Principal, Lost: m.knownFWs[id].Lost}
 		if !stored {
 			m.persistFrameworkLocked(id) // it failed over, then left, while the store wrote
 		}
-		m.log.Info("framework subscribed", "framework", id, "name", fi.name, "roles", roles)
+		m.log.Info("framework subscribed", "framework", id, "name", fi.Name, "roles", roles)
 	}
-	c.send(&subscribed{framework: id, heartbeat: m.opts.HeartbeatInterval})
+	c.send(&Subscribed{FrameworkID: id, Heartbeat: m.opts.HeartbeatInterval})
 	// Updates the framework may have missed: the latest status of every
 	// task (the agent also retries unacknowledged ones).
 	for _, t := range f.tasks {
@@ -238,9 +238,9 @@ func (m *Master) applySubscribeLocked(id string, roles []string, req *subscripti
 	return nil
 }
 
-// frameworkGone handles the end of a framework's stream: its offers go
+// FrameworkGone handles the end of a framework's stream: its offers go
 // back and it gets no new ones until it re-subscribes or times out.
-func (m *Master) frameworkGone(id string, c *outbox[toFramework]) {
+func (m *Master) FrameworkGone(id string, c *Outbox[ToFramework]) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f := m.frameworks[id]
@@ -267,18 +267,18 @@ func (m *Master) framework(id string) (*frameworkEntry, error) {
 // authorizeOperations checks the reserve and unreserve ACLs for the roles
 // of RESERVE and UNRESERVE operations; a reservation must be made on
 // behalf of the caller. Malformed operations are left to Accept.
-func authorizeOperations(a Authorizer, principal string, ops []operation) error {
+func authorizeOperations(a Authorizer, principal string, ops []Operation) error {
 	for i, op := range ops {
 		var action string
-		switch op.kind {
-		case opReserve:
+		switch op.Kind {
+		case OpReserve:
 			action = ActionReserve
-		case opUnreserve:
+		case OpUnreserve:
 			action = ActionUnreserve
 		default:
 			continue
 		}
-		res, err := resources.Parse(op.resources)
+		res, err := resources.Parse(op.Resources)
 		if err != nil {
 			continue
 		}
@@ -326,7 +326,7 @@ func (m *Master) withFramework(id string, fn func(f *frameworkEntry) error) erro
 }
 
 // Decline gives offers back with an optional refusal filter.
-func (m *Master) decline(fw string, offerIDs []string, refuse *time.Duration) error {
+func (m *Master) Decline(fw string, offerIDs []string, refuse *time.Duration) error {
 	return m.withFramework(fw, func(f *frameworkEntry) error {
 		seen := make(map[string]bool, len(offerIDs))
 		for _, oid := range offerIDs {
@@ -352,7 +352,7 @@ func (m *Master) decline(fw string, offerIDs []string, refuse *time.Duration) er
 }
 
 // Revive clears the framework's filters and unsuppresses its roles.
-func (m *Master) revive(fw string, roles []string) error {
+func (m *Master) Revive(fw string, roles []string) error {
 	return m.withFramework(fw, func(*frameworkEntry) error {
 		m.alloc.Revive(fw, roles...)
 		m.trigger()
@@ -361,16 +361,16 @@ func (m *Master) revive(fw string, roles []string) error {
 }
 
 // Suppress stops offers to the framework's roles until Revive.
-func (m *Master) suppress(fw string, roles []string) error {
+func (m *Master) Suppress(fw string, roles []string) error {
 	return m.withFramework(fw, func(*frameworkEntry) error {
 		m.alloc.Suppress(fw, roles...)
 		return nil
 	})
 }
 
-// Kill asks the task's agent to kill it. An unknown task gets a LOST
+// Kill asks the task's agent to Kill it. An unknown task gets a LOST
 // update, as in Mesos.
-func (m *Master) kill(fw, taskID string) error {
+func (m *Master) Kill(fw, taskID string) error {
 	return m.withFramework(fw, func(f *frameworkEntry) error {
 		t := f.tasks[taskID]
 		if t == nil && len(m.awaited) > 0 {
@@ -378,9 +378,9 @@ func (m *Master) kill(fw, taskID string) error {
 		}
 		if t == nil {
 			m.answerLostLocked(f.id, taskID)
-			lost := &taskStatus{
-				taskID: taskID, frameworkID: f.id, state: taskLost,
-				reason: ReasonReconciliation, message: "unknown task", timestampUnixNano: time.Now().UnixNano(),
+			lost := &TaskStatus{
+				TaskID: taskID, FrameworkID: f.id, State: TaskLost,
+				Reason: ReasonReconciliation, Message: "unknown task", TimestampUnixNano: time.Now().UnixNano(),
 			}
 			m.persistFrameworkThenLocked(f.id, func() { m.toFrameworkLocked(f.id, lost) })
 			return nil
@@ -389,14 +389,14 @@ func (m *Master) kill(fw, taskID string) error {
 		if ag == nil || ag.out == nil {
 			return fmt.Errorf("kill %s: agent %s is disconnected: %w", taskID, t.agent, ErrClosed)
 		}
-		ag.out.send(&killTask{taskID: t.info.id, framework: f.id})
+		ag.out.send(&KillTask{TaskID: t.info.ID, FrameworkID: f.id})
 		return nil
 	})
 }
 
 // Acknowledge forwards a framework's acknowledgement to the agent and
 // forgets a task whose terminal update is acknowledged.
-func (m *Master) acknowledge(fw, agentID, taskID, uuid string) error {
+func (m *Master) Acknowledge(fw, agentID, taskID, uuid string) error {
 	return m.withFramework(fw, func(f *frameworkEntry) error {
 		if uuid == "" {
 			return fmt.Errorf("acknowledge %s: empty uuid: %w", taskID, ErrInvalid)
@@ -406,9 +406,9 @@ func (m *Master) acknowledge(fw, agentID, taskID, uuid string) error {
 			agentID = t.agent
 		}
 		if ag := m.agents[agentID]; ag != nil {
-			ag.out.send(&ackStatus{taskID: taskID, framework: f.id, uuid: uuid})
+			ag.out.send(&AckStatus{TaskID: taskID, FrameworkID: f.id, UUID: uuid})
 		}
-		if t != nil && terminal(t.state) && t.status != nil && t.status.uuid == uuid {
+		if t != nil && terminal(t.state) && t.status != nil && t.status.UUID == uuid {
 			m.forgetTaskLocked(t)
 		}
 		return nil
@@ -419,7 +419,7 @@ func (m *Master) acknowledge(fw, agentID, taskID, uuid string) error {
 // none is named); unknown tasks are reported LOST, except after a master
 // restart while agents of the previous run have not re-registered (their
 // re-registration reports the tasks).
-func (m *Master) reconcile(fw string, taskIDs []string) error {
+func (m *Master) Reconcile(fw string, taskIDs []string) error {
 	return m.withFramework(fw, func(f *frameworkEntry) error {
 		ids := taskIDs
 		if len(ids) == 0 {
@@ -427,14 +427,14 @@ func (m *Master) reconcile(fw string, taskIDs []string) error {
 				ids = append(ids, id)
 			}
 		}
-		answers := make([]toFramework, 0, len(ids))
+		answers := make([]ToFramework, 0, len(ids))
 		lost := false
 		for _, id := range ids {
-			st := &taskStatus{taskID: id, frameworkID: f.id, reason: ReasonReconciliation, timestampUnixNano: time.Now().UnixNano()}
+			st := &TaskStatus{TaskID: id, FrameworkID: f.id, Reason: ReasonReconciliation, TimestampUnixNano: time.Now().UnixNano()}
 			if t := f.tasks[id]; t != nil {
-				st.agentID, st.state = t.agent, t.state
+				st.AgentID, st.State = t.agent, t.state
 				if t.status != nil {
-					st.hasExitCode, st.exitCode, st.message = t.status.hasExitCode, t.status.exitCode, t.status.message
+					st.HasExitCode, st.ExitCode, st.Message = t.status.HasExitCode, t.status.ExitCode, t.status.Message
 				}
 			} else {
 				if len(m.awaited) > 0 {
@@ -443,7 +443,7 @@ func (m *Master) reconcile(fw string, taskIDs []string) error {
 					m.deferReconcileLocked(f.id, id)
 					continue
 				}
-				st.state, st.message = taskLost, "unknown task"
+				st.State, st.Message = TaskLost, "unknown task"
 				m.answerLostLocked(f.id, id)
 				lost = true
 			}
@@ -539,7 +539,7 @@ func (m *Master) deleteFrameworkRecordLocked(fw string) {
 // toFrameworkLocked sends events to framework id's stream while it is
 // subscribed (after a store write it may be gone, or failed over: its
 // new stream gets them).
-func (m *Master) toFrameworkLocked(id string, evs ...toFramework) {
+func (m *Master) toFrameworkLocked(id string, evs ...ToFramework) {
 	f := m.frameworks[id]
 	if f == nil {
 		return

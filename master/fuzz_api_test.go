@@ -15,10 +15,10 @@ import (
 type apiRig struct {
 	m        *Master
 	agents   []string
-	agOut    map[string]*outbox[toAgent]
+	agOut    map[string]*Outbox[ToAgent]
 	regs     map[string]*pb.Register
 	fws      []string
-	fwOut    map[string]*outbox[toFramework]
+	fwOut    map[string]*Outbox[ToFramework]
 	offers   []string // every offer ID seen, outstanding or not
 	uuids    []string // every status UUID sent
 	noCancel func()   // the outboxes never end a stream here
@@ -29,10 +29,10 @@ func newAPIRig(t testing.TB) *apiRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &apiRig{m: m, agOut: map[string]*outbox[toAgent]{}, regs: map[string]*pb.Register{}, fwOut: map[string]*outbox[toFramework]{}, noCancel: func() {}}
+	r := &apiRig{m: m, agOut: map[string]*Outbox[ToAgent]{}, regs: map[string]*pb.Register{}, fwOut: map[string]*Outbox[ToFramework]{}, noCancel: func() {}}
 	for i := range 2 {
 		reg := &pb.Register{Hostname: fmt.Sprintf("h%d", i), Resources: "cpus:4;mem:4096;ports:[31000-31009]"}
-		c := newOutbox[toAgent](r.noCancel, agentQueue)
+		c := NewOutbox[ToAgent](r.noCancel, AgentQueue)
 		id, _, err := m.registerAgent(registrationFromPB(reg), "", c)
 		if err != nil {
 			t.Fatal(err)
@@ -41,8 +41,8 @@ func newAPIRig(t testing.TB) *apiRig {
 		r.agents, r.agOut[id], r.regs[id] = append(r.agents, id), c, reg
 	}
 	for i, roles := range [][]string{{"web"}, {"web", "batch"}} {
-		c := newOutbox[toFramework](r.noCancel, frameworkQueue)
-		id, err := m.subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: fmt.Sprintf("f%d", i), Roles: roles, Revocable: i == 1}}), c)
+		c := NewOutbox[ToFramework](r.noCancel, FrameworkQueue)
+		id, err := m.Subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: fmt.Sprintf("f%d", i), Roles: roles, Revocable: i == 1}}), c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,21 +55,21 @@ func newAPIRig(t testing.TB) *apiRig {
 // IDs and status UUIDs for later calls.
 func (r *apiRig) drain() {
 	for _, c := range r.fwOut {
-		for _, ev := range c.take() {
+		for _, ev := range c.Take() {
 			switch e := ev.(type) {
-			case *offersMade:
+			case *OffersMade:
 				for _, o := range e.offers {
 					r.offers = append(r.offers, o.id)
 				}
-			case *taskStatus:
-				if e.uuid != "" {
-					r.uuids = append(r.uuids, e.uuid)
+			case *TaskStatus:
+				if e.UUID != "" {
+					r.uuids = append(r.uuids, e.UUID)
 				}
 			}
 		}
 	}
 	for _, c := range r.agOut {
-		c.take()
+		c.Take()
 	}
 }
 
@@ -135,34 +135,34 @@ func (r *apiRig) step(in *fuzzInput) {
 		case 2:
 			ops = append(ops, &pb.Operation{Op: &pb.Operation_Unreserve_{Unreserve: &pb.Operation_Unreserve{Resources: pick(in, fuzzResources)}}})
 		}
-		_ = m.accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: pickN(in, r.offers, "no-such-offer"),
+		_ = m.Accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: pickN(in, r.offers, "no-such-offer"),
 			Operations: ops, Filters: &pb.Filters{RefuseSeconds: refuse.Seconds()}}))
 	case 2:
-		_ = m.decline(fw, pickN(in, r.offers, "no-such-offer"), &refuse)
+		_ = m.Decline(fw, pickN(in, r.offers, "no-such-offer"), &refuse)
 	case 3:
-		_ = m.kill(fw, pick(in, fuzzTasks, ""))
+		_ = m.Kill(fw, pick(in, fuzzTasks, ""))
 	case 4:
-		_ = m.acknowledge(fw, pick(in, r.agents, "", "no-such-agent"), pick(in, fuzzTasks, ""), pick(in, r.uuids, "", "no-such-uuid"))
+		_ = m.Acknowledge(fw, pick(in, r.agents, "", "no-such-agent"), pick(in, fuzzTasks, ""), pick(in, r.uuids, "", "no-such-uuid"))
 	case 5:
-		_ = m.reconcile(fw, pickN(in, fuzzTasks, ""))
+		_ = m.Reconcile(fw, pickN(in, fuzzTasks, ""))
 	case 6:
 		_ = m.UpdateTask(fw, pick(in, fuzzTasks, ""), pick(in, fuzzResources), pickN(in, r.offers, "no-such-offer"))
 	case 7:
-		_ = m.revive(fw, pickN(in, fuzzRoles))
+		_ = m.Revive(fw, pickN(in, fuzzRoles))
 	case 8:
-		_ = m.suppress(fw, pickN(in, fuzzRoles))
+		_ = m.Suppress(fw, pickN(in, fuzzRoles))
 	case 9: // the agent reports a task
 		ag := pick(in, r.agents)
 		states := []pb.TaskState{pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING, pb.TaskState_TASK_FINISHED,
 			pb.TaskState_TASK_FAILED, pb.TaskState_TASK_KILLED, pb.TaskState_TASK_LOST}
-		m.agentMessage(ag, r.agOut[ag], agentMessageFromPB(&pb.AgentMessage{Msg: &pb.AgentMessage_Status{Status: &pb.TaskStatus{
+		m.AgentMessage(ag, r.agOut[ag], agentMessageFromPB(&pb.AgentMessage{Msg: &pb.AgentMessage_Status{Status: &pb.TaskStatus{
 			TaskId: pick(in, fuzzTasks, ""), AgentId: pick(in, r.agents, "no-such-agent"), FrameworkId: pick(in, r.fws, "no-such-framework"),
 			State: states[in.next()%len(states)], Uuid: fmt.Sprintf("u%d", in.next()), Resources: pick(in, fuzzResources)}}}))
 	case 10: // the agent's stream breaks; it comes back on a new one
 		ag := pick(in, r.agents)
-		m.agentGone(ag, r.agOut[ag])
+		m.AgentGone(ag, r.agOut[ag])
 		if in.next()%2 == 0 {
-			c := newOutbox[toAgent](r.noCancel, agentQueue)
+			c := NewOutbox[ToAgent](r.noCancel, AgentQueue)
 			if _, _, err := m.registerAgent(registrationFromPB(r.regs[ag]), "", c); err == nil {
 				r.agOut[ag] = c
 			}

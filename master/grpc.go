@@ -47,9 +47,9 @@ func (s agentLink) Connect(stream pb.AgentLink_ConnectServer) error {
 		return s.connectWaiting(stream)
 	}
 	var closed atomic.Bool // by the master
-	c := newOutbox[toAgent](func() { closed.Store(true); end() }, agentQueue)
+	c := NewOutbox[ToAgent](func() { closed.Store(true); end() }, AgentQueue)
 	err := s.receive(stream, c)
-	c.stopDrain() // no Send once Connect returns
+	c.StopDrain() // no Send once Connect returns
 	if closed.Load() {
 		return status.Error(codes.Unavailable, "agent stream closed by the master")
 	}
@@ -65,14 +65,14 @@ func (s agentLink) Connect(stream pb.AgentLink_ConnectServer) error {
 func (s agentLink) connectWaiting(stream pb.AgentLink_ConnectServer) error {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	c := newOutbox[toAgent](cancel, agentQueue)
+	c := NewOutbox[ToAgent](cancel, AgentQueue)
 	errc := make(chan error, 1)
 	go func() {
 		errc <- s.receive(stream, c)
 		cancel()
 	}()
 	<-ctx.Done()
-	c.stopDrain() // no Send once Connect returns
+	c.StopDrain() // no Send once Connect returns
 	select {
 	case err := <-errc:
 		if errors.Is(err, context.Canceled) {
@@ -87,7 +87,7 @@ func (s agentLink) connectWaiting(stream pb.AgentLink_ConnectServer) error {
 // receive registers the agent of stream with outbox c, starts c's sends
 // (the Registered message first) and hands the agent's messages to the
 // master until the stream breaks; its error is the stream's status.
-func (s agentLink) receive(stream pb.AgentLink_ConnectServer, c *outbox[toAgent]) error {
+func (s agentLink) receive(stream pb.AgentLink_ConnectServer, c *Outbox[ToAgent]) error {
 	m := s.m
 	// The registration's deep part (the registry, the allocator) runs on
 	// the master's registration workers (workers.go): a goroutine keeps
@@ -98,18 +98,18 @@ func (s agentLink) receive(stream pb.AgentLink_ConnectServer, c *outbox[toAgent]
 		return err
 	}
 	ag, kill, err := s.register(stream, c, t)
-	t.release()
+	t.Release()
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cause := c.closeCause(); cause != nil {
+		if cause := c.CloseCause(); cause != nil {
 			m.log.Warn("agent stream ended by the master", "agent", ag, "err", cause)
 		}
-		m.agentGone(ag, c)
+		m.AgentGone(ag, c)
 	}()
 	registered := registeredMessage(ag, m.opts.HeartbeatInterval, kill)
-	c.startDrain(func(msgs []toAgent) error {
+	c.StartDrain(func(msgs []ToAgent) error {
 		if registered != nil { // ahead of anything queued
 			if err := stream.Send(registered); err != nil {
 				return err
@@ -128,14 +128,14 @@ func (s agentLink) receive(stream pb.AgentLink_ConnectServer, c *outbox[toAgent]
 		if err != nil {
 			return err
 		}
-		m.agentMessage(ag, c, agentMessageFromPB(msg))
+		m.AgentMessage(ag, c, agentMessageFromPB(msg))
 	}
 }
 
 // register receives the agent's registration admitted with ticket t,
 // authenticates it and registers it with outbox c: it returns the agent
 // ID and the tasks the agent must kill, or the stream's status.
-func (s agentLink) register(stream pb.AgentLink_ConnectServer, c *outbox[toAgent], t *ticket) (string, []killTask, error) {
+func (s agentLink) register(stream pb.AgentLink_ConnectServer, c *Outbox[ToAgent], t *Ticket) (string, []KillTask, error) {
 	m := s.m
 	first, err := stream.Recv()
 	if err != nil {
@@ -145,19 +145,19 @@ func (s agentLink) register(stream pb.AgentLink_ConnectServer, c *outbox[toAgent
 		return "", nil, status.Error(codes.InvalidArgument, "first message must be a register")
 	}
 	reg := registrationFromPB(first.GetRegister())
-	principal, err := m.authenticateAgent(stream.Context(), reg.agentID)
+	principal, err := m.authenticateAgent(stream.Context(), reg.AgentID)
 	if err != nil {
-		m.log.Warn("agent refused", "agent", reg.agentID, "hostname", reg.hostname, "err", err)
+		m.log.Warn("agent refused", "agent", reg.AgentID, "hostname", reg.Hostname, "err", err)
 		return "", nil, m.grpcError(err)
 	}
-	if reg.moreTasks {
+	if reg.MoreTasks {
 		if err := receiveTaskPages(stream, reg); err != nil {
-			m.log.Warn("agent registration incomplete", "agent", reg.agentID, "hostname", reg.hostname, "err", err)
+			m.log.Warn("agent registration incomplete", "agent", reg.AgentID, "hostname", reg.Hostname, "err", err)
 			return "", nil, toStatus(err)
 		}
 	}
-	t.received()
-	ag, kill, err := m.registerAgentThen(reg, principal, c, t.release)
+	t.Received()
+	ag, kill, err := m.RegisterAgent(reg, principal, c, t.Release)
 	if err != nil {
 		return "", nil, m.grpcError(err)
 	}
@@ -178,7 +178,7 @@ const maxReregisterBytes = 1 << 30
 //	ReregisterTasks{page 2}           ─▶
 //	ReregisterTasks{page n, last}     ─▶  reconcile
 //	                                  ◀─ Registered
-func receiveTaskPages(stream pb.AgentLink_ConnectServer, reg *registration) error {
+func receiveTaskPages(stream pb.AgentLink_ConnectServer, reg *Registration) error {
 	total := 0
 	for {
 		msg, err := stream.Recv()
@@ -192,7 +192,7 @@ func receiveTaskPages(stream pb.AgentLink_ConnectServer, reg *registration) erro
 		if total += proto.Size(page); total > maxReregisterBytes {
 			return fmt.Errorf("register: %w: task pages past %d bytes", ErrInvalid, maxReregisterBytes)
 		}
-		reg.tasks = taskReportsFromPB(reg.tasks, page.GetTasks())
+		reg.Tasks = taskReportsFromPB(reg.Tasks, page.GetTasks())
 		if page.GetLast() {
 			return nil
 		}
@@ -213,12 +213,12 @@ func (s schedulerAPI) Subscribe(req *pb.SubscribeRequest, stream pb.Scheduler_Su
 	if err := s.m.authorizeSubscribe(ctx, sub); err != nil {
 		return s.m.grpcError(err)
 	}
-	c := newOutbox[toFramework](cancel, frameworkQueue)
-	id, err := s.m.subscribe(sub, c)
+	c := NewOutbox[ToFramework](cancel, FrameworkQueue)
+	id, err := s.m.Subscribe(sub, c)
 	if err != nil {
 		return s.m.grpcError(err)
 	}
-	defer s.m.frameworkGone(id, c)
+	defer s.m.FrameworkGone(id, c)
 	hb := time.NewTicker(s.m.opts.HeartbeatInterval)
 	defer hb.Stop()
 	for {
@@ -229,7 +229,7 @@ func (s schedulerAPI) Subscribe(req *pb.SubscribeRequest, stream pb.Scheduler_Su
 			}
 			return status.Error(codes.Unavailable, "framework stream closed by the master")
 		case <-c.ready:
-			for _, ev := range c.take() {
+			for _, ev := range c.Take() {
 				if err := stream.Send(frameworkEventToPB(ev)); err != nil {
 					return err
 				}
@@ -259,12 +259,12 @@ func (s schedulerAPI) call(ctx context.Context, id string, fn func() error) (*pb
 // and UNRESERVE operations need the caller's ACLs.
 func (s schedulerAPI) Accept(ctx context.Context, req *pb.AcceptRequest) (*pb.Empty, error) {
 	acc := acceptRequestFromPB(req)
-	p, a, err := s.m.authorizeCall(ctx, acc.frameworkID)
+	p, a, err := s.m.authorizeCall(ctx, acc.FrameworkID)
 	if err == nil && a != nil {
-		err = authorizeOperations(a, p, acc.ops)
+		err = authorizeOperations(a, p, acc.Operations)
 	}
 	if err == nil {
-		err = s.m.accept(acc)
+		err = s.m.Accept(acc)
 	}
 	if err != nil {
 		return nil, s.m.grpcError(err)
@@ -274,7 +274,7 @@ func (s schedulerAPI) Accept(ctx context.Context, req *pb.AcceptRequest) (*pb.Em
 
 // Decline gives offers back with an optional refusal filter.
 func (s schedulerAPI) Decline(ctx context.Context, req *pb.DeclineRequest) (*pb.Empty, error) {
-	return s.call(ctx, req.FrameworkId, func() error { return s.m.decline(req.FrameworkId, req.OfferIds, refuseOf(req.Filters)) })
+	return s.call(ctx, req.FrameworkId, func() error { return s.m.Decline(req.FrameworkId, req.OfferIds, refuseOf(req.Filters)) })
 }
 
 // SubmitDemand submits a demand for the framework (docs/demands.md);
@@ -321,29 +321,29 @@ func (s schedulerAPI) CancelDemand(ctx context.Context, req *pb.CancelDemandRequ
 
 // Revive clears the framework's filters and unsuppresses its roles.
 func (s schedulerAPI) Revive(ctx context.Context, req *pb.ReviveRequest) (*pb.Empty, error) {
-	return s.call(ctx, req.FrameworkId, func() error { return s.m.revive(req.FrameworkId, req.Roles) })
+	return s.call(ctx, req.FrameworkId, func() error { return s.m.Revive(req.FrameworkId, req.Roles) })
 }
 
 // Suppress stops offers to the framework's roles until Revive.
 func (s schedulerAPI) Suppress(ctx context.Context, req *pb.SuppressRequest) (*pb.Empty, error) {
-	return s.call(ctx, req.FrameworkId, func() error { return s.m.suppress(req.FrameworkId, req.Roles) })
+	return s.call(ctx, req.FrameworkId, func() error { return s.m.Suppress(req.FrameworkId, req.Roles) })
 }
 
 // Kill asks the task's agent to kill it.
 func (s schedulerAPI) Kill(ctx context.Context, req *pb.KillRequest) (*pb.Empty, error) {
-	return s.call(ctx, req.FrameworkId, func() error { return s.m.kill(req.FrameworkId, req.TaskId) })
+	return s.call(ctx, req.FrameworkId, func() error { return s.m.Kill(req.FrameworkId, req.TaskId) })
 }
 
 // Acknowledge forwards a framework's acknowledgement to the agent.
 func (s schedulerAPI) Acknowledge(ctx context.Context, req *pb.AcknowledgeRequest) (*pb.Empty, error) {
 	return s.call(ctx, req.FrameworkId, func() error {
-		return s.m.acknowledge(req.FrameworkId, req.AgentId, req.TaskId, req.Uuid)
+		return s.m.Acknowledge(req.FrameworkId, req.AgentId, req.TaskId, req.Uuid)
 	})
 }
 
 // Reconcile sends the latest known state of tasks.
 func (s schedulerAPI) Reconcile(ctx context.Context, req *pb.ReconcileRequest) (*pb.Empty, error) {
-	return s.call(ctx, req.FrameworkId, func() error { return s.m.reconcile(req.FrameworkId, req.TaskIds) })
+	return s.call(ctx, req.FrameworkId, func() error { return s.m.Reconcile(req.FrameworkId, req.TaskIds) })
 }
 
 // UpdateTask changes a running task's resources (Master.UpdateTask).

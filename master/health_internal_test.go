@@ -101,19 +101,19 @@ func runHealthCase(t *testing.T, tc healthCase) {
 	var agents [2]string
 	for i := range agents {
 		reg := &pb.Register{Hostname: fmt.Sprintf("h%d", i), Resources: "cpus:1;mem:256"}
-		if agents[i], _, err = m.registerAgent(registrationFromPB(reg), "", newOutbox[toAgent](cancel, agentQueue)); err != nil {
+		if agents[i], _, err = m.registerAgent(registrationFromPB(reg), "", NewOutbox[ToAgent](cancel, AgentQueue)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	fwOut := newOutbox[toFramework](cancel, frameworkQueue)
-	fw, err := m.subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}}), fwOut)
+	fwOut := NewOutbox[ToFramework](cancel, FrameworkQueue)
+	fw, err := m.Subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}}), fwOut)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.allocate()
 	offers := map[string]string{} // agent → offer
-	for _, ev := range fwOut.take() {
-		if made, ok := ev.(*offersMade); ok {
+	for _, ev := range fwOut.Take() {
+		if made, ok := ev.(*OffersMade); ok {
 			for _, o := range made.offers {
 				offers[o.agent] = o.id
 			}
@@ -124,15 +124,15 @@ func runHealthCase(t *testing.T, tc healthCase) {
 		if offers[ag] == "" {
 			t.Fatalf("no offer of agent %d", i)
 		}
-		if err := m.accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: []string{offers[ag]},
+		if err := m.Accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: []string{offers[ag]},
 			Operations: []*pb.Operation{{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: []*pb.TaskInfo{
 				{TaskId: task(i), Resources: "cpus:0.5;mem:64", Command: []string{"true"}}}}}}}})); err != nil {
 			t.Fatal(err)
 		}
-		m.agentMessage(ag, m.agents[ag].out, agentMessageFromPB(&pb.AgentMessage{Msg: &pb.AgentMessage_Status{Status: &pb.TaskStatus{
+		m.AgentMessage(ag, m.agents[ag].out, agentMessageFromPB(&pb.AgentMessage{Msg: &pb.AgentMessage_Status{Status: &pb.TaskStatus{
 			TaskId: task(i), AgentId: ag, FrameworkId: fw, State: pb.TaskState_TASK_RUNNING, Uuid: "u" + task(i)}}}))
 	}
-	_ = fwOut.take()
+	_ = fwOut.Take()
 
 	t0 := time.Now()
 	heard := func(i int, at time.Duration) {
@@ -152,10 +152,10 @@ func runHealthCase(t *testing.T, tc healthCase) {
 			tenure.lost.Store(true)
 		}
 		m.checkTimeouts(t0.Add(at))
-		for _, ev := range fwOut.take() {
-			if st, ok := ev.(*taskStatus); ok && st.state == taskLost {
+		for _, ev := range fwOut.Take() {
+			if st, ok := ev.(*TaskStatus); ok && st.State == TaskLost {
 				for i := range lostAt {
-					if st.taskID == task(i) && lostAt[i] == 0 {
+					if st.TaskID == task(i) && lostAt[i] == 0 {
 						lostAt[i] = at
 					}
 				}
@@ -170,7 +170,7 @@ func runHealthCase(t *testing.T, tc healthCase) {
 	if lostAt != tc.wantLost {
 		t.Errorf("tasks LOST at %v, want %v (0: never, within %v)", lostAt, tc.wantLost, tc.end)
 	}
-	err = m.reconcile(fw, nil)
+	err = m.Reconcile(fw, nil)
 	if refused := errors.Is(err, ErrNotLeader); refused != tc.wantRefusedAtEnd {
 		t.Errorf("a reconciliation at the end: %v, want refused %v", err, tc.wantRefusedAtEnd)
 	}

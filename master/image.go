@@ -12,23 +12,23 @@ import (
 // task if the image has neither), the image is a reference (or an image
 // ID) that parses, the pull policy is one the agents know, and a
 // read-write root needs an image. Errors wrap ErrInvalid.
-func checkTaskImage(t taskInfo) error {
-	if t.image == "" {
+func checkTaskImage(t TaskInfo) error {
+	if t.Image == "" {
 		switch {
-		case len(t.command) == 0:
+		case len(t.Command) == 0:
 			return fmt.Errorf("no command: %w", ErrInvalid)
-		case t.imagePull != "" || t.imageRW:
+		case t.ImagePull != "" || t.ImageRW:
 			return fmt.Errorf("image_pull or image_read_write without an image: %w", ErrInvalid)
 		}
 		return nil
 	}
-	if _, err := image.ParseReference(t.image); err != nil && !image.IsID(t.image) {
+	if _, err := image.ParseReference(t.Image); err != nil && !image.IsID(t.Image) {
 		return fmt.Errorf("image: %w: %w", ErrInvalid, err)
 	}
-	switch t.imagePull {
+	switch t.ImagePull {
 	case "", "missing", "always", "never":
 	default:
-		return fmt.Errorf("image_pull %q: want missing, always or never: %w", t.imagePull, ErrInvalid)
+		return fmt.Errorf("image_pull %q: want missing, always or never: %w", t.ImagePull, ErrInvalid)
 	}
 	return nil
 }

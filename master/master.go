@@ -223,7 +223,7 @@ type agentEntry struct {
 	oversub     *AgentOversubState // the agent's last oversubscription status, without the estimate; nil: none sent
 	attributes  map[string]string
 	score       float64          // performance score for meDRF; 0: none reported
-	out         *outbox[toAgent] // nil: disconnected
+	out         *Outbox[ToAgent] // nil: disconnected
 	// lastSeen is when the agent was last heard, moved on by the time
 	// the master could not listen since (health.go).
 	lastSeen time.Time
@@ -253,28 +253,28 @@ type frameworkEntry struct {
 	roles               []string
 	revocable           bool
 	failover            time.Duration
-	out                 *outbox[toFramework] // nil: disconnected
+	out                 *Outbox[ToFramework] // nil: disconnected
 	disconnectedAt      time.Time
 	tasks               map[string]*taskEntry
 	offers              map[string]*offerEntry
 }
 
-// taskInfo is a task as its framework described it; its agent,
+// TaskInfo is a task as its framework described it; its agent,
 // framework and resources are the taskEntry's.
-type taskInfo struct {
-	id, name     string
-	command, env []string
-	labels       map[string]string
-	user         string // "" : the agent's default user
-	userns       bool
-	// image, imagePull, imageRW: the task runs on an image (TaskInfo's
+type TaskInfo struct {
+	ID, Name     string
+	Command, Env []string
+	Labels       map[string]string
+	User         string // "" : the agent's default user
+	Userns       bool
+	// Image, ImagePull, ImageRW: the task runs on an image (TaskInfo's
 	// image, image_pull, image_read_write), passed to the agent as given.
-	image, imagePull string
-	imageRW          bool
+	Image, ImagePull string
+	ImageRW          bool
 }
 
 type taskEntry struct {
-	info      taskInfo
+	info      TaskInfo
 	fw, agent string
 	role      string
 	res       resources.Resources
@@ -284,8 +284,8 @@ type taskEntry struct {
 	// CONTAINER_PREEMPTED).
 	launched  time.Time
 	preempted string
-	state     taskState
-	status    *taskStatus // latest
+	state     TaskState
+	status    *TaskStatus // latest
 	recovered bool        // resources given back to the allocator
 	pending   *resize     // resource update sent to the agent, unanswered
 	// resizeUUID is the UUID of the last resource update answer applied
@@ -504,7 +504,7 @@ func (m *Master) allocate() {
 	before := len(m.offers)
 	m.demandCycleLocked() // holds first: DRF offers what is left
 	offers := m.alloc.Allocate()
-	byFW := map[string]*offersMade{}
+	byFW := map[string]*OffersMade{}
 	for _, o := range offers {
 		f := m.frameworks[o.FrameworkID]
 		ag := m.agents[o.AgentID]
@@ -517,7 +517,7 @@ func (m *Master) allocate() {
 		m.addOfferLocked(e, f, ag)
 		made := byFW[f.id]
 		if made == nil {
-			made = &offersMade{}
+			made = &OffersMade{}
 			byFW[f.id] = made
 		}
 		made.offers = append(made.offers, e)
@@ -610,16 +610,16 @@ func (m *Master) stagingGrace() time.Duration { return 2 * m.opts.HeartbeatInter
 func (m *Master) loseUnseenStagingLocked(now time.Time) {
 	for t, since := range m.unseenStaging {
 		switch {
-		case t.state != taskStaging || m.tasks[t.info.id] != t:
+		case t.state != TaskStaging || m.tasks[t.info.ID] != t:
 			delete(m.unseenStaging, t) // reported, ended or forgotten
 		case now.Sub(since) > m.stagingGrace():
 			delete(m.unseenStaging, t)
-			m.setTaskStatusLocked(t, &taskStatus{
-				taskID: t.info.id, agentID: t.agent, frameworkID: t.fw, state: taskLost,
-				reason: ReasonUnknownOnAgent, message: fmt.Sprintf("the agent re-registered without this launch and did not report it within %v", m.stagingGrace()),
+			m.setTaskStatusLocked(t, &TaskStatus{
+				TaskID: t.info.ID, AgentID: t.agent, FrameworkID: t.fw, State: TaskLost,
+				Reason: ReasonUnknownOnAgent, Message: fmt.Sprintf("the agent re-registered without this launch and did not report it within %v", m.stagingGrace()),
 			})
 			if ag := m.agents[t.agent]; ag != nil {
-				ag.lost[t.info.id] = t.fw // killed should it still turn up
+				ag.lost[t.info.ID] = t.fw // killed should it still turn up
 			}
 			m.forgetTaskLocked(t)
 		}
@@ -653,7 +653,7 @@ func (m *Master) dropOfferLocked(o *offerEntry) {
 func (m *Master) withdrawOfferLocked(o *offerEntry) {
 	m.dropOfferLocked(o)
 	if f := m.frameworks[o.fw]; f != nil {
-		f.out.send(&offerRescinded{offerID: o.id})
+		f.out.send(&OfferRescinded{OfferID: o.id})
 	}
 }
 
@@ -689,10 +689,10 @@ func (m *Master) markUnreachableLocked(ag *agentEntry) {
 		if !terminal(t.state) {
 			ag.lost[id] = t.fw
 		}
-		m.setTaskStatusLocked(t, &taskStatus{
-			taskID: id, agentID: ag.id, frameworkID: t.fw, state: taskLost,
-			reason:  ReasonAgentUnreachable,
-			message: fmt.Sprintf("agent %s missed %d heartbeats", ag.id, m.opts.MaxMissedHeartbeats),
+		m.setTaskStatusLocked(t, &TaskStatus{
+			TaskID: id, AgentID: ag.id, FrameworkID: t.fw, State: TaskLost,
+			Reason:  ReasonAgentUnreachable,
+			Message: fmt.Sprintf("agent %s missed %d heartbeats", ag.id, m.opts.MaxMissedHeartbeats),
 		})
 		m.forgetTaskLocked(t)
 	}
@@ -720,35 +720,35 @@ func (m *Master) dropAgentFromAllocatorLocked(ag *agentEntry) {
 	}
 }
 
-func terminal(s taskState) bool { return s.terminal() }
+func terminal(s TaskState) bool { return s.terminal() }
 
 // setTaskStatusLocked records a status, gives a newly terminal task's
 // resources back to the allocator, and forwards the status to the
 // framework.
-func (m *Master) setTaskStatusLocked(t *taskEntry, st *taskStatus) {
-	if st.timestampUnixNano == 0 {
-		st.timestampUnixNano = time.Now().UnixNano()
+func (m *Master) setTaskStatusLocked(t *taskEntry, st *TaskStatus) {
+	if st.TimestampUnixNano == 0 {
+		st.TimestampUnixNano = time.Now().UnixNano()
 	}
-	if t.preempted != "" && st.state == taskKilled && st.reason != reasonPreempted {
+	if t.preempted != "" && st.State == TaskKilled && st.Reason != reasonPreempted {
 		// An agent that knows no preemption reports a plain kill.
-		st.reason, st.message = reasonPreempted, t.preempted
+		st.Reason, st.Message = reasonPreempted, t.preempted
 	}
-	t.state = st.state
+	t.state = st.State
 	t.status = st
-	if terminal(st.state) && !t.recovered {
+	if terminal(st.State) && !t.recovered {
 		t.recovered = true
 		held := t.held() // with the growth of an unanswered update
 		t.pending = nil
 		if ag := m.agents[t.agent]; ag != nil && ag.inAllocator {
 			zero := time.Duration(0)
 			if err := m.alloc.RecoverRole(t.fw, t.role, t.agent, held, &zero); err != nil {
-				m.log.Warn("recover task resources", "task", t.info.id, "err", err)
+				m.log.Warn("recover task resources", "task", t.info.ID, "err", err)
 			}
 			m.trigger()
 		}
 	}
-	if terminal(st.state) {
-		m.demandTaskEndedLocked(t, st.state == taskFinished)
+	if terminal(st.State) {
+		m.demandTaskEndedLocked(t, st.State == TaskFinished)
 	}
 	if f := m.frameworks[t.fw]; f != nil {
 		f.out.send(st)
@@ -758,17 +758,17 @@ func (m *Master) setTaskStatusLocked(t *taskEntry, st *taskStatus) {
 // forgetTaskLocked removes a task from the registry into the completed
 // history (a task still running, of a removed framework, as LOST).
 func (m *Master) forgetTaskLocked(t *taskEntry) {
-	if m.tasks[t.info.id] == t {
+	if m.tasks[t.info.ID] == t {
 		ts := taskStateOf(t)
 		ts.State = terminalOrLost(t.state).String()
 		m.completed.addTask(ts)
 	}
-	delete(m.tasks, t.info.id)
+	delete(m.tasks, t.info.ID)
 	if ag := m.agents[t.agent]; ag != nil {
-		delete(ag.tasks, t.info.id)
+		delete(ag.tasks, t.info.ID)
 	}
 	if f := m.frameworks[t.fw]; f != nil {
-		delete(f.tasks, t.info.id)
+		delete(f.tasks, t.info.ID)
 	}
 }
 
@@ -787,10 +787,10 @@ func (m *Master) removeFrameworkLocked(f *frameworkEntry) {
 	for _, t := range f.tasks {
 		if !terminal(t.state) {
 			if ag := m.agents[t.agent]; ag != nil {
-				ag.out.send(&killTask{taskID: t.info.id, framework: f.id})
+				ag.out.send(&KillTask{TaskID: t.info.ID, FrameworkID: f.id})
 			}
-			t.state = taskKilled // in the completed history
-			t.status = &taskStatus{taskID: t.info.id, agentID: t.agent, frameworkID: f.id, state: t.state, reason: ReasonFrameworkRemoved}
+			t.state = TaskKilled // in the completed history
+			t.status = &TaskStatus{TaskID: t.info.ID, AgentID: t.agent, FrameworkID: f.id, State: t.state, Reason: ReasonFrameworkRemoved}
 		}
 		m.forgetTaskLocked(t)
 	}

@@ -14,18 +14,18 @@ import (
 // gRPC transport owns the streams, drains the outboxes and converts each
 // message to protobuf (convert.go) outside the master's lock.
 
-// outbox is the queue of one peer's stream: messages are queued without
+// Outbox is the queue of one peer's stream: messages are queued without
 // blocking; a queue past its limit ends the stream (the peer is too slow
-// and will reconnect). A nil outbox (a disconnected peer) drops what is
-// sent. The queue holds only what is pending — an idle agent's outbox is a
+// and will reconnect). A nil Outbox (a disconnected peer) drops what is
+// sent. The queue holds only what is pending — an idle agent's Outbox is a
 // few words, not a preallocated buffer (a 256-slot channel per agent was
 // 256 MB of the master's heap at 50,000 agents).
 //
-// A framework's stream drains its outbox when ready fires. An agent's
-// outbox drains itself (startDrain): a goroutine started when something is
+// A framework's stream drains its Outbox when ready fires. An agent's
+// Outbox drains itself (startDrain): a goroutine started when something is
 // queued sends it, oldest first, and ends when the queue is empty, so
 // that an idle agent's stream holds no goroutine for its sends.
-type outbox[T any] struct {
+type Outbox[T any] struct {
 	mu      sync.Mutex
 	pending []T
 	limit   int
@@ -39,10 +39,10 @@ type outbox[T any] struct {
 	closedBy error // why the outbox ended its stream (first reason only)
 }
 
-// newOutbox makes a stream's queue holding at most limit messages: agents
+// NewOutbox makes a stream's queue holding at most limit messages: agents
 // get few messages at a time, frameworks get bursts of offers and updates.
-func newOutbox[T any](cancel context.CancelFunc, limit int) *outbox[T] {
-	return &outbox[T]{limit: limit, ready: make(chan struct{}, 1), cancel: cancel}
+func NewOutbox[T any](cancel context.CancelFunc, limit int) *Outbox[T] {
+	return &Outbox[T]{limit: limit, ready: make(chan struct{}, 1), cancel: cancel}
 }
 
 // Stream queue limits. The queues hold only what is pending, so a limit
@@ -55,11 +55,11 @@ func newOutbox[T any](cancel context.CancelFunc, limit int) *outbox[T] {
 // acknowledgements piling up behind a few large RunTasks to a busy
 // agent, ended the stream and lost the launches still queued.)
 const (
-	agentQueue     = 8192
-	frameworkQueue = 8192
+	AgentQueue     = 8192
+	FrameworkQueue = 8192
 )
 
-func (c *outbox[T]) send(m T) bool {
+func (c *Outbox[T]) send(m T) bool {
 	if c == nil {
 		return false
 	}
@@ -86,9 +86,9 @@ func (c *outbox[T]) send(m T) bool {
 	return true
 }
 
-// take returns what is queued, oldest first, and empties the queue; the
+// Take returns what is queued, oldest first, and empties the queue; the
 // stream's sender calls it when ready fires.
-func (c *outbox[T]) take() []T {
+func (c *Outbox[T]) Take() []T {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := c.pending
@@ -96,12 +96,12 @@ func (c *outbox[T]) take() []T {
 	return out
 }
 
-// startDrain makes the outbox send itself with drain, called from one
+// StartDrain makes the outbox send itself with drain, called from one
 // goroutine at a time with what is queued, oldest first; the first call
 // comes now, even with nothing queued (a stream's first message can go
 // there, ahead of the queue). A drain error stops the sends and ends the
 // stream. The stream's owner calls stopDrain before the stream ends.
-func (c *outbox[T]) startDrain(drain func([]T) error) {
+func (c *Outbox[T]) StartDrain(drain func([]T) error) {
 	c.mu.Lock()
 	c.drain = drain
 	start := c.startLocked()
@@ -112,7 +112,7 @@ func (c *outbox[T]) startDrain(drain func([]T) error) {
 }
 
 // startLocked says whether send must start a drainer, and counts it.
-func (c *outbox[T]) startLocked() bool {
+func (c *Outbox[T]) startLocked() bool {
 	if c.drain == nil || c.draining || c.stopped {
 		return false
 	}
@@ -121,7 +121,7 @@ func (c *outbox[T]) startLocked() bool {
 	return true
 }
 
-func (c *outbox[T]) drainLoop() {
+func (c *Outbox[T]) drainLoop() {
 	defer c.drainers.Done()
 	for {
 		c.mu.Lock()
@@ -156,154 +156,155 @@ func (c *outbox[T]) drainLoop() {
 // errOutboxFull: a peer did not take its messages as fast as they came.
 var errOutboxFull = errors.New("the peer's queue is full")
 
-// closeCause says why the outbox ended its stream, or nil if it did not.
-func (c *outbox[T]) closeCause() error {
+// CloseCause says why the outbox ended its stream, or nil if it did not.
+func (c *Outbox[T]) CloseCause() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.closedBy
 }
 
-// stopDrain stops the sends and waits for a drain under way: nothing is
+// StopDrain stops the sends and waits for a drain under way: nothing is
 // sent once it returns.
-func (c *outbox[T]) stopDrain() {
+func (c *Outbox[T]) StopDrain() {
 	c.mu.Lock()
 	c.stopped = true
 	c.mu.Unlock()
 	c.drainers.Wait()
 }
 
-// toAgent is a message for an agent: *runTask, *killTask, *ackStatus or
-// *resizeTask.
-type toAgent interface{ isToAgent() }
+// ToAgent is a message for an agent: *RunTask, *KillTask, *AckStatus or
+// *ResizeTask.
+type ToAgent interface{ isToAgent() }
 
-// runTask starts a task on its agent.
-type runTask struct {
-	info             taskInfo
-	framework, agent string
-	res              resources.Resources
-	// runAsRoot: the run_as_root ACL allows the task's principal to run
+// RunTask starts a task on its agent.
+type RunTask struct {
+	Info                 TaskInfo
+	FrameworkID, AgentID string
+	Resources            resources.Resources
+	// RunAsRoot: the run_as_root ACL allows the task's principal to run
 	// it as root for its role (the agent checks the resolved uid).
-	runAsRoot bool
-	// lent: its revocable resources are capacity a demand's hold lends
+	RunAsRoot bool
+	// Lent: its revocable resources are capacity a demand's hold lends
 	// (RunTask.lent), not the agent's oversubscription estimate.
-	lent bool
+	Lent bool
 }
 
-// killTask kills framework's task taskID (another framework's task of
+// KillTask kills FrameworkID's task TaskID (another framework's task of
 // that ID is never touched).
-type killTask struct {
-	taskID, framework string
-	// preempted: the master takes the task's resources back; message
+type KillTask struct {
+	TaskID, FrameworkID string
+	// Preempted: the master takes the task's resources back; Message
 	// names what needed them (pb.KillTask.preempted).
-	preempted bool
-	message   string
+	Preempted bool
+	Message   string
 }
 
-// ackStatus forwards a framework's acknowledgement of a status update of
-// framework's task taskID.
-type ackStatus struct{ taskID, framework, uuid string }
+// AckStatus forwards a framework's acknowledgement of a status update of
+// FrameworkID's task TaskID.
+type AckStatus struct{ TaskID, FrameworkID, UUID string }
 
-// resizeTask changes framework's running task taskID's resources to res.
-type resizeTask struct {
-	taskID, framework string
-	res               resources.Resources
+// ResizeTask changes FrameworkID's running task TaskID's resources to
+// Resources.
+type ResizeTask struct {
+	TaskID, FrameworkID string
+	Resources           resources.Resources
 }
 
-func (*runTask) isToAgent()    {}
-func (*killTask) isToAgent()   {}
-func (*ackStatus) isToAgent()  {}
-func (*resizeTask) isToAgent() {}
+func (*RunTask) isToAgent()    {}
+func (*KillTask) isToAgent()   {}
+func (*AckStatus) isToAgent()  {}
+func (*ResizeTask) isToAgent() {}
 
-// toFramework is an event for a framework: *subscribed, *offersMade,
-// *offerRescinded or *taskStatus (an update).
-type toFramework interface{ isToFramework() }
+// ToFramework is an event for a framework: *Subscribed, *OffersMade,
+// *OfferRescinded, *DemandEvent or *TaskStatus (an update).
+type ToFramework interface{ isToFramework() }
 
-// subscribed confirms a subscription.
-type subscribed struct {
-	framework string
-	heartbeat time.Duration
+// Subscribed confirms a subscription.
+type Subscribed struct {
+	FrameworkID string
+	Heartbeat   time.Duration
 }
 
-// offersMade are new offers, with their agents' hostnames.
-type offersMade struct {
+// OffersMade are new offers, with their agents' hostnames.
+type OffersMade struct {
 	offers    []*offerEntry // never changed once made
 	hostnames []string
 }
 
-// offerRescinded withdraws an offer.
-type offerRescinded struct{ offerID string }
+// OfferRescinded withdraws an offer.
+type OfferRescinded struct{ OfferID string }
 
-func (*subscribed) isToFramework()     {}
-func (*offersMade) isToFramework()     {}
-func (*offerRescinded) isToFramework() {}
-func (*taskStatus) isToFramework()     {}
+func (*Subscribed) isToFramework()     {}
+func (*OffersMade) isToFramework()     {}
+func (*OfferRescinded) isToFramework() {}
+func (*TaskStatus) isToFramework()     {}
 
-// taskStatus is a task status update as the master keeps and forwards it;
+// TaskStatus is a task status update as the master keeps and forwards it;
 // never changed once recorded (a new one replaces it). The reason
-// vocabulary is masterlinkpb's (convert.go), shared with agents.
-type taskStatus struct {
-	taskID, agentID, frameworkID string
-	state                        taskState
-	reason, message              string
-	hasExitCode                  bool
-	exitCode                     int32
-	uuid                         string
-	timestampUnixNano            int64
-	resources                    string // the task's resources, with a resource update's answer
+// vocabulary is masterlinkpb's (reasons.go), shared with agents.
+type TaskStatus struct {
+	TaskID, AgentID, FrameworkID string
+	State                        TaskState
+	Reason, Message              string
+	HasExitCode                  bool
+	ExitCode                     int32
+	UUID                         string
+	TimestampUnixNano            int64
+	Resources                    string // the task's resources, with a resource update's answer
 }
 
-// registration is an agent's Register message: who it is, what it offers
+// Registration is an agent's Register message: who it is, what it offers
 // and the tasks it runs.
-type registration struct {
-	agentID, hostname    string // agentID "" the first time
-	resources, revocable string // as the agent wrote them
-	revInUse             string // what revocable containers held (revInUseSet: sent)
-	revInUseSet          bool
-	attributes           map[string]string
-	oversub              *AgentOversubState // nil: no estimator
-	score                float64            // performance score; 0: none
-	tasks                []taskReport
-	moreTasks            bool // further pages of tasks follow (ReregisterTasks)
+type Registration struct {
+	AgentID, Hostname    string // AgentID "" the first time
+	Resources, Revocable string // as the agent wrote them
+	RevocableInUse       string // what revocable containers held (RevocableInUseSet: sent)
+	RevocableInUseSet    bool
+	Attributes           map[string]string
+	Oversub              *AgentOversubState // nil: no estimator
+	Score                float64            // performance score; 0: none
+	Tasks                []TaskReport
+	MoreTasks            bool // further pages of tasks follow (ReregisterTasks)
 }
 
-// taskReport is a task an agent reports when it registers.
-type taskReport struct {
-	info      taskInfo // info.id "": a report without a task, ignored
-	framework string
-	resources string
-	state     taskState
-	// acknowledged: terminal, and its framework acknowledged its end.
-	acknowledged bool
+// TaskReport is a task an agent reports when it registers.
+type TaskReport struct {
+	Info        TaskInfo // Info.ID "": a report without a task, ignored
+	FrameworkID string
+	Resources   string
+	State       TaskState
+	// Acknowledged: terminal, and its framework acknowledged its end.
+	Acknowledged bool
 	// A terminal task's end, as the agent keeps it.
-	reason, message string
-	exitCode        *int32
+	Reason, Message string
+	ExitCode        *int32
 }
 
-// fromAgent is a message from a registered agent: *taskStatus or
-// *agentOversub (a heartbeat is nil: it only shows the agent is alive).
-type fromAgent interface{ isFromAgent() }
+// FromAgent is a message from a registered agent: *TaskStatus or
+// *AgentOversub (a heartbeat is nil: it only shows the agent is alive).
+type FromAgent interface{ isFromAgent() }
 
-// agentOversub is an agent's new oversubscription status.
-type agentOversub struct {
-	revocable string // the revocable resources, as the agent wrote them
-	inUse     string // what revocable containers held then (inUseSet: sent)
-	inUseSet  bool
-	state     *AgentOversubState
+// AgentOversub is an agent's new oversubscription status.
+type AgentOversub struct {
+	Revocable string // the revocable resources, as the agent wrote them
+	InUse     string // what revocable containers held then (InUseSet: sent)
+	InUseSet  bool
+	State     *AgentOversubState
 }
 
-func (*taskStatus) isFromAgent()   {}
-func (*agentOversub) isFromAgent() {}
+func (*TaskStatus) isFromAgent()   {}
+func (*AgentOversub) isFromAgent() {}
 
-// subscription is a framework's Subscribe call.
-type subscription struct {
-	info            *frameworkInfo // nil: none sent
-	suppressedRoles []string
+// Subscription is a framework's Subscribe call.
+type Subscription struct {
+	Info            *FrameworkInfo // nil: none sent
+	SuppressedRoles []string
 }
 
-// frameworkInfo is what a framework says of itself when it subscribes.
-type frameworkInfo struct {
-	id, name, principal string // id "": a new framework
-	roles               []string
-	revocable           bool
-	failover            time.Duration // <= 0: the master's default
+// FrameworkInfo is what a framework says of itself when it subscribes.
+type FrameworkInfo struct {
+	ID, Name, Principal string // ID "": a new framework
+	Roles               []string
+	Revocable           bool
+	Failover            time.Duration // <= 0: the master's default
 }

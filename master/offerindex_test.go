@@ -58,7 +58,7 @@ func TestOfferIndexFollowsOffers(t *testing.T) {
 	regs := map[string]*pb.Register{}
 	for i := range 3 {
 		reg := &pb.Register{Hostname: fmt.Sprintf("h%d", i), Resources: "cpus:4;mem:4096"}
-		id, _, err := m.registerAgent(registrationFromPB(reg), "", newOutbox[toAgent](cancel, agentQueue))
+		id, _, err := m.registerAgent(registrationFromPB(reg), "", NewOutbox[ToAgent](cancel, AgentQueue))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,15 +66,15 @@ func TestOfferIndexFollowsOffers(t *testing.T) {
 		regs[id] = reg
 		agents = append(agents, id)
 	}
-	fwOut := newOutbox[toFramework](cancel, frameworkQueue)
-	fw, err := m.subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}}), fwOut)
+	fwOut := NewOutbox[ToFramework](cancel, FrameworkQueue)
+	fw, err := m.Subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}}), fwOut)
 	if err != nil {
 		t.Fatal(err)
 	}
 	offers := func() []*offerEntry {
 		var out []*offerEntry
-		for _, ev := range fwOut.take() {
-			if made, ok := ev.(*offersMade); ok {
+		for _, ev := range fwOut.Take() {
+			if made, ok := ev.(*OffersMade); ok {
 				out = append(out, made.offers...)
 			}
 		}
@@ -87,11 +87,11 @@ func TestOfferIndexFollowsOffers(t *testing.T) {
 	}
 	checkOfferIndex(t, m, "after allocation")
 	zero := time.Duration(0)
-	if err := m.decline(fw, []string{got[0].id}, &zero); err != nil {
+	if err := m.Decline(fw, []string{got[0].id}, &zero); err != nil {
 		t.Fatal(err)
 	}
 	checkOfferIndex(t, m, "after decline")
-	if err := m.accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: []string{got[1].id}, Filters: &pb.Filters{RefuseSeconds: 0},
+	if err := m.Accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: []string{got[1].id}, Filters: &pb.Filters{RefuseSeconds: 0},
 		Operations: []*pb.Operation{{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: []*pb.TaskInfo{
 			{TaskId: "t1", Resources: "cpus:1;mem:64", Command: []string{"true"}}}}}}}})); err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestOfferIndexFollowsOffers(t *testing.T) {
 	offers()
 	checkOfferIndex(t, m, "after a second allocation")
 	gone := got[2].agent
-	m.agentGone(gone, m.agents[gone].out)
+	m.AgentGone(gone, m.agents[gone].out)
 	if n := len(m.agents[gone].offers); n != 0 {
 		t.Fatalf("the disconnected agent keeps %d offers", n)
 	}
@@ -109,7 +109,7 @@ func TestOfferIndexFollowsOffers(t *testing.T) {
 	m.allocate()
 	offers()
 	again := got[1].agent
-	if _, _, err := m.registerAgent(registrationFromPB(regs[again]), "", newOutbox[toAgent](cancel, agentQueue)); err != nil {
+	if _, _, err := m.registerAgent(registrationFromPB(regs[again]), "", NewOutbox[ToAgent](cancel, AgentQueue)); err != nil {
 		t.Fatal(err)
 	}
 	checkOfferIndex(t, m, "after a re-registration")

@@ -22,20 +22,20 @@ func TestOffersBatched(t *testing.T) {
 	t.Cleanup(cancel)
 	n := 2*maxOffersPerEvent + 17
 	for i := 0; i < n; i++ {
-		_, _, err := m.registerAgent(registrationFromPB(&pb.Register{Hostname: fmt.Sprintf("host-%05d", i), Resources: "cpus:16;mem:65536"}), "", newOutbox[toAgent](cancel, agentQueue))
+		_, _, err := m.registerAgent(registrationFromPB(&pb.Register{Hostname: fmt.Sprintf("host-%05d", i), Resources: "cpus:16;mem:65536"}), "", NewOutbox[ToAgent](cancel, AgentQueue))
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	fwOut := newOutbox[toFramework](cancel, frameworkQueue)
-	if _, err := m.subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "big"}}), fwOut); err != nil {
+	fwOut := NewOutbox[ToFramework](cancel, FrameworkQueue)
+	if _, err := m.Subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "big"}}), fwOut); err != nil {
 		t.Fatal(err)
 	}
 	m.allocate()
 	seen := map[string]bool{}
 	events := 0
-	for _, ev := range fwOut.take() {
-		made, ok := ev.(*offersMade)
+	for _, ev := range fwOut.Take() {
+		made, ok := ev.(*OffersMade)
 		if !ok {
 			continue
 		}

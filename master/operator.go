@@ -19,9 +19,9 @@ func (m *Master) State() State {
 	// Every list is [] in JSON, never null, when empty (clients index
 	// them without a nil check).
 	st := State{StartedAt: m.started, Quota: map[string]QuotaState{}, Weights: map[string]float64{},
-		Agents: []AgentState{}, Frameworks: []FrameworkState{}, Tasks: []TaskState{}, Offers: []OfferState{},
+		Agents: []AgentState{}, Frameworks: []FrameworkState{}, Tasks: []api.TaskState{}, Offers: []OfferState{},
 		Roles: []RoleState{}, Shares: []FrameworkShareState{}, Demands: []DemandState{},
-		CompletedTasks: make([]TaskState, 0, len(m.completed.tasks)), CompletedFrameworks: make([]FrameworkState, 0, len(m.completed.frameworks))}
+		CompletedTasks: make([]api.TaskState, 0, len(m.completed.tasks)), CompletedFrameworks: make([]FrameworkState, 0, len(m.completed.frameworks))}
 	for _, ag := range m.agents {
 		st.Agents = append(st.Agents, AgentState{ID: ag.id, Hostname: ag.hostname, Principal: ag.principal, Resources: ag.total.String(), Revocable: ag.revocable.String(),
 			RevocableInUse: ag.revInUse.String(), Reserved: m.reservations[ag.id].String(), Connected: ag.out != nil, Unreachable: ag.unreachable, Tasks: len(ag.tasks),

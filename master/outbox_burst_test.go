@@ -22,26 +22,26 @@ func TestLaunchBurstKeepsAgentStream(t *testing.T) {
 	}
 	ctx, endStream := context.WithCancel(context.Background())
 	t.Cleanup(endStream)
-	agOut := newOutbox[toAgent](endStream, agentQueue) // nothing drains it
+	agOut := NewOutbox[ToAgent](endStream, AgentQueue) // nothing drains it
 	if _, _, err := m.registerAgent(registrationFromPB(&pb.Register{Hostname: "h", Resources: "cpus:64;mem:65536"}), "", agOut); err != nil {
 		t.Fatal(err)
 	}
-	fw, offer := subscribeAndOffer(t, m, newOutbox[toFramework](func() {}, frameworkQueue))
+	fw, offer := subscribeAndOffer(t, m, NewOutbox[ToFramework](func() {}, FrameworkQueue))
 	const n = 1000
 	tasks := make([]*pb.TaskInfo, n)
 	for i := range tasks {
 		tasks[i] = &pb.TaskInfo{TaskId: fmt.Sprintf("t%04d", i), Resources: "cpus:0.01;mem:32", Command: []string{"true"}}
 	}
-	if err := m.accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: []string{offer},
+	if err := m.Accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: []string{offer},
 		Operations: []*pb.Operation{{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: tasks}}}}})); err != nil {
 		t.Fatal(err)
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("the agent's stream was ended by a burst of %d RunTasks: %v", n, agOut.closeCause())
+		t.Fatalf("the agent's stream was ended by a burst of %d RunTasks: %v", n, agOut.CloseCause())
 	}
 	runs := 0
-	for _, msg := range agOut.take() {
-		if _, ok := msg.(*runTask); ok {
+	for _, msg := range agOut.Take() {
+		if _, ok := msg.(*RunTask); ok {
 			runs++
 		}
 	}

@@ -14,7 +14,7 @@ import (
 func TestOutbox(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	o := newOutbox[int](cancel, 3)
+	o := NewOutbox[int](cancel, 3)
 	for i := 1; i <= 3; i++ {
 		if !o.send(i) {
 			t.Fatalf("send %d refused below the limit", i)
@@ -25,10 +25,10 @@ func TestOutbox(t *testing.T) {
 	default:
 		t.Fatal("ready not signalled after sends")
 	}
-	if got := o.take(); len(got) != 3 || got[0] != 1 || got[2] != 3 {
+	if got := o.Take(); len(got) != 3 || got[0] != 1 || got[2] != 3 {
 		t.Fatalf("take = %v, want [1 2 3]", got)
 	}
-	if got := o.take(); len(got) != 0 {
+	if got := o.Take(); len(got) != 0 {
 		t.Fatalf("second take = %v, want empty", got)
 	}
 	if ctx.Err() != nil {
@@ -43,7 +43,7 @@ func TestOutbox(t *testing.T) {
 	if ctx.Err() == nil {
 		t.Fatal("a queue past its limit did not end the stream")
 	}
-	var none *outbox[int]
+	var none *Outbox[int]
 	if none.send(1) {
 		t.Fatal("nil outbox accepted a message")
 	}
@@ -56,14 +56,14 @@ func TestOutbox(t *testing.T) {
 func TestOutboxDrain(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	o := newOutbox[int](cancel, 1000)
+	o := NewOutbox[int](cancel, 1000)
 	var (
 		mu      sync.Mutex
 		got     []int
 		calls   int
 		running atomic.Int32
 	)
-	o.startDrain(func(batch []int) error {
+	o.StartDrain(func(batch []int) error {
 		if running.Add(1) != 1 {
 			t.Error("two drain calls at once")
 		}
@@ -101,7 +101,7 @@ func TestOutboxDrain(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	o.stopDrain()
+	o.StopDrain()
 	mu.Lock()
 	for i, v := range got {
 		if v != i {
@@ -122,13 +122,13 @@ func TestOutboxDrain(t *testing.T) {
 
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
-	failing := newOutbox[int](cancel2, 10)
-	failing.startDrain(func([]int) error { return errors.New("broken stream") })
+	failing := NewOutbox[int](cancel2, 10)
+	failing.StartDrain(func([]int) error { return errors.New("broken stream") })
 	failing.send(1)
 	select {
 	case <-ctx2.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("a drain error did not end the stream")
 	}
-	failing.stopDrain()
+	failing.StopDrain()
 }

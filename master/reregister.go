@@ -55,13 +55,13 @@ func (m *Master) answerDeferredLocked() {
 		if f == nil {
 			continue
 		}
-		var answers []toFramework
+		var answers []ToFramework
 		for id := range ids {
 			if f.tasks[id] == nil {
 				m.answerLostLocked(fw, id)
-				answers = append(answers, &taskStatus{taskID: id, frameworkID: fw, state: taskLost, reason: ReasonReconciliation,
-					message:           "unknown task: no agent reported it after the master's start or failover",
-					timestampUnixNano: time.Now().UnixNano()})
+				answers = append(answers, &TaskStatus{TaskID: id, FrameworkID: fw, State: TaskLost, Reason: ReasonReconciliation,
+					Message:           "unknown task: no agent reported it after the master's start or failover",
+					TimestampUnixNano: time.Now().UnixNano()})
 			}
 		}
 		if len(answers) > 0 {

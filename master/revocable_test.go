@@ -15,7 +15,7 @@ type revocableRig struct {
 	t      *testing.T
 	m      *Master
 	agent  string
-	agConn *outbox[toAgent]
+	agConn *Outbox[ToAgent]
 	fw     string
 }
 
@@ -27,12 +27,12 @@ func newRevocableRig(t *testing.T, estimate string) *revocableRig {
 	}
 	_, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	r := &revocableRig{t: t, m: m, agConn: newOutbox[toAgent](cancel, agentQueue)}
+	r := &revocableRig{t: t, m: m, agConn: NewOutbox[ToAgent](cancel, AgentQueue)}
 	r.agent, _, err = m.registerAgent(registrationFromPB(&pb.Register{Hostname: "h", Resources: "cpus:4;mem:4096", Revocable: estimate}), "", r.agConn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.fw, err = m.subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "be", Revocable: true}}), newOutbox[toFramework](cancel, frameworkQueue))
+	r.fw, err = m.Subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "be", Revocable: true}}), NewOutbox[ToFramework](cancel, FrameworkQueue))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func newRevocableRig(t *testing.T, estimate string) *revocableRig {
 
 // estimate sends the agent's new free revocable estimate.
 func (r *revocableRig) estimate(rev string) {
-	r.m.agentMessage(r.agent, r.agConn, agentMessageFromPB(&pb.AgentMessage{Msg: &pb.AgentMessage_Oversubscribed{Oversubscribed: &pb.Oversubscribed{Revocable: rev}}}))
+	r.m.AgentMessage(r.agent, r.agConn, agentMessageFromPB(&pb.AgentMessage{Msg: &pb.AgentMessage_Oversubscribed{Oversubscribed: &pb.Oversubscribed{Revocable: rev}}}))
 }
 
 // outstanding is the revocable part of every outstanding offer.
@@ -90,7 +90,7 @@ func (r *revocableRig) launchRevocable() {
 	if len(offers) != 1 || rev.Scalar(resources.CPUs) != resources.FromInt(8) {
 		r.t.Fatalf("first cycle: %d offers with revocable %v, want one with cpus{REV}:8", len(offers), rev)
 	}
-	err := r.m.accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: r.fw, OfferIds: []string{offers[0].id}, Filters: &pb.Filters{RefuseSeconds: 0},
+	err := r.m.Accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: r.fw, OfferIds: []string{offers[0].id}, Filters: &pb.Filters{RefuseSeconds: 0},
 		Operations: []*pb.Operation{{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: []*pb.TaskInfo{
 			{TaskId: "rev", Resources: "cpus{REV}:3", Command: []string{"true"}}}}}}}}))
 	if err != nil {
@@ -177,15 +177,15 @@ func TestRevocableTasksAtRegistration(t *testing.T) {
 	}
 	_, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	r := &revocableRig{t: t, m: m, agConn: newOutbox[toAgent](cancel, agentQueue), fw: "fw-1"}
+	r := &revocableRig{t: t, m: m, agConn: NewOutbox[ToAgent](cancel, AgentQueue), fw: "fw-1"}
 	r.agent, _, err = m.registerAgent(registrationFromPB(&pb.Register{Hostname: "h", Resources: "cpus:4;mem:4096", Revocable: "cpus{REV}:1",
 		Tasks: []*pb.TaskSnapshot{{State: pb.TaskState_TASK_RUNNING, Task: &pb.TaskInfo{
 			TaskId: "rev", FrameworkId: r.fw, Resources: "cpus{REV}:3;mem{REV}:64", Command: []string{"true"}}}}}), "", r.agConn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Id: r.fw, Name: "be", Revocable: true}}),
-		newOutbox[toFramework](cancel, frameworkQueue)); err != nil {
+	if _, err := m.Subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Id: r.fw, Name: "be", Revocable: true}}),
+		NewOutbox[ToFramework](cancel, FrameworkQueue)); err != nil {
 		t.Fatal(err)
 	}
 	r.checkLedger()
@@ -199,7 +199,7 @@ func TestRevocableTasksAtRegistration(t *testing.T) {
 // estimateInUse sends an estimate with what revocable containers held
 // when the agent computed it.
 func (r *revocableRig) estimateInUse(rev, inUse string) {
-	r.m.agentMessage(r.agent, r.agConn, agentMessageFromPB(&pb.AgentMessage{Msg: &pb.AgentMessage_Oversubscribed{Oversubscribed: &pb.Oversubscribed{
+	r.m.AgentMessage(r.agent, r.agConn, agentMessageFromPB(&pb.AgentMessage{Msg: &pb.AgentMessage_Oversubscribed{Oversubscribed: &pb.Oversubscribed{
 		Revocable: rev, RevocableInUse: inUse, RevocableInUseSet: true}}}))
 }
 
@@ -221,7 +221,7 @@ func TestRevocableEstimateRacesTaskEnd(t *testing.T) {
 	// The task ends; the agent's next estimate is out before its update.
 	r.estimateInUse("cpus{REV}:8", "")
 	r.m.allocate()
-	r.m.agentMessage(r.agent, r.agConn, agentMessageFromPB(&pb.AgentMessage{Msg: &pb.AgentMessage_Status{Status: &pb.TaskStatus{
+	r.m.AgentMessage(r.agent, r.agConn, agentMessageFromPB(&pb.AgentMessage{Msg: &pb.AgentMessage_Status{Status: &pb.TaskStatus{
 		TaskId: "rev", AgentId: r.agent, FrameworkId: r.fw, State: pb.TaskState_TASK_FINISHED, Uuid: "u1"}}}))
 	r.m.allocate()
 	r.checkLedger()

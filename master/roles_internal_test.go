@@ -20,7 +20,7 @@ func TestRegisterAgentRoleLimit(t *testing.T) {
 	}
 	long := strings.Repeat("r", MaxRoleBytes+1)
 	reg := &pb.Register{Hostname: "h", Resources: "cpus:3;mem:1024;cpus(" + long + "):1"}
-	_, _, err = m.registerAgent(registrationFromPB(reg), "", newOutbox[toAgent](func() {}, agentQueue))
+	_, _, err = m.registerAgent(registrationFromPB(reg), "", NewOutbox[ToAgent](func() {}, AgentQueue))
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "255-byte limit") {
 		t.Fatalf("register an agent with a long role: %.200v, want ErrInvalid naming the limit", err)
 	}

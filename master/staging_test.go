@@ -23,13 +23,13 @@ func TestUnseenStagingGoesLost(t *testing.T) {
 	_, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	reg := &pb.Register{Hostname: "h", Resources: "cpus:4;mem:4096"}
-	agent, _, err := m.registerAgent(registrationFromPB(reg), "", newOutbox[toAgent](cancel, agentQueue))
+	agent, _, err := m.registerAgent(registrationFromPB(reg), "", NewOutbox[ToAgent](cancel, AgentQueue))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fwOut := newOutbox[toFramework](cancel, frameworkQueue)
+	fwOut := NewOutbox[ToFramework](cancel, FrameworkQueue)
 	fw, offer := subscribeAndOffer(t, m, fwOut)
-	if err := m.accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: []string{offer}, Filters: &pb.Filters{RefuseSeconds: 0},
+	if err := m.Accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: []string{offer}, Filters: &pb.Filters{RefuseSeconds: 0},
 		Operations: []*pb.Operation{{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: []*pb.TaskInfo{
 			{TaskId: "t1", Resources: "cpus:3;mem:64", Command: []string{"true"}}}}}}}})); err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestUnseenStagingGoesLost(t *testing.T) {
 	}
 	// The agent comes back on a new stream without the task.
 	reg.AgentId = agent
-	if _, _, err := m.registerAgent(registrationFromPB(reg), "", newOutbox[toAgent](cancel, agentQueue)); err != nil {
+	if _, _, err := m.registerAgent(registrationFromPB(reg), "", NewOutbox[ToAgent](cancel, AgentQueue)); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
@@ -63,20 +63,20 @@ func TestUnseenStagingGoesLost(t *testing.T) {
 	if got := state(); got != "gone" {
 		t.Fatalf("after the grace: %s, want forgotten", got)
 	}
-	var lost *taskStatus
-	for _, ev := range fwOut.take() {
-		if st, ok := ev.(*taskStatus); ok && st.taskID == "t1" {
+	var lost *TaskStatus
+	for _, ev := range fwOut.Take() {
+		if st, ok := ev.(*TaskStatus); ok && st.TaskID == "t1" {
 			lost = st
 		}
 	}
-	if lost == nil || lost.state != taskLost || lost.reason != ReasonUnknownOnAgent {
+	if lost == nil || lost.State != TaskLost || lost.Reason != ReasonUnknownOnAgent {
 		t.Fatalf("framework got %+v, want LOST %s", lost, ReasonUnknownOnAgent)
 	}
 	// Its cpus are free again: the next cycle offers all 4.
 	m.allocate()
 	var offered resources.Value
-	for _, ev := range fwOut.take() {
-		if made, ok := ev.(*offersMade); ok {
+	for _, ev := range fwOut.Take() {
+		if made, ok := ev.(*OffersMade); ok {
 			for _, o := range made.offers {
 				offered += o.res.Scalar(resources.CPUs)
 			}
@@ -89,15 +89,15 @@ func TestUnseenStagingGoesLost(t *testing.T) {
 
 // subscribeAndOffer subscribes a framework "f" with outbox c, runs an
 // allocation cycle and returns the framework's ID and its first offer.
-func subscribeAndOffer(t *testing.T, m *Master, c *outbox[toFramework]) (fw, offer string) {
+func subscribeAndOffer(t *testing.T, m *Master, c *Outbox[ToFramework]) (fw, offer string) {
 	t.Helper()
-	fw, err := m.subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}}), c)
+	fw, err := m.Subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}}), c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.allocate()
-	for _, ev := range c.take() {
-		if made, ok := ev.(*offersMade); ok && offer == "" {
+	for _, ev := range c.Take() {
+		if made, ok := ev.(*OffersMade); ok && offer == "" {
 			offer = made.offers[0].id
 		}
 	}

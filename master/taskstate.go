@@ -2,35 +2,35 @@ package master
 
 import "strconv"
 
-// taskState is a task's state as the domain keeps it. Its numbers are
+// TaskState is a task's state as the domain keeps it. Its numbers are
 // those of masterlinkpb.TaskState, the vocabulary agents and frameworks
 // speak, so that convert.go converts by number; TestTaskStateMatchesPB
 // checks names, numbers and terminal states against the proto.
-type taskState int32
+type TaskState int32
 
 const (
-	taskUnknown taskState = iota
-	taskStaging
-	taskStarting
-	taskRunning
-	taskFinished
-	taskFailed
-	taskKilled
-	taskLost
-	taskGone
-	taskKilling
-	taskError
+	TaskUnknown TaskState = iota
+	TaskStaging
+	TaskStarting
+	TaskRunning
+	TaskFinished
+	TaskFailed
+	TaskKilled
+	TaskLost
+	TaskGone
+	TaskKilling
+	TaskError
 )
 
 var taskStateNames = [...]string{
-	taskUnknown: "UNKNOWN", taskStaging: "STAGING", taskStarting: "STARTING", taskRunning: "RUNNING",
-	taskFinished: "FINISHED", taskFailed: "FAILED", taskKilled: "KILLED", taskLost: "LOST",
-	taskGone: "GONE", taskKilling: "KILLING", taskError: "ERROR",
+	TaskUnknown: "UNKNOWN", TaskStaging: "STAGING", TaskStarting: "STARTING", TaskRunning: "RUNNING",
+	TaskFinished: "FINISHED", TaskFailed: "FAILED", TaskKilled: "KILLED", TaskLost: "LOST",
+	TaskGone: "GONE", TaskKilling: "KILLING", TaskError: "ERROR",
 }
 
 // String is the state's short name ("RUNNING"), as State shows it; the
 // number for a state this master does not know.
-func (s taskState) String() string {
+func (s TaskState) String() string {
 	if s >= 0 && int(s) < len(taskStateNames) {
 		return taskStateNames[s]
 	}
@@ -38,9 +38,9 @@ func (s taskState) String() string {
 }
 
 // terminal reports whether a task in state s has ended.
-func (s taskState) terminal() bool {
+func (s TaskState) terminal() bool {
 	switch s {
-	case taskFinished, taskFailed, taskKilled, taskLost, taskGone, taskError:
+	case TaskFinished, TaskFailed, TaskKilled, TaskLost, TaskGone, TaskError:
 		return true
 	}
 	return false

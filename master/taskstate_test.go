@@ -26,7 +26,7 @@ func TestTaskStateMatchesPB(t *testing.T) {
 			t.Errorf("%s: round trip gives %s", name, back)
 		}
 	}
-	if got := taskState(99).String(); got != "99" {
+	if got := TaskState(99).String(); got != "99" {
 		t.Errorf("unknown state: %q", got)
 	}
 }

@@ -56,7 +56,7 @@ func (m *Master) UpdateTask(frameworkID, id, resourcesText string, offerIDs []st
 		}
 		return fmt.Errorf("update task %q: unknown task: %w", id, ErrNotFound)
 	}
-	if t.state != taskRunning && t.state != taskStarting {
+	if t.state != TaskRunning && t.state != TaskStarting {
 		return fmt.Errorf("update task %s: task is %s, not RUNNING or STARTING: %w", id, t.state, ErrConflict)
 	}
 	if t.pending != nil {
@@ -142,7 +142,7 @@ func (m *Master) UpdateTask(frameworkID, id, resourcesText string, offerIDs []st
 }
 
 func (m *Master) sendResizeLocked(ag *agentEntry, t *taskEntry) {
-	ag.out.send(&resizeTask{taskID: t.info.id, framework: t.fw, res: t.pending.res})
+	ag.out.send(&ResizeTask{TaskID: t.info.ID, FrameworkID: t.fw, Resources: t.pending.res})
 }
 
 // kindKey identifies a resource's kind: everything but its amount.
@@ -196,20 +196,20 @@ func sameKinds(cur, want resources.Resources) error {
 // status with reason RESOURCES_UPDATED or RESOURCES_UPDATE_FAILED) before
 // the status goes to the framework. Retries of an answer already applied
 // are ignored.
-func (m *Master) resizeStatusLocked(ag *agentEntry, t *taskEntry, st *taskStatus) {
-	if st.uuid != "" {
-		if st.uuid == t.resizeUUID {
+func (m *Master) resizeStatusLocked(ag *agentEntry, t *taskEntry, st *TaskStatus) {
+	if st.UUID != "" {
+		if st.UUID == t.resizeUUID {
 			return
 		}
-		t.resizeUUID = st.uuid
+		t.resizeUUID = st.UUID
 	}
 	p := t.pending
 	zero := time.Duration(0)
-	switch st.reason {
+	switch st.Reason {
 	case reasonResourcesUpdated:
-		res, err := resources.Parse(st.resources)
+		res, err := resources.Parse(st.Resources)
 		if err != nil || res.IsEmpty() {
-			m.log.Warn("resource update confirmation without valid resources", "task", t.info.id, "resources", st.resources, "err", err)
+			m.log.Warn("resource update confirmation without valid resources", "task", t.info.ID, "resources", st.Resources, "err", err)
 			return
 		}
 		switch {
@@ -218,11 +218,11 @@ func (m *Master) resizeStatusLocked(ag *agentEntry, t *taskEntry, st *taskStatus
 			t.setResources(res)
 			if !p.shrink.IsEmpty() && ag.inAllocator {
 				if err := m.alloc.RecoverRole(t.fw, t.role, t.agent, p.shrink, &zero); err != nil {
-					m.log.Warn("recover shrunk task resources", "task", t.info.id, "err", err)
+					m.log.Warn("recover shrunk task resources", "task", t.info.ID, "err", err)
 				}
 				m.trigger()
 			}
-			m.log.Info("task resources updated", "task", t.info.id, "resources", res.String())
+			m.log.Info("task resources updated", "task", t.info.ID, "resources", res.String())
 		case res.Equal(t.res):
 			// Already known (the agent re-registered with it).
 		default:
@@ -230,7 +230,7 @@ func (m *Master) resizeStatusLocked(ag *agentEntry, t *taskEntry, st *taskStatus
 			// from before a restart): the agent's report wins, and the
 			// agent's usage is rebuilt from its tasks.
 			m.log.Warn("task resized to unexpected resources; resyncing the agent's allocation",
-				"task", t.info.id, "resources", res.String(), "expected", t.res.String())
+				"task", t.info.ID, "resources", res.String(), "expected", t.res.String())
 			t.setResources(res)
 			m.resyncAgentLocked(ag)
 		}
@@ -241,11 +241,11 @@ func (m *Master) resizeStatusLocked(ag *agentEntry, t *taskEntry, st *taskStatus
 		t.pending = nil
 		if !p.grow.IsEmpty() && ag.inAllocator {
 			if err := m.alloc.RecoverRole(t.fw, p.growRole, t.agent, p.grow, &zero); err != nil {
-				m.log.Warn("recover growth of a failed update", "task", t.info.id, "err", err)
+				m.log.Warn("recover growth of a failed update", "task", t.info.ID, "err", err)
 			}
 			m.trigger()
 		}
-		m.log.Warn("task resource update failed", "task", t.info.id, "message", st.message)
+		m.log.Warn("task resource update failed", "task", t.info.ID, "message", st.Message)
 	}
 }
 

@@ -3,6 +3,7 @@ package master_test
 import (
 	"context"
 	"errors"
+	"github.com/brimnode/brim/master/api"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,7 +88,7 @@ func (f *framework) offerOn(t *testing.T, agent string) *pb.Offer {
 }
 
 // taskOf is task id in State.
-func taskOf(t *testing.T, st master.State, id string) master.TaskState {
+func taskOf(t *testing.T, st master.State, id string) api.TaskState {
 	t.Helper()
 	for _, ts := range st.Tasks {
 		if ts.ID == id {
@@ -95,7 +96,7 @@ func taskOf(t *testing.T, st master.State, id string) master.TaskState {
 		}
 	}
 	t.Fatalf("task %s not in state: %+v", id, st.Tasks)
-	return master.TaskState{}
+	return api.TaskState{}
 }
 
 // checkAccounting checks, on one snapshot, that the allocator holds for

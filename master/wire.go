@@ -12,8 +12,6 @@ type (
 	AgentState = api.AgentState
 	// FrameworkState is one framework in State.
 	FrameworkState = api.FrameworkState
-	// TaskState is one task in State.
-	TaskState = api.TaskState
 	// OfferState is one outstanding offer in State.
 	OfferState = api.OfferState
 	// RoleState is a role's DRF share in State.
