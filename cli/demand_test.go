@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/master/transport"
 )
 
 // TestDemandCommands: brim demand against a master's HTTP API: bad input
@@ -22,7 +23,7 @@ func TestDemandCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(m.HTTPHandler(nil))
+	srv := httptest.NewServer(transport.New(m, transport.Options{}).Handler())
 	t.Cleanup(srv.Close)
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	run := func(args ...string) (string, error) {

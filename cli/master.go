@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/brimnode/brim/client"
-	"github.com/brimnode/brim/master/etcdstore"
+	"github.com/brimnode/brim/master/discovery"
 )
 
 // DefaultMaster is the master's address when --master is not given, and
@@ -85,7 +85,7 @@ func FrameworkSecret(principal, secret, secretFile string) (string, error) {
 
 // ResolveMasters turns a --master value of the form
 // etcd://HOST:2379[,…]/PREFIX into the list of the masters campaigning
-// there, the leader first (etcdstore.Discover), and returns the
+// there, the leader first (discovery.Discover), and returns the
 // discovery itself for clients that live long enough to need it again
 // (agents, frameworks: masterlink and scheduler Options.Discover). Any
 // other value is returned as it is, with a nil discovery. TLS and
@@ -95,25 +95,25 @@ func ResolveMasters(ctx context.Context, master string) (string, func(context.Co
 	if !strings.HasPrefix(master, "etcd://") {
 		return master, nil, nil
 	}
-	endpoints, prefix, err := etcdstore.ParseURL(master)
+	endpoints, prefix, err := discovery.ParseURL(master)
 	if err != nil {
 		return "", nil, ExitError{Code: 2, Msg: "--master " + err.Error()}
 	}
-	tlsCfg, err := etcdstore.LoadTLS(os.Getenv("BRIM_ETCD_CA"), os.Getenv("BRIM_ETCD_CERT"), os.Getenv("BRIM_ETCD_KEY"))
+	tlsCfg, err := discovery.LoadTLS(os.Getenv("BRIM_ETCD_CA"), os.Getenv("BRIM_ETCD_CERT"), os.Getenv("BRIM_ETCD_KEY"))
 	if err != nil {
 		return "", nil, ExitError{Code: 2, Msg: "BRIM_ETCD_…: " + err.Error()}
 	}
-	cfg := etcdstore.Config{Endpoints: endpoints, Prefix: prefix, TLS: tlsCfg}
+	cfg := discovery.Config{Endpoints: endpoints, Prefix: prefix, TLS: tlsCfg}
 	if user, file := os.Getenv("BRIM_ETCD_USER"), os.Getenv("BRIM_ETCD_PASSWORD_FILE"); user != "" || file != "" {
 		if user == "" || file == "" {
 			return "", nil, ExitError{Code: 2, Msg: "BRIM_ETCD_USER and BRIM_ETCD_PASSWORD_FILE go together"}
 		}
-		if cfg.Password, err = etcdstore.ReadPassword(file); err != nil {
+		if cfg.Password, err = discovery.ReadPassword(file); err != nil {
 			return "", nil, ExitError{Code: 2, Msg: err.Error()}
 		}
 		cfg.Username = user
 	}
-	discover := func(ctx context.Context) ([]string, error) { return etcdstore.Discover(ctx, cfg) }
+	discover := func(ctx context.Context) ([]string, error) { return discovery.Discover(ctx, cfg) }
 	addrs, err := discover(ctx)
 	if err != nil {
 		return "", nil, ExitError{Code: 1, Msg: fmt.Sprintf("--master %s: %v", master, err)}

@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	"github.com/brimnode/brim/client"
-	"github.com/brimnode/brim/master"
 	"github.com/brimnode/brim/master/api"
+	"github.com/brimnode/brim/master/transport"
 	"google.golang.org/grpc"
 )
 
@@ -123,12 +123,12 @@ func TestClientTLSWithoutCA(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- (&master.Server{GRPC: grpc.NewServer(), HTTP: &fakeMaster{}}).Serve(ctx, tls.NewListener(l, srv.TLS.Clone()))
+		done <- (&transport.Server{GRPC: grpc.NewServer(), HTTP: &fakeMaster{}}).Serve(ctx, tls.NewListener(l, srv.TLS.Clone()))
 	}()
 	defer func() { cancel(); <-done }()
 	pool := x509.NewCertPool()
 	pool.AddCert(srv.Certificate())
-	for name, addr := range map[string]string{"net/http": strings.TrimPrefix(srv.URL, "https://"), "master.Server": l.Addr().String()} {
+	for name, addr := range map[string]string{"net/http": strings.TrimPrefix(srv.URL, "https://"), "transport.Server": l.Addr().String()} {
 		_, err := newClient(t, client.Config{Master: addr}).State(context.Background())
 		if !errors.Is(err, client.ErrUnreachable) || !errors.Is(err, client.ErrServesTLS) {
 			t.Errorf("%s: plain client of a TLS master: %v", name, err)

@@ -20,12 +20,12 @@ const (
 	OpUnreserve
 )
 
-// Operation is one Operation of an ACCEPT, in domain terms (convert.go
-// builds it from the protobuf).
+// Operation is one operation of an ACCEPT, in domain terms (the
+// transport builds it from the protobuf).
 type Operation struct {
 	Kind      OpKind
-	Tasks     []TaskSpec // opLaunch
-	Resources string     // opReserve, opUnreserve: the text the framework sent
+	Tasks     []TaskSpec // OpLaunch
+	Resources string     // OpReserve, OpUnreserve: the text the framework sent
 }
 
 // TaskSpec is a task a LAUNCH asks for: its description and resources as
@@ -41,6 +41,11 @@ type AcceptRequest struct {
 	OfferIDs    []string
 	Operations  []Operation
 	Refuse      *time.Duration // filter for what the operations leave; nil: default
+	// MayRunAsRoot says whether the caller may run tasks as root for a
+	// role (the run_as_root ACL; an error wrapping ErrForbidden says why
+	// not). The transport, which authenticated the caller, sets it; nil:
+	// nobody may.
+	MayRunAsRoot func(role string) error
 }
 
 // acceptView is what planAccept reads of the master's state. The Master
@@ -200,7 +205,7 @@ func (p *acceptPlan) planLaunch(v acceptView, tasks []TaskSpec, ids map[string]b
 			// Refused on its own, as Mesos does with TASK_ERROR: the
 			// resources go back with the rest of the offers.
 			p.unused[role] = p.unused[role].Add(res)
-			p.refused = append(p.refused, refusedTask{id: id, reason: reasonTaskUnauthorized,
+			p.refused = append(p.refused, refusedTask{id: id, reason: ReasonTaskUnauthorized,
 				message: fmt.Sprintf("task %s runs as user %q, which needs run_as_root: %v", id, ts.Info.User, rootErr)})
 			continue
 		}
@@ -276,14 +281,8 @@ func (m *Master) Accept(req AcceptRequest) error {
 			ag := m.agents[id]
 			return ag != nil && ag.out != nil
 		},
-		taskExists: func(id string) bool { return m.tasks[id] != nil },
-		mayRunAsRoot: func(role string) error {
-			a, f := m.authorizer(), m.frameworks[req.FrameworkID]
-			if a == nil {
-				return fmt.Errorf("the master has no ACLs (--credentials, --acls with a run_as_root rule): %w", ErrForbidden)
-			}
-			return a.Authorize(f.principal, ActionRunAsRoot, role)
-		},
+		taskExists:   func(id string) bool { return m.tasks[id] != nil },
+		mayRunAsRoot: req.MayRunAsRoot,
 	}, req)
 	if err != nil {
 		return err
@@ -323,7 +322,7 @@ func (m *Master) applyAcceptLocked(p acceptPlan) {
 		m.setTaskStatusLocked(t, &TaskStatus{TaskID: t.info.ID, AgentID: p.agent, FrameworkID: f.id, State: TaskStaging})
 		ag.out.send(&RunTask{Info: t.info, FrameworkID: t.fw, AgentID: t.agent, Resources: t.res, RunAsRoot: l.runAsRoot, Lent: m.lentLaunchLocked(ag, t.res)})
 		m.cycles.launches++
-		m.metrics.launches.Inc()
+		m.metrics.launches++
 	}
 	for _, r := range p.refused {
 		m.log.Info("task refused", "task", r.id, "framework", f.id, "reason", r.reason, "message", r.message)

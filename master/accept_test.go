@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/internal/speclimit"
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 )
 
@@ -37,6 +36,9 @@ func launchOf(tasks ...TaskSpec) Operation { return Operation{Kind: OpLaunch, Ta
 func task(id, res string) TaskSpec {
 	return TaskSpec{Info: TaskInfo{ID: id, Command: []string{"true"}}, Resources: res}
 }
+
+// refusing is a refusal filter of d (ACCEPT, DECLINE).
+func refusing(d time.Duration) *time.Duration { return &d }
 
 func accept(ops []Operation, offers ...string) AcceptRequest {
 	return AcceptRequest{FrameworkID: "fw", OfferIDs: offers, Operations: ops}
@@ -212,48 +214,6 @@ func TestPlanAcceptPlans(t *testing.T) {
 	}
 }
 
-func TestAcceptRequestFromPB(t *testing.T) {
-	req := acceptRequestFromPB(&pb.AcceptRequest{
-		FrameworkId: "fw", OfferIds: []string{"o1"}, Filters: &pb.Filters{RefuseSeconds: 2},
-		Operations: []*pb.Operation{
-			{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: []*pb.TaskInfo{
-				{TaskId: "t1", Name: "n", Resources: "cpus:1", Command: []string{"true"}, Env: []string{"A=1"}, Labels: map[string]string{"k": "v"},
-					Image: "registry.example.com/app:1", ImagePull: "always", ImageReadWrite: true},
-			}}}},
-			{Op: &pb.Operation_Reserve_{Reserve: &pb.Operation_Reserve{Resources: "cpus(ads,ops):1"}}},
-			{Op: &pb.Operation_Unreserve_{Unreserve: &pb.Operation_Unreserve{Resources: "cpus(ads,ops):1"}}},
-			{},
-		},
-	})
-	if req.FrameworkID != "fw" || len(req.OfferIDs) != 1 || req.Refuse == nil || *req.Refuse != 2*time.Second {
-		t.Fatalf("request %+v", req)
-	}
-	if len(req.Operations) != 4 {
-		t.Fatalf("%d operations, want 4", len(req.Operations))
-	}
-	l := req.Operations[0]
-	if l.Kind != OpLaunch || len(l.Tasks) != 1 || l.Tasks[0].Resources != "cpus:1" {
-		t.Fatalf("launch %+v", l)
-	}
-	if ti := l.Tasks[0].Info; ti.ID != "t1" || ti.Name != "n" || ti.Command[0] != "true" || ti.Env[0] != "A=1" || ti.Labels["k"] != "v" {
-		t.Errorf("task info %+v", ti)
-	}
-	if req.Operations[1].Kind != OpReserve || req.Operations[1].Resources != "cpus(ads,ops):1" || req.Operations[2].Kind != OpUnreserve {
-		t.Errorf("reserve/unreserve %+v %+v", req.Operations[1], req.Operations[2])
-	}
-	if req.Operations[3].Kind != OpUnknown {
-		t.Errorf("an empty operation is %v, want opUnknown", req.Operations[3].Kind)
-	}
-	// What the agent gets back is the task as described, with the master's fields.
-	back := taskInfoToPB(&RunTask{Info: l.Tasks[0].Info, FrameworkID: "fw", AgentID: "a1", Resources: resources.MustParse("cpus:1")})
-	if back.TaskId != "t1" || back.FrameworkId != "fw" || back.AgentId != "a1" || back.Resources != "cpus:1" || back.Labels["k"] != "v" {
-		t.Errorf("task info to the agent %v", back)
-	}
-	if back.Image != "registry.example.com/app:1" || back.ImagePull != "always" || !back.ImageReadWrite {
-		t.Errorf("the task's image did not pass through: %v", back)
-	}
-}
-
 // A root task needs the run_as_root ACL for the role its resources come
 // from: without it the task alone is refused (TASK_ERROR) and its
 // resources go back; with it, or in a user namespace, it launches.
@@ -299,8 +259,8 @@ func TestPlanAcceptRunAsRoot(t *testing.T) {
 					t.Fatalf("launches %+v refused %+v, want one refused", p.launches, p.refused)
 				}
 				r := p.refused[0]
-				if r.id != "t1" || r.reason != pb.ReasonTaskUnauthorized || !strings.Contains(r.message, "run_as_root") {
-					t.Errorf("refused %+v: want t1, %s, a message naming run_as_root", r, pb.ReasonTaskUnauthorized)
+				if r.id != "t1" || r.reason != ReasonTaskUnauthorized || !strings.Contains(r.message, "run_as_root") {
+					t.Errorf("refused %+v: want t1, %s, a message naming run_as_root", r, ReasonTaskUnauthorized)
 				}
 				return
 			}

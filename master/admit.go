@@ -38,6 +38,9 @@ type admission struct {
 // newAdmission admits up to slots registrations at once, each holding
 // its slot for at most wait before the registration arrived.
 func newAdmission(slots int, wait time.Duration) *admission {
+	if slots <= 0 {
+		slots = registrationSlots()
+	}
 	return &admission{slots: make(chan struct{}, slots), wait: wait}
 }
 

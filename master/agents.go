@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -216,6 +217,38 @@ func (m *Master) registerAgentInRegistry(reg *Registration, principal string, c 
 	return id, kill, persist, nil
 }
 
+// agentPrincipalLocked returns the principal to record for agent id
+// registering as principal: principal itself, or without one (agent
+// authentication off) the principal id registered with before, which an
+// agent ID keeps. With agent authentication on, an ID known (live, or from
+// the store) with another principal is refused; an ID known without one
+// (registered before authentication was turned on) takes the new one.
+func (m *Master) agentPrincipalLocked(id, principal string) (string, error) {
+	owner := m.knownAgents[id].Principal
+	if ag := m.agents[id]; ag != nil && ag.principal != "" {
+		owner = ag.principal
+	}
+	if principal == "" {
+		return owner, nil
+	}
+	if owner != "" && owner != principal {
+		return "", fmt.Errorf("register agent: principal %q may not register agent %s, registered by principal %q: %w", principal, id, owner, ErrForbidden)
+	}
+	return principal, nil
+}
+
+// AdmitRegistration waits for a registration slot (or ctx's end) for an
+// agent stream about to receive its registration (admit.go); the
+// stream's handler calls the Ticket's Received once the registration is
+// in and Release when RegisterAgent returned.
+func (m *Master) AdmitRegistration(ctx context.Context) (*Ticket, error) {
+	return m.admission.admit(ctx)
+}
+
+// HeartbeatInterval is how often agents send heartbeats, and frameworks
+// get one.
+func (m *Master) HeartbeatInterval() time.Duration { return m.opts.HeartbeatInterval }
+
 // AllAgentsBack returns when the last agent of the registry the master
 // started (or was elected) with re-registered; zero while some are
 // awaited, or if it started with none.
@@ -376,7 +409,7 @@ func (m *Master) agentStatusLocked(ag *agentEntry, st *TaskStatus) {
 		return
 	}
 	st.FrameworkID = t.fw
-	if st.Reason == reasonResourcesUpdated || st.Reason == reasonResourcesUpdateFailed {
+	if st.Reason == ReasonResourcesUpdated || st.Reason == ReasonResourcesUpdateFailed {
 		m.resizeStatusLocked(ag, t, st)
 	}
 	m.setTaskStatusLocked(t, st)

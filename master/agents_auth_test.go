@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/master/boltstore"
+	"github.com/brimnode/brim/master/transport"
 	"github.com/brimnode/brim/masterlink"
 	"github.com/brimnode/brim/resources"
 	"github.com/brimnode/brim/scheduler"
@@ -16,9 +18,9 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// recordingStore is a BoltStore that counts agent writes.
+// recordingStore is a bbolt Store that counts agent writes.
 type recordingStore struct {
-	*master.BoltStore
+	*boltstore.Store
 	mu     sync.Mutex
 	agents map[string]master.PersistedAgent
 }
@@ -27,7 +29,7 @@ func (s *recordingStore) PutAgent(id string, a master.PersistedAgent) error {
 	s.mu.Lock()
 	s.agents[id] = a
 	s.mu.Unlock()
-	return s.BoltStore.PutAgent(id, a)
+	return s.Store.PutAgent(id, a)
 }
 
 func (s *recordingStore) written() map[string]master.PersistedAgent {
@@ -44,15 +46,15 @@ func (s *recordingStore) written() map[string]master.PersistedAgent {
 // and agent2 may register agents, ops (a framework principal) may not.
 func agentAuthCluster(t *testing.T, store master.Store, addr string) *cluster {
 	t.Helper()
-	c := newClusterAt(t, master.Options{AuthenticateAgents: true, Store: store}, addr)
+	c := newClusterServing(t, master.Options{Store: store}, transport.Options{AuthenticateAgents: true}, addr)
 	dir := t.TempDir()
-	auth, err := master.LoadAuth(
+	auth, err := transport.LoadAuth(
 		writeFile(t, dir, "creds.json", `[{"principal":"agent1","secret":"a1"},{"principal":"agent2","secret":"a2"},{"principal":"ops","secret":"s3cret"}]`),
 		writeFile(t, dir, "acls.json", `{"permissive":true,"rules":[{"principals":["agent1","agent2"],"action":"register_agent"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.m.SetAuthorizer(auth)
+	c.api.SetAuthorizer(auth)
 	return c
 }
 
@@ -121,7 +123,7 @@ func waitAgentRegistered(t *testing.T, cl *masterlink.Client, done <-chan error)
 }
 
 func TestAgentAuthenticationRefusesWithoutSideEffects(t *testing.T) {
-	store := &recordingStore{BoltStore: storeOpener(t)(), agents: map[string]master.PersistedAgent{}}
+	store := &recordingStore{Store: storeOpener(t)(), agents: map[string]master.PersistedAgent{}}
 	t.Cleanup(func() { store.Close() })
 	c := agentAuthCluster(t, store, "127.0.0.1:0")
 	fw := startSession(t, scheduler.Options{Master: c.addr, Name: "fw", Principal: "ops", Secret: "s3cret"})
@@ -196,7 +198,7 @@ func TestAgentIDKeepsItsPrincipal(t *testing.T) {
 	stopOwner()
 	c.stop()
 	store.Close()
-	c2 := agentAuthCluster(t, &recordingStore{BoltStore: open(), agents: map[string]master.PersistedAgent{}}, addr)
+	c2 := agentAuthCluster(t, &recordingStore{Store: open(), agents: map[string]master.PersistedAgent{}}, addr)
 	_, thief = runAgentAs(t, addr, dir, "agent2", "a2")
 	refusedAgent(t, thief, codes.PermissionDenied, `"agent2"`, id, `"agent1"`)
 	if st := c2.m.State(); len(st.Agents) != 0 {
@@ -214,7 +216,7 @@ func TestAgentIDKeepsItsPrincipal(t *testing.T) {
 // TestAgentAuthenticationWithoutAuthorizerRefusesAll: the master fails
 // closed when agent authentication is on but it has no credentials.
 func TestAgentAuthenticationWithoutAuthorizerRefusesAll(t *testing.T) {
-	c := newCluster(t, master.Options{AuthenticateAgents: true})
+	c := newClusterServing(t, master.Options{}, transport.Options{AuthenticateAgents: true}, "127.0.0.1:0")
 	_, done := runAgentAs(t, c.addr, t.TempDir(), "agent1", "a1")
 	refusedAgent(t, done, codes.Unauthenticated, "no credentials")
 	if st := c.m.State(); len(st.Agents) != 0 {
@@ -238,26 +240,5 @@ func TestAgentAuthenticationOff(t *testing.T) {
 		if a.Principal != "" {
 			t.Fatalf("agent %s has principal %q without agent authentication", a.ID, a.Principal)
 		}
-	}
-}
-
-func TestStoreReadsAgentsWithoutPrincipal(t *testing.T) {
-	s := storeOpener(t)()
-	defer s.Close()
-	if err := s.PutAgent("a", master.PersistedAgent{Hostname: "h1", Principal: "agent1"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := master.PutLegacyAgent(s, "b", "h2"); err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a := p.Agents["a"]; a != (master.PersistedAgent{Hostname: "h1", Principal: "agent1"}) {
-		t.Fatalf("agent a: %+v", a)
-	}
-	if b := p.Agents["b"]; b != (master.PersistedAgent{Hostname: "h2"}) {
-		t.Fatalf("agent b (old format): %+v", b)
 	}
 }

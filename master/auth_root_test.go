@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/master/transport"
 )
 
 // run_as_root is allowed only by a rule that names it: not without an ACL
@@ -31,11 +32,11 @@ func TestRunAsRootOnlyByRule(t *testing.T) {
 			if tc.acls != "" {
 				acls = writeFile(t, t.TempDir(), "acls.json", tc.acls)
 			}
-			a, err := master.LoadAuth(creds, acls)
+			a, err := transport.LoadAuth(creds, acls)
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = a.Authorize(tc.principal, master.ActionRunAsRoot, tc.role)
+			err = a.Authorize(tc.principal, transport.ActionRunAsRoot, tc.role)
 			if tc.wantAllowed && err != nil {
 				t.Fatalf("refused: %v", err)
 			}
@@ -44,7 +45,7 @@ func TestRunAsRootOnlyByRule(t *testing.T) {
 			}
 			// Other actions keep their defaults.
 			if tc.acls == "" || tc.name == "permissive ACLs" {
-				if err := a.Authorize(tc.principal, master.ActionReserve, tc.role); err != nil {
+				if err := a.Authorize(tc.principal, transport.ActionReserve, tc.role); err != nil {
 					t.Errorf("reserve refused: %v", err)
 				}
 			}

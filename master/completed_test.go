@@ -3,12 +3,13 @@ package master_test
 import (
 	"context"
 	"fmt"
-	"github.com/brimnode/brim/master/api"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brimnode/brim/master/api"
 
 	"github.com/brimnode/brim/master"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"

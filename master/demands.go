@@ -52,9 +52,6 @@ type DemandOptions struct {
 	Clock func() time.Time
 }
 
-// ActionSubmitDemand lets a principal submit and cancel demands for a role.
-const ActionSubmitDemand = "submit_demand"
-
 // demands is the master's part for demands: the planner (book, plan and
 // the glue with the allocator, shared with the benchmark) and its clock.
 // Guarded by Master.mu.

@@ -48,7 +48,7 @@ func TestDemandPreemptsAtStrictStart(t *testing.T) {
 	launch(t, batch, batch.nextOffers(t)[0], "b1", "cpus:4;mem:4096")
 	batch.expectStates(t, "b1", pb.TaskState_TASK_STAGING, pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING)
 	f := c.startDemandFramework("planned", false)
-	if code, body := postDemands(t, c.m.HTTPHandler(nil), strictAt("s", f.d.FrameworkID(), start)); code != http.StatusOK || !strings.Contains(body, `"ACCEPTED"`) {
+	if code, body := postDemands(t, httpHandler(c.api, nil), strictAt("s", f.d.FrameworkID(), start)); code != http.StatusOK || !strings.Contains(body, `"ACCEPTED"`) {
 		t.Fatalf("POST /demands: %d %s", code, body)
 	}
 	clock.Set(start.Add(-time.Minute))
@@ -77,7 +77,7 @@ func TestDemandNoPreempt(t *testing.T) {
 	launch(t, batch, batch.nextOffers(t)[0], "b1", "cpus:4;mem:4096")
 	batch.expectStates(t, "b1", pb.TaskState_TASK_STAGING, pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING)
 	f := c.startDemandFramework("planned", false)
-	if code, body := postDemands(t, c.m.HTTPHandler(nil), strictAt("s", f.d.FrameworkID(), start)); code != http.StatusOK {
+	if code, body := postDemands(t, httpHandler(c.api, nil), strictAt("s", f.d.FrameworkID(), start)); code != http.StatusOK {
 		t.Fatalf("POST /demands: %d %s", code, body)
 	}
 	clock.Set(start.Add(6 * time.Minute))
@@ -104,7 +104,7 @@ func TestDemandLendsHeldCapacity(t *testing.T) {
 	c.startAgent(t.TempDir(), runner)
 	waitAgents(t, c.m, 1)
 	f := c.startDemandFramework("planned", false)
-	if code, body := postDemands(t, c.m.HTTPHandler(nil), strictAt("s", f.d.FrameworkID(), start)); code != http.StatusOK {
+	if code, body := postDemands(t, httpHandler(c.api, nil), strictAt("s", f.d.FrameworkID(), start)); code != http.StatusOK {
 		t.Fatalf("POST /demands: %d %s", code, body)
 	}
 	rev := c.startFrameworkWith(scheduler.Options{Name: "rev", Revocable: true, FailoverTimeout: time.Minute})
@@ -161,7 +161,7 @@ func TestDemandUpdateAndResubmit(t *testing.T) {
 	c.startAgent(t.TempDir(), newFakeRunner())
 	waitAgents(t, c.m, 1)
 	f := c.startDemandFramework("planned", false)
-	h := c.m.HTTPHandler(nil)
+	h := httpHandler(c.api, nil)
 	fw := f.d.FrameworkID()
 	doc := strictAt("u", fw, start)
 	if code, body := postDemands(t, h, doc); code != http.StatusOK {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/brimnode/brim/demand"
 	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/master/transport"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/brimnode/brim/scheduler"
@@ -151,7 +152,7 @@ func TestDemandSeedExample(t *testing.T) {
 	c.startAgent(t.TempDir(), r)
 	waitAgents(t, c.m, 1)
 	f := c.startDemandFramework("workflow", false)
-	h := c.m.HTTPHandler(nil)
+	h := httpHandler(c.api, nil)
 	fw := f.d.FrameworkID()
 	code, body := postDemands(t, h, `[
 	  {"DemandID": 1200, "FrameworkID": "`+fw+`", "Resources": "cpus:2;mem:512", "Duration": {"Time": [null, "+10m"]}},
@@ -213,7 +214,7 @@ func TestDemandBadInput(t *testing.T) {
 	c.startAgent(t.TempDir(), newFakeRunner())
 	waitAgents(t, c.m, 1)
 	f := c.startDemandFramework("fw", false)
-	h := c.m.HTTPHandler(nil)
+	h := httpHandler(c.api, nil)
 	fw := f.d.FrameworkID()
 	for _, tc := range []struct{ body, want string }{
 		{`{"DemandID": "a", "FrameworkID": "` + fw + `", "Resources": "cpus:1",`, "want a JSON object"},
@@ -269,12 +270,12 @@ func TestDemandSurvivesRestart(t *testing.T) {
 	f := c.startDemandFramework("planned", false)
 	fw := f.d.FrameworkID()
 	at := start.Add(time.Hour).Format(time.RFC3339)
-	code, body := postDemands(t, c.m.HTTPHandler(nil), `{"DemandID": "night", "FrameworkID": "`+fw+`", "Resources": "cpus:3;mem:1024",
+	code, body := postDemands(t, httpHandler(c.api, nil), `{"DemandID": "night", "FrameworkID": "`+fw+`", "Resources": "cpus:3;mem:1024",
 	  "Start": {"Time": ["`+at+`", "+5m"], "Strategy": "strict"}, "Duration": {"Time": [null, "+30m"], "Strategy": "strict"}}`)
 	if code != http.StatusOK {
 		t.Fatalf("POST /demands: %d %s", code, body)
 	}
-	before := getDemands(t, c.m.HTTPHandler(nil))["night"]
+	before := getDemands(t, httpHandler(c.api, nil))["night"]
 	if before.State != demand.Accepted || len(before.Placement) != 1 {
 		t.Fatalf("before the restart: %+v", before)
 	}
@@ -283,7 +284,7 @@ func TestDemandSurvivesRestart(t *testing.T) {
 
 	opts.Store = open()
 	c2 := newClusterAt(t, opts, addr)
-	h := c2.m.HTTPHandler(nil)
+	h := httpHandler(c2.api, nil)
 	after := getDemands(t, h)["night"]
 	if after.State != demand.Accepted || !after.Start.Equal(before.Start) || len(after.Placement) != 1 || after.Placement[0] != before.Placement[0] {
 		t.Fatalf("after the restart: %+v, want %+v", after, before)
@@ -359,7 +360,7 @@ func (headerAuth) Authenticate(r *http.Request) (string, error) {
 }
 func (headerAuth) AuthenticateSecret(string, string) error { return nil }
 func (headerAuth) Authorize(p, action, role string) error {
-	if action == master.ActionSubmitDemand && (p != "etl-admin" || role != "etl") {
+	if action == transport.ActionSubmitDemand && (p != "etl-admin" || role != "etl") {
 		return fmt.Errorf("principal %q may not %s for role %q: %w", p, action, role, master.ErrForbidden)
 	}
 	return nil
@@ -376,7 +377,7 @@ func TestDemandACL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := m.HTTPHandler(headerAuth{})
+	h := httpHandler(transport.New(m, transport.Options{}), headerAuth{})
 	req := func(method, path, principal, body string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		r := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -462,7 +463,7 @@ func TestDemandMonitoringSurvivesRestart(t *testing.T) {
 	c.startAgent(t.TempDir(), r)
 	waitAgents(t, c.m, 1)
 	f := c.startDemandFramework("wf", false)
-	code, body := postDemands(t, c.m.HTTPHandler(nil), `{"DemandID": "long", "FrameworkID": "`+f.d.FrameworkID()+`", "Resources": "cpus:1;mem:128"}`)
+	code, body := postDemands(t, httpHandler(c.api, nil), `{"DemandID": "long", "FrameworkID": "`+f.d.FrameworkID()+`", "Resources": "cpus:1;mem:128"}`)
 	if code != http.StatusOK {
 		t.Fatalf("POST: %d %s", code, body)
 	}
@@ -505,7 +506,7 @@ func TestDemandAdmissionSeesDRFLoad(t *testing.T) {
 	waitState(t, c.m, "busy running", func(st master.State) bool {
 		return len(st.Tasks) == 1 && strings.HasSuffix(st.Tasks[0].State, "RUNNING")
 	})
-	h := c.m.HTTPHandler(nil)
+	h := httpHandler(c.api, nil)
 	submit := func(id string, in time.Duration) string {
 		at := start.Add(in).Format(time.RFC3339)
 		code, body := postDemands(t, h, `{"DemandID": "`+id+`", "FrameworkID": "`+f.d.FrameworkID()+`", "Resources": "cpus:2;mem:512",
@@ -569,7 +570,7 @@ func TestDemandHandedTaskByTaskKeepsToItsSlots(t *testing.T) {
 	waitState(t, c.m, "busy running", func(st master.State) bool {
 		return len(st.Tasks) == 1 && strings.HasSuffix(st.Tasks[0].State, "RUNNING")
 	})
-	h := c.m.HTTPHandler(nil)
+	h := httpHandler(c.api, nil)
 	at := func(d time.Duration) string { return start.Add(d).Format(time.RFC3339) }
 	fw := f.d.FrameworkID()
 	code, body := postDemands(t, h, `[
@@ -677,7 +678,7 @@ func newGangCluster(t *testing.T) *gangCluster {
 		}
 	}
 	g.f = g.c.startDemandFramework("gangs", false)
-	g.h = g.c.m.HTTPHandler(nil)
+	g.h = httpHandler(g.c.api, nil)
 	return g
 }
 
@@ -786,7 +787,7 @@ func TestDemandGangRanPart(t *testing.T) {
 	c.startAgentWith(t.TempDir(), r, resources.MustParse("cpus:4;mem:4096"))
 	waitAgents(t, c.m, 1)
 	f := c.startDemandFramework("gang", false)
-	h := c.m.HTTPHandler(nil)
+	h := httpHandler(c.api, nil)
 	code, body := postDemands(t, h, `{"DemandID": "g", "FrameworkID": "`+f.d.FrameworkID()+`", "Resources": "cpus:2;mem:1024", "Tasks": 2, "Gang": true}`)
 	if code != http.StatusOK {
 		t.Fatalf("POST /demands: %d %s", code, body)

@@ -2,12 +2,13 @@ package master
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/brimnode/brim/master/allocator"
 )
 
-// Sentinel errors. Callers test them with errors.Is; the gRPC and HTTP
-// boundaries map them to wire codes.
+// Sentinel errors. Callers test them with errors.Is; the transport maps
+// them to wire codes, in one table (master/transport).
 var (
 	// ErrInvalid: a malformed request (bad resources, task ID, operation).
 	ErrInvalid = errors.New("invalid argument")
@@ -29,12 +30,6 @@ var (
 	// update of a task that is not running, or while another is in
 	// flight).
 	ErrConflict = errors.New("conflicting task state")
-	// ErrCorruptStore: the store file cannot be used as it is (bbolt found
-	// damaged pages, or the file is empty); the error names the file and
-	// the commands that recover it.
-	ErrCorruptStore = errors.New("master store unusable")
-	// ErrStoreBusy: another process (a running master) holds the store.
-	ErrStoreBusy = errors.New("master store in use")
 	// ErrClosed: the master has been closed.
 	ErrClosed = errors.New("master closed")
 	// ErrNotLeader: this master does not lead (a standby, or a leader
@@ -42,3 +37,17 @@ var (
 	// the master stopped serving when it lost its leadership.
 	ErrNotLeader = errors.New("not the leader")
 )
+
+// fromAllocator wraps an allocator error in the package's sentinel of the
+// same meaning (the allocator's own stays in the chain).
+func fromAllocator(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, allocator.ErrNotFound), errors.Is(err, allocator.ErrInsufficient):
+		return err // ErrNotFound and ErrInsufficient are the allocator's
+	case errors.Is(err, allocator.ErrInvalid), errors.Is(err, allocator.ErrRevocable), errors.Is(err, allocator.ErrExist):
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return err
+}

@@ -1,13 +1,11 @@
 package master
 
-// PutLegacyFramework writes a framework record as stores written before
-// principals were persisted hold it (a bare list of roles).
-func PutLegacyFramework(s *BoltStore, id string, roles []string) error {
-	return s.put(bucketFrameworks, id, roles)
-}
+import "github.com/brimnode/brim/resources"
 
-// PutLegacyAgent writes an agent record as stores written before
-// principals were persisted hold it (the bare hostname).
-func PutLegacyAgent(s *BoltStore, id, hostname string) error {
-	return s.put(bucketAgents, id, hostname)
+// StoredReservations are the reservations the master keeps for agent,
+// registered or not (State shows those of registered agents).
+func (m *Master) StoredReservations(agent string) resources.Resources {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reservations[agent]
 }

@@ -1,7 +1,6 @@
 package master
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,106 +12,45 @@ import (
 	"github.com/google/uuid"
 )
 
-// SetAuthorizer makes the Scheduler gRPC service authenticate frameworks
-// with a and apply its ACLs: Subscribe and every call need per-RPC
-// credentials (FrameworkAuthMetadata) of a known principal
-// (codes.Unauthenticated otherwise); subscribing to a role needs
-// ActionRegisterFramework for it, a RESERVE or UNRESERVE operation
-// ActionReserve or ActionUnreserve, and a call for a framework must come
-// from the principal that subscribed it (codes.PermissionDenied
-// otherwise). Nil turns framework authentication off (the default).
-// HTTPHandler calls it with its Authorizer. Safe for concurrent use.
-func (m *Master) SetAuthorizer(a Authorizer) {
-	if a == nil {
-		m.auth.Store(nil)
-		return
-	}
-	m.auth.Store(&a)
-}
-
-func (m *Master) authorizer() Authorizer {
-	if a := m.auth.Load(); a != nil {
-		return *a
-	}
-	return nil
-}
-
-// caller authenticates a scheduler call from its metadata. Without an
-// Authorizer it returns "" and a nil Authorizer.
-func (m *Master) caller(ctx context.Context) (string, Authorizer, error) {
-	a := m.authorizer()
-	if a == nil {
-		return "", nil, nil
-	}
-	p, err := authenticateRPC(ctx, a, frameworkPeer)
-	if err != nil {
-		return "", nil, err
-	}
-	return p, a, nil
-}
-
-// authorizeCall authenticates a call for framework id and checks that the
-// caller is the principal that subscribed it. An unknown framework is left
-// to the call (NotFound).
-func (m *Master) authorizeCall(ctx context.Context, id string) (string, Authorizer, error) {
-	p, a, err := m.caller(ctx)
-	if err != nil || a == nil {
-		return p, a, err
-	}
+// FrameworkPrincipal returns the principal that subscribed framework id
+// ("" without framework authentication) and whether it is subscribed:
+// the transport lets only that principal act for it.
+func (m *Master) FrameworkPrincipal(id string) (string, bool) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	f := m.frameworks[id]
-	owner := ""
-	if f != nil {
-		owner = f.principal
+	if f == nil {
+		return "", false
 	}
-	m.mu.Unlock()
-	if f != nil && owner != p {
-		return "", nil, fmt.Errorf("principal %q may not act for framework %s, subscribed by principal %q: %w", p, id, owner, ErrForbidden)
-	}
-	return p, a, nil
+	return f.principal, true
 }
 
-// authorizeSubscribe authenticates a subscription (its FrameworkInfo's
-// principal becomes the authenticated one) and checks the register ACL for
-// every role the framework gets; a failover must come from the principal
-// that subscribed the framework.
-func (m *Master) authorizeSubscribe(ctx context.Context, req *Subscription) error {
-	p, a, err := m.caller(ctx)
-	if err != nil || a == nil {
-		return err
-	}
-	fi := req.Info
-	if fi == nil {
-		return nil // subscribe refuses it
-	}
-	if fi.Principal != "" && fi.Principal != p {
-		return fmt.Errorf("subscribe: framework info names principal %q but the caller authenticated as %q: %w", fi.Principal, p, ErrForbidden)
-	}
-	fi.Principal = p
+// SubscriberRoles returns the roles a subscription of fi by principal
+// gets, for the transport to check the register ACL for each: a
+// failover keeps the framework's roles; a new framework gets fi's, or
+// DefaultRole. Errors wrap ErrForbidden: a failover, or a re-subscription
+// after a master restart, by another principal than the one that
+// subscribed the framework (the persisted principal decides).
+func (m *Master) SubscriberRoles(fi *FrameworkInfo, principal string) ([]string, error) {
 	roles := fi.Roles
 	if len(roles) == 0 {
 		roles = []string{DefaultRole}
 	}
+	if fi.ID == "" {
+		return roles, nil
+	}
 	m.mu.Lock()
-	if f := m.frameworks[fi.ID]; fi.ID != "" && f != nil {
-		if f.principal != p {
-			m.mu.Unlock()
-			return fmt.Errorf("subscribe: principal %q may not fail over framework %s, subscribed by principal %q: %w", p, fi.ID, f.principal, ErrForbidden)
+	defer m.mu.Unlock()
+	if f := m.frameworks[fi.ID]; f != nil {
+		if f.principal != principal {
+			return nil, fmt.Errorf("subscribe: principal %q may not fail over framework %s, subscribed by principal %q: %w", principal, fi.ID, f.principal, ErrForbidden)
 		}
-		roles = f.roles // a failover keeps the framework's roles
-	} else if known, ok := m.knownFWs[fi.ID]; fi.ID != "" && ok && known.Principal != "" && known.Principal != p {
-		// Re-subscribing after a master restart: the persisted principal
-		// decides.
-		m.mu.Unlock()
-		return fmt.Errorf("subscribe: principal %q may not re-subscribe framework %s, subscribed by principal %q: %w", p, fi.ID, known.Principal, ErrForbidden)
+		return f.roles, nil
 	}
-	m.mu.Unlock()
-	for _, r := range roles {
-		if err := a.Authorize(p, ActionRegisterFramework, r); err != nil {
-			return fmt.Errorf("subscribe: %w", err)
-		}
+	if known, ok := m.knownFWs[fi.ID]; ok && known.Principal != "" && known.Principal != principal {
+		return nil, fmt.Errorf("subscribe: principal %q may not re-subscribe framework %s, subscribed by principal %q: %w", principal, fi.ID, known.Principal, ErrForbidden)
 	}
-	return nil
+	return roles, nil
 }
 
 // Subscribe registers or fails over a framework. A framework that is not
@@ -264,36 +202,6 @@ func (m *Master) framework(id string) (*frameworkEntry, error) {
 	return f, nil
 }
 
-// authorizeOperations checks the reserve and unreserve ACLs for the roles
-// of RESERVE and UNRESERVE operations; a reservation must be made on
-// behalf of the caller. Malformed operations are left to Accept.
-func authorizeOperations(a Authorizer, principal string, ops []Operation) error {
-	for i, op := range ops {
-		var action string
-		switch op.Kind {
-		case OpReserve:
-			action = ActionReserve
-		case OpUnreserve:
-			action = ActionUnreserve
-		default:
-			continue
-		}
-		res, err := resources.Parse(op.Resources)
-		if err != nil {
-			continue
-		}
-		for _, e := range res {
-			if action == ActionReserve && e.Reservation != nil && e.Reservation.Principal != principal {
-				return fmt.Errorf("operation %d: reserve %s: principal %q is not the caller %q: %w", i, e.String(), e.Reservation.Principal, principal, ErrForbidden)
-			}
-			if err := a.Authorize(principal, action, e.Role); err != nil {
-				return fmt.Errorf("operation %d: %w", i, err)
-			}
-		}
-	}
-	return nil
-}
-
 func roleIn(r string, roles []string) bool {
 	for _, x := range roles {
 		if x == r {
@@ -340,7 +248,7 @@ func (m *Master) Decline(fw string, offerIDs []string, refuse *time.Duration) er
 		}
 		for _, oid := range offerIDs {
 			o := f.offers[oid]
-			m.metrics.offers.WithLabelValues("declined").Inc()
+			m.metrics.declined++
 			m.dropOfferLocked(o)
 			if err := m.alloc.RecoverRole(f.id, o.role, o.agent, o.res, refuse); err != nil {
 				m.log.Warn("recover declined offer", "offer", oid, "err", err)

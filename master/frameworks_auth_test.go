@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/master/transport"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/scheduler"
 	"google.golang.org/grpc"
@@ -30,7 +31,7 @@ func authClusterWith(t *testing.T, opts master.Options, addr string) *cluster {
 	t.Helper()
 	c := newClusterAt(t, opts, addr)
 	dir := t.TempDir()
-	auth, err := master.LoadAuth(
+	auth, err := transport.LoadAuth(
 		writeFile(t, dir, "creds.json", `[{"principal":"ops","secret":"s3cret"},{"principal":"dev","secret":"pw"},{"principal":"intern","secret":"pw2"}]`),
 		writeFile(t, dir, "acls.json", `{"rules":[
 			{"principals":["ops"],"action":"register_framework","roles":["ads"]},
@@ -39,7 +40,7 @@ func authClusterWith(t *testing.T, opts master.Options, addr string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.m.SetAuthorizer(auth)
+	c.api.SetAuthorizer(auth)
 	return c
 }
 
@@ -165,7 +166,7 @@ func TestFrameworkAuthenticationAndRegisterACL(t *testing.T) {
 	defer cc.Close()
 	api := pb.NewSchedulerClient(cc)
 	as := func(p, s string) context.Context {
-		return metadata.AppendToOutgoingContext(ctx, master.AuthMetadata, "Basic "+base64.StdEncoding.EncodeToString([]byte(p+":"+s)))
+		return metadata.AppendToOutgoingContext(ctx, transport.AuthMetadata, "Basic "+base64.StdEncoding.EncodeToString([]byte(p+":"+s)))
 	}
 	_, err = api.Decline(as("dev", "pw"), &pb.DeclineRequest{FrameworkId: id, OfferIds: []string{offer.Id}})
 	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), `principal "dev"`) || !strings.Contains(err.Error(), `"ops"`) {

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 )
 
 // apiRig is a master with two agents and two frameworks whose outboxes
@@ -16,7 +14,7 @@ type apiRig struct {
 	m        *Master
 	agents   []string
 	agOut    map[string]*Outbox[ToAgent]
-	regs     map[string]*pb.Register
+	regs     map[string]*Registration
 	fws      []string
 	fwOut    map[string]*Outbox[ToFramework]
 	offers   []string // every offer ID seen, outstanding or not
@@ -29,20 +27,20 @@ func newAPIRig(t testing.TB) *apiRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &apiRig{m: m, agOut: map[string]*Outbox[ToAgent]{}, regs: map[string]*pb.Register{}, fwOut: map[string]*Outbox[ToFramework]{}, noCancel: func() {}}
+	r := &apiRig{m: m, agOut: map[string]*Outbox[ToAgent]{}, regs: map[string]*Registration{}, fwOut: map[string]*Outbox[ToFramework]{}, noCancel: func() {}}
 	for i := range 2 {
-		reg := &pb.Register{Hostname: fmt.Sprintf("h%d", i), Resources: "cpus:4;mem:4096;ports:[31000-31009]"}
+		reg := &Registration{Hostname: fmt.Sprintf("h%d", i), Resources: "cpus:4;mem:4096;ports:[31000-31009]"}
 		c := NewOutbox[ToAgent](r.noCancel, AgentQueue)
-		id, _, err := m.registerAgent(registrationFromPB(reg), "", c)
+		id, _, err := m.registerAgent(reg, "", c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		reg.AgentId = id
+		reg.AgentID = id
 		r.agents, r.agOut[id], r.regs[id] = append(r.agents, id), c, reg
 	}
 	for i, roles := range [][]string{{"web"}, {"web", "batch"}} {
 		c := NewOutbox[ToFramework](r.noCancel, FrameworkQueue)
-		id, err := m.Subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: fmt.Sprintf("f%d", i), Roles: roles, Revocable: i == 1}}), c)
+		id, err := m.Subscribe(&Subscription{Info: &FrameworkInfo{Name: fmt.Sprintf("f%d", i), Roles: roles, Revocable: i == 1}}, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,19 +122,19 @@ func (r *apiRig) step(in *fuzzInput) {
 	case 0:
 		m.allocate()
 	case 1:
-		var tasks []*pb.TaskInfo
+		var tasks []TaskSpec
 		for range in.next() % 3 {
-			tasks = append(tasks, &pb.TaskInfo{TaskId: pick(in, fuzzTasks, ""), Resources: pick(in, fuzzResources), Command: []string{"true"}})
+			tasks = append(tasks, task(pick(in, fuzzTasks, ""), pick(in, fuzzResources)))
 		}
-		ops := []*pb.Operation{{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: tasks}}}}
+		ops := []Operation{launchOf(tasks...)}
 		switch in.next() % 4 {
 		case 1:
-			ops = append(ops, &pb.Operation{Op: &pb.Operation_Reserve_{Reserve: &pb.Operation_Reserve{Resources: pick(in, fuzzResources)}}})
+			ops = append(ops, Operation{Kind: OpReserve, Resources: pick(in, fuzzResources)})
 		case 2:
-			ops = append(ops, &pb.Operation{Op: &pb.Operation_Unreserve_{Unreserve: &pb.Operation_Unreserve{Resources: pick(in, fuzzResources)}}})
+			ops = append(ops, Operation{Kind: OpUnreserve, Resources: pick(in, fuzzResources)})
 		}
-		_ = m.Accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: pickN(in, r.offers, "no-such-offer"),
-			Operations: ops, Filters: &pb.Filters{RefuseSeconds: refuse.Seconds()}}))
+		_ = m.Accept(AcceptRequest{FrameworkID: fw, OfferIDs: pickN(in, r.offers, "no-such-offer"),
+			Operations: ops, Refuse: refusing(refuse)})
 	case 2:
 		_ = m.Decline(fw, pickN(in, r.offers, "no-such-offer"), &refuse)
 	case 3:
@@ -153,17 +151,17 @@ func (r *apiRig) step(in *fuzzInput) {
 		_ = m.Suppress(fw, pickN(in, fuzzRoles))
 	case 9: // the agent reports a task
 		ag := pick(in, r.agents)
-		states := []pb.TaskState{pb.TaskState_TASK_STARTING, pb.TaskState_TASK_RUNNING, pb.TaskState_TASK_FINISHED,
-			pb.TaskState_TASK_FAILED, pb.TaskState_TASK_KILLED, pb.TaskState_TASK_LOST}
-		m.AgentMessage(ag, r.agOut[ag], agentMessageFromPB(&pb.AgentMessage{Msg: &pb.AgentMessage_Status{Status: &pb.TaskStatus{
-			TaskId: pick(in, fuzzTasks, ""), AgentId: pick(in, r.agents, "no-such-agent"), FrameworkId: pick(in, r.fws, "no-such-framework"),
-			State: states[in.next()%len(states)], Uuid: fmt.Sprintf("u%d", in.next()), Resources: pick(in, fuzzResources)}}}))
+		states := []TaskState{TaskStarting, TaskRunning, TaskFinished,
+			TaskFailed, TaskKilled, TaskLost}
+		m.AgentMessage(ag, r.agOut[ag], (&TaskStatus{
+			TaskID: pick(in, fuzzTasks, ""), AgentID: pick(in, r.agents, "no-such-agent"), FrameworkID: pick(in, r.fws, "no-such-framework"),
+			State: states[in.next()%len(states)], UUID: fmt.Sprintf("u%d", in.next()), Resources: pick(in, fuzzResources)}))
 	case 10: // the agent's stream breaks; it comes back on a new one
 		ag := pick(in, r.agents)
 		m.AgentGone(ag, r.agOut[ag])
 		if in.next()%2 == 0 {
 			c := NewOutbox[ToAgent](r.noCancel, AgentQueue)
-			if _, _, err := m.registerAgent(registrationFromPB(r.regs[ag]), "", c); err == nil {
+			if _, _, err := m.registerAgent(r.regs[ag], "", c); err == nil {
 				r.agOut[ag] = c
 			}
 		}

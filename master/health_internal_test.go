@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 )
 
 // healthCase is one scenario of agent health, in the master's own time
@@ -100,13 +98,13 @@ func runHealthCase(t *testing.T, tc healthCase) {
 	t.Cleanup(cancel)
 	var agents [2]string
 	for i := range agents {
-		reg := &pb.Register{Hostname: fmt.Sprintf("h%d", i), Resources: "cpus:1;mem:256"}
-		if agents[i], _, err = m.registerAgent(registrationFromPB(reg), "", NewOutbox[ToAgent](cancel, AgentQueue)); err != nil {
+		reg := &Registration{Hostname: fmt.Sprintf("h%d", i), Resources: "cpus:1;mem:256"}
+		if agents[i], _, err = m.registerAgent(reg, "", NewOutbox[ToAgent](cancel, AgentQueue)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	fwOut := NewOutbox[ToFramework](cancel, FrameworkQueue)
-	fw, err := m.Subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}}), fwOut)
+	fw, err := m.Subscribe(&Subscription{Info: &FrameworkInfo{Name: "f"}}, fwOut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,13 +122,13 @@ func runHealthCase(t *testing.T, tc healthCase) {
 		if offers[ag] == "" {
 			t.Fatalf("no offer of agent %d", i)
 		}
-		if err := m.Accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: []string{offers[ag]},
-			Operations: []*pb.Operation{{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: []*pb.TaskInfo{
-				{TaskId: task(i), Resources: "cpus:0.5;mem:64", Command: []string{"true"}}}}}}}})); err != nil {
+		if err := m.Accept(AcceptRequest{FrameworkID: fw, OfferIDs: []string{offers[ag]},
+			Operations: []Operation{{Kind: OpLaunch, Tasks: []TaskSpec{
+				{Info: TaskInfo{ID: task(i), Command: []string{"true"}}, Resources: "cpus:0.5;mem:64"}}}}}); err != nil {
 			t.Fatal(err)
 		}
-		m.AgentMessage(ag, m.agents[ag].out, agentMessageFromPB(&pb.AgentMessage{Msg: &pb.AgentMessage_Status{Status: &pb.TaskStatus{
-			TaskId: task(i), AgentId: ag, FrameworkId: fw, State: pb.TaskState_TASK_RUNNING, Uuid: "u" + task(i)}}}))
+		m.AgentMessage(ag, m.agents[ag].out, &TaskStatus{
+			TaskID: task(i), AgentID: ag, FrameworkID: fw, State: TaskRunning, UUID: "u" + task(i)})
 	}
 	_ = fwOut.Take()
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/brimnode/brim/master"
 	"github.com/brimnode/brim/master/allocator"
+	"github.com/brimnode/brim/master/boltstore"
+	"github.com/brimnode/brim/master/transport"
 	"github.com/brimnode/brim/resources"
 	"github.com/brimnode/brim/scheduler"
 	"google.golang.org/grpc/codes"
@@ -19,7 +21,7 @@ import (
 // operatorAPI serves c's operator API without authentication.
 func operatorAPI(t *testing.T, c *cluster) func(method, path, body string) (int, string, http.Header) {
 	t.Helper()
-	srv := httptest.NewServer(c.m.HTTPHandler(nil))
+	srv := httptest.NewServer(httpHandler(c.api, nil))
 	t.Cleanup(srv.Close)
 	return func(method, path, body string) (int, string, http.Header) {
 		t.Helper()
@@ -102,7 +104,7 @@ func TestOperatorRequestsAllOrNothing(t *testing.T) {
 }
 
 // failingStore is a BoltStore whose operator writes fail.
-type failingStore struct{ *master.BoltStore }
+type failingStore struct{ *boltstore.Store }
 
 var errDiskFull = errors.New("disk full")
 
@@ -185,7 +187,7 @@ func TestRolesValidatedEverywhere(t *testing.T) {
 func TestOperatorHTTPErrors(t *testing.T) {
 	c := newCluster(t, master.Options{})
 	do := operatorAPI(t, c)
-	big := `{"role":"ads","guarantee":"` + strings.Repeat(" ", master.MaxBodyBytes) + `"}`
+	big := `{"role":"ads","guarantee":"` + strings.Repeat(" ", transport.MaxBodyBytes) + `"}`
 	if code, msg, _ := do(http.MethodPost, "/quota", big); code != http.StatusRequestEntityTooLarge {
 		t.Errorf("body over 1 MiB: %d %s, want 413", code, msg)
 	}
@@ -265,7 +267,7 @@ func TestRoleNameLimit(t *testing.T) {
 	}
 
 	f := c.startDemandFramework("demands", false)
-	code, body := postDemands(t, c.m.HTTPHandler(nil), `{"DemandID": "d", "FrameworkID": "`+f.d.FrameworkID()+`", "Role": "`+long+`", "Resources": "cpus:1"}`)
+	code, body := postDemands(t, httpHandler(c.api, nil), `{"DemandID": "d", "FrameworkID": "`+f.d.FrameworkID()+`", "Role": "`+long+`", "Resources": "cpus:1"}`)
 	if code != http.StatusBadRequest || !strings.Contains(body, "255-byte limit") || len(body) > 1000 {
 		t.Errorf("demand for a long role: %d %.300s, want 400 naming the limit", code, body)
 	}

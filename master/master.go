@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/brimnode/brim/demand"
@@ -56,14 +55,11 @@ type Options struct {
 	// its registration slot before its registration (Register and task
 	// pages) arrived (admit.go); 0: DefaultRegisterTimeout.
 	RegisterTimeout time.Duration
+	// RegistrationSlots bounds the agents' registrations received and
+	// processed at once (admit.go); 0: 8 per CPU (GOMAXPROCS).
+	RegistrationSlots int
 	// Store persists what must survive a restart; nil keeps nothing.
 	Store Store
-	// AuthenticateAgents makes every agent registration (and
-	// re-registration) carry per-RPC credentials (AuthMetadata) of a
-	// principal the Authorizer (SetAuthorizer) knows and that the
-	// register_agent ACL allows; an agent ID keeps the principal it first
-	// registered with. Without an Authorizer every agent is refused.
-	AuthenticateAgents bool
 	// MaxCompletedTasks and MaxCompletedFrameworks bound the history of
 	// tasks and frameworks that left the master (State's completedTasks,
 	// completedFrameworks); 0: the defaults, negative: none kept.
@@ -81,7 +77,11 @@ type Options struct {
 	Log *slog.Logger
 }
 
-// Store persists the master's durable state. Implemented by *BoltStore.
+// Store persists the master's durable state: master/boltstore's Store,
+// master/etcdstore's Term (fenced by its leadership). Its records are
+// encoded once, for both, by master/record. The master never calls it
+// under its lock (writes.go); calls come from one goroutine at a time but
+// for PutAgent, which registrations call concurrently.
 type Store interface {
 	Load() (*Persisted, error)
 	PutAgent(id string, a PersistedAgent) error
@@ -145,7 +145,6 @@ type Master struct {
 	registrations *workers
 	alloc         *allocator.Allocator
 	store         Store
-	auth          atomic.Pointer[Authorizer] // frameworks' and agents' authenticator; nil: none
 
 	kick chan struct{} // starts an allocation cycle
 
@@ -194,9 +193,8 @@ type Master struct {
 	lastCheck time.Time
 	cycles    cycleStats
 
-	metrics *metrics
-	ready   atomic.Bool // see SetReady
-	dem     *demands    // time-aware demands (demands.go)
+	metrics *counters // figures as plain values (metrics.go)
+	dem     *demands  // time-aware demands (demands.go)
 	// writes is the store's one writer (writes.go): no store call is
 	// made under mu. Unused without a store.
 	writes *writes
@@ -335,7 +333,7 @@ func New(opts Options) (*Master, error) {
 	m := &Master{
 		opts:          opts,
 		log:           log.With("component", "master"),
-		admission:     newAdmission(registrationSlots(), opts.RegisterTimeout),
+		admission:     newAdmission(opts.RegistrationSlots, opts.RegisterTimeout),
 		registrations: newRegistrationWorkers(),
 		alloc:         a,
 		store:         opts.Store,
@@ -358,7 +356,7 @@ func New(opts Options) (*Master, error) {
 	}
 	m.awaitUntil = m.started.Add(m.reregistrationWindow())
 	m.dem = newDemands(m, opts.Demands)
-	m.metrics = newMetrics(m)
+	m.metrics = newCounters()
 	if m.store != nil {
 		m.store = timedStore{Store: m.store, observe: m.metrics.observeStoreWrite}
 	}
@@ -531,8 +529,10 @@ func (m *Master) allocate() {
 		m.frameworks[id].out.send(made)
 	}
 	d := time.Since(start)
-	m.metrics.cycle.Observe(d.Seconds())
-	m.metrics.offers.WithLabelValues("made").Add(float64(len(m.offers) - before))
+	m.metrics.cycles.observe(d)
+	if n := len(m.offers) - before; n > 0 {
+		m.metrics.made += uint64(n)
+	}
 	m.cycles.count++
 	m.cycles.last = d
 	m.cycles.offers += len(offers)
@@ -663,7 +663,7 @@ func (m *Master) rescindLocked(o *offerEntry, refuse *time.Duration) {
 	if m.offers[o.id] != o {
 		return // gone already (a demand that failed withdrew its offers): given back then
 	}
-	m.metrics.offers.WithLabelValues("rescinded").Inc()
+	m.metrics.rescinds++
 	m.withdrawOfferLocked(o)
 	if refuse == nil {
 		zero := time.Duration(0)
@@ -720,7 +720,7 @@ func (m *Master) dropAgentFromAllocatorLocked(ag *agentEntry) {
 	}
 }
 
-func terminal(s TaskState) bool { return s.terminal() }
+func terminal(s TaskState) bool { return s.Terminal() }
 
 // setTaskStatusLocked records a status, gives a newly terminal task's
 // resources back to the allocator, and forwards the status to the
@@ -729,9 +729,9 @@ func (m *Master) setTaskStatusLocked(t *taskEntry, st *TaskStatus) {
 	if st.TimestampUnixNano == 0 {
 		st.TimestampUnixNano = time.Now().UnixNano()
 	}
-	if t.preempted != "" && st.State == TaskKilled && st.Reason != reasonPreempted {
+	if t.preempted != "" && st.State == TaskKilled && st.Reason != ReasonPreempted {
 		// An agent that knows no preemption reports a plain kill.
-		st.Reason, st.Message = reasonPreempted, t.preempted
+		st.Reason, st.Message = ReasonPreempted, t.preempted
 	}
 	t.state = st.State
 	t.status = st

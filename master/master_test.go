@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/master/transport"
 	"github.com/brimnode/brim/masterlink"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
@@ -112,9 +114,13 @@ func (r *fakeRunner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
 	return out, nil
 }
 
+// cluster is a master served over gRPC by its transport (master and
+// transport together: the domain's behaviour as agents and frameworks
+// see it).
 type cluster struct {
 	t      *testing.T
 	m      *master.Master
+	api    *transport.API
 	addr   string
 	cancel context.CancelFunc
 	stop   func()
@@ -128,6 +134,22 @@ func newCluster(t *testing.T, opts master.Options) *cluster {
 // newClusterAt starts a master listening on addr; stop ends it (also at
 // cleanup).
 func newClusterAt(t *testing.T, opts master.Options, addr string) *cluster {
+	t.Helper()
+	return newClusterServing(t, opts, transport.Options{}, addr)
+}
+
+// httpHandler is the operator API of a, authenticating with auth when
+// not nil (which then authenticates frameworks too, as one credentials
+// file does).
+func httpHandler(a *transport.API, auth transport.Authorizer) http.Handler {
+	if auth != nil {
+		a.SetAuthorizer(auth)
+	}
+	return a.Handler()
+}
+
+// newClusterServing is newClusterAt with the transport's options.
+func newClusterServing(t *testing.T, opts master.Options, topts transport.Options, addr string) *cluster {
 	t.Helper()
 	if opts.AllocationInterval == 0 {
 		opts.AllocationInterval = 50 * time.Millisecond
@@ -143,8 +165,9 @@ func newClusterAt(t *testing.T, opts master.Options, addr string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	api := transport.New(m, topts)
 	srv := grpc.NewServer()
-	m.RegisterGRPC(srv)
+	api.RegisterGRPC(srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -153,7 +176,7 @@ func newClusterAt(t *testing.T, opts master.Options, addr string) *cluster {
 	var once sync.Once
 	stop := func() { once.Do(func() { cancel(); srv.Stop(); wg.Wait() }) }
 	t.Cleanup(stop)
-	return &cluster{t: t, m: m, addr: l.Addr().String(), cancel: cancel, stop: stop}
+	return &cluster{t: t, m: m, api: api, addr: l.Addr().String(), cancel: cancel, stop: stop}
 }
 
 // startAgent runs a masterlink client with a fake runner until stopped.

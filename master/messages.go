@@ -11,8 +11,8 @@ import (
 )
 
 // The domain talks to its peers through outboxes of domain messages; the
-// gRPC transport owns the streams, drains the outboxes and converts each
-// message to protobuf (convert.go) outside the master's lock.
+// transport (master/transport) owns the streams, drains the outboxes and
+// converts each message to protobuf outside the master's lock.
 
 // Outbox is the queue of one peer's stream: messages are queued without
 // blocking; a queue past its limit ends the stream (the peer is too slow
@@ -21,10 +21,12 @@ import (
 // few words, not a preallocated buffer (a 256-slot channel per agent was
 // 256 MB of the master's heap at 50,000 agents).
 //
-// A framework's stream drains its Outbox when ready fires. An agent's
-// Outbox drains itself (startDrain): a goroutine started when something is
+// A framework's stream drains its Outbox when Ready fires. An agent's
+// Outbox drains itself (StartDrain): a goroutine started when something is
 // queued sends it, oldest first, and ends when the queue is empty, so
-// that an idle agent's stream holds no goroutine for its sends.
+// that an idle agent's stream holds no goroutine for its sends. Safe for
+// concurrent use; the stream's owner calls StopDrain before the stream
+// ends.
 type Outbox[T any] struct {
 	mu      sync.Mutex
 	pending []T
@@ -85,6 +87,10 @@ func (c *Outbox[T]) send(m T) bool {
 	}
 	return true
 }
+
+// Ready fires (1-buffered) when something was queued: a framework's
+// stream then Takes it.
+func (c *Outbox[T]) Ready() <-chan struct{} { return c.ready }
 
 // Take returns what is queued, oldest first, and empties the queue; the
 // stream's sender calls it when ready fires.
@@ -229,6 +235,23 @@ type Subscribed struct {
 type OffersMade struct {
 	offers    []*offerEntry // never changed once made
 	hostnames []string
+}
+
+// Offer is an offer as its framework sees it.
+type Offer struct {
+	ID, FrameworkID, AgentID, Hostname, Role string
+	Resources                                resources.Resources
+	// DemandID is the demand whose capacity it hands over; "" for DRF's.
+	DemandID string
+}
+
+// Offers are the offers made, in the order made.
+func (o *OffersMade) Offers() []Offer {
+	out := make([]Offer, len(o.offers))
+	for i, e := range o.offers {
+		out[i] = Offer{ID: e.id, FrameworkID: e.fw, AgentID: e.agent, Hostname: o.hostnames[i], Role: e.role, Resources: e.res, DemandID: e.demand}
+	}
+	return out
 }
 
 // OfferRescinded withdraws an offer.

@@ -1,151 +1,114 @@
 package master
 
 import (
-	"context"
-	"errors"
-	"net/http"
+	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/brimnode/brim/internal/buildinfo"
-	"github.com/brimnode/brim/internal/sdnotify"
 )
 
-// metrics are the master's Prometheus series (GET /metrics). Safe for
-// concurrent use.
-type metrics struct {
-	reg          *prometheus.Registry
-	cycle        prometheus.Histogram
-	offers       *prometheus.CounterVec
-	launches     prometheus.Counter
-	storeWrite   prometheus.Histogram
-	authFailures *prometheus.CounterVec
+// The master's figures as plain values: counted under the master's lock
+// (or, for the store's writes, their own), read by Metrics. The transport
+// exposes them (GET /metrics, master/transport): the domain names no
+// exposition format.
+
+// Histogram is a distribution of durations in seconds: Counts[i] are
+// the observations of at most Bounds[i] (cumulative, as Prometheus's
+// buckets), Count and Sum all of them.
+type Histogram struct {
+	Bounds []float64
+	Counts []uint64
+	Count  uint64
+	Sum    float64
 }
 
-func newMetrics(m *Master) *metrics {
-	x := &metrics{
-		reg: prometheus.NewRegistry(),
-		cycle: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "brim_master_allocation_cycle_seconds", Help: "Duration of the allocation cycles.",
-			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16), // 50 µs … 1.6 s
-		}),
-		offers: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "brim_master_offers_total", Help: "Offers by event: made, declined, rescinded.",
-		}, []string{"event"}),
-		launches: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "brim_master_task_launches_total", Help: "Tasks launched through ACCEPT.",
-		}),
-		storeWrite: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "brim_master_store_write_seconds", Help: "Latency of the store's write transactions.",
-			Buckets: prometheus.ExponentialBuckets(100e-6, 2, 14), // 100 µs … 0.8 s
-		}),
-		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "brim_master_auth_failures_total", Help: "Refused requests by transport (grpc, http) and kind (unauthenticated, forbidden).",
-		}, []string{"transport", "kind"}),
+// newHistogram has buckets from start doubling n times.
+func newHistogram(start float64, n int) Histogram {
+	h := Histogram{Bounds: make([]float64, n), Counts: make([]uint64, n)}
+	for i := range h.Bounds {
+		h.Bounds[i] = start
+		start *= 2
 	}
-	for _, e := range []string{"made", "declined", "rescinded"} {
-		x.offers.WithLabelValues(e)
-	}
-	connected := func(name, help string, count func() int) prometheus.GaugeFunc {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			return float64(count())
-		})
-	}
-	x.reg.MustRegister(x.cycle, x.offers, x.launches, x.storeWrite, x.authFailures,
-		connected("brim_master_agents_connected", "Agents with a live link.", func() int {
-			n := 0
-			for _, a := range m.agents {
-				if a.out != nil {
-					n++
-				}
-			}
-			return n
-		}),
-		connected("brim_master_frameworks_connected", "Frameworks with a live subscription.", func() int {
-			n := 0
-			for _, f := range m.frameworks {
-				if f.out != nil {
-					n++
-				}
-			}
-			return n
-		}),
-		connected("brim_master_offers_outstanding", "Offers made and not yet used, declined or rescinded.", func() int { return len(m.offers) }),
-		connected("brim_master_agents_awaited", "Agents of the registry not re-registered since the master started or was elected (0 once the re-registration window closed).",
-			func() int { return len(m.awaited) }),
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
-	return x
+	return h
 }
 
-// authFailure counts err if it is an authentication or ACL refusal.
-func (x *metrics) authFailure(transport string, err error) {
-	switch {
-	case errors.Is(err, ErrUnauthenticated):
-		x.authFailures.WithLabelValues(transport, "unauthenticated").Inc()
-	case errors.Is(err, ErrForbidden):
-		x.authFailures.WithLabelValues(transport, "forbidden").Inc()
+func (h *Histogram) observe(d time.Duration) {
+	s := d.Seconds()
+	for i, b := range h.Bounds {
+		if s <= b {
+			h.Counts[i]++
+		}
 	}
+	h.Count++
+	h.Sum += s
+}
+
+func (h Histogram) clone() Histogram {
+	h.Bounds, h.Counts = append([]float64(nil), h.Bounds...), append([]uint64(nil), h.Counts...)
+	return h
+}
+
+// Metrics are the master's figures at one moment.
+type Metrics struct {
+	// Cycles are the allocation cycles' durations (50 µs … 1.6 s).
+	Cycles Histogram
+	// StoreWrites are the store's write latencies as the master sees
+	// them, fencing and network included (100 µs … 0.8 s).
+	StoreWrites Histogram
+	// Offers made, declined and rescinded; tasks launched through ACCEPT.
+	OffersMade, OffersDeclined, OffersRescinded uint64
+	Launches                                    uint64
+	// Gauges: agents with a live link, frameworks with a live
+	// subscription, offers outstanding, agents of the registry not
+	// re-registered since the master started or was elected.
+	AgentsConnected, FrameworksConnected, OffersOutstanding, AgentsAwaited int
+	// RegistrationsAdmitted are the agents' registrations admitted and
+	// under way (at most Options.RegistrationSlots).
+	RegistrationsAdmitted int
+}
+
+// counters are the figures Master.mu guards; storeWrites has its own
+// lock (writes are timed outside the master's).
+type counters struct {
+	cycles                   Histogram
+	made, declined, rescinds uint64
+	launches                 uint64
+
+	storeMu     sync.Mutex
+	storeWrites Histogram
+}
+
+func newCounters() *counters {
+	return &counters{cycles: newHistogram(50e-6, 16), storeWrites: newHistogram(100e-6, 14)}
 }
 
 // observeStoreWrite records one store write that began at start.
-func (x *metrics) observeStoreWrite(start time.Time) {
-	x.storeWrite.Observe(time.Since(start).Seconds())
+func (c *counters) observeStoreWrite(start time.Time) {
+	d := time.Since(start)
+	c.storeMu.Lock()
+	defer c.storeMu.Unlock()
+	c.storeWrites.observe(d)
 }
 
-// Metrics is the master's Prometheus registry (served on GET /metrics).
-func (m *Master) Metrics() *prometheus.Registry { return m.metrics.reg }
-
-// SetReady says whether the master serves: Start sets it once the store
-// is loaded and the port listens. GET /health answers 200 only then.
-func (m *Master) SetReady(ready bool) { m.ready.Store(ready) }
-
-// grpcError is toStatus, counting authentication and ACL refusals.
-func (m *Master) grpcError(err error) error {
-	if err != nil {
-		m.metrics.authFailure("grpc", err)
-	}
-	return toStatus(err)
-}
-
-// serviceRoutes adds /health, /version and /metrics to mux; none needs
-// credentials (health checks and scrapers have none).
-func (m *Master) serviceRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
-		if !m.ready.Load() {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-	})
-	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, buildinfo.Get())
-	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.metrics.reg, promhttp.HandlerOpts{}))
-}
-
-// watchdog beats the "allocation" loop while allocation cycles complete
-// (each takes the master's lock: a wedged domain stops them), so that
-// systemd's watchdog pings stop when the master wedges.
-func (m *Master) watchdog(ctx context.Context, n *sdnotify.Notifier, interval time.Duration) {
-	loop := n.Loop("allocation", max(2*interval, 3*m.opts.AllocationInterval))
-	t := time.NewTicker(interval / 2)
-	defer t.Stop()
-	last := -1
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if cycles, _, _, _, _ := m.CycleStats(); cycles != last {
-			last = cycles
-			loop.Beat()
+// Metrics returns the master's figures. It takes the master's lock for
+// a moment (no store call is ever made under it: writes.go). Safe for
+// concurrent use.
+func (m *Master) Metrics() Metrics {
+	m.metrics.storeMu.Lock()
+	store := m.metrics.storeWrites.clone()
+	m.metrics.storeMu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	x := Metrics{Cycles: m.metrics.cycles.clone(), StoreWrites: store, OffersMade: m.metrics.made,
+		OffersDeclined: m.metrics.declined, OffersRescinded: m.metrics.rescinds, Launches: m.metrics.launches,
+		OffersOutstanding: len(m.offers), AgentsAwaited: len(m.awaited), RegistrationsAdmitted: m.admission.inUse()}
+	for _, a := range m.agents {
+		if a.out != nil {
+			x.AgentsConnected++
 		}
 	}
+	for _, f := range m.frameworks {
+		if f.out != nil {
+			x.FrameworksConnected++
+		}
+	}
+	return x
 }

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 )
 
 // checkOfferIndex fails unless every agent's offers are exactly the
@@ -55,19 +53,19 @@ func TestOfferIndexFollowsOffers(t *testing.T) {
 	_, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	var agents []string
-	regs := map[string]*pb.Register{}
+	regs := map[string]*Registration{}
 	for i := range 3 {
-		reg := &pb.Register{Hostname: fmt.Sprintf("h%d", i), Resources: "cpus:4;mem:4096"}
-		id, _, err := m.registerAgent(registrationFromPB(reg), "", NewOutbox[ToAgent](cancel, AgentQueue))
+		reg := &Registration{Hostname: fmt.Sprintf("h%d", i), Resources: "cpus:4;mem:4096"}
+		id, _, err := m.registerAgent(reg, "", NewOutbox[ToAgent](cancel, AgentQueue))
 		if err != nil {
 			t.Fatal(err)
 		}
-		reg.AgentId = id
+		reg.AgentID = id
 		regs[id] = reg
 		agents = append(agents, id)
 	}
 	fwOut := NewOutbox[ToFramework](cancel, FrameworkQueue)
-	fw, err := m.Subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}}), fwOut)
+	fw, err := m.Subscribe(&Subscription{Info: &FrameworkInfo{Name: "f"}}, fwOut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,9 +89,8 @@ func TestOfferIndexFollowsOffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkOfferIndex(t, m, "after decline")
-	if err := m.Accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: []string{got[1].id}, Filters: &pb.Filters{RefuseSeconds: 0},
-		Operations: []*pb.Operation{{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: []*pb.TaskInfo{
-			{TaskId: "t1", Resources: "cpus:1;mem:64", Command: []string{"true"}}}}}}}})); err != nil {
+	if err := m.Accept(AcceptRequest{FrameworkID: fw, OfferIDs: []string{got[1].id}, Refuse: refusing(0),
+		Operations: []Operation{launchOf(task("t1", "cpus:1;mem:64"))}}); err != nil {
 		t.Fatal(err)
 	}
 	checkOfferIndex(t, m, "after accept")
@@ -109,7 +106,7 @@ func TestOfferIndexFollowsOffers(t *testing.T) {
 	m.allocate()
 	offers()
 	again := got[1].agent
-	if _, _, err := m.registerAgent(registrationFromPB(regs[again]), "", NewOutbox[ToAgent](cancel, AgentQueue)); err != nil {
+	if _, _, err := m.registerAgent(regs[again], "", NewOutbox[ToAgent](cancel, AgentQueue)); err != nil {
 		t.Fatal(err)
 	}
 	checkOfferIndex(t, m, "after a re-registration")

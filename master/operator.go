@@ -85,7 +85,7 @@ func nonNil[T any](s []T) []T {
 // store error wraps none.
 func (m *Master) Reserve(agentID, principal string, res resources.Resources) error {
 	if principal == "" {
-		principal = anonymous
+		principal = Anonymous
 	}
 	byRole, err := reservationRequest(res, principal, false)
 	if err != nil {
@@ -136,7 +136,7 @@ func (m *Master) Reserve(agentID, principal string, res resources.Resources) err
 // reserved, or in use); a store error wraps none.
 func (m *Master) Unreserve(agentID, principal string, res resources.Resources) error {
 	if principal == "" {
-		principal = anonymous
+		principal = Anonymous
 	}
 	byRole, err := reservationRequest(res, principal, true)
 	if err != nil {
@@ -190,8 +190,8 @@ func (m *Master) Unreserve(agentID, principal string, res resources.Resources) e
 	return nil
 }
 
-// anonymous is the principal of operator requests without authentication.
-const anonymous = "anonymous"
+// Anonymous is the principal of operator requests without authentication.
+const Anonymous = "anonymous"
 
 func (m *Master) rescindAgentOffersLocked(agentID string) {
 	if ag := m.agents[agentID]; ag != nil {

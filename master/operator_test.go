@@ -15,6 +15,7 @@ import (
 
 	"github.com/brimnode/brim/master"
 	"github.com/brimnode/brim/master/allocator"
+	"github.com/brimnode/brim/master/transport"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/brimnode/brim/scheduler"
@@ -53,13 +54,13 @@ func TestOperatorReserveStatusCodes(t *testing.T) {
 	c.startAgent(t.TempDir(), newFakeRunner())
 	agentID := waitAgents(t, c.m, 1)[0].ID
 	dir := t.TempDir()
-	auth, err := master.LoadAuth(
+	auth, err := transport.LoadAuth(
 		writeFile(t, dir, "creds.json", `[{"principal":"ops","secret":"s3cret"},{"principal":"intern","secret":"pw"}]`),
 		writeFile(t, dir, "acls.json", `{"rules":[{"principals":["ops"],"action":"reserve","roles":["ads"]},{"principals":["ops"],"action":"unreserve","roles":["ANY"]}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(c.m.HTTPHandler(auth))
+	srv := httptest.NewServer(httpHandler(c.api, auth))
 	defer srv.Close()
 	post := func(path, user, pass, body string) (int, string) {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(body))

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 )
 
 // TestLaunchBurstKeepsAgentStream: one ACCEPT launching many small tasks
@@ -23,17 +21,16 @@ func TestLaunchBurstKeepsAgentStream(t *testing.T) {
 	ctx, endStream := context.WithCancel(context.Background())
 	t.Cleanup(endStream)
 	agOut := NewOutbox[ToAgent](endStream, AgentQueue) // nothing drains it
-	if _, _, err := m.registerAgent(registrationFromPB(&pb.Register{Hostname: "h", Resources: "cpus:64;mem:65536"}), "", agOut); err != nil {
+	if _, _, err := m.registerAgent((&Registration{Hostname: "h", Resources: "cpus:64;mem:65536"}), "", agOut); err != nil {
 		t.Fatal(err)
 	}
 	fw, offer := subscribeAndOffer(t, m, NewOutbox[ToFramework](func() {}, FrameworkQueue))
 	const n = 1000
-	tasks := make([]*pb.TaskInfo, n)
+	tasks := make([]TaskSpec, n)
 	for i := range tasks {
-		tasks[i] = &pb.TaskInfo{TaskId: fmt.Sprintf("t%04d", i), Resources: "cpus:0.01;mem:32", Command: []string{"true"}}
+		tasks[i] = task(fmt.Sprintf("t%04d", i), "cpus:0.01;mem:32")
 	}
-	if err := m.Accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: []string{offer},
-		Operations: []*pb.Operation{{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: tasks}}}}})); err != nil {
+	if err := m.Accept(AcceptRequest{FrameworkID: fw, OfferIDs: []string{offer}, Operations: []Operation{launchOf(tasks...)}}); err != nil {
 		t.Fatal(err)
 	}
 	if ctx.Err() != nil {

@@ -3,6 +3,8 @@ package master
 import (
 	"testing"
 	"time"
+
+	"github.com/brimnode/brim/masterlink"
 )
 
 // The default window outlasts an agent's whole reconnect backoff: with the
@@ -25,5 +27,13 @@ func TestReregistrationWindow(t *testing.T) {
 	}
 	if MinReregistrationWindow < 10*time.Second {
 		t.Errorf("MinReregistrationWindow %v: shorter than twice the agents' 5 s reconnect backoff", MinReregistrationWindow)
+	}
+}
+
+// TestMinReregistrationWindow: the window's floor is twice masterlink's
+// longest reconnect backoff, which the domain does not import.
+func TestMinReregistrationWindow(t *testing.T) {
+	if want := 2 * masterlink.DefaultReconnectMax; MinReregistrationWindow != want {
+		t.Errorf("MinReregistrationWindow = %v, want twice masterlink.DefaultReconnectMax: %v", MinReregistrationWindow, want)
 	}
 }

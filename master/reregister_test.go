@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/master/boltstore"
 	"github.com/brimnode/brim/masterlink"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
@@ -120,7 +121,7 @@ func TestRegisterPagesOnlyThenRegistered(t *testing.T) {
 // answered: a framework that reconciled right after a failover waited
 // forever for a task of a dead agent.
 func TestReconcileAnsweredWhenWindowCloses(t *testing.T) {
-	st, err := master.OpenBoltStore(t.TempDir() + "/master.db")
+	st, err := boltstore.Open(t.TempDir() + "/master.db")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 )
 
@@ -28,11 +27,11 @@ func newRevocableRig(t *testing.T, estimate string) *revocableRig {
 	_, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	r := &revocableRig{t: t, m: m, agConn: NewOutbox[ToAgent](cancel, AgentQueue)}
-	r.agent, _, err = m.registerAgent(registrationFromPB(&pb.Register{Hostname: "h", Resources: "cpus:4;mem:4096", Revocable: estimate}), "", r.agConn)
+	r.agent, _, err = m.registerAgent((&Registration{Hostname: "h", Resources: "cpus:4;mem:4096", Revocable: estimate}), "", r.agConn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.fw, err = m.Subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "be", Revocable: true}}), NewOutbox[ToFramework](cancel, FrameworkQueue))
+	r.fw, err = m.Subscribe(&Subscription{Info: &FrameworkInfo{Name: "be", Revocable: true}}, NewOutbox[ToFramework](cancel, FrameworkQueue))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +40,7 @@ func newRevocableRig(t *testing.T, estimate string) *revocableRig {
 
 // estimate sends the agent's new free revocable estimate.
 func (r *revocableRig) estimate(rev string) {
-	r.m.AgentMessage(r.agent, r.agConn, agentMessageFromPB(&pb.AgentMessage{Msg: &pb.AgentMessage_Oversubscribed{Oversubscribed: &pb.Oversubscribed{Revocable: rev}}}))
+	r.m.AgentMessage(r.agent, r.agConn, &AgentOversub{Revocable: rev})
 }
 
 // outstanding is the revocable part of every outstanding offer.
@@ -90,9 +89,8 @@ func (r *revocableRig) launchRevocable() {
 	if len(offers) != 1 || rev.Scalar(resources.CPUs) != resources.FromInt(8) {
 		r.t.Fatalf("first cycle: %d offers with revocable %v, want one with cpus{REV}:8", len(offers), rev)
 	}
-	err := r.m.Accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: r.fw, OfferIds: []string{offers[0].id}, Filters: &pb.Filters{RefuseSeconds: 0},
-		Operations: []*pb.Operation{{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: []*pb.TaskInfo{
-			{TaskId: "rev", Resources: "cpus{REV}:3", Command: []string{"true"}}}}}}}}))
+	err := r.m.Accept(AcceptRequest{FrameworkID: r.fw, OfferIDs: []string{offers[0].id}, Refuse: refusing(0),
+		Operations: []Operation{launchOf(task("rev", "cpus{REV}:3"))}})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -178,13 +176,13 @@ func TestRevocableTasksAtRegistration(t *testing.T) {
 	_, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	r := &revocableRig{t: t, m: m, agConn: NewOutbox[ToAgent](cancel, AgentQueue), fw: "fw-1"}
-	r.agent, _, err = m.registerAgent(registrationFromPB(&pb.Register{Hostname: "h", Resources: "cpus:4;mem:4096", Revocable: "cpus{REV}:1",
-		Tasks: []*pb.TaskSnapshot{{State: pb.TaskState_TASK_RUNNING, Task: &pb.TaskInfo{
-			TaskId: "rev", FrameworkId: r.fw, Resources: "cpus{REV}:3;mem{REV}:64", Command: []string{"true"}}}}}), "", r.agConn)
+	r.agent, _, err = m.registerAgent((&Registration{Hostname: "h", Resources: "cpus:4;mem:4096", Revocable: "cpus{REV}:1",
+		Tasks: []TaskReport{{State: TaskRunning, FrameworkID: r.fw, Resources: "cpus{REV}:3;mem{REV}:64",
+			Info: TaskInfo{ID: "rev", Command: []string{"true"}}}}}), "", r.agConn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Id: r.fw, Name: "be", Revocable: true}}),
+	if _, err := m.Subscribe(&Subscription{Info: &FrameworkInfo{ID: r.fw, Name: "be", Revocable: true}},
 		NewOutbox[ToFramework](cancel, FrameworkQueue)); err != nil {
 		t.Fatal(err)
 	}
@@ -199,8 +197,7 @@ func TestRevocableTasksAtRegistration(t *testing.T) {
 // estimateInUse sends an estimate with what revocable containers held
 // when the agent computed it.
 func (r *revocableRig) estimateInUse(rev, inUse string) {
-	r.m.AgentMessage(r.agent, r.agConn, agentMessageFromPB(&pb.AgentMessage{Msg: &pb.AgentMessage_Oversubscribed{Oversubscribed: &pb.Oversubscribed{
-		Revocable: rev, RevocableInUse: inUse, RevocableInUseSet: true}}}))
+	r.m.AgentMessage(r.agent, r.agConn, &AgentOversub{Revocable: rev, InUse: inUse, InUseSet: true})
 }
 
 // TestRevocableEstimateRacesTaskEnd: the revocable task ends on the
@@ -221,8 +218,8 @@ func TestRevocableEstimateRacesTaskEnd(t *testing.T) {
 	// The task ends; the agent's next estimate is out before its update.
 	r.estimateInUse("cpus{REV}:8", "")
 	r.m.allocate()
-	r.m.AgentMessage(r.agent, r.agConn, agentMessageFromPB(&pb.AgentMessage{Msg: &pb.AgentMessage_Status{Status: &pb.TaskStatus{
-		TaskId: "rev", AgentId: r.agent, FrameworkId: r.fw, State: pb.TaskState_TASK_FINISHED, Uuid: "u1"}}}))
+	r.m.AgentMessage(r.agent, r.agConn, (&TaskStatus{
+		TaskID: "rev", AgentID: r.agent, FrameworkID: r.fw, State: TaskFinished, UUID: "u1"}))
 	r.m.allocate()
 	r.checkLedger()
 	if _, rev := r.outstanding(); rev.Scalar(resources.CPUs) > resources.FromInt(8) {

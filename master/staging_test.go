@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 )
 
@@ -22,16 +21,15 @@ func TestUnseenStagingGoesLost(t *testing.T) {
 	}
 	_, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	reg := &pb.Register{Hostname: "h", Resources: "cpus:4;mem:4096"}
-	agent, _, err := m.registerAgent(registrationFromPB(reg), "", NewOutbox[ToAgent](cancel, AgentQueue))
+	reg := &Registration{Hostname: "h", Resources: "cpus:4;mem:4096"}
+	agent, _, err := m.registerAgent(reg, "", NewOutbox[ToAgent](cancel, AgentQueue))
 	if err != nil {
 		t.Fatal(err)
 	}
 	fwOut := NewOutbox[ToFramework](cancel, FrameworkQueue)
 	fw, offer := subscribeAndOffer(t, m, fwOut)
-	if err := m.Accept(acceptRequestFromPB(&pb.AcceptRequest{FrameworkId: fw, OfferIds: []string{offer}, Filters: &pb.Filters{RefuseSeconds: 0},
-		Operations: []*pb.Operation{{Op: &pb.Operation_Launch_{Launch: &pb.Operation_Launch{Tasks: []*pb.TaskInfo{
-			{TaskId: "t1", Resources: "cpus:3;mem:64", Command: []string{"true"}}}}}}}})); err != nil {
+	if err := m.Accept(AcceptRequest{FrameworkID: fw, OfferIDs: []string{offer}, Refuse: refusing(0),
+		Operations: []Operation{launchOf(task("t1", "cpus:3;mem:64"))}}); err != nil {
 		t.Fatal(err)
 	}
 	state := func() string {
@@ -46,8 +44,8 @@ func TestUnseenStagingGoesLost(t *testing.T) {
 		t.Fatalf("after launch: %s", got)
 	}
 	// The agent comes back on a new stream without the task.
-	reg.AgentId = agent
-	if _, _, err := m.registerAgent(registrationFromPB(reg), "", NewOutbox[ToAgent](cancel, AgentQueue)); err != nil {
+	reg.AgentID = agent
+	if _, _, err := m.registerAgent(reg, "", NewOutbox[ToAgent](cancel, AgentQueue)); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
@@ -91,7 +89,7 @@ func TestUnseenStagingGoesLost(t *testing.T) {
 // allocation cycle and returns the framework's ID and its first offer.
 func subscribeAndOffer(t *testing.T, m *Master, c *Outbox[ToFramework]) (fw, offer string) {
 	t.Helper()
-	fw, err := m.Subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "f"}}), c)
+	fw, err := m.Subscribe(&Subscription{Info: &FrameworkInfo{Name: "f"}}, c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-
-	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 )
 
 // TestTasksMatchedByFramework (issue 30): with framework b's task x
@@ -20,16 +18,16 @@ func TestTasksMatchedByFramework(t *testing.T) {
 		t.Fatal(err)
 	}
 	fwOut := NewOutbox[ToFramework](func() {}, FrameworkQueue)
-	b, err := m.Subscribe(subscriptionFromPB(&pb.SubscribeRequest{Framework: &pb.FrameworkInfo{Name: "b"}}), fwOut)
+	b, err := m.Subscribe(&Subscription{Info: &FrameworkInfo{Name: "b"}}, fwOut)
 	if err != nil {
 		t.Fatal(err)
 	}
-	report := func(fw string, state pb.TaskState) *pb.TaskSnapshot {
-		return &pb.TaskSnapshot{Task: &pb.TaskInfo{TaskId: "x", FrameworkId: fw, Resources: "cpus:1;mem:64", Command: []string{"sleep"}}, State: state}
+	report := func(fw string, state TaskState) TaskReport {
+		return TaskReport{Info: TaskInfo{ID: "x", Command: []string{"sleep"}}, FrameworkID: fw, Resources: "cpus:1;mem:64", State: state}
 	}
-	reg := &pb.Register{Hostname: "h", Resources: "cpus:4;mem:4096", Tasks: []*pb.TaskSnapshot{report(b, pb.TaskState_TASK_RUNNING)}}
+	reg := &Registration{Hostname: "h", Resources: "cpus:4;mem:4096", Tasks: []TaskReport{report(b, TaskRunning)}}
 	agOut := NewOutbox[ToAgent](func() {}, AgentQueue)
-	id, _, err := m.registerAgent(registrationFromPB(reg), "", agOut)
+	id, _, err := m.registerAgent(reg, "", agOut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,34 +52,34 @@ func TestTasksMatchedByFramework(t *testing.T) {
 		}
 		return fmt.Sprint(out)
 	}
-	status := func(fw string, st pb.TaskState, uuid string) {
-		m.AgentMessage(id, agOut, taskStatusFromPB(&pb.TaskStatus{TaskId: "x", FrameworkId: fw, State: st, Uuid: uuid, HasExitCode: true}))
+	status := func(fw string, st TaskState, uuid string) {
+		m.AgentMessage(id, agOut, &TaskStatus{TaskID: "x", FrameworkID: fw, State: st, UUID: uuid, HasExitCode: true})
 	}
 
-	status("a", pb.TaskState_TASK_FINISHED, "u1")
+	status("a", TaskFinished, "u1")
 	if got := sent(); got != "[ack a/x u1]" || state() != TaskRunning || len(fwOut.Take()) != 0 {
 		t.Fatalf("a's end: sent %s, b's x %s", got, state())
 	}
-	status("a", pb.TaskState_TASK_RUNNING, "u2")
+	status("a", TaskRunning, "u2")
 	if got := sent(); got != "[kill a/x ack a/x u2]" || state() != TaskRunning {
 		t.Fatalf("a's live x: sent %s, b's x %s", got, state())
 	}
-	reg.AgentId = id
-	reg.Tasks = []*pb.TaskSnapshot{report("a", pb.TaskState_TASK_RUNNING), report(b, pb.TaskState_TASK_RUNNING)}
+	reg.AgentID = id
+	reg.Tasks = []TaskReport{report("a", TaskRunning), report(b, TaskRunning)}
 	agOut = NewOutbox[ToAgent](func() {}, AgentQueue)
-	_, kill, err := m.registerAgent(registrationFromPB(reg), "", agOut)
+	_, kill, err := m.registerAgent(reg, "", agOut)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(kill, []KillTask{{TaskID: "x", FrameworkID: "a"}}) || state() != TaskRunning {
 		t.Fatalf("re-registration: kill %v, b's x %s", kill, state())
 	}
-	status(b, pb.TaskState_TASK_RUNNING, "u3")
+	status(b, TaskRunning, "u3")
 	if ev := fwOut.Take(); len(ev) != 1 || ev[0].(*TaskStatus).UUID != "u3" || ev[0].(*TaskStatus).FrameworkID != b {
 		t.Fatalf("b's own update: b heard %v", ev)
 	}
 	// An older agent names no framework: matched by the task ID.
-	status("", pb.TaskState_TASK_FINISHED, "u4")
+	status("", TaskFinished, "u4")
 	if state() != TaskFinished {
 		t.Fatalf("an update without a framework: b's x %s", state())
 	}

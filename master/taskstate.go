@@ -4,7 +4,7 @@ import "strconv"
 
 // TaskState is a task's state as the domain keeps it. Its numbers are
 // those of masterlinkpb.TaskState, the vocabulary agents and frameworks
-// speak, so that convert.go converts by number; TestTaskStateMatchesPB
+// speak, so that the transport converts by number; TestTaskStateMatchesPB
 // checks names, numbers and terminal states against the proto.
 type TaskState int32
 
@@ -37,8 +37,8 @@ func (s TaskState) String() string {
 	return strconv.Itoa(int(s))
 }
 
-// terminal reports whether a task in state s has ended.
-func (s TaskState) terminal() bool {
+// Terminal reports whether a task in state s has ended.
+func (s TaskState) Terminal() bool {
 	switch s {
 	case TaskFinished, TaskFailed, TaskKilled, TaskLost, TaskGone, TaskError:
 		return true

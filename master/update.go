@@ -206,7 +206,7 @@ func (m *Master) resizeStatusLocked(ag *agentEntry, t *taskEntry, st *TaskStatus
 	p := t.pending
 	zero := time.Duration(0)
 	switch st.Reason {
-	case reasonResourcesUpdated:
+	case ReasonResourcesUpdated:
 		res, err := resources.Parse(st.Resources)
 		if err != nil || res.IsEmpty() {
 			m.log.Warn("resource update confirmation without valid resources", "task", t.info.ID, "resources", st.Resources, "err", err)
@@ -234,7 +234,7 @@ func (m *Master) resizeStatusLocked(ag *agentEntry, t *taskEntry, st *TaskStatus
 			t.setResources(res)
 			m.resyncAgentLocked(ag)
 		}
-	case reasonResourcesUpdateFailed:
+	case ReasonResourcesUpdateFailed:
 		if p == nil {
 			return
 		}

@@ -3,11 +3,13 @@ package master_test
 import (
 	"context"
 	"errors"
-	"github.com/brimnode/brim/master/api"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brimnode/brim/master/api"
+	"github.com/brimnode/brim/master/boltstore"
 
 	"github.com/brimnode/brim/master"
 	"github.com/brimnode/brim/masterlink"
@@ -401,35 +403,14 @@ func TestResubscribeAfterRestartChecksPrincipal(t *testing.T) {
 
 // storeOpener returns a function opening the same bbolt store each time
 // (close it before opening it again).
-func storeOpener(t *testing.T) func() *master.BoltStore {
+func storeOpener(t *testing.T) func() *boltstore.Store {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "master.db")
-	return func() *master.BoltStore {
-		s, err := master.OpenBoltStore(path)
+	return func() *boltstore.Store {
+		s, err := boltstore.Open(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
-	}
-}
-
-func TestStoreReadsFrameworksWithoutPrincipal(t *testing.T) {
-	s := storeOpener(t)()
-	defer s.Close()
-	if err := s.PutFramework("a", master.PersistedFramework{Roles: []string{"ads"}, Principal: "ops"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := master.PutLegacyFramework(s, "b", []string{"web"}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a := p.Frameworks["a"]; a.Principal != "ops" || len(a.Roles) != 1 || a.Roles[0] != "ads" {
-		t.Fatalf("framework a: %+v", a)
-	}
-	if b := p.Frameworks["b"]; b.Principal != "" || len(b.Roles) != 1 || b.Roles[0] != "web" {
-		t.Fatalf("framework b (old format): %+v", b)
 	}
 }

@@ -18,6 +18,8 @@ import (
 
 	"github.com/brimnode/brim/cli"
 	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/master/boltstore"
+	"github.com/brimnode/brim/master/server"
 )
 
 const (
@@ -69,10 +71,10 @@ func (f *masterFlags) register(fl *pflag.FlagSet, stateDirDefault string) {
 	fl.DurationVar(&f.refuse, "default-refuse", 5*time.Second, "how long declined resources are not offered again to the framework by default")
 	fl.StringVar(&f.sorter, "sorter", "drf", "allocation order: drf, medrf or random")
 	fl.BoolVar(&f.fresh, "fresh", false, "start with an empty store when STATE-DIR/master.db is empty or damaged (it is kept as master.db.broken-TIME); without it the master refuses to start")
-	fl.DurationVar(&f.backupInterval, "backup-interval", master.DefaultBackupInterval, "back the store up into STATE-DIR/backups at start and at this period (0: never); restore with `brim master restore`")
+	fl.DurationVar(&f.backupInterval, "backup-interval", boltstore.DefaultBackupInterval, "back the store up into STATE-DIR/backups at start and at this period (0: never); restore with `brim master restore`")
 	fl.IntVar(&f.maxCompletedTasks, "max-completed-tasks", master.DefaultMaxCompletedTasks, "ended tasks kept in /state's completedTasks (positive)")
 	fl.IntVar(&f.maxCompletedFWs, "max-completed-frameworks", master.DefaultMaxCompletedFrameworks, "removed frameworks kept in /state's completedFrameworks (positive)")
-	fl.IntVar(&f.backupKeep, "backup-keep", master.DefaultBackupKeep, "number of backups kept in STATE-DIR/backups")
+	fl.IntVar(&f.backupKeep, "backup-keep", boltstore.DefaultBackupKeep, "number of backups kept in STATE-DIR/backups")
 	f.demands.register(fl)
 }
 
@@ -105,7 +107,7 @@ func (f *demandFlags) options() (master.DemandOptions, error) {
 		NoPreempt: !f.preempt, NoLend: !f.lend, Spread: f.spread}, nil
 }
 
-// startMaster starts the master the flags describe (master.Start); it
+// startMaster starts the master the flags describe (server.Start); it
 // returns once the listener is open. The returned function waits for
 // everything to stop after ctx ends. SIGHUP re-reads --credentials and
 // --acls, and never ends the master.
@@ -130,7 +132,7 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cfg := master.Config{
+	cfg := server.Config{
 		Options: master.Options{
 			AllocationInterval:     f.allocationInterval,
 			HeartbeatInterval:      f.heartbeatInterval,
@@ -138,13 +140,13 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 			OfferTimeout:           f.offerTimeout,
 			FailoverTimeout:        f.failoverTimeout,
 			ReregistrationTimeout:  f.reregisterTimeout,
-			AuthenticateAgents:     f.authenticateAgents,
 			MaxCompletedTasks:      f.maxCompletedTasks,
 			MaxCompletedFrameworks: f.maxCompletedFWs,
 			Demands:                demands,
 			Log:                    log,
 		},
-		Listen: f.listen, StateDir: f.stateDir, Credentials: f.credentials, ACLs: f.acls, TLS: tlsCfg, Certificate: cert,
+		Listen: f.listen, StateDir: f.stateDir, Credentials: f.credentials, ACLs: f.acls, AuthenticateAgents: f.authenticateAgents,
+		TLS: tlsCfg, Certificate: cert,
 		Fresh: f.fresh, BackupInterval: f.backupInterval, BackupKeep: f.backupKeep,
 	}
 	cfg.Allocator.DefaultRefuse = f.refuse
@@ -157,7 +159,7 @@ func startMaster(ctx context.Context, f *masterFlags, log *slog.Logger) (*master
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	cfg.Reload = hup
-	r, err := master.Start(ctx, cfg)
+	r, err := server.Start(ctx, cfg)
 	if err != nil {
 		signal.Stop(hup)
 		_ = closeStore()
@@ -245,7 +247,7 @@ func newMasterRestoreCommand() *cobra.Command {
 			if from == "" {
 				return cli.ExitError{Code: 2, Msg: "--from is required (a backup, e.g. STATE-DIR/backups/master-….db)"}
 			}
-			if err := master.Restore(from, stateDir); err != nil {
+			if err := boltstore.Restore(from, stateDir); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "restored %s from %s\n", filepath.Join(stateDir, "master.db"), from)

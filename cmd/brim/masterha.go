@@ -10,8 +10,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/brimnode/brim/cli"
-	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/master/discovery"
 	"github.com/brimnode/brim/master/etcdstore"
+	"github.com/brimnode/brim/master/server"
 )
 
 // haFlags choose the master's store: bbolt in a directory (the default)
@@ -47,7 +48,7 @@ func (h *haFlags) check() error {
 		}
 		return nil
 	case strings.HasPrefix(h.store, "etcd://"):
-		if _, _, err := etcdstore.ParseURL(h.store); err != nil {
+		if _, _, err := discovery.ParseURL(h.store); err != nil {
 			return cli.ExitError{Code: 2, Msg: err.Error()}
 		}
 		if h.sessionTTL < time.Second || h.sessionTTL%time.Second != 0 {
@@ -60,7 +61,7 @@ func (h *haFlags) check() error {
 
 // apply sets cfg's store from the flags: a state dir for bbolt, an
 // Elector on etcd. The returned function closes what it opened.
-func (h *haFlags) apply(ctx context.Context, cfg *master.Config, log *slog.Logger) (func() error, error) {
+func (h *haFlags) apply(ctx context.Context, cfg *server.Config, log *slog.Logger) (func() error, error) {
 	nothing := func() error { return nil }
 	if err := h.check(); err != nil {
 		return nil, err
@@ -72,14 +73,14 @@ func (h *haFlags) apply(ctx context.Context, cfg *master.Config, log *slog.Logge
 		cfg.StateDir = dir
 		return nothing, nil
 	}
-	endpoints, prefix, err := etcdstore.ParseURL(h.store)
+	endpoints, prefix, err := discovery.ParseURL(h.store)
 	if err != nil {
 		return nil, cli.ExitError{Code: 2, Msg: err.Error()}
 	}
 	if cfg.Fresh {
 		return nil, cli.ExitError{Code: 2, Msg: "--fresh is for a bbolt store; an etcd store is managed with etcdctl"}
 	}
-	tlsCfg, err := etcdstore.LoadTLS(h.etcdCA, h.etcdCert, h.etcdKey)
+	tlsCfg, err := discovery.LoadTLS(h.etcdCA, h.etcdCert, h.etcdKey)
 	if err != nil {
 		return nil, cli.ExitError{Code: 2, Msg: err.Error()}
 	}
@@ -88,7 +89,7 @@ func (h *haFlags) apply(ctx context.Context, cfg *master.Config, log *slog.Logge
 		return nil, cli.ExitError{Code: 2, Msg: "--etcd-user and --etcd-password-file go together"}
 	}
 	if h.etcdUser != "" {
-		if ec.Password, err = etcdstore.ReadPassword(h.etcdPassword); err != nil {
+		if ec.Password, err = discovery.ReadPassword(h.etcdPassword); err != nil {
 			return nil, cli.ExitError{Code: 2, Msg: err.Error()}
 		}
 		ec.Username = h.etcdUser

@@ -18,7 +18,7 @@ import (
 
 	"github.com/brimnode/brim/cli"
 	"github.com/brimnode/brim/internal/testutil"
-	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/master/server"
 )
 
 func TestStoreFlagErrors(t *testing.T) {
@@ -189,7 +189,7 @@ func TestEndDeadLeaderFlag(t *testing.T) {
 		if err := fs.Parse(append([]string{"--store", "etcd://" + etcd + "/brim-flag"}, c.args...)); err != nil {
 			t.Fatal(err)
 		}
-		var cfg master.Config
+		var cfg server.Config
 		closeStore, err := h.apply(context.Background(), &cfg, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatalf("%v: %v", c.args, err)

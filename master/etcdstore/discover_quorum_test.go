@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brimnode/brim/master/etcdstore"
+	"github.com/brimnode/brim/master/discovery"
 )
 
 // TestDiscoverWithoutQuorum: two masters campaign on a 3-member etcd,
@@ -27,10 +27,10 @@ func TestDiscoverWithoutQuorum(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { _, _ = b.Campaign(ctx, "10.0.0.2:5050") }() // waits behind a until ctx ends
-	cfg := etcdstore.Config{Endpoints: e.clients, Prefix: "/brim-noquorum", SessionTTL: ttl}
+	cfg := discovery.Config{Endpoints: e.clients, Prefix: "/brim-noquorum"}
 	want := []string{"10.0.0.1:5050", "10.0.0.2:5050"}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		got, err := etcdstore.Discover(ctx, cfg)
+		got, err := discovery.Discover(ctx, cfg)
 		if err == nil && slices.Equal(got, want) {
 			break
 		}
@@ -42,7 +42,7 @@ func TestDiscoverWithoutQuorum(t *testing.T) {
 	e.kill(t, 0)
 	e.kill(t, 1)
 	start := time.Now()
-	got, err := etcdstore.Discover(ctx, cfg)
+	got, err := discovery.Discover(ctx, cfg)
 	t.Logf("Discover without the quorum took %v", time.Since(start).Round(time.Millisecond))
 	if err != nil {
 		t.Fatalf("Discover without the quorum: %v", err)

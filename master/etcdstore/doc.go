@@ -8,10 +8,12 @@
 // its writes fail with ErrNotLeader, as do the writes still waiting on
 // etcd when a term ends. A standby retries its session within a second
 // of etcd's answer and ends the election keys of its own address left by
-// an earlier session (a restart); Discover lists the masters whose
-// session is alive first.
+// an earlier session (a restart). Records are encoded by master/record,
+// as bbolt's are; the election's key layout is master/discovery's, which
+// clients read to find the masters.
 //
 // The master declares what it needs (master.Elector, master.Term,
 // master.Store); cmd/brim opens a Client from --store etcd://… and hands
-// it over. Tests run etcd in-process (server/v3/embed, test code only).
+// it to master/server. Tests run etcd in-process (server/v3/embed, test
+// code only).
 package etcdstore

@@ -3,7 +3,6 @@ package etcdstore
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +21,8 @@ import (
 	"github.com/brimnode/brim/demand"
 	"github.com/brimnode/brim/master"
 	"github.com/brimnode/brim/master/allocator"
+	"github.com/brimnode/brim/master/discovery"
+	"github.com/brimnode/brim/master/record"
 	"github.com/brimnode/brim/resources"
 )
 
@@ -38,7 +39,7 @@ const (
 
 // Config is where the registry lives and how to reach it.
 type Config struct {
-	// Endpoints are etcd's client addresses, HOST:PORT (ParseURL).
+	// Endpoints are etcd's client addresses, HOST:PORT (discovery.ParseURL).
 	Endpoints []string
 	// Prefix is the key prefix of this master cluster, e.g. "/brim".
 	Prefix string
@@ -121,7 +122,7 @@ func dial(ctx context.Context, cfg Config) (*Client, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   endpointURLs(cfg.Endpoints, cfg.TLS != nil),
+		Endpoints:   discovery.EndpointURLs(cfg.Endpoints, cfg.TLS != nil),
 		DialTimeout: cfg.DialTimeout,
 		TLS:         cfg.TLS,
 		Username:    cfg.Username,
@@ -152,7 +153,7 @@ func (c *Client) Close() error {
 // (master.SessionTTLer).
 func (c *Client) SessionTTL() time.Duration { return time.Duration(c.ttl) * time.Second }
 
-func (c *Client) electionPrefix() string { return c.prefix + "/election/" }
+func (c *Client) electionPrefix() string { return discovery.ElectionPrefix(c.prefix) }
 func (c *Client) registryPrefix() string { return c.prefix + "/registry/" }
 
 // Campaign waits until this master leads, advertising addr (where agents,
@@ -859,32 +860,28 @@ func retryable(err error) bool {
 	return false
 }
 
-// Key families under PREFIX/registry/.
+// Record families (master/record) under PREFIX/registry/.
 const (
-	famAgents       = "agents/"
-	famFrameworks   = "frameworks/"
-	famReservations = "reservations/"
-	famQuota        = "quota/"
-	famWeights      = "weights/"
-	famDemands      = "demands/"
+	famAgents       = record.Agents + "/"
+	famFrameworks   = record.Frameworks + "/"
+	famReservations = record.Reservations + "/"
+	famQuota        = record.Quota + "/"
+	famWeights      = record.Weights + "/"
+	famDemands      = record.Demands + "/"
 )
 
 func (t *Term) key2(family, id string) string { return t.c.registryPrefix() + family + id }
 
-// put writes (v nil: deletes) one record.
-func (t *Term) put(family, id string, v any) error {
+// put writes (ok false: deletes) one record.
+func (t *Term) put(family, id string, v []byte, ok bool) error {
 	if id == "" {
 		return fmt.Errorf("etcd store: empty %skey: %w", family, master.ErrInvalid)
 	}
-	if v == nil {
+	if !ok {
 		_, err := t.txn(clientv3.OpDelete(t.key2(family, id)))
 		return err
 	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = t.txn(clientv3.OpPut(t.key2(family, id), string(data)))
+	_, err := t.txn(clientv3.OpPut(t.key2(family, id), string(v)))
 	return err
 }
 
@@ -894,7 +891,7 @@ func (t *Term) PutAgent(id string, a master.PersistedAgent) error {
 	if id == "" {
 		return fmt.Errorf("etcd store: empty %skey: %w", famAgents, master.ErrInvalid)
 	}
-	data, err := json.Marshal(a)
+	data, err := record.EncodeAgent(a)
 	if err != nil {
 		return err
 	}
@@ -942,35 +939,42 @@ func (t *Term) writeAgents() {
 
 // PutFramework records a framework ID, its roles and principal.
 func (t *Term) PutFramework(id string, f master.PersistedFramework) error {
-	return t.put(famFrameworks, id, f)
+	v, err := record.EncodeFramework(f)
+	if err != nil {
+		return err
+	}
+	return t.put(famFrameworks, id, v, true)
 }
 
 // DeleteFramework forgets a framework.
-func (t *Term) DeleteFramework(id string) error { return t.put(famFrameworks, id, nil) }
+func (t *Term) DeleteFramework(id string) error { return t.put(famFrameworks, id, nil, false) }
 
 // PutReservations replaces an agent's dynamic reservations.
 func (t *Term) PutReservations(agentID string, res resources.Resources) error {
-	if res.IsEmpty() {
-		return t.put(famReservations, agentID, nil)
+	v, ok, err := record.EncodeReservations(res)
+	if err != nil {
+		return err
 	}
-	return t.put(famReservations, agentID, res.String())
-}
-
-type quotaRec struct {
-	Guarantee string `json:"guarantee,omitempty"`
-	Limit     string `json:"limit,omitempty"`
+	return t.put(famReservations, agentID, v, ok)
 }
 
 // PutQuota records (or with an empty Quota removes) a role's quota.
 func (t *Term) PutQuota(role string, q allocator.Quota) error {
-	if q.Guarantee.IsEmpty() && q.Limit.IsEmpty() {
-		return t.put(famQuota, role, nil)
+	v, ok, err := record.EncodeQuota(q)
+	if err != nil {
+		return err
 	}
-	return t.put(famQuota, role, quotaRec{Guarantee: q.Guarantee.String(), Limit: q.Limit.String()})
+	return t.put(famQuota, role, v, ok)
 }
 
-// PutDemand records a time-aware demand (docs/demands.md) as JSON.
-func (t *Term) PutDemand(d *demand.Demand) error { return t.put(famDemands, d.ID, d) }
+// PutDemand records a time-aware demand (docs/demands.md).
+func (t *Term) PutDemand(d *demand.Demand) error {
+	v, err := record.EncodeDemand(d)
+	if err != nil {
+		return err
+	}
+	return t.put(famDemands, d.ID, v, true)
+}
 
 // PutWeights records roles' weights in one transaction (all or none; at
 // most MaxWeightsPerWrite).
@@ -983,7 +987,7 @@ func (t *Term) PutWeights(weights map[string]float64) error {
 		if role == "" {
 			return fmt.Errorf("etcd store: empty role: %w", master.ErrInvalid)
 		}
-		data, err := json.Marshal(w)
+		data, err := record.EncodeWeight(w)
 		if err != nil {
 			return err
 		}
@@ -1036,7 +1040,7 @@ func (t *Term) Load() (*master.Persisted, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load master registry: %w", err)
 	}
-	p := newPersisted()
+	p := record.NewPersisted()
 	for _, r := range resp.Responses {
 		for _, kv := range r.GetResponseRange().Kvs {
 			k := strings.TrimPrefix(string(kv.Key), t.c.registryPrefix())
@@ -1048,69 +1052,13 @@ func (t *Term) Load() (*master.Persisted, error) {
 	return p, nil
 }
 
-func newPersisted() *master.Persisted {
-	return &master.Persisted{Agents: map[string]master.PersistedAgent{}, Frameworks: map[string]master.PersistedFramework{},
-		Reservations: map[string]resources.Resources{}, Quota: map[string]allocator.Quota{}, Weights: map[string]float64{}}
-}
-
-// decode reads one registry record into p; an unknown family is an error
-// (a newer master's keys, which this one would drop silently otherwise).
+// decode reads one registry record (k is FAMILY/ID under the registry
+// prefix) into p; an unknown family is an error (a newer master's keys,
+// which this one would drop silently otherwise).
 func decode(p *master.Persisted, k string, v []byte) error {
 	family, id, ok := strings.Cut(k, "/")
 	if !ok || id == "" {
 		return errors.New("not a registry key")
 	}
-	switch family + "/" {
-	case famAgents:
-		var a master.PersistedAgent
-		if err := json.Unmarshal(v, &a); err != nil {
-			return err
-		}
-		p.Agents[id] = a
-	case famFrameworks:
-		var f master.PersistedFramework
-		if err := json.Unmarshal(v, &f); err != nil {
-			return err
-		}
-		p.Frameworks[id] = f
-	case famReservations:
-		var text string
-		if err := json.Unmarshal(v, &text); err != nil {
-			return err
-		}
-		r, err := resources.Parse(text)
-		if err != nil {
-			return err
-		}
-		p.Reservations[id] = r
-	case famQuota:
-		var q quotaRec
-		if err := json.Unmarshal(v, &q); err != nil {
-			return err
-		}
-		g, err := resources.Parse(q.Guarantee)
-		if err != nil {
-			return err
-		}
-		l, err := resources.Parse(q.Limit)
-		if err != nil {
-			return err
-		}
-		p.Quota[id] = allocator.Quota{Guarantee: g, Limit: l}
-	case famWeights:
-		var w float64
-		if err := json.Unmarshal(v, &w); err != nil {
-			return err
-		}
-		p.Weights[id] = w
-	case famDemands:
-		d := &demand.Demand{}
-		if err := json.Unmarshal(v, d); err != nil {
-			return err
-		}
-		p.Demands = append(p.Demands, d)
-	default:
-		return fmt.Errorf("unknown record family %q", family)
-	}
-	return nil
+	return record.Decode(p, family, id, v)
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/brimnode/brim/internal/masteraddr"
 	"github.com/brimnode/brim/master"
 	"github.com/brimnode/brim/master/etcdstore"
+	"github.com/brimnode/brim/master/server"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 )
 
@@ -182,7 +183,7 @@ func runMaster(ctx context.Context, a roleArgs, out *lineWriter, cmds <-chan str
 		return err
 	}
 	defer func() { _ = e.Close() }()
-	r, err := master.Start(ctx, master.Config{
+	r, err := server.Start(ctx, server.Config{
 		Options:           master.Options{HeartbeatInterval: a.Heartbeat, MaxMissedHeartbeats: 5, Log: log},
 		Listen:            "127.0.0.1:0",
 		Elector:           e,

@@ -21,6 +21,7 @@ import (
 	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/master"
 	"github.com/brimnode/brim/master/etcdstore"
+	"github.com/brimnode/brim/master/server"
 	"github.com/brimnode/brim/masterlink"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
@@ -47,7 +48,7 @@ func (e *recordingElector) Campaign(ctx context.Context, addr string) (master.Te
 
 // haMaster is one master of the test cluster, with its own path to etcd.
 type haMaster struct {
-	r       *master.Running
+	r       *server.Running
 	elector *recordingElector
 	etcd    proxies
 	cancel  context.CancelFunc
@@ -76,7 +77,7 @@ func startHAMasterTimeout(t testing.TB, c *etcdCluster, ttl, requestTimeout time
 	ps := newProxies(t, c)
 	e := &recordingElector{Client: openLogged(t, ps.addrs(), "/brim-ha", ttl, requestTimeout, opts.Log)}
 	ctx, cancel := context.WithCancel(context.Background())
-	r, err := master.Start(ctx, master.Config{
+	r, err := server.Start(ctx, server.Config{
 		Options: opts,
 		Listen:  listen,
 		Elector: e,
@@ -356,7 +357,7 @@ func TestFailover(t *testing.T) {
 	t.Logf("the cut leader stopped serving %v after the cut", stepped.Round(time.Millisecond))
 	select {
 	case <-leader.stopped:
-		if !errors.Is(leader.err, master.ErrLostLeadership) {
+		if !errors.Is(leader.err, server.ErrLostLeadership) {
 			t.Fatalf("the cut leader ended with %v, want ErrLostLeadership", leader.err)
 		}
 	case <-time.After(10 * time.Second):

@@ -2,7 +2,6 @@ package etcdstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/master/record"
 )
 
 // A standby keeps a copy of the registry while it campaigns: it reads
@@ -73,8 +73,7 @@ func (m *mirror) decodeAgent(agents map[string]master.PersistedAgent, k string, 
 		return
 	}
 	delete(agents, id)
-	var a master.PersistedAgent
-	if json.Unmarshal(v, &a) == nil {
+	if a, err := record.DecodeAgent(v); err == nil {
 		agents[id] = a
 	}
 }
@@ -229,7 +228,7 @@ func (t *Term) loadFrom(m *mirror) (*master.Persisted, registryCopy, error) {
 	if int64(len(c.kvs)) != count {
 		return nil, c, fmt.Errorf("%w: %d records in the copy, %d in the registry", errCopyOutOfDate, len(c.kvs), count)
 	}
-	p := newPersisted()
+	p := record.NewPersisted()
 	if c.agents != nil {
 		p.Agents = c.agents // the copy is the term's now
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/brimnode/brim/master"
 	"github.com/brimnode/brim/master/allocator"
+	"github.com/brimnode/brim/master/discovery"
 	"github.com/brimnode/brim/master/etcdstore"
 	"github.com/brimnode/brim/resources"
 )
@@ -179,26 +180,13 @@ func joinRoles(r []string) string {
 	return s
 }
 
-// TestParseURL: the --store forms and their errors.
-func TestParseURL(t *testing.T) {
-	eps, prefix, err := etcdstore.ParseURL("etcd://10.0.0.1:2379,10.0.0.2:2379/brim/prod")
-	if err != nil || len(eps) != 2 || eps[1] != "10.0.0.2:2379" || prefix != "/brim/prod" {
-		t.Fatalf("ParseURL: %v %q %v", eps, prefix, err)
-	}
-	for _, bad := range []string{"etcd://10.0.0.1:2379", "etcd://10.0.0.1:2379/", "etcd://10.0.0.1/brim", "http://h:1/brim", "etcd://h:1,/brim", "etcd://h:1/brim?x=1"} {
-		if _, _, err := etcdstore.ParseURL(bad); err == nil {
-			t.Errorf("ParseURL(%q): no error", bad)
-		}
-	}
-}
-
 // TestDiscover: the campaigning masters' addresses, the leader first.
 func TestDiscover(t *testing.T) {
 	c := startEtcd(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := etcdstore.Config{Endpoints: c.clients, Prefix: "/brim-discover", SessionTTL: 2 * time.Second}
-	if _, err := etcdstore.Discover(ctx, cfg); !errors.Is(err, etcdstore.ErrNoMasters) {
+	cfg := discovery.Config{Endpoints: c.clients, Prefix: "/brim-discover"}
+	if _, err := discovery.Discover(ctx, cfg); !errors.Is(err, discovery.ErrNoMasters) {
 		t.Fatalf("Discover with no master: %v, want ErrNoMasters", err)
 	}
 	a := open(t, c.clients, "/brim-discover", 2*time.Second)
@@ -209,7 +197,7 @@ func TestDiscover(t *testing.T) {
 	go func() { _, _ = b.Campaign(ctx, "10.0.0.2:5050") }() // waits behind a until ctx ends
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		got, err := etcdstore.Discover(ctx, cfg)
+		got, err := discovery.Discover(ctx, cfg)
 		if err == nil && len(got) == 2 {
 			if got[0] != "10.0.0.1:5050" || got[1] != "10.0.0.2:5050" {
 				t.Fatalf("Discover = %v, want the leader first", got)
@@ -286,7 +274,7 @@ func TestDiscoverLiveFirst(t *testing.T) {
 	const ttl = 4 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := etcdstore.Config{Endpoints: c.clients, Prefix: "/brim-live", SessionTTL: ttl}
+	cfg := discovery.Config{Endpoints: c.clients, Prefix: "/brim-live"}
 	ps := newProxies(t, c)
 	dead := open(t, ps.addrs(), "/brim-live", ttl)
 	live := open(t, c.clients, "/brim-live", ttl)
@@ -296,7 +284,7 @@ func TestDiscoverLiveFirst(t *testing.T) {
 	go func() { _, _ = live.Campaign(ctx, "10.0.0.2:5050") }() // waits behind the first until ctx ends
 	discover := func() []string {
 		t.Helper()
-		got, err := etcdstore.Discover(ctx, cfg)
+		got, err := discovery.Discover(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,7 @@
 // same cluster shape (the master's cycle ÷ the allocator's is the cost of
 // the master around the allocator).
 //
-// -brim self runs the master as `brim master` assembles it (master.Start
+// -brim self runs the master as `brim master` assembles it (server.Start
 // with a state dir) in a child process of this binary, so that its RSS is
 // its own, and serves the child's heap profile and memory statistics:
 // where the master's memory goes, without the simulated agents' share.
@@ -38,6 +38,8 @@ import (
 
 	"github.com/brimnode/brim/master"
 	"github.com/brimnode/brim/master/allocator"
+	"github.com/brimnode/brim/master/server"
+	"github.com/brimnode/brim/master/transport"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/brimnode/brim/scheduler"
@@ -312,7 +314,7 @@ func serveMaster(spec string, heartbeat, interval time.Duration) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	r, err := master.Start(ctx, master.Config{
+	r, err := server.Start(ctx, server.Config{
 		Options: master.Options{HeartbeatInterval: heartbeat, AllocationInterval: interval},
 		Listen:  f[0], StateDir: f[2],
 	})
@@ -427,9 +429,10 @@ func startMaster(ctx context.Context, brim string, heartbeat, interval time.Dura
 		if err != nil {
 			return "", 0, nil, err
 		}
+		api := transport.New(m, transport.Options{})
 		srv := grpc.NewServer()
-		m.RegisterGRPC(srv)
-		hs := &http.Server{Handler: m.HTTPHandler(nil)}
+		api.RegisterGRPC(srv)
+		hs := &http.Server{Handler: api.Handler()}
 		// gRPC and HTTP on two ports in-process; the state port is +0.
 		go func() { _ = srv.Serve(l) }()
 		hl, err := net.Listen("tcp", "127.0.0.1:0")

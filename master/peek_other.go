@@ -1,9 +1,0 @@
-//go:build !linux
-
-package master
-
-import "net"
-
-// peekTCP is not supported here: connections are peeked through a
-// buffer (splitListener.route).
-func peekTCP(net.Conn, int) ([]byte, bool) { return nil, false }
