@@ -47,28 +47,16 @@ func (m *Master) RegisterAgent(reg *Registration, principal string, c *Outbox[To
 	return id, kill, err
 }
 
-// registerAgentInRegistry is registerAgent under the master's lock; it
-// returns what the store must record (nil: nothing new).
-//
-//nolint:gocyclo // split under issue 31 by the master agents.go work; remove with the split
+// registerAgentInRegistry is registerAgent under the master's lock, in
+// steps: the registration checked (parseRegistration, no lock), the
+// agent admitted to the registry (admitAgentLocked), what it runs
+// reconciled with what the master knows (reconcileTasksLocked), the
+// agent added to the allocator. It returns what the store must record
+// (nil: nothing new).
 func (m *Master) registerAgentInRegistry(reg *Registration, principal string, c *Outbox[ToAgent]) (string, []KillTask, *PersistedAgent, error) {
-	total, err := resources.Parse(reg.Resources)
+	p, err := parseRegistration(reg)
 	if err != nil {
-		return "", nil, nil, fmt.Errorf("register agent: resources: %w: %w", ErrInvalid, err)
-	}
-	rev, err := resources.Parse(reg.Revocable)
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("register agent: revocable: %w: %w", ErrInvalid, err)
-	}
-	revInUse, err := resources.Parse(reg.RevocableInUse)
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("register agent: revocable in use: %w: %w", ErrInvalid, err)
-	}
-	if err := validateRolesIn(total.Add(rev)); err != nil {
-		return "", nil, nil, fmt.Errorf("register agent: resources: %w", err)
-	}
-	if s := reg.Score; s < 0 || math.IsNaN(s) || math.IsInf(s, 0) {
-		return "", nil, nil, fmt.Errorf("register agent: performance score %v: must be a positive number (0: none): %w", s, ErrInvalid)
+		return "", nil, nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -76,6 +64,56 @@ func (m *Master) registerAgentInRegistry(reg *Registration, principal string, c 
 	if err != nil {
 		return "", nil, nil, err
 	}
+	ag := m.admitAgentLocked(reg, p, principal, c)
+	kill := m.reconcileTasksLocked(ag, reg.Tasks)
+	if err := m.addToAllocatorLocked(ag); err != nil {
+		delete(m.agents, ag.id)
+		return "", nil, nil, fmt.Errorf("register agent %s: %w", ag.id, fromAllocator(err))
+	}
+	var persist *PersistedAgent
+	if known := (PersistedAgent{Hostname: ag.hostname, Principal: principal}); m.knownAgents[ag.id] != known {
+		m.knownAgents[ag.id] = known
+		persist = &known
+	}
+	m.log.Info("agent registered", "agent", ag.id, "hostname", ag.hostname, "principal", principal, "resources", p.total.String(), "tasks", len(ag.tasks))
+	m.trigger()
+	return ag.id, kill, persist, nil
+}
+
+// parsedRegistration is what a registration offers, parsed.
+type parsedRegistration struct {
+	total, revocable, revInUse resources.Resources
+}
+
+// parseRegistration checks an agent's registration: its resources, its
+// reserved roles, its performance score. Errors wrap ErrInvalid.
+func parseRegistration(reg *Registration) (parsedRegistration, error) {
+	var p parsedRegistration
+	var err error
+	if p.total, err = resources.Parse(reg.Resources); err != nil {
+		return p, fmt.Errorf("register agent: resources: %w: %w", ErrInvalid, err)
+	}
+	if p.revocable, err = resources.Parse(reg.Revocable); err != nil {
+		return p, fmt.Errorf("register agent: revocable: %w: %w", ErrInvalid, err)
+	}
+	if p.revInUse, err = resources.Parse(reg.RevocableInUse); err != nil {
+		return p, fmt.Errorf("register agent: revocable in use: %w: %w", ErrInvalid, err)
+	}
+	if err := validateRolesIn(p.total.Add(p.revocable)); err != nil {
+		return p, fmt.Errorf("register agent: resources: %w", err)
+	}
+	if s := reg.Score; s < 0 || math.IsNaN(s) || math.IsInf(s, 0) {
+		return p, fmt.Errorf("register agent: performance score %v: must be a positive number (0: none): %w", s, ErrInvalid)
+	}
+	return p, nil
+}
+
+// admitAgentLocked puts the registering agent in the registry with
+// stream c: a new entry, or the known one whose older stream it
+// replaces (its offers rescinded, out of the allocator until
+// addToAllocatorLocked); an agent of the previous run is awaited no
+// more.
+func (m *Master) admitAgentLocked(reg *Registration, p parsedRegistration, principal string, c *Outbox[ToAgent]) *agentEntry {
 	id := reg.AgentID
 	if id == "" {
 		id = uuid.NewString()
@@ -90,9 +128,9 @@ func (m *Master) registerAgentInRegistry(reg *Registration, principal string, c 
 		}
 		m.dropAgentFromAllocatorLocked(ag)
 	}
-	ag.hostname, ag.principal, ag.total, ag.revocable, ag.attributes = reg.Hostname, principal, total, rev, reg.Attributes
+	ag.hostname, ag.principal, ag.total, ag.revocable, ag.attributes = reg.Hostname, principal, p.total, p.revocable, reg.Attributes
 	ag.oversub, ag.score = reg.Oversub, reg.Score
-	ag.revInUse, ag.revInUseSet = revInUse, reg.RevocableInUseSet
+	ag.revInUse, ag.revInUseSet = p.revInUse, reg.RevocableInUseSet
 	ag.out, ag.lastSeen, ag.unreachable = c, time.Now(), false
 	if m.awaited[id] {
 		delete(m.awaited, id)
@@ -101,120 +139,144 @@ func (m *Master) registerAgentInRegistry(reg *Registration, principal string, c 
 			m.log.Info("every agent of the registry re-registered", "after", m.allBack.Sub(m.started).Round(time.Millisecond))
 		}
 	}
+	return ag
+}
 
-	// Reconcile: what the agent runs against what the master knows. A
-	// task is its framework's: a report of another framework's task of
-	// an ID the master tracks never touches the tracked one.
+// reconcileTasksLocked reconciles what the agent runs against what the
+// master knows, report by report (reconcileReportLocked), then ends the
+// tasks the master tracks on the agent that it did not report
+// (loseUnreportedLocked). It returns the tasks the agent must kill.
+func (m *Master) reconcileTasksLocked(ag *agentEntry, reps []TaskReport) []KillTask {
 	var kill []KillTask
 	seen := map[string]bool{}
-	for _, rep := range reg.Tasks {
-		tid := rep.Info.ID
-		if tid == "" {
+	for _, rep := range reps {
+		if rep.Info.ID == "" {
 			continue
 		}
-		if t := ag.tasks[tid]; t != nil && rep.FrameworkID != "" && rep.FrameworkID != t.fw {
-			// Another framework's task of the same ID, not the one the
-			// master tracks: history at most; still running, nobody
-			// accounts for it (a live ID is one task): killed.
-			switch {
-			case terminal(rep.State) && rep.Acknowledged:
-				m.completeReportLocked(id, rep)
-			case !terminal(rep.State):
-				kill = append(kill, KillTask{TaskID: tid, FrameworkID: rep.FrameworkID})
-			}
-			continue
+		if k, ok := m.reconcileReportLocked(ag, rep, seen); ok {
+			kill = append(kill, k)
 		}
-		seen[tid] = true
-		if t := ag.tasks[tid]; t != nil && terminal(rep.State) && rep.Acknowledged {
-			// Its framework acknowledged its end already: done.
-			t.state = rep.State
-			m.forgetTaskLocked(t)
-			continue
-		}
-		if t := ag.tasks[tid]; t != nil {
-			if terminal(rep.State) || t.state == TaskStaging {
-				t.state = rep.State
-			}
-			t.recovered = terminal(t.state)
-			m.reregisteredResizeLocked(ag, t, rep.Resources)
-			continue
-		}
-		if fw, ok := ag.lost[tid]; ok && (fw == rep.FrameworkID || rep.FrameworkID == "") {
-			if !terminal(rep.State) {
-				kill = append(kill, KillTask{TaskID: tid, FrameworkID: rep.FrameworkID})
-			}
-			continue
-		}
-		if fw, ok := m.answeredLost[tid]; ok && fw == rep.FrameworkID {
-			// Its framework was told LOST (its agent missed the
-			// re-registration window): LOST stays final. The task is
-			// killed, its updates acknowledged on arrival, unforwarded.
-			if terminal(rep.State) {
-				m.completeReportLocked(id, rep)
-			} else {
-				kill = append(kill, KillTask{TaskID: tid, FrameworkID: rep.FrameworkID})
-			}
-			continue
-		}
-		if terminal(rep.State) && (rep.Acknowledged || !m.frameworkKnownLocked(rep.FrameworkID)) {
-			// Never resurrect an ended task whose end was acknowledged
-			// (its ID would stay in use forever): it goes to the history.
-			// Nor one of a framework that is gone: nobody will
-			// acknowledge it, and its update is acknowledged on arrival.
-			m.completeReportLocked(id, rep)
-			continue
-		}
-		if _, elsewhere := m.tasks[tid]; elsewhere {
-			continue
-		}
-		// A task the master does not know: the master restarted. Adopt it.
-		res, err := resources.Parse(rep.Resources)
-		if err != nil {
-			kill = append(kill, KillTask{TaskID: tid, FrameworkID: rep.FrameworkID})
-			continue
-		}
-		t := &taskEntry{info: rep.Info, fw: rep.FrameworkID, agent: id, res: res, state: rep.State, recovered: terminal(rep.State)}
-		if roles := m.knownFWs[rep.FrameworkID].Roles; len(roles) == 1 {
-			t.role = roles[0]
-		}
-		if f := m.frameworks[rep.FrameworkID]; f != nil {
-			f.tasks[tid] = t
-			if len(f.roles) == 1 {
-				t.role = f.roles[0]
-			}
-		}
-		m.tasks[tid] = t
-		ag.tasks[tid] = t
 	}
 	clear(ag.lost)
+	m.loseUnreportedLocked(ag, seen)
+	return kill
+}
+
+// reconcileReportLocked settles one task an agent reports: the tracked
+// task's state follows it, a task the master does not know is adopted
+// (the master restarted), history or killed. A task is its framework's:
+// a report of another framework's task of an ID the master tracks never
+// touches the tracked one. It returns the task to kill, if any, and
+// marks in seen the tracked tasks the report is of.
+func (m *Master) reconcileReportLocked(ag *agentEntry, rep TaskReport, seen map[string]bool) (KillTask, bool) {
+	tid := rep.Info.ID
+	kill := KillTask{TaskID: tid, FrameworkID: rep.FrameworkID}
+	t := ag.tasks[tid]
+	if t != nil && rep.FrameworkID != "" && rep.FrameworkID != t.fw {
+		// Another framework's task of the same ID, not the one the
+		// master tracks: history at most; still running, nobody accounts
+		// for it (a live ID is one task): killed.
+		if terminal(rep.State) && rep.Acknowledged {
+			m.completeReportLocked(ag.id, rep)
+		}
+		return kill, !terminal(rep.State)
+	}
+	seen[tid] = true
+	if t != nil {
+		m.reportedTrackedLocked(ag, t, rep)
+		return KillTask{}, false
+	}
+	if fw, ok := ag.lost[tid]; ok && (fw == rep.FrameworkID || rep.FrameworkID == "") {
+		return kill, !terminal(rep.State)
+	}
+	if fw, ok := m.answeredLost[tid]; ok && fw == rep.FrameworkID {
+		// Its framework was told LOST (its agent missed the
+		// re-registration window): LOST stays final. The task is killed,
+		// its updates acknowledged on arrival, unforwarded.
+		if terminal(rep.State) {
+			m.completeReportLocked(ag.id, rep)
+		}
+		return kill, !terminal(rep.State)
+	}
+	if terminal(rep.State) && (rep.Acknowledged || !m.frameworkKnownLocked(rep.FrameworkID)) {
+		// Never resurrect an ended task whose end was acknowledged (its
+		// ID would stay in use forever): it goes to the history. Nor one
+		// of a framework that is gone: nobody will acknowledge it, and
+		// its update is acknowledged on arrival.
+		m.completeReportLocked(ag.id, rep)
+		return KillTask{}, false
+	}
+	if _, elsewhere := m.tasks[tid]; elsewhere {
+		return KillTask{}, false
+	}
+	return kill, !m.adoptTaskLocked(ag, rep)
+}
+
+// reportedTrackedLocked applies an agent's report of a task the master
+// tracks on it: one whose acknowledged end is done with is forgotten;
+// otherwise the agent's state wins when it ended or the launch was
+// still staging, and an in-flight resource update is settled.
+func (m *Master) reportedTrackedLocked(ag *agentEntry, t *taskEntry, rep TaskReport) {
+	if terminal(rep.State) && rep.Acknowledged {
+		// Its framework acknowledged its end already: done.
+		t.state = rep.State
+		m.forgetTaskLocked(t)
+		return
+	}
+	if terminal(rep.State) || t.state == TaskStaging {
+		t.state = rep.State
+	}
+	t.recovered = terminal(t.state)
+	m.reregisteredResizeLocked(ag, t, rep.Resources)
+}
+
+// adoptTaskLocked tracks a task the agent reports and the master does
+// not know (the master restarted): false when its resources do not
+// parse (the caller kills it).
+func (m *Master) adoptTaskLocked(ag *agentEntry, rep TaskReport) bool {
+	res, err := resources.Parse(rep.Resources)
+	if err != nil {
+		return false
+	}
+	tid := rep.Info.ID
+	t := &taskEntry{info: rep.Info, fw: rep.FrameworkID, agent: ag.id, res: res, state: rep.State, recovered: terminal(rep.State)}
+	if roles := m.knownFWs[rep.FrameworkID].Roles; len(roles) == 1 {
+		t.role = roles[0]
+	}
+	if f := m.frameworks[rep.FrameworkID]; f != nil {
+		f.tasks[tid] = t
+		if len(f.roles) == 1 {
+			t.role = f.roles[0]
+		}
+	}
+	m.tasks[tid] = t
+	ag.tasks[tid] = t
+	return true
+}
+
+// loseUnreportedLocked ends the agent's tracked tasks its registration
+// did not report: a STAGING one may still be in flight (unseenStaging
+// gives it a grace), any other live one is LOST.
+func (m *Master) loseUnreportedLocked(ag *agentEntry, seen map[string]bool) {
 	for tid, t := range ag.tasks {
-		if !seen[tid] && t.state == TaskStaging {
+		if seen[tid] {
+			continue
+		}
+		if t.state == TaskStaging {
 			if _, ok := m.unseenStaging[t]; !ok {
 				m.unseenStaging[t] = time.Now()
 			}
 			continue
 		}
-		if !seen[tid] && !terminal(t.state) {
+		if !terminal(t.state) {
 			t.recovered = true // not in the allocator's usage below
 			m.setTaskStatusLocked(t, &TaskStatus{
-				TaskID: tid, AgentID: id, FrameworkID: t.fw, State: TaskLost,
+				TaskID: tid, AgentID: ag.id, FrameworkID: t.fw, State: TaskLost,
 				Reason: ReasonUnknownOnAgent, Message: "the agent re-registered without this task",
 			})
 			m.forgetTaskLocked(t)
 		}
 	}
-	if err := m.addToAllocatorLocked(ag); err != nil {
-		delete(m.agents, id)
-		return "", nil, nil, fmt.Errorf("register agent %s: %w", id, fromAllocator(err))
-	}
-	var persist *PersistedAgent
-	if known := (PersistedAgent{Hostname: ag.hostname, Principal: principal}); m.knownAgents[id] != known {
-		m.knownAgents[id] = known
-		persist = &known
-	}
-	m.log.Info("agent registered", "agent", id, "hostname", ag.hostname, "principal", principal, "resources", total.String(), "tasks", len(ag.tasks))
-	m.trigger()
-	return id, kill, persist, nil
 }
 
 // agentPrincipalLocked returns the principal to record for agent id
