@@ -265,8 +265,16 @@ func TestDemandSurvivesRestart(t *testing.T) {
 	c := newClusterAt(t, opts, "127.0.0.1:0")
 	addr := c.addr
 	agentDir := t.TempDir()
-	c.startAgent(agentDir, newFakeRunner())
+	runner := newFakeRunner()
+	c.startAgent(agentDir, runner)
 	waitAgents(t, c.m, 1)
+	// The agent comes back as itself only once it kept the ID the master
+	// gave it: the registry has it before the agent heard it.
+	for deadline := time.Now().Add(10 * time.Second); runner.agentID() == ""; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the agent never heard its ID")
+		}
+	}
 	f := c.startDemandFramework("planned", false)
 	fw := f.d.FrameworkID()
 	at := start.Add(time.Hour).Format(time.RFC3339)

@@ -104,6 +104,17 @@ func (r *fakeRunner) KillTask(_ context.Context, framework, id string) error {
 	return c.Update(masterlink.Status{TaskID: id, FrameworkID: fw, State: pb.TaskState_TASK_KILLED, Reason: "KILLED_BY_FRAMEWORK"})
 }
 
+// agentID is the ID the agent kept from its registration ("" before).
+func (r *fakeRunner) agentID() string {
+	r.mu.Lock()
+	c := r.client
+	r.mu.Unlock()
+	if c == nil {
+		return ""
+	}
+	return c.AgentID()
+}
+
 func (r *fakeRunner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
