@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/brimnode/brim/client"
-	"github.com/brimnode/brim/demand"
 	"github.com/brimnode/brim/internal/cliout"
+	"github.com/brimnode/brim/master/api"
 )
 
 // newDemandCommand is `brim demand submit|ls|show|cancel`: the master's
@@ -66,7 +66,7 @@ cannot be read.`,
 			if err != nil {
 				return err
 			}
-			var d *demand.Demand
+			var d *api.Demand
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) {
 				d, err = c.UpdateDemand(ctx, args[0], doc)
 				return err
@@ -106,7 +106,7 @@ file that cannot be read.`,
 			if err != nil {
 				return err
 			}
-			var ds []demand.Demand
+			var ds []api.Demand
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) {
 				ds, err = c.SubmitDemands(ctx, doc)
 				return err
@@ -137,7 +137,7 @@ func demandList() *cobra.Command {
 		Short:   "List demands with their state and plan",
 		Args:    UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var ds []demand.Demand
+			var ds []api.Demand
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) { ds, err = c.Demands(ctx); return err }); err != nil {
 				return err
 			}
@@ -164,7 +164,7 @@ func demandShow() *cobra.Command {
 		Args:              UsageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: oneArg(o.masterCompletion(demandIDs, 0)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var d *demand.Demand
+			var d *api.Demand
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) { d, err = c.Demand(ctx, args[0]); return err }); err != nil {
 				return err
 			}
@@ -191,7 +191,7 @@ func demandCancel() *cobra.Command {
 		Args:              UsageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: oneArg(o.masterCompletion(demandIDs, 0)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var d *demand.Demand
+			var d *api.Demand
 			if err := o.call(cmd, func(ctx context.Context, c *client.Client) (err error) {
 				d, err = c.CancelDemand(ctx, args[0])
 				return err

@@ -205,10 +205,10 @@ func TestFrame(t *testing.T) {
 
 // TestDemands: brim demand ls marks a late demand; show does too.
 func TestDemands(t *testing.T) {
-	ds := []demand.Demand{
-		{ID: "d1", State: demand.Allocating, Framework: "fw", Start: now, End: now.Add(time.Hour), Placement: []demand.Slot{{Agent: "a1", Tasks: 2}}},
-		{ID: "d2", State: demand.Monitoring, Framework: "fw", Start: now, Late: true, Placement: []demand.Slot{{Agent: "a1", Tasks: 1}, {Agent: "a2", Tasks: 1}}},
-		{ID: "d3", State: demand.Failed, Framework: "fw", Reason: demand.ReasonNotAllocatable},
+	ds := []api.Demand{
+		{ID: "d1", State: demand.Allocating.String(), Framework: "fw", Start: now, End: now.Add(time.Hour), Placement: []api.DemandSlot{{Agent: "a1", Tasks: 2}}},
+		{ID: "d2", State: demand.Monitoring.String(), Framework: "fw", Start: now, Late: true, Placement: []api.DemandSlot{{Agent: "a1", Tasks: 1}, {Agent: "a2", Tasks: 1}}},
+		{ID: "d3", State: demand.Failed.String(), Framework: "fw", Reason: string(demand.ReasonNotAllocatable)},
 	}
 	golden(t, "demands", func(b *bytes.Buffer) error { return Demands(b, ds) })
 	golden(t, "demand-late", func(b *bytes.Buffer) error { return Demand(b, &ds[1]) })

@@ -10,6 +10,7 @@ import (
 
 	"github.com/brimnode/brim/demand"
 	"github.com/brimnode/brim/master"
+	"github.com/brimnode/brim/master/api"
 )
 
 // demandRoutes adds the demand endpoints: GET /demands, GET /demands/ID,
@@ -19,11 +20,7 @@ import (
 // submit_demand for the demand's role.
 func (h *httpAPI) demandRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /demands", func(w http.ResponseWriter, r *http.Request) {
-		ds := h.m.Demands()
-		if ds == nil {
-			ds = []demand.Demand{}
-		}
-		writeJSON(w, http.StatusOK, ds)
+		writeJSON(w, http.StatusOK, demandsToAPI(h.m.Demands()))
 	})
 	mux.HandleFunc("GET /demands/{id}", func(w http.ResponseWriter, r *http.Request) {
 		d, err := h.m.Demand(r.PathValue("id"))
@@ -31,7 +28,7 @@ func (h *httpAPI) demandRoutes(mux *http.ServeMux) {
 			h.failDemand(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, d)
+		writeJSON(w, http.StatusOK, demandToAPI(d))
 	})
 	mux.HandleFunc("POST /demands", h.submitDemands)
 	mux.HandleFunc("PUT /demands/{id}", h.updateDemand)
@@ -47,7 +44,7 @@ func (h *httpAPI) demandRoutes(mux *http.ServeMux) {
 			return
 		}
 		d, _ := h.m.Demand(r.PathValue("id"))
-		writeJSON(w, http.StatusOK, d)
+		writeJSON(w, http.StatusOK, demandToAPI(d))
 	})
 }
 
@@ -98,7 +95,7 @@ func (h *httpAPI) updateDemand(w http.ResponseWriter, r *http.Request) {
 		h.failDemand(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, d)
+	writeJSON(w, http.StatusOK, demandToAPI(d))
 }
 
 // ParseDemandUpdate reads the document of PUT /demands/ID: one object,
@@ -144,7 +141,7 @@ func (h *httpAPI) submitDemands(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ds)
+	writeJSON(w, http.StatusOK, demandsToAPI(ds))
 }
 
 // ParseDemandDocuments reads one demand document or a JSON list of them.
@@ -174,4 +171,29 @@ func ParseDemandDocuments(body []byte) ([]*demand.Spec, error) {
 		specs = append(specs, s)
 	}
 	return specs, nil
+}
+
+// demandsToAPI is ds as the operator API shows them; [] for none.
+func demandsToAPI(ds []demand.Demand) []api.Demand {
+	out := make([]api.Demand, len(ds))
+	for i, d := range ds {
+		out[i] = demandToAPI(d)
+	}
+	return out
+}
+
+// demandToAPI is d as the operator API shows it (TestDemandToAPI: every
+// field of the domain's record, under the name it always had).
+func demandToAPI(d demand.Demand) api.Demand {
+	out := api.Demand{ID: d.ID, Doc: d.Doc, Framework: d.Framework, Role: d.Role, State: d.State.String(), Reason: string(d.Reason),
+		Message: d.Message, Submitted: d.Submitted, Updated: d.Updated, Start: d.Start, End: d.End, Late: d.Late, Relaxed: d.Relaxed,
+		AllocatedAt: d.AllocatedAt, ClaimedAt: d.ClaimedAt, EndedAt: d.EndedAt, Opportunities: d.Opportunities, Handed: d.Handed,
+		Launched: d.Launched, LiveTasks: d.LiveTasks, Failures: d.Failures, History: make([]api.DemandTransition, len(d.History))}
+	for _, s := range d.Placement {
+		out.Placement = append(out.Placement, api.DemandSlot{Agent: s.Agent, Tasks: s.Tasks, Handed: s.Handed})
+	}
+	for i, h := range d.History {
+		out.History[i] = api.DemandTransition{At: h.At, From: h.From.String(), To: h.To.String(), Reason: string(h.Reason), Message: h.Message}
+	}
+	return out
 }
