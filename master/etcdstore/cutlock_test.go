@@ -181,6 +181,7 @@ func cutLeaderWithDomainWrite(t *testing.T, write string) {
 		t.Fatalf("the cut leader's term did not end before the next leader was elected")
 	}
 	late := time.After(etcdTimeout)
+	answered := map[string]time.Duration{}
 	for range 2 {
 		var a answer
 		select {
@@ -188,6 +189,7 @@ func cutLeaderWithDomainWrite(t *testing.T, write string) {
 		case <-late:
 			t.Fatalf("%v after the election, /state or /metrics of the cut leader has not answered: it hangs behind its store", etcdTimeout)
 		}
+		answered[a.what] = a.at.Sub(cut).Round(time.Millisecond)
 		if a.err != nil || a.status != http.StatusOK {
 			t.Errorf("%s of the cut leader with a %s write in flight: %d %v", a.what, write, a.status, a.err)
 		}
@@ -209,7 +211,7 @@ func cutLeaderWithDomainWrite(t *testing.T, write string) {
 				"two leaders serving at once", down.who, got, elected.Sub(cut).Round(time.Millisecond))
 		}
 	}
-	t.Logf("cut leader (TTL %v) with the %s's write: term ended %v after the cut, agent's stream closed %v, framework's %v, next leader %v",
-		ttl, write, ended.Sub(cut).Round(time.Millisecond), time.Unix(0, agentDown.Load()).Sub(cut).Round(time.Millisecond),
+	t.Logf("cut leader (TTL %v) with the %s's write: /state answered %v after the cut, /metrics %v; term ended %v, agent's stream closed %v, framework's %v, next leader %v",
+		ttl, write, answered["/state"], answered["/metrics"], ended.Sub(cut).Round(time.Millisecond), time.Unix(0, agentDown.Load()).Sub(cut).Round(time.Millisecond),
 		time.Unix(0, fwDown.Load()).Sub(cut).Round(time.Millisecond), elected.Sub(cut).Round(time.Millisecond))
 }
