@@ -521,3 +521,11 @@ func (s gatedScheduler) Reconcile(ctx context.Context, req *pb.ReconcileRequest)
 func (s gatedScheduler) UpdateTask(ctx context.Context, req *pb.UpdateTaskRequest) (*pb.Empty, error) {
 	return unary(s, ctx, req, schedulerAPI.UpdateTask)
 }
+
+func (s gatedScheduler) SubmitDemand(ctx context.Context, req *pb.SubmitDemandRequest) (*pb.Empty, error) {
+	return unary(s, ctx, req, schedulerAPI.SubmitDemand)
+}
+
+func (s gatedScheduler) CancelDemand(ctx context.Context, req *pb.CancelDemandRequest) (*pb.Empty, error) {
+	return unary(s, ctx, req, schedulerAPI.CancelDemand)
+}

@@ -8,12 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/brimnode/brim/internal/masteraddr"
 	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/master"
+	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 )
 
 // TestGateWakesHeldStreamsForALeaderOnly: the streams a standby holds
@@ -213,5 +217,42 @@ func TestGateHoldsTheClientsOfAFrozenLeader(t *testing.T) {
 			default:
 			}
 		})
+	}
+}
+
+// TestGatedSchedulerServesEveryCall: a highly available master that
+// leads serves every unary call of the Scheduler service, not only the
+// ones its gate was written with: each gets a domain answer (an unknown
+// framework, an empty request), never Unimplemented. SubmitDemand and
+// CancelDemand were Unimplemented behind the gate: frameworks could
+// submit demands to a single master only.
+func TestGatedSchedulerServesEveryCall(t *testing.T) {
+	m, err := master.New(master.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := NewGate(GateOptions{Self: "127.0.0.1:1", Scheme: "http", DeadHold: time.Minute})
+	g.Lead(New(m, Options{}))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	g.RegisterGRPC(srv)
+	go func() { _ = srv.Serve(l) }() // owned here: Stop at cleanup ends it
+	t.Cleanup(srv.Stop)
+	cc, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cc.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, md := range pb.Scheduler_ServiceDesc.Methods {
+		method := "/" + pb.Scheduler_ServiceDesc.ServiceName + "/" + md.MethodName
+		err := cc.Invoke(ctx, method, &pb.Empty{}, &pb.Empty{})
+		if status.Code(err) == codes.Unimplemented {
+			t.Errorf("%s through the leading gate: %v", md.MethodName, err)
+		}
 	}
 }
