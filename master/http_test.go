@@ -103,7 +103,7 @@ func TestOperatorRequestsAllOrNothing(t *testing.T) {
 	}
 }
 
-// failingStore is a BoltStore whose operator writes fail.
+// failingStore is a bbolt Store whose operator writes fail.
 type failingStore struct{ *boltstore.Store }
 
 var errDiskFull = errors.New("disk full")

@@ -134,8 +134,9 @@ type PersistedAgent struct {
 
 var taskIDRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`)
 
-// Master is the master service. Create it with New, run its loops with Run,
-// serve its gRPC services with RegisterGRPC. Safe for concurrent use.
+// Master is the master's domain. Create it with New, run its loops with
+// Run; master/transport serves it (transport.New). Safe for concurrent
+// use.
 type Master struct {
 	opts Options
 	log  *slog.Logger
@@ -428,7 +429,9 @@ func (m *Master) validReservationsLocked(agent string, r resources.Resources) re
 }
 
 // Run drives the allocation cycle, agent health checks, offer timeouts and
-// framework failover timeouts until ctx is cancelled.
+// framework failover timeouts until ctx is cancelled; then it ends the
+// streams and waits for the store writes queued (writes.go), after which
+// no write goes out.
 func (m *Master) Run(ctx context.Context) error {
 	alloc := time.NewTicker(m.opts.AllocationInterval)
 	defer alloc.Stop()

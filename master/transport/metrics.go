@@ -21,7 +21,7 @@ type metrics struct {
 	authFailures *prometheus.CounterVec
 }
 
-func newMetrics(m *master.Master) *metrics {
+func newMetrics(m figures) *metrics {
 	x := &metrics{
 		reg: prometheus.NewRegistry(),
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -47,8 +47,11 @@ var (
 	descAdmitted = prometheus.NewDesc("brim_master_registrations_admitted", "Agents' registrations admitted and under way (at most the registration slots).", nil, nil)
 )
 
-// domainCollector exposes master.Metrics, read once per scrape.
-type domainCollector struct{ m *master.Master }
+// figures is what the collector reads of the domain (*master.Master).
+type figures interface{ Metrics() master.Metrics }
+
+// domainCollector exposes the domain's figures, read once per scrape.
+type domainCollector struct{ m figures }
 
 func (c domainCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCycle, descStore, descOffer, descLaunch, descAgents, descFWs, descOffers, descAwait, descAdmitted} {

@@ -39,9 +39,9 @@ const (
 //
 // A Server is used once: set its fields, then call Serve.
 type Server struct {
-	// GRPC serves the gRPC connections (RegisterGRPC's services).
+	// GRPC serves the gRPC connections (API.RegisterGRPC's services).
 	GRPC *grpc.Server
-	// HTTP is the HTTP API (HTTPHandler).
+	// HTTP is the HTTP API (API.Handler, or a Gate).
 	HTTP http.Handler
 	// PeekTimeout, ReadTimeout and IdleTimeout default to the Default…
 	// constants. A request whose header or body is not received within
