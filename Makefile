@@ -129,6 +129,7 @@ lint: deps bin/tools/golangci-lint cross
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags '$(TAGS)' $(PKGS)
 	$(GO) run ./hack/depguardpaths -tags '$(TAGS)'
+	GO=$(GO) TAGS='$(TAGS)' bash hack/linkcheck.sh
 	bin/tools/golangci-lint run --allow-serial-runners $(PKGS)
 
 ## cross: the library packages build for other systems (kernel code sits in

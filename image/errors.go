@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/brimnode/brim/image/imageref"
 	"github.com/brimnode/brim/internal/errdefs"
 )
 
@@ -13,8 +14,9 @@ var (
 	// digest, or the source (a registry, a layout, an archive) has none.
 	ErrNotFound = errors.New("image not found")
 	// ErrInvalidReference: a reference or source string that does not
-	// parse (bad characters, an unknown transport, an empty path).
-	ErrInvalidReference = errors.New("invalid image reference")
+	// parse (bad characters, an unknown transport, an empty path). It is
+	// imageref.ErrInvalid.
+	ErrInvalidReference = imageref.ErrInvalid
 	// ErrDigestMismatch: content whose digest is not the one that named
 	// it. Returned wrapped in a *DigestError.
 	ErrDigestMismatch = errors.New("digest mismatch")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/brimnode/brim/image/imageref"
 	"github.com/google/go-containerregistry/pkg/name"
 )
 
@@ -96,26 +97,9 @@ func parseLocal(s string, t Transport, rest string) (Source, error) {
 }
 
 // ParseReference parses a registry reference as ParseSource does, with
-// Docker Hub's defaults. It returns an error wrapping ErrInvalidReference.
-func ParseReference(s string) (name.Reference, error) {
-	if s == "" {
-		return nil, fmt.Errorf("parse reference: empty: %w", ErrInvalidReference)
-	}
-	in := s
-	if at := strings.IndexByte(s, '@'); at >= 0 {
-		// name:tag@digest: the digest pins the image, the tag is a label.
-		repo := s[:at]
-		if c := strings.LastIndexByte(repo, ':'); c > strings.LastIndexByte(repo, '/') {
-			repo = repo[:c]
-		}
-		s = repo + s[at:]
-	}
-	ref, err := name.ParseReference(s)
-	if err != nil {
-		return nil, fmt.Errorf("parse reference %q: %w: %v", in, ErrInvalidReference, err)
-	}
-	return ref, nil
-}
+// Docker Hub's defaults (imageref.Parse). It returns an error wrapping
+// ErrInvalidReference.
+func ParseReference(s string) (name.Reference, error) { return imageref.Parse(s) }
 
 // Normalize is ref in the store's one spelling:
 // `docker.io/library/busybox:latest`, `host:port/repo@sha256:…`.
@@ -140,16 +124,5 @@ func registryName(host string) string {
 }
 
 // IsID reports whether s is an image ID or digest as the store names
-// them: "sha256:" and 64 lower-case hex digits.
-func IsID(s string) bool {
-	hex, ok := strings.CutPrefix(s, "sha256:")
-	if !ok || len(hex) != 64 {
-		return false
-	}
-	for _, c := range hex {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
+// them: "sha256:" and 64 lower-case hex digits (imageref.IsID).
+func IsID(s string) bool { return imageref.IsID(s) }

@@ -3,7 +3,7 @@ package master
 import (
 	"fmt"
 
-	"github.com/brimnode/brim/image"
+	"github.com/brimnode/brim/image/imageref"
 )
 
 // checkTaskImage checks, at ACCEPT, what the agent would refuse of a
@@ -22,7 +22,7 @@ func checkTaskImage(t TaskInfo) error {
 		}
 		return nil
 	}
-	if _, err := image.ParseReference(t.Image); err != nil && !image.IsID(t.Image) {
+	if _, err := imageref.Parse(t.Image); err != nil && !imageref.IsID(t.Image) {
 		return fmt.Errorf("image: %w: %w", ErrInvalid, err)
 	}
 	switch t.ImagePull {
