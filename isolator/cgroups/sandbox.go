@@ -68,6 +68,17 @@ func (i *Isolator) makeGroups(p string) error {
 // task reads (memory.max_usage_in_bytes, cpuacct.usage) start from zero
 // as a new group's do. Errors wrap ErrInvalid, isolator.ErrNotFound (no
 // such sandbox), isolator.ErrNotSupported, or the write's error.
+// CanSandbox implements isolator.SandboxGate: warm sandboxes on cgroup
+// v1 only. On v2 a claimed container's OOM kill went unreported and its
+// group stayed after its exit (the v2 lane's TestWithCgroupsIsolator,
+// issue 35): until that is fixed, v2 hosts launch cold.
+func (i *Isolator) CanSandbox() error {
+	if i.version == V2 {
+		return fmt.Errorf("warm sandboxes are not supported on cgroup v2 yet: %w", isolator.ErrNotSupported)
+	}
+	return nil
+}
+
 func (i *Isolator) Claim(ctx context.Context, name, id string, limits isolator.Limits, launch *isolator.Launch) error {
 	spec := Spec{Limits: limits}
 	if err := validID(name); err != nil {
