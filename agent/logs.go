@@ -25,11 +25,56 @@ const logPoll = 100 * time.Millisecond
 // logChunk is how much output Logs passes to emit at once at most.
 const logChunk = 32 << 10
 
-// Logs sends the container's stdout and stderr to emit, in chunks of one
-// stream each, in the order the container wrote them (across the log's
-// rotated files). With follow it keeps sending until the container has
-// exited and its output is drained (or ctx ends). Errors wrap ErrNotFound.
-func (a *Agent) Logs(ctx context.Context, ref string, follow bool, emit func(stream int, data []byte) error) error {
+// LogsOptions say which of a container's output Logs sends (the zero
+// value: all of it, once).
+type LogsOptions struct {
+	// Follow keeps sending until the container has exited and its output
+	// is drained (or ctx ends).
+	Follow bool
+	// Stream is Stdout or Stderr alone; 0: both.
+	Stream int
+	// Since and Until bound the records' times (when the shim read the
+	// output); zero: unbounded. A followed log ends once Until has passed.
+	Since, Until time.Time
+	// Tail > 0 sends only the last Tail records (lines, or pieces of
+	// lines longer than containerlog.MaxLine) of those selected; with
+	// FromEnd only what is written after the call.
+	Tail    int
+	FromEnd bool
+	// Timestamps puts each line's time (RFC 3339, UTC, 9 digits) and a
+	// space before it.
+	Timestamps bool
+}
+
+// validate names the option that is out of range; errors wrap
+// ErrInvalidArgument.
+func (o LogsOptions) validate() error {
+	switch {
+	case o.Stream != 0 && o.Stream != Stdout && o.Stream != Stderr:
+		return fmt.Errorf("%w: log stream %d: want stdout or stderr", ErrInvalidArgument, o.Stream)
+	case o.Tail < 0:
+		return fmt.Errorf("%w: tail %d: must not be negative", ErrInvalidArgument, o.Tail)
+	case !o.Since.IsZero() && !o.Until.IsZero() && o.Until.Before(o.Since):
+		return fmt.Errorf("%w: until %s is before since %s", ErrInvalidArgument, o.Until.Format(time.RFC3339Nano), o.Since.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// filtered reports whether any option but Follow is set.
+func (o LogsOptions) filtered() bool {
+	return o.Stream != 0 || !o.Since.IsZero() || !o.Until.IsZero() || o.Tail != 0 || o.FromEnd || o.Timestamps
+}
+
+// Logs sends the container's output that opts select to emit, in chunks
+// of one stream each, in the order the container wrote it (across the
+// log's rotated files). Errors wrap ErrNotFound, or ErrInvalidArgument
+// for bad options (or options on a container whose output predates the
+// log directory).
+func (a *Agent) Logs(ctx context.Context, ref string, opts LogsOptions, emit func(stream int, data []byte) error) error {
+	if err := opts.validate(); err != nil {
+		return fmt.Errorf("logs %s: %w", ref, err)
+	}
+	follow := opts.Follow
 	a.mu.Lock()
 	c, err := a.resolveLocked(ref)
 	if err != nil {
@@ -56,7 +101,7 @@ func (a *Agent) Logs(ctx context.Context, ref string, follow bool, emit func(str
 	defer func() { close(quit); wg.Wait() }()
 	if logDir != "" {
 		if _, err := os.Stat(logDir); err == nil {
-			err = a.readLog(ctx, logDir, follow, stop, emit)
+			err = a.readLog(ctx, logDir, opts, stop, emit)
 			if err == nil && follow && a.ctx.Err() != nil && !isClosed(done) {
 				return fmt.Errorf("logs %s: agent is shutting down", id)
 			}
@@ -69,8 +114,15 @@ func (a *Agent) Logs(ctx context.Context, ref string, follow bool, emit func(str
 	if sandbox == "" {
 		return fmt.Errorf("logs %s: no sandbox", id)
 	}
+	if opts.filtered() {
+		return fmt.Errorf("logs %s: %w: the container's output predates its log directory: no --tail, --since, --until, --stream or --timestamps", id, ErrInvalidArgument)
+	}
 	return a.legacyLogs(ctx, id, sandbox, follow, done, emit)
 }
+
+// stampLayout is the time Timestamps puts before a line: RFC 3339 in UTC
+// with 9 fractional digits (fixed width, as docker's).
+const stampLayout = "2006-01-02T15:04:05.000000000Z07:00"
 
 // errEmit marks an error of emit, passed on as it is.
 var errEmit = errors.New("emit")
@@ -90,10 +142,11 @@ func unwrapEmit(err error) error {
 
 // readLog sends dir's records to emit, consecutive records of a stream
 // joined into one chunk of at most logChunk bytes.
-func (a *Agent) readLog(ctx context.Context, dir string, follow bool, done <-chan struct{}, emit func(int, []byte) error) error {
+func (a *Agent) readLog(ctx context.Context, dir string, o LogsOptions, done <-chan struct{}, emit func(int, []byte) error) error {
 	var (
 		chunk  []byte
 		stream int
+		midway [3]bool // a stream's last record was partial: no timestamp before its next
 	)
 	flush := func() error {
 		if len(chunk) == 0 {
@@ -106,15 +159,23 @@ func (a *Agent) readLog(ctx context.Context, dir string, follow bool, done <-cha
 		}
 		return nil
 	}
-	opts := containerlog.ReadOptions{Follow: follow, Done: done, Poll: logPoll, Caught: flush}
+	opts := containerlog.ReadOptions{
+		Follow: o.Follow, Done: done, Poll: logPoll, Caught: flush,
+		Stream: containerlog.Stream(o.Stream), Since: o.Since, Until: o.Until, Tail: o.Tail, FromEnd: o.FromEnd,
+	}
 	err := containerlog.Read(ctx, dir, opts, func(r containerlog.Record) error {
 		s := int(r.Stream)
-		if s != stream || len(chunk)+len(r.Content)+1 > logChunk {
+		if s != stream || len(chunk)+len(r.Content)+len(stampLayout)+2 > logChunk {
 			if err := flush(); err != nil {
 				return err
 			}
 			stream = s
 		}
+		if o.Timestamps && !midway[s] {
+			chunk = r.Time.UTC().AppendFormat(chunk, stampLayout)
+			chunk = append(chunk, ' ')
+		}
+		midway[s] = r.Partial
 		chunk = append(chunk, r.Output()...)
 		return nil
 	})

@@ -287,7 +287,11 @@ func (s *server) Wait(ctx context.Context, r *agentpb.WaitRequest) (*agentpb.Con
 }
 
 func (s *server) Logs(r *agentpb.LogsRequest, stream agentpb.Agent_LogsServer) error {
-	err := s.a.Logs(stream.Context(), r.Id, r.Follow, func(which int, data []byte) error {
+	opts, err := logsOptions(r)
+	if err != nil {
+		return toStatus(err)
+	}
+	err = s.a.Logs(stream.Context(), r.Id, opts, func(which int, data []byte) error {
 		ch := &agentpb.LogChunk{Stream: agentpb.LogChunk_STDOUT, Data: data}
 		if which == Stderr {
 			ch.Stream = agentpb.LogChunk_STDERR
@@ -298,6 +302,34 @@ func (s *server) Logs(r *agentpb.LogsRequest, stream agentpb.Agent_LogsServer) e
 		return status.Error(codes.Unavailable, err.Error())
 	}
 	return toStatus(err)
+}
+
+// logsOptions converts a LogsRequest; errors wrap ErrInvalidArgument.
+func logsOptions(r *agentpb.LogsRequest) (LogsOptions, error) {
+	o := LogsOptions{Follow: r.Follow, Timestamps: r.Timestamps, Since: fromUnixNano(r.SinceUnixNano), Until: fromUnixNano(r.UntilUnixNano)}
+	switch r.Stream {
+	case "":
+	case "stdout":
+		o.Stream = Stdout
+	case "stderr":
+		o.Stream = Stderr
+	default:
+		return o, fmt.Errorf("logs %s: %w: stream %q: want stdout or stderr", r.Id, ErrInvalidArgument, r.Stream)
+	}
+	switch {
+	case r.Tail > 0:
+		o.Tail = int(r.Tail)
+	case r.Tail < 0:
+		o.FromEnd = true
+	}
+	return o, nil
+}
+
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }
 
 func (s *server) Destroy(ctx context.Context, r *agentpb.DestroyRequest) (*agentpb.DestroyResponse, error) {

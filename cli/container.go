@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -471,23 +472,40 @@ func newContainerKill(cl *agentClient) *cobra.Command {
 }
 
 func newContainerLogs(cl *agentClient) *cobra.Command {
-	var follow bool
+	var (
+		follow, stamps     bool
+		tail, since, until string
+		stream             string
+	)
 	cmd := &cobra.Command{
-		Use:               "logs [-f] ID|NAME",
-		Short:             "Print a container's stdout and stderr (-f: until it exits)",
+		Use:   "logs [-f] [--tail N] [--since T] [--until T] [-t] [--stream stdout|stderr] ID|NAME",
+		Short: "Print a container's stdout and stderr (-f: until it exits)",
+		Long: `Print a container's output, across its rotated log files: stdout to stdout,
+stderr to stderr, in the order the container wrote them.
+
+--since and --until take an RFC 3339 time (2026-11-29T07:58:21Z,
+2026-11-29T08:58:21+01:00, 2026-11-29), Unix seconds (1764403101.5) or a
+duration before now (10m, 1h30m); a record's time is when the shim read
+it. --tail N prints the last N records (lines, or 16 KiB pieces of
+longer lines) of those selected, 0 none (with -f: only new output).
+A container run with -t logs its terminal: one stream, stdout.`,
 		Args:              UsageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: cl.containerArgs(anyState, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			req := &agentpb.LogsRequest{Id: args[0], Follow: follow, Timestamps: stamps, Stream: stream}
+			if err := logsFilters(req, tail, since, until, time.Now()); err != nil {
+				return ExitError{Code: 2, Msg: "logs: " + err.Error()}
+			}
 			api, err := cl.dial()
 			if err != nil {
 				return err
 			}
-			stream, err := api.Logs(cmd.Context(), &agentpb.LogsRequest{Id: args[0], Follow: follow})
+			logs, err := api.Logs(cmd.Context(), req)
 			if err != nil {
 				return cl.rpcError(err)
 			}
 			for {
-				ch, err := stream.Recv()
+				ch, err := logs.Recv()
 				if err == io.EOF {
 					return nil
 				}
@@ -504,8 +522,84 @@ func newContainerLogs(cl *agentClient) *cobra.Command {
 			}
 		},
 	}
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "stream until the container exits")
+	f := cmd.Flags()
+	f.BoolVarP(&follow, "follow", "f", false, "stream until the container exits (or --until passes)")
+	f.StringVar(&tail, "tail", "all", "print only the last N records (lines) of those selected; 0: none, all: all")
+	f.StringVar(&since, "since", "", "only records from this time on (RFC 3339, Unix seconds, or a duration ago such as 10m)")
+	f.StringVar(&until, "until", "", "only records up to this time (as --since)")
+	f.BoolVarP(&stamps, "timestamps", "t", false, "print each line's time (RFC 3339, UTC) before it")
+	f.StringVar(&stream, "stream", "", "only stdout or only stderr (default: both)")
 	return cmd
+}
+
+// logsFilters sets req's tail, since and until from the flags' text
+// (times relative to now); the error names the flag.
+func logsFilters(req *agentpb.LogsRequest, tail, since, until string, now time.Time) error {
+	switch req.Stream {
+	case "", "stdout", "stderr":
+	default:
+		return fmt.Errorf("--stream %q: want stdout or stderr", req.Stream)
+	}
+	switch n, err := strconv.Atoi(tail); {
+	case tail == "all" || tail == "":
+	case err != nil || n < 0 || n > math.MaxInt32:
+		return fmt.Errorf("--tail %q: want a count of lines (0 or more) or all", tail)
+	case n == 0:
+		req.Tail = -1
+	default:
+		req.Tail = int32(n)
+	}
+	for _, b := range []struct {
+		flag, text string
+		to         *int64
+	}{{"--since", since, &req.SinceUnixNano}, {"--until", until, &req.UntilUnixNano}} {
+		if b.text == "" {
+			continue
+		}
+		t, err := ParseTime(b.text, now)
+		if err != nil {
+			return fmt.Errorf("%s: %w", b.flag, err)
+		}
+		*b.to = t.UnixNano()
+	}
+	if req.SinceUnixNano != 0 && req.UntilUnixNano != 0 && req.UntilUnixNano < req.SinceUnixNano {
+		return fmt.Errorf("--until %s is before --since %s", until, since)
+	}
+	return nil
+}
+
+// ParseTime reads a time as docker's --since does: RFC 3339 (with or
+// without fractional seconds and zone: without one it is local), a date
+// (local midnight), Unix seconds with an optional fraction, or a Go
+// duration before now ("10m", "1h30m"; never in the future).
+func ParseTime(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q: a duration before now must not be negative", s)
+		}
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02T15:04", "2006-01-02"} {
+		loc := time.Local
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return t, nil
+		}
+	}
+	if sec, frac, ok := strings.Cut(s, "."); sec != "" {
+		n, err := strconv.ParseInt(sec, 10, 64)
+		var ns int64
+		if err == nil && ok {
+			if len(frac) == 0 || len(frac) > 9 {
+				err = strconv.ErrSyntax
+			} else {
+				ns, err = strconv.ParseInt(frac+strings.Repeat("0", 9-len(frac)), 10, 64)
+			}
+		}
+		if err == nil && n >= 0 && n < 1<<33 {
+			return time.Unix(n, ns), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q: want an RFC 3339 time (2026-11-29T07:58:21Z), a date (2026-11-29), Unix seconds or a duration ago (10m)", s)
 }
 
 func newContainerWait(cl *agentClient) *cobra.Command {

@@ -189,6 +189,34 @@ func TestUsageMessages(t *testing.T) {
 	}
 }
 
+func TestParseTime(t *testing.T) {
+	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+	}{
+		{"10m", now.Add(-10 * time.Minute)},
+		{"1h30m", now.Add(-90 * time.Minute)},
+		{"0s", now},
+		{"2026-11-29T07:58:21Z", time.Date(2026, 11, 29, 7, 58, 21, 0, time.UTC)},
+		{"2026-11-29T07:58:21.5+01:00", time.Date(2026, 11, 29, 6, 58, 21, 5e8, time.UTC)},
+		{"2026-11-29", time.Date(2026, 11, 29, 0, 0, 0, 0, time.Local)},
+		{"2026-11-29T07:58:21", time.Date(2026, 11, 29, 7, 58, 21, 0, time.Local)},
+		{"1764403101", time.Unix(1764403101, 0)},
+		{"1764403101.25", time.Unix(1764403101, 25e7)},
+	} {
+		got, err := ParseTime(tc.in, now)
+		if err != nil || !got.Equal(tc.want) {
+			t.Errorf("ParseTime(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "yesterday", "-5m", "2026-13-01", "1.", "1.1234567891", "12:00", "-5"} {
+		if got, err := ParseTime(bad, now); err == nil {
+			t.Errorf("ParseTime(%q) = %v, want an error", bad, got)
+		}
+	}
+}
+
 // --wait and wait of a container the OOM killer ended name the cause on
 // stderr beside exit 137 (it said nothing).
 func TestExitForNamesOOM(t *testing.T) {
@@ -210,6 +238,32 @@ func TestPsTime(t *testing.T) {
 	for d, want := range map[time.Duration]string{0: "00:00:00", 61 * time.Second: "00:01:01", 26*time.Hour + 3*time.Second: "1-02:00:03"} {
 		if got := psTime(d); got != want {
 			t.Errorf("psTime(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestLogsFilters(t *testing.T) {
+	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	req := &agentpb.LogsRequest{Stream: "stderr"}
+	if err := logsFilters(req, "0", "1h", "10m", now); err != nil || req.Tail != -1 ||
+		req.SinceUnixNano != now.Add(-time.Hour).UnixNano() || req.UntilUnixNano != now.Add(-10*time.Minute).UnixNano() {
+		t.Fatalf("logsFilters: %+v, %v", req, err)
+	}
+	req = &agentpb.LogsRequest{}
+	if err := logsFilters(req, "all", "", "", now); err != nil || req.Tail != 0 || req.SinceUnixNano != 0 {
+		t.Fatalf("logsFilters(all): %+v, %v", req, err)
+	}
+	for _, bad := range []struct{ stream, tail, since, until, want string }{
+		{"stdin", "all", "", "", "--stream"},
+		{"", "-1", "", "", "--tail"},
+		{"", "ten", "", "", "--tail"},
+		{"", "all", "soon", "", "--since"},
+		{"", "all", "", "later", "--until"},
+		{"", "all", "10m", "1h", "before --since"},
+	} {
+		err := logsFilters(&agentpb.LogsRequest{Stream: bad.stream}, bad.tail, bad.since, bad.until, now)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("logsFilters(%+v): %v, want an error naming %s", bad, err, bad.want)
 		}
 	}
 }

@@ -68,7 +68,7 @@ func (x LogChunk_Stream) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use LogChunk_Stream.Descriptor instead.
 func (LogChunk_Stream) EnumDescriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{13, 0}
+	return file_agent_proto_rawDescGZIP(), []int{20, 0}
 }
 
 type RunRequest struct {
@@ -130,7 +130,15 @@ type RunRequest struct {
 	// proportional weight, idle cpu usable), "quota" (a CFS quota at
 	// milli_cpus, the default weight: Docker's --cpus) or "both"; empty:
 	// "both" with cpu_quota, else the agent's --cpu-limit-mode.
-	CpuLimitMode  string `protobuf:"bytes,31,opt,name=cpu_limit_mode,json=cpuLimitMode,proto3" json:"cpu_limit_mode,omitempty"`
+	CpuLimitMode string `protobuf:"bytes,31,opt,name=cpu_limit_mode,json=cpuLimitMode,proto3" json:"cpu_limit_mode,omitempty"`
+	// stdin keeps the container's stdin open for Attach (a pipe the shim
+	// holds; without it stdin is /dev/null); tty gives it a terminal (the
+	// shim holds its master: output and input go through it, stdout and
+	// stderr are one stream, logged as stdout) of size (when set).
+	// (Fields 50+.)
+	Stdin         bool          `protobuf:"varint,50,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	Tty           bool          `protobuf:"varint,51,opt,name=tty,proto3" json:"tty,omitempty"`
+	Size          *TerminalSize `protobuf:"bytes,52,opt,name=size,proto3" json:"size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -326,6 +334,595 @@ func (x *RunRequest) GetCpuLimitMode() string {
 	return ""
 }
 
+func (x *RunRequest) GetStdin() bool {
+	if x != nil {
+		return x.Stdin
+	}
+	return false
+}
+
+func (x *RunRequest) GetTty() bool {
+	if x != nil {
+		return x.Tty
+	}
+	return false
+}
+
+func (x *RunRequest) GetSize() *TerminalSize {
+	if x != nil {
+		return x.Size
+	}
+	return nil
+}
+
+// TerminalSize is a terminal's size in characters.
+type TerminalSize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Width         uint32                 `protobuf:"varint,1,opt,name=width,proto3" json:"width,omitempty"`
+	Height        uint32                 `protobuf:"varint,2,opt,name=height,proto3" json:"height,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TerminalSize) Reset() {
+	*x = TerminalSize{}
+	mi := &file_agent_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TerminalSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TerminalSize) ProtoMessage() {}
+
+func (x *TerminalSize) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
+func (*TerminalSize) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TerminalSize) GetWidth() uint32 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+func (x *TerminalSize) GetHeight() uint32 {
+	if x != nil {
+		return x.Height
+	}
+	return 0
+}
+
+// ExecStart opens an Exec stream.
+type ExecStart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id: the container's ID or name.
+	Id      string   `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Command []string `protobuf:"bytes,2,rep,name=command,proto3" json:"command,omitempty"`
+	// env: KEY=VALUE added to (or replacing in) the container's environment.
+	Env []string `protobuf:"bytes,3,rep,name=env,proto3" json:"env,omitempty"`
+	// cwd: the working directory; empty: the container's.
+	Cwd string `protobuf:"bytes,4,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	// user: NAME, UID, NAME:GROUP or UID:GID of the host's user database;
+	// empty: the container's user. Root is refused (PERMISSION_DENIED)
+	// unless the container runs as root or in a user namespace.
+	User string `protobuf:"bytes,5,opt,name=user,proto3" json:"user,omitempty"`
+	// tty: a terminal made for the process in the container (stdout and
+	// stderr are then one stream, sent as stdout); size its first size.
+	Tty bool `protobuf:"varint,6,opt,name=tty,proto3" json:"tty,omitempty"`
+	// stdin: the client sends input; without it the process's stdin is
+	// /dev/null.
+	Stdin         bool          `protobuf:"varint,7,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	Size          *TerminalSize `protobuf:"bytes,8,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecStart) Reset() {
+	*x = ExecStart{}
+	mi := &file_agent_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecStart) ProtoMessage() {}
+
+func (x *ExecStart) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecStart.ProtoReflect.Descriptor instead.
+func (*ExecStart) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ExecStart) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ExecStart) GetCommand() []string {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *ExecStart) GetEnv() []string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *ExecStart) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *ExecStart) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *ExecStart) GetTty() bool {
+	if x != nil {
+		return x.Tty
+	}
+	return false
+}
+
+func (x *ExecStart) GetStdin() bool {
+	if x != nil {
+		return x.Stdin
+	}
+	return false
+}
+
+func (x *ExecStart) GetSize() *TerminalSize {
+	if x != nil {
+		return x.Size
+	}
+	return nil
+}
+
+// AttachStart opens an Attach stream.
+type AttachStart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// stdin: send the client's input to the container (one that was run
+	// with stdin or tty); without it the stream carries output only.
+	Stdin bool `protobuf:"varint,2,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	// from_start: output from the container's start (its whole log), not
+	// only what it writes from now on.
+	FromStart     bool          `protobuf:"varint,3,opt,name=from_start,json=fromStart,proto3" json:"from_start,omitempty"`
+	Size          *TerminalSize `protobuf:"bytes,4,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttachStart) Reset() {
+	*x = AttachStart{}
+	mi := &file_agent_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttachStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttachStart) ProtoMessage() {}
+
+func (x *AttachStart) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttachStart.ProtoReflect.Descriptor instead.
+func (*AttachStart) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *AttachStart) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AttachStart) GetStdin() bool {
+	if x != nil {
+		return x.Stdin
+	}
+	return false
+}
+
+func (x *AttachStart) GetFromStart() bool {
+	if x != nil {
+		return x.FromStart
+	}
+	return false
+}
+
+func (x *AttachStart) GetSize() *TerminalSize {
+	if x != nil {
+		return x.Size
+	}
+	return nil
+}
+
+// StdinEnd closes the process's stdin (its reads see end of file).
+type StdinEnd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StdinEnd) Reset() {
+	*x = StdinEnd{}
+	mi := &file_agent_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StdinEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StdinEnd) ProtoMessage() {}
+
+func (x *StdinEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StdinEnd.ProtoReflect.Descriptor instead.
+func (*StdinEnd) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{4}
+}
+
+// StdioInput is the client's side of Exec and Attach.
+type StdioInput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*StdioInput_Exec
+	//	*StdioInput_Attach
+	//	*StdioInput_Stdin
+	//	*StdioInput_StdinEnd
+	//	*StdioInput_Resize
+	Msg           isStdioInput_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StdioInput) Reset() {
+	*x = StdioInput{}
+	mi := &file_agent_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StdioInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StdioInput) ProtoMessage() {}
+
+func (x *StdioInput) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StdioInput.ProtoReflect.Descriptor instead.
+func (*StdioInput) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *StdioInput) GetMsg() isStdioInput_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *StdioInput) GetExec() *ExecStart {
+	if x != nil {
+		if x, ok := x.Msg.(*StdioInput_Exec); ok {
+			return x.Exec
+		}
+	}
+	return nil
+}
+
+func (x *StdioInput) GetAttach() *AttachStart {
+	if x != nil {
+		if x, ok := x.Msg.(*StdioInput_Attach); ok {
+			return x.Attach
+		}
+	}
+	return nil
+}
+
+func (x *StdioInput) GetStdin() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*StdioInput_Stdin); ok {
+			return x.Stdin
+		}
+	}
+	return nil
+}
+
+func (x *StdioInput) GetStdinEnd() *StdinEnd {
+	if x != nil {
+		if x, ok := x.Msg.(*StdioInput_StdinEnd); ok {
+			return x.StdinEnd
+		}
+	}
+	return nil
+}
+
+func (x *StdioInput) GetResize() *TerminalSize {
+	if x != nil {
+		if x, ok := x.Msg.(*StdioInput_Resize); ok {
+			return x.Resize
+		}
+	}
+	return nil
+}
+
+type isStdioInput_Msg interface {
+	isStdioInput_Msg()
+}
+
+type StdioInput_Exec struct {
+	Exec *ExecStart `protobuf:"bytes,1,opt,name=exec,proto3,oneof"`
+}
+
+type StdioInput_Attach struct {
+	Attach *AttachStart `protobuf:"bytes,2,opt,name=attach,proto3,oneof"`
+}
+
+type StdioInput_Stdin struct {
+	Stdin []byte `protobuf:"bytes,3,opt,name=stdin,proto3,oneof"`
+}
+
+type StdioInput_StdinEnd struct {
+	StdinEnd *StdinEnd `protobuf:"bytes,4,opt,name=stdin_end,json=stdinEnd,proto3,oneof"`
+}
+
+type StdioInput_Resize struct {
+	// resize: the terminal's new size.
+	Resize *TerminalSize `protobuf:"bytes,5,opt,name=resize,proto3,oneof"`
+}
+
+func (*StdioInput_Exec) isStdioInput_Msg() {}
+
+func (*StdioInput_Attach) isStdioInput_Msg() {}
+
+func (*StdioInput_Stdin) isStdioInput_Msg() {}
+
+func (*StdioInput_StdinEnd) isStdioInput_Msg() {}
+
+func (*StdioInput_Resize) isStdioInput_Msg() {}
+
+// StdioStarted: the process runs; pid is its pid on the host (0 for Attach).
+type StdioStarted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pid           int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StdioStarted) Reset() {
+	*x = StdioStarted{}
+	mi := &file_agent_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StdioStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StdioStarted) ProtoMessage() {}
+
+func (x *StdioStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StdioStarted.ProtoReflect.Descriptor instead.
+func (*StdioStarted) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *StdioStarted) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+// StdioOutput is the agent's side of Exec and Attach.
+type StdioOutput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*StdioOutput_Started
+	//	*StdioOutput_Stdout
+	//	*StdioOutput_Stderr
+	//	*StdioOutput_Exit
+	Msg           isStdioOutput_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StdioOutput) Reset() {
+	*x = StdioOutput{}
+	mi := &file_agent_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StdioOutput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StdioOutput) ProtoMessage() {}
+
+func (x *StdioOutput) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StdioOutput.ProtoReflect.Descriptor instead.
+func (*StdioOutput) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *StdioOutput) GetMsg() isStdioOutput_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *StdioOutput) GetStarted() *StdioStarted {
+	if x != nil {
+		if x, ok := x.Msg.(*StdioOutput_Started); ok {
+			return x.Started
+		}
+	}
+	return nil
+}
+
+func (x *StdioOutput) GetStdout() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*StdioOutput_Stdout); ok {
+			return x.Stdout
+		}
+	}
+	return nil
+}
+
+func (x *StdioOutput) GetStderr() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*StdioOutput_Stderr); ok {
+			return x.Stderr
+		}
+	}
+	return nil
+}
+
+func (x *StdioOutput) GetExit() *ExitStatus {
+	if x != nil {
+		if x, ok := x.Msg.(*StdioOutput_Exit); ok {
+			return x.Exit
+		}
+	}
+	return nil
+}
+
+type isStdioOutput_Msg interface {
+	isStdioOutput_Msg()
+}
+
+type StdioOutput_Started struct {
+	Started *StdioStarted `protobuf:"bytes,1,opt,name=started,proto3,oneof"`
+}
+
+type StdioOutput_Stdout struct {
+	Stdout []byte `protobuf:"bytes,2,opt,name=stdout,proto3,oneof"`
+}
+
+type StdioOutput_Stderr struct {
+	Stderr []byte `protobuf:"bytes,3,opt,name=stderr,proto3,oneof"`
+}
+
+type StdioOutput_Exit struct {
+	// exit: how the process (Exec) or the container (Attach) ended;
+	// the last message.
+	Exit *ExitStatus `protobuf:"bytes,4,opt,name=exit,proto3,oneof"`
+}
+
+func (*StdioOutput_Started) isStdioOutput_Msg() {}
+
+func (*StdioOutput_Stdout) isStdioOutput_Msg() {}
+
+func (*StdioOutput_Stderr) isStdioOutput_Msg() {}
+
+func (*StdioOutput_Exit) isStdioOutput_Msg() {}
+
 // PortMapping forwards host_port on the host's addresses (or on host_ip
 // only, when set) to container_port on the container's address.
 type PortMapping struct {
@@ -344,7 +941,7 @@ type PortMapping struct {
 
 func (x *PortMapping) Reset() {
 	*x = PortMapping{}
-	mi := &file_agent_proto_msgTypes[1]
+	mi := &file_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -356,7 +953,7 @@ func (x *PortMapping) String() string {
 func (*PortMapping) ProtoMessage() {}
 
 func (x *PortMapping) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[1]
+	mi := &file_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -369,7 +966,7 @@ func (x *PortMapping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortMapping.ProtoReflect.Descriptor instead.
 func (*PortMapping) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{1}
+	return file_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PortMapping) GetHostIp() string {
@@ -415,7 +1012,7 @@ type ExitStatus struct {
 
 func (x *ExitStatus) Reset() {
 	*x = ExitStatus{}
-	mi := &file_agent_proto_msgTypes[2]
+	mi := &file_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -427,7 +1024,7 @@ func (x *ExitStatus) String() string {
 func (*ExitStatus) ProtoMessage() {}
 
 func (x *ExitStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[2]
+	mi := &file_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -440,7 +1037,7 @@ func (x *ExitStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitStatus.ProtoReflect.Descriptor instead.
 func (*ExitStatus) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{2}
+	return file_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ExitStatus) GetCode() int32 {
@@ -552,7 +1149,7 @@ type Container struct {
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_agent_proto_msgTypes[3]
+	mi := &file_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -564,7 +1161,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[3]
+	mi := &file_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -577,7 +1174,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{3}
+	return file_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Container) GetId() string {
@@ -837,7 +1434,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_agent_proto_msgTypes[4]
+	mi := &file_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -849,7 +1446,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[4]
+	mi := &file_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -862,7 +1459,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{4}
+	return file_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListRequest) GetPageSize() int32 {
@@ -890,7 +1487,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_agent_proto_msgTypes[5]
+	mi := &file_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -902,7 +1499,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[5]
+	mi := &file_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +1512,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{5}
+	return file_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListResponse) GetContainers() []*Container {
@@ -941,7 +1538,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_agent_proto_msgTypes[6]
+	mi := &file_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1550,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[6]
+	mi := &file_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1563,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{6}
+	return file_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetRequest) GetId() string {
@@ -985,7 +1582,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_agent_proto_msgTypes[7]
+	mi := &file_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -997,7 +1594,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[7]
+	mi := &file_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1010,7 +1607,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{7}
+	return file_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StatsRequest) GetId() string {
@@ -1079,7 +1676,7 @@ type Statistics struct {
 
 func (x *Statistics) Reset() {
 	*x = Statistics{}
-	mi := &file_agent_proto_msgTypes[8]
+	mi := &file_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1091,7 +1688,7 @@ func (x *Statistics) String() string {
 func (*Statistics) ProtoMessage() {}
 
 func (x *Statistics) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[8]
+	mi := &file_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1104,7 +1701,7 @@ func (x *Statistics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Statistics.ProtoReflect.Descriptor instead.
 func (*Statistics) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{8}
+	return file_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Statistics) GetId() string {
@@ -1384,7 +1981,7 @@ type UpdateRequest struct {
 
 func (x *UpdateRequest) Reset() {
 	*x = UpdateRequest{}
-	mi := &file_agent_proto_msgTypes[9]
+	mi := &file_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1396,7 +1993,7 @@ func (x *UpdateRequest) String() string {
 func (*UpdateRequest) ProtoMessage() {}
 
 func (x *UpdateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[9]
+	mi := &file_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1409,7 +2006,7 @@ func (x *UpdateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateRequest.ProtoReflect.Descriptor instead.
 func (*UpdateRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{9}
+	return file_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UpdateRequest) GetId() string {
@@ -1465,7 +2062,7 @@ type KillRequest struct {
 
 func (x *KillRequest) Reset() {
 	*x = KillRequest{}
-	mi := &file_agent_proto_msgTypes[10]
+	mi := &file_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1477,7 +2074,7 @@ func (x *KillRequest) String() string {
 func (*KillRequest) ProtoMessage() {}
 
 func (x *KillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[10]
+	mi := &file_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1490,7 +2087,7 @@ func (x *KillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRequest.ProtoReflect.Descriptor instead.
 func (*KillRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{10}
+	return file_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *KillRequest) GetId() string {
@@ -1516,7 +2113,7 @@ type WaitRequest struct {
 
 func (x *WaitRequest) Reset() {
 	*x = WaitRequest{}
-	mi := &file_agent_proto_msgTypes[11]
+	mi := &file_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1528,7 +2125,7 @@ func (x *WaitRequest) String() string {
 func (*WaitRequest) ProtoMessage() {}
 
 func (x *WaitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[11]
+	mi := &file_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1541,7 +2138,7 @@ func (x *WaitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitRequest.ProtoReflect.Descriptor instead.
 func (*WaitRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{11}
+	return file_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *WaitRequest) GetId() string {
@@ -1552,16 +2149,30 @@ func (x *WaitRequest) GetId() string {
 }
 
 type LogsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Follow        bool                   `protobuf:"varint,2,opt,name=follow,proto3" json:"follow,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Follow bool                   `protobuf:"varint,2,opt,name=follow,proto3" json:"follow,omitempty"`
+	// tail > 0: only the last tail records (lines of output, or pieces of
+	// lines over 16 KiB) of those selected; 0: all; < 0: none, only what
+	// is written after the call (with follow).
+	Tail int32 `protobuf:"varint,3,opt,name=tail,proto3" json:"tail,omitempty"`
+	// since_unix_nano and until_unix_nano bound the records' times (when
+	// the shim read the output); 0: unbounded. A followed log ends once
+	// until has passed.
+	SinceUnixNano int64 `protobuf:"varint,4,opt,name=since_unix_nano,json=sinceUnixNano,proto3" json:"since_unix_nano,omitempty"`
+	UntilUnixNano int64 `protobuf:"varint,5,opt,name=until_unix_nano,json=untilUnixNano,proto3" json:"until_unix_nano,omitempty"`
+	// stream: "stdout" or "stderr" alone; "": both.
+	Stream string `protobuf:"bytes,6,opt,name=stream,proto3" json:"stream,omitempty"`
+	// timestamps puts each line's time (RFC 3339, UTC, 9 fractional
+	// digits) and a space before it.
+	Timestamps    bool `protobuf:"varint,7,opt,name=timestamps,proto3" json:"timestamps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LogsRequest) Reset() {
 	*x = LogsRequest{}
-	mi := &file_agent_proto_msgTypes[12]
+	mi := &file_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1573,7 +2184,7 @@ func (x *LogsRequest) String() string {
 func (*LogsRequest) ProtoMessage() {}
 
 func (x *LogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[12]
+	mi := &file_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1586,7 +2197,7 @@ func (x *LogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
 func (*LogsRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{12}
+	return file_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *LogsRequest) GetId() string {
@@ -1603,6 +2214,41 @@ func (x *LogsRequest) GetFollow() bool {
 	return false
 }
 
+func (x *LogsRequest) GetTail() int32 {
+	if x != nil {
+		return x.Tail
+	}
+	return 0
+}
+
+func (x *LogsRequest) GetSinceUnixNano() int64 {
+	if x != nil {
+		return x.SinceUnixNano
+	}
+	return 0
+}
+
+func (x *LogsRequest) GetUntilUnixNano() int64 {
+	if x != nil {
+		return x.UntilUnixNano
+	}
+	return 0
+}
+
+func (x *LogsRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *LogsRequest) GetTimestamps() bool {
+	if x != nil {
+		return x.Timestamps
+	}
+	return false
+}
+
 type LogChunk struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Stream        LogChunk_Stream        `protobuf:"varint,1,opt,name=stream,proto3,enum=brim.agent.v1.LogChunk_Stream" json:"stream,omitempty"`
@@ -1613,7 +2259,7 @@ type LogChunk struct {
 
 func (x *LogChunk) Reset() {
 	*x = LogChunk{}
-	mi := &file_agent_proto_msgTypes[13]
+	mi := &file_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1625,7 +2271,7 @@ func (x *LogChunk) String() string {
 func (*LogChunk) ProtoMessage() {}
 
 func (x *LogChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[13]
+	mi := &file_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1638,7 +2284,7 @@ func (x *LogChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
 func (*LogChunk) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{13}
+	return file_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *LogChunk) GetStream() LogChunk_Stream {
@@ -1666,7 +2312,7 @@ type DestroyRequest struct {
 
 func (x *DestroyRequest) Reset() {
 	*x = DestroyRequest{}
-	mi := &file_agent_proto_msgTypes[14]
+	mi := &file_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1678,7 +2324,7 @@ func (x *DestroyRequest) String() string {
 func (*DestroyRequest) ProtoMessage() {}
 
 func (x *DestroyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[14]
+	mi := &file_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1691,7 +2337,7 @@ func (x *DestroyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyRequest.ProtoReflect.Descriptor instead.
 func (*DestroyRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{14}
+	return file_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DestroyRequest) GetId() string {
@@ -1716,7 +2362,7 @@ type DestroyResponse struct {
 
 func (x *DestroyResponse) Reset() {
 	*x = DestroyResponse{}
-	mi := &file_agent_proto_msgTypes[15]
+	mi := &file_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1728,7 +2374,7 @@ func (x *DestroyResponse) String() string {
 func (*DestroyResponse) ProtoMessage() {}
 
 func (x *DestroyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[15]
+	mi := &file_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1741,7 +2387,7 @@ func (x *DestroyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyResponse.ProtoReflect.Descriptor instead.
 func (*DestroyResponse) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{15}
+	return file_agent_proto_rawDescGZIP(), []int{22}
 }
 
 type AgentInfoRequest struct {
@@ -1752,7 +2398,7 @@ type AgentInfoRequest struct {
 
 func (x *AgentInfoRequest) Reset() {
 	*x = AgentInfoRequest{}
-	mi := &file_agent_proto_msgTypes[16]
+	mi := &file_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1764,7 +2410,7 @@ func (x *AgentInfoRequest) String() string {
 func (*AgentInfoRequest) ProtoMessage() {}
 
 func (x *AgentInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[16]
+	mi := &file_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1777,7 +2423,7 @@ func (x *AgentInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentInfoRequest.ProtoReflect.Descriptor instead.
 func (*AgentInfoRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{16}
+	return file_agent_proto_rawDescGZIP(), []int{23}
 }
 
 type AgentInfoResponse struct {
@@ -1841,7 +2487,7 @@ type AgentInfoResponse struct {
 
 func (x *AgentInfoResponse) Reset() {
 	*x = AgentInfoResponse{}
-	mi := &file_agent_proto_msgTypes[17]
+	mi := &file_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1853,7 +2499,7 @@ func (x *AgentInfoResponse) String() string {
 func (*AgentInfoResponse) ProtoMessage() {}
 
 func (x *AgentInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[17]
+	mi := &file_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1866,7 +2512,7 @@ func (x *AgentInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentInfoResponse.ProtoReflect.Descriptor instead.
 func (*AgentInfoResponse) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{17}
+	return file_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AgentInfoResponse) GetId() string {
@@ -2109,7 +2755,7 @@ type QuarantinedRecord struct {
 
 func (x *QuarantinedRecord) Reset() {
 	*x = QuarantinedRecord{}
-	mi := &file_agent_proto_msgTypes[18]
+	mi := &file_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2121,7 +2767,7 @@ func (x *QuarantinedRecord) String() string {
 func (*QuarantinedRecord) ProtoMessage() {}
 
 func (x *QuarantinedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[18]
+	mi := &file_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2134,7 +2780,7 @@ func (x *QuarantinedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuarantinedRecord.ProtoReflect.Descriptor instead.
 func (*QuarantinedRecord) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{18}
+	return file_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *QuarantinedRecord) GetId() string {
@@ -2173,7 +2819,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_agent_proto_msgTypes[19]
+	mi := &file_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2185,7 +2831,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[19]
+	mi := &file_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2198,7 +2844,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{19}
+	return file_agent_proto_rawDescGZIP(), []int{26}
 }
 
 type Term struct {
@@ -2213,7 +2859,7 @@ type Term struct {
 
 func (x *Term) Reset() {
 	*x = Term{}
-	mi := &file_agent_proto_msgTypes[20]
+	mi := &file_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2225,7 +2871,7 @@ func (x *Term) String() string {
 func (*Term) ProtoMessage() {}
 
 func (x *Term) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[20]
+	mi := &file_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2238,7 +2884,7 @@ func (x *Term) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Term.ProtoReflect.Descriptor instead.
 func (*Term) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{20}
+	return file_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Term) GetName() string {
@@ -2284,7 +2930,7 @@ type Estimate struct {
 
 func (x *Estimate) Reset() {
 	*x = Estimate{}
-	mi := &file_agent_proto_msgTypes[21]
+	mi := &file_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2296,7 +2942,7 @@ func (x *Estimate) String() string {
 func (*Estimate) ProtoMessage() {}
 
 func (x *Estimate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[21]
+	mi := &file_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2309,7 +2955,7 @@ func (x *Estimate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Estimate.ProtoReflect.Descriptor instead.
 func (*Estimate) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{21}
+	return file_agent_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Estimate) GetEstimator() string {
@@ -2361,7 +3007,7 @@ type Trigger struct {
 
 func (x *Trigger) Reset() {
 	*x = Trigger{}
-	mi := &file_agent_proto_msgTypes[22]
+	mi := &file_agent_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2373,7 +3019,7 @@ func (x *Trigger) String() string {
 func (*Trigger) ProtoMessage() {}
 
 func (x *Trigger) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[22]
+	mi := &file_agent_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2386,7 +3032,7 @@ func (x *Trigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Trigger.ProtoReflect.Descriptor instead.
 func (*Trigger) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{22}
+	return file_agent_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Trigger) GetSignal() string {
@@ -2441,7 +3087,7 @@ type Correction struct {
 
 func (x *Correction) Reset() {
 	*x = Correction{}
-	mi := &file_agent_proto_msgTypes[23]
+	mi := &file_agent_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2453,7 +3099,7 @@ func (x *Correction) String() string {
 func (*Correction) ProtoMessage() {}
 
 func (x *Correction) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[23]
+	mi := &file_agent_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2466,7 +3112,7 @@ func (x *Correction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Correction.ProtoReflect.Descriptor instead.
 func (*Correction) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{23}
+	return file_agent_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Correction) GetType() string {
@@ -2540,7 +3186,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_agent_proto_msgTypes[24]
+	mi := &file_agent_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2552,7 +3198,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[24]
+	mi := &file_agent_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2565,7 +3211,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{24}
+	return file_agent_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ExplainResponse) GetEnabled() bool {
@@ -2657,7 +3303,7 @@ type ReportLatencyRequest struct {
 
 func (x *ReportLatencyRequest) Reset() {
 	*x = ReportLatencyRequest{}
-	mi := &file_agent_proto_msgTypes[25]
+	mi := &file_agent_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2669,7 +3315,7 @@ func (x *ReportLatencyRequest) String() string {
 func (*ReportLatencyRequest) ProtoMessage() {}
 
 func (x *ReportLatencyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[25]
+	mi := &file_agent_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2682,7 +3328,7 @@ func (x *ReportLatencyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportLatencyRequest.ProtoReflect.Descriptor instead.
 func (*ReportLatencyRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{25}
+	return file_agent_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReportLatencyRequest) GetId() string {
@@ -2721,7 +3367,7 @@ type ReportLatencyResponse struct {
 
 func (x *ReportLatencyResponse) Reset() {
 	*x = ReportLatencyResponse{}
-	mi := &file_agent_proto_msgTypes[26]
+	mi := &file_agent_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2733,7 +3379,7 @@ func (x *ReportLatencyResponse) String() string {
 func (*ReportLatencyResponse) ProtoMessage() {}
 
 func (x *ReportLatencyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[26]
+	mi := &file_agent_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2746,7 +3392,7 @@ func (x *ReportLatencyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportLatencyResponse.ProtoReflect.Descriptor instead.
 func (*ReportLatencyResponse) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{26}
+	return file_agent_proto_rawDescGZIP(), []int{33}
 }
 
 type PullImageRequest struct {
@@ -2763,7 +3409,7 @@ type PullImageRequest struct {
 
 func (x *PullImageRequest) Reset() {
 	*x = PullImageRequest{}
-	mi := &file_agent_proto_msgTypes[27]
+	mi := &file_agent_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2775,7 +3421,7 @@ func (x *PullImageRequest) String() string {
 func (*PullImageRequest) ProtoMessage() {}
 
 func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[27]
+	mi := &file_agent_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2788,7 +3434,7 @@ func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullImageRequest.ProtoReflect.Descriptor instead.
 func (*PullImageRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{27}
+	return file_agent_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PullImageRequest) GetSource() string {
@@ -2823,7 +3469,7 @@ type PullImageProgress struct {
 
 func (x *PullImageProgress) Reset() {
 	*x = PullImageProgress{}
-	mi := &file_agent_proto_msgTypes[28]
+	mi := &file_agent_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2835,7 +3481,7 @@ func (x *PullImageProgress) String() string {
 func (*PullImageProgress) ProtoMessage() {}
 
 func (x *PullImageProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[28]
+	mi := &file_agent_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2848,7 +3494,7 @@ func (x *PullImageProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullImageProgress.ProtoReflect.Descriptor instead.
 func (*PullImageProgress) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{28}
+	return file_agent_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PullImageProgress) GetLayer() int32 {
@@ -2929,7 +3575,7 @@ type Image struct {
 
 func (x *Image) Reset() {
 	*x = Image{}
-	mi := &file_agent_proto_msgTypes[29]
+	mi := &file_agent_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2941,7 +3587,7 @@ func (x *Image) String() string {
 func (*Image) ProtoMessage() {}
 
 func (x *Image) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[29]
+	mi := &file_agent_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2954,7 +3600,7 @@ func (x *Image) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Image.ProtoReflect.Descriptor instead.
 func (*Image) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{29}
+	return file_agent_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Image) GetId() string {
@@ -3070,7 +3716,7 @@ type ListImagesRequest struct {
 
 func (x *ListImagesRequest) Reset() {
 	*x = ListImagesRequest{}
-	mi := &file_agent_proto_msgTypes[30]
+	mi := &file_agent_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3082,7 +3728,7 @@ func (x *ListImagesRequest) String() string {
 func (*ListImagesRequest) ProtoMessage() {}
 
 func (x *ListImagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[30]
+	mi := &file_agent_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3095,7 +3741,7 @@ func (x *ListImagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListImagesRequest.ProtoReflect.Descriptor instead.
 func (*ListImagesRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{30}
+	return file_agent_proto_rawDescGZIP(), []int{37}
 }
 
 type ListImagesResponse struct {
@@ -3109,7 +3755,7 @@ type ListImagesResponse struct {
 
 func (x *ListImagesResponse) Reset() {
 	*x = ListImagesResponse{}
-	mi := &file_agent_proto_msgTypes[31]
+	mi := &file_agent_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3121,7 +3767,7 @@ func (x *ListImagesResponse) String() string {
 func (*ListImagesResponse) ProtoMessage() {}
 
 func (x *ListImagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[31]
+	mi := &file_agent_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3134,7 +3780,7 @@ func (x *ListImagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListImagesResponse.ProtoReflect.Descriptor instead.
 func (*ListImagesResponse) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{31}
+	return file_agent_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListImagesResponse) GetImages() []*Image {
@@ -3168,7 +3814,7 @@ type RemoveImageRequest struct {
 
 func (x *RemoveImageRequest) Reset() {
 	*x = RemoveImageRequest{}
-	mi := &file_agent_proto_msgTypes[32]
+	mi := &file_agent_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3180,7 +3826,7 @@ func (x *RemoveImageRequest) String() string {
 func (*RemoveImageRequest) ProtoMessage() {}
 
 func (x *RemoveImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[32]
+	mi := &file_agent_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3193,7 +3839,7 @@ func (x *RemoveImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveImageRequest.ProtoReflect.Descriptor instead.
 func (*RemoveImageRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{32}
+	return file_agent_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RemoveImageRequest) GetRef() string {
@@ -3211,7 +3857,7 @@ type PruneImagesRequest struct {
 
 func (x *PruneImagesRequest) Reset() {
 	*x = PruneImagesRequest{}
-	mi := &file_agent_proto_msgTypes[33]
+	mi := &file_agent_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3223,7 +3869,7 @@ func (x *PruneImagesRequest) String() string {
 func (*PruneImagesRequest) ProtoMessage() {}
 
 func (x *PruneImagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[33]
+	mi := &file_agent_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3236,7 +3882,7 @@ func (x *PruneImagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PruneImagesRequest.ProtoReflect.Descriptor instead.
 func (*PruneImagesRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{33}
+	return file_agent_proto_rawDescGZIP(), []int{40}
 }
 
 type PruneImagesResponse struct {
@@ -3252,7 +3898,7 @@ type PruneImagesResponse struct {
 
 func (x *PruneImagesResponse) Reset() {
 	*x = PruneImagesResponse{}
-	mi := &file_agent_proto_msgTypes[34]
+	mi := &file_agent_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3264,7 +3910,7 @@ func (x *PruneImagesResponse) String() string {
 func (*PruneImagesResponse) ProtoMessage() {}
 
 func (x *PruneImagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[34]
+	mi := &file_agent_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3277,7 +3923,7 @@ func (x *PruneImagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PruneImagesResponse.ProtoReflect.Descriptor instead.
 func (*PruneImagesResponse) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{34}
+	return file_agent_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PruneImagesResponse) GetImages() []string {
@@ -3310,7 +3956,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_agent_proto_msgTypes[35]
+	mi := &file_agent_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3322,7 +3968,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[35]
+	mi := &file_agent_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3335,7 +3981,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{35}
+	return file_agent_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PauseRequest) GetId() string {
@@ -3356,7 +4002,7 @@ type RestartRequest struct {
 
 func (x *RestartRequest) Reset() {
 	*x = RestartRequest{}
-	mi := &file_agent_proto_msgTypes[36]
+	mi := &file_agent_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3368,7 +4014,7 @@ func (x *RestartRequest) String() string {
 func (*RestartRequest) ProtoMessage() {}
 
 func (x *RestartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[36]
+	mi := &file_agent_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3381,7 +4027,7 @@ func (x *RestartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartRequest.ProtoReflect.Descriptor instead.
 func (*RestartRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{36}
+	return file_agent_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RestartRequest) GetId() string {
@@ -3407,7 +4053,7 @@ type TopRequest struct {
 
 func (x *TopRequest) Reset() {
 	*x = TopRequest{}
-	mi := &file_agent_proto_msgTypes[37]
+	mi := &file_agent_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3419,7 +4065,7 @@ func (x *TopRequest) String() string {
 func (*TopRequest) ProtoMessage() {}
 
 func (x *TopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[37]
+	mi := &file_agent_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3432,7 +4078,7 @@ func (x *TopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopRequest.ProtoReflect.Descriptor instead.
 func (*TopRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{37}
+	return file_agent_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *TopRequest) GetId() string {
@@ -3451,7 +4097,7 @@ type TopResponse struct {
 
 func (x *TopResponse) Reset() {
 	*x = TopResponse{}
-	mi := &file_agent_proto_msgTypes[38]
+	mi := &file_agent_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3463,7 +4109,7 @@ func (x *TopResponse) String() string {
 func (*TopResponse) ProtoMessage() {}
 
 func (x *TopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[38]
+	mi := &file_agent_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3476,7 +4122,7 @@ func (x *TopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopResponse.ProtoReflect.Descriptor instead.
 func (*TopResponse) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{38}
+	return file_agent_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TopResponse) GetProcesses() []*Process {
@@ -3509,7 +4155,7 @@ type Process struct {
 
 func (x *Process) Reset() {
 	*x = Process{}
-	mi := &file_agent_proto_msgTypes[39]
+	mi := &file_agent_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3521,7 +4167,7 @@ func (x *Process) String() string {
 func (*Process) ProtoMessage() {}
 
 func (x *Process) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[39]
+	mi := &file_agent_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3534,7 +4180,7 @@ func (x *Process) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Process.ProtoReflect.Descriptor instead.
 func (*Process) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{39}
+	return file_agent_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Process) GetPid() int32 {
@@ -3597,7 +4243,7 @@ var File_agent_proto protoreflect.FileDescriptor
 
 const file_agent_proto_rawDesc = "" +
 	"\n" +
-	"\vagent.proto\x12\rbrim.agent.v1\"\xea\x05\n" +
+	"\vagent.proto\x12\rbrim.agent.v1\"\xc3\x06\n" +
 	"\n" +
 	"RunRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
@@ -3625,10 +4271,49 @@ const file_agent_proto_rawDesc = "" +
 	"\n" +
 	"read_write\x18* \x01(\bR\treadWrite\x12\x19\n" +
 	"\bdisk_mib\x18+ \x01(\x03R\adiskMib\x12$\n" +
-	"\x0ecpu_limit_mode\x18\x1f \x01(\tR\fcpuLimitMode\x1a9\n" +
+	"\x0ecpu_limit_mode\x18\x1f \x01(\tR\fcpuLimitMode\x12\x14\n" +
+	"\x05stdin\x182 \x01(\bR\x05stdin\x12\x10\n" +
+	"\x03tty\x183 \x01(\bR\x03tty\x12/\n" +
+	"\x04size\x184 \x01(\v2\x1b.brim.agent.v1.TerminalSizeR\x04size\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x86\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"<\n" +
+	"\fTerminalSize\x12\x14\n" +
+	"\x05width\x18\x01 \x01(\rR\x05width\x12\x16\n" +
+	"\x06height\x18\x02 \x01(\rR\x06height\"\xc6\x01\n" +
+	"\tExecStart\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\acommand\x18\x02 \x03(\tR\acommand\x12\x10\n" +
+	"\x03env\x18\x03 \x03(\tR\x03env\x12\x10\n" +
+	"\x03cwd\x18\x04 \x01(\tR\x03cwd\x12\x12\n" +
+	"\x04user\x18\x05 \x01(\tR\x04user\x12\x10\n" +
+	"\x03tty\x18\x06 \x01(\bR\x03tty\x12\x14\n" +
+	"\x05stdin\x18\a \x01(\bR\x05stdin\x12/\n" +
+	"\x04size\x18\b \x01(\v2\x1b.brim.agent.v1.TerminalSizeR\x04size\"\x83\x01\n" +
+	"\vAttachStart\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05stdin\x18\x02 \x01(\bR\x05stdin\x12\x1d\n" +
+	"\n" +
+	"from_start\x18\x03 \x01(\bR\tfromStart\x12/\n" +
+	"\x04size\x18\x04 \x01(\v2\x1b.brim.agent.v1.TerminalSizeR\x04size\"\n" +
+	"\n" +
+	"\bStdinEnd\"\x80\x02\n" +
+	"\n" +
+	"StdioInput\x12.\n" +
+	"\x04exec\x18\x01 \x01(\v2\x18.brim.agent.v1.ExecStartH\x00R\x04exec\x124\n" +
+	"\x06attach\x18\x02 \x01(\v2\x1a.brim.agent.v1.AttachStartH\x00R\x06attach\x12\x16\n" +
+	"\x05stdin\x18\x03 \x01(\fH\x00R\x05stdin\x126\n" +
+	"\tstdin_end\x18\x04 \x01(\v2\x17.brim.agent.v1.StdinEndH\x00R\bstdinEnd\x125\n" +
+	"\x06resize\x18\x05 \x01(\v2\x1b.brim.agent.v1.TerminalSizeH\x00R\x06resizeB\x05\n" +
+	"\x03msg\" \n" +
+	"\fStdioStarted\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\x05R\x03pid\"\xb2\x01\n" +
+	"\vStdioOutput\x127\n" +
+	"\astarted\x18\x01 \x01(\v2\x1b.brim.agent.v1.StdioStartedH\x00R\astarted\x12\x18\n" +
+	"\x06stdout\x18\x02 \x01(\fH\x00R\x06stdout\x12\x18\n" +
+	"\x06stderr\x18\x03 \x01(\fH\x00R\x06stderr\x12/\n" +
+	"\x04exit\x18\x04 \x01(\v2\x19.brim.agent.v1.ExitStatusH\x00R\x04exitB\x05\n" +
+	"\x03msg\"\x86\x01\n" +
 	"\vPortMapping\x12\x17\n" +
 	"\ahost_ip\x18\x01 \x01(\tR\x06hostIp\x12\x1b\n" +
 	"\thost_port\x18\x02 \x01(\rR\bhostPort\x12%\n" +
@@ -3762,10 +4447,17 @@ const file_agent_proto_rawDesc = "" +
 	"\vgrace_nanos\x18\x02 \x01(\x03R\n" +
 	"graceNanos\"\x1d\n" +
 	"\vWaitRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"5\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xd1\x01\n" +
 	"\vLogsRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
-	"\x06follow\x18\x02 \x01(\bR\x06follow\"x\n" +
+	"\x06follow\x18\x02 \x01(\bR\x06follow\x12\x12\n" +
+	"\x04tail\x18\x03 \x01(\x05R\x04tail\x12&\n" +
+	"\x0fsince_unix_nano\x18\x04 \x01(\x03R\rsinceUnixNano\x12&\n" +
+	"\x0funtil_unix_nano\x18\x05 \x01(\x03R\runtilUnixNano\x12\x16\n" +
+	"\x06stream\x18\x06 \x01(\tR\x06stream\x12\x1e\n" +
+	"\n" +
+	"timestamps\x18\a \x01(\bR\n" +
+	"timestamps\"x\n" +
 	"\bLogChunk\x126\n" +
 	"\x06stream\x18\x01 \x01(\x0e2\x1e.brim.agent.v1.LogChunk.StreamR\x06stream\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\" \n" +
@@ -3932,7 +4624,7 @@ const file_agent_proto_rawDesc = "" +
 	"\tcpu_nanos\x18\x05 \x01(\x03R\bcpuNanos\x12\x14\n" +
 	"\x05state\x18\x06 \x01(\tR\x05state\x12\x12\n" +
 	"\x04args\x18\a \x03(\tR\x04args\x12\x12\n" +
-	"\x04comm\x18\b \x01(\tR\x04comm2\x93\v\n" +
+	"\x04comm\x18\b \x01(\tR\x04comm2\x9b\f\n" +
 	"\x05Agent\x12:\n" +
 	"\x03Run\x12\x19.brim.agent.v1.RunRequest\x1a\x18.brim.agent.v1.Container\x12?\n" +
 	"\x04List\x12\x1a.brim.agent.v1.ListRequest\x1a\x1b.brim.agent.v1.ListResponse\x12:\n" +
@@ -3941,7 +4633,9 @@ const file_agent_proto_rawDesc = "" +
 	"\x06Update\x12\x1c.brim.agent.v1.UpdateRequest\x1a\x18.brim.agent.v1.Container\x12<\n" +
 	"\x04Kill\x12\x1a.brim.agent.v1.KillRequest\x1a\x18.brim.agent.v1.Container\x12<\n" +
 	"\x04Wait\x12\x1a.brim.agent.v1.WaitRequest\x1a\x18.brim.agent.v1.Container\x12=\n" +
-	"\x04Logs\x12\x1a.brim.agent.v1.LogsRequest\x1a\x17.brim.agent.v1.LogChunk0\x01\x12H\n" +
+	"\x04Logs\x12\x1a.brim.agent.v1.LogsRequest\x1a\x17.brim.agent.v1.LogChunk0\x01\x12A\n" +
+	"\x04Exec\x12\x19.brim.agent.v1.StdioInput\x1a\x1a.brim.agent.v1.StdioOutput(\x010\x01\x12C\n" +
+	"\x06Attach\x12\x19.brim.agent.v1.StdioInput\x1a\x1a.brim.agent.v1.StdioOutput(\x010\x01\x12H\n" +
 	"\aDestroy\x12\x1d.brim.agent.v1.DestroyRequest\x1a\x1e.brim.agent.v1.DestroyResponse\x12N\n" +
 	"\tAgentInfo\x12\x1f.brim.agent.v1.AgentInfoRequest\x1a .brim.agent.v1.AgentInfoResponse\x12H\n" +
 	"\aExplain\x12\x1d.brim.agent.v1.ExplainRequest\x1a\x1e.brim.agent.v1.ExplainResponse\x12Z\n" +
@@ -3969,115 +4663,135 @@ func file_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_agent_proto_goTypes = []any{
 	(LogChunk_Stream)(0),          // 0: brim.agent.v1.LogChunk.Stream
 	(*RunRequest)(nil),            // 1: brim.agent.v1.RunRequest
-	(*PortMapping)(nil),           // 2: brim.agent.v1.PortMapping
-	(*ExitStatus)(nil),            // 3: brim.agent.v1.ExitStatus
-	(*Container)(nil),             // 4: brim.agent.v1.Container
-	(*ListRequest)(nil),           // 5: brim.agent.v1.ListRequest
-	(*ListResponse)(nil),          // 6: brim.agent.v1.ListResponse
-	(*GetRequest)(nil),            // 7: brim.agent.v1.GetRequest
-	(*StatsRequest)(nil),          // 8: brim.agent.v1.StatsRequest
-	(*Statistics)(nil),            // 9: brim.agent.v1.Statistics
-	(*UpdateRequest)(nil),         // 10: brim.agent.v1.UpdateRequest
-	(*KillRequest)(nil),           // 11: brim.agent.v1.KillRequest
-	(*WaitRequest)(nil),           // 12: brim.agent.v1.WaitRequest
-	(*LogsRequest)(nil),           // 13: brim.agent.v1.LogsRequest
-	(*LogChunk)(nil),              // 14: brim.agent.v1.LogChunk
-	(*DestroyRequest)(nil),        // 15: brim.agent.v1.DestroyRequest
-	(*DestroyResponse)(nil),       // 16: brim.agent.v1.DestroyResponse
-	(*AgentInfoRequest)(nil),      // 17: brim.agent.v1.AgentInfoRequest
-	(*AgentInfoResponse)(nil),     // 18: brim.agent.v1.AgentInfoResponse
-	(*QuarantinedRecord)(nil),     // 19: brim.agent.v1.QuarantinedRecord
-	(*ExplainRequest)(nil),        // 20: brim.agent.v1.ExplainRequest
-	(*Term)(nil),                  // 21: brim.agent.v1.Term
-	(*Estimate)(nil),              // 22: brim.agent.v1.Estimate
-	(*Trigger)(nil),               // 23: brim.agent.v1.Trigger
-	(*Correction)(nil),            // 24: brim.agent.v1.Correction
-	(*ExplainResponse)(nil),       // 25: brim.agent.v1.ExplainResponse
-	(*ReportLatencyRequest)(nil),  // 26: brim.agent.v1.ReportLatencyRequest
-	(*ReportLatencyResponse)(nil), // 27: brim.agent.v1.ReportLatencyResponse
-	(*PullImageRequest)(nil),      // 28: brim.agent.v1.PullImageRequest
-	(*PullImageProgress)(nil),     // 29: brim.agent.v1.PullImageProgress
-	(*Image)(nil),                 // 30: brim.agent.v1.Image
-	(*ListImagesRequest)(nil),     // 31: brim.agent.v1.ListImagesRequest
-	(*ListImagesResponse)(nil),    // 32: brim.agent.v1.ListImagesResponse
-	(*RemoveImageRequest)(nil),    // 33: brim.agent.v1.RemoveImageRequest
-	(*PruneImagesRequest)(nil),    // 34: brim.agent.v1.PruneImagesRequest
-	(*PruneImagesResponse)(nil),   // 35: brim.agent.v1.PruneImagesResponse
-	(*PauseRequest)(nil),          // 36: brim.agent.v1.PauseRequest
-	(*RestartRequest)(nil),        // 37: brim.agent.v1.RestartRequest
-	(*TopRequest)(nil),            // 38: brim.agent.v1.TopRequest
-	(*TopResponse)(nil),           // 39: brim.agent.v1.TopResponse
-	(*Process)(nil),               // 40: brim.agent.v1.Process
-	nil,                           // 41: brim.agent.v1.RunRequest.LabelsEntry
-	nil,                           // 42: brim.agent.v1.Container.LabelsEntry
+	(*TerminalSize)(nil),          // 2: brim.agent.v1.TerminalSize
+	(*ExecStart)(nil),             // 3: brim.agent.v1.ExecStart
+	(*AttachStart)(nil),           // 4: brim.agent.v1.AttachStart
+	(*StdinEnd)(nil),              // 5: brim.agent.v1.StdinEnd
+	(*StdioInput)(nil),            // 6: brim.agent.v1.StdioInput
+	(*StdioStarted)(nil),          // 7: brim.agent.v1.StdioStarted
+	(*StdioOutput)(nil),           // 8: brim.agent.v1.StdioOutput
+	(*PortMapping)(nil),           // 9: brim.agent.v1.PortMapping
+	(*ExitStatus)(nil),            // 10: brim.agent.v1.ExitStatus
+	(*Container)(nil),             // 11: brim.agent.v1.Container
+	(*ListRequest)(nil),           // 12: brim.agent.v1.ListRequest
+	(*ListResponse)(nil),          // 13: brim.agent.v1.ListResponse
+	(*GetRequest)(nil),            // 14: brim.agent.v1.GetRequest
+	(*StatsRequest)(nil),          // 15: brim.agent.v1.StatsRequest
+	(*Statistics)(nil),            // 16: brim.agent.v1.Statistics
+	(*UpdateRequest)(nil),         // 17: brim.agent.v1.UpdateRequest
+	(*KillRequest)(nil),           // 18: brim.agent.v1.KillRequest
+	(*WaitRequest)(nil),           // 19: brim.agent.v1.WaitRequest
+	(*LogsRequest)(nil),           // 20: brim.agent.v1.LogsRequest
+	(*LogChunk)(nil),              // 21: brim.agent.v1.LogChunk
+	(*DestroyRequest)(nil),        // 22: brim.agent.v1.DestroyRequest
+	(*DestroyResponse)(nil),       // 23: brim.agent.v1.DestroyResponse
+	(*AgentInfoRequest)(nil),      // 24: brim.agent.v1.AgentInfoRequest
+	(*AgentInfoResponse)(nil),     // 25: brim.agent.v1.AgentInfoResponse
+	(*QuarantinedRecord)(nil),     // 26: brim.agent.v1.QuarantinedRecord
+	(*ExplainRequest)(nil),        // 27: brim.agent.v1.ExplainRequest
+	(*Term)(nil),                  // 28: brim.agent.v1.Term
+	(*Estimate)(nil),              // 29: brim.agent.v1.Estimate
+	(*Trigger)(nil),               // 30: brim.agent.v1.Trigger
+	(*Correction)(nil),            // 31: brim.agent.v1.Correction
+	(*ExplainResponse)(nil),       // 32: brim.agent.v1.ExplainResponse
+	(*ReportLatencyRequest)(nil),  // 33: brim.agent.v1.ReportLatencyRequest
+	(*ReportLatencyResponse)(nil), // 34: brim.agent.v1.ReportLatencyResponse
+	(*PullImageRequest)(nil),      // 35: brim.agent.v1.PullImageRequest
+	(*PullImageProgress)(nil),     // 36: brim.agent.v1.PullImageProgress
+	(*Image)(nil),                 // 37: brim.agent.v1.Image
+	(*ListImagesRequest)(nil),     // 38: brim.agent.v1.ListImagesRequest
+	(*ListImagesResponse)(nil),    // 39: brim.agent.v1.ListImagesResponse
+	(*RemoveImageRequest)(nil),    // 40: brim.agent.v1.RemoveImageRequest
+	(*PruneImagesRequest)(nil),    // 41: brim.agent.v1.PruneImagesRequest
+	(*PruneImagesResponse)(nil),   // 42: brim.agent.v1.PruneImagesResponse
+	(*PauseRequest)(nil),          // 43: brim.agent.v1.PauseRequest
+	(*RestartRequest)(nil),        // 44: brim.agent.v1.RestartRequest
+	(*TopRequest)(nil),            // 45: brim.agent.v1.TopRequest
+	(*TopResponse)(nil),           // 46: brim.agent.v1.TopResponse
+	(*Process)(nil),               // 47: brim.agent.v1.Process
+	nil,                           // 48: brim.agent.v1.RunRequest.LabelsEntry
+	nil,                           // 49: brim.agent.v1.Container.LabelsEntry
 }
 var file_agent_proto_depIdxs = []int32{
-	41, // 0: brim.agent.v1.RunRequest.labels:type_name -> brim.agent.v1.RunRequest.LabelsEntry
-	2,  // 1: brim.agent.v1.RunRequest.ports:type_name -> brim.agent.v1.PortMapping
-	3,  // 2: brim.agent.v1.Container.exit:type_name -> brim.agent.v1.ExitStatus
-	42, // 3: brim.agent.v1.Container.labels:type_name -> brim.agent.v1.Container.LabelsEntry
-	2,  // 4: brim.agent.v1.Container.ports:type_name -> brim.agent.v1.PortMapping
-	4,  // 5: brim.agent.v1.ListResponse.containers:type_name -> brim.agent.v1.Container
-	0,  // 6: brim.agent.v1.LogChunk.stream:type_name -> brim.agent.v1.LogChunk.Stream
-	19, // 7: brim.agent.v1.AgentInfoResponse.quarantined:type_name -> brim.agent.v1.QuarantinedRecord
-	21, // 8: brim.agent.v1.Estimate.terms:type_name -> brim.agent.v1.Term
-	23, // 9: brim.agent.v1.Correction.trigger:type_name -> brim.agent.v1.Trigger
-	22, // 10: brim.agent.v1.ExplainResponse.current:type_name -> brim.agent.v1.Estimate
-	22, // 11: brim.agent.v1.ExplainResponse.forwarded:type_name -> brim.agent.v1.Estimate
-	24, // 12: brim.agent.v1.ExplainResponse.active:type_name -> brim.agent.v1.Correction
-	24, // 13: brim.agent.v1.ExplainResponse.recent:type_name -> brim.agent.v1.Correction
-	30, // 14: brim.agent.v1.PullImageProgress.image:type_name -> brim.agent.v1.Image
-	30, // 15: brim.agent.v1.ListImagesResponse.images:type_name -> brim.agent.v1.Image
-	40, // 16: brim.agent.v1.TopResponse.processes:type_name -> brim.agent.v1.Process
-	1,  // 17: brim.agent.v1.Agent.Run:input_type -> brim.agent.v1.RunRequest
-	5,  // 18: brim.agent.v1.Agent.List:input_type -> brim.agent.v1.ListRequest
-	7,  // 19: brim.agent.v1.Agent.Get:input_type -> brim.agent.v1.GetRequest
-	8,  // 20: brim.agent.v1.Agent.Stats:input_type -> brim.agent.v1.StatsRequest
-	10, // 21: brim.agent.v1.Agent.Update:input_type -> brim.agent.v1.UpdateRequest
-	11, // 22: brim.agent.v1.Agent.Kill:input_type -> brim.agent.v1.KillRequest
-	12, // 23: brim.agent.v1.Agent.Wait:input_type -> brim.agent.v1.WaitRequest
-	13, // 24: brim.agent.v1.Agent.Logs:input_type -> brim.agent.v1.LogsRequest
-	15, // 25: brim.agent.v1.Agent.Destroy:input_type -> brim.agent.v1.DestroyRequest
-	17, // 26: brim.agent.v1.Agent.AgentInfo:input_type -> brim.agent.v1.AgentInfoRequest
-	20, // 27: brim.agent.v1.Agent.Explain:input_type -> brim.agent.v1.ExplainRequest
-	26, // 28: brim.agent.v1.Agent.ReportLatency:input_type -> brim.agent.v1.ReportLatencyRequest
-	28, // 29: brim.agent.v1.Agent.PullImage:input_type -> brim.agent.v1.PullImageRequest
-	31, // 30: brim.agent.v1.Agent.ListImages:input_type -> brim.agent.v1.ListImagesRequest
-	33, // 31: brim.agent.v1.Agent.RemoveImage:input_type -> brim.agent.v1.RemoveImageRequest
-	34, // 32: brim.agent.v1.Agent.PruneImages:input_type -> brim.agent.v1.PruneImagesRequest
-	36, // 33: brim.agent.v1.Agent.Pause:input_type -> brim.agent.v1.PauseRequest
-	36, // 34: brim.agent.v1.Agent.Unpause:input_type -> brim.agent.v1.PauseRequest
-	37, // 35: brim.agent.v1.Agent.Restart:input_type -> brim.agent.v1.RestartRequest
-	38, // 36: brim.agent.v1.Agent.Top:input_type -> brim.agent.v1.TopRequest
-	4,  // 37: brim.agent.v1.Agent.Run:output_type -> brim.agent.v1.Container
-	6,  // 38: brim.agent.v1.Agent.List:output_type -> brim.agent.v1.ListResponse
-	4,  // 39: brim.agent.v1.Agent.Get:output_type -> brim.agent.v1.Container
-	9,  // 40: brim.agent.v1.Agent.Stats:output_type -> brim.agent.v1.Statistics
-	4,  // 41: brim.agent.v1.Agent.Update:output_type -> brim.agent.v1.Container
-	4,  // 42: brim.agent.v1.Agent.Kill:output_type -> brim.agent.v1.Container
-	4,  // 43: brim.agent.v1.Agent.Wait:output_type -> brim.agent.v1.Container
-	14, // 44: brim.agent.v1.Agent.Logs:output_type -> brim.agent.v1.LogChunk
-	16, // 45: brim.agent.v1.Agent.Destroy:output_type -> brim.agent.v1.DestroyResponse
-	18, // 46: brim.agent.v1.Agent.AgentInfo:output_type -> brim.agent.v1.AgentInfoResponse
-	25, // 47: brim.agent.v1.Agent.Explain:output_type -> brim.agent.v1.ExplainResponse
-	27, // 48: brim.agent.v1.Agent.ReportLatency:output_type -> brim.agent.v1.ReportLatencyResponse
-	29, // 49: brim.agent.v1.Agent.PullImage:output_type -> brim.agent.v1.PullImageProgress
-	32, // 50: brim.agent.v1.Agent.ListImages:output_type -> brim.agent.v1.ListImagesResponse
-	35, // 51: brim.agent.v1.Agent.RemoveImage:output_type -> brim.agent.v1.PruneImagesResponse
-	35, // 52: brim.agent.v1.Agent.PruneImages:output_type -> brim.agent.v1.PruneImagesResponse
-	4,  // 53: brim.agent.v1.Agent.Pause:output_type -> brim.agent.v1.Container
-	4,  // 54: brim.agent.v1.Agent.Unpause:output_type -> brim.agent.v1.Container
-	4,  // 55: brim.agent.v1.Agent.Restart:output_type -> brim.agent.v1.Container
-	39, // 56: brim.agent.v1.Agent.Top:output_type -> brim.agent.v1.TopResponse
-	37, // [37:57] is the sub-list for method output_type
-	17, // [17:37] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	48, // 0: brim.agent.v1.RunRequest.labels:type_name -> brim.agent.v1.RunRequest.LabelsEntry
+	9,  // 1: brim.agent.v1.RunRequest.ports:type_name -> brim.agent.v1.PortMapping
+	2,  // 2: brim.agent.v1.RunRequest.size:type_name -> brim.agent.v1.TerminalSize
+	2,  // 3: brim.agent.v1.ExecStart.size:type_name -> brim.agent.v1.TerminalSize
+	2,  // 4: brim.agent.v1.AttachStart.size:type_name -> brim.agent.v1.TerminalSize
+	3,  // 5: brim.agent.v1.StdioInput.exec:type_name -> brim.agent.v1.ExecStart
+	4,  // 6: brim.agent.v1.StdioInput.attach:type_name -> brim.agent.v1.AttachStart
+	5,  // 7: brim.agent.v1.StdioInput.stdin_end:type_name -> brim.agent.v1.StdinEnd
+	2,  // 8: brim.agent.v1.StdioInput.resize:type_name -> brim.agent.v1.TerminalSize
+	7,  // 9: brim.agent.v1.StdioOutput.started:type_name -> brim.agent.v1.StdioStarted
+	10, // 10: brim.agent.v1.StdioOutput.exit:type_name -> brim.agent.v1.ExitStatus
+	10, // 11: brim.agent.v1.Container.exit:type_name -> brim.agent.v1.ExitStatus
+	49, // 12: brim.agent.v1.Container.labels:type_name -> brim.agent.v1.Container.LabelsEntry
+	9,  // 13: brim.agent.v1.Container.ports:type_name -> brim.agent.v1.PortMapping
+	11, // 14: brim.agent.v1.ListResponse.containers:type_name -> brim.agent.v1.Container
+	0,  // 15: brim.agent.v1.LogChunk.stream:type_name -> brim.agent.v1.LogChunk.Stream
+	26, // 16: brim.agent.v1.AgentInfoResponse.quarantined:type_name -> brim.agent.v1.QuarantinedRecord
+	28, // 17: brim.agent.v1.Estimate.terms:type_name -> brim.agent.v1.Term
+	30, // 18: brim.agent.v1.Correction.trigger:type_name -> brim.agent.v1.Trigger
+	29, // 19: brim.agent.v1.ExplainResponse.current:type_name -> brim.agent.v1.Estimate
+	29, // 20: brim.agent.v1.ExplainResponse.forwarded:type_name -> brim.agent.v1.Estimate
+	31, // 21: brim.agent.v1.ExplainResponse.active:type_name -> brim.agent.v1.Correction
+	31, // 22: brim.agent.v1.ExplainResponse.recent:type_name -> brim.agent.v1.Correction
+	37, // 23: brim.agent.v1.PullImageProgress.image:type_name -> brim.agent.v1.Image
+	37, // 24: brim.agent.v1.ListImagesResponse.images:type_name -> brim.agent.v1.Image
+	47, // 25: brim.agent.v1.TopResponse.processes:type_name -> brim.agent.v1.Process
+	1,  // 26: brim.agent.v1.Agent.Run:input_type -> brim.agent.v1.RunRequest
+	12, // 27: brim.agent.v1.Agent.List:input_type -> brim.agent.v1.ListRequest
+	14, // 28: brim.agent.v1.Agent.Get:input_type -> brim.agent.v1.GetRequest
+	15, // 29: brim.agent.v1.Agent.Stats:input_type -> brim.agent.v1.StatsRequest
+	17, // 30: brim.agent.v1.Agent.Update:input_type -> brim.agent.v1.UpdateRequest
+	18, // 31: brim.agent.v1.Agent.Kill:input_type -> brim.agent.v1.KillRequest
+	19, // 32: brim.agent.v1.Agent.Wait:input_type -> brim.agent.v1.WaitRequest
+	20, // 33: brim.agent.v1.Agent.Logs:input_type -> brim.agent.v1.LogsRequest
+	6,  // 34: brim.agent.v1.Agent.Exec:input_type -> brim.agent.v1.StdioInput
+	6,  // 35: brim.agent.v1.Agent.Attach:input_type -> brim.agent.v1.StdioInput
+	22, // 36: brim.agent.v1.Agent.Destroy:input_type -> brim.agent.v1.DestroyRequest
+	24, // 37: brim.agent.v1.Agent.AgentInfo:input_type -> brim.agent.v1.AgentInfoRequest
+	27, // 38: brim.agent.v1.Agent.Explain:input_type -> brim.agent.v1.ExplainRequest
+	33, // 39: brim.agent.v1.Agent.ReportLatency:input_type -> brim.agent.v1.ReportLatencyRequest
+	35, // 40: brim.agent.v1.Agent.PullImage:input_type -> brim.agent.v1.PullImageRequest
+	38, // 41: brim.agent.v1.Agent.ListImages:input_type -> brim.agent.v1.ListImagesRequest
+	40, // 42: brim.agent.v1.Agent.RemoveImage:input_type -> brim.agent.v1.RemoveImageRequest
+	41, // 43: brim.agent.v1.Agent.PruneImages:input_type -> brim.agent.v1.PruneImagesRequest
+	43, // 44: brim.agent.v1.Agent.Pause:input_type -> brim.agent.v1.PauseRequest
+	43, // 45: brim.agent.v1.Agent.Unpause:input_type -> brim.agent.v1.PauseRequest
+	44, // 46: brim.agent.v1.Agent.Restart:input_type -> brim.agent.v1.RestartRequest
+	45, // 47: brim.agent.v1.Agent.Top:input_type -> brim.agent.v1.TopRequest
+	11, // 48: brim.agent.v1.Agent.Run:output_type -> brim.agent.v1.Container
+	13, // 49: brim.agent.v1.Agent.List:output_type -> brim.agent.v1.ListResponse
+	11, // 50: brim.agent.v1.Agent.Get:output_type -> brim.agent.v1.Container
+	16, // 51: brim.agent.v1.Agent.Stats:output_type -> brim.agent.v1.Statistics
+	11, // 52: brim.agent.v1.Agent.Update:output_type -> brim.agent.v1.Container
+	11, // 53: brim.agent.v1.Agent.Kill:output_type -> brim.agent.v1.Container
+	11, // 54: brim.agent.v1.Agent.Wait:output_type -> brim.agent.v1.Container
+	21, // 55: brim.agent.v1.Agent.Logs:output_type -> brim.agent.v1.LogChunk
+	8,  // 56: brim.agent.v1.Agent.Exec:output_type -> brim.agent.v1.StdioOutput
+	8,  // 57: brim.agent.v1.Agent.Attach:output_type -> brim.agent.v1.StdioOutput
+	23, // 58: brim.agent.v1.Agent.Destroy:output_type -> brim.agent.v1.DestroyResponse
+	25, // 59: brim.agent.v1.Agent.AgentInfo:output_type -> brim.agent.v1.AgentInfoResponse
+	32, // 60: brim.agent.v1.Agent.Explain:output_type -> brim.agent.v1.ExplainResponse
+	34, // 61: brim.agent.v1.Agent.ReportLatency:output_type -> brim.agent.v1.ReportLatencyResponse
+	36, // 62: brim.agent.v1.Agent.PullImage:output_type -> brim.agent.v1.PullImageProgress
+	39, // 63: brim.agent.v1.Agent.ListImages:output_type -> brim.agent.v1.ListImagesResponse
+	42, // 64: brim.agent.v1.Agent.RemoveImage:output_type -> brim.agent.v1.PruneImagesResponse
+	42, // 65: brim.agent.v1.Agent.PruneImages:output_type -> brim.agent.v1.PruneImagesResponse
+	11, // 66: brim.agent.v1.Agent.Pause:output_type -> brim.agent.v1.Container
+	11, // 67: brim.agent.v1.Agent.Unpause:output_type -> brim.agent.v1.Container
+	11, // 68: brim.agent.v1.Agent.Restart:output_type -> brim.agent.v1.Container
+	46, // 69: brim.agent.v1.Agent.Top:output_type -> brim.agent.v1.TopResponse
+	48, // [48:70] is the sub-list for method output_type
+	26, // [26:48] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_agent_proto_init() }
@@ -4085,13 +4799,26 @@ func file_agent_proto_init() {
 	if File_agent_proto != nil {
 		return
 	}
+	file_agent_proto_msgTypes[5].OneofWrappers = []any{
+		(*StdioInput_Exec)(nil),
+		(*StdioInput_Attach)(nil),
+		(*StdioInput_Stdin)(nil),
+		(*StdioInput_StdinEnd)(nil),
+		(*StdioInput_Resize)(nil),
+	}
+	file_agent_proto_msgTypes[7].OneofWrappers = []any{
+		(*StdioOutput_Started)(nil),
+		(*StdioOutput_Stdout)(nil),
+		(*StdioOutput_Stderr)(nil),
+		(*StdioOutput_Exit)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_proto_rawDesc), len(file_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   42,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

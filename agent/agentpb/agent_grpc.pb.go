@@ -31,6 +31,8 @@ const (
 	Agent_Kill_FullMethodName          = "/brim.agent.v1.Agent/Kill"
 	Agent_Wait_FullMethodName          = "/brim.agent.v1.Agent/Wait"
 	Agent_Logs_FullMethodName          = "/brim.agent.v1.Agent/Logs"
+	Agent_Exec_FullMethodName          = "/brim.agent.v1.Agent/Exec"
+	Agent_Attach_FullMethodName        = "/brim.agent.v1.Agent/Attach"
 	Agent_Destroy_FullMethodName       = "/brim.agent.v1.Agent/Destroy"
 	Agent_AgentInfo_FullMethodName     = "/brim.agent.v1.Agent/AgentInfo"
 	Agent_Explain_FullMethodName       = "/brim.agent.v1.Agent/Explain"
@@ -67,6 +69,20 @@ type AgentClient interface {
 	// Logs streams the container's stdout and stderr; with follow, until it
 	// has exited.
 	Logs(ctx context.Context, in *LogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogChunk], error)
+	// Exec runs a new process in a running container — its namespaces,
+	// cgroups and confinement, never more privileged than the container's
+	// own process — and streams its stdio. The client's first message is
+	// an ExecStart; then stdin data, stdin's end and terminal sizes. The
+	// agent answers Started, then the process's output, and last its Exit.
+	// A stream that ends before the exit kills the process (its terminal
+	// hung up first).
+	Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[StdioInput, StdioOutput], error)
+	// Attach connects to a running container's stdio: its output as it is
+	// logged (from now, or from its start) and, for a container run with
+	// stdin or a terminal, its input and terminal size. The client's first
+	// message is an AttachStart. The stream ends with the container's Exit,
+	// or when the client ends it (detach: the container runs on).
+	Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[StdioInput, StdioOutput], error)
 	// Destroy removes an exited container (or kills and removes a running one
 	// with force): cgroups, state, sandbox.
 	Destroy(ctx context.Context, in *DestroyRequest, opts ...grpc.CallOption) (*DestroyResponse, error)
@@ -209,6 +225,32 @@ func (c *agentClient) Logs(ctx context.Context, in *LogsRequest, opts ...grpc.Ca
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Agent_LogsClient = grpc.ServerStreamingClient[LogChunk]
 
+func (c *agentClient) Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[StdioInput, StdioOutput], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Agent_ServiceDesc.Streams[1], Agent_Exec_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[StdioInput, StdioOutput]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_ExecClient = grpc.BidiStreamingClient[StdioInput, StdioOutput]
+
+func (c *agentClient) Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[StdioInput, StdioOutput], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Agent_ServiceDesc.Streams[2], Agent_Attach_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[StdioInput, StdioOutput]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_AttachClient = grpc.BidiStreamingClient[StdioInput, StdioOutput]
+
 func (c *agentClient) Destroy(ctx context.Context, in *DestroyRequest, opts ...grpc.CallOption) (*DestroyResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DestroyResponse)
@@ -251,7 +293,7 @@ func (c *agentClient) ReportLatency(ctx context.Context, in *ReportLatencyReques
 
 func (c *agentClient) PullImage(ctx context.Context, in *PullImageRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PullImageProgress], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Agent_ServiceDesc.Streams[1], Agent_PullImage_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Agent_ServiceDesc.Streams[3], Agent_PullImage_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -360,6 +402,20 @@ type AgentServer interface {
 	// Logs streams the container's stdout and stderr; with follow, until it
 	// has exited.
 	Logs(*LogsRequest, grpc.ServerStreamingServer[LogChunk]) error
+	// Exec runs a new process in a running container — its namespaces,
+	// cgroups and confinement, never more privileged than the container's
+	// own process — and streams its stdio. The client's first message is
+	// an ExecStart; then stdin data, stdin's end and terminal sizes. The
+	// agent answers Started, then the process's output, and last its Exit.
+	// A stream that ends before the exit kills the process (its terminal
+	// hung up first).
+	Exec(grpc.BidiStreamingServer[StdioInput, StdioOutput]) error
+	// Attach connects to a running container's stdio: its output as it is
+	// logged (from now, or from its start) and, for a container run with
+	// stdin or a terminal, its input and terminal size. The client's first
+	// message is an AttachStart. The stream ends with the container's Exit,
+	// or when the client ends it (detach: the container runs on).
+	Attach(grpc.BidiStreamingServer[StdioInput, StdioOutput]) error
 	// Destroy removes an exited container (or kills and removes a running one
 	// with force): cgroups, state, sandbox.
 	Destroy(context.Context, *DestroyRequest) (*DestroyResponse, error)
@@ -436,6 +492,12 @@ func (UnimplementedAgentServer) Wait(context.Context, *WaitRequest) (*Container,
 }
 func (UnimplementedAgentServer) Logs(*LogsRequest, grpc.ServerStreamingServer[LogChunk]) error {
 	return status.Error(codes.Unimplemented, "method Logs not implemented")
+}
+func (UnimplementedAgentServer) Exec(grpc.BidiStreamingServer[StdioInput, StdioOutput]) error {
+	return status.Error(codes.Unimplemented, "method Exec not implemented")
+}
+func (UnimplementedAgentServer) Attach(grpc.BidiStreamingServer[StdioInput, StdioOutput]) error {
+	return status.Error(codes.Unimplemented, "method Attach not implemented")
 }
 func (UnimplementedAgentServer) Destroy(context.Context, *DestroyRequest) (*DestroyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Destroy not implemented")
@@ -630,6 +692,20 @@ func _Agent_Logs_Handler(srv interface{}, stream grpc.ServerStream) error {
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Agent_LogsServer = grpc.ServerStreamingServer[LogChunk]
+
+func _Agent_Exec_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(AgentServer).Exec(&grpc.GenericServerStream[StdioInput, StdioOutput]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_ExecServer = grpc.BidiStreamingServer[StdioInput, StdioOutput]
+
+func _Agent_Attach_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(AgentServer).Attach(&grpc.GenericServerStream[StdioInput, StdioOutput]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_AttachServer = grpc.BidiStreamingServer[StdioInput, StdioOutput]
 
 func _Agent_Destroy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DestroyRequest)
@@ -925,6 +1001,18 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Logs",
 			Handler:       _Agent_Logs_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Exec",
+			Handler:       _Agent_Exec_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Attach",
+			Handler:       _Agent_Attach_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 		{
 			StreamName:    "PullImage",

@@ -26,20 +26,61 @@ type ReadOptions struct {
 	// record on disk, before it waits for more: a caller that batches
 	// records sends its batch there. Its error ends Read.
 	Caught func() error
+
+	// Which records are passed (the zero values pass every one).
+	//
+	// Stream passes one stream's records only; 0: both.
+	Stream Stream
+	// Since and Until pass records whose time is within [Since, Until];
+	// a zero time does not bound. A followed log ends once the clock
+	// is past Until and the records on disk are read.
+	Since, Until time.Time
+	// Tail > 0 starts at the last Tail records that pass the filters
+	// above (fewer when the log holds fewer); 0 starts at the oldest.
+	// A record is a line of output, or a piece of a line (P).
+	Tail int
+	// FromEnd starts after the last record on disk when Read is called
+	// (with Follow: only what is written afterwards); Tail is then
+	// ignored.
+	FromEnd bool
 }
 
-// Read passes dir's records to emit, oldest first, across its files.
-// A record is passed once its line is complete; a line a failed write
-// left torn is skipped. A file removed by rotation while Read is behind
-// is skipped (its records are gone). Content is valid only during emit.
-// No log dir yet is an empty log. Read returns emit's error, ctx's, or
-// a read error.
+// pass reports whether r is one of the records opts select.
+func (opts *ReadOptions) pass(r *Record) bool {
+	return (opts.Stream == 0 || r.Stream == opts.Stream) &&
+		(opts.Since.IsZero() || !r.Time.Before(opts.Since)) &&
+		(opts.Until.IsZero() || !r.Time.After(opts.Until))
+}
+
+// Read passes dir's records that opts select to emit, oldest first,
+// across its files. A record is passed once its line is complete; a line
+// a failed write left torn is skipped. A file removed by rotation while
+// Read is behind is skipped (its records are gone). Content is valid only
+// during emit. No log dir yet is an empty log. Read returns emit's error,
+// ctx's, or a read error.
 func Read(ctx context.Context, dir string, opts ReadOptions, emit func(Record) error) error {
 	if opts.Poll <= 0 {
 		opts.Poll = 100 * time.Millisecond
 	}
-	r := &reader{dir: dir, emit: emit, buf: make([]byte, 0, readChunk+MaxLine)}
+	r := &reader{dir: dir, buf: make([]byte, 0, readChunk+MaxLine)}
+	r.emit = func(rec Record) error {
+		if !opts.pass(&rec) {
+			return nil
+		}
+		return emit(rec)
+	}
 	defer r.close()
+	if opts.FromEnd || opts.Tail > 0 {
+		n := opts.Tail
+		if opts.FromEnd {
+			n = 0
+		}
+		at, err := tailStart(dir, n, opts.pass)
+		if err != nil {
+			return err
+		}
+		r.seq, r.start = at.seq-1, at
+	}
 	var t *time.Ticker
 	for {
 		// done is looked at before reading: what is on disk when it is
@@ -53,7 +94,7 @@ func Read(ctx context.Context, dir string, opts ReadOptions, emit func(Record) e
 				return err
 			}
 		}
-		if !opts.Follow || done {
+		if !opts.Follow || done || (!opts.Until.IsZero() && time.Now().After(opts.Until)) {
 			return nil
 		}
 		if t == nil {
@@ -89,6 +130,9 @@ type reader struct {
 	seq  uint64 // f's number; 0 before the first file
 	off  int64  // bytes read from f
 	buf  []byte // bytes read from f, not yet a complete line
+	// start is where the first file is read from (Tail, FromEnd);
+	// zero: the oldest file's start.
+	start position
 }
 
 func (r *reader) close() {
@@ -128,6 +172,12 @@ func (r *reader) drain() error {
 			return err
 		}
 		r.f, r.seq, r.off = f, next, 0
+		if next == r.start.seq && r.start.off > 0 {
+			if _, err := f.Seek(r.start.off, io.SeekStart); err != nil {
+				return fmt.Errorf("read log: %w", err)
+			}
+			r.off = r.start.off
+		}
 	}
 }
 
