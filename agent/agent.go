@@ -238,6 +238,11 @@ type Spec struct {
 	// best-effort; the master preempts it before the start.
 	Lent   bool
 	Labels map[string]string
+	// Stdin keeps the container's stdin open for Attach; Tty gives it a
+	// terminal (of TtySize when not zero) whose output is logged as
+	// stdout.
+	Stdin, Tty bool
+	TtySize    TermSize
 }
 
 // Update changes a running container's limits; zero fields are unchanged.
@@ -727,7 +732,7 @@ func (a *Agent) launch(ctx context.Context, spec Spec) (*Container, error) {
 	c := &Container{
 		ID: id, Name: name, Command: spec.Command, Env: spec.Env, Cwd: spec.Cwd,
 		Rootfs: spec.Rootfs, User: spec.User, UserNS: spec.UserNS, Limits: p.limits, Revocable: spec.Revocable, Lent: spec.Revocable && spec.Lent, Labels: spec.Labels,
-		State: StateLaunching, CreatedAt: time.Now().UTC(), LogMaxSize: spec.LogMaxSize, LogMaxFiles: spec.LogMaxFiles,
+		Stdin: spec.Stdin, Tty: spec.Tty, State: StateLaunching, CreatedAt: time.Now().UTC(), LogMaxSize: spec.LogMaxSize, LogMaxFiles: spec.LogMaxFiles,
 		DiskMiB: spec.Resources.DiskMiB,
 	}
 	if p.im != nil {
@@ -892,6 +897,7 @@ func (p launchPlan) launchSpec(c *Container, kept heldDirs) LaunchSpec {
 		ID: c.ID, Name: c.Name, Command: s.Command, Env: s.Env, Cwd: s.Cwd,
 		Rootfs: s.Rootfs, User: p.user.String(), UserNS: p.userns, Limits: p.limits, Labels: s.Labels,
 		LogMaxSize: s.LogMaxSize, LogMaxFiles: s.LogMaxFiles, Sandbox: kept.sandbox, LogDir: kept.log,
+		Stdin: s.Stdin, Tty: s.Tty, TtySize: s.TtySize,
 	}
 	if p.im != nil {
 		l.Image, l.ReadWrite = p.im.img.ID, s.ReadWrite

@@ -68,7 +68,7 @@ func (c *Container) spec() Spec {
 		Name: c.Name, Command: c.Command, Env: c.Env, Cwd: c.Cwd, Rootfs: c.Rootfs, User: c.User, UserNS: c.UserNS,
 		Resources: Resources{MilliCPUs: l.MilliCPUs, MemMiB: l.MemoryBytes >> 20, NetMbit: l.NetBandwidthMbit, DiskMiB: c.DiskMiB},
 		Pids:      l.Pids, CPUMode: l.CPUMode(), Network: l.Network, Ports: l.Ports, Revocable: c.Revocable, Labels: c.Labels,
-		LogMaxSize: c.LogMaxSize, LogMaxFiles: c.LogMaxFiles, ReadWrite: c.ReadWrite, rerun: true,
+		LogMaxSize: c.LogMaxSize, LogMaxFiles: c.LogMaxFiles, ReadWrite: c.ReadWrite, Stdin: c.Stdin, Tty: c.Tty, rerun: true,
 	}
 	if s.Image = c.ImageID; s.Image == "" {
 		s.Image = c.Image

@@ -80,6 +80,9 @@ type LaunchSpec struct {
 	// them into place, the log going on where it ended, and back when the
 	// launch fails.
 	Sandbox, LogDir string
+	// Stdin, Tty and TtySize: see Spec.
+	Stdin, Tty bool
+	TtySize    TermSize
 }
 
 // RuntimeInfo describes a container as the Runtime sees it.

@@ -148,7 +148,7 @@ func toStatus(err error) error {
 	case errors.Is(err, ErrNotRunning), errors.Is(err, ErrRunning), errors.Is(err, ErrNotSupported),
 		errors.Is(err, ErrPaused), errors.Is(err, ErrNotPaused), errors.Is(err, ErrTaskContainer):
 		code = codes.FailedPrecondition
-	case errors.Is(err, ErrRootNotAllowed):
+	case errors.Is(err, ErrRootNotAllowed), errors.Is(err, ErrPrivileges):
 		code = codes.PermissionDenied
 	case errors.Is(err, context.Canceled):
 		code = codes.Canceled
@@ -173,6 +173,7 @@ func (s *server) Run(ctx context.Context, r *agentpb.RunRequest) (*agentpb.Conta
 		Pids:      r.Pids, CPUQuota: r.CpuQuota, CPUMode: mode, Revocable: r.Revocable, Labels: r.Labels,
 		Network: r.Network, Ports: ports, LogMaxSize: r.LogMaxSizeBytes, LogMaxFiles: int(r.LogMaxFiles),
 		Image: r.Image, Pull: PullPolicy(r.Pull), ReadWrite: r.ReadWrite,
+		Stdin: r.Stdin, Tty: r.Tty, TtySize: termSize(r.Size),
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -498,7 +499,7 @@ func ToProto(c *Container) *agentpb.Container {
 		Revocable: c.Revocable, CpuQuota: c.Limits.CPUQuota,
 		CreatedAtUnixNano: unixNano(c.CreatedAt), StartedAtUnixNano: unixNano(c.StartedAt),
 		SandboxDir: c.SandboxDir, Labels: c.Labels, Quarantine: c.Quarantine, Address: c.Address,
-		LogMaxSizeBytes: c.LogMaxSize, LogMaxFiles: int32(c.LogMaxFiles),
+		LogMaxSizeBytes: c.LogMaxSize, LogMaxFiles: int32(c.LogMaxFiles), Stdin: c.Stdin, Tty: c.Tty,
 		Image: c.Image, ImageId: c.ImageID, ImageDigest: c.ImageDigest, ExposedPorts: c.ExposedPorts,
 		ReadWrite: c.ReadWrite, DiskMib: c.DiskMiB,
 		CpuLimitMode: string(c.Limits.CPUMode()), Paused: c.Paused, RestartCount: int32(c.Restarts),

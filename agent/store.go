@@ -71,6 +71,10 @@ type Container struct {
 	Paused bool `json:"paused,omitempty"`
 	// Restarts counts the times Agent.Restart ran it again.
 	Restarts int `json:"restarts,omitempty"`
+	// Stdin and Tty: the container was run with a stdin to attach to, a
+	// terminal.
+	Stdin bool `json:"stdin,omitempty"`
+	Tty   bool `json:"tty,omitempty"`
 }
 
 // Quarantined is a checkpoint record the agent could not read at recovery.

@@ -36,7 +36,7 @@ func newContainerCommand() *cobra.Command {
 		newContainerRun(cl), newContainerLs(cl), newContainerInspect(cl), newContainerStats(cl),
 		newContainerUpdate(cl), newContainerKill(cl), newContainerStop(cl), newContainerRestart(cl),
 		newContainerPause(cl, false), newContainerPause(cl, true), newContainerTop(cl),
-		newContainerLogs(cl), newContainerWait(cl), newContainerRm(cl),
+		newContainerLogs(cl), newContainerWait(cl), newContainerRm(cl), newContainerExec(cl), newContainerAttach(cl),
 	)
 	rl := newContainerReportLatency(&socket)
 	rl.ValidArgsFunction = cl.containerArgs(runningOnly, true)
@@ -78,10 +78,12 @@ func newContainerRun(cl *agentClient) *cobra.Command {
 		readWrite       bool
 		disk            int64
 		cpuMode         string
+		interactive     bool
+		tty, detach     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] [--image REF] -- CMD [ARG…]",
-		Short: "Run a container; prints its ID (--wait: exits with its exit code)",
+		Short: "Run a container; prints its ID (--wait, -i, -t: exits with its exit code)",
 		Long: `Run a container; prints its ID (--wait: exits with its exit code).
 Without --image it runs on the host root, read-only (or --rootfs). With
 --image it runs on the image (pulled into the agent's cache as --pull
@@ -91,7 +93,16 @@ user the default user (resolved in the image's /etc/passwd; root needs
 the agent's --allow-root-tasks, or --userns). The root is read-only
 unless --read-write, whose writes are limited by --disk (or the agent's
 --image-upper-limit). The agent's own --timeout bound covers an implicit
-pull: raise --timeout for a large image, or brim image pull it first.`,
+pull: raise --timeout for a large image, or brim image pull it first.
+
+With -i (stdin kept open) or -t (a terminal), stay in the foreground
+attached to it, as docker run -it does: its output from the start, stdin
+sent (its end closes the container's stdin), the terminal in raw mode and
+its size followed; ctrl-p ctrl-q detaches (the container runs on; attach
+again with brim container attach); the exit code is the container's.
+With -d, print the ID and leave it running (attach later).
+A container run with -t logs its terminal's output (stdout and stderr
+are one stream, and what is typed is echoed there) as stdout.`,
 		Args: UsageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if img == "" && len(args) == 0 {
@@ -129,6 +140,18 @@ pull: raise --timeout for a large image, or brim image pull it first.`,
 			if err != nil {
 				return ExitError{Code: 2, Msg: err.Error()}
 			}
+			if detach && wait {
+				return ExitError{Code: 2, Msg: "run: -d and --wait contradict each other"}
+			}
+			var size *agentpb.TerminalSize
+			if tty && !detach {
+				t, err := openTerminal(cmd.InOrStdin(), cmd.OutOrStdout(), false, interactive)
+				if err != nil {
+					return err
+				}
+				size = t.size()
+				t.stop()
+			}
 			api, err := cl.dial()
 			if err != nil {
 				return err
@@ -140,9 +163,13 @@ pull: raise --timeout for a large image, or brim image pull it first.`,
 				Network: network, NetBwMbit: netBw, Ports: ports, CpuLimitMode: cpuMode,
 				LogMaxSizeBytes: logMax, LogMaxFiles: int32(logFiles),
 				Image: img, Pull: pull, ReadWrite: readWrite, DiskMib: disk,
+				Stdin: interactive, Tty: tty, Size: size,
 			})
 			if err != nil {
 				return cl.rpcError(err)
+			}
+			if (interactive || tty) && !detach {
+				return attach(cmd, cl, api, c, interactive, true, true)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), c.Id)
 			if !wait {
@@ -175,6 +202,9 @@ pull: raise --timeout for a large image, or brim image pull it first.`,
 	f.StringArrayVar(&env, "env", nil, "environment variable KEY=VALUE (repeatable)")
 	f.StringArrayVar(&labels, "label", nil, "label KEY=VALUE (repeatable)")
 	f.BoolVar(&wait, "wait", false, "wait for the container and exit with its exit code")
+	f.BoolVarP(&interactive, "interactive", "i", false, "keep the container's stdin open (attach to it); in the foreground unless -d")
+	f.BoolVarP(&tty, "tty", "t", false, "give the container a terminal; in the foreground unless -d")
+	f.BoolVarP(&detach, "detach", "d", false, "with -i or -t: print the ID and leave the container running")
 	f.StringVar(&logSize, "log-max-size", "", "rotate the container's log at this size (e.g. 10MiB, 512k; at least 64KiB; default: the agent's --log-max-size)")
 	f.IntVar(&logFiles, "log-max-files", 0, "keep this many log files, the oldest removed (1 to 1000; 0: the agent's --log-max-files)")
 	f.StringVar(&img, "image", "", "run on this image (a reference such as registry.example.com/app:1, or an image ID) instead of the host root")

@@ -193,6 +193,11 @@ type Spec struct {
 	// launch fails.
 	Sandbox string `json:"-"`
 	LogDir  string `json:"-"`
+	// Stdin gives the container a stdin to attach to; Tty a terminal (of
+	// TtySize when set) whose output is logged as stdout.
+	Stdin   bool               `json:"stdin,omitempty"`
+	Tty     bool               `json:"tty,omitempty"`
+	TtySize *executor.TermSize `json:"tty_size,omitempty"`
 }
 
 // State is a container's lifecycle state.

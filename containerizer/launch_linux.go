@@ -264,6 +264,9 @@ func (c *Containerizer) writeLaunch(ct *container, launch *isolator.Launch, user
 		Log:         containerlog.Limits{MaxSize: spec.LogMaxSize, MaxFiles: spec.LogMaxFiles, Rate: c.cfg.LogRate},
 		Sandbox:     ct.sandbox,
 		OOMScoreAdj: launch.OOMScoreAdj, // the cgroup isolator's, by class
+		Stdin:       spec.Stdin,
+		Tty:         spec.Tty,
+		TtySize:     spec.TtySize,
 	}
 	return executor.WriteBundle(ct.dir, bundle)
 }

@@ -91,12 +91,14 @@ func (s Shape) String() string {
 // (disabled, networking, an image root: not yet, an isolator that is not
 // an isolator.Sandboxer or must see the init before exec, a root
 // filesystem other than the host's with a dynamically linked shim
-// binary, a restart).
+// binary, a restart, a stdin or a terminal).
 func (c *Containerizer) shapeOf(spec Spec) (Shape, bool) {
 	// A restart (spec.Sandbox, spec.LogDir) brings its previous run's
-	// files: it is made cold, around them.
+	// files: it is made cold, around them. A stdin or a terminal is the
+	// init's, made with it before any claim (executor.Bundle.Validate).
 	if !c.pool.enabled || spec.Limits.Network || len(spec.Limits.Ports) > 0 || spec.Image != "" ||
-		spec.Rootfs != "" && !c.shimStatic || spec.Sandbox != "" || spec.LogDir != "" {
+		spec.Rootfs != "" && !c.shimStatic || spec.Sandbox != "" || spec.LogDir != "" ||
+		spec.Stdin || spec.Tty {
 		return Shape{}, false
 	}
 	s := Shape{Rootfs: spec.Rootfs}

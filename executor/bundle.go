@@ -135,6 +135,12 @@ type Bundle struct {
 	// Log bounds the container's output in LogDir (size and number of
 	// files, the rate the shim writes at). Required.
 	Log containerlog.Limits `json:"log"`
+	// Stdin gives the container a stdin pipe attach sessions write into
+	// (without it stdin is /dev/null); Tty a terminal whose master the
+	// shim holds (see output_linux.go), of TtySize when set.
+	Stdin   bool      `json:"stdin,omitempty"`
+	Tty     bool      `json:"tty,omitempty"`
+	TtySize *TermSize `json:"tty_size,omitempty"`
 	// Warm makes a warm sandbox rather than a container that runs Args
 	// (empty then; UID, GID and OOMScoreAdj unset): the shim makes the
 	// container as for a launch, with the exec trampoline blocked on a
@@ -239,13 +245,18 @@ func (b *Bundle) Validate() error {
 }
 
 // validateTask checks the bundle's task: a command, or none for a warm
-// sandbox (nor a user, oom_score_adj or sandbox name).
+// sandbox (nor a user, oom_score_adj or sandbox name); no stdin or
+// terminal for a warm sandbox or a container made from one.
 func (b *Bundle) validateTask() error {
 	switch {
 	case b.Warm && (len(b.Args) > 0 || b.UID != 0 || b.GID != 0 || b.OOMScoreAdj != nil || b.Sandbox != ""):
 		return errors.New("a warm sandbox's bundle names no command, user, oom_score_adj or sandbox")
 	case !b.Warm && (len(b.Args) == 0 || b.Args[0] == ""):
 		return errors.New("empty command")
+	case (b.Warm || b.Sandbox != "") && (b.Stdin || b.Tty):
+		// Made with the init, before any claim: a container that asks
+		// for them is launched cold.
+		return errors.New("a warm sandbox has no stdin or terminal")
 	case b.Sandbox != "" && !validID(b.Sandbox):
 		return fmt.Errorf("invalid sandbox name %q", b.Sandbox)
 	}

@@ -131,9 +131,9 @@ func (s *shim) create(b *Bundle, clk *stepClock) error {
 		clk.mark("cgroup view")
 	}
 	if b.Warm {
-		s.out, err = openPipes()
+		s.out, err = openPipes(stdioMode{})
 	} else {
-		s.out, err = openOutput(s.dir, b.Log)
+		s.out, err = openOutput(s.dir, b.Log, stdioModeOf(b))
 	}
 	if err != nil {
 		if s.cgroups != nil {
@@ -158,6 +158,16 @@ func (s *shim) create(b *Bundle, clk *stepClock) error {
 	s.container = c
 	clk.mark("container state")
 	return nil
+}
+
+// stdioModeOf is the stdin and terminal b asks for (none for a warm
+// sandbox: Bundle.Validate).
+func stdioModeOf(b *Bundle) stdioMode {
+	mode := stdioMode{Stdin: b.Stdin, Tty: b.Tty}
+	if b.TtySize != nil {
+		mode.Size = *b.TtySize
+	}
+	return mode
 }
 
 // prepareRoot assembles what the bundle's root needs in the shim's
@@ -204,6 +214,9 @@ func (s *shim) start(b *Bundle, clk *stepClock) error {
 		Stdout: s.out.child[0],
 		Stderr: s.out.child[1],
 		Init:   true,
+		// With a terminal: the init makes it and sends its master here.
+		ConsoleSocket: s.out.consoleSocket,
+		ConsoleWidth:  s.out.ttySize.Width, ConsoleHeight: s.out.ttySize.Height,
 	}
 	if p.Cwd == "" {
 		p.Cwd = "/"
@@ -228,6 +241,9 @@ func (s *shim) start(b *Bundle, clk *stepClock) error {
 		return fmt.Errorf("container pid: %w", err)
 	}
 	clk.initSched(s.pid)
+	if err := s.out.startConsole(); err != nil {
+		return fmt.Errorf("container terminal: %w", err)
+	}
 	if s.tramp != nil {
 		s.tramp.closeChildEnds()
 	}

@@ -33,6 +33,8 @@ type request struct {
 	Signal int    `json:"signal,omitempty"`
 	// GraceNanos is Kill's grace period; ≤ 0 kills at once.
 	GraceNanos int64 `json:"grace_ns,omitempty"`
+	// Exec is the process of an exec session (stdio.go).
+	Exec *ExecSpec `json:"exec,omitempty"`
 }
 
 // response is the shim's one line of JSON answer.
@@ -41,9 +43,15 @@ type response struct {
 	Error     string     `json:"error,omitempty"`
 	ErrorKind string     `json:"error_kind,omitempty"`
 	State     *ShimState `json:"state,omitempty"`
+	// Pid is an exec session's process (its host pid).
+	Pid int `json:"pid,omitempty"`
 }
 
-const errKindNotRunning = "not-running"
+// Error kinds of a response.
+const (
+	errKindNotRunning = "not-running"
+	errKindRefused    = "refused"
+)
 
 // Status is a container's state as its shim sees it.
 type Status string

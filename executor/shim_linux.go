@@ -123,6 +123,9 @@ type shim struct {
 
 	done chan struct{} // closed once exit is set and exit.json written
 	exit *ExitStatus
+
+	execMu sync.Mutex
+	execC  *libcontainer.Container // what execs run in (exec_linux.go)
 }
 
 // adoptDir reads a warm shim's container directory from r, moves into it
@@ -289,7 +292,8 @@ func (s *shim) serve() {
 
 func (s *shim) handle(conn net.Conn) {
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	br := bufio.NewReader(conn)
+	line, err := br.ReadBytes('\n')
 	if err != nil {
 		return
 	}
@@ -300,6 +304,9 @@ func (s *shim) handle(conn net.Conn) {
 		resp.Error = "decode request: " + err.Error()
 	} else if req.V != ProtocolVersion {
 		resp.Error = fmt.Sprintf("protocol version %d not supported (want %d)", req.V, ProtocolVersion)
+	} else if session := s.stdioOp(req.Op); session != nil {
+		session(conn, br, &req) // answers itself, then streams
+		return
 	} else {
 		s.do(conn, &req, &resp)
 	}

@@ -32,7 +32,7 @@ func RuntimeSpec(b *Bundle, dir, rootfs string) *specs.Spec {
 		spec.Hostname = b.ID
 	}
 	p := spec.Process
-	p.Terminal = false
+	p.Terminal = b.Tty
 	p.Args = b.Args
 	p.Env = withPath(b.Env)
 	p.Cwd = b.Cwd

@@ -80,6 +80,9 @@ type View struct {
 	ExposedPorts []string `json:"exposedPorts,omitempty"`
 	ReadWrite    bool     `json:"readWrite,omitempty"`
 	DiskMiB      int64    `json:"diskMiB,omitempty"`
+	// Stdin and Tty: run with a stdin to attach to (-i), a terminal (-t).
+	Stdin bool `json:"stdin,omitempty"`
+	Tty   bool `json:"tty,omitempty"`
 }
 
 // ExitView is how a container ended, in View.
@@ -108,7 +111,7 @@ func ViewOf(c *agentpb.Container) View {
 		Revocable: c.Revocable, CreatedAt: TimeOf(c.CreatedAtUnixNano), SandboxDir: c.SandboxDir, Labels: c.Labels,
 		Quarantine: c.Quarantine,
 		NetMbit:    c.NetMbit, Address: c.Address, Ports: portViews(c.Ports),
-		LogMaxSizeBytes: c.LogMaxSizeBytes, LogMaxFiles: c.LogMaxFiles,
+		LogMaxSizeBytes: c.LogMaxSizeBytes, LogMaxFiles: c.LogMaxFiles, Stdin: c.Stdin, Tty: c.Tty,
 		Image: c.Image, ImageID: c.ImageId, ImageDigest: c.ImageDigest, ExposedPorts: c.ExposedPorts,
 		ReadWrite: c.ReadWrite, DiskMiB: c.DiskMib,
 		CPULimitMode: c.CpuLimitMode, Paused: c.Paused, QoSFrozen: c.QosFrozen, Restarts: c.RestartCount,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/containerizer"
+	"github.com/brimnode/brim/executor"
 	"github.com/brimnode/brim/isolator"
 )
 
@@ -15,7 +16,10 @@ import (
 // status as it is).
 type runtimeAdapter struct{ c *containerizer.Containerizer }
 
-var _ agent.Runtime = runtimeAdapter{}
+var (
+	_ agent.Runtime      = runtimeAdapter{}
+	_ agent.StdioRuntime = runtimeAdapter{}
+)
 
 // mapErr makes the containerizer's sentinels match the agent's, keeping
 // the containerizer's message. ErrNotFound and ErrNotSupported need no
@@ -30,6 +34,8 @@ func mapErr(err error) error {
 		return sentinelError{agent.ErrCommandNotFound, err}
 	case errors.Is(err, containerizer.ErrNoWorkDir):
 		return sentinelError{agent.ErrInvalidArgument, err}
+	case errors.Is(err, containerizer.ErrExecRefused):
+		return sentinelError{agent.ErrPrivileges, err}
 	}
 	return err
 }
@@ -47,12 +53,16 @@ func infoOf(in *containerizer.Info) *agent.RuntimeInfo {
 }
 
 func (r runtimeAdapter) Launch(ctx context.Context, s agent.LaunchSpec) (*agent.RuntimeInfo, error) {
-	in, err := r.c.Launch(ctx, containerizer.Spec{
+	spec := containerizer.Spec{
 		ID: s.ID, Name: s.Name, Command: s.Command, Env: s.Env, Cwd: s.Cwd,
 		Rootfs: s.Rootfs, Limits: s.Limits, Labels: s.Labels, User: s.User, UserNS: s.UserNS,
-		LogMaxSize: s.LogMaxSize, LogMaxFiles: s.LogMaxFiles,
+		LogMaxSize: s.LogMaxSize, LogMaxFiles: s.LogMaxFiles, Stdin: s.Stdin, Tty: s.Tty,
 		Image: s.Image, ReadWrite: s.ReadWrite, Sandbox: s.Sandbox, LogDir: s.LogDir,
-	})
+	}
+	if s.Tty && s.TtySize != (agent.TermSize{}) {
+		spec.TtySize = &executor.TermSize{Width: s.TtySize.Width, Height: s.TtySize.Height}
+	}
+	in, err := r.c.Launch(ctx, spec)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -107,4 +117,45 @@ func (r runtimeAdapter) Recover(ctx context.Context) ([]*agent.RuntimeInfo, erro
 		out = append(out, infoOf(in))
 	}
 	return out, nil
+}
+
+func (r runtimeAdapter) Exec(ctx context.Context, id string, x agent.RuntimeExec, sio agent.Stdio) (*agent.ExitStatus, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := r.c.Exec(ctx, id, containerizer.ExecSpec{
+		Command: x.Command, Env: x.Env, Cwd: x.Cwd, User: x.User, Tty: x.Tty, Stdin: x.Stdin,
+		Size: executor.TermSize{Width: x.Size.Width, Height: x.Size.Height},
+	}, stdioOf(ctx, sio))
+	return st, mapErr(err)
+}
+
+func (r runtimeAdapter) Attach(ctx context.Context, id string, sio agent.Stdio, closeStdin bool) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	return mapErr(r.c.Attach(ctx, id, stdioOf(ctx, sio), closeStdin))
+}
+
+// stdioOf converts a session's Stdio; the resize relay ends with ctx (the
+// call's).
+func stdioOf(ctx context.Context, sio agent.Stdio) executor.Stdio {
+	out := executor.Stdio{Stdin: sio.Stdin, Stdout: sio.Stdout, Stderr: sio.Stderr, Started: sio.Started}
+	if sio.Resize != nil {
+		rs := make(chan executor.TermSize)
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case sz := <-sio.Resize:
+					select {
+					case rs <- executor.TermSize{Width: sz.Width, Height: sz.Height}:
+					case <-ctx.Done():
+						return
+					}
+				}
+			}
+		}()
+		out.Resize = rs
+	}
+	return out
 }

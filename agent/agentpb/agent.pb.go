@@ -1142,7 +1142,10 @@ type Container struct {
 	// restart_count: how many times Restart started it again.
 	RestartCount int32 `protobuf:"varint,33,opt,name=restart_count,json=restartCount,proto3" json:"restart_count,omitempty"`
 	// qos_frozen: a QoS correction keeps the container frozen.
-	QosFrozen     bool `protobuf:"varint,34,opt,name=qos_frozen,json=qosFrozen,proto3" json:"qos_frozen,omitempty"`
+	QosFrozen bool `protobuf:"varint,34,opt,name=qos_frozen,json=qosFrozen,proto3" json:"qos_frozen,omitempty"`
+	// stdin and tty (fields 50+): run with a stdin to attach to, with a terminal.
+	Stdin         bool `protobuf:"varint,50,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	Tty           bool `protobuf:"varint,51,opt,name=tty,proto3" json:"tty,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1411,6 +1414,20 @@ func (x *Container) GetRestartCount() int32 {
 func (x *Container) GetQosFrozen() bool {
 	if x != nil {
 		return x.QosFrozen
+	}
+	return false
+}
+
+func (x *Container) GetStdin() bool {
+	if x != nil {
+		return x.Stdin
+	}
+	return false
+}
+
+func (x *Container) GetTty() bool {
+	if x != nil {
+		return x.Tty
 	}
 	return false
 }
@@ -4327,7 +4344,7 @@ const file_agent_proto_rawDesc = "" +
 	"oom_killed\x18\x03 \x01(\bR\toomKilled\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x121\n" +
-	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\xf4\b\n" +
+	"\x15finished_at_unix_nano\x18\x06 \x01(\x03R\x12finishedAtUnixNano\"\x9c\t\n" +
 	"\tContainer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -4369,7 +4386,9 @@ const file_agent_proto_rawDesc = "" +
 	"\x06paused\x18  \x01(\bR\x06paused\x12#\n" +
 	"\rrestart_count\x18! \x01(\x05R\frestartCount\x12\x1d\n" +
 	"\n" +
-	"qos_frozen\x18\" \x01(\bR\tqosFrozen\x1a9\n" +
+	"qos_frozen\x18\" \x01(\bR\tqosFrozen\x12\x14\n" +
+	"\x05stdin\x182 \x01(\bR\x05stdin\x12\x10\n" +
+	"\x03tty\x183 \x01(\bR\x03tty\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"I\n" +
