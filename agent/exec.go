@@ -189,9 +189,11 @@ func (a *Agent) Attach(ctx context.Context, ref string, sio Stdio, withStdin, fr
 	if sio.Started != nil {
 		sio.Started(0)
 	}
+	inDone := !withStdin // in has no value to wait for
 	select {
 	case err = <-out:
 	case err = <-in:
+		inDone = true
 		if err == nil {
 			// The input ended (or the container exited: its log ends
 			// too); the output goes on until the container's end.
@@ -203,7 +205,7 @@ func (a *Agent) Attach(ctx context.Context, ref string, sio Stdio, withStdin, fr
 		return nil, fmt.Errorf("attach %s: %w", c.ID, err)
 	}
 	cancel()
-	if withStdin {
+	if !inDone {
 		<-in
 	}
 	if err != nil {

@@ -141,8 +141,11 @@ func (s *server) Exec(stream agentpb.Agent_ExecServer) error {
 	if start == nil {
 		return status.Error(codes.InvalidArgument, "exec: the first message must be an ExecStart")
 	}
+	// The agent's shutdown ends the session (its process is killed: see
+	// executor/exec_linux.go), without waiting for the server's grace.
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
+	defer context.AfterFunc(s.a.ctx, cancel)()
 	io := newStdioServer(stream, start.Stdin)
 	go io.receive(ctx)
 	st, err := s.a.Exec(ctx, start.Id, ExecSpec{
@@ -170,6 +173,7 @@ func (s *server) Attach(stream agentpb.Agent_AttachServer) error {
 	}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
+	defer context.AfterFunc(s.a.ctx, cancel)()
 	io := newStdioServer(stream, start.Stdin)
 	go io.receive(ctx)
 	if start.Size != nil && start.Stdin {
