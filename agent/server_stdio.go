@@ -75,6 +75,13 @@ func (s *stdioServer) stdio() Stdio {
 	return sio
 }
 
+// closeStdin ends a receive blocked on input nobody reads any more.
+func (s *stdioServer) closeStdin() {
+	if s.stdinR != nil {
+		s.stdinR.Close()
+	}
+}
+
 // receive applies the client's messages after the first until the stream
 // ends: stdin into the pipe (its end closes it), resizes to the channel
 // (the newest kept when the consumer lags).
@@ -152,6 +159,7 @@ func (s *server) Exec(stream agentpb.Agent_ExecServer) error {
 		Command: start.Command, Env: start.Env, Cwd: start.Cwd, User: start.User,
 		Tty: start.Tty, Stdin: start.Stdin, Size: termSize(start.Size),
 	}, io.stdio())
+	io.closeStdin()
 	if err != nil {
 		if s.a.ctx.Err() != nil {
 			return status.Error(codes.Unavailable, err.Error())
@@ -182,6 +190,7 @@ func (s *server) Attach(stream agentpb.Agent_AttachServer) error {
 	// The input's clean end is the client's StdinEnd: it closes the
 	// container's stdin (run -i); a client that detaches sends none.
 	st, err := s.a.Attach(ctx, start.Id, io.stdio(), start.Stdin, start.FromStart, true)
+	io.closeStdin()
 	switch {
 	case err != nil && s.a.ctx.Err() != nil:
 		return status.Error(codes.Unavailable, err.Error())

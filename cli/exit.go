@@ -22,7 +22,7 @@ func (e ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code)
 func Commands() []*cobra.Command {
 	return []*cobra.Command{
 		newContainerCommand(), newImageCommand(), newStateCommand(), newReserveCommand(false), newReserveCommand(true),
-		newQuotaCommand(), newWeightsCommand(), newDemandCommand(), newRunCommand(), newExperimentCommand(),
+		newQuotaCommand(), newWeightsCommand(), newDemandCommand(), newRunCommand(), newTaskCommand(), newExperimentCommand(),
 		newDocsCommand(),
 	}
 }

@@ -8,9 +8,15 @@ import (
 	"github.com/brimnode/brim/master/transport"
 )
 
-// run_as_root is allowed only by a rule that names it: not without an ACL
-// file, not by a permissive one.
+// run_as_root and exec_tasks are allowed only by a rule that names them:
+// not without an ACL file, not by a permissive one.
 func TestRunAsRootOnlyByRule(t *testing.T) {
+	for _, action := range []string{transport.ActionRunAsRoot, transport.ActionExecTasks} {
+		t.Run(action, func(t *testing.T) { testOnlyByRule(t, action) })
+	}
+}
+
+func testOnlyByRule(t *testing.T, action string) {
 	dir := t.TempDir()
 	creds := writeFile(t, dir, "creds.json", `[{"principal":"ops","secret":"s"},{"principal":"dev","secret":"s"}]`)
 	cases := []struct {
@@ -21,10 +27,10 @@ func TestRunAsRootOnlyByRule(t *testing.T) {
 	}{
 		{"no ACL file", "", "ops", "ads", false},
 		{"permissive ACLs", `{"permissive":true,"rules":[]}`, "ops", "ads", false},
-		{"a rule for the principal and role", `{"rules":[{"principals":["ops"],"action":"run_as_root","roles":["ads"]}]}`, "ops", "ads", true},
-		{"a rule for another role", `{"rules":[{"principals":["ops"],"action":"run_as_root","roles":["web"]}]}`, "ops", "ads", false},
-		{"a rule for another principal", `{"rules":[{"principals":["ops"],"action":"run_as_root","roles":["ANY"]}]}`, "dev", "ads", false},
-		{"ANY", `{"rules":[{"principals":["ANY"],"action":"run_as_root","roles":["ANY"]}]}`, "dev", "web", true},
+		{"a rule for the principal and role", `{"rules":[{"principals":["ops"],"action":"` + action + `","roles":["ads"]}]}`, "ops", "ads", true},
+		{"a rule for another role", `{"rules":[{"principals":["ops"],"action":"` + action + `","roles":["web"]}]}`, "ops", "ads", false},
+		{"a rule for another principal", `{"rules":[{"principals":["ops"],"action":"` + action + `","roles":["ANY"]}]}`, "dev", "ads", false},
+		{"ANY", `{"rules":[{"principals":["ANY"],"action":"` + action + `","roles":["ANY"]}]}`, "dev", "web", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,7 +42,7 @@ func TestRunAsRootOnlyByRule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = a.Authorize(tc.principal, transport.ActionRunAsRoot, tc.role)
+			err = a.Authorize(tc.principal, action, tc.role)
 			if tc.wantAllowed && err != nil {
 				t.Fatalf("refused: %v", err)
 			}

@@ -806,6 +806,8 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 			acks.push(ackOf{fw: x.Ack.FrameworkId, taskID: x.Ack.TaskId, id: x.Ack.Uuid})
 		case *pb.MasterMessage_Update:
 			c.update(ctx, x.Update)
+		case *pb.MasterMessage_Exec:
+			c.openExec(sctx, &wg, api, x.Exec)
 		}
 	}
 }

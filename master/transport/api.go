@@ -36,6 +36,8 @@ type API struct {
 	auth    atomic.Pointer[Authorizer] // nil: none
 	ready   atomic.Bool                // see SetReady
 	metrics *metrics
+	// execs are the exec sessions being opened or spliced (exec_grpc.go).
+	execs *execSessions
 }
 
 // New returns the API of m.
@@ -44,7 +46,7 @@ func New(m *master.Master, opts Options) *API {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &API{m: m, opts: opts, log: log.With("component", "master")}
+	a := &API{m: m, opts: opts, log: log.With("component", "master"), execs: newExecSessions()}
 	a.SetAuthorizer(opts.Auth)
 	a.metrics = newMetrics(m)
 	return a

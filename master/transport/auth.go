@@ -27,6 +27,12 @@ const (
 	// absence of an ACL file, not Permissive). A task in a user namespace
 	// (TaskInfo.userns) needs none: its root is unprivileged on the host.
 	ActionRunAsRoot = "run_as_root"
+	// ActionExecTasks lets a principal run processes in the running tasks
+	// of frameworks it did not subscribe, for the tasks' roles (an
+	// operator's debugging access). A framework's own principal needs none
+	// for its tasks. Like ActionRunAsRoot it is allowed only by a rule that
+	// names it: not by the absence of an ACL file, not by Permissive.
+	ActionExecTasks = "exec_tasks"
 	// ActionSubmitDemand lets a principal submit and cancel demands for a
 	// role.
 	ActionSubmitDemand = "submit_demand"
@@ -135,11 +141,16 @@ func (a *FileAuth) AuthenticateSecret(principal, secret string) error {
 	return nil
 }
 
-// Authorize applies the ACL rules. ActionRunAsRoot is allowed only by a
-// rule that names it.
+// explicitOnly reports whether action is allowed only by a rule that
+// names it (never by default nor by Permissive): root on an agent, and
+// processes in other frameworks' tasks.
+func explicitOnly(action string) bool { return action == ActionRunAsRoot || action == ActionExecTasks }
+
+// Authorize applies the ACL rules. ActionRunAsRoot and ActionExecTasks are
+// allowed only by a rule that names them.
 func (a *FileAuth) Authorize(principal, action, role string) error {
 	if a.acls == nil {
-		if action == ActionRunAsRoot {
+		if explicitOnly(action) {
 			return fmt.Errorf("principal %q may not %s for role %q: no ACL file (--acls) allows it: %w", principal, action, role, master.ErrForbidden)
 		}
 		return nil
@@ -154,7 +165,7 @@ func (a *FileAuth) Authorize(principal, action, role string) error {
 			return nil
 		}
 	}
-	if !named && a.acls.Permissive && action != ActionRunAsRoot {
+	if !named && a.acls.Permissive && !explicitOnly(action) {
 		return nil
 	}
 	if role == "" {

@@ -74,6 +74,8 @@ func agentMessageToPB(msg master.ToAgent) *pb.MasterMessage {
 		return &pb.MasterMessage{Msg: &pb.MasterMessage_Ack{Ack: &pb.StatusAck{TaskId: x.TaskID, FrameworkId: x.FrameworkID, Uuid: x.UUID}}}
 	case *master.ResizeTask:
 		return &pb.MasterMessage{Msg: &pb.MasterMessage_Update{Update: &pb.UpdateTask{TaskId: x.TaskID, FrameworkId: x.FrameworkID, Resources: x.Resources.String()}}}
+	case *master.OpenExec:
+		return &pb.MasterMessage{Msg: &pb.MasterMessage_Exec{Exec: &pb.OpenExec{SessionId: x.Session, FrameworkId: x.FrameworkID, TaskId: x.TaskID}}}
 	}
 	panic(fmt.Sprintf("master: unknown message for an agent %T", msg))
 }

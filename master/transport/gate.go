@@ -463,6 +463,14 @@ func (s gatedAgentLink) Connect(stream pb.AgentLink_ConnectServer) error {
 	return agentLink{a: a}.Connect(stream)
 }
 
+func (s gatedAgentLink) ExecSession(stream pb.AgentLink_ExecSessionServer) error {
+	a, err := s.g.current()
+	if err != nil {
+		return err
+	}
+	return agentLink{a: a}.ExecSession(stream)
+}
+
 type gatedScheduler struct {
 	pb.UnimplementedSchedulerServer
 	g *Gate
@@ -479,6 +487,14 @@ func (s gatedScheduler) Subscribe(req *pb.SubscribeRequest, stream pb.Scheduler_
 		return err
 	}
 	return schedulerAPI{a: a}.Subscribe(req, stream)
+}
+
+func (s gatedScheduler) ExecTask(stream pb.Scheduler_ExecTaskServer) error {
+	a, err := s.api()
+	if err != nil {
+		return err
+	}
+	return a.ExecTask(stream)
 }
 
 // unary serves one unary call on the leading Master.

@@ -1683,6 +1683,7 @@ type MasterMessage struct {
 	//	*MasterMessage_Kill
 	//	*MasterMessage_Update
 	//	*MasterMessage_Ack
+	//	*MasterMessage_Exec
 	Msg           isMasterMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1770,6 +1771,15 @@ func (x *MasterMessage) GetAck() *StatusAck {
 	return nil
 }
 
+func (x *MasterMessage) GetExec() *OpenExec {
+	if x != nil {
+		if x, ok := x.Msg.(*MasterMessage_Exec); ok {
+			return x.Exec
+		}
+	}
+	return nil
+}
+
 type isMasterMessage_Msg interface {
 	isMasterMessage_Msg()
 }
@@ -1794,6 +1804,10 @@ type MasterMessage_Ack struct {
 	Ack *StatusAck `protobuf:"bytes,5,opt,name=ack,proto3,oneof"`
 }
 
+type MasterMessage_Exec struct {
+	Exec *OpenExec `protobuf:"bytes,6,opt,name=exec,proto3,oneof"`
+}
+
 func (*MasterMessage_Registered) isMasterMessage_Msg() {}
 
 func (*MasterMessage_Run) isMasterMessage_Msg() {}
@@ -1803,6 +1817,682 @@ func (*MasterMessage_Kill) isMasterMessage_Msg() {}
 func (*MasterMessage_Update) isMasterMessage_Msg() {}
 
 func (*MasterMessage_Ack) isMasterMessage_Msg() {}
+
+func (*MasterMessage_Exec) isMasterMessage_Msg() {}
+
+// OpenExec asks the agent to open exec session session_id
+// (AgentLink.ExecSession) for framework_id's task task_id.
+type OpenExec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	FrameworkId   string                 `protobuf:"bytes,2,opt,name=framework_id,json=frameworkId,proto3" json:"framework_id,omitempty"`
+	TaskId        string                 `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OpenExec) Reset() {
+	*x = OpenExec{}
+	mi := &file_masterlink_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OpenExec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OpenExec) ProtoMessage() {}
+
+func (x *OpenExec) ProtoReflect() protoreflect.Message {
+	mi := &file_masterlink_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OpenExec.ProtoReflect.Descriptor instead.
+func (*OpenExec) Descriptor() ([]byte, []int) {
+	return file_masterlink_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *OpenExec) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *OpenExec) GetFrameworkId() string {
+	if x != nil {
+		return x.FrameworkId
+	}
+	return ""
+}
+
+func (x *OpenExec) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+// TerminalSize is a terminal's size in characters.
+type TerminalSize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Width         uint32                 `protobuf:"varint,1,opt,name=width,proto3" json:"width,omitempty"`
+	Height        uint32                 `protobuf:"varint,2,opt,name=height,proto3" json:"height,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TerminalSize) Reset() {
+	*x = TerminalSize{}
+	mi := &file_masterlink_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TerminalSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TerminalSize) ProtoMessage() {}
+
+func (x *TerminalSize) ProtoReflect() protoreflect.Message {
+	mi := &file_masterlink_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
+func (*TerminalSize) Descriptor() ([]byte, []int) {
+	return file_masterlink_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *TerminalSize) GetWidth() uint32 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+func (x *TerminalSize) GetHeight() uint32 {
+	if x != nil {
+		return x.Height
+	}
+	return 0
+}
+
+// ExecTaskStart opens an exec session: a process for framework_id's
+// running task task_id.
+type ExecTaskStart struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	FrameworkId string                 `protobuf:"bytes,1,opt,name=framework_id,json=frameworkId,proto3" json:"framework_id,omitempty"`
+	TaskId      string                 `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Command     []string               `protobuf:"bytes,3,rep,name=command,proto3" json:"command,omitempty"`
+	// env: KEY=VALUE added to the task's environment.
+	Env []string `protobuf:"bytes,4,rep,name=env,proto3" json:"env,omitempty"`
+	// cwd: the working directory; empty: the task's.
+	Cwd string `protobuf:"bytes,5,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	// user: NAME, UID, NAME:GROUP or UID:GID of the agent's user database;
+	// empty: the task's user. Root is refused unless the task runs as
+	// root or in a user namespace.
+	User string `protobuf:"bytes,6,opt,name=user,proto3" json:"user,omitempty"`
+	// tty: a terminal for the process (stdout and stderr are one stream);
+	// stdin: the caller sends input.
+	Tty           bool          `protobuf:"varint,7,opt,name=tty,proto3" json:"tty,omitempty"`
+	Stdin         bool          `protobuf:"varint,8,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	Size          *TerminalSize `protobuf:"bytes,9,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecTaskStart) Reset() {
+	*x = ExecTaskStart{}
+	mi := &file_masterlink_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecTaskStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecTaskStart) ProtoMessage() {}
+
+func (x *ExecTaskStart) ProtoReflect() protoreflect.Message {
+	mi := &file_masterlink_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecTaskStart.ProtoReflect.Descriptor instead.
+func (*ExecTaskStart) Descriptor() ([]byte, []int) {
+	return file_masterlink_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ExecTaskStart) GetFrameworkId() string {
+	if x != nil {
+		return x.FrameworkId
+	}
+	return ""
+}
+
+func (x *ExecTaskStart) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ExecTaskStart) GetCommand() []string {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *ExecTaskStart) GetEnv() []string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *ExecTaskStart) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *ExecTaskStart) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *ExecTaskStart) GetTty() bool {
+	if x != nil {
+		return x.Tty
+	}
+	return false
+}
+
+func (x *ExecTaskStart) GetStdin() bool {
+	if x != nil {
+		return x.Stdin
+	}
+	return false
+}
+
+func (x *ExecTaskStart) GetSize() *TerminalSize {
+	if x != nil {
+		return x.Size
+	}
+	return nil
+}
+
+// ExecInput is the caller's side of an exec session (and what the master
+// sends the agent).
+type ExecInput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*ExecInput_Start
+	//	*ExecInput_Stdin
+	//	*ExecInput_StdinEnd
+	//	*ExecInput_Resize
+	Msg           isExecInput_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecInput) Reset() {
+	*x = ExecInput{}
+	mi := &file_masterlink_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecInput) ProtoMessage() {}
+
+func (x *ExecInput) ProtoReflect() protoreflect.Message {
+	mi := &file_masterlink_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecInput.ProtoReflect.Descriptor instead.
+func (*ExecInput) Descriptor() ([]byte, []int) {
+	return file_masterlink_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ExecInput) GetMsg() isExecInput_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *ExecInput) GetStart() *ExecTaskStart {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecInput_Start); ok {
+			return x.Start
+		}
+	}
+	return nil
+}
+
+func (x *ExecInput) GetStdin() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecInput_Stdin); ok {
+			return x.Stdin
+		}
+	}
+	return nil
+}
+
+func (x *ExecInput) GetStdinEnd() *Empty {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecInput_StdinEnd); ok {
+			return x.StdinEnd
+		}
+	}
+	return nil
+}
+
+func (x *ExecInput) GetResize() *TerminalSize {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecInput_Resize); ok {
+			return x.Resize
+		}
+	}
+	return nil
+}
+
+type isExecInput_Msg interface {
+	isExecInput_Msg()
+}
+
+type ExecInput_Start struct {
+	Start *ExecTaskStart `protobuf:"bytes,1,opt,name=start,proto3,oneof"`
+}
+
+type ExecInput_Stdin struct {
+	Stdin []byte `protobuf:"bytes,2,opt,name=stdin,proto3,oneof"`
+}
+
+type ExecInput_StdinEnd struct {
+	// stdin_end closes the process's stdin.
+	StdinEnd *Empty `protobuf:"bytes,3,opt,name=stdin_end,json=stdinEnd,proto3,oneof"`
+}
+
+type ExecInput_Resize struct {
+	Resize *TerminalSize `protobuf:"bytes,4,opt,name=resize,proto3,oneof"`
+}
+
+func (*ExecInput_Start) isExecInput_Msg() {}
+
+func (*ExecInput_Stdin) isExecInput_Msg() {}
+
+func (*ExecInput_StdinEnd) isExecInput_Msg() {}
+
+func (*ExecInput_Resize) isExecInput_Msg() {}
+
+// ExecExit is how the process ended: its exit code, or the signal that
+// killed it (code 128 + signal).
+type ExecExit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Code          int32                  `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Signal        int32                  `protobuf:"varint,2,opt,name=signal,proto3" json:"signal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecExit) Reset() {
+	*x = ExecExit{}
+	mi := &file_masterlink_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecExit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecExit) ProtoMessage() {}
+
+func (x *ExecExit) ProtoReflect() protoreflect.Message {
+	mi := &file_masterlink_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecExit.ProtoReflect.Descriptor instead.
+func (*ExecExit) Descriptor() ([]byte, []int) {
+	return file_masterlink_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ExecExit) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *ExecExit) GetSignal() int32 {
+	if x != nil {
+		return x.Signal
+	}
+	return 0
+}
+
+// ExecOutput is the agent's side of an exec session, passed on by the
+// master.
+type ExecOutput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*ExecOutput_Started
+	//	*ExecOutput_Stdout
+	//	*ExecOutput_Stderr
+	//	*ExecOutput_Exit
+	//	*ExecOutput_Error
+	Msg           isExecOutput_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecOutput) Reset() {
+	*x = ExecOutput{}
+	mi := &file_masterlink_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecOutput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecOutput) ProtoMessage() {}
+
+func (x *ExecOutput) ProtoReflect() protoreflect.Message {
+	mi := &file_masterlink_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecOutput.ProtoReflect.Descriptor instead.
+func (*ExecOutput) Descriptor() ([]byte, []int) {
+	return file_masterlink_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ExecOutput) GetMsg() isExecOutput_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *ExecOutput) GetStarted() *Empty {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecOutput_Started); ok {
+			return x.Started
+		}
+	}
+	return nil
+}
+
+func (x *ExecOutput) GetStdout() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecOutput_Stdout); ok {
+			return x.Stdout
+		}
+	}
+	return nil
+}
+
+func (x *ExecOutput) GetStderr() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecOutput_Stderr); ok {
+			return x.Stderr
+		}
+	}
+	return nil
+}
+
+func (x *ExecOutput) GetExit() *ExecExit {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecOutput_Exit); ok {
+			return x.Exit
+		}
+	}
+	return nil
+}
+
+func (x *ExecOutput) GetError() string {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecOutput_Error); ok {
+			return x.Error
+		}
+	}
+	return ""
+}
+
+type isExecOutput_Msg interface {
+	isExecOutput_Msg()
+}
+
+type ExecOutput_Started struct {
+	// started: the process runs.
+	Started *Empty `protobuf:"bytes,1,opt,name=started,proto3,oneof"`
+}
+
+type ExecOutput_Stdout struct {
+	Stdout []byte `protobuf:"bytes,2,opt,name=stdout,proto3,oneof"`
+}
+
+type ExecOutput_Stderr struct {
+	Stderr []byte `protobuf:"bytes,3,opt,name=stderr,proto3,oneof"`
+}
+
+type ExecOutput_Exit struct {
+	// exit ends the session; error ends it when the process could not
+	// run (a refused user, a task not running, a command not found).
+	Exit *ExecExit `protobuf:"bytes,4,opt,name=exit,proto3,oneof"`
+}
+
+type ExecOutput_Error struct {
+	Error string `protobuf:"bytes,5,opt,name=error,proto3,oneof"`
+}
+
+func (*ExecOutput_Started) isExecOutput_Msg() {}
+
+func (*ExecOutput_Stdout) isExecOutput_Msg() {}
+
+func (*ExecOutput_Stderr) isExecOutput_Msg() {}
+
+func (*ExecOutput_Exit) isExecOutput_Msg() {}
+
+func (*ExecOutput_Error) isExecOutput_Msg() {}
+
+// ExecSessionOpen is the agent's first message on ExecSession.
+type ExecSessionOpen struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	AgentId       string                 `protobuf:"bytes,2,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecSessionOpen) Reset() {
+	*x = ExecSessionOpen{}
+	mi := &file_masterlink_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecSessionOpen) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecSessionOpen) ProtoMessage() {}
+
+func (x *ExecSessionOpen) ProtoReflect() protoreflect.Message {
+	mi := &file_masterlink_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecSessionOpen.ProtoReflect.Descriptor instead.
+func (*ExecSessionOpen) Descriptor() ([]byte, []int) {
+	return file_masterlink_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ExecSessionOpen) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ExecSessionOpen) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+// ExecSessionAgent is the agent's side of ExecSession.
+type ExecSessionAgent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*ExecSessionAgent_Open
+	//	*ExecSessionAgent_Output
+	Msg           isExecSessionAgent_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecSessionAgent) Reset() {
+	*x = ExecSessionAgent{}
+	mi := &file_masterlink_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecSessionAgent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecSessionAgent) ProtoMessage() {}
+
+func (x *ExecSessionAgent) ProtoReflect() protoreflect.Message {
+	mi := &file_masterlink_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecSessionAgent.ProtoReflect.Descriptor instead.
+func (*ExecSessionAgent) Descriptor() ([]byte, []int) {
+	return file_masterlink_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ExecSessionAgent) GetMsg() isExecSessionAgent_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *ExecSessionAgent) GetOpen() *ExecSessionOpen {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecSessionAgent_Open); ok {
+			return x.Open
+		}
+	}
+	return nil
+}
+
+func (x *ExecSessionAgent) GetOutput() *ExecOutput {
+	if x != nil {
+		if x, ok := x.Msg.(*ExecSessionAgent_Output); ok {
+			return x.Output
+		}
+	}
+	return nil
+}
+
+type isExecSessionAgent_Msg interface {
+	isExecSessionAgent_Msg()
+}
+
+type ExecSessionAgent_Open struct {
+	Open *ExecSessionOpen `protobuf:"bytes,1,opt,name=open,proto3,oneof"`
+}
+
+type ExecSessionAgent_Output struct {
+	Output *ExecOutput `protobuf:"bytes,2,opt,name=output,proto3,oneof"`
+}
+
+func (*ExecSessionAgent_Open) isExecSessionAgent_Msg() {}
+
+func (*ExecSessionAgent_Output) isExecSessionAgent_Msg() {}
 
 type FrameworkInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1821,7 +2511,7 @@ type FrameworkInfo struct {
 
 func (x *FrameworkInfo) Reset() {
 	*x = FrameworkInfo{}
-	mi := &file_masterlink_proto_msgTypes[18]
+	mi := &file_masterlink_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +2523,7 @@ func (x *FrameworkInfo) String() string {
 func (*FrameworkInfo) ProtoMessage() {}
 
 func (x *FrameworkInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[18]
+	mi := &file_masterlink_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +2536,7 @@ func (x *FrameworkInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FrameworkInfo.ProtoReflect.Descriptor instead.
 func (*FrameworkInfo) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{18}
+	return file_masterlink_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *FrameworkInfo) GetId() string {
@@ -1902,7 +2592,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_masterlink_proto_msgTypes[19]
+	mi := &file_masterlink_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1914,7 +2604,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[19]
+	mi := &file_masterlink_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1927,7 +2617,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{19}
+	return file_masterlink_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SubscribeRequest) GetFramework() *FrameworkInfo {
@@ -1960,7 +2650,7 @@ type Offer struct {
 
 func (x *Offer) Reset() {
 	*x = Offer{}
-	mi := &file_masterlink_proto_msgTypes[20]
+	mi := &file_masterlink_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1972,7 +2662,7 @@ func (x *Offer) String() string {
 func (*Offer) ProtoMessage() {}
 
 func (x *Offer) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[20]
+	mi := &file_masterlink_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1985,7 +2675,7 @@ func (x *Offer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Offer.ProtoReflect.Descriptor instead.
 func (*Offer) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{20}
+	return file_masterlink_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Offer) GetId() string {
@@ -2047,7 +2737,7 @@ type Subscribed struct {
 
 func (x *Subscribed) Reset() {
 	*x = Subscribed{}
-	mi := &file_masterlink_proto_msgTypes[21]
+	mi := &file_masterlink_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2059,7 +2749,7 @@ func (x *Subscribed) String() string {
 func (*Subscribed) ProtoMessage() {}
 
 func (x *Subscribed) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[21]
+	mi := &file_masterlink_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2072,7 +2762,7 @@ func (x *Subscribed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribed.ProtoReflect.Descriptor instead.
 func (*Subscribed) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{21}
+	return file_masterlink_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Subscribed) GetFrameworkId() string {
@@ -2098,7 +2788,7 @@ type Offers struct {
 
 func (x *Offers) Reset() {
 	*x = Offers{}
-	mi := &file_masterlink_proto_msgTypes[22]
+	mi := &file_masterlink_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2110,7 +2800,7 @@ func (x *Offers) String() string {
 func (*Offers) ProtoMessage() {}
 
 func (x *Offers) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[22]
+	mi := &file_masterlink_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2123,7 +2813,7 @@ func (x *Offers) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Offers.ProtoReflect.Descriptor instead.
 func (*Offers) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{22}
+	return file_masterlink_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Offers) GetOffers() []*Offer {
@@ -2142,7 +2832,7 @@ type Rescind struct {
 
 func (x *Rescind) Reset() {
 	*x = Rescind{}
-	mi := &file_masterlink_proto_msgTypes[23]
+	mi := &file_masterlink_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2154,7 +2844,7 @@ func (x *Rescind) String() string {
 func (*Rescind) ProtoMessage() {}
 
 func (x *Rescind) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[23]
+	mi := &file_masterlink_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2167,7 +2857,7 @@ func (x *Rescind) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rescind.ProtoReflect.Descriptor instead.
 func (*Rescind) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{23}
+	return file_masterlink_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Rescind) GetOfferId() string {
@@ -2186,7 +2876,7 @@ type ErrorEvent struct {
 
 func (x *ErrorEvent) Reset() {
 	*x = ErrorEvent{}
-	mi := &file_masterlink_proto_msgTypes[24]
+	mi := &file_masterlink_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2198,7 +2888,7 @@ func (x *ErrorEvent) String() string {
 func (*ErrorEvent) ProtoMessage() {}
 
 func (x *ErrorEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[24]
+	mi := &file_masterlink_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2211,7 +2901,7 @@ func (x *ErrorEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorEvent.ProtoReflect.Descriptor instead.
 func (*ErrorEvent) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{24}
+	return file_masterlink_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ErrorEvent) GetMessage() string {
@@ -2239,7 +2929,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_masterlink_proto_msgTypes[25]
+	mi := &file_masterlink_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2251,7 +2941,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[25]
+	mi := &file_masterlink_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2264,7 +2954,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{25}
+	return file_masterlink_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Event) GetEvent() isEvent_Event {
@@ -2398,7 +3088,7 @@ type DemandEvent struct {
 
 func (x *DemandEvent) Reset() {
 	*x = DemandEvent{}
-	mi := &file_masterlink_proto_msgTypes[26]
+	mi := &file_masterlink_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2410,7 +3100,7 @@ func (x *DemandEvent) String() string {
 func (*DemandEvent) ProtoMessage() {}
 
 func (x *DemandEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[26]
+	mi := &file_masterlink_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2423,7 +3113,7 @@ func (x *DemandEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DemandEvent.ProtoReflect.Descriptor instead.
 func (*DemandEvent) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{26}
+	return file_masterlink_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DemandEvent) GetDemandId() string {
@@ -2480,7 +3170,7 @@ type SubmitDemandRequest struct {
 
 func (x *SubmitDemandRequest) Reset() {
 	*x = SubmitDemandRequest{}
-	mi := &file_masterlink_proto_msgTypes[27]
+	mi := &file_masterlink_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2492,7 +3182,7 @@ func (x *SubmitDemandRequest) String() string {
 func (*SubmitDemandRequest) ProtoMessage() {}
 
 func (x *SubmitDemandRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[27]
+	mi := &file_masterlink_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2505,7 +3195,7 @@ func (x *SubmitDemandRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitDemandRequest.ProtoReflect.Descriptor instead.
 func (*SubmitDemandRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{27}
+	return file_masterlink_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SubmitDemandRequest) GetFrameworkId() string {
@@ -2532,7 +3222,7 @@ type CancelDemandRequest struct {
 
 func (x *CancelDemandRequest) Reset() {
 	*x = CancelDemandRequest{}
-	mi := &file_masterlink_proto_msgTypes[28]
+	mi := &file_masterlink_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2544,7 +3234,7 @@ func (x *CancelDemandRequest) String() string {
 func (*CancelDemandRequest) ProtoMessage() {}
 
 func (x *CancelDemandRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[28]
+	mi := &file_masterlink_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2557,7 +3247,7 @@ func (x *CancelDemandRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelDemandRequest.ProtoReflect.Descriptor instead.
 func (*CancelDemandRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{28}
+	return file_masterlink_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CancelDemandRequest) GetFrameworkId() string {
@@ -2588,7 +3278,7 @@ type Operation struct {
 
 func (x *Operation) Reset() {
 	*x = Operation{}
-	mi := &file_masterlink_proto_msgTypes[29]
+	mi := &file_masterlink_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2600,7 +3290,7 @@ func (x *Operation) String() string {
 func (*Operation) ProtoMessage() {}
 
 func (x *Operation) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[29]
+	mi := &file_masterlink_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2613,7 +3303,7 @@ func (x *Operation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation.ProtoReflect.Descriptor instead.
 func (*Operation) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{29}
+	return file_masterlink_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Operation) GetOp() isOperation_Op {
@@ -2683,7 +3373,7 @@ type Filters struct {
 
 func (x *Filters) Reset() {
 	*x = Filters{}
-	mi := &file_masterlink_proto_msgTypes[30]
+	mi := &file_masterlink_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2695,7 +3385,7 @@ func (x *Filters) String() string {
 func (*Filters) ProtoMessage() {}
 
 func (x *Filters) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[30]
+	mi := &file_masterlink_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2708,7 +3398,7 @@ func (x *Filters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Filters.ProtoReflect.Descriptor instead.
 func (*Filters) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{30}
+	return file_masterlink_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Filters) GetRefuseSeconds() float64 {
@@ -2730,7 +3420,7 @@ type AcceptRequest struct {
 
 func (x *AcceptRequest) Reset() {
 	*x = AcceptRequest{}
-	mi := &file_masterlink_proto_msgTypes[31]
+	mi := &file_masterlink_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2742,7 +3432,7 @@ func (x *AcceptRequest) String() string {
 func (*AcceptRequest) ProtoMessage() {}
 
 func (x *AcceptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[31]
+	mi := &file_masterlink_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2755,7 +3445,7 @@ func (x *AcceptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptRequest.ProtoReflect.Descriptor instead.
 func (*AcceptRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{31}
+	return file_masterlink_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *AcceptRequest) GetFrameworkId() string {
@@ -2797,7 +3487,7 @@ type DeclineRequest struct {
 
 func (x *DeclineRequest) Reset() {
 	*x = DeclineRequest{}
-	mi := &file_masterlink_proto_msgTypes[32]
+	mi := &file_masterlink_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2809,7 +3499,7 @@ func (x *DeclineRequest) String() string {
 func (*DeclineRequest) ProtoMessage() {}
 
 func (x *DeclineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[32]
+	mi := &file_masterlink_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2822,7 +3512,7 @@ func (x *DeclineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeclineRequest.ProtoReflect.Descriptor instead.
 func (*DeclineRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{32}
+	return file_masterlink_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *DeclineRequest) GetFrameworkId() string {
@@ -2856,7 +3546,7 @@ type ReviveRequest struct {
 
 func (x *ReviveRequest) Reset() {
 	*x = ReviveRequest{}
-	mi := &file_masterlink_proto_msgTypes[33]
+	mi := &file_masterlink_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2868,7 +3558,7 @@ func (x *ReviveRequest) String() string {
 func (*ReviveRequest) ProtoMessage() {}
 
 func (x *ReviveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[33]
+	mi := &file_masterlink_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2881,7 +3571,7 @@ func (x *ReviveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviveRequest.ProtoReflect.Descriptor instead.
 func (*ReviveRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{33}
+	return file_masterlink_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ReviveRequest) GetFrameworkId() string {
@@ -2908,7 +3598,7 @@ type SuppressRequest struct {
 
 func (x *SuppressRequest) Reset() {
 	*x = SuppressRequest{}
-	mi := &file_masterlink_proto_msgTypes[34]
+	mi := &file_masterlink_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2920,7 +3610,7 @@ func (x *SuppressRequest) String() string {
 func (*SuppressRequest) ProtoMessage() {}
 
 func (x *SuppressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[34]
+	mi := &file_masterlink_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2933,7 +3623,7 @@ func (x *SuppressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuppressRequest.ProtoReflect.Descriptor instead.
 func (*SuppressRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{34}
+	return file_masterlink_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SuppressRequest) GetFrameworkId() string {
@@ -2960,7 +3650,7 @@ type KillRequest struct {
 
 func (x *KillRequest) Reset() {
 	*x = KillRequest{}
-	mi := &file_masterlink_proto_msgTypes[35]
+	mi := &file_masterlink_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2972,7 +3662,7 @@ func (x *KillRequest) String() string {
 func (*KillRequest) ProtoMessage() {}
 
 func (x *KillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[35]
+	mi := &file_masterlink_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2985,7 +3675,7 @@ func (x *KillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRequest.ProtoReflect.Descriptor instead.
 func (*KillRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{35}
+	return file_masterlink_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *KillRequest) GetFrameworkId() string {
@@ -3014,7 +3704,7 @@ type AcknowledgeRequest struct {
 
 func (x *AcknowledgeRequest) Reset() {
 	*x = AcknowledgeRequest{}
-	mi := &file_masterlink_proto_msgTypes[36]
+	mi := &file_masterlink_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3026,7 +3716,7 @@ func (x *AcknowledgeRequest) String() string {
 func (*AcknowledgeRequest) ProtoMessage() {}
 
 func (x *AcknowledgeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[36]
+	mi := &file_masterlink_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3039,7 +3729,7 @@ func (x *AcknowledgeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcknowledgeRequest.ProtoReflect.Descriptor instead.
 func (*AcknowledgeRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{36}
+	return file_masterlink_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AcknowledgeRequest) GetFrameworkId() string {
@@ -3080,7 +3770,7 @@ type ReconcileRequest struct {
 
 func (x *ReconcileRequest) Reset() {
 	*x = ReconcileRequest{}
-	mi := &file_masterlink_proto_msgTypes[37]
+	mi := &file_masterlink_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3092,7 +3782,7 @@ func (x *ReconcileRequest) String() string {
 func (*ReconcileRequest) ProtoMessage() {}
 
 func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[37]
+	mi := &file_masterlink_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3105,7 +3795,7 @@ func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileRequest.ProtoReflect.Descriptor instead.
 func (*ReconcileRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{37}
+	return file_masterlink_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReconcileRequest) GetFrameworkId() string {
@@ -3138,7 +3828,7 @@ type UpdateTaskRequest struct {
 
 func (x *UpdateTaskRequest) Reset() {
 	*x = UpdateTaskRequest{}
-	mi := &file_masterlink_proto_msgTypes[38]
+	mi := &file_masterlink_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3150,7 +3840,7 @@ func (x *UpdateTaskRequest) String() string {
 func (*UpdateTaskRequest) ProtoMessage() {}
 
 func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[38]
+	mi := &file_masterlink_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3163,7 +3853,7 @@ func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{38}
+	return file_masterlink_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *UpdateTaskRequest) GetFrameworkId() string {
@@ -3203,7 +3893,7 @@ type Operation_Launch struct {
 
 func (x *Operation_Launch) Reset() {
 	*x = Operation_Launch{}
-	mi := &file_masterlink_proto_msgTypes[41]
+	mi := &file_masterlink_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3215,7 +3905,7 @@ func (x *Operation_Launch) String() string {
 func (*Operation_Launch) ProtoMessage() {}
 
 func (x *Operation_Launch) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[41]
+	mi := &file_masterlink_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3228,7 +3918,7 @@ func (x *Operation_Launch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_Launch.ProtoReflect.Descriptor instead.
 func (*Operation_Launch) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{29, 0}
+	return file_masterlink_proto_rawDescGZIP(), []int{37, 0}
 }
 
 func (x *Operation_Launch) GetTasks() []*TaskInfo {
@@ -3247,7 +3937,7 @@ type Operation_Reserve struct {
 
 func (x *Operation_Reserve) Reset() {
 	*x = Operation_Reserve{}
-	mi := &file_masterlink_proto_msgTypes[42]
+	mi := &file_masterlink_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3259,7 +3949,7 @@ func (x *Operation_Reserve) String() string {
 func (*Operation_Reserve) ProtoMessage() {}
 
 func (x *Operation_Reserve) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[42]
+	mi := &file_masterlink_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3272,7 +3962,7 @@ func (x *Operation_Reserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_Reserve.ProtoReflect.Descriptor instead.
 func (*Operation_Reserve) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{29, 1}
+	return file_masterlink_proto_rawDescGZIP(), []int{37, 1}
 }
 
 func (x *Operation_Reserve) GetResources() string {
@@ -3291,7 +3981,7 @@ type Operation_Unreserve struct {
 
 func (x *Operation_Unreserve) Reset() {
 	*x = Operation_Unreserve{}
-	mi := &file_masterlink_proto_msgTypes[43]
+	mi := &file_masterlink_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3303,7 +3993,7 @@ func (x *Operation_Unreserve) String() string {
 func (*Operation_Unreserve) ProtoMessage() {}
 
 func (x *Operation_Unreserve) ProtoReflect() protoreflect.Message {
-	mi := &file_masterlink_proto_msgTypes[43]
+	mi := &file_masterlink_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3316,7 +4006,7 @@ func (x *Operation_Unreserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_Unreserve.ProtoReflect.Descriptor instead.
 func (*Operation_Unreserve) Descriptor() ([]byte, []int) {
-	return file_masterlink_proto_rawDescGZIP(), []int{29, 2}
+	return file_masterlink_proto_rawDescGZIP(), []int{37, 2}
 }
 
 func (x *Operation_Unreserve) GetResources() string {
@@ -3454,7 +4144,7 @@ const file_masterlink_proto_rawDesc = "" +
 	"\tStatusAck\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x12\n" +
 	"\x04uuid\x18\x02 \x01(\tR\x04uuid\x12!\n" +
-	"\fframework_id\x18\x03 \x01(\tR\vframeworkId\"\xaa\x02\n" +
+	"\fframework_id\x18\x03 \x01(\tR\vframeworkId\"\xde\x02\n" +
 	"\rMasterMessage\x12@\n" +
 	"\n" +
 	"registered\x18\x01 \x01(\v2\x1e.brim.masterlink.v1.RegisteredH\x00R\n" +
@@ -3462,7 +4152,51 @@ const file_masterlink_proto_rawDesc = "" +
 	"\x03run\x18\x02 \x01(\v2\x1b.brim.masterlink.v1.RunTaskH\x00R\x03run\x122\n" +
 	"\x04kill\x18\x03 \x01(\v2\x1c.brim.masterlink.v1.KillTaskH\x00R\x04kill\x128\n" +
 	"\x06update\x18\x04 \x01(\v2\x1e.brim.masterlink.v1.UpdateTaskH\x00R\x06update\x121\n" +
-	"\x03ack\x18\x05 \x01(\v2\x1d.brim.masterlink.v1.StatusAckH\x00R\x03ackB\x05\n" +
+	"\x03ack\x18\x05 \x01(\v2\x1d.brim.masterlink.v1.StatusAckH\x00R\x03ack\x122\n" +
+	"\x04exec\x18\x06 \x01(\v2\x1c.brim.masterlink.v1.OpenExecH\x00R\x04execB\x05\n" +
+	"\x03msg\"e\n" +
+	"\bOpenExec\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12!\n" +
+	"\fframework_id\x18\x02 \x01(\tR\vframeworkId\x12\x17\n" +
+	"\atask_id\x18\x03 \x01(\tR\x06taskId\"<\n" +
+	"\fTerminalSize\x12\x14\n" +
+	"\x05width\x18\x01 \x01(\rR\x05width\x12\x16\n" +
+	"\x06height\x18\x02 \x01(\rR\x06height\"\xfb\x01\n" +
+	"\rExecTaskStart\x12!\n" +
+	"\fframework_id\x18\x01 \x01(\tR\vframeworkId\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x18\n" +
+	"\acommand\x18\x03 \x03(\tR\acommand\x12\x10\n" +
+	"\x03env\x18\x04 \x03(\tR\x03env\x12\x10\n" +
+	"\x03cwd\x18\x05 \x01(\tR\x03cwd\x12\x12\n" +
+	"\x04user\x18\x06 \x01(\tR\x04user\x12\x10\n" +
+	"\x03tty\x18\a \x01(\bR\x03tty\x12\x14\n" +
+	"\x05stdin\x18\b \x01(\bR\x05stdin\x124\n" +
+	"\x04size\x18\t \x01(\v2 .brim.masterlink.v1.TerminalSizeR\x04size\"\xdb\x01\n" +
+	"\tExecInput\x129\n" +
+	"\x05start\x18\x01 \x01(\v2!.brim.masterlink.v1.ExecTaskStartH\x00R\x05start\x12\x16\n" +
+	"\x05stdin\x18\x02 \x01(\fH\x00R\x05stdin\x128\n" +
+	"\tstdin_end\x18\x03 \x01(\v2\x19.brim.masterlink.v1.EmptyH\x00R\bstdinEnd\x12:\n" +
+	"\x06resize\x18\x04 \x01(\v2 .brim.masterlink.v1.TerminalSizeH\x00R\x06resizeB\x05\n" +
+	"\x03msg\"6\n" +
+	"\bExecExit\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x16\n" +
+	"\x06signal\x18\x02 \x01(\x05R\x06signal\"\xca\x01\n" +
+	"\n" +
+	"ExecOutput\x125\n" +
+	"\astarted\x18\x01 \x01(\v2\x19.brim.masterlink.v1.EmptyH\x00R\astarted\x12\x18\n" +
+	"\x06stdout\x18\x02 \x01(\fH\x00R\x06stdout\x12\x18\n" +
+	"\x06stderr\x18\x03 \x01(\fH\x00R\x06stderr\x122\n" +
+	"\x04exit\x18\x04 \x01(\v2\x1c.brim.masterlink.v1.ExecExitH\x00R\x04exit\x12\x16\n" +
+	"\x05error\x18\x05 \x01(\tH\x00R\x05errorB\x05\n" +
+	"\x03msg\"K\n" +
+	"\x0fExecSessionOpen\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
+	"\bagent_id\x18\x02 \x01(\tR\aagentId\"\x8e\x01\n" +
+	"\x10ExecSessionAgent\x129\n" +
+	"\x04open\x18\x01 \x01(\v2#.brim.masterlink.v1.ExecSessionOpenH\x00R\x04open\x128\n" +
+	"\x06output\x18\x02 \x01(\v2\x1e.brim.masterlink.v1.ExecOutputH\x00R\x06outputB\x05\n" +
 	"\x03msg\"\xbb\x01\n" +
 	"\rFrameworkInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -3597,9 +4331,10 @@ const file_masterlink_proto_rawDesc = "" +
 	"\x0eRECONCILIATION\x10\r\x12\x10\n" +
 	"\fINVALID_TASK\x10\x0e\x12\x15\n" +
 	"\x11TASK_UNAUTHORIZED\x10\x0f\x12\x1d\n" +
-	"\x19CONTAINER_LIMITATION_DISK\x10\x102_\n" +
+	"\x19CONTAINER_LIMITATION_DISK\x10\x102\xb7\x01\n" +
 	"\tAgentLink\x12R\n" +
-	"\aConnect\x12 .brim.masterlink.v1.AgentMessage\x1a!.brim.masterlink.v1.MasterMessage(\x010\x012\xdd\x06\n" +
+	"\aConnect\x12 .brim.masterlink.v1.AgentMessage\x1a!.brim.masterlink.v1.MasterMessage(\x010\x01\x12V\n" +
+	"\vExecSession\x12$.brim.masterlink.v1.ExecSessionAgent\x1a\x1d.brim.masterlink.v1.ExecInput(\x010\x012\xac\a\n" +
 	"\tScheduler\x12N\n" +
 	"\tSubscribe\x12$.brim.masterlink.v1.SubscribeRequest\x1a\x19.brim.masterlink.v1.Event0\x01\x12F\n" +
 	"\x06Accept\x12!.brim.masterlink.v1.AcceptRequest\x1a\x19.brim.masterlink.v1.Empty\x12H\n" +
@@ -3612,7 +4347,8 @@ const file_masterlink_proto_rawDesc = "" +
 	"\n" +
 	"UpdateTask\x12%.brim.masterlink.v1.UpdateTaskRequest\x1a\x19.brim.masterlink.v1.Empty\x12R\n" +
 	"\fSubmitDemand\x12'.brim.masterlink.v1.SubmitDemandRequest\x1a\x19.brim.masterlink.v1.Empty\x12R\n" +
-	"\fCancelDemand\x12'.brim.masterlink.v1.CancelDemandRequest\x1a\x19.brim.masterlink.v1.Empty2`\n" +
+	"\fCancelDemand\x12'.brim.masterlink.v1.CancelDemandRequest\x1a\x19.brim.masterlink.v1.Empty\x12M\n" +
+	"\bExecTask\x12\x1d.brim.masterlink.v1.ExecInput\x1a\x1e.brim.masterlink.v1.ExecOutput(\x010\x012`\n" +
 	"\aMasters\x12U\n" +
 	"\vWatchLeader\x12&.brim.masterlink.v1.WatchLeaderRequest\x1a\x1e.brim.masterlink.v1.LeaderInfoB2Z0github.com/brimnode/brim/masterlink/masterlinkpbb\x06proto3"
 
@@ -3629,7 +4365,7 @@ func file_masterlink_proto_rawDescGZIP() []byte {
 }
 
 var file_masterlink_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_masterlink_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_masterlink_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_masterlink_proto_goTypes = []any{
 	(TaskState)(0),              // 0: brim.masterlink.v1.TaskState
 	(TaskReason)(0),             // 1: brim.masterlink.v1.TaskReason
@@ -3651,40 +4387,48 @@ var file_masterlink_proto_goTypes = []any{
 	(*UpdateTask)(nil),          // 17: brim.masterlink.v1.UpdateTask
 	(*StatusAck)(nil),           // 18: brim.masterlink.v1.StatusAck
 	(*MasterMessage)(nil),       // 19: brim.masterlink.v1.MasterMessage
-	(*FrameworkInfo)(nil),       // 20: brim.masterlink.v1.FrameworkInfo
-	(*SubscribeRequest)(nil),    // 21: brim.masterlink.v1.SubscribeRequest
-	(*Offer)(nil),               // 22: brim.masterlink.v1.Offer
-	(*Subscribed)(nil),          // 23: brim.masterlink.v1.Subscribed
-	(*Offers)(nil),              // 24: brim.masterlink.v1.Offers
-	(*Rescind)(nil),             // 25: brim.masterlink.v1.Rescind
-	(*ErrorEvent)(nil),          // 26: brim.masterlink.v1.ErrorEvent
-	(*Event)(nil),               // 27: brim.masterlink.v1.Event
-	(*DemandEvent)(nil),         // 28: brim.masterlink.v1.DemandEvent
-	(*SubmitDemandRequest)(nil), // 29: brim.masterlink.v1.SubmitDemandRequest
-	(*CancelDemandRequest)(nil), // 30: brim.masterlink.v1.CancelDemandRequest
-	(*Operation)(nil),           // 31: brim.masterlink.v1.Operation
-	(*Filters)(nil),             // 32: brim.masterlink.v1.Filters
-	(*AcceptRequest)(nil),       // 33: brim.masterlink.v1.AcceptRequest
-	(*DeclineRequest)(nil),      // 34: brim.masterlink.v1.DeclineRequest
-	(*ReviveRequest)(nil),       // 35: brim.masterlink.v1.ReviveRequest
-	(*SuppressRequest)(nil),     // 36: brim.masterlink.v1.SuppressRequest
-	(*KillRequest)(nil),         // 37: brim.masterlink.v1.KillRequest
-	(*AcknowledgeRequest)(nil),  // 38: brim.masterlink.v1.AcknowledgeRequest
-	(*ReconcileRequest)(nil),    // 39: brim.masterlink.v1.ReconcileRequest
-	(*UpdateTaskRequest)(nil),   // 40: brim.masterlink.v1.UpdateTaskRequest
-	nil,                         // 41: brim.masterlink.v1.TaskInfo.LabelsEntry
-	nil,                         // 42: brim.masterlink.v1.Register.AttributesEntry
-	(*Operation_Launch)(nil),    // 43: brim.masterlink.v1.Operation.Launch
-	(*Operation_Reserve)(nil),   // 44: brim.masterlink.v1.Operation.Reserve
-	(*Operation_Unreserve)(nil), // 45: brim.masterlink.v1.Operation.Unreserve
+	(*OpenExec)(nil),            // 20: brim.masterlink.v1.OpenExec
+	(*TerminalSize)(nil),        // 21: brim.masterlink.v1.TerminalSize
+	(*ExecTaskStart)(nil),       // 22: brim.masterlink.v1.ExecTaskStart
+	(*ExecInput)(nil),           // 23: brim.masterlink.v1.ExecInput
+	(*ExecExit)(nil),            // 24: brim.masterlink.v1.ExecExit
+	(*ExecOutput)(nil),          // 25: brim.masterlink.v1.ExecOutput
+	(*ExecSessionOpen)(nil),     // 26: brim.masterlink.v1.ExecSessionOpen
+	(*ExecSessionAgent)(nil),    // 27: brim.masterlink.v1.ExecSessionAgent
+	(*FrameworkInfo)(nil),       // 28: brim.masterlink.v1.FrameworkInfo
+	(*SubscribeRequest)(nil),    // 29: brim.masterlink.v1.SubscribeRequest
+	(*Offer)(nil),               // 30: brim.masterlink.v1.Offer
+	(*Subscribed)(nil),          // 31: brim.masterlink.v1.Subscribed
+	(*Offers)(nil),              // 32: brim.masterlink.v1.Offers
+	(*Rescind)(nil),             // 33: brim.masterlink.v1.Rescind
+	(*ErrorEvent)(nil),          // 34: brim.masterlink.v1.ErrorEvent
+	(*Event)(nil),               // 35: brim.masterlink.v1.Event
+	(*DemandEvent)(nil),         // 36: brim.masterlink.v1.DemandEvent
+	(*SubmitDemandRequest)(nil), // 37: brim.masterlink.v1.SubmitDemandRequest
+	(*CancelDemandRequest)(nil), // 38: brim.masterlink.v1.CancelDemandRequest
+	(*Operation)(nil),           // 39: brim.masterlink.v1.Operation
+	(*Filters)(nil),             // 40: brim.masterlink.v1.Filters
+	(*AcceptRequest)(nil),       // 41: brim.masterlink.v1.AcceptRequest
+	(*DeclineRequest)(nil),      // 42: brim.masterlink.v1.DeclineRequest
+	(*ReviveRequest)(nil),       // 43: brim.masterlink.v1.ReviveRequest
+	(*SuppressRequest)(nil),     // 44: brim.masterlink.v1.SuppressRequest
+	(*KillRequest)(nil),         // 45: brim.masterlink.v1.KillRequest
+	(*AcknowledgeRequest)(nil),  // 46: brim.masterlink.v1.AcknowledgeRequest
+	(*ReconcileRequest)(nil),    // 47: brim.masterlink.v1.ReconcileRequest
+	(*UpdateTaskRequest)(nil),   // 48: brim.masterlink.v1.UpdateTaskRequest
+	nil,                         // 49: brim.masterlink.v1.TaskInfo.LabelsEntry
+	nil,                         // 50: brim.masterlink.v1.Register.AttributesEntry
+	(*Operation_Launch)(nil),    // 51: brim.masterlink.v1.Operation.Launch
+	(*Operation_Reserve)(nil),   // 52: brim.masterlink.v1.Operation.Reserve
+	(*Operation_Unreserve)(nil), // 53: brim.masterlink.v1.Operation.Unreserve
 }
 var file_masterlink_proto_depIdxs = []int32{
-	41, // 0: brim.masterlink.v1.TaskInfo.labels:type_name -> brim.masterlink.v1.TaskInfo.LabelsEntry
+	49, // 0: brim.masterlink.v1.TaskInfo.labels:type_name -> brim.masterlink.v1.TaskInfo.LabelsEntry
 	0,  // 1: brim.masterlink.v1.TaskStatus.state:type_name -> brim.masterlink.v1.TaskState
 	5,  // 2: brim.masterlink.v1.TaskSnapshot.task:type_name -> brim.masterlink.v1.TaskInfo
 	0,  // 3: brim.masterlink.v1.TaskSnapshot.state:type_name -> brim.masterlink.v1.TaskState
 	7,  // 4: brim.masterlink.v1.Register.tasks:type_name -> brim.masterlink.v1.TaskSnapshot
-	42, // 5: brim.masterlink.v1.Register.attributes:type_name -> brim.masterlink.v1.Register.AttributesEntry
+	50, // 5: brim.masterlink.v1.Register.attributes:type_name -> brim.masterlink.v1.Register.AttributesEntry
 	11, // 6: brim.masterlink.v1.Register.oversubscription:type_name -> brim.masterlink.v1.Oversubscribed
 	7,  // 7: brim.masterlink.v1.ReregisterTasks.tasks:type_name -> brim.masterlink.v1.TaskSnapshot
 	12, // 8: brim.masterlink.v1.Oversubscribed.corrections:type_name -> brim.masterlink.v1.Correction
@@ -3700,53 +4444,66 @@ var file_masterlink_proto_depIdxs = []int32{
 	16, // 18: brim.masterlink.v1.MasterMessage.kill:type_name -> brim.masterlink.v1.KillTask
 	17, // 19: brim.masterlink.v1.MasterMessage.update:type_name -> brim.masterlink.v1.UpdateTask
 	18, // 20: brim.masterlink.v1.MasterMessage.ack:type_name -> brim.masterlink.v1.StatusAck
-	20, // 21: brim.masterlink.v1.SubscribeRequest.framework:type_name -> brim.masterlink.v1.FrameworkInfo
-	22, // 22: brim.masterlink.v1.Offers.offers:type_name -> brim.masterlink.v1.Offer
-	23, // 23: brim.masterlink.v1.Event.subscribed:type_name -> brim.masterlink.v1.Subscribed
-	24, // 24: brim.masterlink.v1.Event.offers:type_name -> brim.masterlink.v1.Offers
-	25, // 25: brim.masterlink.v1.Event.rescind:type_name -> brim.masterlink.v1.Rescind
-	6,  // 26: brim.masterlink.v1.Event.update:type_name -> brim.masterlink.v1.TaskStatus
-	10, // 27: brim.masterlink.v1.Event.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
-	26, // 28: brim.masterlink.v1.Event.error:type_name -> brim.masterlink.v1.ErrorEvent
-	28, // 29: brim.masterlink.v1.Event.demand:type_name -> brim.masterlink.v1.DemandEvent
-	43, // 30: brim.masterlink.v1.Operation.launch:type_name -> brim.masterlink.v1.Operation.Launch
-	44, // 31: brim.masterlink.v1.Operation.reserve:type_name -> brim.masterlink.v1.Operation.Reserve
-	45, // 32: brim.masterlink.v1.Operation.unreserve:type_name -> brim.masterlink.v1.Operation.Unreserve
-	31, // 33: brim.masterlink.v1.AcceptRequest.operations:type_name -> brim.masterlink.v1.Operation
-	32, // 34: brim.masterlink.v1.AcceptRequest.filters:type_name -> brim.masterlink.v1.Filters
-	32, // 35: brim.masterlink.v1.DeclineRequest.filters:type_name -> brim.masterlink.v1.Filters
-	5,  // 36: brim.masterlink.v1.Operation.Launch.tasks:type_name -> brim.masterlink.v1.TaskInfo
-	13, // 37: brim.masterlink.v1.AgentLink.Connect:input_type -> brim.masterlink.v1.AgentMessage
-	21, // 38: brim.masterlink.v1.Scheduler.Subscribe:input_type -> brim.masterlink.v1.SubscribeRequest
-	33, // 39: brim.masterlink.v1.Scheduler.Accept:input_type -> brim.masterlink.v1.AcceptRequest
-	34, // 40: brim.masterlink.v1.Scheduler.Decline:input_type -> brim.masterlink.v1.DeclineRequest
-	35, // 41: brim.masterlink.v1.Scheduler.Revive:input_type -> brim.masterlink.v1.ReviveRequest
-	36, // 42: brim.masterlink.v1.Scheduler.Suppress:input_type -> brim.masterlink.v1.SuppressRequest
-	37, // 43: brim.masterlink.v1.Scheduler.Kill:input_type -> brim.masterlink.v1.KillRequest
-	38, // 44: brim.masterlink.v1.Scheduler.Acknowledge:input_type -> brim.masterlink.v1.AcknowledgeRequest
-	39, // 45: brim.masterlink.v1.Scheduler.Reconcile:input_type -> brim.masterlink.v1.ReconcileRequest
-	40, // 46: brim.masterlink.v1.Scheduler.UpdateTask:input_type -> brim.masterlink.v1.UpdateTaskRequest
-	29, // 47: brim.masterlink.v1.Scheduler.SubmitDemand:input_type -> brim.masterlink.v1.SubmitDemandRequest
-	30, // 48: brim.masterlink.v1.Scheduler.CancelDemand:input_type -> brim.masterlink.v1.CancelDemandRequest
-	2,  // 49: brim.masterlink.v1.Masters.WatchLeader:input_type -> brim.masterlink.v1.WatchLeaderRequest
-	19, // 50: brim.masterlink.v1.AgentLink.Connect:output_type -> brim.masterlink.v1.MasterMessage
-	27, // 51: brim.masterlink.v1.Scheduler.Subscribe:output_type -> brim.masterlink.v1.Event
-	4,  // 52: brim.masterlink.v1.Scheduler.Accept:output_type -> brim.masterlink.v1.Empty
-	4,  // 53: brim.masterlink.v1.Scheduler.Decline:output_type -> brim.masterlink.v1.Empty
-	4,  // 54: brim.masterlink.v1.Scheduler.Revive:output_type -> brim.masterlink.v1.Empty
-	4,  // 55: brim.masterlink.v1.Scheduler.Suppress:output_type -> brim.masterlink.v1.Empty
-	4,  // 56: brim.masterlink.v1.Scheduler.Kill:output_type -> brim.masterlink.v1.Empty
-	4,  // 57: brim.masterlink.v1.Scheduler.Acknowledge:output_type -> brim.masterlink.v1.Empty
-	4,  // 58: brim.masterlink.v1.Scheduler.Reconcile:output_type -> brim.masterlink.v1.Empty
-	4,  // 59: brim.masterlink.v1.Scheduler.UpdateTask:output_type -> brim.masterlink.v1.Empty
-	4,  // 60: brim.masterlink.v1.Scheduler.SubmitDemand:output_type -> brim.masterlink.v1.Empty
-	4,  // 61: brim.masterlink.v1.Scheduler.CancelDemand:output_type -> brim.masterlink.v1.Empty
-	3,  // 62: brim.masterlink.v1.Masters.WatchLeader:output_type -> brim.masterlink.v1.LeaderInfo
-	50, // [50:63] is the sub-list for method output_type
-	37, // [37:50] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	20, // 21: brim.masterlink.v1.MasterMessage.exec:type_name -> brim.masterlink.v1.OpenExec
+	21, // 22: brim.masterlink.v1.ExecTaskStart.size:type_name -> brim.masterlink.v1.TerminalSize
+	22, // 23: brim.masterlink.v1.ExecInput.start:type_name -> brim.masterlink.v1.ExecTaskStart
+	4,  // 24: brim.masterlink.v1.ExecInput.stdin_end:type_name -> brim.masterlink.v1.Empty
+	21, // 25: brim.masterlink.v1.ExecInput.resize:type_name -> brim.masterlink.v1.TerminalSize
+	4,  // 26: brim.masterlink.v1.ExecOutput.started:type_name -> brim.masterlink.v1.Empty
+	24, // 27: brim.masterlink.v1.ExecOutput.exit:type_name -> brim.masterlink.v1.ExecExit
+	26, // 28: brim.masterlink.v1.ExecSessionAgent.open:type_name -> brim.masterlink.v1.ExecSessionOpen
+	25, // 29: brim.masterlink.v1.ExecSessionAgent.output:type_name -> brim.masterlink.v1.ExecOutput
+	28, // 30: brim.masterlink.v1.SubscribeRequest.framework:type_name -> brim.masterlink.v1.FrameworkInfo
+	30, // 31: brim.masterlink.v1.Offers.offers:type_name -> brim.masterlink.v1.Offer
+	31, // 32: brim.masterlink.v1.Event.subscribed:type_name -> brim.masterlink.v1.Subscribed
+	32, // 33: brim.masterlink.v1.Event.offers:type_name -> brim.masterlink.v1.Offers
+	33, // 34: brim.masterlink.v1.Event.rescind:type_name -> brim.masterlink.v1.Rescind
+	6,  // 35: brim.masterlink.v1.Event.update:type_name -> brim.masterlink.v1.TaskStatus
+	10, // 36: brim.masterlink.v1.Event.heartbeat:type_name -> brim.masterlink.v1.Heartbeat
+	34, // 37: brim.masterlink.v1.Event.error:type_name -> brim.masterlink.v1.ErrorEvent
+	36, // 38: brim.masterlink.v1.Event.demand:type_name -> brim.masterlink.v1.DemandEvent
+	51, // 39: brim.masterlink.v1.Operation.launch:type_name -> brim.masterlink.v1.Operation.Launch
+	52, // 40: brim.masterlink.v1.Operation.reserve:type_name -> brim.masterlink.v1.Operation.Reserve
+	53, // 41: brim.masterlink.v1.Operation.unreserve:type_name -> brim.masterlink.v1.Operation.Unreserve
+	39, // 42: brim.masterlink.v1.AcceptRequest.operations:type_name -> brim.masterlink.v1.Operation
+	40, // 43: brim.masterlink.v1.AcceptRequest.filters:type_name -> brim.masterlink.v1.Filters
+	40, // 44: brim.masterlink.v1.DeclineRequest.filters:type_name -> brim.masterlink.v1.Filters
+	5,  // 45: brim.masterlink.v1.Operation.Launch.tasks:type_name -> brim.masterlink.v1.TaskInfo
+	13, // 46: brim.masterlink.v1.AgentLink.Connect:input_type -> brim.masterlink.v1.AgentMessage
+	27, // 47: brim.masterlink.v1.AgentLink.ExecSession:input_type -> brim.masterlink.v1.ExecSessionAgent
+	29, // 48: brim.masterlink.v1.Scheduler.Subscribe:input_type -> brim.masterlink.v1.SubscribeRequest
+	41, // 49: brim.masterlink.v1.Scheduler.Accept:input_type -> brim.masterlink.v1.AcceptRequest
+	42, // 50: brim.masterlink.v1.Scheduler.Decline:input_type -> brim.masterlink.v1.DeclineRequest
+	43, // 51: brim.masterlink.v1.Scheduler.Revive:input_type -> brim.masterlink.v1.ReviveRequest
+	44, // 52: brim.masterlink.v1.Scheduler.Suppress:input_type -> brim.masterlink.v1.SuppressRequest
+	45, // 53: brim.masterlink.v1.Scheduler.Kill:input_type -> brim.masterlink.v1.KillRequest
+	46, // 54: brim.masterlink.v1.Scheduler.Acknowledge:input_type -> brim.masterlink.v1.AcknowledgeRequest
+	47, // 55: brim.masterlink.v1.Scheduler.Reconcile:input_type -> brim.masterlink.v1.ReconcileRequest
+	48, // 56: brim.masterlink.v1.Scheduler.UpdateTask:input_type -> brim.masterlink.v1.UpdateTaskRequest
+	37, // 57: brim.masterlink.v1.Scheduler.SubmitDemand:input_type -> brim.masterlink.v1.SubmitDemandRequest
+	38, // 58: brim.masterlink.v1.Scheduler.CancelDemand:input_type -> brim.masterlink.v1.CancelDemandRequest
+	23, // 59: brim.masterlink.v1.Scheduler.ExecTask:input_type -> brim.masterlink.v1.ExecInput
+	2,  // 60: brim.masterlink.v1.Masters.WatchLeader:input_type -> brim.masterlink.v1.WatchLeaderRequest
+	19, // 61: brim.masterlink.v1.AgentLink.Connect:output_type -> brim.masterlink.v1.MasterMessage
+	23, // 62: brim.masterlink.v1.AgentLink.ExecSession:output_type -> brim.masterlink.v1.ExecInput
+	35, // 63: brim.masterlink.v1.Scheduler.Subscribe:output_type -> brim.masterlink.v1.Event
+	4,  // 64: brim.masterlink.v1.Scheduler.Accept:output_type -> brim.masterlink.v1.Empty
+	4,  // 65: brim.masterlink.v1.Scheduler.Decline:output_type -> brim.masterlink.v1.Empty
+	4,  // 66: brim.masterlink.v1.Scheduler.Revive:output_type -> brim.masterlink.v1.Empty
+	4,  // 67: brim.masterlink.v1.Scheduler.Suppress:output_type -> brim.masterlink.v1.Empty
+	4,  // 68: brim.masterlink.v1.Scheduler.Kill:output_type -> brim.masterlink.v1.Empty
+	4,  // 69: brim.masterlink.v1.Scheduler.Acknowledge:output_type -> brim.masterlink.v1.Empty
+	4,  // 70: brim.masterlink.v1.Scheduler.Reconcile:output_type -> brim.masterlink.v1.Empty
+	4,  // 71: brim.masterlink.v1.Scheduler.UpdateTask:output_type -> brim.masterlink.v1.Empty
+	4,  // 72: brim.masterlink.v1.Scheduler.SubmitDemand:output_type -> brim.masterlink.v1.Empty
+	4,  // 73: brim.masterlink.v1.Scheduler.CancelDemand:output_type -> brim.masterlink.v1.Empty
+	25, // 74: brim.masterlink.v1.Scheduler.ExecTask:output_type -> brim.masterlink.v1.ExecOutput
+	3,  // 75: brim.masterlink.v1.Masters.WatchLeader:output_type -> brim.masterlink.v1.LeaderInfo
+	61, // [61:76] is the sub-list for method output_type
+	46, // [46:61] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_masterlink_proto_init() }
@@ -3767,8 +4524,26 @@ func file_masterlink_proto_init() {
 		(*MasterMessage_Kill)(nil),
 		(*MasterMessage_Update)(nil),
 		(*MasterMessage_Ack)(nil),
+		(*MasterMessage_Exec)(nil),
+	}
+	file_masterlink_proto_msgTypes[21].OneofWrappers = []any{
+		(*ExecInput_Start)(nil),
+		(*ExecInput_Stdin)(nil),
+		(*ExecInput_StdinEnd)(nil),
+		(*ExecInput_Resize)(nil),
+	}
+	file_masterlink_proto_msgTypes[23].OneofWrappers = []any{
+		(*ExecOutput_Started)(nil),
+		(*ExecOutput_Stdout)(nil),
+		(*ExecOutput_Stderr)(nil),
+		(*ExecOutput_Exit)(nil),
+		(*ExecOutput_Error)(nil),
 	}
 	file_masterlink_proto_msgTypes[25].OneofWrappers = []any{
+		(*ExecSessionAgent_Open)(nil),
+		(*ExecSessionAgent_Output)(nil),
+	}
+	file_masterlink_proto_msgTypes[33].OneofWrappers = []any{
 		(*Event_Subscribed)(nil),
 		(*Event_Offers)(nil),
 		(*Event_Rescind)(nil),
@@ -3777,7 +4552,7 @@ func file_masterlink_proto_init() {
 		(*Event_Error)(nil),
 		(*Event_Demand)(nil),
 	}
-	file_masterlink_proto_msgTypes[29].OneofWrappers = []any{
+	file_masterlink_proto_msgTypes[37].OneofWrappers = []any{
 		(*Operation_Launch_)(nil),
 		(*Operation_Reserve_)(nil),
 		(*Operation_Unreserve_)(nil),
@@ -3788,7 +4563,7 @@ func file_masterlink_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_masterlink_proto_rawDesc), len(file_masterlink_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   44,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -24,7 +24,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AgentLink_Connect_FullMethodName = "/brim.masterlink.v1.AgentLink/Connect"
+	AgentLink_Connect_FullMethodName     = "/brim.masterlink.v1.AgentLink/Connect"
+	AgentLink_ExecSession_FullMethodName = "/brim.masterlink.v1.AgentLink/ExecSession"
 )
 
 // AgentLinkClient is the client API for AgentLink service.
@@ -38,6 +39,12 @@ type AgentLinkClient interface {
 	// tasks follow in ReregisterTasks pages); the master answers Registered, then both sides exchange messages until the
 	// stream breaks. A broken stream is re-established with a new Register.
 	Connect(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AgentMessage, MasterMessage], error)
+	// ExecSession carries one exec session the master asked for
+	// (MasterMessage.exec): the agent's first message is an
+	// ExecSessionOpen naming it; the master answers with the session's
+	// ExecTaskStart, then the client's input; the agent sends the
+	// process's output and last its exit. See master/exec_grpc.go.
+	ExecSession(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecSessionAgent, ExecInput], error)
 }
 
 type agentLinkClient struct {
@@ -61,6 +68,19 @@ func (c *agentLinkClient) Connect(ctx context.Context, opts ...grpc.CallOption) 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AgentLink_ConnectClient = grpc.BidiStreamingClient[AgentMessage, MasterMessage]
 
+func (c *agentLinkClient) ExecSession(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecSessionAgent, ExecInput], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AgentLink_ServiceDesc.Streams[1], AgentLink_ExecSession_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecSessionAgent, ExecInput]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentLink_ExecSessionClient = grpc.BidiStreamingClient[ExecSessionAgent, ExecInput]
+
 // AgentLinkServer is the server API for AgentLink service.
 // All implementations must embed UnimplementedAgentLinkServer
 // for forward compatibility.
@@ -72,6 +92,12 @@ type AgentLinkServer interface {
 	// tasks follow in ReregisterTasks pages); the master answers Registered, then both sides exchange messages until the
 	// stream breaks. A broken stream is re-established with a new Register.
 	Connect(grpc.BidiStreamingServer[AgentMessage, MasterMessage]) error
+	// ExecSession carries one exec session the master asked for
+	// (MasterMessage.exec): the agent's first message is an
+	// ExecSessionOpen naming it; the master answers with the session's
+	// ExecTaskStart, then the client's input; the agent sends the
+	// process's output and last its exit. See master/exec_grpc.go.
+	ExecSession(grpc.BidiStreamingServer[ExecSessionAgent, ExecInput]) error
 	mustEmbedUnimplementedAgentLinkServer()
 }
 
@@ -84,6 +110,9 @@ type UnimplementedAgentLinkServer struct{}
 
 func (UnimplementedAgentLinkServer) Connect(grpc.BidiStreamingServer[AgentMessage, MasterMessage]) error {
 	return status.Error(codes.Unimplemented, "method Connect not implemented")
+}
+func (UnimplementedAgentLinkServer) ExecSession(grpc.BidiStreamingServer[ExecSessionAgent, ExecInput]) error {
+	return status.Error(codes.Unimplemented, "method ExecSession not implemented")
 }
 func (UnimplementedAgentLinkServer) mustEmbedUnimplementedAgentLinkServer() {}
 func (UnimplementedAgentLinkServer) testEmbeddedByValue()                   {}
@@ -113,6 +142,13 @@ func _AgentLink_Connect_Handler(srv interface{}, stream grpc.ServerStream) error
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AgentLink_ConnectServer = grpc.BidiStreamingServer[AgentMessage, MasterMessage]
 
+func _AgentLink_ExecSession_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(AgentLinkServer).ExecSession(&grpc.GenericServerStream[ExecSessionAgent, ExecInput]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentLink_ExecSessionServer = grpc.BidiStreamingServer[ExecSessionAgent, ExecInput]
+
 // AgentLink_ServiceDesc is the grpc.ServiceDesc for AgentLink service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -124,6 +160,12 @@ var AgentLink_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Connect",
 			Handler:       _AgentLink_Connect_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "ExecSession",
+			Handler:       _AgentLink_ExecSession_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},
@@ -143,6 +185,7 @@ const (
 	Scheduler_UpdateTask_FullMethodName   = "/brim.masterlink.v1.Scheduler/UpdateTask"
 	Scheduler_SubmitDemand_FullMethodName = "/brim.masterlink.v1.Scheduler/SubmitDemand"
 	Scheduler_CancelDemand_FullMethodName = "/brim.masterlink.v1.Scheduler/CancelDemand"
+	Scheduler_ExecTask_FullMethodName     = "/brim.masterlink.v1.Scheduler/ExecTask"
 )
 
 // SchedulerClient is the client API for Scheduler service.
@@ -177,6 +220,15 @@ type SchedulerClient interface {
 	SubmitDemand(ctx context.Context, in *SubmitDemandRequest, opts ...grpc.CallOption) (*Empty, error)
 	// CancelDemand fails one of the framework's demands (cancelled).
 	CancelDemand(ctx context.Context, in *CancelDemandRequest, opts ...grpc.CallOption) (*Empty, error)
+	// ExecTask runs a process in a running task's container, as
+	// `brim container exec` does on the agent (the container's
+	// confinement, never more privileged than its own process), through
+	// the master: the caller's first message is an ExecTaskStart; then
+	// stdin, its end and terminal sizes. The master answers Started, the
+	// output and last the exit (or an error). Only the task's framework's
+	// principal may, or a principal the exec_tasks ACL allows for the
+	// task's role. The process is killed when the stream ends.
+	ExecTask(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecInput, ExecOutput], error)
 }
 
 type schedulerClient struct {
@@ -306,6 +358,19 @@ func (c *schedulerClient) CancelDemand(ctx context.Context, in *CancelDemandRequ
 	return out, nil
 }
 
+func (c *schedulerClient) ExecTask(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecInput, ExecOutput], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Scheduler_ServiceDesc.Streams[1], Scheduler_ExecTask_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecInput, ExecOutput]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Scheduler_ExecTaskClient = grpc.BidiStreamingClient[ExecInput, ExecOutput]
+
 // SchedulerServer is the server API for Scheduler service.
 // All implementations must embed UnimplementedSchedulerServer
 // for forward compatibility.
@@ -338,6 +403,15 @@ type SchedulerServer interface {
 	SubmitDemand(context.Context, *SubmitDemandRequest) (*Empty, error)
 	// CancelDemand fails one of the framework's demands (cancelled).
 	CancelDemand(context.Context, *CancelDemandRequest) (*Empty, error)
+	// ExecTask runs a process in a running task's container, as
+	// `brim container exec` does on the agent (the container's
+	// confinement, never more privileged than its own process), through
+	// the master: the caller's first message is an ExecTaskStart; then
+	// stdin, its end and terminal sizes. The master answers Started, the
+	// output and last the exit (or an error). Only the task's framework's
+	// principal may, or a principal the exec_tasks ACL allows for the
+	// task's role. The process is killed when the stream ends.
+	ExecTask(grpc.BidiStreamingServer[ExecInput, ExecOutput]) error
 	mustEmbedUnimplementedSchedulerServer()
 }
 
@@ -380,6 +454,9 @@ func (UnimplementedSchedulerServer) SubmitDemand(context.Context, *SubmitDemandR
 }
 func (UnimplementedSchedulerServer) CancelDemand(context.Context, *CancelDemandRequest) (*Empty, error) {
 	return nil, status.Error(codes.Unimplemented, "method CancelDemand not implemented")
+}
+func (UnimplementedSchedulerServer) ExecTask(grpc.BidiStreamingServer[ExecInput, ExecOutput]) error {
+	return status.Error(codes.Unimplemented, "method ExecTask not implemented")
 }
 func (UnimplementedSchedulerServer) mustEmbedUnimplementedSchedulerServer() {}
 func (UnimplementedSchedulerServer) testEmbeddedByValue()                   {}
@@ -593,6 +670,13 @@ func _Scheduler_CancelDemand_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Scheduler_ExecTask_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(SchedulerServer).ExecTask(&grpc.GenericServerStream[ExecInput, ExecOutput]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Scheduler_ExecTaskServer = grpc.BidiStreamingServer[ExecInput, ExecOutput]
+
 // Scheduler_ServiceDesc is the grpc.ServiceDesc for Scheduler service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -646,6 +730,12 @@ var Scheduler_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Subscribe",
 			Handler:       _Scheduler_Subscribe_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "ExecTask",
+			Handler:       _Scheduler_ExecTask_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "masterlink.proto",
