@@ -31,7 +31,7 @@ type ExecRequest struct {
 // ID: the one whose stream may carry the session. Errors wrap
 // ErrForbidden (neither the framework's principal nor allowed by
 // MayExecOthers for the task's role), ErrNotFound (an unknown framework
-// or task, to callers that may see it), ErrInvalid (a task that is not
+// or task, to callers that may see it), ErrConflict (a task that is not
 // running), ErrClosed (its agent is disconnected).
 func (m *Master) RequestExec(r ExecRequest) (string, error) {
 	m.mu.Lock()
@@ -41,7 +41,7 @@ func (m *Master) RequestExec(r ExecRequest) (string, error) {
 		return "", err
 	}
 	if t.state != TaskRunning {
-		return "", fmt.Errorf("exec in task %s: it is %s, not running: %w", r.TaskID, t.state, ErrInvalid)
+		return "", fmt.Errorf("exec in task %s: it is %s, not running: %w", r.TaskID, t.state, ErrConflict)
 	}
 	ag := m.agents[t.agent]
 	if ag == nil || ag.out == nil {
