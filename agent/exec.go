@@ -93,7 +93,6 @@ func (a *Agent) Exec(ctx context.Context, ref string, spec ExecSpec, sio Stdio) 
 	}
 	a.log.Info("exec", "id", c.ID, "command", x.Command[0], "user", x.User, "tty", x.Tty)
 	return rt.Exec(ctx, c.ID, x, sio) // its errors name the container
-
 }
 
 // execSpec checks spec against container c and resolves it.
@@ -202,7 +201,7 @@ func (a *Agent) Attach(ctx context.Context, ref string, sio Stdio, withStdin, fr
 		}
 		cancel()
 		<-out
-		return nil, fmt.Errorf("attach %s: %w", c.ID, err)
+		return nil, err // the runtime's errors name the container
 	}
 	cancel()
 	if !inDone {

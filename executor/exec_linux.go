@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
@@ -90,6 +91,11 @@ type execProc struct {
 	tty    *os.File    // the pty master, for resizes
 	wmu    sync.Mutex  // frames to the connection
 	once   sync.Once
+	// c lists the container's processes (killSession).
+	c *libcontainer.Container
+	// exited is set once the process has been reaped: a connection that
+	// ends after it is the session's normal end, not a client gone.
+	exited atomic.Bool
 }
 
 // startExec checks spec against the container and starts it. It returns
@@ -126,7 +132,7 @@ func (s *shim) startExec(spec *ExecSpec) (*execProc, response) {
 	if more := beyond(want, init); len(more) > 0 {
 		return nil, refuse(errKindRefused, "exec would have more than the container's process: "+strings.Join(more, "; "))
 	}
-	x := &execProc{s: s}
+	x := &execProc{s: s, c: c}
 	child, err := x.openStdio(spec)
 	if err != nil {
 		x.release()
@@ -338,6 +344,7 @@ func (x *execProc) serve(conn net.Conn, br *bufio.Reader) {
 		}
 	}()
 	ps, _ := x.p.Wait()
+	x.exited.Store(true)
 	st := exitStatus(ps)
 	drained := make(chan struct{})
 	go func() { copiers.Wait(); close(drained) }()
@@ -411,12 +418,75 @@ func (x *execProc) closeStdin() {
 }
 
 // hangup ends a process whose session is gone: its terminal is hung up
-// (SIGHUP to its session, as when a terminal closes) and it is killed.
+// (SIGHUP to its foreground, as when a terminal closes), and it is killed
+// with whatever it started that is still in the container. A connection
+// that ends after the process exited (the shim closes it after the exit
+// frame) ends nothing: what the process left running keeps running, as
+// with docker exec.
 func (x *execProc) hangup() {
+	if x.exited.Load() {
+		return
+	}
 	if x.tty != nil {
 		_ = unix.IoctlSetInt(int(x.tty.Fd()), unix.TIOCSIG, int(unix.SIGHUP))
 	}
 	x.kill()
+	x.killSession()
+}
+
+// killSession SIGKILLs the container's processes in the exec's session:
+// nsenter makes the exec a session leader (setsid), and what it starts
+// stays in its session (a shell's background jobs, a pipeline) unless it
+// leaves it, also once the leader is dead and they are the container
+// init's children. Only the container's own processes are looked at (its
+// cgroup), never the host's. A few rounds catch a fork in flight.
+func (x *execProc) killSession() {
+	if x.c == nil || x.pid <= 0 {
+		return
+	}
+	for range 5 {
+		pids, err := x.c.Processes()
+		if err != nil {
+			return
+		}
+		killed := 0
+		for _, pid := range pids {
+			if sid, ok := sessionOf(pid); ok && sid == x.pid {
+				_ = unix.Kill(pid, unix.SIGKILL)
+				killed++
+			}
+		}
+		if killed == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sessionOf reads pid's session ID from /proc/PID/stat (host pids: the
+// shim's /proc is the host's); false for a process gone or a zombie.
+func sessionOf(pid int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	return parseSession(string(b))
+}
+
+// parseSession reads the session ID from a /proc/PID/stat line: "pid
+// (comm) state ppid pgrp session …", comm holding any byte; false for a
+// zombie (it is dead already) or a line it cannot read.
+func parseSession(stat string) (int, bool) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 4 || f[0] == "Z" {
+		return 0, false
+	}
+	sid, err := strconv.Atoi(f[3])
+	return sid, err == nil
 }
 
 func (x *execProc) kill() {

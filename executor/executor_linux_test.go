@@ -122,3 +122,23 @@ func TestRuntimeSpecUserNS(t *testing.T) {
 		t.Errorf("joined netns: /sys %+v, want /d/%s bound read-only", m, SysfsDir)
 	}
 }
+
+func TestParseSession(t *testing.T) {
+	for _, tc := range []struct {
+		stat string
+		sid  int
+		ok   bool
+	}{
+		{"4242 (sh) S 4200 4242 4242 34816 4242 4194560 …", 4242, true},
+		{"77 (a) b (c) R 1 70 71 0 -1", 71, true}, // comm with spaces and ')'
+		{"99 (sleep) Z 1 98 98 0", 0, false},      // a zombie is dead already
+		{"99 (sleep) S 1", 0, false},
+		{"99 sleep S 1 2 3", 0, false},
+		{"99 (sleep) S 1 2 x", 0, false},
+	} {
+		sid, ok := parseSession(tc.stat)
+		if sid != tc.sid || ok != tc.ok {
+			t.Errorf("parseSession(%q) = %d, %v; want %d, %v", tc.stat, sid, ok, tc.sid, tc.ok)
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// shimPid reads the pid of container id's shim.
+func (a *agentProc) shimPid(id string) int {
+	a.t.Helper()
+	b, err := os.ReadFile(filepath.Join(a.StateDir, "containers", id, "shim.pid"))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return pid
+}
+
+// stdioFds lists pid's open pipes and terminals (what an exec session
+// holds beside its socket; the agent's calls come and go on sockets).
+func stdioFds(t *testing.T, pid int) []string {
+	t.Helper()
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, fd := range fds {
+		target, _ := os.Readlink(filepath.Join(dir, fd.Name()))
+		if strings.HasPrefix(target, "pipe:") || strings.Contains(target, "ptmx") || strings.HasPrefix(target, "/dev/pts/") {
+			out = append(out, fd.Name()+"->"+target)
+		}
+	}
+	return out
+}
+
+// procCount counts the processes in container id (its pids cgroup).
+func (a *agentProc) procCount(id string) int {
+	a.t.Helper()
+	return len(strings.Fields(a.cgroupFile("pids", id, "cgroup.procs")))
+}
+
+// TestExecClientKilled: an exec whose client is killed (-9) mid-session,
+// with and without a terminal, ends with everything it started (a shell
+// and its background and foreground children: nothing is left in the
+// container), and the shim holds no more descriptors than before (no pty
+// master, pipe or socket leaks).
+func TestExecClientKilled(t *testing.T) {
+	a := startAgent(t)
+	id := a.run("--", "sleep", "600")
+	shim := a.shimPid(id)
+	eventually(t, "the container runs its init only", func() bool { return a.procCount(id) == 1 })
+	script := `trap "" HUP; sleep 1001 & sleep 1002 & echo ready; sleep 1003`
+	for _, tty := range []bool{false, true} {
+		t.Run("tty="+strconv.FormatBool(tty), func(t *testing.T) {
+			base := stdioFds(t, shim)
+			var kill func()
+			if tty {
+				p := startPty(t, 80, 24, "container", "exec", "--socket", a.Socket, "-i", "-t", id, "--", "sh", "-c", script)
+				p.waitFor("ready", 0)
+				kill = func() { _ = p.cmd.Process.Kill(); p.exitCode() }
+			} else {
+				cmd := exec.Command(brimBinary, "container", "exec", "--socket", a.Socket, "-i", id, "--", "sh", "-c", script)
+				stdin, err := cmd.StdinPipe() // held open: the session lasts
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { stdin.Close() })
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				kill = func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+			}
+			eventually(t, "the exec's shell and its three sleeps run", func() bool { return a.procCount(id) == 5 })
+			// The session's own: pipes are told apart by inode.
+			session := map[string]bool{}
+			for _, fd := range stdioFds(t, shim) {
+				session[fd] = true
+			}
+			for _, fd := range base {
+				delete(session, fd)
+			}
+			if len(session) == 0 {
+				t.Fatalf("the shim holds no more pipes or terminals during an exec than before (%v): the test sees no session", base)
+			}
+			kill()
+			t.Cleanup(func() {
+				if t.Failed() {
+					out, _ := exec.Command("ps", "-o", "pid,ppid,pgid,sid,stat,args", "--ppid", strconv.Itoa(a.inspect(id).Pid)).CombinedOutput()
+					t.Logf("container processes:\n%s\nshim's stdio: %v, before %v", out, stdioFds(t, shim), base)
+				}
+			})
+			eventually(t, "nothing the exec started is left in the container", func() bool { return a.procCount(id) == 1 })
+			eventually(t, "the shim closes the session's pipes and terminal", func() bool {
+				for _, fd := range stdioFds(t, shim) {
+					if session[fd] {
+						return false
+					}
+				}
+				return true
+			})
+		})
+	}
+	if st := a.inspect(id).State; st != "running" {
+		t.Fatalf("the container after its execs' clients died: %s, want running", st)
+	}
+	// An exec that exits, its client still there, leaves what it started
+	// in the background running, as docker exec does.
+	r := runBrim(t, "container", "exec", "--socket", a.Socket, id, "--", "sh", "-c", "sleep 1004 >/dev/null 2>&1 & exit 0")
+	if r.code != 0 {
+		t.Fatalf("exec: exit %d: %s", r.code, r.stderr)
+	}
+	if n := a.procCount(id); n != 2 {
+		t.Errorf("after an exec that started a background process and exited: %d processes, want the init and that one", n)
+	}
+}
+
+// TestExecFaults: exec and attach never wait forever on a shim that does
+// not answer (SIGSTOPped: the connection is accepted and nothing comes)
+// nor on one without its socket, say so naming the container once, and
+// an exec into a container that has exited says so.
+func TestExecFaults(t *testing.T) {
+	a := startAgent(t)
+	done := a.run("--wait", "--", "true")
+	if st := a.inspect(done).State; st != "exited" {
+		t.Fatalf("the container run with --wait: %s, want exited", st)
+	}
+	r := a.brimWithin(hungShimBound, "container", "exec", "--socket", a.Socket, done, "--", "true")
+	if r.code != 1 || !strings.Contains(r.stderr, "not running") {
+		t.Errorf("exec into an exited container: exit %d, %q; want 1, not running", r.code, r.stderr)
+	}
+	r = a.brimWithin(hungShimBound, "container", "attach", done)
+	if r.code != 1 || !strings.Contains(r.stderr, "not running") {
+		t.Errorf("attach to an exited container: exit %d, %q; want 1, not running", r.code, r.stderr)
+	}
+
+	hung := a.run("-d", "-i", "--", "sleep", "600")
+	a.stopShimOf(hung)
+	r = a.brimWithin(hungShimBound, "container", "exec", "--socket", a.Socket, hung, "--", "true")
+	if r.code == 0 || !strings.Contains(r.stderr, "shim") || strings.Count(r.stderr, hung) != 1 {
+		t.Errorf("exec through a stopped shim: exit %d, %q; want an error naming the shim", r.code, r.stderr)
+	}
+	t.Logf("exec through a stopped shim: %s", strings.TrimSpace(r.stderr))
+	r = a.brimWithin(hungShimBound, "container", "attach", hung)
+	if r.code == 0 || !strings.Contains(r.stderr, "shim") {
+		t.Errorf("attach through a stopped shim: exit %d, %q; want an error naming the shim", r.code, r.stderr)
+	}
+	if n := strings.Count(r.stderr, hung); n != 1 {
+		t.Errorf("attach's error names the container %d times, want once: %q", n, r.stderr)
+	}
+	t.Logf("attach through a stopped shim: %s", strings.TrimSpace(r.stderr))
+	_ = syscall.Kill(a.shimPid(hung), syscall.SIGCONT)
+
+	nosock := a.run("-d", "-i", "--", "sleep", "600")
+	if err := os.Remove(filepath.Join(a.StateDir, "containers", nosock, "shim.sock")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"exec", "--socket", a.Socket, nosock, "--", "true"}, {"attach", nosock}} {
+		r = a.brimWithin(hungShimBound, append([]string{"container"}, args...)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "shim.sock") {
+			t.Errorf("%s through a shim without its socket: exit %d, %q; want 1 naming the socket", args[0], r.code, r.stderr)
+		}
+	}
+}
