@@ -199,6 +199,10 @@ func TestExecStreamsAndExitCodes(t *testing.T) {
 // statusFields are the /proc/PID/status lines an exec is compared on.
 var statusFields = []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp", "Seccomp_filters", "Uid", "Gid"}
 
+// namespaces are the namespaces an exec must share with the container's
+// init (/proc/PID/ns/NAME).
+var namespaces = []string{"mnt", "pid", "net", "ipc", "uts", "user", "cgroup"}
+
 // privileges reads statusFields from a status file's text.
 func privileges(status string) map[string]string {
 	m := map[string]string{}
@@ -216,7 +220,7 @@ func privileges(status string) map[string]string {
 
 // TestExecConfinement: an exec has exactly the privileges of the
 // container's init (capabilities, no_new_privs, seccomp, uid and gid,
-// compared on their /proc/PID/status), as the container's user and as
+// compared on their /proc/PID/status) and its namespaces, as the container's user and as
 // root in a root container; --user root is refused in a container that
 // does not run as root, and leaves nothing running.
 func TestExecConfinement(t *testing.T) {
@@ -244,6 +248,19 @@ func TestExecConfinement(t *testing.T) {
 			}
 			if want["NoNewPrivs"] != "1" {
 				t.Errorf("the init has no no_new_privs: %v", want)
+			}
+			var ns, initNS []string
+			for _, n := range namespaces {
+				ns = append(ns, "/proc/self/ns/"+n)
+				l, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/" + n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				initNS = append(initNS, l)
+			}
+			r = runBrim(t, append([]string{"container", "exec", "--socket", a.Socket, id, "--", "readlink"}, ns...)...)
+			if got := strings.Fields(r.stdout); r.code != 0 || sprint(got) != sprint(initNS) {
+				t.Fatalf("exec's namespaces %v (exit %d, %s), want the init's %v", got, r.code, r.stderr, initNS)
 			}
 		})
 	}

@@ -25,7 +25,9 @@ func TestMasterTaskExec(t *testing.T) {
 	run := startRun(t, m.Addr, "--role", "ads", "--principal", "ops", "--secret", "s3cret", "--task-id", "target",
 		"--cpus", "0.2", "--mem", "32", "--", "sleep", "600")
 	run.waitLine(t, "RUNNING")
-	st := waitState(t, m.Addr, "the task running", func(st masterState) bool { return len(st.Tasks) == 1 && st.Tasks[0].State == "TASK_RUNNING" || len(st.Tasks) == 1 && st.Tasks[0].State == "RUNNING" })
+	st := waitState(t, m.Addr, "the task running", func(st masterState) bool {
+		return len(st.Tasks) == 1 && st.Tasks[0].State == "TASK_RUNNING" || len(st.Tasks) == 1 && st.Tasks[0].State == "RUNNING"
+	})
 	fw := st.Tasks[0].FrameworkID
 	exec := func(principal, secret, task string, args ...string) result {
 		return runBrim(t, append([]string{"task", "exec", "--master", m.Addr, "--principal", principal, "--secret", secret, "--framework", fw, task, "--"}, args...)...)
