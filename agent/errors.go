@@ -32,7 +32,8 @@ var (
 	// uninterruptible sleep, on a hung disk): the kill goes on, and the
 	// exit is recorded when it comes.
 	ErrStillExiting = errors.New("container has not exited yet")
-	// ErrPaused is returned by a pause of a paused container.
+	// ErrPaused is returned by a pause of a paused container, and by an
+	// exec or attach into a frozen one.
 	ErrPaused = errors.New("container is paused")
 	// ErrNotPaused is returned by an unpause of a container not paused.
 	ErrNotPaused = errors.New("container is not paused")

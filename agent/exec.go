@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/brimnode/brim/internal/hostuser"
 	"github.com/brimnode/brim/internal/speclimit"
 	"github.com/brimnode/brim/internal/subid"
 )
@@ -76,7 +77,7 @@ type RuntimeExec struct {
 
 // Exec runs spec in the running container ref and streams its stdio
 // through sio until it exits, returning how it ended. Errors wrap
-// ErrNotFound, ErrNotRunning, ErrInvalidArgument, ErrRootNotAllowed,
+// ErrNotFound, ErrNotRunning, ErrPaused, ErrInvalidArgument, ErrRootNotAllowed,
 // ErrPrivileges, ErrCommandNotFound, ErrNotSupported.
 func (a *Agent) Exec(ctx context.Context, ref string, spec ExecSpec, sio Stdio) (*ExitStatus, error) {
 	rt, ok := a.rt.(StdioRuntime)
@@ -87,7 +88,10 @@ func (a *Agent) Exec(ctx context.Context, ref string, spec ExecSpec, sio Stdio) 
 	if err != nil {
 		return nil, fmt.Errorf("exec: %w", err)
 	}
-	x, err := a.execSpec(c, spec)
+	if err := a.checkThawed(c); err != nil {
+		return nil, fmt.Errorf("exec %s: %w", c.ID, err)
+	}
+	x, err := a.execSpec(ctx, c, spec)
 	if err != nil {
 		return nil, fmt.Errorf("exec %s: %w", c.ID, err)
 	}
@@ -95,8 +99,23 @@ func (a *Agent) Exec(ctx context.Context, ref string, spec ExecSpec, sio Stdio) 
 	return rt.Exec(ctx, c.ID, x, sio) // its errors name the container
 }
 
-// execSpec checks spec against container c and resolves it.
-func (a *Agent) execSpec(c *Container, spec ExecSpec) (RuntimeExec, error) {
+// checkThawed refuses a session with a frozen container, as docker does
+// a paused one's: an exec would join its frozen cgroup and hang (then run
+// at the thaw), an attach would see nothing. Errors wrap ErrPaused.
+func (a *Agent) checkThawed(c *Container) error {
+	switch {
+	case c.Paused:
+		return fmt.Errorf("%w: unpause it first (brim container unpause %s)", ErrPaused, c.ID)
+	case c.State == StateRunning && a.QoSFrozen(c.ID):
+		return fmt.Errorf("%w by the QoS controller (a revocable container frozen to protect others): try again once it is thawed", ErrPaused)
+	}
+	return nil
+}
+
+// execSpec checks spec against container c and resolves it: users in
+// the container's own user database (its image's, for a container of an
+// image).
+func (a *Agent) execSpec(ctx context.Context, c *Container, spec ExecSpec) (RuntimeExec, error) {
 	if c.State != StateRunning {
 		return RuntimeExec{}, ErrNotRunning
 	}
@@ -120,7 +139,12 @@ func (a *Agent) execSpec(c *Container, spec ExecSpec) (RuntimeExec, error) {
 			return RuntimeExec{}, fmt.Errorf("%w: the container has a user namespace but the agent no --userns-range", ErrInvalidArgument)
 		}
 	}
-	own, err := resolveUser(c.User, true, userns)
+	lookup, release, err := a.userLookup(ctx, c)
+	if err != nil {
+		return RuntimeExec{}, err
+	}
+	defer release()
+	own, err := resolveUserIn(lookup, c.User, true, userns)
 	if err != nil {
 		return RuntimeExec{}, fmt.Errorf("the container's user: %w", err)
 	}
@@ -128,7 +152,7 @@ func (a *Agent) execSpec(c *Container, spec ExecSpec) (RuntimeExec, error) {
 	if spec.User != "" {
 		// Root only where the container's own user is root, or root is
 		// unprivileged on the host (a user namespace).
-		if user, err = resolveUser(spec.User, true, userns); err != nil {
+		if user, err = resolveUserIn(lookup, spec.User, true, userns); err != nil {
 			return RuntimeExec{}, fmt.Errorf("user: %w", err)
 		}
 		if user.Root() && !own.Root() && userns == nil {
@@ -145,13 +169,30 @@ func (a *Agent) execSpec(c *Container, spec ExecSpec) (RuntimeExec, error) {
 	}, nil
 }
 
+// userLookup returns how container c's users are resolved: in the
+// host's user database, or in its image's (held until release).
+func (a *Agent) userLookup(ctx context.Context, c *Container) (func(string) (hostuser.ID, error), func(), error) {
+	if c.ImageID == "" {
+		return hostUser, func() {}, nil
+	}
+	if a.opts.Images == nil {
+		return nil, nil, fmt.Errorf("%w: the container runs image %s and the agent has no image store", ErrInvalidArgument, c.Image)
+	}
+	img, release, err := a.holdImage(ctx, c.ImageID, PullNever)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the container's image %s: %w", c.Image, err)
+	}
+	im := &imageLaunch{img: img}
+	return func(u string) (hostuser.ID, error) { return im.lookupUser(a.opts.Images, c.Image, u) }, release, nil
+}
+
 // Attach connects sio to the running container ref: its output as it is
 // logged (from its start with fromStart, else from now) goes to
 // sio.Stdout and Stderr, and with withStdin sio's input and resizes to its
 // stdin and terminal (a container run with Stdin or Tty). It returns once
 // the container has exited (with its exit status), ctx ends or the input
 // ends (detach: nil status). Errors wrap ErrNotFound, ErrNotRunning,
-// ErrInvalidArgument, ErrNotSupported.
+// ErrPaused, ErrInvalidArgument, ErrNotSupported.
 func (a *Agent) Attach(ctx context.Context, ref string, sio Stdio, withStdin, fromStart, closeStdin bool) (*ExitStatus, error) {
 	c, err := a.Get(ref)
 	if err != nil {
@@ -159,6 +200,9 @@ func (a *Agent) Attach(ctx context.Context, ref string, sio Stdio, withStdin, fr
 	}
 	if c.State != StateRunning {
 		return nil, fmt.Errorf("attach %s: %w", c.ID, ErrNotRunning)
+	}
+	if err := a.checkThawed(c); err != nil {
+		return nil, fmt.Errorf("attach %s: %w", c.ID, err)
 	}
 	rt, ok := a.rt.(StdioRuntime)
 	if withStdin && !ok {

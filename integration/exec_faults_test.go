@@ -8,6 +8,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/brimnode/brim/internal/testregistry"
 )
 
 // shimPid reads the pid of container id's shim.
@@ -168,6 +172,62 @@ func TestExecFaults(t *testing.T) {
 		r = a.brimWithin(hungShimBound, append([]string{"container"}, args...)...)
 		if r.code != 1 || !strings.Contains(r.stderr, "shim.sock") {
 			t.Errorf("%s through a shim without its socket: exit %d, %q; want 1 naming the socket", args[0], r.code, r.stderr)
+		}
+	}
+}
+
+// TestExecPaused: exec and attach into a paused container are refused at
+// once, saying it is paused (an exec there joined the frozen cgroup and
+// hung until the shim's deadline, then ran when the container was
+// unpaused), leave nothing behind, and work again after unpause.
+func TestExecPaused(t *testing.T) {
+	a := startAgent(t)
+	id := a.run("-d", "-i", "--", "sleep", "600")
+	a.mustBrim("container", "pause", id)
+	for _, args := range [][]string{{"exec", "--socket", a.Socket, id, "--", "true"}, {"attach", id}} {
+		r := a.brimWithin(hungShimBound, append([]string{"container"}, args...)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "paused") || !strings.Contains(r.stderr, "unpause") {
+			t.Errorf("%s into a paused container: exit %d, %q; want 1, paused, unpause", args[0], r.code, r.stderr)
+		}
+	}
+	a.mustBrim("container", "unpause", id)
+	if n := a.procCount(id); n != 1 {
+		t.Errorf("refused execs left %d processes in the container, want its init only", n)
+	}
+	r := runBrim(t, "container", "exec", "--socket", a.Socket, id, "--", "sh", "-c", "exit 3")
+	if r.code != 3 {
+		t.Errorf("exec after unpause: exit %d, %q; want 3", r.code, r.stderr)
+	}
+}
+
+// TestExecImageUser: in a container run from an image, exec's users are
+// the image's (its /etc/passwd), as the container's own is: by default
+// the container's user, by name with --user; never the host's entry of
+// that name (the host has no "app": the exec was refused, and a name the
+// host has too would have run as the host's uid).
+func TestExecImageUser(t *testing.T) {
+	reg := testregistry.Start(t, testregistry.Options{})
+	etc := testregistry.Layer(t, testregistry.TarEntries(t,
+		testregistry.Entry{Name: "etc/"},
+		testregistry.Entry{Name: "etc/passwd", Body: []byte("root:x:0:0:root:/root:/bin/sh\napp:x:4242:4243:app:/:/bin/sh\nnobody:x:4244:4245:nobody:/:/bin/sh\n")},
+		testregistry.Entry{Name: "etc/group", Body: []byte("root:x:0:\napp:x:4243:\nnobody:x:4245:\n")}))
+	reg.Push(t, "users:1", testregistry.BusyboxImage(t, v1.Config{User: "app"}, etc))
+	a := startAgent(t, "--image-insecure-registry", reg.Host)
+	id := a.run("--image", reg.Ref("users:1"), "--", "sleep", "600")
+	for _, tc := range []struct {
+		user, want string
+	}{
+		{"", "4242:4243"},
+		{"app", "4242:4243"},
+		{"nobody", "4244:4245"}, // the host's nobody is 65534
+	} {
+		args := []string{"container", "exec", "--socket", a.Socket}
+		if tc.user != "" {
+			args = append(args, "--user", tc.user)
+		}
+		r := runBrim(t, append(args, id, "--", "sh", "-c", `echo $(id -u):$(id -g)`)...)
+		if r.code != 0 || strings.TrimSpace(r.stdout) != tc.want {
+			t.Errorf("exec --user %q in the image container: exit %d, %q %q; want %s", tc.user, r.code, r.stdout, r.stderr, tc.want)
 		}
 	}
 }
