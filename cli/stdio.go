@@ -130,9 +130,12 @@ never more privileged than the container's own process. --user root is
 refused unless the container runs as root or in a user namespace.
 -i sends stdin (its end closes the command's stdin); -t gives the
 command a terminal (stdin in raw mode, window-size changes followed;
-stdout and stderr are then one stream). The command is killed when the
-session ends (this command interrupted, the agent restarted) and with the
-container. Exit status: the command's, 128+n when killed by signal n.`,
+stdout and stderr are then one stream). When the session ends before
+the command (this command interrupted or killed, the agent restarted),
+the command is hung up and killed with what it started in its session;
+it is killed with the container too. A paused container is refused.
+Users are the container's: its image's for a container of an image.
+Exit status: the command's, 128+n when killed by signal n.`,
 		Args: UsageArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, e := range env {
@@ -181,7 +184,7 @@ container. Exit status: the command's, 128+n when killed by signal n.`,
 	f.SetInterspersed(false) // everything after ID is the command
 	f.BoolVarP(&interactive, "interactive", "i", false, "send stdin to the command")
 	f.BoolVarP(&tty, "tty", "t", false, "give the command a terminal")
-	f.StringVarP(&user, "user", "u", "", "run as NAME, UID, NAME:GROUP or UID:GID (default: the container's user)")
+	f.StringVarP(&user, "user", "u", "", "run as NAME, UID, NAME:GROUP or UID:GID of the host, or of the image for a container of an image (default: the container's user)")
 	f.StringVar(&cwd, "cwd", "", "working directory inside the container (default: the container's)")
 	f.StringArrayVarP(&env, "env", "e", nil, "environment variable KEY=VALUE, added to the container's (repeatable)")
 	return cmd

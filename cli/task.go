@@ -46,7 +46,8 @@ privileged than the task's own process; root only where the task runs as
 root or in a user namespace). The master allows it to the principal that
 subscribed the task's framework, and to principals its exec_tasks ACL
 allows for the task's role (docs/master.md). -i sends stdin, -t gives the
-command a terminal. The command is killed when the session ends.
+command a terminal. When the session ends first, the command is killed
+with what it started in its session.
 Exit status: the command's (128+n when killed by signal n); 1 when the
 master refuses (the reason is printed) or the command could not run.`,
 		Args: UsageArgs(cobra.MinimumNArgs(2)),
@@ -122,7 +123,7 @@ master refuses (the reason is printed) or the command could not run.`,
 	mtls.Register(f)
 	f.BoolVarP(&interactive, "interactive", "i", false, "send stdin to the command")
 	f.BoolVarP(&tty, "tty", "t", false, "give the command a terminal")
-	f.StringVarP(&user, "user", "u", "", "run as NAME, UID, NAME:GROUP or UID:GID of the agent's host (default: the task's user)")
+	f.StringVarP(&user, "user", "u", "", "run as NAME, UID, NAME:GROUP or UID:GID of the agent's host, or of the image for a task of an image (default: the task's user)")
 	f.StringVar(&cwd, "cwd", "", "working directory inside the container (default: the task's)")
 	f.StringArrayVarP(&env, "env", "e", nil, "environment variable KEY=VALUE, added to the task's (repeatable)")
 	return cmd
