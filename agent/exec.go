@@ -244,12 +244,19 @@ func (a *Agent) Attach(ctx context.Context, ref string, sio Stdio, withStdin, fr
 			break
 		}
 		cancel()
-		<-out
-		return nil, err // the runtime's errors name the container
+		// The output ends with the cancel; the input's error is the one
+		// to say, and the runtime's errors name the container.
+		if oerr := <-out; oerr != nil && !errors.Is(oerr, context.Canceled) {
+			a.log.Debug("attach output", "id", c.ID, "err", oerr)
+		}
+		return nil, err
 	}
 	cancel()
 	if !inDone {
-		<-in
+		// Ended by the cancel; the output's end says how it went.
+		if ierr := <-in; ierr != nil && !errors.Is(ierr, context.Canceled) {
+			a.log.Debug("attach input", "id", c.ID, "err", ierr)
+		}
 	}
 	if err != nil {
 		if ctxParent.Err() != nil {

@@ -78,7 +78,7 @@ func (s *stdioServer) stdio() Stdio {
 // closeStdin ends a receive blocked on input nobody reads any more.
 func (s *stdioServer) closeStdin() {
 	if s.stdinR != nil {
-		s.stdinR.Close()
+		_ = s.stdinR.Close()
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/containerd/console"
 	"github.com/spf13/cobra"
@@ -56,7 +55,9 @@ func openTerminal(in io.Reader, out io.Writer, raw, needIn bool) (*terminal, err
 		}
 	}
 	winch := make(chan os.Signal, 1)
-	signal.Notify(winch, syscall.SIGWINCH)
+	if len(resizeSignals) > 0 { // none: Notify would relay every signal
+		signal.Notify(winch, resizeSignals...)
+	}
 	done := make(chan struct{})
 	ended := make(chan struct{})
 	go func() {

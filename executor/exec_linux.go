@@ -305,14 +305,14 @@ func recvFd(sock *os.File) (*os.File, error) {
 	fds, err := unix.ParseUnixRights(&msgs[0])
 	if err != nil || len(fds) != 1 {
 		for _, fd := range fds {
-			unix.Close(fd)
+			_ = unix.Close(fd)
 		}
 		return nil, fmt.Errorf("receive terminal: %d descriptors: %v", len(fds), err)
 	}
 	// Non-blocking, so that the runtime's poller serves it and a read
 	// can be ended with a deadline.
 	if err := unix.SetNonblock(fds[0], true); err != nil {
-		unix.Close(fds[0])
+		_ = unix.Close(fds[0])
 		return nil, fmt.Errorf("receive terminal: %w", err)
 	}
 	return os.NewFile(uintptr(fds[0]), string(buf[:n])), nil

@@ -235,10 +235,10 @@ func (s *session) run(ctx context.Context, sio Stdio, output bool) (*ExitStatus,
 	if !output {
 		// Attach: nothing comes back but the close at the container's
 		// exit; input ends the session when it detaches.
-		readDone := make(chan error, 1)
+		readDone := make(chan struct{})
 		go func() {
-			_, err := s.br.ReadByte()
-			readDone <- err
+			defer close(readDone)
+			_, _ = s.br.ReadByte() // the shim's close: its error says no more
 		}()
 		select {
 		case err := <-inDone:
@@ -381,18 +381,6 @@ func writeFrame(w io.Writer, kind byte, p []byte) error {
 	binary.BigEndian.PutUint32(hdr[1:], uint32(len(p)))
 	if _, err := w.Write(append(hdr[:], p...)); err != nil {
 		return err
-	}
-	return nil
-}
-
-// writeFrames writes p as frames of at most maxFrame bytes.
-func writeFrames(w io.Writer, kind byte, p []byte) error {
-	for len(p) > 0 {
-		n := min(len(p), maxFrame)
-		if err := writeFrame(w, kind, p[:n]); err != nil {
-			return err
-		}
-		p = p[n:]
 	}
 	return nil
 }

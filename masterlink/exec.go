@@ -96,7 +96,7 @@ func (c *Client) runExec(ctx context.Context, api pb.AgentLinkClient, x TaskExec
 	go func() { defer close(received); s.receive(ctx) }()
 	exit, err := x.ExecTask(ctx, o.FrameworkId, o.TaskId, start, sio)
 	if s.stdinR != nil {
-		s.stdinR.Close() // a receive blocked on input nobody reads goes on
+		_ = s.stdinR.Close() // a receive blocked on input nobody reads goes on
 	}
 	if err != nil {
 		err = s.fail(err)
