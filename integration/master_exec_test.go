@@ -20,7 +20,7 @@ func TestMasterTaskExec(t *testing.T) {
 		{"principals":["ops","intern"],"action":"register_framework","roles":["ads"]},
 		{"principals":["admin"],"action":"exec_tasks","roles":["ads"]}]}`)
 	m := startMasterProc(t, "--credentials", creds, "--acls", acls)
-	startLinkedAgent(t, m.Addr)
+	ag := startLinkedAgent(t, m.Addr)
 	waitState(t, m.Addr, "agent", func(st masterState) bool { return len(st.Agents) == 1 && st.Agents[0].Connected })
 	run := startRun(t, m.Addr, "--role", "ads", "--principal", "ops", "--secret", "s3cret", "--task-id", "target",
 		"--cpus", "0.2", "--mem", "32", "--", "sleep", "600")
@@ -92,4 +92,18 @@ func TestMasterTaskExec(t *testing.T) {
 	if st := getState(t, m.Addr); len(st.Tasks) != 1 || !strings.Contains(st.Tasks[0].State, "RUNNING") {
 		t.Fatalf("the task after the execs: %+v, want it running", st.Tasks)
 	}
+
+	// A client killed mid-session: the master ends the agent's session,
+	// and the shim the command with what it started.
+	ls := ag.list()
+	if len(ls) != 1 {
+		t.Fatalf("the agent's containers: %+v, want the task's", ls)
+	}
+	held := startHeld(t, "task", "exec", "--master", m.Addr, "--principal", "ops", "--secret", "s3cret",
+		"--framework", fw, "-i", "target", "--", "sh", "-c", "sleep 1001 & sleep 1002")
+	eventually(t, "the exec's shell and sleeps run in the task", func() bool { return ag.procCount(ls[0].ID) == 4 })
+	if err := held.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "nothing the exec started is left in the task", func() bool { return ag.procCount(ls[0].ID) == 1 })
 }

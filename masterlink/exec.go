@@ -93,7 +93,14 @@ func (c *Client) runExec(ctx context.Context, api pb.AgentLinkClient, x TaskExec
 	}
 	sio := s.stdio(start.Stdin)
 	received := make(chan struct{})
-	go func() { defer close(received); s.receive(ctx) }()
+	go func() {
+		defer close(received)
+		s.receive(ctx)
+		// The master ended the stream: the caller went (or the master),
+		// so the session is over and its process is killed. After the
+		// exit this ends nothing.
+		cancel()
+	}()
 	exit, err := x.ExecTask(ctx, o.FrameworkId, o.TaskId, start, sio)
 	if s.stdinR != nil {
 		_ = s.stdinR.Close() // a receive blocked on input nobody reads goes on
@@ -169,7 +176,8 @@ func (s *execStream) stdio(stdin bool) ExecStdio {
 }
 
 // receive applies the caller's input until the stream ends; its end
-// before the stdin's end cuts stdin (the process's session is over).
+// before the stdin's end cuts stdin (the process's session is over: the
+// caller cancels the process).
 func (s *execStream) receive(ctx context.Context) {
 	defer func() {
 		if s.stdinW != nil {
