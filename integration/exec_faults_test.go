@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -229,5 +230,48 @@ func TestExecImageUser(t *testing.T) {
 		if r.code != 0 || strings.TrimSpace(r.stdout) != tc.want {
 			t.Errorf("exec --user %q in the image container: exit %d, %q %q; want %s", tc.user, r.code, r.stdout, r.stderr, tc.want)
 		}
+	}
+}
+
+// startHeld starts the CLI with a stdin pipe it holds open (a session
+// that lasts) and returns it; the cleanup ends it.
+func startHeld(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(brimBinary, args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+// TestExecOthersRefused: the agent's socket is root's: another user's
+// exec is refused before it reaches the agent, and runs nothing.
+func TestExecOthersRefused(t *testing.T) {
+	a := startAgent(t)
+	id := a.run("--", "sleep", "600")
+	// Let uid 65534 reach the socket itself, so that its mode decides.
+	for dir := filepath.Dir(a.Socket); dir != "/" && dir != os.TempDir(); dir = filepath.Dir(dir) {
+		if err := os.Chmod(dir, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(brimBinary, "container", "exec", "--socket", a.Socket, id, "--", "true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "permission denied") {
+		t.Errorf("exec as uid 65534: %v, %q; want exit 1, permission denied", err, out)
+	}
+	if n := a.procCount(id); n != 1 {
+		t.Errorf("a refused exec left %d processes in the container, want its init only", n)
 	}
 }
