@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -150,12 +151,16 @@ func TestExecFaults(t *testing.T) {
 
 	hung := a.run("-d", "-i", "--", "sleep", "600")
 	a.stopShimOf(hung)
+	began := time.Now()
 	r = a.brimWithin(hungShimBound, "container", "exec", "--socket", a.Socket, hung, "--", "true")
+	t.Logf("exec through a stopped shim returned after %v", time.Since(began).Round(time.Millisecond))
 	if r.code == 0 || !strings.Contains(r.stderr, "shim") || strings.Count(r.stderr, hung) != 1 {
 		t.Errorf("exec through a stopped shim: exit %d, %q; want an error naming the shim", r.code, r.stderr)
 	}
 	t.Logf("exec through a stopped shim: %s", strings.TrimSpace(r.stderr))
+	began = time.Now()
 	r = a.brimWithin(hungShimBound, "container", "attach", hung)
+	t.Logf("attach through a stopped shim returned after %v", time.Since(began).Round(time.Millisecond))
 	if r.code == 0 || !strings.Contains(r.stderr, "shim") {
 		t.Errorf("attach through a stopped shim: exit %d, %q; want an error naming the shim", r.code, r.stderr)
 	}
