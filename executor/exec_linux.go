@@ -565,15 +565,18 @@ func configPrivileges(cfg configs.Config, uid uint32, b *Bundle) (procPrivileges
 	return p, nil
 }
 
-// execContainer returns the libcontainer container to run execs in. On
-// cgroup v2 it is the shim's own, unless the container was made from a
-// warm sandbox: its init moved from the sandbox's group at the claim,
-// which libcontainer's state still names. On v1 the shim joined the
-// groups itself and libcontainer's state names none (join_linux.go): an
-// exec there would stay in the shim's groups. So the shim writes, once, a
-// copy of the state naming the groups the init is in, under the
-// container directory, and loads that: its exec processes join them
-// before they run.
+// execContainer returns the libcontainer container to run execs in: the
+// shim's own on cgroup v2, unless the state needs correcting. So the
+// shim writes, once, a copy of the state under the container directory,
+// and loads that:
+//   - on v1 the shim joined the groups itself and libcontainer's state
+//     names none (join_linux.go): an exec there would stay in the shim's
+//     groups. The copy names the groups the init is in; the exec
+//     processes join them before they run;
+//   - a container made from a warm sandbox: its directory was renamed at
+//     the claim (libcontainer starts an exec in the root under it, which
+//     the state names under the sandbox's), and on v2 its init moved from
+//     the sandbox's group (joinV2), which the state still names.
 func (s *shim) execContainer() (*libcontainer.Container, error) {
 	s.execMu.Lock()
 	defer s.execMu.Unlock()
@@ -584,7 +587,7 @@ func (s *shim) execContainer() (*libcontainer.Container, error) {
 	switch {
 	case s.cgroups != nil:
 		paths = s.cgroups.paths()
-	case s.bundle.Sandbox != "":
+	case s.sandboxDir != "":
 		paths = map[string]string{"": filepath.Join("/sys/fs/cgroup", s.bundle.CgroupPath)} // joinV2's
 	default:
 		s.execC = s.container
@@ -595,6 +598,11 @@ func (s *shim) execContainer() (*libcontainer.Container, error) {
 		return nil, fmt.Errorf("exec: container state: %w", err)
 	}
 	st.CgroupPaths = paths
+	if s.sandboxDir != "" {
+		if rel, err := filepath.Rel(s.sandboxDir, st.Config.Rootfs); err == nil && filepath.IsLocal(rel) {
+			st.Config.Rootfs = filepath.Join(s.dir, rel)
+		}
+	}
 	root := filepath.Join(s.dir, execStateDir)
 	dir := filepath.Join(root, s.container.ID())
 	if err := os.MkdirAll(dir, 0o700); err != nil {

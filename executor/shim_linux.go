@@ -126,6 +126,10 @@ type shim struct {
 
 	execMu sync.Mutex
 	execC  *libcontainer.Container // what execs run in (exec_linux.go)
+	// sandboxDir is a claimed warm sandbox's directory before the
+	// containerizer renamed it to the container's (the root
+	// libcontainer's state names is under it).
+	sandboxDir string
 }
 
 // adoptDir reads a warm shim's container directory from r, moves into it

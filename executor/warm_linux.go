@@ -230,7 +230,7 @@ func (s *shim) adoptClaim(dir string) (*Bundle, error) {
 		return nil, fmt.Errorf("claim: the bundle is not of a container made from sandbox %s", s.bundle.ID)
 	}
 	// The shim's log and control socket moved with the directory.
-	s.dir, s.bundle = dir, b
+	s.sandboxDir, s.dir, s.bundle = s.dir, dir, b
 	s.log = s.log.With("id", b.ID)
 	return b, nil
 }

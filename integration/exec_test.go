@@ -183,17 +183,7 @@ func TestExecStreamsAndExitCodes(t *testing.T) {
 	if strings.TrimSpace(lines[0]) != "200000" {
 		t.Fatalf("exec -i counted %q bytes of stdin, want 200000", lines[0])
 	}
-	for _, ctrl := range []string{"memory", "cpu", "pids"} {
-		found := false
-		for _, l := range lines[1:] {
-			if f := strings.SplitN(l, ":", 3); len(f) == 3 && strings.Contains(","+f[1]+",", ","+ctrl+",") {
-				found = strings.HasSuffix(f[2], a.Parent+"/"+id) || f[2] == "/"
-			}
-		}
-		if !found {
-			t.Errorf("exec'd process not in the container's %s cgroup: %q", ctrl, lines[1:])
-		}
-	}
+	checkExecCgroups(t, a, id, lines[1:])
 }
 
 // statusFields are the /proc/PID/status lines an exec is compared on.
@@ -218,6 +208,58 @@ func privileges(status string) map[string]string {
 	return m
 }
 
+// sleepingInitStatus waits until the container init pid runs sleep (its
+// set-up, or a warm sandbox's trampoline, done) and returns its
+// /proc/PID/status.
+func sleepingInitStatus(t *testing.T, pid int) string {
+	t.Helper()
+	eventually(t, "the init runs sleep (its set-up done)", func() bool {
+		exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+		return strings.HasSuffix(exe, "/sleep")
+	})
+	init, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(init)
+}
+
+// checkExecNamespaces checks that an exec in container id shares the
+// namespaces of its init pid.
+func checkExecNamespaces(t *testing.T, a *agentProc, id string, pid int) {
+	t.Helper()
+	var ns, initNS []string
+	for _, n := range namespaces {
+		ns = append(ns, "/proc/self/ns/"+n)
+		l, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/" + n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		initNS = append(initNS, l)
+	}
+	r := runBrim(t, append([]string{"container", "exec", "--socket", a.Socket, id, "--", "readlink"}, ns...)...)
+	if got := strings.Fields(r.stdout); r.code != 0 || sprint(got) != sprint(initNS) {
+		t.Fatalf("exec's namespaces %v (exit %d, %s), want the init's %v", got, r.code, r.stderr, initNS)
+	}
+}
+
+// checkExecCgroups checks that lines, an exec's /proc/self/cgroup (among
+// other lines), put it in container id's memory, cpu and pids groups.
+func checkExecCgroups(t *testing.T, a *agentProc, id string, lines []string) {
+	t.Helper()
+	for _, ctrl := range []string{"memory", "cpu", "pids"} {
+		found := false
+		for _, l := range lines {
+			if f := strings.SplitN(l, ":", 3); len(f) == 3 && strings.Contains(","+f[1]+",", ","+ctrl+",") {
+				found = strings.HasSuffix(f[2], a.Parent+"/"+id) || f[2] == "/"
+			}
+		}
+		if !found {
+			t.Errorf("exec'd process not in the container's %s cgroup: %q", ctrl, lines)
+		}
+	}
+}
+
 // TestExecConfinement: an exec has exactly the privileges of the
 // container's init (capabilities, no_new_privs, seccomp, uid and gid,
 // compared on their /proc/PID/status) and its namespaces, as the container's user and as
@@ -229,39 +271,20 @@ func TestExecConfinement(t *testing.T) {
 		t.Run(user, func(t *testing.T) {
 			id := a.run("--user", user, "--", "sleep", "600")
 			pid := a.inspect(id).Pid
-			eventually(t, "the init runs sleep (libcontainer's set-up done)", func() bool {
-				exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
-				return strings.HasSuffix(exe, "/sleep")
-			})
-			init, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-			if err != nil {
-				t.Fatal(err)
-			}
+			init := sleepingInitStatus(t, pid)
 			r := runBrim(t, "container", "exec", "--socket", a.Socket, id, "--", "cat", "/proc/self/status")
 			if r.code != 0 {
 				t.Fatalf("exec: exit %d: %s", r.code, r.stderr)
 			}
 			out := r.stdout
-			want, got := privileges(string(init)), privileges(out)
+			want, got := privileges(init), privileges(out)
 			if len(want) < 9 || sprint(got) != sprint(want) {
 				t.Fatalf("exec's privileges differ from the init's:\nexec %v\ninit %v", got, want)
 			}
 			if want["NoNewPrivs"] != "1" {
 				t.Errorf("the init has no no_new_privs: %v", want)
 			}
-			var ns, initNS []string
-			for _, n := range namespaces {
-				ns = append(ns, "/proc/self/ns/"+n)
-				l, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/" + n)
-				if err != nil {
-					t.Fatal(err)
-				}
-				initNS = append(initNS, l)
-			}
-			r = runBrim(t, append([]string{"container", "exec", "--socket", a.Socket, id, "--", "readlink"}, ns...)...)
-			if got := strings.Fields(r.stdout); r.code != 0 || sprint(got) != sprint(initNS) {
-				t.Fatalf("exec's namespaces %v (exit %d, %s), want the init's %v", got, r.code, r.stderr, initNS)
-			}
+			checkExecNamespaces(t, a, id, pid)
 		})
 	}
 	id := a.run("--user", "nobody", "--", "sleep", "600")
