@@ -35,15 +35,6 @@ import (
 // Options.KillGrace is zero.
 const DefaultKillGrace = 10 * time.Second
 
-// Defaults of the local API's connection limits (Options.SocketIdleTimeout,
-// Options.SocketMaxConns). A client reconnects over the unix socket in a
-// fraction of a millisecond, and gRPC clients do it by themselves: an
-// idle connection is not worth holding longer.
-const (
-	DefaultSocketIdleTimeout = 5 * time.Second
-	DefaultSocketMaxConns    = 1024
-)
-
 // DefaultKillExitTimeout is how long a kill waits for the exit after its
 // grace period when Options.KillExitTimeout is zero.
 const DefaultKillExitTimeout = 30 * time.Second
@@ -101,15 +92,6 @@ type Options struct {
 	// containerlog.DefaultMaxSize and DefaultMaxFiles.
 	LogMaxSize  int64
 	LogMaxFiles int
-	// SocketIdleTimeout closes a connection to the local API that has had
-	// no call in progress for this long (gRPC's MaxConnectionIdle: a
-	// GOAWAY, then the close; a streaming call — logs -f, wait — is a
-	// call in progress). 0 never closes one; default
-	// DefaultSocketIdleTimeout is set by agentd.
-	SocketIdleTimeout time.Duration
-	// SocketMaxConns bounds the local API's open connections: one more is
-	// closed as soon as it is accepted (and logged). 0: no bound.
-	SocketMaxConns int
 	// Images is the image store containers may run from (Spec.Image);
 	// the runtime leases images from the same store. nil: launches from
 	// an image are refused.
@@ -284,10 +266,14 @@ type Info struct {
 	LogMaxFiles int
 	// Warm is the runtime's warm sandboxes; nil when it has none.
 	Warm *WarmSandboxes
+	// ImageCache is the image cache's size and cap; zero without an
+	// image store.
+	ImageCache ImageCache
 }
 
-// Agent is the node agent. Create it with New, then Run it (or Recover and
-// call its methods directly); Close releases it without touching any
+// Agent is the node agent. Create it with New, then Start it (the local
+// API, agent/agentserver, does before it serves), or Recover it and call
+// its methods directly; Close releases it without touching any
 // container. Safe for concurrent use.
 type Agent struct {
 	opts  Options
@@ -321,7 +307,7 @@ type Agent struct {
 	started     time.Time
 	over        *oversub // nil without Options.Oversub
 	closed      bool
-	ready       chan struct{} // closed by Serve once recovered (ready.go)
+	ready       chan struct{} // closed by Start once recovered (ready.go)
 }
 
 // check validates o and fills in the defaults of its zero fields (those
@@ -357,9 +343,6 @@ func (o *Options) check() error {
 	}
 	if err := (containerlog.Limits{MaxSize: o.LogMaxSize, MaxFiles: o.LogMaxFiles}).Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
-	}
-	if o.SocketIdleTimeout < 0 || o.SocketMaxConns < 0 {
-		return fmt.Errorf("%w: socket idle timeout %v and connection bound %d must not be negative", ErrInvalidArgument, o.SocketIdleTimeout, o.SocketMaxConns)
 	}
 	if o.DefaultUser == "" {
 		o.DefaultUser = DefaultUser
@@ -1351,6 +1334,7 @@ func finished(c *Container) time.Time {
 
 // Info describes the agent and its resource accounting.
 func (a *Agent) Info() Info {
+	cache := a.imageCache() // under the store's lock, before the agent's
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	in := Info{
@@ -1358,6 +1342,7 @@ func (a *Agent) Info() Info {
 		Total: a.opts.Resources, Used: a.usedLocked(false), Free: resourcesOf(a.ledger.Free().NonRevocable()),
 		StartedAt: a.started, Quarantined: append([]Quarantined(nil), a.quarantined...),
 		Checkpoint: a.checkpointLocked(), LogMaxSize: a.opts.LogMaxSize, LogMaxFiles: a.opts.LogMaxFiles,
+		ImageCache: cache,
 	}
 	for _, c := range a.containers {
 		if c.State == StateExited {

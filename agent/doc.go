@@ -2,8 +2,11 @@
 // dir (agent ID, a checkpoint of every container it launched), the resource
 // accounting against the resources the operator gave it, container names and
 // IDs, the retention of finished containers' sandboxes, recovery after a
-// restart (including kill -9), and the local API (gRPC on a root-only unix
-// socket, see agentpb) that `brim container …` talks to.
+// restart (including kill -9), and the operations the local API serves:
+// Start (recovery, the loops, Ready), Shutdown, and the container, image
+// and node methods that agent/agentserver, the local API (gRPC on a
+// root-only unix socket, see agentpb), calls over its own interface. It
+// knows no gRPC and no socket.
 //
 // The accounting is a ledger (ledger.go) over the resource model of package
 // resources: one claim per container, reserved before the launch and

@@ -190,12 +190,26 @@ func (a *Agent) pull(ctx context.Context, source string, opts image.PullOptions)
 	return img, err
 }
 
+// ImageCache is the image cache's size in bytes and its cap
+// (Options.ImageCacheMax; 0: none).
+type ImageCache struct {
+	Bytes, MaxBytes int64
+}
+
+// imageCache is the cache's size and cap; zero without an image store.
+func (a *Agent) imageCache() ImageCache {
+	if a.opts.Images == nil {
+		return ImageCache{}
+	}
+	return ImageCache{Bytes: a.opts.Images.Usage(), MaxBytes: a.opts.ImageCacheMax}
+}
+
 // Images lists the cache, most recently used first, with the containers
 // that use each image; and the cache's bytes and cap.
-func (a *Agent) Images() (imgs []ImageInfo, cacheBytes int64, err error) {
+func (a *Agent) Images() (imgs []ImageInfo, cache ImageCache, err error) {
 	s := a.opts.Images
 	if s == nil {
-		return nil, 0, fmt.Errorf("%w: the agent has no image store", ErrInvalidArgument)
+		return nil, ImageCache{}, fmt.Errorf("%w: the agent has no image store", ErrInvalidArgument)
 	}
 	users := map[string][]string{}
 	for _, sn := range s.Snapshots() {
@@ -204,7 +218,7 @@ func (a *Agent) Images() (imgs []ImageInfo, cacheBytes int64, err error) {
 	for _, img := range s.List() {
 		imgs = append(imgs, ImageInfo{Image: img, Containers: users[img.ID]})
 	}
-	return imgs, s.Usage(), nil
+	return imgs, a.imageCache(), nil
 }
 
 // RemoveImage takes ref (a name, an image ID or a digest) off its image

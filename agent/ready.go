@@ -2,11 +2,11 @@ package agent
 
 import "time"
 
-// Ready returns a channel that Serve closes once it has recovered the
+// Ready returns a channel that Start closes once it has recovered the
 // containers and started oversubscription: from then on the agent knows
 // every container a previous agent left, so a master link may report them
 // (Nomad's client waits on allocrunner restore the same way). It is never
-// closed when recovery fails (Serve then returns the error) nor for an agent
+// closed when recovery fails (Start then returns the error) nor for an agent
 // that only calls Recover. Safe for concurrent use; nobody else closes it.
 func (a *Agent) Ready() <-chan struct{} { return a.ready }
 

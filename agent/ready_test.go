@@ -13,7 +13,7 @@ var errRecover = errors.New("recover: boom")
 
 func (failingRecovery) Recover(context.Context) ([]*RuntimeInfo, error) { return nil, errRecover }
 
-// TestReady: Ready closes once Serve has recovered the previous agent's
+// TestReady: Ready closes once Start has recovered the previous agent's
 // containers (they are known when it closes), and never when recovery
 // fails.
 func TestReady(t *testing.T) {
@@ -31,35 +31,36 @@ func TestReady(t *testing.T) {
 	}
 	select {
 	case <-a.Ready():
-		t.Fatal("Ready closed before Serve recovered")
+		t.Fatal("Ready closed before Start recovered")
 	default:
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, socketPath(t)) }()
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case <-a.Ready():
-	case err := <-done:
-		t.Fatalf("Run ended before Ready: %v", err)
+	default:
+		t.Fatal("Ready not closed when Start returned")
 	}
 	if c, err := a.Get("left"); err != nil || c.State != StateRunning {
 		t.Errorf("after Ready, the previous agent's container: %+v, %v", c, err)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("run: %v", err)
+	a.Shutdown()
+	if err := a.Close(); err != nil {
+		t.Errorf("close: %v", err)
 	}
 
 	b, err := New(Options{StateDir: t.TempDir(), Runtime: failingRecovery{newFakeRuntime(t.TempDir())}, Resources: Resources{MilliCPUs: 1000, MemMiB: 1024}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Run(context.Background(), socketPath(t)); !errors.Is(err, errRecover) {
-		t.Fatalf("run with a failing recovery: %v", err)
+	defer b.Close()
+	if err := b.Start(context.Background()); !errors.Is(err, errRecover) {
+		t.Fatalf("start with a failing recovery: %v", err)
 	}
 	select {
 	case <-b.Ready():
 		t.Error("Ready closed although recovery failed")
-	default: // Run has returned: Ready's state is final
+	default: // Start has returned: Ready's state is final
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/agent/agentpb"
+	"github.com/brimnode/brim/agent/agentserver"
 	"github.com/brimnode/brim/containerizer"
 	"github.com/brimnode/brim/estimator"
 	"github.com/brimnode/brim/internal/bytesize"
@@ -201,8 +202,8 @@ func DefaultConfig() Config {
 		CgroupParent:      DefaultCgroupParent,
 		Retention:         DefaultRetention,
 		KillGrace:         agent.DefaultKillGrace,
-		SocketIdleTimeout: agent.DefaultSocketIdleTimeout,
-		SocketMaxConns:    agent.DefaultSocketMaxConns,
+		SocketIdleTimeout: agentserver.DefaultIdleTimeout,
+		SocketMaxConns:    agentserver.DefaultMaxConns,
 		CPULimitMode:      string(isolator.CPUModeShares),
 		Network: NetworkConfig{
 			Bridge:       network.DefaultBridge,

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/agent/agentserver"
 	"github.com/brimnode/brim/agent/taskrunner"
 	"github.com/brimnode/brim/containerizer"
 	"github.com/brimnode/brim/estimator"
@@ -102,7 +103,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	defer stopHup()
 	// Take the socket first: a second agent fails before it creates
 	// anything.
-	l, err := agent.Listen(cfg.Socket)
+	l, err := agentserver.Listen(cfg.Socket)
 	if err != nil {
 		return err
 	}
@@ -185,32 +186,30 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	a, err := agent.New(agent.Options{
-		StateDir:          cfg.StateDir,
-		RecordsUnsaved:    recordsUnsaved,
-		Runtime:           runtimeAdapter{cz},
-		Resources:         d.res.total,
-		Network:           cfg.Network.Enabled,
-		PortRange:         d.res.network.PortRange,
-		KillGrace:         cfg.KillGrace,
-		Retention:         d.res.retention,
-		LogMaxSize:        d.res.logs.MaxSize,
-		LogMaxFiles:       d.res.logs.MaxFiles,
-		Log:               log,
-		Version:           cfg.Version,
-		CgroupParent:      d.res.cgParent,
-		Oversub:           over,
-		DefaultUser:       cfg.Security.DefaultUser,
-		AllowRoot:         cfg.Security.AllowRoot,
-		UserNS:            cfg.Security.UserNS,
-		UserNSRange:       userns,
-		SocketIdleTimeout: cfg.SocketIdleTimeout,
-		SocketMaxConns:    cfg.SocketMaxConns,
-		Images:            images,
-		ImageCacheMax:     cfg.Image.CacheMaxMiB << 20,
-		UpperLimitMiB:     cfg.Image.UpperLimitMiB,
-		PullTimeout:       cfg.Image.PullTimeout,
-		CPUMode:           d.res.cpuMode,
-		Cgroups:           cg,
+		StateDir:       cfg.StateDir,
+		RecordsUnsaved: recordsUnsaved,
+		Runtime:        runtimeAdapter{cz},
+		Resources:      d.res.total,
+		Network:        cfg.Network.Enabled,
+		PortRange:      d.res.network.PortRange,
+		KillGrace:      cfg.KillGrace,
+		Retention:      d.res.retention,
+		LogMaxSize:     d.res.logs.MaxSize,
+		LogMaxFiles:    d.res.logs.MaxFiles,
+		Log:            log,
+		Version:        cfg.Version,
+		CgroupParent:   d.res.cgParent,
+		Oversub:        over,
+		DefaultUser:    cfg.Security.DefaultUser,
+		AllowRoot:      cfg.Security.AllowRoot,
+		UserNS:         cfg.Security.UserNS,
+		UserNSRange:    userns,
+		Images:         images,
+		ImageCacheMax:  cfg.Image.CacheMaxMiB << 20,
+		UpperLimitMiB:  cfg.Image.UpperLimitMiB,
+		PullTimeout:    cfg.Image.PullTimeout,
+		CPUMode:        d.res.cpuMode,
+		Cgroups:        cg,
 	})
 	if err != nil {
 		return err
@@ -243,9 +242,12 @@ func (d *Daemon) serve(ctx context.Context, a *agent.Agent, l net.Listener, metr
 	for _, start := range loops { // the image cache's collection, the disk watcher
 		start(gctx, g)
 	}
-	// Serve recovers the containers, then answers on l until gctx ends;
-	// it closes l and a.
-	g.Go(func() error { return a.Serve(gctx, l) })
+	// Serve starts the agent (recovers the containers), then answers on
+	// l until gctx ends; it closes l and a.
+	g.Go(func() error {
+		return agentserver.Serve(gctx, a, l, agentserver.Options{
+			IdleTimeout: d.cfg.SocketIdleTimeout, MaxConns: d.cfg.SocketMaxConns, Log: d.log})
+	})
 	if metrics != nil {
 		g.Go(func() error { return metrics.serve(gctx, d.log) })
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/agent"
+	"github.com/brimnode/brim/agent/agentserver"
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/monitor"
 	"github.com/brimnode/brim/qos"
@@ -49,7 +50,7 @@ func TestOneFailingServerStopsTheOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "agent.sock")
-	l, err := agent.Listen(sock)
+	l, err := agentserver.Listen(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestServeStopsWithContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "agent.sock")
-	l, err := agent.Listen(sock)
+	l, err := agentserver.Listen(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,13 +132,13 @@ func TestReloadSwapsPlugins(t *testing.T) {
 	}
 	d.plugins.agent = a
 	d.plugins.ioLimits = func() error { return fmt.Errorf("no disk to throttle: %w", qos.ErrNotSupported) }
-	l, err := agent.Listen(filepath.Join(dir, "a.sock"))
+	l, err := agentserver.Listen(filepath.Join(dir, "a.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- a.Serve(ctx, l) }()
+	go func() { served <- agentserver.Serve(ctx, a, l, agentserver.Options{}) }()
 	t.Cleanup(func() { cancel(); <-served })
 	<-a.Ready()
 	names := func() (string, string) {

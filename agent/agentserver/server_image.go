@@ -1,4 +1,4 @@
-package agent
+package agentserver
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/agent/agentpb"
 	"github.com/brimnode/brim/image"
 )
@@ -39,15 +40,15 @@ func (s *server) PullImage(r *agentpb.PullImageRequest, stream agentpb.Agent_Pul
 	if err != nil {
 		return toStatus(err)
 	}
-	return stream.Send(&agentpb.PullImageProgress{Image: imageToProto(ImageInfo{Image: img})})
+	return stream.Send(&agentpb.PullImageProgress{Image: imageToProto(agent.ImageInfo{Image: img})})
 }
 
 func (s *server) ListImages(context.Context, *agentpb.ListImagesRequest) (*agentpb.ListImagesResponse, error) {
-	imgs, used, err := s.a.Images()
+	imgs, cache, err := s.a.Images()
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	out := &agentpb.ListImagesResponse{CacheBytes: used, CacheMaxBytes: s.a.opts.ImageCacheMax}
+	out := &agentpb.ListImagesResponse{CacheBytes: cache.Bytes, CacheMaxBytes: cache.MaxBytes}
 	for _, img := range imgs {
 		out.Images = append(out.Images, imageToProto(img))
 	}
@@ -74,7 +75,7 @@ func pruneToProto(r image.PruneReport) *agentpb.PruneImagesResponse {
 	return &agentpb.PruneImagesResponse{Images: r.Images, Layers: int32(r.Layers), Bytes: r.Bytes}
 }
 
-func imageToProto(in ImageInfo) *agentpb.Image {
+func imageToProto(in agent.ImageInfo) *agentpb.Image {
 	c := in.Config
 	return &agentpb.Image{
 		Id: in.ID, Digest: in.Digest, Refs: in.Refs, Platform: in.Platform, Layers: int32(len(in.Layers)),

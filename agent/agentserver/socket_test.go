@@ -1,4 +1,4 @@
-package agent
+package agentserver
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/agent/agentpb"
 )
 
@@ -52,7 +53,7 @@ func awaitClosed(c net.Conn, bound time.Duration) bool {
 }
 
 // TestSocketIdleTimeout: a connection to the local API with no call in
-// progress is closed after Options.SocketIdleTimeout — a gRPC client's
+// progress is closed after Options.IdleTimeout — a gRPC client's
 // (which then reconnects by itself) and a bare HTTP/2 one's that ignores
 // the GOAWAY — while streaming calls in progress (logs -f, wait) outlast
 // it and end normally. Before, no idle connection was ever closed.
@@ -61,7 +62,7 @@ func TestSocketIdleTimeout(t *testing.T) {
 	ctx := context.Background()
 	sock := socketPath(t)
 	rt := newFakeRuntime(t.TempDir())
-	api := startServerWith(t, Options{Runtime: rt, SocketIdleTimeout: idle}, sock)
+	api := startServerWith(t, agent.Options{Runtime: rt}, Options{IdleTimeout: idle}, sock)
 
 	raw := rawHTTP2(t, sock)
 
@@ -121,7 +122,7 @@ func TestSocketIdleTimeout(t *testing.T) {
 		t.Fatalf("logs -f ended while the container runs: %v", err)
 	case <-time.After(10 * idle):
 	}
-	rt.finish(ct.Id, &ExitStatus{Code: 3})
+	rt.finish(ct.Id, &agent.ExitStatus{Code: 3})
 	if err := <-waited; err != nil {
 		t.Fatalf("wait across idle timeouts: %v", err)
 	}
@@ -130,11 +131,11 @@ func TestSocketIdleTimeout(t *testing.T) {
 	}
 }
 
-// TestSocketMaxConns: a connection beyond Options.SocketMaxConns is
+// TestSocketMaxConns: a connection beyond Options.MaxConns is
 // closed at once; once one closes, the next is served.
 func TestSocketMaxConns(t *testing.T) {
 	sock := socketPath(t)
-	startServerWith(t, Options{Runtime: newFakeRuntime(t.TempDir()), SocketMaxConns: 3}, sock)
+	startServerWith(t, agent.Options{Runtime: newFakeRuntime(t.TempDir())}, Options{MaxConns: 3}, sock)
 	// startServerWith's own client holds one connection.
 	a, b := rawHTTP2(t, sock), rawHTTP2(t, sock)
 	over := rawHTTP2(t, sock)

@@ -1,4 +1,4 @@
-package agent
+package agentserver
 
 import (
 	"errors"
@@ -11,20 +11,21 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/agent/agentpb"
 )
 
 // Listen opens the agent's unix socket at path, root-only: the socket is
 // 0600 and a directory it creates is 0700. A socket file left by a dead
 // agent is replaced; if an agent answers on it, Listen returns an error
-// wrapping ErrAgentRunning. The returned listener removes the socket when
+// wrapping agent.ErrAgentRunning. The returned listener removes the socket when
 // closed.
 func Listen(path string) (*net.UnixListener, error) {
 	if path == "" || !filepath.IsAbs(path) {
-		return nil, fmt.Errorf("listen: %w: socket path %q must be absolute", ErrInvalidArgument, path)
+		return nil, fmt.Errorf("listen: %w: socket path %q must be absolute", agent.ErrInvalidArgument, path)
 	}
 	if err := agentpb.CheckSocketPath(path); err != nil {
-		return nil, fmt.Errorf("listen: %w: %w", ErrInvalidArgument, err)
+		return nil, fmt.Errorf("listen: %w: %w", agent.ErrInvalidArgument, err)
 	}
 	dir := filepath.Dir(path)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
@@ -34,13 +35,13 @@ func Listen(path string) (*net.UnixListener, error) {
 	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode().Type() != os.ModeSocket {
-			return nil, fmt.Errorf("listen: %w: %s exists and is not a socket", ErrInvalidArgument, path)
+			return nil, fmt.Errorf("listen: %w: %s exists and is not a socket", agent.ErrInvalidArgument, path)
 		}
 		if conn, err := net.DialTimeout("unix", path, 2*time.Second); err == nil {
 			alive := listenerAlive(conn)
 			conn.Close()
 			if alive {
-				return nil, fmt.Errorf("listen: %w on %s", ErrAgentRunning, path)
+				return nil, fmt.Errorf("listen: %w on %s", agent.ErrAgentRunning, path)
 			}
 		}
 		if err := os.Remove(path); err != nil {

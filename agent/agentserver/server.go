@@ -1,4 +1,4 @@
-package agent
+package agentserver
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/agent/agentpb"
 	"github.com/brimnode/brim/internal/speclimit"
 	"github.com/brimnode/brim/isolator"
@@ -21,68 +22,55 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// gcInterval is how often the retention policy runs besides after each exit.
-const gcInterval = time.Minute
-
 // handshakeTimeout bounds a new connection's HTTP/2 handshake.
 const handshakeTimeout = 5 * time.Second
 
 // shutdownGrace bounds how long in-flight API calls may finish on shutdown.
 const shutdownGrace = 5 * time.Second
 
-// Run recovers the agent's containers, serves the local API on the unix
-// socket at socketPath until ctx ends, then shuts down without killing any
-// container and closes the agent. Errors wrap ErrAgentRunning when another
-// agent serves the socket.
-func (a *Agent) Run(ctx context.Context, socketPath string) error {
+// Run starts a and serves its local API on the unix socket at
+// socketPath until ctx ends, then shuts a down without killing any
+// container and closes it (see Serve). Errors wrap
+// agent.ErrAgentRunning when another agent serves the socket.
+func Run(ctx context.Context, a Agent, socketPath string, opts Options) error {
 	l, err := Listen(socketPath)
 	if err != nil {
 		_ = a.Close() // failing with err; Close only releases the state dir
 		return err
 	}
-	return a.Serve(ctx, l)
+	return Serve(ctx, a, l, opts)
 }
 
 // Serve is Run on a listener the caller opened (with Listen, before
 // creating anything, so that a second agent fails without side effects).
-// It closes l and the agent when it returns.
-func (a *Agent) Serve(ctx context.Context, l net.Listener) error {
+// It starts a (recovery, the agent's loops: Agent.Start) before it
+// answers, and closes l and a when it returns. Errors wrap
+// agent.ErrInvalidArgument for negative limits in opts.
+func Serve(ctx context.Context, a Agent, l net.Listener, opts Options) error {
 	defer func() { _ = a.Close() }() // Serve's error is the one to report; Close releases the lock
+	log := opts.log()
 	socketPath := l.Addr().String()
-	if err := a.Recover(ctx); err != nil {
+	if err := opts.check(); err != nil {
 		l.Close()
 		return err
 	}
-	if a.over != nil {
-		a.over.start(a)
+	if err := a.Start(ctx); err != nil {
+		l.Close()
+		return err
 	}
-	a.markReady()
-	srv := grpc.NewServer(a.serverOptions()...)
-	agentpb.RegisterAgentServer(srv, NewServer(a))
+	srv := grpc.NewServer(opts.serverOptions()...)
+	agentpb.RegisterAgentServer(srv, New(a))
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(limitConns(l, a.opts.SocketMaxConns, a.log)) }()
-	a.log.Info("agent serving", "id", a.id, "socket", socketPath, "resources", a.opts.Resources)
+	go func() { errc <- srv.Serve(limitConns(l, opts.MaxConns, log)) }()
+	log.Info("agent serving", "id", a.ID(), "socket", socketPath, "resources", a.Info().Total)
 
-	t := time.NewTicker(gcInterval)
-	defer t.Stop()
-	retry := time.NewTicker(checkpointRetry)
-	defer retry.Stop()
-	for {
-		select {
-		case <-t.C:
-			a.collect(ctx)
-			continue
-		case <-retry.C:
-			a.retryUnsaved()
-			continue
-		case err := <-errc:
-			return fmt.Errorf("serve %s: %w", socketPath, err)
-		case <-ctx.Done():
-		}
-		break
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", socketPath, err)
+	case <-ctx.Done():
 	}
-	a.log.Info("agent shutting down; containers keep running")
-	a.cancel() // ends Wait and Logs calls and the exit watchers
+	log.Info("agent shutting down; containers keep running")
+	a.Shutdown() // ends Wait and Logs calls and the exit watchers
 	stopped := make(chan struct{})
 	go func() { srv.GracefulStop(); close(stopped) }()
 	select {
@@ -96,7 +84,7 @@ func (a *Agent) Serve(ctx context.Context, l net.Listener) error {
 	// for the Serve goroutine, so that nothing is left when we return.
 	l.Close()
 	if err := <-errc; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-		a.log.Debug("local API server ended", "err", err)
+		log.Debug("local API server ended", "err", err)
 	}
 	return nil
 }
@@ -104,26 +92,26 @@ func (a *Agent) Serve(ctx context.Context, l net.Listener) error {
 // serverOptions are the local API server's limits. A client that connects
 // and never speaks must not hold up shutdown (ConnectionTimeout); one
 // that connected and has no call in progress is sent away after
-// Options.SocketIdleTimeout (a stream in progress is not idle). Every
+// Options.IdleTimeout (a stream in progress is not idle). Every
 // message is bounded below speclimit.MaxMsgBytes (specs by
 // speclimit.Check, listings by paging): the limits are stated, not
 // relied on.
-func (a *Agent) serverOptions() []grpc.ServerOption {
+func (o Options) serverOptions() []grpc.ServerOption {
 	opts := []grpc.ServerOption{grpc.ConnectionTimeout(handshakeTimeout),
 		grpc.MaxRecvMsgSize(speclimit.MaxMsgBytes), grpc.MaxSendMsgSize(speclimit.MaxMsgBytes)}
-	if d := a.opts.SocketIdleTimeout; d > 0 {
+	if d := o.IdleTimeout; d > 0 {
 		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: d}))
 	}
 	return opts
 }
 
-// NewServer returns the gRPC service of a (register it with
+// New returns the gRPC service of a (register it with
 // agentpb.RegisterAgentServer).
-func NewServer(a *Agent) agentpb.AgentServer { return &server{a: a} }
+func New(a Agent) agentpb.AgentServer { return &server{a: a} }
 
 type server struct {
 	agentpb.UnimplementedAgentServer
-	a *Agent
+	a Agent
 }
 
 // toStatus picks the gRPC code for an agent error; the message stays the
@@ -137,22 +125,22 @@ func toStatus(err error) error {
 		return status.Error(c, err.Error())
 	}
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, agent.ErrNotFound):
 		code = codes.NotFound
-	case errors.Is(err, ErrNameInUse), errors.Is(err, isolator.ErrPortInUse):
+	case errors.Is(err, agent.ErrNameInUse), errors.Is(err, isolator.ErrPortInUse):
 		code = codes.AlreadyExists
-	case errors.Is(err, ErrInvalidArgument), errors.Is(err, ErrCommandNotFound), errors.Is(err, isolator.ErrBadPort):
+	case errors.Is(err, agent.ErrInvalidArgument), errors.Is(err, agent.ErrCommandNotFound), errors.Is(err, isolator.ErrBadPort):
 		code = codes.InvalidArgument
-	case errors.Is(err, ErrInsufficientResources):
+	case errors.Is(err, agent.ErrInsufficientResources):
 		code = codes.ResourceExhausted
-	case errors.Is(err, ErrNotRunning), errors.Is(err, ErrRunning), errors.Is(err, ErrNotSupported),
-		errors.Is(err, ErrPaused), errors.Is(err, ErrNotPaused), errors.Is(err, ErrTaskContainer):
+	case errors.Is(err, agent.ErrNotRunning), errors.Is(err, agent.ErrRunning), errors.Is(err, agent.ErrNotSupported),
+		errors.Is(err, agent.ErrPaused), errors.Is(err, agent.ErrNotPaused), errors.Is(err, agent.ErrTaskContainer):
 		code = codes.FailedPrecondition
-	case errors.Is(err, ErrRootNotAllowed), errors.Is(err, ErrPrivileges):
+	case errors.Is(err, agent.ErrRootNotAllowed), errors.Is(err, agent.ErrPrivileges):
 		code = codes.PermissionDenied
 	case errors.Is(err, context.Canceled):
 		code = codes.Canceled
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrStillExiting):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, agent.ErrStillExiting):
 		code = codes.DeadlineExceeded
 	}
 	return status.Error(code, err.Error())
@@ -167,12 +155,12 @@ func (s *server) Run(ctx context.Context, r *agentpb.RunRequest) (*agentpb.Conta
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("run: %w", err))
 	}
-	c, err := s.a.Launch(ctx, Spec{
+	c, err := s.a.Launch(ctx, agent.Spec{
 		Name: r.Name, Command: r.Command, Env: r.Env, Cwd: r.Cwd, Rootfs: r.Rootfs, User: r.User, UserNS: r.Userns,
-		Resources: Resources{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib, NetMbit: r.NetBwMbit, DiskMiB: r.DiskMib},
+		Resources: agent.Resources{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib, NetMbit: r.NetBwMbit, DiskMiB: r.DiskMib},
 		Pids:      r.Pids, CPUQuota: r.CpuQuota, CPUMode: mode, Revocable: r.Revocable, Labels: r.Labels,
 		Network: r.Network, Ports: ports, LogMaxSize: r.LogMaxSizeBytes, LogMaxFiles: int(r.LogMaxFiles),
-		Image: r.Image, Pull: PullPolicy(r.Pull), ReadWrite: r.ReadWrite,
+		Image: r.Image, Pull: agent.PullPolicy(r.Pull), ReadWrite: r.ReadWrite,
 		Stdin: r.Stdin, Tty: r.Tty, TtySize: termSize(r.Size),
 	})
 	if err != nil {
@@ -214,7 +202,7 @@ func (s *server) List(_ context.Context, r *agentpb.ListRequest) (*agentpb.ListR
 		})
 		all = all[i:]
 	}
-	n := speclimit.PageLen(all, func(c *Container) int { return proto.Size(ToProto(c)) }, speclimit.PageBytes, size)
+	n := speclimit.PageLen(all, func(c *agent.Container) int { return proto.Size(ToProto(c)) }, speclimit.PageBytes, size)
 	out := &agentpb.ListResponse{Containers: make([]*agentpb.Container, n)}
 	for i, c := range all[:n] {
 		out.Containers[i] = s.proto(c)
@@ -261,7 +249,7 @@ func (s *server) Update(ctx context.Context, r *agentpb.UpdateRequest) (*agentpb
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("update: %w", err))
 	}
-	c, err := s.a.Resize(ctx, r.Id, Update{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib, Pids: r.Pids, NetMbit: r.NetBwMbit, CPUMode: mode})
+	c, err := s.a.Resize(ctx, r.Id, agent.Update{MilliCPUs: r.MilliCpus, MemMiB: r.MemMib, Pids: r.Pids, NetMbit: r.NetBwMbit, CPUMode: mode})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -279,7 +267,7 @@ func (s *server) Kill(ctx context.Context, r *agentpb.KillRequest) (*agentpb.Con
 func (s *server) Wait(ctx context.Context, r *agentpb.WaitRequest) (*agentpb.Container, error) {
 	c, err := s.a.Wait(ctx, r.Id)
 	if err != nil {
-		if s.a.ctx.Err() != nil {
+		if s.a.Context().Err() != nil {
 			return nil, status.Error(codes.Unavailable, err.Error())
 		}
 		return nil, toStatus(err)
@@ -294,28 +282,28 @@ func (s *server) Logs(r *agentpb.LogsRequest, stream agentpb.Agent_LogsServer) e
 	}
 	err = s.a.Logs(stream.Context(), r.Id, opts, func(which int, data []byte) error {
 		ch := &agentpb.LogChunk{Stream: agentpb.LogChunk_STDOUT, Data: data}
-		if which == Stderr {
+		if which == agent.Stderr {
 			ch.Stream = agentpb.LogChunk_STDERR
 		}
 		return stream.Send(ch)
 	})
-	if err != nil && s.a.ctx.Err() != nil {
+	if err != nil && s.a.Context().Err() != nil {
 		return status.Error(codes.Unavailable, err.Error())
 	}
 	return toStatus(err)
 }
 
-// logsOptions converts a LogsRequest; errors wrap ErrInvalidArgument.
-func logsOptions(r *agentpb.LogsRequest) (LogsOptions, error) {
-	o := LogsOptions{Follow: r.Follow, Timestamps: r.Timestamps, Since: fromUnixNano(r.SinceUnixNano), Until: fromUnixNano(r.UntilUnixNano)}
+// logsOptions converts a LogsRequest; errors wrap agent.ErrInvalidArgument.
+func logsOptions(r *agentpb.LogsRequest) (agent.LogsOptions, error) {
+	o := agent.LogsOptions{Follow: r.Follow, Timestamps: r.Timestamps, Since: fromUnixNano(r.SinceUnixNano), Until: fromUnixNano(r.UntilUnixNano)}
 	switch r.Stream {
 	case "":
 	case "stdout":
-		o.Stream = Stdout
+		o.Stream = agent.Stdout
 	case "stderr":
-		o.Stream = Stderr
+		o.Stream = agent.Stderr
 	default:
-		return o, fmt.Errorf("logs %s: %w: stream %q: want stdout or stderr", r.Id, ErrInvalidArgument, r.Stream)
+		return o, fmt.Errorf("logs %s: %w: stream %q: want stdout or stderr", r.Id, agent.ErrInvalidArgument, r.Stream)
 	}
 	switch {
 	case r.Tail > 0:
@@ -350,9 +338,7 @@ func (s *server) AgentInfo(context.Context, *agentpb.AgentInfoRequest) (*agentpb
 		StateDirFull:      in.Checkpoint.Full, CheckpointUnsaved: int32(in.Checkpoint.Unsaved), CheckpointError: in.Checkpoint.Err,
 		LogMaxSizeBytes: in.LogMaxSize, LogMaxFiles: int32(in.LogMaxFiles), CpuLimitMode: string(in.CPUMode),
 	}
-	if s.a.opts.Images != nil {
-		out.ImageCacheBytes, out.ImageCacheMaxBytes = s.a.opts.Images.Usage(), s.a.opts.ImageCacheMax
-	}
+	out.ImageCacheBytes, out.ImageCacheMaxBytes = in.ImageCache.Bytes, in.ImageCache.MaxBytes
 	for _, q := range in.Quarantined {
 		out.Quarantined = append(out.Quarantined, &agentpb.QuarantinedRecord{Id: q.ID, File: q.File, Error: q.Err, Container: q.Container})
 	}
@@ -397,7 +383,7 @@ func (s *server) Explain(context.Context, *agentpb.ExplainRequest) (*agentpb.Exp
 }
 
 func (s *server) ReportLatency(_ context.Context, r *agentpb.ReportLatencyRequest) (*agentpb.ReportLatencyResponse, error) {
-	err := s.a.ReportLatency(r.Id, LatencyReport{
+	err := s.a.ReportLatency(r.Id, agent.LatencyReport{
 		P50: time.Duration(r.P50Nanos), P99: time.Duration(r.P99Nanos), P999: time.Duration(r.P999Nanos),
 	})
 	if err != nil {
@@ -450,20 +436,20 @@ func cpuModeFromProto(s string) (isolator.CPUMode, error) {
 	}
 	m, err := isolator.ParseCPUMode(s)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+		return "", fmt.Errorf("%w: %w", agent.ErrInvalidArgument, err)
 	}
 	return m, nil
 }
 
 // proto is ToProto with what only the running agent knows: whether a QoS
 // freeze holds the container.
-func (s *server) proto(c *Container) *agentpb.Container {
+func (s *server) proto(c *agent.Container) *agentpb.Container {
 	p := ToProto(c)
-	p.QosFrozen = c.State == StateRunning && s.a.QoSFrozen(c.ID)
+	p.QosFrozen = c.State == agent.StateRunning && s.a.QoSFrozen(c.ID)
 	return p
 }
 
-func estimateToProto(e Estimate) *agentpb.Estimate {
+func estimateToProto(e agent.Estimate) *agentpb.Estimate {
 	p := &agentpb.Estimate{
 		Estimator: e.Explanation.Estimator, Summary: e.Explanation.Summary,
 		Revocable: e.Revocable.String(), ComputedAtUnixNano: unixNano(e.At),
@@ -492,7 +478,7 @@ func unixNano(t time.Time) int64 {
 }
 
 // ToProto converts a container record to its wire form.
-func ToProto(c *Container) *agentpb.Container {
+func ToProto(c *agent.Container) *agentpb.Container {
 	p := &agentpb.Container{
 		Id: c.ID, Name: c.Name, State: c.State, Pid: int32(c.Pid), Command: c.Command, Rootfs: c.Rootfs, User: c.User, Userns: c.UserNS,
 		MilliCpus: c.Limits.MilliCPUs, MemMib: c.Limits.MemoryBytes >> 20, Pids: c.Limits.Pids,
@@ -517,7 +503,7 @@ func ToProto(c *Container) *agentpb.Container {
 	return p
 }
 
-func statsToProto(c *Container, st *isolator.Statistics) *agentpb.Statistics {
+func statsToProto(c *agent.Container, st *isolator.Statistics) *agentpb.Statistics {
 	ts := st.Timestamp
 	if ts.IsZero() {
 		ts = time.Now()
@@ -536,7 +522,7 @@ func statsToProto(c *Container, st *isolator.Statistics) *agentpb.Statistics {
 }
 
 // schedToProto sets the scheduler-signal fields of p from sig.
-func schedToProto(p *agentpb.Statistics, sig SchedSignals) {
+func schedToProto(p *agentpb.Statistics, sig agent.SchedSignals) {
 	p.MonitorSampleUnixNano = unixNano(sig.Sampled)
 	p.MonitorCpuUsageNanos = sig.CPUUsageNanos
 	if sig.HasOnCPU {

@@ -1,10 +1,11 @@
-package agent
+package agentserver
 
 import (
 	"context"
 	"io"
 	"sync"
 
+	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/agent/agentpb"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -17,7 +18,7 @@ type stdioStream interface {
 	Context() context.Context
 }
 
-// stdioServer turns a stream's input into a Stdio and sends output back.
+// stdioServer turns a stream's input into an agent.Stdio and sends output back.
 // Sends are serialised (a gRPC stream's Send is not safe for concurrent
 // use); the receiving goroutine ends when the stream does.
 type stdioServer struct {
@@ -26,11 +27,11 @@ type stdioServer struct {
 
 	stdinR *io.PipeReader
 	stdinW *io.PipeWriter
-	resize chan TermSize
+	resize chan agent.TermSize
 }
 
 func newStdioServer(stream stdioStream, stdin bool) *stdioServer {
-	s := &stdioServer{stream: stream, resize: make(chan TermSize, 1)}
+	s := &stdioServer{stream: stream, resize: make(chan agent.TermSize, 1)}
 	if stdin {
 		s.stdinR, s.stdinW = io.Pipe()
 	}
@@ -61,9 +62,9 @@ func (w stdioWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// stdio is the Stdio of the stream (input only when asked for).
-func (s *stdioServer) stdio() Stdio {
-	sio := Stdio{
+// stdio is the agent.Stdio of the stream (input only when asked for).
+func (s *stdioServer) stdio() agent.Stdio {
+	sio := agent.Stdio{
 		Stdout: stdioWriter{s: s}, Stderr: stdioWriter{s: s, stderr: true}, Resize: s.resize,
 		Started: func(pid int) {
 			_ = s.send(&agentpb.StdioOutput{Msg: &agentpb.StdioOutput_Started{Started: &agentpb.StdioStarted{Pid: int32(pid)}}})
@@ -109,7 +110,7 @@ func (s *stdioServer) receive(ctx context.Context) {
 				s.stdinW = nil
 			}
 		case *agentpb.StdioInput_Resize:
-			sz := TermSize{Width: uint16(msg.Resize.GetWidth()), Height: uint16(msg.Resize.GetHeight())}
+			sz := agent.TermSize{Width: uint16(msg.Resize.GetWidth()), Height: uint16(msg.Resize.GetHeight())}
 			select {
 			case <-s.resize: // drop the stale one
 			default:
@@ -124,7 +125,7 @@ func (s *stdioServer) receive(ctx context.Context) {
 }
 
 // exitToProto converts an exit status.
-func exitToProto(st *ExitStatus) *agentpb.ExitStatus {
+func exitToProto(st *agent.ExitStatus) *agentpb.ExitStatus {
 	if st == nil {
 		return nil
 	}
@@ -134,8 +135,8 @@ func exitToProto(st *ExitStatus) *agentpb.ExitStatus {
 	}
 }
 
-func termSize(p *agentpb.TerminalSize) TermSize {
-	return TermSize{Width: uint16(min(p.GetWidth(), 0xffff)), Height: uint16(min(p.GetHeight(), 0xffff))}
+func termSize(p *agentpb.TerminalSize) agent.TermSize {
+	return agent.TermSize{Width: uint16(min(p.GetWidth(), 0xffff)), Height: uint16(min(p.GetHeight(), 0xffff))}
 }
 
 // Exec runs a process in a container (see agent.proto).
@@ -152,16 +153,16 @@ func (s *server) Exec(stream agentpb.Agent_ExecServer) error {
 	// executor/exec_linux.go), without waiting for the server's grace.
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	defer context.AfterFunc(s.a.ctx, cancel)()
+	defer context.AfterFunc(s.a.Context(), cancel)()
 	io := newStdioServer(stream, start.Stdin)
 	go io.receive(ctx)
-	st, err := s.a.Exec(ctx, start.Id, ExecSpec{
+	st, err := s.a.Exec(ctx, start.Id, agent.ExecSpec{
 		Command: start.Command, Env: start.Env, Cwd: start.Cwd, User: start.User,
 		Tty: start.Tty, Stdin: start.Stdin, Size: termSize(start.Size),
 	}, io.stdio())
 	io.closeStdin()
 	if err != nil {
-		if s.a.ctx.Err() != nil {
+		if s.a.Context().Err() != nil {
 			return status.Error(codes.Unavailable, err.Error())
 		}
 		return toStatus(err)
@@ -181,7 +182,7 @@ func (s *server) Attach(stream agentpb.Agent_AttachServer) error {
 	}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	defer context.AfterFunc(s.a.ctx, cancel)()
+	defer context.AfterFunc(s.a.Context(), cancel)()
 	io := newStdioServer(stream, start.Stdin)
 	go io.receive(ctx)
 	if start.Size != nil && start.Stdin {
@@ -192,7 +193,7 @@ func (s *server) Attach(stream agentpb.Agent_AttachServer) error {
 	st, err := s.a.Attach(ctx, start.Id, io.stdio(), start.Stdin, start.FromStart, true)
 	io.closeStdin()
 	switch {
-	case err != nil && s.a.ctx.Err() != nil:
+	case err != nil && s.a.Context().Err() != nil:
 		return status.Error(codes.Unavailable, err.Error())
 	case err != nil:
 		return toStatus(err)

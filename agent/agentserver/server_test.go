@@ -1,4 +1,4 @@
-package agent
+package agentserver
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/agent/agentpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -29,26 +30,17 @@ func socketPath(t *testing.T) string {
 
 func startServer(t *testing.T, rt *fakeRuntime, sock string) agentpb.AgentClient {
 	t.Helper()
-	return startServerWith(t, Options{Runtime: rt}, sock)
+	return startServerWith(t, agent.Options{Runtime: rt}, Options{}, sock)
 }
 
-// startServerWith is startServer with opts (StateDir and Resources are
-// filled in when empty).
-func startServerWith(t *testing.T, opts Options, sock string) agentpb.AgentClient {
+// startServerWith is startServer with an agent on opts (StateDir and
+// Resources are filled in when empty) and a server on sopts.
+func startServerWith(t *testing.T, opts agent.Options, sopts Options, sock string) agentpb.AgentClient {
 	t.Helper()
-	if opts.StateDir == "" {
-		opts.StateDir = t.TempDir()
-	}
-	if opts.Resources == (Resources{}) {
-		opts.Resources = Resources{MilliCPUs: 1000, MemMiB: 1024}
-	}
-	a, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newAgent(t, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, sock) }()
+	go func() { done <- Run(ctx, a, sock, sopts) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -90,7 +82,7 @@ func TestServer(t *testing.T) {
 	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket mode: %v %v", fi.Mode(), err)
 	}
-	if _, err := Listen(sock); !errors.Is(err, ErrAgentRunning) {
+	if _, err := Listen(sock); !errors.Is(err, agent.ErrAgentRunning) {
 		t.Fatalf("second listener on a live socket: %v", err)
 	}
 
@@ -139,12 +131,12 @@ func TestServer(t *testing.T) {
 	if err != nil || string(first.Data) != "hello\n" {
 		t.Fatalf("first chunk %v %v", first, err)
 	}
-	rt.finish(ct.Id, &ExitStatus{Code: 5})
+	rt.finish(ct.Id, &agent.ExitStatus{Code: 5})
 	if _, err := stream.Recv(); err != io.EOF {
 		t.Fatalf("logs -f after exit: %v", err)
 	}
 	w, err := c.Wait(ctx, &agentpb.WaitRequest{Id: "a"})
-	if err != nil || w.Exit.GetCode() != 5 || w.State != StateExited {
+	if err != nil || w.Exit.GetCode() != 5 || w.State != agent.StateExited {
 		t.Fatalf("wait %+v %v", w, err)
 	}
 	if _, err := c.Kill(ctx, &agentpb.KillRequest{Id: "a"}); codeOf(err) != codes.FailedPrecondition {

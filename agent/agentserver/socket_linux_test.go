@@ -1,4 +1,4 @@
-package agent
+package agentserver
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/brimnode/brim/agent"
 )
 
 // listenHelperEnv makes the test binary the helper of
@@ -85,7 +87,7 @@ func TestListenReplacesAListenerWhoseAgentDied(t *testing.T) {
 	c.Close()
 
 	l, err := Listen(sock)
-	if errors.Is(err, ErrAgentRunning) {
+	if errors.Is(err, agent.ErrAgentRunning) {
 		t.Fatalf("Listen on a socket whose agent died: %v", err)
 	}
 	if err != nil {
@@ -93,7 +95,7 @@ func TestListenReplacesAListenerWhoseAgentDied(t *testing.T) {
 	}
 	defer l.Close()
 	// And a live listener is still refused.
-	if _, err := Listen(sock); !errors.Is(err, ErrAgentRunning) {
+	if _, err := Listen(sock); !errors.Is(err, agent.ErrAgentRunning) {
 		t.Fatalf("second listener on a live socket: %v", err)
 	}
 }
