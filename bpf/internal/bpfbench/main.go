@@ -34,6 +34,7 @@ import (
 	"encoding/hex"
 
 	"github.com/brimnode/brim/bpf"
+	"github.com/brimnode/brim/internal/cgtree"
 	"golang.org/x/sys/unix"
 )
 
@@ -62,7 +63,7 @@ func run(rounds, loops, cpu int) (err error) {
 	if err := os.MkdirAll(filepath.Join(cpuRoot, pipeCg), 0o755); err != nil {
 		return fmt.Errorf("create cgroup: %w", err)
 	}
-	cleanup := func() error { return removeTree(filepath.Join(cpuRoot, parent)) }
+	cleanup := func() error { return cgtree.Remove(parent) }
 	defer func() {
 		if rerr := cleanup(); rerr != nil && err == nil {
 			err = rerr
@@ -266,31 +267,4 @@ func median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2]
-}
-
-// removeTree removes the cgroup directory dir and its children, deepest
-// first (cgroup directories can only be removed empty of children).
-func removeTree(dir string) error {
-	var dirs []string
-	_ = filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
-		if err == nil && e.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
-	var errs []error
-	for i := len(dirs) - 1; i >= 0; i-- {
-		var err error
-		for try := 0; try < 50; try++ {
-			if err = os.Remove(dirs[i]); err == nil || errors.Is(err, os.ErrNotExist) {
-				err = nil
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("remove cgroup: %w", err))
-		}
-	}
-	return errors.Join(errs...)
 }
