@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/brimnode/brim/internal/hostuser"
+	"github.com/brimnode/brim/internal/procio"
 	"github.com/brimnode/brim/internal/speclimit"
 	"github.com/brimnode/brim/internal/subid"
 )
@@ -21,10 +21,11 @@ var ErrPrivileges = errors.New("beyond the container's privileges")
 // containerizer has it; Exec and Attach return ErrNotSupported for a
 // Runtime without it).
 type StdioRuntime interface {
-	// Exec runs spec in container id and streams its stdio until it
-	// exits; ending ctx kills it. Errors wrap ErrNotRunning,
+	// Exec runs spec — resolved by the agent: User "UID:GID", Cwd set —
+	// in container id and streams its stdio until it exits; ending ctx
+	// kills it. Errors wrap ErrNotRunning,
 	// ErrCommandNotFound, ErrPrivileges, ErrNotSupported.
-	Exec(ctx context.Context, id string, spec RuntimeExec, sio Stdio) (*ExitStatus, error)
+	Exec(ctx context.Context, id string, spec ExecSpec, sio Stdio) (*ExitStatus, error)
 	// Attach sends sio's input and resizes to container id's stdin and
 	// terminal until ctx ends, the container exits or the input ends
 	// (closing its stdin when closeStdin).
@@ -32,19 +33,12 @@ type StdioRuntime interface {
 }
 
 // TermSize is a terminal's size in characters.
-type TermSize struct{ Width, Height uint16 }
+type TermSize = procio.TermSize
 
-// Stdio is a session's input and output (see StdioRuntime).
-type Stdio struct {
-	// Stdin is read until EOF; nil: no input.
-	Stdin io.Reader
-	// Stdout and Stderr receive an exec's output (a terminal's on Stdout).
-	Stdout, Stderr io.Writer
-	// Resize carries the client terminal's new sizes; nil: none.
-	Resize <-chan TermSize
-	// Started is called with the process's host pid once it runs.
-	Started func(pid int)
-}
+// Stdio is a session's input and output (see StdioRuntime); the
+// containerizer's is the same type, so a session passes through
+// unconverted.
+type Stdio = procio.Stdio
 
 // ExecSpec is a process a client asks to run in a container.
 type ExecSpec struct {
@@ -57,19 +51,6 @@ type ExecSpec struct {
 	// User as Spec.User; empty: the container's user. Root is refused
 	// (ErrRootNotAllowed) unless the container runs as root or in a user
 	// namespace, whatever the agent's --allow-root-tasks.
-	User       string
-	Tty, Stdin bool
-	Size       TermSize
-}
-
-// RuntimeExec is an ExecSpec as the agent hands it to the Runtime: the
-// user resolved ("UID:GID", inside the container's user namespace if it
-// has one), the working directory the container's when not asked. Env is
-// added to the environment the container was launched with.
-type RuntimeExec struct {
-	Command    []string
-	Env        []string
-	Cwd        string
 	User       string
 	Tty, Stdin bool
 	Size       TermSize
@@ -112,61 +93,59 @@ func (a *Agent) checkThawed(c *Container) error {
 	return nil
 }
 
-// execSpec checks spec against container c and resolves it: users in
-// the container's own user database (its image's, for a container of an
-// image).
-func (a *Agent) execSpec(ctx context.Context, c *Container, spec ExecSpec) (RuntimeExec, error) {
+// execSpec checks spec against container c and resolves it for the
+// Runtime: the user as "UID:GID" in the container's own user database
+// (its image's, for a container of an image; inside its user namespace
+// if it has one), the working directory the container's when not asked.
+func (a *Agent) execSpec(ctx context.Context, c *Container, spec ExecSpec) (ExecSpec, error) {
 	if c.State != StateRunning {
-		return RuntimeExec{}, ErrNotRunning
+		return ExecSpec{}, ErrNotRunning
 	}
 	if len(spec.Command) == 0 || spec.Command[0] == "" {
-		return RuntimeExec{}, fmt.Errorf("%w: empty command", ErrInvalidArgument)
+		return ExecSpec{}, fmt.Errorf("%w: empty command", ErrInvalidArgument)
 	}
 	for _, e := range spec.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
-			return RuntimeExec{}, fmt.Errorf("%w: environment %q: want KEY=VALUE", ErrInvalidArgument, e)
+			return ExecSpec{}, fmt.Errorf("%w: environment %q: want KEY=VALUE", ErrInvalidArgument, e)
 		}
 	}
 	if err := speclimit.Check(spec.Command, spec.Env, nil, 0); err != nil {
-		return RuntimeExec{}, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+		return ExecSpec{}, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	if spec.Cwd != "" && !strings.HasPrefix(spec.Cwd, "/") {
-		return RuntimeExec{}, fmt.Errorf("%w: working directory %q is not absolute", ErrInvalidArgument, spec.Cwd)
+		return ExecSpec{}, fmt.Errorf("%w: working directory %q is not absolute", ErrInvalidArgument, spec.Cwd)
 	}
 	var userns *subid.Range
 	if c.UserNS {
 		if userns = a.opts.UserNSRange; userns == nil {
-			return RuntimeExec{}, fmt.Errorf("%w: the container has a user namespace but the agent no --userns-range", ErrInvalidArgument)
+			return ExecSpec{}, fmt.Errorf("%w: the container has a user namespace but the agent no --userns-range", ErrInvalidArgument)
 		}
 	}
 	lookup, release, err := a.userLookup(ctx, c)
 	if err != nil {
-		return RuntimeExec{}, err
+		return ExecSpec{}, err
 	}
 	defer release()
 	own, err := resolveUserIn(lookup, c.User, true, userns)
 	if err != nil {
-		return RuntimeExec{}, fmt.Errorf("the container's user: %w", err)
+		return ExecSpec{}, fmt.Errorf("the container's user: %w", err)
 	}
 	user := own
 	if spec.User != "" {
 		// Root only where the container's own user is root, or root is
 		// unprivileged on the host (a user namespace).
 		if user, err = resolveUserIn(lookup, spec.User, true, userns); err != nil {
-			return RuntimeExec{}, fmt.Errorf("user: %w", err)
+			return ExecSpec{}, fmt.Errorf("user: %w", err)
 		}
 		if user.Root() && !own.Root() && userns == nil {
-			return RuntimeExec{}, fmt.Errorf("user %q is root (uid 0) and the container's user %q is not, nor in a user namespace: %w", spec.User, c.User, ErrPrivileges)
+			return ExecSpec{}, fmt.Errorf("user %q is root (uid 0) and the container's user %q is not, nor in a user namespace: %w", spec.User, c.User, ErrPrivileges)
 		}
 	}
-	cwd := spec.Cwd
-	if cwd == "" {
-		cwd = c.Cwd
+	if spec.Cwd == "" {
+		spec.Cwd = c.Cwd
 	}
-	return RuntimeExec{
-		Command: spec.Command, Env: spec.Env, Cwd: cwd, User: user.String(),
-		Tty: spec.Tty, Stdin: spec.Stdin, Size: spec.Size,
-	}, nil
+	spec.User = user.String()
+	return spec, nil
 }
 
 // userLookup returns how container c's users are resolved: in the

@@ -11,6 +11,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/brimnode/brim/internal/procio"
 )
 
 // An exec or attach session is one connection to the shim's control
@@ -88,27 +90,13 @@ func (e *ExecSpec) Validate() error {
 	return nil
 }
 
-// TermSize is a terminal's size in characters.
-type TermSize struct {
-	Width  uint16 `json:"width"`
-	Height uint16 `json:"height"`
-}
+// TermSize is a terminal's size in characters (procio's, shared with
+// the agent).
+type TermSize = procio.TermSize
 
-// Stdio is the caller's side of a session: where input comes from and
-// output goes to.
-type Stdio struct {
-	// Stdin is read until EOF (then the process's stdin is closed); nil:
-	// no input.
-	Stdin io.Reader
-	// Stdout and Stderr receive the output (a tty's only on Stdout); nil
-	// discards.
-	Stdout, Stderr io.Writer
-	// Resize carries the terminal's new sizes; nil: none.
-	Resize <-chan TermSize
-	// Started, when not nil, is called with the process's host pid once
-	// it runs, before any output.
-	Started func(pid int)
-}
+// Stdio is the caller's side of a session (procio's, shared with the
+// agent).
+type Stdio = procio.Stdio
 
 // Exec runs spec in the container and streams its stdio until it exits,
 // returning how it ended. Ending ctx ends the session: the shim hangs up

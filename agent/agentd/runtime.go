@@ -7,7 +7,6 @@ import (
 
 	"github.com/brimnode/brim/agent"
 	"github.com/brimnode/brim/containerizer"
-	"github.com/brimnode/brim/executor"
 	"github.com/brimnode/brim/isolator"
 )
 
@@ -60,7 +59,8 @@ func (r runtimeAdapter) Launch(ctx context.Context, s agent.LaunchSpec) (*agent.
 		Image: s.Image, ReadWrite: s.ReadWrite, Sandbox: s.Sandbox, LogDir: s.LogDir,
 	}
 	if s.Tty && s.TtySize != (agent.TermSize{}) {
-		spec.TtySize = &executor.TermSize{Width: s.TtySize.Width, Height: s.TtySize.Height}
+		size := s.TtySize
+		spec.TtySize = &size
 	}
 	in, err := r.c.Launch(ctx, spec)
 	if err != nil {
@@ -119,43 +119,13 @@ func (r runtimeAdapter) Recover(ctx context.Context) ([]*agent.RuntimeInfo, erro
 	return out, nil
 }
 
-func (r runtimeAdapter) Exec(ctx context.Context, id string, x agent.RuntimeExec, sio agent.Stdio) (*agent.ExitStatus, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+func (r runtimeAdapter) Exec(ctx context.Context, id string, x agent.ExecSpec, sio agent.Stdio) (*agent.ExitStatus, error) {
 	st, err := r.c.Exec(ctx, id, containerizer.ExecSpec{
-		Command: x.Command, Env: x.Env, Cwd: x.Cwd, User: x.User, Tty: x.Tty, Stdin: x.Stdin,
-		Size: executor.TermSize{Width: x.Size.Width, Height: x.Size.Height},
-	}, stdioOf(ctx, sio))
+		Command: x.Command, Env: x.Env, Cwd: x.Cwd, User: x.User, Tty: x.Tty, Stdin: x.Stdin, Size: x.Size,
+	}, sio)
 	return st, mapErr(err)
 }
 
 func (r runtimeAdapter) Attach(ctx context.Context, id string, sio agent.Stdio, closeStdin bool) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	return mapErr(r.c.Attach(ctx, id, stdioOf(ctx, sio), closeStdin))
-}
-
-// stdioOf converts a session's Stdio; the resize relay ends with ctx (the
-// call's).
-func stdioOf(ctx context.Context, sio agent.Stdio) executor.Stdio {
-	out := executor.Stdio{Stdin: sio.Stdin, Stdout: sio.Stdout, Stderr: sio.Stderr, Started: sio.Started}
-	if sio.Resize != nil {
-		rs := make(chan executor.TermSize)
-		go func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case sz := <-sio.Resize:
-					select {
-					case rs <- executor.TermSize{Width: sz.Width, Height: sz.Height}:
-					case <-ctx.Done():
-						return
-					}
-				}
-			}
-		}()
-		out.Resize = rs
-	}
-	return out
+	return mapErr(r.c.Attach(ctx, id, sio, closeStdin))
 }

@@ -110,7 +110,7 @@ func (s *stdioServer) receive(ctx context.Context) {
 				s.stdinW = nil
 			}
 		case *agentpb.StdioInput_Resize:
-			sz := agent.TermSize{Width: uint16(msg.Resize.GetWidth()), Height: uint16(msg.Resize.GetHeight())}
+			sz := termSize(msg.Resize)
 			select {
 			case <-s.resize: // drop the stale one
 			default:

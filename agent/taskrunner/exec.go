@@ -46,7 +46,7 @@ func (r *Runner) ExecTask(ctx context.Context, fw, id string, start *pb.ExecTask
 				return
 			case sz := <-sio.Resize:
 				select {
-				case resize <- agent.TermSize{Width: uint16(min(sz.GetWidth(), 0xffff)), Height: uint16(min(sz.GetHeight(), 0xffff))}:
+				case resize <- termSize(sz):
 				case <-ctx.Done():
 					return
 				}
@@ -55,7 +55,7 @@ func (r *Runner) ExecTask(ctx context.Context, fw, id string, start *pb.ExecTask
 	}()
 	spec := agent.ExecSpec{
 		Command: start.Command, Env: start.Env, Cwd: start.Cwd, User: start.User, Tty: start.Tty, Stdin: start.Stdin,
-		Size: agent.TermSize{Width: uint16(min(start.GetSize().GetWidth(), 0xffff)), Height: uint16(min(start.GetSize().GetHeight(), 0xffff))},
+		Size: termSize(start.GetSize()),
 	}
 	r.log.Info("exec in task", "framework", fw, "task", id, "container", c.ID, "command", spec.Command[0])
 	st, err := x.Exec(ctx, c.ID, spec, agent.Stdio{
@@ -70,4 +70,10 @@ func (r *Runner) ExecTask(ctx context.Context, fw, id string, start *pb.ExecTask
 		return nil, err
 	}
 	return &pb.ExecExit{Code: int32(st.Code), Signal: int32(st.Signal)}, nil
+}
+
+// termSize converts a wire terminal size, bounded to what a terminal
+// holds.
+func termSize(p *pb.TerminalSize) agent.TermSize {
+	return agent.TermSize{Width: uint16(min(p.GetWidth(), 0xffff)), Height: uint16(min(p.GetHeight(), 0xffff))}
 }
