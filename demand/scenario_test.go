@@ -1,16 +1,15 @@
 package demand
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/resources"
 )
 
@@ -56,58 +55,6 @@ func TestScenarios(t *testing.T) {
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScript(t, f) })
 	}
-}
-
-type scriptCase struct {
-	line      int
-	comments  []string
-	cmd, want string
-}
-
-func readScript(t *testing.T, path string) []scriptCase {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []scriptCase
-	var cur *scriptCase
-	var comments, want []string
-	inWant := false
-	flush := func() {
-		if cur != nil {
-			cur.want = strings.Join(want, "\n")
-			out = append(out, *cur)
-		}
-		cur, want, inWant = nil, nil, false
-	}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		switch {
-		case inWant && line == "":
-			flush()
-		case inWant:
-			want = append(want, line)
-		case line == "" || strings.HasPrefix(line, "#"):
-			if strings.HasPrefix(line, "#") {
-				comments = append(comments, line)
-			}
-		case line == "----":
-			if cur == nil {
-				t.Fatalf("%s:%d: ---- without a command", path, n)
-			}
-			inWant = true
-		case cur != nil:
-			t.Fatalf("%s:%d: command %q without ----", path, n, line)
-		default:
-			cur = &scriptCase{line: n, cmd: line, comments: comments}
-			comments = nil
-		}
-	}
-	flush()
-	return out
 }
 
 func at(s string) (time.Time, error) {
@@ -179,10 +126,10 @@ func runScript(t *testing.T, path string) {
 	loads := map[string]resources.Resources{}    // the load command's
 	fixed := map[string]resources.Resources{}    // the fixed command's
 	holdings := map[string]resources.Resources{} // the holding command's
-	cases := readScript(t, path)
+	cases := testutil.ReadScript(t, path)
 	failed := false
 	for i, c := range cases {
-		name, rest, _ := strings.Cut(c.cmd, " ")
+		name, rest, _ := strings.Cut(c.Cmd, " ")
 		fields := strings.Fields(rest)
 		kv := map[string]string{}
 		var pos []string
@@ -198,17 +145,17 @@ func runScript(t *testing.T, path string) {
 			now, err = epoch, nil
 		}
 		if err != nil {
-			t.Fatalf("%s:%d: t: %v", path, c.line, err)
+			t.Fatalf("%s:%d: t: %v", path, c.Line, err)
 		}
 		dur := func(k string) time.Duration {
 			d, err := time.ParseDuration(kv[k])
 			if err != nil {
-				t.Fatalf("%s:%d: %s: %v", path, c.line, k, err)
+				t.Fatalf("%s:%d: %s: %v", path, c.Line, k, err)
 			}
 			return d
 		}
 		if name != "new" && b == nil {
-			t.Fatalf("%s:%d: %s before new", path, c.line, name)
+			t.Fatalf("%s:%d: %s before new", path, c.Line, name)
 		}
 		var got string
 		var cs []Change
@@ -278,7 +225,7 @@ func runScript(t *testing.T, path string) {
 		case "hand":
 			d, err := b.Get(pos[0])
 			if err != nil {
-				t.Fatalf("%s:%d: %v", path, c.line, err)
+				t.Fatalf("%s:%d: %v", path, c.Line, err)
 			}
 			n, _ := strconv.Atoi(kv["n"])
 			d.Hand(pos[1], n)
@@ -324,31 +271,22 @@ func runScript(t *testing.T, path string) {
 				got = "no demands"
 			}
 		default:
-			t.Fatalf("%s:%d: unknown command %q", path, c.line, name)
+			t.Fatalf("%s:%d: unknown command %q", path, c.Line, name)
 		}
 		if got == "" {
 			got = renderChanges(cs)
 		}
 		if *rewrite {
-			cases[i].want = got
+			cases[i].Want = got
 			continue
 		}
-		if got != c.want {
+		if got != c.Want {
 			failed = true
-			t.Errorf("%s:%d: %s\n got:\n%s\n want:\n%s", path, c.line, c.cmd, got, c.want)
+			t.Errorf("%s:%d: %s\n got:\n%s\n want:\n%s", path, c.Line, c.Cmd, got, c.Want)
 		}
 	}
 	if *rewrite {
-		var out strings.Builder
-		for _, c := range cases {
-			for _, cm := range c.comments {
-				out.WriteString(cm + "\n")
-			}
-			fmt.Fprintf(&out, "%s\n----\n%s\n\n", c.cmd, c.want)
-		}
-		if err := os.WriteFile(path, []byte(strings.TrimSuffix(out.String(), "\n")), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testutil.WriteScript(t, path, cases)
 	}
 	_ = failed
 }

@@ -1,13 +1,11 @@
 package qos
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/isolator"
 	"github.com/brimnode/brim/monitor"
 )
@@ -54,58 +53,6 @@ func TestInterferenceScenarios(t *testing.T) {
 	}
 }
 
-// scriptCase is one command of a script and the output expected.
-type scriptCase struct {
-	line      int // of the command
-	cmd, want string
-}
-
-// readScript splits a script into commands and their expected output.
-func readScript(t *testing.T, path string) []scriptCase {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []scriptCase
-	var cur *scriptCase
-	var want []string
-	inWant := false
-	flush := func() {
-		if cur != nil {
-			cur.want = strings.Join(want, "\n")
-			out = append(out, *cur)
-		}
-		cur, want, inWant = nil, nil, false
-	}
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		switch {
-		case inWant && line == "":
-			flush()
-		case inWant:
-			want = append(want, line)
-		case line == "" || strings.HasPrefix(line, "#"):
-		case line == "----":
-			if cur == nil {
-				t.Fatalf("%s:%d: ---- without a command", path, n)
-			}
-			inWant = true
-		case cur != nil:
-			t.Fatalf("%s:%d: command %q without ----", path, n, line)
-		default:
-			cur = &scriptCase{line: n, cmd: line}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	flush()
-	return out
-}
-
 func runScript(t *testing.T, path string) {
 	var ic *Interference
 	var trace bytes.Buffer
@@ -118,15 +65,15 @@ func runScript(t *testing.T, path string) {
 			return a
 		}}))
 	starts := map[string]time.Time{}
-	cases := readScript(t, path)
+	cases := testutil.ReadScript(t, path)
 	failed := false
 	for i, c := range cases {
-		name, args, _ := strings.Cut(c.cmd, " ")
+		name, args, _ := strings.Cut(c.Cmd, " ")
 		kv := map[string]string{}
 		for _, a := range strings.Fields(args) {
 			k, v, ok := strings.Cut(a, "=")
 			if !ok {
-				t.Fatalf("%s:%d: argument %q: want key=value", path, c.line, a)
+				t.Fatalf("%s:%d: argument %q: want key=value", path, c.Line, a)
 			}
 			kv[k] = v
 		}
@@ -135,22 +82,22 @@ func runScript(t *testing.T, path string) {
 		case "new":
 			ctl, err := NewInterference(Options(kv), log)
 			if err != nil {
-				t.Fatalf("%s:%d: %v", path, c.line, err)
+				t.Fatalf("%s:%d: %v", path, c.Line, err)
 			}
 			ic, got = ctl.(*Interference), "ok"
 			clear(starts)
 		case "round":
 			if ic == nil {
-				t.Fatalf("%s:%d: round before new", path, c.line)
+				t.Fatalf("%s:%d: round before new", path, c.Line)
 			}
 			u, err := scriptUsage(kv, starts)
 			if err != nil {
-				t.Fatalf("%s:%d: %v", path, c.line, err)
+				t.Fatalf("%s:%d: %v", path, c.Line, err)
 			}
 			trace.Reset()
 			cs, err := ic.Corrections(context.Background(), u)
 			if err != nil {
-				t.Fatalf("%s:%d: %v", path, c.line, err)
+				t.Fatalf("%s:%d: %v", path, c.Line, err)
 			}
 			got = renderRound(ic, cs)
 		case "why":
@@ -159,51 +106,20 @@ func runScript(t *testing.T, path string) {
 				got = "quiet"
 			}
 		default:
-			t.Fatalf("%s:%d: unknown command %q", path, c.line, name)
+			t.Fatalf("%s:%d: unknown command %q", path, c.Line, name)
 		}
-		if got != c.want {
+		if got != c.Want {
 			if *rewrite {
-				cases[i].want = got
+				cases[i].Want = got
 				continue
 			}
-			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", path, c.line, c.cmd, got, c.want)
+			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", path, c.Line, c.Cmd, got, c.Want)
 			failed = true
 			break // later steps depend on this one
 		}
 	}
 	if *rewrite && !failed {
-		writeScript(t, path, cases)
-	}
-}
-
-// writeScript writes the script back with the outputs in cases, keeping
-// its comments and commands.
-func writeScript(t *testing.T, path string, cases []scriptCase) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	byLine := map[int]scriptCase{}
-	for _, c := range cases {
-		byLine[c.line] = c
-	}
-	var out []string
-	for i := 0; i < len(lines); i++ {
-		c, ok := byLine[i+1]
-		if !ok {
-			out = append(out, lines[i])
-			continue
-		}
-		out = append(out, c.cmd, "----", c.want)
-		for i++; i < len(lines) && lines[i] != ""; i++ { // skip the old output
-		}
-		if i < len(lines) {
-			out = append(out, "")
-		}
-	}
-	if err := os.WriteFile(path, []byte(strings.Join(out, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
+		testutil.WriteScript(t, path, cases)
 	}
 }
 

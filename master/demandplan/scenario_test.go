@@ -1,10 +1,8 @@
 package demandplan
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/brimnode/brim/demand"
+	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/master/allocator"
 	"github.com/brimnode/brim/resources"
 )
@@ -196,21 +195,21 @@ func parseArgs(rest string) (pos []string, kv map[string]string) {
 }
 
 func runScript(t *testing.T, path string) {
-	cases := readScript(t, path)
+	cases := testutil.ReadScript(t, path)
 	var w *world
 	for i, c := range cases {
-		name, rest, _ := strings.Cut(c.cmd, " ")
+		name, rest, _ := strings.Cut(c.Cmd, " ")
 		pos, kv := parseArgs(rest)
 		now := epoch
 		if kv["t"] != "" {
 			d, err := time.ParseDuration(kv["t"])
 			if err != nil {
-				t.Fatalf("%s:%d: t: %v", path, c.line, err)
+				t.Fatalf("%s:%d: t: %v", path, c.Line, err)
 			}
 			now = epoch.Add(d)
 		}
 		if name != "new" && w == nil {
-			t.Fatalf("%s:%d: %s before new", path, c.line, name)
+			t.Fatalf("%s:%d: %s before new", path, c.Line, name)
 		}
 		if w != nil {
 			w.clk.t = now
@@ -219,7 +218,7 @@ func runScript(t *testing.T, path string) {
 		fail := func(err error) { out = append(out, "error: "+err.Error()) }
 		switch name {
 		case "new":
-			w = newWorld(t, path, c.line, kv)
+			w = newWorld(t, path, c.Line, kv)
 			out = append(out, "ok")
 		case "agent":
 			total := resources.MustParse(pos[1])
@@ -342,22 +341,22 @@ func runScript(t *testing.T, path string) {
 		case "show":
 			out = w.show()
 		default:
-			t.Fatalf("%s:%d: unknown command %q", path, c.line, name)
+			t.Fatalf("%s:%d: unknown command %q", path, c.Line, name)
 		}
 		got := strings.Join(out, "\n")
 		if got == "" {
 			got = "no change"
 		}
 		if *rewrite {
-			cases[i].want = got
+			cases[i].Want = got
 			continue
 		}
-		if got != c.want {
-			t.Errorf("%s:%d: %s\n got:\n%s\n want:\n%s", path, c.line, c.cmd, got, c.want)
+		if got != c.Want {
+			t.Errorf("%s:%d: %s\n got:\n%s\n want:\n%s", path, c.Line, c.Cmd, got, c.Want)
 		}
 	}
 	if *rewrite {
-		writeScript(t, path, cases)
+		testutil.WriteScript(t, path, cases)
 	}
 }
 
@@ -429,69 +428,4 @@ func (w *world) show() []string {
 		out = append(out, s)
 	}
 	return out
-}
-
-type scriptCase struct {
-	line      int
-	comments  []string
-	cmd, want string
-}
-
-func readScript(t *testing.T, path string) []scriptCase {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []scriptCase
-	var cur *scriptCase
-	var comments, want []string
-	inWant := false
-	flush := func() {
-		if cur != nil {
-			cur.want = strings.Join(want, "\n")
-			out = append(out, *cur)
-		}
-		cur, want, inWant = nil, nil, false
-	}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		switch {
-		case inWant && line == "":
-			flush()
-		case inWant:
-			want = append(want, line)
-		case line == "" || strings.HasPrefix(line, "#"):
-			if strings.HasPrefix(line, "#") {
-				comments = append(comments, line)
-			}
-		case line == "----":
-			if cur == nil {
-				t.Fatalf("%s:%d: ---- without a command", path, n)
-			}
-			inWant = true
-		case cur != nil:
-			t.Fatalf("%s:%d: command %q without ----", path, n, line)
-		default:
-			cur = &scriptCase{line: n, cmd: line, comments: comments}
-			comments = nil
-		}
-	}
-	flush()
-	return out
-}
-
-func writeScript(t *testing.T, path string, cases []scriptCase) {
-	var b strings.Builder
-	for _, c := range cases {
-		for _, cm := range c.comments {
-			b.WriteString(cm + "\n")
-		}
-		fmt.Fprintf(&b, "%s\n----\n%s\n\n", c.cmd, c.want)
-	}
-	if err := os.WriteFile(path, []byte(strings.TrimSuffix(b.String(), "\n")), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
