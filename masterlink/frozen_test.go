@@ -11,26 +11,11 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/masterlink"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 )
-
-// leaderNamer answers WatchLeader: leader (self when it is addr), or,
-// frozen, nothing until the caller gives up, as a stopped master.
-type leaderNamer struct {
-	pb.UnimplementedMastersServer
-	addr, leader string
-	frozen       bool
-}
-
-func (m *leaderNamer) WatchLeader(ctx context.Context, r *pb.WatchLeaderRequest) (*pb.LeaderInfo, error) {
-	if m.frozen || r.Hold && r.Known == m.leader {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	return &pb.LeaderInfo{Leader: m.leader, Self: m.leader == m.addr}, nil
-}
 
 // frozenLink takes an agent's stream and never answers its registration.
 type frozenLink struct {
@@ -42,13 +27,13 @@ func (frozenLink) Connect(stream pb.AgentLink_ConnectServer) error {
 	return stream.Context().Err()
 }
 
-func serveMaster(t *testing.T, link pb.AgentLinkServer, names *leaderNamer) string {
+func serveMaster(t *testing.T, link pb.AgentLinkServer, names *testutil.LeaderNamer) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	names.addr = l.Addr().String()
+	names.Addr = l.Addr().String()
 	s := grpc.NewServer()
 	if link != nil {
 		pb.RegisterAgentLinkServer(s, link)
@@ -56,7 +41,7 @@ func serveMaster(t *testing.T, link pb.AgentLinkServer, names *leaderNamer) stri
 	pb.RegisterMastersServer(s, names)
 	go func() { _ = s.Serve(l) }() // ends with Stop
 	t.Cleanup(s.Stop)
-	return names.addr
+	return names.Addr
 }
 
 // logLines records the messages a client logs, in order.
@@ -94,14 +79,14 @@ func (l *logLines) said(prefix string) bool {
 // session with the frozen master ended by the keepalive, never by the
 // watch.
 func TestAgentLeavesALeaderFrozenDuringRegistration(t *testing.T) {
-	frozenNames := &leaderNamer{frozen: true}
+	frozenNames := &testutil.LeaderNamer{Frozen: true}
 	frozen := serveMaster(t, frozenLink{}, frozenNames)
-	standbyNames := &leaderNamer{}
+	standbyNames := &testutil.LeaderNamer{}
 	standby := serveMaster(t, nil, standbyNames)
 	next, nextAddr, _ := startScriptedServerWith(t, func(s *grpc.Server, addr string) {
-		pb.RegisterMastersServer(s, &leaderNamer{addr: addr, leader: addr})
+		pb.RegisterMastersServer(s, &testutil.LeaderNamer{Addr: addr, Leader: addr})
 	})
-	standbyNames.leader = nextAddr
+	standbyNames.Leader = nextAddr
 
 	logs := &logLines{}
 	c, err := masterlink.New(masterlink.Options{Master: frozen + "," + standby + "," + nextAddr, StateDir: t.TempDir(),

@@ -10,24 +10,21 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/brimnode/brim/internal/masteraddr"
+	"github.com/brimnode/brim/internal/testutil"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/scheduler"
 )
 
-// fakeMaster serves the scheduler and masters APIs. frozen: every call
-// waits until its caller gives up, as a master stopped (SIGSTOP) after
-// the connection was made. Otherwise it names leader (self when it is
-// leader) and, when it is the leader, subscribes a framework and holds
-// the stream.
+// fakeMaster serves the scheduler and masters APIs: the leader it names
+// (LeaderNamer), and, when it is that leader and not frozen, a
+// subscription it holds open.
 type fakeMaster struct {
 	pb.UnimplementedSchedulerServer
-	pb.UnimplementedMastersServer
-	addr, leader string
-	frozen       bool
+	testutil.LeaderNamer
 }
 
 func (m *fakeMaster) Subscribe(_ *pb.SubscribeRequest, stream pb.Scheduler_SubscribeServer) error {
-	if m.frozen || m.leader != m.addr {
+	if m.Frozen || m.Leader != m.Addr {
 		<-stream.Context().Done()
 		return stream.Context().Err()
 	}
@@ -38,21 +35,13 @@ func (m *fakeMaster) Subscribe(_ *pb.SubscribeRequest, stream pb.Scheduler_Subsc
 	return nil
 }
 
-func (m *fakeMaster) WatchLeader(ctx context.Context, r *pb.WatchLeaderRequest) (*pb.LeaderInfo, error) {
-	if m.frozen || r.Hold && r.Known == m.leader {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	return &pb.LeaderInfo{Leader: m.leader, Self: m.leader == m.addr}, nil
-}
-
 func serveFake(t *testing.T, m *fakeMaster) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.addr = l.Addr().String()
+	m.Addr = l.Addr().String()
 	s := grpc.NewServer()
 	pb.RegisterSchedulerServer(s, m)
 	pb.RegisterMastersServer(s, m)
@@ -68,15 +57,15 @@ func serveFake(t *testing.T, m *fakeMaster) {
 // started just before a leader's freeze stayed with it (seen by `make
 // chaos`: frameworks reaching the new leader 7–15 s after the election).
 func TestFrameworkLeavesALeaderFrozenDuringSubscribe(t *testing.T) {
-	frozen := &fakeMaster{frozen: true}
+	frozen := &fakeMaster{LeaderNamer: testutil.LeaderNamer{Frozen: true}}
 	standby := &fakeMaster{}
 	next := &fakeMaster{}
 	for _, m := range []*fakeMaster{frozen, standby, next} {
 		serveFake(t, m)
 	}
-	standby.leader, next.leader = next.addr, next.addr
+	standby.Leader, next.Leader = next.Addr, next.Addr
 
-	d, err := scheduler.New(scheduler.Options{Master: frozen.addr + "," + standby.addr + "," + next.addr, Name: "t"})
+	d, err := scheduler.New(scheduler.Options{Master: frozen.Addr + "," + standby.Addr + "," + next.Addr, Name: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +94,8 @@ func TestFrameworkLeavesALeaderFrozenDuringSubscribe(t *testing.T) {
 	select {
 	case err := <-firstErr:
 		var moved *masteraddr.LeaderMovedError
-		if !errors.As(err, &moved) || moved.Leader != next.addr {
-			t.Fatalf("the first subscription ended with %v, want the leader moved to %s", err, next.addr)
+		if !errors.As(err, &moved) || moved.Leader != next.Addr {
+			t.Fatalf("the first subscription ended with %v, want the leader moved to %s", err, next.Addr)
 		}
 	case <-time.After(time.Minute): // a bound against a hang, not a timing
 		t.Fatal("the framework never left the frozen leader")
