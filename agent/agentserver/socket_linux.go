@@ -3,8 +3,6 @@ package agentserver
 import (
 	"net"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/brimnode/brim/internal/procalive"
 )
 
@@ -19,20 +17,6 @@ import (
 // When the creator cannot be told (another PID namespace), it is taken
 // as alive.
 func listenerAlive(conn net.Conn) bool {
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		return true
-	}
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return true
-	}
-	var cred *unix.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil || credErr != nil || cred.Pid <= 0 {
-		return true
-	}
-	return procalive.Runs(int(cred.Pid))
+	pid := procalive.PeerPID(conn)
+	return pid <= 0 || procalive.Runs(pid)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -27,4 +28,27 @@ func Runs(pid int) bool {
 		return b[i+2] != 'Z' && b[i+2] != 'X'
 	}
 	return true
+}
+
+// PeerPID returns the pid of the process at the other end of the unix
+// socket conn (SO_PEERCRED: for a connection to a listening socket, the
+// process that listened), 0 when it cannot be told (another kind of
+// connection, another PID namespace).
+func PeerPID(conn net.Conn) int {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return 0
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil || credErr != nil {
+		return 0
+	}
+	return int(cred.Pid)
 }

@@ -3,7 +3,7 @@ package testutil
 import (
 	"net"
 
-	"golang.org/x/sys/unix"
+	"github.com/brimnode/brim/internal/procalive"
 )
 
 // SocketServedBy reports whether the unix socket at path answers and was
@@ -18,16 +18,5 @@ func SocketServedBy(path string, pid int) bool {
 		return false
 	}
 	defer c.Close()
-	raw, err := c.(*net.UnixConn).SyscallConn()
-	if err != nil {
-		return false
-	}
-	var cred *unix.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil || credErr != nil {
-		return false
-	}
-	return int(cred.Pid) == pid
+	return procalive.PeerPID(c) == pid
 }
