@@ -327,11 +327,7 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 		return fmt.Errorf("record shim pid: %w", err)
 	}
 
-	// A shim that stops reporting (hung, stopped) fails the launch after
-	// LaunchTimeout; the teardown then kills it.
-	_ = reportR.SetReadDeadline(time.Now().Add(c.cfg.LaunchTimeout))
-	stop := context.AfterFunc(ctx, func() { _ = reportR.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
+	defer c.boundReports(ctx, reportR)()
 	reports := executor.NewReportReader(reportR)
 	next := func(want string) (*executor.Report, error) {
 		rep, err := reports.Next()
@@ -350,9 +346,7 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 		if err := c.checkReport(ctx, ct, rep, err, executor.EventRunning); err != nil {
 			return err
 		}
-		ct.pid = rep.Pid
-		ct.startedAt = time.Now()
-		ct.addShimSteps(sent, rep)
+		ct.running(sent, rep)
 		return nil
 	}
 	rep, err := next(executor.EventCreated)
@@ -372,9 +366,25 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 	if err != nil {
 		return err
 	}
+	ct.running(sent, rep)
+	return nil
+}
+
+// boundReports bounds the reads of a shim's launch reports from r: a
+// shim that stops reporting (hung, stopped) fails the launch after
+// LaunchTimeout (the teardown then kills it), and ctx's end fails it at
+// once. The returned func lifts ctx's hold.
+func (c *Containerizer) boundReports(ctx context.Context, r *os.File) (stop func() bool) {
+	_ = r.SetReadDeadline(time.Now().Add(c.cfg.LaunchTimeout))
+	return context.AfterFunc(ctx, func() { _ = r.SetReadDeadline(time.Unix(1, 0)) })
+}
+
+// running records the shim's "running" report rep for a launch whose
+// go-ahead (or claim) was sent at sent.
+func (ct *container) running(sent time.Time, rep *executor.Report) {
+	ct.pid = rep.Pid
 	ct.startedAt = time.Now()
 	ct.addShimSteps(sent, rep)
-	return nil
 }
 
 // checkReport turns a launch report (or the error reading it) into the

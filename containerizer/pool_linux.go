@@ -575,9 +575,7 @@ func (c *Containerizer) claim(ctx context.Context, ct *container, sb *sandbox, u
 		return err
 	}
 	ct.mark("files")
-	_ = sb.sp.reportR.SetReadDeadline(time.Now().Add(c.cfg.LaunchTimeout))
-	stop := context.AfterFunc(ctx, func() { _ = sb.sp.reportR.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
+	defer c.boundReports(ctx, sb.sp.reportR)()
 	sent := time.Now()
 	if _, err := io.WriteString(sb.sp.goW, ct.dir+"\n"); err != nil {
 		return fmt.Errorf("claim sandbox: %w", err)
@@ -586,9 +584,7 @@ func (c *Containerizer) claim(ctx context.Context, ct *container, sb *sandbox, u
 	if err := c.checkReport(ctx, ct, rep, err, executor.EventRunning); err != nil {
 		return err
 	}
-	ct.pid = rep.Pid
-	ct.startedAt = time.Now()
-	ct.addShimSteps(sent, rep)
+	ct.running(sent, rep)
 	return nil
 }
 
