@@ -32,15 +32,9 @@ const IDMapDir = "layers"
 // namespaces. In a user namespace the layers are id-mapped onto its
 // range (idmapLayers).
 func prepareImageRoot(dir string, b *Bundle) (string, error) {
-	if err := requirePrivateMountNS(); err != nil {
+	root, err := rootfsMountPoint(dir)
+	if err != nil {
 		return "", err
-	}
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return "", fmt.Errorf("make mounts private: %w", err)
-	}
-	root := filepath.Join(dir, RootfsDir)
-	if err := os.Mkdir(root, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", fmt.Errorf("create rootfs mount point: %w", err)
 	}
 	img := b.Image
 	lower := img.Lower

@@ -22,16 +22,9 @@ import (
 // /tmp and the sandbox, and pivots into it. The host root itself cannot be
 // the rootfs: pivot_root fails with EBUSY.
 func prepareHostRoot(dir string, hide []string) (string, error) {
-	if err := requirePrivateMountNS(); err != nil {
+	root, err := rootfsMountPoint(dir)
+	if err != nil {
 		return "", err
-	}
-	// Nothing done below may propagate back to the host.
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return "", fmt.Errorf("make mounts private: %w", err)
-	}
-	root := filepath.Join(dir, RootfsDir)
-	if err := os.Mkdir(root, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", fmt.Errorf("create rootfs mount point: %w", err)
 	}
 	if err := unix.Mount("/", root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return "", fmt.Errorf("bind host root: %w", err)
@@ -179,4 +172,21 @@ func mountNetSysfs(dir, netnsPath string) error {
 		errc <- err
 	}()
 	return <-errc
+}
+
+// rootfsMountPoint makes the shim's mount namespace private (nothing
+// done in it may propagate back to the host) and the container's root
+// mount point in dir.
+func rootfsMountPoint(dir string) (string, error) {
+	if err := requirePrivateMountNS(); err != nil {
+		return "", err
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return "", fmt.Errorf("make mounts private: %w", err)
+	}
+	root := filepath.Join(dir, RootfsDir)
+	if err := os.Mkdir(root, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("create rootfs mount point: %w", err)
+	}
+	return root, nil
 }
