@@ -36,6 +36,10 @@ var (
 	// whose etcd session ended): a fenced store write was refused, or
 	// the master stopped serving when it lost its leadership.
 	ErrNotLeader = errors.New("not the leader")
+	// ErrUnavailable: the registry could not record what the call needs
+	// kept (a new framework's record while etcd has no quorum): nothing
+	// was applied, and the caller may try again.
+	ErrUnavailable = errors.New("registry unavailable")
 )
 
 // fromAllocator wraps an allocator error in the package's sentinel of the

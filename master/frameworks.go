@@ -92,8 +92,14 @@ func (m *Master) Subscribe(req *Subscription, c *Outbox[ToFramework]) (string, e
 // storeSubscription writes the record of framework id, not subscribed,
 // before it subscribes, and waits for it without the master's lock. It
 // reports whether it wrote the record and whether the store knew the
-// framework before. A failed write is logged, as before; one refused
-// because this master no longer leads (or has stopped) is returned.
+// framework before. A write refused because this master no longer leads
+// (or has stopped) is returned. A framework the store does not know is
+// refused (ErrUnavailable) when its record cannot be written: the next
+// leader would not know it, and would take the ends of the tasks it
+// launched meanwhile for those of a framework that is gone (acknowledged
+// unforwarded, then LOST to its reconciliation: chaos seed 20261129,
+// a Subscribe during an etcd quorum loss). A known one keeps its record,
+// and the failed rewrite is logged.
 func (m *Master) storeSubscription(id string, roles []string, principal string) (stored, known bool, err error) {
 	m.mu.Lock()
 	_, subscribed := m.frameworks[id]
@@ -108,6 +114,11 @@ func (m *Master) storeSubscription(id string, roles []string, principal string) 
 	switch {
 	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrClosed):
 		return false, known, fmt.Errorf("subscribe %s: %w", id, err)
+	case err != nil && !known:
+		m.mu.Lock()
+		m.deleteFrameworkRecordLocked(id) // in case the write landed after all
+		m.mu.Unlock()
+		return false, false, fmt.Errorf("subscribe %s: its record could not be written, try again: %w: %w", id, ErrUnavailable, err)
 	case err != nil:
 		m.log.Warn("persist framework", "framework", id, "err", err)
 	}

@@ -30,6 +30,7 @@ var wireCodes = []struct {
 	{master.ErrInsufficient, codes.ResourceExhausted, http.StatusConflict},
 	{master.ErrClosed, codes.Unavailable, http.StatusServiceUnavailable},
 	{master.ErrNotLeader, codes.Unavailable, http.StatusServiceUnavailable},
+	{master.ErrUnavailable, codes.Unavailable, http.StatusServiceUnavailable},
 }
 
 // toStatus is err as a gRPC status (codes.Internal for an error that
