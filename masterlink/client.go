@@ -993,7 +993,7 @@ func (c *Client) launch(ctx context.Context, ti *pb.TaskInfo, runAsRoot, lent bo
 		}
 		if err != nil {
 			c.log.Warn("launch task", "task", ti.TaskId, "err", err)
-			if uerr := c.Update(Status{TaskID: ti.TaskId, FrameworkID: ti.FrameworkId, State: pb.TaskState_TASK_FAILED, Reason: "LAUNCH_FAILED", Message: err.Error()}); uerr != nil {
+			if uerr := c.Update(Status{TaskID: ti.TaskId, FrameworkID: ti.FrameworkId, State: pb.TaskState_TASK_FAILED, Reason: pb.ReasonLaunchFailed, Message: err.Error()}); uerr != nil {
 				c.log.Error("report launch failure", "task", ti.TaskId, "err", uerr)
 			}
 		}

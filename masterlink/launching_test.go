@@ -2,6 +2,8 @@ package masterlink_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,5 +118,29 @@ func TestReregisterLaunchingAfterDuplicate(t *testing.T) {
 	reg := waitRegister(t, m, 30*time.Second, "after the cut")
 	if len(reg.Tasks) != 1 || reg.Tasks[0].Task.GetTaskId() != "t1" || reg.Tasks[0].State != pb.TaskState_TASK_STARTING {
 		t.Fatalf("re-registered with %v, want t1 STARTING (its first launch is still under way)", reg.Tasks)
+	}
+}
+
+// failingLauncher is a runner whose launches fail at once.
+type failingLauncher struct{ hangingLauncher }
+
+func (failingLauncher) LaunchTask(context.Context, masterlink.Task) error {
+	return errors.New("make the container: no space left on device")
+}
+
+// TestLaunchFailureNamesAReason: a launch that fails is reported
+// TASK_FAILED with a reason the TaskReason enum names (frameworks
+// compare the wire string with it; "LAUNCH_FAILED" was sent but not in
+// the enum) and the runner's error as its message.
+func TestLaunchFailureNamesAReason(t *testing.T) {
+	m, _ := startLaunching(t, failingLauncher{})
+	m.cmds <- &pb.MasterMessage{Msg: &pb.MasterMessage_Run{Run: &pb.RunTask{Task: &pb.TaskInfo{TaskId: "t1", FrameworkId: "fw", Name: "one",
+		Resources: "cpus:0.1;mem:32", Command: []string{"true"}}}}}
+	st := next(t, m.statuses)
+	if st.TaskId != "t1" || st.State != pb.TaskState_TASK_FAILED || !strings.Contains(st.Message, "no space left") {
+		t.Fatalf("update %v, want t1 FAILED naming the launch's error", st)
+	}
+	if _, ok := pb.TaskReason_value[st.Reason]; !ok || st.Reason != pb.ReasonLaunchFailed {
+		t.Errorf("reason %q, want %q of the TaskReason enum", st.Reason, pb.ReasonLaunchFailed)
 	}
 }

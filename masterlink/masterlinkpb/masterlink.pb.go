@@ -138,6 +138,10 @@ const (
 	// CONTAINER_LIMITATION_DISK: the task's read-write image root wrote
 	// more than its disk (Mesos REASON_CONTAINER_LIMITATION_DISK).
 	TaskReason_CONTAINER_LIMITATION_DISK TaskReason = 16
+	// LAUNCH_FAILED: the agent could not launch the task (its container
+	// or image could not be made, the state dir is full: the message
+	// says why); with TASK_FAILED (Mesos REASON_CONTAINER_LAUNCH_FAILED).
+	TaskReason_LAUNCH_FAILED TaskReason = 17
 )
 
 // Enum value maps for TaskReason.
@@ -160,6 +164,7 @@ var (
 		14: "INVALID_TASK",
 		15: "TASK_UNAUTHORIZED",
 		16: "CONTAINER_LIMITATION_DISK",
+		17: "LAUNCH_FAILED",
 	}
 	TaskReason_value = map[string]int32{
 		"REASON_UNSPECIFIED":          0,
@@ -179,6 +184,7 @@ var (
 		"INVALID_TASK":                14,
 		"TASK_UNAUTHORIZED":           15,
 		"CONTAINER_LIMITATION_DISK":   16,
+		"LAUNCH_FAILED":               17,
 	}
 )
 
@@ -4311,7 +4317,7 @@ const file_masterlink_proto_rawDesc = "" +
 	"\fTASK_KILLING\x10\t\x12\x0e\n" +
 	"\n" +
 	"TASK_ERROR\x10\n" +
-	"*\xa2\x03\n" +
+	"*\xb5\x03\n" +
 	"\n" +
 	"TaskReason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x12\n" +
@@ -4331,7 +4337,8 @@ const file_masterlink_proto_rawDesc = "" +
 	"\x0eRECONCILIATION\x10\r\x12\x10\n" +
 	"\fINVALID_TASK\x10\x0e\x12\x15\n" +
 	"\x11TASK_UNAUTHORIZED\x10\x0f\x12\x1d\n" +
-	"\x19CONTAINER_LIMITATION_DISK\x10\x102\xb7\x01\n" +
+	"\x19CONTAINER_LIMITATION_DISK\x10\x10\x12\x11\n" +
+	"\rLAUNCH_FAILED\x10\x112\xb7\x01\n" +
 	"\tAgentLink\x12R\n" +
 	"\aConnect\x12 .brim.masterlink.v1.AgentMessage\x1a!.brim.masterlink.v1.MasterMessage(\x010\x01\x12V\n" +
 	"\vExecSession\x12$.brim.masterlink.v1.ExecSessionAgent\x1a\x1d.brim.masterlink.v1.ExecInput(\x010\x012\xac\a\n" +

@@ -33,6 +33,9 @@ var (
 	// ReasonContainerLimitationDisk: the task's read-write image root
 	// wrote more than its disk; the agent killed it.
 	ReasonContainerLimitationDisk = TaskReason_name[int32(TaskReason_CONTAINER_LIMITATION_DISK)]
+	// ReasonLaunchFailed: the agent could not launch the task
+	// (TASK_FAILED); the message says why.
+	ReasonLaunchFailed = TaskReason_name[int32(TaskReason_LAUNCH_FAILED)]
 )
 
 // Terminal reports whether s ends a task (FINISHED, FAILED, KILLED, LOST,

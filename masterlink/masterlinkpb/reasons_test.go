@@ -22,14 +22,15 @@ func TestReasonWireNames(t *testing.T) {
 		ReasonInvalidTask:               "INVALID_TASK",
 		ReasonTaskUnauthorized:          "TASK_UNAUTHORIZED",
 		ReasonContainerLimitationDisk:   "CONTAINER_LIMITATION_DISK",
+		ReasonLaunchFailed:              "LAUNCH_FAILED",
 	} {
 		if got != want {
 			t.Errorf("reason %q, want %q", got, want)
 		}
 	}
-	// Every named reason has its Go name above (the enum has 16 plus the
+	// Every named reason has its Go name above (the enum has 17 plus the
 	// unspecified zero).
-	if n := len(TaskReason_name); n != 17 {
+	if n := len(TaskReason_name); n != 18 {
 		t.Errorf("TaskReason has %d values; name the new ones in reasons.go and here", n)
 	}
 }
