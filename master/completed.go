@@ -62,6 +62,17 @@ func (c *completed) addFramework(fs FrameworkState) {
 	}
 }
 
+// hasFramework reports whether framework id is in the history: it was
+// removed, and not so long ago that the history forgot it.
+func (c *completed) hasFramework(id string) bool {
+	for _, f := range c.frameworks {
+		if f.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // taskStateOf renders a task for State.
 func taskStateOf(t *taskEntry) api.TaskState {
 	ts := api.TaskState{ID: t.info.ID, Name: t.info.Name, FrameworkID: t.fw, AgentID: t.agent, State: t.state.String(), Resources: t.res.String(),

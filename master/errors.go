@@ -40,6 +40,11 @@ var (
 	// kept (a new framework's record while etcd has no quorum): nothing
 	// was applied, and the caller may try again.
 	ErrUnavailable = errors.New("registry unavailable")
+	// ErrFrameworkRemoved: a Subscribe with the ID of a framework the
+	// master removed (its failover timeout passed): its tasks were
+	// killed, and it may not come back as if they were not (Mesos's
+	// "framework has been removed"); it subscribes again without an ID.
+	ErrFrameworkRemoved = errors.New("framework removed")
 )
 
 // fromAllocator wraps an allocator error in the package's sentinel of the

@@ -76,6 +76,8 @@ func (m *Master) Subscribe(req *Subscription, c *Outbox[ToFramework]) (string, e
 	id := fi.ID
 	if id == "" {
 		id = uuid.NewString()
+	} else if err := m.notRemoved(id); err != nil {
+		return "", err
 	}
 	stored, known, err := m.storeSubscription(id, roles, fi.Principal)
 	if err != nil {
@@ -87,6 +89,19 @@ func (m *Master) Subscribe(req *Subscription, c *Outbox[ToFramework]) (string, e
 		return "", err
 	}
 	return id, nil
+}
+
+// notRemoved refuses a Subscribe with the ID of a framework the master
+// removed (ErrFrameworkRemoved) — as long as its history remembers it
+// (MaxCompletedFrameworks; a master's start or failover forgets it, as
+// Mesos's does). Before, the old ID was subscribed as a new framework.
+func (m *Master) notRemoved(id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.frameworks[id] == nil && m.completed.hasFramework(id) {
+		return fmt.Errorf("subscribe %s: its failover timeout passed and its tasks were killed; subscribe without its ID: %w", id, ErrFrameworkRemoved)
+	}
+	return nil
 }
 
 // storeSubscription writes the record of framework id, not subscribed,

@@ -11,6 +11,9 @@ import (
 	"github.com/brimnode/brim/master"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
+	"github.com/brimnode/brim/scheduler"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // TestStaleUpdateOfRemovedFramework (issue 30): framework a's task x
@@ -95,4 +98,33 @@ func TestStaleUpdateOfRemovedFramework(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.expectStates(t, "x", pb.TaskState_TASK_KILLED)
+}
+
+// TestRemovedFrameworkMayNotSubscribeAgain: a framework removed at the
+// end of its failover timeout (its tasks killed) that comes back with its
+// ID is refused with ErrFrameworkRemoved, FailedPrecondition on the wire,
+// on which the SDK's Run returns rather than retrying. Before, its ID was
+// subscribed as a new framework, as if its killed tasks had never been.
+func TestRemovedFrameworkMayNotSubscribeAgain(t *testing.T) {
+	c := newCluster(t, master.Options{})
+	a := c.startFrameworkFailover("a", 200*time.Millisecond)
+	<-a.subscribed
+	aID := a.d.FrameworkID()
+	a.d.Close()
+	waitState(t, c.m, "framework a removed", func(st master.State) bool { return len(st.Frameworks) == 0 })
+
+	d, err := scheduler.New(scheduler.Options{Master: c.addr, Name: "a", FrameworkID: aID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = d.Run(ctx, scheduler.Callbacks{})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "failover timeout passed") {
+		t.Fatalf("Run with a removed framework's ID: %v, want FailedPrecondition naming its removal", err)
+	}
+	if st := c.m.State(); len(st.Frameworks) != 0 {
+		t.Fatalf("frameworks after the refused Subscribe: %+v", st.Frameworks)
+	}
 }

@@ -186,7 +186,9 @@ const (
 // attempt (an unreachable master included), after a delay that doubles
 // from 200 ms to 5 s, jittered so that many frameworks do not come back
 // in step. It returns early only for errors a retry cannot fix
-// (InvalidArgument, PermissionDenied, Unauthenticated).
+// (InvalidArgument, PermissionDenied, Unauthenticated, and
+// FailedPrecondition: the master removed the framework, its failover
+// timeout passed).
 func (d *Driver) Run(ctx context.Context, cb Callbacks) error {
 	delay := minRetry
 	for {
@@ -195,7 +197,7 @@ func (d *Driver) Run(ctx context.Context, cb Callbacks) error {
 			return nil
 		}
 		switch status.Code(err) {
-		case codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated:
+		case codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated, codes.FailedPrecondition:
 			return fmt.Errorf("subscribe: %w", err)
 		}
 		if subscribed {

@@ -31,6 +31,7 @@ var wireCodes = []struct {
 	{master.ErrClosed, codes.Unavailable, http.StatusServiceUnavailable},
 	{master.ErrNotLeader, codes.Unavailable, http.StatusServiceUnavailable},
 	{master.ErrUnavailable, codes.Unavailable, http.StatusServiceUnavailable},
+	{master.ErrFrameworkRemoved, codes.FailedPrecondition, http.StatusConflict},
 }
 
 // toStatus is err as a gRPC status (codes.Internal for an error that
