@@ -101,6 +101,9 @@ func (m *Master) Reserve(agentID, principal string, res resources.Resources) err
 	}
 	var done []string // roles reserved in the allocator, undone on failure
 	undo := func() {
+		if !m.inAllocatorLocked(agentID) {
+			return
+		}
 		for _, role := range done {
 			if err := m.alloc.Unreserve(agentID, byRole[role]); err != nil {
 				m.log.Error("undo reservation", "agent", agentID, "resources", byRole[role].String(), "err", err)
@@ -159,6 +162,9 @@ func (m *Master) Unreserve(agentID, principal string, res resources.Resources) e
 	}
 	var done []string
 	undo := func() {
+		if !m.inAllocatorLocked(agentID) {
+			return
+		}
 		for _, role := range done {
 			for _, e := range byRole[role] {
 				one := resources.Resources{e}
@@ -214,15 +220,30 @@ func (m *Master) storeReservationsLocked(ag *agentEntry, res resources.Resources
 	m.rescindAgentOffersLocked(ag.id)
 	ag.reserving = true
 	id := ag.id
+	// The master's record changes with the allocator's, before the lock
+	// is released: an agent that re-registers during the write is added
+	// back to the allocator with the new reservations (it was added with
+	// the old ones, which the master then no longer had).
+	prev := m.reservations[id]
+	m.reservations[id] = res
 	done := m.writes.put(write{put: func(s Store) error { return s.PutReservations(id, res) }})
 	m.mu.Unlock()
 	err := <-done
 	m.mu.Lock()
 	ag.reserving = false
 	if err != nil {
+		m.reservations[id] = prev
 		return fmt.Errorf("persist reservations of %s: %w", ag.id, err)
 	}
 	return nil
+}
+
+// inAllocatorLocked reports whether agent id is in the allocator now (an
+// undo after a failed reservation write skips one that left it during
+// the write: it is added back with the master's reservations).
+func (m *Master) inAllocatorLocked(id string) bool {
+	ag := m.agents[id]
+	return ag != nil && ag.inAllocator
 }
 
 // putReservationsLocked queues an agent's reservations for the store
