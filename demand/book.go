@@ -359,6 +359,22 @@ func (b *Book) Replan(id string, now time.Time) bool {
 	return true
 }
 
+// Forget removes demand id from the book as if it had never been
+// submitted: its bookings go back to the plan. The master forgets a
+// submission its registry could not record, and tells the client to
+// submit it again (an identical document is then admitted anew; if the
+// record landed after all and a new leader restored it, it is that
+// demand's resubmission: Same). Errors wrap ErrNotFound.
+func (b *Book) Forget(id string) error {
+	if _, err := b.Get(id); err != nil {
+		return err
+	}
+	b.plan.Release(id)
+	delete(b.demands, id)
+	b.order = slices.DeleteFunc(b.order, func(o string) bool { return o == id })
+	return nil
+}
+
 // Cancel fails demand id (cancelled). Errors wrap ErrNotFound, or
 // ErrInvalid when it has already ended.
 func (b *Book) Cancel(id, msg string, now time.Time) ([]Change, error) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/brimnode/brim/demand"
@@ -133,28 +134,92 @@ func (m *Master) restoreDemandsLocked(ds []*demand.Demand) error {
 // for principal: each names a known framework and one of its roles (the
 // first by default), which principal may submit_demand for. Nothing is
 // stored when any is invalid. A document submitted again as it stands
-// returns the stored demand. Errors wrap ErrInvalid (naming the demand
-// and field), ErrNotFound (framework), ErrForbidden or ErrConflict (an
-// ID in use by another document).
+// returns the stored demand. It answers once the registry recorded the
+// new demands (without the master's lock): those it could not record
+// are forgotten, as if never submitted, and the error wraps
+// ErrUnavailable (the client submits them again). Other errors wrap
+// ErrInvalid (naming the demand and field), ErrNotFound (framework),
+// ErrForbidden or ErrConflict (an ID in use by another document).
 func (m *Master) SubmitDemands(specs []*demand.Spec, authorize func(role string) error) ([]demand.Demand, error) {
+	out, recorded, err := m.submitDemands(specs, authorize)
+	if err != nil {
+		return nil, err
+	}
+	// Accepted only once recorded: a demand answered 200 that the next
+	// leader does not know would be lost without a word (an etcd
+	// without quorum times the write out after the answer went).
+	var failed []string
+	var cause error
+	for _, d := range out {
+		if ch := recorded[d.ID]; ch != nil {
+			if err := <-ch; err != nil {
+				failed, cause = append(failed, d.ID), err
+			}
+		}
+	}
+	if len(failed) == 0 {
+		return out, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range recordedIDs(recorded) {
+		d, err := m.dem.Get(id)
+		if err != nil {
+			continue
+		}
+		from, fw := d.State, d.Framework
+		eff, err := m.dem.Forget(id)
+		if err != nil {
+			continue
+		}
+		m.applyDemandEffectsLocked(eff)
+		// Its framework heard it admitted: now its end.
+		if f := m.frameworks[fw]; f != nil {
+			f.out.send(&DemandEvent{ID: id, Transition: demand.Transition{At: m.dem.clock(), From: from, To: demand.Failed,
+				Reason: demand.ReasonCancelled, Message: "the registry could not record its submission: submit it again"}})
+		}
+	}
+	return nil, fmt.Errorf("demands %s: the registry could not record them, nothing was submitted; submit again: %w: %w",
+		strings.Join(failed, ", "), ErrUnavailable, cause)
+}
+
+// recordedIDs is the sorted IDs of a submission's new demands.
+func recordedIDs(recorded map[string]<-chan error) []string {
+	ids := make([]string, 0, len(recorded))
+	for id := range recorded {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// submitDemands admits specs under the master's lock and returns the
+// demands and, for each new one, the outcome of its record's write.
+func (m *Master) submitDemands(specs []*demand.Spec, authorize func(role string) error) ([]demand.Demand, map[string]<-chan error, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, s := range specs {
 		if err := m.checkDemandSpecLocked(s, authorize); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	ds, eff, err := m.dem.Submit(m.dem.clock(), specs)
 	if err != nil {
-		return nil, demandError(err)
+		return nil, nil, demandError(err)
 	}
-	m.applyDemandEffectsLocked(eff)
+	written := m.applyDemandEffectsLocked(eff)
+	recorded := map[string]<-chan error{}
+	for _, c := range eff.Changes {
+		if c.From == demand.New && written[c.Demand.ID] != nil {
+			recorded[c.Demand.ID] = written[c.Demand.ID] // admitted now: new
+		}
+	}
 	m.trigger()
 	out := make([]demand.Demand, len(ds))
 	for i, d := range ds {
 		out[i] = snapshotDemand(d) // the live ones change under m.mu
 	}
-	return out, nil
+	return out, recorded, nil
 }
 
 // UpdateDemand replaces the document of demand id (PUT /demands/ID): the
@@ -303,28 +368,38 @@ func (m *Master) Demand(id string) (demand.Demand, error) {
 	return snapshotDemand(d), nil
 }
 
-func (m *Master) persistDemandLocked(d *demand.Demand) {
+// persistDemandLocked queues d's record and returns the write's outcome
+// (nil without a store); a failure is logged.
+func (m *Master) persistDemandLocked(d *demand.Demand) <-chan error {
 	if m.store == nil {
-		return
+		return nil
 	}
 	// Written behind the change (writes.go): a copy, as the demand
 	// changes under m.mu meanwhile.
 	c := snapshotDemand(d)
-	m.writes.enqueue(write{what: "persist demand", args: []any{"demand", d.ID}, put: func(s Store) error { return s.PutDemand(&c) }})
+	out := make(chan error, 1)
+	m.writes.enqueue(write{what: "persist demand", args: []any{"demand", d.ID}, put: func(s Store) error { return s.PutDemand(&c) },
+		done: func(err error) {
+			if err != nil {
+				m.log.Warn("persist demand", "demand", c.ID, "err", err)
+			}
+			out <- err
+		}})
+	return out
 }
 
 // applyDemandEffectsLocked carries out what the planner asked: each
 // changed demand stored once, each transition sent to its framework,
-// offers withdrawn, demand offers made, tasks killed.
-func (m *Master) applyDemandEffectsLocked(eff demandplan.Effects) {
+// offers withdrawn, demand offers made, tasks killed. It returns the
+// outcome of each demand's record write, by demand ID.
+func (m *Master) applyDemandEffectsLocked(eff demandplan.Effects) map[string]<-chan error {
 	for _, err := range eff.Errs {
 		m.log.Warn("demands", "err", err)
 	}
-	stored := map[*demand.Demand]bool{}
+	stored := map[string]<-chan error{}
 	store := func(d *demand.Demand) {
-		if !stored[d] {
-			stored[d] = true
-			m.persistDemandLocked(d)
+		if _, ok := stored[d.ID]; !ok {
+			stored[d.ID] = m.persistDemandLocked(d)
 		}
 	}
 	for _, c := range eff.Changes {
@@ -353,6 +428,7 @@ func (m *Master) applyDemandEffectsLocked(eff demandplan.Effects) {
 	if len(eff.Rescind)+len(eff.Kill) > 0 {
 		m.trigger()
 	}
+	return stored
 }
 
 // makeDemandOffersLocked makes the offers that hand demands' capacity

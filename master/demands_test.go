@@ -727,11 +727,19 @@ func TestDemandGangAgentLeftBeforeStart(t *testing.T) {
 	if slices.ContainsFunc(d.Placement, func(s demand.Slot) bool { return s.Agent == left }) || d.Launched != 2 {
 		t.Fatalf("gang placed on %v with %d tasks launched, want the two connected agents, 2 tasks", d.Placement, d.Launched)
 	}
+	// MONITORING once the master launched them; each agent has its task
+	// once its RunTask arrived.
 	for _, s := range d.Placement {
 		r := g.runner[s.Agent]
-		r.mu.Lock()
-		ids := slices.Collect(maps.Keys(r.tasks))
-		r.mu.Unlock()
+		var ids []string
+		for deadline := time.Now().Add(30 * time.Second); len(ids) == 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("agent %s never got its task of the gang", s.Agent)
+			}
+			r.mu.Lock()
+			ids = slices.Collect(maps.Keys(r.tasks))
+			r.mu.Unlock()
+		}
 		for _, id := range ids {
 			finishTask(t, r, id)
 		}

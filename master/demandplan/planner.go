@@ -276,6 +276,22 @@ func (p *Planner) Update(now time.Time, s *demand.Spec) (*demand.Demand, Effects
 	return d, p.carry(changes, now), nil
 }
 
+// Forget drops demand id (demand.Book.Forget) with what it holds, its
+// offers and its live tasks (the effects): a submission the master's
+// registry could not record. Errors wrap demand.ErrNotFound.
+func (p *Planner) Forget(id string) (Effects, error) {
+	d, err := p.book.Get(id)
+	if err != nil {
+		return Effects{}, err
+	}
+	p.own = nil
+	eff := p.releaseDemand(d)
+	for _, tid := range eff.Kill {
+		delete(p.tasks, tid.Task)
+	}
+	return eff, p.book.Forget(id)
+}
+
 // Cancel fails demand id (cancelled, msg): its holds go back, its offers
 // are withdrawn and its tasks killed. Errors wrap demand.ErrNotFound, or
 // demand.ErrInvalid when it already ended.
