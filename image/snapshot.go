@@ -141,9 +141,18 @@ func (s *Store) Release(id string) error {
 		return fmt.Errorf("release snapshot %q: %w", id, ErrInvalidReference)
 	}
 	s.mu.Lock()
+	dir := filepath.Join(s.root, dirSnapshots, id)
+	if _, ok := s.leases[id]; !ok {
+		// Every container's teardown releases, most have no image: no
+		// directory made and removed for them (two inodes per launch).
+		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+			s.mu.Unlock()
+			return nil
+		}
+	}
 	tmp, err := os.MkdirTemp(filepath.Join(s.root, dirTmp), "rm-")
 	if err == nil {
-		err = os.Rename(filepath.Join(s.root, dirSnapshots, id), filepath.Join(tmp, "snap"))
+		err = os.Rename(dir, filepath.Join(tmp, "snap"))
 		if errors.Is(err, fs.ErrNotExist) {
 			err = nil
 		}
