@@ -13,7 +13,11 @@
 //     updates per second (goal ≥ 50), with the ACCEPT → TASK_RUNNING p50
 //     and p99 under that load; and the local API's launches per second
 //     from as many clients as the ten frameworks' tasks in flight would
-//     need (-local-clients).
+//     need (-local-clients);
+//   - beside each sustained rate, the CPU each launch cost the node:
+//     `brim dev` and every process it started (shims, containers), CPU
+//     time over launches. Steadier than the rate on a shared machine: the
+//     rate is the CPU the node gets divided by this.
 //
 // Every task is `true` with -cpus and -mem, run as the agent's default
 // user on the host root (warm sandboxes serve them: the agent keeps them
@@ -22,6 +26,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -107,18 +112,27 @@ func run(cfg config) error {
 		len(local), ms(pct(local, 50)), ms(pct(local, 99)))
 	fmt.Printf("through the master, one at a time (%d):   ACCEPT → TASK_RUNNING p50 %7.2f ms  p99 %7.2f ms  p50 ratio to local %.2f (goal ≤ 2)\n",
 		len(viaMaster), ms(pct(viaMaster, 50)), ms(pct(viaMaster, 99)), float64(pct(viaMaster, 50))/float64(pct(local, 50)))
-	rate, err := localSustained(ctx, api, cfg)
+	cpu0, err := d.cpu()
+	if err != nil {
+		return err
+	}
+	rate, launched, err := localSustained(ctx, api, cfg)
 	if err != nil {
 		return fmt.Errorf("local launches: %w", err)
 	}
-	fmt.Printf("local API, sustained (%d clients, %s):    %6.1f launches/s\n", cfg.localClients, cfg.duration, rate)
+	cpu1, err := d.cpu()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("local API, sustained (%d clients, %s):    %6.1f launches/s; node CPU per launch %5.1f ms\n",
+		cfg.localClients, cfg.duration, rate, ms(perLaunch(cpu1-cpu0, launched)))
 	for _, n := range cfg.frameworks {
-		s, err := sustained(ctx, d.addr, cfg, n)
+		s, err := sustained(ctx, d, cfg, n)
 		if err != nil {
 			return fmt.Errorf("sustained launches, %d frameworks: %w", n, err)
 		}
-		fmt.Printf("through the master, sustained (%2d frameworks, %s): %6.1f launches/s (goal ≥ 50); ACCEPT → TASK_RUNNING p50 %7.2f ms  p99 %7.2f ms\n",
-			n, cfg.duration, s.rate, ms(pct(s.lat, 50)), ms(pct(s.lat, 99)))
+		fmt.Printf("through the master, sustained (%2d frameworks, %s): %6.1f launches/s (goal ≥ 50); ACCEPT → TASK_RUNNING p50 %7.2f ms  p99 %7.2f ms; node CPU per launch %5.1f ms (%.2f CPUs)\n",
+			n, cfg.duration, s.rate, ms(pct(s.lat, 50)), ms(pct(s.lat, 99)), ms(s.cpuPerLaunch), s.cpus)
 	}
 	if in, err := api.AgentInfo(ctx, &agentpb.AgentInfoRequest{}); err == nil {
 		fmt.Printf("warm sandboxes: launches %d warm, %d cold\n", in.LaunchesWarm, in.LaunchesCold)
@@ -240,8 +254,9 @@ func finish(ctx context.Context, api *agentclient.Client, id string) error {
 }
 
 // localSustained runs cfg.localClients clients launching containers back
-// to back for cfg.duration and returns their launches per second.
-func localSustained(ctx context.Context, api *agentclient.Client, cfg config) (float64, error) {
+// to back for cfg.duration and returns their launches per second and
+// their number.
+func localSustained(ctx context.Context, api *agentclient.Client, cfg config) (float64, int64, error) {
 	var n atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, cfg.localClients)
@@ -268,10 +283,10 @@ func localSustained(ctx context.Context, api *agentclient.Client, cfg config) (f
 	wg.Wait()
 	select {
 	case err := <-errs:
-		return 0, err
+		return 0, 0, err
 	default:
 	}
-	return float64(n.Load()) / time.Since(start).Seconds(), nil
+	return float64(n.Load()) / time.Since(start).Seconds(), n.Load(), nil
 }
 
 // framework is one scheduler-SDK framework launching tasks of `true`.
@@ -445,24 +460,35 @@ func masterLatency(ctx context.Context, addr string, cfg config) ([]time.Duratio
 }
 
 type sustainedResult struct {
-	rate float64
-	lat  []time.Duration
+	rate         float64
+	lat          []time.Duration
+	cpuPerLaunch time.Duration // the node's (d.cpu) over the launches
+	cpus         float64       // the node's CPU over the phase's time
 }
 
 // sustained runs n frameworks launching as fast as offers allow: after a
 // warm-up second (subscriptions, the warm sandboxes' K), it counts the
 // TASK_RUNNING updates of cfg.duration.
-func sustained(ctx context.Context, addr string, cfg config, n int) (sustainedResult, error) {
-	fl, err := startFrameworks(ctx, addr, cfg, n, false)
+func sustained(ctx context.Context, d *dev, cfg config, n int) (sustainedResult, error) {
+	fl, err := startFrameworks(ctx, d.addr, cfg, n, false)
 	if err != nil {
 		return sustainedResult{}, err
 	}
 	defer fl.stop()
 	time.Sleep(time.Second)
 	r0, _, marks := fl.running(nil)
+	cpu0, err := d.cpu()
+	if err != nil {
+		return sustainedResult{}, err
+	}
 	start := time.Now()
 	time.Sleep(cfg.duration)
 	r1, lat, _ := fl.running(marks)
+	cpu1, err := d.cpu()
+	if err != nil {
+		return sustainedResult{}, err
+	}
+	wall := time.Since(start)
 	if r1 == r0 {
 		var why []string
 		for _, f := range fl.fs {
@@ -472,7 +498,67 @@ func sustained(ctx context.Context, addr string, cfg config, n int) (sustainedRe
 		}
 		return sustainedResult{}, fmt.Errorf("no task reached TASK_RUNNING in %s: %s", cfg.duration, strings.Join(why, "; "))
 	}
-	return sustainedResult{rate: float64(r1-r0) / time.Since(start).Seconds(), lat: lat}, nil
+	return sustainedResult{rate: float64(r1-r0) / wall.Seconds(), lat: lat,
+		cpuPerLaunch: perLaunch(cpu1-cpu0, int64(r1-r0)), cpus: (cpu1 - cpu0).Seconds() / wall.Seconds()}, nil
+}
+
+func perLaunch(cpu time.Duration, n int64) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	return cpu / time.Duration(n)
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times.
+const clockTicks = 100
+
+// cpu returns the CPU time brim dev and every process it started have
+// used so far: each live process's own and its waited-for children's
+// (a shim's child is counted in the shim's until the shim is waited for,
+// then in brim dev's). A process that ends while /proc is read may be
+// counted twice or not at all: one shim's CPU in a phase's.
+func (d *dev) cpu() (time.Duration, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("node cpu: %w", err)
+	}
+	ticks := map[int]int64{}
+	children := map[int][]int{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// After "pid (comm)": state, ppid, …, utime, stime, cutime, cstime
+		// (fields 3, 4, 14–17 of proc(5)).
+		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(f) < 15 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		var t int64
+		for _, v := range f[11:15] {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			t += n
+		}
+		ticks[pid] = t
+		children[ppid] = append(children[ppid], pid)
+	}
+	root := d.cmd.Process.Pid
+	if _, ok := ticks[root]; !ok {
+		return 0, fmt.Errorf("node cpu: brim dev (pid %d) is gone", root)
+	}
+	var total int64
+	for todo := []int{root}; len(todo) > 0; {
+		pid := todo[len(todo)-1]
+		todo = append(todo[:len(todo)-1], children[pid]...)
+		total += ticks[pid]
+	}
+	return time.Duration(total) * time.Second / clockTicks, nil
 }
 
 func pct(ds []time.Duration, p int) time.Duration {
