@@ -7,7 +7,9 @@
 #   - ACCEPT → TASK_RUNNING at the framework, one task at a time, p50/p99,
 #     and its p50 over the local launch's (goal ≤ 2);
 #   - launches per second sustained from one framework, then from ten
-#     (goal ≥ 50), with their ACCEPT → TASK_RUNNING p50/p99 under load.
+#     (goal ≥ 50), with their ACCEPT → TASK_RUNNING p50/p99 under load;
+#   - beside each sustained rate, the node's CPU per launch (brim dev and
+#     every process it started), steadier than the rate on a shared host.
 # runc's figures for the same machine load are bench/10-launch's.
 # LAUNCH_E2E_TASKS (default 50) and LAUNCH_E2E_DURATION (default 20s)
 # size it.
