@@ -101,6 +101,13 @@ type Config struct {
 	// (MemAvailable) under which no warm sandbox is kept; default a
 	// twentieth of the host's memory.
 	WarmSandboxMinAvailable int64
+	// WarmClaimTimeout bounds a launch's claim of a warm sandbox, from
+	// the rename to the shim's "running": a sandbox whose shim or
+	// trampoline has not answered by then is destroyed (never offered
+	// again) and the launch goes cold. Far below LaunchTimeout, so that
+	// a stuck sandbox costs a launch seconds, not minutes; default
+	// DefaultWarmClaimTimeout.
+	WarmClaimTimeout time.Duration
 	// HidePaths are host paths masked from containers on the host root,
 	// besides StateDir which always is (see executor.Bundle.HidePaths):
 	// cmd/brim gives the agent socket's directory, the netns directory and
@@ -128,6 +135,11 @@ const (
 	DefaultWarmSandboxes    = 4
 	DefaultWarmSandboxIdle  = 30 * time.Second
 	DefaultWarmSandboxBytes = 256 << 20
+	// DefaultWarmClaimTimeout is Config.WarmClaimTimeout's default: a
+	// claim takes a few milliseconds (tens on a loaded host); a shim
+	// that has not answered in seconds is stuck, and a cold launch costs
+	// less than waiting for it.
+	DefaultWarmClaimTimeout = 5 * time.Second
 )
 
 // SandboxPrefix starts the name of every warm sandbox: its directory in
@@ -416,6 +428,9 @@ func (cfg *Config) warmDefaults() {
 	}
 	if cfg.WarmSandboxMinAvailable == 0 {
 		cfg.WarmSandboxMinAvailable = memTotal() / 20
+	}
+	if cfg.WarmClaimTimeout <= 0 {
+		cfg.WarmClaimTimeout = DefaultWarmClaimTimeout
 	}
 }
 

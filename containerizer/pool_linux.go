@@ -2,6 +2,7 @@ package containerizer
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -132,9 +134,11 @@ type pool struct {
 	retryAt  time.Time // no making before (after failures)
 	full     bool      // the last making found the state dir full
 
-	kick chan struct{}
-	stop chan struct{}
-	wg   sync.WaitGroup
+	kick   chan struct{}
+	stop   chan struct{}
+	ctx    context.Context // the makings'; cancelled by close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // shapePool is one shape's sandboxes and recent launches.
@@ -151,12 +155,16 @@ type sandbox struct {
 	reports   *executor.ReportReader
 	pid       int   // the init, blocked in the trampoline
 	mem       int64 // proportional set size of shim and init
+	// trampDev and trampIno are the init's executable while it runs the
+	// trampoline (0: unknown): another is a task that exec'd.
+	trampDev, trampIno uint64
 }
 
 func newPool(c *Containerizer) *pool {
 	p := &pool{c: c, max: c.cfg.WarmSandboxes, idle: c.cfg.WarmSandboxIdle, budget: c.cfg.WarmSandboxMemory,
 		minAvail: c.cfg.WarmSandboxMinAvailable, shapes: make(map[Shape]*shapePool), names: make(map[string]bool),
 		fillTime: 100 * time.Millisecond, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.enabled = p.max > 0 && !c.needIsolate()
 	for _, iso := range c.cfg.Isolators {
 		if _, ok := iso.(isolator.Sandboxer); !ok {
@@ -336,13 +344,15 @@ func (p *pool) fill(shape Shape) {
 	name, err := p.newName()
 	var sb *sandbox
 	if err == nil {
-		sb, err = p.c.makeSandbox(context.Background(), name, shape)
+		sb, err = p.c.makeSandbox(p.ctx, name, shape)
 	}
 	p.mu.Lock()
 	p.filling--
 	if err != nil {
 		delete(p.names, name)
-		p.failed(shape, err)
+		if !p.closed { // else: cut short by close
+			p.failed(shape, err)
+		}
 		p.mu.Unlock()
 		return
 	}
@@ -429,6 +439,7 @@ func (p *pool) close() {
 	}
 	p.mu.Unlock()
 	close(p.stop)
+	p.cancel() // a making under way ends now, not at LaunchTimeout
 	for _, sb := range all {
 		p.goDiscard(sb)
 	}
@@ -497,7 +508,7 @@ func (c *Containerizer) makeSandbox(ctx context.Context, name string, shape Shap
 	if _, err := io.WriteString(sp.goW, sb.dir+"\n"); err != nil {
 		return nil, fmt.Errorf("start sandbox shim: %w", err)
 	}
-	_ = sp.reportR.SetReadDeadline(time.Now().Add(c.cfg.LaunchTimeout))
+	defer c.boundReports(ctx, sp.reportR)()
 	sb.reports = executor.NewReportReader(sp.reportR)
 	rep, err := sb.reports.Next()
 	if err == nil {
@@ -511,6 +522,10 @@ func (c *Containerizer) makeSandbox(ctx context.Context, name string, shape Shap
 	}
 	sb.pid = rep.Pid
 	sb.mem = pss(sp.pid) + pss(sb.pid)
+	var st unix.Stat_t
+	if err := unix.Stat(fmt.Sprintf("/proc/%d/exe", sb.pid), &st); err == nil {
+		sb.trampDev, sb.trampIno = st.Dev, st.Ino
+	}
 	return sb, nil
 }
 
@@ -539,7 +554,11 @@ func (c *Containerizer) discardSandbox(sb *sandbox) {
 // launchWarm makes ct from sb: the claim. Before the rename nothing of
 // the container exists (made false): an error there wraps
 // errSandboxUnusable (sb is destroyed and the launch goes cold) or is
-// ErrExist.
+// ErrExist. A claim that fails or is not answered within
+// Config.WarmClaimTimeout (a stuck shim or trampoline) destroys sb —
+// shim, init, groups, directory — and wraps errSandboxUnusable too, so
+// that the launch goes cold, unless the task had already started in it
+// (it is not started twice: the launch fails) or ctx ended.
 func (c *Containerizer) launchWarm(ctx context.Context, ct *container, sb *sandbox, user, owner hostuser.ID) (made bool, err error) {
 	if err := unix.Renameat2(unix.AT_FDCWD, sb.dir, unix.AT_FDCWD, ct.dir, unix.RENAME_NOREPLACE); err != nil {
 		c.pool.mu.Lock()
@@ -552,14 +571,90 @@ func (c *Containerizer) launchWarm(ctx context.Context, ct *container, sb *sandb
 	}
 	ct.sandbox, ct.shimPid, ct.shimDone = sb.name, sb.sp.pid, sb.sp.done
 	ct.mark("rename")
-	defer sb.sp.reportR.Close()
-	defer sb.sp.goW.Close() // EOF aborts a shim whose claim failed
-	return true, c.claim(ctx, ct, sb, user, owner)
+	err = c.boundClaim(ctx, ct, sb, user, owner)
+	sb.sp.goW.Close() // EOF aborts a shim whose claim failed
+	sb.sp.reportR.Close()
+	if err == nil || ctx.Err() != nil || errors.Is(err, ErrCommandNotFound) {
+		return true, err
+	}
+	return c.abandonClaim(ctx, ct, sb, err)
+}
+
+// boundClaim is claim within Config.WarmClaimTimeout (and ctx).
+func (c *Containerizer) boundClaim(ctx context.Context, ct *container, sb *sandbox, user, owner hostuser.ID) error {
+	limit := min(c.cfg.WarmClaimTimeout, c.cfg.LaunchTimeout)
+	cctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	err := c.claim(cctx, ct, sb, user, owner)
+	if err != nil && ctx.Err() == nil && cctx.Err() != nil {
+		return fmt.Errorf("claim sandbox %s: no answer within %v: %w (%w)", sb.name, limit, executor.ErrShimUnresponsive, err)
+	}
+	return err
+}
+
+// abandonClaim destroys a sandbox whose claim failed for cause: its shim
+// is killed at once (it may be stuck: never waited for), then ct's
+// teardown kills its init and removes its groups, libcontainer's state
+// and the directory, and ct is as before the claim. The error wraps
+// errSandboxUnusable (launch cold), or is the launch's own when the task
+// had already exec'd in the sandbox (made true: Launch tears the rest
+// down).
+func (c *Containerizer) abandonClaim(ctx context.Context, ct *container, sb *sandbox, cause error) (made bool, err error) {
+	select {
+	case <-sb.sp.done:
+	default: // our child, not reaped yet: the pid is its
+		_ = syscall.Kill(sb.sp.pid, syscall.SIGKILL)
+	}
+	ran := sb.taskStarted()
+	if ran {
+		return true, fmt.Errorf("warm sandbox %s failed after its task started (not started again): %w", sb.name, cause)
+	}
+	if err := c.teardown(context.WithoutCancel(ctx), ct); err != nil {
+		return true, fmt.Errorf("remove warm sandbox %s after its failed claim (%w): %w", sb.name, cause, err)
+	}
+	ct.sandbox, ct.shimPid, ct.shimDone, ct.pid, ct.address = "", 0, nil, 0, ""
+	return false, fmt.Errorf("%w: %w", errSandboxUnusable, cause)
+}
+
+// taskStarted reports whether sb's init has exec'd its task (it no
+// longer runs the trampoline): it stops the init first, so that no exec
+// can follow the answer (the caller kills it). A stopped init is a
+// trampoline that cannot have exec'd; one that is gone or cannot be
+// read is taken as started (never run a task twice).
+func (sb *sandbox) taskStarted() bool {
+	if sb.pid <= 0 || sb.trampIno == 0 {
+		return true
+	}
+	if err := syscall.Kill(sb.pid, syscall.SIGSTOP); err != nil {
+		return true
+	}
+	for i := 0; !stopped(sb.pid); i++ {
+		if i == 1000 || !running(sb.pid) {
+			return true
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(fmt.Sprintf("/proc/%d/exe", sb.pid), &st); err != nil {
+		return true
+	}
+	return st.Dev != sb.trampDev || st.Ino != sb.trampIno
+}
+
+// stopped reports whether pid is in the stopped state (T).
+func stopped(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'T'
 }
 
 // claim hands the renamed sandbox to ct: the sandbox directory's owner,
 // the isolators' Claim, config.json and the task's bundle, then the
-// directory to the shim, whose "running" ends the launch.
+// directory to the shim, whose "running" ends the launch. ctx bounds the
+// wait for the shim's report.
 func (c *Containerizer) claim(ctx context.Context, ct *container, sb *sandbox, user, owner hostuser.ID) error {
 	if err := os.Chown(filepath.Join(ct.dir, executor.SandboxDir), int(owner.UID), int(owner.GID)); err != nil {
 		return fmt.Errorf("own sandbox: %w", err)

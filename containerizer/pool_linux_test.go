@@ -155,6 +155,77 @@ func (e *poolEnv) readyShims() []int {
 	return pids
 }
 
+// readySandboxes returns the ready sandboxes.
+func (e *poolEnv) readySandboxes() []*sandbox {
+	p := e.c.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var sbs []*sandbox
+	for _, sp := range p.shapes {
+		sbs = append(sbs, sp.ready...)
+	}
+	return sbs
+}
+
+// TestStuckWarmSandboxGoesCold (issue 35): a launch that takes a warm
+// sandbox whose shim or trampoline never answers (stopped) gives up on it
+// after WarmClaimTimeout, far below LaunchTimeout, destroys it — shim,
+// init, groups, libcontainer state, directory — and launches cold.
+func TestStuckWarmSandboxGoesCold(t *testing.T) {
+	for _, stuck := range []string{"shim", "trampoline"} {
+		t.Run(stuck, func(t *testing.T) {
+			// A launch that waited for the stuck sandbox would fail after
+			// LaunchTimeout.
+			e := newPoolEnv(t, "", Config{WarmSandboxes: 1, WarmClaimTimeout: 2 * time.Second, LaunchTimeout: 40 * time.Second})
+			first, _ := e.launch(Spec{Command: []string{"true"}}) // demand
+			e.wait(first.ID)
+			e.waitReady()
+			sbs := e.readySandboxes()
+			if len(sbs) != 1 {
+				t.Fatalf("%d sandboxes ready, want 1", len(sbs))
+			}
+			sb := sbs[0]
+			pid := sb.sp.pid
+			if stuck == "trampoline" {
+				pid = sb.pid
+			}
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if running(pid) { // the test failed: the containerizer left it
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			})
+			info, warm := e.launch(Spec{Command: []string{"sleep", "1000"}})
+			if warm {
+				t.Fatalf("the launch kept the stuck sandbox %s", sb.name)
+			}
+			got, err := e.c.Get(context.Background(), info.ID)
+			if err != nil || got.State != StateRunning {
+				t.Fatalf("cold launch after the stuck sandbox: %+v, %v", got, err)
+			}
+			for _, p := range []int{sb.sp.pid, sb.pid} {
+				if running(p) {
+					t.Errorf("process %d of the stuck sandbox still runs", p)
+				}
+			}
+			for _, d := range testutil.CgroupDirs(e.iso.Path(sb.name)) {
+				t.Errorf("group %s of the stuck sandbox left", d)
+			}
+			if _, err := os.Stat(filepath.Join(e.c.runcRoot, sb.name)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("libcontainer state of the stuck sandbox left: %v", err)
+			}
+			if _, err := os.Stat(sb.dir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("directory of the stuck sandbox left: %v", err)
+			}
+			if e.c.pool.owns(sb.name) {
+				t.Errorf("the stuck sandbox %s is back in the pool", sb.name)
+			}
+		})
+	}
+}
+
 // probeScript prints what a task can read about itself that a warm
 // sandbox could get wrong: user, groups, capabilities, no_new_privs,
 // seccomp, umask, namespaces' types, cgroups and their limits, masks,
