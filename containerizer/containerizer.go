@@ -269,6 +269,9 @@ type Containerizer struct {
 	shimExe *os.File
 	// shimStatic: ShimBinary needs no dynamic loader (see staticBinary).
 	shimStatic bool
+	// fillHold, set by tests before the first launch, is called at each
+	// phase of a warm sandbox's making (fillPhase).
+	fillHold func(phase string)
 
 	poolMu     sync.Mutex
 	warm       []*shimProc

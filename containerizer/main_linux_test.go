@@ -352,6 +352,11 @@ const agentHelperEnv = "BRIM_TEST_AGENT_HELPER"
 // and wait, after its launches, for warm sandboxes to be ready.
 const agentHelperPoolEnv = "BRIM_TEST_AGENT_POOL"
 
+// agentHelperHoldEnv names a phase of a warm sandbox's making
+// (Containerizer.fillPhase) where the helper agent's first making stops
+// for good; the helper says "ready" there instead of once a sandbox is.
+const agentHelperHoldEnv = "BRIM_TEST_FILL_HOLD"
+
 // runAgentHelper launches the containers in $BRIM_TEST_AGENT_HELPER (a
 // JSON object: id → sh -c script) with a Containerizer on
 // $BRIM_TEST_STATE_DIR, prints "ready" and blocks until killed.
@@ -383,6 +388,15 @@ func runAgentHelper() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	hold := os.Getenv(agentHelperHoldEnv)
+	if hold != "" {
+		c.fillHold = func(phase string) {
+			if phase == hold {
+				fmt.Println("ready")
+				select {}
+			}
+		}
+	}
 	var scripts map[string]string
 	if err := json.Unmarshal([]byte(os.Getenv(agentHelperEnv)), &scripts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -393,6 +407,9 @@ func runAgentHelper() int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+	}
+	if hold != "" {
+		select {} // "ready" comes from the held making
 	}
 	if os.Getenv(agentHelperPoolEnv) != "" {
 		for deadline := time.Now().Add(2 * time.Minute); ; {

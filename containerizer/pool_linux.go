@@ -57,6 +57,10 @@ import (
 // Their shims read the pool's end of a pipe: when the agent closes it
 // (Close) or dies, each unclaimed sandbox destroys its container and
 // groups, and Recover (or `brim agent cleanup`) removes its directory.
+// A sandbox's shim is started, and given its directory and bundle
+// (which names its groups), before the cgroup isolator makes the
+// groups: whatever the phase of its making the agent dies in, no group
+// is left without a shim to remove it (makeSandbox).
 
 // rateWindow is the span over which a shape's launch rate is counted.
 const rateWindow = 5 * time.Second
@@ -465,8 +469,13 @@ func (c *Containerizer) PoolStats() PoolStats {
 }
 
 // makeSandbox makes warm sandbox name of shape: its directory (as a
-// launch's, owned by root until claimed), the isolators' PrepareSandbox,
-// the warm bundle, a shim that builds the container and reports "ready".
+// launch's, owned by root until claimed), the warm bundle, a shim given
+// the directory, the isolators' PrepareSandbox, then "prepared" to the
+// shim, which builds the container and reports "ready". The shim knows
+// the sandbox's groups before they exist: if the agent dies at any point
+// of the making, the shim that sees its pipe close removes them
+// (executor: handshake.go). c.fillHold, a test's, is called at each
+// phase.
 func (c *Containerizer) makeSandbox(ctx context.Context, name string, shape Shape) (_ *sandbox, retErr error) {
 	sb := &sandbox{name: name, shape: shape, dir: filepath.Join(c.dir, name)}
 	if err := os.Mkdir(sb.dir, 0o700); err != nil {
@@ -481,15 +490,13 @@ func (c *Containerizer) makeSandbox(ctx context.Context, name string, shape Shap
 	if _, err := makeSandboxDir(c.cfg.StateDir, sb.dir, Spec{UserNS: userns}, hostuser.ID{}); err != nil {
 		return nil, err
 	}
-	var launch isolator.Launch
-	for _, iso := range c.cfg.Isolators {
-		if err := iso.(isolator.Sandboxer).PrepareSandbox(ctx, sb.name, &launch); err != nil {
-			return nil, fmt.Errorf("prepare sandbox %s: %w", iso.Name(), err)
-		}
+	cgroupPath, err := c.sandboxCgroupPath(name)
+	if err != nil {
+		return nil, err
 	}
 	b := &executor.Bundle{
 		Version: executor.BundleVersion, ID: sb.name, Warm: true, Rootfs: shape.Rootfs,
-		CgroupPath: launch.CgroupPath, NetNSPath: launch.NetNSPath, StateRoot: c.runcRoot,
+		CgroupPath: cgroupPath, StateRoot: c.runcRoot,
 		HidePaths: c.hidePaths(), UserNS: userns, SkipGoAhead: true,
 		// Unused: the log starts at the claim, with the container's.
 		Log: containerlog.Limits{MaxSize: c.cfg.LogMaxSize, MaxFiles: c.cfg.LogMaxFiles, Rate: c.cfg.LogRate},
@@ -506,6 +513,21 @@ func (c *Containerizer) makeSandbox(ctx context.Context, name string, shape Shap
 		return nil, fmt.Errorf("record shim pid: %w", err)
 	}
 	if _, err := io.WriteString(sp.goW, sb.dir+"\n"); err != nil {
+		return nil, fmt.Errorf("start sandbox shim: %w", err)
+	}
+	c.fillPhase("shim")
+	var launch isolator.Launch
+	for _, iso := range c.cfg.Isolators {
+		if err := iso.(isolator.Sandboxer).PrepareSandbox(ctx, sb.name, &launch); err != nil {
+			return nil, fmt.Errorf("prepare sandbox %s: %w", iso.Name(), err)
+		}
+	}
+	c.fillPhase("groups")
+	if launch.CgroupPath != cgroupPath || launch.NetNSPath != "" || len(launch.Env) > 0 {
+		return nil, fmt.Errorf("make sandbox: the isolators prepared cgroup %q, netns %q, env %q; the bundle says cgroup %q and no more",
+			launch.CgroupPath, launch.NetNSPath, launch.Env, cgroupPath)
+	}
+	if _, err := io.WriteString(sp.goW, executor.SandboxPrepared+"\n"); err != nil {
 		return nil, fmt.Errorf("start sandbox shim: %w", err)
 	}
 	defer c.boundReports(ctx, sp.reportR)()
@@ -527,6 +549,31 @@ func (c *Containerizer) makeSandbox(ctx context.Context, name string, shape Shap
 		sb.trampDev, sb.trampIno = st.Dev, st.Ino
 	}
 	return sb, nil
+}
+
+// cgroupPather is the cgroup isolator's ability to name a group before
+// it makes it (isolator/cgroups.Isolator.Path).
+type cgroupPather interface {
+	Path(name string) string
+}
+
+// sandboxCgroupPath is the cgroup path PrepareSandbox will give sandbox
+// name, named before the groups exist (see makeSandbox).
+func (c *Containerizer) sandboxCgroupPath(name string) (string, error) {
+	for _, iso := range c.cfg.Isolators {
+		if p, ok := iso.(cgroupPather); ok {
+			return p.Path(name), nil
+		}
+	}
+	return "", errors.New("make sandbox: no isolator names its cgroup path")
+}
+
+// fillPhase calls the test's c.fillHold, if any, at a phase of a
+// sandbox's making.
+func (c *Containerizer) fillPhase(phase string) {
+	if c.fillHold != nil {
+		c.fillHold(phase)
+	}
 }
 
 // userNS returns the shape's user namespace range, nil for none.

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brimnode/brim/executor"
 	"github.com/brimnode/brim/internal/subid"
 	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/isolator"
@@ -434,7 +435,8 @@ func TestWarmSandboxNeverReused(t *testing.T) {
 // groups, shims and directories are gone after the containerizer closes
 // (the agent stops), and after the agent is killed (its sandboxes
 // destroy themselves when their pipe closes) and either a new agent
-// recovers or `brim agent cleanup` (Teardown) runs.
+// recovers or `brim agent cleanup` (Teardown) runs — also when the
+// agent dies in the middle of a making, held at a known phase.
 func TestWarmSandboxesGoWithTheAgent(t *testing.T) {
 	t.Run("stop", func(t *testing.T) {
 		e := newPoolEnv(t, "", Config{WarmSandboxes: 3})
@@ -446,50 +448,80 @@ func TestWarmSandboxesGoWithTheAgent(t *testing.T) {
 		e.waitEmpty("after Close", shims)
 	})
 	for _, then := range []string{"recover", "cleanup"} {
-		t.Run("kill-9-"+then, func(t *testing.T) {
-			testutil.RequireRoot(t)
-			parent := testutil.NewCgroupParent(t)
-			stateDir := t.TempDir()
-			// A real agent process (this test binary as runAgentHelper)
-			// with warm sandboxes ready, killed with SIGKILL.
-			pid := startAgentHelper(t, stateDir, parent, `{"first": "true"}`, "pool")
-			e := &poolEnv{t: t, parent: parent, stateDir: stateDir}
-			var shims []int
-			for _, d := range sandboxDirs(stateDir) {
-				shims = append(shims, readShimPid(d))
-			}
-			if len(shims) == 0 || len(e.sandboxGroups()) == 0 {
-				t.Fatalf("the agent made no warm sandbox: dirs %v", sandboxDirs(stateDir))
-			}
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			// The sandboxes destroy their containers and groups on their
-			// own; their directories wait for the next agent or cleanup.
-			waitFor(t, func() bool {
-				return len(e.sandboxGroups()) == 0 && !slices.ContainsFunc(shims, running)
-			})
-			if then == "cleanup" {
-				if _, err := Teardown(context.Background(), stateDir); err != nil {
-					t.Fatal(err)
-				}
-			} else {
-				iso, err := cgroups.New(cgroups.Config{Parent: parent})
-				if err != nil {
-					t.Fatal(err)
-				}
-				c, err := New(Config{StateDir: stateDir, Isolators: []isolator.Isolator{iso}, ShimBinary: smallShimBinary})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { c.Close() })
-				if _, err := c.Recover(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-			}
-			e.waitEmpty("after "+then, shims)
-		})
+		t.Run("kill-9-"+then, func(t *testing.T) { killAgentWithPool(t, "pool", then) })
 	}
+	// The agent killed while it makes a sandbox, held at a phase: after
+	// its shim has the directory (no groups yet), and after the groups
+	// are made (the shim waits for "prepared"). The shim removes them.
+	for _, phase := range []string{"shim", "groups"} {
+		t.Run("kill-9-mid-fill-"+phase, func(t *testing.T) { killAgentWithPool(t, "pool-hold-"+phase, "recover") })
+	}
+}
+
+// killAgentWithPool runs an agent with warm sandboxes (startAgentHelper's
+// mode), kills it with SIGKILL, waits for its sandboxes to destroy their
+// processes and groups on their own, then recovers (a new agent) or
+// cleans up (`brim agent cleanup`, then) and expects nothing of them left.
+func killAgentWithPool(t *testing.T, mode, then string) {
+	testutil.RequireRoot(t)
+	parent := testutil.NewCgroupParent(t)
+	stateDir := t.TempDir()
+	// A real agent process (this test binary as runAgentHelper) with
+	// warm sandboxes ready or being made, killed with SIGKILL.
+	pid := startAgentHelper(t, stateDir, parent, `{"first": "true"}`, mode)
+	e := &poolEnv{t: t, parent: parent, stateDir: stateDir}
+	t.Cleanup(func() {
+		// The launch's shim records its exit in the state dir, which
+		// goes once it has (the agent was killed right after the launch).
+		if first := readShimPid(filepath.Join(stateDir, "containers", "first")); first > 0 {
+			waitPidGone(first, time.Minute)
+		}
+	})
+	var shims []int
+	for _, d := range sandboxDirs(stateDir) {
+		if p := readShimPid(d); p > 0 {
+			shims = append(shims, p)
+		}
+	}
+	if len(sandboxDirs(stateDir)) == 0 || mode == "pool" && len(shims) == 0 ||
+		mode == "pool-hold-groups" && len(e.sandboxGroups()) == 0 {
+		t.Fatalf("the agent's warm sandboxes: dirs %v, shims %v, groups %v", sandboxDirs(stateDir), shims, e.sandboxGroups())
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The sandboxes destroy their containers and groups on their own;
+	// their directories wait for the next agent or cleanup.
+	for deadline := time.Now().Add(time.Minute); len(e.sandboxGroups()) > 0 || slices.ContainsFunc(shims, running); {
+		if time.Now().After(deadline) {
+			alive := slices.DeleteFunc(slices.Clone(shims), func(pid int) bool { return !running(pid) })
+			for _, d := range sandboxDirs(stateDir) {
+				log, _ := os.ReadFile(filepath.Join(d, executor.ShimLogFile))
+				t.Logf("%s: %s", filepath.Base(d), log)
+			}
+			t.Fatalf("a minute after the agent's death: groups %v, shims %v", e.sandboxGroups(), alive)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if then == "cleanup" {
+		if _, err := Teardown(context.Background(), stateDir); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		iso, err := cgroups.New(cgroups.Config{Parent: parent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := New(Config{StateDir: stateDir, Isolators: []isolator.Isolator{iso}, ShimBinary: smallShimBinary})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := c.Recover(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitEmpty("after "+then, shims)
 }
 
 // TestPoolShrinksToZero (issue 35): a shape without launches keeps no
@@ -582,8 +614,11 @@ func startAgentHelper(t *testing.T, stateDir, parent, scripts, mode string) int 
 	agent := exec.Command(os.Args[0], "-test.run=^$")
 	agent.Env = append(os.Environ(), agentHelperEnv+"="+scripts,
 		"BRIM_TEST_STATE_DIR="+stateDir, "BRIM_TEST_CGROUP_PARENT="+parent, "BRIM_TEST_SHIM="+smallShimBinary)
-	if mode == "pool" {
+	if strings.HasPrefix(mode, "pool") {
 		agent.Env = append(agent.Env, agentHelperPoolEnv+"=1")
+	}
+	if phase, ok := strings.CutPrefix(mode, "pool-hold-"); ok {
+		agent.Env = append(agent.Env, agentHelperHoldEnv+"="+phase)
 	}
 	agent.Stderr = os.Stderr
 	out, err := agent.StdoutPipe()
@@ -601,6 +636,11 @@ func startAgentHelper(t *testing.T, stateDir, parent, scripts, mode string) int 
 	})
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil || line != "ready\n" {
+		logs, _ := filepath.Glob(filepath.Join(stateDir, "containers", "*", executor.ShimLogFile))
+		for _, l := range logs {
+			data, _ := os.ReadFile(l)
+			t.Logf("%s:\n%s", l, data)
+		}
 		t.Fatalf("agent helper: %q, %v", line, err)
 	}
 	return agent.Process.Pid

@@ -27,7 +27,10 @@ import (
 // A warm sandbox (Bundle.Warm) is a launch stopped short of its task:
 //
 //	containerizer                         shim                     sandbox init
-//	  dir of the sandbox\n  ── GoFD ──▶   make the container ──▶   exec trampoline,
+//	  bundle.json, then
+//	  dir of the sandbox\n  ── GoFD ──▶   read the bundle
+//	  the isolators' groups
+//	  prepared\n            ── GoFD ──▶   make the container ──▶   exec trampoline,
 //	                                       (late cgroup join)        block on its pipe
 //	                      ◀── ReportFD ── "ready" {pid}
 //	  ... claim: rename the directory and the groups, write the limits
@@ -39,9 +42,13 @@ import (
 //	                                                                 caps, execve
 //	                      ◀── ReportFD ── "running" {pid}  (the exec happened)
 //
-// EOF on GoFD before the claim (the agent closed the pool or died)
-// destroys the sandbox: the shim kills it, removes its groups' device
-// rules it wrote, libcontainer's state and the directory, and exits.
+// The shim knows the sandbox's groups (the bundle's CgroupPath) before
+// the isolators make them: whenever its agent dies, EOF on GoFD reaches
+// a shim that can remove them, whatever the phase of the making. EOF on
+// GoFD before the claim (the agent closed the pool or died) destroys the
+// sandbox: the shim kills it, removes libcontainer's state and the
+// groups, and exits; so does any failure before the claim. The
+// directory is the next agent's (Recover) or `brim agent cleanup`'s.
 const (
 	// ReportFD is the shim's fd for its launch reports (ExtraFiles[0]).
 	ReportFD = 3
@@ -62,6 +69,12 @@ const (
 	// the task's exec) and waits for its claim.
 	EventReady = "ready"
 )
+
+// SandboxPrepared is the line the containerizer writes on GoFD once the
+// isolators have made a warm sandbox's groups: its shim reads it before
+// it makes the container (EOF instead: the agent died, the shim removes
+// the groups and exits).
+const SandboxPrepared = "prepared"
 
 // Error kinds in a Report.
 const (

@@ -30,6 +30,11 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 	if err != nil {
 		return err
 	}
+	if b.Warm {
+		if err := awaitPrepared(goAhead); err != nil {
+			return err
+		}
+	}
 	clk.mark("read bundle")
 	ls := s.startListen()
 	defer func() { ls.closeOnError(s, retErr) }()

@@ -78,6 +78,13 @@ func Run(ctx context.Context, opts RunOptions) error {
 		}
 	}
 	err = s.launch(ctx, opts.Report, goAhead)
+	if err != nil && s.bundle != nil && s.bundle.Warm {
+		// A sandbox that ends before its claim (its agent died, or its
+		// making failed): its groups go with it.
+		if rerr := removeSandboxGroups(s.bundle.CgroupPath); rerr != nil {
+			log.Warn("remove warm sandbox groups", "err", rerr)
+		}
+	}
 	if opts.Report != nil {
 		if err != nil {
 			rep := Report{Event: EventError, Error: err.Error()}

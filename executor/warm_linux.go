@@ -15,6 +15,9 @@ import (
 
 	"github.com/moby/sys/capability"
 	"github.com/moby/sys/user"
+	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/cgroups/fs"
+	"github.com/opencontainers/cgroups/fs2"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
@@ -208,6 +211,48 @@ func (s *shim) claim(report io.Writer, goAhead io.Reader, clk *stepClock) error 
 	s.execed.Store(true)
 	clk.mark("exec")
 	return s.running(report, clk)
+}
+
+// awaitPrepared waits for SandboxPrepared: the isolators have made the
+// sandbox's groups. EOF (the agent died while making them) or anything
+// else fails the launch, whose failure removes the groups (Run).
+func awaitPrepared(goAhead io.Reader) error {
+	br, ok := goAhead.(*bufio.Reader)
+	if !ok {
+		return errors.New("warm sandbox: no handshake")
+	}
+	line, err := br.ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("wait for the sandbox's groups: %w", err)
+	}
+	if l := strings.TrimSpace(line); l != SandboxPrepared {
+		return fmt.Errorf("wait for the sandbox's groups: got %q, want %q", l, SandboxPrepared)
+	}
+	return nil
+}
+
+// removeSandboxGroups removes a warm sandbox's groups, cgroup path p in
+// every hierarchy, when it ends before its claim: the cgroup isolator
+// made them, and after the agent's death nobody else would (rmdir only:
+// a group with a process stays, and says so).
+func removeSandboxGroups(p string) error {
+	cg := &cgroups.Cgroup{Path: p, Resources: &cgroups.Resources{}}
+	var (
+		m   cgroups.Manager
+		err error
+	)
+	if cgroups.IsCgroup2UnifiedMode() {
+		m, err = fs2.NewManager(cg, filepath.Join(fs2.UnifiedMountpoint, p))
+	} else {
+		m, err = fs.NewManager(cg, nil)
+	}
+	if err == nil {
+		err = m.Destroy()
+	}
+	if err != nil {
+		return fmt.Errorf("remove the sandbox's groups %s: %w", p, err)
+	}
+	return nil
 }
 
 // adoptClaim moves the shim to the claimed container's directory and
