@@ -893,7 +893,7 @@ func (p launchPlan) launchSpec(c *Container, kept heldDirs) LaunchSpec {
 func (a *Agent) startedLocked(c *Container, in *RuntimeInfo) {
 	a.settleLocked(c.ID, true)
 	c.State, c.Pid, c.StartedAt, c.SandboxDir = StateRunning, in.Pid, in.StartedAt, in.SandboxDir
-	c.Address, c.LogDir, c.Exit = in.Address, in.LogDir, nil
+	c.Address, c.LogDir, c.Exit, c.CgroupPath = in.Address, in.LogDir, nil, in.CgroupPath
 	if c.StartedAt.IsZero() {
 		c.StartedAt = time.Now().UTC()
 	}
@@ -1362,6 +1362,18 @@ func (a *Agent) Info() Info {
 	return in
 }
 
+// cgroupOf returns c's cgroup path: the runtime's, else
+// <CgroupParent>/<ID> ("" without a parent).
+func (a *Agent) cgroupOf(c *Container) string {
+	if c.CgroupPath != "" {
+		return c.CgroupPath
+	}
+	if a.opts.CgroupParent == "" {
+		return ""
+	}
+	return path.Join(a.opts.CgroupParent, c.ID)
+}
+
 // Containers lists the running containers (monitor.Source).
 func (a *Agent) Containers(context.Context) ([]monitor.ContainerInfo, error) {
 	var out []monitor.ContainerInfo
@@ -1369,10 +1381,7 @@ func (a *Agent) Containers(context.Context) ([]monitor.ContainerInfo, error) {
 		if c.State != StateRunning {
 			continue
 		}
-		cg := ""
-		if a.opts.CgroupParent != "" {
-			cg = path.Join(a.opts.CgroupParent, c.ID)
-		}
+		cg := a.cgroupOf(c)
 		out = append(out, monitor.ContainerInfo{
 			ID: c.ID, Name: c.Name, CgroupPath: cg, Limits: c.Limits, Revocable: c.Revocable,
 			StartedAt: c.StartedAt, Labels: c.Labels, Stopping: a.over != nil && a.over.isKilling(c.ID),

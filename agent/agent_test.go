@@ -329,6 +329,31 @@ func TestStoreRoundTrip(t *testing.T) {
 	}
 }
 
+// TestMonitorSourceTakesTheRuntimesCgroup (issue 35): a container whose
+// runtime names its cgroup (made from a warm sandbox on cgroup v2, it
+// keeps the sandbox's group) is monitored there, not at
+// <CgroupParent>/<ID>.
+func TestMonitorSourceTakesTheRuntimesCgroup(t *testing.T) {
+	ctx := context.Background()
+	rt := newFakeRuntime(t.TempDir())
+	rt.cgroupPath = "/brim/warm-0123456789abcdef"
+	a, err := New(Options{StateDir: t.TempDir(), Runtime: rt, Resources: Resources{MilliCPUs: 1000, MemMiB: 100}, CgroupParent: "/brim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Launch(ctx, Spec{Name: "warm", Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	infos, err := a.Containers(ctx)
+	if err != nil || len(infos) != 1 || infos[0].CgroupPath != rt.cgroupPath {
+		t.Fatalf("Containers = %+v, %v; want cgroup %s", infos, err, rt.cgroupPath)
+	}
+}
+
 func TestKillWithReasonAndMonitorSource(t *testing.T) {
 	ctx := context.Background()
 	rt := newFakeRuntime(t.TempDir())

@@ -22,6 +22,9 @@ type fakeRuntime struct {
 	// heldKills, when set, receives the id of every Kill, which then
 	// leaves the container running until the test finishes it.
 	heldKills chan string
+	// cgroupPath, when set, is every launch's RuntimeInfo.CgroupPath (a
+	// container made from a warm sandbox on cgroup v2).
+	cgroupPath string
 }
 
 type fakeContainer struct {
@@ -71,7 +74,7 @@ func (f *fakeRuntime) Launch(_ context.Context, s LaunchSpec) (*RuntimeInfo, err
 	c := &fakeContainer{
 		spec: s,
 		info: RuntimeInfo{ID: s.ID, Running: true, Pid: 1000 + len(f.containers), StartedAt: time.Now(), SandboxDir: sb,
-			LogDir: log}, // made by a test that writes a log; without it: stdout, stderr
+			LogDir: log, CgroupPath: f.cgroupPath}, // made by a test that writes a log; without it: stdout, stderr
 		limits: s.Limits,
 		exit:   make(chan struct{}),
 	}

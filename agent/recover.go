@@ -112,6 +112,9 @@ func reconcile(c *Container, in *RuntimeInfo, now time.Time) bool {
 	if in != nil && in.LogDir != "" {
 		c.LogDir = in.LogDir
 	}
+	if in != nil && in.CgroupPath != "" {
+		c.CgroupPath = in.CgroupPath
+	}
 	switch {
 	case in != nil && in.Running:
 		c.State, c.Pid, c.Exit = StateRunning, in.Pid, nil // (a restart's record kept the last exit)
@@ -136,7 +139,8 @@ func reconcile(c *Container, in *RuntimeInfo, now time.Time) bool {
 		c.Exit = &ExitStatus{Code: -1, Reason: ReasonLost, Message: "container vanished while the agent was down", FinishedAt: now}
 	}
 	return c.State != before.State || c.Pid != before.Pid || !c.StartedAt.Equal(before.StartedAt) ||
-		c.SandboxDir != before.SandboxDir || c.LogDir != before.LogDir || c.Exit != before.Exit
+		c.SandboxDir != before.SandboxDir || c.LogDir != before.LogDir || c.Exit != before.Exit ||
+		c.CgroupPath != before.CgroupPath
 }
 
 // applyRecovery enters the plan's containers, watches the running ones,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path"
 	"sync"
 	"time"
 
@@ -232,7 +231,7 @@ func (w *OOMWatcher) refresh() {
 	w.mu.Unlock()
 	learned := map[string][]uint64{}
 	for _, c := range todo {
-		ids, err := w.ids(path.Join(parent, c.ID))
+		ids, err := w.ids(w.a.cgroupOf(c))
 		if err != nil {
 			w.log.Debug("cgroup ids of container", "id", c.ID, "err", err)
 			if c.State == StateRunning {

@@ -95,6 +95,10 @@ type RuntimeInfo struct {
 	SandboxDir string      // the container's /mnt/sandbox
 	LogDir     string      // its output (internal/containerlog); older containers: SandboxDir's stdout and stderr
 	Address    string      // IPv4 address with networking, "" without
+	// CgroupPath is the container's cgroup path below each hierarchy's
+	// root; "" means <CgroupParent>/<ID>. A container made from a warm
+	// sandbox on cgroup v2 keeps the sandbox's group.
+	CgroupPath string
 }
 
 // ExitStatus is how a container ended: internal/exitstatus.Status, the

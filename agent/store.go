@@ -48,6 +48,9 @@ type Container struct {
 	// read (see Quarantined); such a container is never checkpointed.
 	Quarantine string `json:"-"`
 	Address    string `json:"address,omitempty"`
+	// CgroupPath is the container's cgroup path (RuntimeInfo.CgroupPath;
+	// "": <CgroupParent>/<ID>). See CgroupOf.
+	CgroupPath string `json:"cgroupPath,omitempty"`
 	// LogDir holds the container's output (internal/containerlog);
 	// without one (a container of an older agent) it is in SandboxDir's
 	// stdout and stderr files. LogMaxSize and LogMaxFiles are its bound

@@ -253,6 +253,11 @@ type Info struct {
 	// Address is the container's IPv4 address while it has networking;
 	// kept (as launched) after its exit, when the address is free again.
 	Address string
+	// CgroupPath is the container's cgroup path below each hierarchy's
+	// root: the cgroup isolator's "<parent>/<id>", but for a container
+	// made from a warm sandbox on cgroup v2, which keeps the sandbox's
+	// group ("<parent>/warm-<hex>").
+	CgroupPath string
 }
 
 // Containerizer launches and supervises containers. It is safe for
@@ -296,6 +301,9 @@ type container struct {
 	spec    Spec
 	dir     string
 	sandbox string // the warm sandbox it was made from (libcontainer's ID), "" for none
+	// cgroupPath is the container's cgroup path (config.json's): on
+	// cgroup v2 a claimed container's is its sandbox's.
+	cgroupPath string
 	// steps time the launch (the containerizer's steps, then the shim's
 	// as its report gave them, "shim: " before their names), for
 	// profiles; nil for a recovered container.
@@ -526,6 +534,7 @@ func (ct *container) info() *Info {
 		ID: spec.ID, Name: spec.Name, Spec: spec,
 		State: StateRunning, Pid: ct.pid, ShimPid: ct.shimPid, StartedAt: ct.startedAt,
 		SandboxDir: filepath.Join(ct.dir, executor.SandboxDir), LogDir: filepath.Join(ct.dir, executor.LogDir), Address: addr,
+		CgroupPath: ct.cgroupPath,
 	}
 	if st := ct.exitStatus(); st != nil {
 		info.State = StateExited

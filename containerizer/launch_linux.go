@@ -238,7 +238,7 @@ func (c *Containerizer) writeLaunch(ct *container, launch *isolator.Launch, user
 	}
 	rec := record{Version: recordVersion, Spec: spec, CgroupPath: launch.CgroupPath, Sandbox: ct.sandbox, CreatedAt: time.Now()}
 	rec.Address = c.address(id)
-	ct.address = rec.Address
+	ct.address, ct.cgroupPath = rec.Address, rec.CgroupPath
 	if err := writeRecord(ct.dir, &rec); err != nil {
 		return err
 	}

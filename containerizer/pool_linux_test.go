@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -231,19 +232,24 @@ func TestStuckWarmSandboxGoesCold(t *testing.T) {
 // sandbox could get wrong: user, groups, capabilities, no_new_privs,
 // seccomp, umask, namespaces' types, cgroups and their limits, masks,
 // mounts, hostname, working directory, environment, descriptors,
-// oom_score_adj and limits. Mounts below the host's /tmp and /var/tmp and
+// oom_score_adj and limits. A file reads as masked when it yields no
+// byte (a /dev/null bind, as a missing one), a directory when it lists
+// nothing. Mounts below the host's /tmp and /var/tmp and
 // namespace files are left out: other tests on the host make and remove
 // them all the time, and a container on the host root sees the host's
 // mounts as they were when it was made (a warm sandbox's when the
-// sandbox was made).
+// sandbox was made). So are /mnt/sandbox's times (made with the
+// sandbox: `ls -l` once showed 14:43 for a warm task, 14:44 for a cold
+// one).
 const probeScript = `
 grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp|Seccomp_filters|Umask):' /proc/self/status
 echo "id: $(id)"
 echo "ns: $(ls /proc/self/ns | tr '\n' ' ')"
 echo cgroup:; cat /proc/self/cgroup
 echo limits:; cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory/memory.soft_limit_in_bytes /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.shares 2>&1
+echo limits-v2:; cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/memory.high /sys/fs/cgroup/memory.low /sys/fs/cgroup/pids.max /sys/fs/cgroup/cpu.weight /sys/fs/cgroup/cpu.max /sys/fs/cgroup/cgroup.type 2>&1
 echo view:; ls /sys/fs/cgroup /sys/fs/cgroup/memory | head -40
-echo masks:; for p in /proc/kcore /proc/keys /proc/timer_list /proc/sched_debug /sys/firmware /proc/acpi /proc/scsi /etc/shadow /root /run; do if cat $p >/dev/null 2>&1 || ls $p 2>/dev/null | grep -q .; then echo "$p readable"; else echo "$p masked"; fi; done
+echo masks:; for p in /proc/kcore /proc/keys /proc/timer_list /proc/sched_debug /sys/firmware /proc/acpi /proc/scsi /etc/shadow /root /run; do if { [ -d $p ] && ls $p 2>/dev/null | grep -q .; } || { [ ! -d $p ] && [ "$(head -c1 $p 2>/dev/null | wc -c)" -gt 0 ]; }; then echo "$p readable"; else echo "$p masked"; fi; done
 echo ro:; for p in /proc/sys/kernel/hostname /proc/sysrq-trigger /usr/x /tmp/x /mnt/sandbox/x; do (echo 1 > $p) 2>/dev/null && echo "$p writable" || echo "$p read-only"; done
 echo mounts:; awk '$5 !~ /^\/(var\/)?tmp\// && $0 !~ / - nsfs / { s = ""; for (i = 4; i <= NF; i++) s = s " " $i; print s }' /proc/self/mountinfo
 echo "hostname: $(hostname)"
@@ -252,7 +258,7 @@ echo env:; env | sort
 echo fds:; ls -l /proc/self/fd | awk 'NR > 1 { print $1, $9, $10, $11 }'
 echo "oom_score_adj: $(cat /proc/self/oom_score_adj)"
 echo rlimits:; cat /proc/self/limits
-echo sandbox:; ls -lnd /mnt/sandbox
+echo sandbox:; stat -c "%A %h %u %g %s %n" /mnt/sandbox
 `
 
 // normalise makes two probes comparable: the container's ID, pipe
@@ -315,11 +321,66 @@ func TestWarmLaunchIsCold(t *testing.T) {
 			if nss[0] != nss[1] {
 				t.Errorf("new namespaces: cold %s, warm %s", nss[0], nss[1])
 			}
-			if !strings.Contains(outs[0], "/proc/kcore masked") || !strings.Contains(outs[0], "limits:\n100663296") {
+			if !strings.Contains(outs[0], "/proc/kcore masked") ||
+				!strings.Contains(outs[0], "limits:\n100663296") && !strings.Contains(outs[0], "limits-v2:\n100663296") {
 				t.Errorf("the probe does not see what a container sees:\n%s", outs[0])
 			}
 		})
 	}
+}
+
+// TestWarmOOMAndGroups (issue 35): a container made from a warm sandbox
+// runs in the group its limits are written to (cgroup v2: the
+// sandbox's, which its init never leaves), an OOM kill at its memory
+// limit is reported as such (memory-limit), and its groups go when it
+// exits, before the exit is recorded.
+func TestWarmOOMAndGroups(t *testing.T) {
+	e := newPoolEnv(t, "", Config{WarmSandboxes: 2})
+	first, _ := e.launch(Spec{Command: []string{"true"}}) // demand
+	e.wait(first.ID)
+	e.waitReady()
+	sleeper, warm := e.launch(Spec{Command: []string{"sleep", "1000"}, Limits: isolator.Limits{MilliCPUs: 100, MemoryBytes: 64 << 20}})
+	if !warm {
+		t.Fatal("the sleeper found no warm sandbox")
+	}
+	checkJoinedEverywhere(t, sleeper.Pid, e.iso.Path(sleeper.ID))
+	limit, err := os.ReadFile(filepath.Join(memoryDir(e.iso.Path(sleeper.ID)), memoryLimitFile()))
+	if err != nil || strings.TrimSpace(string(limit)) != strconv.Itoa(64<<20) {
+		t.Errorf("the sleeper's group's memory limit: %q, %v", limit, err)
+	}
+	e.waitReady()
+	// tail buffers /dev/zero looking for a newline that never comes.
+	hog, warm := e.launch(Spec{Command: []string{"tail", "/dev/zero"}, Limits: isolator.Limits{MilliCPUs: 100, MemoryBytes: 32 << 20}})
+	if !warm {
+		t.Fatal("the hog found no warm sandbox")
+	}
+	ct, _ := e.c.get(hog.ID)
+	group := e.iso.Path(hog.ID) // v2: the sandbox's
+	st := e.wait(hog.ID)
+	if !st.OOMKilled || st.Reason != ReasonMemoryLimit || st.Signal != 9 {
+		t.Errorf("memory hog: %+v, want an OOM kill with reason %q", st, ReasonMemoryLimit)
+	}
+	for _, p := range []string{group, e.parent + "/" + hog.ID, e.parent + "/" + ct.sandbox} {
+		if dirs := testutil.CgroupDirs(p); len(dirs) > 0 {
+			t.Errorf("groups left after the container exited: %v", dirs)
+		}
+	}
+}
+
+// memoryDir is the memory group of cgroup path p (v1 or v2).
+func memoryDir(p string) string {
+	if testutil.CgroupV2() {
+		return filepath.Join(testutil.CgroupRoot, p)
+	}
+	return filepath.Join(testutil.CgroupRoot, "memory", p)
+}
+
+// memoryLimitFile is the memory limit's file (v1 or v2).
+func memoryLimitFile() string {
+	if testutil.CgroupV2() {
+		return "memory.max"
+	}
+	return "memory.limit_in_bytes"
 }
 
 // wait waits for container id's exit.

@@ -70,15 +70,27 @@ func (c *Containerizer) Recover(ctx context.Context) ([]*Info, error) {
 	}
 
 	known := make(map[string]isolator.Limits)
+	paths := make(map[string]string) // id → cgroup path, for cgroupAdopters
 	c.mu.Lock()
 	for id, ct := range c.containers {
 		if ct != nil {
 			ct.mu.Lock()
 			known[id] = ct.spec.Limits
 			ct.mu.Unlock()
+			paths[id] = ct.cgroupPath
 		}
 	}
 	c.mu.Unlock()
+	for _, iso := range c.cfg.Isolators {
+		a, ok := iso.(cgroupAdopter)
+		for id, p := range paths {
+			if ok && p != "" {
+				if err := a.Adopt(id, p); err != nil {
+					errs = append(errs, fmt.Errorf("recover %s: %w", iso.Name(), err))
+				}
+			}
+		}
+	}
 	for _, iso := range c.cfg.Isolators {
 		if err := iso.Recover(ctx, known); err != nil {
 			errs = append(errs, fmt.Errorf("recover %s: %w", iso.Name(), err))
@@ -89,6 +101,14 @@ func (c *Containerizer) Recover(ctx context.Context) ([]*Info, error) {
 		return infos, fmt.Errorf("recover: %w", err)
 	}
 	return infos, nil
+}
+
+// cgroupAdopter is the cgroup isolator's ability to learn, after a
+// restart, the group a container runs in (isolator/cgroups.Isolator.Adopt:
+// a container made from a warm sandbox on cgroup v2 keeps the
+// sandbox's).
+type cgroupAdopter interface {
+	Adopt(id, cgroupPath string) error
 }
 
 // recoverParallel is how many containers Recover handles at once.
@@ -120,6 +140,7 @@ func (c *Containerizer) recoverOne(ctx context.Context, id string) error {
 	}
 	ct.spec = rec.Spec
 	ct.sandbox = rec.Sandbox
+	ct.cgroupPath = rec.CgroupPath
 	ct.startedAt = rec.CreatedAt
 	ct.address = rec.Address
 	if st := ct.exitStatus(); st == nil {

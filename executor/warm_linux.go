@@ -274,6 +274,11 @@ func (s *shim) adoptClaim(dir string) (*Bundle, error) {
 	if b.Warm || b.Sandbox != s.bundle.ID {
 		return nil, fmt.Errorf("claim: the bundle is not of a container made from sandbox %s", s.bundle.ID)
 	}
+	if !joinLate() && b.CgroupPath != s.bundle.CgroupPath {
+		// v2 renames no group, and a move would leave the init's
+		// cgroup namespace (and /sys/fs/cgroup) rooted at the old one.
+		return nil, fmt.Errorf("claim: cgroup %s: on cgroup v2 a container keeps its sandbox's group %s", b.CgroupPath, s.bundle.CgroupPath)
+	}
 	// The shim's log and control socket moved with the directory.
 	s.sandboxDir, s.dir, s.bundle = s.dir, dir, b
 	s.log = s.log.With("id", b.ID)
@@ -281,16 +286,16 @@ func (s *shim) adoptClaim(dir string) (*Bundle, error) {
 }
 
 // confineClaimed puts the init in the container's groups (the v1
-// directories were renamed by the cgroup isolator; the unified one is
-// joined now), sets its oom_score_adj (as the runtime does for a launch,
-// from the host) and checks the confinement as a launch does.
+// directories were renamed by the cgroup isolator; a hybrid host's
+// unified one is joined now; on v2 the container's group is the
+// sandbox's, which the init is in), sets its oom_score_adj (as the
+// runtime does for a launch, from the host) and checks the confinement
+// as a launch does.
 func (s *shim) confineClaimed(b *Bundle) error {
 	if s.cgroups != nil {
 		if err := s.cgroups.claim(b.CgroupPath, s.pid); err != nil {
 			return err
 		}
-	} else if err := joinV2(b.CgroupPath, s.pid); err != nil {
-		return err
 	}
 	if b.OOMScoreAdj != nil {
 		adj := strconv.Itoa(*b.OOMScoreAdj)
@@ -299,17 +304,6 @@ func (s *shim) confineClaimed(b *Bundle) error {
 		}
 	}
 	return verifyConfinement(s.pid, b, s.hierarchies())
-}
-
-// joinV2 moves pid into the cgroup v2 group at path, where a warm
-// sandbox's init on a v2 host moves from its own at the claim (v2 has no
-// rename); the cgroup isolator made the group.
-func joinV2(path string, pid int) error {
-	procs := filepath.Join("/sys/fs/cgroup", path, "cgroup.procs")
-	if err := os.WriteFile(procs, []byte(strconv.Itoa(pid)), 0); err != nil {
-		return fmt.Errorf("join cgroup %s: %w", path, err)
-	}
-	return nil
 }
 
 // taskMessage is the trampoline's message for b's task: what

@@ -48,6 +48,7 @@ func infoOf(in *containerizer.Info) *agent.RuntimeInfo {
 	return &agent.RuntimeInfo{
 		ID: in.Spec.ID, Running: in.State == containerizer.StateRunning, Pid: in.Pid,
 		StartedAt: in.StartedAt, Exit: in.Exit, SandboxDir: in.SandboxDir, LogDir: in.LogDir, Address: in.Address,
+		CgroupPath: in.CgroupPath,
 	}
 }
 

@@ -59,8 +59,9 @@ mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,usr/local/bin,lib,lib64,etc,proc,sys
 cp /bin/busybox "$root/bin/busybox"
 cp $here/init "$root/init"
 chmod +x "$root/init"
-echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
-echo "root:x:0:" >"$root/etc/group"
+# nobody: the tests that run a task as another user (TestWarmLaunchIsCold).
+printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$root/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
 echo "127.0.0.1 localhost" >"$root/etc/hosts"
 
 copylibs() { # binary: copies its shared libraries (and the loader) into the root

@@ -95,6 +95,9 @@ type Isolator struct {
 	mu     sync.Mutex
 	feat   Features
 	groups map[string]*group
+	// aliases maps a container claimed from a warm sandbox on cgroup v2
+	// to the sandbox's group name, which it runs in (Path).
+	aliases sync.Map
 
 	bufs sync.Pool // *[]byte for reading stat files
 }
@@ -108,8 +111,7 @@ type group struct {
 	// first Usage); Cleanup closes them.
 	files  *fdSource
 	layout statLayout
-	gone   bool   // removed by Cleanup: the record is stale
-	alias  string // v2: the warm sandbox's group the container was claimed from
+	gone   bool // removed by Cleanup: the record is stale
 }
 
 var (
@@ -181,8 +183,37 @@ func (i *Isolator) Features() Features {
 }
 
 // Path returns the cgroup path of container id ("/brim/<id>"), relative to
-// each hierarchy's root: what Launch.CgroupPath gets.
-func (i *Isolator) Path(id string) string { return path.Join(i.parent, id) }
+// each hierarchy's root: what Launch.CgroupPath gets. On cgroup v2 a
+// container claimed from a warm sandbox runs in the sandbox's group
+// ("/brim/warm-<hex>": v2 cannot rename a group, see Claim), and Path
+// names that.
+func (i *Isolator) Path(id string) string {
+	if name, ok := i.aliases.Load(id); ok {
+		return path.Join(i.parent, name.(string))
+	}
+	return path.Join(i.parent, id)
+}
+
+// Adopt records, after an agent restart, that container id runs in the
+// group at cgroup path p (its launch's Launch.CgroupPath): a container
+// claimed from a warm sandbox on cgroup v2 keeps the sandbox's group.
+// Call it before Recover, which then knows the group as id's. Errors
+// wrap ErrInvalid (p is not a group of the parent).
+func (i *Isolator) Adopt(id, p string) error {
+	name := path.Base(p)
+	if err := validID(id); err != nil {
+		return fmt.Errorf("adopt %s: %w", id, err)
+	}
+	if path.Dir(p) != i.parent || validID(name) != nil {
+		return fmt.Errorf("adopt %s: cgroup path %q is not a group of the parent %q: %w", id, p, i.parent, ErrInvalid)
+	}
+	if name == id {
+		i.aliases.Delete(id)
+	} else {
+		i.aliases.Store(id, name)
+	}
+	return nil
+}
 
 func (i *Isolator) detect() Features {
 	if i.version == V2 {
@@ -836,11 +867,7 @@ func (i *Isolator) Cleanup(ctx context.Context, id string) error {
 	if err := i.remove(ctx, i.Path(id)); err != nil {
 		return fmt.Errorf("cleanup %s: %w", id, err)
 	}
-	if g != nil && g.alias != "" {
-		if err := i.remove(ctx, i.Path(g.alias)); err != nil {
-			return fmt.Errorf("cleanup %s: %w", id, err)
-		}
-	}
+	i.aliases.Delete(id)
 	if g != nil {
 		g.gone = true
 	}
@@ -938,7 +965,7 @@ func (i *Isolator) Recover(ctx context.Context, known map[string]isolator.Limits
 			errs = append(errs, fmt.Errorf("recover %s: %w", id, err))
 			continue
 		}
-		if !children[id] {
+		if !children[path.Base(i.Path(id))] {
 			continue // no group: Update reports ErrNotFound
 		}
 		g := i.group(id, true)
@@ -953,8 +980,12 @@ func (i *Isolator) Recover(ctx context.Context, known map[string]isolator.Limits
 		}
 		g.mu.Unlock()
 	}
+	inUse := make(map[string]bool, len(known)) // group names of the known containers (Adopt)
+	for id := range known {
+		inUse[path.Base(i.Path(id))] = true
+	}
 	for id := range children {
-		if _, ok := known[id]; ok || validID(id) != nil {
+		if inUse[id] || validID(id) != nil {
 			continue
 		}
 		if err := i.Cleanup(ctx, id); err != nil {

@@ -62,23 +62,17 @@ func (i *Isolator) makeGroups(p string) error {
 // one (a rename moves no process and waits for nothing: the init stays
 // where it is, under the new name); the unified directory of a hybrid
 // host, which cannot be renamed, the runtime joins at the claim (the
-// sandbox never joined one). On v2 the container's group is made beside
-// the sandbox's, which the runtime leaves, and Cleanup(id) removes both.
-// Then the limits are written as Prepare writes them, and the counters a
-// task reads (memory.max_usage_in_bytes, cpuacct.usage) start from zero
-// as a new group's do. Errors wrap ErrInvalid, isolator.ErrNotFound (no
-// such sandbox), isolator.ErrNotSupported, or the write's error.
-// CanSandbox implements isolator.SandboxGate: warm sandboxes on cgroup
-// v1 only. On v2 a claimed container's OOM kill went unreported and its
-// group stayed after its exit (the v2 lane's TestWithCgroupsIsolator,
-// issue 35): until that is fixed, v2 hosts launch cold.
-func (i *Isolator) CanSandbox() error {
-	if i.version == V2 {
-		return fmt.Errorf("warm sandboxes are not supported on cgroup v2 yet: %w", isolator.ErrNotSupported)
-	}
-	return nil
-}
-
+// sandbox never joined one). On v2, which cannot rename a group, the
+// container keeps the sandbox's group, the one its init is in and its
+// cgroup namespace is rooted at (a task reads "0::/" and its own limits
+// in /sys/fs/cgroup, as a cold launch's): Path(id) names it from then on,
+// and Cleanup(id) removes it. Then the limits are written as Prepare
+// writes them (before the task's exec), and on v1 the counters a task
+// reads (memory.max_usage_in_bytes, cpuacct.usage) start from zero as a
+// new group's do (on v2 a cold launch's group, which its init joins
+// before its set-up, counts the set-up too). Errors wrap ErrInvalid,
+// isolator.ErrNotFound (no such sandbox), isolator.ErrNotSupported, or
+// the write's error.
 func (i *Isolator) Claim(ctx context.Context, name, id string, limits isolator.Limits, launch *isolator.Launch) error {
 	spec := Spec{Limits: limits}
 	if err := validID(name); err != nil {
@@ -104,7 +98,7 @@ func (i *Isolator) Claim(ctx context.Context, name, id string, limits isolator.L
 		return fmt.Errorf("claim %s for %s: %w", name, id, err)
 	}
 	if i.version == V2 {
-		g.alias = name
+		i.aliases.Store(id, name)
 	}
 	i.mu.Lock()
 	delete(i.groups, name)
@@ -127,13 +121,13 @@ func (i *Isolator) Claim(ctx context.Context, name, id string, limits isolator.L
 }
 
 // moveGroups renames the v1 groups of name to id (rolled back if one
-// fails), or makes id's group on v2.
+// fails); on v2 the group stays name's (Claim).
 func (i *Isolator) moveGroups(name, id string) error {
 	if i.version == V2 {
 		if !exists(i.dir("", i.Path(name))) {
 			return isolator.ErrNotFound
 		}
-		return mkdir(i.dir("", i.Path(id)))
+		return nil
 	}
 	var done [][2]string
 	for _, h := range i.hierarchies() {
