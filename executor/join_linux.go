@@ -101,18 +101,29 @@ func startCgroupJoin(cfg *configs.Config) (*cgroupJoin, error) {
 	if set == nil {
 		return nil, errors.New("cgroup manager: no v1 device rule support compiled in")
 	}
-	j := &cgroupJoin{cg: cfg.Cgroups, m: m, devices: make(chan error, 1)}
-	dir, res := m.Path("devices"), cfg.Cgroups.Resources
+	j := &cgroupJoin{cg: cfg.Cgroups, m: m}
+	j.writeDevices(m.Path("devices"), cfg.Cgroups.Resources, set)
+	return j, nil
+}
+
+// writeDevices starts writing the device rules res into the devices
+// group dir with set; waitDevices returns the outcome. The writer sends
+// on a channel of its own: waitDevices takes j.devices away (nil) before
+// it receives, and a send on the field read after that would block for
+// ever — and the shim with it (a launch whose cgroup view failed waited
+// there until killed).
+func (j *cgroupJoin) writeDevices(dir string, res *cgroups.Resources, set func(string, *cgroups.Resources) error) {
+	ch := make(chan error, 1)
+	j.devices = ch
 	go func() {
 		// The cgroup isolator has made the group; like libcontainer's
 		// join, do not depend on it.
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			j.devices <- err
+			ch <- err
 			return
 		}
-		j.devices <- set(dir, res)
+		ch <- set(dir, res)
 	}()
-	return j, nil
 }
 
 // unjoinedConfig returns a copy of cfg for libcontainer when the shim

@@ -1,0 +1,42 @@
+package executor
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/opencontainers/cgroups"
+)
+
+// TestWaitDevicesBeforeTheWriterEnds: a launch that fails right after
+// the device rules' writing began (its cgroup view could not be made)
+// waits for that writing in destroy, before the writer is done. The
+// writer once sent on j.devices read after waitDevices had set it to
+// nil: both blocked for ever, and the shim with them (a warm sandbox
+// that outlived its agent, a cold launch that hung until LaunchTimeout).
+func TestWaitDevicesBeforeTheWriterEnds(t *testing.T) {
+	release := make(chan struct{})
+	wrote := errors.New("rules written")
+	j := &cgroupJoin{}
+	j.writeDevices(t.TempDir(), &cgroups.Resources{}, func(string, *cgroups.Resources) error {
+		<-release
+		return wrote
+	})
+	got := make(chan error, 1)
+	go func() { got <- j.waitDevices() }()
+	// Let waitDevices take the channel first (what makes the old writer
+	// block); with the fix the order does not matter.
+	time.Sleep(100 * time.Millisecond)
+	close(release)
+	select {
+	case err := <-got:
+		if !errors.Is(err, wrote) {
+			t.Errorf("waitDevices: %v, want %v", err, wrote)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("waitDevices still waits 30 s after the writer ended: deadlocked")
+	}
+	if err := j.waitDevices(); err != nil {
+		t.Errorf("second waitDevices: %v, want nil", err)
+	}
+}
