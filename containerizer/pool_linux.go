@@ -174,12 +174,6 @@ func newPool(c *Containerizer) *pool {
 		if _, ok := iso.(isolator.Sandboxer); !ok {
 			p.enabled = false
 		}
-		if g, ok := iso.(isolator.SandboxGate); ok && p.enabled {
-			if err := g.CanSandbox(); err != nil {
-				c.log.Info("no warm sandboxes: launches are cold", "isolator", iso.Name(), "why", err)
-				p.enabled = false
-			}
-		}
 		if w, ok := iso.(isolator.Warmer); ok && p.warmer == nil {
 			p.warmer = w
 		}

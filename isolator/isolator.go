@@ -197,13 +197,6 @@ type Sandboxer interface {
 	Claim(ctx context.Context, name, id string, limits Limits, launch *Launch) error
 }
 
-// SandboxGate is an optional ability of a Sandboxer: whether it can serve
-// warm sandboxes on this host. A non-nil error says why not; the
-// containerizer then keeps none.
-type SandboxGate interface {
-	CanSandbox() error
-}
-
 // Launch collects what the isolators tell the launcher during Prepare.
 type Launch struct {
 	// CgroupPath is the container's cgroup path relative to each hierarchy
