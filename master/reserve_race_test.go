@@ -1,6 +1,7 @@
 package master_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +34,12 @@ func (s heldReservationsStore) PutReservations(id string, r resources.Resources)
 func TestAgentReregistersDuringAReservationWrite(t *testing.T) {
 	store := heldReservationsStore{Store: storeOpener(t)(), entered: make(chan struct{}, 10), release: make(chan struct{})}
 	c := newCluster(t, master.Options{Store: store})
+	// Registered after the cluster's cleanup, so run before it: a test
+	// that fails while the write is held must not leave the master's
+	// writer (and its Close) waiting for ever.
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(store.release) }) }
+	t.Cleanup(release)
 	dir := t.TempDir()
 	r := newFakeRunner()
 	stop := c.startAgent(dir, r)
@@ -53,9 +60,14 @@ func TestAgentReregistersDuringAReservationWrite(t *testing.T) {
 		return len(st.Agents) == 1 && st.Agents[0].Connected && st.Agents[0].ID == agentID
 	})
 	time.Sleep(200 * time.Millisecond) // its registration, in the allocator, is done with
-	close(store.release)
-	if err := <-done; err != nil {
-		t.Fatalf("reserve: %v", err)
+	release()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("reserve: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("reserve did not return once its write was let through")
 	}
 	if err := c.m.Unreserve(agentID, "", resources.MustParse("cpus(ads):1")); err != nil {
 		t.Fatalf("unreserve what was reserved: %v", err)
