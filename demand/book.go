@@ -26,6 +26,15 @@ type Book struct {
 	plan    *Plan
 	demands map[string]*Demand
 	order   []string // submission order
+	// live are the demands not final when Tick last looked, in
+	// submission order (those that ended since are dropped by the next
+	// Tick): a cycle visits these, not every demand ever submitted.
+	live []string
+	// urgent is ByUrgency's last answer and seen how many of order it
+	// had looked at: the next answer sorts it again (little moves
+	// between cycles) rather than sorting every demand from scratch.
+	urgent []*Demand
+	seen   int
 }
 
 // NewBook returns an empty book planning on plan.
@@ -58,22 +67,38 @@ func (b *Book) List() []*Demand {
 // go to them: strict starts first, then by planned start, then by
 // submission.
 func (b *Book) ByUrgency() []*Demand {
-	var out []*Demand
-	for _, id := range b.order {
+	out := make([]*Demand, 0, len(b.urgent)+len(b.order)-b.seen)
+	for _, d := range b.urgent {
+		if !d.State.Final() {
+			out = append(out, d)
+		}
+	}
+	for _, id := range b.order[b.seen:] {
 		if d := b.demands[id]; !d.State.Final() {
 			out = append(out, d)
 		}
 	}
-	slices.SortStableFunc(out, func(x, y *Demand) int {
-		if x.timing.StartStrict != y.timing.StartStrict {
-			if x.timing.StartStrict {
-				return -1
-			}
-			return 1
+	b.seen = len(b.order)
+	// Insertion sort: linear on the last order, where few starts moved.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && moreUrgent(out[j], out[j-1]); j-- {
+			out[j], out[j-1] = out[j-1], out[j]
 		}
-		return x.Start.Compare(y.Start)
-	})
-	return out
+	}
+	b.urgent = out
+	return slices.Clone(out)
+}
+
+// moreUrgent orders ByUrgency: strict starts first, then by planned
+// start, then by submission.
+func moreUrgent(x, y *Demand) bool {
+	if x.timing.StartStrict != y.timing.StartStrict {
+		return x.timing.StartStrict
+	}
+	if c := x.Start.Compare(y.Start); c != 0 {
+		return c < 0
+	}
+	return x.seq < y.seq
 }
 
 // Restore puts back demands a store kept (in submission order), booking
@@ -84,8 +109,12 @@ func (b *Book) Restore(ds []*Demand) error {
 		if err := d.Restore(); err != nil {
 			return err
 		}
+		d.seq = len(b.order)
 		b.demands[d.ID] = d
 		b.order = append(b.order, d.ID)
+		if !d.State.Final() {
+			b.live = append(b.live, d.ID)
+		}
 		if !d.State.Final() && len(d.Placement) > 0 {
 			b.plan.Book(d.ID, d.spec.Resources, Placement{Start: d.Start, End: d.End, Slots: d.Placement})
 		}
@@ -227,8 +256,10 @@ func (b *Book) Submit(now time.Time, specs []*Spec) ([]*Demand, []Change, error)
 		}
 		t, _ := s.Resolve(now) // checked by Validate
 		d := &Demand{ID: s.Time.DemandID, Doc: doc, Framework: s.Framework, Role: s.Role, State: New, Submitted: now, spec: s, timing: t}
+		d.seq = len(b.order)
 		b.demands[d.ID] = d
 		b.order = append(b.order, d.ID)
+		b.live = append(b.live, d.ID)
 		out = append(out, d)
 		ev := Event{Kind: EvAdmit, At: now}
 		if b.pred(d) == PredDone {
@@ -285,10 +316,11 @@ func (b *Book) pred(d *Demand) Pred {
 // demands whose predecessors just finished. Changes cascade within one
 // tick (a failure fails its successors at once).
 func (b *Book) Tick(now time.Time) []Change {
+	b.live = slices.DeleteFunc(b.live, func(id string) bool { return b.demands[id].State.Final() })
 	var changes []Change
 	for again := true; again; {
 		again = false
-		for _, id := range b.order {
+		for _, id := range b.live {
 			d := b.demands[id]
 			if d.State.Final() {
 				continue
@@ -344,7 +376,11 @@ func (d *Demand) WholeHandOver() bool { return d.spec.Gang || d.timing.StartStri
 // hand-over then decides).
 func (b *Book) Replan(id string, now time.Time) bool {
 	d := b.demands[id]
-	if d == nil || d.State != Allocating || len(d.Placement) == 0 || b.plan.Fits(d.ID, d.spec.Resources, d.Placement, d.Start, d.End) {
+	if d == nil || d.State != Allocating || len(d.Placement) == 0 || d.fitGen == b.plan.gen {
+		return false
+	}
+	if b.plan.Fits(d.ID, d.spec.Resources, d.Placement, d.Start, d.End) {
+		d.fitGen = b.plan.gen // it fits until an agent's capacity shrinks
 		return false
 	}
 	start := maxTime(d.Start, now)
@@ -356,6 +392,7 @@ func (b *Book) Replan(id string, now time.Time) bool {
 	}
 	b.plan.Book(d.ID, d.spec.Resources, pl)
 	d.place(&pl)
+	d.fitGen = b.plan.gen
 	return true
 }
 
@@ -370,8 +407,16 @@ func (b *Book) Forget(id string) error {
 		return err
 	}
 	b.plan.Release(id)
+	d := b.demands[id]
 	delete(b.demands, id)
-	b.order = slices.DeleteFunc(b.order, func(o string) bool { return o == id })
+	if i := slices.Index(b.order, id); i >= 0 {
+		b.order = slices.Delete(b.order, i, i+1)
+		if i < b.seen {
+			b.seen--
+		}
+	}
+	b.live = slices.DeleteFunc(b.live, func(x string) bool { return x == id })
+	b.urgent = slices.DeleteFunc(b.urgent, func(x *Demand) bool { return x == d })
 	return nil
 }
 

@@ -329,6 +329,11 @@ type Demand struct {
 	timing Timing
 	// probed is when placeNow last looked for room elsewhere now.
 	probed time.Time
+	// seq is its place in submission order (Book.order).
+	seq int
+	// fitGen is the plan's capacity generation (Plan.gen) at which its
+	// placement was last seen to fit (Book.Replan; 0: never).
+	fitGen uint64
 }
 
 // Hand records that n tasks' worth of d were handed over on agent (n < 0:

@@ -110,11 +110,16 @@ type Plan struct {
 	spread   int                                            // SetSpread
 	// freeNowOf: SetFreeNowFunc.
 	freeNowOf func(id string, per resources.Resources) map[string]resources.Resources
+	// gen counts the changes after which a booking that fitted may no
+	// longer fit: an agent's capacity shrank or went, or bookings were
+	// restored without a check (Book.Replan re-checks a placement only
+	// when it moved on).
+	gen uint64
 }
 
 // NewPlan returns an empty plan.
 func NewPlan() *Plan {
-	return &Plan{agents: map[string]*agentPlan{}, where: map[string][]string{}}
+	return &Plan{agents: map[string]*agentPlan{}, where: map[string][]string{}, gen: 1}
 }
 
 // SetAgent adds an agent or changes its capacity (its unreserved,
@@ -127,7 +132,14 @@ func (p *Plan) SetAgent(id string, total resources.Resources) {
 		p.order = append(p.order, id)
 		p.unsorted = true
 	}
-	a.total = toVec(total.Unreserved().NonRevocable())
+	v := toVec(total.Unreserved().NonRevocable())
+	for d := range v {
+		if v[d] < a.total[d] {
+			p.gen++
+			break
+		}
+	}
+	a.total = v
 }
 
 // SetLoadFunc gives the plan a way to learn what DRF frameworks have on
@@ -192,6 +204,7 @@ func (p *Plan) busyNow(agent, id string, held, fixed bool) (v vec, ok bool) {
 
 // RemoveAgent drops an agent (its bookings go with it).
 func (p *Plan) RemoveAgent(id string) {
+	p.gen++
 	delete(p.agents, id)
 	if i, ok := slices.BinarySearch(p.sortedIDs(), id); ok {
 		p.order = slices.Delete(p.order, i, i+1)
@@ -542,6 +555,7 @@ func (p *Plan) Book(id string, per resources.Resources, pl Placement) {
 		if a == nil { // restored before its agent is back: no capacity yet
 			p.SetAgent(s.Agent, nil)
 			a = p.agents[s.Agent]
+			p.gen++
 		}
 		var use vec
 		for d := range use {

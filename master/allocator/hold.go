@@ -59,17 +59,30 @@ func (a *Allocator) Hold(agentID, holdID string, want resources.Resources) (reso
 // Held is what hold holdID keeps on the agent (nothing for an unknown
 // agent or hold).
 func (a *Allocator) Held(agentID, holdID string) resources.Resources {
+	return a.AppendHeld(nil, agentID, holdID)
+}
+
+// AppendHeld appends what hold holdID keeps on the agent to dst and
+// returns it: Held into a buffer the caller reuses (a planner asks for
+// every hold every cycle; allocating each answer was a fifth of its
+// time, with the collections it caused).
+func (a *Allocator) AppendHeld(dst resources.Resources, agentID, holdID string) resources.Resources {
 	ai, ok := a.agentIdx[agentID]
 	if !ok {
-		return nil
+		return dst
 	}
 	ag := a.agents[ai]
 	for j := range ag.allocs {
-		if e := &ag.allocs[j]; e.client < 0 && e.fw == holdKey(holdID) {
-			return a.appendPool(nil, &ag.pools[e.pool], &e.v)
+		if e := &ag.allocs[j]; e.client < 0 && isHoldKey(e.fw, holdID) {
+			return a.appendPool(dst, &ag.pools[e.pool], &e.v)
 		}
 	}
-	return nil
+	return dst
+}
+
+// isHoldKey reports whether key is holdKey(id), without building it.
+func isHoldKey(key, id string) bool {
+	return len(key) == len(holdPrefix)+len(id) && key[len(holdPrefix):] == id && key[:len(holdPrefix)] == holdPrefix
 }
 
 // Release gives everything hold holdID keeps on the agent back to it.
@@ -79,8 +92,9 @@ func (a *Allocator) Release(agentID, holdID string) {
 		return
 	}
 	ag := a.agents[ai]
+	key := holdKey(holdID)
 	for j := range ag.allocs {
-		if e := &ag.allocs[j]; e.client < 0 && e.fw == holdKey(holdID) {
+		if e := &ag.allocs[j]; e.client < 0 && e.fw == key {
 			v := e.v
 			a.take(ag, j, &v, nil)
 		}

@@ -174,24 +174,28 @@ func (p *Planner) hold(d *demand.Demand, now time.Time, eff *Effects) (held, rea
 // worth it holds.
 func (p *Planner) top(d *demand.Demand, agent string, want int) int {
 	per := d.Spec().Resources
-	have := unitsIn(p.alloc.Held(agent, d.ID), per)
+	p.buf = p.alloc.AppendHeld(p.buf[:0], agent, d.ID)
+	have := unitsIn(p.buf, per)
 	if have >= want {
 		return have
 	}
-	if got, _ := p.alloc.Hold(agent, d.ID, shortfall(per, want, p.alloc.Held(agent, d.ID))); len(got) > 0 {
+	if got, _ := p.alloc.Hold(agent, d.ID, shortfall(per, want, p.buf)); len(got) > 0 {
 		p.markHeld(d.ID, agent)
+		p.buf = p.alloc.AppendHeld(p.buf[:0], agent, d.ID)
+		have = unitsIn(p.buf, per)
 	}
-	have = unitsIn(p.alloc.Held(agent, d.ID), per)
 	if have < want && d.Timing().StartStrict && p.yieldLoose(agent) {
-		if got, _ := p.alloc.Hold(agent, d.ID, shortfall(per, want, p.alloc.Held(agent, d.ID))); len(got) > 0 {
+		if got, _ := p.alloc.Hold(agent, d.ID, shortfall(per, want, p.buf)); len(got) > 0 {
 			p.markHeld(d.ID, agent)
+			p.buf = p.alloc.AppendHeld(p.buf[:0], agent, d.ID)
+			have = unitsIn(p.buf, per)
 		}
-		have = unitsIn(p.alloc.Held(agent, d.ID), per)
 	}
 	return have
 }
 
 func (p *Planner) markHeld(id, agent string) {
+	p.dirty[agent] = true
 	if p.holds[id] == nil {
 		p.holds[id] = map[string]bool{}
 	}
@@ -204,6 +208,7 @@ func (p *Planner) markHeld(id, agent string) {
 
 // unmarkHeld forgets that demand id holds on agent (after Release).
 func (p *Planner) unmarkHeld(id, agent string) {
+	p.dirty[agent] = true
 	delete(p.holds[id], agent)
 	if len(p.holds[id]) == 0 {
 		delete(p.holds, id)
@@ -211,6 +216,13 @@ func (p *Planner) unmarkHeld(id, agent string) {
 	delete(p.holdsOn[agent], id)
 	if len(p.holdsOn[agent]) == 0 {
 		delete(p.holdsOn, agent)
+	}
+}
+
+// touchHolds has lend look again at the agents where demand id holds.
+func (p *Planner) touchHolds(id string) {
+	for ag := range p.holds[id] {
+		p.dirty[ag] = true
 	}
 }
 
@@ -243,6 +255,7 @@ func (p *Planner) grant(d *demand.Demand, held map[string]int, eff *Effects) []O
 			continue
 		}
 		d.Hand(a, held[a])
+		p.dirty[a] = true
 		off := Offer{ID: p.opts.NewID(), Framework: d.Framework, Agent: a, Role: o.Role, Resources: o.Resources, Demand: d.ID}
 		p.offers[off.ID] = off
 		out = append(out, off)

@@ -157,6 +157,13 @@ type Planner struct {
 	// keep are the demands whose holds are to be handed over this cycle
 	// (handsOver): not lent.
 	keep map[string]bool
+	// kept is keep as lend last saw it.
+	kept map[string]bool
+	// dirty are the agents whose lending lend recomputes: a hold there
+	// changed, or a demand holding there began or stopped handing over.
+	dirty map[string]bool
+	// buf is scratch space for what a hold keeps (AppendHeld).
+	buf resources.Resources
 }
 
 // taskRef is a demand's live task: its demand and agent.
@@ -187,6 +194,7 @@ func New(opts Options, alloc *allocator.Allocator, cl Cluster) *Planner {
 		offers: map[string]Offer{}, tasks: map[string]taskRef{}, holds: map[string]map[string]bool{}, holdsOn: map[string]map[string]bool{},
 		lent: map[string]resources.Resources{}, lentBy: map[string][]string{},
 		victims: map[string]victim{}, drained: map[string]bool{}, reclaimFor: map[string]string{}, keep: map[string]bool{},
+		kept: map[string]bool{}, dirty: map[string]bool{},
 	}
 	p.book.Plan().SetLoadFunc(p.DRFLoad)
 	p.book.Plan().SetHeldFunc(alloc.HeldOn)

@@ -128,53 +128,73 @@ func youngestFirst(ts []Task) []Task {
 // hand over this cycle (Planner.handsOver: ahead of their start, until
 // ReclaimAhead before it; a loose one still short after it). An agent
 // whose lent capacity shrank is reclaimed (reclaim) for the demand that
-// stopped lending there.
+// stopped lending there. Only agents where a hold changed, or a demand
+// holding there began or stopped handing over, are looked at
+// (Planner.dirty): the rest lend what they lent.
 func (p *Planner) lend() {
-	want := map[string]resources.Resources{}
-	by := map[string][]string{}
-	for _, id := range sortedKeys(p.holds) {
-		d, err := p.book.Get(id)
-		if err != nil || d.State.Final() || p.keep[id] {
-			continue
+	for id, k := range p.keep {
+		if p.kept[id] != k {
+			p.touchHolds(id)
 		}
-		for _, ag := range sortedKeys(p.holds[id]) {
+	}
+	for id, k := range p.kept {
+		if p.keep[id] != k {
+			p.touchHolds(id)
+		}
+	}
+	clear(p.kept)
+	for id, k := range p.keep {
+		p.kept[id] = k
+	}
+	for _, ag := range sortedKeys(p.dirty) {
+		var w resources.Resources
+		var by []string
+		for _, id := range sortedKeys(p.holdsOn[ag]) {
+			d, err := p.book.Get(id)
+			if err != nil || d.State.Final() || p.keep[id] {
+				continue
+			}
 			if h := p.alloc.Held(ag, id); len(h) > 0 {
-				want[ag] = want[ag].Add(h)
-				by[ag] = append(by[ag], id)
+				w = w.Add(h) // not a reused buffer: Add may return h itself
+				by = append(by, id)
 			}
 		}
+		p.setLent(ag, w, by)
 	}
-	for _, ag := range sortedKeys(p.lent) {
-		if _, still := want[ag]; !still {
-			want[ag] = nil
-		}
-	}
-	for _, ag := range sortedKeys(want) {
-		w := want[ag]
-		if w.Equal(p.lent[ag]) {
-			continue
-		}
-		if err := p.alloc.Lend(ag, w); err != nil {
-			continue // the agent left the allocator
-		}
-		if shrank := !w.Contains(p.lent[ag]); shrank {
-			for _, id := range p.lentBy[ag] {
-				if !slices.Contains(by[ag], id) {
-					p.reclaimFor[ag] = id
-					break
-				}
-			}
-			if p.reclaimFor[ag] == "" {
-				p.reclaimFor[ag] = "-"
-			}
-		}
-		if len(w) == 0 {
-			delete(p.lent, ag)
+	clear(p.dirty)
+}
+
+// setLent has agent ag lend w on behalf of demands by.
+func (p *Planner) setLent(ag string, w resources.Resources, by []string) {
+	defer func() {
+		if len(by) == 0 {
+			delete(p.lentBy, ag)
 		} else {
-			p.lent[ag] = w
+			p.lentBy[ag] = by
+		}
+	}()
+	if w.Equal(p.lent[ag]) {
+		return
+	}
+	if err := p.alloc.Lend(ag, w); err != nil {
+		return // the agent left the allocator
+	}
+	if shrank := !w.Contains(p.lent[ag]); shrank {
+		for _, id := range p.lentBy[ag] {
+			if !slices.Contains(by, id) {
+				p.reclaimFor[ag] = id
+				break
+			}
+		}
+		if p.reclaimFor[ag] == "" {
+			p.reclaimFor[ag] = "-"
 		}
 	}
-	p.lentBy = by
+	if len(w) == 0 {
+		delete(p.lent, ag)
+	} else {
+		p.lent[ag] = w
+	}
 }
 
 // reclaim takes back what revocable allocations hold beyond an agent's

@@ -70,6 +70,7 @@ type cluster struct {
 	byID    map[string]*task
 	byAgent map[string]map[string]*task
 	seq     int
+	running int // cpus the live tasks use
 	bg      background
 	// backlog is the untimed work waiting (finite background load);
 	// with an endless backlog (-bg-load 0) it stays empty and every
@@ -120,6 +121,7 @@ func (c *cluster) launch(fw, role, agent string, res resources.Resources, d time
 	t := &task{id: fmt.Sprintf("t%d", c.seq), fw: fw, role: role, agent: agent, res: res, cpus: cpus,
 		launched: now, end: now.Add(d), natural: d, demand: dem}
 	heap.Push(&c.tasks, t)
+	c.running += cpus
 	c.byID[t.id] = t
 	c.byAgent[agent][t.id] = t
 	return t
@@ -145,6 +147,7 @@ func (c *cluster) endTasks() {
 	zero := time.Duration(0)
 	for len(c.tasks) > 0 && !c.tasks[0].end.After(now) {
 		t := heap.Pop(&c.tasks).(*task)
+		c.running -= t.cpus
 		delete(c.byID, t.id)
 		delete(c.byAgent[t.agent], t.id)
 		must(c.alloc.RecoverRole(t.fw, t.role, t.agent, t.res, &zero))
@@ -205,12 +208,16 @@ func (c *cluster) nextBackground() (time.Duration, bool) {
 	return d, true
 }
 
+// The filler's task sizes, parsed once (fill runs for every offer).
+var (
+	unit    = resources.MustParse(fmt.Sprintf("cpus:1;mem:%d", memPerCPU))
+	revUnit = resources.MustParse(fmt.Sprintf("cpus{REV}:1;mem{REV}:%d", memPerCPU))
+)
+
 // fill has a filler framework run untimed tasks of 1 cpu on what it was
 // offered, revocable resources included (a task on revocable resources is
 // revocable), and gives back the rest.
 func (c *cluster) fill(o allocator.Offer) {
-	unit := resources.MustParse(fmt.Sprintf("cpus:1;mem:%d", memPerCPU))
-	revUnit := resources.MustParse(fmt.Sprintf("cpus{REV}:1;mem{REV}:%d", memPerCPU))
 	left := o.Resources
 	for _, u := range []resources.Resources{unit, revUnit} {
 		for left.Contains(u) {
@@ -239,10 +246,7 @@ func (c *cluster) sample() {
 	if !now.After(t0.Add(2*time.Hour)) || !now.Before(t0.Add(22*time.Hour)) {
 		return
 	}
-	busy := 0
-	for _, t := range c.tasks {
-		busy += t.cpus
-	}
+	busy := c.running
 	if debug && now.Sub(t0)%time.Minute == 0 {
 		for _, a := range c.agents {
 			n, rev := 0, 0
