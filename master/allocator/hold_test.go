@@ -136,3 +136,24 @@ func TestFreeAgents(t *testing.T) {
 		t.Fatalf("ports: %v", err)
 	}
 }
+
+// TestAppendHeldNamesOneHold: AppendHeld appends the hold it names, not
+// one whose ID it is a prefix of, and leaves dst as it is for none.
+func TestAppendHeldNamesOneHold(t *testing.T) {
+	a, _ := newTest(t, Options{})
+	must(t, a.AddAgent(AgentInfo{ID: "a1", Total: resources.MustParse("cpus:4;mem:4096")}, nil))
+	_, err := a.Hold("a1", "d10", resources.MustParse("cpus:2"))
+	must(t, err)
+	_, err = a.Hold("a1", "d1", resources.MustParse("cpus:1"))
+	must(t, err)
+	buf := make(resources.Resources, 0, 4)
+	if got := a.AppendHeld(buf, "a1", "d1"); !got.Equal(resources.MustParse("cpus:1")) {
+		t.Fatalf("d1 = %s, want cpus:1", got)
+	}
+	if got := a.AppendHeld(buf, "a1", "d"); len(got) != 0 {
+		t.Fatalf("d (no such hold) = %s", got)
+	}
+	if got := a.AppendHeld(buf, "nope", "d1"); len(got) != 0 {
+		t.Fatalf("unknown agent = %s", got)
+	}
+}
