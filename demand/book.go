@@ -420,6 +420,41 @@ func (b *Book) Forget(id string) error {
 	return nil
 }
 
+// Move moves n of ALLOCATING demand id's tasks not handed over from
+// agent from to agent to, keeping its span, when the plan has room for
+// them there (the driver moves a strict start's tasks whose capacity
+// would cost more work to reclaim where they are booked). It reports
+// whether it moved them.
+func (b *Book) Move(id, from, to string, n int) bool {
+	d := b.demands[id]
+	if d == nil || d.State != Allocating || n <= 0 || from == to {
+		return false
+	}
+	slots := slices.Clone(d.Placement)
+	i := slices.IndexFunc(slots, func(s Slot) bool { return s.Agent == from })
+	if i < 0 || slots[i].Unhanded() < n {
+		return false
+	}
+	slots[i].Tasks -= n
+	if slots[i].Tasks == 0 {
+		slots = slices.Delete(slots, i, i+1)
+	}
+	if j := slices.IndexFunc(slots, func(s Slot) bool { return s.Agent == to }); j >= 0 {
+		slots[j].Tasks += n
+	} else {
+		slots = append(slots, Slot{Agent: to, Tasks: n})
+		slices.SortFunc(slots, func(x, y Slot) int { return strings.Compare(x.Agent, y.Agent) })
+	}
+	if !b.plan.Fits(id, d.spec.Resources, slots, d.Start, d.End) {
+		return false
+	}
+	pl := Placement{Start: d.Start, End: d.End, Slots: slots}
+	b.plan.Book(id, d.spec.Resources, pl)
+	d.place(&pl)
+	d.fitGen = b.plan.gen
+	return true
+}
+
 // Cancel fails demand id (cancelled). Errors wrap ErrNotFound, or
 // ErrInvalid when it has already ended.
 func (b *Book) Cancel(id, msg string, now time.Time) ([]Change, error) {

@@ -515,6 +515,20 @@ func (p *Plan) Fits(id string, per resources.Resources, slots []Slot, from, to t
 	return true
 }
 
+// Room is how many tasks of per demand id could have on agent over
+// [from, to) (to zero: open) beside every other booking: its own
+// booking there aside, so what it has there counts in the answer.
+func (p *Plan) Room(id string, per resources.Resources, agent string, from, to time.Time) int {
+	a := p.agents[agent]
+	if a == nil {
+		return 0
+	}
+	return fits(a.free(from, to, id, vec{}), toVec(per))
+}
+
+// Agents is the plan's agents, sorted (the plan's own slice: not to be changed).
+func (p *Plan) Agents() []string { return p.sortedIDs() }
+
 // roomNow reports whether the slots' tasks not yet handed over fit beside
 // what is busy there now (busyNow) as well as the bookings over [from,
 // to) (always, when the plan cannot know what is busy).

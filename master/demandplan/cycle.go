@@ -137,6 +137,9 @@ func (p *Planner) hold(d *demand.Demand, now time.Time, eff *Effects) (held, rea
 	need := d.Spec().Tasks - d.Handed
 	held, ready = map[string]int{}, map[string]int{}
 	reclaim := p.opts.Preempt && d.Timing().StartStrict && d.State == demand.Allocating && !now.Before(d.Start.Add(-p.opts.ReclaimAhead))
+	if reclaim && p.rebind(d, now) {
+		eff.Store = append(eff.Store, d) // its placement moved
+	}
 	for _, s := range d.Placement {
 		if need <= 0 {
 			break

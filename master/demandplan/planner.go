@@ -162,6 +162,8 @@ type Planner struct {
 	// dirty are the agents whose lending lend recomputes: a hold there
 	// changed, or a demand holding there began or stopped handing over.
 	dirty map[string]bool
+	// scan is where rebind's next scan of agents starts.
+	scan int
 	// buf is scratch space for what a hold keeps (AppendHeld).
 	buf resources.Resources
 }
