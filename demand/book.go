@@ -627,7 +627,7 @@ func (b *Book) Update(now time.Time, s *Spec) (*Demand, []Change, error) {
 	b.plan.Release(id)
 	prev := *d
 	d.spec, d.timing, d.Doc, d.Role, d.Updated = s, t, doc, s.Role, now
-	d.Opportunities, d.Relaxed, d.Late = 0, false, false
+	d.Opportunities, d.Relaxed, d.Late, d.due = 0, false, false, time.Time{}
 	ev := Event{Kind: EvUpdate, At: now}
 	if b.pred(d) == PredDone {
 		ev.Plan, ev.Err = b.place(d, now)

@@ -329,6 +329,8 @@ type Demand struct {
 	timing Timing
 	// probed is when placeNow last looked for room elsewhere now.
 	probed time.Time
+	// due is its first planned start (Due).
+	due time.Time
 	// seq is its place in submission order (Book.order).
 	seq int
 	// fitGen is the plan's capacity generation (Plan.gen) at which its

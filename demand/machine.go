@@ -132,6 +132,19 @@ func (d *Demand) fail(at time.Time, why Reason, msg string) *Transition {
 
 func (d *Demand) place(p *Placement) {
 	d.Start, d.End, d.Placement, d.Late = p.Start, p.End, p.Slots, d.Late || p.Late
+	if d.due.IsZero() {
+		d.due = p.Start
+	}
+}
+
+// Due is when d was first planned to start (its start now, for a demand
+// restored from a store): a loose start postponed since has waited from
+// then.
+func (d *Demand) Due() time.Time {
+	if d.due.IsZero() || d.due.After(d.Start) {
+		return d.Start
+	}
+	return d.due
 }
 
 func stepNew(d *Demand, ev Event, _ Config) *Transition {

@@ -136,8 +136,8 @@ func (p *Planner) handsOver(d *demand.Demand, now time.Time, held map[string]int
 func (p *Planner) hold(d *demand.Demand, now time.Time, eff *Effects) (held, ready map[string]int) {
 	need := d.Spec().Tasks - d.Handed
 	held, ready = map[string]int{}, map[string]int{}
-	reclaim := p.opts.Preempt && d.Timing().StartStrict && d.State == demand.Allocating && !now.Before(d.Start.Add(-p.opts.ReclaimAhead))
-	if reclaim && p.rebind(d, now) {
+	maxAge, reclaim := p.reclaimAge(d, now)
+	if reclaim && p.rebind(d, maxAge, now) {
 		eff.Store = append(eff.Store, d) // its placement moved
 	}
 	for _, s := range d.Placement {
@@ -159,7 +159,7 @@ func (p *Planner) hold(d *demand.Demand, now time.Time, eff *Effects) (held, rea
 		}
 		have := p.top(d, s.Agent, want)
 		if have < want && reclaim {
-			eff.add(p.preempt(d, s.Agent, want, now))
+			eff.add(p.preempt(d, s.Agent, want, maxAge, now))
 		}
 		if have = min(have, want); have > 0 {
 			held[s.Agent] = have

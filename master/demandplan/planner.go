@@ -162,8 +162,10 @@ type Planner struct {
 	// dirty are the agents whose lending lend recomputes: a hold there
 	// changed, or a demand holding there began or stopped handing over.
 	dirty map[string]bool
-	// scan is where rebind's next scan of agents starts.
-	scan int
+	// scan is where rebind's next scan of agents starts, and rebound
+	// when it last looked at each loose demand.
+	scan    int
+	rebound map[string]time.Time
 	// buf is scratch space for what a hold keeps (AppendHeld).
 	buf resources.Resources
 }
@@ -196,7 +198,7 @@ func New(opts Options, alloc *allocator.Allocator, cl Cluster) *Planner {
 		offers: map[string]Offer{}, tasks: map[string]taskRef{}, holds: map[string]map[string]bool{}, holdsOn: map[string]map[string]bool{},
 		lent: map[string]resources.Resources{}, lentBy: map[string][]string{},
 		victims: map[string]victim{}, drained: map[string]bool{}, reclaimFor: map[string]string{}, keep: map[string]bool{},
-		kept: map[string]bool{}, dirty: map[string]bool{},
+		kept: map[string]bool{}, dirty: map[string]bool{}, rebound: map[string]time.Time{},
 	}
 	p.book.Plan().SetLoadFunc(p.DRFLoad)
 	p.book.Plan().SetHeldFunc(alloc.HeldOn)
@@ -331,6 +333,7 @@ func (p *Planner) carry(changes []demand.Change, now time.Time) Effects {
 // ended; Agent is empty for a task restored from the store).
 func (p *Planner) releaseDemand(d *demand.Demand) Effects {
 	p.releaseHolds(d)
+	delete(p.rebound, d.ID)
 	var eff Effects
 	for _, id := range sortedKeys(p.offers) {
 		if p.offers[id].Demand == d.ID {
