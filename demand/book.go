@@ -29,7 +29,7 @@ type Book struct {
 	// live are the demands not final when Tick last looked, in
 	// submission order (those that ended since are dropped by the next
 	// Tick): a cycle visits these, not every demand ever submitted.
-	live []string
+	live []*Demand
 	// urgent is ByUrgency's last answer and seen how many of order it
 	// had looked at: the next answer sorts it again (little moves
 	// between cycles) rather than sorting every demand from scratch.
@@ -113,7 +113,7 @@ func (b *Book) Restore(ds []*Demand) error {
 		b.demands[d.ID] = d
 		b.order = append(b.order, d.ID)
 		if !d.State.Final() {
-			b.live = append(b.live, d.ID)
+			b.live = append(b.live, d)
 		}
 		if !d.State.Final() && len(d.Placement) > 0 {
 			b.plan.Book(d.ID, d.spec.Resources, Placement{Start: d.Start, End: d.End, Slots: d.Placement})
@@ -259,7 +259,7 @@ func (b *Book) Submit(now time.Time, specs []*Spec) ([]*Demand, []Change, error)
 		d.seq = len(b.order)
 		b.demands[d.ID] = d
 		b.order = append(b.order, d.ID)
-		b.live = append(b.live, d.ID)
+		b.live = append(b.live, d)
 		out = append(out, d)
 		ev := Event{Kind: EvAdmit, At: now}
 		if b.pred(d) == PredDone {
@@ -316,12 +316,11 @@ func (b *Book) pred(d *Demand) Pred {
 // demands whose predecessors just finished. Changes cascade within one
 // tick (a failure fails its successors at once).
 func (b *Book) Tick(now time.Time) []Change {
-	b.live = slices.DeleteFunc(b.live, func(id string) bool { return b.demands[id].State.Final() })
+	b.live = slices.DeleteFunc(b.live, func(d *Demand) bool { return d.State.Final() })
 	var changes []Change
 	for again := true; again; {
 		again = false
-		for _, id := range b.live {
-			d := b.demands[id]
+		for _, d := range b.live {
 			if d.State.Final() {
 				continue
 			}
@@ -415,7 +414,7 @@ func (b *Book) Forget(id string) error {
 			b.seen--
 		}
 	}
-	b.live = slices.DeleteFunc(b.live, func(x string) bool { return x == id })
+	b.live = slices.DeleteFunc(b.live, func(x *Demand) bool { return x == d })
 	b.urgent = slices.DeleteFunc(b.urgent, func(x *Demand) bool { return x == d })
 	return nil
 }

@@ -17,6 +17,8 @@ import (
 // before DRF's cycle.
 func (p *Planner) Cycle(now time.Time) Effects {
 	p.own = nil // within the cycle, grants and launches come after placements
+	p.byAge = map[string][]Task{}
+	defer func() { p.byAge = nil }()
 	p.releaseDrains()
 	clear(p.keep)
 	eff := p.carry(p.book.Tick(now), now)

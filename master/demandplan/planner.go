@@ -166,6 +166,8 @@ type Planner struct {
 	// when it last looked at each loose demand.
 	scan    int
 	rebound map[string]time.Time
+	// byAge caches youngest within one Cycle (nil outside one).
+	byAge map[string][]Task
 	// buf is scratch space for what a hold keeps (AppendHeld).
 	buf resources.Resources
 }

@@ -42,8 +42,8 @@ import (
 // will free.
 func (p *Planner) preempt(d *demand.Demand, agent string, want int, maxAge time.Duration, now time.Time) Effects {
 	short := shortfall(d.Spec().Resources, want, p.alloc.Held(agent, d.ID))
-	for _, v := range sortedKeys(p.victims) {
-		if x := p.victims[v]; x.demand == d.ID && x.agent == agent && !x.revocable {
+	for _, x := range p.victims { // a sum: any order
+		if x.demand == d.ID && x.agent == agent && !x.revocable {
 			short = less(short, x.res)
 		}
 	}
@@ -170,10 +170,15 @@ func (p *Planner) reclaimAge(d *demand.Demand, now time.Time) (time.Duration, bo
 // tenth of the default size).
 const looseReclaimFactor = 4
 
-// rebindScan bounds the agents rebind looks at for one slot: enough to
-// find young work or free capacity on a busy cluster, a bounded cost on
-// a large one. Scans start where the last one stopped.
-const rebindScan = 64
+// rebindScan bounds the agents rebind looks at for one slot of a strict
+// start (rebindScanLoose: of a loose one, looked at every rebindEvery
+// while it waits): enough to find young work or free capacity on a busy
+// cluster, a bounded cost on a large one. Scans start where the last one
+// stopped.
+const (
+	rebindScan      = 64
+	rebindScanLoose = 16
+)
 
 // cheapest is the agent other than except where n more tasks of d fit
 // the plan over its span and reclaiming their capacity costs the least
@@ -188,7 +193,11 @@ func (p *Planner) cheapest(d *demand.Demand, n int, except string, maxAge time.D
 	for _, s := range d.Placement {
 		mine[s.Agent] = s.Tasks
 	}
-	for i := 0; i < len(agents) && i < rebindScan; i++ {
+	scan := rebindScan
+	if !d.Timing().StartStrict {
+		scan = rebindScanLoose
+	}
+	for i := 0; i < len(agents) && i < scan; i++ {
 		ag := agents[(p.scan+i)%len(agents)]
 		if ag == except || !p.cl.Ready(ag) || plan.Room(d.ID, per, ag, d.Start, d.End) < mine[ag]+n {
 			continue
@@ -207,7 +216,7 @@ func (p *Planner) cheapest(d *demand.Demand, n int, except string, maxAge time.D
 			}
 		}
 	}
-	p.scan += rebindScan
+	p.scan += scan
 	return best, bestCost
 }
 
@@ -226,8 +235,8 @@ func (p *Planner) drfOffered(agent string) resources.Resources {
 // pending is short less what victims killed for demand d on agent will
 // free and what DRF's outstanding offers there have.
 func (p *Planner) pending(d *demand.Demand, agent string, short resources.Resources) resources.Resources {
-	for _, v := range sortedKeys(p.victims) {
-		if x := p.victims[v]; x.demand == d.ID && x.agent == agent && !x.revocable {
+	for _, x := range p.victims { // a sum: any order
+		if x.demand == d.ID && x.agent == agent && !x.revocable {
 			short = less(short, x.res)
 		}
 	}
@@ -244,7 +253,7 @@ func (p *Planner) pick(agent string, short resources.Resources, maxAge time.Dura
 		return nil, true
 	}
 	taken := map[string]resources.Resources{}
-	for _, t := range youngestFirst(p.cl.Tasks(agent)) {
+	for _, t := range p.youngest(agent) {
 		if t.Launched.IsZero() && maxAge < anyAge || now.Sub(t.Launched) > maxAge {
 			break // the rest are older still
 		}
@@ -268,6 +277,20 @@ func (p *Planner) pick(agent string, short resources.Resources, maxAge time.Dura
 		}
 	}
 	return victims, false
+}
+
+// youngest is the agent's tasks, youngest first, asked of the cluster
+// once per Cycle (rebind looks at many agents for many demands; tasks
+// change only when the driver carries out the effects).
+func (p *Planner) youngest(agent string) []Task {
+	if ts, ok := p.byAge[agent]; ok {
+		return ts
+	}
+	ts := youngestFirst(p.cl.Tasks(agent))
+	if p.byAge != nil {
+		p.byAge[agent] = ts
+	}
+	return ts
 }
 
 // lossOf is the work preempting victims at now throws away: each one's
@@ -405,8 +428,8 @@ func (p *Planner) reclaim() Effects {
 			delete(p.reclaimFor, ag)
 			continue
 		}
-		for _, v := range sortedKeys(p.victims) {
-			if x := p.victims[v]; x.agent == ag && x.revocable {
+		for _, x := range p.victims { // a sum: any order
+			if x.agent == ag && x.revocable {
 				over = less(over, x.res)
 			}
 		}
