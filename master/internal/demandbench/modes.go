@@ -258,11 +258,11 @@ type plannedMode struct {
 
 func newPlanned(c *cluster, tr []*entry, preempt bool) *plannedMode {
 	m := &plannedMode{c: c, tr: tr, entries: map[string]*entry{}, r: result{failed: map[string]int{}, missed: map[string]int{}}}
-	loose := c.cfg.looseLead
+	lead, loose := c.cfg.lead, c.cfg.looseLead
 	if preempt {
-		loose = c.cfg.looseLeadLend
+		lead, loose = c.cfg.leadPreempt, c.cfg.looseLeadLend
 	}
-	m.p = demandplan.New(demandplan.Options{Lead: c.cfg.lead, LooseLead: loose, PickUp: time.Hour,
+	m.p = demandplan.New(demandplan.Options{Lead: lead, LooseLead: loose, PickUp: time.Hour,
 		Preempt: preempt, Lend: preempt, ReclaimAhead: c.cfg.reclaim, Spread: c.cfg.spread,
 		NewID: func() string { m.offers++; return fmt.Sprintf("o%d", m.offers) }}, c.alloc, simView{c})
 	for _, a := range c.agents {

@@ -26,10 +26,14 @@ type entry struct {
 	cpus     int
 	gang     bool
 	orderBy  string
+	res      resources.Resources // per: one task's resources
 }
 
 func (e *entry) per() resources.Resources {
-	return resources.MustParse(fmt.Sprintf("cpus:%d;mem:%d", e.cpus, memPerCPU*e.cpus))
+	if e.res == nil { // parsed once: plain DRF asks for every offer
+		e.res = resources.MustParse(fmt.Sprintf("cpus:%d;mem:%d", e.cpus, memPerCPU*e.cpus))
+	}
+	return e.res
 }
 
 // doc is the demand's document, as a framework submits it.
