@@ -205,6 +205,7 @@ func New(opts Options, alloc *allocator.Allocator, cl Cluster) *Planner {
 	p.book.Plan().SetLoadFunc(p.DRFLoad)
 	p.book.Plan().SetHeldFunc(alloc.HeldOn)
 	p.book.Plan().SetFreeNowFunc(p.freeNow)
+	p.book.Plan().SetFreeOnFunc(p.freeOn)
 	p.book.Plan().SetSpread(opts.Spread)
 	if opts.Preempt {
 		p.book.Plan().SetFixedLoadFunc(p.fixedLoad)
@@ -399,6 +400,12 @@ func (p *Planner) freeNow(id string, per resources.Resources) map[string]resourc
 		}
 	}
 	return out
+}
+
+// freeOn is what is free for demand id on agent now: unallocated, or
+// held by id itself (demand.Plan.SetFreeOnFunc).
+func (p *Planner) freeOn(id, agent string) resources.Resources {
+	return p.alloc.Free(agent).Add(p.alloc.Held(agent, id))
 }
 
 // demandsOwn is what the demands' tasks and offers have per agent: a
