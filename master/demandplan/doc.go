@@ -12,7 +12,10 @@
 // (Options.Lend), and, at a strict start whose booked capacity others
 // still hold, reclaims it (Options.Preempt): revocable work first, then
 // DRF offers, then tasks of roles above their quota guarantee, youngest
-// first — never a role's guarantee, a reservation or a demand's tasks.
+// first — never a role's guarantee, a reservation or a demand's tasks —
+// on the agent where that throws away the least work (rebind). A loose
+// start that is late reclaims the same way, but only work younger than
+// a few times its wait.
 //
 // It does no I/O and reads no clock: it changes the allocator it is
 // given and returns Effects (offers to make, offers to withdraw, tasks to

@@ -32,14 +32,20 @@ import (
 // guarantee depend on what DRF runs, which is what a heavy-tailed
 // background breaks.
 //
+// Where: a short slot moves first to the agent where reclaiming its
+// capacity throws away the least work (rebind). A loose start that is
+// late reclaims by the same rules, but only work younger than a few
+// times its wait (reclaimAge).
+//
 // Killed tasks get the agents' kill grace (SIGTERM, then SIGKILL); their
 // framework is told CONTAINER_PREEMPTED with the demand that needed the
 // capacity. What they free comes back when they end, and the demand's
 // hold takes it before DRF.
 
-// preempt reclaims for strict demand d on agent what its hold there still
-// lacks of want tasks' worth, beyond what victims killed for it already
-// will free.
+// preempt reclaims for demand d (a strict start, or a late loose one:
+// reclaimAge) on agent what its hold there still lacks of want tasks'
+// worth, beyond what victims killed for it already will free, taking no
+// work older than maxAge.
 func (p *Planner) preempt(d *demand.Demand, agent string, want int, maxAge time.Duration, now time.Time) Effects {
 	short := shortfall(d.Spec().Resources, want, p.alloc.Held(agent, d.ID))
 	for _, x := range p.victims { // a sum: any order
@@ -77,7 +83,8 @@ func (p *Planner) preempt(d *demand.Demand, agent string, want int, maxAge time.
 	return eff
 }
 
-// rebind moves, at a strict start's reclaim, the tasks still short on
+// rebind moves, when demand d reclaims (reclaimAge: a strict start from
+// ReclaimAhead before it, a late loose one), the tasks still short on
 // an agent to another agent whose capacity costs less work to reclaim
 // (lossOf: cpus × how long the tasks killed have run), when the plan has
 // room there over the demand's span and it costs at most half as much.
