@@ -1,7 +1,7 @@
 // Package scheduler is the Go SDK for brim frameworks: Driver subscribes to
 // the master (re-subscribing with the same framework ID after a break, so
 // the framework keeps its tasks within its failover timeout, with jittered
-// backoff from 200 ms to 5 s; Callbacks.Disconnected hears why each
+// backoff from 200 ms to 2 s; Callbacks.Disconnected hears why each
 // attempt failed, e.g. the dial error of a master that is not there), delivers
 // offers, rescinds and task status updates to Callbacks, drops duplicate
 // updates (by UUID) and acknowledges every update that carries one after

@@ -175,16 +175,21 @@ func (d *Driver) FrameworkID() string {
 	return d.id
 }
 
-// Bounds of Run's jittered retry delay.
+// Bounds of Run's jittered retry delay. The longest delay (jittered to
+// at most 3 s) bounds how long a framework that found no master during
+// an outage (all of them restarting, etcd without a quorum) takes to
+// reach the leader elected after it: with 5 s (up to 7.5 s) make chaos
+// saw frameworks reach a new leader 6.3-6.9 s after its election, past
+// the TTL + 2 s that frameworks are held to (docs/ha.md).
 const (
 	minRetry = 200 * time.Millisecond
-	maxRetry = 5 * time.Second
+	maxRetry = 2 * time.Second
 )
 
 // Run subscribes and delivers events to cb until ctx is cancelled,
 // re-subscribing with the framework ID after a broken stream or a failed
 // attempt (an unreachable master included), after a delay that doubles
-// from 200 ms to 5 s, jittered so that many frameworks do not come back
+// from 200 ms to 2 s, jittered so that many frameworks do not come back
 // in step. It returns early only for errors a retry cannot fix
 // (InvalidArgument, PermissionDenied, Unauthenticated, and
 // FailedPrecondition: the master removed the framework, its failover
