@@ -3,6 +3,7 @@ package master
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -162,7 +163,7 @@ func (m *Master) SubmitDemands(specs []*demand.Spec, authorize func(role string)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, id := range recordedIDs(recorded) {
+	for _, id := range slices.Sorted(maps.Keys(recorded)) {
 		d, err := m.dem.Get(id)
 		if err != nil {
 			continue
@@ -181,16 +182,6 @@ func (m *Master) SubmitDemands(specs []*demand.Spec, authorize func(role string)
 	}
 	return nil, fmt.Errorf("demands %s: the registry could not record them, nothing was submitted; submit again: %w: %w",
 		strings.Join(failed, ", "), ErrUnavailable, cause)
-}
-
-// recordedIDs is the sorted IDs of a submission's new demands.
-func recordedIDs(recorded map[string]<-chan error) []string {
-	ids := make([]string, 0, len(recorded))
-	for id := range recorded {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
 }
 
 // submitDemands admits specs under the master's lock and returns the
