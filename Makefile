@@ -134,7 +134,7 @@ lint: deps bin/tools/golangci-lint cross
 
 ## cross: the library packages build for other systems (kernel code sits in
 ## *_linux.go files with stubs elsewhere); cmd, examples and tests are Linux-only
-CROSS_PKGS = $$($(GO) list ./... | grep -v -e /cmd/ -e /integration -e /examples/ -e /internal/bpfbench -e /internal/masterbench)
+CROSS_PKGS = $$($(GO) list ./... | grep -v -e /cmd/ -e /integration -e /examples/ -e /internal/bpfbench -e /internal/masterbench -e /internal/launchbench)
 cross:
 	@for os in darwin freebsd windows; do \
 	  echo "cross: GOOS=$$os"; GOOS=$$os CGO_ENABLED=0 $(GO) build $(CROSS_PKGS) || exit 1; \

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,15 @@ type Config struct {
 	// StateDir holds the containers' directories and libcontainer's state
 	// (e.g. /var/lib/brim/agent). Required, absolute.
 	StateDir string
+	// RunDir, when set, holds the containers' runtime state instead of
+	// StateDir: their directories (bundle, record, shim pid and log, exit
+	// record, mount points) and libcontainer's state, while each
+	// container's sandbox and output stay in StateDir/containers/<id>.
+	// It belongs on a memory file system (/run under systemd, as runc's
+	// and containerd's runtime state): that state ends with the containers
+	// at a reboot, and every launch makes and removes about twenty files
+	// there. Absolute, not below StateDir's containers.
+	RunDir string
 	// Isolators prepare, isolate, resize, measure and clean up containers;
 	// one of them must set the cgroup path (isolator/cgroups).
 	Isolators []isolator.Isolator
@@ -267,8 +277,9 @@ type Info struct {
 type Containerizer struct {
 	cfg      Config
 	log      *slog.Logger
-	dir      string // StateDir/containers
-	runcRoot string // StateDir/runc
+	dir      string // RunDir/containers (StateDir/containers without a RunDir)
+	dataRoot string // StateDir/containers: sandboxes and logs (dir without a RunDir)
+	runcRoot string // RunDir/runc (StateDir/runc without a RunDir)
 
 	// shimExe is a sealed memfd copy of ShimBinary (nil: run the file).
 	shimExe *os.File
@@ -298,8 +309,11 @@ type Containerizer struct {
 // container is the in-memory record of one container; fields other than
 // exit and destroying are fixed once it is in the map.
 type container struct {
-	spec    Spec
-	dir     string
+	spec Spec
+	dir  string
+	// data holds the sandbox and the log: dir, or StateDir/containers/<id>
+	// with a RunDir.
+	data    string
 	sandbox string // the warm sandbox it was made from (libcontainer's ID), "" for none
 	// cgroupPath is the container's cgroup path (config.json's): on
 	// cgroup v2 a claimed container's is its sandbox's.
@@ -327,6 +341,51 @@ type container struct {
 	address    string // from config.json
 }
 
+// runBase is the directory of the containers' runtime state: RunDir, or
+// StateDir without one.
+func (cfg *Config) runBase() string {
+	if cfg.RunDir != "" {
+		return cfg.RunDir
+	}
+	return cfg.StateDir
+}
+
+// CheckRunDir refuses a RunDir that is relative, or whose containers/ or
+// runc/ holds or sits in the state dir's containers/ (a container's
+// runtime directory and its data directory would be one path, and
+// removing one the other). RunDir "" or StateDir itself is fine.
+func CheckRunDir(stateDir, runDir string) error {
+	if runDir == "" || filepath.Clean(runDir) == filepath.Clean(stateDir) {
+		return nil
+	}
+	if !filepath.IsAbs(runDir) || filepath.Clean(runDir) == "/" {
+		return fmt.Errorf("run dir %q is not an absolute path below the root", runDir)
+	}
+	data, run := filepath.Join(stateDir, "containers"), filepath.Clean(runDir)
+	for _, d := range []string{filepath.Join(run, "containers"), filepath.Join(run, "runc")} {
+		if within(d, data) || within(data, d) {
+			return fmt.Errorf("run dir %q: its %s and the state dir's containers/ overlap", runDir, filepath.Base(d))
+		}
+	}
+	return nil
+}
+
+// within reports whether p is dir or below it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// newContainer returns the record of a container (or warm sandbox) named
+// id, with its directories' paths.
+func (c *Containerizer) newContainer(id string) *container {
+	ct := &container{spec: Spec{ID: id}, dir: filepath.Join(c.dir, id)}
+	if c.dataRoot != c.dir {
+		ct.data = filepath.Join(c.dataRoot, id)
+	}
+	return ct
+}
+
 // record is config.json: what was launched.
 type record struct {
 	Version    int    `json:"version"`
@@ -352,6 +411,12 @@ const (
 func New(cfg Config) (*Containerizer, error) {
 	if cfg.StateDir == "" || !filepath.IsAbs(cfg.StateDir) {
 		return nil, fmt.Errorf("new containerizer: state dir %q is not absolute", cfg.StateDir)
+	}
+	if cfg.RunDir != "" && filepath.Clean(cfg.RunDir) == filepath.Clean(cfg.StateDir) {
+		cfg.RunDir = "" // the one directory, as without a RunDir
+	}
+	if err := CheckRunDir(cfg.StateDir, cfg.RunDir); err != nil {
+		return nil, fmt.Errorf("new containerizer: %w", err)
 	}
 	if cfg.ShimBinary == "" {
 		exe, err := os.Executable()
@@ -399,11 +464,12 @@ func New(cfg Config) (*Containerizer, error) {
 	c := &Containerizer{
 		cfg:        cfg,
 		log:        cfg.Log.With("component", "containerizer"),
-		dir:        filepath.Join(cfg.StateDir, "containers"),
-		runcRoot:   filepath.Join(cfg.StateDir, "runc"),
+		dir:        filepath.Join(cfg.runBase(), "containers"),
+		dataRoot:   filepath.Join(cfg.StateDir, "containers"),
+		runcRoot:   filepath.Join(cfg.runBase(), "runc"),
 		containers: make(map[string]*container),
 	}
-	for _, d := range []string{c.dir, c.runcRoot} {
+	for _, d := range []string{c.dir, c.dataRoot, c.runcRoot} {
 		if err := os.MkdirAll(d, 0o711); err != nil {
 			return nil, fmt.Errorf("new containerizer: %w", err)
 		}
@@ -518,6 +584,14 @@ func (ct *container) exitStatus() *ExitStatus {
 	return ct.exit
 }
 
+// dataDir is the directory of ct's sandbox and log.
+func (ct *container) dataDir() string {
+	if ct.data != "" {
+		return ct.data
+	}
+	return ct.dir
+}
+
 func (ct *container) setExit(st *ExitStatus) {
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
@@ -533,7 +607,7 @@ func (ct *container) info() *Info {
 	info := &Info{
 		ID: spec.ID, Name: spec.Name, Spec: spec,
 		State: StateRunning, Pid: ct.pid, ShimPid: ct.shimPid, StartedAt: ct.startedAt,
-		SandboxDir: filepath.Join(ct.dir, executor.SandboxDir), LogDir: filepath.Join(ct.dir, executor.LogDir), Address: addr,
+		SandboxDir: filepath.Join(ct.dataDir(), executor.SandboxDir), LogDir: filepath.Join(ct.dataDir(), executor.LogDir), Address: addr,
 		CgroupPath: ct.cgroupPath,
 	}
 	if st := ct.exitStatus(); st != nil {

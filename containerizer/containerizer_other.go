@@ -53,7 +53,7 @@ func staticBinary(string) bool { return false }
 func (c *Containerizer) PoolStats() PoolStats { return PoolStats{} }
 
 // Teardown returns an error wrapping ErrNotSupported: containers need Linux.
-func Teardown(ctx context.Context, stateDir string) ([]string, error) {
+func Teardown(ctx context.Context, stateDir, runDir string) ([]string, error) {
 	return nil, fmt.Errorf("tear down containers: %w", ErrNotSupported)
 }
 

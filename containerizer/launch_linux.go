@@ -49,7 +49,8 @@ func (c *Containerizer) Launch(ctx context.Context, spec Spec) (_ *Info, retErr 
 	if err := c.reserve(id); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", id, err)
 	}
-	ct := &container{spec: spec, dir: filepath.Join(c.dir, id), stepAt: start}
+	ct := c.newContainer(id)
+	ct.spec, ct.stepAt = spec, start
 	made := false // something of the container exists: tear it down on failure
 	defer func() {
 		if retErr == nil {
@@ -139,7 +140,7 @@ func (c *Containerizer) launchCold(ctx context.Context, ct *container, user, own
 
 func (c *Containerizer) makeCold(ctx context.Context, ct *container, user, owner hostuser.ID) (retErr error) {
 	spec, id := ct.spec, ct.spec.ID
-	giveBack, err := makeSandboxDir(c.cfg.StateDir, ct.dir, spec, owner)
+	giveBack, err := c.makeSandboxDir(ct, spec, owner)
 	if err != nil {
 		return err
 	}
@@ -183,13 +184,24 @@ func (c *Containerizer) makeCold(ctx context.Context, ct *container, user, owner
 	return c.startShim(ctx, ct)
 }
 
-// makeSandboxDir makes dir's sandbox, or moves a restart's sandbox and
+// makeSandboxDir makes ct's sandbox, or moves a restart's sandbox and
 // log (spec.Sandbox, spec.LogDir) into place so that they go on in the
-// new run; the sandbox is owned by the task's user (owner: host IDs),
-// and a user namespace's root may reach dir. giveBack moves a restart's
-// files back: a failed launch calls it before its teardown removes dir.
-func makeSandboxDir(stateDir, dir string, spec Spec, owner hostuser.ID) (giveBack func() error, err error) {
-	sandbox := filepath.Join(dir, executor.SandboxDir)
+// new run, in ct's data directory (made here when it is not ct.dir); the
+// sandbox is owned by the task's user (owner: host IDs), and a user
+// namespace's root may reach ct's directories. giveBack moves a
+// restart's files back: a failed launch calls it before its teardown
+// removes the directories.
+func (c *Containerizer) makeSandboxDir(ct *container, spec Spec, owner hostuser.ID) (giveBack func() error, err error) {
+	data := ct.dataDir()
+	if data != ct.dir {
+		if err := os.Mkdir(data, 0o700); err != nil {
+			if errors.Is(err, os.ErrExist) {
+				return nil, fmt.Errorf("%w (a data directory from a container not recovered)", ErrExist)
+			}
+			return nil, err
+		}
+	}
+	sandbox := filepath.Join(data, executor.SandboxDir)
 	var moved [][2]string // from, to
 	giveBack = func() error {
 		var errs []error
@@ -201,7 +213,7 @@ func makeSandboxDir(stateDir, dir string, spec Spec, owner hostuser.ID) (giveBac
 		return errors.Join(errs...)
 	}
 	fail := func(err error) (func() error, error) { return nil, errors.Join(err, giveBack()) }
-	for _, m := range [][2]string{{spec.Sandbox, sandbox}, {spec.LogDir, filepath.Join(dir, executor.LogDir)}} {
+	for _, m := range [][2]string{{spec.Sandbox, sandbox}, {spec.LogDir, filepath.Join(data, executor.LogDir)}} {
 		if m[0] == "" {
 			continue
 		}
@@ -221,8 +233,13 @@ func makeSandboxDir(stateDir, dir string, spec Spec, owner hostuser.ID) (giveBac
 		return fail(fmt.Errorf("own sandbox: %w", err))
 	}
 	if spec.UserNS != nil {
-		if err := prepareUserNSDir(stateDir, dir, *spec.UserNS); err != nil {
+		if err := prepareUserNSDir(c.cfg.runBase(), ct.dir, *spec.UserNS); err != nil {
 			return fail(err)
+		}
+		if data != ct.dir {
+			if err := prepareUserNSDir(c.cfg.StateDir, data, *spec.UserNS); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	return giveBack, nil
@@ -252,6 +269,7 @@ func (c *Containerizer) writeLaunch(ct *container, launch *isolator.Launch, user
 		CgroupPath: launch.CgroupPath,
 		NetNSPath:  launch.NetNSPath,
 		StateRoot:  c.runcRoot,
+		DataDir:    ct.data,
 		HidePaths:  c.hidePaths(),
 		UID:        user.UID,
 		GID:        user.GID,
@@ -273,7 +291,11 @@ func (c *Containerizer) writeLaunch(ct *container, launch *isolator.Launch, user
 
 // hidePaths are the host paths masked from containers on the host root.
 func (c *Containerizer) hidePaths() []string {
-	return append([]string{c.cfg.StateDir}, c.cfg.HidePaths...)
+	own := []string{c.cfg.StateDir}
+	if c.cfg.RunDir != "" && !within(c.cfg.RunDir, c.cfg.StateDir) {
+		own = append(own, c.cfg.RunDir)
+	}
+	return append(own, c.cfg.HidePaths...)
 }
 
 // addresser is an optional ability of an isolator (isolator/network): the
@@ -589,6 +611,12 @@ func (c *Containerizer) teardown(ctx context.Context, ct *container) error {
 	}
 	if err := removeContainerDir(ct.dir); err != nil {
 		errs = append(errs, err)
+	} else if ct.data != "" {
+		// After the runtime directory, whose mount points the removal
+		// checked: the sandbox is bound only in the shim's namespace.
+		if err := os.RemoveAll(ct.data); err != nil {
+			errs = append(errs, fmt.Errorf("remove container data dir: %w", err))
+		}
 	}
 	// After the directory: its removal checked the mount points are
 	// empty, so the shim (and the overlay in its namespace) is gone.

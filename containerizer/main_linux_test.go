@@ -196,6 +196,7 @@ func (i *cgroupIsolator) count(m map[string]int, id string) int {
 type env struct {
 	t        testing.TB
 	stateDir string
+	runDir   string // Config.RunDir ("": none)
 	shim     string
 	iso      *cgroupIsolator
 	c        *Containerizer
@@ -209,11 +210,17 @@ func newEnv(t testing.TB, stateDir string) *env {
 
 func newEnvWithShim(t testing.TB, stateDir, shim string) *env {
 	t.Helper()
+	return newEnvWith(t, &env{stateDir: stateDir, shim: shim})
+}
+
+// newEnvWith completes e (stateDir "": a new temporary one) for test t.
+func newEnvWith(t testing.TB, e *env) *env {
+	t.Helper()
 	testutil.RequireRoot(t)
-	if stateDir == "" {
-		stateDir = t.TempDir()
+	if e.stateDir == "" {
+		e.stateDir = t.TempDir()
 	}
-	e := &env{t: t, stateDir: stateDir, shim: shim, iso: newCgroupIsolator(t)}
+	e.t, e.iso = t, newCgroupIsolator(t)
 	t.Cleanup(func() {
 		for _, c := range e.all {
 			c.Close()
@@ -230,6 +237,7 @@ func (e *env) newContainerizer() *Containerizer {
 	e.t.Helper()
 	c, err := New(Config{
 		StateDir:   e.stateDir,
+		RunDir:     e.runDir,
 		Isolators:  []isolator.Isolator{e.iso},
 		ShimBinary: e.shim,
 		KillGrace:  2 * time.Second,
@@ -278,7 +286,11 @@ func (e *env) wait(id string) *ExitStatus {
 // libcontainer state, cgroups, shim process.
 func (e *env) assertGone(id string, shimPid int) {
 	e.t.Helper()
-	for _, p := range []string{filepath.Join(e.stateDir, "containers", id), filepath.Join(e.stateDir, "runc", id)} {
+	run := e.stateDir
+	if e.runDir != "" {
+		run = e.runDir
+	}
+	for _, p := range []string{filepath.Join(e.stateDir, "containers", id), filepath.Join(run, "containers", id), filepath.Join(run, "runc", id)} {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 			e.t.Errorf("%s still exists (stat: %v)", p, err)
 		}

@@ -154,6 +154,7 @@ type shapePool struct {
 // sandbox is a ready warm sandbox.
 type sandbox struct {
 	name, dir string
+	data      string // its sandbox directory's parent when not dir (a RunDir): StateDir/containers/<name>
 	shape     Shape
 	sp        *shimProc
 	reports   *executor.ReportReader
@@ -471,7 +472,8 @@ func (c *Containerizer) PoolStats() PoolStats {
 // (executor: handshake.go). c.fillHold, a test's, is called at each
 // phase.
 func (c *Containerizer) makeSandbox(ctx context.Context, name string, shape Shape) (_ *sandbox, retErr error) {
-	sb := &sandbox{name: name, shape: shape, dir: filepath.Join(c.dir, name)}
+	ct := c.newContainer(name)
+	sb := &sandbox{name: name, shape: shape, dir: ct.dir}
 	if err := os.Mkdir(sb.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("make sandbox: %w", err)
 	}
@@ -481,16 +483,17 @@ func (c *Containerizer) makeSandbox(ctx context.Context, name string, shape Shap
 		}
 	}()
 	userns := shape.userNS()
-	if _, err := makeSandboxDir(c.cfg.StateDir, sb.dir, Spec{UserNS: userns}, hostuser.ID{}); err != nil {
+	if _, err := c.makeSandboxDir(ct, Spec{UserNS: userns}, hostuser.ID{}); err != nil {
 		return nil, err
 	}
+	sb.data = ct.data
 	cgroupPath, err := c.sandboxCgroupPath(name)
 	if err != nil {
 		return nil, err
 	}
 	b := &executor.Bundle{
 		Version: executor.BundleVersion, ID: sb.name, Warm: true, Rootfs: shape.Rootfs,
-		CgroupPath: cgroupPath, StateRoot: c.runcRoot,
+		CgroupPath: cgroupPath, StateRoot: c.runcRoot, DataDir: sb.data,
 		HidePaths: c.hidePaths(), UserNS: userns, SkipGoAhead: true,
 		// Unused: the log starts at the claim, with the container's.
 		Log: containerlog.Limits{MaxSize: c.cfg.LogMaxSize, MaxFiles: c.cfg.LogMaxFiles, Rate: c.cfg.LogRate},
@@ -586,7 +589,7 @@ func (c *Containerizer) discardSandbox(sb *sandbox) {
 	if sb.sp != nil {
 		sb.sp.discard()
 	}
-	ct := &container{spec: Spec{ID: sb.name}, dir: sb.dir}
+	ct := &container{spec: Spec{ID: sb.name}, dir: sb.dir, data: sb.data}
 	if err := c.teardown(context.Background(), ct); err != nil {
 		c.log.Warn("remove warm sandbox", "sandbox", sb.name, "err", err)
 	}
@@ -601,7 +604,7 @@ func (c *Containerizer) discardSandbox(sb *sandbox) {
 // that the launch goes cold, unless the task had already started in it
 // (it is not started twice: the launch fails) or ctx ended.
 func (c *Containerizer) launchWarm(ctx context.Context, ct *container, sb *sandbox, user, owner hostuser.ID) (made bool, err error) {
-	if err := unix.Renameat2(unix.AT_FDCWD, sb.dir, unix.AT_FDCWD, ct.dir, unix.RENAME_NOREPLACE); err != nil {
+	if err := renameSandbox(sb, ct); err != nil {
 		c.pool.mu.Lock()
 		c.pool.goDiscard(sb)
 		c.pool.mu.Unlock()
@@ -619,6 +622,25 @@ func (c *Containerizer) launchWarm(ctx context.Context, ct *container, sb *sandb
 		return true, err
 	}
 	return c.abandonClaim(ctx, ct, sb, err)
+}
+
+// renameSandbox gives sb's directories ct's names, never replacing
+// another's: the data directory first (with a RunDir), then the runtime
+// directory, whose name is what Recover goes by. A failure leaves both
+// under sb's names.
+func renameSandbox(sb *sandbox, ct *container) error {
+	if sb.data != "" {
+		if err := unix.Renameat2(unix.AT_FDCWD, sb.data, unix.AT_FDCWD, ct.dataDir(), unix.RENAME_NOREPLACE); err != nil {
+			return err
+		}
+	}
+	err := unix.Renameat2(unix.AT_FDCWD, sb.dir, unix.AT_FDCWD, ct.dir, unix.RENAME_NOREPLACE)
+	if err != nil && sb.data != "" {
+		if berr := os.Rename(ct.dataDir(), sb.data); berr != nil {
+			return errors.Join(err, fmt.Errorf("give the sandbox its data directory back: %w", berr))
+		}
+	}
+	return err
 }
 
 // boundClaim is claim within Config.WarmClaimTimeout (and ctx).
@@ -697,7 +719,7 @@ func stopped(pid int) bool {
 // directory to the shim, whose "running" ends the launch. ctx bounds the
 // wait for the shim's report.
 func (c *Containerizer) claim(ctx context.Context, ct *container, sb *sandbox, user, owner hostuser.ID) error {
-	if err := os.Chown(filepath.Join(ct.dir, executor.SandboxDir), int(owner.UID), int(owner.GID)); err != nil {
+	if err := os.Chown(filepath.Join(ct.dataDir(), executor.SandboxDir), int(owner.UID), int(owner.GID)); err != nil {
 		return fmt.Errorf("own sandbox: %w", err)
 	}
 	var launch isolator.Launch

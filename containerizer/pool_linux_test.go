@@ -565,7 +565,7 @@ func killAgentWithPool(t *testing.T, mode, then string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if then == "cleanup" {
-		if _, err := Teardown(context.Background(), stateDir); err != nil {
+		if _, err := Teardown(context.Background(), stateDir, ""); err != nil {
 			t.Fatal(err)
 		}
 	} else {

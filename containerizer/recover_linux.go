@@ -65,6 +65,9 @@ func (c *Containerizer) Recover(ctx context.Context) ([]*Info, error) {
 	if err := c.removeOrphanRuncState(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.removeOrphanData(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := c.releaseOrphanSnapshots(); err != nil {
 		errs = append(errs, err)
 	}
@@ -115,8 +118,9 @@ type cgroupAdopter interface {
 const recoverParallel = 8
 
 func (c *Containerizer) recoverOne(ctx context.Context, id string) error {
-	dir := filepath.Join(c.dir, id)
-	ct := &container{dir: dir, shimPid: readShimPid(dir)}
+	ct := c.newContainer(id)
+	dir := ct.dir
+	ct.shimPid = readShimPid(dir)
 	rec, err := readRecord(dir)
 	if err == nil && rec.Spec.ID != id {
 		err = fmt.Errorf("record is for %q", rec.Spec.ID)
@@ -240,6 +244,36 @@ func (c *Containerizer) removeOrphanRuncState() error {
 		c.log.Warn("removing orphan runc container", "id", id)
 		if err := c.destroyRuncState(id); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeOrphanData removes, with a RunDir, the data directories (sandbox
+// and log) that have no runtime directory: a launch that died between
+// making the one and the other, or every container of the boot before
+// (a reboot empties a RunDir on tmpfs, and the containers ended with
+// it; the agent reports them lost from its own checkpoints).
+func (c *Containerizer) removeOrphanData() error {
+	if c.dataRoot == c.dir {
+		return nil
+	}
+	entries, err := os.ReadDir(c.dataRoot)
+	if err != nil {
+		return fmt.Errorf("read data dirs: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		id := e.Name()
+		c.mu.Lock()
+		_, known := c.containers[id]
+		c.mu.Unlock()
+		if _, err := os.Lstat(filepath.Join(c.dir, id)); err == nil || known || c.pool.owns(id) {
+			continue
+		}
+		c.log.Warn("removing the sandbox and log of a container without runtime state (a launch cut short, or a reboot)", "id", id)
+		if err := os.RemoveAll(filepath.Join(c.dataRoot, id)); err != nil {
+			errs = append(errs, fmt.Errorf("remove orphan data dir %s: %w", id, err))
 		}
 	}
 	return errors.Join(errs...)

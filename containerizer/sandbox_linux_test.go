@@ -25,7 +25,8 @@ func TestMakeSandboxDir(t *testing.T) {
 	}
 	me := hostuser.ID{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
 	sandbox := filepath.Join(dir, executor.SandboxDir)
-	giveBack, err := makeSandboxDir("", dir, Spec{Sandbox: prevSandbox, LogDir: prevLog}, me)
+	c := &Containerizer{}
+	giveBack, err := c.makeSandboxDir(&container{dir: dir}, Spec{Sandbox: prevSandbox, LogDir: prevLog}, me)
 	if err != nil {
 		t.Fatalf("makeSandboxDir: %v", err)
 	}
@@ -43,7 +44,7 @@ func TestMakeSandboxDir(t *testing.T) {
 		}
 	}
 	fresh := t.TempDir()
-	if giveBack, err := makeSandboxDir("", fresh, Spec{}, me); err != nil || giveBack() != nil {
+	if giveBack, err := c.makeSandboxDir(&container{dir: fresh}, Spec{}, me); err != nil || giveBack() != nil {
 		t.Fatalf("new sandbox: %v", err)
 	} else if fi, err := os.Stat(filepath.Join(fresh, executor.SandboxDir)); err != nil || !fi.IsDir() {
 		t.Errorf("no sandbox made: %v", err)

@@ -33,12 +33,22 @@ const shimExitWait = 5 * time.Second
 // sandbox …": the agent's own, expected) and libcontainer's state. It returns what it did, one line
 // each ("killed …", "removed …"), nothing when there was nothing (a
 // second call). It carries on past
-// errors and returns them joined.
-func Teardown(ctx context.Context, stateDir string) ([]string, error) {
+// errors and returns them joined. runDir is the containerizers' RunDir
+// ("": none): the runtime state is there, the sandboxes and output in
+// stateDir.
+func Teardown(ctx context.Context, stateDir, runDir string) ([]string, error) {
 	if !filepath.IsAbs(stateDir) {
 		return nil, fmt.Errorf("tear down containers: state dir %q is not absolute", stateDir)
 	}
-	dir, runcRoot := filepath.Join(stateDir, "containers"), filepath.Join(stateDir, "runc")
+	cfg := Config{StateDir: stateDir, RunDir: runDir}
+	if runDir != "" && filepath.Clean(runDir) == filepath.Clean(stateDir) {
+		cfg.RunDir = ""
+	}
+	if err := CheckRunDir(cfg.StateDir, cfg.RunDir); err != nil {
+		return nil, fmt.Errorf("tear down containers: %w", err)
+	}
+	dir, runcRoot := filepath.Join(cfg.runBase(), "containers"), filepath.Join(cfg.runBase(), "runc")
+	dataRoot := filepath.Join(stateDir, "containers")
 	var out []string
 	var errs []error
 	ents, err := os.ReadDir(dir)
@@ -63,7 +73,11 @@ func Teardown(ctx context.Context, stateDir string) ([]string, error) {
 		}
 	}
 	waitGone(ctx, shims, shimExitWait)
-	for _, m := range mountsBelow(stateDir) {
+	mounts := mountsBelow(stateDir)
+	if cfg.RunDir != "" && !within(cfg.RunDir, stateDir) {
+		mounts = append(mountsBelow(cfg.RunDir), mounts...)
+	}
+	for _, m := range mounts {
 		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
 			errs = append(errs, fmt.Errorf("unmount %s: %w", m, err))
 			continue
@@ -81,15 +95,13 @@ func Teardown(ctx context.Context, stateDir string) ([]string, error) {
 		}
 		out = append(out, fmt.Sprintf("removed container %s (bundle, sandbox, output, shim state)", e.Name()))
 	}
-	runc, _ := os.ReadDir(runcRoot)
-	for _, e := range runc {
-		if err := os.RemoveAll(filepath.Join(runcRoot, e.Name())); err != nil {
-			errs = append(errs, fmt.Errorf("remove runc state of %s: %w", e.Name(), err))
-			continue
-		}
-		out = append(out, "removed runc state of "+e.Name())
+	if dataRoot != dir {
+		lines, err := removeEach(dataRoot, "the sandbox and output of ")
+		out, errs = append(out, lines...), append(errs, err)
 	}
-	for _, d := range []string{dir, runcRoot} {
+	lines, err := removeEach(runcRoot, "runc state of ")
+	out, errs = append(out, lines...), append(errs, err)
+	for _, d := range []string{dir, dataRoot, runcRoot} {
 		if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("tear down containers: %w", err))
 		}
@@ -98,6 +110,25 @@ func Teardown(ctx context.Context, stateDir string) ([]string, error) {
 		return out, err
 	}
 	return out, nil
+}
+
+// removeEach removes every entry of root (a missing root has none),
+// saying "removed "+what+name of each.
+func removeEach(root, what string) ([]string, error) {
+	ents, err := os.ReadDir(root)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("tear down containers: %w", err)
+	}
+	var out []string
+	var errs []error
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s%s: %w", what, e.Name(), err))
+			continue
+		}
+		out = append(out, "removed "+what+e.Name())
+	}
+	return out, errors.Join(errs...)
 }
 
 // warmShims are the shims waiting for a container in dir (started ahead

@@ -102,6 +102,12 @@ type Bundle struct {
 	NetNSPath string `json:"netns_path,omitempty"`
 	// StateRoot is libcontainer's state directory (shared by containers).
 	StateRoot string `json:"state_root"`
+	// DataDir holds the container's sandbox (SandboxDir) and output
+	// (LogDir) when they are not in the container directory: an agent
+	// with a --run-dir keeps its containers' directories there (on tmpfs,
+	// lost at a reboot with the containers) and only what a task writes
+	// on the state dir's disk. Empty: the container directory.
+	DataDir string `json:"data_dir,omitempty"`
 	// HidePaths are host paths masked from a container on the host root:
 	// a directory under an empty tmpfs (mode 0755, root), a file under an
 	// empty file of mode 0000; symlinks are resolved inside the root.
@@ -152,6 +158,15 @@ type Bundle struct {
 	// sandbox: the name the sandbox was made under, which stays
 	// libcontainer's ID of the container (StateRoot/<Sandbox>).
 	Sandbox string `json:"sandbox,omitempty"`
+}
+
+// Data returns the directory of the sandbox and log of the container
+// whose directory is dir.
+func (b *Bundle) Data(dir string) string {
+	if b.DataDir != "" {
+		return b.DataDir
+	}
+	return dir
 }
 
 // RuntimeID returns libcontainer's ID of the bundle's container: ID, or
@@ -210,6 +225,8 @@ func (b *Bundle) Validate() error {
 		return fmt.Errorf("cgroup path %q is not an absolute path below the root", b.CgroupPath)
 	case !filepath.IsAbs(b.StateRoot):
 		return fmt.Errorf("state root %q is not absolute", b.StateRoot)
+	case b.DataDir != "" && (!filepath.IsAbs(b.DataDir) || filepath.Clean(b.DataDir) == "/"):
+		return fmt.Errorf("data dir %q is not an absolute path below the root", b.DataDir)
 	case b.Rootfs != "" && !filepath.IsAbs(b.Rootfs):
 		return fmt.Errorf("rootfs %q is not absolute", b.Rootfs)
 	case b.Rootfs != "" && b.Image != nil:

@@ -138,7 +138,7 @@ func (s *shim) create(b *Bundle, clk *stepClock) error {
 	if b.Warm {
 		s.out, err = openPipes(stdioMode{})
 	} else {
-		s.out, err = openOutput(s.dir, b.Log, stdioModeOf(b))
+		s.out, err = openOutput(b.Data(s.dir), b.Log, stdioModeOf(b))
 	}
 	if err != nil {
 		if s.cgroups != nil {

@@ -16,7 +16,7 @@ import (
 // container directory dir: runc's defaults (`runc spec`: capabilities
 // AUDIT_WRITE, KILL, NET_BIND_SERVICE; masked and read-only /proc and /sys
 // paths; no_new_privileges; device rules), a read-only root, a private
-// /tmp, the sandbox (dir/sandbox) at /mnt/sandbox, the process user
+// /tmp, the sandbox (the data dir's sandbox) at /mnt/sandbox, the process user
 // (b.UID, b.GID, no supplementary groups), the cgroup path, the
 // network namespace, a user namespace with b.UserNS's mappings when set,
 // the oom_score_adj and, unless b.NoSeccomp, brim's seccomp profile. An
@@ -51,7 +51,7 @@ func RuntimeSpec(b *Bundle, dir, rootfs string) *specs.Spec {
 		},
 		specs.Mount{
 			Destination: SandboxMountPoint, Type: "bind",
-			Source:  filepath.Join(dir, SandboxDir),
+			Source:  filepath.Join(b.Data(dir), SandboxDir),
 			Options: []string{"rbind", "rw", "nosuid", "nodev"},
 		},
 	)

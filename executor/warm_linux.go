@@ -202,7 +202,7 @@ func (s *shim) claim(report io.Writer, goAhead io.Reader, clk *stepClock) error 
 	if err != nil {
 		return err
 	}
-	if err := s.out.startLog(s.dir, b.Log); err != nil {
+	if err := s.out.startLog(b.Data(s.dir), b.Log); err != nil {
 		return err
 	}
 	if err := s.tramp.release(msg); err != nil {

@@ -101,7 +101,7 @@ func Cleanup(ctx context.Context, cfg Config, report func(string)) (int, error) 
 	}
 	errs = append(errs, err)
 
-	lines, err := containerizer.Teardown(ctx, cfg.StateDir)
+	lines, err := containerizer.Teardown(ctx, cfg.StateDir, runDirOf(cfg))
 	say(lines...)
 	errs = append(errs, err)
 
@@ -152,6 +152,47 @@ func recordCgroupParent(stateDir, parent string, log *slog.Logger) {
 	if err != nil {
 		log.Warn("record the cgroup parent in the state dir (brim agent cleanup checks it)", "err", err)
 	}
+}
+
+// runDirFile, in the state dir, records the agent's --run-dir, so that a
+// cleanup run without the flag finds the containers' runtime state.
+const runDirFile = "run-dir"
+
+// recordRunDir writes the agent's run dir ("": none) into the state dir
+// when it is not there yet, and warns when it is not on a memory file
+// system. A failure to record (a full disk) is logged, never fatal.
+func recordRunDir(stateDir, runDir string, log *slog.Logger) {
+	if runDir != "" && !onMemoryFS(runDir) {
+		log.Warn("--run-dir is not on a memory file system (tmpfs): every launch makes and removes its runtime files on disk", "run_dir", runDir)
+	}
+	p := filepath.Join(stateDir, runDirFile)
+	b, err := os.ReadFile(p)
+	if err == nil && strings.TrimSpace(string(b)) == runDir {
+		return
+	}
+	if err != nil && runDir == "" {
+		return // none, as before the record
+	}
+	err = agent.MakeStateDir(stateDir)
+	if err == nil {
+		err = atomicfile.WriteFile(p, []byte(runDir+"\n"), 0o600)
+	}
+	if err != nil {
+		log.Warn("record the run dir in the state dir (brim agent cleanup reads it)", "err", err)
+	}
+}
+
+// runDirOf is the run dir a cleanup tears down: --run-dir, else the one
+// the state dir records.
+func runDirOf(cfg Config) string {
+	if cfg.RunDir != "" {
+		return cfg.RunDir
+	}
+	b, err := os.ReadFile(filepath.Join(cfg.StateDir, runDirFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // ownedGroups says which child groups of parent Cleanup may treat as its

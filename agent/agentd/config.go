@@ -50,8 +50,12 @@ const (
 // `brim agent` (the flag is named in each field's comment). The zero value
 // is not valid: start from DefaultConfig or DevConfig.
 type Config struct {
-	Socket       string // --socket: the local API's unix socket
-	StateDir     string // --state-dir: absolute
+	Socket   string // --socket: the local API's unix socket
+	StateDir string // --state-dir: absolute
+	// RunDir is --run-dir: the containers' runtime state (their
+	// directories and libcontainer's state; not their sandboxes and
+	// output), best on a memory file system; empty: StateDir.
+	RunDir       string
 	CgroupParent string // --cgroup-parent: made absolute, not "/"
 	Resources    string // --resources, Mesos syntax; empty: the host's cpus and memory minus 1 GiB
 	// Overcommit is --overcommit: --resources may name more cpus or
@@ -437,6 +441,9 @@ func (c Config) resolveWhere() (resolved, error) {
 	}
 	if !path.IsAbs(c.StateDir) {
 		return r, bad("--state-dir", "%q: must be an absolute path", c.StateDir)
+	}
+	if err := containerizer.CheckRunDir(c.StateDir, c.RunDir); err != nil {
+		return r, bad("--run-dir", "%w", err)
 	}
 	var err error
 	if r.cgParent, err = cgroupParent(c.CgroupParent); err != nil {

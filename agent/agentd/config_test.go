@@ -101,6 +101,8 @@ func TestValidate(t *testing.T) {
 	}{
 		{"relative socket", "--socket", "must be an absolute path", func(c *Config) { c.Socket = "agent.sock" }},
 		{"relative state dir", "--state-dir", "must be an absolute path", func(c *Config) { c.StateDir = "state" }},
+		{"relative run dir", "--run-dir", `run dir "run" is not an absolute path`, func(c *Config) { c.RunDir = "run" }},
+		{"run dir in the sandboxes", "--run-dir", "and the state dir's containers/ overlap", func(c *Config) { c.RunDir = c.StateDir + "/containers" }},
 		{"bad resources", "--resources", "mem:lots", func(c *Config) { c.Resources = "cpus:2;mem:lots" }},
 		{"no cpus", "--resources", "need positive cpus and mem", func(c *Config) { c.Resources = "mem:100" }},
 		{"cpus beyond the host", "--resources", `"cpus:100000;mem:100": cpus 100000 exceeds the host's`, func(c *Config) { c.Resources = "cpus:100000;mem:100" }},

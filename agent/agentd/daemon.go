@@ -133,6 +133,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	defer parentLock.Close()
 	recordCgroupParent(cfg.StateDir, d.res.cgParent, log)
+	recordRunDir(cfg.StateDir, cfg.RunDir, log)
 	over, err := d.plugins.oversub(cg, log)
 	if err != nil {
 		return err
@@ -164,6 +165,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	defer func() { _ = images.Close() }() // its lock; the cache stays
 	cz, err := containerizer.New(containerizer.Config{
 		StateDir:  cfg.StateDir,
+		RunDir:    cfg.RunDir,
 		Isolators: isos,
 		KillGrace: cfg.KillGrace,
 		HidePaths: cfg.Security.hidePaths(cfg.Socket, d.res.network.NetNSDir),

@@ -77,3 +77,17 @@ func warnEphemeralOverlap(log *slog.Logger, r isolator.PortRange) {
 	log.Warn("--network-port-range overlaps the kernel's ephemeral ports (net.ipv4.ip_local_port_range): a mapping of a port an outgoing connection uses is refused",
 		"port_range", r.String(), "ephemeral", fmt.Sprintf("%d-%d", lo, hi))
 }
+
+// onMemoryFS reports whether dir (or, before it exists, its nearest
+// existing parent) is on tmpfs or ramfs.
+func onMemoryFS(dir string) bool {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		var st unix.Statfs_t
+		if err := unix.Statfs(p, &st); err == nil {
+			return st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC
+		}
+		if p == "/" {
+			return false
+		}
+	}
+}

@@ -21,3 +21,7 @@ func cgroupConfig(cfg cgroups.Config, _ *slog.Logger) (cgroups.Config, error) { 
 
 // warnEphemeralOverlap: no ephemeral port range to read here.
 func warnEphemeralOverlap(*slog.Logger, isolator.PortRange) {}
+
+// onMemoryFS reports whether dir is on a memory file system: unknown
+// here, so false.
+func onMemoryFS(string) bool { return false }

@@ -21,8 +21,11 @@
 //
 // Every task is `true` with -cpus and -mem, run as the agent's default
 // user on the host root (warm sandboxes serve them: the agent keeps them
-// as it does by default). It prints the load average before and after:
-// the machine may be shared, compare the ratios.
+// as it does by default). brim dev keeps the containers' runtime state
+// (--run-dir) on a tmpfs the bench mounts for it, as a host under systemd
+// has /run: this machine's /run is on its disk (-run-dir state runs
+// without one). It prints the load average before and after: the
+// machine may be shared, compare the ratios.
 package main
 
 import (
@@ -49,6 +52,7 @@ import (
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/brimnode/brim/scheduler"
+	"golang.org/x/sys/unix"
 )
 
 type config struct {
@@ -59,6 +63,10 @@ type config struct {
 	milliCPUs    int64
 	memMiB       int64
 	localClients int
+	// runDir is where brim dev keeps its containers' runtime state:
+	// "tmpfs" (a tmpfs of the bench's own, as /run is under systemd) or
+	// "state" (the state dir: the disk of the temporary directory).
+	runDir string
 }
 
 func main() {
@@ -71,7 +79,12 @@ func main() {
 	flag.Int64Var(&cfg.milliCPUs, "milli-cpus", 50, "cpus of a task, in thousandths")
 	flag.Int64Var(&cfg.memMiB, "mem", 16, "memory of a task, MiB")
 	flag.IntVar(&cfg.localClients, "local-clients", 4, "clients of the local API's sustained phase")
+	flag.StringVar(&cfg.runDir, "run-dir", "tmpfs", "brim dev's --run-dir: tmpfs (a tmpfs of the bench's own, as /run is under systemd) or state (none: the state dir's disk)")
 	flag.Parse()
+	if cfg.runDir != "tmpfs" && cfg.runDir != "state" {
+		fmt.Fprintf(os.Stderr, "launchbench: -run-dir %q: want tmpfs or state\n", cfg.runDir)
+		os.Exit(2)
+	}
 	for _, f := range strings.Split(fws, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
@@ -93,6 +106,7 @@ func run(cfg config) error {
 		return err
 	}
 	defer d.stop()
+	fmt.Printf("run dir (containers' runtime state): %s\n", d.runDirKind)
 	api, err := agentclient.Dial(d.socket)
 	if err != nil {
 		return err
@@ -147,6 +161,8 @@ type dev struct {
 	done           chan struct{}
 	dir, socket    string
 	addr, cgParent string
+	runDir         string // the tmpfs mounted for --run-dir, "" for none
+	runDirKind     string // what the output says of it
 }
 
 // startDev starts `brim dev` in a temporary state dir, under a cgroup
@@ -164,9 +180,24 @@ func startDev(cfg config) (*dev, error) {
 	l.Close()
 	d := &dev{dir: dir, socket: filepath.Join(dir, "agent.sock"), addr: addr, done: make(chan struct{}),
 		cgParent: fmt.Sprintf("/brim-launchbench-%d", os.Getpid())}
-	d.cmd = exec.Command(cfg.brim, "dev", "--state-dir", filepath.Join(dir, "dev"), "--socket", d.socket, "--listen", addr,
+	args := []string{"dev", "--state-dir", filepath.Join(dir, "dev"), "--socket", d.socket, "--listen", addr,
 		"--cgroup-parent", d.cgParent, "--resources", "cpus:2;mem:4096", "--allocation-interval", "10ms",
-		"--sandbox-retention", "10", "--log-level", "warn")
+		"--sandbox-retention", "10", "--log-level", "warn"}
+	d.runDirKind = "the state dir (" + fsType(dir) + ")"
+	if cfg.runDir == "tmpfs" {
+		run := filepath.Join(dir, "run")
+		if err := os.Mkdir(run, 0o700); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+		if err := unix.Mount("tmpfs", run, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=512m,mode=0700"); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("mount a tmpfs for the run dir: %w", err)
+		}
+		d.runDir, d.runDirKind = run, "a tmpfs of its own, as /run is under systemd (-run-dir state: none)"
+		args = append(args, "--run-dir", run)
+	}
+	d.cmd = exec.Command(cfg.brim, args...)
 	logf, err := os.Create(filepath.Join(dir, "dev.log"))
 	if err != nil {
 		return nil, err
@@ -174,7 +205,7 @@ func startDev(cfg config) (*dev, error) {
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	if err := d.cmd.Start(); err != nil {
 		logf.Close()
-		_ = os.RemoveAll(dir)
+		d.removeDir()
 		return nil, err
 	}
 	go func() { _ = d.cmd.Wait(); logf.Close(); close(d.done) }()
@@ -217,7 +248,37 @@ func (d *dev) stop() {
 	if err := cgtree.Remove(d.cgParent); err != nil {
 		fmt.Fprintln(os.Stderr, "launchbench: remove cgroup parent:", err)
 	}
+	d.removeDir()
+}
+
+// removeDir removes the temporary directory, the run dir's tmpfs first.
+func (d *dev) removeDir() {
+	if d.runDir != "" {
+		if err := unix.Unmount(d.runDir, unix.MNT_DETACH); err != nil {
+			fmt.Fprintln(os.Stderr, "launchbench: unmount the run dir:", err)
+			return // never remove through a mount
+		}
+	}
 	_ = os.RemoveAll(d.dir)
+}
+
+// fsType names the file system dir is on.
+func fsType(dir string) string {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return "unknown file system"
+	}
+	switch st.Type {
+	case unix.TMPFS_MAGIC:
+		return "tmpfs"
+	case unix.EXT4_SUPER_MAGIC:
+		return "ext4"
+	case unix.XFS_SUPER_MAGIC:
+		return "xfs"
+	case unix.BTRFS_SUPER_MAGIC:
+		return "btrfs"
+	}
+	return fmt.Sprintf("file system 0x%x", st.Type)
 }
 
 // localLatency times cfg.tasks Run calls, one at a time.
