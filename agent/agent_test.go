@@ -27,6 +27,8 @@ func spec(name string, milli, mem int64) Spec {
 	return Spec{Name: name, Command: []string{"/bin/true"}, Resources: Resources{MilliCPUs: milli, MemMiB: mem}}
 }
 
+// checkpointFiles lists the checkpoint's records: its files but the
+// records' alternates and spares (dot files, atomicfile.Dir's).
 func checkpointFiles(t *testing.T, dir string) []string {
 	t.Helper()
 	ents, err := os.ReadDir(filepath.Join(dir, "checkpoint"))
@@ -35,7 +37,9 @@ func checkpointFiles(t *testing.T, dir string) []string {
 	}
 	var out []string
 	for _, e := range ents {
-		out = append(out, e.Name())
+		if !strings.HasPrefix(e.Name(), ".") {
+			out = append(out, e.Name())
+		}
 	}
 	return out
 }
@@ -200,7 +204,11 @@ func TestRecover(t *testing.T) {
 	rt.mu.Unlock()
 	orphan, _ := rt.Launch(ctx, LaunchSpec{ID: "0123456789ab"})
 	// A launch interrupted after its checkpoint, before the runtime saw it.
-	if err := (&store{dir: filepath.Join(dir, "checkpoint")}).put(&Container{ID: "aaaaaaaaaaaa", Name: "half", State: StateLaunching}); err != nil {
+	st, err := newStore(filepath.Join(dir, "checkpoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.put(&Container{ID: "aaaaaaaaaaaa", Name: "half", State: StateLaunching}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -138,28 +138,30 @@ type checkpointRecord struct {
 // fsyncs under the agent's lock cost every launch milliseconds on a busy
 // host (docs/benchmarks.md).
 type store struct {
-	dir string
+	dir   string
+	files *atomicfile.Dir
 }
+
+// storeSpares is how many emptied record files the checkpoint directory
+// keeps for new records (atomicfile.Dir): about a launch's worth per
+// container the agent holds at once, so that a busy node's checkpoints
+// make no file per write.
+const storeSpares = 256
 
 func newStore(dir string) (*store, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	files, err := atomicfile.NewDir(dir, storeSpares)
+	if err != nil {
 		return nil, fmt.Errorf("create checkpoint dir: %w", err)
 	}
-	return &store{dir: dir}, nil
+	return &store{dir: dir, files: files}, nil
 }
-
-func (s *store) path(id string) string { return filepath.Join(s.dir, id+".json") }
 
 func (s *store) put(c *Container) error {
 	b, err := json.MarshalIndent(checkpointRecord{Version: checkpointVersion, Container: c}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
 	}
-	write := atomicfile.WriteFileNoSync
-	if durable(c) {
-		write = atomicfile.WriteFile
-	}
-	if err := write(s.path(c.ID), b, 0o600); err != nil {
+	if err := s.files.WriteFile(c.ID+".json", b, 0o600, durable(c)); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", c.ID, err)
 	}
 	return nil
@@ -190,7 +192,7 @@ func (s *store) probe() error {
 }
 
 func (s *store) delete(id string) error {
-	if err := atomicfile.Remove(s.path(id)); err != nil {
+	if err := s.files.Remove(id+".json", true); err != nil {
 		return fmt.Errorf("remove checkpoint %s: %w", id, err)
 	}
 	return nil
@@ -209,7 +211,11 @@ func (s *store) load() (recs []*Container, bad []Quarantined, err error) {
 	for _, e := range ents {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") {
-			_ = os.Remove(filepath.Join(s.dir, name))
+			// The record files' alternates and spares (atomicfile.Dir),
+			// or a temporary file an older agent's crash left.
+			if strings.Contains(name, ".tmp") {
+				_ = os.Remove(filepath.Join(s.dir, name))
+			}
 			continue
 		}
 		if !strings.HasSuffix(name, ".json") || e.IsDir() {

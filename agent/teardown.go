@@ -37,6 +37,9 @@ func RemoveCheckpoints(stateDir string) ([]string, error) {
 		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 			return out, fmt.Errorf("remove checkpoints: %w", err)
 		}
+		if strings.HasPrefix(e.Name(), ".") {
+			continue // a record's alternate or a spare (atomicfile.Dir)
+		}
 		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok {
 			out = append(out, "removed checkpoint of container "+id)
 		} else {

@@ -11,24 +11,25 @@ import (
 	"strings"
 )
 
-// save checkpoints q as dir/<task>.json, or dir/<task>.<hash>.json for a
+// save checkpoints q as <task>.json in files' directory, or dir/<task>.<hash>.json for a
 // task of a framework (16 hex digits of the framework ID's SHA-256: the
 // ID is the client's to choose, the file name must stay a name). It is
 // fsynced only while q holds a terminal update (see durable).
-func (q *queue) save(dir string) error {
+func (q *queue) save(files *atomicfile.Dir) error {
 	b, err := json.Marshal(q)
 	if err != nil {
 		return err
 	}
-	name := q.TaskID + ".json"
-	if q.FrameworkID != "" {
-		h := sha256.Sum256([]byte(q.FrameworkID))
-		name = q.TaskID + "." + hex.EncodeToString(h[:8]) + ".json"
+	return files.WriteFile(q.fileName(), b, 0o600, q.durable())
+}
+
+// fileName is q's checkpoint's name (see save).
+func (q *queue) fileName() string {
+	if q.FrameworkID == "" {
+		return q.TaskID + ".json"
 	}
-	if q.durable() {
-		return atomicfile.WriteFile(filepath.Join(dir, name), b, 0o600)
-	}
-	return atomicfile.WriteFileNoSync(filepath.Join(dir, name), b, 0o600)
+	h := sha256.Sum256([]byte(q.FrameworkID))
+	return q.TaskID + "." + hex.EncodeToString(h[:8]) + ".json"
 }
 
 // durable reports whether q's checkpoint must survive a crash of the

@@ -216,9 +216,10 @@ type Options struct {
 // Update returns and resent with exponential backoff until acknowledged,
 // one in flight per task, in order. Safe for concurrent use.
 type Client struct {
-	opts Options
-	log  *slog.Logger
-	dir  string
+	opts    Options
+	log     *slog.Logger
+	dir     string
+	updates *atomicfile.Dir // the queues' checkpoints: dir/updates
 
 	overMu sync.Mutex // orders oversubscription updates
 
@@ -279,10 +280,11 @@ func New(opts Options) (*Client, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	dir := filepath.Join(opts.StateDir, "masterlink")
-	if err := os.MkdirAll(filepath.Join(dir, "updates"), 0o700); err != nil {
+	updates, err := atomicfile.NewDir(filepath.Join(dir, "updates"), updateSpares)
+	if err != nil {
 		return nil, fmt.Errorf("create masterlink state: %w", err)
 	}
-	c := &Client{opts: opts, log: log.With("component", "masterlink"), dir: dir, over: Oversubscription{Revocable: opts.Revocable},
+	c := &Client{opts: opts, log: log.With("component", "masterlink"), dir: dir, updates: updates, over: Oversubscription{Revocable: opts.Revocable},
 		out: newOutbox(backoff{Min: opts.RetryMin, Max: opts.RetryMax, Jitter: jitter}, rand.Float64), wake: make(chan struct{}, 1),
 		unsaved: map[string]bool{}, launching: map[string]*Task{}, registerTimeout: defaultRegisterTimeout}
 	b, err := os.ReadFile(filepath.Join(dir, "agent-id"))
@@ -346,8 +348,12 @@ func (c *Client) Update(st Status) error {
 const CheckpointRetry = time.Second
 
 // saveLocked checkpoints q, or marks it for saveUnsaved to retry.
+// updateSpares is how many emptied checkpoint files the updates
+// directory keeps for new queues (atomicfile.Dir).
+const updateSpares = 256
+
 func (c *Client) saveLocked(q *queue, what string) {
-	if err := q.save(filepath.Join(c.dir, "updates")); err != nil {
+	if err := q.save(c.updates); err != nil {
 		if !c.unsaved[q.key()] {
 			c.log.Warn(what+": kept in memory, the checkpoint is retried", "task", q.TaskID, "framework", q.FrameworkID, "err", err)
 		}

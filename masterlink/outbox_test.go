@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brimnode/brim/internal/atomicfile"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"google.golang.org/protobuf/proto"
@@ -230,7 +231,7 @@ func TestOutboxCheckpointRoundTrip(t *testing.T) {
 		if !ok {
 			t.Fatalf("status %d dropped", i)
 		}
-		if err := q.save(dir); err != nil {
+		if err := q.save(testDir(t, dir)); err != nil {
 			t.Fatal(err)
 		}
 		o.put(q)
@@ -240,7 +241,7 @@ func TestOutboxCheckpointRoundTrip(t *testing.T) {
 	if !ok {
 		t.Fatal("ack c")
 	}
-	if err := q.save(dir); err != nil {
+	if err := q.save(testDir(t, dir)); err != nil {
 		t.Fatal(err)
 	}
 	loaded, err := loadQueues(dir)
@@ -380,7 +381,7 @@ func TestCheckpointPerFramework(t *testing.T) {
 		{TaskID: "x", FrameworkID: "../b", Last: pb.TaskState_TASK_RUNNING},
 		{TaskID: "old", Last: pb.TaskState_TASK_RUNNING},
 	} {
-		if err := q.save(dir); err != nil {
+		if err := q.save(testDir(t, dir)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -418,4 +419,14 @@ func TestQueueDurability(t *testing.T) {
 			t.Errorf("durable(%v) = %v, want %v", tc.states, got, tc.want)
 		}
 	}
+}
+
+// testDir is the atomicfile.Dir of dir.
+func testDir(t *testing.T, dir string) *atomicfile.Dir {
+	t.Helper()
+	d, err := atomicfile.NewDir(dir, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
