@@ -936,14 +936,64 @@ func (q *ackQueue) take() []ackOf {
 
 // checkpointAcks applies the acknowledgements of q as they come, until
 // ctx ends.
+// Every forgetInterval it forgets the tasks that ended (forgetEnded).
 func (c *Client) checkpointAcks(ctx context.Context, q *ackQueue) {
+	tick := time.NewTicker(forgetInterval)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-q.ready:
 			c.ackAll(q.take())
+		case <-tick.C:
+			c.forgetEnded(ctx)
 		}
+	}
+}
+
+// forgetInterval is how often the Client forgets the tasks that ended.
+const forgetInterval = time.Second
+
+// forgetEnded drops the queues, and removes the checkpoints, of the tasks
+// whose end the master acknowledged and that the runner no longer holds
+// (their containers removed: by the agent's retention, or on request).
+// Nothing reports of them any more, so neither their latest state (for
+// dropping a repeated report) nor the mark of an acknowledged end (for
+// the next registration) is wanted; kept, every task an agent ever ran
+// stayed in memory and on disk. A task launched again meanwhile has
+// updates pending, or a launch under way, and stays.
+func (c *Client) forgetEnded(ctx context.Context) {
+	c.mu.Lock()
+	ended := 0
+	for _, q := range c.out.queues {
+		if q.Last.Terminal() && len(q.Pending) == 0 {
+			ended++
+		}
+	}
+	c.mu.Unlock()
+	if ended == 0 {
+		return
+	}
+	snaps, err := c.opts.Runner.Tasks(ctx)
+	if err != nil {
+		return // the next round
+	}
+	held := make(map[string]bool, len(snaps))
+	for _, s := range snaps {
+		held[s.Task.ID] = true // by ID alone: a snapshot of an older runner names no framework
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key, q := range c.out.queues {
+		if !q.Last.Terminal() || len(q.Pending) > 0 || held[q.TaskID] || c.launching[key] != nil || c.unsaved[key] {
+			continue
+		}
+		if err := c.updates.Remove(q.fileName(), false); err != nil {
+			c.log.Warn("forget an ended task: its checkpoint stays", "task", q.TaskID, "framework", q.FrameworkID, "err", err)
+			continue
+		}
+		delete(c.out.queues, key)
 	}
 }
 

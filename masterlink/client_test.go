@@ -5,7 +5,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -285,5 +287,85 @@ func TestOversubscription(t *testing.T) {
 	}
 	if o := next(); o.Revocable != "cpus{REV}:0.25" || o.RevocableInUse != "cpus{REV}:0.25;mem{REV}:64" || !o.RevocableInUseSet {
 		t.Fatalf("third update: %v, want the estimate with its in-use figure", o)
+	}
+}
+
+// holdingRunner holds the tasks named in held (Tasks lists them ended).
+type holdingRunner struct {
+	idleRunner
+	mu   sync.Mutex
+	held []string
+}
+
+func (r *holdingRunner) hold(ids ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.held = ids
+}
+
+func (r *holdingRunner) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []masterlink.TaskSnapshot
+	for _, id := range r.held {
+		out = append(out, masterlink.TaskSnapshot{Task: masterlink.Task{ID: id}, State: pb.TaskState_TASK_FINISHED})
+	}
+	return out, nil
+}
+
+// TestEndedTasksForgotten: a task whose end the master acknowledged is
+// forgotten (its checkpoint removed) once the runner no longer holds it,
+// not before, nor while one of its updates waits. Before, every task an
+// agent ever ran kept a checkpoint and a queue in memory.
+func TestEndedTasksForgotten(t *testing.T) {
+	m, addr := startScripted(t)
+	dir := t.TempDir()
+	r := &holdingRunner{}
+	r.hold("t1", "t2", "t3")
+	c := newClientWith(t, addr, dir, r)
+	for _, id := range []string{"t1", "t2", "t3"} {
+		for _, s := range []pb.TaskState{pb.TaskState_TASK_RUNNING, pb.TaskState_TASK_FINISHED} {
+			if err := c.Update(masterlink.Status{TaskID: id, State: s}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run(t, c)
+	// Acknowledge everything but t3's end.
+	acked, done := map[string]bool{}, map[string]int{}
+	for done["t1"] < 2 || done["t2"] < 2 || done["t3"] < 1 {
+		st := next(t, m.statuses)
+		if acked[st.Uuid] || st.TaskId == "t3" && st.State == pb.TaskState_TASK_FINISHED {
+			continue
+		}
+		acked[st.Uuid] = true
+		done[st.TaskId]++
+		m.acks <- &pb.StatusAck{TaskId: st.TaskId, Uuid: st.Uuid}
+	}
+	records := func() []string {
+		ents, err := os.ReadDir(filepath.Join(dir, "masterlink", "updates"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range ents {
+			if !strings.HasPrefix(e.Name(), ".") {
+				out = append(out, strings.TrimSuffix(e.Name(), ".json"))
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	time.Sleep(3 * time.Second) // three rounds: every task is held
+	if got := records(); !slices.Equal(got, []string{"t1", "t2", "t3"}) {
+		t.Fatalf("checkpoints while the runner holds every task: %v", got)
+	}
+	r.hold("t1")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if got := records(); slices.Equal(got, []string{"t1", "t3"}) {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("checkpoints once t2 and t3 are no longer held: %v, want t1 (held) and t3 (its end unacknowledged)", got)
+		}
 	}
 }

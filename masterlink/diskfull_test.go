@@ -141,11 +141,15 @@ func TestAckSurvivesFailedCheckpoint(t *testing.T) {
 }
 
 // launchSignal is a runner that says which task it was asked to launch.
+// It holds t1, ended (a task the runner no longer holds is forgotten
+// once its end is acknowledged: see TestEndedTasksForgotten).
 type launchSignal struct{ launched chan<- string }
 
 func (r launchSignal) LaunchTask(_ context.Context, t masterlink.Task) error {
 	r.launched <- t.ID
 	return nil
 }
-func (launchSignal) KillTask(context.Context, string, string) error           { return nil }
-func (launchSignal) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) { return nil, nil }
+func (launchSignal) KillTask(context.Context, string, string) error { return nil }
+func (launchSignal) Tasks(context.Context) ([]masterlink.TaskSnapshot, error) {
+	return []masterlink.TaskSnapshot{{Task: masterlink.Task{ID: "t1"}, State: pb.TaskState_TASK_FINISHED}}, nil
+}
