@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -488,6 +490,7 @@ func (c *Containerizer) spawnShim(dir string) (*shimProc, error) {
 		cmd.Stdout, cmd.Stderr = logf, logf
 	}
 	cmd.ExtraFiles = []*os.File{reportW, goR} // fds 3 and 4: executor.ReportFD, GoFD
+	cmd.Env = shimEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWNS}
 	if err := cmd.Start(); err != nil {
 		reportR.Close()
@@ -680,6 +683,16 @@ func waitShim(ctx context.Context, ct *container, d time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// shimEnv is a shim's environment: the agent's, with GOMAXPROCS=1. A
+// shim (and the container init it re-executes, which libcontainer gives
+// the shim's GOMAXPROCS) does one thing at a time; with a P per CPU its
+// runtime starts more threads and its scheduler spins and wakes them
+// on every blocking syscall, CPU that every launch paid.
+func shimEnv() []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOMAXPROCS=") })
+	return append(env, "GOMAXPROCS=1")
 }
 
 // shimAlive reports whether pid is a live (not zombie) shim of dir; the
