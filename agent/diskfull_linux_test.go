@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/brimnode/brim/internal/atomicfile"
 	"github.com/brimnode/brim/internal/testutil"
 )
 
@@ -41,11 +42,8 @@ func TestRecoverOnFullStateDir(t *testing.T) {
 	// Without the records' alternates and spares (atomicfile.Dir), as an
 	// older agent left the directory: a record rewritten in place of its
 	// alternate needs no new space, and would be written even now.
-	dotFiles, _ := filepath.Glob(filepath.Join(dir, "checkpoint", ".*"))
-	for _, f := range dotFiles {
-		if err := os.Remove(f); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.RemoveAll(atomicfile.WorkDir(filepath.Join(dir, "checkpoint"))); err != nil {
+		t.Fatal(err)
 	}
 	free := testutil.FillDisk(t, dir)
 

@@ -211,11 +211,7 @@ func (s *store) load() (recs []*Container, bad []Quarantined, err error) {
 	for _, e := range ents {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") {
-			// The record files' alternates and spares (atomicfile.Dir),
-			// or a temporary file an older agent's crash left.
-			if strings.Contains(name, ".tmp") {
-				_ = os.Remove(filepath.Join(s.dir, name))
-			}
+			_ = os.Remove(filepath.Join(s.dir, name)) // a temporary file an older agent's crash left
 			continue
 		}
 		if !strings.HasSuffix(name, ".json") || e.IsDir() {

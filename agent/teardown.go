@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/brimnode/brim/internal/atomicfile"
 )
 
 // LockStateDir takes the state dir's lock as a running agent holds it,
@@ -25,6 +27,10 @@ func LockStateDir(dir string) (io.Closer, error) {
 // stay: an agent started again is the same agent, with no containers.
 func RemoveCheckpoints(stateDir string) ([]string, error) {
 	dir := filepath.Join(stateDir, "checkpoint")
+	// The records' alternates and spares (atomicfile.Dir): no record.
+	if err := os.RemoveAll(atomicfile.WorkDir(dir)); err != nil {
+		return nil, fmt.Errorf("remove checkpoints: %w", err)
+	}
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -36,9 +42,6 @@ func RemoveCheckpoints(stateDir string) ([]string, error) {
 	for _, e := range ents {
 		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 			return out, fmt.Errorf("remove checkpoints: %w", err)
-		}
-		if strings.HasPrefix(e.Name(), ".") {
-			continue // a record's alternate or a spare (atomicfile.Dir)
 		}
 		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok {
 			out = append(out, "removed checkpoint of container "+id)

@@ -18,18 +18,20 @@ import (
 // allocation, each inode freed in the last five minutes) makes that the
 // dearest part of a launch's bookkeeping.
 //
-// Each record name has an alternate, "."+name+".alt": a write fills the
-// alternate in place and exchanges the two names (renameat2
-// RENAME_EXCHANGE), so the record is always whole (the old content or the
-// new) and the old content becomes the next write's alternate. Remove
-// keeps up to a number of emptied files as spares (".spare-N") that new
-// records take instead of new files. Readers of the directory must
-// ignore names starting with "." (they hold no record).
+// Each record has an alternate of its name in the Dir's work directory
+// (the records' directory's sibling, "<dir>.work"): a write fills the
+// alternate in place and exchanges the two (renameat2 RENAME_EXCHANGE),
+// so the record is always whole (the old content or the new) and the old
+// content becomes the next write's alternate. Remove moves a record and
+// its alternate to the work directory as spares (".spare-N", up to a
+// number) that new records take instead of new files. The records'
+// directory holds the records only.
 //
 // Writes of one Dir are serialised; a Dir must be the only writer of its
 // directory's records.
 type Dir struct {
-	path     string
+	path     string // the records
+	work     string // their alternates and the spares
 	maxSpare int
 
 	mu    sync.Mutex
@@ -37,15 +39,17 @@ type Dir struct {
 	next  int      // the next spare's number
 }
 
-// NewDir returns the Dir of path (created 0700 when missing), keeping up
-// to maxSpare spares. Spares and alternates an earlier Dir left are
-// reused.
+// NewDir returns the Dir of path (created 0700 when missing, with its
+// work directory), keeping up to maxSpare spares. Spares and alternates
+// an earlier Dir left are reused.
 func NewDir(path string, maxSpare int) (*Dir, error) {
-	if err := os.MkdirAll(path, 0o700); err != nil {
-		return nil, fmt.Errorf("record dir: %w", err)
+	d := &Dir{path: path, work: WorkDir(path), maxSpare: maxSpare}
+	for _, p := range []string{d.path, d.work} {
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return nil, fmt.Errorf("record dir: %w", err)
+		}
 	}
-	d := &Dir{path: path, maxSpare: maxSpare}
-	ents, err := os.ReadDir(path)
+	ents, err := os.ReadDir(d.work)
 	if err != nil {
 		return nil, fmt.Errorf("record dir: %w", err)
 	}
@@ -59,6 +63,9 @@ func NewDir(path string, maxSpare int) (*Dir, error) {
 	}
 	return d, nil
 }
+
+// WorkDir is the work directory of the Dir of path.
+func WorkDir(path string) string { return filepath.Clean(path) + ".work" }
 
 const spareName = ".spare-"
 
@@ -78,7 +85,7 @@ func (d *Dir) WriteFile(name string, data []byte, perm os.FileMode, sync bool) e
 }
 
 func (d *Dir) write(name string, data []byte, perm os.FileMode, sync bool) error {
-	live, alt := filepath.Join(d.path, name), filepath.Join(d.path, "."+name+".alt")
+	live, alt := filepath.Join(d.path, name), filepath.Join(d.work, name)
 	f, err := d.openAlt(alt, perm)
 	if err != nil {
 		return err
@@ -115,7 +122,7 @@ func (d *Dir) openAlt(alt string, perm os.FileMode) (*os.File, error) {
 	for len(d.spare) > 0 {
 		s := d.spare[len(d.spare)-1]
 		d.spare = d.spare[:len(d.spare)-1]
-		if err := os.Rename(filepath.Join(d.path, s), alt); err == nil {
+		if err := os.Rename(filepath.Join(d.work, s), alt); err == nil {
 			return os.OpenFile(alt, flags, 0)
 		} // gone (removed by someone else): the next, or a new file
 	}
@@ -132,7 +139,7 @@ func (d *Dir) Remove(name string, sync bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var errs []error
-	for _, p := range []string{filepath.Join(d.path, name), filepath.Join(d.path, "."+name+".alt")} {
+	for _, p := range []string{filepath.Join(d.path, name), filepath.Join(d.work, name)} {
 		if err := d.retire(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
@@ -153,7 +160,7 @@ func (d *Dir) retire(p string) error {
 		return os.Remove(p)
 	}
 	s := spareName + strconv.Itoa(d.next)
-	sp := filepath.Join(d.path, s)
+	sp := filepath.Join(d.work, s)
 	if err := os.Rename(p, sp); err != nil {
 		return err
 	}

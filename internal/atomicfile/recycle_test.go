@@ -5,46 +5,50 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 )
 
-// inodes maps every file name in dir to its inode number.
+// inodes maps every file name in the records' directory and its work
+// directory to its inode number.
 func inodes(t *testing.T, dir string) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	for _, d := range []string{dir, WorkDir(dir)} {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			fi, err := e.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[filepath.Join(filepath.Base(d), e.Name())] = fi.Sys().(*syscall.Stat_t).Ino
+		}
+	}
+	return out
+}
+
+// records lists the records' directory: records only.
+func records(t *testing.T, dir string) []string {
 	t.Helper()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]uint64{}
-	for _, e := range ents {
-		fi, err := e.Info()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[e.Name()] = fi.Sys().(*syscall.Stat_t).Ino
-	}
-	return out
-}
-
-// records lists the names a reader takes for records (no dot).
-func records(t *testing.T, dir string) []string {
 	var out []string
-	for n := range inodes(t, dir) {
-		if !strings.HasPrefix(n, ".") {
-			out = append(out, n)
-		}
+	for _, e := range ents {
+		out = append(out, e.Name())
 	}
-	slices.Sort(out)
 	return out
 }
 
 // TestDirRewritesWithoutNewFiles (issue 35): after a record's first two
 // writes, rewriting it makes no file (the same two inodes hold the record
-// and its alternate), its content is always the last write's, and a
-// removed record's files are the next records' (no new inode while
-// spares last).
+// and its alternate), its content is always the last write's, the
+// records' directory holds the records only, and a removed record's
+// files are the next records' (no new inode while spares last).
 func TestDirRewritesWithoutNewFiles(t *testing.T) {
 	for _, sync := range []bool{false, true} {
 		t.Run(fmt.Sprint("sync=", sync), func(t *testing.T) {
@@ -64,6 +68,9 @@ func TestDirRewritesWithoutNewFiles(t *testing.T) {
 			}
 			write("a.json", "one")
 			write("a.json", "two")
+			if got := records(t, path); !slices.Equal(got, []string{"a.json"}) {
+				t.Errorf("the records' directory holds %v", got)
+			}
 			before := inodes(t, path)
 			for i := range 10 {
 				write("a.json", fmt.Sprint("content ", i))
@@ -134,6 +141,9 @@ func TestDirSpares(t *testing.T) {
 	if got := inodes(t, path); len(got) != 3 {
 		t.Fatalf("files after removing every record: %v, want 3 spares", got)
 	}
+	if got := records(t, path); len(got) != 0 {
+		t.Fatalf("records after removing every record: %v", got)
+	}
 	d2, err := NewDir(path, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +151,7 @@ func TestDirSpares(t *testing.T) {
 	if len(d2.spare) != 3 || d2.next < 3 {
 		t.Errorf("adopted spares %v, next %d", d2.spare, d2.next)
 	}
-	if err := os.Remove(filepath.Join(path, d2.spare[len(d2.spare)-1])); err != nil {
+	if err := os.Remove(filepath.Join(WorkDir(path), d2.spare[len(d2.spare)-1])); err != nil {
 		t.Fatal(err)
 	}
 	if err := d2.WriteFile("x", []byte("x"), 0o600, false); err != nil {
