@@ -87,6 +87,12 @@ type Isolator struct {
 	setupMu sync.Mutex
 	ready   bool
 
+	// hier is the v1 hierarchies' directories, listed once: every
+	// container's teardown walks them, and the host's cgroup mounts do
+	// not change under a running agent.
+	hier sync.Once
+	dirs []string
+
 	warmMu    sync.Mutex
 	warmUsers int           // launches that asked Warm and are not done
 	warmStop  chan struct{} // closes the running primer (nil: none)
@@ -292,11 +298,18 @@ func (i *Isolator) hierarchies() []string {
 	if i.version == V2 {
 		return []string{i.root}
 	}
-	ents, _ := os.ReadDir(i.root)
+	i.hier.Do(func() { i.dirs = listHierarchies(i.root) })
+	return i.dirs
+}
+
+// listHierarchies lists the v1 hierarchies under root, one directory per
+// mount (cpu and cpuacct may be one: their symlinks count once).
+func listHierarchies(root string) []string {
+	ents, _ := os.ReadDir(root)
 	seen := make(map[string]bool)
 	var out []string
 	for _, e := range ents {
-		d := filepath.Join(i.root, e.Name())
+		d := filepath.Join(root, e.Name())
 		real, err := filepath.EvalSymlinks(d)
 		if err != nil || seen[real] {
 			continue // cpu and cpuacct may be one mount (cpu,cpuacct symlinks)
