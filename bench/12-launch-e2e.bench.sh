@@ -10,6 +10,9 @@
 #     (goal ≥ 50), with their ACCEPT → TASK_RUNNING p50/p99 under load;
 #   - beside each sustained rate, the node's CPU per launch (brim dev and
 #     every process it started), steadier than the rate on a shared host.
+# brim dev keeps its containers' runtime state (--run-dir) on a tmpfs the
+# bench mounts for it, as /run is under systemd (this VM's /run is on its
+# disk); LAUNCH_E2E_RUN_DIR=state runs without one, for comparison.
 # runc's figures for the same machine load are bench/10-launch's.
 # LAUNCH_E2E_TASKS (default 50) and LAUNCH_E2E_DURATION (default 20s)
 # size it.
@@ -21,4 +24,4 @@ BRIM=${BRIM_BINARY:-$PWD/bin/brim}
 tmp=$(mktemp -d /tmp/brim-bench-launch-e2e.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/launchbench" ./internal/launchbench
-"$tmp/launchbench" -brim "$BRIM" -tasks "${LAUNCH_E2E_TASKS:-50}" -duration "${LAUNCH_E2E_DURATION:-20s}" -frameworks 1,10
+"$tmp/launchbench" -brim "$BRIM" -tasks "${LAUNCH_E2E_TASKS:-50}" -duration "${LAUNCH_E2E_DURATION:-20s}" -frameworks 1,10 -run-dir "${LAUNCH_E2E_RUN_DIR:-tmpfs}"
