@@ -24,7 +24,8 @@ import (
 // so the record is always whole (the old content or the new) and the old
 // content becomes the next write's alternate. Remove moves a record and
 // its alternate to the work directory as spares (".spare-N", up to a
-// number) that new records take instead of new files. The records'
+// number) that new records take instead of new files. A file is
+// overwritten, never emptied first (see overwrite). The records'
 // directory holds the records only.
 //
 // Writes of one Dir are serialised; a Dir must be the only writer of its
@@ -90,8 +91,7 @@ func (d *Dir) write(name string, data []byte, perm os.FileMode, sync bool) error
 	if err != nil {
 		return err
 	}
-	err = writeClose(f, bytesTo(data), perm, sync)
-	if err != nil {
+	if err := overwrite(f, data, perm, sync); err != nil {
 		return err
 	}
 	switch err := exchange(alt, live); {
@@ -111,10 +111,33 @@ func (d *Dir) write(name string, data []byte, perm os.FileMode, sync bool) error
 	return nil
 }
 
-// openAlt opens alt emptied for writing: the record's alternate, else a
-// spare renamed to it, else a new file.
+// overwrite replaces f's content with data from its start, then cuts
+// what is left of the old content, sets its mode, optionally fsyncs, and
+// closes it. Never emptied first: on ext4 a file truncated to zero has
+// its blocks allocated and written out when it is closed (auto_da_alloc,
+// meant for programs that rewrite a file in place without fsync), an I/O
+// at every write of a record, durable or not.
+func overwrite(f *os.File, data []byte, perm os.FileMode, sync bool) error {
+	_, err := f.WriteAt(data, 0)
+	if err == nil {
+		err = f.Truncate(int64(len(data)))
+	}
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// openAlt opens alt for writing: the record's alternate, else a spare
+// renamed to it, else a new file.
 func (d *Dir) openAlt(alt string, perm os.FileMode) (*os.File, error) {
-	flags := os.O_WRONLY | os.O_TRUNC | oNoFollow
+	flags := os.O_WRONLY | oNoFollow
 	f, err := os.OpenFile(alt, flags, 0)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return f, err
@@ -153,21 +176,18 @@ func (d *Dir) Remove(name string, sync bool) error {
 	return nil
 }
 
-// retire makes p a spare (emptied after the rename, so that no reader
-// ever sees the record empty), or removes it when there are enough.
+// retire makes p a spare, or removes it when there are enough. A spare
+// keeps its bytes until a record takes it (overwrite): the work
+// directory is its owner's alone (0700), as the records' directory is.
 func (d *Dir) retire(p string) error {
 	if len(d.spare) >= d.maxSpare {
 		return os.Remove(p)
 	}
 	s := spareName + strconv.Itoa(d.next)
-	sp := filepath.Join(d.work, s)
-	if err := os.Rename(p, sp); err != nil {
+	if err := os.Rename(p, filepath.Join(d.work, s)); err != nil {
 		return err
 	}
 	d.next++
-	if err := os.Truncate(sp, 0); err != nil {
-		return errors.Join(err, os.Remove(sp))
-	}
 	d.spare = append(d.spare, s)
 	return nil
 }

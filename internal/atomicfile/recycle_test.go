@@ -75,6 +75,8 @@ func TestDirRewritesWithoutNewFiles(t *testing.T) {
 			for i := range 10 {
 				write("a.json", fmt.Sprint("content ", i))
 			}
+			write("a.json", "x") // shorter: nothing of the old content stays
+			write("a.json", "y")
 			after := inodes(t, path)
 			if len(after) != 2 || !sameInodes(before, after) {
 				t.Errorf("rewrites made files: before %v, after %v", before, after)
