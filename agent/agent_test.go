@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brimnode/brim/internal/testutil"
 )
 
 func newTestAgent(t *testing.T, rt *fakeRuntime, dir string, res Resources, ret Retention) *Agent {
@@ -29,15 +31,7 @@ func spec(name string, milli, mem int64) Spec {
 
 func checkpointFiles(t *testing.T, dir string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(dir, "checkpoint"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
-	}
-	return out
+	return testutil.DirNames(t, filepath.Join(dir, "checkpoint"))
 }
 
 func TestLaunchAccountingAndErrors(t *testing.T) {

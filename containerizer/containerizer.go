@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -350,6 +349,18 @@ func (cfg *Config) runBase() string {
 	return cfg.StateDir
 }
 
+// settleRunDir checks cfg's RunDir (CheckRunDir) and clears one that is
+// the StateDir itself: the one directory, as without a RunDir.
+func (cfg *Config) settleRunDir() error {
+	if err := CheckRunDir(cfg.StateDir, cfg.RunDir); err != nil {
+		return err
+	}
+	if cfg.RunDir != "" && filepath.Clean(cfg.RunDir) == filepath.Clean(cfg.StateDir) {
+		cfg.RunDir = ""
+	}
+	return nil
+}
+
 // CheckRunDir refuses a RunDir that is relative, or whose containers/ or
 // runc/ holds or sits in the state dir's containers/ (a container's
 // runtime directory and its data directory would be one path, and
@@ -373,7 +384,7 @@ func CheckRunDir(stateDir, runDir string) error {
 // within reports whether p is dir or below it.
 func within(p, dir string) bool {
 	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	return err == nil && filepath.IsLocal(rel)
 }
 
 // newContainer returns the record of a container (or warm sandbox) named
@@ -412,10 +423,7 @@ func New(cfg Config) (*Containerizer, error) {
 	if cfg.StateDir == "" || !filepath.IsAbs(cfg.StateDir) {
 		return nil, fmt.Errorf("new containerizer: state dir %q is not absolute", cfg.StateDir)
 	}
-	if cfg.RunDir != "" && filepath.Clean(cfg.RunDir) == filepath.Clean(cfg.StateDir) {
-		cfg.RunDir = "" // the one directory, as without a RunDir
-	}
-	if err := CheckRunDir(cfg.StateDir, cfg.RunDir); err != nil {
+	if err := cfg.settleRunDir(); err != nil {
 		return nil, fmt.Errorf("new containerizer: %w", err)
 	}
 	if cfg.ShimBinary == "" {

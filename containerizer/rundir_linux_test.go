@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/brimnode/brim/executor"
+	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/isolator"
 )
 
@@ -43,7 +44,7 @@ func TestRunDir(t *testing.T) {
 	if got := readSandbox(t, info, "run"); got != "" {
 		t.Errorf("the task lists the run dir %s: %q, want it hidden (empty)", run, got)
 	}
-	if names := dirNames(t, data); !slices.Equal(names, []string{executor.LogDir, executor.SandboxDir}) {
+	if names := testutil.DirNames(t, data); !slices.Equal(names, []string{executor.LogDir, executor.SandboxDir}) {
 		t.Errorf("the state dir holds %v of the container, want its log and sandbox only", names)
 	}
 	rt := filepath.Join(run, "containers", info.ID)
@@ -141,19 +142,6 @@ func TestRunDirRefused(t *testing.T) {
 			t.Errorf("run dir %q: %v, want a refusal", run, err)
 		}
 	}
-}
-
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
-	}
-	return out
 }
 
 // TestRunDirUserNS: with a RunDir, a task in a user namespace (its root

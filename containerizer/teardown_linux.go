@@ -41,10 +41,7 @@ func Teardown(ctx context.Context, stateDir, runDir string) ([]string, error) {
 		return nil, fmt.Errorf("tear down containers: state dir %q is not absolute", stateDir)
 	}
 	cfg := Config{StateDir: stateDir, RunDir: runDir}
-	if runDir != "" && filepath.Clean(runDir) == filepath.Clean(stateDir) {
-		cfg.RunDir = ""
-	}
-	if err := CheckRunDir(cfg.StateDir, cfg.RunDir); err != nil {
+	if err := cfg.settleRunDir(); err != nil {
 		return nil, fmt.Errorf("tear down containers: %w", err)
 	}
 	dir, runcRoot := filepath.Join(cfg.runBase(), "containers"), filepath.Join(cfg.runBase(), "runc")

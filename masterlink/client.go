@@ -789,7 +789,7 @@ func (c *Client) session(ctx context.Context, cc *grpc.ClientConn, api pb.AgentL
 	defer func() { c.ackAll(acks.take()) }() // what came before the end
 	var wg sync.WaitGroup
 	wg.Add(3)
-	go func() { defer wg.Done(); c.heartbeats(sctx, send, hb) }()
+	go func() { defer wg.Done(); Heartbeats(sctx, send, hb) }()
 	go func() { defer wg.Done(); c.deliver(sctx, send) }()
 	go func() { defer wg.Done(); c.checkpointAcks(sctx, acks) }()
 	defer wg.Wait()
@@ -856,7 +856,11 @@ func (c *Client) setID(id string) error {
 	return nil
 }
 
-func (c *Client) heartbeats(ctx context.Context, send func(*pb.AgentMessage) error, every time.Duration) {
+// Heartbeats sends the master a heartbeat every interval until ctx ends
+// or a send fails (the stream broke): an agent's side of the link's
+// liveness, which the master's heartbeat timeout watches. The Client runs
+// it on every session; masterbench's simulated agents run it too.
+func Heartbeats(ctx context.Context, send func(*pb.AgentMessage) error, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

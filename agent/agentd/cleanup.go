@@ -141,17 +141,7 @@ const cgroupParentFile = "cgroup-parent"
 // fatal: cleanup then checks the parent's groups against the state dir's
 // containers.
 func recordCgroupParent(stateDir, parent string, log *slog.Logger) {
-	p := filepath.Join(stateDir, cgroupParentFile)
-	if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == parent {
-		return
-	}
-	err := agent.MakeStateDir(stateDir)
-	if err == nil {
-		err = atomicfile.WriteFile(p, []byte(parent+"\n"), 0o600)
-	}
-	if err != nil {
-		log.Warn("record the cgroup parent in the state dir (brim agent cleanup checks it)", "err", err)
-	}
+	recordSetting(stateDir, cgroupParentFile, parent, "record the cgroup parent in the state dir (brim agent cleanup checks it)", log)
 }
 
 // runDirFile, in the state dir, records the agent's --run-dir, so that a
@@ -165,21 +155,35 @@ func recordRunDir(stateDir, runDir string, log *slog.Logger) {
 	if runDir != "" && !onMemoryFS(runDir) {
 		log.Warn("--run-dir is not on a memory file system (tmpfs): every launch makes and removes its runtime files on disk", "run_dir", runDir)
 	}
-	p := filepath.Join(stateDir, runDirFile)
-	b, err := os.ReadFile(p)
-	if err == nil && strings.TrimSpace(string(b)) == runDir {
-		return
-	}
-	if err != nil && runDir == "" {
+	if _, ok := recorded(stateDir, runDirFile); !ok && runDir == "" {
 		return // none, as before the record
 	}
-	err = agent.MakeStateDir(stateDir)
+	recordSetting(stateDir, runDirFile, runDir, "record the run dir in the state dir (brim agent cleanup reads it)", log)
+}
+
+// recordSetting writes value into the state dir's file name when it
+// does not hold it yet; a failure is logged with what, never fatal.
+func recordSetting(stateDir, name, value, what string, log *slog.Logger) {
+	if v, ok := recorded(stateDir, name); ok && v == value {
+		return
+	}
+	err := agent.MakeStateDir(stateDir)
 	if err == nil {
-		err = atomicfile.WriteFile(p, []byte(runDir+"\n"), 0o600)
+		err = atomicfile.WriteFile(filepath.Join(stateDir, name), []byte(value+"\n"), 0o600)
 	}
 	if err != nil {
-		log.Warn("record the run dir in the state dir (brim agent cleanup reads it)", "err", err)
+		log.Warn(what, "err", err)
 	}
+}
+
+// recorded returns the value the state dir's file name records; ok is
+// false when it records none (no such file, or unreadable).
+func recorded(stateDir, name string) (value string, ok bool) {
+	b, err := os.ReadFile(filepath.Join(stateDir, name))
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(b)), true
 }
 
 // runDirOf is the run dir a cleanup tears down: --run-dir, else the one
@@ -188,11 +192,8 @@ func runDirOf(cfg Config) string {
 	if cfg.RunDir != "" {
 		return cfg.RunDir
 	}
-	b, err := os.ReadFile(filepath.Join(cfg.StateDir, runDirFile))
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
+	v, _ := recorded(cfg.StateDir, runDirFile)
+	return v
 }
 
 // ownedGroups says which child groups of parent Cleanup may treat as its
@@ -201,9 +202,8 @@ func runDirOf(cfg Config) string {
 // agent from before the record). A state dir recording another parent
 // refuses the cleanup (*ConfigError).
 func ownedGroups(stateDir, parent string) (func(string) bool, error) {
-	b, err := os.ReadFile(filepath.Join(stateDir, cgroupParentFile))
-	if err == nil {
-		if rec := strings.TrimSpace(string(b)); rec != parent {
+	if rec, ok := recorded(stateDir, cgroupParentFile); ok {
+		if rec != parent {
 			return nil, bad("--cgroup-parent", "%s: the agent of state dir %s used %s; nothing removed", parent, stateDir, rec)
 		}
 		return nil, nil

@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -36,7 +37,7 @@ type Dir struct {
 	maxSpare int
 
 	mu    sync.Mutex
-	spare []string // empty files of ours, ready to take a record
+	spare []string // files of ours in work, ready to take a record
 	next  int      // the next spare's number
 }
 
@@ -118,20 +119,12 @@ func (d *Dir) write(name string, data []byte, perm os.FileMode, sync bool) error
 // meant for programs that rewrite a file in place without fsync), an I/O
 // at every write of a record, durable or not.
 func overwrite(f *os.File, data []byte, perm os.FileMode, sync bool) error {
-	_, err := f.WriteAt(data, 0)
-	if err == nil {
-		err = f.Truncate(int64(len(data)))
-	}
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil && sync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return writeClose(f, func(io.Writer) error {
+		if _, err := f.WriteAt(data, 0); err != nil {
+			return err
+		}
+		return f.Truncate(int64(len(data)))
+	}, perm, sync)
 }
 
 // openAlt opens alt for writing: the record's alternate, else a spare

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+
+	"github.com/brimnode/brim/internal/testutil"
 )
 
 // inodes maps every file name in the records' directory and its work
@@ -26,20 +28,6 @@ func inodes(t *testing.T, dir string) map[string]uint64 {
 			}
 			out[filepath.Join(filepath.Base(d), e.Name())] = fi.Sys().(*syscall.Stat_t).Ino
 		}
-	}
-	return out
-}
-
-// records lists the records' directory: records only.
-func records(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
 	}
 	return out
 }
@@ -68,7 +56,7 @@ func TestDirRewritesWithoutNewFiles(t *testing.T) {
 			}
 			write("a.json", "one")
 			write("a.json", "two")
-			if got := records(t, path); !slices.Equal(got, []string{"a.json"}) {
+			if got := testutil.DirNames(t, path); !slices.Equal(got, []string{"a.json"}) {
 				t.Errorf("the records' directory holds %v", got)
 			}
 			before := inodes(t, path)
@@ -87,7 +75,7 @@ func TestDirRewritesWithoutNewFiles(t *testing.T) {
 			if err := d.Remove("a.json", sync); err != nil {
 				t.Fatal(err)
 			}
-			if got := records(t, path); len(got) != 0 {
+			if got := testutil.DirNames(t, path); len(got) != 0 {
 				t.Errorf("records after Remove: %v", got)
 			}
 			write("b.json", "b1")
@@ -95,7 +83,7 @@ func TestDirRewritesWithoutNewFiles(t *testing.T) {
 			if got := inodes(t, path); !sameInodes(before, got) || len(got) != 2 {
 				t.Errorf("a new record did not take the spares: before %v, now %v", before, got)
 			}
-			if got := records(t, path); !slices.Equal(got, []string{"b.json"}) {
+			if got := testutil.DirNames(t, path); !slices.Equal(got, []string{"b.json"}) {
 				t.Errorf("records: %v", got)
 			}
 			if err := d.Remove("missing.json", sync); err != nil {
@@ -143,7 +131,7 @@ func TestDirSpares(t *testing.T) {
 	if got := inodes(t, path); len(got) != 3 {
 		t.Fatalf("files after removing every record: %v, want 3 spares", got)
 	}
-	if got := records(t, path); len(got) != 0 {
+	if got := testutil.DirNames(t, path); len(got) != 0 {
 		t.Fatalf("records after removing every record: %v", got)
 	}
 	d2, err := NewDir(path, 3)

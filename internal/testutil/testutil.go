@@ -72,3 +72,18 @@ func FreeAddr(t testing.TB) string {
 	}
 	return addr
 }
+
+// DirNames lists the names in dir, sorted (os.ReadDir's order); a dir
+// that cannot be read fails t.
+func DirNames(t testing.TB, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, 0, len(ents))
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}

@@ -41,6 +41,7 @@ import (
 	"github.com/brimnode/brim/master/allocator"
 	"github.com/brimnode/brim/master/server"
 	"github.com/brimnode/brim/master/transport"
+	"github.com/brimnode/brim/masterlink"
 	pb "github.com/brimnode/brim/masterlink/masterlinkpb"
 	"github.com/brimnode/brim/resources"
 	"github.com/brimnode/brim/scheduler"
@@ -395,20 +396,7 @@ func (a *simAgent) run(ctx context.Context, api pb.AgentLinkClient, heartbeat ti
 		return err
 	}
 	registered <- struct{}{}
-	go func() {
-		t := time.NewTicker(heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if a.send(&pb.AgentMessage{Msg: &pb.AgentMessage_Heartbeat{Heartbeat: &pb.Heartbeat{}}}) != nil {
-					return
-				}
-			}
-		}
-	}()
+	go masterlink.Heartbeats(ctx, a.send, heartbeat)
 	for {
 		m, err := stream.Recv()
 		if err != nil {
