@@ -2,11 +2,41 @@ package executor
 
 import (
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
 	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/cgroups/fs"
 )
+
+// TestManagerAtIsTheManagersOwnPaths: the groups managerAt names from
+// the hierarchy roots found once are those opencontainers/cgroups finds
+// itself for the same path, in every hierarchy of this host (co-mounted
+// controllers, name=systemd, a hybrid host's unified tree). Nothing is
+// created: both only compute paths.
+func TestManagerAtIsTheManagersOwnPaths(t *testing.T) {
+	if cgroups.IsCgroup2UnifiedMode() {
+		t.Skip("cgroup v2: the shim does not join late")
+	}
+	for _, p := range []string{"/brim-test-none/abc", "/a/b/c-d_e", "/"} {
+		cg := &cgroups.Cgroup{Path: p, Resources: &cgroups.Resources{}}
+		want, err := fs.NewManager(cg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := managerAt(cg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(got.GetPaths(), want.GetPaths()) {
+			t.Errorf("%s: managerAt's paths %v, the manager's own %v", p, got.GetPaths(), want.GetPaths())
+		}
+	}
+	if _, err := managerAt(&cgroups.Cgroup{Path: "relative/x", Resources: &cgroups.Resources{}}); err == nil {
+		t.Error("managerAt took a relative path")
+	}
+}
 
 // TestWaitDevicesBeforeTheWriterEnds: a launch that fails right after
 // the device rules' writing began (its cgroup view could not be made)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/opencontainers/cgroups"
-	"github.com/opencontainers/cgroups/fs"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -18,8 +17,8 @@ import (
 //     init and again for state.json, and the shim decodes bundle.json: cold,
 //     that is ≈ 0.8 ms idle and 1.5–2.5 ms on a loaded host, on the launch
 //     path (perf, bench/10-launch.bench.sh).
-//   - the cgroup v1 manager finds the cgroup root and parses mountinfo once
-//     per process (opencontainers/cgroups caches both).
+//   - the roots of the cgroup v1 hierarchies, found once per process
+//     (hierarchyRoots).
 //
 // It has no side effects outside the process: nothing is written, created
 // or joined. Errors are irrelevant (the launch redoes the work and reports
@@ -43,6 +42,6 @@ func prewarm() {
 		_ = json.Unmarshal(data, &Bundle{})
 	}
 	if !cgroups.IsCgroup2UnifiedMode() {
-		_, _ = fs.NewManager(&cgroups.Cgroup{Path: "/", Resources: &cgroups.Resources{}}, nil)
+		_, _ = hierarchyRoots()
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/moby/sys/capability"
 	"github.com/moby/sys/user"
 	"github.com/opencontainers/cgroups"
-	"github.com/opencontainers/cgroups/fs"
 	"github.com/opencontainers/cgroups/fs2"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
@@ -244,7 +243,7 @@ func removeSandboxGroups(p string) error {
 	if cgroups.IsCgroup2UnifiedMode() {
 		m, err = fs2.NewManager(cg, filepath.Join(fs2.UnifiedMountpoint, p))
 	} else {
-		m, err = fs.NewManager(cg, nil)
+		m, err = managerAt(cg)
 	}
 	if err == nil {
 		err = m.Destroy()
