@@ -279,6 +279,9 @@ type Containerizer struct {
 	dir      string // RunDir/containers (StateDir/containers without a RunDir)
 	dataRoot string // StateDir/containers: sandboxes and logs (dir without a RunDir)
 	runcRoot string // RunDir/runc (StateDir/runc without a RunDir)
+	// spares are ended containers' data directories kept for the next
+	// (nil without a RunDir: the data directory is the container's).
+	spares *dataSpares
 
 	// shimExe is a sealed memfd copy of ShimBinary (nil: run the file).
 	shimExe *os.File
@@ -481,6 +484,13 @@ func New(cfg Config) (*Containerizer, error) {
 		if err := os.MkdirAll(d, 0o711); err != nil {
 			return nil, fmt.Errorf("new containerizer: %w", err)
 		}
+	}
+	if c.dataRoot != c.dir {
+		spares, err := newDataSpares(c.dataRoot)
+		if err != nil {
+			return nil, fmt.Errorf("new containerizer: %w", err)
+		}
+		c.spares = spares
 	}
 	c.shimStatic = staticBinary(cfg.ShimBinary)
 	if exe, err := cloneShimBinary(cfg.ShimBinary, cfg.StateDir); err == nil {

@@ -42,6 +42,10 @@ func (c *Containerizer) closePool() {}
 
 type pool struct{}
 
+type dataSpares struct{}
+
+func newDataSpares(string) (*dataSpares, error) { return nil, nil }
+
 func newPool(*Containerizer) *pool { return &pool{} }
 func (p *pool) close()             {}
 

@@ -196,7 +196,7 @@ func (c *Containerizer) makeCold(ctx context.Context, ct *container, user, owner
 func (c *Containerizer) makeSandboxDir(ct *container, spec Spec, owner hostuser.ID) (giveBack func() error, err error) {
 	data := ct.dataDir()
 	if data != ct.dir {
-		if err := os.Mkdir(data, 0o700); err != nil {
+		if err := c.spares.take(data); err != nil {
 			if errors.Is(err, os.ErrExist) {
 				return nil, fmt.Errorf("%w (a data directory from a container not recovered)", ErrExist)
 			}
@@ -617,7 +617,7 @@ func (c *Containerizer) teardown(ctx context.Context, ct *container) error {
 	} else if ct.data != "" {
 		// After the runtime directory, whose mount points the removal
 		// checked: the sandbox is bound only in the shim's namespace.
-		if err := os.RemoveAll(ct.data); err != nil {
+		if err := c.spares.give(ct.data); err != nil {
 			errs = append(errs, fmt.Errorf("remove container data dir: %w", err))
 		}
 	}

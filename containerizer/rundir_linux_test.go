@@ -91,7 +91,7 @@ func TestRunDir(t *testing.T) {
 	if !slices.Contains(lines, "removed the sandbox and output of "+left.ID) {
 		t.Errorf("teardown: %q", lines)
 	}
-	for _, d := range []string{filepath.Join(e.stateDir, "containers"), filepath.Join(run, "containers"), filepath.Join(run, "runc")} {
+	for _, d := range []string{filepath.Join(e.stateDir, "containers"), filepath.Join(e.stateDir, "containers"+spareSuffix), filepath.Join(run, "containers"), filepath.Join(run, "runc")} {
 		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s after Teardown: %v", d, err)
 		}

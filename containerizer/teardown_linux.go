@@ -95,6 +95,10 @@ func Teardown(ctx context.Context, stateDir, runDir string) ([]string, error) {
 	if dataRoot != dir {
 		lines, err := removeEach(dataRoot, "the sandbox and output of ")
 		out, errs = append(out, lines...), append(errs, err)
+		// Emptied data directories kept for launches (dataSpares).
+		if err := os.RemoveAll(dataRoot + spareSuffix); err != nil {
+			errs = append(errs, fmt.Errorf("tear down containers: %w", err))
+		}
 	}
 	lines, err := removeEach(runcRoot, "runc state of ")
 	out, errs = append(out, lines...), append(errs, err)
