@@ -14,8 +14,8 @@
 //
 // The shim and the container inits it starts need no GOMAXPROCS sized to
 // a cgroup quota: the go:debug settings atop this file keep the runtime from
-// reading the process's cgroup files and mountinfo at every start (twice
-// per cold launch) and again every second.
+// sizing it so and from reading the cgroup again every second (Go 1.26
+// still opens it once at start, to count whether the setting mattered).
 package main
 
 import (
