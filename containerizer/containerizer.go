@@ -86,6 +86,13 @@ type Config struct {
 	// starts); a taken shim is replaced once its launch is done. 0 means
 	// 1; negative means none.
 	WarmShims int
+	// NoRecycleShims makes every shim exit after its container. By
+	// default a warm shim whose container has ended, once it has left the
+	// container's directory as it found it, becomes a warm shim again
+	// (executor.RunOptions.Recycle): a launch then costs no shim process
+	// start and exit. Up to WarmShims+recycledSpare shims wait so;
+	// without warm shims (WarmShims negative) none is recycled.
+	NoRecycleShims bool
 	// ShimTimeout is how long a call to a shim may wait for its answer
 	// beyond the work asked for; a shim that stays silent longer is
 	// escalated (see Kill). Default executor.DefaultCallTimeout.
@@ -293,6 +300,7 @@ type Containerizer struct {
 
 	poolMu     sync.Mutex
 	warm       []*shimProc
+	trimTimer  *time.Timer // ends recycled shims left idle (trimIdle)
 	filling    int
 	poolClosed bool
 	poolWG     sync.WaitGroup
@@ -331,6 +339,12 @@ type container struct {
 	// shimDone is closed when a shim this process started has been reaped;
 	// nil for recovered shims (not our children).
 	shimDone chan struct{}
+	// shimFreed is closed when a recycled shim (shimProc.recycle) has
+	// reported its container ended and its directory left: it is a warm
+	// shim again. nil for a shim that exits.
+	shimFreed chan struct{}
+	// shim is that recycled shim (its handshake pipes).
+	shim *shimProc
 
 	// escMu serialises the ways the containerizer records an exit itself
 	// (escalate, markLost), so that only one does.

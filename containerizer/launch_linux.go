@@ -183,7 +183,7 @@ func (c *Containerizer) makeCold(ctx context.Context, ct *container, user, owner
 		return err
 	}
 	ct.mark("files")
-	return c.startShim(ctx, ct)
+	return c.startShim(ctx, ct, launch.NetNSPath != "")
 }
 
 // makeSandboxDir makes ct's sandbox, or moves a restart's sandbox and
@@ -323,8 +323,12 @@ func (c *Containerizer) address(id string) string {
 // "created" → Isolate → go-ahead → "running", or, when every isolator is
 // an isolator.Verifier, just "running" (the shim checks the confinement
 // itself and does not wait).
-func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr error) {
-	sp := c.takeWarm()
+func (c *Containerizer) startShim(ctx context.Context, ct *container, netns bool) (retErr error) {
+	// A recycled shim's mount namespace stopped following the host's at
+	// its first launch (the shim makes it private): a network namespace
+	// the isolator bound since is not in it. Such launches take a shim
+	// that has run nothing.
+	sp := c.takeWarm(netns)
 	// The replacement starts once this launch is done: started now, the
 	// new shim's process start-up (exec, Go runtime, page faults: several
 	// ms of CPU) would compete with this launch for the CPUs.
@@ -339,30 +343,46 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 	}
 	if sp == nil {
 		var err error
-		if sp, err = c.spawnShim(ct.dir); err != nil {
+		if sp, err = c.spawnCold(ct.dir); err != nil {
 			return err
 		}
 	}
 	reportR, goW := sp.reportR, sp.goW
-	defer reportR.Close()
-	defer goW.Close() // EOF aborts a shim still waiting for the go-ahead
+	recycled := false
+	defer func() {
+		if !recycled {
+			reportR.Close()
+			goW.Close() // EOF aborts a shim still waiting for the go-ahead
+		}
+	}()
 	ct.shimPid, ct.shimDone = sp.pid, sp.done
 	if err := os.WriteFile(filepath.Join(ct.dir, shimPidFile), []byte(strconv.Itoa(ct.shimPid)), 0o600); err != nil {
 		return fmt.Errorf("record shim pid: %w", err)
 	}
 
-	defer c.boundReports(ctx, reportR)()
+	stopBound := c.boundReports(ctx, reportR)
+	defer stopBound()
 	reports := executor.NewReportReader(reportR)
 	next := func(want string) (*executor.Report, error) {
 		rep, err := reports.Next()
 		return rep, c.checkReport(ctx, ct, rep, err, want)
 	}
+	// A recycled shim's pipes stay open: it reports "free" once the
+	// container has ended, and is a warm shim again (awaitFree).
+	keep := func() {
+		stopBound()
+		recycled = c.keepShim(ct, sp, reports)
+	}
 	if !c.needIsolate() {
 		// The shim checks the confinement itself and reports "running"
 		// only. A shim binary older than SkipGoAhead (an upgrade that
 		// replaced brim but not brim-shim) reports "created" first and
-		// waits for the byte: it costs the other nothing.
-		_, _ = goW.Write([]byte{1})
+		// waits for the byte: it costs the other nothing. Not to a
+		// recycled shim (newer than SkipGoAhead): the unread byte would
+		// lead its next container's directory.
+		if !sp.recycle {
+			_, _ = goW.Write([]byte{1})
+		}
 		rep, err := reports.Next()
 		if err == nil && rep.Err() == nil && rep.Event == executor.EventCreated {
 			rep, err = reports.Next()
@@ -371,6 +391,7 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 			return err
 		}
 		ct.running(sent, rep)
+		keep()
 		return nil
 	}
 	rep, err := next(executor.EventCreated)
@@ -391,7 +412,94 @@ func (c *Containerizer) startShim(ctx context.Context, ct *container) (retErr er
 		return err
 	}
 	ct.running(sent, rep)
+	keep()
 	return nil
+}
+
+// recycling reports whether shims are recycled: not with
+// NoRecycleShims, nor without warm shims (recycled ones wait among them).
+func (c *Containerizer) recycling() bool {
+	return !c.cfg.NoRecycleShims && c.cfg.WarmShims > 0
+}
+
+// spawnCold starts the shim of a launch that found no warm shim. When
+// shims are recycled it is a warm shim handed dir at once, so that it
+// can take other containers after this one.
+func (c *Containerizer) spawnCold(dir string) (*shimProc, error) {
+	if !c.recycling() {
+		return c.spawnShim(dir, false)
+	}
+	sp, err := c.spawnShim("", true)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.WriteString(sp.goW, dir+"\n"); err != nil {
+		sp.discard()
+		return nil, fmt.Errorf("start shim: %w", err)
+	}
+	return sp, nil
+}
+
+// keepShim keeps the handshake of ct's shim sp open, its launch done,
+// when sp is recycled: the shim reports "free" once ct has ended
+// (awaitFree). It reports whether it did; if not, the caller closes the
+// pipes (and the shim exits after its container).
+func (c *Containerizer) keepShim(ct *container, sp *shimProc, reports *executor.ReportReader) bool {
+	if !sp.recycle || sp.reportR.SetReadDeadline(time.Time{}) != nil {
+		return false
+	}
+	ct.shimFreed, ct.shim = make(chan struct{}), sp
+	go c.awaitFree(ct, sp, reports)
+	return true
+}
+
+// awaitFree reads the next report of ct's recycled shim sp: "free" once
+// ct has ended and the shim left its directory, which closes
+// ct.shimFreed and gives sp back to the warm shims (see reuse). Anything
+// else — the shim exited (its reset failed, or it reached its bounds),
+// or the pipe broke — ends sp's handshake: a shim still running then
+// exits at EOF.
+func (c *Containerizer) awaitFree(ct *container, sp *shimProc, reports *executor.ReportReader) {
+	rep, err := reports.Next()
+	if err != nil || rep.Event != executor.EventFree {
+		sp.goW.Close()
+		sp.reportR.Close()
+		return
+	}
+	close(ct.shimFreed)
+	c.reuse(sp)
+}
+
+// recycledSpare is how many recycled shims may wait beyond WarmShims:
+// under a steady rate containers end as fast as others start, and their
+// shims serve the next launches and sandboxes; the spare absorbs the
+// jitter (a burst of ends, then of launches), so that few are ended
+// only to be started again. An idle one costs its heap, about 1.2 MiB
+// (its text is the agent's one sealed copy of the shim binary), and is
+// ended after recycledIdle.
+const recycledSpare = 8
+
+// reuse puts a recycled shim back among the warm shims, or ends it when
+// they are full or the pool is closed.
+func (c *Containerizer) reuse(sp *shimProc) {
+	sp.freedAt = time.Now()
+	c.poolMu.Lock()
+	c.trimRecycledLocked(sp.freedAt)
+	if !c.poolClosed && len(c.warm)+c.filling < c.cfg.WarmShims+recycledSpare {
+		c.warm = append(c.warm, sp)
+		sp = nil
+		// Ended when idle for recycledIdle, by the next take or reuse,
+		// or by the timer once launches stop; refill replaces it.
+		if c.trimTimer == nil {
+			c.trimTimer = time.AfterFunc(recycledIdle+time.Millisecond, c.trimIdle)
+		} else {
+			c.trimTimer.Reset(recycledIdle + time.Millisecond)
+		}
+	}
+	c.poolMu.Unlock()
+	if sp != nil {
+		go sp.discard()
+	}
 }
 
 // boundReports bounds the reads of a shim's launch reports from r: a
@@ -451,6 +559,12 @@ type shimProc struct {
 	reportR *os.File
 	goW     *os.File
 	done    chan struct{} // closed once the shim has been reaped
+	// recycle: started with --recycle, the shim takes another container
+	// after its container ends (executor.RunOptions.Recycle).
+	recycle bool
+	// freedAt is when the shim's last container ended (zero: it has run
+	// none).
+	freedAt time.Time
 }
 
 // spawnShim starts a shim detached: own session (no signal aimed at the
@@ -460,7 +574,7 @@ type shimProc struct {
 // go-ahead pipe. Every shim gets its own mount namespace, where it
 // assembles the host root, the container's cgroup view (cgroup v1) and
 // a network namespace's sysfs.
-func (c *Containerizer) spawnShim(dir string) (*shimProc, error) {
+func (c *Containerizer) spawnShim(dir string, recycle bool) (*shimProc, error) {
 	reportR, reportW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("start shim: %w", err)
@@ -489,6 +603,9 @@ func (c *Containerizer) spawnShim(dir string) (*shimProc, error) {
 		defer logf.Close()
 		cmd.Stdout, cmd.Stderr = logf, logf
 	}
+	if recycle {
+		cmd.Args = append(cmd.Args, "--recycle")
+	}
 	cmd.ExtraFiles = []*os.File{reportW, goR} // fds 3 and 4: executor.ReportFD, GoFD
 	cmd.Env = shimEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWNS}
@@ -497,7 +614,7 @@ func (c *Containerizer) spawnShim(dir string) (*shimProc, error) {
 		goW.Close()
 		return nil, fmt.Errorf("start shim: %w", err)
 	}
-	sp := &shimProc{pid: cmd.Process.Pid, reportR: reportR, goW: goW, done: make(chan struct{})}
+	sp := &shimProc{pid: cmd.Process.Pid, reportR: reportR, goW: goW, done: make(chan struct{}), recycle: recycle}
 	go func() { _ = cmd.Wait(); close(sp.done) }()
 	return sp, nil
 }
@@ -515,22 +632,77 @@ func (sp *shimProc) discard() {
 	}
 }
 
-// takeWarm returns a live warm shim, or nil. The caller refills the pool
-// (see refill).
-func (c *Containerizer) takeWarm() *shimProc {
-	var sp *shimProc
+// takeWarm returns a live warm shim, or nil; with fresh, one that has
+// run no container. The caller refills the pool (see refill).
+func (c *Containerizer) takeWarm(fresh bool) *shimProc {
 	c.poolMu.Lock()
-	for len(c.warm) > 0 && sp == nil {
-		sp, c.warm = c.warm[0], c.warm[1:]
+	defer c.poolMu.Unlock()
+	c.trimRecycledLocked(time.Now())
+	for i := 0; i < len(c.warm); i++ {
+		sp := c.warm[i]
 		select {
 		case <-sp.done: // died while waiting
+			c.warm = slices.Delete(c.warm, i, i+1)
+			i--
 			go sp.discard()
-			sp = nil
+			continue
 		default:
 		}
+		if fresh && !sp.freedAt.IsZero() {
+			continue
+		}
+		c.warm = slices.Delete(c.warm, i, i+1)
+		return sp
 	}
+	return nil
+}
+
+// takeRecycled returns a warm shim that has run a container already,
+// or nil: the sandbox pool's, which would otherwise start a shim while
+// recycled ones wait (and, past recycledSpare, are ended).
+func (c *Containerizer) takeRecycled() *shimProc {
+	c.poolMu.Lock()
+	defer c.poolMu.Unlock()
+	c.trimRecycledLocked(time.Now())
+	for i, sp := range c.warm {
+		if sp.freedAt.IsZero() {
+			continue
+		}
+		select {
+		case <-sp.done:
+			continue // takeWarm drops it
+		default:
+		}
+		c.warm = slices.Delete(c.warm, i, i+1)
+		return sp
+	}
+	return nil
+}
+
+// recycledIdle is how long a recycled shim waits among the warm shims
+// before it is ended: its mount namespace no longer follows the host's
+// (see startShim), and holds on to what the host has unmounted since.
+const recycledIdle = 10 * time.Second
+
+// trimIdle ends the recycled shims idle for recycledIdle and starts
+// fresh warm shims in their place.
+func (c *Containerizer) trimIdle() {
+	c.poolMu.Lock()
+	c.trimRecycledLocked(time.Now())
 	c.poolMu.Unlock()
-	return sp
+	c.refill()
+}
+
+// trimRecycledLocked ends the recycled shims that have waited longer
+// than recycledIdle at now. c.poolMu is held.
+func (c *Containerizer) trimRecycledLocked(now time.Time) {
+	c.warm = slices.DeleteFunc(c.warm, func(sp *shimProc) bool {
+		if sp.freedAt.IsZero() || now.Sub(sp.freedAt) < recycledIdle {
+			return false
+		}
+		go sp.discard()
+		return true
+	})
 }
 
 // refill starts warm shims in the background up to Config.WarmShims.
@@ -542,7 +714,7 @@ func (c *Containerizer) refill() {
 		c.poolWG.Add(1)
 		go func() {
 			defer c.poolWG.Done()
-			sp, err := c.spawnShim("")
+			sp, err := c.spawnShim("", c.recycling())
 			c.poolMu.Lock()
 			c.filling--
 			if err == nil && !c.poolClosed {
@@ -566,6 +738,9 @@ func (c *Containerizer) closePool() {
 	c.poolClosed = true
 	warm := c.warm
 	c.warm = nil
+	if c.trimTimer != nil {
+		c.trimTimer.Stop()
+	}
 	c.poolMu.Unlock()
 	c.poolWG.Wait()
 	for _, sp := range warm {
@@ -663,6 +838,8 @@ func waitShim(ctx context.Context, ct *container, d time.Duration) bool {
 	if ct.shimDone != nil {
 		select {
 		case <-ct.shimDone:
+			return true
+		case <-ct.shimFreed: // nil (never) unless the shim is recycled
 			return true
 		case <-t.C:
 			return false

@@ -198,9 +198,11 @@ type env struct {
 	stateDir string
 	runDir   string // Config.RunDir ("": none)
 	shim     string
-	iso      *cgroupIsolator
-	c        *Containerizer
-	all      []*Containerizer // closed on cleanup
+	// noRecycle: Config.NoRecycleShims.
+	noRecycle bool
+	iso       *cgroupIsolator
+	c         *Containerizer
+	all       []*Containerizer // closed on cleanup
 }
 
 func newEnv(t testing.TB, stateDir string) *env {
@@ -236,11 +238,12 @@ func newEnvWith(t testing.TB, e *env) *env {
 func (e *env) newContainerizer() *Containerizer {
 	e.t.Helper()
 	c, err := New(Config{
-		StateDir:   e.stateDir,
-		RunDir:     e.runDir,
-		Isolators:  []isolator.Isolator{e.iso},
-		ShimBinary: e.shim,
-		KillGrace:  2 * time.Second,
+		StateDir:       e.stateDir,
+		RunDir:         e.runDir,
+		Isolators:      []isolator.Isolator{e.iso},
+		ShimBinary:     e.shim,
+		KillGrace:      2 * time.Second,
+		NoRecycleShims: e.noRecycle,
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -301,6 +304,10 @@ func (e *env) assertGone(id string, shimPid int) {
 	if shimPid > 0 {
 		if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", shimPid)); err == nil && strings.Contains(string(data), id) {
 			e.t.Errorf("shim %d still running: %q", shimPid, data)
+		}
+		// A recycled shim lives on, out of the container's directory.
+		if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", shimPid)); err == nil && strings.Contains(cwd, id) {
+			e.t.Errorf("shim %d still in the container's directory %s", shimPid, cwd)
 		}
 	}
 }

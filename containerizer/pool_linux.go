@@ -501,9 +501,14 @@ func (c *Containerizer) makeSandbox(ctx context.Context, name string, shape Shap
 	if err := executor.WriteBundle(sb.dir, b); err != nil {
 		return nil, err
 	}
-	sp, err := c.spawnShim("")
-	if err != nil {
-		return nil, err
+	// A recycled shim when one waits (a sandbox never joins a network
+	// namespace): made off the launch path, a sandbox still costs a
+	// shim's start otherwise.
+	sp := c.takeRecycled()
+	if sp == nil {
+		if sp, err = c.spawnShim("", c.recycling()); err != nil {
+			return nil, err
+		}
 	}
 	sb.sp = sp
 	if err := os.WriteFile(filepath.Join(sb.dir, shimPidFile), []byte(strconv.Itoa(sp.pid)), 0o600); err != nil {
@@ -616,6 +621,9 @@ func (c *Containerizer) launchWarm(ctx context.Context, ct *container, sb *sandb
 	ct.sandbox, ct.shimPid, ct.shimDone = sb.name, sb.sp.pid, sb.sp.done
 	ct.mark("rename")
 	err = c.boundClaim(ctx, ct, sb, user, owner)
+	if err == nil && c.keepShim(ct, sb.sp, sb.reports) {
+		return true, nil
+	}
 	sb.sp.goW.Close() // EOF aborts a shim whose claim failed
 	sb.sp.reportR.Close()
 	if err == nil || ctx.Err() != nil || errors.Is(err, ErrCommandNotFound) {

@@ -68,6 +68,11 @@ const (
 	// EventReady: a warm sandbox is made (Pid is its init, blocked before
 	// the task's exec) and waits for its claim.
 	EventReady = "ready"
+	// EventFree: a recycled shim's container has ended, exit.json is
+	// written, and the shim has left the container's directory (nothing
+	// of it mounted or open): it waits for another container directory
+	// on GoFD, as a warm shim (RunOptions.Recycle).
+	EventFree = "free"
 )
 
 // SandboxPrepared is the line the containerizer writes on GoFD once the

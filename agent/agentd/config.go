@@ -114,6 +114,10 @@ type WarmConfig struct {
 	// Memory is --warm-sandbox-memory: the most memory they may hold in
 	// all (a size, their measured proportional set size); positive.
 	Memory string
+	// RecycleShims is --shim-recycle: a shim whose container has ended
+	// takes the next containers (containerizer.Config.NoRecycleShims
+	// when false).
+	RecycleShims bool
 }
 
 // maxWarmSandboxes bounds --warm-sandboxes.
@@ -233,6 +237,8 @@ func DefaultConfig() Config {
 			Sandboxes: containerizer.DefaultWarmSandboxes,
 			Idle:      containerizer.DefaultWarmSandboxIdle,
 			Memory:    bytesize.Format(containerizer.DefaultWarmSandboxBytes),
+			// On: a launch then starts no shim process (issue 35).
+			RecycleShims: true,
 		},
 		Logs: LogConfig{
 			MaxSize:  bytesize.Format(containerlog.DefaultMaxSize),

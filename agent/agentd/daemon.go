@@ -176,6 +176,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		Images:        images,
 		WarmSandboxes: containerizerWarmSandboxes(cfg.Warm.Sandboxes), WarmSandboxIdle: cfg.Warm.Idle,
 		WarmSandboxMemory: d.res.warmMem,
+		NoRecycleShims:    !cfg.Warm.RecycleShims,
 	})
 	if err != nil {
 		return fmt.Errorf("containerizer: %w", err)

@@ -124,6 +124,7 @@ func registerAgentFlags(f *pflag.FlagSet, cfg *agentd.Config) {
 	f.StringVar(&cfg.Logs.Rate, "log-rate", cfg.Logs.Rate, "bytes of log a container's shim writes per second at most (0: no bound); beyond it the container waits on its output")
 	f.IntVar(&cfg.Warm.Sandboxes, "warm-sandboxes", cfg.Warm.Sandboxes, "warm sandboxes (containers made ahead of launches, taken by a launch of the same root and user namespace) kept per shape at most; how many follows the launch rate, none when idle (0 to 64; 0: none)")
 	f.DurationVar(&cfg.Warm.Idle, "warm-sandbox-idle", cfg.Warm.Idle, "a shape without launches for this long keeps no warm sandbox (positive)")
+	f.BoolVar(&cfg.Warm.RecycleShims, "shim-recycle", cfg.Warm.RecycleShims, "a shim whose container has ended, once it has left that container's directory as it found it, runs the next containers (no shim process start and exit per container); false: every shim exits with its container")
 	f.StringVar(&cfg.Warm.Memory, "warm-sandbox-memory", cfg.Warm.Memory, "memory all warm sandboxes may hold at most (their measured proportional set size): 256MiB, …; none is kept either while the host's available memory is under a twentieth of its total")
 	f.DurationVar(&cfg.SocketIdleTimeout, "socket-idle-timeout", cfg.SocketIdleTimeout, "close a local API connection with no call in progress after this long (clients reconnect by themselves; 0: never)")
 	f.IntVar(&cfg.SocketMaxConns, "socket-max-connections", cfg.SocketMaxConns, "open local API connections at most; one more is closed at once (0: no bound)")

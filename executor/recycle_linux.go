@@ -1,0 +1,196 @@
+package executor
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A recycled shim (RunOptions.Recycle) runs another container after its
+// container ends, instead of exiting; the containerizer puts it back
+// among its warm shims. What makes that safe is that the shim is, before
+// each container, what a new warm shim is: leave takes the ended
+// container's mounts out of the shim's mount namespace, closes what it
+// held and moves out of its directory, and recycler checks what leave
+// cannot see (file descriptors and goroutines left over) against the
+// shim's own counts before its first container. A shim that fails any of
+// it exits, as every shim did before.
+//
+// What a recycled shim keeps from one container to the next is its
+// process: the Go runtime, the codecs prewarm built, its mount namespace
+// (copied from the agent's when the shim started: host mounts made since
+// are not in it, as for any warm shim; maxRecycleAge bounds that).
+
+const (
+	// maxRecycleUses bounds the containers one shim runs.
+	maxRecycleUses = 200
+	// maxRecycleAge bounds how long after its start a shim takes another
+	// container.
+	maxRecycleAge = time.Minute
+)
+
+// recycler decides whether a warm shim takes another container.
+type recycler struct {
+	on      bool
+	started time.Time
+	uses    int
+	// fds and goroutines are the counts after the first container: what
+	// the process keeps once (the poller, libcontainer's procfs handle,
+	// the log's goroutines of the runtime) is there by then; a shim that
+	// holds more after a later one leaks, and exits.
+	fds, goroutines int
+}
+
+func newRecycler(on bool) *recycler {
+	return &recycler{on: on, started: time.Now()}
+}
+
+// again reports whether the container about to run may be followed by
+// another in this shim.
+func (r *recycler) again() bool {
+	if !r.on {
+		return false
+	}
+	r.uses++
+	return r.uses < maxRecycleUses && time.Since(r.started) < maxRecycleAge
+}
+
+// reset reports whether the shim, its container gone and its directory
+// left, holds no more than after its first container: no file
+// descriptor and no goroutine more (goroutines that are ending get a
+// moment).
+func (r *recycler) reset(log *slog.Logger) bool {
+	fds := openFDs()
+	if fds < 0 {
+		return false
+	}
+	if r.uses == 1 {
+		time.Sleep(5 * time.Millisecond) // the container's goroutines end
+		r.fds, r.goroutines = openFDs(), runtime.NumGoroutine()
+		return r.fds >= 0
+	}
+	if fds > r.fds {
+		log.Warn("shim not recycled: file descriptors left open", "open", fds, "after_first", r.fds)
+		return false
+	}
+	deadline := time.Now().Add(100 * time.Millisecond)
+	for runtime.NumGoroutine() > r.goroutines {
+		if time.Now().After(deadline) {
+			log.Warn("shim not recycled: goroutines left", "running", runtime.NumGoroutine(), "after_first", r.goroutines)
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
+}
+
+// openFDs counts the process's open file descriptors (-1 when unknown).
+func openFDs() int {
+	f, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return -1
+	}
+	return len(names) - 1 // the directory's own
+}
+
+// leave readies the shim for another container once s's has ended
+// (supervise returned): every control connection ended, and the mounts
+// the launch made under the container's directory (root, sysfs, cgroup
+// view) detached, none left there. It reports whether the shim may take
+// another container (recycler.reset checks the rest, then detach).
+func (s *shim) leave() bool {
+	if !s.served {
+		s.log.Warn("shim not recycled: a control connection outlived the container")
+		return false
+	}
+	for _, mp := range []string{RootfsDir, SysfsDir, CgroupViewDir} {
+		p := filepath.Join(s.dir, mp)
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			s.log.Warn("shim not recycled: unmount", "path", p, "err", err)
+			return false
+		}
+	}
+	if left, err := mountsUnder(s.dir); err != nil || len(left) > 0 {
+		s.log.Warn("shim not recycled: mounts left in the container directory", "mounts", left, "err", err)
+		return false
+	}
+	return true
+}
+
+// detach leaves the container's directory: the shim's output, which went
+// to its shim.log (adoptDir), goes nowhere until the next container, and
+// the working directory is /. Last: the containerizer takes a shim whose
+// working directory is no longer the container's as gone from it
+// (shimAlive).
+func detach() error {
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer null.Close()
+	for _, fd := range []int{1, 2} {
+		if err := unix.Dup3(int(null.Fd()), fd, 0); err != nil {
+			return err
+		}
+	}
+	return os.Chdir("/")
+}
+
+// mountsUnder returns the mount points of the shim's mount namespace at
+// or below dir.
+func mountsUnder(dir string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMountinfo(fields[4])
+		if mp == dir || strings.HasPrefix(mp, dir+"/") {
+			out = append(out, mp)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read mountinfo: %w", err)
+	}
+	return out, nil
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var c byte
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &c); err == nil {
+				b.WriteByte(c)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
