@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -76,6 +77,15 @@ func TestShimRecycled(t *testing.T) {
 	pids := runSequence(t, e, 8)
 	if d := distinct(pids); d > 3 {
 		t.Errorf("8 containers in a row had %d shims (%v), want them recycled", d, pids)
+	}
+	// A free shim waits where warm shims wait (brim agent cleanup
+	// looks there), out of every container's directory.
+	last := pids[len(pids)-1]
+	if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", last)); err != nil || cwd != filepath.Join(run, "containers") {
+		t.Errorf("free shim %d works in %q (%v), want %s", last, cwd, err, filepath.Join(run, "containers"))
+	}
+	if got := warmShims(filepath.Join(run, "containers")); !slices.Contains(got, last) {
+		t.Errorf("cleanup's warm shims %v miss the free shim %d", got, last)
 	}
 	e.c.Close()
 	for _, p := range pids {

@@ -18,30 +18,33 @@ import (
 // container ends, instead of exiting; the containerizer puts it back
 // among its warm shims. What makes that safe is that the shim is, before
 // each container, what a new warm shim is: leave takes the ended
-// container's mounts out of the shim's mount namespace, closes what it
-// held and moves out of its directory, and recycler checks what leave
-// cannot see (file descriptors and goroutines left over) against the
-// shim's own counts before its first container. A shim that fails any of
-// it exits, as every shim did before.
+// container's mounts out of the shim's mount namespace, and detach moves
+// the shim out of its directory; recycler checks what leave cannot see
+// (file descriptors and goroutines left over) against the shim's own
+// counts after its first container. A shim that fails any of it exits,
+// as every shim did before.
 //
 // What a recycled shim keeps from one container to the next is its
-// process: the Go runtime, the codecs prewarm built, its mount namespace
-// (copied from the agent's when the shim started: host mounts made since
-// are not in it, as for any warm shim; maxRecycleAge bounds that).
+// process: the Go runtime, the codecs prewarm built, and its mount
+// namespace, a copy of the agent's that followed the host's until the
+// first launch made it private: host mounts made or removed since are
+// not seen there (maxRecycleAge bounds that; the containerizer gives
+// launches that join a network namespace a shim that has run nothing).
 
 const (
 	// maxRecycleUses bounds the containers one shim runs.
 	maxRecycleUses = 200
-	// maxRecycleAge bounds how long after its start a shim takes another
-	// container.
+	// maxRecycleAge bounds how long after its first container's launch
+	// a shim takes another container: its mount namespace stopped
+	// following the host's then.
 	maxRecycleAge = time.Minute
 )
 
 // recycler decides whether a warm shim takes another container.
 type recycler struct {
-	on      bool
-	started time.Time
-	uses    int
+	on    bool
+	first time.Time // the first container's launch
+	uses  int
 	// fds and goroutines are the counts after the first container: what
 	// the process keeps once (the poller, libcontainer's procfs handle,
 	// the log's goroutines of the runtime) is there by then; a shim that
@@ -50,7 +53,7 @@ type recycler struct {
 }
 
 func newRecycler(on bool) *recycler {
-	return &recycler{on: on, started: time.Now()}
+	return &recycler{on: on}
 }
 
 // again reports whether the container about to run may be followed by
@@ -60,14 +63,22 @@ func (r *recycler) again() bool {
 		return false
 	}
 	r.uses++
-	return r.uses < maxRecycleUses && time.Since(r.started) < maxRecycleAge
+	if r.uses == 1 {
+		r.first = time.Now()
+	}
+	return r.uses < maxRecycleUses
 }
 
 // reset reports whether the shim, its container gone and its directory
-// left, holds no more than after its first container: no file
-// descriptor and no goroutine more (goroutines that are ending get a
-// moment).
+// left, may take another: its first container launched less than
+// maxRecycleAge ago, and it holds no more than after that container: no
+// file descriptor and no goroutine more (goroutines that are ending get
+// a moment).
 func (r *recycler) reset(log *slog.Logger) bool {
+	if age := time.Since(r.first); age >= maxRecycleAge {
+		log.Info("shim not recycled: its mount namespace is as old as its first container", "age", age.Round(time.Second))
+		return false
+	}
 	fds := openFDs()
 	if fds < 0 {
 		return false
@@ -130,12 +141,13 @@ func (s *shim) leave() bool {
 	return true
 }
 
-// detach leaves the container's directory: the shim's output, which went
-// to its shim.log (adoptDir), goes nowhere until the next container, and
-// the working directory is /. Last: the containerizer takes a shim whose
-// working directory is no longer the container's as gone from it
-// (shimAlive).
-func detach() error {
+// detach leaves the container directory dir: the shim's output, which
+// went to its shim.log (adoptDir), goes nowhere until the next
+// container, and the working directory is dir's parent, where warm shims
+// wait (brim agent cleanup finds them there). Last: the containerizer
+// takes a shim whose working directory is no longer the container's as
+// gone from it (shimAlive).
+func detach(dir string) error {
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		return err
@@ -146,7 +158,7 @@ func detach() error {
 			return err
 		}
 	}
-	return os.Chdir("/")
+	return os.Chdir(filepath.Dir(dir))
 }
 
 // mountsUnder returns the mount points of the shim's mount namespace at

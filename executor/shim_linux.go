@@ -83,7 +83,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 			return err
 		}
 		free, err := runOne(ctx, opts, dir, br, log, rc.again())
-		if err != nil || !free || !rc.reset(log) || detach() != nil {
+		if err != nil || !free || !rc.reset(log) || detach(dir) != nil {
 			closeHandshake(opts)
 			return err
 		}
