@@ -146,6 +146,7 @@ func (s *shim) create(b *Bundle, clk *stepClock) error {
 		}
 		return err
 	}
+	clk.mark("output")
 	var c *libcontainer.Container
 	if s.cgroups != nil {
 		c, err = createUnjoined(b.StateRoot, b.RuntimeID(), cfg)
