@@ -49,7 +49,10 @@ DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) &
 DEB       := bin/brim.deb
 package: build bin/tools/nfpm man
 	@mkdir -p bin/pkg
-	bin/brim agent config --commented > bin/pkg/agent.toml
+	# The packaged agent keeps its containers' runtime state on /run (a
+	# tmpfs under systemd; docs/operators.md, Runtime state on tmpfs).
+	bin/brim agent config --commented | sed 's|^#run-dir = ""$$|run-dir = "/run/brim-agent"|' > bin/pkg/agent.toml
+	grep -qx 'run-dir = "/run/brim-agent"' bin/pkg/agent.toml
 	bin/brim master config --commented > bin/pkg/master.toml
 	bin/brim completion bash > bin/pkg/brim.bash
 	bin/brim completion zsh > bin/pkg/_brim

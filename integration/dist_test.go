@@ -102,8 +102,11 @@ func TestDebInstall(t *testing.T) {
 	if got := strings.TrimSpace(r.must("brim", "--version")); got != want {
 		t.Errorf("installed brim --version = %q, want %q", got, want)
 	}
-	// The shipped configuration loads as it is.
-	r.must("brim", "agent", "config", "--config", "/etc/brim/agent.toml")
+	// The shipped configuration loads as it is, with the containers'
+	// runtime state on /run (docs/operators.md).
+	if cfg := r.must("brim", "agent", "config", "--config", "/etc/brim/agent.toml"); !strings.Contains(cfg, "\nrun-dir = \"/run/brim-agent\"\n") {
+		t.Errorf("the shipped agent.toml does not set run-dir = \"/run/brim-agent\"")
+	}
 	r.must("brim", "master", "config", "--config", "/etc/brim/master.toml")
 
 	// Configured as docs/operators.md says, on a free port and this

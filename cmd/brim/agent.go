@@ -112,7 +112,7 @@ func (af *agentFlags) check() error {
 // `brim dev` share to cfg's fields, with cfg's values (the preset) as
 // defaults.
 func registerAgentFlags(f *pflag.FlagSet, cfg *agentd.Config) {
-	f.StringVar(&cfg.RunDir, "run-dir", cfg.RunDir, "containers' runtime state (their directories and libcontainer's state; their sandboxes and output stay in the state dir): best on a memory file system such as /run/brim/agent, lost at a reboot as the containers are; empty: the state dir")
+	f.StringVar(&cfg.RunDir, "run-dir", cfg.RunDir, "containers' runtime state (their directories and libcontainer's state; their sandboxes and output stay in the state dir): best on a memory file system such as /run/brim-agent (not under the socket's /run/brim, 0700: user namespaces could not reach it), lost at a reboot as the containers are; empty: the state dir; the package sets /run/brim-agent")
 	f.StringVar(&cfg.CgroupParent, "cgroup-parent", cfg.CgroupParent, "cgroup under which containers' cgroups are made (in every hierarchy)")
 	f.StringVar(&cfg.Resources, "resources", cfg.Resources, `resources to hand out, Mesos syntax, e.g. "cpus:4;mem:8192" (default: the host's cpus and memory minus 1 GiB)`)
 	f.BoolVar(&cfg.Overcommit, "overcommit", cfg.Overcommit, "accept --resources naming more cpus or memory than the host has (refused otherwise)")
