@@ -177,6 +177,10 @@ type recorder struct {
 	forward   estimator.ForwardFunc
 	cur, sent Estimate
 	hasSent   bool
+	// open is the latest estimate not computed while QoS corrections
+	// blocked offers (estimator.Blocked): admission's once they lift,
+	// until the next estimate.
+	open Estimate
 }
 
 func (r *recorder) Estimate(ctx context.Context, u monitor.Usage) (estimator.Estimate, error) {
@@ -199,6 +203,9 @@ func (r *recorder) Estimate(ctx context.Context, u monitor.Usage) (estimator.Est
 	}
 	r.mu.Lock()
 	r.cur = Estimate{Estimate: est, At: at, InUse: Resources{MilliCPUs: inUse.MilliCPUs, MemMiB: inUse.MemoryBytes >> 20}, inUseBy: by}
+	if !estimator.Blocked(est) {
+		r.open = r.cur
+	}
 	r.mu.Unlock()
 	return est, nil
 }
@@ -234,6 +241,14 @@ func (r *recorder) snapshot() (cur, sent Estimate, hasSent bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.cur, r.sent, r.hasSent
+}
+
+// lastOpen returns the latest estimate computed while no correction
+// blocked offers (zero before the first).
+func (r *recorder) lastOpen() Estimate {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.open
 }
 
 // newOversub builds the monitor, applier, estimator loop state and metrics
@@ -352,15 +367,25 @@ func (o *oversub) reset(a *Agent) {
 
 // pool returns the revocable pool: the current estimate plus the revocable
 // resources it saw in use (with a master, the larger of that and the same
-// for the last forwarded estimate), and why admission is blocked.
+// for the last forwarded estimate), and why admission is blocked. An
+// estimate the guard emptied while corrections were in force does not
+// outlive them: once they are lifted the last one computed without them
+// counts.
 func (o *oversub) pool() (Resources, string, Estimate) {
+	blocking := o.applier.Blocking()
 	cur, sent, hasSent := o.est.snapshot()
+	if blocking == "" && estimator.Blocked(cur.Estimate) {
+		// Computed while corrections were in force, lifted since: the
+		// last estimate computed without one stands until the next (an
+		// estimator interval away).
+		cur = o.est.lastOpen()
+	}
 	p := resourcesOf(cur.Offered().Model().Add(cur.InUse.Model()))
 	if hasSent && o.est.forwarding() {
 		s := resourcesOf(sent.Offered().Model().Add(sent.InUse.Model()))
 		p = Resources{MilliCPUs: max(p.MilliCPUs, s.MilliCPUs), MemMiB: max(p.MemMiB, s.MemMiB)}
 	}
-	return p, o.applier.Blocking(), cur
+	return p, blocking, cur
 }
 
 // admit runs op, a ledger admission of revocable resources (ask is what it

@@ -204,6 +204,39 @@ func TestCorrectionsBlockAdmissionAndKillThaws(t *testing.T) {
 	}
 }
 
+// TestAdmissionAfterCorrectionsLift: an estimate computed while a QoS
+// correction was in force offers nothing; once the corrections are
+// lifted, admission takes the last estimate computed without one, not
+// that empty one until the next estimate (an estimator interval, 15 s by
+// default). TestCorrectionsBlockAdmissionAndKillThaws failed so when the
+// estimator loop's first estimate fell within its freeze.
+func TestAdmissionAfterCorrectionsLift(t *testing.T) {
+	ctx := context.Background()
+	a := newOversubAgent(t, fixed(t, "cpus:1;mem:200"), "fixed", &fakeCgroups{})
+	spec := Spec{Command: []string{"x"}, Resources: Resources{MilliCPUs: 100, MemMiB: 10}, Revocable: true}
+	c, err := a.Launch(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trig := qos.Trigger{Signal: qos.SignalAppLatency, Victim: "lc", Value: 0.004, Baseline: 0.001, Threshold: 0.002}
+	if err := a.over.applier.Apply(ctx, []qos.Correction{{Type: qos.Freeze, ContainerID: c.ID, Reason: "test", Trigger: trig}}); err != nil {
+		t.Fatal(err)
+	}
+	// The estimator loop's estimate, during the freeze.
+	if est, err := a.over.est.Estimate(ctx, a.over.mon.Usage()); err != nil || !estimator.Blocked(est) {
+		t.Fatalf("estimate during a freeze: %+v, %v; want the guard's", est, err)
+	}
+	if err := a.over.applier.Apply(ctx, []qos.Correction{{Type: qos.Kill, ContainerID: c.ID, Reason: "test", Trigger: trig}}); err != nil {
+		t.Fatal(err)
+	}
+	if why := a.over.applier.Blocking(); why != "" {
+		t.Fatalf("still blocking after the kill: %s", why)
+	}
+	if _, err := a.Launch(ctx, spec); err != nil {
+		t.Fatalf("revocable launch once the corrections are lifted: %v", err)
+	}
+}
+
 func TestReportLatency(t *testing.T) {
 	ctx := context.Background()
 	a := newOversubAgent(t, nil, "", nil)

@@ -199,10 +199,18 @@ type guard struct {
 	b Blocker
 }
 
+// guardName is the Explanation.Estimator of a guard's empty estimate.
+const guardName = "guard"
+
+// Blocked reports whether est is a Guard's empty estimate: computed while
+// its Blocker blocked, it says nothing of what may be offered once that
+// has ended.
+func Blocked(est Estimate) bool { return est.Explanation.Estimator == guardName }
+
 func (g *guard) Estimate(ctx context.Context, u monitor.Usage) (Estimate, error) {
 	if why := g.b.Blocking(); why != "" {
 		return Estimate{Explanation: Explanation{
-			Estimator: "guard",
+			Estimator: guardName,
 			Summary:   "offering nothing new while QoS corrections are in force: " + why,
 		}}, nil
 	}
