@@ -366,6 +366,13 @@ func (cfg *Config) runBase() string {
 	return cfg.StateDir
 }
 
+// layout returns the containers' directories (runtime state), their
+// data directories' root (sandboxes and logs: StateDir/containers, dir
+// itself without a RunDir) and libcontainer's state root.
+func (cfg *Config) layout() (dir, dataRoot, runcRoot string) {
+	return filepath.Join(cfg.runBase(), "containers"), filepath.Join(cfg.StateDir, "containers"), filepath.Join(cfg.runBase(), "runc")
+}
+
 // settleRunDir checks cfg's RunDir (CheckRunDir) and clears one that is
 // the StateDir itself: the one directory, as without a RunDir.
 func (cfg *Config) settleRunDir() error {
@@ -489,11 +496,9 @@ func New(cfg Config) (*Containerizer, error) {
 	c := &Containerizer{
 		cfg:        cfg,
 		log:        cfg.Log.With("component", "containerizer"),
-		dir:        filepath.Join(cfg.runBase(), "containers"),
-		dataRoot:   filepath.Join(cfg.StateDir, "containers"),
-		runcRoot:   filepath.Join(cfg.runBase(), "runc"),
 		containers: make(map[string]*container),
 	}
+	c.dir, c.dataRoot, c.runcRoot = cfg.layout()
 	for _, d := range []string{c.dir, c.dataRoot, c.runcRoot} {
 		if err := os.MkdirAll(d, 0o711); err != nil {
 			return nil, fmt.Errorf("new containerizer: %w", err)

@@ -449,17 +449,18 @@ func (c *Containerizer) keepShim(ct *container, sp *shimProc, reports *executor.
 		return false
 	}
 	ct.shimFreed, ct.shim = make(chan struct{}), sp
-	go c.awaitFree(ct, sp, reports)
+	go c.awaitFree(ct, reports)
 	return true
 }
 
-// awaitFree reads the next report of ct's recycled shim sp: "free" once
-// ct has ended and the shim left its directory, which closes
-// ct.shimFreed and gives sp back to the warm shims (see reuse). Anything
-// else — the shim exited (its reset failed, or it reached its bounds),
-// or the pipe broke — ends sp's handshake: a shim still running then
-// exits at EOF.
-func (c *Containerizer) awaitFree(ct *container, sp *shimProc, reports *executor.ReportReader) {
+// awaitFree reads the next report of ct's recycled shim (ct.shim):
+// "free" once ct has ended and the shim left its directory, which closes
+// ct.shimFreed and gives the shim back to the warm shims (see reuse).
+// Anything else — the shim exited (its reset failed, or it reached its
+// bounds), or the pipe broke — ends its handshake: a shim still running
+// then exits at EOF.
+func (c *Containerizer) awaitFree(ct *container, reports *executor.ReportReader) {
+	sp := ct.shim
 	rep, err := reports.Next()
 	if err != nil || rep.Event != executor.EventFree {
 		sp.goW.Close()
@@ -635,6 +636,20 @@ func (sp *shimProc) discard() {
 // takeWarm returns a live warm shim, or nil; with fresh, one that has
 // run no container. The caller refills the pool (see refill).
 func (c *Containerizer) takeWarm(fresh bool) *shimProc {
+	return c.take(func(sp *shimProc) bool { return !fresh || sp.freedAt.IsZero() })
+}
+
+// takeRecycled returns a warm shim that has run a container already,
+// or nil: the sandbox pool's, which would otherwise start a shim while
+// recycled ones wait (and, past recycledSpare, are ended).
+func (c *Containerizer) takeRecycled() *shimProc {
+	return c.take(func(sp *shimProc) bool { return !sp.freedAt.IsZero() })
+}
+
+// take removes from the warm shims, and returns, the first live one
+// that matches (nil: none); the dead ones it meets, and recycled ones
+// idle too long, are dropped.
+func (c *Containerizer) take(match func(*shimProc) bool) *shimProc {
 	c.poolMu.Lock()
 	defer c.poolMu.Unlock()
 	c.trimRecycledLocked(time.Now())
@@ -648,33 +663,10 @@ func (c *Containerizer) takeWarm(fresh bool) *shimProc {
 			continue
 		default:
 		}
-		if fresh && !sp.freedAt.IsZero() {
-			continue
+		if match(sp) {
+			c.warm = slices.Delete(c.warm, i, i+1)
+			return sp
 		}
-		c.warm = slices.Delete(c.warm, i, i+1)
-		return sp
-	}
-	return nil
-}
-
-// takeRecycled returns a warm shim that has run a container already,
-// or nil: the sandbox pool's, which would otherwise start a shim while
-// recycled ones wait (and, past recycledSpare, are ended).
-func (c *Containerizer) takeRecycled() *shimProc {
-	c.poolMu.Lock()
-	defer c.poolMu.Unlock()
-	c.trimRecycledLocked(time.Now())
-	for i, sp := range c.warm {
-		if sp.freedAt.IsZero() {
-			continue
-		}
-		select {
-		case <-sp.done:
-			continue // takeWarm drops it
-		default:
-		}
-		c.warm = slices.Delete(c.warm, i, i+1)
-		return sp
 	}
 	return nil
 }

@@ -594,8 +594,7 @@ func (c *Containerizer) discardSandbox(sb *sandbox) {
 	if sb.sp != nil {
 		sb.sp.discard()
 	}
-	ct := &container{spec: Spec{ID: sb.name}, dir: sb.dir, data: sb.data}
-	if err := c.teardown(context.Background(), ct); err != nil {
+	if err := c.teardown(context.Background(), c.newContainer(sb.name)); err != nil {
 		c.log.Warn("remove warm sandbox", "sandbox", sb.name, "err", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -15,6 +16,21 @@ import (
 	"github.com/brimnode/brim/internal/testutil"
 	"github.com/brimnode/brim/isolator"
 )
+
+// identity returns p's inode number and birth time (zero where the file
+// system keeps none).
+func identity(t *testing.T, p string) (uint64, time.Time) {
+	t.Helper()
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_BTIME, &st); err != nil {
+		t.Fatal(err)
+	}
+	var born time.Time
+	if st.Mask&unix.STATX_BTIME != 0 {
+		born = time.Unix(st.Btime.Sec, int64(st.Btime.Nsec))
+	}
+	return st.Ino, born
+}
 
 func inode(t *testing.T, p string) uint64 {
 	t.Helper()
@@ -162,12 +178,11 @@ func TestRunDirRecyclesDataDirs(t *testing.T) {
 	e := newEnvWith(t, &env{runDir: run, shim: smallShimBinary})
 	first := e.launch(Spec{Command: []string{"/bin/sh", "-c", "echo first; echo secret > /mnt/sandbox/f"}, Limits: isolator.Limits{MilliCPUs: 100}})
 	e.wait(first.ID)
-	// The data directory's identity: a mark on it (an inode number could
-	// be a new directory's after the old one's removal).
+	// The data directory's identity: its inode and birth time (an inode
+	// number alone could be a new directory's after the old one's
+	// removal; a new directory is born later).
 	data := filepath.Join(e.stateDir, "containers", first.ID)
-	if err := unix.Setxattr(data, "user.brim-test", []byte(first.ID), 0); err != nil {
-		t.Skipf("the state dir's file system takes no user xattrs: %v", err)
-	}
+	ino, born := identity(t, data)
 	if err := e.c.Destroy(context.Background(), first.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -177,10 +192,8 @@ func TestRunDirRecyclesDataDirs(t *testing.T) {
 	if st := e.wait(second.ID); st.Code != 0 {
 		t.Fatalf("exit status %+v", st)
 	}
-	mark := make([]byte, 64)
-	n, err := unix.Getxattr(filepath.Join(e.stateDir, "containers", second.ID), "user.brim-test", mark)
-	if err != nil || string(mark[:n]) != first.ID {
-		t.Errorf("the second data dir's mark: %q, %v; want the first's directory, given back", mark[:max(n, 0)], err)
+	if gotIno, gotBorn := identity(t, filepath.Join(e.stateDir, "containers", second.ID)); gotIno != ino || gotBorn != born {
+		t.Errorf("the second data dir is inode %d born %v, want the first's (%d, %v), given back", gotIno, gotBorn, ino, born)
 	}
 	// The sandbox is new and empty; the log has the second task's only.
 	if got := readSandbox(t, second, "stdout"); got != "second\n" {

@@ -44,8 +44,7 @@ func Teardown(ctx context.Context, stateDir, runDir string) ([]string, error) {
 	if err := cfg.settleRunDir(); err != nil {
 		return nil, fmt.Errorf("tear down containers: %w", err)
 	}
-	dir, runcRoot := filepath.Join(cfg.runBase(), "containers"), filepath.Join(cfg.runBase(), "runc")
-	dataRoot := filepath.Join(stateDir, "containers")
+	dir, dataRoot, runcRoot := cfg.layout()
 	var out []string
 	var errs []error
 	ents, err := os.ReadDir(dir)

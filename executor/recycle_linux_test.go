@@ -3,8 +3,14 @@ package executor
 import (
 	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/brimnode/brim/internal/testutil"
 )
 
 // TestRecyclerBounds: a shim takes at most maxRecycleUses containers,
@@ -51,16 +57,44 @@ func TestRecyclerBounds(t *testing.T) {
 	}
 }
 
-// TestUnescapeMountinfo: mountinfo's octal escapes are undone.
-func TestUnescapeMountinfo(t *testing.T) {
-	for in, want := range map[string]string{
-		`/a/b`:           "/a/b",
-		`/a\040b`:        "/a b",
-		`/tab\011x\134y`: "/tab\tx\\y",
-		`/end\04`:        `/end\04`,
-	} {
-		if got := unescapeMountinfo(in); got != want {
-			t.Errorf("unescapeMountinfo(%q) = %q, want %q", in, got, want)
+// TestMountsUnder: the mounts at and below a directory are found,
+// mountinfo's escapes undone (a space is "\040" there), and nothing
+// beside it (a sibling whose name extends the directory's).
+func TestMountsUnder(t *testing.T) {
+	testutil.RequireRoot(t)
+	base := t.TempDir()
+	dir := filepath.Join(base, "a dir")
+	for _, d := range []string{filepath.Join(dir, "sub\tx"), dir + "-beside"} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
 		}
+	}
+	var mounted []string
+	t.Cleanup(func() {
+		for i := len(mounted) - 1; i >= 0; i-- {
+			_ = unix.Unmount(mounted[i], unix.MNT_DETACH)
+		}
+	})
+	for _, m := range []string{dir, dir + "-beside"} {
+		if err := unix.Mount("tmpfs", m, "tmpfs", 0, "size=16k"); err != nil {
+			t.Fatal(err)
+		}
+		mounted = append(mounted, m)
+	}
+	sub := filepath.Join(dir, "sub\tx")
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", sub, "tmpfs", 0, "size=16k"); err != nil {
+		t.Fatal(err)
+	}
+	mounted = append(mounted, sub)
+	got, err := mountsUnder(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if want := []string{dir, sub}; !slices.Equal(got, want) {
+		t.Errorf("mountsUnder(%q) = %q, want %q", dir, got, want)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// save checkpoints q as <task>.json in files' directory, or dir/<task>.<hash>.json for a
+// save checkpoints q in files' directory as <task>.json, or <task>.<hash>.json for a
 // task of a framework (16 hex digits of the framework ID's SHA-256: the
 // ID is the client's to choose, the file name must stay a name). It is
 // fsynced only while q holds a terminal update (see durable).

@@ -347,11 +347,11 @@ func (c *Client) Update(st Status) error {
 // updates whose write failed.
 const CheckpointRetry = time.Second
 
-// saveLocked checkpoints q, or marks it for saveUnsaved to retry.
 // updateSpares is how many emptied checkpoint files the updates
 // directory keeps for new queues (atomicfile.Dir).
 const updateSpares = 256
 
+// saveLocked checkpoints q, or marks it for saveUnsaved to retry.
 func (c *Client) saveLocked(q *queue, what string) {
 	if err := q.save(c.updates); err != nil {
 		if !c.unsaved[q.key()] {
@@ -938,9 +938,9 @@ func (q *ackQueue) take() []ackOf {
 	return out
 }
 
-// checkpointAcks applies the acknowledgements of q as they come, until
+// checkpointAcks applies the acknowledgements of q as they come, and
+// every forgetInterval forgets the tasks that ended (forgetEnded), until
 // ctx ends.
-// Every forgetInterval it forgets the tasks that ended (forgetEnded).
 func (c *Client) checkpointAcks(ctx context.Context, q *ackQueue) {
 	tick := time.NewTicker(forgetInterval)
 	defer tick.Stop()
