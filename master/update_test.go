@@ -203,9 +203,12 @@ func TestUpdateTaskGrowAndShrink(t *testing.T) {
 
 func TestUpdateTaskRejectedWithoutSideEffects(t *testing.T) {
 	c := newCluster(t, master.Options{})
-	r := newFakeRunner()
-	c.startAgent(t.TempDir(), r)
-	c.startAgent(t.TempDir(), newFakeRunner())
+	// t1 lands on either agent (the first of a map's offers): both
+	// runners hold updates below.
+	runners := []*fakeRunner{newFakeRunner(), newFakeRunner()}
+	for _, r := range runners {
+		c.startAgent(t.TempDir(), r)
+	}
 	waitAgents(t, c.m, 2) // so that each framework's first offers cover both
 	ctx := context.Background()
 
@@ -294,9 +297,11 @@ func TestUpdateTaskRejectedWithoutSideEffects(t *testing.T) {
 
 	// An update in flight blocks a second one; the offer it used is spent.
 	hold := make(chan struct{})
-	r.mu.Lock()
-	r.holdUpdates = hold
-	r.mu.Unlock()
+	for _, r := range runners {
+		r.mu.Lock()
+		r.holdUpdates = hold
+		r.mu.Unlock()
+	}
 	if _, err := updateTask(f, "t1", "cpus:2;mem:256", o.Id); err != nil {
 		t.Fatal(err)
 	}
