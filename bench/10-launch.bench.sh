@@ -8,8 +8,10 @@
 # namespaces, mounts, masked paths, seccomp profile), the same cpu shares,
 # a cgroup at an absolute path under the same parent.
 #
-# A cold launch makes the container from nothing (with a warm shim; "no
-# warm shim" starts the shim process on the launch's path too); a warm
+# A cold launch makes the container from nothing (with a warm shim, which
+# made the container's namespaces and /dev, /tmp and /sys mounts while it
+# waited; "nothing made ahead" has libcontainer make them on the launch's
+# path; "no warm shim" starts the shim process on the launch's path too); a warm
 # launch takes a warm sandbox (docs/architecture.md, "Warm sandboxes").
 # Cold launches and runc's share one phase of rounds in random order, the
 # warm launches a second phase (a pool with sandboxes ready keeps the
@@ -35,6 +37,7 @@ while [ $# -ge 2 ]; do m[$2]=$1; shift 2; done
 row() { printf '%-40s p50 %7.2f ms  p99 %7.2f ms' "$1" "${m[$2-p50-ms]}" "${m[$2-p99-ms]}"; }
 row 'runc run -d (equivalent bundle)' runc; echo
 row 'brim cold (warm shim)' cold; printf '  p50 ratio to runc %.2f\n' "${m[cold/runc-p50-ratio]}"
+row 'brim cold, nothing made ahead' cold-unprepared; printf '  p50 ratio of cold to it %.2f\n' "${m[prepared/unprepared-p50-ratio]}"
 row 'brim cold, no warm shim' cold-spawn; echo
 row 'brim cold, user namespace' cold-userns; printf '  p50 ratio to cold %.2f\n' "${m[userns/plain-p50-ratio]}"
 row 'brim warm sandbox' warm; printf '  p50 ratio to runc %.2f\n' "${m[warm/runc-p50-ratio]}"

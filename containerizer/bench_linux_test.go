@@ -39,7 +39,10 @@ import (
 //   - cold (no warm sandbox): runc; "cold", a launch made from nothing
 //     with a warm shim (the default when no sandbox is ready);
 //     "cold-spawn", with no warm shim either (the shim process starts
-//     on the launch's path); "cold-userns", into a user namespace.
+//     on the launch's path); "cold-userns", into a user namespace;
+//     "cold-unprepared", with a warm shim that made nothing ahead
+//     (Config.NoShimPrepare: libcontainer makes the namespaces and the
+//     /dev, /tmp and /sys mounts on the launch's path).
 //   - warm: "warm" and "warm-userns", a launch that takes a warm sandbox
 //     (each round's sandbox made before the timed launch).
 //
@@ -48,7 +51,8 @@ import (
 // speed runc's and the cold launches' cgroup joins too. Reported, as
 // metrics a script reads: <variant>-p50-ms and -p99-ms, runc-p50-ms and
 // -p99-ms, cold/runc-p50-ratio, warm/runc-p50-ratio,
-// userns/plain-p50-ratio (cold-userns over cold). With
+// userns/plain-p50-ratio (cold-userns over cold),
+// prepared/unprepared-p50-ratio (cold over cold-unprepared). With
 // $LAUNCH_BENCH_STEPS set, the median of every launch step (the
 // containerizer's, then the shim's) per variant goes to that file.
 func BenchmarkLaunch(b *testing.B) {
@@ -63,6 +67,7 @@ func BenchmarkLaunch(b *testing.B) {
 	userns := testRange
 	cold := []*launchVariant{
 		{name: "cold", sandboxes: -1},
+		{name: "cold-unprepared", sandboxes: -1, noPrepare: true},
 		{name: "cold-spawn", sandboxes: -1, shims: -1},
 		{name: "cold-userns", sandboxes: -1, userns: &userns},
 	}
@@ -127,8 +132,17 @@ func reportLaunch(b *testing.B, runc *launchVariant, cold, warm []*launchVariant
 			b.ReportMetric(float64(p50)/float64(r50), v.name+"/runc-p50-ratio")
 		}
 	}
+	byName := map[string]*launchVariant{}
+	for _, v := range cold {
+		byName[v.name] = v
+	}
+	p50Ratio := func(a, b string) float64 {
+		return float64(percentile(byName[a].times, 50)) / float64(percentile(byName[b].times, 50))
+	}
 	// What a user namespace costs: the same cold launch with and without.
-	b.ReportMetric(float64(percentile(cold[2].times, 50))/float64(percentile(cold[0].times, 50)), "userns/plain-p50-ratio")
+	b.ReportMetric(p50Ratio("cold-userns", "cold"), "userns/plain-p50-ratio")
+	// What the warm shim's making ahead takes off (executor's readySet).
+	b.ReportMetric(p50Ratio("cold", "cold-unprepared"), "prepared/unprepared-p50-ratio")
 	if path := os.Getenv("LAUNCH_BENCH_STEPS"); path != "" {
 		var out strings.Builder
 		for _, v := range append(append([]*launchVariant(nil), cold...), warm...) {
@@ -238,6 +252,7 @@ type launchVariant struct {
 	sandboxes  int          // Config.WarmSandboxes
 	shims      int          // Config.WarmShims
 	userns     *subid.Range // launch into a user namespace of this range
+	noPrepare  bool         // Config.NoShimPrepare
 	c          *Containerizer
 	times      []time.Duration
 	steps      map[string][]time.Duration
@@ -255,7 +270,7 @@ func (v *launchVariant) start(b *testing.B, cg *cgroups.Isolator) {
 		stateDir = traversableTempDir(b)
 	}
 	c, err := New(Config{StateDir: stateDir, Isolators: []isolator.Isolator{cg}, ShimBinary: smallShimBinary,
-		HidePaths: DefaultHidePaths, WarmSandboxes: v.sandboxes, WarmShims: v.shims})
+		HidePaths: DefaultHidePaths, WarmSandboxes: v.sandboxes, WarmShims: v.shims, NoShimPrepare: v.noPrepare})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -462,6 +462,9 @@ func (c *Containerizer) keepShim(ct *container, sp *shimProc, reports *executor.
 func (c *Containerizer) awaitFree(ct *container, reports *executor.ReportReader) {
 	sp := ct.shim
 	rep, err := reports.Next()
+	if err == nil && rep.Event == executor.EventRetired {
+		c.log.Info("shim not recycled: it exits", "id", ct.spec.ID, "shim_pid", sp.pid, "reason", rep.Error)
+	}
 	if err != nil || rep.Event != executor.EventFree {
 		sp.goW.Close()
 		sp.reportR.Close()
@@ -606,6 +609,9 @@ func (c *Containerizer) spawnShim(dir string, recycle bool) (*shimProc, error) {
 	}
 	if recycle {
 		cmd.Args = append(cmd.Args, "--recycle")
+	}
+	if dir == "" && !c.cfg.NoShimPrepare {
+		cmd.Args = append(cmd.Args, "--prepare")
 	}
 	cmd.ExtraFiles = []*os.File{reportW, goR} // fds 3 and 4: executor.ReportFD, GoFD
 	cmd.Env = shimEnv()

@@ -32,11 +32,8 @@ import (
 // sandbox's view binds its own groups, which the cgroup isolator renames
 // to the container's at the claim: a bind follows its directory.
 func mountCgroupView(dir string, paths map[string]string) error {
-	if err := requirePrivateMountNS(); err != nil {
+	if err := makeMountsPrivate(); err != nil {
 		return err
-	}
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make mounts private: %w", err)
 	}
 	mounts, err := cgroups.GetCgroupMounts(false)
 	if err != nil {

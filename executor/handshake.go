@@ -73,6 +73,11 @@ const (
 	// of it mounted or open): it waits for another container directory
 	// on GoFD, as a warm shim (RunOptions.Recycle).
 	EventFree = "free"
+	// EventRetired: a recycled shim's container has ended and exit.json
+	// is written, but the shim takes no other container (Error says
+	// why: a bound reached, something of the container left in it); it
+	// exits.
+	EventRetired = "retired"
 )
 
 // SandboxPrepared is the line the containerizer writes on GoFD once the

@@ -39,6 +39,7 @@ func (s *shim) launch(ctx context.Context, report io.Writer, goAhead io.Reader) 
 	ls := s.startListen()
 	defer func() { ls.closeOnError(s, retErr) }()
 	if err := s.create(b, clk); err != nil {
+		s.ready.release() // what create attached of it
 		return err
 	}
 	defer func() {
@@ -122,6 +123,9 @@ func (s *shim) create(b *Bundle, clk *stepClock) error {
 	cfg, err := libcontainerConfig(b, s.dir, rootfs)
 	if err != nil {
 		return err
+	}
+	if err := s.ready.apply(cfg, rootfs); err != nil && s.ready != nil {
+		s.log.Debug("launch without all made ahead", "err", err)
 	}
 	s.cfg = cfg
 	clk.mark("config")
@@ -234,7 +238,11 @@ func (s *shim) start(b *Bundle, clk *stepClock) error {
 		}
 		s.tramp = t
 	}
-	if err := s.container.Start(p); err != nil {
+	err := s.container.Start(p)
+	// The container has its copies (or the start failed): the set is
+	// spent either way.
+	s.ready.release()
+	if err != nil {
 		if isCommandNotFound(err) && !b.Warm {
 			return fmt.Errorf("start %s: %w: %w", b.Args[0], ErrCommandNotFound, err)
 		}
@@ -242,7 +250,6 @@ func (s *shim) start(b *Bundle, clk *stepClock) error {
 	}
 	s.process = p
 	clk.mark("libcontainer start")
-	var err error
 	if s.pid, err = p.Pid(); err != nil {
 		return fmt.Errorf("container pid: %w", err)
 	}

@@ -3,7 +3,6 @@ package executor
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -68,38 +67,41 @@ func (r *recycler) again() bool {
 	return r.uses < maxRecycleUses
 }
 
-// reset reports whether the shim, its container gone and its directory
-// left, may take another: its first container launched less than
-// maxRecycleAge ago, and it holds no more than after that container: no
-// file descriptor and no goroutine more (goroutines that are ending get
-// a moment).
-func (r *recycler) reset(log *slog.Logger) bool {
+// reset returns why the shim, its container gone and its directory
+// left, may not take another (nil: it may): its first container must
+// have launched less than maxRecycleAge ago, and it must hold no more
+// than after that container: no file descriptor and no goroutine more
+// (goroutines that are ending get a moment). held is the descriptors
+// the shim holds for its next container (readySet), not counted.
+func (r *recycler) reset(held int) error {
 	if age := time.Since(r.first); age >= maxRecycleAge {
-		log.Info("shim not recycled: its mount namespace is as old as its first container", "age", age.Round(time.Second))
-		return false
+		return fmt.Errorf("its mount namespace is as old as its first container (%s)", age.Round(time.Second))
 	}
 	fds := openFDs()
 	if fds < 0 {
-		return false
+		return errors.New("its open file descriptors cannot be counted")
 	}
+	fds -= held
 	if r.uses == 1 {
 		time.Sleep(5 * time.Millisecond) // the container's goroutines end
-		r.fds, r.goroutines = openFDs(), runtime.NumGoroutine()
-		return r.fds >= 0
+		n := openFDs()
+		if n < 0 {
+			return errors.New("its open file descriptors cannot be counted")
+		}
+		r.fds, r.goroutines = n-held, runtime.NumGoroutine()
+		return nil
 	}
 	if fds > r.fds {
-		log.Warn("shim not recycled: file descriptors left open", "open", fds, "after_first", r.fds)
-		return false
+		return fmt.Errorf("file descriptors left open: %d, %d after its first container", fds, r.fds)
 	}
 	deadline := time.Now().Add(100 * time.Millisecond)
 	for runtime.NumGoroutine() > r.goroutines {
 		if time.Now().After(deadline) {
-			log.Warn("shim not recycled: goroutines left", "running", runtime.NumGoroutine(), "after_first", r.goroutines)
-			return false
+			return fmt.Errorf("goroutines left: %d, %d after its first container", runtime.NumGoroutine(), r.goroutines)
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return true
+	return nil
 }
 
 // openFDs counts the process's open file descriptors (-1 when unknown).
@@ -119,25 +121,23 @@ func openFDs() int {
 // leave readies the shim for another container once s's has ended
 // (supervise returned): every control connection ended, and the mounts
 // the launch made under the container's directory (root, sysfs, cgroup
-// view) detached, none left there. It reports whether the shim may take
-// another container (recycler.reset checks the rest, then detach).
-func (s *shim) leave() bool {
+// view) detached, none left there. It returns why the shim may not take
+// another container (nil: it may; recycler.reset checks the rest, then
+// detach).
+func (s *shim) leave() error {
 	if !s.served {
-		s.log.Warn("shim not recycled: a control connection outlived the container")
-		return false
+		return errors.New("a control connection outlived the container")
 	}
 	for _, mp := range []string{RootfsDir, SysfsDir, CgroupViewDir} {
 		p := filepath.Join(s.dir, mp)
 		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-			s.log.Warn("shim not recycled: unmount", "path", p, "err", err)
-			return false
+			return fmt.Errorf("unmount %s: %w", p, err)
 		}
 	}
 	if left, err := mountsUnder(s.dir); err != nil || len(left) > 0 {
-		s.log.Warn("shim not recycled: mounts left in the container directory", "mounts", left, "err", err)
-		return false
+		return fmt.Errorf("mounts left in the container directory: %q (%v)", left, err)
 	}
-	return true
+	return nil
 }
 
 // detach leaves the container directory dir: the shim's output, which

@@ -1,10 +1,10 @@
 package executor
 
 import (
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +18,6 @@ import (
 // none after a container that left a file descriptor open (against the
 // count after its first container); off, it takes none after the first.
 func TestRecyclerBounds(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
 	if newRecycler(false).again() {
 		t.Error("a shim without Recycle takes another container")
 	}
@@ -36,24 +35,27 @@ func TestRecyclerBounds(t *testing.T) {
 
 	r = newRecycler(true)
 	r.again()
-	if !r.reset(log) {
-		t.Fatal("reset after the first container: false")
+	if err := r.reset(0); err != nil {
+		t.Fatalf("reset after the first container: %v", err)
 	}
 	r.again()
 	f, err := os.Open(os.DevNull)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.reset(log) {
-		t.Error("reset with a file descriptor more than after the first container: true")
+	if err := r.reset(0); err == nil || !strings.Contains(err.Error(), "file descriptors left open") {
+		t.Errorf("reset with a file descriptor more than after the first container: %v", err)
+	}
+	if err := r.reset(1); err != nil {
+		t.Errorf("reset with a descriptor held for the next container (readySet): %v", err)
 	}
 	f.Close()
-	if !r.reset(log) {
-		t.Error("reset once the descriptor is closed: false")
+	if err := r.reset(0); err != nil {
+		t.Errorf("reset once the descriptor is closed: %v", err)
 	}
 	r.first = time.Now().Add(-maxRecycleAge)
-	if r.reset(log) {
-		t.Errorf("reset %v after the first launch: true", maxRecycleAge)
+	if err := r.reset(0); err == nil || !strings.Contains(err.Error(), "as old as its first container") {
+		t.Errorf("reset %v after the first launch: %v", maxRecycleAge, err)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
@@ -138,13 +137,8 @@ func prepareMountPoints(rootfs string, mounts []specs.Mount) error {
 // shim's and the container's mount namespaces (it holds the network
 // namespace until then); the host never sees it.
 func mountNetSysfs(dir, netnsPath string) error {
-	if err := requirePrivateMountNS(); err != nil {
+	if err := makeMountsPrivate(); err != nil {
 		return err
-	}
-	// Nothing mounted below may propagate back to the host (prepareHostRoot
-	// did this already for a container on the host root).
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make mounts private: %w", err)
 	}
 	target := filepath.Join(dir, SysfsDir)
 	if err := os.Mkdir(target, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
@@ -155,34 +149,37 @@ func mountNetSysfs(dir, netnsPath string) error {
 		return fmt.Errorf("open netns: %w", err)
 	}
 	defer ns.Close()
-	errc := make(chan error, 1)
-	go func() {
-		// The thread joins the container's network namespace and is
-		// never unlocked: Go ends it with this goroutine, so no other
-		// goroutine ever runs in that namespace.
-		runtime.LockOSThread()
+	// The thread that joins the container's network namespace ends with
+	// the mount: no other goroutine ever runs in that namespace.
+	return onThreadOfItsOwn(func() error {
 		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("join netns %s: %w", netnsPath, err)
-			return
+			return fmt.Errorf("join netns %s: %w", netnsPath, err)
 		}
-		err := unix.Mount("sysfs", target, "sysfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
-		if err != nil {
-			err = fmt.Errorf("mount sysfs of netns %s: %w", netnsPath, err)
+		if err := unix.Mount("sysfs", target, "sysfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("mount sysfs of netns %s: %w", netnsPath, err)
 		}
-		errc <- err
-	}()
-	return <-errc
+		return nil
+	})
+}
+
+// makeMountsPrivate makes the shim's mount namespace private: nothing
+// mounted in it from then on propagates to the host's.
+func makeMountsPrivate() error {
+	if err := requirePrivateMountNS(); err != nil {
+		return err
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	return nil
 }
 
 // rootfsMountPoint makes the shim's mount namespace private (nothing
 // done in it may propagate back to the host) and the container's root
 // mount point in dir.
 func rootfsMountPoint(dir string) (string, error) {
-	if err := requirePrivateMountNS(); err != nil {
+	if err := makeMountsPrivate(); err != nil {
 		return "", err
-	}
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return "", fmt.Errorf("make mounts private: %w", err)
 	}
 	root := filepath.Join(dir, RootfsDir)
 	if err := os.Mkdir(root, 0o755); err != nil && !errors.Is(err, os.ErrExist) {

@@ -42,6 +42,11 @@ type RunOptions struct {
 	// another container directory instead of exiting: a container then
 	// costs no process start-up and exit of its shim (≈ 3 ms of CPU).
 	Recycle bool
+	// Prepare, for a warm shim, makes ahead what the next container
+	// would otherwise make on its launch's path (readySet: its network,
+	// IPC and UTS namespaces, its /dev, /tmp and /sys mounts), for a container
+	// without a user namespace.
+	Prepare bool
 	// Log receives the shim's own log.
 	Log *slog.Logger
 }
@@ -62,7 +67,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if opts.Dir != "" {
-		_, err := runOne(ctx, opts, opts.Dir, nil, log, false)
+		_, _, err := runOne(ctx, opts, opts.Dir, nil, nil, log, false)
 		return err
 	}
 	// A warm shim: started ahead of any launch, it learns its container
@@ -71,6 +76,11 @@ func Run(ctx context.Context, opts RunOptions) error {
 		return errors.New("run shim: no container directory and no handshake")
 	}
 	prewarm()
+	var ready *readySet
+	if opts.Prepare {
+		ready = makeReady(nil, log)
+	}
+	defer func() { ready.close() }()
 	br := bufio.NewReader(opts.GoAhead)
 	rc := newRecycler(opts.Recycle)
 	for {
@@ -82,10 +92,25 @@ func Run(ctx context.Context, opts RunOptions) error {
 			opts.GoAhead.Close()
 			return err
 		}
-		free, err := runOne(ctx, opts, dir, br, log, rc.again())
-		if err != nil || !free || !rc.reset(log) || detach(dir) != nil {
+		kept, retire, err := runOne(ctx, opts, dir, br, ready, log, rc.again())
+		if err == nil && kept && retire == nil {
+			retire = rc.reset(ready.held())
+		}
+		if err == nil && kept && retire == nil {
+			retire = detach(dir)
+		}
+		if err != nil || !kept || retire != nil {
+			if retire != nil {
+				// The agent logs why: the container's directory, and
+				// this shim's log in it, may be gone by then.
+				log.Info("shim not recycled", "reason", retire)
+				_ = writeReport(opts.Report, Report{Event: EventRetired, Error: retire.Error()})
+			}
 			closeHandshake(opts)
 			return err
+		}
+		if opts.Prepare {
+			ready = makeReady(ready, log)
 		}
 		if err := writeReport(opts.Report, Report{Event: EventFree}); err != nil {
 			// The containerizer that started us is gone (an agent
@@ -96,14 +121,34 @@ func Run(ctx context.Context, opts RunOptions) error {
 	}
 }
 
+// makeReady returns r when no launch used it, or a new set made ahead
+// (nil when nothing can be made: libcontainer then makes it all, as for
+// a shim that is not warm).
+func makeReady(r *readySet, log *slog.Logger) *readySet {
+	if r != nil && !r.used && r.held() > 0 {
+		return r
+	}
+	template, err := readyTemplate()
+	if err != nil {
+		log.Warn("nothing made ahead", "err", err)
+		return nil
+	}
+	r, err = makeReadySet(template)
+	if err != nil {
+		log.Warn("not all made ahead", "err", err)
+	}
+	return r
+}
+
 // runOne launches and supervises the container of dir; goAhead, when not
-// nil, is opts.GoAhead read through (a warm shim's). With keep the
-// handshake stays open after the launch and free reports whether the
-// container has ended with the shim clean enough to take another
-// (shim.leave); otherwise the handshake is closed once the launch is
-// reported.
-func runOne(ctx context.Context, opts RunOptions, dir string, goAhead io.Reader, log *slog.Logger, keep bool) (free bool, err error) {
-	s := &shim{dir: dir, log: log, done: make(chan struct{}), shimPid: os.Getpid()}
+// nil, is opts.GoAhead read through (a warm shim's); ready, when not nil,
+// is what the shim made ahead for it (readySet). With keep the
+// handshake stays open after the launch (kept), and retire says why,
+// once the container has ended, the shim is not clean enough to take
+// another (shim.leave; nil: it is); otherwise the handshake is closed
+// once the launch is reported.
+func runOne(ctx context.Context, opts RunOptions, dir string, goAhead io.Reader, ready *readySet, log *slog.Logger, keep bool) (kept bool, retire, err error) {
+	s := &shim{dir: dir, log: log, done: make(chan struct{}), shimPid: os.Getpid(), ready: ready}
 	if goAhead == nil && opts.GoAhead != nil {
 		goAhead = opts.GoAhead
 	}
@@ -126,12 +171,15 @@ func runOne(ctx context.Context, opts RunOptions, dir string, goAhead io.Reader,
 		closeHandshake(opts)
 	}
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	if err := s.supervise(); err != nil {
-		return false, err
+		return false, nil, err
 	}
-	return keep && s.leave(), nil
+	if !keep {
+		return false, nil, nil
+	}
+	return true, s.leave(), nil
 }
 
 // closeHandshake closes the handshake's pipes (those set).
@@ -159,6 +207,7 @@ type shim struct {
 	cgroups   *cgroupJoin // the groups the shim joins itself (nil: libcontainer does)
 	out       *output     // stdio and the log, from a successful launch
 	tramp     *trampoline // a warm sandbox's trampoline, until its claim
+	ready     *readySet   // made ahead for this container (ready_linux.go)
 
 	initExe unix.Stat_t // the init's executable before exec (see awaitExec)
 	execed  atomic.Bool

@@ -118,6 +118,10 @@ type WarmConfig struct {
 	// takes the next containers (containerizer.Config.NoRecycleShims
 	// when false).
 	RecycleShims bool
+	// PrepareShims is --shim-prepare: a warm shim makes the next
+	// container's namespaces and /dev, /tmp and /sys mounts while it waits
+	// (containerizer.Config.NoShimPrepare when false).
+	PrepareShims bool
 }
 
 // maxWarmSandboxes bounds --warm-sandboxes.
@@ -239,6 +243,7 @@ func DefaultConfig() Config {
 			Memory:    bytesize.Format(containerizer.DefaultWarmSandboxBytes),
 			// On: a launch then starts no shim process (issue 35).
 			RecycleShims: true,
+			PrepareShims: true,
 		},
 		Logs: LogConfig{
 			MaxSize:  bytesize.Format(containerlog.DefaultMaxSize),

@@ -177,6 +177,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		WarmSandboxes: containerizerWarmSandboxes(cfg.Warm.Sandboxes), WarmSandboxIdle: cfg.Warm.Idle,
 		WarmSandboxMemory: d.res.warmMem,
 		NoRecycleShims:    !cfg.Warm.RecycleShims,
+		NoShimPrepare:     !cfg.Warm.PrepareShims,
 	})
 	if err != nil {
 		return fmt.Errorf("containerizer: %w", err)

@@ -10,7 +10,7 @@
 // times that on a loaded host). With this binary a launch matches `runc
 // run -d` (bench/10-launch.bench.sh); point containerizer.Config.ShimBinary
 // at it. Usage: brim-shim shim --bundle DIR [--handshake], or
-// brim-shim shim --handshake [--recycle] for a warm shim.
+// brim-shim shim --handshake [--recycle] [--prepare] for a warm shim.
 //
 // The shim and the container inits it starts need no GOMAXPROCS sized to
 // a cgroup quota: the go:debug settings atop this file keep the runtime from
@@ -60,13 +60,14 @@ func main() {
 	dir := fs.String("bundle", "", "container directory holding "+executor.BundleFile+" (empty: read from fd 4)")
 	handshake := fs.Bool("handshake", false, "report on fd 3 and wait for the go-ahead on fd 4")
 	recycle := fs.Bool("recycle", false, `after the container ends, report "free" on fd 3 and wait for another (a warm shim only)`)
+	prepare := fs.Bool("prepare", false, "make the next container's network, IPC and UTS namespaces and its /dev, /tmp and /sys mounts while waiting for it (a warm shim only)")
 	_ = fs.Parse(os.Args[2:])
 	if *dir == "" && !*handshake {
 		fmt.Fprintln(os.Stderr, "brim-shim: --bundle is required without --handshake")
 		os.Exit(2)
 	}
-	if *recycle && (*dir != "" || !*handshake) {
-		fmt.Fprintln(os.Stderr, "brim-shim: --recycle is for a warm shim (--handshake without --bundle)")
+	if (*recycle || *prepare) && (*dir != "" || !*handshake) {
+		fmt.Fprintln(os.Stderr, "brim-shim: --recycle and --prepare are for a warm shim (--handshake without --bundle)")
 		os.Exit(2)
 	}
 	// The container outlives signals to the shim: only its exit ends the
@@ -74,7 +75,7 @@ func main() {
 	// by the container's processes.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "shim")
-	opts := executor.RunOptions{Dir: *dir, Log: log, Recycle: *recycle}
+	opts := executor.RunOptions{Dir: *dir, Log: log, Recycle: *recycle, Prepare: *prepare}
 	if *handshake {
 		opts.Report = os.NewFile(executor.ReportFD, "report")
 		opts.GoAhead = os.NewFile(executor.GoFD, "go-ahead")

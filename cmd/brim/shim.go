@@ -13,12 +13,14 @@ import (
 
 // The per-container shim, started detached by the containerizer (never by
 // hand): `brim shim --bundle DIR [--handshake]`, or `brim shim --handshake
-// [--recycle]` for a warm shim that reads its directory from fd 4.
+// [--recycle] [--prepare]` for a warm shim that reads its directory from
+// fd 4.
 var _ = registerSubcommand(func() *cobra.Command {
 	var (
 		dir       string
 		handshake bool
 		recycle   bool
+		prepare   bool
 	)
 	cmd := &cobra.Command{
 		Use:    "shim",
@@ -30,10 +32,10 @@ var _ = registerSubcommand(func() *cobra.Command {
 				return errors.New("shim: --bundle is required without --handshake")
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "shim")
-			if recycle && (dir != "" || !handshake) {
-				return errors.New("shim: --recycle is for a warm shim (--handshake without --bundle)")
+			if (recycle || prepare) && (dir != "" || !handshake) {
+				return errors.New("shim: --recycle and --prepare are for a warm shim (--handshake without --bundle)")
 			}
-			opts := executor.RunOptions{Dir: dir, Log: log, Recycle: recycle}
+			opts := executor.RunOptions{Dir: dir, Log: log, Recycle: recycle, Prepare: prepare}
 			if handshake {
 				opts.Report = os.NewFile(executor.ReportFD, "report")
 				opts.GoAhead = os.NewFile(executor.GoFD, "go-ahead")
@@ -46,5 +48,6 @@ var _ = registerSubcommand(func() *cobra.Command {
 	cmd.Flags().StringVar(&dir, "bundle", "", "container directory holding "+executor.BundleFile+" (empty: read from fd 4)")
 	cmd.Flags().BoolVar(&handshake, "handshake", false, "report on fd 3 and wait for the go-ahead on fd 4")
 	cmd.Flags().BoolVar(&recycle, "recycle", false, "after the container ends, report \"free\" on fd 3 and wait for another (a warm shim only)")
+	cmd.Flags().BoolVar(&prepare, "prepare", false, "make the next container's network, IPC and UTS namespaces and its /dev, /tmp and /sys mounts while waiting for it (a warm shim only)")
 	return cmd
 })
