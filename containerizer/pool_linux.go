@@ -662,20 +662,29 @@ func (c *Containerizer) boundClaim(ctx context.Context, ct *container, sb *sandb
 	return err
 }
 
-// abandonClaim destroys a sandbox whose claim failed for cause: its shim
-// is killed at once (it may be stuck: never waited for), then ct's
-// teardown kills its init and removes its groups, libcontainer's state
-// and the directory, and ct is as before the claim. The error wraps
-// errSandboxUnusable (launch cold), or is the launch's own when the task
-// had already exec'd in the sandbox (made true: Launch tears the rest
-// down).
+// abandonClaim destroys a sandbox whose claim failed for cause: its init
+// is stopped and checked (taskStarted), its shim killed at once (it may
+// be stuck: never waited for), then ct's teardown kills the init and
+// removes its groups, libcontainer's state and the directory, and ct is
+// as before the claim. The error wraps errSandboxUnusable (launch cold),
+// or is the launch's own when the task had already exec'd in the sandbox
+// (made true: Launch tears the rest down).
+//
+// The init is stopped before the shim is killed: a trampoline whose
+// message pipe closes (its shim's death) exits, and an init found gone
+// counts as a started task. Killed first, a stuck shim made the launch
+// fail instead of going cold whenever its trampoline exited before it
+// was stopped (TestStuckWarmSandboxGoesCold, once in CI).
 func (c *Containerizer) abandonClaim(ctx context.Context, ct *container, sb *sandbox, cause error) (made bool, err error) {
+	ran := sb.taskStarted()
 	select {
 	case <-sb.sp.done:
 	default: // our child, not reaped yet: the pid is its
 		_ = syscall.Kill(sb.sp.pid, syscall.SIGKILL)
 	}
-	ran := sb.taskStarted()
+	if afterClaimShimKilled != nil {
+		afterClaimShimKilled()
+	}
 	if ran {
 		return true, fmt.Errorf("warm sandbox %s failed after its task started (not started again): %w", sb.name, cause)
 	}
@@ -685,6 +694,10 @@ func (c *Containerizer) abandonClaim(ctx context.Context, ct *container, sb *san
 	ct.sandbox, ct.shimPid, ct.shimDone, ct.pid, ct.address = "", 0, nil, 0, ""
 	return false, fmt.Errorf("%w: %w", errSandboxUnusable, cause)
 }
+
+// afterClaimShimKilled, when set (tests), runs in abandonClaim right
+// after the shim is killed.
+var afterClaimShimKilled func()
 
 // taskStarted reports whether sb's init has exec'd its task (it no
 // longer runs the trampoline): it stops the init first, so that no exec

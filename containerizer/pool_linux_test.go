@@ -172,7 +172,8 @@ func (e *poolEnv) readySandboxes() []*sandbox {
 // TestStuckWarmSandboxGoesCold (issue 35): a launch that takes a warm
 // sandbox whose shim or trampoline never answers (stopped) gives up on it
 // after WarmClaimTimeout, far below LaunchTimeout, destroys it — shim,
-// init, groups, libcontainer state, directory — and launches cold.
+// init, groups, libcontainer state, directory — and launches cold, also
+// when the stuck shim's trampoline would exit once the shim is killed.
 func TestStuckWarmSandboxGoesCold(t *testing.T) {
 	for _, stuck := range []string{"shim", "trampoline"} {
 		t.Run(stuck, func(t *testing.T) {
@@ -199,6 +200,10 @@ func TestStuckWarmSandboxGoesCold(t *testing.T) {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}
 			})
+			// The killed shim's trampoline sees its message pipe close and
+			// exits, if it can: give it the time a loaded machine may.
+			afterClaimShimKilled = func() { time.Sleep(300 * time.Millisecond) }
+			t.Cleanup(func() { afterClaimShimKilled = nil })
 			info, warm := e.launch(Spec{Command: []string{"sleep", "1000"}})
 			if warm {
 				t.Fatalf("the launch kept the stuck sandbox %s", sb.name)
