@@ -26,6 +26,15 @@
 // does the end of libcontainer's init for it (user, capabilities,
 // environment, working directory, exec). See handshake.go.
 //
+// A warm shim (RunOptions.Prepare) makes, while it waits, what the next
+// container without a user namespace would otherwise have libcontainer
+// make on its launch's path: its network, IPC and UTS namespaces and its
+// /dev, /dev/pts, /dev/shm, /dev/mqueue, /tmp and /sys as detached mounts;
+// a launch takes what its config asks for in the same terms
+// (ready_linux.go). A recycled one (RunOptions.Recycle) runs container
+// after container, and tells the containerizer why when it stops
+// (EventRetired; recycle_linux.go).
+//
 // On a cgroup v1 host the shim joins the init to its groups late, and so
 // assembles the container's /sys/fs/cgroup itself from the container's
 // own groups (cgroupview_linux.go).
