@@ -6,7 +6,11 @@
 # after its own `start`) on the equivalent bundle: the OCI spec brim's
 # shim runs (executor.RuntimeSpec: same busybox rootfs, read-only,
 # namespaces, mounts, masked paths, seccomp profile), the same cpu shares,
-# a cgroup at an absolute path under the same parent.
+# a cgroup at an absolute path under the same parent. Both keep their
+# runtime state (brim's run dir, runc's root) on one tmpfs of the bench's
+# own, as /run is under systemd; LAUNCH_BENCH_RUN_DIR=state keeps it on
+# this machine's disk instead (the sandboxes and logs are there either
+# way).
 #
 # A cold launch makes the container from nothing (with a warm shim, which
 # made the container's namespaces and /dev, /tmp and /sys mounts while it
@@ -42,6 +46,7 @@ row 'brim cold, no warm shim' cold-spawn; echo
 row 'brim cold, user namespace' cold-userns; printf '  p50 ratio to cold %.2f\n' "${m[userns/plain-p50-ratio]}"
 row 'brim warm sandbox' warm; printf '  p50 ratio to runc %.2f\n' "${m[warm/runc-p50-ratio]}"
 row 'brim warm sandbox, user namespace' warm-userns; echo
+echo "runtime state (brim's run dir, runc's root): ${LAUNCH_BENCH_RUN_DIR:-tmpfs}"
 echo "launch steps:"
 sed 's/^/  /' "$steps"
 # The ratios are the figures to compare across runs; absolute times follow

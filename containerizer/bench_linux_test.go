@@ -15,6 +15,7 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/brimnode/brim/executor"
 	"github.com/brimnode/brim/internal/subid"
@@ -46,6 +47,9 @@ import (
 //   - warm: "warm" and "warm-userns", a launch that takes a warm sandbox
 //     (each round's sandbox made before the timed launch).
 //
+// Every variant keeps its runtime state on one tmpfs (launchRunDir;
+// LAUNCH_BENCH_RUN_DIR=state: on the disk).
+//
 // The phases are apart because a pool with sandboxes ready keeps the
 // kernel's cgroup-attach lock warm (isolator/cgroups.Warm), which would
 // speed runc's and the cold launches' cgroup joins too. Reported, as
@@ -72,8 +76,9 @@ func BenchmarkLaunch(b *testing.B) {
 		{name: "cold-userns", sandboxes: -1, userns: &userns},
 	}
 	warm := []*launchVariant{{name: "warm"}, {name: "warm-userns", userns: &userns}}
+	run := launchRunDir(b)
 	for _, v := range append(append([]*launchVariant(nil), cold...), warm...) {
-		v.start(b, cg)
+		v.start(b, cg, run)
 	}
 	rootfs := busyboxRootfs(b)
 	// ... and the rootfs (t.TempDir's two levels are 0700).
@@ -86,6 +91,9 @@ func BenchmarkLaunch(b *testing.B) {
 	if path, err := exec.LookPath("runc"); err == nil {
 		runc.runc = path
 		runc.runcBundle, runc.runcRoot = runcBundleDir(b, rootfs)
+		if run != "" {
+			runc.runcRoot = filepath.Join(run, "runc") // as /run/runc
+		}
 	}
 	b.ResetTimer()
 	b.StopTimer() // only the launches themselves are timed
@@ -169,6 +177,36 @@ func traversableTempDir(b *testing.B) string {
 	if err := os.Chmod(dir, 0o711); err != nil {
 		b.Fatal(err)
 	}
+	return dir
+}
+
+// launchRunDir is where every variant keeps its runtime state, brim's
+// and runc's: a tmpfs of the bench's own, as /run is on a host under
+// systemd (runc's default root is /run/runc; the agent's package sets
+// run-dir = /run/brim-agent). This machine's /run is on its disk, whose
+// inode allocations slow down as files are made and removed (ext4
+// without a journal: docs/benchmarks.md); the sandboxes and logs stay in
+// the state dirs, on the disk, as they would. LAUNCH_BENCH_RUN_DIR=state
+// keeps everything on the disk ("" returned).
+func launchRunDir(b *testing.B) string {
+	b.Helper()
+	switch os.Getenv("LAUNCH_BENCH_RUN_DIR") {
+	case "", "tmpfs":
+	case "state":
+		return ""
+	default:
+		b.Fatalf("LAUNCH_BENCH_RUN_DIR=%q: want tmpfs or state", os.Getenv("LAUNCH_BENCH_RUN_DIR"))
+	}
+	dir := traversableTempDir(b) // a user namespace's root must traverse it
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=512m,mode=0711"); err != nil {
+		b.Fatalf("mount a tmpfs for the run dirs: %v", err)
+	}
+	// Registered after traversableTempDir's removal: runs before it.
+	b.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			b.Errorf("unmount the run dirs' tmpfs: %v", err)
+		}
+	})
 	return dir
 }
 
@@ -262,14 +300,19 @@ type launchVariant struct {
 	runcRoot   string
 }
 
-// start makes v's containerizer.
-func (v *launchVariant) start(b *testing.B, cg *cgroups.Isolator) {
+// start makes v's containerizer, with its runtime state in run/<name>
+// (run "": in its state dir).
+func (v *launchVariant) start(b *testing.B, cg *cgroups.Isolator, run string) {
 	stateDir := b.TempDir()
 	if v.userns != nil {
 		// The namespace's root must reach the container directories.
 		stateDir = traversableTempDir(b)
 	}
-	c, err := New(Config{StateDir: stateDir, Isolators: []isolator.Isolator{cg}, ShimBinary: smallShimBinary,
+	runDir := ""
+	if run != "" {
+		runDir = filepath.Join(run, v.name)
+	}
+	c, err := New(Config{StateDir: stateDir, RunDir: runDir, Isolators: []isolator.Isolator{cg}, ShimBinary: smallShimBinary,
 		HidePaths: DefaultHidePaths, WarmSandboxes: v.sandboxes, WarmShims: v.shims, NoShimPrepare: v.noPrepare})
 	if err != nil {
 		b.Fatal(err)
