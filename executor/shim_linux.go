@@ -76,9 +76,12 @@ func Run(ctx context.Context, opts RunOptions) error {
 		return errors.New("run shim: no container directory and no handshake")
 	}
 	prewarm()
-	var ready *readySet
+	var (
+		ready    *readySet
+		readyErr error // what could not be made, logged with the next container
+	)
 	if opts.Prepare {
-		ready = makeReady(nil, log)
+		ready, readyErr = makeReady(nil)
 	}
 	defer func() { ready.close() }()
 	br := bufio.NewReader(opts.GoAhead)
@@ -91,6 +94,12 @@ func Run(ctx context.Context, opts RunOptions) error {
 			opts.Report.Close()
 			opts.GoAhead.Close()
 			return err
+		}
+		if readyErr != nil {
+			// Now in the container's shim.log (a warm shim's output
+			// goes nowhere until it has a directory).
+			log.Warn("not all made ahead: libcontainer makes the rest", "err", readyErr)
+			readyErr = nil
 		}
 		kept, retire, err := runOne(ctx, opts, dir, br, ready, log, rc.again())
 		if err == nil && kept && retire == nil {
@@ -110,7 +119,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 			return err
 		}
 		if opts.Prepare {
-			ready = makeReady(ready, log)
+			ready, readyErr = makeReady(ready)
 		}
 		if err := writeReport(opts.Report, Report{Event: EventFree}); err != nil {
 			// The containerizer that started us is gone (an agent
@@ -123,21 +132,16 @@ func Run(ctx context.Context, opts RunOptions) error {
 
 // makeReady returns r when no launch used it, or a new set made ahead
 // (nil when nothing can be made: libcontainer then makes it all, as for
-// a shim that is not warm).
-func makeReady(r *readySet, log *slog.Logger) *readySet {
+// a shim that is not warm), and what could not be made.
+func makeReady(r *readySet) (*readySet, error) {
 	if r != nil && !r.used && r.held() > 0 {
-		return r
+		return r, nil
 	}
 	template, err := readyTemplate()
 	if err != nil {
-		log.Warn("nothing made ahead", "err", err)
-		return nil
+		return nil, err
 	}
-	r, err = makeReadySet(template)
-	if err != nil {
-		log.Warn("not all made ahead", "err", err)
-	}
-	return r
+	return makeReadySet(template)
 }
 
 // runOne launches and supervises the container of dir; goAhead, when not
