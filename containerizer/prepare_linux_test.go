@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moby/sys/mountinfo"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
 
@@ -114,7 +115,7 @@ func TestPreparedLaunchIsUnprepared(t *testing.T) {
 					!noPrepare && (netns == "" || len(theirs) > 0) {
 					t.Fatalf("NoShimPrepare %v: the launch's network namespace %q, mounts libcontainer made %v", noPrepare, netns, theirs)
 				}
-				if mounts := shimMountsUnder(t, st.InitProcessPid); len(mounts) > 0 {
+				if mounts := shimMountsUnder(t, st.InitProcessPid, sleeper.ShimPid); len(mounts) > 0 {
 					t.Errorf("the shim keeps mounts of the container: %q", mounts)
 				}
 				if err := e.c.Destroy(context.Background(), sleeper.ID); err != nil {
@@ -148,27 +149,20 @@ func TestPreparedLaunchIsUnprepared(t *testing.T) {
 // readyMounts are the mounts a warm shim makes ahead.
 var readyMounts = []string{"/dev", "/dev/pts", "/dev/shm", "/dev/mqueue", "/tmp", "/sys"}
 
-// shimMountsUnder lists the mounts in the mount namespace of the shim
-// of the container whose init is pid (its parent) of the file systems
-// mounted on the container's readyMounts.
-func shimMountsUnder(t *testing.T, pid int) []string {
+// shimMountsUnder lists the mounts in shim's mount namespace of the file
+// systems mounted on readyMounts in the container whose init is pid.
+func shimMountsUnder(t *testing.T, pid, shim int) []string {
 	t.Helper()
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// pid (comm) state ppid ...
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 	// On the host root the container's root holds the host's /dev,
 	// /dev/pts and /dev/shm, covered: the last mount listed on a mount
 	// point is the one on top.
-	top := map[string]string{} // mount point -> super block (major:minor)
-	for _, f := range mountinfo(t, pid) {
-		if slices.Contains(readyMounts, f[4]) {
-			top[f[4]] = f[2]
+	top := map[string][2]int{} // mount point -> super block (major, minor)
+	for _, m := range mountsOf(t, pid) {
+		if slices.Contains(readyMounts, m.Mountpoint) {
+			top[m.Mountpoint] = [2]int{m.Major, m.Minor}
 		}
 	}
-	theirs := map[string]string{} // super block -> mount point
+	theirs := map[[2]int]string{} // super block -> mount point
 	for mp, sb := range top {
 		theirs[sb] = mp
 	}
@@ -176,26 +170,25 @@ func shimMountsUnder(t *testing.T, pid int) []string {
 		t.Fatalf("the container's %v: %v", readyMounts, theirs)
 	}
 	var out []string
-	for _, f := range mountinfo(t, fields[1]) {
-		if mp, ok := theirs[f[2]]; ok {
-			out = append(out, f[4]+" (the container's "+mp+")")
+	for _, m := range mountsOf(t, shim) {
+		if mp, ok := theirs[[2]int{m.Major, m.Minor}]; ok {
+			out = append(out, m.Mountpoint+" (the container's "+mp+")")
 		}
 	}
 	return out
 }
 
-// mountinfo reads the fields of /proc/<pid>/mountinfo's lines.
-func mountinfo(t *testing.T, pid any) [][]string {
+// mountsOf reads /proc/<pid>/mountinfo, in its order.
+func mountsOf(t *testing.T, pid int) []*mountinfo.Info {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%v/mountinfo", pid))
+	f, err := os.Open(fmt.Sprintf("/proc/%d/mountinfo", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out [][]string
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 5 {
-			out = append(out, f)
-		}
+	defer f.Close()
+	ms, err := mountinfo.GetMountsFromReader(f, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return ms
 }

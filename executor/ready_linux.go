@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
+	"slices"
 	"strings"
+	"sync"
 
 	devices "github.com/opencontainers/cgroups/devices/config"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
+
+	"github.com/brimnode/brim/internal/osthread"
 )
 
 // A readySet is what a warm shim makes for its next container while it
@@ -131,12 +134,12 @@ func makeReadySet(template *configs.Config) (*readySet, error) {
 	return r, nil
 }
 
-// makeNamespaces unshares the set's namespaces on a thread of its own,
-// brings the loopback up, opens them, makes the mounts that belong to
-// them (template's), and lets the thread end.
+// makeNamespaces unshares the set's namespaces on a thread of its own
+// (internal/osthread), brings the loopback up, opens them, makes the
+// mounts that belong to them (template's), and lets the thread end.
 func (r *readySet) makeNamespaces(template *configs.Config) error {
 	var nsMounts []*readyMount
-	err := onThreadOfItsOwn(func() error {
+	err := osthread.Run(func() error {
 		if err := r.unshareNamespaces(); err != nil {
 			return err
 		}
@@ -151,29 +154,6 @@ func (r *readySet) makeNamespaces(template *configs.Config) error {
 	}
 	r.mounts = append(r.mounts, nsMounts...)
 	return nil
-}
-
-// onThreadOfItsOwn runs fn on an OS thread that ends with it: what fn
-// changes of its thread (its namespaces) no other goroutine ever sees.
-// Not the main thread: Go parks that one for good instead of ending it,
-// and /proc/self shows the main thread's namespaces. (brim's binaries
-// keep their main goroutine on it; another program may not.)
-func onThreadOfItsOwn(fn func() error) error {
-	ch := make(chan error, 1)
-	go func() {
-		// Never unlocked while fn's changes hold: Go ends the thread
-		// with this goroutine.
-		runtime.LockOSThread()
-		if unix.Gettid() == unix.Getpid() {
-			// Hold the main thread while another goroutine, on
-			// another thread, does it; then give it back.
-			ch <- onThreadOfItsOwn(fn)
-			runtime.UnlockOSThread()
-			return
-		}
-		ch <- fn()
-	}()
-	return <-ch
 }
 
 func (r *readySet) unshareNamespaces() error {
@@ -257,8 +237,7 @@ func closeAll(ms []*readyMount) {
 }
 
 // populateDev makes in the /dev mount the mount points of template's
-// mounts in it and the device nodes of template but /dev/ptmx (libcontainer's
-// setupPtmx makes that link).
+// mounts in it and template's device nodes but /dev/ptmx.
 func (r *readySet) populateDev(template *configs.Config) error {
 	dev := r.mount("/dev")
 	for _, m := range template.Mounts {
@@ -273,10 +252,8 @@ func (r *readySet) populateDev(template *configs.Config) error {
 			}
 		}
 	}
-	for _, d := range template.Devices {
-		if d.Path == "/dev/ptmx" {
-			continue
-		}
+	_, nodes := splitPtmx(template.Devices)
+	for _, d := range nodes {
 		if err := mknodExact(dev.fd, d); err != nil {
 			return err
 		}
@@ -450,13 +427,9 @@ func (r *readySet) applyMounts(cfg *configs.Config, rootfs string, withNS bool) 
 	if r.mount("/dev") == nil {
 		return fmt.Errorf("%w: no mounts made", errNotReady)
 	}
-	if len(cfg.Devices) != len(r.devices)+countPtmx(cfg.Devices) {
-		return fmt.Errorf("%w: other devices", errNotReady)
-	}
-	for i, d := range withoutPtmx(cfg.Devices) {
-		if *d != *r.devices[i] {
-			return fmt.Errorf("%w: device %s differs", errNotReady, d.Path)
-		}
+	ptmx, nodes := splitPtmx(cfg.Devices)
+	if !slices.EqualFunc(nodes, r.devices, func(a, b *devices.Device) bool { return *a == *b }) {
+		return fmt.Errorf("%w: the container's devices differ", errNotReady)
 	}
 	if err := makeMountsPrivate(); err != nil {
 		return err
@@ -479,7 +452,7 @@ func (r *readySet) applyMounts(cfg *configs.Config, rootfs string, withNS bool) 
 			continue
 		}
 		if g.dests[0] == "/dev" {
-			cfg.Devices = keepPtmx(cfg.Devices) // made in the attached /dev
+			cfg.Devices = ptmx // the others are made in the attached /dev
 		}
 	}
 	return errors.Join(errs...)
@@ -542,21 +515,16 @@ func attach(rm *readyMount, parent *os.File, name string) error {
 }
 
 // detach takes the group's attached mounts out of the shim's mount
-// namespace (the container keeps its copies), the first with the others.
+// namespace (the container keeps its copies): the first, and the others
+// with it (they are only ever attached in it).
 func (r *readySet) detach(group []string) {
-	rm := r.mount(group[0])
-	if rm == nil || !rm.attached {
-		for _, dest := range group[1:] {
-			if sub := r.mount(dest); sub != nil && sub.attached {
-				_ = unix.Unmount(fmt.Sprintf("/proc/self/fd/%d", sub.fd.Fd()), unix.MNT_DETACH)
-				sub.attached = false
-			}
-		}
-		return
+	if rm := r.mount(group[0]); rm != nil && rm.attached {
+		_ = unix.Unmount(fmt.Sprintf("/proc/self/fd/%d", rm.fd.Fd()), unix.MNT_DETACH)
 	}
-	_ = unix.Unmount(fmt.Sprintf("/proc/self/fd/%d", rm.fd.Fd()), unix.MNT_DETACH)
 	for _, dest := range group {
-		r.mount(dest).attached = false
+		if m := r.mount(dest); m != nil {
+			m.attached = false
+		}
 	}
 }
 
@@ -647,34 +615,24 @@ func withoutMount(ms []*configs.Mount, dest string) []*configs.Mount {
 	return out
 }
 
-func countPtmx(ds []*devices.Device) int {
-	return len(ds) - len(withoutPtmx(ds))
-}
-
-func withoutPtmx(ds []*devices.Device) []*devices.Device {
-	var out []*devices.Device
-	for _, d := range ds {
-		if d.Path != "/dev/ptmx" {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-func keepPtmx(ds []*devices.Device) []*devices.Device {
-	var out []*devices.Device
+// splitPtmx splits ds into /dev/ptmx (libcontainer's setupPtmx makes
+// that link, never a set) and the others.
+func splitPtmx(ds []*devices.Device) (ptmx, others []*devices.Device) {
 	for _, d := range ds {
 		if d.Path == "/dev/ptmx" {
-			out = append(out, d)
+			ptmx = append(ptmx, d)
+		} else {
+			others = append(others, d)
 		}
 	}
-	return out
+	return ptmx, others
 }
 
 // readyTemplate is the libcontainer config of a plain container (no user
 // namespace, its own network namespace, brim's mounts and devices): what
-// a set is made for.
-func readyTemplate() (*configs.Config, error) {
+// a set is made for. Converted once per shim (a recycled one makes a set
+// per container); never modified.
+var readyTemplate = sync.OnceValues(func() (*configs.Config, error) {
 	b := &Bundle{ID: "ready", Args: []string{"true"}, CgroupPath: "/brim-ready", Rootfs: "/"}
 	return libcontainerConfig(b, "/", "/")
-}
+})

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/brimnode/brim/internal/osthread"
 )
 
 // prepareHostRoot assembles the host root as a container rootfs in the
@@ -151,7 +154,7 @@ func mountNetSysfs(dir, netnsPath string) error {
 	defer ns.Close()
 	// The thread that joins the container's network namespace ends with
 	// the mount: no other goroutine ever runs in that namespace.
-	return onThreadOfItsOwn(func() error {
+	return osthread.Run(func() error {
 		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
 			return fmt.Errorf("join netns %s: %w", netnsPath, err)
 		}
@@ -163,16 +166,26 @@ func mountNetSysfs(dir, netnsPath string) error {
 }
 
 // makeMountsPrivate makes the shim's mount namespace private: nothing
-// mounted in it from then on propagates to the host's.
+// mounted in it from then on propagates to the host's. Once done it
+// stays so for the process (what the shim mounts afterwards is private
+// too: new file systems, and binds and moves of private mounts), so a
+// shim does it once, not at each step of each launch that mounts.
 func makeMountsPrivate() error {
+	if mountsPrivate.Load() {
+		return nil
+	}
 	if err := requirePrivateMountNS(); err != nil {
 		return err
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
+	mountsPrivate.Store(true)
 	return nil
 }
+
+// mountsPrivate records makeMountsPrivate's success.
+var mountsPrivate atomic.Bool
 
 // rootfsMountPoint makes the shim's mount namespace private (nothing
 // done in it may propagate back to the host) and the container's root

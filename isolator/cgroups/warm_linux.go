@@ -3,10 +3,11 @@ package cgroups
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/brimnode/brim/internal/osthread"
 )
 
 // Moving a process into a v1 cgroup (writing its pid to cgroup.procs or
@@ -80,7 +81,7 @@ func (i *Isolator) Warm() (done func()) {
 		}
 		stop, renew := make(chan struct{}), make(chan struct{}, 1)
 		i.warmStop, i.warmRenew = stop, renew
-		go prime(tasks, stop, renew, nil, func() {
+		exited := func() {
 			// Ended on its own (warmMax, a failed write): a later
 			// launch starts a new one.
 			i.warmMu.Lock()
@@ -88,7 +89,8 @@ func (i *Isolator) Warm() (done func()) {
 			if i.warmStop == stop {
 				i.warmStop = nil
 			}
-		})
+		}
+		osthread.Go(func() { prime(tasks, stop, renew, exited) })
 	}
 	var once bool
 	return func() {
@@ -105,31 +107,13 @@ func (i *Isolator) Warm() (done func()) {
 	}
 }
 
-// prime runs on a thread of its own that never returns to the Go
-// scheduler's pool: it moves the thread into the group whose tasks file
-// is tasks, then re-attaches it there until stop closes, and exits with
-// the goroutine (a goroutine that ends locked to its thread takes the
-// thread with it), so no other goroutine ever runs in brim's group. The
-// process's main thread is the exception (the runtime parks it for good
-// instead): started there, prime holds it while a second goroutine, on
-// another thread, does the work. It closes locked, if not nil, once it
-// holds a thread that is not the main one, and calls exited when the
-// priming ends. A value on renew restarts its warmMax.
-func prime(tasks string, stop <-chan struct{}, renew <-chan struct{}, locked chan<- struct{}, exited func()) {
-	runtime.LockOSThread()
-	if syscall.Gettid() == syscall.Getpid() {
-		held := make(chan struct{})
-		go prime(tasks, stop, renew, held, exited)
-		<-held
-		runtime.UnlockOSThread()
-		if locked != nil {
-			close(locked)
-		}
-		return
-	}
-	if locked != nil {
-		close(locked)
-	}
+// prime runs on a thread of its own that ends with it (internal/osthread:
+// it never returns to the Go scheduler's pool, and is never the main
+// thread), so no other goroutine ever runs in brim's group: it moves the
+// thread into the group whose tasks file is tasks, then re-attaches it
+// there until stop closes, and calls exited when the priming ends. A
+// value on renew restarts its warmMax.
+func prime(tasks string, stop <-chan struct{}, renew <-chan struct{}, exited func()) {
 	defer exited()
 	f, err := os.OpenFile(tasks, os.O_WRONLY, 0)
 	if err != nil {
